@@ -1,0 +1,34 @@
+package engine
+
+import "errors"
+
+// Sentinel errors shared by every engine and the command layer. Protocols map them to their own replies in one
+// table each; callers test them with errors.Is because engines wrap them with context.
+var (
+	// ErrNotFound: the key has no live item (absent or expired).
+	ErrNotFound = errors.New("not found")
+	// ErrExists: an only-if-absent condition failed because a live item exists.
+	ErrExists = errors.New("exists")
+	// ErrVersionMismatch: a compare-and-set found a live item with another version.
+	ErrVersionMismatch = errors.New("version mismatch")
+	// ErrAborted: a guard mutation failed, so no mutation of the batch was applied.
+	ErrAborted = errors.New("batch aborted by a failed guard")
+	// ErrNotInteger: an integer operation found a value that is not a 64-bit integer.
+	ErrNotInteger = errors.New("value is not an integer")
+	// ErrNotFloat: a float operation found a value that is not a number.
+	ErrNotFloat = errors.New("value is not a valid float")
+	// ErrOverflow: a signed increment would overflow 64 bits.
+	ErrOverflow = errors.New("increment or decrement would overflow")
+	// ErrNaN: a float increment would produce NaN or infinity.
+	ErrNaN = errors.New("increment would produce NaN or Infinity")
+	// ErrTooLarge: a value would exceed the configured maximum size.
+	ErrTooLarge = errors.New("value too large")
+	// ErrConditionFailed: an expiry condition (NX, XX, GT, LT) did not hold.
+	ErrConditionFailed = errors.New("condition not met")
+	// ErrNotSupported: the engine lacks an ability the request needs.
+	ErrNotSupported = errors.New("not supported by this engine")
+	// ErrClosed: the engine was closed.
+	ErrClosed = errors.New("engine closed")
+	// ErrInvalid: a malformed mutation (unknown op, missing key, bad range).
+	ErrInvalid = errors.New("invalid mutation")
+)

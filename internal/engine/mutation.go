@@ -1,0 +1,119 @@
+package engine
+
+// Op names what a Mutation does. Every write of every protocol is one of these, so that engines and the
+// replication log share one vocabulary; Resolve gives each its meaning.
+type Op uint8
+
+// The operations. Values are part of the Mutation codec: append new ones, never renumber.
+const (
+	OpGet       Op = iota + 1 // read inside a batch; with SetExpiry also sets the expiry (GETEX, gat)
+	OpCheck                   // only checks the condition (WATCH guards); never writes
+	OpSet                     // store Value, Flags, Expires (KeepTTL keeps the old expiry)
+	OpDelete                  // remove the item; ErrNotFound if absent
+	OpIncr                    // integer add (Delta signed, or UDelta/Decr unsigned as memcached)
+	OpIncrFloat               // float add of Float (Redis INCRBYFLOAT)
+	OpAppend                  // Value appended; Create makes a missing item
+	OpPrepend                 // Value prepended; Create makes a missing item
+	OpSetRange                // Value written at Offset, zero-padding (Redis SETRANGE)
+	OpExpire                  // set Expires (0 = persist) subject to ExpireCond; a past time deletes
+	OpRename                  // move Key to Table2/Key2 (Cond CondAbsent: only if the target is absent)
+	OpCopy                    // copy Key to Table2/Key2 (Cond CondAbsent: only if the target is absent)
+	OpFlush                   // delete every item of Table, or of every table when Table is ""
+	opMax
+)
+
+// Cond is a precondition on the item at Table/Key (for OpRename and OpCopy: on the target).
+type Cond uint8
+
+// Conditions. A failed condition sets the Result's Err; with Guard it aborts the whole batch.
+const (
+	CondNone    Cond = iota
+	CondAbsent       // no live item (SET NX, memcached add): else ErrExists
+	CondPresent      // a live item (SET XX, memcached replace): else ErrNotFound
+	CondVersion      // live item with Version (CAS, WATCH); Version 0 means absent: else ErrVersionMismatch/ErrNotFound
+)
+
+// ExpireCond restricts OpExpire as Redis's EXPIRE options do.
+type ExpireCond uint8
+
+// Expiry conditions; a missing expiry counts as infinitely far, as in Redis.
+const (
+	ExpAlways ExpireCond = iota
+	ExpNX                // only if the item has no expiry
+	ExpXX                // only if the item has an expiry (also used by PERSIST)
+	ExpGT                // only if the new expiry is later
+	ExpLT                // only if the new expiry is earlier
+)
+
+// Mutation is one write (or in-batch read) as a plain value: what protocols produce, what the replication log
+// carries (see Encode) and what an engine applies. Fields an Op does not use are zero.
+type Mutation struct {
+	Op    Op
+	Table string
+	Key   []byte
+	Value []byte
+	Flags uint32
+	// Expires is an absolute unix-ms time (0 = none) for OpSet, OpExpire, and for items OpIncr/OpAppend create.
+	Expires int64
+	Cond    Cond
+	// Version is the expected version for CondVersion.
+	Version uint64
+	// Guard aborts the whole batch (ErrAborted, nothing applied) if this mutation's condition fails.
+	Guard bool
+	// KeepTTL keeps the old item's expiry on OpSet.
+	KeepTTL bool
+	// Create lets OpIncr, OpAppend and OpPrepend create a missing item instead of failing with ErrNotFound.
+	Create bool
+	// SetExpiry makes OpGet also set Expires.
+	SetExpiry bool
+	// Unsigned selects memcached arithmetic for OpIncr: UDelta added with wrap-around, or subtracted flooring at 0
+	// when Decr; a created item starts at Initial. Otherwise Delta is added with overflow checks and a created
+	// item starts at 0+Delta (Redis).
+	Unsigned bool
+	Decr     bool
+	Delta    int64
+	UDelta   uint64
+	Initial  uint64
+	// Float is the increment of OpIncrFloat.
+	Float float64
+	// Offset is where OpSetRange writes.
+	Offset int64
+	// MaxSize bounds values OpAppend, OpPrepend and OpSetRange produce (0 = unbounded): else ErrTooLarge.
+	MaxSize int
+	// ExpireCond restricts OpExpire.
+	ExpireCond ExpireCond
+	// Table2 and Key2 name the target of OpRename and OpCopy.
+	Table2 string
+	Key2   []byte
+}
+
+// Writes reports whether the mutation can change stored state (OpGet only with SetExpiry, OpCheck never).
+func (m *Mutation) Writes() bool {
+	switch m.Op {
+	case OpGet:
+		return m.SetExpiry
+	case OpCheck:
+		return false
+	}
+	return true
+}
+
+// Batch is a list of mutations applied atomically and in order, judged at one time.
+type Batch struct {
+	// Now is the unix-ms time at which items expire for this batch.
+	Now  int64
+	Muts []Mutation
+}
+
+// Result is the outcome of one mutation.
+type Result struct {
+	// Err is the mutation's own failure (a sentinel such as ErrNotFound or ErrExists); other mutations of the
+	// batch still apply unless it was a Guard.
+	Err error
+	// Old is the live item before the mutation (for rename/copy: the source), if OldFound.
+	Old      Item
+	OldFound bool
+	// New is the item after the mutation (for rename/copy: the target), if NewFound.
+	New      Item
+	NewFound bool
+}

@@ -1,0 +1,411 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// Reader gives Resolve the stored state an engine holds before a batch.
+type Reader interface {
+	// Read returns the stored item for table/key, expired or not, and whether one is stored. The returned Value
+	// must stay valid until Resolve returns.
+	Read(table string, key []byte) (Item, bool, error)
+}
+
+// Write is one physical change that Resolve asks the engine to make, in order.
+type Write struct {
+	Table string
+	Key   []byte
+	Item  Item
+	// Delete removes Key instead of storing Item.
+	Delete bool
+	// Flush removes every item of Table (of every table if Table is ""); Key and Item are unused.
+	Flush bool
+}
+
+type slot struct {
+	table, key string
+}
+
+// resolver holds a batch's own writes so later mutations of the batch see earlier ones.
+type resolver struct {
+	r          Reader
+	now        int64
+	next       func() uint64
+	overlay    map[slot]*Item // nil value: deleted in this batch
+	flushedAll bool
+	flushed    map[string]bool
+	writes     []Write
+}
+
+// Resolve computes the effect of a batch: per-mutation results and the writes that carry them out. It is the one
+// definition of every Op's meaning, shared by all engines. next allocates a fresh version for each written item.
+// When a Guard fails it returns the results so far and ErrAborted, and the caller must apply no write.
+func Resolve(r Reader, b *Batch, next func() uint64) ([]Write, []Result, error) {
+	rs := resolver{r: r, now: b.Now, next: next}
+	results := make([]Result, len(b.Muts))
+	for i := range b.Muts {
+		m := &b.Muts[i]
+		res, err := rs.apply(m)
+		if err != nil {
+			return nil, results, err
+		}
+		results[i] = res
+		if res.Err != nil && m.Guard && isCondErr(res.Err) {
+			return nil, results, ErrAborted
+		}
+	}
+	return rs.writes, results, nil
+}
+
+func isCondErr(err error) bool {
+	return err == ErrExists || err == ErrNotFound || err == ErrVersionMismatch || err == ErrConditionFailed
+}
+
+// get returns the live item at table/key as this batch sees it.
+func (rs *resolver) get(table string, key []byte) (Item, bool, error) {
+	if it, ok := rs.overlay[slot{table, string(key)}]; ok {
+		if it == nil {
+			return Item{}, false, nil
+		}
+		return *it, true, nil
+	}
+	if rs.flushedAll || rs.flushed[table] {
+		return Item{}, false, nil
+	}
+	it, ok, err := rs.r.Read(table, key)
+	if err != nil || !ok || !it.Live(rs.now) {
+		return Item{}, false, err
+	}
+	return it, true, nil
+}
+
+func (rs *resolver) put(table string, key []byte, it Item) Item {
+	it.Version = rs.next()
+	if rs.overlay == nil {
+		rs.overlay = make(map[slot]*Item)
+	}
+	cp := it
+	rs.overlay[slot{table, string(key)}] = &cp
+	rs.writes = append(rs.writes, Write{Table: table, Key: key, Item: it})
+	return it
+}
+
+func (rs *resolver) del(table string, key []byte) {
+	if rs.overlay == nil {
+		rs.overlay = make(map[slot]*Item)
+	}
+	rs.overlay[slot{table, string(key)}] = nil
+	rs.writes = append(rs.writes, Write{Table: table, Key: key, Delete: true})
+}
+
+func (rs *resolver) flush(table string) {
+	if table == "" {
+		rs.flushedAll = true
+		rs.overlay = nil
+	} else {
+		if rs.flushed == nil {
+			rs.flushed = make(map[string]bool)
+		}
+		rs.flushed[table] = true
+		for s := range rs.overlay {
+			if s.table == table {
+				delete(rs.overlay, s)
+			}
+		}
+	}
+	rs.writes = append(rs.writes, Write{Table: table, Flush: true})
+}
+
+// check evaluates a key condition against the live item (found tells whether there is one).
+func check(c Cond, want uint64, old *Item, found bool) error {
+	switch c {
+	case CondAbsent:
+		if found {
+			return ErrExists
+		}
+	case CondPresent:
+		if !found {
+			return ErrNotFound
+		}
+	case CondVersion:
+		switch {
+		case !found && want != 0:
+			return ErrNotFound
+		case found && old.Version != want:
+			return ErrVersionMismatch
+		}
+	}
+	return nil
+}
+
+func (rs *resolver) apply(m *Mutation) (Result, error) {
+	if m.Op == 0 || m.Op >= opMax {
+		return Result{}, fmt.Errorf("%w: op %d", ErrInvalid, m.Op)
+	}
+	if m.Op == OpFlush {
+		rs.flush(m.Table)
+		return Result{}, nil
+	}
+	old, found, err := rs.get(m.Table, m.Key)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Old: old, OldFound: found}
+	if m.Op == OpRename || m.Op == OpCopy {
+		return rs.move(m, res)
+	}
+	if res.Err = check(m.Cond, m.Version, &old, found); res.Err != nil {
+		return res, nil
+	}
+	switch m.Op {
+	case OpCheck:
+	case OpGet:
+		if !found {
+			res.Err = ErrNotFound
+		} else if m.SetExpiry {
+			old.Expires = m.Expires
+			res.New, res.NewFound = rs.put(m.Table, m.Key, old), true
+		} else {
+			res.New, res.NewFound = old, true
+		}
+	case OpSet:
+		it := Item{Value: m.Value, Flags: m.Flags, Expires: m.Expires}
+		if m.KeepTTL && found {
+			it.Expires = old.Expires
+		}
+		res.New, res.NewFound = rs.put(m.Table, m.Key, it), true
+	case OpDelete:
+		if !found {
+			res.Err = ErrNotFound
+		} else {
+			rs.del(m.Table, m.Key)
+		}
+	case OpIncr:
+		rs.incr(m, &res)
+	case OpIncrFloat:
+		rs.incrFloat(m, &res)
+	case OpAppend, OpPrepend:
+		rs.concat(m, &res)
+	case OpSetRange:
+		rs.setRange(m, &res)
+	case OpExpire:
+		rs.expire(m, &res)
+	}
+	return res, nil
+}
+
+func (rs *resolver) incr(m *Mutation, res *Result) {
+	it := res.Old
+	if !res.OldFound {
+		if !m.Create {
+			res.Err = ErrNotFound
+			return
+		}
+		it = Item{Expires: m.Expires}
+		if m.Unsigned {
+			it.Value = strconv.AppendUint(nil, m.Initial, 10)
+			res.New, res.NewFound = rs.put(m.Table, m.Key, it), true
+			return
+		}
+		it.Value = []byte("0")
+	}
+	var v []byte
+	if m.Unsigned {
+		n, ok := ParseUint(it.Value)
+		if !ok {
+			res.Err = ErrNotInteger
+			return
+		}
+		switch {
+		case !m.Decr:
+			n += m.UDelta // wraps, as memcached's incr does
+		case m.UDelta > n:
+			n = 0 // memcached's decr floors at zero
+		default:
+			n -= m.UDelta
+		}
+		v = strconv.AppendUint(nil, n, 10)
+	} else {
+		n, ok := ParseInt(it.Value)
+		if !ok {
+			res.Err = ErrNotInteger
+			return
+		}
+		if (m.Delta > 0 && n > math.MaxInt64-m.Delta) || (m.Delta < 0 && n < math.MinInt64-m.Delta) {
+			res.Err = ErrOverflow
+			return
+		}
+		v = strconv.AppendInt(nil, n+m.Delta, 10)
+	}
+	it.Value = v
+	res.New, res.NewFound = rs.put(m.Table, m.Key, it), true
+}
+
+func (rs *resolver) incrFloat(m *Mutation, res *Result) {
+	it := res.Old
+	n := 0.0
+	if res.OldFound {
+		f, err := strconv.ParseFloat(string(it.Value), 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || len(it.Value) == 0 {
+			res.Err = ErrNotFloat
+			return
+		}
+		n = f
+	}
+	n += m.Float
+	if math.IsNaN(n) || math.IsInf(n, 0) {
+		res.Err = ErrNaN
+		return
+	}
+	it.Value = strconv.AppendFloat(nil, n, 'f', -1, 64)
+	res.New, res.NewFound = rs.put(m.Table, m.Key, it), true
+}
+
+func (rs *resolver) concat(m *Mutation, res *Result) {
+	it := res.Old
+	if !res.OldFound {
+		if !m.Create {
+			res.Err = ErrNotFound
+			return
+		}
+		it = Item{Flags: m.Flags, Expires: m.Expires}
+	}
+	if m.MaxSize > 0 && len(it.Value)+len(m.Value) > m.MaxSize {
+		res.Err = ErrTooLarge
+		return
+	}
+	v := make([]byte, 0, len(it.Value)+len(m.Value))
+	if m.Op == OpAppend {
+		v = append(append(v, it.Value...), m.Value...)
+	} else {
+		v = append(append(v, m.Value...), it.Value...)
+	}
+	it.Value = v
+	res.New, res.NewFound = rs.put(m.Table, m.Key, it), true
+}
+
+func (rs *resolver) setRange(m *Mutation, res *Result) {
+	if m.Offset < 0 {
+		res.Err = ErrInvalid
+		return
+	}
+	it := res.Old
+	if len(m.Value) == 0 { // Redis: nothing written, the reply is the current length
+		res.New, res.NewFound = it, res.OldFound
+		return
+	}
+	end := m.Offset + int64(len(m.Value))
+	if m.MaxSize > 0 && end > int64(m.MaxSize) {
+		res.Err = ErrTooLarge
+		return
+	}
+	n := max(int64(len(it.Value)), end)
+	v := make([]byte, n)
+	copy(v, it.Value)
+	copy(v[m.Offset:], m.Value)
+	it.Value = v
+	res.New, res.NewFound = rs.put(m.Table, m.Key, it), true
+}
+
+func (rs *resolver) expire(m *Mutation, res *Result) {
+	if !res.OldFound {
+		res.Err = ErrNotFound
+		return
+	}
+	cur := res.Old.Expires
+	ok := true
+	switch m.ExpireCond {
+	case ExpNX:
+		ok = cur == 0
+	case ExpXX:
+		ok = cur != 0
+	case ExpGT:
+		ok = cur != 0 && m.Expires != 0 && m.Expires > cur
+	case ExpLT:
+		ok = m.Expires != 0 && (cur == 0 || m.Expires < cur)
+	}
+	if !ok {
+		res.Err = ErrConditionFailed
+		return
+	}
+	if m.Expires != 0 && m.Expires <= rs.now {
+		rs.del(m.Table, m.Key)
+		return
+	}
+	it := res.Old
+	it.Expires = m.Expires
+	res.New, res.NewFound = rs.put(m.Table, m.Key, it), true
+}
+
+// move carries out OpRename and OpCopy; the condition applies to the target.
+func (rs *resolver) move(m *Mutation, res Result) (Result, error) {
+	if !res.OldFound {
+		res.Err = ErrNotFound
+		return res, nil
+	}
+	if m.Table == m.Table2 && string(m.Key) == string(m.Key2) {
+		if m.Cond == CondAbsent {
+			res.Err = ErrExists
+		} else {
+			res.New, res.NewFound = res.Old, true
+		}
+		return res, nil
+	}
+	dst, dfound, err := rs.get(m.Table2, m.Key2)
+	if err != nil {
+		return res, err
+	}
+	if res.Err = check(m.Cond, m.Version, &dst, dfound); res.Err != nil {
+		return res, nil
+	}
+	it := res.Old
+	it.Value = append([]byte(nil), it.Value...)
+	if m.Op == OpRename {
+		rs.del(m.Table, m.Key)
+	}
+	res.New, res.NewFound = rs.put(m.Table2, m.Key2, it), true
+	return res, nil
+}
+
+// ParseInt parses a value as Redis does for INCR: optional '-', decimal digits, no spaces, no leading zeros,
+// within int64.
+func ParseInt(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	s := b
+	if s[0] == '-' {
+		s = s[1:]
+	}
+	if len(s) == 0 || (s[0] == '0' && (len(s) > 1 || len(b) > 1)) {
+		return 0, len(s) == 1 && s[0] == '0' && len(b) == 1
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	return n, err == nil
+}
+
+// ParseUint parses a value as memcached does for incr/decr: decimal digits within uint64, trailing spaces allowed
+// (memcached may pad a shrunk number).
+func ParseUint(b []byte) (uint64, bool) {
+	end := len(b)
+	for end > 0 && b[end-1] == ' ' {
+		end--
+	}
+	if end == 0 || end > 20 {
+		return 0, false
+	}
+	for _, c := range b[:end] {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseUint(string(b[:end]), 10, 64)
+	return n, err == nil
+}
