@@ -1,0 +1,119 @@
+package enginetest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand"
+	"testing"
+
+	"anykv/internal/engine"
+	"anykv/internal/engine/memstore"
+)
+
+// testModel applies the same random batches to the engine and to the memory engine (the model) and requires the
+// same results and the same final contents. Versions differ between engines, so compare-and-set uses each
+// engine's own current version of the key.
+func testModel(t *testing.T, e engine.Engine) {
+	model := memstore.New()
+	defer model.Close()
+	rng := rand.New(rand.NewSource(1))
+	tables := []string{"default", "db1", "d"}
+	keys := []string{"a", "b", "c", "ab", "\x00", "n"}
+	for round := 0; round < 300; round++ {
+		n := 1 + rng.Intn(4)
+		muts := make([]engine.Mutation, n)
+		for i := range muts {
+			muts[i] = randomMutation(rng, tables, keys)
+		}
+		ts := now + int64(round)*10
+		got, gerr := applyModel(t, e, ts, muts)
+		want, werr := applyModel(t, model, ts, muts)
+		if !errors.Is(gerr, werr) && gerr != werr {
+			t.Fatalf("round %d: batch error %v, model %v; batch %+v", round, gerr, werr, muts)
+		}
+		for i := range want {
+			if d := diffResult(got[i], want[i]); d != "" {
+				t.Fatalf("round %d mutation %d (%+v): %s", round, i, muts[i], d)
+			}
+		}
+	}
+	for _, tb := range tables {
+		g := fmt.Sprintf("%q", scanKeys(t, e, tb, engine.Range{}))
+		w := fmt.Sprintf("%q", scanKeys(t, model, tb, engine.Range{}))
+		if g != w {
+			t.Fatalf("table %q: engine holds %s, model %s", tb, g, w)
+		}
+	}
+}
+
+// applyModel resolves CondVersion placeholders against the engine's own state, then applies the batch.
+func applyModel(t *testing.T, e engine.Engine, ts int64, muts []engine.Mutation) ([]engine.Result, error) {
+	t.Helper()
+	own := make([]engine.Mutation, len(muts))
+	copy(own, muts)
+	for i := range own {
+		if own[i].Cond == engine.CondVersion && own[i].Version == 1 { // placeholder: "the current version"
+			it, err := e.Get(ctx, own[i].Table, own[i].Key, ts)
+			if err == nil {
+				own[i].Version = it.Version
+			} else {
+				own[i].Version = 0
+			}
+		}
+	}
+	return e.Apply(ctx, &engine.Batch{Now: ts, Muts: own})
+}
+
+func randomMutation(rng *rand.Rand, tables, keys []string) engine.Mutation {
+	m := engine.Mutation{
+		Table: tables[rng.Intn(len(tables))],
+		Key:   []byte(keys[rng.Intn(len(keys))]),
+		Op:    engine.Op(1 + rng.Intn(int(engine.OpFlush))),
+	}
+	vals := []string{"", "1", "-3", "x", "12", "2.5"}
+	m.Value = []byte(vals[rng.Intn(len(vals))])
+	m.Flags = uint32(rng.Intn(3))
+	if rng.Intn(4) == 0 {
+		m.Expires = now + int64(rng.Intn(4000))
+	}
+	switch rng.Intn(6) {
+	case 0:
+		m.Cond = engine.CondAbsent
+	case 1:
+		m.Cond = engine.CondPresent
+	case 2:
+		m.Cond, m.Version = engine.CondVersion, uint64(1+rng.Intn(2)*1_000_000) // 1: current, else stale
+	}
+	m.Guard = rng.Intn(8) == 0
+	m.KeepTTL = rng.Intn(2) == 0
+	m.Create = rng.Intn(2) == 0
+	m.SetExpiry = rng.Intn(3) == 0
+	m.Unsigned = rng.Intn(2) == 0
+	m.Decr = rng.Intn(2) == 0
+	m.Delta = int64(rng.Intn(7) - 3)
+	m.UDelta = uint64(rng.Intn(5))
+	m.Initial = uint64(rng.Intn(5))
+	m.Float = float64(rng.Intn(5)) / 2
+	m.Offset = int64(rng.Intn(4))
+	m.MaxSize = rng.Intn(2) * 8
+	m.ExpireCond = engine.ExpireCond(rng.Intn(5))
+	m.Table2 = tables[rng.Intn(len(tables))]
+	m.Key2 = []byte(keys[rng.Intn(len(keys))])
+	if m.Op == engine.OpFlush && rng.Intn(3) == 0 {
+		m.Table = ""
+	}
+	return m
+}
+
+func diffResult(g, w engine.Result) string {
+	switch {
+	case !errors.Is(g.Err, w.Err) && g.Err != w.Err:
+		return fmt.Sprintf("err %v, model %v", g.Err, w.Err)
+	case g.OldFound != w.OldFound || !bytes.Equal(g.Old.Value, w.Old.Value) || g.Old.Flags != w.Old.Flags || g.Old.Expires != w.Old.Expires:
+		return fmt.Sprintf("old %+v (%v), model %+v (%v)", g.Old, g.OldFound, w.Old, w.OldFound)
+	case g.NewFound != w.NewFound || !bytes.Equal(g.New.Value, w.New.Value) || g.New.Flags != w.New.Flags || g.New.Expires != w.New.Expires:
+		return fmt.Sprintf("new %+v (%v), model %+v (%v)", g.New, g.NewFound, w.New, w.NewFound)
+	}
+	return ""
+}
