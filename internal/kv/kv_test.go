@@ -1,0 +1,151 @@
+package kv_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"anykv/internal/engine"
+	"anykv/internal/engine/memstore"
+	"anykv/internal/kv"
+)
+
+var ctx = context.Background()
+
+func newStore(t *testing.T, opts kv.Options) *kv.Store {
+	t.Helper()
+	s := kv.New(memstore.New(), opts)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func set(key, val string) engine.Mutation {
+	return engine.Mutation{Op: engine.OpSet, Table: "t", Key: []byte(key), Value: []byte(val)}
+}
+
+func TestLimitsRejectWholeBatch(t *testing.T) {
+	s := newStore(t, kv.Options{Limits: kv.Limits{MaxKey: 4, MaxValue: 8, MaxBatch: 3}})
+	cases := []struct {
+		muts []engine.Mutation
+		want error
+	}{
+		{[]engine.Mutation{set("ok", "v"), set("toolong", "v")}, kv.ErrKeyTooLarge},
+		{[]engine.Mutation{set("ok", "v"), set("k", "123456789")}, kv.ErrValueTooLarge},
+		{[]engine.Mutation{set("a", ""), set("b", ""), set("c", ""), set("d", "")}, kv.ErrBatchTooLarge},
+		{[]engine.Mutation{{Op: engine.OpSet, Key: []byte("k")}}, kv.ErrEmptyTable},
+		{[]engine.Mutation{{Op: engine.OpRename, Table: "t", Key: []byte("k"), Table2: "t", Key2: []byte("12345")}}, kv.ErrKeyTooLarge},
+	}
+	for i, c := range cases {
+		if _, err := s.Apply(ctx, c.muts); !errors.Is(err, c.want) {
+			t.Errorf("case %d: err = %v, want %v", i, err, c.want)
+		}
+	}
+	if _, err := s.Get(ctx, "t", []byte("ok")); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("a rejected batch was half applied: %v", err)
+	}
+	// Appends are bounded by the value limit too.
+	s.Apply1(ctx, set("a", "1234"))
+	r := s.Apply1(ctx, engine.Mutation{Op: engine.OpAppend, Table: "t", Key: []byte("a"), Value: []byte("56789")})
+	if !errors.Is(r.Err, engine.ErrTooLarge) {
+		t.Fatalf("append past the limit: %v", r.Err)
+	}
+}
+
+func TestScanPagesAndCount(t *testing.T) {
+	s := newStore(t, kv.Options{})
+	var muts []engine.Mutation
+	for i := 0; i < 25; i++ {
+		muts = append(muts, set(fmt.Sprintf("k%02d", i), fmt.Sprint(i)))
+	}
+	muts = append(muts, set("other", "x"))
+	if _, err := s.Apply(ctx, muts); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	q := kv.Query{Prefix: []byte("k"), Limit: 10}
+	pages := 0
+	for {
+		p, err := s.Scan(ctx, "t", q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, e := range p.Entries {
+			got = append(got, string(e.Key)+"="+string(e.Item.Value))
+		}
+		if p.Next == nil {
+			break
+		}
+		q.After = p.Next
+	}
+	if pages != 3 || len(got) != 25 || got[0] != "k00=0" || got[24] != "k24=24" {
+		t.Fatalf("%d pages: %v", pages, got)
+	}
+	n, err := s.Count(ctx, "t", kv.Query{Start: []byte("k05"), End: []byte("k10")})
+	if err != nil || n != 5 {
+		t.Fatalf("count = %d, %v", n, err)
+	}
+	if n, _ := s.Count(ctx, "t", kv.Query{Prefix: []byte("k1"), Start: []byte("k15")}); n != 5 {
+		t.Fatalf("prefix+start count = %d, want 5", n)
+	}
+	if p, _ := s.Scan(ctx, "t", kv.Query{Start: []byte("z"), End: []byte("a")}); len(p.Entries) != 0 {
+		t.Fatalf("inverted range returned %d entries", len(p.Entries))
+	}
+	p, _ := s.Scan(ctx, "t", kv.Query{Prefix: []byte("k0"), KeysOnly: true})
+	if len(p.Entries) != 10 || p.Entries[0].Item.Value != nil {
+		t.Fatalf("keys-only scan = %+v", p.Entries[:1])
+	}
+}
+
+func TestSweeperReclaimsExpired(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(time.Unix(1000, 0).UnixMilli())
+	s := newStore(t, kv.Options{SweepInterval: time.Millisecond, Clock: func() time.Time { return time.UnixMilli(clock.Load()) }})
+	for i := 0; i < 100; i++ {
+		m := set(fmt.Sprint(i), "v")
+		if i%2 == 0 {
+			m.Expires = s.Now() + 1000
+		}
+		s.Apply1(ctx, m)
+	}
+	clock.Add(2000)
+	if _, err := s.Get(ctx, "t", []byte("0")); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("expired item visible: %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for s.Stats().Engine["keys"] != 50 {
+		if time.Now().After(deadline) {
+			t.Fatalf("sweeper left %d keys, want 50", s.Stats().Engine["keys"])
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if st := s.Stats(); st.ExpiredSwept != 50 || st.Misses != 1 {
+		t.Fatalf("stats = %+v", st)
+	}
+}
+
+func TestNotSupportedWithoutScanner(t *testing.T) {
+	s := kv.New(getOnly{memstore.New()}, kv.Options{SweepInterval: -1})
+	defer s.Close()
+	if _, err := s.Scan(ctx, "t", kv.Query{}); !errors.Is(err, engine.ErrNotSupported) {
+		t.Fatalf("scan on an engine without Scanner: %v", err)
+	}
+	if _, err := s.Tables(ctx); err == nil || !strings.Contains(err.Error(), "not supported") {
+		t.Fatalf("tables: %v", err)
+	}
+}
+
+// getOnly hides every optional ability of the engine it wraps.
+type getOnly struct{ e engine.Engine }
+
+func (g getOnly) Get(ctx context.Context, t string, k []byte, now int64) (engine.Item, error) {
+	return g.e.Get(ctx, t, k, now)
+}
+func (g getOnly) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, error) {
+	return g.e.Apply(ctx, b)
+}
+func (g getOnly) Close() error { return g.e.Close() }

@@ -1,0 +1,104 @@
+package kv
+
+import (
+	"bytes"
+	"context"
+
+	"anykv/internal/engine"
+)
+
+// Query selects keys of a table: a prefix and/or a [Start, End) range, at most Limit of them (0: no limit),
+// resuming after the key After (exclusive) when After is set.
+type Query struct {
+	Prefix, Start, End, After []byte
+	Limit                     int
+	// KeysOnly skips copying values.
+	KeysOnly bool
+}
+
+// Entry is one item a scan returned; the Store copies keys and values, so the caller owns them.
+type Entry struct {
+	Key  []byte
+	Item engine.Item
+}
+
+// Page is one page of a scan; Next is the key to pass as After for the next page, nil when the scan ended.
+type Page struct {
+	Entries []Entry
+	Next    []byte
+}
+
+// rangeOf intersects the prefix and start/end bounds and moves the start past After.
+func (q *Query) rangeOf() engine.Range {
+	r := engine.PrefixRange(q.Prefix)
+	if q.Start != nil && (r.Start == nil || bytes.Compare(q.Start, r.Start) > 0) {
+		r.Start = q.Start
+	}
+	if q.End != nil && (r.End == nil || bytes.Compare(q.End, r.End) < 0) {
+		r.End = q.End
+	}
+	if q.After != nil {
+		after := append(append([]byte(nil), q.After...), 0) // the smallest key above After
+		if r.Start == nil || bytes.Compare(after, r.Start) > 0 {
+			r.Start = after
+		}
+	}
+	return r
+}
+
+func (s *Store) scanner() (engine.Scanner, error) {
+	sc, ok := s.eng.(engine.Scanner)
+	if !ok {
+		return nil, engine.ErrNotSupported
+	}
+	return sc, nil
+}
+
+// Scan returns one page of live items of table in key order.
+func (s *Store) Scan(ctx context.Context, table string, q Query) (Page, error) {
+	sc, err := s.scanner()
+	if err != nil {
+		return Page{}, err
+	}
+	var p Page
+	r := q.rangeOf()
+	if r.End != nil && r.Start != nil && bytes.Compare(r.Start, r.End) >= 0 {
+		return p, nil
+	}
+	err = sc.Scan(ctx, table, r, s.Now(), func(key []byte, it engine.Item) bool {
+		if q.Limit > 0 && len(p.Entries) == q.Limit {
+			p.Next = append([]byte(nil), p.Entries[len(p.Entries)-1].Key...)
+			return false
+		}
+		e := Entry{Key: append([]byte(nil), key...), Item: it}
+		if q.KeysOnly {
+			e.Item.Value = nil
+		} else {
+			e.Item.Value = append([]byte{}, it.Value...)
+		}
+		p.Entries = append(p.Entries, e)
+		return true
+	})
+	return p, err
+}
+
+// Count returns how many live items of table the query selects (Limit and After are ignored).
+func (s *Store) Count(ctx context.Context, table string, q Query) (int64, error) {
+	sc, err := s.scanner()
+	if err != nil {
+		return 0, err
+	}
+	q.After, q.Limit = nil, 0
+	var n int64
+	err = sc.Scan(ctx, table, q.rangeOf(), s.Now(), func([]byte, engine.Item) bool { n++; return true })
+	return n, err
+}
+
+// Tables lists the tables that hold items.
+func (s *Store) Tables(ctx context.Context) ([]string, error) {
+	tl, ok := s.eng.(engine.TableLister)
+	if !ok {
+		return nil, engine.ErrNotSupported
+	}
+	return tl.Tables(ctx)
+}
