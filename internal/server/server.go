@@ -1,0 +1,218 @@
+// Package server owns listeners, connection accounting, connection limits and graceful shutdown. It holds no
+// command logic: each listener hands its connections to a protocol's Handler.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Handler serves one accepted connection until the peer leaves or ctx is cancelled. When ctx is cancelled the
+// server also expires the connection's read deadline, so a handler blocked in Read returns; the handler then
+// finishes what it already read, writes the replies and returns. The server closes the connection afterwards.
+type Handler interface {
+	ServeConn(ctx context.Context, c net.Conn)
+}
+
+// Rejecter is a Handler that tells a client, in its protocol, that the connection limit was reached.
+type Rejecter interface {
+	Reject(c net.Conn)
+}
+
+// Server runs listeners. Create with New, add listeners, then Shutdown.
+type Server struct {
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu        sync.Mutex
+	listeners []net.Listener
+	https     []*http.Server
+	conns     map[net.Conn]struct{}
+	wg        sync.WaitGroup
+	closing   bool
+}
+
+// Counts holds live figures for one listener.
+type Counts struct {
+	Current, Total, Rejected atomic.Int64
+}
+
+// New returns a server that logs to log.
+func New(log *slog.Logger) *Server {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{log: log, ctx: ctx, cancel: cancel, conns: make(map[net.Conn]struct{})}
+}
+
+// bind listens on addr, with a clear error when the address is taken.
+func bind(name, addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: cannot listen on %s: %w (is another server using it? choose another address with its flag)", name, addr, err)
+	}
+	return ln, nil
+}
+
+// Listen binds addr now and serves each connection with h in its own goroutine, at most maxConns at once
+// (0: unlimited). It returns the bound address (useful with port 0) and the listener's counters.
+func (s *Server) Listen(name, addr string, h Handler, maxConns int) (net.Addr, *Counts, error) {
+	ln, err := bind(name, addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.mu.Lock()
+	s.listeners = append(s.listeners, ln)
+	s.mu.Unlock()
+	counts := &Counts{}
+	s.wg.Add(1)
+	go s.accept(name, ln, h, maxConns, counts)
+	s.log.Info("listening", "protocol", name, "addr", ln.Addr().String())
+	return ln.Addr(), counts, nil
+}
+
+func (s *Server) accept(name string, ln net.Listener, h Handler, maxConns int, counts *Counts) {
+	defer s.wg.Done()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if s.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			s.log.Warn("accept failed", "protocol", name, "err", err)
+			time.Sleep(10 * time.Millisecond) // e.g. out of file descriptors: do not spin
+			continue
+		}
+		if maxConns > 0 && counts.Current.Load() >= int64(maxConns) {
+			counts.Rejected.Add(1)
+			if r, ok := h.(Rejecter); ok {
+				c.SetWriteDeadline(time.Now().Add(time.Second))
+				r.Reject(c)
+			}
+			c.Close()
+			continue
+		}
+		if !s.track(c) {
+			c.Close()
+			return
+		}
+		counts.Current.Add(1)
+		counts.Total.Add(1)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer counts.Current.Add(-1)
+			defer s.untrack(c)
+			h.ServeConn(s.ctx, c)
+		}()
+	}
+}
+
+func (s *Server) track(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+func (s *Server) untrack(c net.Conn) {
+	c.Close()
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// ListenHTTP binds addr now and serves h with net/http, at most maxConns connections at once (0: unlimited).
+func (s *Server) ListenHTTP(name, addr string, h http.Handler, maxConns int) (net.Addr, error) {
+	ln, err := bind(name, addr)
+	if err != nil {
+		return nil, err
+	}
+	if maxConns > 0 {
+		ln = &limitListener{Listener: ln, sem: make(chan struct{}, maxConns)}
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	s.mu.Lock()
+	s.https = append(s.https, hs)
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("http server stopped", "protocol", name, "err", err)
+		}
+	}()
+	s.log.Info("listening", "protocol", name, "addr", ln.Addr().String())
+	return ln.Addr(), nil
+}
+
+// limitListener blocks Accept while maxConns connections are open.
+type limitListener struct {
+	net.Listener
+	sem chan struct{}
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	l.sem <- struct{}{}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.sem
+		return nil, err
+	}
+	return &releaseConn{Conn: c, release: func() { <-l.sem }}, nil
+}
+
+type releaseConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *releaseConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
+
+// Shutdown stops accepting, lets every connection finish the requests it already read, and waits for them
+// until ctx ends; then it closes what is left.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	for _, ln := range s.listeners {
+		ln.Close()
+	}
+	https := s.https
+	for c := range s.conns {
+		c.SetReadDeadline(time.Now()) // wake handlers blocked in Read
+	}
+	s.mu.Unlock()
+	s.cancel()
+	for _, hs := range https {
+		hs.Shutdown(ctx)
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.mu.Lock()
+		for c := range s.conns {
+			c.Close()
+		}
+		s.mu.Unlock()
+		<-done
+		return ctx.Err()
+	}
+}
