@@ -1,0 +1,43 @@
+package resp
+
+// ProtocolError reports a request the stream cannot recover from. Its
+// message is the exact error reply Redis 7 sends (without the leading '-'),
+// so the caller writes it with Writer.Error and then closes the connection,
+// as Redis does after a protocol error.
+type ProtocolError struct {
+	// Msg is the full reply text, e.g. "ERR Protocol error: invalid bulk length".
+	Msg string
+}
+
+// Error returns the reply text.
+func (e *ProtocolError) Error() string { return e.Msg }
+
+// The protocol errors with a fixed text. The parser returns these very
+// values, so callers may compare with == or errors.Is.
+var (
+	// ErrInvalidMultibulkLength: a "*<n>" count that is not a canonical
+	// integer or exceeds Limits.MaxArgs.
+	ErrInvalidMultibulkLength = &ProtocolError{"ERR Protocol error: invalid multibulk length"}
+	// ErrInvalidBulkLength: a "$<n>" length that is not a canonical
+	// integer, is negative, or exceeds Limits.MaxBulk.
+	ErrInvalidBulkLength = &ProtocolError{"ERR Protocol error: invalid bulk length"}
+	// ErrTooBigInline: an inline command line longer than Limits.MaxInline.
+	ErrTooBigInline = &ProtocolError{"ERR Protocol error: too big inline request"}
+	// ErrTooBigMbulkCount: a "*" count line with no '\r' within Limits.MaxInline bytes.
+	ErrTooBigMbulkCount = &ProtocolError{"ERR Protocol error: too big mbulk count string"}
+	// ErrTooBigBulkCount: a "$" length line with no '\r' within Limits.MaxInline bytes.
+	ErrTooBigBulkCount = &ProtocolError{"ERR Protocol error: too big bulk count string"}
+	// ErrUnbalancedQuotes: an inline command with an unterminated quote, or
+	// a closing quote followed by something other than a space.
+	ErrUnbalancedQuotes = &ProtocolError{"ERR Protocol error: unbalanced quotes in request"}
+)
+
+// expectedDollar builds the error for a multibulk element that does not
+// start with '$'. Redis prints the offending byte with %c and then replaces
+// CR and LF with spaces so the reply stays one line; we do the same.
+func expectedDollar(got byte) *ProtocolError {
+	if got == '\r' || got == '\n' {
+		got = ' '
+	}
+	return &ProtocolError{"ERR Protocol error: expected '$', got '" + string([]byte{got}) + "'"}
+}
