@@ -1,0 +1,52 @@
+// Command anykv is the anykv key-value server and its tools. `anykv serve` runs the server; `anykv bench`
+// runs the evaluation harness. This is the one place where the pieces are wired together.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is anykv's own version, reported by INFO, memcached's version command and the HTTP API.
+const version = "0.1.0"
+
+const usage = `anykv — one durable key-value store for Redis, memcached and HTTP clients.
+
+Usage:
+  anykv serve [flags]     run the server (anykv serve --help lists every flag)
+  anykv bench [flags]     run the datastore evaluation harness (anykv bench --help)
+  anykv version           print the version
+
+Every flag can also be set by an environment variable: --fsync always is ANYKV_FSYNC=always.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	switch args[0] {
+	case "serve":
+		return serve(ctx, args[1:], stdout, stderr)
+	case "bench":
+		return benchMain(ctx, args[1:], stdout, stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, "anykv", version)
+		return 0
+	case "help", "--help", "-h":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "anykv: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}

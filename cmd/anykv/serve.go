@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"anykv/internal/engine"
+	"anykv/internal/engine/memstore"
+	"anykv/internal/engine/pebblestore"
+	"anykv/internal/kv"
+	"anykv/internal/protocol/redis"
+	"anykv/internal/protocol/resp"
+	"anykv/internal/server"
+)
+
+// config is everything `anykv serve` can be told.
+type config struct {
+	dir, engine, fsync       string
+	respAddr                 string
+	password                 string
+	maxClients               int
+	maxKey, maxValue         int
+	maxBulk, maxArgs, maxInl int
+	cacheBytes               int64
+	databases                int
+	logLevel, logFormat      string
+	shutdownTimeout          time.Duration
+	extra                    extraConfig
+}
+
+// newServeFlags defines the serve flags; each takes its default from ANYKV_<NAME> when set.
+func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("anykv serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	str := func(p *string, name, def, help string) {
+		fs.StringVar(p, name, envString(name, def), help+envNote(name))
+	}
+	num := func(p *int, name string, def int, help string) {
+		fs.IntVar(p, name, envInt(name, def), help+envNote(name))
+	}
+	str(&c.dir, "dir", "anykv-data", "directory of the pebble engine's data")
+	str(&c.engine, "engine", "pebble", "storage engine: pebble (durable, on disk) or memory (RAM only, lost on exit)")
+	str(&c.fsync, "fsync", "always", "pebble durability: always (a write is acknowledged once on disk; concurrent writes share fsyncs),\n"+
+		"interval (fsync at most every second: an OS crash or power loss can lose ~1 s of acknowledged writes),\n"+
+		"never (the OS decides: a crash of the machine can lose recent writes)")
+	str(&c.respAddr, "resp", "127.0.0.1:6379", "Redis protocol (RESP2/RESP3) listen address; empty disables it")
+	str(&c.password, "requirepass", "", "password clients must give (AUTH, HELLO AUTH, HTTP Bearer); without it only loopback clients are served")
+	num(&c.maxClients, "maxclients", 10000, "most connections per protocol")
+	num(&c.maxKey, "max-key-size", kv.DefaultMaxKey, "largest key in bytes")
+	num(&c.maxValue, "max-value-size", kv.DefaultMaxValue, "largest value in bytes, also after APPEND or SETRANGE")
+	num(&c.maxBulk, "proto-max-bulk-len", kv.DefaultMaxValue+(1<<20), "largest RESP bulk argument in bytes")
+	num(&c.maxArgs, "max-args", 1024*1024, "most arguments in one RESP command")
+	num(&c.maxInl, "max-inline", 64<<10, "longest RESP inline command line in bytes")
+	num(&c.databases, "databases", 16, "number of Redis databases (SELECT 0..N-1); database 0 is table \"default\", N is \"dbN\"")
+	fs.Int64Var(&c.cacheBytes, "cache-size", int64(envInt("cache-size", pebblestore.DefaultCacheBytes)), "pebble block cache in bytes"+envNote("cache-size"))
+	str(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	str(&c.logFormat, "log-format", "text", "log format: text or json")
+	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long SIGTERM waits for connections to finish")
+	c.extra.define(fs, str, num)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: anykv serve [flags]\n\nRuns the anykv server. Flags (environment variable in brackets):\n\n")
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// envName maps a flag name to its environment variable: max-key-size → ANYKV_MAX_KEY_SIZE.
+func envName(flag string) string {
+	return "ANYKV_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+func envNote(flag string) string { return " [" + envName(flag) + "]" }
+
+func envString(flag, def string) string {
+	if v, ok := os.LookupEnv(envName(flag)); ok {
+		return v
+	}
+	return def
+}
+
+func envInt(flag string, def int) int {
+	if v, ok := os.LookupEnv(envName(flag)); ok {
+		if n, err := strconv.Atoi(v); err == nil {
+			return n
+		}
+	}
+	return def
+}
+
+func newLogger(c *config, w io.Writer) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	o := &slog.HandlerOptions{Level: lvl}
+	switch c.logFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, o)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, o)), nil
+	}
+	return nil, fmt.Errorf("--log-format must be text or json, not %q", c.logFormat)
+}
+
+// openEngine opens the configured engine.
+func openEngine(c *config, log *slog.Logger) (engine.Engine, error) {
+	switch c.engine {
+	case "memory":
+		return memstore.New(), nil
+	case "pebble":
+		var mode pebblestore.SyncMode
+		switch c.fsync {
+		case "always":
+			mode = pebblestore.SyncAlways
+		case "interval":
+			mode = pebblestore.SyncInterval
+		case "never":
+			mode = pebblestore.SyncNever
+		default:
+			return nil, fmt.Errorf("--fsync must be always, interval or never, not %q", c.fsync)
+		}
+		return pebblestore.Open(pebblestore.Options{Dir: c.dir, Sync: mode, CacheBytes: c.cacheBytes, Logger: log})
+	}
+	return nil, fmt.Errorf("--engine must be pebble or memory, not %q", c.engine)
+}
+
+// settings are what CONFIG GET and INFO report about this process.
+func (c *config) settings() map[string]string {
+	appendonly, appendfsync := "no", "no"
+	if c.engine == "pebble" {
+		appendonly = "yes"
+		appendfsync = map[string]string{"always": "always", "interval": "everysec", "never": "no"}[c.fsync]
+	}
+	_, port, _ := net.SplitHostPort(c.respAddr)
+	return map[string]string{
+		"engine": c.engine, "fsync": c.fsync, "dir": c.dir, "bind": c.respAddr, "port": port,
+		"maxclients": strconv.Itoa(c.maxClients), "appendonly": appendonly, "appendfsync": appendfsync,
+	}
+}
+
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var c config
+	fs := newServeFlags(&c, stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "anykv serve: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	log, err := newLogger(&c, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "anykv serve:", err)
+		return 2
+	}
+	if err := runServer(ctx, &c, log); err != nil {
+		log.Error("anykv stopped", "err", err)
+		fmt.Fprintln(stderr, "anykv serve:", err)
+		return 1
+	}
+	return 0
+}
+
+// runServer opens the engine, starts the listeners, and on ctx's end shuts down gracefully.
+func runServer(ctx context.Context, c *config, log *slog.Logger) error {
+	started := time.Now()
+	eng, err := openEngine(c, log)
+	if err != nil {
+		return err
+	}
+	store := kv.New(eng, kv.Options{Limits: kv.Limits{MaxKey: c.maxKey, MaxValue: c.maxValue}})
+	log.Info("engine open", "engine", c.engine, "dir", c.dir, "fsync", c.fsync, "took", time.Since(started).String())
+	srv := server.New(log)
+	fail := func(err error) error {
+		srv.Shutdown(context.Background())
+		store.Close()
+		return err
+	}
+	if c.respAddr != "" {
+		h := redis.New(store, redis.Options{
+			Password: c.password, Databases: c.databases, AnykvVersion: version, Settings: c.settings(), Logger: log,
+			Limits: resp.Limits{MaxBulk: c.maxBulk, MaxArgs: c.maxArgs, MaxInline: c.maxInl},
+		})
+		_, counts, err := srv.Listen("resp", c.respAddr, h, c.maxClients)
+		if err != nil {
+			return fail(err)
+		}
+		h.SetConnCounts(counts)
+	}
+	if err := c.extra.listen(srv, store, c, log); err != nil {
+		return fail(err)
+	}
+	log.Info("anykv ready", "version", version, "took", time.Since(started).String())
+	<-ctx.Done()
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), c.shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("connections still open at the shutdown timeout were closed", "err", err)
+	}
+	if err := store.Close(); err != nil {
+		return fmt.Errorf("closing the engine: %w", err)
+	}
+	log.Info("anykv stopped cleanly")
+	return nil
+}

@@ -1,0 +1,193 @@
+package redis
+
+import (
+	"sort"
+	"strconv"
+)
+
+// cmdFlags describe a command for dispatch and for COMMAND INFO.
+type cmdFlags uint16
+
+const (
+	flagWrite    cmdFlags = 1 << iota // changes data
+	flagReadonly                      // only reads data
+	flagNoAuth                        // allowed before AUTH
+	flagTx                            // runs even inside MULTI (MULTI, EXEC, DISCARD, WATCH, ...)
+	flagNoMulti                       // refused inside MULTI
+	flagAlone                         // its batch must not be merged with other commands (guards)
+	flagAdmin                         // administrative
+	flagFast                          // O(1)-ish, as Redis marks it
+)
+
+// command is one entry of the command table. A data command compiles to mutations (session.add/plan/fail)
+// and can therefore run inside a pipeline batch or a transaction; an immediate command (imm) writes its
+// reply directly, after the batch before it has been flushed.
+type command struct {
+	name                      string
+	arity                     int // Redis convention: N exactly N arguments (name included), -N at least N
+	flags                     cmdFlags
+	firstKey, lastKey, step   int
+	data                      func(s *session, args [][]byte)
+	imm                       func(s *session, args [][]byte)
+	summary, since, groupName string
+}
+
+// commands is the command table, keyed by lower-case name; filled by init in each file.
+var commands = map[string]*command{}
+
+func register(cs ...*command) {
+	for _, c := range cs {
+		if c.firstKey == 0 && c.flags&(flagWrite|flagReadonly) != 0 {
+			c.firstKey, c.lastKey, c.step = 1, 1, 1
+		}
+		commands[c.name] = c
+	}
+}
+
+func (c *command) flagNames() []string {
+	var out []string
+	for _, f := range []struct {
+		f    cmdFlags
+		name string
+	}{{flagWrite, "write"}, {flagReadonly, "readonly"}, {flagAdmin, "admin"}, {flagNoAuth, "no_auth"},
+		{flagNoMulti, "no_multi"}, {flagFast, "fast"}} {
+		if c.flags&f.f != 0 {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
+
+// sortedCommands returns the table in name order.
+func sortedCommands() []*command {
+	out := make([]*command, 0, len(commands))
+	for _, c := range commands {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// writeCommandInfo writes one COMMAND INFO entry in Redis 7's layout.
+func writeCommandInfo(s *session, c *command) {
+	w := s.w
+	w.ArrayHeader(10)
+	w.BulkString(c.name)
+	w.Int(int64(c.arity))
+	fl := c.flagNames()
+	w.SetHeader(len(fl))
+	for _, f := range fl {
+		w.SimpleString(f)
+	}
+	w.Int(int64(c.firstKey))
+	w.Int(int64(c.lastKey))
+	w.Int(int64(c.step))
+	w.SetHeader(0) // ACL categories
+	w.SetHeader(0) // tips
+	w.SetHeader(0) // key specs
+	w.SetHeader(0) // subcommands
+}
+
+func cmdCommand(s *session, args [][]byte) {
+	if len(args) == 1 {
+		all := sortedCommands()
+		s.w.ArrayHeader(len(all))
+		for _, c := range all {
+			writeCommandInfo(s, c)
+		}
+		return
+	}
+	switch lower(args[1]) {
+	case "count":
+		s.w.Int(int64(len(commands)))
+	case "info":
+		names := args[2:]
+		if len(names) == 0 {
+			cmdCommand(s, args[:1])
+			return
+		}
+		s.w.ArrayHeader(len(names))
+		for _, n := range names {
+			if c := commands[lower(n)]; c != nil {
+				writeCommandInfo(s, c)
+			} else {
+				s.w.NullArray()
+			}
+		}
+	case "docs":
+		names := args[2:]
+		var list []*command
+		if len(names) == 0 {
+			list = sortedCommands()
+		} else {
+			for _, n := range names {
+				if c := commands[lower(n)]; c != nil {
+					list = append(list, c)
+				}
+			}
+		}
+		s.w.MapHeader(len(list))
+		for _, c := range list {
+			s.w.BulkString(c.name)
+			s.w.MapHeader(3)
+			s.w.BulkString("summary")
+			s.w.BulkString(c.summary)
+			s.w.BulkString("since")
+			s.w.BulkString(orDefault(c.since, "1.0.0"))
+			s.w.BulkString("group")
+			s.w.BulkString(orDefault(c.groupName, "generic"))
+		}
+	case "list":
+		all := sortedCommands()
+		s.w.ArrayHeader(len(all))
+		for _, c := range all {
+			s.w.BulkString(c.name)
+		}
+	case "getkeys":
+		if len(args) < 3 {
+			s.w.Error("ERR Invalid arguments specified for command")
+			return
+		}
+		c := commands[lower(args[2])]
+		if c == nil || c.firstKey == 0 {
+			s.w.Error("ERR Invalid arguments specified for command")
+			return
+		}
+		cargs := args[2:]
+		last := c.lastKey
+		if last < 0 {
+			last = len(cargs) + last
+		}
+		var keys [][]byte
+		for i := c.firstKey; i <= last && i < len(cargs); i += max(c.step, 1) {
+			keys = append(keys, cargs[i])
+		}
+		s.w.ArrayHeader(len(keys))
+		for _, k := range keys {
+			s.w.Bulk(k)
+		}
+	default:
+		s.w.Error("ERR unknown subcommand '" + clip(args[1]) + "'. Try COMMAND HELP.")
+	}
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// lower returns b lower-cased as a string.
+func lower(b []byte) string {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		out[i] = c
+	}
+	return string(out)
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,244 @@
+package redis
+
+import (
+	"crypto/subtle"
+	"strings"
+	"time"
+)
+
+func init() {
+	na := flagNoAuth | flagFast
+	register(
+		&command{name: "ping", arity: -1, flags: flagFast, imm: cmdPing, summary: "Returns the server's liveliness response."},
+		&command{name: "echo", arity: 2, flags: flagFast, imm: cmdEcho, summary: "Returns the given string."},
+		&command{name: "hello", arity: -1, flags: na, imm: cmdHello, summary: "Handshakes with the Redis server."},
+		&command{name: "auth", arity: -2, flags: na | flagNoMulti, imm: cmdAuth, summary: "Authenticates the connection."},
+		&command{name: "select", arity: 2, flags: flagFast, imm: cmdSelect, summary: "Changes the selected database."},
+		&command{name: "quit", arity: -1, flags: na | flagTx, imm: cmdQuit, summary: "Closes the connection."},
+		&command{name: "reset", arity: 1, flags: na | flagTx, imm: cmdReset, summary: "Resets the connection."},
+		&command{name: "client", arity: -2, flags: flagNoMulti, imm: cmdClient, summary: "A container for client connection commands."},
+	)
+}
+
+func cmdPing(s *session, args [][]byte) {
+	switch len(args) {
+	case 1:
+		s.w.SimpleString("PONG")
+	case 2:
+		s.w.Bulk(args[1])
+	default:
+		s.w.Error("ERR wrong number of arguments for 'ping' command")
+	}
+}
+
+func cmdEcho(s *session, args [][]byte) { s.w.Bulk(args[1]) }
+
+// checkPassword compares in constant time; user must be "default" (anykv has one user, as Redis without ACLs).
+func (s *session) checkPassword(user, pass []byte) bool {
+	ok := subtle.ConstantTimeCompare(pass, []byte(s.h.opts.Password)) == 1
+	return ok && (user == nil || string(user) == "default")
+}
+
+func cmdAuth(s *session, args [][]byte) {
+	if len(args) > 3 {
+		s.w.Error(errSyntax)
+		return
+	}
+	if s.h.opts.Password == "" {
+		s.w.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+		return
+	}
+	var user []byte
+	if len(args) == 3 {
+		user = args[1]
+	}
+	if !s.checkPassword(user, args[len(args)-1]) {
+		s.w.Error("WRONGPASS invalid username-password pair or user is disabled.")
+		return
+	}
+	s.authed = true
+	s.w.SimpleString("OK")
+}
+
+func cmdHello(s *session, args [][]byte) {
+	proto := s.w.Proto()
+	if len(args) > 1 {
+		v, ok := argInt(args[1])
+		if !ok {
+			s.w.Error("ERR Protocol version is not an integer or out of range")
+			return
+		}
+		if v != 2 && v != 3 {
+			s.w.Error("NOPROTO unsupported protocol version")
+			return
+		}
+		proto = int(v)
+	}
+	name, setName := []byte(nil), false
+	for i := 2; i < len(args); i++ {
+		switch {
+		case eq(args[i], "auth") && i+2 < len(args):
+			if !s.checkPassword(args[i+1], args[i+2]) || s.h.opts.Password == "" && string(args[i+2]) != "" {
+				s.w.Error("WRONGPASS invalid username-password pair or user is disabled.")
+				return
+			}
+			s.authed = true
+			i += 2
+		case eq(args[i], "setname") && i+1 < len(args):
+			name, setName = args[i+1], true
+			i++
+		default:
+			s.w.Error("ERR Syntax error in HELLO option '" + clip(args[i]) + "'")
+			return
+		}
+	}
+	if !s.authed {
+		s.w.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		return
+	}
+	if setName {
+		if !validClientName(name) {
+			s.w.Error("ERR Client names cannot contain spaces, newlines or special characters.")
+			return
+		}
+		s.setInfo(func() { s.name = string(name) })
+	}
+	s.w.SetProto(proto)
+	w := s.w
+	w.MapHeader(7)
+	w.BulkString("server")
+	w.BulkString("redis")
+	w.BulkString("version")
+	w.BulkString(Version)
+	w.BulkString("proto")
+	w.Int(int64(proto))
+	w.BulkString("id")
+	w.Int(s.id)
+	w.BulkString("mode")
+	w.BulkString("standalone")
+	w.BulkString("role")
+	w.BulkString("master")
+	w.BulkString("modules")
+	w.ArrayHeader(0)
+}
+
+func cmdSelect(s *session, args [][]byte) {
+	n, ok := argInt(args[1])
+	if !ok {
+		s.w.Error(errNotInt)
+		return
+	}
+	if n < 0 || n >= int64(s.h.opts.Databases) {
+		s.w.Error("ERR DB index is out of range")
+		return
+	}
+	s.setInfo(func() { s.db = int(n) })
+	s.w.SimpleString("OK")
+}
+
+func cmdQuit(s *session, args [][]byte) {
+	s.w.SimpleString("OK")
+	s.closing = true
+}
+
+func cmdReset(s *session, args [][]byte) {
+	s.endMulti()
+	s.w.SetProto(2)
+	s.authed = s.h.opts.Password == ""
+	s.setInfo(func() { s.db, s.name = 0, "" })
+	s.w.SimpleString("RESET")
+}
+
+func validClientName(b []byte) bool {
+	for _, c := range b {
+		if c < '!' || c > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// setInfo changes fields that CLIENT LIST reads from other connections, under the handler's lock.
+func (s *session) setInfo(f func()) {
+	s.h.mu.Lock()
+	f()
+	s.h.mu.Unlock()
+}
+
+// infoLine is a CLIENT LIST / CLIENT INFO line; the caller holds h.mu.
+func (s *session) infoLine(now time.Time) string {
+	var b strings.Builder
+	b.WriteString("id=" + itoa(s.id))
+	b.WriteString(" addr=" + s.conn.RemoteAddr().String())
+	b.WriteString(" laddr=" + s.conn.LocalAddr().String())
+	b.WriteString(" fd=-1 name=" + s.name)
+	b.WriteString(" age=" + itoa(int64(now.Sub(s.created).Seconds())))
+	b.WriteString(" idle=0 flags=N db=" + itoa(int64(s.db)))
+	b.WriteString(" sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r")
+	b.WriteString(" cmd=" + s.lastCmd + " user=default redir=-1 resp=" + itoa(int64(s.w.Proto())))
+	b.WriteString(" lib-name=" + s.libName + " lib-ver=" + s.libVer + "\n")
+	return b.String()
+}
+
+func cmdClient(s *session, args [][]byte) {
+	sub := lower(args[1])
+	switch {
+	case sub == "setname" && len(args) == 3:
+		if !validClientName(args[2]) {
+			s.w.Error("ERR Client names cannot contain spaces, newlines or special characters.")
+			return
+		}
+		name := string(args[2])
+		s.setInfo(func() { s.name = name })
+		s.w.SimpleString("OK")
+	case sub == "getname" && len(args) == 2:
+		if s.name == "" {
+			s.w.Null()
+		} else {
+			s.w.BulkString(s.name)
+		}
+	case sub == "id" && len(args) == 2:
+		s.w.Int(s.id)
+	case sub == "info" && len(args) == 2:
+		s.h.mu.Lock()
+		line := s.infoLine(time.Now())
+		s.h.mu.Unlock()
+		s.w.Verbatim("txt", line)
+	case sub == "list":
+		var b strings.Builder
+		now := time.Now()
+		s.h.mu.Lock()
+		for _, o := range s.h.sessions {
+			if o == s {
+				b.WriteString(o.infoLine(now))
+			} else {
+				b.WriteString(o.otherLine(now))
+			}
+		}
+		s.h.mu.Unlock()
+		s.w.Verbatim("txt", b.String())
+	case sub == "setinfo" && len(args) == 4:
+		val := string(args[3])
+		switch lower(args[2]) {
+		case "lib-name":
+			s.setInfo(func() { s.libName = val })
+		case "lib-ver":
+			s.setInfo(func() { s.libVer = val })
+		default:
+			s.w.Error("ERR Unrecognized option '" + clip(args[2]) + "'")
+			return
+		}
+		s.w.SimpleString("OK")
+	case (sub == "no-evict" || sub == "no-touch") && len(args) == 3:
+		s.w.SimpleString("OK")
+	default:
+		s.w.Error("ERR unknown subcommand or wrong number of arguments for '" + clip(args[1]) + "'. Try CLIENT HELP.")
+	}
+}
+
+// otherLine describes another connection from fields that are safe to read under h.mu.
+func (s *session) otherLine(now time.Time) string {
+	return "id=" + itoa(s.id) + " addr=" + s.conn.RemoteAddr().String() + " laddr=" + s.conn.LocalAddr().String() +
+		" fd=-1 name=" + s.name + " age=" + itoa(int64(now.Sub(s.created).Seconds())) + " idle=0 flags=N db=" +
+		itoa(int64(s.db)) + " user=default lib-name=" + s.libName + " lib-ver=" + s.libVer + "\n"
+}

@@ -1,0 +1,166 @@
+// Package redis serves the Redis command set over RESP2/RESP3 on top of the kv command layer: it turns
+// commands into engine mutations, runs them (a pipeline's consecutive commands as one batch), and writes
+// Redis's own replies and error texts. Wire encoding lives in package resp; sockets and limits in package server.
+package redis
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"anykv/internal/kv"
+	"anykv/internal/protocol/resp"
+	"anykv/internal/server"
+)
+
+// Version is the Redis version anykv reports (INFO redis_version, HELLO): the one whose commands it follows.
+const Version = "7.2.4"
+
+// Options configure the Redis protocol handler.
+type Options struct {
+	// Password, when set, is required by AUTH (or HELLO AUTH) before other commands, and allows clients
+	// from other than the loopback interface (protected mode, as in Redis).
+	Password string
+	// Databases is how many SELECTable databases exist (default 16). Database 0 is table "default", N is "dbN".
+	Databases int
+	// Limits bound each request (bulk length, arguments, inline line).
+	Limits resp.Limits
+	// AnykvVersion is reported in INFO.
+	AnykvVersion string
+	// Settings are extra name/value pairs CONFIG GET and INFO report (engine, fsync, dir, ...).
+	Settings map[string]string
+	Logger   *slog.Logger
+}
+
+// Handler serves Redis connections. It implements server.Handler and server.Rejecter.
+type Handler struct {
+	store   *kv.Store
+	opts    Options
+	log     *slog.Logger
+	started time.Time
+	nextID  atomic.Int64
+	conns   *server.Counts
+	cursors cursorTable
+
+	stats struct {
+		commands, rejected, connections atomic.Int64
+	}
+	mu       sync.Mutex
+	sessions map[int64]*session // for CLIENT LIST
+}
+
+// New returns a handler over store.
+func New(store *kv.Store, opts Options) *Handler {
+	if opts.Databases <= 0 {
+		opts.Databases = 16
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	h := &Handler{store: store, opts: opts, log: opts.Logger, started: time.Now(), sessions: map[int64]*session{}}
+	h.cursors.init()
+	return h
+}
+
+// SetConnCounts lets INFO report the listener's connection figures.
+func (h *Handler) SetConnCounts(c *server.Counts) { h.conns = c }
+
+// Reject tells a client over the connection limit, as Redis does.
+func (h *Handler) Reject(c net.Conn) {
+	h.stats.rejected.Add(1)
+	c.Write([]byte("-ERR max number of clients reached\r\n"))
+}
+
+// table names the table behind database n.
+func table(n int) string {
+	if n == 0 {
+		return "default"
+	}
+	return "db" + itoa(int64(n))
+}
+
+const protectedModeText = "DENIED Redis is running in protected mode because protected mode is enabled and no " +
+	"password is set for the default user. In this mode connections are only accepted from the loopback " +
+	"interface. If you want to connect from external computers to anykv you may set a password with " +
+	"--requirepass (ANYKV_REQUIREPASS), or bind to loopback only (the default)."
+
+// ServeConn implements server.Handler: read what the client sent, run every complete command in it, write all
+// replies in one write, repeat.
+func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
+	s := newSession(h, c)
+	h.stats.connections.Add(1)
+	h.mu.Lock()
+	h.sessions[s.id] = s
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.sessions, s.id)
+		h.mu.Unlock()
+	}()
+	if h.opts.Password == "" && !isLoopback(c.RemoteAddr()) {
+		c.Write([]byte("-" + protectedModeText + "\r\n"))
+		return
+	}
+	for ctx.Err() == nil {
+		_, err := s.parser.Fill(c)
+		closing := s.runParsed()
+		if s.w.Len() > 0 {
+			if _, werr := c.Write(s.w.Bytes()); werr != nil {
+				return
+			}
+			s.w.Reset()
+		}
+		if closing {
+			return
+		}
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) && !isTimeout(err) && err.Error() != "EOF" {
+				h.log.Debug("connection read failed", "remote", c.RemoteAddr().String(), "err", err)
+			}
+			return
+		}
+	}
+}
+
+// runParsed executes every complete command the parser holds and reports whether the connection must close.
+func (s *session) runParsed() (closing bool) {
+	for {
+		args, err := s.parser.Next()
+		if err != nil {
+			s.flush()
+			var pe *resp.ProtocolError
+			if errors.As(err, &pe) {
+				s.w.Error(pe.Msg)
+			}
+			return true
+		}
+		if args == nil {
+			s.flush()
+			return s.closing
+		}
+		s.h.stats.commands.Add(1)
+		s.dispatch(args)
+		if s.closing {
+			s.flush()
+			return true
+		}
+	}
+}
+
+func isLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok {
+		return true // unix sockets and pipes are local
+	}
+	return ta.IP.IsLoopback()
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

@@ -1,0 +1,221 @@
+package redis
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"anykv/internal/kv"
+)
+
+func init() {
+	register(
+		&command{name: "command", arity: -1, imm: cmdCommand, summary: "Returns detailed information about all commands."},
+		&command{name: "info", arity: -1, imm: cmdInfo, summary: "Returns information and statistics about the server."},
+		&command{name: "config", arity: -2, flags: flagAdmin | flagNoMulti, imm: cmdConfig, summary: "A container for server configuration commands."},
+		&command{name: "time", arity: 1, flags: flagFast, imm: cmdTime, summary: "Returns the server time."},
+		&command{name: "debug", arity: -2, flags: flagAdmin, imm: cmdDebug, summary: "A container for debugging commands."},
+		&command{name: "function", arity: -2, imm: cmdFunction, summary: "A container for function commands (only FUNCTION FLUSH, a no-op)."},
+	)
+}
+
+func cmdTime(s *session, args [][]byte) {
+	now := s.h.store.Time()
+	s.w.ArrayHeader(2)
+	s.w.BulkString(strconv.FormatInt(now.Unix(), 10))
+	s.w.BulkString(strconv.FormatInt(int64(now.Nanosecond()/1000), 10))
+}
+
+func cmdDebug(s *session, args [][]byte) {
+	if eq(args[1], "sleep") && len(args) == 3 {
+		f, err := strconv.ParseFloat(string(args[2]), 64)
+		if err != nil || f < 0 {
+			s.w.Error("ERR value is not a valid float")
+			return
+		}
+		time.Sleep(time.Duration(min(f, 60) * float64(time.Second)))
+		s.w.SimpleString("OK")
+		return
+	}
+	s.w.Error("ERR unknown subcommand '" + clip(args[1]) + "'. Try DEBUG HELP.")
+}
+
+func cmdFunction(s *session, args [][]byte) {
+	if eq(args[1], "flush") && len(args) <= 3 {
+		s.w.SimpleString("OK") // anykv has no functions: flushing them is a harmless no-op
+		return
+	}
+	s.w.Error("ERR unknown subcommand '" + clip(args[1]) + "'. Try FUNCTION HELP.")
+}
+
+// settings returns the configuration CONFIG GET reports.
+func (h *Handler) settings() map[string]string {
+	m := map[string]string{
+		"databases":          itoa(int64(h.opts.Databases)),
+		"proto-max-bulk-len": itoa(int64(max(h.opts.Limits.MaxBulk, 0))),
+		"requirepass":        h.opts.Password,
+		"save":               "",
+		"appendonly":         "no",
+		"maxmemory":          "0",
+		"timeout":            "0",
+	}
+	for k, v := range h.opts.Settings {
+		m[k] = v
+	}
+	return m
+}
+
+func cmdConfig(s *session, args [][]byte) {
+	switch sub := lower(args[1]); {
+	case sub == "get" && len(args) >= 3:
+		set := s.h.settings()
+		var names []string
+		for name := range set {
+			for _, p := range args[2:] {
+				if globMatch([]byte(strings.ToLower(string(p))), []byte(name)) {
+					names = append(names, name)
+					break
+				}
+			}
+		}
+		sort.Strings(names)
+		s.w.MapHeader(len(names))
+		for _, n := range names {
+			s.w.BulkString(n)
+			s.w.BulkString(set[n])
+		}
+	case sub == "set" && len(args) >= 4 && len(args)%2 == 0:
+		name := lower(args[2])
+		if _, ok := s.h.settings()[name]; !ok {
+			s.w.Error("ERR Unknown option or number of arguments for CONFIG SET - '" + clip(args[2]) + "'")
+			return
+		}
+		s.w.Error("ERR CONFIG SET failed (possibly related to argument '" + name + "') - can't set immutable config; restart anykv with the matching flag")
+	case sub == "resetstat" && len(args) == 2:
+		s.w.SimpleString("OK")
+	default:
+		s.w.Error("ERR unknown subcommand or wrong number of arguments for '" + clip(args[1]) + "'. Try CONFIG HELP.")
+	}
+}
+
+// infoSections lists INFO's sections in Redis's order; "default" and "all" select them all.
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "keyspace"}
+
+func cmdInfo(s *session, args [][]byte) {
+	want := map[string]bool{}
+	for _, a := range args[1:] {
+		want[lower(a)] = true
+	}
+	all := len(want) == 0 || want["all"] || want["default"] || want["everything"]
+	var b strings.Builder
+	for _, sec := range infoSections {
+		if !all && !want[sec] {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\r\n")
+		}
+		b.WriteString("# " + strings.ToUpper(sec[:1]) + sec[1:] + "\r\n")
+		for _, kvp := range s.h.infoSection(sec) {
+			b.WriteString(kvp[0] + ":" + kvp[1] + "\r\n")
+		}
+	}
+	s.w.Verbatim("txt", b.String())
+}
+
+func (h *Handler) infoSection(sec string) [][2]string {
+	st := h.store.Stats()
+	up := time.Since(h.started)
+	switch sec {
+	case "server":
+		port := ""
+		if a, ok := h.opts.Settings["port"]; ok {
+			port = a
+		}
+		exe, _ := os.Executable()
+		return [][2]string{
+			{"redis_version", Version}, {"redis_mode", "standalone"}, {"anykv_version", h.opts.AnykvVersion},
+			{"os", runtime.GOOS + " " + runtime.GOARCH}, {"arch_bits", "64"}, {"process_id", itoa(int64(os.Getpid()))},
+			{"tcp_port", port}, {"uptime_in_seconds", itoa(int64(up.Seconds()))},
+			{"uptime_in_days", itoa(int64(up.Hours() / 24))}, {"executable", exe}, {"config_file", ""},
+		}
+	case "clients":
+		cur := int64(0)
+		if h.conns != nil {
+			cur = h.conns.Current.Load()
+		}
+		return [][2]string{{"connected_clients", itoa(cur)}, {"maxclients", h.opts.Settings["maxclients"]},
+			{"blocked_clients", "0"}}
+	case "memory":
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return [][2]string{{"used_memory", itoa(int64(ms.HeapAlloc))}, {"used_memory_human", human(ms.HeapAlloc)},
+			{"used_memory_rss", itoa(int64(ms.Sys))}, {"maxmemory", "0"}, {"maxmemory_policy", "noeviction"}}
+	case "persistence":
+		out := [][2]string{{"loading", "0"}, {"aof_enabled", h.settings()["appendonly"]},
+			{"anykv_engine", h.opts.Settings["engine"]}, {"anykv_fsync", h.opts.Settings["fsync"]}}
+		for _, k := range sortedKeys(st.Engine) {
+			out = append(out, [2]string{"engine_" + k, itoa(st.Engine[k])})
+		}
+		return out
+	case "stats":
+		total, rejected := int64(0), h.stats.rejected.Load()
+		if h.conns != nil {
+			total, rejected = h.conns.Total.Load(), h.conns.Rejected.Load()
+		}
+		return [][2]string{{"total_connections_received", itoa(total)},
+			{"total_commands_processed", itoa(h.stats.commands.Load())}, {"instantaneous_ops_per_sec", "0"},
+			{"rejected_connections", itoa(rejected)}, {"expired_keys", itoa(st.ExpiredSwept)},
+			{"keyspace_hits", itoa(st.Hits)}, {"keyspace_misses", itoa(st.Misses)}}
+	case "replication":
+		return [][2]string{{"role", "master"}, {"connected_slaves", "0"}}
+	case "cpu":
+		var ru syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		sec := func(t syscall.Timeval) string {
+			return strconv.FormatFloat(float64(t.Sec)+float64(t.Usec)/1e6, 'f', 6, 64)
+		}
+		return [][2]string{{"used_cpu_sys", sec(ru.Stime)}, {"used_cpu_user", sec(ru.Utime)}}
+	case "keyspace":
+		return h.keyspace()
+	}
+	return nil
+}
+
+// keyspace counts the keys of each non-empty database (a scan: O(keys), unlike Redis's O(1)).
+func (h *Handler) keyspace() [][2]string {
+	var out [][2]string
+	for db := 0; db < h.opts.Databases; db++ {
+		n, err := h.store.Count(context.Background(), table(db), kv.Query{})
+		if err == nil && n > 0 {
+			out = append(out, [2]string{"db" + itoa(int64(db)), "keys=" + itoa(n) + ",expires=0,avg_ttl=0"})
+		}
+	}
+	return out
+}
+
+func sortedKeys(m map[string]int64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func human(n uint64) string {
+	switch {
+	case n >= 1<<30:
+		return strconv.FormatFloat(float64(n)/(1<<30), 'f', 2, 64) + "G"
+	case n >= 1<<20:
+		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 2, 64) + "M"
+	case n >= 1<<10:
+		return strconv.FormatFloat(float64(n)/(1<<10), 'f', 2, 64) + "K"
+	}
+	return strconv.FormatUint(n, 10) + "B"
+}

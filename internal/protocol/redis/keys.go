@@ -1,0 +1,233 @@
+package redis
+
+import (
+	"math"
+
+	"anykv/internal/engine"
+	"anykv/internal/protocol/resp"
+)
+
+func init() {
+	rw, ro := flagWrite, flagReadonly
+	register(
+		&command{name: "del", arity: -2, flags: rw, lastKey: -1, data: cmdDel, summary: "Deletes one or more keys."},
+		&command{name: "unlink", arity: -2, flags: rw | flagFast, lastKey: -1, data: cmdDel, summary: "Asynchronously deletes one or more keys."},
+		&command{name: "exists", arity: -2, flags: ro | flagFast, lastKey: -1, data: cmdExists, summary: "Determines whether one or more keys exist."},
+		&command{name: "type", arity: 2, flags: ro | flagFast, data: cmdType, summary: "Determines the type of value stored at a key."},
+		&command{name: "rename", arity: 3, flags: rw, lastKey: 2, data: cmdRename, summary: "Renames a key and overwrites the destination."},
+		&command{name: "renamenx", arity: 3, flags: rw | flagFast, lastKey: 2, data: cmdRename, summary: "Renames a key only when the target key name doesn't exist."},
+		&command{name: "copy", arity: -3, flags: rw, lastKey: 2, data: cmdCopy, summary: "Copies the value of a key to a new key."},
+		&command{name: "flushdb", arity: -1, flags: rw | flagAdmin, data: cmdFlush, summary: "Remove all keys from the current database."},
+		&command{name: "flushall", arity: -1, flags: rw | flagAdmin, data: cmdFlush, summary: "Removes all keys from all databases."},
+		&command{name: "expire", arity: -3, flags: rw | flagFast, data: cmdExpire, summary: "Sets the expiration time of a key in seconds."},
+		&command{name: "pexpire", arity: -3, flags: rw | flagFast, data: cmdExpire, summary: "Sets the expiration time of a key in milliseconds."},
+		&command{name: "expireat", arity: -3, flags: rw | flagFast, data: cmdExpire, summary: "Sets the expiration time of a key to a Unix timestamp."},
+		&command{name: "pexpireat", arity: -3, flags: rw | flagFast, data: cmdExpire, summary: "Sets the expiration time of a key to a Unix milliseconds timestamp."},
+		&command{name: "persist", arity: 2, flags: rw | flagFast, data: cmdPersist, summary: "Removes the expiration time of a key."},
+		&command{name: "ttl", arity: 2, flags: ro | flagFast, data: cmdTTL, summary: "Returns the expiration time in seconds of a key."},
+		&command{name: "pttl", arity: 2, flags: ro | flagFast, data: cmdTTL, summary: "Returns the expiration time in milliseconds of a key."},
+		&command{name: "expiretime", arity: 2, flags: ro | flagFast, data: cmdTTL, summary: "Returns the expiration time of a key as a Unix timestamp."},
+		&command{name: "pexpiretime", arity: 2, flags: ro | flagFast, data: cmdTTL, summary: "Returns the expiration time of a key as a Unix milliseconds timestamp."},
+	)
+}
+
+func cmdDel(s *session, args [][]byte) {
+	for _, k := range args[1:] {
+		s.add(engine.Mutation{Op: engine.OpDelete, Table: s.table(), Key: k})
+	}
+	s.plan(len(args)-1, replyCountOK)
+}
+
+// replyCountOK answers how many of the mutations succeeded (DEL, EXISTS).
+func replyCountOK(w *resp.Writer, res []engine.Result) {
+	n := int64(0)
+	for i := range res {
+		if res[i].Err == nil {
+			n++
+		}
+	}
+	w.Int(n)
+}
+
+func cmdExists(s *session, args [][]byte) {
+	for _, k := range args[1:] {
+		s.get(k)
+	}
+	s.plan(len(args)-1, replyCountOK)
+}
+
+func cmdType(s *session, args [][]byte) {
+	s.get(args[1])
+	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+		if res[0].Err == nil {
+			w.SimpleString("string")
+		} else {
+			w.SimpleString("none")
+		}
+	})
+}
+
+func cmdRename(s *session, args [][]byte) {
+	nx := eq(args[0], "renamenx")
+	if s.tooBig(args[2], nil) {
+		return
+	}
+	m := engine.Mutation{Op: engine.OpRename, Table: s.table(), Key: args[1], Table2: s.table(), Key2: args[2]}
+	if nx {
+		m.Cond = engine.CondAbsent
+	}
+	s.add(m)
+	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+		r := res[0]
+		switch {
+		case r.Err == nil && nx:
+			w.Int(1)
+		case r.Err == nil:
+			w.SimpleString("OK")
+		case !r.OldFound:
+			w.Error("ERR no such key")
+		case nx && isCondErr(r.Err):
+			w.Int(0)
+		default:
+			w.Error(errText(r.Err))
+		}
+	})
+}
+
+func cmdCopy(s *session, args [][]byte) {
+	m := engine.Mutation{Op: engine.OpCopy, Table: s.table(), Key: args[1], Table2: s.table(), Key2: args[2], Cond: engine.CondAbsent}
+	for i := 3; i < len(args); i++ {
+		switch {
+		case eq(args[i], "replace"):
+			m.Cond = engine.CondNone
+		case eq(args[i], "db") && i+1 < len(args):
+			n, ok := argInt(args[i+1])
+			if !ok {
+				s.fail(errNotInt)
+				return
+			}
+			if n < 0 || n >= int64(s.h.opts.Databases) {
+				s.fail("ERR DB index is out of range")
+				return
+			}
+			m.Table2 = table(int(n))
+			i++
+		default:
+			s.fail(errSyntax)
+			return
+		}
+	}
+	if m.Table == m.Table2 && string(m.Key) == string(m.Key2) {
+		s.fail("ERR source and destination objects are the same")
+		return
+	}
+	if s.tooBig(args[2], nil) {
+		return
+	}
+	s.add(m)
+	s.plan(1, replyOneIfOK)
+}
+
+func cmdFlush(s *session, args [][]byte) {
+	for _, a := range args[1:] {
+		if !eq(a, "async") && !eq(a, "sync") {
+			s.fail(errSyntax)
+			return
+		}
+	}
+	m := engine.Mutation{Op: engine.OpFlush}
+	if eq(args[0], "flushdb") {
+		m.Table = s.table()
+	}
+	s.add(m)
+	s.plan(1, nil)
+}
+
+func cmdExpire(s *session, args [][]byte) {
+	name := lower(args[0])
+	n, ok := argInt(args[2])
+	if !ok {
+		s.fail(errNotInt)
+		return
+	}
+	m := engine.Mutation{Op: engine.OpExpire, Table: s.table(), Key: args[1]}
+	for _, a := range args[3:] {
+		var c engine.ExpireCond
+		switch {
+		case eq(a, "nx"):
+			c = engine.ExpNX
+		case eq(a, "xx"):
+			c = engine.ExpXX
+		case eq(a, "gt"):
+			c = engine.ExpGT
+		case eq(a, "lt"):
+			c = engine.ExpLT
+		default:
+			s.fail("ERR Unsupported option " + clip(a))
+			return
+		}
+		if m.ExpireCond != engine.ExpAlways && m.ExpireCond != c {
+			if (m.ExpireCond == engine.ExpNX) || c == engine.ExpNX {
+				s.fail("ERR NX and XX, GT or LT options at the same time are not compatible")
+			} else {
+				s.fail("ERR GT and LT options at the same time are not compatible")
+			}
+			return
+		}
+		m.ExpireCond = c
+	}
+	ms := n
+	if name == "expire" || name == "expireat" {
+		if n > math.MaxInt64/1000 || n < math.MinInt64/1000 {
+			s.fail("ERR invalid expire time in '" + name + "' command")
+			return
+		}
+		ms = n * 1000
+	}
+	if name == "expire" || name == "pexpire" {
+		now := s.h.store.Now()
+		if ms > math.MaxInt64-now {
+			s.fail("ERR invalid expire time in '" + name + "' command")
+			return
+		}
+		ms += now
+	}
+	if ms <= 0 {
+		ms = 1 // in the past (0 would mean "no expiry"): the key is deleted
+	}
+	m.Expires = ms
+	s.add(m)
+	s.plan(1, replyOneIfOK)
+}
+
+func cmdPersist(s *session, args [][]byte) {
+	s.add(engine.Mutation{Op: engine.OpExpire, Table: s.table(), Key: args[1], ExpireCond: engine.ExpXX})
+	s.plan(1, replyOneIfOK)
+}
+
+func cmdTTL(s *session, args [][]byte) {
+	name := lower(args[0])
+	s.get(args[1])
+	now := s.h.store.Now()
+	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+		r := res[0]
+		switch {
+		case r.Err != nil:
+			w.Int(-2)
+		case r.New.Expires == 0:
+			w.Int(-1)
+		default:
+			exp := r.New.Expires
+			switch name {
+			case "ttl":
+				w.Int(max((exp-now+500)/1000, 0))
+			case "pttl":
+				w.Int(max(exp-now, 0))
+			case "expiretime":
+				w.Int(exp / 1000)
+			default:
+				w.Int(exp)
+			}
+		}
+	})
+}

@@ -1,0 +1,272 @@
+package redis
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"strconv"
+	"sync"
+
+	"anykv/internal/kv"
+)
+
+func init() {
+	register(
+		&command{name: "keys", arity: 2, flags: flagReadonly, firstKey: -1, imm: cmdKeys, summary: "Returns all key names that match a pattern."},
+		&command{name: "scan", arity: -2, flags: flagReadonly, firstKey: -1, imm: cmdScan, summary: "Iterates over the key names in the database."},
+		&command{name: "randomkey", arity: 1, flags: flagReadonly, firstKey: -1, imm: cmdRandomKey, summary: "Returns a random key name from the database."},
+		&command{name: "dbsize", arity: 1, flags: flagReadonly | flagFast, firstKey: -1, imm: cmdDBSize, summary: "Returns the number of keys in the database."},
+	)
+}
+
+// cursorTable maps the integer cursors Redis clients expect to resume keys. anykv scans in key order, so a
+// cursor is the last key returned: every key present for the whole iteration is returned exactly once.
+type cursorTable struct {
+	mu    sync.Mutex
+	next  uint64
+	m     map[uint64]cursor
+	order []uint64 // oldest first, for eviction
+}
+
+type cursor struct {
+	table string
+	after []byte
+}
+
+const maxCursors = 1 << 16
+
+func (t *cursorTable) init() {
+	var b [8]byte
+	rand.Read(b[:])
+	t.next = binary.LittleEndian.Uint64(b[:])>>34 + 1 // small random start: cursors of a restarted server differ
+	t.m = make(map[uint64]cursor)
+}
+
+func (t *cursorTable) put(c cursor) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	id := t.next
+	t.next++
+	if t.next == 0 {
+		t.next = 1
+	}
+	t.m[id] = c
+	t.order = append(t.order, id)
+	if len(t.order) > maxCursors {
+		delete(t.m, t.order[0])
+		t.order = t.order[1:]
+	}
+	return id
+}
+
+func (t *cursorTable) take(id uint64) (cursor, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c, ok := t.m[id]
+	delete(t.m, id)
+	return c, ok
+}
+
+// literalPrefix returns the part of a glob pattern before its first special character.
+func literalPrefix(pat []byte) []byte {
+	for i, c := range pat {
+		if c == '*' || c == '?' || c == '[' || c == '\\' {
+			return pat[:i]
+		}
+	}
+	return pat
+}
+
+func cmdKeys(s *session, args [][]byte) {
+	pat := args[1]
+	var keys [][]byte
+	q := kv.Query{Prefix: literalPrefix(pat), KeysOnly: true}
+	for {
+		q.Limit = 10000
+		p, err := s.h.store.Scan(context.Background(), s.table(), q)
+		if err != nil {
+			s.w.Error(errText(err))
+			return
+		}
+		for _, e := range p.Entries {
+			if globMatch(pat, e.Key) {
+				keys = append(keys, e.Key)
+			}
+		}
+		if p.Next == nil {
+			break
+		}
+		q.After = p.Next
+	}
+	s.w.ArrayHeader(len(keys))
+	for _, k := range keys {
+		s.w.Bulk(k)
+	}
+}
+
+func cmdScan(s *session, args [][]byte) {
+	id, err := strconv.ParseUint(string(args[1]), 10, 64)
+	if err != nil {
+		s.w.Error("ERR invalid cursor")
+		return
+	}
+	var pat []byte
+	count := int64(10)
+	typ := ""
+	for i := 2; i < len(args); i++ {
+		switch {
+		case eq(args[i], "match") && i+1 < len(args):
+			pat = args[i+1]
+		case eq(args[i], "count") && i+1 < len(args):
+			n, ok := argInt(args[i+1])
+			if !ok {
+				s.w.Error(errNotInt)
+				return
+			}
+			if n < 1 {
+				s.w.Error(errSyntax)
+				return
+			}
+			count = n
+		case eq(args[i], "type") && i+1 < len(args):
+			typ = lower(args[i+1])
+		default:
+			s.w.Error(errSyntax)
+			return
+		}
+		i++
+	}
+	q := kv.Query{Prefix: literalPrefix(pat), KeysOnly: true, Limit: int(min(count, 100000))}
+	if id != 0 {
+		c, ok := s.h.cursors.take(id)
+		if !ok || c.table != s.table() {
+			// An unknown or expired cursor: Redis would return whatever; we say so.
+			s.w.Error("ERR invalid cursor")
+			return
+		}
+		q.After = c.after
+	}
+	p, err := s.h.store.Scan(context.Background(), s.table(), q)
+	if err != nil {
+		s.w.Error(errText(err))
+		return
+	}
+	var keys [][]byte
+	for _, e := range p.Entries {
+		if (pat == nil || globMatch(pat, e.Key)) && (typ == "" || typ == "string") {
+			keys = append(keys, e.Key)
+		}
+	}
+	next := uint64(0)
+	if p.Next != nil {
+		next = s.h.cursors.put(cursor{table: s.table(), after: p.Next})
+	}
+	s.w.ArrayHeader(2)
+	s.w.BulkString(strconv.FormatUint(next, 10))
+	s.w.ArrayHeader(len(keys))
+	for _, k := range keys {
+		s.w.Bulk(k)
+	}
+}
+
+func cmdRandomKey(s *session, args [][]byte) {
+	var start [8]byte
+	rand.Read(start[:])
+	for _, q := range []kv.Query{{Start: start[:], Limit: 1, KeysOnly: true}, {Limit: 1, KeysOnly: true}} {
+		p, err := s.h.store.Scan(context.Background(), s.table(), q)
+		if err != nil {
+			s.w.Error(errText(err))
+			return
+		}
+		if len(p.Entries) > 0 {
+			s.w.Bulk(p.Entries[0].Key)
+			return
+		}
+	}
+	s.w.Null()
+}
+
+func cmdDBSize(s *session, args [][]byte) {
+	n, err := s.h.store.Count(context.Background(), s.table(), kv.Query{})
+	if err != nil {
+		s.w.Error(errText(err))
+		return
+	}
+	s.w.Int(n)
+}
+
+// globMatch matches a key against a Redis glob pattern (*, ?, [abc], [^a-z], \x), as stringmatchlen does.
+func globMatch(pat, str []byte) bool {
+	for len(pat) > 0 {
+		switch pat[0] {
+		case '*':
+			for len(pat) > 1 && pat[1] == '*' {
+				pat = pat[1:]
+			}
+			if len(pat) == 1 {
+				return true
+			}
+			for i := 0; i <= len(str); i++ {
+				if globMatch(pat[1:], str[i:]) {
+					return true
+				}
+			}
+			return false
+		case '?':
+			if len(str) == 0 {
+				return false
+			}
+			str = str[1:]
+		case '[':
+			if len(str) == 0 {
+				return false
+			}
+			pat = pat[1:]
+			not := len(pat) > 0 && pat[0] == '^'
+			if not {
+				pat = pat[1:]
+			}
+			match := false
+			for len(pat) > 0 && pat[0] != ']' {
+				switch {
+				case pat[0] == '\\' && len(pat) >= 2:
+					pat = pat[1:]
+					match = match || pat[0] == str[0]
+				case len(pat) >= 3 && pat[1] == '-':
+					lo, hi := pat[0], pat[2]
+					if lo > hi {
+						lo, hi = hi, lo
+					}
+					match = match || (str[0] >= lo && str[0] <= hi)
+					pat = pat[2:]
+				default:
+					match = match || pat[0] == str[0]
+				}
+				pat = pat[1:]
+			}
+			if not {
+				match = !match
+			}
+			if !match {
+				return false
+			}
+			str = str[1:]
+			if len(pat) == 0 {
+				return len(str) == 0 // unterminated class: Redis stops here
+			}
+		case '\\':
+			if len(pat) >= 2 {
+				pat = pat[1:]
+			}
+			fallthrough
+		default:
+			if len(str) == 0 || pat[0] != str[0] {
+				return false
+			}
+			str = str[1:]
+		}
+		pat = pat[1:]
+	}
+	return len(str) == 0
+}
+

@@ -1,0 +1,295 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"net"
+	"time"
+
+	"anykv/internal/engine"
+	"anykv/internal/kv"
+	"anykv/internal/protocol/resp"
+)
+
+// replyFunc writes one command's reply from the results of its mutations.
+type replyFunc func(w *resp.Writer, res []engine.Result)
+
+// pending is one command's reply waiting for its batch: it consumes n results, or is an error decided
+// before the batch ran, or (inside EXEC) an immediate command to run in its place.
+type pending struct {
+	n      int
+	fn     replyFunc // nil with errMsg == "": "+OK" unless the result carries an error
+	errMsg string
+	imm    *command
+	args   [][]byte
+}
+
+// watch is a key WATCHed with the version it had (0: absent).
+type watch struct {
+	table   string
+	key     []byte
+	version uint64
+}
+
+// session is one client connection's state. It is used only by the connection's goroutine.
+type session struct {
+	h       *Handler
+	conn    net.Conn
+	id      int64
+	parser  *resp.Parser
+	w       *resp.Writer
+	created time.Time
+
+	db      int
+	name    string
+	libName string
+	libVer  string
+	authed  bool
+	closing bool
+	lastCmd string
+
+	// The batch being built from the commands of one read: their mutations and replies, in order.
+	muts    []engine.Mutation
+	replies []pending
+
+	inMulti bool
+	dirty   bool       // a command failed to queue: EXEC answers EXECABORT
+	queued  [][][]byte // commands queued by MULTI, copied out of the parser's buffer
+	watched []watch
+	lower   [32]byte // scratch for lower-casing command names without allocating
+}
+
+func newSession(h *Handler, c net.Conn) *session {
+	return &session{
+		h: h, conn: c, id: h.nextID.Add(1), created: time.Now(),
+		parser: resp.NewParser(h.opts.Limits), w: resp.NewWriter(2),
+		authed: h.opts.Password == "",
+	}
+}
+
+func (s *session) table() string { return table(s.db) }
+
+// add appends a mutation to the batch being built.
+func (s *session) add(m engine.Mutation) { s.muts = append(s.muts, m) }
+
+// plan registers the reply of the command that just added its n mutations.
+func (s *session) plan(n int, fn replyFunc) { s.replies = append(s.replies, pending{n: n, fn: fn}) }
+
+// fail registers an error reply for the command being compiled; it must add no mutation.
+func (s *session) fail(msg string) { s.replies = append(s.replies, pending{errMsg: msg}) }
+
+// lookup finds the command named by args[0], case-insensitively.
+func (s *session) lookup(name []byte) *command {
+	if len(name) > len(s.lower) {
+		return nil
+	}
+	b := s.lower[:len(name)]
+	for i, c := range name {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b[i] = c
+	}
+	return commands[string(b)]
+}
+
+// dispatch runs or queues one command.
+func (s *session) dispatch(args [][]byte) {
+	cmd := s.lookup(args[0])
+	if cmd == nil {
+		name := string(args[0])
+		if name == "POST" || name == "Host:" || name == "post" || name == "host:" {
+			// Someone sent HTTP to the RESP port (a cross-protocol attack, as Redis calls it): drop them.
+			s.h.log.Warn("HTTP request on the Redis port: closing the connection", "remote", s.conn.RemoteAddr().String())
+			s.closing = true
+			return
+		}
+		s.reject(unknownCommand(args))
+		return
+	}
+	s.lastCmd = cmd.name
+	if !s.authed && cmd.flags&flagNoAuth == 0 {
+		s.reject("NOAUTH Authentication required.")
+		return
+	}
+	if (cmd.arity > 0 && len(args) != cmd.arity) || (cmd.arity < 0 && len(args) < -cmd.arity) {
+		s.reject("ERR wrong number of arguments for '" + cmd.name + "' command")
+		return
+	}
+	if s.inMulti && cmd.flags&flagTx == 0 {
+		if cmd.flags&flagNoMulti != 0 {
+			s.reject("ERR Command not allowed inside a transaction")
+			return
+		}
+		s.queued = append(s.queued, copyArgs(args))
+		s.immediate(func() { s.w.SimpleString("QUEUED") })
+		return
+	}
+	switch {
+	case cmd.data != nil && cmd.flags&flagAlone == 0:
+		cmd.data(s, args)
+	case cmd.data != nil:
+		s.flush()
+		cmd.data(s, args)
+		s.flush()
+	default:
+		s.flush()
+		cmd.imm(s, args)
+	}
+}
+
+// reject answers an error in order; inside MULTI it also dooms the transaction.
+func (s *session) reject(msg string) {
+	if s.inMulti {
+		s.dirty = true
+	}
+	s.fail(msg)
+}
+
+// immediate writes a reply now, after the replies already pending.
+func (s *session) immediate(write func()) {
+	s.flush()
+	write()
+}
+
+func copyArgs(args [][]byte) [][]byte {
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		out[i] = append([]byte(nil), a...)
+	}
+	return out
+}
+
+// flush runs the batch built so far and writes its replies in order.
+func (s *session) flush() {
+	if len(s.replies) == 0 {
+		return
+	}
+	res, err := s.run(nil)
+	s.writeReplies(res, err)
+	s.muts, s.replies = s.muts[:0], s.replies[:0]
+}
+
+// run applies the pending mutations, after the guards, as one batch. A batch of plain reads skips the
+// engine's write path and reads directly.
+func (s *session) run(guards []engine.Mutation) ([]engine.Result, error) {
+	if len(s.muts) == 0 && len(guards) == 0 {
+		return nil, nil
+	}
+	if guards == nil && plainReads(s.muts) {
+		return s.readDirect(), nil
+	}
+	muts := s.muts
+	if guards != nil {
+		muts = append(guards, s.muts...)
+	}
+	res, err := s.h.store.Apply(context.Background(), muts)
+	if err == nil && guards != nil {
+		res = res[len(guards):]
+	}
+	return res, err
+}
+
+func plainReads(muts []engine.Mutation) bool {
+	for i := range muts {
+		if muts[i].Op != engine.OpGet || muts[i].SetExpiry {
+			return false
+		}
+	}
+	return true
+}
+
+// readDirect answers plain reads with Get, giving the results Resolve would give for OpGet.
+func (s *session) readDirect() []engine.Result {
+	res := make([]engine.Result, len(s.muts))
+	for i := range s.muts {
+		m := &s.muts[i]
+		it, err := s.h.store.Get(context.Background(), m.Table, m.Key)
+		if err != nil {
+			res[i].Err = err
+			continue
+		}
+		res[i] = engine.Result{Old: it, OldFound: true, New: it, NewFound: true}
+	}
+	return res
+}
+
+// writeReplies writes every pending reply; err is a batch-level failure that every mutating command reports.
+func (s *session) writeReplies(res []engine.Result, err error) {
+	if errors.Is(err, engine.ErrAborted) {
+		res = make([]engine.Result, len(s.muts))
+		for i := range res {
+			res[i].Err = engine.ErrAborted
+		}
+		err = nil
+	}
+	off := 0
+	for _, p := range s.replies {
+		switch {
+		case p.errMsg != "":
+			s.w.Error(p.errMsg)
+			continue
+		case p.imm != nil:
+			p.imm.imm(s, p.args)
+			continue
+		case err != nil:
+			s.w.Error(errText(err))
+		default:
+			r := res[off : off+p.n]
+			if p.fn != nil {
+				p.fn(s.w, r)
+			} else if len(r) > 0 && r[0].Err != nil {
+				s.w.Error(errText(r[0].Err))
+			} else {
+				s.w.SimpleString("OK")
+			}
+		}
+		off += p.n
+	}
+}
+
+// errText maps an engine or kv error to Redis's reply text, in one table.
+func errText(err error) string {
+	switch {
+	case errors.Is(err, engine.ErrNotInteger):
+		return "ERR value is not an integer or out of range"
+	case errors.Is(err, engine.ErrOverflow):
+		return "ERR increment or decrement would overflow"
+	case errors.Is(err, engine.ErrNotFloat):
+		return "ERR value is not a valid float"
+	case errors.Is(err, engine.ErrNaN):
+		return "ERR increment would produce NaN or Infinity"
+	case errors.Is(err, engine.ErrTooLarge), errors.Is(err, kv.ErrValueTooLarge):
+		return "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+	case errors.Is(err, kv.ErrKeyTooLarge):
+		return "ERR key exceeds maximum allowed size (" + err.Error() + ")"
+	case errors.Is(err, kv.ErrBatchTooLarge):
+		return "ERR too many commands in one transaction"
+	case errors.Is(err, engine.ErrNotFound):
+		return "ERR no such key"
+	case errors.Is(err, engine.ErrNotSupported):
+		return "ERR not supported by this engine"
+	case errors.Is(err, engine.ErrClosed):
+		return "ERR server is shutting down"
+	}
+	return "ERR " + err.Error()
+}
+
+// unknownCommand is Redis 7's reply to a command it does not know.
+func unknownCommand(args [][]byte) string {
+	msg := "ERR unknown command '" + clip(args[0]) + "', with args beginning with: "
+	for _, a := range args[1:] {
+		if len(msg) > 1024 {
+			break
+		}
+		msg += "'" + clip(a) + "' "
+	}
+	return msg
+}
+
+func clip(b []byte) string {
+	if len(b) > 128 {
+		b = b[:128]
+	}
+	return string(b)
+}

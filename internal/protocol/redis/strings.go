@@ -1,0 +1,460 @@
+package redis
+
+import (
+	"errors"
+	"math"
+	"strconv"
+
+	"anykv/internal/engine"
+	"anykv/internal/protocol/resp"
+)
+
+func init() {
+	rw := flagWrite
+	ro := flagReadonly
+	register(
+		&command{name: "get", arity: 2, flags: ro | flagFast, data: cmdGet, summary: "Returns the string value of a key."},
+		&command{name: "set", arity: -3, flags: rw, data: cmdSet, summary: "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist."},
+		&command{name: "setnx", arity: 3, flags: rw | flagFast, data: cmdSetNX, summary: "Set the string value of a key only when the key doesn't exist."},
+		&command{name: "setex", arity: 4, flags: rw, data: cmdSetEX, summary: "Sets the string value and expiration time of a key."},
+		&command{name: "psetex", arity: 4, flags: rw, data: cmdSetEX, summary: "Sets both string value and expiration time in milliseconds of a key."},
+		&command{name: "getset", arity: 3, flags: rw | flagFast, data: cmdGetSet, summary: "Returns the previous string value of a key after setting it to a new value."},
+		&command{name: "getdel", arity: 2, flags: rw | flagFast, data: cmdGetDel, summary: "Returns the string value of a key after deleting the key."},
+		&command{name: "getex", arity: -2, flags: rw | flagFast, data: cmdGetEx, summary: "Returns the string value of a key after setting its expiration time."},
+		&command{name: "mget", arity: -2, flags: ro | flagFast, lastKey: -1, data: cmdMGet, summary: "Atomically returns the string values of one or more keys."},
+		&command{name: "mset", arity: -3, flags: rw, lastKey: -1, step: 2, data: cmdMSet, summary: "Atomically creates or modifies the string values of one or more keys."},
+		&command{name: "msetnx", arity: -3, flags: rw | flagAlone, lastKey: -1, step: 2, data: cmdMSetNX, summary: "Atomically modifies the string values of one or more keys only when all keys don't exist."},
+		&command{name: "append", arity: 3, flags: rw | flagFast, data: cmdAppend, summary: "Appends a string to the value of a key. Creates the key if it doesn't exist."},
+		&command{name: "strlen", arity: 2, flags: ro | flagFast, data: cmdStrlen, summary: "Returns the length of a string value."},
+		&command{name: "getrange", arity: 4, flags: ro, data: cmdGetRange, summary: "Returns a substring of the string stored at a key."},
+		&command{name: "substr", arity: 4, flags: ro, data: cmdGetRange, summary: "Returns a substring from a string value."},
+		&command{name: "setrange", arity: 4, flags: rw, data: cmdSetRange, summary: "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist."},
+		&command{name: "incr", arity: 2, flags: rw | flagFast, data: cmdIncr, summary: "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist."},
+		&command{name: "decr", arity: 2, flags: rw | flagFast, data: cmdIncr, summary: "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist."},
+		&command{name: "incrby", arity: 3, flags: rw | flagFast, data: cmdIncr, summary: "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist."},
+		&command{name: "decrby", arity: 3, flags: rw | flagFast, data: cmdIncr, summary: "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist."},
+		&command{name: "incrbyfloat", arity: 3, flags: rw | flagFast, data: cmdIncrByFloat, summary: "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist."},
+	)
+}
+
+// eq reports whether arg equals the lower-case word, ignoring ASCII case.
+func eq(arg []byte, word string) bool {
+	if len(arg) != len(word) {
+		return false
+	}
+	for i, c := range arg {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != word[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// argInt parses an integer argument as Redis does.
+func argInt(b []byte) (int64, bool) { return engine.ParseInt(b) }
+
+const errSyntax = "ERR syntax error"
+const errNotInt = "ERR value is not an integer or out of range"
+
+// tooBig fails the command if key or value exceed the store's limits; checked here so one oversized command
+// cannot fail a whole pipeline batch.
+func (s *session) tooBig(key, val []byte) bool {
+	l := s.h.store.Limits()
+	switch {
+	case len(key) > l.MaxKey:
+		s.fail("ERR key exceeds maximum allowed size (" + itoa(int64(l.MaxKey)) + " bytes)")
+	case len(val) > l.MaxValue:
+		s.fail("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+	default:
+		return false
+	}
+	return true
+}
+
+// absExpiry turns an EX/PX/EXAT/PXAT amount into absolute unix ms, or returns false if Redis would call it an
+// invalid expire time.
+func (s *session) absExpiry(unit string, n int64) (int64, bool) {
+	now := s.h.store.Now()
+	var ms int64
+	switch unit {
+	case "ex", "exat":
+		if n > math.MaxInt64/1000 || n < math.MinInt64/1000 {
+			return 0, false
+		}
+		ms = n * 1000
+	default:
+		ms = n
+	}
+	if unit == "ex" || unit == "px" {
+		if ms > math.MaxInt64-now {
+			return 0, false
+		}
+		ms += now
+	}
+	return ms, true
+}
+
+// Reply writers shared by several commands; plain functions so pipelined commands allocate no closure.
+
+func replyBulkOrNil(w *resp.Writer, res []engine.Result) {
+	switch r := res[0]; {
+	case r.Err == nil:
+		w.Bulk(r.New.Value)
+	case errors.Is(r.Err, engine.ErrNotFound):
+		w.Null()
+	default:
+		w.Error(errText(r.Err))
+	}
+}
+
+func replyOldOrNil(w *resp.Writer, res []engine.Result) {
+	switch r := res[0]; {
+	case r.Err != nil && !isCondErr(r.Err):
+		w.Error(errText(r.Err))
+	case r.OldFound:
+		w.Bulk(r.Old.Value)
+	default:
+		w.Null()
+	}
+}
+
+func replyOKOrNil(w *resp.Writer, res []engine.Result) {
+	switch r := res[0]; {
+	case r.Err == nil:
+		w.SimpleString("OK")
+	case isCondErr(r.Err):
+		w.Null()
+	default:
+		w.Error(errText(r.Err))
+	}
+}
+
+func replyOneIfOK(w *resp.Writer, res []engine.Result) {
+	switch r := res[0]; {
+	case r.Err == nil:
+		w.Int(1)
+	case isCondErr(r.Err) || errors.Is(r.Err, engine.ErrAborted):
+		w.Int(0)
+	default:
+		w.Error(errText(r.Err))
+	}
+}
+
+func replyNewInt(w *resp.Writer, res []engine.Result) {
+	if r := res[0]; r.Err != nil {
+		w.Error(errText(r.Err))
+	} else {
+		n, _ := strconv.ParseInt(string(r.New.Value), 10, 64)
+		w.Int(n)
+	}
+}
+
+func replyNewLen(w *resp.Writer, res []engine.Result) {
+	if r := res[0]; r.Err != nil {
+		w.Error(errText(r.Err))
+	} else {
+		w.Int(int64(len(r.New.Value)))
+	}
+}
+
+// isCondErr: the failures of a condition, which Redis reports as nil or 0 rather than as errors.
+func isCondErr(err error) bool {
+	return errors.Is(err, engine.ErrExists) || errors.Is(err, engine.ErrNotFound) ||
+		errors.Is(err, engine.ErrVersionMismatch) || errors.Is(err, engine.ErrConditionFailed)
+}
+
+func (s *session) get(key []byte) {
+	s.add(engine.Mutation{Op: engine.OpGet, Table: s.table(), Key: key})
+}
+
+func cmdGet(s *session, args [][]byte) {
+	s.get(args[1])
+	s.plan(1, replyBulkOrNil)
+}
+
+// setOptions parses SET's options from args[3:].
+func cmdSet(s *session, args [][]byte) {
+	if s.tooBig(args[1], args[2]) {
+		return
+	}
+	m := engine.Mutation{Op: engine.OpSet, Table: s.table(), Key: args[1], Value: args[2]}
+	get, expSeen := false, false
+	for i := 3; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case eq(a, "nx") && m.Cond == engine.CondNone:
+			m.Cond = engine.CondAbsent
+		case eq(a, "xx") && m.Cond == engine.CondNone:
+			m.Cond = engine.CondPresent
+		case eq(a, "get"):
+			get = true
+		case eq(a, "keepttl") && !expSeen:
+			m.KeepTTL, expSeen = true, true
+		case (eq(a, "ex") || eq(a, "px") || eq(a, "exat") || eq(a, "pxat")) && !expSeen && i+1 < len(args):
+			n, ok := argInt(args[i+1])
+			if !ok {
+				s.fail(errNotInt)
+				return
+			}
+			at, ok := s.absExpiry(lower(a), n)
+			if n <= 0 || !ok {
+				s.fail("ERR invalid expire time in 'set' command")
+				return
+			}
+			m.Expires, expSeen = at, true
+			i++
+		default:
+			s.fail(errSyntax)
+			return
+		}
+	}
+	s.add(m)
+	switch {
+	case get:
+		s.plan(1, replyOldOrNil)
+	case m.Cond != engine.CondNone:
+		s.plan(1, replyOKOrNil)
+	default:
+		s.plan(1, nil)
+	}
+}
+
+func cmdSetNX(s *session, args [][]byte) {
+	if s.tooBig(args[1], args[2]) {
+		return
+	}
+	s.add(engine.Mutation{Op: engine.OpSet, Table: s.table(), Key: args[1], Value: args[2], Cond: engine.CondAbsent})
+	s.plan(1, replyOneIfOK)
+}
+
+func cmdSetEX(s *session, args [][]byte) {
+	if s.tooBig(args[1], args[3]) {
+		return
+	}
+	name := lower(args[0])
+	n, ok := argInt(args[2])
+	if !ok {
+		s.fail(errNotInt)
+		return
+	}
+	unit := "ex"
+	if name == "psetex" {
+		unit = "px"
+	}
+	at, ok := s.absExpiry(unit, n)
+	if n <= 0 || !ok {
+		s.fail("ERR invalid expire time in '" + name + "' command")
+		return
+	}
+	s.add(engine.Mutation{Op: engine.OpSet, Table: s.table(), Key: args[1], Value: args[3], Expires: at})
+	s.plan(1, nil)
+}
+
+func cmdGetSet(s *session, args [][]byte) {
+	if s.tooBig(args[1], args[2]) {
+		return
+	}
+	s.add(engine.Mutation{Op: engine.OpSet, Table: s.table(), Key: args[1], Value: args[2]})
+	s.plan(1, replyOldOrNil)
+}
+
+func cmdGetDel(s *session, args [][]byte) {
+	s.add(engine.Mutation{Op: engine.OpDelete, Table: s.table(), Key: args[1]})
+	s.plan(1, replyOldOrNil)
+}
+
+func cmdGetEx(s *session, args [][]byte) {
+	m := engine.Mutation{Op: engine.OpGet, Table: s.table(), Key: args[1]}
+	for i := 2; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case eq(a, "persist") && !m.SetExpiry:
+			m.SetExpiry, m.Expires = true, 0
+		case (eq(a, "ex") || eq(a, "px") || eq(a, "exat") || eq(a, "pxat")) && !m.SetExpiry && i+1 < len(args):
+			n, ok := argInt(args[i+1])
+			if !ok {
+				s.fail(errNotInt)
+				return
+			}
+			at, ok := s.absExpiry(lower(a), n)
+			if n <= 0 || !ok {
+				s.fail("ERR invalid expire time in 'getex' command")
+				return
+			}
+			m.SetExpiry, m.Expires = true, at
+			i++
+		default:
+			s.fail(errSyntax)
+			return
+		}
+	}
+	s.add(m)
+	s.plan(1, replyBulkOrNil)
+}
+
+func cmdMGet(s *session, args [][]byte) {
+	for _, k := range args[1:] {
+		s.get(k)
+	}
+	s.plan(len(args)-1, func(w *resp.Writer, res []engine.Result) {
+		w.ArrayHeader(len(res))
+		for i := range res {
+			if res[i].Err == nil {
+				w.Bulk(res[i].New.Value)
+			} else {
+				w.Null()
+			}
+		}
+	})
+}
+
+func (s *session) addPairs(args [][]byte, cond engine.Cond, guard bool) bool {
+	if len(args)%2 != 1 {
+		s.fail("ERR wrong number of arguments for '" + lower(args[0]) + "' command")
+		return false
+	}
+	for i := 1; i < len(args); i += 2 {
+		if s.tooBig(args[i], args[i+1]) {
+			return false
+		}
+	}
+	for i := 1; i < len(args); i += 2 {
+		s.add(engine.Mutation{Op: engine.OpSet, Table: s.table(), Key: args[i], Value: args[i+1], Cond: cond, Guard: guard})
+	}
+	return true
+}
+
+func cmdMSet(s *session, args [][]byte) {
+	if s.addPairs(args, engine.CondNone, false) {
+		s.plan(len(args)/2, func(w *resp.Writer, res []engine.Result) { w.SimpleString("OK") })
+	}
+}
+
+func cmdMSetNX(s *session, args [][]byte) {
+	if s.addPairs(args, engine.CondAbsent, true) {
+		s.plan(len(args)/2, func(w *resp.Writer, res []engine.Result) {
+			if errors.Is(res[0].Err, engine.ErrAborted) {
+				w.Int(0)
+			} else {
+				w.Int(1)
+			}
+		})
+	}
+}
+
+func cmdAppend(s *session, args [][]byte) {
+	if s.tooBig(args[1], args[2]) {
+		return
+	}
+	s.add(engine.Mutation{Op: engine.OpAppend, Table: s.table(), Key: args[1], Value: args[2], Create: true})
+	s.plan(1, replyNewLen)
+}
+
+func cmdStrlen(s *session, args [][]byte) {
+	s.get(args[1])
+	s.plan(1, func(w *resp.Writer, res []engine.Result) { w.Int(int64(len(res[0].New.Value))) })
+}
+
+func cmdGetRange(s *session, args [][]byte) {
+	start, ok1 := argInt(args[2])
+	end, ok2 := argInt(args[3])
+	if !ok1 || !ok2 {
+		s.fail(errNotInt)
+		return
+	}
+	s.get(args[1])
+	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+		v := res[0].New.Value
+		n := int64(len(v))
+		if start < 0 && end < 0 && start > end {
+			w.BulkString("")
+			return
+		}
+		if start < 0 {
+			start = max(n+start, 0)
+		}
+		if end < 0 {
+			end = max(n+end, 0)
+		}
+		end = min(end, n-1)
+		if start > end || n == 0 {
+			w.BulkString("")
+			return
+		}
+		w.Bulk(v[start : end+1])
+	})
+}
+
+func cmdSetRange(s *session, args [][]byte) {
+	off, ok := argInt(args[2])
+	if !ok {
+		s.fail(errNotInt)
+		return
+	}
+	if off < 0 {
+		s.fail("ERR offset is out of range")
+		return
+	}
+	if off+int64(len(args[3])) > int64(s.h.store.Limits().MaxValue) {
+		s.fail("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+		return
+	}
+	if s.tooBig(args[1], nil) {
+		return
+	}
+	s.add(engine.Mutation{Op: engine.OpSetRange, Table: s.table(), Key: args[1], Value: args[3], Offset: off})
+	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+		if r := res[0]; r.Err != nil {
+			w.Error(errText(r.Err))
+		} else {
+			w.Int(int64(len(r.New.Value)))
+		}
+	})
+}
+
+func cmdIncr(s *session, args [][]byte) {
+	delta := int64(1)
+	name := lower(args[0])
+	if len(args) == 3 {
+		n, ok := argInt(args[2])
+		if !ok {
+			s.fail(errNotInt)
+			return
+		}
+		delta = n
+	}
+	if name == "decr" || name == "decrby" {
+		if delta == math.MinInt64 {
+			s.fail("ERR decrement would overflow")
+			return
+		}
+		delta = -delta
+	}
+	if s.tooBig(args[1], nil) {
+		return
+	}
+	s.add(engine.Mutation{Op: engine.OpIncr, Table: s.table(), Key: args[1], Delta: delta, Create: true})
+	s.plan(1, replyNewInt)
+}
+
+func cmdIncrByFloat(s *session, args [][]byte) {
+	f, err := strconv.ParseFloat(string(args[2]), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		s.fail("ERR value is not a valid float")
+		return
+	}
+	if s.tooBig(args[1], nil) {
+		return
+	}
+	s.add(engine.Mutation{Op: engine.OpIncrFloat, Table: s.table(), Key: args[1], Float: f})
+	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+		if r := res[0]; r.Err != nil {
+			w.Error(errText(r.Err))
+		} else {
+			w.Bulk(r.New.Value)
+		}
+	})
+}

@@ -1,0 +1,107 @@
+package redis
+
+import (
+	"context"
+	"errors"
+
+	"anykv/internal/engine"
+)
+
+func init() {
+	register(
+		&command{name: "multi", arity: 1, flags: flagTx | flagFast, imm: cmdMulti, summary: "Starts a transaction."},
+		&command{name: "exec", arity: 1, flags: flagTx, imm: cmdExec, summary: "Executes all commands in a transaction."},
+		&command{name: "discard", arity: 1, flags: flagTx | flagFast, imm: cmdDiscard, summary: "Discards a transaction."},
+		&command{name: "watch", arity: -2, flags: flagTx | flagFast, firstKey: 1, lastKey: -1, step: 1, imm: cmdWatch, summary: "Monitors changes to keys to determine the execution of a transaction."},
+		&command{name: "unwatch", arity: 1, flags: flagFast, imm: cmdUnwatch, summary: "Forgets about watched keys of a transaction."},
+	)
+}
+
+func cmdMulti(s *session, args [][]byte) {
+	if s.inMulti {
+		s.w.Error("ERR MULTI calls can not be nested")
+		return
+	}
+	s.inMulti, s.dirty, s.queued = true, false, nil
+	s.w.SimpleString("OK")
+}
+
+func (s *session) endMulti() {
+	s.inMulti, s.dirty, s.queued, s.watched = false, false, nil, nil
+}
+
+func cmdDiscard(s *session, args [][]byte) {
+	if !s.inMulti {
+		s.w.Error("ERR DISCARD without MULTI")
+		return
+	}
+	s.endMulti()
+	s.w.SimpleString("OK")
+}
+
+// cmdExec runs the queued commands as one atomic batch, guarded by the versions of the WATCHed keys: if any
+// changed, nothing runs and the reply is a null array, as in Redis.
+func cmdExec(s *session, args [][]byte) {
+	if !s.inMulti {
+		s.w.Error("ERR EXEC without MULTI")
+		return
+	}
+	queued, watched, dirty := s.queued, s.watched, s.dirty
+	s.endMulti()
+	if dirty {
+		s.w.Error("EXECABORT Transaction discarded because of previous errors.")
+		return
+	}
+	for _, a := range queued {
+		c := s.lookup(a[0])
+		if c.data != nil {
+			before := len(s.muts)
+			c.data(s, a)
+			for i := before; i < len(s.muts); i++ {
+				s.muts[i].Guard = false // only WATCH guards may abort a transaction
+			}
+		} else {
+			s.replies = append(s.replies, pending{imm: c, args: a})
+		}
+	}
+	guards := make([]engine.Mutation, 0, len(watched))
+	for _, wt := range watched {
+		guards = append(guards, engine.Mutation{Op: engine.OpCheck, Table: wt.table, Key: wt.key,
+			Cond: engine.CondVersion, Version: wt.version, Guard: true})
+	}
+	res, err := s.run(guards)
+	if errors.Is(err, engine.ErrAborted) {
+		s.muts, s.replies = s.muts[:0], s.replies[:0]
+		s.w.NullArray()
+		return
+	}
+	s.w.ArrayHeader(len(queued))
+	s.writeReplies(res, err)
+	s.muts, s.replies = s.muts[:0], s.replies[:0]
+}
+
+func cmdWatch(s *session, args [][]byte) {
+	if s.inMulti {
+		s.fail("ERR WATCH inside MULTI is not allowed")
+		s.flush()
+		return
+	}
+	for _, k := range args[1:] {
+		var v uint64
+		it, err := s.h.store.Engine().Get(context.Background(), s.table(), k, s.h.store.Now())
+		switch {
+		case err == nil:
+			v = it.Version
+		case !errors.Is(err, engine.ErrNotFound):
+			s.w.Error(errText(err))
+			return
+		}
+		s.watched = append(s.watched, watch{table: s.table(), key: append([]byte(nil), k...), version: v})
+	}
+	s.w.SimpleString("OK")
+}
+
+func cmdUnwatch(s *session, args [][]byte) {
+	s.watched = nil
+	s.w.SimpleString("OK")
+}
