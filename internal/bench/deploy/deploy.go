@@ -1,0 +1,188 @@
+// Package deploy starts the datastores the bench compares on free
+// 127.0.0.1 ports with temporary data directories and durable settings,
+// waits until each answers, and tears it down again.
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"anykv/internal/bench/driver"
+)
+
+// Options configure deployments.
+type Options struct {
+	// BaseDir holds one subdirectory per deployed server. It must exist.
+	BaseDir string
+	// AnykvBin is the anykv binary ("" to search; see FindAnykv).
+	AnykvBin string
+	// ReadyTimeout bounds start-up (default 60s).
+	ReadyTimeout time.Duration
+	// Log receives one line per start and stop (may be nil).
+	Log io.Writer
+}
+
+// Server is one running datastore.
+type Server struct {
+	Name     string   // deployment name, e.g. "redis-nopersist"
+	URL      string   // target URL for driver.Open
+	Version  string   // server version line
+	Settings []string // durability and other settings, for the report
+	Dir      string   // data directory
+	stop     func() error
+}
+
+// Stop shuts the server down and removes its directory. It is safe to call
+// more than once.
+func (s *Server) Stop() error {
+	if s == nil || s.stop == nil {
+		return nil
+	}
+	err := s.stop()
+	s.stop = nil
+	if rerr := os.RemoveAll(s.Dir); rerr != nil && err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// NotInstalledError says a target's server is not installed here.
+type NotInstalledError struct {
+	Name string
+	Hint string // e.g. "install Debian package redis-server"
+}
+
+func (e *NotInstalledError) Error() string { return "skipped: " + e.Hint }
+
+// spec describes one deployable target.
+type spec struct {
+	name    string
+	pkg     string // Debian package providing it ("" for anykv)
+	summary string
+	start   func(ctx context.Context, o Options, dir string) (*Server, error)
+}
+
+var specs = map[string]spec{}
+
+func register(s spec) { specs[s.name] = s }
+
+// Names lists the deployable targets, sorted.
+func Names() []string {
+	var n []string
+	for k := range specs {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+// Describe returns a one-line description of a deployable target.
+func Describe(name string) string { return specs[name].summary }
+
+// Known reports whether name is a deployable target.
+func Known(name string) bool { _, ok := specs[name]; return ok }
+
+// Start deploys the named target and waits until it answers. A target whose
+// server is not installed returns a *NotInstalledError. Cancelling ctx
+// aborts start-up and tears down whatever was started.
+func Start(ctx context.Context, name string, o Options) (*Server, error) {
+	sp, ok := specs[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown deployment %q (known: %s)", name, strings.Join(Names(), ", "))
+	}
+	if o.ReadyTimeout <= 0 {
+		o.ReadyTimeout = 60 * time.Second
+	}
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		dir, err := os.MkdirTemp(o.BaseDir, name+"-")
+		if err != nil {
+			return nil, err
+		}
+		// Servers running as another user must reach their directory.
+		if err := os.Chmod(dir, 0o755); err != nil {
+			return nil, err
+		}
+		s, err := sp.start(ctx, o, dir)
+		if err == nil {
+			s.Name, s.Dir = name, dir
+			logf(o.Log, "deploy: %s ready at %s (%s)\n", name, s.URL, s.Version)
+			return s, nil
+		}
+		os.RemoveAll(dir)
+		lastErr = err
+		if !errors.Is(err, errPortInUse) {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+func logf(w io.Writer, format string, args ...any) {
+	if w != nil {
+		fmt.Fprintf(w, format, args...)
+	}
+}
+
+// waitReady polls the target with its driver until it answers, the process
+// dies or the timeout passes. On failure the process is stopped.
+func waitReady(ctx context.Context, p *proc, url string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var lastErr error
+	for {
+		if p != nil && p.exited() {
+			log := logTail(p.logPath, 20)
+			if portClash(log) {
+				return fmt.Errorf("%w: %s", errPortInUse, log)
+			}
+			return fmt.Errorf("server exited during start-up (%v); log %s:\n%s", p.err, p.logPath, log)
+		}
+		octx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		d, err := driver.Open(octx, url, driver.Options{Conns: 1, Timeout: 2 * time.Second})
+		cancel()
+		if err == nil {
+			d.Close()
+			return nil
+		}
+		lastErr = err
+		if ctx.Err() != nil {
+			p.stop(5 * time.Second)
+			return ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			p.stop(5 * time.Second)
+			log := ""
+			if p != nil {
+				log = logTail(p.logPath, 20)
+			}
+			return fmt.Errorf("not ready after %v: %v\n%s", timeout, lastErr, log)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func logPath(dir, name string) string { return filepath.Join(dir, name+".log") }
+
+// NewBaseDir creates a temporary directory for deployments that servers
+// running as other users can traverse.
+func NewBaseDir() (string, error) {
+	dir, err := os.MkdirTemp("", "anykv-bench-")
+	if err != nil {
+		return "", err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
+}

@@ -1,0 +1,186 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func baseDir(t *testing.T) string {
+	t.Helper()
+	d, err := NewBaseDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+func addrOf(t *testing.T, url string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(url, "://")
+	if !ok {
+		t.Fatalf("bad url %q", url)
+	}
+	host, _, _ := strings.Cut(rest, "/")
+	if i := strings.LastIndex(host, "@"); i >= 0 {
+		host = host[i+1:]
+	}
+	return host
+}
+
+func TestStopTearsDown(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"redis", "redis-nopersist"} {
+		s, err := Start(context.Background(), name, Options{BaseDir: baseDir(t)})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(s.Settings) == 0 || s.Version == "" || s.Name != name {
+			t.Errorf("%s: server %+v lacks settings or version", name, s)
+		}
+		addr := addrOf(t, s.URL)
+		if c, err := net.Dial("tcp", addr); err != nil {
+			t.Fatalf("%s not listening: %v", name, err)
+		} else {
+			c.Close()
+		}
+		if err := s.Stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+		if err := s.Stop(); err != nil {
+			t.Errorf("second stop: %v", err)
+		}
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			t.Errorf("%s still listening on %s after Stop", name, addr)
+		}
+		if _, err := os.Stat(s.Dir); !os.IsNotExist(err) {
+			t.Errorf("%s: data dir %s left behind", name, s.Dir)
+		}
+	}
+}
+
+func TestCancelDuringStart(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	base := baseDir(t)
+	if s, err := Start(ctx, "etcd", Options{BaseDir: base}); err == nil {
+		s.Stop()
+		t.Fatal("start with a cancelled context succeeded")
+	}
+	// Nothing may be left running or on disk.
+	entries, _ := os.ReadDir(base)
+	if len(entries) != 0 {
+		t.Errorf("left behind: %v", entries)
+	}
+}
+
+func TestUnknownAndMissing(t *testing.T) {
+	if _, err := Start(context.Background(), "oracle", Options{BaseDir: t.TempDir()}); err == nil ||
+		!strings.Contains(err.Error(), "unknown deployment") {
+		t.Errorf("unknown: %v", err)
+	}
+	_, err := Start(context.Background(), "anykv", Options{BaseDir: baseDir(t), AnykvBin: "/nonexistent/anykv"})
+	var ni *NotInstalledError
+	if !errors.As(err, &ni) || !strings.HasPrefix(err.Error(), "skipped: ") {
+		t.Errorf("missing anykv binary: %v", err)
+	}
+	if got := notInstalled("redis", "redis-server").Error(); got != "skipped: install Debian package redis-server" {
+		t.Errorf("message %q", got)
+	}
+	for _, n := range []string{"anykv", "anykv-interval", "anykv-never", "anykv-memory", "redis", "redis-nopersist", "memcached", "postgres", "etcd", "mariadb"} {
+		if !Known(n) || Describe(n) == "" {
+			t.Errorf("%s not registered", n)
+		}
+	}
+}
+
+func TestFindAnykvSearchOrder(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	t.Setenv("PATH", dir+"/nothing")
+	if _, err := FindAnykv(""); err == nil {
+		t.Fatal("found an anykv where there is none")
+	}
+	os.MkdirAll("bin", 0o755)
+	os.WriteFile("bin/anykv", []byte("#!/bin/sh\n"), 0o755)
+	got, err := FindAnykv("")
+	if err != nil || got != filepath.Join(dir, "bin", "anykv") {
+		t.Errorf("bin/anykv: %q %v", got, err)
+	}
+	if got, err := FindAnykv("bin/anykv"); err != nil || !filepath.IsAbs(got) {
+		t.Errorf("explicit: %q %v", got, err)
+	}
+}
+
+// A stand-in anykv that records its arguments and serves RESP by running
+// redis-server, so the anykv deployment plumbing is tested without the
+// real binary.
+const fakeAnykv = `#!/bin/sh
+echo "$@" > "$(dirname "$0")/args.$$"
+[ "$1" = serve ] || exit 2
+shift
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --dir) dir=$2; shift 2;;
+    --resp) port=${2##*:}; shift 2;;
+    *) shift;;
+  esac
+done
+exec redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --save "" --appendonly no
+`
+
+func TestAnykvVariants(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatal("redis-server missing: install Debian package redis-server")
+	}
+	bindir := t.TempDir()
+	bin := filepath.Join(bindir, "anykv")
+	if err := os.WriteFile(bin, []byte(fakeAnykv), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"anykv":          "--fsync always",
+		"anykv-interval": "--fsync interval",
+		"anykv-never":    "--fsync never",
+		"anykv-memory":   "--engine memory",
+	}
+	for name, flag := range want {
+		s, err := Start(context.Background(), name, Options{BaseDir: baseDir(t), AnykvBin: bin})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !strings.HasPrefix(s.URL, "resp://127.0.0.1:") {
+			t.Errorf("%s url %s", name, s.URL)
+		}
+		if err := s.Stop(); err != nil {
+			t.Errorf("%s stop: %v", name, err)
+		}
+		// The fake records every call (the deployer also asks for --version).
+		files, _ := filepath.Glob(filepath.Join(bindir, "args.*"))
+		var serves []string
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			os.Remove(f)
+			if l := strings.TrimSpace(string(b)); strings.HasPrefix(l, "serve") {
+				serves = append(serves, l)
+			}
+		}
+		if len(serves) != 1 {
+			t.Fatalf("%s: anykv serve ran %d times: %q", name, len(serves), serves)
+		}
+		line := serves[0]
+		if !strings.HasPrefix(line, "serve --dir ") || !strings.Contains(line, "--resp 127.0.0.1:") || !strings.Contains(line, flag) {
+			t.Errorf("%s ran anykv %s, want %s", name, line, flag)
+		}
+	}
+}

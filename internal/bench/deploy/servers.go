@@ -1,0 +1,194 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+func init() {
+	register(spec{name: "redis", pkg: "redis-server", summary: "redis-server --appendonly yes --appendfsync always --save \"\"",
+		start: func(ctx context.Context, o Options, dir string) (*Server, error) { return startRedis(ctx, o, dir, true) }})
+	register(spec{name: "redis-nopersist", pkg: "redis-server", summary: "redis-server --appendonly no --save \"\" (no persistence)",
+		start: func(ctx context.Context, o Options, dir string) (*Server, error) { return startRedis(ctx, o, dir, false) }})
+	register(spec{name: "memcached", pkg: "memcached", summary: "memcached -t 2 -U 0 -m 1024 (memory only)", start: startMemcached})
+	register(spec{name: "etcd", pkg: "etcd-server", summary: "etcd single member, WAL fsync per commit", start: startEtcd})
+	for _, v := range []struct{ name, summary string }{
+		{"anykv", "anykv serve --fsync always"},
+		{"anykv-interval", "anykv serve --fsync interval"},
+		{"anykv-never", "anykv serve --fsync never"},
+		{"anykv-memory", "anykv serve --engine memory"},
+	} {
+		v := v
+		register(spec{name: v.name, summary: v.summary,
+			start: func(ctx context.Context, o Options, dir string) (*Server, error) {
+				return startAnykv(ctx, o, dir, strings.TrimPrefix(strings.TrimPrefix(v.name, "anykv"), "-"))
+			}})
+	}
+}
+
+func notInstalled(name, pkg string) error {
+	return &NotInstalledError{Name: name, Hint: "install Debian package " + pkg}
+}
+
+func startRedis(ctx context.Context, o Options, dir string, persist bool) (*Server, error) {
+	bin, ok := findBinary("redis-server")
+	if !ok {
+		return nil, notInstalled("redis", "redis-server")
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--dir", dir,
+		"--daemonize", "no", "--save", "", "--logfile", "", "--protected-mode", "no"}
+	settings := []string{"RDB snapshots off (--save \"\")"}
+	if persist {
+		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
+		settings = append(settings, "AOF on, fsync before every write is acknowledged (--appendonly yes --appendfsync always)")
+	} else {
+		args = append(args, "--appendonly", "no")
+		settings = append(settings, "no persistence (--appendonly no)")
+	}
+	p, err := startProc(bin, args, dir, logPath(dir, "redis"), nil)
+	if err != nil {
+		return nil, err
+	}
+	url := fmt.Sprintf("resp://127.0.0.1:%d", port)
+	if err := waitReady(ctx, p, url, o.ReadyTimeout); err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	return &Server{URL: url, Version: output(bin, "--version"), Settings: settings,
+		stop: func() error { return p.stop(10 * time.Second) }}, nil
+}
+
+func startMemcached(ctx context.Context, o Options, dir string) (*Server, error) {
+	bin, ok := findBinary("memcached")
+	if !ok {
+		return nil, notInstalled("memcached", "memcached")
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"-t", "2", "-l", "127.0.0.1", "-p", fmt.Sprint(port), "-U", "0", "-m", "1024"}
+	if os.Geteuid() == 0 {
+		acct, err := unprivileged("memcache", "nobody")
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "-u", acct.name)
+	}
+	p, err := startProc(bin, args, dir, logPath(dir, "memcached"), nil)
+	if err != nil {
+		return nil, err
+	}
+	url := fmt.Sprintf("memcache://127.0.0.1:%d", port)
+	if err := waitReady(ctx, p, url, o.ReadyTimeout); err != nil {
+		return nil, fmt.Errorf("memcached: %w", err)
+	}
+	return &Server{URL: url, Version: output(bin, "-V"),
+		Settings: []string{"memory only: no persistence", "2 threads (-t 2), UDP off (-U 0), 1024 MB item memory (-m 1024); evictions show up as Fail"},
+		stop:     func() error { return p.stop(10 * time.Second) }}, nil
+}
+
+func startEtcd(ctx context.Context, o Options, dir string) (*Server, error) {
+	bin, ok := findBinary("etcd")
+	if !ok {
+		return nil, notInstalled("etcd", "etcd-server")
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	peer, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	client := fmt.Sprintf("http://127.0.0.1:%d", port)
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
+	args := []string{"--name", "bench", "--data-dir", filepath.Join(dir, "data"),
+		"--listen-client-urls", client, "--advertise-client-urls", client,
+		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
+		"--initial-cluster", "bench=" + peerURL, "--initial-cluster-state", "new",
+		"--log-level", "warn"}
+	p, err := startProc(bin, args, dir, logPath(dir, "etcd"), nil)
+	if err != nil {
+		return nil, err
+	}
+	url := fmt.Sprintf("etcd://127.0.0.1:%d", port)
+	if err := waitReady(ctx, p, url, o.ReadyTimeout); err != nil {
+		return nil, fmt.Errorf("etcd: %w", err)
+	}
+	return &Server{URL: url, Version: output(bin, "--version"),
+		Settings: []string{"single member, data dir on local disk", "WAL fsync before every commit is acknowledged (etcd default, --unsafe-no-fsync off)"},
+		stop:     func() error { return p.stop(10 * time.Second) }}, nil
+}
+
+// FindAnykv locates the anykv binary: explicit if set; else this program
+// when its base name is anykv; else bin/anykv under the working directory;
+// else anykv on PATH.
+func FindAnykv(explicit string) (string, error) {
+	hint := "anykv binary not found: build it (go build -o bin/anykv ./cmd/anykv) or pass --anykv-bin PATH"
+	if explicit != "" {
+		if st, err := os.Stat(explicit); err != nil || st.IsDir() {
+			return "", &NotInstalledError{Name: "anykv", Hint: fmt.Sprintf("anykv binary %s not found", explicit)}
+		}
+		return filepath.Abs(explicit)
+	}
+	if exe, err := os.Executable(); err == nil && filepath.Base(exe) == "anykv" {
+		return exe, nil
+	}
+	if st, err := os.Stat(filepath.Join("bin", "anykv")); err == nil && !st.IsDir() {
+		return filepath.Abs(filepath.Join("bin", "anykv"))
+	}
+	if p, err := exec.LookPath("anykv"); err == nil {
+		return p, nil
+	}
+	return "", &NotInstalledError{Name: "anykv", Hint: hint}
+}
+
+// startAnykv runs `anykv serve` with fsync mode variant ("" = always,
+// "interval", "never") or the memory engine ("memory").
+func startAnykv(ctx context.Context, o Options, dir, variant string) (*Server, error) {
+	bin, err := FindAnykv(o.AnykvBin)
+	if err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	data := filepath.Join(dir, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return nil, err
+	}
+	args := []string{"serve", "--dir", data, "--resp", fmt.Sprintf("127.0.0.1:%d", port)}
+	var settings []string
+	switch variant {
+	case "memory":
+		args = append(args, "--engine", "memory")
+		settings = []string{"memory engine (--engine memory): no persistence"}
+	case "":
+		args = append(args, "--fsync", "always")
+		settings = []string{"fsync before every write is acknowledged (--fsync always)"}
+	default:
+		args = append(args, "--fsync", variant)
+		settings = []string{fmt.Sprintf("--fsync %s: acknowledged writes may be lost on power failure", variant)}
+	}
+	p, err := startProc(bin, args, dir, logPath(dir, "anykv"), nil)
+	if err != nil {
+		return nil, err
+	}
+	url := fmt.Sprintf("resp://127.0.0.1:%d", port)
+	if err := waitReady(ctx, p, url, o.ReadyTimeout); err != nil {
+		return nil, fmt.Errorf("anykv: %w", err)
+	}
+	settings = append(settings, "binary "+bin)
+	return &Server{URL: url, Version: output(bin, "--version"), Settings: settings,
+		stop: func() error { return p.stop(10 * time.Second) }}, nil
+}
