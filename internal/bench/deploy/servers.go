@@ -12,9 +12,13 @@ import (
 
 func init() {
 	register(spec{name: "redis", pkg: "redis-server", summary: "redis-server --appendonly yes --appendfsync always --save \"\"",
-		start: func(ctx context.Context, o Options, dir string) (*Server, error) { return startRedis(ctx, o, dir, true) }})
+		start: func(ctx context.Context, o Options, dir string) (*Server, error) {
+			return startRedis(ctx, o, dir, true)
+		}})
 	register(spec{name: "redis-nopersist", pkg: "redis-server", summary: "redis-server --appendonly no --save \"\" (no persistence)",
-		start: func(ctx context.Context, o Options, dir string) (*Server, error) { return startRedis(ctx, o, dir, false) }})
+		start: func(ctx context.Context, o Options, dir string) (*Server, error) {
+			return startRedis(ctx, o, dir, false)
+		}})
 	register(spec{name: "memcached", pkg: "memcached", summary: "memcached -t 2 -U 0 -m 1024 (memory only)", start: startMemcached})
 	register(spec{name: "etcd", pkg: "etcd-server", summary: "etcd single member, WAL fsync per commit", start: startEtcd})
 	for _, v := range []struct{ name, summary string }{
