@@ -269,4 +269,3 @@ func globMatch(pat, str []byte) bool {
 	}
 	return len(str) == 0
 }
-

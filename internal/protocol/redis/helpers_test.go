@@ -1,0 +1,150 @@
+package redis
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"anykv/internal/engine/memstore"
+	"anykv/internal/kv"
+	"anykv/internal/server"
+)
+
+// testServer is an in-process Redis listener over a memory engine with a clock the test moves.
+type testServer struct {
+	addr  string
+	store *kv.Store
+	clock atomic.Int64 // unix ms
+}
+
+func (ts *testServer) advance(d time.Duration) { ts.clock.Add(d.Milliseconds()) }
+
+func startServer(t *testing.T, opts Options, maxConns int) *testServer {
+	t.Helper()
+	ts := &testServer{}
+	ts.clock.Store(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixMilli())
+	ts.store = kv.New(memstore.New(), kv.Options{Clock: func() time.Time { return time.UnixMilli(ts.clock.Load()) },
+		Limits: kv.Limits{MaxKey: 1024, MaxValue: 1 << 20}})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	opts.Logger = log
+	if opts.Settings == nil {
+		opts.Settings = map[string]string{"engine": "memory", "maxclients": "100"}
+	}
+	h := New(ts.store, opts)
+	srv := server.New(log)
+	addr, counts, err := srv.Listen("resp", "127.0.0.1:0", h, maxConns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.SetConnCounts(counts)
+	ts.addr = addr.String()
+	t.Cleanup(func() {
+		srv.Shutdown(context.Background())
+		ts.store.Close()
+	})
+	return ts
+}
+
+func (ts *testServer) client(t *testing.T, o *goredis.Options) *goredis.Client {
+	t.Helper()
+	if o == nil {
+		o = &goredis.Options{}
+	}
+	o.Addr = ts.addr
+	c := goredis.NewClient(o)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// rawConn speaks RESP by hand, for exact reply bytes.
+type rawConn struct {
+	t *testing.T
+	c net.Conn
+	r *bufio.Reader
+}
+
+func (ts *testServer) raw(t *testing.T) *rawConn {
+	t.Helper()
+	c, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &rawConn{t: t, c: c, r: bufio.NewReader(c)}
+}
+
+func (rc *rawConn) send(s string) {
+	rc.t.Helper()
+	if _, err := rc.c.Write([]byte(s)); err != nil {
+		rc.t.Fatal(err)
+	}
+}
+
+// reply reads one complete RESP value and returns its bytes.
+func (rc *rawConn) reply() string {
+	rc.t.Helper()
+	rc.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var b strings.Builder
+	if err := readValue(rc.r, &b); err != nil {
+		rc.t.Fatalf("reading reply: %v (so far %q)", err, b.String())
+	}
+	return b.String()
+}
+
+// closed reports whether the server closed the connection (after any pending bytes).
+func (rc *rawConn) closed() bool {
+	rc.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err := rc.r.ReadByte()
+	return err == io.EOF
+}
+
+func readValue(r *bufio.Reader, b *strings.Builder) error {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return err
+	}
+	b.WriteString(line)
+	n := 0
+	if len(line) > 1 {
+		for _, c := range line[1 : len(line)-2] {
+			if c >= '0' && c <= '9' {
+				n = n*10 + int(c-'0')
+			}
+		}
+		if strings.HasPrefix(line[1:], "-") {
+			n = -1
+		}
+	}
+	switch line[0] {
+	case '$', '=':
+		if n < 0 {
+			return nil
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return err
+		}
+		b.Write(buf)
+	case '*', '~', '>':
+		for i := 0; i < n; i++ {
+			if err := readValue(r, b); err != nil {
+				return err
+			}
+		}
+	case '%':
+		for i := 0; i < 2*n; i++ {
+			if err := readValue(r, b); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,345 @@
+package redis
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"anykv/internal/engine"
+)
+
+var ctx = context.Background()
+
+func TestGoRedisBasics(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	for _, proto := range []int{2, 3} {
+		t.Run(fmt.Sprint("resp", proto), func(t *testing.T) {
+			c := ts.client(t, &goredis.Options{Protocol: proto})
+			if err := c.FlushAll(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Set(ctx, "a", "1", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if v, err := c.Get(ctx, "a").Result(); err != nil || v != "1" {
+				t.Fatalf("get = %q, %v", v, err)
+			}
+			if _, err := c.Get(ctx, "missing").Result(); !errors.Is(err, goredis.Nil) {
+				t.Fatalf("missing: %v", err)
+			}
+			if n, err := c.Incr(ctx, "n").Result(); err != nil || n != 1 {
+				t.Fatalf("incr = %d, %v", n, err)
+			}
+			if f, err := c.IncrByFloat(ctx, "f", 2.5).Result(); err != nil || f != 2.5 {
+				t.Fatalf("incrbyfloat = %v, %v", f, err)
+			}
+			ok, err := c.SetNX(ctx, "a", "x", 0).Result()
+			if err != nil || ok {
+				t.Fatalf("setnx existing = %v, %v", ok, err)
+			}
+			vals, err := c.MGet(ctx, "a", "missing", "n").Result()
+			if err != nil || vals[0] != "1" || vals[1] != nil || vals[2] != "1" {
+				t.Fatalf("mget = %v, %v", vals, err)
+			}
+			bin := string([]byte{0, 1, 2, 0xff, '\r', '\n'})
+			c.Set(ctx, bin, bin, 0)
+			if v, _ := c.Get(ctx, bin).Result(); v != bin {
+				t.Fatalf("binary round trip = %q", v)
+			}
+			c.Set(ctx, "t", "v", 10*time.Second)
+			if d, _ := c.TTL(ctx, "t").Result(); d != 10*time.Second {
+				t.Fatalf("ttl = %v", d)
+			}
+			if info, err := c.Info(ctx, "server").Result(); err != nil || !strings.Contains(info, "redis_version:"+Version) {
+				t.Fatalf("info = %q, %v", info, err)
+			}
+			if n, err := c.DBSize(ctx).Result(); err != nil || n != 5 {
+				t.Fatalf("dbsize = %d, %v", n, err)
+			}
+		})
+	}
+}
+
+func TestPipelineKeepsOrderAndReadsOwnWrites(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, nil)
+	pipe := c.Pipeline()
+	var gets []*goredis.StringCmd
+	for i := 0; i < 200; i++ {
+		k := fmt.Sprint("k", i%7)
+		pipe.Set(ctx, k, fmt.Sprint(i), 0)
+		gets = append(gets, pipe.Get(ctx, k))
+		pipe.Incr(ctx, "ctr")
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range gets {
+		if g.Val() != fmt.Sprint(i) {
+			t.Fatalf("get %d in pipeline = %q: did not read its own preceding write", i, g.Val())
+		}
+	}
+	if v, _ := c.Get(ctx, "ctr").Int(); v != 200 {
+		t.Fatalf("ctr = %d", v)
+	}
+}
+
+func TestConcurrentIncrAndWatchCAS(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, &goredis.Options{PoolSize: 16})
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				if err := c.Incr(ctx, "ctr").Err(); err != nil {
+					t.Error(err)
+				}
+				// Compare-and-set the Redis way: WATCH, read, MULTI/EXEC; retry on conflict.
+				for {
+					err := c.Watch(ctx, func(tx *goredis.Tx) error {
+						n, err := tx.Get(ctx, "cas").Int()
+						if err != nil && !errors.Is(err, goredis.Nil) {
+							return err
+						}
+						_, err = tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+							p.Set(ctx, "cas", n+1, 0)
+							return nil
+						})
+						return err
+					}, "cas")
+					if err == nil {
+						break
+					}
+					if !errors.Is(err, goredis.TxFailedErr) {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, k := range []string{"ctr", "cas"} {
+		if v, _ := c.Get(ctx, k).Int(); v != 400 {
+			t.Fatalf("%s = %d, want 400 (lost updates)", k, v)
+		}
+	}
+}
+
+func TestScanVisitsEveryKeyOnce(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, nil)
+	want := map[string]bool{}
+	for i := 0; i < 250; i++ {
+		k := fmt.Sprintf("key:%03d", i)
+		want[k] = true
+		c.Set(ctx, k, "v", 0)
+	}
+	c.Set(ctx, "other", "v", 0)
+	seen := map[string]int{}
+	iter := c.Scan(ctx, 0, "key:*", 17).Iterator()
+	for iter.Next(ctx) {
+		seen[iter.Val()]++
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != len(want) {
+		t.Fatalf("scan saw %d keys, want %d", len(seen), len(want))
+	}
+	for k, n := range seen {
+		if !want[k] || n != 1 {
+			t.Fatalf("key %q seen %d times", k, n)
+		}
+	}
+	keys, _ := c.Keys(ctx, "key:00?").Result()
+	sort.Strings(keys)
+	if len(keys) != 10 || keys[0] != "key:000" {
+		t.Fatalf("keys = %v", keys)
+	}
+	if err := c.Do(ctx, "SCAN", "12345").Err(); err == nil || !strings.Contains(err.Error(), "invalid cursor") {
+		t.Fatalf("unknown cursor: %v", err)
+	}
+}
+
+func TestAuthAndDatabases(t *testing.T) {
+	ts := startServer(t, Options{Password: "s3cret"}, 0)
+	anon := ts.client(t, &goredis.Options{Protocol: 2})
+	if err := anon.Get(ctx, "a").Err(); err == nil || !strings.HasPrefix(err.Error(), "NOAUTH") {
+		t.Fatalf("unauthenticated get: %v", err)
+	}
+	bad := ts.client(t, &goredis.Options{Password: "wrong"})
+	if err := bad.Ping(ctx).Err(); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
+		t.Fatalf("wrong password: %v", err)
+	}
+	c0 := ts.client(t, &goredis.Options{Password: "s3cret"})
+	c5 := ts.client(t, &goredis.Options{Password: "s3cret", DB: 5})
+	c0.Set(ctx, "k", "zero", 0)
+	c5.Set(ctx, "k", "five", 0)
+	if v, _ := c0.Get(ctx, "k").Result(); v != "zero" {
+		t.Fatalf("db0 = %q", v)
+	}
+	if v, _ := c5.Get(ctx, "k").Result(); v != "five" {
+		t.Fatalf("db5 = %q", v)
+	}
+	// Database 0 is the table "default" that memcached and HTTP share; N is "dbN".
+	if it, err := ts.store.Get(ctx, "db5", []byte("k")); err != nil || string(it.Value) != "five" {
+		t.Fatalf("table db5 = %q, %v", it.Value, err)
+	}
+	if it, err := ts.store.Get(ctx, "default", []byte("k")); err != nil || string(it.Value) != "zero" {
+		t.Fatalf("table default = %q, %v", it.Value, err)
+	}
+}
+
+func TestLimits(t *testing.T) {
+	ts := startServer(t, Options{}, 2)
+	c := ts.client(t, &goredis.Options{PoolSize: 1})
+	big := strings.Repeat("k", 1025)
+	if err := c.Set(ctx, big, "v", 0).Err(); err == nil || !strings.Contains(err.Error(), "key exceeds maximum") {
+		t.Fatalf("oversized key: %v", err)
+	}
+	if err := c.Set(ctx, "v", strings.Repeat("x", 1<<20+1), 0).Err(); err == nil || !strings.Contains(err.Error(), "maximum allowed size") {
+		t.Fatalf("oversized value: %v", err)
+	}
+	// The connection stays usable after those errors.
+	if err := c.Set(ctx, "ok", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c.Set(ctx, "grow", strings.Repeat("x", 1<<20-1), 0)
+	if err := c.Append(ctx, "grow", "xx").Err(); err == nil || !strings.Contains(err.Error(), "maximum allowed size") {
+		t.Fatalf("append past the limit: %v", err)
+	}
+	// A third connection is over the limit of two.
+	r1, r2 := ts.raw(t), ts.raw(t)
+	r1.send("PING\r\n")
+	r1.reply()
+	r2.send("PING\r\n")
+	if got := r2.reply(); got != "+PONG\r\n" {
+		// the go-redis pool holds one connection, r1 the second: r2 is refused
+		if got != "-ERR max number of clients reached\r\n" {
+			t.Fatalf("third connection got %q", got)
+		}
+		return
+	}
+	t.Fatal("a third connection was served despite maxclients 2")
+}
+
+func TestHTTPOnRESPPortIsDropped(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	rc := ts.raw(t)
+	rc.send("POST / HTTP/1.1\r\nHost: example.com\r\n\r\n")
+	if !rc.closed() {
+		t.Fatal("connection that sent an HTTP request line stayed open")
+	}
+}
+
+func TestExpiredKeysVanishEverywhere(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, nil)
+	c.Set(ctx, "e", "v", 2*time.Second)
+	c.Set(ctx, "p", "v", 0)
+	ts.advance(2 * time.Second)
+	if n, _ := c.Exists(ctx, "e").Result(); n != 0 {
+		t.Fatal("expired key exists")
+	}
+	if keys, _ := c.Keys(ctx, "*").Result(); len(keys) != 1 || keys[0] != "p" {
+		t.Fatalf("keys after expiry = %v", keys)
+	}
+	if ok, _ := c.SetNX(ctx, "e", "new", 0).Result(); !ok {
+		t.Fatal("SETNX on an expired key failed")
+	}
+}
+
+func TestGlobMatch(t *testing.T) {
+	cases := []struct {
+		pat, s string
+		want   bool
+	}{
+		{"*", "", true}, {"*", "abc", true}, {"a*c", "abbbc", true}, {"a*c", "abcd", false},
+		{"h?llo", "hello", true}, {"h?llo", "hllo", false}, {"h[ae]llo", "hallo", true}, {"h[ae]llo", "hillo", false},
+		{"h[^e]llo", "hallo", true}, {"h[^e]llo", "hello", false}, {"h[a-b]llo", "hbllo", true},
+		{"h[a-b]llo", "hcllo", false}, {`h\*llo`, "h*llo", true}, {`h\*llo`, "hallo", false},
+		{"**x", "ax", true}, {"[", "a", false}, {"user:*:name", "user:12:name", true},
+	}
+	for _, c := range cases {
+		if got := globMatch([]byte(c.pat), []byte(c.s)); got != c.want {
+			t.Errorf("globMatch(%q, %q) = %v, want %v", c.pat, c.s, got, c.want)
+		}
+	}
+}
+
+func TestErrTextTable(t *testing.T) {
+	for err, want := range map[error]string{
+		engine.ErrNotInteger:                          "ERR value is not an integer or out of range",
+		engine.ErrOverflow:                            "ERR increment or decrement would overflow",
+		fmt.Errorf("wrapped: %w", engine.ErrNotFloat): "ERR value is not a valid float",
+		engine.ErrNotFound:                            "ERR no such key",
+		errors.New("disk on fire"):                    "ERR disk on fire",
+	} {
+		if got := errText(err); got != want {
+			t.Errorf("errText(%v) = %q, want %q", err, got, want)
+		}
+	}
+}
+
+func TestCommandIntrospection(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, nil)
+	cmds, err := c.Command(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := cmds["set"]
+	if set == nil || set.Arity != -3 || set.FirstKeyPos != 1 {
+		t.Fatalf("COMMAND set = %+v", set)
+	}
+	if len(cmds) != len(commands) {
+		t.Fatalf("COMMAND listed %d commands, table has %d", len(cmds), len(commands))
+	}
+	for _, name := range []string{"hset", "lpush", "sadd", "zadd", "subscribe"} {
+		if cmds[name] != nil {
+			t.Fatalf("%s is listed but anykv has no such type", name)
+		}
+	}
+}
+
+// remoteConn is one end of a pipe that claims to come from another host.
+type remoteConn struct {
+	net.Conn
+	addr net.Addr
+}
+
+func (c remoteConn) RemoteAddr() net.Addr { return c.addr }
+
+func TestProtectedMode(t *testing.T) {
+	far := &net.TCPAddr{IP: net.ParseIP("192.0.2.7"), Port: 5000} // TEST-NET-1: never routed
+	for _, tc := range []struct {
+		password string
+		want     string
+	}{{"", "-DENIED Redis is running in protected mode"}, {"pw", "-NOAUTH Authentication required."}} {
+		ts := startServer(t, Options{}, 0)
+		h := New(ts.store, Options{Password: tc.password, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		client, srv := net.Pipe()
+		go h.ServeConn(ctx, remoteConn{srv, far})
+		client.SetDeadline(time.Now().Add(5 * time.Second))
+		go client.Write([]byte("GET a\r\n"))
+		got, _ := bufio.NewReader(client).ReadString('\n')
+		if !strings.HasPrefix(got, tc.want) {
+			t.Errorf("password %q: non-loopback client got %q, want prefix %q", tc.password, got, tc.want)
+		}
+		client.Close()
+	}
+}

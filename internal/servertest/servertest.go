@@ -1,0 +1,205 @@
+// Package servertest starts the real anykv binary on free loopback ports for end-to-end tests, and kills,
+// restarts and stops it as a test needs. The binary comes from $ANYKV_BIN, or is built once per test process.
+package servertest
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	built     string
+	buildErr  error
+)
+
+// Binary returns the path of an anykv binary: $ANYKV_BIN if set, else one built from this checkout.
+func Binary(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("ANYKV_BIN"); p != "" {
+		return p
+	}
+	buildOnce.Do(func() {
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(file), "..", "..")
+		dir, err := os.MkdirTemp("", "anykv-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		built = filepath.Join(dir, "anykv")
+		cmd := exec.Command("go", "build", "-o", built, "./cmd/anykv")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return built
+}
+
+// FreePort returns a loopback address with a port that was free a moment ago.
+func FreePort(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// Options choose how the server runs. Zero values: pebble engine, fsync always, a fresh temp dir, RESP only.
+type Options struct {
+	Engine, Fsync, Dir string
+	Memcache, HTTP     bool     // also listen for memcached and HTTP
+	Args               []string // extra flags
+	Env                []string // extra environment
+}
+
+// Server is a running anykv process.
+type Server struct {
+	t                    testing.TB
+	opts                 Options
+	RESP, Memcache, HTTP string // listen addresses ("" when off)
+	Dir                  string
+	cmd                  *exec.Cmd
+	out                  *syncBuffer
+	exited               chan struct{}
+}
+
+// Start runs anykv and waits until it accepts connections; the test's cleanup stops it.
+func Start(t testing.TB, opts Options) *Server {
+	t.Helper()
+	if opts.Engine == "" {
+		opts.Engine = "pebble"
+	}
+	if opts.Fsync == "" {
+		opts.Fsync = "always"
+	}
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
+	}
+	s := &Server{t: t, opts: opts, Dir: opts.Dir, RESP: FreePort(t)}
+	if opts.Memcache {
+		s.Memcache = FreePort(t)
+	}
+	if opts.HTTP {
+		s.HTTP = FreePort(t)
+	}
+	s.start()
+	t.Cleanup(func() {
+		if s.running() {
+			s.cmd.Process.Kill()
+			<-s.exited
+		}
+		if t.Failed() {
+			t.Logf("anykv output:\n%s", s.Output())
+		}
+	})
+	return s
+}
+
+func (s *Server) args() []string {
+	a := []string{"serve", "--dir", s.Dir, "--engine", s.opts.Engine, "--fsync", s.opts.Fsync, "--resp", s.RESP,
+		"--log-level", "warn"}
+	if s.Memcache != "" {
+		a = append(a, "--memcache", s.Memcache)
+	}
+	if s.HTTP != "" {
+		a = append(a, "--http", s.HTTP)
+	}
+	return append(a, s.opts.Args...)
+}
+
+func (s *Server) start() {
+	s.t.Helper()
+	s.out = &syncBuffer{}
+	s.cmd = exec.Command(Binary(s.t), s.args()...)
+	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
+	s.cmd.Env = append(os.Environ(), s.opts.Env...)
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	s.exited = make(chan struct{})
+	go func() { s.cmd.Wait(); close(s.exited) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", s.RESP, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if !s.running() {
+			s.t.Fatalf("anykv exited during start-up:\n%s", s.Output())
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("anykv did not accept connections within 20s:\n%s", s.Output())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (s *Server) running() bool {
+	select {
+	case <-s.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// Kill sends SIGKILL and waits for the process to be gone.
+func (s *Server) Kill() {
+	s.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.exited
+}
+
+// Restart starts the server again on the same ports and data directory.
+func (s *Server) Restart() { s.start() }
+
+// Stop sends SIGTERM and returns the exit code once the process ends (within 30s).
+func (s *Server) Stop() int {
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(30 * time.Second):
+		s.t.Fatalf("anykv did not exit within 30s of SIGTERM:\n%s", s.Output())
+	}
+	return s.cmd.ProcessState.ExitCode()
+}
+
+// Output returns what the process printed so far.
+func (s *Server) Output() string { return s.out.String() }
+
+// Args returns the command-line arguments the server runs with (for tools that start their own).
+func (s *Server) Args() []string { return s.args() }
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Clone(b.b.String())
+}
