@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The README's test command: installs what the tests need on a fresh Debian machine, builds anykv, and runs every
+# test (Go with -race, the C client under valgrind, the Python clients). Set SKIP_INSTALL=1 to skip installs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+if [ "${SKIP_INSTALL:-0}" != 1 ]; then
+  pkgs=$(grep -v '^#' scripts/test-deps.txt | tr '\n' ' ')
+  missing=""
+  for p in $pkgs; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"; done
+  if [ -n "$(echo $missing)" ]; then
+    echo "== installing Debian packages:$missing"
+    SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+  fi
+  echo "== installing Python packages"
+  pip_args="-q --disable-pip-version-check -r tests/python/requirements.txt"
+  python3 -m pip install $pip_args 2>/dev/null || python3 -m pip install --break-system-packages $pip_args
+fi
+
+echo "== build"
+go build -o bin/anykv ./cmd/anykv
+export ANYKV_BIN="$root/bin/anykv"
+
+echo "== gofmt, go vet, staticcheck"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then echo "gofmt needed:"; echo "$unformatted"; exit 1; fi
+go vet ./...
+go tool staticcheck ./...
+
+echo "== go test -race"
+set +e
+go test -race -count=1 -timeout 15m ./... 2>&1 | grep -v 'no test files' | tee /tmp/anykv-go-test.log
+rc=${PIPESTATUS[0]}
+set -e
+[ "$rc" = 0 ] || { echo "go test failed"; exit 1; }
+go_ok=$(grep -c '^ok' /tmp/anykv-go-test.log)
+
+echo "== C client (make -C clients/c test)"
+make -s -C clients/c test > /tmp/anykv-c-test.log 2>&1 || { cat /tmp/anykv-c-test.log; exit 1; }
+tail -n 8 /tmp/anykv-c-test.log
+
+echo "== Python client tests (pytest)"
+set +e
+python3 -m pytest -q tests/python 2>&1 | tail -n 25
+rc=${PIPESTATUS[0]}
+set -e
+[ "$rc" = 0 ] || { echo "pytest failed"; exit 1; }
+
+echo "== all tests passed ($go_ok Go packages, C client, Python clients)"

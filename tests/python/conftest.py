@@ -1,0 +1,91 @@
+"""Shared pytest fixtures: a real anykv server (the binary from $ANYKV_BIN) on free loopback ports."""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Anykv:
+    """One anykv process with RESP, memcached and HTTP listeners; kill() and start() keep ports and data."""
+
+    host = "127.0.0.1"
+
+    def __init__(self, binary, extra=()):
+        self.binary = binary
+        self.dir = tempfile.mkdtemp(prefix="anykv-py-")
+        self.resp_port, self.memcache_port, self.http_port = free_port(), free_port(), free_port()
+        self.extra = list(extra)
+        self.proc = None
+        self.log = open(os.path.join(self.dir, "server.log"), "ab")
+
+    def args(self):
+        return [self.binary, "serve", "--dir", os.path.join(self.dir, "data"),
+                "--resp", f"{self.host}:{self.resp_port}",
+                "--memcache", f"{self.host}:{self.memcache_port}",
+                "--http", f"{self.host}:{self.http_port}", "--log-level", "warn"] + self.extra
+
+    def start(self):
+        self.proc = subprocess.Popen(self.args(), stdout=self.log, stderr=self.log)
+        deadline = time.time() + 20
+        for port in (self.resp_port, self.memcache_port, self.http_port):
+            while True:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"anykv exited with {self.proc.returncode}: {self.output()}")
+                try:
+                    socket.create_connection((self.host, port), timeout=0.2).close()
+                    break
+                except OSError:
+                    if time.time() > deadline:
+                        raise RuntimeError(f"anykv did not listen on {port}: {self.output()}")
+                    time.sleep(0.02)
+        return self
+
+    def kill(self):
+        """SIGKILL, as a crash would."""
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def output(self):
+        self.log.flush()
+        with open(os.path.join(self.dir, "server.log"), "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def close(self):
+        self.stop()
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def anykv_binary():
+    path = os.environ.get("ANYKV_BIN")
+    if not path:
+        raise RuntimeError("set ANYKV_BIN to the anykv binary (scripts/test.sh does)")
+    return path
+
+
+@pytest.fixture
+def anykv():
+    """A fresh anykv server (pebble engine, fsync always) for one test."""
+    server = Anykv(anykv_binary()).start()
+    yield server
+    server.close()
