@@ -1,0 +1,133 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"anykv/internal/bench/driver"
+)
+
+// memStore is an in-memory driver with fault injection.
+type memStore struct {
+	mu    sync.Mutex
+	data  map[string][]byte
+	prev  map[string][]byte
+	kind  string
+	caps  driver.Caps
+	delay time.Duration
+
+	staleEvery int64 // every n-th get returns the previous value
+	loseEvery  int64 // every n-th put is acknowledged but dropped
+	errEvery   int64 // every n-th operation fails
+	phantom    bool  // scans return one extra key
+	ops        atomic.Int64
+	gets       atomic.Int64
+	puts       atomic.Int64
+}
+
+func newMem() *memStore {
+	return &memStore{data: map[string][]byte{}, prev: map[string][]byte{}, kind: "mem", caps: driver.CapScan | driver.CapCount}
+}
+
+var errInjected = errors.New("injected error")
+
+func (m *memStore) op(ctx context.Context) error {
+	if m.delay > 0 {
+		select {
+		case <-time.After(m.delay):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if n := m.ops.Add(1); m.errEvery > 0 && n%m.errEvery == 0 {
+		return errInjected
+	}
+	return nil
+}
+
+func (m *memStore) Kind() string                   { return m.kind }
+func (m *memStore) Caps() driver.Caps              { return m.caps }
+func (m *memStore) Settings() string               { return "in memory" }
+func (m *memStore) Close() error                   { return nil }
+func (m *memStore) Noop(ctx context.Context) error { return m.op(ctx) }
+
+func (m *memStore) Get(ctx context.Context, table, key string) ([]byte, bool, error) {
+	if err := m.op(ctx); err != nil {
+		return nil, false, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := table + "/" + key
+	if n := m.gets.Add(1); m.staleEvery > 0 && n%m.staleEvery == 0 {
+		if v, ok := m.prev[k]; ok {
+			return v, true, nil
+		}
+	}
+	v, ok := m.data[k]
+	return append([]byte(nil), v...), ok, nil
+}
+
+func (m *memStore) Put(ctx context.Context, table, key string, value []byte) error {
+	if err := m.op(ctx); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if n := m.puts.Add(1); m.loseEvery > 0 && n%m.loseEvery == 0 {
+		return nil
+	}
+	k := table + "/" + key
+	if old, ok := m.data[k]; ok {
+		m.prev[k] = old
+	}
+	m.data[k] = append([]byte(nil), value...)
+	return nil
+}
+
+func (m *memStore) Delete(ctx context.Context, table, key string) (bool, error) {
+	if err := m.op(ctx); err != nil {
+		return false, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := table + "/" + key
+	_, ok := m.data[k]
+	delete(m.data, k)
+	delete(m.prev, k)
+	return ok, nil
+}
+
+func (m *memStore) Scan(ctx context.Context, table, prefix string, limit int) ([]string, error) {
+	if !m.caps.Has(driver.CapScan) {
+		return nil, driver.ErrUnsupported
+	}
+	if err := m.op(ctx); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for k := range m.data {
+		if rest, ok := strings.CutPrefix(k, table+"/"); ok && strings.HasPrefix(rest, prefix) {
+			out = append(out, rest)
+		}
+	}
+	if m.phantom {
+		out = append(out, prefix+"phantom")
+	}
+	sort.Strings(out)
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+func (m *memStore) Count(ctx context.Context, table, prefix string) (int64, error) {
+	keys, err := m.Scan(ctx, table, prefix, 0)
+	return int64(len(keys)), err
+}

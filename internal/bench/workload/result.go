@@ -1,0 +1,43 @@
+package workload
+
+import (
+	"time"
+
+	"anykv/internal/bench/hist"
+)
+
+// Result is the measurement of one phase (or one operation kind within a
+// phase) of one workload against one target.
+type Result struct {
+	Target   string
+	Workload string
+	Phase    string // e.g. "run", "put", "get95"
+	Op       string // operation kind for a per-kind row; "" for the phase total
+	Threads  int
+	Rate     float64 // open-loop target rate (ops/s); 0 for closed loop
+	Ops      int64   // requests completed, whatever their outcome
+	Errs     int64   // errors and timeouts (not in the histogram)
+	Fails    int64   // wrong, stale, lost or phantom data
+	Elapsed  time.Duration
+	Hist     *hist.H      // latencies of requests that got an answer
+	Series   *hist.Series // completions over time (phase totals only)
+	Skipped  string       // why the phase did not run, if it did not
+	Partial  bool         // stopped early by --duration or interruption
+	Samples  []string     // a few failure and error descriptions
+}
+
+// Test is the row label: "phase" or "phase:op".
+func (r *Result) Test() string {
+	if r.Op == "" {
+		return r.Phase
+	}
+	return r.Phase + ":" + r.Op
+}
+
+// ReqPerSec is completed requests per second of phase time.
+func (r *Result) ReqPerSec() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Ops) / r.Elapsed.Seconds()
+}

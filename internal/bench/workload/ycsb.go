@@ -1,0 +1,121 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+
+	"anykv/internal/bench/driver"
+	"anykv/internal/bench/gen"
+)
+
+// ycsbSpec is a YCSB core workload (the workloads/workload[a-f] property
+// files with their CoreWorkload defaults: fieldcount=10, fieldlength=100,
+// constant field length, readallfields=true, insertorder=hashed,
+// maxscanlength=100 with uniform scan lengths).
+type ycsbSpec struct {
+	name                           string
+	summary                        string
+	read, update, insert, scan, rw float64
+	dist                           string // zipfian, uniform, latest
+}
+
+const (
+	ycsbFieldCount  = 10
+	ycsbFieldLength = 100
+	ycsbMaxScan     = 100
+	// Prefix scans stand in for YCSB's range scans: the scan reads keys
+	// sharing the start key's first two digits, up to the scan length.
+	ycsbScanPrefix = len("user") + 2
+)
+
+func init() {
+	for _, s := range []ycsbSpec{
+		{name: "ycsb-a", summary: "update heavy: 50% read, 50% update, zipfian", read: .5, update: .5, dist: "zipfian"},
+		{name: "ycsb-b", summary: "read mostly: 95% read, 5% update, zipfian", read: .95, update: .05, dist: "zipfian"},
+		{name: "ycsb-c", summary: "read only: 100% read, zipfian", read: 1, dist: "zipfian"},
+		{name: "ycsb-d", summary: "read latest: 95% read, 5% insert, latest", read: .95, insert: .05, dist: "latest"},
+		{name: "ycsb-e", summary: "short ranges: 95% scan (1-100 keys), 5% insert, zipfian", scan: .95, insert: .05, dist: "zipfian"},
+		{name: "ycsb-f", summary: "read-modify-write: 50% read, 50% read-modify-write, zipfian", read: .5, rw: .5, dist: "zipfian"},
+	} {
+		s := s
+		register(&Workload{
+			Name: s.name, Summary: s.summary, DefaultThreads: []int{4},
+			Params: func(c Config) []string {
+				return []string{
+					fmt.Sprintf("recordcount=%d", c.Records), fmt.Sprintf("operationcount=%d", c.Operations),
+					fmt.Sprintf("readproportion=%g", s.read), fmt.Sprintf("updateproportion=%g", s.update),
+					fmt.Sprintf("insertproportion=%g", s.insert), fmt.Sprintf("scanproportion=%g", s.scan),
+					fmt.Sprintf("readmodifywriteproportion=%g", s.rw), "requestdistribution=" + s.dist,
+					fmt.Sprintf("fieldcount=%d", ycsbFieldCount), fmt.Sprintf("fieldlength=%d", ycsbFieldLength),
+					fmt.Sprintf("valuesize=%d", ycsbValueSize(c)), fmt.Sprintf("maxscanlength=%d", ycsbMaxScan),
+					threadsParam(c, []int{4}),
+				}
+			},
+			Run: s.run,
+		})
+	}
+}
+
+// ycsbValueSize is one record: fieldcount x fieldlength bytes, stored as
+// one value (updates rewrite the whole record).
+func ycsbValueSize(c Config) int {
+	if c.ValueSize > 0 {
+		return c.ValueSize
+	}
+	return ycsbFieldCount * ycsbFieldLength
+}
+
+func (s ycsbSpec) run(ctx context.Context, r *Runner, threads int) error {
+	table := r.Table("usertable", threads)
+	size := ycsbValueSize(r.Cfg)
+	records := r.Cfg.Records
+	if err := r.Phase(ctx, Phase{Name: "load", Threads: threads, Ops: records,
+		Op: func(w *Worker, i int64) Outcome { return w.Put("insert", table, gen.YCSBKey(i), size) },
+	}); err != nil {
+		return err
+	}
+	counter := gen.NewCounter(records)
+	expectedNew := int64(float64(r.Cfg.Operations) * s.insert * 2)
+	var needs driver.Caps
+	if s.scan > 0 {
+		needs = driver.CapScan
+	}
+	return r.Phase(ctx, Phase{Name: "run", Threads: threads, Ops: r.Cfg.Operations, Needs: needs,
+		Init: func(w *Worker) {
+			var c gen.Chooser
+			switch s.dist {
+			case "uniform":
+				c = gen.Uniform{Min: 0, Max: records - 1}
+			case "latest":
+				c = gen.NewLatest(counter)
+			default:
+				c = gen.NewScrambledZipfian(0, records+expectedNew-1)
+			}
+			w.State = gen.Bounded{Inner: c, C: counter}
+		},
+		Op: func(w *Worker, i int64) Outcome {
+			keys := w.State.(gen.Bounded)
+			x := w.R.Float64()
+			switch {
+			case x < s.read:
+				return w.Get("read", table, gen.YCSBKey(keys.Next(w.R)))
+			case x < s.read+s.update:
+				return w.Put("update", table, gen.YCSBKey(keys.Next(w.R)), size)
+			case x < s.read+s.update+s.insert:
+				id := counter.Next()
+				o := w.Put("insert", table, gen.YCSBKey(id), size)
+				if o.Err == nil {
+					counter.Ack(id)
+				}
+				return o
+			case x < s.read+s.update+s.insert+s.scan:
+				start := gen.YCSBKey(keys.Next(w.R))
+				n := 1 + w.R.IntN(ycsbMaxScan)
+				return w.Scan("scan", table, start[:min(len(start), ycsbScanPrefix)], n)
+			default:
+				key := gen.YCSBKey(keys.Next(w.R))
+				return Then("rmw", w.Get("read", table, key), func() Outcome { return w.Put("update", table, key, size) })
+			}
+		},
+	})
+}
