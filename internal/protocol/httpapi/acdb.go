@@ -1,0 +1,138 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"anykv/internal/engine"
+	"anykv/internal/kv"
+)
+
+// The Active Cloud DB routes speak the API of Active Cloud DB (AppScale's REST front to the App Engine datastore;
+// its Go edition registers /get, /put, /delete and /query): form fields key and val (value is accepted too) sent
+// in the query string or a form body, and JSON replies that carry an "error" string, empty on success. They work
+// on table "default" and on text: values that are not valid UTF-8 come back with U+FFFD in place of bad bytes, so
+// binary clients use /v1. Reads answer GET and POST; writes only POST, so that no crawler or prefetch writes.
+
+// compatTable is the table of the Active Cloud DB routes, the one RESP database 0 and memcached use.
+const compatTable = "default"
+
+// form parses the request's form fields from the query string and a urlencoded or multipart body of at most
+// MaxBody bytes.
+func (a *api) form(w http.ResponseWriter, r *http.Request) (url.Values, error) {
+	r.Body = http.MaxBytesReader(w, r.Body, a.opts.MaxBody)
+	if err := r.ParseMultipartForm(a.opts.MaxBody); err != nil && !errors.Is(err, http.ErrNotMultipart) {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, err
+		}
+		return nil, badRequest("malformed form: %v", err)
+	}
+	return r.Form, nil
+}
+
+// formKey returns the form's key field, required by every route that names an item.
+func (a *api) formKey(w http.ResponseWriter, r *http.Request) (url.Values, []byte, error) {
+	f, err := a.form(w, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !f.Has("key") {
+		return nil, nil, badRequest("missing form field key")
+	}
+	key := []byte(f.Get("key"))
+	if err := a.store.CheckKey(key); err != nil {
+		return nil, nil, err
+	}
+	return f, key, nil
+}
+
+// acdbGet answers {"<key>": "<value>", "error": ""}, or {"<key>": "", "error": "not found"} (status 200, as
+// Active Cloud DB did) when the key holds nothing.
+func (a *api) acdbGet(w http.ResponseWriter, r *http.Request) error {
+	_, key, err := a.formKey(w, r)
+	if err != nil {
+		return err
+	}
+	if string(key) == "error" {
+		return badRequest(`the key "error" collides with the reply's error field: read it through /v1`)
+	}
+	it, err := a.store.Get(r.Context(), compatTable, key)
+	switch {
+	case isNotFound(err):
+		return writeJSON(w, http.StatusOK, map[string]string{string(key): "", "error": engine.ErrNotFound.Error()})
+	case err != nil:
+		return err
+	}
+	return writeJSON(w, http.StatusOK, map[string]string{string(key): string(it.Value), "error": ""})
+}
+
+// acdbPut stores val (or value) at key and answers {"error": ""}.
+func (a *api) acdbPut(w http.ResponseWriter, r *http.Request) error {
+	f, key, err := a.formKey(w, r)
+	if err != nil {
+		return err
+	}
+	name := "value"
+	if !f.Has(name) {
+		name = "val"
+	}
+	if !f.Has(name) {
+		return badRequest("missing form field val (or value)")
+	}
+	res := a.store.Apply1(r.Context(), engine.Mutation{Op: engine.OpSet, Table: compatTable, Key: key,
+		Value: []byte(f.Get(name))})
+	if res.Err != nil {
+		return res.Err
+	}
+	return writeJSON(w, http.StatusOK, map[string]string{"error": ""})
+}
+
+// acdbDelete removes key and answers {"error": ""}; deleting a missing key succeeds, as a datastore delete does.
+func (a *api) acdbDelete(w http.ResponseWriter, r *http.Request) error {
+	_, key, err := a.formKey(w, r)
+	if err != nil {
+		return err
+	}
+	res := a.store.Apply1(r.Context(), engine.Mutation{Op: engine.OpDelete, Table: compatTable, Key: key})
+	if res.Err != nil && !isNotFound(res.Err) {
+		return res.Err
+	}
+	return writeJSON(w, http.StatusOK, map[string]string{"error": ""})
+}
+
+// acdbQuery answers every item of the table as one JSON object {"<key>": "<value>", ...}. Active Cloud DB has no
+// paging, so rather than cut the answer silently it fails with 413 when the table holds more than MaxPage items or
+// more than MaxBody bytes of values; /v1 pages through any table.
+func (a *api) acdbQuery(w http.ResponseWriter, r *http.Request) error {
+	if _, err := a.form(w, r); err != nil {
+		return err
+	}
+	entries, next, err := a.page(r.Context(), compatTable, kv.Query{}, a.opts.MaxPage, true, a.opts.MaxBody)
+	if err != nil {
+		return err
+	}
+	if next != nil {
+		return newError(http.StatusRequestEntityTooLarge, "too_large", "the table holds more than "+
+			strconv.Itoa(len(entries))+" items or too many bytes for one answer: page through GET /v1/tables/default/keys")
+	}
+	out := make(map[string]string, len(entries))
+	for _, e := range entries {
+		out[string(e.Key)] = string(e.Item.Value)
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// acdbCount answers {"count": N, "error": ""}: the items of the table.
+func (a *api) acdbCount(w http.ResponseWriter, r *http.Request) error {
+	if _, err := a.form(w, r); err != nil {
+		return err
+	}
+	n, err := a.store.Count(r.Context(), compatTable, kv.Query{})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"count": n, "error": ""})
+}

@@ -1,0 +1,126 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"anykv/internal/engine"
+	"anykv/internal/kv"
+)
+
+// apiError is a failure the API itself decides (a malformed parameter, a missing password), already carrying its
+// status and stable code.
+type apiError struct {
+	status    int
+	code, msg string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func newError(status int, code, msg string) error {
+	return &apiError{status: status, code: code, msg: msg}
+}
+
+// badRequest reports a malformed request (400 bad_request).
+func badRequest(format string, args ...any) error {
+	return newError(http.StatusBadRequest, "bad_request", fmt.Sprintf(format, args...))
+}
+
+// unavailable wraps an engine failure that makes the server unable to answer now (503).
+func unavailable(err error) error {
+	return newError(http.StatusServiceUnavailable, "unavailable", err.Error())
+}
+
+var (
+	errNoRoute      = newError(http.StatusNotFound, "not_found", "no such route")
+	errUnauthorized = newError(http.StatusUnauthorized, "unauthorized",
+		"missing or wrong password: send the header Authorization: Bearer <password>")
+	errPrecondition = newError(http.StatusPreconditionFailed, "precondition_failed",
+		"the precondition (If-Match or If-None-Match) does not hold")
+)
+
+// errorTable maps the store's sentinel errors to a status and a stable code: the one place where storage
+// failures meet HTTP. The first entry that errors.Is matches wins.
+var errorTable = []struct {
+	err    error
+	status int
+	code   string
+}{
+	{engine.ErrNotFound, http.StatusNotFound, "not_found"},
+	{engine.ErrExists, http.StatusPreconditionFailed, "precondition_failed"},
+	{engine.ErrVersionMismatch, http.StatusPreconditionFailed, "precondition_failed"},
+	{engine.ErrAborted, http.StatusPreconditionFailed, "precondition_failed"},
+	{engine.ErrConditionFailed, http.StatusPreconditionFailed, "precondition_failed"},
+	{engine.ErrNotInteger, http.StatusConflict, "not_integer"},
+	{engine.ErrOverflow, http.StatusConflict, "overflow"},
+	{engine.ErrTooLarge, http.StatusRequestEntityTooLarge, "value_too_large"},
+	{kv.ErrValueTooLarge, http.StatusRequestEntityTooLarge, "value_too_large"},
+	{kv.ErrKeyTooLarge, http.StatusBadRequest, "key_too_large"},
+	{kv.ErrEmptyTable, http.StatusBadRequest, "bad_request"},
+	{kv.ErrBatchTooLarge, http.StatusRequestEntityTooLarge, "too_large"},
+	{engine.ErrInvalid, http.StatusBadRequest, "bad_request"},
+	{engine.ErrNotSupported, http.StatusNotImplemented, "not_supported"},
+	{engine.ErrClosed, http.StatusServiceUnavailable, "unavailable"},
+	{context.Canceled, http.StatusServiceUnavailable, "unavailable"},
+	{context.DeadlineExceeded, http.StatusServiceUnavailable, "unavailable"},
+}
+
+// classify returns the status, code and message that answer err.
+func classify(err error) (status int, code, msg string) {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae.status, ae.code, ae.msg
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return http.StatusRequestEntityTooLarge, "value_too_large",
+			"request body over the limit of " + strconv.FormatInt(mbe.Limit, 10) + " bytes"
+	}
+	for _, e := range errorTable {
+		if errors.Is(err, e.err) {
+			return e.status, e.code, err.Error()
+		}
+	}
+	return http.StatusInternalServerError, "internal", err.Error()
+}
+
+// errorBody is the JSON of every error of the /v1 API.
+type errorBody struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// writeError answers err as {"error":{"code":..., "message":...}}.
+func writeError(w http.ResponseWriter, err error) {
+	var body errorBody
+	var status int
+	status, body.Error.Code, body.Error.Message = classify(err)
+	writeJSON(w, status, body)
+}
+
+// writeCompatError answers err in Active Cloud DB's shape, {"error": "message"}.
+func writeCompatError(w http.ResponseWriter, err error) {
+	status, _, msg := classify(err)
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+// writeJSON writes v as the JSON reply with status. HTML characters are not escaped: the API serves data, not
+// pages, and clients should see their keys as stored.
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Del("Content-Length")
+	h.Del("X-Content-Type-Options")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+func isNotFound(err error) bool { return errors.Is(err, engine.ErrNotFound) }

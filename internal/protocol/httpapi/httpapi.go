@@ -1,0 +1,268 @@
+// Package httpapi serves the anykv keyspace over HTTP/JSON: items under /v1/tables/{table}/keys/{key} with raw
+// values, ETags and conditional writes; key-ordered queries with cursors and counts; the Active Cloud DB form API
+// (/get, /put, /delete, /query, /count); an OpenAPI document, a health check and Prometheus metrics.
+//
+// Tables are the same keyspace the other protocols see: RESP database 0 and memcached use table "default", RESP
+// database N>0 uses "dbN". Like the other protocol packages it holds no storage logic: every request becomes a
+// kv.Store call, and every failure becomes an error value that one table (errors.go) maps to a status and a code.
+// docs/http.md describes the API for users.
+package httpapi
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"anykv/internal/kv"
+	"anykv/internal/metrics"
+)
+
+// Options configure the API. Zero fields take the defaults.
+type Options struct {
+	// Password, when set, must be sent as "Authorization: Bearer <password>" on every route but /healthz and
+	// /v1/openapi.json.
+	Password string
+	// MaxBody bounds a request body in bytes (default: the store's MaxValue).
+	MaxBody int64
+	// MaxPage bounds the items of one query page (default 1000); larger limits are clamped to it.
+	MaxPage int
+	// Logger receives server-side failures (default: discarded).
+	Logger *slog.Logger
+	// Metrics collects per-route figures and serves /metrics; nil makes a private one so /metrics still works.
+	Metrics *metrics.Metrics
+	// Version is reported by /healthz.
+	Version string
+}
+
+// Defaults of Options.
+const (
+	DefaultMaxPage = 1000
+	// defaultLimit is the page size of a query that names none.
+	defaultLimit = 100
+	// maxPageBytes bounds the values of one query page (a page always holds at least one item).
+	maxPageBytes = 4 << 20
+)
+
+// api is the state every handler shares. It is immutable after New.
+type api struct {
+	store    *kv.Store
+	opts     Options
+	log      *slog.Logger
+	metrics  *metrics.Metrics
+	passHash [sha256.Size]byte
+	mux      *http.ServeMux
+	unknown  *metrics.Observer // requests that matched no route
+}
+
+// handlerFunc serves one route; a returned error is written by the route's error writer.
+type handlerFunc func(a *api, w http.ResponseWriter, r *http.Request) error
+
+// route is one method and path of the API: the single list that New registers and that the OpenAPI test checks.
+type route struct {
+	method string
+	// pattern is the net/http pattern's path. A trailing "..." wildcard matches the rest of the path, so that a
+	// key may hold '/' (sent as %2F, or literally); OpenAPI spells it {key}.
+	pattern string
+	// command names the route in metrics.
+	command string
+	// open routes are served without the password.
+	open bool
+	// compat routes answer errors in Active Cloud DB's shape, {"error": "message"}.
+	compat bool
+	h      handlerFunc
+}
+
+const keyPath = "/v1/tables/{table}/keys/{key...}"
+
+// routes lists every route. A GET route also answers HEAD (net/http does that); the item route lists HEAD itself
+// because it documents its own HEAD behaviour.
+func routes() []route {
+	return []route{
+		{method: "GET", pattern: "/healthz", command: "healthz", open: true, h: (*api).healthz},
+		{method: "GET", pattern: "/metrics", command: "metrics", h: (*api).serveMetrics},
+		{method: "GET", pattern: "/v1/openapi.json", command: "openapi", open: true, h: (*api).openapi},
+		{method: "GET", pattern: "/v1/tables", command: "tables", h: (*api).tables},
+		{method: "GET", pattern: "/v1/tables/{table}/keys", command: "scan", h: (*api).scan},
+		{method: "GET", pattern: "/v1/tables/{table}/count", command: "count", h: (*api).count},
+		{method: "GET", pattern: keyPath, command: "get", h: (*api).getItem},
+		{method: "HEAD", pattern: keyPath, command: "head", h: (*api).getItem},
+		{method: "PUT", pattern: keyPath, command: "put", h: (*api).putItem},
+		{method: "DELETE", pattern: keyPath, command: "delete", h: (*api).deleteItem},
+		{method: "POST", pattern: "/v1/tables/{table}/keys/{key}/incr", command: "incr", h: (*api).incr},
+		{method: "GET", pattern: "/get", command: "acdb_get", compat: true, h: (*api).acdbGet},
+		{method: "POST", pattern: "/get", command: "acdb_get", compat: true, h: (*api).acdbGet},
+		{method: "POST", pattern: "/put", command: "acdb_put", compat: true, h: (*api).acdbPut},
+		{method: "POST", pattern: "/delete", command: "acdb_delete", compat: true, h: (*api).acdbDelete},
+		{method: "GET", pattern: "/query", command: "acdb_query", compat: true, h: (*api).acdbQuery},
+		{method: "POST", pattern: "/query", command: "acdb_query", compat: true, h: (*api).acdbQuery},
+		{method: "GET", pattern: "/count", command: "acdb_count", compat: true, h: (*api).acdbCount},
+		{method: "POST", pattern: "/count", command: "acdb_count", compat: true, h: (*api).acdbCount},
+	}
+}
+
+// New returns the API's handler over store.
+func New(store *kv.Store, opts Options) http.Handler {
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = int64(store.Limits().MaxValue)
+	}
+	if opts.MaxPage <= 0 {
+		opts.MaxPage = DefaultMaxPage
+	}
+	a := &api{store: store, opts: opts, log: opts.Logger, metrics: opts.Metrics, mux: http.NewServeMux()}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	if a.metrics == nil {
+		a.metrics = metrics.New(store)
+	}
+	if opts.Password != "" {
+		a.passHash = sha256.Sum256([]byte(opts.Password))
+	}
+	a.unknown = a.metrics.Command("http", "unknown")
+	for _, rt := range routes() {
+		a.mux.Handle(rt.method+" "+rt.pattern, a.wrap(rt))
+	}
+	return a
+}
+
+// ServeHTTP routes the request. Requests that match no route, or no method of a path, get net/http's 404 and 405
+// decisions (with its Allow header) rewritten as JSON errors.
+func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rw := &respWriter{ResponseWriter: w}
+	start := time.Now()
+	a.mux.ServeHTTP(rw, r)
+	if rw.routed {
+		return
+	}
+	if rw.swallowed != 0 {
+		rw.swallowed, rw.routed = 0, true // write through from here on
+		err := errNoRoute
+		if rw.status == http.StatusMethodNotAllowed {
+			err = newError(http.StatusMethodNotAllowed, "method_not_allowed",
+				r.Method+" is not allowed here; allowed: "+rw.Header().Get("Allow"))
+		}
+		rw.status = 0
+		writeError(rw, err)
+	}
+	a.unknown.Observe(time.Since(start), rw.status >= 400 && rw.status != http.StatusNotFound)
+}
+
+// wrap adds what every route shares: the password check, the error reply and the metrics.
+func (a *api) wrap(rt route) http.Handler {
+	obs := a.metrics.Command("http", rt.command)
+	write := writeError
+	if rt.compat {
+		write = writeCompatError
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rw, ok := w.(*respWriter)
+		if !ok { // served through a.mux directly (tests): account the same way
+			rw = &respWriter{ResponseWriter: w}
+		}
+		rw.routed = true
+		var err error
+		if !rt.open && !a.authorized(r) {
+			rw.Header().Set("WWW-Authenticate", `Bearer realm="anykv"`)
+			err = errUnauthorized
+		} else if err = singleParams(r, rt.compat); err == nil {
+			err = rt.h(a, rw, r)
+		}
+		if err != nil {
+			if rw.status != 0 { // the reply had begun: nothing more can be said
+				a.log.Warn("http: error after the reply began", "path", r.URL.Path, "err", err)
+			} else {
+				if status, _, _ := classify(err); status >= 500 {
+					a.log.Error("http: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+				}
+				write(rw, err)
+			}
+		}
+		obs.Observe(time.Since(start), failed(rw.status))
+	})
+}
+
+// singleParams rejects a query string that repeats a parameter on the /v1 routes, where each one has a single
+// value: silently taking the first of two would hide a client's mistake.
+func singleParams(r *http.Request, compat bool) error {
+	if compat {
+		return nil
+	}
+	for name, vs := range r.URL.Query() {
+		if len(vs) > 1 {
+			return badRequest("query parameter %q given %d times", name, len(vs))
+		}
+	}
+	return nil
+}
+
+// failed tells whether a status counts as an error in metrics: client and server errors, but not a plain miss
+// (404) nor a failed precondition (412), which are ordinary answers as Redis's nil replies are.
+func failed(status int) bool {
+	return status >= 400 && status != http.StatusNotFound && status != http.StatusPreconditionFailed
+}
+
+// authorized reports whether r carries the password, comparing digests in constant time so neither the
+// password's bytes nor its length leak through timing.
+func (a *api) authorized(r *http.Request) bool {
+	if a.opts.Password == "" {
+		return true
+	}
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	return subtle.ConstantTimeCompare(got[:], a.passHash[:]) == 1
+}
+
+// respWriter records the status for metrics and holds back net/http's plain-text 404 and 405 replies for requests
+// that matched no route, so ServeHTTP can answer them in JSON.
+type respWriter struct {
+	http.ResponseWriter
+	status    int
+	routed    bool
+	swallowed int
+}
+
+func (w *respWriter) WriteHeader(code int) {
+	if w.status != 0 {
+		return
+	}
+	w.status = code
+	if !w.routed && (code == http.StatusNotFound || code == http.StatusMethodNotAllowed) {
+		w.swallowed = code
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *respWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.swallowed != 0 {
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *respWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (a *api) healthz(w http.ResponseWriter, r *http.Request) error {
+	// Probe the engine without touching the store's statistics: a closed or failing engine is unhealthy.
+	_, err := a.store.Engine().Get(r.Context(), "default", []byte("\x00anykv-healthz"), a.store.Now())
+	if err != nil && !isNotFound(err) {
+		return unavailable(err)
+	}
+	return writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": a.opts.Version})
+}
+
+func (a *api) serveMetrics(w http.ResponseWriter, r *http.Request) error {
+	a.metrics.Handler().ServeHTTP(w, r)
+	return nil
+}
