@@ -1,0 +1,265 @@
+package memcache
+
+import (
+	"context"
+	"net"
+
+	"anykv/internal/engine"
+)
+
+const (
+	readBufSize = 16 << 10 // a connection's read buffer; grows for large values and key lists only
+	keepBufSize = 64 << 10 // a buffer grown beyond this is dropped once empty
+	maxOutHold  = 1 << 20  // replies beyond this are written before the read buffer is finished
+	maxPipeline = 1024     // writes applied as one batch at most
+)
+
+// conn is one client connection. The loop reads what the socket has, parses every complete request in it,
+// gathers consecutive writes into one kv.Store.Apply (one engine batch, so one fsync for a whole pipeline),
+// answers everything in request order, and sends all replies of the round in one Write.
+//
+// Buffer ownership: requests and pending mutations point into buf (and the parser's arena); buf is only
+// compacted or grown after flush has applied and answered all of them.
+type conn struct {
+	h   *Handler
+	nc  net.Conn
+	ctx context.Context // never cancelled: requests already read are finished during shutdown
+	p   *parser
+
+	buf  []byte
+	r, w int // unparsed input is buf[r:w]
+	out  []byte
+
+	muts    []engine.Mutation // the pending batch
+	ops     []pending         // requests awaiting their replies, in order
+	st      localCounters
+	closing bool
+	now     int64 // the store's time when the round began, for converting exptimes
+}
+
+// pending is a request whose reply waits for the batch: its mutations are muts[mi:mi+n] (n may be 0 for a
+// request that needs no write but must be answered in order).
+type pending struct {
+	req   request
+	mi, n int
+}
+
+func newConn(h *Handler, nc net.Conn) *conn {
+	return &conn{
+		h:   h,
+		nc:  nc,
+		p:   newParser(h.maxItem, defaultMaxGetLine),
+		buf: make([]byte, readBufSize),
+		out: make([]byte, 0, readBufSize),
+	}
+}
+
+func (c *conn) serve(ctx context.Context) {
+	c.ctx = context.WithoutCancel(ctx)
+	defer c.h.stats.add(&c.st)
+	for {
+		n, err := c.nc.Read(c.buf[c.w:])
+		c.w += n
+		c.st[sBytesRead] += int64(n)
+		if n > 0 {
+			c.now = c.h.store.Now()
+			c.process()
+		}
+		if !c.send() || c.closing || err != nil {
+			return
+		}
+		c.h.stats.add(&c.st)
+		c.compact()
+	}
+}
+
+// process handles every complete request in the buffer, then applies what is still pending.
+func (c *conn) process() {
+	for !c.closing {
+		var req request
+		n, st := c.p.next(c.buf[c.r:c.w], &req)
+		if st == needMore {
+			break
+		}
+		c.r += n
+		if st == skipped {
+			continue
+		}
+		c.handle(&req)
+		if len(c.out) > maxOutHold {
+			c.flush()
+			if !c.send() {
+				c.closing = true
+			}
+		}
+	}
+	c.flush()
+}
+
+// send writes the replies gathered so far; false if the connection failed.
+func (c *conn) send() bool {
+	if len(c.out) == 0 {
+		return true
+	}
+	n, err := c.nc.Write(c.out)
+	c.st[sBytesWritten] += int64(n)
+	if cap(c.out) > 4*maxOutHold {
+		c.out = make([]byte, 0, readBufSize)
+	} else {
+		c.out = c.out[:0]
+	}
+	return err == nil
+}
+
+// compact moves unparsed input to the front of buf and makes room for what the pending request needs.
+func (c *conn) compact() {
+	if c.r == c.w {
+		c.r, c.w = 0, 0
+		if len(c.buf) > keepBufSize && c.p.need == 0 {
+			c.buf = make([]byte, readBufSize)
+		}
+	} else if c.r > 0 {
+		c.w = copy(c.buf, c.buf[c.r:c.w])
+		c.r = 0
+	}
+	want := len(c.buf)
+	if c.p.need > want {
+		want = c.p.need // already checked against the item size limit
+	} else if c.w == len(c.buf) {
+		want = min(2*len(c.buf), c.p.maxGetLine+2)
+	}
+	if want > len(c.buf) {
+		nb := make([]byte, want)
+		copy(nb, c.buf[:c.w])
+		c.buf = nb
+	}
+}
+
+// enqueue adds a request to the pending batch; the mutations that add then appends belong to it, and it is
+// answered when the batch is applied. nmuts is how many mutations it will add.
+func (c *conn) enqueue(req *request, nmuts int) {
+	if len(c.muts) > 0 && (len(c.muts)+nmuts > maxPipeline || len(c.muts)+nmuts > c.h.store.Limits().MaxBatch) {
+		c.flush()
+	}
+	c.ops = append(c.ops, pending{req: *req, mi: len(c.muts)})
+}
+
+// add appends a mutation of the request enqueued last.
+func (c *conn) add(m engine.Mutation) {
+	if m.Table == "" {
+		m.Table = c.h.table
+	}
+	c.muts = append(c.muts, m)
+	c.ops[len(c.ops)-1].n++
+}
+
+// flush applies the pending batch and writes every pending reply in order. Reads call it first, so they see
+// the writes sent before them on this connection.
+func (c *conn) flush() {
+	if len(c.ops) == 0 {
+		return
+	}
+	var results []engine.Result
+	var err error
+	if len(c.muts) > 0 {
+		results, err = c.h.store.Apply(c.ctx, c.muts)
+		c.st[sBatches]++
+	}
+	for i := range c.ops {
+		op := &c.ops[i]
+		var rs []engine.Result
+		if err == nil {
+			rs = results[op.mi : op.mi+op.n]
+		}
+		c.answer(&op.req, rs, err)
+	}
+	clear(c.muts) // drop references into buf
+	c.muts = c.muts[:0]
+	clear(c.ops)
+	c.ops = c.ops[:0]
+	// The arena may be reused now; a request being handled that decoded its key keeps reading the bytes
+	// until the next parse, which is the only writer.
+	c.p.reset()
+}
+
+// handle runs one request: a write joins the pending batch, a read first flushes it.
+func (c *conn) handle(req *request) {
+	switch req.cmd {
+	case cmdError:
+		c.enqueue(req, 1)
+		if req.tooLarge != cmdNone {
+			c.st[sStoreTooLarge]++
+		}
+		if req.tooLarge == cmdSet || req.tooLarge == cmdMs {
+			// memcached drops the old item when a set is refused for its size.
+			c.add(engine.Mutation{Op: engine.OpDelete, Key: req.key})
+		}
+	case cmdClose:
+		c.flush()
+		c.line(req.err)
+		c.closing = true
+	case cmdQuit:
+		c.flush()
+		c.closing = true
+	case cmdGet, cmdGets:
+		c.flush()
+		c.get(req)
+	case cmdStats:
+		c.flush()
+		c.h.stats.add(&c.st)
+		c.statsCmd(req)
+	case cmdMe:
+		c.flush()
+		c.metaDebug(req)
+	case cmdMg:
+		if req.meta.hasViv || req.meta.hasTTL {
+			c.mgWrite(req)
+			return
+		}
+		c.flush()
+		c.metaGet(req)
+	case cmdMs:
+		c.msWrite(req)
+	case cmdMd:
+		c.mdWrite(req)
+	case cmdMa:
+		c.maWrite(req)
+	default:
+		c.textWrite(req)
+	}
+}
+
+// answer writes the reply of a pending request from its results (err: the whole batch failed).
+func (c *conn) answer(req *request, rs []engine.Result, err error) {
+	if err != nil && req.cmd != cmdError {
+		c.st[sServerErrors]++
+		if !req.noreply || req.meta.isMeta {
+			c.line(serverError(err))
+		}
+		return
+	}
+	switch req.cmd {
+	case cmdError:
+		if !req.noreply {
+			c.line(req.err)
+		}
+	case cmdMg:
+		c.mgAnswer(req, rs)
+	case cmdMs:
+		c.msAnswer(req, rs[0])
+	case cmdMd:
+		c.mdAnswer(req, rs[0])
+	case cmdMa:
+		c.maAnswer(req, rs[len(rs)-1])
+	case cmdMn:
+		c.line("MN")
+	default:
+		c.textAnswer(req, rs)
+	}
+}
+
+// line appends one reply line.
+func (c *conn) line(s string) {
+	c.out = append(c.out, s...)
+	c.out = append(c.out, '\r', '\n')
+}

@@ -1,0 +1,159 @@
+package memcache
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"anykv/internal/kv"
+	"anykv/internal/server"
+)
+
+// DefaultMaxItemSize is memcached's default item size limit (-I 1m), applied to value bytes.
+const DefaultMaxItemSize = 1 << 20
+
+// Options configure a Handler.
+type Options struct {
+	Table       string // keyspace table; "default" (the same table RESP database 0 and HTTP use)
+	MaxItemSize int    // value bytes; default 1 MiB as memcached (-I)
+	Version     string // reported by `version` and stats
+	Logger      *slog.Logger
+}
+
+// Handler serves the memcached text and meta protocols over one table of a kv.Store. It implements
+// server.Handler and server.Rejecter. Safe for concurrent use: each connection has its own state, and the
+// handler shares only counters and the pending delayed flush_all.
+type Handler struct {
+	store   *kv.Store
+	table   string
+	maxItem int
+	version string
+	log     *slog.Logger
+	started time.Time
+
+	conns     atomic.Pointer[server.Counts]
+	stats     counters
+	verbosity atomic.Uint32
+
+	flushMu    sync.Mutex
+	flushTimer stopper
+	// afterFunc runs f after d; time.AfterFunc outside tests.
+	afterFunc func(d time.Duration, f func()) stopper
+}
+
+// stopper is the part of *time.Timer that a delayed flush_all needs.
+type stopper interface{ Stop() bool }
+
+var (
+	_ server.Handler  = (*Handler)(nil)
+	_ server.Rejecter = (*Handler)(nil)
+)
+
+// New returns a handler for store. The item size limit is the smaller of opts.MaxItemSize and the store's
+// value limit, so that a value memcached clients may send is one the store accepts.
+func New(store *kv.Store, opts Options) *Handler {
+	if opts.Table == "" {
+		opts.Table = "default"
+	}
+	if opts.MaxItemSize <= 0 {
+		opts.MaxItemSize = DefaultMaxItemSize
+	}
+	if opts.Version == "" {
+		opts.Version = "anykv"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Handler{
+		store:   store,
+		table:   opts.Table,
+		maxItem: min(opts.MaxItemSize, store.Limits().MaxValue),
+		version: opts.Version,
+		log:     opts.Logger,
+		started: store.Time(),
+		afterFunc: func(d time.Duration, f func()) stopper {
+			return time.AfterFunc(d, f)
+		},
+	}
+}
+
+// SetConnCounts gives the handler the listener's connection figures for stats.
+func (h *Handler) SetConnCounts(c *server.Counts) { h.conns.Store(c) }
+
+// Reject tells a client over the connection limit so, as memcached does.
+func (h *Handler) Reject(c net.Conn) {
+	c.Write([]byte("SERVER_ERROR Too many open connections\r\n"))
+}
+
+// ServeConn serves one connection until the client leaves, sends quit, breaks the protocol beyond repair, or
+// ctx ends; requests already read are answered first.
+func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
+	newConn(h, c).serve(ctx)
+}
+
+// scheduleFlush arranges flush_all's delayed form: the table is flushed at `at` (unix ms). Like memcached,
+// which keeps one "oldest live" time, a later flush_all replaces a pending one.
+func (h *Handler) scheduleFlush(at, now int64) {
+	h.flushMu.Lock()
+	defer h.flushMu.Unlock()
+	if h.flushTimer != nil {
+		h.flushTimer.Stop()
+		h.flushTimer = nil
+	}
+	if at <= now {
+		return
+	}
+	h.flushTimer = h.afterFunc(time.Duration(at-now)*time.Millisecond, func() {
+		h.flushMu.Lock()
+		h.flushTimer = nil
+		h.flushMu.Unlock()
+		res := h.store.Apply1(context.Background(), flushMutation(h.table))
+		if res.Err != nil {
+			h.log.Warn("memcache: delayed flush_all failed", "err", res.Err)
+		}
+	})
+}
+
+// cancelFlush drops a pending delayed flush_all: an immediate one supersedes it.
+func (h *Handler) cancelFlush() { h.scheduleFlush(0, 0) }
+
+// relativeMax is memcached's REALTIME_MAXDELTA: exptimes up to 30 days are relative, larger ones unix times.
+const relativeMax = 60 * 60 * 24 * 30
+
+// expiresAt converts a memcached exptime (seconds) to anykv's absolute unix ms, now being the store's time:
+// 0 never expires, a negative value is already expired, up to 30 days counts from now, beyond is a unix time.
+func expiresAt(exptime, now int64) int64 {
+	switch {
+	case exptime == 0:
+		return 0
+	case exptime < 0:
+		return expiredAt(now)
+	case exptime <= relativeMax:
+		return now + exptime*1000
+	case exptime > math.MaxInt64/1000:
+		return math.MaxInt64
+	}
+	return exptime * 1000 // may lie in the past: expired at once, as in memcached
+}
+
+// expiredAt is an expiry that has passed at now yet is not 0 ("never").
+func expiredAt(now int64) int64 { return max(now, 1) }
+
+// ttlLeft is the remaining time to live in whole seconds, rounded up, or -1 for an item that never expires.
+func ttlLeft(expires, now int64) int64 {
+	if expires == 0 {
+		return -1
+	}
+	d := expires - now
+	if d <= 0 {
+		return 0
+	}
+	return (d + 999) / 1000
+}
+
+func threads() int { return runtime.GOMAXPROCS(0) }

@@ -1,0 +1,363 @@
+package memcache
+
+import (
+	"errors"
+	"strconv"
+
+	"anykv/internal/engine"
+)
+
+// mgWrite handles mg with N (vivify) or T (touch), which write: the stub creation and the read (with the new
+// expiry) are one atomic pair in the batch.
+func (c *conn) mgWrite(req *request) {
+	m := &req.meta
+	c.enqueue(req, 2)
+	if m.hasViv {
+		c.add(engine.Mutation{Op: engine.OpSet, Key: req.key, Value: []byte{}, Cond: engine.CondAbsent,
+			Expires: expiresAt(m.viv, c.now)})
+	}
+	c.add(engine.Mutation{Op: engine.OpGet, Key: req.key, SetExpiry: m.hasTTL, Expires: expiresAt(m.ttl, c.now)})
+}
+
+func (c *conn) mgAnswer(req *request, rs []engine.Result) {
+	res := &rs[len(rs)-1]
+	won := req.meta.hasViv && rs[0].Err == nil
+	switch {
+	case res.Err == nil:
+		c.mgReply(req, &res.New, true, won)
+	case errors.Is(res.Err, engine.ErrNotFound):
+		c.mgReply(req, nil, false, false)
+	default:
+		c.line(serverError(res.Err))
+	}
+}
+
+// metaGet answers mg without N or T from the store.
+func (c *conn) metaGet(req *request) {
+	it, err := c.h.store.Get(c.ctx, c.h.table, req.key)
+	switch {
+	case err == nil:
+		c.mgReply(req, &it, true, false)
+	case errors.Is(err, engine.ErrNotFound):
+		c.mgReply(req, nil, false, false)
+	default:
+		c.line(serverError(err))
+	}
+}
+
+// mgReply writes "VA <size> <flags>*\r\n<data>\r\n", "HD <flags>*\r\n" or "EN\r\n", with the return flags in
+// the order the client sent them. q hides only EN, as in memcached 1.6.
+func (c *conn) mgReply(req *request, it *engine.Item, found, won bool) {
+	m := &req.meta
+	c.st[sCmdMeta]++
+	if m.hasTTL {
+		c.st[sCmdTouch]++
+		if found {
+			c.st[sTouchHits]++
+		} else {
+			c.st[sTouchMisses]++
+		}
+	} else {
+		c.st[sCmdGet]++
+		if found {
+			c.st[sGetHits]++
+		} else {
+			c.st[sGetMisses]++
+		}
+	}
+	if !found {
+		if req.noreply {
+			return
+		}
+		c.out = append(c.out, "EN"...)
+		c.echoFlags(req)
+		c.out = append(c.out, '\r', '\n')
+		return
+	}
+	if m.value {
+		c.out = append(c.out, "VA "...)
+		c.out = strconv.AppendInt(c.out, int64(len(it.Value)), 10)
+	} else {
+		c.out = append(c.out, "HD"...)
+	}
+	now := c.h.store.Now()
+	for t, rest := nextToken(m.rest); len(t) > 0; t, rest = nextToken(rest) {
+		switch t[0] {
+		case 's':
+			c.out = append(c.out, " s"...)
+			c.out = strconv.AppendInt(c.out, int64(len(it.Value)), 10)
+		case 't':
+			c.out = append(c.out, " t"...)
+			c.out = strconv.AppendInt(c.out, ttlLeft(it.Expires, now), 10)
+		case 'c':
+			c.out = append(c.out, " c"...)
+			c.out = strconv.AppendUint(c.out, it.Version, 10)
+		case 'f':
+			c.out = append(c.out, " f"...)
+			c.out = strconv.AppendUint(c.out, uint64(it.Flags), 10)
+		case 'O', 'k':
+			c.echoFlag(req, t)
+		}
+	}
+	if won {
+		c.out = append(c.out, " W"...)
+	}
+	c.out = append(c.out, '\r', '\n')
+	if m.value {
+		c.out = append(c.out, it.Value...)
+		c.out = append(c.out, '\r', '\n')
+	}
+}
+
+// echoFlags appends the O(paque) and k(ey) flags, which every meta reply returns.
+func (c *conn) echoFlags(req *request) {
+	for t, rest := nextToken(req.meta.rest); len(t) > 0; t, rest = nextToken(rest) {
+		c.echoFlag(req, t)
+	}
+}
+
+func (c *conn) echoFlag(req *request, t []byte) {
+	switch t[0] {
+	case 'O':
+		c.out = append(c.out, ' ')
+		c.out = append(c.out, t...)
+	case 'k':
+		c.out = append(c.out, " k"...)
+		c.out = append(c.out, req.meta.keyTok...)
+		if req.meta.binary {
+			c.out = append(c.out, " b"...)
+		}
+	}
+}
+
+// msWrite turns ms into one mutation; its M mode picks set, add, replace, append or prepend, and C makes set
+// and replace a cas (append and prepend check it too; add ignores it, as memcached does).
+func (c *conn) msWrite(req *request) {
+	m := &req.meta
+	mut := engine.Mutation{Op: engine.OpSet, Key: req.key, Value: req.data, Flags: m.flags,
+		Expires: expiresAt(m.ttl, c.now)}
+	switch m.mode {
+	case 'E':
+		mut.Cond = engine.CondAbsent
+	case 'A', 'P':
+		mut = engine.Mutation{Op: engine.OpAppend, Key: req.key, Value: req.data}
+		if m.mode == 'P' {
+			mut.Op = engine.OpPrepend
+		}
+		if m.hasCas && m.cas != 0 {
+			mut.Cond, mut.Version = engine.CondVersion, m.cas
+		}
+	default: // S, R
+		if m.hasCas {
+			mut = casMutation(req.key, req.data, m.flags, mut.Expires, m.cas)
+		} else if m.mode == 'R' {
+			mut.Cond = engine.CondPresent
+		}
+	}
+	c.enqueue(req, 1)
+	c.add(mut)
+}
+
+func (c *conn) msAnswer(req *request, res engine.Result) {
+	m := &req.meta
+	c.st[sCmdMeta]++
+	c.st[sCmdSet]++
+	casMode := m.hasCas && (m.mode == 0 || m.mode == 'S' || m.mode == 'R')
+	var code string
+	stored := false
+	switch err := res.Err; {
+	case casMode:
+		ok, exists := casOutcome(m.cas, err)
+		switch {
+		case ok:
+			c.st[sCasHits]++
+			stored, code = true, "HD"
+		case exists:
+			c.st[sCasBadval]++
+			code = "EX"
+		case errors.Is(err, engine.ErrNotFound):
+			c.st[sCasMisses]++
+			code = "NF"
+		}
+	case err == nil:
+		stored, code = true, "HD"
+	case errors.Is(err, engine.ErrVersionMismatch):
+		code = "EX"
+	case errors.Is(err, engine.ErrExists), errors.Is(err, engine.ErrNotFound), errors.Is(err, engine.ErrTooLarge):
+		code = "NS"
+	}
+	if code == "" {
+		c.line(serverError(res.Err))
+		return
+	}
+	if stored {
+		c.st[sTotalItems]++
+		if req.noreply {
+			return
+		}
+	}
+	c.out = append(c.out, code...)
+	for t, rest := nextToken(m.rest); len(t) > 0; t, rest = nextToken(rest) {
+		switch t[0] {
+		case 'O', 'k':
+			c.echoFlag(req, t)
+		case 'c':
+			c.out = append(c.out, " c"...)
+			if stored {
+				c.out = strconv.AppendUint(c.out, res.New.Version, 10)
+			} else {
+				c.out = append(c.out, '0')
+			}
+		}
+	}
+	c.out = append(c.out, '\r', '\n')
+}
+
+// mdWrite turns md into a delete, conditional on C when given (C0 never matches a live item).
+func (c *conn) mdWrite(req *request) {
+	m := &req.meta
+	mut := engine.Mutation{Op: engine.OpDelete, Key: req.key}
+	if m.hasCas {
+		mut.Cond, mut.Version = engine.CondVersion, m.cas
+	}
+	c.enqueue(req, 1)
+	c.add(mut)
+}
+
+func (c *conn) mdAnswer(req *request, res engine.Result) {
+	c.st[sCmdMeta]++
+	var code string
+	switch err := res.Err; {
+	case err == nil:
+		c.st[sDeleteHits]++
+		if req.noreply {
+			return
+		}
+		code = "HD"
+	case errors.Is(err, engine.ErrNotFound):
+		c.st[sDeleteMisses]++
+		code = "NF"
+	case errors.Is(err, engine.ErrVersionMismatch):
+		c.st[sDeleteMisses]++
+		code = "EX"
+	default:
+		c.line(serverError(err))
+		return
+	}
+	c.out = append(c.out, code...)
+	c.echoFlags(req)
+	c.out = append(c.out, '\r', '\n')
+}
+
+// maWrite turns ma into an unsigned increment or decrement (N creates the item at J). T, which sets the
+// expiry on success, becomes an expire placed before the increment under the same condition, since the
+// engine's increment keeps an existing item's expiry.
+func (c *conn) maWrite(req *request) {
+	m := &req.meta
+	inc := engine.Mutation{Op: engine.OpIncr, Key: req.key, Unsigned: true, UDelta: m.delta,
+		Decr: m.mode == 'D' || m.mode == 'd' || m.mode == '-'}
+	if m.hasViv {
+		inc.Create, inc.Initial, inc.Expires = true, m.init, expiresAt(m.viv, c.now)
+	}
+	if m.hasCas && m.cas != 0 {
+		inc.Cond, inc.Version = engine.CondVersion, m.cas
+	}
+	c.enqueue(req, 2)
+	if m.hasTTL {
+		exp := expiresAt(m.ttl, c.now)
+		c.add(engine.Mutation{Op: engine.OpExpire, Key: req.key, Expires: exp, Cond: inc.Cond, Version: inc.Version})
+		if inc.Create {
+			inc.Expires = exp
+		}
+	}
+	c.add(inc)
+}
+
+func (c *conn) maAnswer(req *request, res engine.Result) {
+	m := &req.meta
+	c.st[sCmdMeta]++
+	hits, misses := &c.st[sIncrHits], &c.st[sIncrMisses]
+	if m.mode == 'D' || m.mode == 'd' || m.mode == '-' {
+		hits, misses = &c.st[sDecrHits], &c.st[sDecrMisses]
+	}
+	switch err := res.Err; {
+	case err == nil:
+		if res.OldFound {
+			*hits++
+		} else {
+			c.st[sTotalItems]++
+		}
+		if req.noreply && !m.value { // q hides HD but not VA, as in memcached 1.6
+			return
+		}
+	case errors.Is(err, engine.ErrNotFound):
+		*misses++
+		c.out = append(c.out, "NF"...)
+	case errors.Is(err, engine.ErrVersionMismatch):
+		c.out = append(c.out, "EX"...)
+	case errors.Is(err, engine.ErrNotInteger):
+		c.line("CLIENT_ERROR cannot increment or decrement non-numeric value")
+		return
+	default:
+		c.line(serverError(err))
+		return
+	}
+	if res.Err != nil {
+		c.echoFlags(req)
+		c.out = append(c.out, '\r', '\n')
+		return
+	}
+	it := &res.New
+	if m.value {
+		c.out = append(c.out, "VA "...)
+		c.out = strconv.AppendInt(c.out, int64(len(it.Value)), 10)
+	} else {
+		c.out = append(c.out, "HD"...)
+	}
+	for t, rest := nextToken(m.rest); len(t) > 0; t, rest = nextToken(rest) {
+		switch t[0] {
+		case 'c':
+			c.out = append(c.out, " c"...)
+			c.out = strconv.AppendUint(c.out, it.Version, 10)
+		case 't':
+			c.out = append(c.out, " t"...)
+			c.out = strconv.AppendInt(c.out, ttlLeft(it.Expires, c.h.store.Now()), 10)
+		case 'O', 'k':
+			c.echoFlag(req, t)
+		}
+	}
+	c.out = append(c.out, '\r', '\n')
+	if m.value {
+		c.out = append(c.out, it.Value...)
+		c.out = append(c.out, '\r', '\n')
+	}
+}
+
+// metaDebug answers me: "ME <key> exp=<> la=<> cas=<> fetch=<> cls=<> size=<>", or EN. anykv keeps no access
+// time, fetch bit or slab class: la is 0, fetch "no", cls 1, and size counts key and value bytes.
+func (c *conn) metaDebug(req *request) {
+	c.st[sCmdMeta]++
+	it, err := c.h.store.Get(c.ctx, c.h.table, req.key)
+	switch {
+	case errors.Is(err, engine.ErrNotFound):
+		c.line("EN")
+		return
+	case err != nil:
+		c.line(serverError(err))
+		return
+	}
+	c.out = append(c.out, "ME "...)
+	c.out = append(c.out, req.meta.keyTok...)
+	c.out = append(c.out, " exp="...)
+	// memcached prints current_time - exptime: the negated time left, or -1 for no expiry.
+	exp := int64(-1)
+	if it.Expires != 0 {
+		exp = -ttlLeft(it.Expires, c.h.store.Now())
+	}
+	c.out = strconv.AppendInt(c.out, exp, 10)
+	c.out = append(c.out, " la=0 cas="...)
+	c.out = strconv.AppendUint(c.out, it.Version, 10)
+	c.out = append(c.out, " fetch=no cls=1 size="...)
+	c.out = strconv.AppendInt(c.out, int64(len(req.key)+len(it.Value)), 10)
+	c.out = append(c.out, '\r', '\n')
+}

@@ -1,0 +1,249 @@
+package memcache
+
+import (
+	"errors"
+	"strconv"
+
+	"anykv/internal/engine"
+)
+
+// textWrite turns a text-protocol write (storage, incr/decr, delete, touch, gat, flush_all) or an in-order
+// reply (version, verbosity) into pending mutations.
+func (c *conn) textWrite(req *request) {
+	switch req.cmd {
+	case cmdSet, cmdAdd, cmdReplace:
+		m := engine.Mutation{Op: engine.OpSet, Key: req.key, Value: req.data, Flags: req.flags,
+			Expires: expiresAt(req.exptime, c.now)}
+		if req.cmd == cmdAdd {
+			m.Cond = engine.CondAbsent
+		} else if req.cmd == cmdReplace {
+			m.Cond = engine.CondPresent
+		}
+		c.enqueue(req, 1)
+		c.add(m)
+	case cmdAppend, cmdPrepend: // flags and exptime are ignored, as in memcached
+		op := engine.OpAppend
+		if req.cmd == cmdPrepend {
+			op = engine.OpPrepend
+		}
+		c.enqueue(req, 1)
+		c.add(engine.Mutation{Op: op, Key: req.key, Value: req.data})
+	case cmdCas:
+		c.enqueue(req, 1)
+		c.add(casMutation(req.key, req.data, req.flags, expiresAt(req.exptime, c.now), req.cas))
+	case cmdIncr, cmdDecr:
+		c.enqueue(req, 1)
+		c.add(engine.Mutation{Op: engine.OpIncr, Key: req.key, Unsigned: true, UDelta: req.cas, Decr: req.cmd == cmdDecr})
+	case cmdDelete:
+		c.enqueue(req, 1)
+		c.add(engine.Mutation{Op: engine.OpDelete, Key: req.key})
+	case cmdTouch:
+		c.enqueue(req, 1)
+		c.add(engine.Mutation{Op: engine.OpExpire, Key: req.key, Expires: expiresAt(req.exptime, c.now)})
+	case cmdGat, cmdGats:
+		n := 0
+		for k, rest := nextToken(req.keys); len(k) > 0; k, rest = nextToken(rest) {
+			n++
+		}
+		c.enqueue(req, n)
+		exp := expiresAt(req.exptime, c.now)
+		for k, rest := nextToken(req.keys); len(k) > 0; k, rest = nextToken(rest) {
+			c.add(engine.Mutation{Op: engine.OpGet, Key: k, SetExpiry: true, Expires: exp})
+		}
+	case cmdFlushAll:
+		if req.exptime > 0 {
+			c.h.scheduleFlush(expiresAt(req.exptime, c.now), c.now)
+			c.enqueue(req, 0)
+			return
+		}
+		c.h.cancelFlush()
+		c.enqueue(req, 1)
+		c.add(flushMutation(c.h.table))
+	case cmdVerbosity:
+		c.h.verbosity.Store(uint32(min(req.cas, 2)))
+		c.enqueue(req, 0)
+	default: // version
+		c.enqueue(req, 0)
+	}
+}
+
+// casMutation is memcached's cas: store only over the item with that CAS unique. Unique 0 never matches
+// (EXISTS if the key holds an item, NOT_FOUND otherwise), unlike the engine's version 0, which means
+// "absent"; so it becomes a check that writes nothing.
+func casMutation(key, value []byte, flags uint32, expires int64, cas uint64) engine.Mutation {
+	if cas == 0 {
+		return engine.Mutation{Op: engine.OpCheck, Key: key, Cond: engine.CondPresent}
+	}
+	return engine.Mutation{Op: engine.OpSet, Key: key, Value: value, Flags: flags, Expires: expires,
+		Cond: engine.CondVersion, Version: cas}
+}
+
+func flushMutation(table string) engine.Mutation {
+	return engine.Mutation{Op: engine.OpFlush, Table: table}
+}
+
+// casOutcome classifies the result of casMutation: stored, exists (bad value) or not found.
+func casOutcome(cas uint64, err error) (stored, exists bool) {
+	if cas == 0 {
+		return false, err == nil
+	}
+	return err == nil, errors.Is(err, engine.ErrVersionMismatch)
+}
+
+// textAnswer writes the reply of a text-protocol write from its results.
+func (c *conn) textAnswer(req *request, rs []engine.Result) {
+	var reply string
+	switch req.cmd {
+	case cmdSet, cmdAdd, cmdReplace, cmdAppend, cmdPrepend:
+		c.st[sCmdSet]++
+		switch err := rs[0].Err; {
+		case err == nil:
+			c.st[sTotalItems]++
+			reply = "STORED"
+		case errors.Is(err, engine.ErrExists), errors.Is(err, engine.ErrNotFound), errors.Is(err, engine.ErrTooLarge):
+			reply = "NOT_STORED"
+		default:
+			reply = serverError(err)
+		}
+	case cmdCas:
+		c.st[sCmdSet]++
+		stored, exists := casOutcome(req.cas, rs[0].Err)
+		switch {
+		case stored:
+			c.st[sTotalItems]++
+			c.st[sCasHits]++
+			reply = "STORED"
+		case exists:
+			c.st[sCasBadval]++
+			reply = "EXISTS"
+		case errors.Is(rs[0].Err, engine.ErrNotFound):
+			c.st[sCasMisses]++
+			reply = "NOT_FOUND"
+		default:
+			reply = serverError(rs[0].Err)
+		}
+	case cmdIncr, cmdDecr:
+		hits, misses := &c.st[sIncrHits], &c.st[sIncrMisses]
+		if req.cmd == cmdDecr {
+			hits, misses = &c.st[sDecrHits], &c.st[sDecrMisses]
+		}
+		switch err := rs[0].Err; {
+		case err == nil:
+			*hits++
+			if !req.noreply {
+				c.out = append(c.out, rs[0].New.Value...)
+				c.out = append(c.out, '\r', '\n')
+			}
+			return
+		case errors.Is(err, engine.ErrNotFound):
+			*misses++
+			reply = "NOT_FOUND"
+		case errors.Is(err, engine.ErrNotInteger):
+			reply = "CLIENT_ERROR cannot increment or decrement non-numeric value"
+		default:
+			reply = serverError(err)
+		}
+	case cmdDelete:
+		switch err := rs[0].Err; {
+		case err == nil:
+			c.st[sDeleteHits]++
+			reply = "DELETED"
+		case errors.Is(err, engine.ErrNotFound):
+			c.st[sDeleteMisses]++
+			reply = "NOT_FOUND"
+		default:
+			reply = serverError(err)
+		}
+	case cmdTouch:
+		c.st[sCmdTouch]++
+		switch err := rs[0].Err; {
+		case err == nil:
+			c.st[sTouchHits]++
+			reply = "TOUCHED"
+		case errors.Is(err, engine.ErrNotFound):
+			c.st[sTouchMisses]++
+			reply = "NOT_FOUND"
+		default:
+			reply = serverError(err)
+		}
+	case cmdGat, cmdGats:
+		c.gatAnswer(req, rs)
+		return
+	case cmdFlushAll:
+		c.st[sCmdFlush]++
+		reply = "OK"
+	case cmdVerbosity:
+		reply = "OK"
+	case cmdVersion:
+		reply = "VERSION " + c.h.version
+	}
+	if !req.noreply {
+		c.line(reply)
+	}
+}
+
+func (c *conn) gatAnswer(req *request, rs []engine.Result) {
+	start := len(c.out)
+	i := 0
+	for k, rest := nextToken(req.keys); len(k) > 0; k, rest = nextToken(rest) {
+		res := &rs[i]
+		i++
+		c.st[sCmdTouch]++
+		switch {
+		case res.Err == nil:
+			c.st[sTouchHits]++
+			c.appendValue(k, &res.New, req.cmd == cmdGats)
+		case errors.Is(res.Err, engine.ErrNotFound):
+			c.st[sTouchMisses]++
+		default:
+			c.out = c.out[:start]
+			c.line(serverError(res.Err))
+			return
+		}
+	}
+	c.out = append(c.out, "END\r\n"...)
+}
+
+// get answers get and gets from the store, after any pending writes of this connection were applied.
+func (c *conn) get(req *request) {
+	start := len(c.out)
+	withCas := req.cmd == cmdGets
+	for k, rest := nextToken(req.keys); len(k) > 0; k, rest = nextToken(rest) {
+		c.st[sCmdGet]++
+		it, err := c.h.store.Get(c.ctx, c.h.table, k)
+		switch {
+		case err == nil:
+			c.st[sGetHits]++
+			c.appendValue(k, &it, withCas)
+		case errors.Is(err, engine.ErrNotFound):
+			c.st[sGetMisses]++
+		default:
+			c.out = c.out[:start]
+			c.line(serverError(err))
+			return
+		}
+	}
+	c.out = append(c.out, "END\r\n"...)
+}
+
+// appendValue writes "VALUE <key> <flags> <bytes>[ <cas>]\r\n<data>\r\n".
+func (c *conn) appendValue(key []byte, it *engine.Item, withCas bool) {
+	b := append(c.out, "VALUE "...)
+	b = append(b, key...)
+	b = append(b, ' ')
+	b = strconv.AppendUint(b, uint64(it.Flags), 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(len(it.Value)), 10)
+	if withCas {
+		b = append(b, ' ')
+		b = strconv.AppendUint(b, it.Version, 10)
+	}
+	b = append(b, '\r', '\n')
+	b = append(b, it.Value...)
+	c.out = append(b, '\r', '\n')
+}
+
+// serverError is the reply for a failure of the store itself.
+func serverError(err error) string {
+	return "SERVER_ERROR " + err.Error()
+}
