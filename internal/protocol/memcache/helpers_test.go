@@ -31,7 +31,7 @@ func newFakeClock() *fakeClock {
 	return c
 }
 
-func (c *fakeClock) Now() time.Time           { return time.UnixMilli(c.ms.Load()) }
+func (c *fakeClock) Now() time.Time          { return time.UnixMilli(c.ms.Load()) }
 func (c *fakeClock) Advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
 
 // testServer is an in-process anykv serving memcached on a loopback port.
@@ -305,10 +305,14 @@ func (s *scriptConn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (s *scriptConn) Write(p []byte) (int, error)      { return s.out.Write(p) }
-func (s *scriptConn) Close() error                     { return nil }
-func (s *scriptConn) LocalAddr() net.Addr              { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 11211} }
-func (s *scriptConn) RemoteAddr() net.Addr             { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000} }
+func (s *scriptConn) Write(p []byte) (int, error) { return s.out.Write(p) }
+func (s *scriptConn) Close() error                { return nil }
+func (s *scriptConn) LocalAddr() net.Addr {
+	return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 11211}
+}
+func (s *scriptConn) RemoteAddr() net.Addr {
+	return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}
+}
 func (s *scriptConn) SetDeadline(time.Time) error      { return nil }
 func (s *scriptConn) SetReadDeadline(time.Time) error  { return nil }
 func (s *scriptConn) SetWriteDeadline(time.Time) error { return nil }

@@ -27,9 +27,9 @@ const (
 type command uint8
 
 const (
-	cmdNone command = iota
-	cmdError        // reply err (unless noreply) and go on
-	cmdClose        // reply err and close the connection
+	cmdNone  command = iota
+	cmdError         // reply err (unless noreply) and go on
+	cmdClose         // reply err and close the connection
 	cmdGet
 	cmdGets
 	cmdGat
@@ -528,7 +528,7 @@ func parseInt(b []byte) (int64, bool) {
 		return 0, false
 	}
 	if neg {
-		return -int64(u - 1) - 1, true
+		return -int64(u-1) - 1, true
 	}
 	return int64(u), true
 }
