@@ -161,7 +161,7 @@ func (r *Runner) Phase(ctx context.Context, p Phase) error {
 	if missing := r.D.Caps().Missing(p.Needs); len(missing) > 0 {
 		res := base
 		res.Skipped = fmt.Sprintf("%s: %s not supported, phase skipped", r.D.Kind(), strings.Join(missing, " and "))
-		r.notice("%s %s/%s (%d threads): %s", r.Target, r.workload, p.Name, p.Threads, res.Skipped)
+		r.notice("%s %s/%s thr=%d: %s", r.Target, r.workload, p.Name, p.Threads, res.Skipped)
 		r.Results = append(r.Results, &res)
 		return nil
 	}
@@ -309,7 +309,7 @@ func (r *Runner) collect(base Result, stats []*wstats, elapsed time.Duration, pa
 		}
 	}
 	if total.Fails > 0 || total.Errs > 0 {
-		r.notice("%s %s/%s (%d threads): %d errors, %d fails; first: %s", r.Target, r.workload, base.Phase,
+		r.notice("%s %s/%s thr=%d: %d errors, %d fails; first: %s", r.Target, r.workload, base.Phase,
 			base.Threads, total.Errs, total.Fails, strings.Join(total.Samples[:min(1, len(total.Samples))], ""))
 	}
 }
