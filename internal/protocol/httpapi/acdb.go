@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -23,7 +24,11 @@ const compatTable = "default"
 // MaxBody bytes.
 func (a *api) form(w http.ResponseWriter, r *http.Request) (url.Values, error) {
 	r.Body = http.MaxBytesReader(w, r.Body, a.opts.MaxBody)
-	if err := r.ParseMultipartForm(a.opts.MaxBody); err != nil && !errors.Is(err, http.ErrNotMultipart) {
+	err := r.ParseForm() // ParseMultipartForm would hide its errors behind ErrNotMultipart
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == "multipart/form-data" {
+		err = r.ParseMultipartForm(a.opts.MaxBody)
+	}
+	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, err
@@ -114,7 +119,11 @@ func (a *api) acdbQuery(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if next != nil {
+	var size int64
+	for _, e := range entries {
+		size += int64(len(e.Item.Value))
+	}
+	if next != nil || size > a.opts.MaxBody {
 		return newError(http.StatusRequestEntityTooLarge, "too_large", "the table holds more than "+
 			strconv.Itoa(len(entries))+" items or too many bytes for one answer: page through GET /v1/tables/default/keys")
 	}

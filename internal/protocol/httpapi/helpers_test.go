@@ -148,4 +148,6 @@ func escapeKey(key string) string {
 	return b.String()
 }
 
-func itemURL(table, key string) string { return "/v1/tables/" + escapeKey(table) + "/keys/" + escapeKey(key) }
+func itemURL(table, key string) string {
+	return "/v1/tables/" + escapeKey(table) + "/keys/" + escapeKey(key)
+}
