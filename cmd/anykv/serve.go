@@ -8,11 +8,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	_ "net/http/pprof" // profiles on --pprof only: DefaultServeMux is served nowhere else
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"anykv/internal/cache"
 	"anykv/internal/engine"
 	"anykv/internal/engine/memstore"
 	"anykv/internal/engine/pebblestore"
@@ -34,6 +37,8 @@ type config struct {
 	databases                int
 	logLevel, logFormat      string
 	shutdownTimeout          time.Duration
+	pprofAddr                string
+	readCache                int64
 	extra                    extraConfig
 }
 
@@ -62,8 +67,10 @@ func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	num(&c.maxInl, "max-inline", 64<<10, "longest RESP inline command line in bytes")
 	num(&c.databases, "databases", 16, "number of Redis databases (SELECT 0..N-1); database 0 is table \"default\", N is \"dbN\"")
 	fs.Int64Var(&c.cacheBytes, "cache-size", int64(envInt("cache-size", pebblestore.DefaultCacheBytes)), "pebble block cache in bytes"+envNote("cache-size"))
+	fs.Int64Var(&c.readCache, "read-cache", int64(envInt("read-cache", 256<<20)), "bytes of recently read items kept in memory in front of the pebble engine (0: off)"+envNote("read-cache"))
 	str(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	str(&c.logFormat, "log-format", "text", "log format: text or json")
+	str(&c.pprofAddr, "pprof", "", "serve Go's net/http/pprof profiles on this address (for profiling; off by default)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long SIGTERM waits for connections to finish")
 	c.extra.define(fs, str, num)
 	fs.Usage = func() {
@@ -128,7 +135,14 @@ func openEngine(c *config, log *slog.Logger) (engine.Engine, error) {
 		default:
 			return nil, fmt.Errorf("--fsync must be always, interval or never, not %q", c.fsync)
 		}
-		return pebblestore.Open(pebblestore.Options{Dir: c.dir, Sync: mode, CacheBytes: c.cacheBytes, Logger: log})
+		ps, err := pebblestore.Open(pebblestore.Options{Dir: c.dir, Sync: mode, CacheBytes: c.cacheBytes, Logger: log})
+		switch {
+		case err != nil:
+			return nil, err
+		case c.readCache <= 0:
+			return ps, nil
+		}
+		return cache.New(ps, c.readCache), nil
 	}
 	return nil, fmt.Errorf("--engine must be pebble or memory, not %q", c.engine)
 }
@@ -198,6 +212,11 @@ func runServer(ctx context.Context, c *config, log *slog.Logger) error {
 			return fail(err)
 		}
 		h.SetConnCounts(counts)
+	}
+	if c.pprofAddr != "" {
+		if _, err := srv.ListenHTTP("pprof", c.pprofAddr, http.DefaultServeMux, 4); err != nil {
+			return fail(err)
+		}
 	}
 	if err := c.extra.listen(srv, store, c, log); err != nil {
 		return fail(err)

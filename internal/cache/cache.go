@@ -1,0 +1,196 @@
+// Package cache is an engine decorator that keeps recently read items in memory, so hot keys are answered
+// without touching the engine beneath (a skiplist or SSTable read costs microseconds; a map lookup, nanoseconds).
+//
+// Writes go to the engine first; once the engine has applied (and made durable) a batch, the keys it touched
+// are dropped from the cache, so a reader never sees an item older than an acknowledged write. Reads fill the
+// cache on a miss, guarded by a per-shard generation that every invalidation bumps: a fill that raced with a
+// write is discarded rather than stored stale.
+package cache
+
+import (
+	"context"
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+
+	"anykv/internal/engine"
+)
+
+const shards = 256
+
+// Cache wraps an engine. It forwards the optional abilities of the engine it wraps.
+type Cache struct {
+	eng        engine.Engine
+	seed       maphash.Seed
+	shardBytes int64
+	shards     [shards]shard
+	hits       atomic.Int64
+	misses     atomic.Int64
+}
+
+type shard struct {
+	mu    sync.RWMutex
+	gen   uint64 // bumped by every invalidation
+	bytes int64
+	items map[string]engine.Item // by slot(table, key)
+}
+
+// New wraps e with a cache of about maxBytes of keys and values (0 disables caching but keeps the wrapper).
+func New(e engine.Engine, maxBytes int64) *Cache {
+	c := &Cache{eng: e, seed: maphash.MakeSeed(), shardBytes: maxBytes / shards}
+	for i := range c.shards {
+		c.shards[i].items = make(map[string]engine.Item)
+	}
+	return c
+}
+
+// slot names a key in the cache: the table's length, the table, then the key, so no two (table, key) collide.
+func slot(table string, key []byte) string {
+	b := make([]byte, 0, 2+len(table)+len(key))
+	b = append(b, byte(len(table)>>8), byte(len(table)))
+	b = append(b, table...)
+	return string(append(b, key...))
+}
+
+func (c *Cache) shard(s string) *shard {
+	return &c.shards[maphash.String(c.seed, s)%shards]
+}
+
+// Get implements engine.Engine: a hit is answered from memory; a miss reads the engine and fills the cache.
+func (c *Cache) Get(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
+	s := slot(table, key)
+	sh := c.shard(s)
+	sh.mu.RLock()
+	cached, ok := sh.items[s]
+	gen := sh.gen
+	sh.mu.RUnlock()
+	if ok {
+		c.hits.Add(1)
+		if !cached.Live(now) {
+			return engine.Item{}, engine.ErrNotFound
+		}
+		it := cached
+		it.Value = append(make([]byte, 0, len(it.Value)), it.Value...)
+		return it, nil
+	}
+	c.misses.Add(1)
+	it, err := c.eng.Get(ctx, table, key, now)
+	if err != nil || c.shardBytes <= 0 {
+		return it, err
+	}
+	size := int64(len(s) + len(it.Value) + 64)
+	if size > c.shardBytes/4 {
+		return it, nil // too big to be worth a slot
+	}
+	cp := it
+	cp.Value = append([]byte(nil), it.Value...)
+	sh.mu.Lock()
+	if sh.gen == gen { // no write touched this shard since the read began: the item is current
+		if _, dup := sh.items[s]; !dup {
+			for sh.bytes+size > c.shardBytes && len(sh.items) > 0 {
+				for k, old := range sh.items { // evict an arbitrary entry: map order is random
+					sh.bytes -= int64(len(k) + len(old.Value) + 64)
+					delete(sh.items, k)
+					break
+				}
+			}
+			sh.items[s] = cp
+			sh.bytes += size
+		}
+	}
+	sh.mu.Unlock()
+	return it, nil
+}
+
+// Apply implements engine.Engine: the engine applies the batch, then every key it may have changed leaves the
+// cache before Apply returns, so no read after the acknowledgement finds the old item.
+func (c *Cache) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, error) {
+	res, err := c.eng.Apply(ctx, b)
+	for i := range b.Muts {
+		m := &b.Muts[i]
+		switch {
+		case m.Op == engine.OpFlush:
+			c.clear()
+			return res, err
+		case !m.Writes():
+			continue
+		}
+		c.invalidate(slot(m.Table, m.Key))
+		if m.Op == engine.OpRename || m.Op == engine.OpCopy {
+			c.invalidate(slot(m.Table2, m.Key2))
+		}
+	}
+	return res, err
+}
+
+func (c *Cache) invalidate(s string) {
+	sh := c.shard(s)
+	sh.mu.Lock()
+	sh.gen++
+	if old, ok := sh.items[s]; ok {
+		sh.bytes -= int64(len(s) + len(old.Value) + 64)
+		delete(sh.items, s)
+	}
+	sh.mu.Unlock()
+}
+
+func (c *Cache) clear() {
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		sh.gen++
+		sh.items = make(map[string]engine.Item)
+		sh.bytes = 0
+		sh.mu.Unlock()
+	}
+}
+
+// Close implements engine.Engine.
+func (c *Cache) Close() error { return c.eng.Close() }
+
+// Scan forwards engine.Scanner.
+func (c *Cache) Scan(ctx context.Context, table string, r engine.Range, now int64, fn func([]byte, engine.Item) bool) error {
+	sc, ok := c.eng.(engine.Scanner)
+	if !ok {
+		return engine.ErrNotSupported
+	}
+	return sc.Scan(ctx, table, r, now, fn)
+}
+
+// Tables forwards engine.TableLister.
+func (c *Cache) Tables(ctx context.Context) ([]string, error) {
+	tl, ok := c.eng.(engine.TableLister)
+	if !ok {
+		return nil, engine.ErrNotSupported
+	}
+	return tl.Tables(ctx)
+}
+
+// Sweep forwards engine.Sweeper. Swept items are expired, so a cached copy of one is already invisible.
+func (c *Cache) Sweep(ctx context.Context, now int64, budget int) (int, error) {
+	sw, ok := c.eng.(engine.Sweeper)
+	if !ok {
+		return 0, nil
+	}
+	return sw.Sweep(ctx, now, budget)
+}
+
+// Stats forwards engine.Statser and adds the cache's own figures.
+func (c *Cache) Stats() map[string]int64 {
+	out := map[string]int64{}
+	if st, ok := c.eng.(engine.Statser); ok {
+		for k, v := range st.Stats() {
+			out[k] = v
+		}
+	}
+	var n, bytes int64
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.RLock()
+		n, bytes = n+int64(len(sh.items)), bytes+sh.bytes
+		sh.mu.RUnlock()
+	}
+	out["cache_items"], out["cache_bytes"] = n, bytes
+	out["cache_hits"], out["cache_misses"] = c.hits.Load(), c.misses.Load()
+	return out
+}

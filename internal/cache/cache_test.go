@@ -1,0 +1,105 @@
+package cache_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"anykv/internal/cache"
+	"anykv/internal/engine"
+	"anykv/internal/engine/enginetest"
+	"anykv/internal/engine/memstore"
+)
+
+func TestConformance(t *testing.T) {
+	enginetest.Run(t, func(*testing.T) engine.Engine { return cache.New(memstore.New(), 1<<20) })
+}
+
+func TestConformanceTinyCache(t *testing.T) { // constant eviction
+	enginetest.Run(t, func(*testing.T) engine.Engine { return cache.New(memstore.New(), 256*64) })
+}
+
+var ctx = context.Background()
+
+func TestHitsAfterFirstRead(t *testing.T) {
+	c := cache.New(memstore.New(), 1<<20)
+	defer c.Close()
+	c.Apply(ctx, &engine.Batch{Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t", Key: []byte("k"), Value: []byte("v")}}})
+	for i := 0; i < 3; i++ {
+		if it, err := c.Get(ctx, "t", []byte("k"), 0); err != nil || string(it.Value) != "v" {
+			t.Fatalf("get = %q, %v", it.Value, err)
+		}
+	}
+	if st := c.Stats(); st["cache_hits"] != 2 || st["cache_misses"] != 1 || st["cache_items"] != 1 {
+		t.Fatalf("stats = %v", st)
+	}
+}
+
+// TestNoStaleReadsUnderRace: readers and writers hammer a few keys; every read must return a value at least as
+// new as the last write acknowledged before the read began.
+func TestNoStaleReadsUnderRace(t *testing.T) {
+	c := cache.New(slowReads{memstore.New()}, 1<<20)
+	defer c.Close()
+	const keys = 4
+	var acked [keys]struct {
+		sync.Mutex
+		n int
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < 500; i++ {
+				k := i % keys
+				res, err := c.Apply(ctx, &engine.Batch{Muts: []engine.Mutation{{Op: engine.OpIncr, Table: "t",
+					Key: []byte(fmt.Sprint(k)), Delta: 1, Create: true}}})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				var n int
+				fmt.Sscan(string(res[0].New.Value), &n)
+				acked[k].Lock()
+				acked[k].n = max(acked[k].n, n)
+				acked[k].Unlock()
+			}
+		}(w)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 2000; i++ {
+				k := i % keys
+				acked[k].Lock()
+				floor := acked[k].n
+				acked[k].Unlock()
+				it, err := c.Get(ctx, "t", []byte(fmt.Sprint(k)), 0)
+				if errors.Is(err, engine.ErrNotFound) {
+					if floor > 0 {
+						t.Errorf("key %d: not found after %d was acknowledged", k, floor)
+					}
+					continue
+				}
+				var n int
+				fmt.Sscan(string(it.Value), &n)
+				if n < floor {
+					t.Errorf("key %d: read %d after %d was acknowledged (stale cache)", k, n, floor)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// slowReads widens the window between an engine read and the cache fill, where a write can slip in.
+type slowReads struct{ *memstore.Store }
+
+func (s slowReads) Get(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
+	it, err := s.Store.Get(ctx, table, key, now)
+	time.Sleep(50 * time.Microsecond)
+	return it, err
+}
