@@ -59,15 +59,17 @@ func TestUnknownRoutesAndMethodsAnswerJSON(t *testing.T) {
 func TestMethodNotAllowed(t *testing.T) {
 	f := newFixture(t, Options{}, kv.Limits{})
 	cases := map[string]string{
-		"POST /v1/tables/t/keys/k":     "DELETE, GET, HEAD, PUT",
-		"GET /v1/tables/t/keys/k/incr": "", // a GET of a key named "k/incr": not a 405
-		"DELETE /v1/tables":            "GET, HEAD",
-		"PUT /healthz":                 "GET, HEAD",
-		"GET /put":                     "POST",
-		"PATCH /v1/tables/t/keys/k":    "DELETE, GET, HEAD, PUT",
-		// net/http also offers the methods of ".../keys/" (the empty key), which it would redirect to.
-		"POST /v1/tables/t/keys":          "DELETE, GET, HEAD, PUT",
-		"DELETE /v1/tables/t/keys/k/incr": "", // deletes the key "k/incr"
+		"POST /v1/tables/t/keys/k":        "DELETE, GET, HEAD, PUT",
+		"POST /v1/tables/t/keys/k%2Fincr": "DELETE, GET, HEAD, PUT", // an escaped slash belongs to the key
+		"GET /v1/tables/t/keys/k/incr":    "",                       // a GET of the key "k/incr": not a 405
+		"DELETE /v1/tables/t/keys/k/incr": "",                       // deletes the key "k/incr"
+		"DELETE /v1/tables":               "GET, HEAD",
+		"PUT /healthz":                    "GET, HEAD",
+		"GET /put":                        "POST",
+		// net/http lists every method of the key pattern, POST included (for .../incr).
+		"PATCH /v1/tables/t/keys/k": "DELETE, GET, HEAD, POST, PUT",
+		// net/http also offers the methods of ".../keys/" (the empty key), to which it would redirect.
+		"PATCH /v1/tables/t/keys": "DELETE, GET, HEAD, POST, PUT",
 	}
 	for req, allow := range cases {
 		method, target, _ := strings.Cut(req, " ")

@@ -66,6 +66,8 @@ type route struct {
 	// pattern is the net/http pattern's path. A trailing "..." wildcard matches the rest of the path, so that a
 	// key may hold '/' (sent as %2F, or literally); OpenAPI spells it {key}.
 	pattern string
+	// spec is the route's OpenAPI path when it is not the pattern with {key...} spelled {key}.
+	spec string
 	// command names the route in metrics.
 	command string
 	// open routes are served without the password.
@@ -91,7 +93,9 @@ func routes() []route {
 		{method: "HEAD", pattern: keyPath, command: "head", h: (*api).getItem},
 		{method: "PUT", pattern: keyPath, command: "put", h: (*api).putItem},
 		{method: "DELETE", pattern: keyPath, command: "delete", h: (*api).deleteItem},
-		{method: "POST", pattern: "/v1/tables/{table}/keys/{key}/incr", command: "incr", h: (*api).incr},
+		// incr is served on the key pattern: net/http cannot match a segment that is exactly %2F (key "/") with a
+		// one-segment wildcard, so the handler splits off the literal "/incr" itself.
+		{method: "POST", pattern: keyPath, spec: "/v1/tables/{table}/keys/{key}/incr", command: "incr", h: (*api).incr},
 		{method: "GET", pattern: "/get", command: "acdb_get", compat: true, h: (*api).acdbGet},
 		{method: "POST", pattern: "/get", command: "acdb_get", compat: true, h: (*api).acdbGet},
 		{method: "POST", pattern: "/put", command: "acdb_put", compat: true, h: (*api).acdbPut},
@@ -101,6 +105,14 @@ func routes() []route {
 		{method: "GET", pattern: "/count", command: "acdb_count", compat: true, h: (*api).acdbCount},
 		{method: "POST", pattern: "/count", command: "acdb_count", compat: true, h: (*api).acdbCount},
 	}
+}
+
+// openapiPath is the route's path as openapi.json spells it.
+func (rt route) openapiPath() string {
+	if rt.spec != "" {
+		return rt.spec
+	}
+	return strings.ReplaceAll(rt.pattern, "...}", "}")
 }
 
 // New returns the API's handler over store.

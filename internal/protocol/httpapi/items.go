@@ -357,6 +357,13 @@ type incrBody struct {
 // missing item starts at 0, a value that is not a 64-bit integer is 409 not_integer, overflow is 409 overflow, and
 // the item keeps its expiry and flags.
 func (a *api) incr(w http.ResponseWriter, r *http.Request) error {
+	// Only a path that ends in a literal (unescaped) "/incr" names the increment; the key is what precedes it.
+	if !strings.HasSuffix(r.URL.EscapedPath(), "/incr") {
+		w.Header().Set("Allow", "DELETE, GET, HEAD, PUT")
+		return newError(http.StatusMethodNotAllowed, "method_not_allowed",
+			"POST is allowed only on .../keys/{key}/incr; an item takes DELETE, GET, HEAD, PUT")
+	}
+	r.SetPathValue("key", strings.TrimSuffix(r.PathValue("key"), "/incr"))
 	table, key, err := a.target(r)
 	if err != nil {
 		return err

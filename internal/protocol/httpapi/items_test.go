@@ -317,6 +317,27 @@ func TestIncr(t *testing.T) {
 	if it, ok := f.get("default", "a/b"); !ok || string(it.Value) != "1" {
 		t.Fatalf("a/b = %q, %v", it.Value, ok)
 	}
+	// The key "/" (a segment net/http's one-segment wildcards cannot match) and literal slashes work too.
+	for target, key := range map[string]string{"/v1/tables/default/keys/%2F/incr": "/",
+		"/v1/tables/default/keys/user/1/incr": "user/1", "/v1/tables/default/keys/x%2F/incr": "x/"} {
+		wantStatus(t, f.do("POST", target, ""), http.StatusOK)
+		if it, ok := f.get("default", key); !ok || string(it.Value) != "1" {
+			t.Fatalf("%s: key %q = %q, %v", target, key, it.Value, ok)
+		}
+	}
+}
+
+func TestEmptyKey(t *testing.T) {
+	// Redis allows the empty key, so the API reaches it too: .../keys/ with nothing after the slash.
+	f := newFixture(t, Options{}, kv.Limits{})
+	wantStatus(t, f.do("PUT", "/v1/tables/default/keys/", "empty"), http.StatusCreated)
+	if it, ok := f.get("default", ""); !ok || string(it.Value) != "empty" {
+		t.Fatalf("empty key: %q %v", it.Value, ok)
+	}
+	if rec := f.do("GET", "/v1/tables/default/keys/", ""); rec.Code != 200 || rec.Body.String() != "empty" {
+		t.Fatalf("GET empty key: %d %q", rec.Code, rec.Body.String())
+	}
+	wantStatus(t, f.do("DELETE", "/v1/tables/default/keys/", ""), http.StatusNoContent)
 }
 
 func TestLimits(t *testing.T) {
