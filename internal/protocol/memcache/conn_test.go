@@ -1,0 +1,159 @@
+package memcache
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"anykv/internal/engine/memstore"
+	"anykv/internal/kv"
+	"anykv/internal/server"
+)
+
+// TestPipelineIsOneBatch checks the promise behind the durable engine's fsync sharing: consecutive writes of
+// one read become one kv.Store.Apply, a read first applies the writes before it, and all replies of the read
+// go out in one Write.
+func TestPipelineIsOneBatch(t *testing.T) {
+	store := kv.New(memstore.New(), kv.Options{SweepInterval: -1})
+	defer store.Close()
+	h := New(store, Options{})
+	var in bytes.Buffer
+	for i := range 16 {
+		fmt.Fprintf(&in, "set k%d 0 0 2\r\nv%d\r\n", i, i%10)
+	}
+	in.WriteString("get k3\r\nms q 1 q\r\nx\r\nmd k1 q\r\nincr nope 1\r\nmn\r\n")
+	sc := &countingConn{scriptConn: scriptConn{chunks: [][]byte{in.Bytes()}}}
+	h.ServeConn(context.Background(), sc)
+	want := strings.Repeat("STORED\r\n", 16) + "VALUE k3 0 2\r\nv3\r\nEND\r\nNOT_FOUND\r\nMN\r\n"
+	if got := sc.out.String(); got != want {
+		t.Fatalf("replies %q, want %q", got, want)
+	}
+	if st := store.Stats(); st.Batches != 2 || st.Mutations != 19 {
+		t.Fatalf("%d batches of %d mutations, want 2 batches (16 sets; ms, md, incr) of 19", st.Batches, st.Mutations)
+	}
+	if sc.writes != 1 {
+		t.Fatalf("%d writes, want 1", sc.writes)
+	}
+}
+
+type countingConn struct {
+	scriptConn
+	writes int
+}
+
+func (c *countingConn) Write(p []byte) (int, error) { c.writes++; return c.scriptConn.Write(p) }
+
+// TestLargePipelineSplitsBatches checks that a pipeline longer than maxPipeline is applied in several batches
+// and answered completely and in order.
+func TestLargePipelineSplitsBatches(t *testing.T) {
+	store := kv.New(memstore.New(), kv.Options{SweepInterval: -1})
+	defer store.Close()
+	h := New(store, Options{})
+	var in, want bytes.Buffer
+	n := 2*maxPipeline + 10
+	for i := range n {
+		fmt.Fprintf(&in, "incr c 1\r\n")
+		if i == 0 {
+			in.WriteString("set c 0 0 1\r\n0\r\n")
+			want.WriteString("NOT_FOUND\r\nSTORED\r\n")
+		} else {
+			fmt.Fprintf(&want, "%d\r\n", i)
+		}
+	}
+	sc := &scriptConn{chunks: [][]byte{in.Bytes()}}
+	h.ServeConn(context.Background(), sc)
+	if sc.out.String() != want.String() {
+		t.Fatalf("replies differ: got %d bytes, want %d", sc.out.Len(), want.Len())
+	}
+	if b := store.Stats().Batches; b != 3 {
+		t.Fatalf("%d batches, want 3", b)
+	}
+}
+
+// TestStats checks the figures memcached tools read.
+func TestStats(t *testing.T) {
+	ts := startServer(t)
+	cl := dial(t, ts.addr)
+	cl.roundTrip([]byte("set a 0 0 1\r\nx\r\nget a b\r\ngets a\r\ndelete b\r\nincr a 1\r\ncas a 0 0 1 999\r\ny\r\ntouch a 5\r\n"))
+	out := string(cl.roundTrip([]byte("stats\r\n")))
+	// The first round trip's sentinel (an mg miss) counts as one more get and one more miss.
+	for _, want := range []string{
+		"STAT version 1.6.18-anykv", "STAT curr_connections 1", "STAT total_connections 1", "STAT cmd_get 4",
+		"STAT cmd_set 2", "STAT get_hits 2", "STAT get_misses 2", "STAT delete_misses 1", "STAT cas_badval 1",
+		"STAT touch_hits 1", "STAT curr_items 1", "STAT total_items 1", "STAT threads ", "STAT bytes_read ",
+		"STAT time 1767225600\r\n", "STAT uptime 0\r\n", "STAT engine_keys 1",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stats lacks %q", want)
+		}
+	}
+	if !strings.HasSuffix(out, "END\r\n") {
+		t.Errorf("stats does not end with END: %q", out)
+	}
+	set := string(cl.roundTrip([]byte("stats settings\r\n")))
+	if !strings.Contains(set, "STAT item_size_max 1048576\r\n") || !strings.Contains(set, "STAT evictions off\r\n") {
+		t.Errorf("stats settings: %s", set)
+	}
+	if out := string(cl.roundTrip([]byte("stats reset\r\nstats\r\n"))); !strings.HasPrefix(out, "RESET\r\n") ||
+		!regexp.MustCompile(`STAT cmd_get 0\r\n`).MatchString(out) {
+		t.Errorf("after reset: %s", out)
+	}
+}
+
+// TestReject checks the reply to a client over the connection limit and the stats that count it.
+func TestReject(t *testing.T) {
+	store := kv.New(memstore.New(), kv.Options{SweepInterval: -1})
+	defer store.Close()
+	h := New(store, Options{})
+	srv := server.New(slog.New(slog.DiscardHandler))
+	addr, counts, err := srv.Listen("memcache", "127.0.0.1:0", h, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.SetConnCounts(counts)
+	defer srv.Shutdown(context.Background())
+	first := dial(t, addr.String())
+	first.roundTrip([]byte("version\r\n")) // the first connection is being served
+	c, err := net.Dial("tcp", addr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	got, _ := io.ReadAll(c)
+	if string(got) != "SERVER_ERROR Too many open connections\r\n" {
+		t.Fatalf("rejected connection read %q", got)
+	}
+	if out := string(first.roundTrip([]byte("stats\r\n"))); !strings.Contains(out, "STAT rejected_connections 1\r\n") {
+		t.Fatalf("stats: %s", out)
+	}
+}
+
+// TestShutdownAnswersWhatWasRead checks that a server shutdown lets a connection answer its last requests.
+func TestShutdownAnswersWhatWasRead(t *testing.T) {
+	store := kv.New(memstore.New(), kv.Options{SweepInterval: -1})
+	defer store.Close()
+	h := New(store, Options{})
+	srv := server.New(slog.New(slog.DiscardHandler))
+	addr, _, err := srv.Listen("memcache", "127.0.0.1:0", h, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := dial(t, addr.String())
+	cl.roundTrip([]byte("set a 0 0 1\r\nx\r\n"))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	if _, err := store.Get(context.Background(), "default", []byte("a")); err != nil {
+		t.Fatalf("item lost: %v", err)
+	}
+}
