@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync/atomic"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 )
 
 // etcdDriver uses the etcd v3 gRPC API. A table is the key prefix
@@ -15,6 +19,7 @@ import (
 type etcdDriver struct {
 	c         *clientv3.Client
 	endpoints []string
+	noHealth  atomic.Bool
 }
 
 func openEtcd(u *url.URL, opt Options) (Driver, error) {
@@ -91,8 +96,16 @@ func (d *etcdDriver) Count(ctx context.Context, table, prefix string) (int64, er
 	return r.Count, nil
 }
 
-// Noop asks the first endpoint for its status (maintenance RPC, no data).
+// Noop is a gRPC health check, served without touching the store or raft.
+// Servers without the health service get a maintenance Status call instead.
 func (d *etcdDriver) Noop(ctx context.Context) error {
+	if !d.noHealth.Load() {
+		_, err := healthpb.NewHealthClient(d.c.ActiveConnection()).Check(ctx, &healthpb.HealthCheckRequest{})
+		if status.Code(err) != codes.Unimplemented {
+			return err
+		}
+		d.noHealth.Store(true)
+	}
 	_, err := d.c.Status(ctx, d.endpoints[0])
 	return err
 }

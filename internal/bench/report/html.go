@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"math"
 	"strings"
 
 	"anykv/internal/bench/workload"
@@ -171,14 +172,14 @@ func throughputChart(target string, res []*workload.Result) string {
 		off := start - t0
 		iv := r.Series.Interval.Seconds()
 		l := line{name: fmt.Sprintf("%s/%s t%d", r.Workload, r.Phase, r.Threads)}
+		// A step per interval; the last interval is usually partial, so its
+		// rate is over the time it covers.
+		el := r.Elapsed.Seconds()
 		for i, c := range r.Series.Counts {
-			x := off + (float64(i)+0.5)*iv
-			// The last interval is usually partial; scale by the covered time.
-			width := iv
-			if end := r.Elapsed.Seconds() - float64(i)*iv; end < iv && end > 0 {
-				width = end
-			}
-			l.pts = append(l.pts, [2]float64{x, float64(c) / width})
+			from := float64(i) * iv
+			to := math.Min(from+iv, math.Max(el, from+iv/100))
+			rate := float64(c) / (to - from)
+			l.pts = append(l.pts, [2]float64{off + from, rate}, [2]float64{off + to, rate})
 		}
 		lines = append(lines, l)
 		markers = append(markers, marker{x: off, label: fmt.Sprintf("%s t%d", r.Phase, r.Threads)})

@@ -142,6 +142,9 @@ func ratio(v, base float64) string {
 	if base <= 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 		return ""
 	}
+	if q := v / base; q < 0.01 && q > 0 {
+		return fmt.Sprintf("%.2gx", q)
+	}
 	return fmt.Sprintf("%.2fx", v/base)
 }
 

@@ -39,7 +39,7 @@ func result(target, phase, op string, threads int, n int64, base time.Duration, 
 
 func sample() *Report {
 	rep := &Report{
-		Command: "--deploy redis,memcached,postgres,mariadb --workload appscale --records 50 --threads 1",
+		Command: "anykv bench --deploy redis,memcached,postgres,mariadb --workload appscale --records 50 --threads 1",
 		Started: t0, Seed: 42, Mode: "closed loop",
 		Workloads: []WorkloadInfo{{Name: "appscale", Summary: "AppScale datastore evaluation", Params: []string{"N=50", "threads=1"}}},
 		Targets: []Target{
@@ -73,6 +73,7 @@ func sample() *Report {
 		}
 		rep.Results = append(rep.Results, mix, get, put)
 	}
+	rep.Results = append(rep.Results, result("redis", "fill", "", 3, 50, 50*time.Microsecond, 3*time.Millisecond, t0.Add(10*time.Second)))
 	rep.Notices = []string{"memcached appscale/query thr=1: memcache: scan not supported, phase skipped"}
 	return rep
 }

@@ -12,7 +12,7 @@ import (
 // target and workload, and the side-by-side comparison.
 func WriteText(w io.Writer, rep *Report) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "anykv bench  %s\n", rep.Command)
+	fmt.Fprintf(&b, "%s\n", rep.Command)
 	fmt.Fprintf(&b, "started %s, seed %d, %s; latencies in ms; * = phase cut short\n",
 		rep.Started.UTC().Format("2006-01-02 15:04:05 UTC"), rep.Seed, rep.Mode)
 	for _, wl := range rep.Workloads {
@@ -75,7 +75,10 @@ func writeTargetHeader(b *strings.Builder, t Target) {
 func targetTable(res []*workload.Result) string {
 	rows := [][]string{Columns}
 	var skipped []string
-	for _, r := range res {
+	for i, r := range res {
+		if i > 0 && r.Threads != res[i-1].Threads && len(rows) > 1 {
+			rows = append(rows, nil) // blank line between thread counts
+		}
 		if r.Skipped != "" {
 			skipped = append(skipped, fmt.Sprintf("%s thr=%d: %s", r.Test(), r.Threads, r.Skipped))
 			continue

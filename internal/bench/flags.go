@@ -1,0 +1,178 @@
+package bench
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"anykv/internal/bench/deploy"
+	"anykv/internal/bench/driver"
+	"anykv/internal/bench/workload"
+)
+
+// options are the parsed command-line flags.
+type options struct {
+	workloads  []*workload.Workload
+	records    int64
+	operations int64
+	threads    []int
+	deploy     []string
+	targets    []targetFlag
+	html       string
+	json       string
+	csv        string
+	seed       uint64
+	valueSize  int
+	duration   time.Duration
+	rate       float64
+	timeout    time.Duration
+	baseline   string
+	anykvBin   string
+}
+
+type targetFlag struct{ name, url string }
+
+// targetList is the repeatable --target flag: URL or name=URL.
+type targetList []targetFlag
+
+func (t *targetList) String() string { return "" }
+
+func (t *targetList) Set(v string) error {
+	name, raw := "", v
+	if i := strings.Index(v, "="); i > 0 && !strings.Contains(v[:i], "://") {
+		name, raw = v[:i], v[i+1:]
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		return fmt.Errorf("%q is not a URL like resp://host:port", raw)
+	}
+	if name == "" {
+		name = u.Scheme + ":" + u.Host
+	}
+	*t = append(*t, targetFlag{name: name, url: raw})
+	return nil
+}
+
+func newFlagSet(o *options, out io.Writer) (*flag.FlagSet, *string, *string, *string, *targetList) {
+	fs := flag.NewFlagSet("anykv bench", flag.ContinueOnError)
+	fs.SetOutput(out)
+	wl := fs.String("workload", "ycsb-a", "workloads to run, comma-separated (`NAMES`; \"ycsb\" = ycsb-a..f, \"all\")")
+	fs.Int64Var(&o.records, "records", 1000, "records loaded before a run phase (YCSB recordcount; N for appscale and nosql-eval)")
+	fs.Int64Var(&o.operations, "operations", 1000, "operations per run phase (YCSB operationcount; acdb, ratio-sweep, kv739)")
+	th := fs.String("threads", "", "thread counts to run each workload at, comma-separated (`LIST`; default per workload: appscale 1,3,9, kv739 1, others 4)")
+	dep := fs.String("deploy", "", "start these datastores locally and run against each in turn, comma-separated (`NAMES`: "+strings.Join(deploy.Names(), ",")+")")
+	var targets targetList
+	fs.Var(&targets, "target", "run against a running datastore, `[NAME=]URL` (repeatable; schemes: "+strings.Join(driver.Schemes, ", ")+")")
+	fs.StringVar(&o.html, "html", "", "write a self-contained HTML report with plots to `FILE`")
+	fs.StringVar(&o.json, "json", "", "write results as JSON to `FILE`")
+	fs.StringVar(&o.csv, "csv", "", "write results as CSV to `FILE`")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed for every random choice (keys, operation mix, value sizes)")
+	fs.IntVar(&o.valueSize, "value-size", 0, "value size in `BYTES` (default per workload: YCSB 1000, nosql-eval 1000, others 100; minimum 56)")
+	fs.DurationVar(&o.duration, "duration", 0, "cap on each phase's running time, e.g. 30s (0 = run every operation)")
+	fs.Float64Var(&o.rate, "rate", 0, "open loop: send `R` requests/s per phase and measure latency from the intended send time (0 = closed loop)")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "timeout of one operation (counted as Err)")
+	fs.StringVar(&o.baseline, "baseline", "", "target the side-by-side ratios compare against (default: the first target)")
+	fs.StringVar(&o.anykvBin, "anykv-bin", "", "anykv binary for --deploy anykv* (default: this program if named anykv, else bin/anykv, else anykv on PATH)")
+	return fs, wl, th, dep, &targets
+}
+
+func usage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintln(w, `usage: anykv bench [flags]
+
+Runs the same workloads against several datastores, deployed locally with
+--deploy or given with --target, and prints one comparison.
+
+Example:
+  anykv bench --deploy redis,memcached,postgres,etcd --workload appscale --records 1000 --html out.html
+
+Flags:`)
+	fs.PrintDefaults()
+	fmt.Fprintln(w, "\nWorkloads:")
+	for _, w2 := range workload.All() {
+		fmt.Fprintf(w, "  %-12s %s\n", w2.Name, w2.Summary)
+	}
+	fmt.Fprintln(w, "\nDeployable datastores (--deploy):")
+	for _, n := range deploy.Names() {
+		fmt.Fprintf(w, "  %-16s %s\n", n, deploy.Describe(n))
+	}
+	fmt.Fprintln(w, `
+Columns: Test (phase, or phase:op), Req/Sec, Millis (phase time), latency
+percentiles 50% 90% 99% 99.5% 99.9%, Max and Mean in ms, Err (errors and
+timeouts), Fail (wrong, stale, lost or phantom data), Thr (threads).
+See docs/bench.md.`)
+}
+
+// parse parses args; it returns done=true with an exit code when the
+// command should stop (help or a usage error).
+func parse(args []string, stderr, stdout io.Writer) (o options, code int, done bool) {
+	fs, wl, th, dep, targets := newFlagSet(&o, io.Discard)
+	fs.Usage = func() {}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			fs.SetOutput(stdout)
+			usage(stdout, fs)
+			return o, 0, true
+		}
+		fmt.Fprintf(stderr, "anykv bench: %v (see --help)\n", err)
+		return o, 2, true
+	}
+	fail := func(format string, a ...any) (options, int, bool) {
+		fmt.Fprintf(stderr, "anykv bench: "+format+" (see --help)\n", a...)
+		return o, 2, true
+	}
+	if fs.NArg() > 0 {
+		return fail("unexpected argument %q", fs.Arg(0))
+	}
+	var err error
+	if o.workloads, err = workload.Expand(*wl); err != nil {
+		return fail("%v", err)
+	}
+	if *th != "" {
+		for _, s := range strings.Split(*th, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil || n < 1 || n > 4096 {
+				return fail("--threads: %q is not a thread count", s)
+			}
+			o.threads = append(o.threads, n)
+		}
+	}
+	seen := map[string]bool{}
+	for _, d := range strings.Split(*dep, ",") {
+		d = strings.TrimSpace(d)
+		if d == "" {
+			continue
+		}
+		if !deploy.Known(d) {
+			return fail("--deploy: unknown datastore %q (known: %s)", d, strings.Join(deploy.Names(), ", "))
+		}
+		if seen[d] {
+			return fail("--deploy: %s given twice", d)
+		}
+		seen[d] = true
+		o.deploy = append(o.deploy, d)
+	}
+	for _, t := range *targets {
+		if seen[t.name] {
+			return fail("target name %q used twice; name targets with NAME=URL", t.name)
+		}
+		seen[t.name] = true
+	}
+	o.targets = *targets
+	if len(o.deploy)+len(o.targets) == 0 {
+		return fail("nothing to run against: give --deploy and/or --target")
+	}
+	if o.baseline != "" && !seen[o.baseline] {
+		return fail("--baseline %q is not one of the targets", o.baseline)
+	}
+	if o.records < 1 || o.operations < 1 {
+		return fail("--records and --operations must be positive")
+	}
+	if o.valueSize < 0 || o.rate < 0 || o.duration < 0 || o.timeout <= 0 {
+		return fail("--value-size, --rate and --duration must not be negative, --timeout must be positive")
+	}
+	return o, 0, false
+}

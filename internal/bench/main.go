@@ -1,0 +1,271 @@
+// Package bench implements `anykv bench`, the datastore evaluation
+// harness: it deploys the datastores it compares (or uses given ones), runs
+// the same workloads against each in turn through one driver interface, and
+// prints one side-by-side comparison.
+//
+// Subpackages: hist (HDR histograms), gen (key choosers and self-checking
+// values), driver (one small driver per protocol), deploy (local servers),
+// workload (workloads, runner, correctness tracker) and report (text,
+// JSON, CSV, HTML).
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"anykv/internal/bench/deploy"
+	"anykv/internal/bench/driver"
+	"anykv/internal/bench/report"
+	"anykv/internal/bench/workload"
+)
+
+// Exit codes of Main.
+const (
+	ExitOK          = 0
+	ExitFailed      = 1 // a target failed to start or connect, or data failed a check
+	ExitUsage       = 2
+	ExitInterrupted = 130
+)
+
+// Main runs `anykv bench` with its arguments (without the "bench" word) and
+// returns the process exit code. Cancelling ctx (Ctrl-C) stops the run,
+// tears down every deployed server and prints what was measured so far.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, code, done := parse(args, stderr, stdout)
+	if done {
+		return code
+	}
+	b := &bencher{o: o, stdout: stdout, stderr: stderr, runID: runID(),
+		live: isTerminal(stdout)}
+	return b.run(ctx, args)
+}
+
+type bencher struct {
+	o      options
+	stdout io.Writer
+	stderr io.Writer
+	runID  string
+	live   bool
+
+	mu      sync.Mutex
+	notices []string
+	failed  bool
+}
+
+func (b *bencher) notice(msg string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.notices = append(b.notices, msg)
+	if b.live {
+		fmt.Fprint(b.stdout, "\r\033[K")
+	}
+	fmt.Fprintln(b.stderr, msg)
+}
+
+func (b *bencher) cfg() workload.Config {
+	return workload.Config{Records: b.o.records, Operations: b.o.operations, Threads: b.o.threads, Seed: b.o.seed,
+		ValueSize: b.o.valueSize, Duration: b.o.duration, Rate: b.o.rate, Timeout: b.o.timeout, RunID: b.runID}
+}
+
+func (b *bencher) maxThreads() int {
+	m := 1
+	ts := b.o.threads
+	if len(ts) == 0 {
+		for _, w := range b.o.workloads {
+			ts = append(ts, w.DefaultThreads...)
+		}
+	}
+	for _, t := range ts {
+		m = max(m, t)
+	}
+	return m
+}
+
+func (b *bencher) run(ctx context.Context, args []string) int {
+	rep := &report.Report{Command: "anykv bench " + quoteArgs(args), Started: time.Now(), Seed: b.o.seed,
+		Mode: "closed loop", Baseline: b.o.baseline}
+	if b.o.rate > 0 {
+		rep.Mode = fmt.Sprintf("open loop at %g requests/s per phase, latency from intended send time", b.o.rate)
+	}
+	if b.o.duration > 0 {
+		rep.Mode += fmt.Sprintf(", phases capped at %v", b.o.duration)
+	}
+	cfg := b.cfg()
+	for _, w := range b.o.workloads {
+		rep.Workloads = append(rep.Workloads, report.WorkloadInfo{Name: w.Name, Summary: w.Summary, Params: w.Params(cfg)})
+	}
+
+	var baseDir string
+	if len(b.o.deploy) > 0 {
+		var err error
+		if baseDir, err = deploy.NewBaseDir(); err != nil {
+			fmt.Fprintf(b.stderr, "anykv bench: %v\n", err)
+			return ExitFailed
+		}
+		defer os.RemoveAll(baseDir)
+	}
+	type job struct {
+		name, url string
+		deploy    bool
+	}
+	var jobs []job
+	for _, d := range b.o.deploy {
+		jobs = append(jobs, job{name: d, deploy: true})
+	}
+	for _, t := range b.o.targets {
+		jobs = append(jobs, job{name: t.name, url: t.url})
+	}
+	interrupted := false
+	for _, j := range jobs {
+		if ctx.Err() != nil {
+			interrupted = true
+			break
+		}
+		t, res, err := b.runTarget(ctx, j.name, j.url, j.deploy, baseDir)
+		rep.Targets = append(rep.Targets, t)
+		rep.Results = append(rep.Results, res...)
+		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
+			interrupted = true
+			break
+		}
+	}
+	for _, r := range rep.Results {
+		if r.Fails > 0 {
+			b.failed = true
+		}
+	}
+	rep.Notices = b.notices
+	if b.live {
+		fmt.Fprint(b.stdout, "\r\033[K")
+	}
+	if interrupted {
+		fmt.Fprintln(b.stderr, "anykv bench: interrupted; servers torn down; partial results follow")
+	}
+	if rep.Baseline != "" {
+		found := false
+		for _, t := range rep.Targets {
+			found = found || t.Name == rep.Baseline
+		}
+		if !found {
+			rep.Baseline = ""
+		}
+	}
+	if err := report.WriteText(b.stdout, rep); err != nil {
+		fmt.Fprintf(b.stderr, "anykv bench: %v\n", err)
+		b.failed = true
+	}
+	for _, out := range []struct {
+		path  string
+		write func(io.Writer, *report.Report) error
+	}{{b.o.html, report.WriteHTML}, {b.o.json, report.WriteJSON}, {b.o.csv, report.WriteCSV}} {
+		if out.path == "" {
+			continue
+		}
+		if err := writeFile(out.path, rep, out.write); err != nil {
+			fmt.Fprintf(b.stderr, "anykv bench: %v\n", err)
+			b.failed = true
+		}
+	}
+	switch {
+	case interrupted:
+		return ExitInterrupted
+	case b.failed:
+		return ExitFailed
+	}
+	return ExitOK
+}
+
+// runTarget deploys (if asked), connects, runs every workload and tears
+// down. The returned error is only ctx's.
+func (b *bencher) runTarget(ctx context.Context, name, url string, dep bool, baseDir string) (report.Target, []*workload.Result, error) {
+	t := report.Target{Name: name, URL: url, Deployed: dep}
+	if dep {
+		srv, err := deploy.Start(ctx, name, deploy.Options{BaseDir: baseDir, AnykvBin: b.o.anykvBin, Log: b.stderr})
+		var ni *deploy.NotInstalledError
+		switch {
+		case errors.As(err, &ni):
+			t.Skipped = ni.Error()
+			b.notice(name + ": " + t.Skipped)
+			return t, nil, nil
+		case err != nil:
+			if ctx.Err() != nil {
+				t.Skipped = "interrupted during start-up"
+				return t, nil, ctx.Err()
+			}
+			t.Skipped = "failed to start: " + err.Error()
+			b.notice(name + ": " + t.Skipped)
+			b.failed = true
+			return t, nil, nil
+		}
+		defer func() {
+			if err := srv.Stop(); err != nil {
+				b.notice(fmt.Sprintf("%s: stop: %v", name, err))
+			} else {
+				fmt.Fprintf(b.stderr, "deploy: %s stopped\n", name)
+			}
+		}()
+		t.URL, t.Version, t.Settings = srv.URL, srv.Version, srv.Settings
+	}
+	d, err := driver.Open(ctx, t.URL, driver.Options{Conns: b.maxThreads() + 2, Timeout: b.o.timeout})
+	if err != nil {
+		if ctx.Err() != nil {
+			t.Skipped = "interrupted while connecting"
+			return t, nil, ctx.Err()
+		}
+		t.Skipped = "cannot connect: " + err.Error()
+		b.notice(name + ": " + t.Skipped)
+		b.failed = true
+		return t, nil, nil
+	}
+	defer d.Close()
+	t.Driver = d.Settings()
+	r := workload.NewRunner(name, d, b.cfg())
+	r.Notice = b.notice
+	stop := b.progress(r)
+	defer stop()
+	for _, w := range b.o.workloads {
+		if err := r.Run(ctx, w); err != nil {
+			return t, r.Results, err
+		}
+	}
+	return t, r.Results, nil
+}
+
+func writeFile(path string, rep *report.Report, write func(io.Writer, *report.Report) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f, rep); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Close()
+}
+
+func runID() string {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return fmt.Sprintf("r%x", time.Now().UnixNano()&0xffffffff)
+	}
+	return "r" + hex.EncodeToString(b[:])
+}
+
+func quoteArgs(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\"'$\\") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		q[i] = a
+	}
+	return strings.Join(q, " ")
+}

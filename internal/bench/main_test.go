@@ -1,0 +1,269 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"anykv/internal/bench/deploy"
+	"anykv/internal/bench/workload"
+)
+
+// TestEndToEnd deploys redis, memcached, etcd and postgres (and anykv when
+// ANYKV_BIN is set), runs appscale at 1 and 3 threads and checks the report.
+func TestEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	html, js, csv := filepath.Join(dir, "out.html"), filepath.Join(dir, "out.json"), filepath.Join(dir, "out.csv")
+	targets := "redis,memcached,etcd,postgres"
+	args := []string{"--deploy", targets, "--workload", "appscale", "--records", "50", "--threads", "1,3",
+		"--html", html, "--json", js, "--csv", csv}
+	if bin := os.Getenv("ANYKV_BIN"); bin != "" {
+		targets = "anykv," + targets
+		args[1] = targets
+		args = append(args, "--anykv-bin", bin)
+	}
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	start := time.Now()
+	code := Main(ctx, args, &stdout, &stderr)
+	t.Logf("end to end took %v", time.Since(start))
+	out := stdout.String()
+	if code != ExitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr.String())
+	}
+	if strings.Contains(out, "skipped: install") {
+		t.Fatalf("a server is not installed (CI installs scripts/test-deps.txt):\n%s", out)
+	}
+	for _, name := range strings.Split(targets, ",") {
+		if !strings.Contains(out, "-- appscale on "+name+"\n") {
+			t.Errorf("no table for %s", name)
+		}
+	}
+	for _, want := range []string{
+		"memcache: scan not supported, phase skipped",
+		"memcache: count not supported, phase skipped",
+		"== side by side: Req/Sec (ratio to baseline " + strings.Split(targets, ",")[0] + ")",
+		"== side by side: 99% latency",
+		"appendfsync always", "synchronous_commit=on", "WAL fsync",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	// Every data row has Err and Fail of 0.
+	rowRe := regexp.MustCompile(`(?m)^\s*(fill|count|put|get|query|delete|noop)\s+[\d.]+\s+\d+(\s+[\d.]+){7}\s+(\d+)\s+(\d+)\s+([13])$`)
+	rows := rowRe.FindAllStringSubmatch(out, -1)
+	n := len(strings.Split(targets, ","))
+	if want := 14*n - 4; len(rows) != want { // memcached skips count and query at both thread counts
+		t.Errorf("%d table rows, want %d:\n%s", len(rows), want, out)
+	}
+	for _, r := range rows {
+		if r[3] != "0" || r[4] != "0" {
+			t.Errorf("errors or fails: %s", r[0])
+		}
+	}
+	page, err := os.ReadFile(html)
+	if err != nil || !bytes.Contains(page, []byte("<svg")) || bytes.Contains(page, []byte("<script")) {
+		t.Errorf("html report: %v, %d bytes", err, len(page))
+	}
+	var rep struct {
+		Results []struct {
+			Target, Test string
+			Threads      int
+			Ops          int64
+		}
+	}
+	b, err := os.ReadFile(js)
+	if err != nil || json.Unmarshal(b, &rep) != nil || len(rep.Results) != 14*n {
+		t.Errorf("json report: %v, %d results", err, len(rep.Results))
+	}
+	for _, r := range rep.Results {
+		if r.Test == "put" && r.Threads == 3 && r.Ops != 150 {
+			t.Errorf("%s put thr=3: %d ops, want 150", r.Target, r.Ops)
+		}
+	}
+	if c, err := os.ReadFile(csv); err != nil || strings.Count(string(c), "\n") != 14*n+1 {
+		t.Errorf("csv report: %v", err)
+	}
+	// Teardown: no data directories left.
+	if m, _ := filepath.Glob(filepath.Join(os.TempDir(), "anykv-bench-*", "redis-*")); len(m) > 0 {
+		t.Logf("left over (maybe from a concurrent run): %v", m)
+	}
+}
+
+func TestHelpListsEveryFlagAndWorkload(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := Main(context.Background(), []string{"--help"}, &stdout, &stderr); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	help := stdout.String()
+	var o options
+	fs, _, _, _, _ := newFlagSet(&o, nil)
+	fs.VisitAll(func(f *flag.Flag) {
+		if !strings.Contains(help, "-"+f.Name) {
+			t.Errorf("help lacks --%s", f.Name)
+		}
+	})
+	for _, w := range workload.All() {
+		if !strings.Contains(help, "  "+w.Name+" ") {
+			t.Errorf("help lacks workload %s", w.Name)
+		}
+	}
+	for _, d := range deploy.Names() {
+		if !strings.Contains(help, "  "+d+" ") {
+			t.Errorf("help lacks deployment %s", d)
+		}
+	}
+	for _, c := range []string{"Req/Sec", "Millis", "99.5%", "Err", "Fail", "Thr"} {
+		if !strings.Contains(help, c) {
+			t.Errorf("help lacks column %s", c)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"--deploy", "oracle"},
+		{"--deploy", "redis,redis"},
+		{"--deploy", "redis", "--workload", "tpcc"},
+		{"--deploy", "redis", "--threads", "0"},
+		{"--deploy", "redis", "--baseline", "etcd"},
+		{"--target", "not a url"},
+		{"--target", "a=resp://x:1", "--target", "a=resp://y:1"},
+		{"--deploy", "redis", "--records", "0"},
+		{"--deploy", "redis", "extra"},
+		{"--bogus"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := Main(context.Background(), args, &stdout, &stderr); code != ExitUsage {
+			t.Errorf("%q: exit %d, want %d", args, code, ExitUsage)
+		}
+		if !strings.Contains(stderr.String(), "anykv bench:") || stdout.Len() != 0 {
+			t.Errorf("%q: stderr %q stdout %q", args, stderr.String(), stdout.String())
+		}
+	}
+}
+
+// TestTargetAndMissingBinary runs against a server given by URL, next to an
+// anykv deployment whose binary does not exist, with a JSON report.
+func TestTargetAndMissingBinary(t *testing.T) {
+	base, err := deploy.NewBaseDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(base)
+	srv, err := deploy.Start(context.Background(), "redis-nopersist", deploy.Options{BaseDir: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"--deploy", "anykv", "--anykv-bin", "/nonexistent/anykv",
+		"--target", "mine=" + srv.URL, "--workload", "kv739,ycsb-e", "--operations", "200", "--records", "100",
+		"--threads", "2", "--baseline", "mine", "--rate", "2000", "--seed", "9"}, &stdout, &stderr)
+	out := stdout.String()
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr.String())
+	}
+	for _, want := range []string{"skipped: anykv binary /nonexistent/anykv not found", "-- kv739 on mine",
+		"-- ycsb-e on mine", "put-65536B", "get-absent", "run:scan", "run:insert", "open loop at 2000 requests/s"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestInterruptTearsDown cancels a long run and checks Main returns soon,
+// reports the interruption and leaves no server behind.
+func TestInterruptTearsDown(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	done := make(chan int)
+	go func() {
+		done <- Main(ctx, []string{"--deploy", "redis-nopersist", "--workload", "ycsb-a", "--records", "1000000",
+			"--threads", "2"}, &stdout, &stderr)
+	}()
+	// Wait until the server is up, then interrupt.
+	deadline := time.Now().Add(30 * time.Second)
+	re := regexp.MustCompile(`ready at resp://(127\.0\.0\.1:\d+)`)
+	var addr string
+	for addr == "" && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		if m := re.FindStringSubmatch(stderr.String()); m != nil {
+			addr = m[1]
+		}
+	}
+	if addr == "" {
+		cancel()
+		t.Fatalf("server never came up: %s", stderr.String())
+	}
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	select {
+	case code := <-done:
+		if code != ExitInterrupted {
+			t.Errorf("exit %d, want %d", code, ExitInterrupted)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Main did not return after cancel")
+	}
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		c.Close()
+		t.Errorf("redis still listening on %s after interrupt", addr)
+	}
+	if !strings.Contains(stdout.String(), "load*") {
+		t.Errorf("partial load phase not reported:\n%s", stdout.String())
+	}
+}
+
+func TestProgressLine(t *testing.T) {
+	l := workload.Live{Workload: "ycsb-a", Phase: "run", Threads: 4, Done: 500, Total: 1500,
+		Elapsed: 2 * time.Second, P99: 1500 * time.Microsecond}
+	got := progressLine("redis", l)
+	want := "redis ycsb-a/run thr=4  500/1500 ops  250/s  p99 1.500ms  ~4s left"
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	l.Cap = 3 * time.Second
+	if got := progressLine("redis", l); !strings.HasSuffix(got, "~1s left") {
+		t.Errorf("capped: %q", got)
+	}
+	var buf bytes.Buffer
+	if isTerminal(&buf) {
+		t.Error("buffer taken for a terminal")
+	}
+	f, _ := os.Open(os.DevNull)
+	defer f.Close()
+	if isTerminal(f) {
+		t.Error("/dev/null taken for a terminal")
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
