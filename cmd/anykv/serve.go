@@ -20,6 +20,7 @@ import (
 	"anykv/internal/engine/memstore"
 	"anykv/internal/engine/pebblestore"
 	"anykv/internal/kv"
+	"anykv/internal/metrics"
 	"anykv/internal/protocol/redis"
 	"anykv/internal/protocol/resp"
 	"anykv/internal/server"
@@ -202,8 +203,9 @@ func runServer(ctx context.Context, c *config, log *slog.Logger) error {
 		store.Close()
 		return err
 	}
+	m := metrics.New(store)
 	if c.respAddr != "" {
-		h := redis.New(store, redis.Options{
+		h := redis.New(store, redis.Options{Metrics: m,
 			Password: c.password, Databases: c.databases, AnykvVersion: version, Settings: c.settings(), Logger: log,
 			Limits: resp.Limits{MaxBulk: c.maxBulk, MaxArgs: c.maxArgs, MaxInline: c.maxInl},
 		})
@@ -218,7 +220,7 @@ func runServer(ctx context.Context, c *config, log *slog.Logger) error {
 			return fail(err)
 		}
 	}
-	if err := c.extra.listen(srv, store, c, log); err != nil {
+	if err := c.extra.listen(srv, store, c, m, log); err != nil {
 		return fail(err)
 	}
 	log.Info("anykv ready", "version", version, "took", time.Since(started).String())

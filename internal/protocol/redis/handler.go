@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"anykv/internal/kv"
+	"anykv/internal/metrics"
 	"anykv/internal/protocol/resp"
 	"anykv/internal/server"
 )
@@ -35,6 +36,8 @@ type Options struct {
 	// Settings are extra name/value pairs CONFIG GET and INFO report (engine, fsync, dir, ...).
 	Settings map[string]string
 	Logger   *slog.Logger
+	// Metrics receives each command's latency and outcome; nil records nothing.
+	Metrics *metrics.Metrics
 }
 
 // Handler serves Redis connections. It implements server.Handler and server.Rejecter.
@@ -52,6 +55,8 @@ type Handler struct {
 	}
 	mu       sync.Mutex
 	sessions map[int64]*session // for CLIENT LIST
+	// observers holds each command's metrics, looked up once here rather than per request.
+	observers map[*command]*metrics.Observer
 }
 
 // New returns a handler over store.
@@ -62,7 +67,11 @@ func New(store *kv.Store, opts Options) *Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	h := &Handler{store: store, opts: opts, log: opts.Logger, started: time.Now(), sessions: map[int64]*session{}}
+	h := &Handler{store: store, opts: opts, log: opts.Logger, started: time.Now(), sessions: map[int64]*session{},
+		observers: map[*command]*metrics.Observer{}}
+	for _, c := range commands {
+		h.observers[c] = opts.Metrics.Command("resp", c.name) // nil-safe: a nil Metrics gives nil observers
+	}
 	h.cursors.init()
 	return h
 }

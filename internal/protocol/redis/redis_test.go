@@ -1,6 +1,8 @@
 package redis
 
 import (
+	"anykv/internal/metrics"
+	"anykv/internal/server"
 	"bufio"
 	"context"
 	"errors"
@@ -341,5 +343,33 @@ func TestProtectedMode(t *testing.T) {
 			t.Errorf("password %q: non-loopback client got %q, want prefix %q", tc.password, got, tc.want)
 		}
 		client.Close()
+	}
+}
+
+func TestMetricsCountCommandsAndErrors(t *testing.T) {
+	ts := &testServer{}
+	base := startServer(t, Options{}, 0)
+	m := metrics.New(base.store)
+	h := New(base.store, Options{Metrics: m, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv := server.New(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	addr, _, err := srv.Listen("resp", "127.0.0.1:0", h, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown(ctx)
+	ts.addr = addr.String()
+	rc := ts.raw(t)
+	rc.send("SET a 1\r\nSET a\r\nNOSUCH\r\nGET a\r\nINCR a\r\nSET s x\r\nINCR s\r\nPING\r\n")
+	for i := 0; i < 8; i++ {
+		rc.reply()
+	}
+	for _, c := range []struct {
+		cmd          string
+		reqs, errors uint64
+	}{{"set", 3, 1}, {"get", 1, 0}, {"incr", 2, 1}, {"ping", 1, 0}} {
+		o := m.Command("resp", c.cmd)
+		if o.Requests() != c.reqs || o.Errors() != c.errors {
+			t.Errorf("%s: %d requests, %d errors; want %d, %d", c.cmd, o.Requests(), o.Errors(), c.reqs, c.errors)
+		}
 	}
 }

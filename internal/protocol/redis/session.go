@@ -8,6 +8,7 @@ import (
 
 	"anykv/internal/engine"
 	"anykv/internal/kv"
+	"anykv/internal/metrics"
 	"anykv/internal/protocol/resp"
 )
 
@@ -22,6 +23,8 @@ type pending struct {
 	errMsg string
 	imm    *command
 	args   [][]byte
+	obs    *metrics.Observer // the command's metrics (nil: none)
+	start  time.Time         // when the command was read
 }
 
 // watch is a key WATCHed with the version it had (0: absent).
@@ -57,6 +60,8 @@ type session struct {
 	queued  [][][]byte // commands queued by MULTI, copied out of the parser's buffer
 	watched []watch
 	lower   [32]byte // scratch for lower-casing command names without allocating
+	obs     *metrics.Observer
+	start   time.Time
 }
 
 func newSession(h *Handler, c net.Conn) *session {
@@ -73,10 +78,14 @@ func (s *session) table() string { return table(s.db) }
 func (s *session) add(m engine.Mutation) { s.muts = append(s.muts, m) }
 
 // plan registers the reply of the command that just added its n mutations.
-func (s *session) plan(n int, fn replyFunc) { s.replies = append(s.replies, pending{n: n, fn: fn}) }
+func (s *session) plan(n int, fn replyFunc) {
+	s.replies = append(s.replies, pending{n: n, fn: fn, obs: s.obs, start: s.start})
+}
 
 // fail registers an error reply for the command being compiled; it must add no mutation.
-func (s *session) fail(msg string) { s.replies = append(s.replies, pending{errMsg: msg}) }
+func (s *session) fail(msg string) {
+	s.replies = append(s.replies, pending{errMsg: msg, obs: s.obs, start: s.start})
+}
 
 // lookup finds the command named by args[0], case-insensitively.
 func (s *session) lookup(name []byte) *command {
@@ -95,6 +104,7 @@ func (s *session) lookup(name []byte) *command {
 
 // dispatch runs or queues one command.
 func (s *session) dispatch(args [][]byte) {
+	s.obs = nil
 	cmd := s.lookup(args[0])
 	if cmd == nil {
 		name := string(args[0])
@@ -108,6 +118,10 @@ func (s *session) dispatch(args [][]byte) {
 		return
 	}
 	s.lastCmd = cmd.name
+	s.obs = s.h.observers[cmd]
+	if s.obs != nil {
+		s.start = time.Now()
+	}
 	if !s.authed && cmd.flags&flagNoAuth == 0 {
 		s.reject("NOAUTH Authentication required.")
 		return
@@ -134,7 +148,12 @@ func (s *session) dispatch(args [][]byte) {
 		s.flush()
 	default:
 		s.flush()
+		before := s.w.Len()
 		cmd.imm(s, args)
+		if s.obs != nil {
+			out := s.w.Bytes()
+			s.obs.Observe(time.Since(s.start), len(out) > before && out[before] == '-')
+		}
 	}
 }
 
@@ -225,26 +244,36 @@ func (s *session) writeReplies(res []engine.Result, err error) {
 	}
 	off := 0
 	for _, p := range s.replies {
-		switch {
-		case p.errMsg != "":
-			s.w.Error(p.errMsg)
-			continue
-		case p.imm != nil:
-			p.imm.imm(s, p.args)
-			continue
-		case err != nil:
-			s.w.Error(errText(err))
-		default:
-			r := res[off : off+p.n]
-			if p.fn != nil {
-				p.fn(s.w, r)
-			} else if len(r) > 0 && r[0].Err != nil {
-				s.w.Error(errText(r[0].Err))
-			} else {
-				s.w.SimpleString("OK")
-			}
+		before := s.w.Len()
+		s.writeReply(p, res, off, err)
+		if p.obs != nil {
+			out := s.w.Bytes()
+			p.obs.Observe(time.Since(p.start), len(out) > before && (out[before] == '-' || err != nil))
 		}
-		off += p.n
+		if p.errMsg == "" && p.imm == nil {
+			off += p.n
+		}
+	}
+}
+
+// writeReply writes one pending reply from the batch results starting at off.
+func (s *session) writeReply(p pending, res []engine.Result, off int, err error) {
+	switch {
+	case p.errMsg != "":
+		s.w.Error(p.errMsg)
+	case p.imm != nil:
+		p.imm.imm(s, p.args)
+	case err != nil:
+		s.w.Error(errText(err))
+	default:
+		r := res[off : off+p.n]
+		if p.fn != nil {
+			p.fn(s.w, r)
+		} else if len(r) > 0 && r[0].Err != nil {
+			s.w.Error(errText(r[0].Err))
+		} else {
+			s.w.SimpleString("OK")
+		}
 	}
 }
 
