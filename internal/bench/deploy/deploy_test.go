@@ -128,13 +128,18 @@ const fakeAnykv = `#!/bin/sh
 echo "$@" > "$(dirname "$0")/args.$$"
 [ "$1" = serve ] || exit 2
 shift
+[ "$1" = --help ] && { echo "  -http string"; echo "  -memcache string"; exit 0; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) dir=$2; shift 2;;
     --resp) port=${2##*:}; shift 2;;
+    --memcache) mc=${2##*:}; shift 2;;
+    --http) web=${2##*:}; shift 2;;
     *) shift;;
   esac
 done
+[ -n "$mc" ] && exec memcached -p "$mc" -l 127.0.0.1 -U 0 -u nobody
+[ -n "$web" ] && cd "$dir" && exec python3 -m http.server "$web" --bind 127.0.0.1
 exec redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --save "" --appendonly no
 `
 
@@ -149,17 +154,24 @@ func TestAnykvVariants(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"anykv":          "--fsync always",
+		"anykv":          "--http  --memcache  --fsync always",
 		"anykv-interval": "--fsync interval",
 		"anykv-never":    "--fsync never",
 		"anykv-memory":   "--engine memory",
+		"anykv-memcache": "--memcache 127.0.0.1:",
+		"anykv-http":     "--http 127.0.0.1:",
 	}
+	scheme := map[string]string{"anykv-memcache": "memcache://", "anykv-http": "http://"}
 	for name, flag := range want {
 		s, err := Start(context.Background(), name, Options{BaseDir: baseDir(t), AnykvBin: bin})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if !strings.HasPrefix(s.URL, "resp://127.0.0.1:") {
+		sch := scheme[name]
+		if sch == "" {
+			sch = "resp://"
+		}
+		if !strings.HasPrefix(s.URL, sch+"127.0.0.1:") {
 			t.Errorf("%s url %s", name, s.URL)
 		}
 		if err := s.Stop(); err != nil {
@@ -171,7 +183,7 @@ func TestAnykvVariants(t *testing.T) {
 		for _, f := range files {
 			b, _ := os.ReadFile(f)
 			os.Remove(f)
-			if l := strings.TrimSpace(string(b)); strings.HasPrefix(l, "serve") {
+			if l := strings.TrimSpace(string(b)); strings.HasPrefix(l, "serve --dir") {
 				serves = append(serves, l)
 			}
 		}

@@ -176,6 +176,15 @@ func output(bin string, args ...string) string {
 	return strings.TrimSpace(line)
 }
 
+// helpText runs bin args and returns everything it printed, whatever its
+// exit status (help output often exits non-zero).
+func helpText(bin string, args ...string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	b, _ := exec.CommandContext(ctx, bin, args...).CombinedOutput()
+	return string(b)
+}
+
 func tail(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(lines) > n {

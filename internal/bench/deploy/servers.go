@@ -21,16 +21,18 @@ func init() {
 		}})
 	register(spec{name: "memcached", pkg: "memcached", summary: "memcached -t 2 -U 0 -m 1024 (memory only)", start: startMemcached})
 	register(spec{name: "etcd", pkg: "etcd-server", summary: "etcd single member, WAL fsync per commit", start: startEtcd})
-	for _, v := range []struct{ name, summary string }{
-		{"anykv", "anykv serve --fsync always"},
-		{"anykv-interval", "anykv serve --fsync interval"},
-		{"anykv-never", "anykv serve --fsync never"},
-		{"anykv-memory", "anykv serve --engine memory"},
+	for _, v := range []struct{ name, variant, summary string }{
+		{"anykv", "always", "anykv serve --fsync always, benchmarked over RESP"},
+		{"anykv-interval", "interval", "anykv serve --fsync interval, over RESP"},
+		{"anykv-never", "never", "anykv serve --fsync never, over RESP"},
+		{"anykv-memory", "memory", "anykv serve --engine memory, over RESP"},
+		{"anykv-http", "http", "anykv serve --fsync always, benchmarked over its HTTP/JSON API"},
+		{"anykv-memcache", "memcache", "anykv serve --fsync always, benchmarked over the memcached protocol"},
 	} {
 		v := v
 		register(spec{name: v.name, summary: v.summary,
 			start: func(ctx context.Context, o Options, dir string) (*Server, error) {
-				return startAnykv(ctx, o, dir, strings.TrimPrefix(strings.TrimPrefix(v.name, "anykv"), "-"))
+				return startAnykv(ctx, o, dir, v.variant)
 			}})
 	}
 }
@@ -156,14 +158,13 @@ func FindAnykv(explicit string) (string, error) {
 	return "", &NotInstalledError{Name: "anykv", Hint: hint}
 }
 
-// startAnykv runs `anykv serve` with fsync mode variant ("" = always,
-// "interval", "never") or the memory engine ("memory").
+// startAnykv runs `anykv serve --dir D --resp 127.0.0.1:P` with the
+// variant's durability (always, interval, never, memory) and protocol (http
+// and memcache use --fsync always and are benchmarked through that
+// protocol). Listeners the bench does not use are switched off when the
+// binary has them, so parallel deployments do not fight over default ports.
 func startAnykv(ctx context.Context, o Options, dir, variant string) (*Server, error) {
 	bin, err := FindAnykv(o.AnykvBin)
-	if err != nil {
-		return nil, err
-	}
-	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
@@ -171,28 +172,49 @@ func startAnykv(ctx context.Context, o Options, dir, variant string) (*Server, e
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		return nil, err
 	}
-	args := []string{"serve", "--dir", data, "--resp", fmt.Sprintf("127.0.0.1:%d", port)}
+	help := helpText(bin, "serve", "--help")
+	ports := map[string]int{}
+	for _, proto := range []string{"resp", "http", "memcache"} {
+		if ports[proto], err = freePort(); err != nil {
+			return nil, err
+		}
+	}
+	addr := func(proto string) string { return fmt.Sprintf("127.0.0.1:%d", ports[proto]) }
+	args := []string{"serve", "--dir", data, "--resp", addr("resp")}
+	proto := "resp"
+	switch variant {
+	case "http", "memcache":
+		proto = variant
+	}
+	for _, extra := range []string{"http", "memcache"} {
+		switch {
+		case extra == proto:
+			args = append(args, "--"+extra, addr(extra))
+		case strings.Contains(help, "-"+extra+" "):
+			args = append(args, "--"+extra, "")
+		}
+	}
 	var settings []string
 	switch variant {
 	case "memory":
 		args = append(args, "--engine", "memory")
 		settings = []string{"memory engine (--engine memory): no persistence"}
-	case "":
-		args = append(args, "--fsync", "always")
-		settings = []string{"fsync before every write is acknowledged (--fsync always)"}
-	default:
+	case "interval", "never":
 		args = append(args, "--fsync", variant)
 		settings = []string{fmt.Sprintf("--fsync %s: acknowledged writes may be lost on power failure", variant)}
+	default:
+		args = append(args, "--fsync", "always")
+		settings = []string{"fsync before every write is acknowledged (--fsync always)"}
 	}
 	p, err := startProc(bin, args, dir, logPath(dir, "anykv"), nil)
 	if err != nil {
 		return nil, err
 	}
-	url := fmt.Sprintf("resp://127.0.0.1:%d", port)
+	url := map[string]string{"resp": "resp://", "http": "http://", "memcache": "memcache://"}[proto] + addr(proto)
 	if err := waitReady(ctx, p, url, o.ReadyTimeout); err != nil {
 		return nil, fmt.Errorf("anykv: %w", err)
 	}
-	settings = append(settings, "binary "+bin)
+	settings = append(settings, "data directory on local disk, benchmarked over "+proto, "binary "+bin)
 	return &Server{URL: url, Version: output(bin, "--version"), Settings: settings,
 		stop: func() error { return p.stop(10 * time.Second) }}, nil
 }

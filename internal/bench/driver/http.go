@@ -3,6 +3,7 @@ package driver
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,7 +21,9 @@ import (
 //	GET /v1/tables/{table}/keys?prefix=&limit=&cursor= -> {"keys":[...],"cursor":"..."}
 //	GET /v1/tables/{table}/count?prefix=              -> {"count":N}
 //
-// The no-op is GET /v1/health; any HTTP response counts as a round trip.
+// Scan pages may also be anykv's {"items":[{"key":...}],"cursor":"..."}.
+// The no-op is GET /healthz (anykv's health check); any response below 500
+// counts as a round trip.
 type httpDriver struct {
 	base string
 	c    *http.Client
@@ -42,7 +45,7 @@ func openHTTP(u *url.URL, opt Options) (Driver, error) {
 func (d *httpDriver) Kind() string { return "http" }
 func (d *httpDriver) Caps() Caps   { return CapScan | CapCount }
 func (d *httpDriver) Settings() string {
-	return fmt.Sprintf("HTTP/1.1 keep-alive to %s/v1/tables/{table}/keys", d.base)
+	return fmt.Sprintf("HTTP/1.1 keep-alive to %s/v1/tables/{table}/keys/{key}, scan via ?prefix= pages, no-op GET /healthz", d.base)
 }
 
 func (d *httpDriver) keyURL(table, key string) string {
@@ -141,12 +144,29 @@ func (d *httpDriver) Scan(ctx context.Context, table, prefix string, limit int) 
 		if code != http.StatusOK {
 			return out, statusErr("GET", u, code, b)
 		}
+		// {"keys":[...]} or anykv's {"items":[{"key":...}]}, plus "cursor".
 		var r struct {
-			Keys   []string `json:"keys"`
-			Cursor string   `json:"cursor"`
+			Keys  []string `json:"keys"`
+			Items []struct {
+				Key    *string `json:"key"`
+				KeyB64 *string `json:"key_b64"`
+			} `json:"items"`
+			Cursor string `json:"cursor"`
 		}
 		if err := json.Unmarshal(b, &r); err != nil {
 			return out, fmt.Errorf("http: GET %s: %w", u, err)
+		}
+		for _, it := range r.Items {
+			switch {
+			case it.Key != nil:
+				r.Keys = append(r.Keys, *it.Key)
+			case it.KeyB64 != nil:
+				k, err := base64.StdEncoding.DecodeString(*it.KeyB64)
+				if err != nil {
+					return out, fmt.Errorf("http: GET %s: key_b64: %w", u, err)
+				}
+				r.Keys = append(r.Keys, string(k))
+			}
 		}
 		for _, k := range r.Keys {
 			if !strings.HasPrefix(k, prefix) {
@@ -186,7 +206,7 @@ func (d *httpDriver) Count(ctx context.Context, table, prefix string) (int64, er
 }
 
 func (d *httpDriver) Noop(ctx context.Context) error {
-	u := d.base + "/v1/health"
+	u := d.base + "/healthz"
 	code, b, err := d.do(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return err

@@ -22,12 +22,13 @@ import (
 type fakeHTTP struct {
 	mu     sync.Mutex
 	tables map[string]map[string][]byte
+	items  bool // answer scans in anykv's {"items":[...]} format
 }
 
 func (f *fakeHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if r.URL.Path == "/v1/health" {
+	if r.URL.Path == "/healthz" {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
@@ -84,6 +85,15 @@ func (f *fakeHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			keys = keys[:limit]
 			next = keys[limit-1]
 		}
+		if f.items {
+			// anykv's page format
+			items := []map[string]any{}
+			for _, k := range keys {
+				items = append(items, map[string]any{"key": k, "version": 1, "flags": 0})
+			}
+			json.NewEncoder(w).Encode(map[string]any{"items": items, "cursor": next})
+			return
+		}
 		json.NewEncoder(w).Encode(map[string]any{"keys": keys, "cursor": next})
 	case len(parts) == 2 && parts[1] == "count":
 		n := 0
@@ -99,19 +109,21 @@ func (f *fakeHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func TestHTTPAgainstFakeAPI(t *testing.T) {
-	srv := httptest.NewServer(&fakeHTTP{tables: map[string]map[string][]byte{}})
-	defer srv.Close()
-	d, err := driver.Open(context.Background(), srv.URL, driver.Options{Conns: 8, Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
+	for _, items := range []bool{false, true} {
+		srv := httptest.NewServer(&fakeHTTP{tables: map[string]map[string][]byte{}, items: items})
+		d, err := driver.Open(context.Background(), srv.URL, driver.Options{Conns: 8, Timeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conformance(t, d, driver.CapScan|driver.CapCount)
+		d.Close()
+		srv.Close()
 	}
-	defer d.Close()
-	conformance(t, d, driver.CapScan|driver.CapCount)
 }
 
 func TestHTTPReportsServerErrors(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1/health" {
+		if r.URL.Path == "/healthz" {
 			return
 		}
 		if strings.HasSuffix(r.URL.Path, "/count") {
