@@ -48,7 +48,7 @@ func newConn(h *Handler, nc net.Conn) *conn {
 	return &conn{
 		h:   h,
 		nc:  nc,
-		p:   newParser(h.maxItem, defaultMaxGetLine),
+		p:   newParser(h.store.Limits().MaxKey, h.maxItem, defaultMaxGetLine),
 		buf: make([]byte, readBufSize),
 		out: make([]byte, 0, readBufSize),
 	}

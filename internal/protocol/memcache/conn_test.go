@@ -157,3 +157,19 @@ func TestShutdownAnswersWhatWasRead(t *testing.T) {
 		t.Fatalf("item lost: %v", err)
 	}
 }
+
+// TestStoreKeyLimit checks that a store key limit below memcached's 250 bytes is enforced per request, so
+// one long key cannot fail the whole pipelined batch around it.
+func TestStoreKeyLimit(t *testing.T) {
+	store := kv.New(memstore.New(), kv.Options{SweepInterval: -1, Limits: kv.Limits{MaxKey: 8}})
+	defer store.Close()
+	h := New(store, Options{})
+	in := "set short 0 0 1\r\nx\r\nset toolongkey 0 0 1\r\ny\r\nms YWJjZGVmZ2hpams= 1 b\r\nz\r\nget short\r\n"
+	sc := &scriptConn{chunks: [][]byte{[]byte(in)}}
+	h.ServeConn(context.Background(), sc)
+	want := "STORED\r\nCLIENT_ERROR bad command line format\r\nERROR\r\nCLIENT_ERROR bad command line format\r\n" +
+		"ERROR\r\nVALUE short 0 1\r\nx\r\nEND\r\n"
+	if got := sc.out.String(); got != want {
+		t.Fatalf("replies %q, want %q", got, want)
+	}
+}

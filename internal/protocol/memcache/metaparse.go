@@ -86,7 +86,7 @@ func (p *parser) parseMeta(line []byte, nt int, r *request) int {
 		return vlen // ms: the block is discarded
 	}
 	m := &r.meta
-	if !m.binary && !validKey(r.key) {
+	if (!m.binary && !p.validKey(r.key)) || len(r.key) > p.maxKey {
 		return fail("CLIENT_ERROR bad command line format")
 	}
 	r.noreply = m.quiet
@@ -134,6 +134,10 @@ func (p *parser) parseMe(tok [][]byte, nt int, r *request) {
 	if nt >= 4 && string(tok[2]) == "b" {
 		k, ok := p.decodeKey(tok[1])
 		if !ok {
+			r.cmd, r.err = cmdError, "CLIENT_ERROR bad command line format"
+			return
+		}
+		if len(k) > p.maxKey {
 			r.cmd, r.err = cmdError, "CLIENT_ERROR bad command line format"
 			return
 		}

@@ -91,6 +91,7 @@ const (
 // what it must remember between calls (bytes still to discard, how far a partial line was searched), and gives
 // the same requests however the stream is split. It holds no socket.
 type parser struct {
+	maxKey     int // longest key: 250, or the store's key limit if smaller
 	maxValue   int // largest data block accepted
 	maxGetLine int // longest get/gets line
 	swallow    int // bytes of a refused data block still to discard
@@ -101,8 +102,8 @@ type parser struct {
 	tok   [maxTokens][]byte
 }
 
-func newParser(maxValue, maxGetLine int) *parser {
-	return &parser{maxValue: maxValue, maxGetLine: maxGetLine}
+func newParser(maxKey, maxValue, maxGetLine int) *parser {
+	return &parser{maxKey: min(maxKey, maxKeyLen), maxValue: maxValue, maxGetLine: maxGetLine}
 }
 
 // reset forgets the arena once every request parsed so far has been answered.
@@ -373,7 +374,7 @@ func (p *parser) noreply(tok [][]byte, r *request) {
 
 // key checks a text-protocol key: at most 250 bytes, no control characters (spaces cannot occur in a token).
 func (p *parser) key(k []byte, r *request) bool {
-	if !validKey(k) {
+	if !p.validKey(k) {
 		r.cmd, r.err = cmdError, "CLIENT_ERROR bad command line format"
 		return false
 	}
@@ -381,8 +382,9 @@ func (p *parser) key(k []byte, r *request) bool {
 	return true
 }
 
-func validKey(k []byte) bool {
-	if len(k) == 0 || len(k) > maxKeyLen {
+// validKey checks a key's length and, for a key sent as text, that it has no control characters.
+func (p *parser) validKey(k []byte) bool {
+	if len(k) == 0 || len(k) > p.maxKey {
 		return false
 	}
 	for _, c := range k {
@@ -464,7 +466,7 @@ func (p *parser) parseRetrieval(line []byte, name string, r *request) {
 	}
 	// Check every key before any lookup: memcached answers a bad key with the error line alone.
 	for k, after := nextToken(rest); len(k) > 0; k, after = nextToken(after) {
-		if !validKey(k) {
+		if !p.validKey(k) {
 			r.cmd, r.err = cmdError, "CLIENT_ERROR bad command line format"
 			return
 		}

@@ -42,7 +42,7 @@ func describe(r *request) string {
 // parseAll feeds chunks to a parser the way a connection does (unparsed bytes carried over) and describes
 // every request, then what is left.
 func parseAll(maxValue int, chunks ...[]byte) []string {
-	p := newParser(maxValue, 4096)
+	p := newParser(maxKeyLen, maxValue, 4096)
 	var pending []byte
 	var out []string
 	for _, ch := range chunks {
