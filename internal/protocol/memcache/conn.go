@@ -167,11 +167,13 @@ func (c *conn) flush() {
 	}
 	for i := range c.ops {
 		op := &c.ops[i]
-		var rs []engine.Result
-		if err == nil {
-			rs = results[op.mi : op.mi+op.n]
+		if op.n == 0 { // nothing of it was in the batch
+			c.answer(&op.req, nil, nil)
+		} else if err != nil {
+			c.answer(&op.req, nil, err)
+		} else {
+			c.answer(&op.req, results[op.mi:op.mi+op.n], nil)
 		}
-		c.answer(&op.req, rs, err)
 	}
 	clear(c.muts) // drop references into buf
 	c.muts = c.muts[:0]
@@ -231,7 +233,7 @@ func (c *conn) handle(req *request) {
 
 // answer writes the reply of a pending request from its results (err: the whole batch failed).
 func (c *conn) answer(req *request, rs []engine.Result, err error) {
-	if err != nil && req.cmd != cmdError {
+	if err != nil {
 		c.st[sServerErrors]++
 		if !req.noreply || req.meta.isMeta {
 			c.line(serverError(err))
@@ -256,6 +258,15 @@ func (c *conn) answer(req *request, rs []engine.Result, err error) {
 	default:
 		c.textAnswer(req, rs)
 	}
+}
+
+// spill writes the replies gathered so far when they pass maxOutHold, so that a get of many large values
+// does not hold them all in memory. It returns the new length of out.
+func (c *conn) spill() int {
+	if len(c.out) > maxOutHold && !c.send() {
+		c.closing = true
+	}
+	return len(c.out)
 }
 
 // line appends one reply line.

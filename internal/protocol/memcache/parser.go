@@ -49,7 +49,6 @@ const (
 	cmdVerbosity
 	cmdQuit
 	cmdStats
-	cmdShutdown
 	cmdMg
 	cmdMs
 	cmdMd

@@ -6,10 +6,19 @@ import (
 	"testing"
 )
 
+var cmdNames = map[command]string{
+	cmdNone: "none", cmdError: "error", cmdClose: "close", cmdGet: "get", cmdGets: "gets", cmdGat: "gat",
+	cmdGats: "gats", cmdSet: "set", cmdAdd: "add", cmdReplace: "replace", cmdAppend: "append",
+	cmdPrepend: "prepend", cmdCas: "cas", cmdIncr: "incr", cmdDecr: "decr", cmdDelete: "delete",
+	cmdTouch: "touch", cmdFlushAll: "flush_all", cmdVersion: "version", cmdVerbosity: "verbosity",
+	cmdQuit: "quit", cmdStats: "stats", cmdMg: "mg", cmdMs: "ms", cmdMd: "md", cmdMa: "ma", cmdMn: "mn",
+	cmdMe: "me",
+}
+
 // describe renders a request for comparisons: the command, its arguments and its error line.
 func describe(r *request) string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "cmd=%d", r.cmd)
+	fmt.Fprintf(&sb, "cmd=%s", cmdNames[r.cmd])
 	if r.err != "" {
 		fmt.Fprintf(&sb, " err=%q", r.err)
 	}
@@ -29,7 +38,7 @@ func describe(r *request) string {
 		fmt.Fprintf(&sb, " flags=%d exptime=%d cas=%d", r.flags, r.exptime, r.cas)
 	}
 	if r.tooLarge != cmdNone {
-		fmt.Fprintf(&sb, " tooLarge=%d", r.tooLarge)
+		fmt.Fprintf(&sb, " tooLarge=%s", cmdNames[r.tooLarge])
 	}
 	if m := &r.meta; m.isMeta {
 		fmt.Fprintf(&sb, " meta{rest=%q bin=%v v=%v q=%v ttl=%v/%d viv=%v/%d cas=%v/%d F=%d M=%q D=%d J=%d}",
@@ -73,33 +82,33 @@ func TestParser(t *testing.T) {
 		in   string
 		want []string
 	}{
-		{"get a b\r\n", []string{`cmd=3 keys=" a b"`}},
+		{"get a b\r\n", []string{`cmd=get keys=" a b"`}},
 		{"get a", []string{"left=5 swallow=0"}},
-		{"gets a\n", []string{`cmd=4 keys=" a"`}},
-		{"gat 10 a\r\n", []string{`cmd=5 keys=" a" flags=0 exptime=10 cas=0`}},
-		{"get\r\n", []string{`cmd=1 err="ERROR"`}},
-		{"set k 1 2 3\r\nabc\r\n", []string{`cmd=7 key="k" data="abc" flags=1 exptime=2 cas=0`}},
-		{"set k 1 2 3 noreply\r\nabc\r\n", []string{`cmd=7 noreply key="k" data="abc" flags=1 exptime=2 cas=0`}},
+		{"gets a\n", []string{`cmd=gets keys=" a"`}},
+		{"gat 10 a\r\n", []string{`cmd=gat keys=" a" flags=0 exptime=10 cas=0`}},
+		{"get\r\n", []string{`cmd=error err="ERROR"`}},
+		{"set k 1 2 3\r\nabc\r\n", []string{`cmd=set key="k" data="abc" flags=1 exptime=2 cas=0`}},
+		{"set k 1 2 3 noreply\r\nabc\r\n", []string{`cmd=set noreply key="k" data="abc" flags=1 exptime=2 cas=0`}},
 		{"set k 0 0 3\r\nab", []string{"left=15 swallow=0"}},
-		{"set k 0 0 3\r\nabcd\r\n", []string{`cmd=1 err="CLIENT_ERROR bad data chunk" key="k"`, `cmd=1 err="ERROR"`}},
-		{"set k 0 0 9\r\nab", []string{`cmd=1 err="SERVER_ERROR object too large for cache" key="k" tooLarge=7`, "left=0 swallow=9"}},
-		{"set k 0 0 -1\r\n", []string{`cmd=1 err="CLIENT_ERROR bad command line format" key="k"`}},
-		{"cas k 0 0 1 77\r\nx\r\n", []string{`cmd=12 key="k" data="x" flags=0 exptime=0 cas=77`}},
-		{"incr k 5\r\n", []string{`cmd=13 key="k" flags=0 exptime=0 cas=5`}},
-		{"decr k x\r\n", []string{`cmd=1 err="CLIENT_ERROR invalid numeric delta argument" key="k"`}},
-		{"delete k 0 noreply\r\n", []string{`cmd=15 noreply key="k"`}},
-		{"flush_all 5\r\n", []string{`cmd=17 flags=0 exptime=5 cas=0`}},
-		{"version\x00junk\r\n", []string{`cmd=18`}},
-		{"x\r\n", []string{`cmd=1 err="ERROR"`}},
-		{"mn\r\n", []string{`cmd=27 meta{rest="" bin=false v=false q=false ttl=false/0 viv=false/0 cas=false/0 F=0 M='\x00' D=0 J=0}`}},
-		{"mg k v T30 N5 q\r\n", []string{`cmd=23 noreply key="k" meta{rest="v T30 N5 q" bin=false v=true q=true ttl=true/30 viv=true/5 cas=false/0 F=0 M='\x00' D=1 J=0}`}},
-		{"ms k 2 F3 MA C9\r\nhi\r\n", []string{`cmd=24 key="k" data="hi" meta{rest="F3 MA C9" bin=false v=false q=false ttl=false/0 viv=false/0 cas=true/9 F=3 M='A' D=1 J=0}`}},
-		{"ms k 2 Zq\r\nhi\r\nmn\r\n", []string{`cmd=1 err="CLIENT_ERROR invalid flag" key="k" meta{rest="Zq" bin=false v=false q=false ttl=false/0 viv=false/0 cas=false/0 F=0 M='\x00' D=1 J=0}`,
-			`cmd=27 meta{rest="" bin=false v=false q=false ttl=false/0 viv=false/0 cas=false/0 F=0 M='\x00' D=0 J=0}`}},
-		{"ma YQ== b D7 J2 N0 MD\r\n", []string{`cmd=26 key="a" meta{rest="b D7 J2 N0 MD" bin=true v=false q=false ttl=false/0 viv=true/0 cas=false/0 F=0 M='D' D=7 J=2}`}},
-		{strings.Repeat("x", 2049), []string{`cmd=2 err="CLIENT_ERROR line too long"`, "closed"}},
-		{"get " + strings.Repeat("a ", 2000) + "\r\n", []string{`cmd=3 keys=" ` + strings.Repeat("a ", 2000) + `"`}},
-		{"get " + strings.Repeat("a ", 3000) + "\r\n", []string{`cmd=2 err="CLIENT_ERROR line too long"`, "closed"}},
+		{"set k 0 0 3\r\nabcd\r\n", []string{`cmd=error err="CLIENT_ERROR bad data chunk" key="k"`, `cmd=error err="ERROR"`}},
+		{"set k 0 0 9\r\nab", []string{`cmd=error err="SERVER_ERROR object too large for cache" key="k" tooLarge=set`, "left=0 swallow=9"}},
+		{"set k 0 0 -1\r\n", []string{`cmd=error err="CLIENT_ERROR bad command line format" key="k"`}},
+		{"cas k 0 0 1 77\r\nx\r\n", []string{`cmd=cas key="k" data="x" flags=0 exptime=0 cas=77`}},
+		{"incr k 5\r\n", []string{`cmd=incr key="k" flags=0 exptime=0 cas=5`}},
+		{"decr k x\r\n", []string{`cmd=error err="CLIENT_ERROR invalid numeric delta argument" key="k"`}},
+		{"delete k 0 noreply\r\n", []string{`cmd=delete noreply key="k"`}},
+		{"flush_all 5\r\n", []string{`cmd=flush_all flags=0 exptime=5 cas=0`}},
+		{"version\x00junk\r\n", []string{`cmd=version`}},
+		{"x\r\n", []string{`cmd=error err="ERROR"`}},
+		{"mn\r\n", []string{`cmd=mn meta{rest="" bin=false v=false q=false ttl=false/0 viv=false/0 cas=false/0 F=0 M='\x00' D=0 J=0}`}},
+		{"mg k v T30 N5 q\r\n", []string{`cmd=mg noreply key="k" meta{rest="v T30 N5 q" bin=false v=true q=true ttl=true/30 viv=true/5 cas=false/0 F=0 M='\x00' D=1 J=0}`}},
+		{"ms k 2 F3 MA C9\r\nhi\r\n", []string{`cmd=ms key="k" data="hi" meta{rest="F3 MA C9" bin=false v=false q=false ttl=false/0 viv=false/0 cas=true/9 F=3 M='A' D=1 J=0}`}},
+		{"ms k 2 Zq\r\nhi\r\nmn\r\n", []string{`cmd=error err="CLIENT_ERROR invalid flag" key="k" meta{rest="Zq" bin=false v=false q=false ttl=false/0 viv=false/0 cas=false/0 F=0 M='\x00' D=1 J=0}`,
+			`cmd=mn meta{rest="" bin=false v=false q=false ttl=false/0 viv=false/0 cas=false/0 F=0 M='\x00' D=0 J=0}`}},
+		{"ma YQ== b D7 J2 N0 MD\r\n", []string{`cmd=ma key="a" meta{rest="b D7 J2 N0 MD" bin=true v=false q=false ttl=false/0 viv=true/0 cas=false/0 F=0 M='D' D=7 J=2}`}},
+		{strings.Repeat("x", 2049), []string{`cmd=close err="CLIENT_ERROR line too long"`, "closed"}},
+		{"get " + strings.Repeat("a ", 2000) + "\r\n", []string{`cmd=get keys=" ` + strings.Repeat("a ", 2000) + `"`}},
+		{"get " + strings.Repeat("a ", 3000) + "\r\n", []string{`cmd=close err="CLIENT_ERROR line too long"`, "closed"}},
 	} {
 		t.Run(tc.in[:min(len(tc.in), 30)], func(t *testing.T) {
 			got := parseAll(8, []byte(tc.in))

@@ -193,6 +193,7 @@ func (c *conn) gatAnswer(req *request, rs []engine.Result) {
 		case res.Err == nil:
 			c.st[sTouchHits]++
 			c.appendValue(k, &res.New, req.cmd == cmdGats)
+			start = min(start, c.spill())
 		case errors.Is(res.Err, engine.ErrNotFound):
 			c.st[sTouchMisses]++
 		default:
@@ -215,6 +216,7 @@ func (c *conn) get(req *request) {
 		case err == nil:
 			c.st[sGetHits]++
 			c.appendValue(k, &it, withCas)
+			start = min(start, c.spill())
 		case errors.Is(err, engine.ErrNotFound):
 			c.st[sGetMisses]++
 		default:
