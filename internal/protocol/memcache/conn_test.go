@@ -173,3 +173,41 @@ func TestStoreKeyLimit(t *testing.T) {
 		t.Fatalf("replies %q, want %q", got, want)
 	}
 }
+
+// TestLargeGetIsWrittenAsItGrows checks that a multi-get of large values is sent in pieces rather than held
+// whole, and arrives intact.
+func TestLargeGetIsWrittenAsItGrows(t *testing.T) {
+	store := kv.New(memstore.New(), kv.Options{SweepInterval: -1})
+	defer store.Close()
+	h := New(store, Options{})
+	var in, want bytes.Buffer
+	value := bytes.Repeat([]byte("0123456789"), 70_000) // 700 kB
+	for _, k := range []string{"a", "b", "c"} {
+		fmt.Fprintf(&in, "set %s 0 0 %d noreply\r\n%s\r\n", k, len(value), value)
+		fmt.Fprintf(&want, "VALUE %s 0 %d\r\n%s\r\n", k, len(value), value)
+	}
+	in.WriteString("get a b c\r\n")
+	want.WriteString("END\r\n")
+	sc := &countingConn{scriptConn: scriptConn{chunks: [][]byte{in.Bytes()}}}
+	h.ServeConn(context.Background(), sc)
+	if !bytes.Equal(sc.out.Bytes(), want.Bytes()) {
+		t.Fatalf("reply of %d bytes differs from the %d expected", sc.out.Len(), want.Len())
+	}
+	if sc.writes < 2 {
+		t.Fatalf("%d writes: the reply was held whole", sc.writes)
+	}
+}
+
+// TestStoreFailure checks that a failing store is reported as SERVER_ERROR to every request it concerns.
+func TestStoreFailure(t *testing.T) {
+	store := kv.New(memstore.New(), kv.Options{SweepInterval: -1})
+	h := New(store, Options{})
+	store.Close()
+	sc := &scriptConn{chunks: [][]byte{[]byte("set a 0 0 1\r\nx\r\ndelete a noreply\r\nmn\r\nget a\r\nmg a v\r\nms a 1 q\r\nx\r\n")}}
+	h.ServeConn(context.Background(), sc)
+	want := "SERVER_ERROR engine closed\r\nMN\r\nSERVER_ERROR engine closed\r\nSERVER_ERROR engine closed\r\n" +
+		"SERVER_ERROR engine closed\r\n"
+	if got := sc.out.String(); got != want {
+		t.Fatalf("replies %q, want %q", got, want)
+	}
+}
