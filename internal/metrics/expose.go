@@ -86,32 +86,52 @@ var storeCounters = [...]struct{ name, help string }{
 	{"anykv_store_expired_swept_total", "Expired items reclaimed by the background sweeper."},
 }
 
-// writeStore writes the store counters, the item and byte gauges and every other engine figure as a gauge named
-// anykv_engine_<figure>. Engines call their item count "keys" (memstore) or "items"; both become anykv_items.
+// itemFigures and byteFigures are the engine figures that become anykv_items and anykv_bytes, first present
+// wins: engines name them differently (memstore counts "keys" and "bytes" exactly; pebble only estimates its
+// keys from its tables and knows its disk usage).
+var (
+	itemFigures = []string{"keys", "items", "keys_estimate"}
+	byteFigures = []string{"bytes", "live_bytes", "disk_bytes"}
+)
+
+// writeStore writes the store counters, the anykv_items and anykv_bytes gauges, and every engine figure as a gauge
+// named anykv_engine_<figure> (but "keys", "items" and "bytes", which anykv_items and anykv_bytes already are).
 func writeStore(b *bytes.Buffer, gets, hits, misses, batches, mutations, swept int64, eng map[string]int64) {
 	for i, v := range [...]int64{gets, hits, misses, batches, mutations, swept} {
 		family(b, storeCounters[i].name, "counter", storeCounters[i].help)
 		sample(b, storeCounters[i].name, "", float64(v))
 	}
+	first := func(names []string) (int64, bool) {
+		for _, n := range names {
+			if v, ok := eng[n]; ok {
+				return v, true
+			}
+		}
+		return 0, false
+	}
+	if v, ok := first(itemFigures); ok {
+		family(b, "anykv_items", "gauge", "Items stored (live, or expired and not yet swept); an estimate where the engine only estimates.")
+		sample(b, "anykv_items", "", float64(v))
+	}
+	if v, ok := first(byteFigures); ok {
+		family(b, "anykv_bytes", "gauge", "Bytes stored, as the engine counts them (keys and values in memory, or disk usage).")
+		sample(b, "anykv_bytes", "", float64(v))
+	}
 	names := make([]string, 0, len(eng))
 	for name := range eng {
-		names = append(names, name)
+		if name != "keys" && name != "items" && name != "bytes" {
+			names = append(names, name)
+		}
 	}
 	sort.Strings(names)
 	seen := map[string]bool{}
 	for _, name := range names {
-		metric, help := "anykv_engine_"+sanitize(name), "Engine figure "+strconv.Quote(name)+"."
-		switch name {
-		case "keys", "items":
-			metric, help = "anykv_items", "Items stored (live or expired but not yet swept)."
-		case "bytes":
-			metric, help = "anykv_bytes", "Bytes of keys and values stored, as the engine counts them."
-		}
-		if seen[metric] { // "keys" and "items" both present, or two names sanitizing alike: keep the first
+		metric := "anykv_engine_" + sanitize(name)
+		if seen[metric] { // two names that sanitize alike: keep the first
 			continue
 		}
 		seen[metric] = true
-		family(b, metric, "gauge", help)
+		family(b, metric, "gauge", "Engine figure "+strconv.Quote(name)+".")
 		sample(b, metric, "", float64(eng[name]))
 	}
 }

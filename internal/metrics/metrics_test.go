@@ -183,10 +183,19 @@ func TestStoreFigures(t *testing.T) {
 
 func TestWriteStoreSanitizesAndDeduplicates(t *testing.T) {
 	var b bytes.Buffer
-	writeStore(&b, 0, 0, 0, 0, 0, 0, map[string]int64{"items": 4, "keys": 5, "cache.hits-total": 7, "bytes": 9})
+	writeStore(&b, 0, 0, 0, 0, 0, 0, map[string]int64{"items": 4, "keys": 5, "cache.hits-total": 7, "bytes": 9,
+		"cache_hits-total": 8})
 	got := parseText(t, b.String())
-	if got["anykv_items"] != 4 || got["anykv_engine_cache_hits_total"] != 7 || got["anykv_bytes"] != 9 {
+	if got["anykv_items"] != 5 || got["anykv_engine_cache_hits_total"] != 7 || got["anykv_bytes"] != 9 {
 		t.Fatalf("engine figures: %v", got)
+	}
+	// Pebble's names: an estimate of keys and the disk usage, also kept under their own names.
+	b.Reset()
+	writeStore(&b, 0, 0, 0, 0, 0, 0, map[string]int64{"keys_estimate": 3, "disk_bytes": 4096})
+	got = parseText(t, b.String())
+	if got["anykv_items"] != 3 || got["anykv_bytes"] != 4096 || got["anykv_engine_keys_estimate"] != 3 ||
+		got["anykv_engine_disk_bytes"] != 4096 {
+		t.Fatalf("pebble figures: %v", got)
 	}
 }
 
