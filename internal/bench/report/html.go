@@ -35,6 +35,9 @@ func WriteHTML(w io.Writer, rep *Report) error {
 	if len(rep.Targets) > 1 {
 		fmt.Fprintf(&b, "<h2>Side by side (ratio to baseline %s)</h2>\n", e(rep.baseline()))
 		htmlSideBySide(&b, rep)
+		for _, wl := range rep.Workloads {
+			b.WriteString(comparisonChart(rep, wl.Name))
+		}
 	}
 	for _, t := range rep.Targets {
 		fmt.Fprintf(&b, "<h2>%s</h2>\n<p><code>%s</code>", e(t.Name), e(t.URL))
@@ -201,4 +204,28 @@ func cdfChart(target string, res []*workload.Result) string {
 		lines = append(lines, l)
 	}
 	return chart(target+": latency CDF", "latency, ms (log scale)", "fraction of requests", lines, true, 1, nil)
+}
+
+// comparisonChart plots each phase's Req/Sec for every target as grouped bars.
+func comparisonChart(rep *Report, wl string) string {
+	var rows, names []string
+	var values [][]float64
+	for _, t := range rep.Targets {
+		names = append(names, t.Name)
+	}
+	for _, k := range rep.rowKeys(wl) {
+		if strings.Contains(k.test, ":") {
+			continue // phase totals only
+		}
+		rows = append(rows, fmt.Sprintf("%s t%d", k.test, k.threads))
+		vals := make([]float64, len(names))
+		for i, n := range names {
+			vals[i] = math.NaN()
+			if r := rep.lookup(n, wl, k); r != nil && r.Skipped == "" {
+				vals[i] = r.ReqPerSec()
+			}
+		}
+		values = append(values, vals)
+	}
+	return barChart(wl+": requests/s by phase and target", rows, names, values)
 }

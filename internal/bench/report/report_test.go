@@ -181,10 +181,10 @@ func TestHTMLGoldenAndSelfContained(t *testing.T) {
 			t.Errorf("page contains %q: not self-contained", bad)
 		}
 	}
-	if n := strings.Count(page, "<svg"); n != 6 {
-		t.Errorf("%d svg plots, want 2 per target that ran", n)
+	if n := strings.Count(page, "<svg"); n != 7 {
+		t.Errorf("%d svg plots, want 2 per target that ran and 1 comparison per workload", n)
 	}
-	for _, want := range []string{"throughput over time", "latency CDF", "<polyline", "skipped"} {
+	for _, want := range []string{"throughput over time", "latency CDF", "<polyline", "skipped", "requests/s by phase and target"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}

@@ -72,8 +72,12 @@ func chart(title, xlabel, ylabel string, lines []line, xlog bool, ymax float64, 
 
 	// Frame, grid and ticks.
 	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>`, padL, padT, plotW, plotH)
-	for i := 0; i <= 4; i++ {
-		y := ytop * float64(i) / 4
+	ydiv := 4 // quarters of 1, 2 and 4; fifths of 2.5, 5 and 10
+	if m := ytop / math.Pow(10, math.Floor(math.Log10(ytop))); m == 2.5 || m == 5 || m == 1 && ytop > 1 {
+		ydiv = 5
+	}
+	for i := 0; i <= ydiv; i++ {
+		y := ytop * float64(i) / float64(ydiv)
 		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/>`, padL, padL+plotW, sy(y), sy(y))
 		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`, padL-4, sy(y)+4, tick(y))
 	}
@@ -174,4 +178,52 @@ func trimZeros(s string) string {
 		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
 	}
 	return s
+}
+
+// barChart renders horizontal grouped bars: one group per row label, one
+// bar per series (target); NaN values (skipped) are left out.
+func barChart(title string, rows []string, series []string, values [][]float64) string {
+	const barH, gap, labelW, rightPad = 7, 8, 170, 110
+	width := chartW
+	groupH := barH*len(series) + gap
+	height := padT + groupH*len(rows) + 20 + 14*((len(series)+3)/4)
+	var vmax float64
+	for _, r := range values {
+		for _, v := range r {
+			if !math.IsNaN(v) {
+				vmax = math.Max(vmax, v)
+			}
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`, width, height, width, height)
+	fmt.Fprintf(&b, `<text x="4" y="16" font-size="13" font-weight="bold">%s</text>`, html.EscapeString(title))
+	if vmax <= 0 {
+		fmt.Fprintf(&b, `<text x="%d" y="%d">no data</text></svg>`, labelW, padT+10)
+		return b.String()
+	}
+	top := niceCeil(vmax)
+	plot := float64(width - labelW - rightPad)
+	for i, label := range rows {
+		y0 := padT + i*groupH
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`, labelW-6, y0+groupH/2+2, html.EscapeString(clipLabel(label)))
+		for j, v := range values[i] {
+			if math.IsNaN(v) {
+				continue
+			}
+			w := v / top * plot
+			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"><title>%s %s: %s</title></rect>`,
+				labelW, y0+j*barH, w, barH-1, palette[j%len(palette)], html.EscapeString(series[j]), html.EscapeString(label), tick(v))
+			fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="8" fill="#444">%s</text>`, float64(labelW)+w+3, y0+j*barH+barH-1, tick(math.Round(v)))
+		}
+	}
+	ly := padT + groupH*len(rows) + 12
+	for j, s := range series {
+		x := labelW + (j%4)*130
+		y := ly + (j/4)*14
+		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="10" height="8" fill="%s"/><text x="%d" y="%d">%s</text>`,
+			x, y-7, palette[j%len(palette)], x+14, y+1, html.EscapeString(clipLabel(s)))
+	}
+	b.WriteString("</svg>")
+	return b.String()
 }
