@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"anykv/internal/bench/deploy"
+	"anykv/internal/bench/driver"
 	"anykv/internal/bench/workload"
 )
 
@@ -266,4 +267,31 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// slowNoop is a driver whose only working operation is a 1ms no-op.
+type slowNoop struct{ driver.Driver }
+
+func (slowNoop) Kind() string      { return "slow" }
+func (slowNoop) Caps() driver.Caps { return 0 }
+func (slowNoop) Noop(ctx context.Context) error {
+	time.Sleep(time.Millisecond)
+	return ctx.Err()
+}
+
+func TestProgressRunsAlongsideAPhase(t *testing.T) {
+	var out syncBuffer
+	b := &bencher{stdout: &out, stderr: &out, live: true}
+	r := workload.NewRunner("slow", slowNoop{}, workload.Config{})
+	stop := b.progress(r)
+	err := r.Phase(context.Background(), workload.Phase{Name: "noop", Threads: 2, Ops: 1000,
+		Op: func(w *workload.Worker, i int64) workload.Outcome { return w.Noop("noop") }})
+	stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	if !strings.Contains(s, "slow /noop thr=2") || !strings.Contains(s, "/1000 ops") || !strings.HasSuffix(s, "\r\033[K") {
+		t.Errorf("progress output %q", s)
+	}
 }

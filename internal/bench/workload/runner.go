@@ -109,12 +109,13 @@ type kstats struct {
 }
 
 type live struct {
-	phase   string
-	threads int
-	total   int64
-	start   time.Time
-	done    atomic.Int64
-	stats   []*wstats
+	workload string
+	phase    string
+	threads  int
+	total    int64
+	start    time.Time
+	done     atomic.Int64
+	stats    []*wstats
 }
 
 // Live describes the phase in progress, for a progress line.
@@ -140,7 +141,7 @@ func (r *Runner) Live() (Live, bool) {
 		h.Merge(s.total)
 		s.mu.Unlock()
 	}
-	return Live{Workload: r.workload, Phase: l.phase, Threads: l.threads, Done: l.done.Load(), Total: l.total,
+	return Live{Workload: l.workload, Phase: l.phase, Threads: l.threads, Done: l.done.Load(), Total: l.total,
 		Elapsed: time.Since(l.start), P99: h.Quantile(99), Cap: r.Cfg.Duration, Rate: r.Cfg.Rate}, true
 }
 
@@ -168,8 +169,17 @@ func (r *Runner) Phase(ctx context.Context, p Phase) error {
 	if p.Threads < 1 {
 		p.Threads = 1
 	}
+	seedBase := phaseSeed(r.workload, p.Name, p.Threads, r.phaseNo)
+	workers := make([]*Worker, p.Threads)
+	for id := range workers {
+		w := &Worker{ID: id, R: rand.New(rand.NewPCG(r.Cfg.Seed, seedBase+uint64(id))), d: r.D, t: r.tracker}
+		if p.Init != nil {
+			p.Init(w) // before the clock starts: choosers may precompute
+		}
+		workers[id] = w
+	}
 	start := time.Now()
-	l := &live{phase: p.Name, threads: p.Threads, total: p.Ops, start: start}
+	l := &live{workload: r.workload, phase: p.Name, threads: p.Threads, total: p.Ops, start: start}
 	stats := make([]*wstats, p.Threads)
 	for i := range stats {
 		stats[i] = &wstats{total: hist.New(), kinds: map[string]*kstats{}, series: hist.NewSeries(start, 100*time.Millisecond)}
@@ -184,17 +194,12 @@ func (r *Runner) Phase(ctx context.Context, p Phase) error {
 	if r.Cfg.Duration > 0 {
 		deadline = start.Add(r.Cfg.Duration)
 	}
-	seedBase := phaseSeed(r.workload, p.Name, p.Threads, r.phaseNo)
 	var wg sync.WaitGroup
 	for id := 0; id < p.Threads; id++ {
 		wg.Add(1)
 		go func(id int) {
 			defer wg.Done()
-			st := stats[id]
-			w := &Worker{ID: id, R: rand.New(rand.NewPCG(r.Cfg.Seed, seedBase+uint64(id))), d: r.D, t: r.tracker}
-			if p.Init != nil {
-				p.Init(w)
-			}
+			st, w := stats[id], workers[id]
 			for ctx.Err() == nil {
 				i := next.Add(1) - 1
 				if i >= p.Ops {
