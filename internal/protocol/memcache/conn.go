@@ -3,6 +3,7 @@ package memcache
 import (
 	"context"
 	"net"
+	"time"
 
 	"anykv/internal/engine"
 )
@@ -42,6 +43,7 @@ type conn struct {
 type pending struct {
 	req   request
 	mi, n int
+	start time.Time // when the request was handled, for metrics (zero without them)
 }
 
 func newConn(h *Handler, nc net.Conn) *conn {
@@ -141,7 +143,11 @@ func (c *conn) enqueue(req *request, nmuts int) {
 	if len(c.muts) > 0 && (len(c.muts)+nmuts > maxPipeline || len(c.muts)+nmuts > c.h.store.Limits().MaxBatch) {
 		c.flush()
 	}
-	c.ops = append(c.ops, pending{req: *req, mi: len(c.muts)})
+	op := pending{req: *req, mi: len(c.muts)}
+	if c.h.metered {
+		op.start = time.Now()
+	}
+	c.ops = append(c.ops, op)
 }
 
 // add appends a mutation of the request enqueued last.
@@ -167,12 +173,16 @@ func (c *conn) flush() {
 	}
 	for i := range c.ops {
 		op := &c.ops[i]
+		before := len(c.out)
 		if op.n == 0 { // nothing of it was in the batch
 			c.answer(&op.req, nil, nil)
 		} else if err != nil {
 			c.answer(&op.req, nil, err)
 		} else {
 			c.answer(&op.req, results[op.mi:op.mi+op.n], nil)
+		}
+		if c.h.metered {
+			c.observe(op.req.cmd, op.start, before)
 		}
 	}
 	clear(c.muts) // drop references into buf
@@ -186,6 +196,11 @@ func (c *conn) flush() {
 
 // handle runs one request: a write joins the pending batch, a read first flushes it.
 func (c *conn) handle(req *request) {
+	if c.h.metered && isRead(req) {
+		c.flush()
+		start, before := time.Now(), len(c.out)
+		defer c.observe(req.cmd, start, before)
+	}
 	switch req.cmd {
 	case cmdError:
 		c.enqueue(req, 1)
@@ -268,6 +283,30 @@ func (c *conn) spill() int {
 	}
 	return len(c.out)
 }
+
+// isRead reports whether a request is answered at once rather than through the batch.
+func isRead(req *request) bool {
+	switch req.cmd {
+	case cmdGet, cmdGets, cmdStats, cmdMe, cmdClose, cmdQuit:
+		return true
+	case cmdMg:
+		return !req.meta.hasViv && !req.meta.hasTTL
+	}
+	return false
+}
+
+// observe records a request's latency and whether its reply, written from out[before:], is an error.
+// out may have been sent (and emptied) meanwhile; such a reply counts as a success.
+func (c *conn) observe(cmd command, start time.Time, before int) {
+	failed := false
+	if before < len(c.out) {
+		r := c.out[before:]
+		failed = hasPrefix(r, "ERROR") || hasPrefix(r, "CLIENT_ERROR") || hasPrefix(r, "SERVER_ERROR")
+	}
+	c.h.obs[cmd].Observe(time.Since(start), failed)
+}
+
+func hasPrefix(b []byte, s string) bool { return len(b) >= len(s) && string(b[:len(s)]) == s }
 
 // line appends one reply line.
 func (c *conn) line(s string) {

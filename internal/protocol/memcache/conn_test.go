@@ -14,6 +14,7 @@ import (
 
 	"anykv/internal/engine/memstore"
 	"anykv/internal/kv"
+	"anykv/internal/metrics"
 	"anykv/internal/server"
 )
 
@@ -209,5 +210,27 @@ func TestStoreFailure(t *testing.T) {
 		"SERVER_ERROR engine closed\r\n"
 	if got := sc.out.String(); got != want {
 		t.Fatalf("replies %q, want %q", got, want)
+	}
+}
+
+// TestMetrics checks that every request reaches its command's observer, with errors counted as failures.
+func TestMetrics(t *testing.T) {
+	store := kv.New(memstore.New(), kv.Options{SweepInterval: -1})
+	defer store.Close()
+	m := metrics.New(store)
+	h := New(store, Options{Metrics: m})
+	in := "set a 0 0 1\r\nx\r\nget a\r\nget b\r\nincr a 1\r\nbogus\r\nmg a v\r\nms b 1 T5\r\ny\r\nmn\r\n"
+	h.ServeConn(context.Background(), &scriptConn{chunks: [][]byte{[]byte(in)}})
+	for _, tc := range []struct {
+		cmd              string
+		requests, errors uint64
+	}{
+		{"set", 1, 0}, {"get", 2, 0}, {"incr", 1, 1}, {"invalid", 1, 1}, {"mg", 1, 0}, {"ms", 1, 0}, {"mn", 1, 0},
+		{"delete", 0, 0},
+	} {
+		o := m.Command("memcache", tc.cmd)
+		if o.Requests() != tc.requests || o.Errors() != tc.errors {
+			t.Errorf("%s: %d requests, %d errors; want %d, %d", tc.cmd, o.Requests(), o.Errors(), tc.requests, tc.errors)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"anykv/internal/kv"
+	"anykv/internal/metrics"
 	"anykv/internal/server"
 )
 
@@ -23,6 +24,9 @@ type Options struct {
 	MaxItemSize int    // value bytes; default 1 MiB as memcached (-I)
 	Version     string // reported by `version` and stats
 	Logger      *slog.Logger
+	// Metrics receives each request's latency and outcome under protocol "memcache" (nil: none). A request
+	// counts as failed when its reply is ERROR, CLIENT_ERROR or SERVER_ERROR.
+	Metrics *metrics.Metrics
 }
 
 // Handler serves the memcached text and meta protocols over one table of a kv.Store. It implements
@@ -39,6 +43,9 @@ type Handler struct {
 	conns     atomic.Pointer[server.Counts]
 	stats     counters
 	verbosity atomic.Uint32
+	// obs holds each command's metrics observer, looked up once; all nil without Options.Metrics.
+	obs     [cmdMe + 1]*metrics.Observer
+	metered bool
 
 	flushMu    sync.Mutex
 	flushTimer stopper
@@ -69,7 +76,7 @@ func New(store *kv.Store, opts Options) *Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{
+	h := &Handler{
 		store:   store,
 		table:   opts.Table,
 		maxItem: min(opts.MaxItemSize, store.Limits().MaxValue),
@@ -80,6 +87,24 @@ func New(store *kv.Store, opts Options) *Handler {
 			return time.AfterFunc(d, f)
 		},
 	}
+	if opts.Metrics != nil {
+		h.metered = true
+		for cmd, name := range commandNames {
+			if name != "" {
+				h.obs[cmd] = opts.Metrics.Command("memcache", name)
+			}
+		}
+	}
+	return h
+}
+
+// commandNames are the metrics names of the commands; malformed requests count as "invalid".
+var commandNames = [cmdMe + 1]string{
+	cmdError: "invalid", cmdClose: "invalid", cmdGet: "get", cmdGets: "gets", cmdGat: "gat", cmdGats: "gats",
+	cmdSet: "set", cmdAdd: "add", cmdReplace: "replace", cmdAppend: "append", cmdPrepend: "prepend",
+	cmdCas: "cas", cmdIncr: "incr", cmdDecr: "decr", cmdDelete: "delete", cmdTouch: "touch",
+	cmdFlushAll: "flush_all", cmdVersion: "version", cmdVerbosity: "verbosity", cmdQuit: "quit",
+	cmdStats: "stats", cmdMg: "mg", cmdMs: "ms", cmdMd: "md", cmdMa: "ma", cmdMn: "mn", cmdMe: "me",
 }
 
 // SetConnCounts gives the handler the listener's connection figures for stats.
