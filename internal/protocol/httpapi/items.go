@@ -248,6 +248,18 @@ func (a *api) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	return buf.Bytes(), err
 }
 
+// writeTarget reads what PUT and DELETE share: the item, the precondition and ?return=old.
+func (a *api) writeTarget(r *http.Request) (table string, key []byte, pre precondition, ret bool, err error) {
+	if table, key, err = a.target(r); err != nil {
+		return
+	}
+	if pre, err = writePrecondition(r); err != nil {
+		return
+	}
+	ret, err = returnOld(r)
+	return
+}
+
 // versionBody is the JSON reply of a write: the item's new version, also sent as the ETag.
 type versionBody struct {
 	Version uint64 `json:"version"`
@@ -256,15 +268,7 @@ type versionBody struct {
 // putItem stores the body as the item's value: 201 when it created the item, 200 when it replaced one, each with
 // {"version": N}; with ?return=old the previous value instead (200), or 204 when there was none.
 func (a *api) putItem(w http.ResponseWriter, r *http.Request) error {
-	table, key, err := a.target(r)
-	if err != nil {
-		return err
-	}
-	pre, err := writePrecondition(r)
-	if err != nil {
-		return err
-	}
-	ret, err := returnOld(r)
+	table, key, pre, ret, err := a.writeTarget(r)
 	if err != nil {
 		return err
 	}
@@ -321,15 +325,7 @@ func writeOld(w http.ResponseWriter, res engine.Result) error {
 
 // deleteItem removes the item: 204, or 404 when there is none; with ?return=old the removed value (200).
 func (a *api) deleteItem(w http.ResponseWriter, r *http.Request) error {
-	table, key, err := a.target(r)
-	if err != nil {
-		return err
-	}
-	pre, err := writePrecondition(r)
-	if err != nil {
-		return err
-	}
-	ret, err := returnOld(r)
+	table, key, pre, ret, err := a.writeTarget(r)
 	if err != nil {
 		return err
 	}
