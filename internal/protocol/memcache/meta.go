@@ -287,7 +287,7 @@ func (c *conn) maAnswer(req *request, res engine.Result) {
 		} else {
 			c.st[sTotalItems]++
 		}
-		if req.noreply && !m.value { // q hides HD but not VA, as in memcached 1.6
+		if req.noreply { // q hides success, VA included, as in memcached 1.6
 			return
 		}
 	case errors.Is(err, engine.ErrNotFound):
