@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
+
+	"anykv/internal/bench"
 )
 
-// benchMain runs `anykv bench`.
+// benchMain runs `anykv bench`: the evaluation harness lives in internal/bench; this is its thin command.
 func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "anykv bench: not wired yet")
-	return 2
+	return bench.Main(ctx, args, stdout, stderr)
 }
