@@ -11,12 +11,18 @@ import (
 // expiry) are one atomic pair in the batch.
 func (c *conn) mgWrite(req *request) {
 	m := &req.meta
+	var viv, ttl int64
+	if m.hasViv {
+		viv = c.expires(m.viv)
+	}
+	if m.hasTTL {
+		ttl = c.expires(m.ttl)
+	}
 	c.enqueue(req, 2)
 	if m.hasViv {
-		c.add(engine.Mutation{Op: engine.OpSet, Key: req.key, Value: []byte{}, Cond: engine.CondAbsent,
-			Expires: expiresAt(m.viv, c.now)})
+		c.add(engine.Mutation{Op: engine.OpSet, Key: req.key, Value: []byte{}, Cond: engine.CondAbsent, Expires: viv})
 	}
-	c.add(engine.Mutation{Op: engine.OpGet, Key: req.key, SetExpiry: m.hasTTL, Expires: expiresAt(m.ttl, c.now)})
+	c.add(engine.Mutation{Op: engine.OpGet, Key: req.key, SetExpiry: m.hasTTL, Expires: ttl})
 }
 
 func (c *conn) mgAnswer(req *request, rs []engine.Result) {
@@ -135,7 +141,7 @@ func (c *conn) echoFlag(req *request, t []byte) {
 func (c *conn) msWrite(req *request) {
 	m := &req.meta
 	mut := engine.Mutation{Op: engine.OpSet, Key: req.key, Value: req.data, Flags: m.flags,
-		Expires: expiresAt(m.ttl, c.now)}
+		Expires: c.expires(m.ttl)}
 	switch m.mode {
 	case 'E':
 		mut.Cond = engine.CondAbsent
@@ -257,14 +263,17 @@ func (c *conn) maWrite(req *request) {
 	inc := engine.Mutation{Op: engine.OpIncr, Key: req.key, Unsigned: true, UDelta: m.delta,
 		Decr: m.mode == 'D' || m.mode == 'd' || m.mode == '-'}
 	if m.hasViv {
-		inc.Create, inc.Initial, inc.Expires = true, m.init, expiresAt(m.viv, c.now)
+		inc.Create, inc.Initial, inc.Expires = true, m.init, c.expires(m.viv)
 	}
 	if m.hasCas && m.cas != 0 {
 		inc.Cond, inc.Version = engine.CondVersion, m.cas
 	}
+	var exp int64
+	if m.hasTTL {
+		exp = c.expires(m.ttl)
+	}
 	c.enqueue(req, 2)
 	if m.hasTTL {
-		exp := expiresAt(m.ttl, c.now)
 		c.add(engine.Mutation{Op: engine.OpExpire, Key: req.key, Expires: exp, Cond: inc.Cond, Version: inc.Version})
 		if inc.Create {
 			inc.Expires = exp

@@ -13,7 +13,7 @@ func (c *conn) textWrite(req *request) {
 	switch req.cmd {
 	case cmdSet, cmdAdd, cmdReplace:
 		m := engine.Mutation{Op: engine.OpSet, Key: req.key, Value: req.data, Flags: req.flags,
-			Expires: expiresAt(req.exptime, c.now)}
+			Expires: c.expires(req.exptime)}
 		if req.cmd == cmdAdd {
 			m.Cond = engine.CondAbsent
 		} else if req.cmd == cmdReplace {
@@ -29,8 +29,9 @@ func (c *conn) textWrite(req *request) {
 		c.enqueue(req, 1)
 		c.add(engine.Mutation{Op: op, Key: req.key, Value: req.data})
 	case cmdCas:
+		mut := casMutation(req.key, req.data, req.flags, c.expires(req.exptime), req.cas)
 		c.enqueue(req, 1)
-		c.add(casMutation(req.key, req.data, req.flags, expiresAt(req.exptime, c.now), req.cas))
+		c.add(mut)
 	case cmdIncr, cmdDecr:
 		c.enqueue(req, 1)
 		c.add(engine.Mutation{Op: engine.OpIncr, Key: req.key, Unsigned: true, UDelta: req.cas, Decr: req.cmd == cmdDecr})
@@ -38,15 +39,16 @@ func (c *conn) textWrite(req *request) {
 		c.enqueue(req, 1)
 		c.add(engine.Mutation{Op: engine.OpDelete, Key: req.key})
 	case cmdTouch:
+		exp := c.expires(req.exptime)
 		c.enqueue(req, 1)
-		c.add(engine.Mutation{Op: engine.OpExpire, Key: req.key, Expires: expiresAt(req.exptime, c.now)})
+		c.add(engine.Mutation{Op: engine.OpExpire, Key: req.key, Expires: exp})
 	case cmdGat, cmdGats:
 		n := 0
 		for k, rest := nextToken(req.keys); len(k) > 0; k, rest = nextToken(rest) {
 			n++
 		}
+		exp := c.expires(req.exptime)
 		c.enqueue(req, n)
-		exp := expiresAt(req.exptime, c.now)
 		for k, rest := nextToken(req.keys); len(k) > 0; k, rest = nextToken(rest) {
 			c.add(engine.Mutation{Op: engine.OpGet, Key: k, SetExpiry: true, Expires: exp})
 		}
