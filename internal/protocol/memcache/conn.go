@@ -35,7 +35,7 @@ type conn struct {
 	ops     []pending         // requests awaiting their replies, in order
 	st      localCounters
 	closing bool
-	alone   bool // the request being handled writes an already expired item: it gets a batch of its own
+	alone   bool  // the request being handled writes an already expired item: it gets a batch of its own
 	now     int64 // the store's time when the round began, for converting exptimes
 }
 
