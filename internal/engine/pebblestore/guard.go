@@ -1,0 +1,80 @@
+package pebblestore
+
+import (
+	"context"
+)
+
+// The durability guard (SyncAlways only).
+//
+// Pebble's commit pipeline publishes a batch's sequence number, which makes its writes visible to every new read,
+// and only then waits for the WAL fsync. Between the two a reader could see a write that a power loss would
+// still erase, and act on it (reply to a client, replicate it) before the writer acknowledged anything. Engine.Get
+// promises never to do that, so readers consult the group in flight:
+//
+//	writer:  (1) publish g in s.inflight   (2) db.Apply: visible, then fsync   (3) clear s.inflight, close g.done
+//	reader:  (a) read Pebble               (b) load s.inflight; if g covers what was read, wait for g.done
+//
+// Suppose a reader returns a write of group G. It observed G in (a), so (a) happened after G became visible in
+// (2), hence after (1): Pebble's visible sequence number is an atomic, so G's publication in s.inflight
+// happens-before the read. The load in (b) comes later still, so it returns G itself, or a value stored after G's
+// (1): nil or a later group, both stored only after G's (3), i.e. after G's fsync returned. In the first case the
+// reader finds its key in G and waits for G's fsync; in the other G is already durable. Either way the write is
+// durable before the reader returns it. Checking first and reading after would be wrong: the group could be
+// published and committed between the check and the read.
+//
+// The writer commits one group at a time, so at most one group is in flight and every earlier group is durable.
+// A group is never modified after (1), so readers use its maps without locks; a read of a key not in flight
+// costs one atomic load (and a map lookup while a group is in flight).
+
+// group is one commit as readers see it while its fsync is pending.
+type group struct {
+	done chan struct{} // closed once the commit (and its fsync) returned
+	err  error         // the commit's error, set before done is closed
+
+	// minVersion is the first version the group could allocate: a stored item with a lower version was
+	// written by an earlier, durable group.
+	minVersion uint64
+	keys       map[string]ovEntry  // Pebble keys the group sets or deletes (only the keys matter here)
+	tables     map[string]struct{} // tables the group writes to or flushes
+	flushed    map[string]struct{} // tables the group flushes
+	flushAll   bool
+}
+
+// hides reports whether a point read of Pebble key k in table, which found an item with version (or found
+// nothing), may have observed this group's writes, so that the reader must wait for the group's fsync.
+func (g *group) hides(k []byte, table string, found bool, version uint64) bool {
+	if found && version < g.minVersion {
+		return false // an older, durable item: the group has not changed this key (as far as the read saw)
+	}
+	if g.flushAll {
+		return true
+	}
+	if _, ok := g.keys[string(k)]; ok {
+		return true
+	}
+	_, ok := g.flushed[table]
+	return ok
+}
+
+// touches reports whether the group changes table, or with anyTable whether it changes any table at all.
+func (g *group) touches(table string, anyTable bool) bool {
+	if g.flushAll {
+		return true
+	}
+	if anyTable {
+		return len(g.tables) > 0
+	}
+	_, ok := g.tables[table]
+	return ok
+}
+
+// waitDurable waits until g's commit returned and reports its error.
+func (s *Store) waitDurable(ctx context.Context, g *group) error {
+	s.guardWaits.Add(1)
+	select {
+	case <-g.done:
+		return g.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,397 @@
+// Package pebblestore is anykv's default, durable engine: items live in a Pebble LSM tree (CockroachDB's
+// RocksDB-style store), writes go through one writer goroutine that commits concurrent batches together (group
+// commit, one WAL fsync per group), and reads never return a write that a crash could still erase.
+//
+// See docs/durability.md for what each SyncMode promises and for the argument behind the visibility guard.
+package pebblestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"anykv/internal/engine"
+)
+
+// SyncMode says when committed writes reach stable storage.
+type SyncMode int
+
+const (
+	// SyncAlways fsyncs the WAL before Apply returns (concurrent Applies share one fsync). Nothing acknowledged
+	// is lost, and no reader sees a write before it is durable. The default.
+	SyncAlways SyncMode = iota
+	// SyncInterval fsyncs the WAL at most once a second in the background. A power loss or OS crash can lose up
+	// to about a second of acknowledged writes.
+	SyncInterval
+	// SyncNever leaves syncing to the OS and to Pebble's own file rotation. A crash can lose recent writes.
+	SyncNever
+)
+
+// String names the mode as configuration files spell it.
+func (m SyncMode) String() string {
+	switch m {
+	case SyncAlways:
+		return "always"
+	case SyncInterval:
+		return "interval"
+	case SyncNever:
+		return "never"
+	}
+	return fmt.Sprintf("SyncMode(%d)", int(m))
+}
+
+// Defaults of Options and the Pebble tuning. The workload is small items, point reads and writes, on a small
+// machine (2 cores, 24 GiB): a large block cache serves reads, a 64 MiB memtable absorbs write bursts and makes
+// flushes rare, and bloom filters on every level (L0 included) spare most disk reads for absent keys.
+const (
+	DefaultCacheBytes = 256 << 20
+	memTableSize      = 64 << 20
+	bloomBitsPerKey   = 10 // ~1% false positives
+	// syncInterval is the background fsync period of SyncInterval.
+	syncInterval = time.Second
+)
+
+// Options configures Open.
+type Options struct {
+	// Dir is the directory of the store; it is created if missing.
+	Dir string
+	// Sync selects the durability of Apply; the zero value is SyncAlways.
+	Sync SyncMode
+	// CacheBytes sizes Pebble's block cache; 0 means DefaultCacheBytes.
+	CacheBytes int64
+	// FS is the file system Pebble uses; nil means the real disk. Tests pass vfs.NewCrashableMem().
+	FS vfs.FS
+	// Logger receives Pebble's messages and background errors; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Store is the Pebble engine. Create it with Open; all methods are safe for concurrent use.
+type Store struct {
+	db   *pebble.DB
+	opts Options
+	log  *slog.Logger
+
+	// queue carries Apply and Sweep requests to the writer goroutine (see writer.go).
+	queue      chan *request
+	writerDone chan struct{}
+	// inflight is the group being committed whose WAL sync has not returned yet (SyncAlways only), or nil.
+	// Readers consult it after reading Pebble; see guard.go.
+	inflight atomic.Pointer[group]
+	// failed is the sticky error of a failed commit: the store then refuses further writes.
+	failed atomic.Pointer[error]
+
+	// active counts operations in progress; closing turns new ones away. Close waits for active to reach zero
+	// before it stops the writer and closes Pebble, so no operation ever touches a closed DB (Pebble panics).
+	// A counter rather than an RWMutex: operations may nest (a Scan callback may call Get) without deadlock.
+	active  atomic.Int64
+	closing atomic.Bool
+
+	tickerStop chan struct{}
+	tickerDone chan struct{}
+	unsynced   atomic.Bool // SyncInterval: a NoSync commit happened since the last background sync
+
+	sweepMu     sync.Mutex
+	sweepCursor []byte // Pebble key where the next Sweep resumes; nil means the start
+
+	statsMu   sync.Mutex
+	keysEst   int64
+	keysEstAt time.Time
+
+	// counters for Stats
+	fsyncs       atomic.Int64
+	batches      atomic.Int64
+	groups       atomic.Int64
+	maxGroup     atomic.Int64
+	guardWaits   atomic.Int64
+	sweepRemoved atomic.Int64
+	version      atomic.Uint64 // highest allocated version, mirrored by the writer for Stats
+}
+
+var (
+	_ engine.Engine      = (*Store)(nil)
+	_ engine.Scanner     = (*Store)(nil)
+	_ engine.TableLister = (*Store)(nil)
+	_ engine.Sweeper     = (*Store)(nil)
+	_ engine.Statser     = (*Store)(nil)
+)
+
+// Wrapped sentinels, built once so that hot paths do not allocate.
+var (
+	errClosed = fmt.Errorf("pebblestore: %w", engine.ErrClosed)
+)
+
+// Open opens (creating if needed) the store in opts.Dir. It reads only two meta records, never the data, so its
+// time does not grow with the number of items; Pebble itself replays the WAL tail not yet flushed to sstables.
+func Open(opts Options) (*Store, error) {
+	if opts.Dir == "" {
+		return nil, fmt.Errorf("pebblestore: %w: Options.Dir is empty", engine.ErrInvalid)
+	}
+	if opts.Sync < SyncAlways || opts.Sync > SyncNever {
+		return nil, fmt.Errorf("pebblestore: %w: unknown sync mode %d", engine.ErrInvalid, opts.Sync)
+	}
+	if opts.CacheBytes <= 0 {
+		opts.CacheBytes = DefaultCacheBytes
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("component", "pebblestore", "dir", opts.Dir)
+
+	cache := pebble.NewCache(opts.CacheBytes)
+	defer cache.Unref() // the DB holds its own reference
+	po := &pebble.Options{
+		Cache:                       cache,
+		FS:                          opts.FS,
+		FormatMajorVersion:          pebble.FormatValueSeparation, // newest format of pebble v2.1; explicit on purpose
+		MemTableSize:                memTableSize,
+		MemTableStopWritesThreshold: 4,
+		// A memtable holding a range deletion (a table flush) is flushed within 10 s, so the deleted space can be
+		// reclaimed and later reads do not keep paying for the tombstone in the memtable.
+		FlushDelayDeleteRange: 10 * time.Second,
+		Logger:                pebbleLogger{log},
+		EventListener: &pebble.EventListener{
+			BackgroundError: func(err error) { log.Error("pebble background error", "err", err) },
+			WriteStallBegin: func(info pebble.WriteStallBeginInfo) { log.Warn("pebble write stall", "reason", info.Reason) },
+			WriteStallEnd:   func() { log.Info("pebble write stall ended") },
+			DataCorruption: func(info pebble.DataCorruptionInfo) {
+				log.Error("pebble data corruption", "path", info.Path, "err", info.Details)
+			},
+		},
+	}
+	for i := range po.Levels {
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
+	}
+	db, err := pebble.Open(opts.Dir, po)
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: open %s: %w", opts.Dir, err)
+	}
+	version, err := readMeta(db)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+
+	s := &Store{
+		db:         db,
+		opts:       opts,
+		log:        log,
+		queue:      make(chan *request, queueLen),
+		writerDone: make(chan struct{}),
+	}
+	s.version.Store(version)
+	go newWriter(s, version).run()
+	if opts.Sync == SyncInterval {
+		s.tickerStop, s.tickerDone = make(chan struct{}), make(chan struct{})
+		go s.syncLoop()
+	}
+	return s, nil
+}
+
+// readMeta checks the format record (writing it into a new store) and returns the highest allocated version.
+func readMeta(db *pebble.DB) (uint64, error) {
+	format, ok, err := getUint64(db, metaFormatKey)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		// A new store, or one created before its first sync: nothing but the format record to write.
+		if err := db.Set(metaFormatKey, beUint64(formatVersion), pebble.Sync); err != nil {
+			return 0, fmt.Errorf("pebblestore: write format record: %w", err)
+		}
+	} else if format != formatVersion {
+		return 0, fmt.Errorf("pebblestore: store format %d, this build reads format %d", format, formatVersion)
+	}
+	version, _, err := getUint64(db, metaVersionKey)
+	return version, err
+}
+
+// getUint64 reads an 8-byte big-endian meta record.
+func getUint64(db *pebble.DB, key []byte) (uint64, bool, error) {
+	v, closer, err := db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("pebblestore: read meta %q: %w", key, err)
+	}
+	defer closer.Close()
+	if len(v) != 8 {
+		return 0, false, fmt.Errorf("%w: meta %q has %d bytes", errCorrupt, key, len(v))
+	}
+	var n uint64
+	for _, b := range v {
+		n = n<<8 | uint64(b)
+	}
+	return n, true, nil
+}
+
+// enter registers an operation; it fails once Close has begun. Every successful enter needs one exit.
+func (s *Store) enter() error {
+	s.active.Add(1)
+	if s.closing.Load() {
+		s.active.Add(-1)
+		return errClosed
+	}
+	return nil
+}
+
+func (s *Store) exit() { s.active.Add(-1) }
+
+// keyBufs recycles the buffers Get encodes keys into.
+var keyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 128); return &b }}
+
+// Get implements engine.Engine. It returns only durable writes: see guard.go.
+func (s *Store) Get(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
+	if err := s.enter(); err != nil {
+		return engine.Item{}, err
+	}
+	defer s.exit()
+	kb := keyBufs.Get().(*[]byte)
+	k := appendKey((*kb)[:0], table, key)
+	defer func() { *kb = k; keyBufs.Put(kb) }()
+
+	var it engine.Item
+	found, live := false, false
+	v, closer, err := s.db.Get(k)
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+	case err != nil:
+		return engine.Item{}, fmt.Errorf("pebblestore: get: %w", err)
+	default:
+		it, err = decodeValue(v)
+		if err == nil {
+			found, live = true, it.Live(now)
+			if live {
+				it.Value = append(make([]byte, 0, len(it.Value)), it.Value...) // the caller owns it
+			}
+		}
+		closer.Close()
+		if err != nil {
+			return engine.Item{}, err
+		}
+	}
+	if g := s.inflight.Load(); g != nil && g.hides(k, table, found, it.Version) {
+		if err := s.waitDurable(ctx, g); err != nil {
+			return engine.Item{}, err
+		}
+	}
+	if !live {
+		return engine.Item{}, engine.ErrNotFound
+	}
+	return it, nil
+}
+
+// Apply implements engine.Engine: the batch joins the writer's next group and Apply returns once that group is
+// committed (and, under SyncAlways, fsynced). If ctx ends before the writer takes the batch, nothing is applied
+// and ctx's error is returned; once taken, Apply waits for the outcome.
+func (s *Store) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.exit()
+	r := &request{batch: b, done: make(chan struct{})}
+	if err := s.submit(ctx, r); err != nil {
+		return nil, err
+	}
+	return r.results, r.err
+}
+
+// submit hands r to the writer and waits for its answer.
+func (s *Store) submit(ctx context.Context, r *request) error {
+	if p := s.failed.Load(); p != nil {
+		return *p
+	}
+	select {
+	case s.queue <- r:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-r.done:
+		return nil
+	case <-ctx.Done():
+		if r.state.CompareAndSwap(reqQueued, reqCancelled) {
+			return ctx.Err() // the writer will skip it
+		}
+		<-r.done // already taken: its outcome is decided, report it
+		return nil
+	}
+}
+
+// syncLoop is SyncInterval's background fsync: at most once per syncInterval, and only after NoSync commits.
+func (s *Store) syncLoop() {
+	defer close(s.tickerDone)
+	t := time.NewTicker(syncInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.tickerStop:
+			return
+		case <-t.C:
+			if s.unsynced.Swap(false) {
+				if err := s.syncWAL(); err != nil {
+					s.log.Error("background WAL sync failed", "err", err)
+				}
+			}
+		}
+	}
+}
+
+// syncWAL fsyncs the WAL and everything written before it. An empty LogData record is the cheapest commit that
+// carries pebble.Sync: it goes through Pebble's commit pipeline, whose sync covers all earlier WAL records.
+func (s *Store) syncWAL() error {
+	s.fsyncs.Add(1)
+	return s.db.LogData(nil, pebble.Sync)
+}
+
+// Close implements engine.Engine: it waits for operations in progress (queued Applies are committed), syncs the
+// WAL and closes Pebble. Later calls of any method return ErrClosed; a second Close returns nil.
+func (s *Store) Close() error {
+	if !s.closing.CompareAndSwap(false, true) {
+		return nil
+	}
+	for s.active.Load() != 0 {
+		time.Sleep(time.Millisecond)
+	}
+	// No operation is in progress and none can start, so nobody sends on queue any more.
+	close(s.queue)
+	<-s.writerDone
+	if s.tickerStop != nil {
+		close(s.tickerStop)
+		<-s.tickerDone
+	}
+	var err error
+	if s.failed.Load() == nil && s.opts.Sync != SyncAlways {
+		err = s.syncWAL()
+	}
+	if cerr := s.db.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("pebblestore: close: %w", err)
+	}
+	return nil
+}
+
+// pebbleLogger adapts slog to Pebble's Logger.
+type pebbleLogger struct{ l *slog.Logger }
+
+func (p pebbleLogger) Infof(format string, args ...any) { p.l.Info(fmt.Sprintf(format, args...)) }
+
+func (p pebbleLogger) Errorf(format string, args ...any) { p.l.Error(fmt.Sprintf(format, args...)) }
+
+// Fatalf logs and panics: Pebble calls it on unrecoverable states and expects it not to return.
+func (p pebbleLogger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	p.l.Error(msg, "fatal", true)
+	panic("pebblestore: pebble fatal: " + msg)
+}

@@ -1,0 +1,245 @@
+package pebblestore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"anykv/internal/engine"
+)
+
+// Scan implements engine.Scanner with a Pebble iterator bounded by the table's span and r. key and it.Value
+// alias the iterator and are valid only during fn. fn may call the store.
+func (s *Store) Scan(ctx context.Context, table string, r engine.Range, now int64, fn func([]byte, engine.Item) bool) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	if r.Start != nil && r.End != nil && bytes.Compare(r.Start, r.End) >= 0 {
+		return nil
+	}
+	prefix := appendTablePrefix(nil, table)
+	lower := append(prefix[:len(prefix):len(prefix)], r.Start...)
+	upper := prefixEnd(prefix)
+	if r.End != nil {
+		upper = append(prefix[:len(prefix):len(prefix)], r.End...)
+	}
+	iter, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return fmt.Errorf("pebblestore: scan: %w", err)
+	}
+	defer iter.Close()
+	// The iterator's view is fixed at its creation; see guard.go for why checking after that is race-free.
+	if g := s.inflight.Load(); g != nil && g.touches(table, false) {
+		if err := s.waitDurable(ctx, g); err != nil {
+			return err
+		}
+	}
+	for valid := iter.First(); valid; valid = iter.Next() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		v, err := iter.ValueAndErr()
+		if err != nil {
+			return fmt.Errorf("pebblestore: scan: %w", err)
+		}
+		it, err := decodeValue(v)
+		if err != nil {
+			return err
+		}
+		if !it.Live(now) {
+			continue
+		}
+		if !fn(iter.Key()[len(prefix):], it) {
+			break
+		}
+	}
+	if err := iter.Error(); err != nil {
+		return fmt.Errorf("pebblestore: scan: %w", err)
+	}
+	return ctx.Err()
+}
+
+// Tables implements engine.TableLister: it visits one key per table, seeking past each table's span, so its cost
+// grows with the number of tables, not of items. Tables with only expired items are listed until swept.
+func (s *Store) Tables(ctx context.Context) ([]string, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.exit()
+	iter, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: dataStart, UpperBound: dataEnd})
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: tables: %w", err)
+	}
+	defer iter.Close()
+	if g := s.inflight.Load(); g != nil && g.touches("", true) {
+		if err := s.waitDurable(ctx, g); err != nil {
+			return nil, err
+		}
+	}
+	names := []string{}
+	for valid := iter.First(); valid; {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		name, _, plen, err := splitKey(iter.Key())
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, string(name))
+		valid = iter.SeekGE(prefixEnd(iter.Key()[:plen]))
+	}
+	if err := iter.Error(); err != nil {
+		return nil, fmt.Errorf("pebblestore: tables: %w", err)
+	}
+	sort.Strings(names) // Pebble orders tables by name length first
+	return names, nil
+}
+
+// Sweep implements engine.Sweeper. It reads up to budget items from where the last call stopped, then asks the
+// writer to delete those expired at now, each only if its version is unchanged, so a concurrent rewrite survives.
+// A pass that reaches the end of the data starts over at the next call.
+func (s *Store) Sweep(ctx context.Context, now int64, budget int) (int, error) {
+	if err := s.enter(); err != nil {
+		return 0, err
+	}
+	defer s.exit()
+	if budget <= 0 {
+		return 0, nil
+	}
+	s.sweepMu.Lock()
+	defer s.sweepMu.Unlock()
+	lower := dataStart
+	if s.sweepCursor != nil {
+		lower = s.sweepCursor
+	}
+	iter, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: dataEnd})
+	if err != nil {
+		return 0, fmt.Errorf("pebblestore: sweep: %w", err)
+	}
+	var targets []sweepTarget
+	seen := 0
+	valid := iter.First()
+	for ; valid && seen < budget; valid = iter.Next() {
+		seen++
+		v, err := iter.ValueAndErr()
+		if err != nil {
+			break
+		}
+		it, err := decodeValue(v)
+		if err != nil || it.Live(now) {
+			continue // a corrupt record is not the sweeper's to judge; reads report it
+		}
+		table, _, _, err := splitKey(iter.Key())
+		if err != nil {
+			continue
+		}
+		targets = append(targets, sweepTarget{key: bytes.Clone(iter.Key()), table: string(table), version: it.Version})
+	}
+	s.sweepCursor = nil
+	if valid {
+		s.sweepCursor = bytes.Clone(iter.Key()) // the first item not examined
+	}
+	err = iter.Error()
+	_ = iter.Close()
+	if err != nil {
+		return 0, fmt.Errorf("pebblestore: sweep: %w", err)
+	}
+	if len(targets) == 0 {
+		return 0, nil
+	}
+	r := &request{sweep: targets, done: make(chan struct{})}
+	if err := s.submit(ctx, r); err != nil {
+		return 0, err
+	}
+	s.sweepRemoved.Add(int64(r.removed))
+	return r.removed, r.err
+}
+
+// keysEstimateTTL bounds how often Stats walks the sstable list for the key estimate.
+const keysEstimateTTL = 5 * time.Second
+
+// Stats implements engine.Statser with Pebble's metrics and the writer's own figures:
+//
+//	keys_estimate    entries minus deletions in sstables (excludes the memtable; counts shadowed versions)
+//	version          highest allocated version
+//	fsyncs           WAL syncs the store asked for (one per SyncAlways group, one per SyncInterval tick)
+//	apply_batches, commit_groups, group_size_mean, group_size_max   group commit figures
+//	guard_waits      reads that waited for an in-flight fsync
+func (s *Store) Stats() map[string]int64 {
+	if s.enter() != nil {
+		return map[string]int64{}
+	}
+	defer s.exit()
+	m := s.db.Metrics()
+	batches, groups := s.batches.Load(), s.groups.Load()
+	mean := int64(0)
+	if groups > 0 {
+		mean = (batches + groups/2) / groups
+	}
+	var readAmp int64
+	for _, l := range m.Levels {
+		readAmp += int64(l.Sublevels)
+	}
+	return map[string]int64{
+		"keys_estimate":           s.keysEstimate(),
+		"version":                 int64(s.version.Load()),
+		"disk_bytes":              int64(m.DiskSpaceUsage()),
+		"memtable_bytes":          int64(m.MemTable.Size),
+		"wal_files":               m.WAL.Files,
+		"wal_bytes":               int64(m.WAL.Size),
+		"wal_bytes_written":       int64(m.WAL.BytesWritten),
+		"fsyncs":                  s.fsyncs.Load(),
+		"apply_batches":           batches,
+		"commit_groups":           groups,
+		"group_size_mean":         mean,
+		"group_size_max":          s.maxGroup.Load(),
+		"guard_waits":             s.guardWaits.Load(),
+		"sweep_removed":           s.sweepRemoved.Load(),
+		"flushes":                 m.Flush.Count,
+		"compactions":             m.Compact.Count,
+		"compaction_debt_bytes":   int64(m.Compact.EstimatedDebt),
+		"read_amplification":      readAmp,
+		"block_cache_bytes":       m.BlockCache.Size,
+		"block_cache_hits":        m.BlockCache.Hits,
+		"block_cache_misses":      m.BlockCache.Misses,
+		"bloom_filter_hits":       m.Filter.Hits,
+		"bloom_filter_misses":     m.Filter.Misses,
+		"sstables":                tableCount(m),
+		"range_deletions_pending": int64(m.Keys.TombstoneCount),
+	}
+}
+
+func tableCount(m *pebble.Metrics) int64 {
+	var n int64
+	for _, l := range m.Levels {
+		n += l.TablesCount
+	}
+	return n
+}
+
+// keysEstimate sums entries minus deletions over the sstables' statistics, recomputed at most every
+// keysEstimateTTL. Writes still in the memtable are not counted.
+func (s *Store) keysEstimate() int64 {
+	s.statsMu.Lock()
+	defer s.statsMu.Unlock()
+	if time.Since(s.keysEstAt) < keysEstimateTTL {
+		return s.keysEst
+	}
+	levels, err := s.db.SSTables()
+	if err != nil {
+		return s.keysEst
+	}
+	var n int64
+	for _, l := range levels {
+		for _, t := range l {
+			n += int64(t.TableStats.NumEntries) - 2*int64(t.TableStats.NumDeletions)
+		}
+	}
+	s.keysEst, s.keysEstAt = max(n, 0), time.Now()
+	return s.keysEst
+}

@@ -1,0 +1,327 @@
+package pebblestore
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"anykv/internal/engine"
+)
+
+// Group commit limits: the writer takes every queued request up to these caps into one Pebble batch.
+const (
+	queueLen      = 1024
+	maxGroupReqs  = 512
+	maxGroupBytes = 32 << 20 // approximate: sum of keys and values of the group's mutations
+)
+
+// Request states: the writer takes a queued request unless its Apply gave up first (ctx done).
+const (
+	reqQueued int32 = iota
+	reqTaken
+	reqCancelled
+)
+
+// request is one Apply or one Sweep waiting for the writer.
+type request struct {
+	batch *engine.Batch
+	sweep []sweepTarget // a Sweep's conditional deletes, when batch is nil
+
+	state   atomic.Int32
+	results []engine.Result
+	removed int // Sweep: items deleted
+	err     error
+	done    chan struct{}
+}
+
+// sweepTarget is an expired item Sweep saw: it is deleted only if its version is still the one seen.
+type sweepTarget struct {
+	key     []byte // Pebble key
+	table   string
+	version uint64
+}
+
+// ovEntry is the group overlay's view of a key written by an earlier batch of the group.
+type ovEntry struct {
+	item    engine.Item // Value aliases the writing batch, which stays valid until the group is answered
+	deleted bool
+}
+
+// writer is the single goroutine that resolves and commits every write. Being alone, it allocates versions
+// without locks and reads a state no one else changes.
+type writer struct {
+	s       *Store
+	version uint64 // highest allocated
+	next    func() uint64
+	pb      *pebble.Batch
+	reqs    []*request
+	kbuf    []byte
+	syncOpt *pebble.WriteOptions
+	guard   bool // SyncAlways: publish groups to readers until their sync returns
+
+	// The overlay: what earlier batches of the current group wrote, so a batch sees them (Pebble has not got them
+	// yet). keys doubles as the group's set of in-flight keys for the guard, so it is a new map per group.
+	keys     map[string]ovEntry
+	tables   map[string]struct{}
+	flushed  map[string]struct{}
+	flushAll bool
+}
+
+func newWriter(s *Store, version uint64) *writer {
+	w := &writer{s: s, version: version, pb: s.db.NewBatch(), syncOpt: pebble.NoSync, guard: s.opts.Sync == SyncAlways}
+	if w.guard {
+		w.syncOpt = pebble.Sync
+	}
+	w.next = func() uint64 { w.version++; return w.version }
+	return w
+}
+
+// run serves the queue until Close closes it, then exits after answering everything queued.
+func (w *writer) run() {
+	defer close(w.s.writerDone)
+	defer w.pb.Close()
+	for r := range w.s.queue {
+		w.reqs = append(w.reqs[:0], r)
+		size := r.size()
+	fill:
+		for len(w.reqs) < maxGroupReqs && size < maxGroupBytes {
+			select {
+			case r, ok := <-w.s.queue:
+				if !ok {
+					break fill
+				}
+				w.reqs = append(w.reqs, r)
+				size += r.size()
+			default:
+				break fill
+			}
+		}
+		w.commitGroup()
+		clear(w.reqs) // drop references to answered requests
+	}
+}
+
+// size estimates the bytes a request adds to a group.
+func (r *request) size() int {
+	n := 0
+	if r.batch != nil {
+		for i := range r.batch.Muts {
+			m := &r.batch.Muts[i]
+			n += len(m.Key) + len(m.Value) + len(m.Key2) + 64
+		}
+	}
+	return n + len(r.sweep)*64
+}
+
+// commitGroup resolves every request of w.reqs in turn, commits their writes as one Pebble batch, and answers.
+func (w *writer) commitGroup() {
+	w.keys, w.tables, w.flushed, w.flushAll = nil, nil, nil, false
+	firstVersion := w.version + 1
+	taken := 0
+	for _, r := range w.reqs {
+		if !r.state.CompareAndSwap(reqQueued, reqTaken) {
+			continue // its Apply returned already
+		}
+		taken++
+		if p := w.s.failed.Load(); p != nil {
+			r.err = *p
+			continue
+		}
+		if r.batch == nil {
+			w.sweep(r)
+			continue
+		}
+		writes, results, err := engine.Resolve(w, r.batch, w.next)
+		r.results = results
+		if err != nil {
+			if !errors.Is(err, engine.ErrAborted) {
+				err = fmt.Errorf("pebblestore: apply: %w", err)
+			}
+			r.err = err // aborted or invalid: the batch contributes no writes
+			continue
+		}
+		for i := range writes {
+			w.add(&writes[i])
+		}
+	}
+	w.s.batches.Add(int64(taken))
+
+	var err error
+	if !w.pb.Empty() {
+		w.s.groups.Add(1)
+		if int64(taken) > w.s.maxGroup.Load() {
+			w.s.maxGroup.Store(int64(taken))
+		}
+		_ = w.pb.Set(metaVersionKey, beUint64(w.version), nil)
+		err = w.commit(firstVersion)
+		w.pb.Reset()
+	}
+	w.s.version.Store(w.version)
+	for _, r := range w.reqs {
+		if r.state.Load() != reqTaken {
+			continue
+		}
+		if err != nil && (r.err == nil || errors.Is(r.err, engine.ErrAborted)) {
+			r.err, r.results, r.removed = err, nil, 0
+		}
+		close(r.done)
+	}
+	w.keys, w.tables, w.flushed = nil, nil, nil
+}
+
+// commit writes the group's batch. Under SyncAlways the group is published in s.inflight BEFORE the commit (which
+// makes the writes visible to readers before their WAL sync ends) and withdrawn only after the sync returned;
+// guard.go explains why readers that check it after reading never return a non-durable write.
+func (w *writer) commit(firstVersion uint64) error {
+	var g *group
+	if w.guard {
+		g = &group{done: make(chan struct{}), minVersion: firstVersion, keys: w.keys, tables: w.tables,
+			flushed: w.flushed, flushAll: w.flushAll}
+		w.s.inflight.Store(g)
+	}
+	err := w.s.db.Apply(w.pb, w.syncOpt)
+	if w.guard {
+		w.s.fsyncs.Add(1)
+	} else {
+		w.s.unsynced.Store(true)
+	}
+	if err != nil {
+		err = fmt.Errorf("pebblestore: commit: %w", err)
+		// Pebble may have applied the batch to its memtable without making it durable. Refuse all further
+		// writes, and leave the failed group published so that readers of its keys get the error too.
+		w.s.failed.Store(&err)
+		w.s.log.Error("commit failed; the store refuses further writes", "err", err)
+		if g != nil {
+			g.err = err
+			close(g.done)
+		}
+		return err
+	}
+	if g != nil {
+		w.s.inflight.Store(nil)
+		close(g.done)
+	}
+	return nil
+}
+
+// add appends one resolved write to the Pebble batch and to the overlay.
+func (w *writer) add(wr *engine.Write) {
+	switch {
+	case wr.Flush && wr.Table == "":
+		_ = w.pb.DeleteRange(dataStart, dataEnd, nil)
+		w.flushAll = true
+		w.keys, w.flushed = nil, nil
+		// keys and tables written after this still count for readers; earlier ones are covered by flushAll.
+	case wr.Flush:
+		p := appendTablePrefix(nil, wr.Table)
+		_ = w.pb.DeleteRange(p, prefixEnd(p), nil)
+		if w.flushed == nil {
+			w.flushed = make(map[string]struct{})
+		}
+		w.flushed[wr.Table] = struct{}{}
+		w.touch(wr.Table)
+		if w.keys != nil {
+			// The overlay must forget the table's earlier writes; the guard still covers them through flushed.
+			fresh := make(map[string]ovEntry, len(w.keys))
+			for k, e := range w.keys {
+				if tbl, _, _, _ := splitKey([]byte(k)); string(tbl) != wr.Table {
+					fresh[k] = e
+				}
+			}
+			w.keys = fresh
+		}
+	case wr.Delete:
+		k := appendKey(w.kbuf[:0], wr.Table, wr.Key)
+		w.kbuf = k
+		_ = w.pb.Delete(k, nil)
+		w.remember(k, wr.Table, ovEntry{deleted: true})
+	default:
+		k := appendKey(w.kbuf[:0], wr.Table, wr.Key)
+		w.kbuf = k
+		op := w.pb.SetDeferred(len(k), headerLen+len(wr.Item.Value))
+		copy(op.Key, k)
+		putHeader(op.Value, &wr.Item)
+		copy(op.Value[headerLen:], wr.Item.Value)
+		_ = op.Finish()
+		w.remember(k, wr.Table, ovEntry{item: wr.Item})
+	}
+}
+
+func (w *writer) remember(k []byte, table string, e ovEntry) {
+	if w.keys == nil {
+		w.keys = make(map[string]ovEntry)
+	}
+	w.keys[string(k)] = e
+	w.touch(table)
+}
+
+// touch records that the group changes table; Scan and Tables wait only for groups that touch what they list.
+func (w *writer) touch(table string) {
+	if !w.guard {
+		return
+	}
+	if w.tables == nil {
+		w.tables = make(map[string]struct{})
+	}
+	if _, ok := w.tables[table]; !ok {
+		w.tables[table] = struct{}{}
+	}
+}
+
+// Read implements engine.Reader over the committed state plus the group's earlier writes. Values are copies, so
+// that Results handed to one caller never alias another caller's batch.
+func (w *writer) Read(table string, key []byte) (engine.Item, bool, error) {
+	k := appendKey(w.kbuf[:0], table, key)
+	w.kbuf = k
+	return w.read(k, table)
+}
+
+func (w *writer) read(k []byte, table string) (engine.Item, bool, error) {
+	if e, ok := w.keys[string(k)]; ok {
+		if e.deleted {
+			return engine.Item{}, false, nil
+		}
+		it := e.item
+		it.Value = append([]byte{}, it.Value...)
+		return it, true, nil
+	}
+	if w.flushAll {
+		return engine.Item{}, false, nil
+	}
+	if _, ok := w.flushed[table]; ok {
+		return engine.Item{}, false, nil
+	}
+	v, closer, err := w.s.db.Get(k)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return engine.Item{}, false, nil
+	}
+	if err != nil {
+		return engine.Item{}, false, fmt.Errorf("pebblestore: read: %w", err)
+	}
+	defer closer.Close()
+	it, err := decodeValue(v)
+	if err != nil {
+		return engine.Item{}, false, err
+	}
+	it.Value = append([]byte{}, it.Value...)
+	return it, true, nil
+}
+
+// sweep deletes each target still stored with the version Sweep saw (a rewrite since then survives).
+func (w *writer) sweep(r *request) {
+	for _, t := range r.sweep {
+		it, ok, err := w.read(t.key, t.table)
+		if err != nil {
+			r.err = err
+			return
+		}
+		if !ok || it.Version != t.version {
+			continue
+		}
+		_ = w.pb.Delete(t.key, nil)
+		w.remember(t.key, t.table, ovEntry{deleted: true})
+		r.removed++
+	}
+}
