@@ -234,3 +234,26 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestDelayedFlushReplaced checks that an old delayed flush_all whose timer fires after a newer flush_all
+// replaced it does nothing, and that the newer one still runs.
+func TestDelayedFlushReplaced(t *testing.T) {
+	store := kv.New(memstore.New(), kv.Options{SweepInterval: -1})
+	defer store.Close()
+	h := New(store, Options{})
+	timers := &fakeTimers{}
+	h.afterFunc = timers.afterFunc
+	sc := &scriptConn{chunks: [][]byte{[]byte("set a 0 0 1\r\nx\r\nflush_all 10\r\nflush_all 20\r\n")}}
+	h.ServeConn(context.Background(), sc)
+	if len(timers.timers) != 2 || !timers.timers[0].stopped || timers.timers[1].stopped {
+		t.Fatalf("timers %+v", timers.timers)
+	}
+	timers.timers[0].f() // fired late, after being replaced
+	if _, err := store.Get(context.Background(), "default", []byte("a")); err != nil {
+		t.Fatalf("the replaced flush ran: %v", err)
+	}
+	timers.timers[1].f()
+	if _, err := store.Get(context.Background(), "default", []byte("a")); err == nil {
+		t.Fatal("the pending flush did not run")
+	}
+}

@@ -49,6 +49,7 @@ type Handler struct {
 
 	flushMu    sync.Mutex
 	flushTimer stopper
+	flushGen   uint64 // identifies the pending timer, so a late-firing old one cannot forget a new one
 	// afterFunc runs f after d; time.AfterFunc outside tests.
 	afterFunc func(d time.Duration, f func()) stopper
 }
@@ -130,11 +131,17 @@ func (h *Handler) scheduleFlush(at, now int64) {
 		h.flushTimer.Stop()
 		h.flushTimer = nil
 	}
+	h.flushGen++
 	if at <= now {
 		return
 	}
+	gen := h.flushGen
 	h.flushTimer = h.afterFunc(time.Duration(at-now)*time.Millisecond, func() {
 		h.flushMu.Lock()
+		if h.flushGen != gen { // replaced after it fired: the new flush_all decides
+			h.flushMu.Unlock()
+			return
+		}
 		h.flushTimer = nil
 		h.flushMu.Unlock()
 		res := h.store.Apply1(context.Background(), flushMutation(h.table))
