@@ -257,3 +257,30 @@ func TestDelayedFlushReplaced(t *testing.T) {
 		t.Fatal("the pending flush did not run")
 	}
 }
+
+// TestGetAllocations guards the get path: beyond the value copy the store returns, serving gets allocates
+// nothing per key.
+func TestGetAllocations(t *testing.T) {
+	store := kv.New(memstore.New(), kv.Options{SweepInterval: -1})
+	defer store.Close()
+	h := New(store, Options{})
+	var load, req bytes.Buffer
+	for i := range 16 {
+		fmt.Fprintf(&load, "set key%d 0 0 5 noreply\r\nvalue\r\n", i)
+		fmt.Fprintf(&req, "get key%d\r\nmg key%d v f\r\n", i, i)
+	}
+	h.ServeConn(context.Background(), &scriptConn{chunks: [][]byte{load.Bytes()}})
+	sc := &scriptConn{}
+	c := newConn(h, sc)
+	serve := func() {
+		sc.chunks = append(sc.chunks[:0], req.Bytes())
+		sc.out.Reset()
+		c.serve(context.Background())
+	}
+	serve() // grow the buffers once
+	allocs := testing.AllocsPerRun(50, serve)
+	t.Logf("%.1f allocations per run", allocs)
+	if perKey := allocs / 32; perKey > 1.2 {
+		t.Fatalf("%.1f allocations for 32 lookups (%.2f each); want about 1 each (the value copy)", allocs, perKey)
+	}
+}
