@@ -64,7 +64,7 @@ type Mutation struct {
 	KeepTTL bool
 	// Create lets OpIncr, OpAppend and OpPrepend create a missing item instead of failing with ErrNotFound.
 	Create bool
-	// SetExpiry makes OpGet also set Expires.
+	// SetExpiry makes OpGet and OpIncr also set Expires (GETEX, gat, memcached ma with T).
 	SetExpiry bool
 	// Unsigned selects memcached arithmetic for OpIncr: UDelta added with wrap-around, or subtracted flooring at 0
 	// when Decr; a created item starts at Initial. Otherwise Delta is added with overflow checks and a created

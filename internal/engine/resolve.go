@@ -66,7 +66,7 @@ func isCondErr(err error) bool {
 // get returns the live item at table/key as this batch sees it.
 func (rs *resolver) get(table string, key []byte) (Item, bool, error) {
 	if it, ok := rs.overlay[slot{table, string(key)}]; ok {
-		if it == nil {
+		if it == nil || !it.Live(rs.now) { // written earlier in this batch, possibly already expired
 			return Item{}, false, nil
 		}
 		return *it, true, nil
@@ -240,6 +240,9 @@ func (rs *resolver) incr(m *Mutation, res *Result) {
 		v = strconv.AppendInt(nil, n+m.Delta, 10)
 	}
 	it.Value = v
+	if m.SetExpiry {
+		it.Expires = m.Expires
+	}
 	res.New, res.NewFound = rs.put(m.Table, m.Key, it), true
 }
 

@@ -144,7 +144,9 @@ func (s *Store) Apply(ctx context.Context, muts []engine.Mutation) ([]engine.Res
 		}
 		switch m.Op {
 		case engine.OpAppend, engine.OpPrepend, engine.OpSetRange:
-			m.MaxSize = s.limits.MaxValue
+			if m.MaxSize <= 0 || m.MaxSize > s.limits.MaxValue { // a protocol may bound it tighter (memcached -I)
+				m.MaxSize = s.limits.MaxValue
+			}
 		}
 	}
 	s.stats.batches.Add(1)

@@ -53,6 +53,11 @@ func TestLimitsRejectWholeBatch(t *testing.T) {
 	if !errors.Is(r.Err, engine.ErrTooLarge) {
 		t.Fatalf("append past the limit: %v", r.Err)
 	}
+	// A protocol's tighter bound (memcached's item size) is kept, not widened to MaxValue.
+	r = s.Apply1(ctx, engine.Mutation{Op: engine.OpAppend, Table: "t", Key: []byte("a"), Value: []byte("5"), MaxSize: 4})
+	if !errors.Is(r.Err, engine.ErrTooLarge) {
+		t.Fatalf("append past the caller's MaxSize: %v", r.Err)
+	}
 }
 
 func TestScanPagesAndCount(t *testing.T) {

@@ -252,6 +252,11 @@ func testIncrSigned(t *testing.T, e engine.Engine) {
 	if r := apply(t, e, incr("f", 1))[0]; r.New.Flags != 9 || r.New.Expires != now+1000 {
 		t.Fatalf("incr lost metadata: %+v", r.New)
 	}
+	withTTL := incr("f", 1)
+	withTTL.SetExpiry, withTTL.Expires = true, now+5000
+	if r := apply(t, e, withTTL)[0]; string(r.New.Value) != "3" || r.New.Expires != now+5000 {
+		t.Fatalf("incr with SetExpiry = %+v", r.New)
+	}
 }
 
 func testIncrUnsigned(t *testing.T, e engine.Engine) {
@@ -426,6 +431,12 @@ func testExpiredInvisible(t *testing.T, e engine.Engine) {
 	apply(t, e, engine.Mutation{Op: engine.OpSet, Table: "default", Key: []byte("e2"), Value: []byte("v"), Expires: now - 1})
 	wantErr(t, apply(t, e, incr("e2", 1))[0], nil)
 	wantValue(t, e, "default", "e2", "1")
+	// An item written already expired earlier in the same batch is absent to the batch's later mutations.
+	r := apply(t, e,
+		engine.Mutation{Op: engine.OpSet, Table: "default", Key: []byte("e3"), Value: []byte("v"), Expires: now - 1},
+		engine.Mutation{Op: engine.OpSet, Table: "default", Key: []byte("e3"), Value: []byte("add"), Cond: engine.CondAbsent})
+	wantErr(t, r[1], nil)
+	wantValue(t, e, "default", "e3", "add")
 }
 
 func scanKeys(t *testing.T, e engine.Engine, table string, r engine.Range) []string {
