@@ -97,6 +97,24 @@ func (s *session) absExpiry(unit string, n int64) (int64, bool) {
 	return ms, true
 }
 
+func isExpiryOpt(a []byte) bool { return eq(a, "ex") || eq(a, "px") || eq(a, "exat") || eq(a, "pxat") }
+
+// expiryOpt parses the amount of an EX/PX/EXAT/PXAT option into absolute unix ms; on a bad amount it fails the
+// command with Redis's error for cmd and returns false.
+func (s *session) expiryOpt(opt, amount []byte, cmd string) (int64, bool) {
+	n, ok := argInt(amount)
+	if !ok {
+		s.fail(errNotInt)
+		return 0, false
+	}
+	at, ok := s.absExpiry(lower(opt), n)
+	if n <= 0 || !ok {
+		s.fail("ERR invalid expire time in '" + cmd + "' command")
+		return 0, false
+	}
+	return at, true
+}
+
 // Reply writers shared by several commands; plain functions so pipelined commands allocate no closure.
 
 func replyBulkOrNil(w *resp.Writer, res []engine.Result) {
@@ -193,15 +211,9 @@ func cmdSet(s *session, args [][]byte) {
 			get = true
 		case eq(a, "keepttl") && !expSeen:
 			m.KeepTTL, expSeen = true, true
-		case (eq(a, "ex") || eq(a, "px") || eq(a, "exat") || eq(a, "pxat")) && !expSeen && i+1 < len(args):
-			n, ok := argInt(args[i+1])
+		case isExpiryOpt(a) && !expSeen && i+1 < len(args):
+			at, ok := s.expiryOpt(a, args[i+1], "set")
 			if !ok {
-				s.fail(errNotInt)
-				return
-			}
-			at, ok := s.absExpiry(lower(a), n)
-			if n <= 0 || !ok {
-				s.fail("ERR invalid expire time in 'set' command")
 				return
 			}
 			m.Expires, expSeen = at, true
@@ -273,15 +285,9 @@ func cmdGetEx(s *session, args [][]byte) {
 		switch {
 		case eq(a, "persist") && !m.SetExpiry:
 			m.SetExpiry, m.Expires = true, 0
-		case (eq(a, "ex") || eq(a, "px") || eq(a, "exat") || eq(a, "pxat")) && !m.SetExpiry && i+1 < len(args):
-			n, ok := argInt(args[i+1])
+		case isExpiryOpt(a) && !m.SetExpiry && i+1 < len(args):
+			at, ok := s.expiryOpt(a, args[i+1], "getex")
 			if !ok {
-				s.fail(errNotInt)
-				return
-			}
-			at, ok := s.absExpiry(lower(a), n)
-			if n <= 0 || !ok {
-				s.fail("ERR invalid expire time in 'getex' command")
 				return
 			}
 			m.SetExpiry, m.Expires = true, at
