@@ -60,6 +60,7 @@ type writer struct {
 	kbuf    []byte
 	syncOpt *pebble.WriteOptions
 	guard   bool // SyncAlways: publish groups to readers until their sync returns
+	track   bool // record written keys: for the guard, or for later batches of the group
 
 	// The overlay: what earlier batches of the current group wrote, so a batch sees them (Pebble has not got them
 	// yet). keys doubles as the group's set of in-flight keys for the guard, so it is a new map per group.
@@ -120,10 +121,11 @@ func (w *writer) commitGroup() {
 	w.keys, w.tables, w.flushed, w.flushAll = nil, nil, nil, false
 	firstVersion := w.version + 1
 	taken := 0
-	for _, r := range w.reqs {
+	for i, r := range w.reqs {
 		if !r.state.CompareAndSwap(reqQueued, reqTaken) {
 			continue // its Apply returned already
 		}
+		w.track = w.guard || i < len(w.reqs)-1
 		taken++
 		if p := w.s.failed.Load(); p != nil {
 			r.err = *p
@@ -250,6 +252,9 @@ func (w *writer) add(wr *engine.Write) {
 }
 
 func (w *writer) remember(k []byte, table string, e ovEntry) {
+	if !w.track {
+		return
+	}
 	if w.keys == nil {
 		w.keys = make(map[string]ovEntry)
 	}
