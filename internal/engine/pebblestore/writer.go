@@ -157,8 +157,11 @@ func (w *writer) commitGroup() {
 			w.s.maxGroup.Store(int64(taken))
 		}
 		_ = w.pb.Set(metaVersionKey, beUint64(w.version), nil)
-		err = w.commit(firstVersion)
-		w.pb.Reset()
+		if err = w.commit(firstVersion); err != nil {
+			w.pb = w.s.db.NewBatch() // Pebble forbids reusing a batch whose commit failed
+		} else {
+			w.pb.Reset()
+		}
 	}
 	w.s.version.Store(w.version)
 	for _, r := range w.reqs {
@@ -190,9 +193,11 @@ func (w *writer) commit(firstVersion uint64) error {
 		w.s.unsynced.Store(true)
 	}
 	if err != nil {
+		// Pebble treats a failed WAL write or sync as fatal (Logger.Fatalf, which panics here), so this is
+		// reached only by errors Pebble returns, such as an invalid batch. The batch may still have reached the
+		// memtable without being durable: refuse all further writes, and leave the failed group published so
+		// that readers of its keys get the error too.
 		err = fmt.Errorf("pebblestore: commit: %w", err)
-		// Pebble may have applied the batch to its memtable without making it durable. Refuse all further
-		// writes, and leave the failed group published so that readers of its keys get the error too.
 		w.s.failed.Store(&err)
 		w.s.log.Error("commit failed; the store refuses further writes", "err", err)
 		if g != nil {
