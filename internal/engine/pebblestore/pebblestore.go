@@ -101,9 +101,12 @@ type Store struct {
 	sweepMu     sync.Mutex
 	sweepCursor []byte // Pebble key where the next Sweep resumes; nil means the start
 
+	// The key estimate: sstable entries (cached, see keysEstimate) plus memNet, the net point writes (sets minus
+	// deletes) committed since the last memtable flush ended.
 	statsMu   sync.Mutex
-	keysEst   int64
-	keysEstAt time.Time
+	sstKeys   int64
+	sstKeysAt time.Time
+	memNet    atomic.Int64
 
 	// counters for Stats
 	fsyncs       atomic.Int64
@@ -146,6 +149,12 @@ func Open(opts Options) (*Store, error) {
 	}
 	log = log.With("component", "pebblestore", "dir", opts.Dir)
 
+	s := &Store{
+		opts:       opts,
+		log:        log,
+		queue:      make(chan *request, queueLen),
+		writerDone: make(chan struct{}),
+	}
 	cache := pebble.NewCache(opts.CacheBytes)
 	defer cache.Unref() // the DB holds its own reference
 	po := &pebble.Options{
@@ -165,6 +174,7 @@ func Open(opts Options) (*Store, error) {
 			DataCorruption: func(info pebble.DataCorruptionInfo) {
 				log.Error("pebble data corruption", "path", info.Path, "err", info.Details)
 			},
+			FlushEnd: s.flushEnded,
 		},
 	}
 	for i := range po.Levels {
@@ -179,14 +189,7 @@ func Open(opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
-
-	s := &Store{
-		db:         db,
-		opts:       opts,
-		log:        log,
-		queue:      make(chan *request, queueLen),
-		writerDone: make(chan struct{}),
-	}
+	s.db = db
 	s.version.Store(version)
 	go newWriter(s, version).run()
 	if opts.Sync == SyncInterval {

@@ -424,18 +424,46 @@ func TestOpenRejectsBadOptions(t *testing.T) {
 }
 
 func TestStats(t *testing.T) {
-	s := open(t, nil, SyncAlways)
+	fs := vfs.NewCrashableMem()
+	s := open(t, fs, SyncAlways)
 	for i := 0; i < 5; i++ {
 		mustApply(t, s, set("t", fmt.Sprint(i), "v"))
 	}
 	st := s.Stats()
-	for name, want := range map[string]int64{"version": 5, "apply_batches": 5, "commit_groups": 5, "fsyncs": 5, "group_size_mean": 1} {
+	for name, want := range map[string]int64{"version": 5, "apply_batches": 5, "commit_groups": 5, "fsyncs": 5,
+		"group_size_mean": 1, "keys_estimate": 5} {
 		if st[name] != want {
 			t.Errorf("stats[%s] = %d, want %d", name, st[name], want)
 		}
 	}
 	if st["wal_bytes_written"] <= 0 {
 		t.Errorf("wal_bytes_written = %d", st["wal_bytes_written"])
+	}
+	mustApply(t, s, engine.Mutation{Op: engine.OpDelete, Table: "t", Key: []byte("0")},
+		engine.Mutation{Op: engine.OpDelete, Table: "t", Key: []byte("1")})
+	if n := s.Stats()["keys_estimate"]; n != 3 {
+		t.Errorf("keys_estimate after 2 deletes = %d, want 3", n)
+	}
+	if err := s.db.Flush(); err != nil { // the memtable becomes an sstable
+		t.Fatal(err)
+	}
+	if n := s.Stats()["keys_estimate"]; n != 3 {
+		t.Errorf("keys_estimate after a memtable flush = %d, want 3", n)
+	}
+	mustApply(t, s, set("u", "x", "v"))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, fs, SyncAlways)
+	if n := s.Stats()["keys_estimate"]; n != 4 {
+		t.Errorf("keys_estimate after reopen = %d, want 4", n)
+	}
+	mustApply(t, s, engine.Mutation{Op: engine.OpFlush}, set("v", "y", "v"))
+	if err := s.db.Compact(ctx, dataStart, dataEnd, true); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Stats()["keys_estimate"]; n != 1 {
+		t.Errorf("keys_estimate after flushing everything, one set and a compaction = %d, want 1", n)
 	}
 }
 

@@ -165,7 +165,7 @@ const keysEstimateTTL = 5 * time.Second
 
 // Stats implements engine.Statser with Pebble's metrics and the writer's own figures:
 //
-//	keys_estimate    entries minus deletions in sstables (excludes the memtable; counts shadowed versions)
+//	keys_estimate    stored items, estimated (see keysEstimate)
 //	version          highest allocated version
 //	fsyncs           WAL syncs the store asked for (one per SyncAlways group, one per SyncInterval tick)
 //	apply_batches, commit_groups, group_size_mean, group_size_max   group commit figures
@@ -222,24 +222,49 @@ func tableCount(m *pebble.Metrics) int64 {
 	return n
 }
 
-// keysEstimate sums entries minus deletions over the sstables' statistics, recomputed at most every
-// keysEstimateTTL. Writes still in the memtable are not counted.
+// keysEstimate estimates the stored items: entries minus deletions over the sstables' properties (recomputed
+// at most every keysEstimateTTL, and after every memtable flush) plus the net point writes still in memtables.
+// Overwritten items count once per copy until compactions merge them, and a flushed table's items until
+// compactions apply its range deletion (Pebble flushes a memtable holding one within FlushDelayDeleteRange and
+// drops sstables it wholly covers without rewriting them).
 func (s *Store) keysEstimate() int64 {
 	s.statsMu.Lock()
 	defer s.statsMu.Unlock()
-	if time.Since(s.keysEstAt) < keysEstimateTTL {
-		return s.keysEst
-	}
-	levels, err := s.db.SSTables()
-	if err != nil {
-		return s.keysEst
-	}
-	var n int64
-	for _, l := range levels {
-		for _, t := range l {
-			n += int64(t.TableStats.NumEntries) - 2*int64(t.TableStats.NumDeletions)
+	if s.sstKeysAt.IsZero() || time.Since(s.sstKeysAt) >= keysEstimateTTL {
+		if levels, err := s.db.SSTables(pebble.WithProperties()); err == nil {
+			var n int64
+			for _, l := range levels {
+				for _, t := range l {
+					if p := t.Properties; p != nil {
+						n += int64(p.NumEntries) - int64(p.NumDeletions) - metaEntries(t.Smallest.UserKey)
+					}
+				}
+			}
+			s.sstKeys, s.sstKeysAt = n, time.Now()
 		}
 	}
-	s.keysEst, s.keysEstAt = max(n, 0), time.Now()
-	return s.keysEst
+	return max(s.sstKeys+s.memNet.Load(), 0)
+}
+
+// metaEntries guesses how many meta records an sstable starting at smallest holds: the meta namespace sorts
+// first, the format record before the version record, and nearly every flushed memtable holds the version record.
+func metaEntries(smallest []byte) int64 {
+	switch {
+	case len(smallest) == 0 || smallest[0] != nsMeta:
+		return 0
+	case string(smallest) == string(metaFormatKey):
+		return 2
+	}
+	return 1
+}
+
+// flushEnded is Pebble's FlushEnd event: the flushed memtables' writes are now counted by the sstables.
+func (s *Store) flushEnded(info pebble.FlushInfo) {
+	if info.Err != nil || info.Ingest {
+		return
+	}
+	s.memNet.Store(0)
+	s.statsMu.Lock()
+	s.sstKeysAt = time.Time{}
+	s.statsMu.Unlock()
 }

@@ -52,15 +52,17 @@ type ovEntry struct {
 // writer is the single goroutine that resolves and commits every write. Being alone, it allocates versions
 // without locks and reads a state no one else changes.
 type writer struct {
-	s       *Store
-	version uint64 // highest allocated
-	next    func() uint64
-	pb      *pebble.Batch
-	reqs    []*request
-	kbuf    []byte
-	syncOpt *pebble.WriteOptions
-	guard   bool // SyncAlways: publish groups to readers until their sync returns
-	track   bool // record written keys: for the guard, or for later batches of the group
+	s        *Store
+	version  uint64 // highest allocated
+	next     func() uint64
+	pb       *pebble.Batch
+	reqs     []*request
+	kbuf     []byte
+	syncOpt  *pebble.WriteOptions
+	net      int64 // the group's sets minus deletes, for the key estimate
+	netReset bool  // the group flushed everything: net replaces the memtable count
+	guard    bool  // SyncAlways: publish groups to readers until their sync returns
+	track    bool  // record written keys: for the guard, or for later batches of the group
 
 	// The overlay: what earlier batches of the current group wrote, so a batch sees them (Pebble has not got them
 	// yet). keys doubles as the group's set of in-flight keys for the guard, so it is a new map per group.
@@ -119,6 +121,7 @@ func (r *request) size() int {
 // commitGroup resolves every request of w.reqs in turn, commits their writes as one Pebble batch, and answers.
 func (w *writer) commitGroup() {
 	w.keys, w.tables, w.flushed, w.flushAll = nil, nil, nil, false
+	w.net, w.netReset = 0, false
 	firstVersion := w.version + 1
 	taken := 0
 	for i, r := range w.reqs {
@@ -161,6 +164,11 @@ func (w *writer) commitGroup() {
 			w.pb = w.s.db.NewBatch() // Pebble forbids reusing a batch whose commit failed
 		} else {
 			w.pb.Reset()
+			if w.netReset {
+				w.s.memNet.Store(w.net)
+			} else {
+				w.s.memNet.Add(w.net)
+			}
 		}
 	}
 	w.s.version.Store(w.version)
@@ -219,6 +227,7 @@ func (w *writer) add(wr *engine.Write) {
 	case wr.Flush && wr.Table == "":
 		_ = w.pb.DeleteRange(dataStart, dataEnd, nil)
 		w.flushAll = true
+		w.net, w.netReset = 0, true
 		w.keys, w.flushed = nil, nil
 		// keys and tables written after this still count for readers; earlier ones are covered by flushAll.
 	case wr.Flush:
@@ -243,6 +252,7 @@ func (w *writer) add(wr *engine.Write) {
 		k := appendKey(w.kbuf[:0], wr.Table, wr.Key)
 		w.kbuf = k
 		_ = w.pb.Delete(k, nil)
+		w.net--
 		w.remember(k, wr.Table, ovEntry{deleted: true})
 	default:
 		k := appendKey(w.kbuf[:0], wr.Table, wr.Key)
@@ -252,6 +262,7 @@ func (w *writer) add(wr *engine.Write) {
 		putHeader(op.Value, &wr.Item)
 		copy(op.Value[headerLen:], wr.Item.Value)
 		_ = op.Finish()
+		w.net++
 		w.remember(k, wr.Table, ovEntry{item: wr.Item})
 	}
 }
@@ -331,6 +342,7 @@ func (w *writer) sweep(r *request) {
 			continue
 		}
 		_ = w.pb.Delete(t.key, nil)
+		w.net--
 		w.remember(t.key, t.table, ovEntry{deleted: true})
 		r.removed++
 	}
