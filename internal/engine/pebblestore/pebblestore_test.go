@@ -498,3 +498,39 @@ func TestGroupCommitSharesFsyncs(t *testing.T) {
 		t.Fatalf("stats disagree: %v", st)
 	}
 }
+
+func TestScanHonoursContext(t *testing.T) {
+	s := open(t, nil, SyncAlways)
+	muts := make([]engine.Mutation, 100)
+	for i := range muts {
+		muts[i] = set("t", fmt.Sprintf("%03d", i), "v")
+	}
+	mustApply(t, s, muts...)
+	cctx, cancel := context.WithCancel(ctx)
+	visited := 0
+	err := s.Scan(cctx, "t", engine.Range{}, now, func([]byte, engine.Item) bool {
+		visited++
+		if visited == 10 {
+			cancel()
+		}
+		return true
+	})
+	if !errors.Is(err, context.Canceled) || visited != 10 {
+		t.Fatalf("Scan after cancel: err %v, visited %d, want context.Canceled after 10", err, visited)
+	}
+}
+
+func TestOpenRefusesOtherFormat(t *testing.T) {
+	fs := vfs.NewMem()
+	s := open(t, fs, SyncAlways)
+	if err := s.db.Set(metaFormatKey, beUint64(formatVersion+1), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s2, err := Open(Options{Dir: "/db", FS: fs, Logger: quiet}); err == nil {
+		s2.Close()
+		t.Fatal("Open accepted a store of another format")
+	}
+}
