@@ -2,7 +2,6 @@ package workload
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -132,8 +131,4 @@ func Then(kind string, a Outcome, b func() Outcome) Outcome {
 	o := b()
 	o.Kind = kind
 	return o
-}
-
-func isCancel(err error) bool {
-	return errors.Is(err, context.Canceled)
 }
