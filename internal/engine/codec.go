@@ -56,7 +56,7 @@ func appendMutation(dst []byte, m *Mutation) []byte {
 	dst = binary.AppendVarint(dst, m.Delta)
 	dst = binary.AppendUvarint(dst, m.UDelta)
 	dst = binary.AppendUvarint(dst, m.Initial)
-	dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(m.Float))
+	dst = binary.AppendUvarint(dst, uint64(m.Group))
 	dst = binary.AppendVarint(dst, m.Offset)
 	dst = binary.AppendUvarint(dst, uint64(m.MaxSize))
 	dst = appendBytes(dst, []byte(m.Table2))
@@ -152,12 +152,11 @@ func DecodeBatch(data []byte) (*Batch, error) {
 		m.Delta = d.varint()
 		m.UDelta = d.uvarint()
 		m.Initial = d.uvarint()
-		if len(d.b) < 8 {
+		group := d.uvarint()
+		if group > math.MaxUint32 {
 			d.fail()
-		} else {
-			m.Float = math.Float64frombits(binary.LittleEndian.Uint64(d.b))
-			d.b = d.b[8:]
 		}
+		m.Group = uint32(group)
 		m.Offset = d.varint()
 		m.MaxSize = int(d.uvarint())
 		m.Table2 = string(d.bytes())

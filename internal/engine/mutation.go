@@ -11,7 +11,7 @@ const (
 	OpSet                     // store Value, Flags, Expires (KeepTTL keeps the old expiry)
 	OpDelete                  // remove the item; ErrNotFound if absent
 	OpIncr                    // integer add (Delta signed, or UDelta/Decr unsigned as memcached)
-	OpIncrFloat               // float add of Float (Redis INCRBYFLOAT)
+	OpIncrFloat               // float add of the decimal text in Value, in 64-bit-mantissa precision (Redis INCRBYFLOAT)
 	OpAppend                  // Value appended; Create makes a missing item
 	OpPrepend                 // Value prepended; Create makes a missing item
 	OpSetRange                // Value written at Offset, zero-padding (Redis SETRANGE)
@@ -43,6 +43,7 @@ const (
 	ExpXX                // only if the item has an expiry (also used by PERSIST)
 	ExpGT                // only if the new expiry is later
 	ExpLT                // only if the new expiry is earlier
+	ExpXXLT              // only if the item has an expiry and the new one is earlier (Redis XX LT)
 )
 
 // Mutation is one write (or in-batch read) as a plain value: what protocols produce, what the replication log
@@ -58,8 +59,11 @@ type Mutation struct {
 	Cond    Cond
 	// Version is the expected version for CondVersion.
 	Version uint64
-	// Guard aborts the whole batch (ErrAborted, nothing applied) if this mutation's condition fails.
+	// Guard aborts the whole batch (ErrAborted, nothing applied) if this mutation's condition fails. With a
+	// non-zero Group it aborts only the mutations of that group: they must come after the guard in the batch
+	// and fail with ErrAborted (MSETNX inside a transaction).
 	Guard bool
+	Group uint32
 	// KeepTTL keeps the old item's expiry on OpSet.
 	KeepTTL bool
 	// Create lets OpIncr, OpAppend and OpPrepend create a missing item instead of failing with ErrNotFound.
@@ -74,8 +78,6 @@ type Mutation struct {
 	Delta    int64
 	UDelta   uint64
 	Initial  uint64
-	// Float is the increment of OpIncrFloat.
-	Float float64
 	// Offset is where OpSetRange writes.
 	Offset int64
 	// MaxSize bounds values OpAppend, OpPrepend and OpSetRange produce (0 = unbounded): else ErrTooLarge.

@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"strconv"
+	"strings"
 )
 
 // Reader gives Resolve the stored state an engine holds before a batch.
@@ -37,6 +40,7 @@ type resolver struct {
 	flushedAll bool
 	flushed    map[string]bool
 	writes     []Write
+	failed     map[uint32]bool // guard groups whose guard failed
 }
 
 // Resolve computes the effect of a batch: per-mutation results and the writes that carry them out. It is the one
@@ -47,20 +51,33 @@ func Resolve(r Reader, b *Batch, next func() uint64) ([]Write, []Result, error) 
 	results := make([]Result, len(b.Muts))
 	for i := range b.Muts {
 		m := &b.Muts[i]
+		if m.Group != 0 && rs.failed[m.Group] {
+			results[i].Err = ErrAborted
+			continue
+		}
 		res, err := rs.apply(m)
 		if err != nil {
 			return nil, results, err
 		}
 		results[i] = res
-		if res.Err != nil && m.Guard && isCondErr(res.Err) {
-			return nil, results, ErrAborted
+		if res.Err != nil && m.Guard && IsConditionFailure(res.Err) {
+			if m.Group == 0 {
+				return nil, results, ErrAborted
+			}
+			if rs.failed == nil {
+				rs.failed = map[uint32]bool{}
+			}
+			rs.failed[m.Group] = true
 		}
 	}
 	return rs.writes, results, nil
 }
 
-func isCondErr(err error) bool {
-	return err == ErrExists || err == ErrNotFound || err == ErrVersionMismatch || err == ErrConditionFailed
+// IsConditionFailure reports whether err is a failed condition (absent, present, version or expiry) rather
+// than an error: protocols answer these with nil, 0 or NOT_STORED.
+func IsConditionFailure(err error) bool {
+	return errors.Is(err, ErrExists) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrVersionMismatch) ||
+		errors.Is(err, ErrConditionFailed)
 }
 
 // get returns the live item at table/key as this batch sees it.
@@ -247,23 +264,58 @@ func (rs *resolver) incr(m *Mutation, res *Result) {
 }
 
 func (rs *resolver) incrFloat(m *Mutation, res *Result) {
+	delta, ok := parseLongDouble(m.Value)
+	if !ok {
+		res.Err = ErrNotFloat
+		return
+	}
 	it := res.Old
-	n := 0.0
+	n := new(big.Float).SetPrec(longDoublePrec)
 	if res.OldFound {
-		f, err := strconv.ParseFloat(string(it.Value), 64)
-		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || len(it.Value) == 0 {
+		if n, ok = parseLongDouble(it.Value); !ok {
 			res.Err = ErrNotFloat
 			return
 		}
-		n = f
 	}
-	n += m.Float
-	if math.IsNaN(n) || math.IsInf(n, 0) {
+	n.Add(n, delta)
+	if n.IsInf() || n.MantExp(nil) > longDoubleMaxExp {
 		res.Err = ErrNaN
 		return
 	}
-	it.Value = strconv.AppendFloat(nil, n, 'f', -1, 64)
+	it.Value = formatLongDouble(n)
 	res.New, res.NewFound = rs.put(m.Table, m.Key, it), true
+}
+
+// Redis computes INCRBYFLOAT in C's long double: a 64-bit mantissa and a 15-bit exponent on x86-64.
+const (
+	longDoublePrec   = 64
+	longDoubleMaxExp = 16384
+)
+
+// parseLongDouble parses decimal or hexadecimal float text as strtold does, refusing spaces, NaN and infinity.
+func parseLongDouble(b []byte) (*big.Float, bool) {
+	s := string(b)
+	if s == "" || strings.TrimSpace(s) != s {
+		return nil, false
+	}
+	f, _, err := big.ParseFloat(s, 0, longDoublePrec, big.ToNearestEven)
+	if err != nil || f.IsInf() || f.MantExp(nil) > longDoubleMaxExp {
+		return nil, false
+	}
+	return f, true
+}
+
+// formatLongDouble prints as Redis's ld2string in human mode: fixed point with 17 decimals, trailing zeros and a
+// trailing dot removed.
+func formatLongDouble(f *big.Float) []byte {
+	s := f.Text('f', 17)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	if s == "-0" {
+		s = "0"
+	}
+	return []byte(s)
 }
 
 func (rs *resolver) concat(m *Mutation, res *Result) {
@@ -299,8 +351,12 @@ func (rs *resolver) setRange(m *Mutation, res *Result) {
 		res.New, res.NewFound = it, res.OldFound
 		return
 	}
+	limit := int64(math.MaxInt32) // without MaxSize, still never trust a caller's offset (decoded log entries)
+	if m.MaxSize > 0 {
+		limit = int64(m.MaxSize)
+	}
 	end := m.Offset + int64(len(m.Value))
-	if m.MaxSize > 0 && end > int64(m.MaxSize) {
+	if end < m.Offset || end > limit { // end < Offset: the sum overflowed
 		res.Err = ErrTooLarge
 		return
 	}
@@ -328,6 +384,8 @@ func (rs *resolver) expire(m *Mutation, res *Result) {
 		ok = cur != 0 && m.Expires != 0 && m.Expires > cur
 	case ExpLT:
 		ok = m.Expires != 0 && (cur == 0 || m.Expires < cur)
+	case ExpXXLT:
+		ok = cur != 0 && m.Expires != 0 && m.Expires < cur
 	}
 	if !ok {
 		res.Err = ErrConditionFailed

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 
@@ -214,9 +215,23 @@ func testGuardAborts(t *testing.T, e engine.Engine) {
 	wantMissing(t, e, "default", "a1")
 	wantMissing(t, e, "default", "a2")
 	wantValue(t, e, "default", "g", "old")
+	// A guard with a group aborts only its group: MSETNX inside a transaction.
+	r := apply(t, e,
+		set("default", "before", "x"),
+		engine.Mutation{Op: engine.OpCheck, Table: "default", Key: []byte("n1"), Cond: engine.CondAbsent, Guard: true, Group: 7},
+		engine.Mutation{Op: engine.OpCheck, Table: "default", Key: []byte("g"), Cond: engine.CondAbsent, Guard: true, Group: 7},
+		engine.Mutation{Op: engine.OpSet, Table: "default", Key: []byte("n1"), Value: []byte("1"), Group: 7},
+		engine.Mutation{Op: engine.OpSet, Table: "default", Key: []byte("g"), Value: []byte("2"), Group: 7},
+		set("default", "after", "x"))
+	wantErr(t, r[2], engine.ErrExists)
+	wantErr(t, r[3], engine.ErrAborted)
+	wantMissing(t, e, "default", "n1")
+	wantValue(t, e, "default", "g", "old")
+	wantValue(t, e, "default", "before", "x")
+	wantValue(t, e, "default", "after", "x")
 	// A failed condition without Guard leaves the rest of the batch applied.
 	b.Muts[1].Guard = false
-	r := apply(t, e, b.Muts...)
+	r = apply(t, e, b.Muts...)
 	wantErr(t, r[1], engine.ErrExists)
 	wantValue(t, e, "default", "a1", "x")
 	wantValue(t, e, "default", "a2", "x")
@@ -285,24 +300,34 @@ func testIncrUnsigned(t *testing.T, e engine.Engine) {
 }
 
 func testIncrFloat(t *testing.T, e engine.Engine) {
-	m := engine.Mutation{Op: engine.OpIncrFloat, Table: "default", Key: []byte("f"), Float: 10.5}
-	if r := apply(t, e, m)[0]; string(r.New.Value) != "10.5" {
-		t.Fatalf("incrbyfloat = %+v", r)
+	incrf := func(by string) engine.Result {
+		return apply(t, e, engine.Mutation{Op: engine.OpIncrFloat, Table: "default", Key: []byte("f"), Value: []byte(by)})[0]
 	}
-	m.Float = 0.1
-	if r := apply(t, e, m)[0]; string(r.New.Value) != "10.6" {
-		t.Fatalf("incrbyfloat = %q", r.New.Value)
+	for _, step := range []struct{ by, want string }{
+		{"10.5", "10.5"}, {"0.1", "10.6"}, {"-10.6", "0"}, {"0.1", "0.1"}, {"0.2", "0.3"}, // long double, as Redis
+		{"0x10", "16.3"}, {"1e3", "1016.29999999999999999"}, // what redis-server 7 answers, digit for digit
+	} {
+		if r := incrf(step.by); r.Err != nil || string(r.New.Value) != step.want {
+			t.Fatalf("INCRBYFLOAT by %s = %q, %v; want %s", step.by, r.New.Value, r.Err, step.want)
+		}
 	}
 	apply(t, e, set("default", "f", "5.0e3"))
-	m.Float = 200
-	if r := apply(t, e, m)[0]; string(r.New.Value) != "5200" {
+	if r := incrf("200"); string(r.New.Value) != "5200" {
 		t.Fatalf("incrbyfloat = %q", r.New.Value)
 	}
+	for _, bad := range []string{"abc", " 1", "nan", "inf", ""} {
+		wantErr(t, incrf(bad), engine.ErrNotFloat)
+	}
 	apply(t, e, set("default", "f", "abc"))
-	wantErr(t, apply(t, e, m)[0], engine.ErrNotFloat)
-	apply(t, e, set("default", "f", "1.7e308"))
-	m.Float = 1.7e308
-	wantErr(t, apply(t, e, m)[0], engine.ErrNaN)
+	wantErr(t, incrf("1"), engine.ErrNotFloat)
+	apply(t, e, set("default", "f", "1.1e4932"))
+	wantErr(t, incrf("1.1e4932"), engine.ErrNaN) // past long double's range
+	apply(t, e, set("default", "f", "1e4933"))
+	wantErr(t, incrf("1"), engine.ErrNotFloat)
+	apply(t, e, set("default", "f", "-0.0"))
+	if r := incrf("0"); string(r.New.Value) != "0" {
+		t.Fatalf("-0.0 + 0 = %q", r.New.Value)
+	}
 }
 
 func testAppendPrepend(t *testing.T, e engine.Engine) {
@@ -333,6 +358,8 @@ func testSetRange(t *testing.T, e engine.Engine) {
 	}
 	sr.Offset, sr.Value, sr.MaxSize = 10, []byte("x"), 10
 	wantErr(t, apply(t, e, sr)[0], engine.ErrTooLarge)
+	sr.Offset, sr.MaxSize = math.MaxInt64, 0 // the end overflows: refused, never a panic
+	wantErr(t, apply(t, e, sr)[0], engine.ErrTooLarge)
 }
 
 func testExpire(t *testing.T, e engine.Engine) {
@@ -346,6 +373,9 @@ func testExpire(t *testing.T, e engine.Engine) {
 	wantErr(t, apply(t, e, exp(now+10, engine.ExpLT))[0], nil)
 	wantErr(t, apply(t, e, exp(now+20, engine.ExpNX))[0], engine.ErrConditionFailed)
 	wantErr(t, apply(t, e, exp(now+5, engine.ExpGT))[0], engine.ErrConditionFailed)
+	wantErr(t, apply(t, e, exp(now+50, engine.ExpGT))[0], nil)
+	wantErr(t, apply(t, e, exp(now+60, engine.ExpXXLT))[0], engine.ErrConditionFailed)
+	wantErr(t, apply(t, e, exp(now+40, engine.ExpXXLT))[0], nil)
 	wantErr(t, apply(t, e, exp(now+50, engine.ExpGT))[0], nil)
 	if it := wantValue(t, e, "default", "x", "v"); it.Expires != now+50 {
 		t.Fatalf("expiry = %d", it.Expires)

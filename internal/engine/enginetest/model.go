@@ -94,10 +94,17 @@ func randomMutation(rng *rand.Rand, tables, keys []string) engine.Mutation {
 	m.Delta = int64(rng.Intn(7) - 3)
 	m.UDelta = uint64(rng.Intn(5))
 	m.Initial = uint64(rng.Intn(5))
-	m.Float = float64(rng.Intn(5)) / 2
+	if m.Op == engine.OpIncrFloat {
+		m.Value = []byte([]string{"0.5", "-1", "abc", "1e3"}[rng.Intn(4)])
+	}
+	if m.Guard && rng.Intn(2) == 0 {
+		m.Group = uint32(1 + rng.Intn(2))
+	} else if rng.Intn(4) == 0 {
+		m.Group = uint32(1 + rng.Intn(2))
+	}
 	m.Offset = int64(rng.Intn(4))
 	m.MaxSize = rng.Intn(2) * 8
-	m.ExpireCond = engine.ExpireCond(rng.Intn(5))
+	m.ExpireCond = engine.ExpireCond(rng.Intn(6))
 	m.Table2 = tables[rng.Intn(len(tables))]
 	m.Key2 = []byte(keys[rng.Intn(len(keys))])
 	if m.Op == engine.OpFlush && rng.Intn(3) == 0 {
