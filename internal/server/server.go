@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -109,6 +110,12 @@ func (s *Server) accept(name string, ln net.Listener, h Handler, maxConns int, c
 			defer s.wg.Done()
 			defer counts.Current.Add(-1)
 			defer s.untrack(c)
+			defer func() { // a bug in one connection's handling must not take the whole server down
+				if r := recover(); r != nil {
+					s.log.Error("connection handler panicked; connection closed", "protocol", name,
+						"remote", c.RemoteAddr().String(), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				}
+			}()
 			h.ServeConn(s.ctx, c)
 		}()
 	}

@@ -1,0 +1,120 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// lineHandler answers each line with "ok <line>"; "panic" panics and "slow" takes 200ms.
+type lineHandler struct{}
+
+func (lineHandler) ServeConn(ctx context.Context, c net.Conn) {
+	r := bufio.NewReader(c)
+	for ctx.Err() == nil {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return
+		}
+		switch strings.TrimSpace(line) {
+		case "panic":
+			panic("boom")
+		case "slow":
+			time.Sleep(200 * time.Millisecond)
+		}
+		c.Write([]byte("ok " + line))
+	}
+}
+
+func (lineHandler) Reject(c net.Conn) { c.Write([]byte("full\n")) }
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func dial(t *testing.T, addr net.Addr) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	return c, bufio.NewReader(c)
+}
+
+func roundTrip(t *testing.T, c net.Conn, r *bufio.Reader, line string) string {
+	t.Helper()
+	c.Write([]byte(line + "\n"))
+	got, _ := r.ReadString('\n')
+	return strings.TrimSpace(got)
+}
+
+func TestLimitRejectAndPanicIsolation(t *testing.T) {
+	s := New(quiet())
+	addr, counts, err := s.Listen("line", "127.0.0.1:0", lineHandler{}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	c1, r1 := dial(t, addr)
+	c2, r2 := dial(t, addr)
+	if got := roundTrip(t, c1, r1, "a"); got != "ok a" {
+		t.Fatalf("first connection: %q", got)
+	}
+	roundTrip(t, c2, r2, "b")
+	_, r3 := dial(t, addr)
+	if got, _ := r3.ReadString('\n'); got != "full\n" {
+		t.Fatalf("third connection over the limit of 2 got %q", got)
+	}
+	if counts.Rejected.Load() != 1 || counts.Current.Load() != 2 {
+		t.Fatalf("counts: rejected %d current %d", counts.Rejected.Load(), counts.Current.Load())
+	}
+	// A panicking handler closes only its own connection; the server keeps serving.
+	c2.Write([]byte("panic\n"))
+	if _, err := r2.ReadString('\n'); err == nil {
+		t.Fatal("the panicking connection stayed open")
+	}
+	if got := roundTrip(t, c1, r1, "still"); got != "ok still" {
+		t.Fatalf("other connection after a panic: %q", got)
+	}
+	c4, r4 := dial(t, addr)
+	if got := roundTrip(t, c4, r4, "new"); got != "ok new" {
+		t.Fatalf("new connection after a panic: %q", got)
+	}
+}
+
+func TestShutdownFinishesInFlightRequest(t *testing.T) {
+	s := New(quiet())
+	addr, _, err := s.Listen("line", "127.0.0.1:0", lineHandler{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, r := dial(t, addr)
+	c.Write([]byte("slow\n"))
+	time.Sleep(50 * time.Millisecond) // the handler is inside the slow request
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := r.ReadString('\n'); got != "ok slow\n" {
+		t.Fatalf("in-flight request during shutdown got %q", got)
+	}
+	if _, err := net.DialTimeout("tcp", addr.String(), time.Second); err == nil {
+		t.Fatal("still accepting after shutdown")
+	}
+}
+
+func TestAddressInUse(t *testing.T) {
+	s := New(quiet())
+	defer s.Shutdown(context.Background())
+	addr, _, err := s.Listen("line", "127.0.0.1:0", lineHandler{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Listen("line", addr.String(), lineHandler{}, 0); err == nil || !strings.Contains(err.Error(), "cannot listen on") {
+		t.Fatalf("second listen on %s: %v", addr, err)
+	}
+}
