@@ -1,10 +1,11 @@
 // Package cache is an engine decorator that keeps recently read items in memory, so hot keys are answered
 // without touching the engine beneath (a skiplist or SSTable read costs microseconds; a map lookup, nanoseconds).
 //
-// Writes go to the engine first; once the engine has applied (and made durable) a batch, the keys it touched
-// are dropped from the cache, so a reader never sees an item older than an acknowledged write. Reads fill the
-// cache on a miss, guarded by a per-shard generation that every invalidation bumps: a fill that raced with a
-// write is discarded rather than stored stale.
+// Before a batch goes to the engine, the keys it touches leave the cache and their shards are marked as having
+// a write in flight; after the engine applied it (durably), they leave again and the mark is lifted. Reads fill
+// the cache on a miss only while no write is in flight in the shard and no invalidation happened since the read
+// began (a per-shard generation). So while a write is in flight its keys are read from the engine alone, and the
+// cache never answers with an item older than one the engine already showed a reader: reads stay linearizable.
 package cache
 
 import (
@@ -29,10 +30,11 @@ type Cache struct {
 }
 
 type shard struct {
-	mu    sync.RWMutex
-	gen   uint64 // bumped by every invalidation
-	bytes int64
-	items map[string]engine.Item // by slot(table, key)
+	mu      sync.RWMutex
+	gen     uint64 // bumped by every invalidation
+	pending int    // batches in flight that write to this shard
+	bytes   int64
+	items   map[string]engine.Item // by slot(table, key)
 }
 
 // New wraps e with a cache of about maxBytes of keys and values (0 disables caching but keeps the wrapper).
@@ -85,7 +87,7 @@ func (c *Cache) Get(ctx context.Context, table string, key []byte, now int64) (e
 	cp := it
 	cp.Value = append([]byte(nil), it.Value...)
 	sh.mu.Lock()
-	if sh.gen == gen { // no write touched this shard since the read began: the item is current
+	if sh.gen == gen && sh.pending == 0 { // no write touched this shard since the read began: the item is current
 		if _, dup := sh.items[s]; !dup {
 			for sh.bytes+size > c.shardBytes && len(sh.items) > 0 {
 				for k, old := range sh.items { // evict an arbitrary entry: map order is random
@@ -102,45 +104,57 @@ func (c *Cache) Get(ctx context.Context, table string, key []byte, now int64) (e
 	return it, nil
 }
 
-// Apply implements engine.Engine: the engine applies the batch, then every key it may have changed leaves the
-// cache before Apply returns, so no read after the acknowledgement finds the old item.
+// Apply implements engine.Engine: the keys the batch may change leave the cache, and stay uncacheable, from
+// before the engine applies it until after; a flush makes every shard so.
 func (c *Cache) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, error) {
+	slots, all := touched(b)
+	c.mark(slots, all, +1)
 	res, err := c.eng.Apply(ctx, b)
+	c.mark(slots, all, -1)
+	return res, err
+}
+
+// touched lists the cache slots a batch may change, or reports that it flushes.
+func touched(b *engine.Batch) (slots []string, all bool) {
 	for i := range b.Muts {
 		m := &b.Muts[i]
 		switch {
 		case m.Op == engine.OpFlush:
-			c.clear()
-			return res, err
+			return nil, true
 		case !m.Writes():
 			continue
 		}
-		c.invalidate(slot(m.Table, m.Key))
+		slots = append(slots, slot(m.Table, m.Key))
 		if m.Op == engine.OpRename || m.Op == engine.OpCopy {
-			c.invalidate(slot(m.Table2, m.Key2))
+			slots = append(slots, slot(m.Table2, m.Key2))
 		}
 	}
-	return res, err
+	return slots, false
 }
 
-func (c *Cache) invalidate(s string) {
-	sh := c.shard(s)
-	sh.mu.Lock()
-	sh.gen++
-	if old, ok := sh.items[s]; ok {
-		sh.bytes -= int64(len(s) + len(old.Value) + 64)
-		delete(sh.items, s)
+// mark drops the slots (every entry, if all) and moves their shards' in-flight count by delta.
+func (c *Cache) mark(slots []string, all bool, delta int) {
+	if all {
+		for i := range c.shards {
+			sh := &c.shards[i]
+			sh.mu.Lock()
+			sh.gen++
+			sh.pending += delta
+			sh.items = make(map[string]engine.Item)
+			sh.bytes = 0
+			sh.mu.Unlock()
+		}
+		return
 	}
-	sh.mu.Unlock()
-}
-
-func (c *Cache) clear() {
-	for i := range c.shards {
-		sh := &c.shards[i]
+	for _, s := range slots {
+		sh := c.shard(s)
 		sh.mu.Lock()
 		sh.gen++
-		sh.items = make(map[string]engine.Item)
-		sh.bytes = 0
+		sh.pending += delta
+		if old, ok := sh.items[s]; ok {
+			sh.bytes -= int64(len(s) + len(old.Value) + 64)
+			delete(sh.items, s)
+		}
 		sh.mu.Unlock()
 	}
 }

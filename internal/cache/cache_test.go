@@ -103,3 +103,44 @@ func (s slowReads) Get(ctx context.Context, table string, key []byte, now int64)
 	time.Sleep(50 * time.Microsecond)
 	return it, err
 }
+
+// blockingApply makes a batch visible in the engine, then holds Apply open until release is closed: the window
+// in which a durable engine is fsyncing.
+type blockingApply struct {
+	*memstore.Store
+	applied, release chan struct{}
+}
+
+func (b blockingApply) Apply(ctx context.Context, batch *engine.Batch) ([]engine.Result, error) {
+	res, err := b.Store.Apply(ctx, batch)
+	close(b.applied)
+	<-b.release
+	return res, err
+}
+
+// TestNoOldValueWhileWriteInFlight: once the engine shows a new value, a read through the cache must not answer
+// the older cached one, even before Apply returns.
+func TestNoOldValueWhileWriteInFlight(t *testing.T) {
+	inner := blockingApply{memstore.New(), make(chan struct{}), make(chan struct{})}
+	inner.Store.Apply(ctx, &engine.Batch{Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t", Key: []byte("k"), Value: []byte("v0")}}})
+	c := cache.New(inner, 1<<20)
+	if it, _ := c.Get(ctx, "t", []byte("k"), 0); string(it.Value) != "v0" { // now cached
+		t.Fatalf("warm-up read %q", it.Value)
+	}
+	done := make(chan struct{})
+	go func() {
+		c.Apply(ctx, &engine.Batch{Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t", Key: []byte("k"), Value: []byte("v1")}}})
+		close(done)
+	}()
+	<-inner.applied
+	for i := 0; i < 3; i++ {
+		if it, _ := c.Get(ctx, "t", []byte("k"), 0); string(it.Value) != "v1" {
+			t.Fatalf("read %d while the write is in flight = %q; the engine already shows v1", i, it.Value)
+		}
+	}
+	close(inner.release)
+	<-done
+	if it, _ := c.Get(ctx, "t", []byte("k"), 0); string(it.Value) != "v1" {
+		t.Fatalf("after the write: %q", it.Value)
+	}
+}
