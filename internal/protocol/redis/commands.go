@@ -13,8 +13,6 @@ const (
 	flagReadonly                      // only reads data
 	flagNoAuth                        // allowed before AUTH
 	flagTx                            // runs even inside MULTI (MULTI, EXEC, DISCARD, WATCH, ...)
-	flagNoMulti                       // refused inside MULTI
-	flagAlone                         // its batch must not be merged with other commands (guards)
 	flagAdmin                         // administrative
 	flagFast                          // O(1)-ish, as Redis marks it
 )
@@ -37,8 +35,17 @@ var commands = map[string]*command{}
 
 func register(cs ...*command) {
 	for _, c := range cs {
-		if c.firstKey == 0 && c.flags&(flagWrite|flagReadonly) != 0 {
-			c.firstKey, c.lastKey, c.step = 1, 1, 1
+		if c.firstKey == 0 && c.flags&(flagWrite|flagReadonly) != 0 { // default: one key, the first argument
+			c.firstKey = 1
+			if c.lastKey == 0 {
+				c.lastKey = 1
+			}
+			if c.step == 0 {
+				c.step = 1
+			}
+		}
+		if c.firstKey < 0 { // commands without key arguments (KEYS, SCAN, DBSIZE): Redis reports 0 0 0
+			c.firstKey, c.lastKey, c.step = 0, 0, 0
 		}
 		commands[c.name] = c
 	}
@@ -50,7 +57,7 @@ func (c *command) flagNames() []string {
 		f    cmdFlags
 		name string
 	}{{flagWrite, "write"}, {flagReadonly, "readonly"}, {flagAdmin, "admin"}, {flagNoAuth, "no_auth"},
-		{flagNoMulti, "no_multi"}, {flagFast, "fast"}} {
+		{flagFast, "fast"}} {
 		if c.flags&f.f != 0 {
 			out = append(out, f.name)
 		}
@@ -149,18 +156,14 @@ func cmdCommand(s *session, args [][]byte) {
 			return
 		}
 		c := commands[lower(args[2])]
-		if c == nil || c.firstKey == 0 {
-			s.w.Error("ERR Invalid arguments specified for command")
+		if c == nil {
+			s.w.Error("ERR Invalid command specified")
 			return
 		}
-		cargs := args[2:]
-		last := c.lastKey
-		if last < 0 {
-			last = len(cargs) + last
-		}
-		var keys [][]byte
-		for i := c.firstKey; i <= last && i < len(cargs); i += max(c.step, 1) {
-			keys = append(keys, cargs[i])
+		keys := c.keys(args[2:])
+		if len(keys) == 0 {
+			s.w.Error("ERR The command has no key arguments")
+			return
 		}
 		s.w.ArrayHeader(len(keys))
 		for _, k := range keys {
@@ -169,6 +172,22 @@ func cmdCommand(s *session, args [][]byte) {
 	default:
 		s.w.Error("ERR unknown subcommand '" + clip(args[1]) + "'. Try COMMAND HELP.")
 	}
+}
+
+// keys returns the key arguments of a call of c (args[0] is the command name), by its key specification.
+func (c *command) keys(args [][]byte) [][]byte {
+	if c.firstKey <= 0 {
+		return nil
+	}
+	last := c.lastKey
+	if last < 0 {
+		last = len(args) + last
+	}
+	var keys [][]byte
+	for i := c.firstKey; i <= last && i < len(args); i += max(c.step, 1) {
+		keys = append(keys, args[i])
+	}
+	return keys
 }
 
 func orDefault(s, d string) string {

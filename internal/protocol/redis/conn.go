@@ -12,11 +12,11 @@ func init() {
 		&command{name: "ping", arity: -1, flags: flagFast, imm: cmdPing, summary: "Returns the server's liveliness response."},
 		&command{name: "echo", arity: 2, flags: flagFast, imm: cmdEcho, summary: "Returns the given string."},
 		&command{name: "hello", arity: -1, flags: na, imm: cmdHello, summary: "Handshakes with the Redis server."},
-		&command{name: "auth", arity: -2, flags: na | flagNoMulti, imm: cmdAuth, summary: "Authenticates the connection."},
+		&command{name: "auth", arity: -2, flags: na, imm: cmdAuth, summary: "Authenticates the connection."},
 		&command{name: "select", arity: 2, flags: flagFast, imm: cmdSelect, summary: "Changes the selected database."},
 		&command{name: "quit", arity: -1, flags: na | flagTx, imm: cmdQuit, summary: "Closes the connection."},
 		&command{name: "reset", arity: 1, flags: na | flagTx, imm: cmdReset, summary: "Resets the connection."},
-		&command{name: "client", arity: -2, flags: flagNoMulti, imm: cmdClient, summary: "A container for client connection commands."},
+		&command{name: "client", arity: -2, imm: cmdClient, summary: "A container for client connection commands."},
 	)
 }
 
@@ -78,7 +78,8 @@ func cmdHello(s *session, args [][]byte) {
 	for i := 2; i < len(args); i++ {
 		switch {
 		case eq(args[i], "auth") && i+2 < len(args):
-			if !s.checkPassword(args[i+1], args[i+2]) || s.h.opts.Password == "" && string(args[i+2]) != "" {
+			// Without --requirepass the default user has no password and, as in Redis, any password passes.
+			if s.h.opts.Password != "" && !s.checkPassword(args[i+1], args[i+2]) {
 				s.w.Error("WRONGPASS invalid username-password pair or user is disabled.")
 				return
 			}
@@ -123,17 +124,24 @@ func cmdHello(s *session, args [][]byte) {
 }
 
 func cmdSelect(s *session, args [][]byte) {
-	n, ok := argInt(args[1])
-	if !ok {
-		s.w.Error(errNotInt)
+	if msg := s.selectDB(args[1]); msg != "" {
+		s.w.Error(msg)
 		return
+	}
+	s.w.SimpleString("OK")
+}
+
+// selectDB switches the session's database, or returns Redis's error text.
+func (s *session) selectDB(arg []byte) string {
+	n, ok := argInt(arg)
+	if !ok {
+		return errNotInt
 	}
 	if n < 0 || n >= int64(s.h.opts.Databases) {
-		s.w.Error("ERR DB index is out of range")
-		return
+		return "ERR DB index is out of range"
 	}
 	s.setInfo(func() { s.db = int(n) })
-	s.w.SimpleString("OK")
+	return ""
 }
 
 func cmdQuit(s *session, args [][]byte) {

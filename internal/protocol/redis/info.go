@@ -17,7 +17,7 @@ func init() {
 	register(
 		&command{name: "command", arity: -1, imm: cmdCommand, summary: "Returns detailed information about all commands."},
 		&command{name: "info", arity: -1, imm: cmdInfo, summary: "Returns information and statistics about the server."},
-		&command{name: "config", arity: -2, flags: flagAdmin | flagNoMulti, imm: cmdConfig, summary: "A container for server configuration commands."},
+		&command{name: "config", arity: -2, flags: flagAdmin, imm: cmdConfig, summary: "A container for server configuration commands."},
 		&command{name: "time", arity: 1, flags: flagFast, imm: cmdTime, summary: "Returns the server time."},
 		&command{name: "debug", arity: -2, flags: flagAdmin, imm: cmdDebug, summary: "A container for debugging commands."},
 		&command{name: "function", arity: -2, imm: cmdFunction, summary: "A container for function commands (only FUNCTION FLUSH, a no-op)."},

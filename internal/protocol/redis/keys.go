@@ -86,7 +86,7 @@ func cmdRename(s *session, args [][]byte) {
 			w.SimpleString("OK")
 		case !r.OldFound:
 			w.Error("ERR no such key")
-		case nx && isCondErr(r.Err):
+		case nx && engine.IsConditionFailure(r.Err):
 			w.Int(0)
 		default:
 			w.Error(errText(r.Err))
@@ -129,11 +129,9 @@ func cmdCopy(s *session, args [][]byte) {
 }
 
 func cmdFlush(s *session, args [][]byte) {
-	for _, a := range args[1:] {
-		if !eq(a, "async") && !eq(a, "sync") {
-			s.fail(errSyntax)
-			return
-		}
+	if len(args) > 2 || (len(args) == 2 && !eq(args[1], "async") && !eq(args[1], "sync")) {
+		s.fail(errSyntax)
+		return
 	}
 	m := engine.Mutation{Op: engine.OpFlush}
 	if eq(args[0], "flushdb") {
@@ -151,30 +149,39 @@ func cmdExpire(s *session, args [][]byte) {
 		return
 	}
 	m := engine.Mutation{Op: engine.OpExpire, Table: s.table(), Key: args[1]}
+	var nx, xx, gt, lt bool
 	for _, a := range args[3:] {
-		var c engine.ExpireCond
 		switch {
 		case eq(a, "nx"):
-			c = engine.ExpNX
+			nx = true
 		case eq(a, "xx"):
-			c = engine.ExpXX
+			xx = true
 		case eq(a, "gt"):
-			c = engine.ExpGT
+			gt = true
 		case eq(a, "lt"):
-			c = engine.ExpLT
+			lt = true
 		default:
 			s.fail("ERR Unsupported option " + clip(a))
 			return
 		}
-		if m.ExpireCond != engine.ExpAlways && m.ExpireCond != c {
-			if (m.ExpireCond == engine.ExpNX) || c == engine.ExpNX {
-				s.fail("ERR NX and XX, GT or LT options at the same time are not compatible")
-			} else {
-				s.fail("ERR GT and LT options at the same time are not compatible")
-			}
-			return
-		}
-		m.ExpireCond = c
+	}
+	switch {
+	case nx && (xx || gt || lt):
+		s.fail("ERR NX and XX, GT or LT options at the same time are not compatible")
+		return
+	case gt && lt:
+		s.fail("ERR GT and LT options at the same time are not compatible")
+		return
+	case nx:
+		m.ExpireCond = engine.ExpNX
+	case gt: // GT already requires an expiry, so XX adds nothing
+		m.ExpireCond = engine.ExpGT
+	case lt && xx:
+		m.ExpireCond = engine.ExpXXLT
+	case lt:
+		m.ExpireCond = engine.ExpLT
+	case xx:
+		m.ExpireCond = engine.ExpXX
 	}
 	ms := n
 	if name == "expire" || name == "expireat" {
@@ -208,8 +215,8 @@ func cmdPersist(s *session, args [][]byte) {
 func cmdTTL(s *session, args [][]byte) {
 	name := lower(args[0])
 	s.get(args[1])
-	now := s.h.store.Now()
 	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+		now := s.h.store.Now()
 		r := res[0]
 		switch {
 		case r.Err != nil:

@@ -275,6 +275,9 @@ func TestGlobMatch(t *testing.T) {
 		{"h[^e]llo", "hallo", true}, {"h[^e]llo", "hello", false}, {"h[a-b]llo", "hbllo", true},
 		{"h[a-b]llo", "hcllo", false}, {`h\*llo`, "h*llo", true}, {`h\*llo`, "hallo", false},
 		{"**x", "ax", true}, {"[", "a", false}, {"user:*:name", "user:12:name", true},
+		{"[abc", "b", true}, {`a\`, `a\`, true}, {"*[0-9]", "key7", true}, {"*?", "", false},
+		// Exponential for a recursive matcher (CVE-2022-36021): this must return at once, not in years.
+		{"*a*a*a*a*a*a*a*a*a*a*a*b", strings.Repeat("a", 3000), false},
 	}
 	for _, c := range cases {
 		if got := globMatch([]byte(c.pat), []byte(c.s)); got != c.want {
@@ -370,6 +373,64 @@ func TestMetricsCountCommandsAndErrors(t *testing.T) {
 		o := m.Command("resp", c.cmd)
 		if o.Requests() != c.reqs || o.Errors() != c.errors {
 			t.Errorf("%s: %d requests, %d errors; want %d, %d", c.cmd, o.Requests(), o.Errors(), c.reqs, c.errors)
+		}
+	}
+}
+
+// TestOversizedKeyFailsOnlyItsCommand: a key over the limit in a pipelined batch gets its own error; the other
+// commands of the same read still run.
+func TestOversizedKeyFailsOnlyItsCommand(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	rc := ts.raw(t)
+	big := strings.Repeat("k", 2000) // the test store's key limit is 1024
+	var req strings.Builder
+	for _, args := range [][]string{{"SET", "a", "1"}, {"DEL", big}, {"EXPIRE", big, "10"}, {"RENAME", "a", big},
+		{"SET", "b", "2"}, {"GET", "b"}} {
+		fmt.Fprintf(&req, "*%d\r\n", len(args))
+		for _, a := range args {
+			fmt.Fprintf(&req, "$%d\r\n%s\r\n", len(a), a)
+		}
+	}
+	rc.send(req.String())
+	want := []string{"+OK\r\n", "-ERR key exceeds", "-ERR key exceeds", "-ERR key exceeds", "+OK\r\n", "$1\r\n2\r\n"}
+	for i, w := range want {
+		if got := rc.reply(); !strings.HasPrefix(got, w) {
+			t.Fatalf("reply %d = %q, want prefix %q", i, got, w)
+		}
+	}
+}
+
+func TestCommandGetKeysNeverPanics(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	rc := ts.raw(t)
+	for name := range commands {
+		rc.send("COMMAND GETKEYS " + name + " a b c d\r\n")
+		rc.reply()
+	}
+	rc.send("PING\r\n")
+	if got := rc.reply(); got != "+PONG\r\n" {
+		t.Fatalf("after COMMAND GETKEYS of every command: %q", got)
+	}
+}
+
+func TestCursorTableIsBounded(t *testing.T) {
+	var ct cursorTable
+	ct.init()
+	big := make([]byte, 60<<10)
+	first := ct.put(cursor{table: "t", after: big})
+	for i := 0; i < 1000; i++ {
+		ct.put(cursor{table: "t", after: big})
+	}
+	if ct.bytes > maxCursorBytes || len(ct.m) != len(ct.order) {
+		t.Fatalf("cursor table holds %d bytes in %d cursors", ct.bytes, len(ct.m))
+	}
+	if _, ok := ct.get(first); ok {
+		t.Fatal("the oldest cursor survived eviction")
+	}
+	last := ct.put(cursor{table: "t", after: []byte("k")})
+	for i := 0; i < 2; i++ { // a retried SCAN reuses its cursor
+		if c, ok := ct.get(last); !ok || string(c.after) != "k" {
+			t.Fatalf("cursor lookup %d: %v %q", i, ok, c.after)
 		}
 	}
 }

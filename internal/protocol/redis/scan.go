@@ -20,12 +20,15 @@ func init() {
 }
 
 // cursorTable maps the integer cursors Redis clients expect to resume keys. anykv scans in key order, so a
-// cursor is the last key returned: every key present for the whole iteration is returned exactly once.
+// cursor is the last key returned: every key present for the whole iteration is returned exactly once. The
+// table is shared by all connections (pooled clients continue a SCAN on another connection), bounded in entries
+// and bytes; the oldest cursors go first, and a cursor can be used more than once (a retried SCAN works).
 type cursorTable struct {
 	mu    sync.Mutex
 	next  uint64
 	m     map[uint64]cursor
 	order []uint64 // oldest first, for eviction
+	bytes int
 }
 
 type cursor struct {
@@ -33,7 +36,10 @@ type cursor struct {
 	after []byte
 }
 
-const maxCursors = 1 << 16
+const (
+	maxCursors     = 1 << 16
+	maxCursorBytes = 16 << 20
+)
 
 func (t *cursorTable) init() {
 	var b [8]byte
@@ -52,18 +58,20 @@ func (t *cursorTable) put(c cursor) uint64 {
 	}
 	t.m[id] = c
 	t.order = append(t.order, id)
-	if len(t.order) > maxCursors {
+	t.bytes += len(c.table) + len(c.after)
+	for len(t.order) > maxCursors || t.bytes > maxCursorBytes {
+		old := t.m[t.order[0]]
+		t.bytes -= len(old.table) + len(old.after)
 		delete(t.m, t.order[0])
 		t.order = t.order[1:]
 	}
 	return id
 }
 
-func (t *cursorTable) take(id uint64) (cursor, bool) {
+func (t *cursorTable) get(id uint64) (cursor, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c, ok := t.m[id]
-	delete(t.m, id)
 	return c, ok
 }
 
@@ -138,7 +146,7 @@ func cmdScan(s *session, args [][]byte) {
 	}
 	q := kv.Query{Prefix: literalPrefix(pat), KeysOnly: true, Limit: int(min(count, 100000))}
 	if id != 0 {
-		c, ok := s.h.cursors.take(id)
+		c, ok := s.h.cursors.get(id)
 		if !ok || c.table != s.table() {
 			// An unknown or expired cursor: Redis would return whatever; we say so.
 			s.w.Error("ERR invalid cursor")
@@ -195,77 +203,83 @@ func cmdDBSize(s *session, args [][]byte) {
 	s.w.Int(n)
 }
 
-// globMatch matches a key against a Redis glob pattern (*, ?, [abc], [^a-z], \x), as stringmatchlen does.
+// globMatch matches a key against a Redis glob pattern (*, ?, [abc], [^a-z], \x), with the results of Redis's
+// stringmatchlen. It backtracks only to the last '*', so it runs in O(len(pat)*len(str)) even on patterns like
+// "*a*a*a*b" that make a recursive matcher exponential (CVE-2022-36021).
 func globMatch(pat, str []byte) bool {
-	for len(pat) > 0 {
-		switch pat[0] {
-		case '*':
-			for len(pat) > 1 && pat[1] == '*' {
-				pat = pat[1:]
-			}
-			if len(pat) == 1 {
-				return true
-			}
-			for i := 0; i <= len(str); i++ {
-				if globMatch(pat[1:], str[i:]) {
+	p, s := 0, 0
+	starP, starS := -1, 0
+	for s < len(str) {
+		if p < len(pat) {
+			switch c := pat[p]; c {
+			case '*':
+				for p < len(pat) && pat[p] == '*' {
+					p++
+				}
+				if p == len(pat) {
 					return true
 				}
-			}
-			return false
-		case '?':
-			if len(str) == 0 {
-				return false
-			}
-			str = str[1:]
-		case '[':
-			if len(str) == 0 {
-				return false
-			}
-			pat = pat[1:]
-			not := len(pat) > 0 && pat[0] == '^'
-			if not {
-				pat = pat[1:]
-			}
-			match := false
-			for len(pat) > 0 && pat[0] != ']' {
-				switch {
-				case pat[0] == '\\' && len(pat) >= 2:
-					pat = pat[1:]
-					match = match || pat[0] == str[0]
-				case len(pat) >= 3 && pat[1] == '-':
-					lo, hi := pat[0], pat[2]
-					if lo > hi {
-						lo, hi = hi, lo
-					}
-					match = match || (str[0] >= lo && str[0] <= hi)
-					pat = pat[2:]
-				default:
-					match = match || pat[0] == str[0]
+				starP, starS = p, s
+				continue
+			case '?':
+				p, s = p+1, s+1
+				continue
+			case '[':
+				if ok, next := matchClass(pat, p+1, str[s]); ok {
+					p, s = next, s+1
+					continue
 				}
-				pat = pat[1:]
+			case '\\':
+				if p+1 < len(pat) {
+					p++
+				}
+				fallthrough
+			default:
+				if pat[p] == str[s] {
+					p, s = p+1, s+1
+					continue
+				}
 			}
-			if not {
-				match = !match
-			}
-			if !match {
-				return false
-			}
-			str = str[1:]
-			if len(pat) == 0 {
-				return len(str) == 0 // unterminated class: Redis stops here
-			}
-		case '\\':
-			if len(pat) >= 2 {
-				pat = pat[1:]
-			}
-			fallthrough
-		default:
-			if len(str) == 0 || pat[0] != str[0] {
-				return false
-			}
-			str = str[1:]
 		}
-		pat = pat[1:]
+		if starP < 0 {
+			return false
+		}
+		starS++ // let the last '*' swallow one more byte and retry from there
+		p, s = starP, starS
 	}
-	return len(str) == 0
+	for p < len(pat) && pat[p] == '*' {
+		p++
+	}
+	return p == len(pat)
+}
+
+// matchClass matches c against the class starting at pat[i] (just after '['); it returns whether c matched and
+// where the pattern continues (after ']', or at the end of an unterminated class).
+func matchClass(pat []byte, i int, c byte) (bool, int) {
+	not := i < len(pat) && pat[i] == '^'
+	if not {
+		i++
+	}
+	match := false
+	for i < len(pat) && pat[i] != ']' {
+		switch {
+		case pat[i] == '\\' && i+1 < len(pat):
+			i++
+			match = match || pat[i] == c
+		case i+2 < len(pat) && pat[i+1] == '-':
+			lo, hi := pat[i], pat[i+2]
+			if lo > hi {
+				lo, hi = hi, lo
+			}
+			match = match || (c >= lo && c <= hi)
+			i += 2
+		default:
+			match = match || pat[i] == c
+		}
+		i++
+	}
+	if i < len(pat) {
+		i++ // past ']'
+	}
+	return match != not, i
 }

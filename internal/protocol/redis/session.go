@@ -21,6 +21,7 @@ type pending struct {
 	n      int
 	fn     replyFunc // nil with errMsg == "": "+OK" unless the result carries an error
 	errMsg string
+	status string // a fixed status reply decided before the batch ran (SELECT inside EXEC)
 	imm    *command
 	args   [][]byte
 	obs    *metrics.Observer // the command's metrics (nil: none)
@@ -62,6 +63,7 @@ type session struct {
 	lower   [32]byte // scratch for lower-casing command names without allocating
 	obs     *metrics.Observer
 	start   time.Time
+	group   uint32 // the last guard group this session used (MSETNX)
 }
 
 func newSession(h *Handler, c net.Conn) *session {
@@ -130,22 +132,20 @@ func (s *session) dispatch(args [][]byte) {
 		s.reject("ERR wrong number of arguments for '" + cmd.name + "' command")
 		return
 	}
+	if cmd.data != nil && s.keyTooBig(cmd, args) {
+		return
+	}
 	if s.inMulti && cmd.flags&flagTx == 0 {
-		if cmd.flags&flagNoMulti != 0 {
-			s.reject("ERR Command not allowed inside a transaction")
-			return
-		}
 		s.queued = append(s.queued, copyArgs(args))
 		s.immediate(func() { s.w.SimpleString("QUEUED") })
 		return
 	}
 	switch {
-	case cmd.data != nil && cmd.flags&flagAlone == 0:
-		cmd.data(s, args)
 	case cmd.data != nil:
-		s.flush()
+		if len(s.muts)+len(args) > s.h.store.Limits().MaxBatch {
+			s.flush() // keep each engine batch within the store's limit; a command's own mutations stay together
+		}
 		cmd.data(s, args)
-		s.flush()
 	default:
 		s.flush()
 		before := s.w.Len()
@@ -155,6 +155,19 @@ func (s *session) dispatch(args [][]byte) {
 			s.obs.Observe(time.Since(s.start), len(out) > before && out[before] == '-')
 		}
 	}
+}
+
+// keyTooBig rejects a data command with a key argument over the store's key limit, before it joins a batch:
+// such a key cannot exist, and it must not fail the other commands of the batch.
+func (s *session) keyTooBig(cmd *command, args [][]byte) bool {
+	max := s.h.store.Limits().MaxKey
+	for _, k := range cmd.keys(args) {
+		if len(k) > max {
+			s.reject("ERR key exceeds maximum allowed size (" + itoa(int64(max)) + " bytes)")
+			return true
+		}
+	}
+	return false
 }
 
 // reject answers an error in order; inside MULTI it also dooms the transaction.
@@ -250,9 +263,7 @@ func (s *session) writeReplies(res []engine.Result, err error) {
 			out := s.w.Bytes()
 			p.obs.Observe(time.Since(p.start), len(out) > before && (out[before] == '-' || err != nil))
 		}
-		if p.errMsg == "" && p.imm == nil {
-			off += p.n
-		}
+		off += p.n // zero for replies that consumed no result
 	}
 }
 
@@ -261,6 +272,8 @@ func (s *session) writeReply(p pending, res []engine.Result, off int, err error)
 	switch {
 	case p.errMsg != "":
 		s.w.Error(p.errMsg)
+	case p.status != "":
+		s.w.SimpleString(p.status)
 	case p.imm != nil:
 		p.imm.imm(s, p.args)
 	case err != nil:

@@ -23,7 +23,7 @@ func init() {
 		&command{name: "getex", arity: -2, flags: rw | flagFast, data: cmdGetEx, summary: "Returns the string value of a key after setting its expiration time."},
 		&command{name: "mget", arity: -2, flags: ro | flagFast, lastKey: -1, data: cmdMGet, summary: "Atomically returns the string values of one or more keys."},
 		&command{name: "mset", arity: -3, flags: rw, lastKey: -1, step: 2, data: cmdMSet, summary: "Atomically creates or modifies the string values of one or more keys."},
-		&command{name: "msetnx", arity: -3, flags: rw | flagAlone, lastKey: -1, step: 2, data: cmdMSetNX, summary: "Atomically modifies the string values of one or more keys only when all keys don't exist."},
+		&command{name: "msetnx", arity: -3, flags: rw, lastKey: -1, step: 2, data: cmdMSetNX, summary: "Atomically modifies the string values of one or more keys only when all keys don't exist."},
 		&command{name: "append", arity: 3, flags: rw | flagFast, data: cmdAppend, summary: "Appends a string to the value of a key. Creates the key if it doesn't exist."},
 		&command{name: "strlen", arity: 2, flags: ro | flagFast, data: cmdStrlen, summary: "Returns the length of a string value."},
 		&command{name: "getrange", arity: 4, flags: ro, data: cmdGetRange, summary: "Returns a substring of the string stored at a key."},
@@ -130,7 +130,7 @@ func replyBulkOrNil(w *resp.Writer, res []engine.Result) {
 
 func replyOldOrNil(w *resp.Writer, res []engine.Result) {
 	switch r := res[0]; {
-	case r.Err != nil && !isCondErr(r.Err):
+	case r.Err != nil && !engine.IsConditionFailure(r.Err):
 		w.Error(errText(r.Err))
 	case r.OldFound:
 		w.Bulk(r.Old.Value)
@@ -143,7 +143,7 @@ func replyOKOrNil(w *resp.Writer, res []engine.Result) {
 	switch r := res[0]; {
 	case r.Err == nil:
 		w.SimpleString("OK")
-	case isCondErr(r.Err):
+	case engine.IsConditionFailure(r.Err):
 		w.Null()
 	default:
 		w.Error(errText(r.Err))
@@ -154,7 +154,7 @@ func replyOneIfOK(w *resp.Writer, res []engine.Result) {
 	switch r := res[0]; {
 	case r.Err == nil:
 		w.Int(1)
-	case isCondErr(r.Err) || errors.Is(r.Err, engine.ErrAborted):
+	case engine.IsConditionFailure(r.Err) || errors.Is(r.Err, engine.ErrAborted):
 		w.Int(0)
 	default:
 		w.Error(errText(r.Err))
@@ -178,12 +178,6 @@ func replyNewLen(w *resp.Writer, res []engine.Result) {
 	}
 }
 
-// isCondErr: the failures of a condition, which Redis reports as nil or 0 rather than as errors.
-func isCondErr(err error) bool {
-	return errors.Is(err, engine.ErrExists) || errors.Is(err, engine.ErrNotFound) ||
-		errors.Is(err, engine.ErrVersionMismatch) || errors.Is(err, engine.ErrConditionFailed)
-}
-
 func (s *session) get(key []byte) {
 	s.add(engine.Mutation{Op: engine.OpGet, Table: s.table(), Key: key})
 }
@@ -203,9 +197,9 @@ func cmdSet(s *session, args [][]byte) {
 	for i := 3; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case eq(a, "nx") && m.Cond == engine.CondNone:
+		case eq(a, "nx") && m.Cond != engine.CondPresent: // a repeated option is accepted, as in Redis
 			m.Cond = engine.CondAbsent
-		case eq(a, "xx") && m.Cond == engine.CondNone:
+		case eq(a, "xx") && m.Cond != engine.CondAbsent:
 			m.Cond = engine.CondPresent
 		case eq(a, "get"):
 			get = true
@@ -317,7 +311,8 @@ func cmdMGet(s *session, args [][]byte) {
 	})
 }
 
-func (s *session) addPairs(args [][]byte, cond engine.Cond, guard bool) bool {
+// checkPairs validates the key/value pairs of MSET and MSETNX.
+func (s *session) checkPairs(args [][]byte) bool {
 	if len(args)%2 != 1 {
 		s.fail("ERR wrong number of arguments for '" + lower(args[0]) + "' command")
 		return false
@@ -327,28 +322,53 @@ func (s *session) addPairs(args [][]byte, cond engine.Cond, guard bool) bool {
 			return false
 		}
 	}
-	for i := 1; i < len(args); i += 2 {
-		s.add(engine.Mutation{Op: engine.OpSet, Table: s.table(), Key: args[i], Value: args[i+1], Cond: cond, Guard: guard})
-	}
 	return true
 }
 
+// addSets adds one set per pair, in a guard group when group is non-zero.
+func (s *session) addSets(args [][]byte, group uint32) {
+	for i := 1; i < len(args); i += 2 {
+		s.add(engine.Mutation{Op: engine.OpSet, Table: s.table(), Key: args[i], Value: args[i+1], Group: group})
+	}
+}
+
 func cmdMSet(s *session, args [][]byte) {
-	if s.addPairs(args, engine.CondNone, false) {
+	if s.checkPairs(args) {
+		s.addSets(args, 0)
 		s.plan(len(args)/2, func(w *resp.Writer, res []engine.Result) { w.SimpleString("OK") })
 	}
 }
 
+// cmdMSetNX guards its sets with one absent-check per distinct key in a guard group of its own, so it is all
+// or nothing even inside a transaction or a pipeline batch, and a key named twice takes its last value.
 func cmdMSetNX(s *session, args [][]byte) {
-	if s.addPairs(args, engine.CondAbsent, true) {
-		s.plan(len(args)/2, func(w *resp.Writer, res []engine.Result) {
-			if errors.Is(res[0].Err, engine.ErrAborted) {
-				w.Int(0)
-			} else {
-				w.Int(1)
-			}
-		})
+	if !s.checkPairs(args) {
+		return
 	}
+	s.group++
+	if s.group == 0 {
+		s.group = 1
+	}
+	seen := make(map[string]bool, len(args)/2)
+	n := 0
+	for i := 1; i < len(args); i += 2 {
+		if !seen[string(args[i])] {
+			seen[string(args[i])] = true
+			s.add(engine.Mutation{Op: engine.OpCheck, Table: s.table(), Key: args[i], Cond: engine.CondAbsent,
+				Guard: true, Group: s.group})
+			n++
+		}
+	}
+	s.addSets(args, s.group)
+	s.plan(n+len(args)/2, func(w *resp.Writer, res []engine.Result) {
+		if last := res[len(res)-1]; errors.Is(last.Err, engine.ErrAborted) {
+			w.Int(0)
+		} else if last.Err != nil {
+			w.Error(errText(last.Err))
+		} else {
+			w.Int(1)
+		}
+	})
 }
 
 func cmdAppend(s *session, args [][]byte) {
@@ -404,7 +424,7 @@ func cmdSetRange(s *session, args [][]byte) {
 		s.fail("ERR offset is out of range")
 		return
 	}
-	if off+int64(len(args[3])) > int64(s.h.store.Limits().MaxValue) {
+	if off > int64(s.h.store.Limits().MaxValue)-int64(len(args[3])) { // written so that it cannot overflow
 		s.fail("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
 		return
 	}
@@ -447,15 +467,11 @@ func cmdIncr(s *session, args [][]byte) {
 }
 
 func cmdIncrByFloat(s *session, args [][]byte) {
-	f, err := strconv.ParseFloat(string(args[2]), 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		s.fail("ERR value is not a valid float")
-		return
-	}
 	if s.tooBig(args[1], nil) {
 		return
 	}
-	s.add(engine.Mutation{Op: engine.OpIncrFloat, Table: s.table(), Key: args[1], Float: f})
+	// The engine parses the increment in long double precision, as Redis does, and answers ErrNotFloat.
+	s.add(engine.Mutation{Op: engine.OpIncrFloat, Table: s.table(), Key: args[1], Value: args[2]})
 	s.plan(1, func(w *resp.Writer, res []engine.Result) {
 		if r := res[0]; r.Err != nil {
 			w.Error(errText(r.Err))

@@ -54,11 +54,21 @@ func cmdExec(s *session, args [][]byte) {
 	}
 	for _, a := range queued {
 		c := s.lookup(a[0])
+		if c.name == "select" { // it changes where the commands after it write, so it takes effect now
+			if msg := s.selectDB(a[1]); msg != "" {
+				s.replies = append(s.replies, pending{errMsg: msg})
+			} else {
+				s.replies = append(s.replies, pending{status: "OK"})
+			}
+			continue
+		}
 		if c.data != nil {
 			before := len(s.muts)
 			c.data(s, a)
 			for i := before; i < len(s.muts); i++ {
-				s.muts[i].Guard = false // only WATCH guards may abort a transaction
+				if s.muts[i].Group == 0 {
+					s.muts[i].Guard = false // only WATCH guards may abort a whole transaction
+				}
 			}
 		} else {
 			s.replies = append(s.replies, pending{imm: c, args: a})
