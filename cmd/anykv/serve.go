@@ -56,8 +56,8 @@ func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	str(&c.dir, "dir", "anykv-data", "directory of the pebble engine's data")
 	str(&c.engine, "engine", "pebble", "storage engine: pebble (durable, on disk) or memory (RAM only, lost on exit)")
 	str(&c.fsync, "fsync", "always", "pebble durability: always (a write is acknowledged once on disk; concurrent writes share fsyncs),\n"+
-		"interval (fsync at most every second: an OS crash or power loss can lose ~1 s of acknowledged writes),\n"+
-		"never (the OS decides: a crash of the machine can lose recent writes)")
+		"interval (fsync at most every second: a crash, even kill -9, can lose ~1 s of acknowledged writes),\n"+
+		"never (no fsync of its own: a crash, even kill -9, can lose recent acknowledged writes)")
 	str(&c.respAddr, "resp", "127.0.0.1:6379", "Redis protocol (RESP2/RESP3) listen address; empty disables it")
 	str(&c.password, "requirepass", "", "password clients must give (AUTH, HELLO AUTH, HTTP Bearer); without it only loopback clients are served")
 	num(&c.maxClients, "maxclients", 10000, "most connections per protocol")
