@@ -12,7 +12,8 @@ import (
 // Reader gives Resolve the stored state an engine holds before a batch.
 type Reader interface {
 	// Read returns the stored item for table/key, expired or not, and whether one is stored. The returned Value
-	// must stay valid until Resolve returns.
+	// may reach Apply's caller through Result.Old/New, so it must stay valid and unchanged from then on: hand
+	// out a copy, or memory that is never reused.
 	Read(table string, key []byte) (Item, bool, error)
 }
 
