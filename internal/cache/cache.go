@@ -10,6 +10,7 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
@@ -47,11 +48,12 @@ func New(e engine.Engine, maxBytes int64) *Cache {
 }
 
 // slot names a key in the cache: the table's length, the table, then the key, so no two (table, key) collide.
-func slot(table string, key []byte) string {
-	b := make([]byte, 0, 2+len(table)+len(key))
+func slot(table string, key []byte) string { return string(appendSlot(nil, table, key)) }
+
+func appendSlot(b []byte, table string, key []byte) []byte {
 	b = append(b, byte(len(table)>>8), byte(len(table)))
 	b = append(b, table...)
-	return string(append(b, key...))
+	return append(b, key...)
 }
 
 func (c *Cache) shard(s string) *shard {
@@ -59,16 +61,19 @@ func (c *Cache) shard(s string) *shard {
 }
 
 // Get implements engine.Engine: a hit is answered from memory; a miss reads the engine and fills the cache.
+// Absent keys are cached too (as an item with version 0, which no stored item has): reads of missing keys are
+// as common as reads of present ones in a cache workload.
 func (c *Cache) Get(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
-	s := slot(table, key)
-	sh := c.shard(s)
+	var buf [128]byte
+	b := appendSlot(buf[:0], table, key)
+	sh := &c.shards[maphash.Bytes(c.seed, b)%shards]
 	sh.mu.RLock()
-	cached, ok := sh.items[s]
+	cached, ok := sh.items[string(b)] // no allocation for the lookup
 	gen := sh.gen
 	sh.mu.RUnlock()
 	if ok {
 		c.hits.Add(1)
-		if !cached.Live(now) {
+		if cached.Version == 0 || !cached.Live(now) {
 			return engine.Item{}, engine.ErrNotFound
 		}
 		it := cached
@@ -77,18 +82,22 @@ func (c *Cache) Get(ctx context.Context, table string, key []byte, now int64) (e
 	}
 	c.misses.Add(1)
 	it, err := c.eng.Get(ctx, table, key, now)
-	if err != nil || c.shardBytes <= 0 {
+	absent := errors.Is(err, engine.ErrNotFound)
+	if (err != nil && !absent) || c.shardBytes <= 0 {
 		return it, err
 	}
-	size := int64(len(s) + len(it.Value) + 64)
+	size := int64(len(b) + len(it.Value) + 64)
 	if size > c.shardBytes/4 {
-		return it, nil // too big to be worth a slot
+		return it, err // too big to be worth a slot
 	}
-	cp := it
-	cp.Value = append([]byte(nil), it.Value...)
+	cp := engine.Item{} // the absent marker
+	if !absent {
+		cp = it
+		cp.Value = append([]byte(nil), it.Value...)
+	}
 	sh.mu.Lock()
 	if sh.gen == gen && sh.pending == 0 { // no write touched this shard since the read began: the item is current
-		if _, dup := sh.items[s]; !dup {
+		if _, dup := sh.items[string(b)]; !dup {
 			for sh.bytes+size > c.shardBytes && len(sh.items) > 0 {
 				for k, old := range sh.items { // evict an arbitrary entry: map order is random
 					sh.bytes -= int64(len(k) + len(old.Value) + 64)
@@ -96,12 +105,12 @@ func (c *Cache) Get(ctx context.Context, table string, key []byte, now int64) (e
 					break
 				}
 			}
-			sh.items[s] = cp
+			sh.items[string(b)] = cp
 			sh.bytes += size
 		}
 	}
 	sh.mu.Unlock()
-	return it, nil
+	return it, err
 }
 
 // Apply implements engine.Engine: the keys the batch may change leave the cache, and stay uncacheable, from

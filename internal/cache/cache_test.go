@@ -36,6 +36,19 @@ func TestHitsAfterFirstRead(t *testing.T) {
 	if st := c.Stats(); st["cache_hits"] != 2 || st["cache_misses"] != 1 || st["cache_items"] != 1 {
 		t.Fatalf("stats = %v", st)
 	}
+	// Absent keys are cached as absent, and a write makes them present at once.
+	for i := 0; i < 2; i++ {
+		if _, err := c.Get(ctx, "t", []byte("nokey"), 0); !errors.Is(err, engine.ErrNotFound) {
+			t.Fatalf("absent key: %v", err)
+		}
+	}
+	if st := c.Stats(); st["cache_hits"] != 3 || st["cache_misses"] != 2 {
+		t.Fatalf("negative caching: stats = %v", st)
+	}
+	c.Apply(ctx, &engine.Batch{Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t", Key: []byte("nokey"), Value: []byte("now")}}})
+	if it, err := c.Get(ctx, "t", []byte("nokey"), 0); err != nil || string(it.Value) != "now" {
+		t.Fatalf("after writing a cached-absent key: %q, %v", it.Value, err)
+	}
 }
 
 // TestNoStaleReadsUnderRace: readers and writers hammer a few keys; every read must return a value at least as
