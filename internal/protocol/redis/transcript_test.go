@@ -2,6 +2,7 @@ package redis
 
 import (
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,63 +22,71 @@ import (
 //	advance    ms=N moves the server's clock
 //	conn       name=X switches to (or opens) connection X
 func TestTranscripts(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		ts := startServer(t, Options{Password: ""}, 0)
-		conns := map[string]*rawConn{"main": ts.raw(t)}
-		cur := "main"
-		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
-			rc := conns[cur]
-			rc.t = t
-			switch d.Cmd {
-			case "conn":
-				var name string
-				d.ScanArgs(t, "name", &name)
-				if conns[name] == nil {
-					conns[name] = ts.raw(t)
-				}
-				cur = name
-				return ""
-			case "advance":
-				var ms int
-				d.ScanArgs(t, "ms", &ms)
-				ts.advance(time.Duration(ms) * time.Millisecond)
-				return ""
-			case "send":
-				lines := strings.Split(strings.TrimSpace(d.Input), "\n")
-				var req strings.Builder
-				for _, l := range lines {
-					args := splitLine(t, l)
-					fmt.Fprintf(&req, "*%d\r\n", len(args))
-					for _, a := range args {
-						fmt.Fprintf(&req, "$%d\r\n%s\r\n", len(a), a)
-					}
-				}
-				rc.send(req.String())
-				var out strings.Builder
-				for range lines {
-					out.WriteString(rc.reply())
-				}
-				return strings.ReplaceAll(out.String(), "\r\n", "\n")
-			case "raw":
-				var n int
-				d.ScanArgs(t, "n", &n)
-				in, err := strconv.Unquote(`"` + strings.ReplaceAll(strings.TrimSpace(d.Input), `"`, `\"`) + `"`)
-				if err != nil {
-					t.Fatalf("raw input: %v", err)
-				}
-				rc.send(in)
-				var out strings.Builder
-				for i := 0; i < n; i++ {
-					out.WriteString(rc.reply())
-				}
-				if d.HasArg("closed") {
-					fmt.Fprintf(&out, "(closed: %v)\n", rc.closed())
-				}
-				return strings.ReplaceAll(out.String(), "\r\n", "\n")
+	paths, _ := filepath.Glob("testdata/*.txt") // not datadriven.Walk: testdata/fuzz holds the fuzz corpus
+	if len(paths) == 0 {
+		t.Fatal("no transcripts in testdata")
+	}
+	for _, path := range paths {
+		t.Run(filepath.Base(path), func(t *testing.T) { runTranscript(t, path) })
+	}
+}
+
+func runTranscript(t *testing.T, path string) {
+	ts := startServer(t, Options{Password: ""}, 0)
+	conns := map[string]*rawConn{"main": ts.raw(t)}
+	cur := "main"
+	datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+		rc := conns[cur]
+		rc.t = t
+		switch d.Cmd {
+		case "conn":
+			var name string
+			d.ScanArgs(t, "name", &name)
+			if conns[name] == nil {
+				conns[name] = ts.raw(t)
 			}
-			t.Fatalf("unknown directive %q", d.Cmd)
+			cur = name
 			return ""
-		})
+		case "advance":
+			var ms int
+			d.ScanArgs(t, "ms", &ms)
+			ts.advance(time.Duration(ms) * time.Millisecond)
+			return ""
+		case "send":
+			lines := strings.Split(strings.TrimSpace(d.Input), "\n")
+			var req strings.Builder
+			for _, l := range lines {
+				args := splitLine(t, l)
+				fmt.Fprintf(&req, "*%d\r\n", len(args))
+				for _, a := range args {
+					fmt.Fprintf(&req, "$%d\r\n%s\r\n", len(a), a)
+				}
+			}
+			rc.send(req.String())
+			var out strings.Builder
+			for range lines {
+				out.WriteString(rc.reply())
+			}
+			return strings.ReplaceAll(out.String(), "\r\n", "\n")
+		case "raw":
+			var n int
+			d.ScanArgs(t, "n", &n)
+			in, err := strconv.Unquote(`"` + strings.ReplaceAll(strings.TrimSpace(d.Input), `"`, `\"`) + `"`)
+			if err != nil {
+				t.Fatalf("raw input: %v", err)
+			}
+			rc.send(in)
+			var out strings.Builder
+			for i := 0; i < n; i++ {
+				out.WriteString(rc.reply())
+			}
+			if d.HasArg("closed") {
+				fmt.Fprintf(&out, "(closed: %v)\n", rc.closed())
+			}
+			return strings.ReplaceAll(out.String(), "\r\n", "\n")
+		}
+		t.Fatalf("unknown directive %q", d.Cmd)
+		return ""
 	})
 }
 
