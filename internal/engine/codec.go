@@ -20,6 +20,7 @@ const (
 	fSetExpiry
 	fUnsigned
 	fDecr
+	fBlind
 )
 
 // AppendBatch appends the binary encoding of b to dst. The encoding is what a replication log carries; it is
@@ -41,7 +42,7 @@ func appendBytes(dst, b []byte) []byte {
 
 func appendMutation(dst []byte, m *Mutation) []byte {
 	var f byte
-	for bit, on := range [...]bool{m.Guard, m.KeepTTL, m.Create, m.SetExpiry, m.Unsigned, m.Decr} {
+	for bit, on := range [...]bool{m.Guard, m.KeepTTL, m.Create, m.SetExpiry, m.Unsigned, m.Decr, m.Blind} {
 		if on {
 			f |= 1 << bit
 		}
@@ -139,6 +140,7 @@ func DecodeBatch(data []byte) (*Batch, error) {
 		f := d.byte()
 		m.Guard, m.KeepTTL, m.Create = f&fGuard != 0, f&fKeepTTL != 0, f&fCreate != 0
 		m.SetExpiry, m.Unsigned, m.Decr = f&fSetExpiry != 0, f&fUnsigned != 0, f&fDecr != 0
+		m.Blind = f&fBlind != 0
 		m.Table = string(d.bytes())
 		m.Key = d.bytes()
 		m.Value = d.bytes()

@@ -21,7 +21,7 @@ func randomBatch(rng *rand.Rand) *Batch {
 			Op: Op(rng.Intn(int(opMax))), Table: string(bytesOrNil(rng.Intn(4))), Key: bytesOrNil(rng.Intn(9)),
 			Value: bytesOrNil(rng.Intn(30)), Flags: rng.Uint32(), Expires: rng.Int63(), Cond: Cond(rng.Intn(4)),
 			Version: rng.Uint64(), Guard: rng.Intn(2) == 0, KeepTTL: rng.Intn(2) == 0, Create: rng.Intn(2) == 0,
-			SetExpiry: rng.Intn(2) == 0, Unsigned: rng.Intn(2) == 0, Decr: rng.Intn(2) == 0, Delta: -rng.Int63(),
+			SetExpiry: rng.Intn(2) == 0, Blind: rng.Intn(2) == 0, Unsigned: rng.Intn(2) == 0, Decr: rng.Intn(2) == 0, Delta: -rng.Int63(),
 			UDelta: rng.Uint64(), Initial: rng.Uint64(), Group: rng.Uint32(), Offset: rng.Int63(),
 			MaxSize: rng.Intn(1 << 20), ExpireCond: ExpireCond(rng.Intn(5)), Table2: string(bytesOrNil(rng.Intn(3))),
 			Key2: bytesOrNil(rng.Intn(3)),

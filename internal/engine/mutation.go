@@ -66,6 +66,9 @@ type Mutation struct {
 	Group uint32
 	// KeepTTL keeps the old item's expiry on OpSet.
 	KeepTTL bool
+	// Blind marks an unconditional OpSet (no Cond, no KeepTTL) whose caller needs no Result.Old: the old item
+	// is then not read, which spares the engine a lookup on the write path (plain SET, MSET, memcached set).
+	Blind bool
 	// Create lets OpIncr, OpAppend and OpPrepend create a missing item instead of failing with ErrNotFound.
 	Create bool
 	// SetExpiry makes OpGet and OpIncr also set Expires (GETEX, gat, memcached ma with T).

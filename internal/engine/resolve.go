@@ -166,6 +166,10 @@ func (rs *resolver) apply(m *Mutation) (Result, error) {
 		rs.flush(m.Table)
 		return Result{}, nil
 	}
+	if m.Op == OpSet && m.Blind && m.Cond == CondNone && !m.KeepTTL {
+		it := Item{Value: m.Value, Flags: m.Flags, Expires: m.Expires}
+		return Result{New: rs.put(m.Table, m.Key, it), NewFound: true}, nil
+	}
 	old, found, err := rs.get(m.Table, m.Key)
 	if err != nil {
 		return Result{}, err

@@ -143,6 +143,12 @@ func testSetGet(t *testing.T, e engine.Engine) {
 	if it.Flags != 0 || it.Expires != 0 {
 		t.Fatalf("overwritten item kept metadata: %+v", it)
 	}
+	// A blind set writes without reading: no old item in its result, the same item stored.
+	r = apply(t, e, engine.Mutation{Op: engine.OpSet, Table: "default", Key: []byte(bin), Value: []byte("b"), Blind: true})
+	if r[0].OldFound || !r[0].NewFound || r[0].New.Version == 0 {
+		t.Fatalf("blind set result = %+v", r[0])
+	}
+	wantValue(t, e, "default", bin, "b")
 	// Empty value is a value, distinct from absence.
 	apply(t, e, set("default", "empty", ""))
 	wantValue(t, e, "default", "empty", "")

@@ -87,6 +87,7 @@ func randomMutation(rng *rand.Rand, tables, keys []string) engine.Mutation {
 	}
 	m.Guard = rng.Intn(8) == 0
 	m.KeepTTL = rng.Intn(2) == 0
+	m.Blind = rng.Intn(2) == 0
 	m.Create = rng.Intn(2) == 0
 	m.SetExpiry = rng.Intn(3) == 0
 	m.Unsigned = rng.Intn(2) == 0

@@ -13,7 +13,7 @@ func (c *conn) textWrite(req *request) {
 	switch req.cmd {
 	case cmdSet, cmdAdd, cmdReplace:
 		m := engine.Mutation{Op: engine.OpSet, Key: req.key, Value: req.data, Flags: req.flags,
-			Expires: c.expires(req.exptime)}
+			Expires: c.expires(req.exptime), Blind: true} // Blind counts only without a condition
 		if req.cmd == cmdAdd {
 			m.Cond = engine.CondAbsent
 		} else if req.cmd == cmdReplace {

@@ -217,6 +217,7 @@ func cmdSet(s *session, args [][]byte) {
 			return
 		}
 	}
+	m.Blind = !get
 	s.add(m)
 	switch {
 	case get:
@@ -255,7 +256,7 @@ func cmdSetEX(s *session, args [][]byte) {
 		s.fail("ERR invalid expire time in '" + name + "' command")
 		return
 	}
-	s.add(engine.Mutation{Op: engine.OpSet, Table: s.table(), Key: args[1], Value: args[3], Expires: at})
+	s.add(engine.Mutation{Op: engine.OpSet, Table: s.table(), Key: args[1], Value: args[3], Expires: at, Blind: true})
 	s.plan(1, nil)
 }
 
@@ -328,7 +329,7 @@ func (s *session) checkPairs(args [][]byte) bool {
 // addSets adds one set per pair, in a guard group when group is non-zero.
 func (s *session) addSets(args [][]byte, group uint32) {
 	for i := 1; i < len(args); i += 2 {
-		s.add(engine.Mutation{Op: engine.OpSet, Table: s.table(), Key: args[i], Value: args[i+1], Group: group})
+		s.add(engine.Mutation{Op: engine.OpSet, Table: s.table(), Key: args[i], Value: args[i+1], Group: group, Blind: true})
 	}
 }
 
