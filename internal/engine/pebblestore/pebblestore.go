@@ -49,11 +49,11 @@ func (m SyncMode) String() string {
 }
 
 // Defaults of Options and the Pebble tuning. The workload is small items, point reads and writes, on a small
-// machine (2 cores, 24 GiB): a large block cache serves reads, a 64 MiB memtable absorbs write bursts and makes
+// machine (2 cores, 24 GiB): a large block cache serves reads, a 16 MiB memtable absorbs write bursts and makes
 // flushes rare, and bloom filters on every level (L0 included) spare most disk reads for absent keys.
 const (
 	DefaultCacheBytes = 256 << 20
-	memTableSize      = 64 << 20
+	memTableSize      = 16 << 20
 	bloomBitsPerKey   = 10 // ~1% false positives
 	// syncInterval is the background fsync period of SyncInterval.
 	syncInterval = time.Second
