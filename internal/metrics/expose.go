@@ -5,86 +5,82 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
-	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"anykv/internal/kv"
 )
 
-// ContentType is the media type of the Prometheus text exposition format this package writes.
-const ContentType = "text/plain; version=0.0.4; charset=utf-8"
+// Handler serves every metric of the registry through the client's promhttp: the text format by default, the
+// protobuf format to a scraper that asks for it, gzip when the client accepts it. A HEAD request gets the headers
+// of a GET, Content-Length included, and no body.
+func (m *Metrics) Handler() http.Handler { return m.handler }
 
-// Handler serves every metric in the Prometheus text format. It holds no lock while writing to the client.
-func (m *Metrics) Handler() http.Handler {
+// newHandler wraps promhttp.HandlerFor(reg) in sized. With ContinueOnError a figure that fails to collect costs
+// only that figure, not the whole scrape; promhttp counts such failures in
+// promhttp_metric_handler_errors_total{cause}, which it registers in reg, so they stay visible.
+func newHandler(reg *prometheus.Registry) http.Handler {
+	return sized(promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorHandling: promhttp.ContinueOnError,
+		Registry:      reg,
+	}))
+}
+
+// sized buffers h's reply (a few hundred kilobytes, once per scrape) to send it with a Content-Length, and sends
+// no body to HEAD: promhttp streams its output, so without this a GET would be chunked and a HEAD would carry no
+// length, and promhttp writes the body even for HEAD.
+func sized(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var b bytes.Buffer
-		m.WriteText(&b)
-		w.Header().Set("Content-Type", ContentType)
-		w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
+		b := &bufferedWriter{ResponseWriter: w}
+		h.ServeHTTP(b, r)
+		if b.status == 0 {
+			b.status = http.StatusOK
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(b.body.Len()))
+		w.WriteHeader(b.status)
 		if r.Method != http.MethodHead {
-			w.Write(b.Bytes())
+			w.Write(b.body.Bytes())
 		}
 	})
 }
 
-// WriteText appends the exposition of every metric to b: the per-command families first, then the store's.
-func (m *Metrics) WriteText(b *bytes.Buffer) {
-	obs := m.observers()
-	family(b, "anykv_requests_total", "counter", "Requests served, per protocol and command.")
-	for _, o := range obs {
-		sample(b, "anykv_requests_total", o.labels(""), float64(o.requests.Load()))
-	}
-	family(b, "anykv_request_errors_total", "counter",
-		"Requests answered with an error (not counting plain misses), per protocol and command.")
-	for _, o := range obs {
-		sample(b, "anykv_request_errors_total", o.labels(""), float64(o.errors.Load()))
-	}
-	family(b, "anykv_request_duration_seconds", "histogram", "Time to serve one request, per protocol and command.")
-	for _, o := range obs {
-		o.writeHistogram(b)
-	}
-	if st, ok := m.storeFigures(); ok {
-		writeStore(b, st.Gets, st.Hits, st.Misses, st.Batches, st.Mutations, st.ExpiredSwept, st.Engine)
+// bufferedWriter keeps the status and body of a reply; headers go straight to the underlying writer.
+type bufferedWriter struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+}
+
+func (b *bufferedWriter) WriteHeader(status int) {
+	if b.status == 0 {
+		b.status = status
 	}
 }
 
-// writeHistogram writes one observer's buckets (cumulative, as the format wants), sum and count. The count is the
-// sum of the buckets read, so the +Inf bucket and the count always agree even while requests are observed.
-func (o *Observer) writeHistogram(b *bytes.Buffer) {
-	var cum uint64
-	for i := range o.buckets {
-		cum += o.buckets[i].Load()
-		le := "+Inf"
-		if i < len(latencyBounds) {
-			le = strconv.FormatFloat(latencyBounds[i], 'f', -1, 64)
-		}
-		sample(b, "anykv_request_duration_seconds_bucket", o.labels(le), float64(cum))
+func (b *bufferedWriter) Write(p []byte) (int, error) {
+	if b.status == 0 {
+		b.status = http.StatusOK
 	}
-	sample(b, "anykv_request_duration_seconds_sum", o.labels(""), float64(o.sumNanos.Load())/1e9)
-	sample(b, "anykv_request_duration_seconds_count", o.labels(""), float64(cum))
+	return b.body.Write(p)
 }
 
-// labels renders the label set of an observer, with le for a histogram bucket when not empty.
-func (o *Observer) labels(le string) string {
-	var s strings.Builder
-	s.WriteString(`{protocol="`)
-	s.WriteString(escapeLabel(o.protocol))
-	s.WriteString(`",command="`)
-	s.WriteString(escapeLabel(o.command))
-	if le != "" {
-		s.WriteString(`",le="`)
-		s.WriteString(le)
+// Store figures. The names and help texts are those of the hand-written exposition this package had before, so
+// dashboards keep working.
+var (
+	storeCounters = [...]*prometheus.Desc{
+		prometheus.NewDesc("anykv_store_gets_total", "Point reads served by the store.", nil, nil),
+		prometheus.NewDesc("anykv_store_hits_total", "Point reads that found a live item.", nil, nil),
+		prometheus.NewDesc("anykv_store_misses_total", "Point reads that found nothing.", nil, nil),
+		prometheus.NewDesc("anykv_store_batches_total", "Batches of mutations applied.", nil, nil),
+		prometheus.NewDesc("anykv_store_mutations_total", "Mutations applied.", nil, nil),
+		prometheus.NewDesc("anykv_store_expired_swept_total", "Expired items reclaimed by the background sweeper.", nil, nil),
 	}
-	s.WriteString(`"}`)
-	return s.String()
-}
-
-// storeCounters name the kv.Stats counters in the exposition, in the order writeStore receives them.
-var storeCounters = [...]struct{ name, help string }{
-	{"anykv_store_gets_total", "Point reads served by the store."},
-	{"anykv_store_hits_total", "Point reads that found a live item."},
-	{"anykv_store_misses_total", "Point reads that found nothing."},
-	{"anykv_store_batches_total", "Batches of mutations applied."},
-	{"anykv_store_mutations_total", "Mutations applied."},
-	{"anykv_store_expired_swept_total", "Expired items reclaimed by the background sweeper."},
-}
+	itemsDesc = prometheus.NewDesc("anykv_items",
+		"Items stored (live, or expired and not yet swept); an estimate where the engine only estimates.", nil, nil)
+	bytesDesc = prometheus.NewDesc("anykv_bytes",
+		"Bytes stored, as the engine counts them (keys and values in memory, or disk usage).", nil, nil)
+)
 
 // itemFigures and byteFigures are the engine figures that become anykv_items and anykv_bytes, first present
 // wins: engines name them differently (memstore counts "keys" and "bytes" exactly; pebble only estimates its
@@ -94,73 +90,72 @@ var (
 	byteFigures = []string{"bytes", "live_bytes", "disk_bytes"}
 )
 
-// writeStore writes the store counters, the anykv_items and anykv_bytes gauges, and every engine figure as a gauge
-// named anykv_engine_<figure> (but "keys", "items" and "bytes", which anykv_items and anykv_bytes already are).
-func writeStore(b *bytes.Buffer, gets, hits, misses, batches, mutations, swept int64, eng map[string]int64) {
-	for i, v := range [...]int64{gets, hits, misses, batches, mutations, swept} {
-		family(b, storeCounters[i].name, "counter", storeCounters[i].help)
-		sample(b, storeCounters[i].name, "", float64(v))
+// storeCollector exports, at each scrape, the kv.Stats counters, the anykv_items and anykv_bytes gauges, and every
+// engine figure as a gauge named anykv_engine_<figure> (but "keys", "items" and "bytes", which anykv_items and
+// anykv_bytes already are). Reading the store at scrape time, rather than mirroring its counters in client
+// counters, keeps the store free of any dependency on this package.
+//
+// It is an unchecked collector (Describe sends nothing): which engine figures exist is only known when the engine
+// reports them, and differs between engines.
+type storeCollector struct {
+	stats func() kv.Stats
+}
+
+// Describe sends no descriptor, which makes the collector unchecked; see storeCollector.
+func (storeCollector) Describe(chan<- *prometheus.Desc) {}
+
+// Collect reads the store's figures once and sends them.
+func (c storeCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.stats()
+	for i, v := range [...]int64{st.Gets, st.Hits, st.Misses, st.Batches, st.Mutations, st.ExpiredSwept} {
+		ch <- constMetric(storeCounters[i], prometheus.CounterValue, v)
 	}
 	first := func(names []string) (int64, bool) {
 		for _, n := range names {
-			if v, ok := eng[n]; ok {
+			if v, ok := st.Engine[n]; ok {
 				return v, true
 			}
 		}
 		return 0, false
 	}
 	if v, ok := first(itemFigures); ok {
-		family(b, "anykv_items", "gauge", "Items stored (live, or expired and not yet swept); an estimate where the engine only estimates.")
-		sample(b, "anykv_items", "", float64(v))
+		ch <- constMetric(itemsDesc, prometheus.GaugeValue, v)
 	}
 	if v, ok := first(byteFigures); ok {
-		family(b, "anykv_bytes", "gauge", "Bytes stored, as the engine counts them (keys and values in memory, or disk usage).")
-		sample(b, "anykv_bytes", "", float64(v))
+		ch <- constMetric(bytesDesc, prometheus.GaugeValue, v)
 	}
-	names := make([]string, 0, len(eng))
-	for name := range eng {
+	names := make([]string, 0, len(st.Engine))
+	for name := range st.Engine {
 		if name != "keys" && name != "items" && name != "bytes" {
 			names = append(names, name)
 		}
 	}
-	sort.Strings(names)
-	seen := map[string]bool{}
+	sort.Strings(names) // so that of two names that sanitize alike, the same one always wins
+	seen := make(map[string]bool, len(names))
 	for _, name := range names {
 		metric := "anykv_engine_" + sanitize(name)
-		if seen[metric] { // two names that sanitize alike: keep the first
+		if seen[metric] { // two figures in one family would make the registry refuse the scrape: keep the first
 			continue
 		}
 		seen[metric] = true
-		family(b, metric, "gauge", "Engine figure "+strconv.Quote(name)+".")
-		sample(b, metric, "", float64(eng[name]))
+		desc := prometheus.NewDesc(metric, "Engine figure "+strconv.Quote(name)+".", nil, nil)
+		ch <- constMetric(desc, prometheus.GaugeValue, st.Engine[name])
 	}
 }
 
-func family(b *bytes.Buffer, name, typ, help string) {
-	b.WriteString("# HELP ")
-	b.WriteString(name)
-	b.WriteByte(' ')
-	b.WriteString(strings.NewReplacer(`\`, `\\`, "\n", `\n`).Replace(help))
-	b.WriteString("\n# TYPE ")
-	b.WriteString(name)
-	b.WriteByte(' ')
-	b.WriteString(typ)
-	b.WriteByte('\n')
+// constMetric is prometheus.NewConstMetric that reports a failure as an invalid metric (the registry then reports
+// it to promhttp) rather than panicking in the middle of a scrape.
+func constMetric(desc *prometheus.Desc, typ prometheus.ValueType, v int64) prometheus.Metric {
+	m, err := prometheus.NewConstMetric(desc, typ, float64(v))
+	if err != nil {
+		return prometheus.NewInvalidMetric(desc, err)
+	}
+	return m
 }
 
-func sample(b *bytes.Buffer, name, labels string, v float64) {
-	b.WriteString(name)
-	b.WriteString(labels)
-	b.WriteByte(' ')
-	b.WriteString(strconv.FormatFloat(v, 'g', -1, 64))
-	b.WriteByte('\n')
-}
-
-var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-
-func escapeLabel(s string) string { return labelEscaper.Replace(s) }
-
-// sanitize makes a metric name part out of an engine figure name: [a-zA-Z0-9_], other bytes as '_'.
+// sanitize makes a metric name part out of an engine figure name: [a-zA-Z0-9_], other bytes as '_'. The client
+// would accept any UTF-8 name, but only classic names print unquoted in the text format and work in every
+// PromQL version.
 func sanitize(s string) string {
 	out := []byte(s)
 	for i, c := range out {

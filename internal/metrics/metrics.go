@@ -1,144 +1,162 @@
 // Package metrics counts the requests of every protocol (requests, errors and a latency histogram per protocol
-// and command) and exposes them, with the store's figures, in the Prometheus text format.
+// and command) and exposes them, with the store's figures and the Go runtime's and the process's, in the
+// Prometheus text format. It is built on the official Prometheus Go client (github.com/prometheus/client_golang),
+// so the exposition, its escaping and its content negotiation are the client's, not ours.
 //
-// The hot path is Observer.Observe: a protocol looks its Observer up once (Metrics.Command) and then only adds to
-// atomic counters, with no lock and no map lookup per request. A nil *Observer ignores observations, so a
-// protocol built without metrics needs no branches.
+// The hot path is Observer.Observe: a protocol looks its Observer up once (Metrics.Command), which resolves the
+// client's label maps once and keeps the children (a prometheus.Counter per counter, a prometheus.Observer for
+// the histogram); Observe then only does the client's atomic adds, with no lock, no map lookup and no allocation
+// per request. A nil *Observer ignores observations, so a protocol built without metrics needs no branches.
 //
-// The exposition is written by this package rather than by prometheus/client_golang: that module is required in
-// go.mod but two of its imports (go.yaml.in/yaml/v2, github.com/munnerz/goautoneg) have no go.sum entries, so it
-// does not build here. The text format (version 0.0.4) is small and stable; switching to client_golang later only
-// changes this package's insides, not its API.
+// Every Metrics has its own prometheus.Registry, never the client's global one: two servers in one process (as in
+// the tests) must not count into each other's families, and registering twice in the global registry panics.
 package metrics
 
 import (
-	"sort"
+	"net/http"
+	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	dto "github.com/prometheus/client_model/go"
 
 	"anykv/internal/kv"
 )
 
-// latencyBounds are the upper bounds of the latency histogram buckets, in seconds. They span a cache hit in
-// memory (tens of microseconds) to a slow fsync or a large scan (seconds).
-var latencyBounds = [...]float64{
+// latencyBounds are the upper bounds of the latency histogram buckets, in seconds (the client adds +Inf). They
+// span a cache hit in memory (tens of microseconds) to a slow fsync or a large scan (seconds).
+var latencyBounds = []float64{
 	0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
 }
 
-// boundNanos are latencyBounds in nanoseconds, so Observe compares integers.
-var boundNanos = func() (b [len(latencyBounds)]int64) {
-	for i, s := range latencyBounds {
-		b[i] = int64(s * 1e9)
-	}
-	return b
-}()
+// commandLabels are the variable labels of the per-command families, in the order Command passes their values.
+var commandLabels = []string{"protocol", "command"}
 
-// Metrics holds the collectors of one process. It keeps no global state: two servers in one test process each
-// have their own. Safe for concurrent use.
+// Metrics holds the collectors of one process: the per-command families, the store's figures, and the Go runtime
+// and process collectors, in a private registry. Safe for concurrent use.
 type Metrics struct {
-	store *kv.Store // may be nil: then no store figures are exported
+	registry *prometheus.Registry
+	requests *prometheus.CounterVec
+	errors   *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	handler  http.Handler // built once: promhttp registers its own error counter in the registry
 
 	mu   sync.Mutex
-	cmds map[cmdKey]*Observer
+	cmds map[cmdKey]*Observer // so one pair always gets the same Observer
 }
 
 type cmdKey struct{ protocol, command string }
 
-// New returns an empty set of collectors; at each scrape it also exports the figures of store.Stats() (items,
-// bytes, store counters and the engine's own figures). store may be nil.
+// New returns the collectors of one server; at each scrape they also export the figures of store.Stats() (items,
+// bytes, store counters and the engine's own figures). store may be nil: then no store figures are exported.
 func New(store *kv.Store) *Metrics {
-	return &Metrics{store: store, cmds: make(map[cmdKey]*Observer)}
+	var stats func() kv.Stats
+	if store != nil {
+		stats = store.Stats
+	}
+	return newMetrics(stats)
 }
 
-// Command returns the Observer of one protocol's command, creating it on first use; the same pair always returns
-// the same Observer. Look it up once and keep it: Command takes a lock, Observe does not. A nil *Metrics returns
-// a nil Observer, which ignores observations.
+// newMetrics is New with the store reduced to its Stats method, so tests can feed any figures (nil: none).
+func newMetrics(stats func() kv.Stats) *Metrics {
+	m := &Metrics{
+		registry: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "anykv_requests_total",
+			Help: "Requests served, per protocol and command.",
+		}, commandLabels),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "anykv_request_errors_total",
+			Help: "Requests answered with an error (not counting plain misses), per protocol and command.",
+		}, commandLabels),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "anykv_request_duration_seconds",
+			Help:    "Time to serve one request, per protocol and command.",
+			Buckets: latencyBounds,
+		}, commandLabels),
+		cmds: make(map[cmdKey]*Observer),
+	}
+	m.registry.MustRegister(m.requests, m.errors, m.latency,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if stats != nil {
+		m.registry.MustRegister(storeCollector{stats: stats})
+	}
+	m.handler = newHandler(m.registry)
+	return m
+}
+
+// Command returns the Observer of one protocol's command, creating it (and its samples, at zero) on first use; the
+// same pair always returns the same Observer. Look it up once and keep it: Command takes a lock and looks the
+// children up in the client's maps, Observe does neither. Bytes that are not UTF-8 become U+FFFD, because the
+// client refuses (panics on) such label values. A nil *Metrics returns a nil Observer, which ignores observations.
 func (m *Metrics) Command(protocol, command string) *Observer {
 	if m == nil {
 		return nil
 	}
+	k := cmdKey{protocol, command}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	k := cmdKey{protocol, command}
-	o := m.cmds[k]
-	if o == nil {
-		o = &Observer{protocol: protocol, command: command}
-		m.cmds[k] = o
+	if o := m.cmds[k]; o != nil {
+		return o
 	}
+	p, c := strings.ToValidUTF8(protocol, "\uFFFD"), strings.ToValidUTF8(command, "\uFFFD")
+	o := &Observer{
+		requests: m.requests.WithLabelValues(p, c),
+		errors:   m.errors.WithLabelValues(p, c),
+		latency:  m.latency.WithLabelValues(p, c),
+	}
+	m.cmds[k] = o
 	return o
 }
 
-// observers returns the observers sorted by protocol and command, so the exposition is stable.
-func (m *Metrics) observers() []*Observer {
-	m.mu.Lock()
-	list := make([]*Observer, 0, len(m.cmds))
-	for _, o := range m.cmds {
-		list = append(list, o)
-	}
-	m.mu.Unlock()
-	sort.Slice(list, func(i, j int) bool {
-		if list[i].protocol != list[j].protocol {
-			return list[i].protocol < list[j].protocol
-		}
-		return list[i].command < list[j].command
-	})
-	return list
-}
-
-// Observer counts one command of one protocol. Its methods are safe for concurrent use and allocate nothing.
+// Observer counts one command of one protocol. It holds the client's children for its label values, so its
+// methods are safe for concurrent use and Observe allocates nothing.
 type Observer struct {
-	protocol, command string
-
-	requests, errors atomic.Uint64
-	// buckets[i] counts observations in (bound[i-1], bound[i]]; the last one those above every bound.
-	buckets  [len(latencyBounds) + 1]atomic.Uint64
-	sumNanos atomic.Int64
+	requests, errors prometheus.Counter
+	latency          prometheus.Observer
 }
 
 // Observe records one request that took d; failed marks it as an error reply (what counts as one is the
 // protocol's choice: Redis error replies, memcached ERROR/CLIENT_ERROR/SERVER_ERROR, HTTP 4xx/5xx other than a
-// plain miss). A nil Observer does nothing.
+// plain miss). A negative d (the clock stepped back) counts as zero, so the histogram's sum never shrinks. A nil
+// Observer does nothing.
 func (o *Observer) Observe(d time.Duration, failed bool) {
 	if o == nil {
 		return
 	}
-	o.requests.Add(1)
+	o.requests.Inc()
 	if failed {
-		o.errors.Add(1)
+		o.errors.Inc()
 	}
-	ns := int64(d)
-	if ns < 0 {
-		ns = 0
-	}
-	i := 0
-	for i < len(boundNanos) && ns > boundNanos[i] {
-		i++
-	}
-	o.buckets[i].Add(1)
-	o.sumNanos.Add(ns)
+	o.latency.Observe(max(d, 0).Seconds())
 }
 
-// Requests returns how many requests were observed (for tests and INFO-style reports).
+// Requests returns how many requests were observed (for tests and INFO-style reports). It reads the client's
+// counter through its Write method, which allocates: not for the hot path.
 func (o *Observer) Requests() uint64 {
 	if o == nil {
 		return 0
 	}
-	return o.requests.Load()
+	return counterValue(o.requests)
 }
 
-// Errors returns how many observed requests failed.
+// Errors returns how many observed requests failed; like Requests, not for the hot path.
 func (o *Observer) Errors() uint64 {
 	if o == nil {
 		return 0
 	}
-	return o.errors.Load()
+	return counterValue(o.errors)
 }
 
-// storeFigures is what one scrape reads from the store.
-func (m *Metrics) storeFigures() (kv.Stats, bool) {
-	if m.store == nil {
-		return kv.Stats{}, false
+// counterValue reads a client counter. Counters only ever Inc here, so the value is a whole number, exact up to
+// 2^53.
+func counterValue(c prometheus.Counter) uint64 {
+	var pb dto.Metric
+	if err := c.Write(&pb); err != nil {
+		return 0
 	}
-	return m.store.Stats(), true
+	return uint64(pb.GetCounter().GetValue())
 }

@@ -1,91 +1,25 @@
 package metrics
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
-	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
 	"anykv/internal/engine"
 	"anykv/internal/engine/memstore"
 	"anykv/internal/kv"
 )
-
-// scrape returns the exposition as a map from "name{labels}" to value, after checking its syntax: every sample
-// belongs to a family declared before it by exactly one HELP and one TYPE line, and no sample repeats.
-func scrape(t *testing.T, m *Metrics) map[string]float64 {
-	t.Helper()
-	var b bytes.Buffer
-	m.WriteText(&b)
-	return parseText(t, b.String())
-}
-
-var (
-	sampleLine = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*",?)*\})? (\S+)$`)
-	metaLine   = regexp.MustCompile(`^# (HELP|TYPE) ([a-zA-Z_:][a-zA-Z0-9_:]*) (.*)$`)
-)
-
-func parseText(t *testing.T, text string) map[string]float64 {
-	t.Helper()
-	types := map[string]string{}
-	helps := map[string]bool{}
-	out := map[string]float64{}
-	if !strings.HasSuffix(text, "\n") {
-		t.Fatalf("exposition does not end with a newline")
-	}
-	for _, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
-		if m := metaLine.FindStringSubmatch(line); m != nil {
-			if m[1] == "HELP" {
-				if helps[m[2]] {
-					t.Fatalf("second HELP for %s", m[2])
-				}
-				helps[m[2]] = true
-				continue
-			}
-			if types[m[2]] != "" {
-				t.Fatalf("second TYPE for %s", m[2])
-			}
-			switch m[3] {
-			case "counter", "gauge", "histogram":
-			default:
-				t.Fatalf("bad type in %q", line)
-			}
-			types[m[2]] = m[3]
-			continue
-		}
-		m := sampleLine.FindStringSubmatch(line)
-		if m == nil {
-			t.Fatalf("malformed line %q", line)
-		}
-		fam := m[1]
-		if types[fam] == "" {
-			fam = strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(fam, "_bucket"), "_sum"), "_count")
-			if types[fam] != "histogram" {
-				t.Fatalf("sample %q before its TYPE line", line)
-			}
-		}
-		if !helps[fam] {
-			t.Fatalf("sample %q without HELP", line)
-		}
-		v, err := strconv.ParseFloat(m[3], 64)
-		if err != nil {
-			t.Fatalf("bad value in %q", line)
-		}
-		if _, dup := out[m[1]+m[2]]; dup {
-			t.Fatalf("duplicate sample %q", line)
-		}
-		out[m[1]+m[2]] = v
-	}
-	return out
-}
 
 func TestCommandReturnsOneObserverPerPair(t *testing.T) {
 	m := New(nil)
@@ -121,23 +55,23 @@ func TestHistogramBucketsAndCounters(t *testing.T) {
 	got := scrape(t, m)
 	lbl := func(le string) string {
 		if le == "" {
-			return `{protocol="http",command="get"}`
+			return `{command="get",protocol="http"}`
 		}
-		return `{protocol="http",command="get",le="` + le + `"}`
+		return `{command="get",protocol="http",le="` + le + `"}`
 	}
 	want := map[string]float64{
-		"anykv_requests_total" + lbl(""):                         5,
-		"anykv_request_errors_total" + lbl(""):                   1,
-		"anykv_request_duration_seconds_bucket" + lbl("0.00005"): 3,
-		"anykv_request_duration_seconds_bucket" + lbl("0.001"):   3,
-		"anykv_request_duration_seconds_bucket" + lbl("0.0025"):  4,
-		"anykv_request_duration_seconds_bucket" + lbl("10"):      4,
-		"anykv_request_duration_seconds_bucket" + lbl("+Inf"):    5,
-		"anykv_request_duration_seconds_count" + lbl(""):         5,
+		"anykv_requests_total" + lbl(""):                        5,
+		"anykv_request_errors_total" + lbl(""):                  1,
+		"anykv_request_duration_seconds_bucket" + lbl("5e-05"):  3,
+		"anykv_request_duration_seconds_bucket" + lbl("0.001"):  3,
+		"anykv_request_duration_seconds_bucket" + lbl("0.0025"): 4,
+		"anykv_request_duration_seconds_bucket" + lbl("10"):     4,
+		"anykv_request_duration_seconds_bucket" + lbl("+Inf"):   5,
+		"anykv_request_duration_seconds_count" + lbl(""):        5,
 	}
 	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("%s = %v, want %v", k, got[k], v)
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
 		}
 	}
 	if sum := got["anykv_request_duration_seconds_sum"+lbl("")]; sum < 20.002 || sum > 20.0021 {
@@ -151,9 +85,15 @@ func TestHistogramBucketsAndCounters(t *testing.T) {
 func TestLabelsAreEscaped(t *testing.T) {
 	m := New(nil)
 	m.Command("x\"y", "a\\b\nc").Observe(time.Millisecond, false)
-	got := scrape(t, m)
-	if got[`anykv_requests_total{protocol="x\"y",command="a\\b\nc"}`] != 1 {
-		t.Fatalf("escaped sample missing: %v", got)
+	m.Command("resp", "bad\xffutf8").Observe(time.Millisecond, false) // the client would panic on it as is
+	body := get(t, m)
+	if !strings.Contains(body, `anykv_requests_total{command="a\\b\nc",protocol="x\"y"} 1`+"\n") {
+		t.Fatalf("escaped sample missing:\n%s", body)
+	}
+	got := flatten(t, parseText(t, body)) // the parser takes the escapes back to the same label values
+	if got[`anykv_requests_total{command="`+escape("a\\b\nc")+`",protocol="`+escape("x\"y")+`"}`] != 1 ||
+		got["anykv_requests_total{command=\"bad\uFFFDutf8\",protocol=\"resp\"}"] != 1 {
+		t.Fatalf("escaped samples: %v", got)
 	}
 }
 
@@ -179,24 +119,96 @@ func TestStoreFigures(t *testing.T) {
 			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
 		}
 	}
+	if _, ok := scrape(t, New(nil))["anykv_store_gets_total"]; ok {
+		t.Error("store figures without a store")
+	}
 }
 
-func TestWriteStoreSanitizesAndDeduplicates(t *testing.T) {
-	var b bytes.Buffer
-	writeStore(&b, 0, 0, 0, 0, 0, 0, map[string]int64{"items": 4, "keys": 5, "cache.hits-total": 7, "bytes": 9,
+func TestStoreCollectorSanitizesAndDeduplicates(t *testing.T) {
+	engineFigures := func(eng map[string]int64) map[string]float64 {
+		return scrape(t, newMetrics(func() kv.Stats { return kv.Stats{Engine: eng} }))
+	}
+	got := engineFigures(map[string]int64{"items": 4, "keys": 5, "cache.hits-total": 7, "bytes": 9,
 		"cache_hits-total": 8})
-	got := parseText(t, b.String())
 	if got["anykv_items"] != 5 || got["anykv_engine_cache_hits_total"] != 7 || got["anykv_bytes"] != 9 {
 		t.Fatalf("engine figures: %v", got)
 	}
+	if _, ok := got["anykv_engine_keys"]; ok {
+		t.Fatal("keys exported twice")
+	}
 	// Pebble's names: an estimate of keys and the disk usage, also kept under their own names.
-	b.Reset()
-	writeStore(&b, 0, 0, 0, 0, 0, 0, map[string]int64{"keys_estimate": 3, "disk_bytes": 4096})
-	got = parseText(t, b.String())
+	got = engineFigures(map[string]int64{"keys_estimate": 3, "disk_bytes": 4096})
 	if got["anykv_items"] != 3 || got["anykv_bytes"] != 4096 || got["anykv_engine_keys_estimate"] != 3 ||
 		got["anykv_engine_disk_bytes"] != 4096 {
 		t.Fatalf("pebble figures: %v", got)
 	}
+}
+
+// TestExpositionParsesWithExpfmt reads /metrics as Prometheus would, with expfmt's text parser, and finds each
+// kind of family with its type: the request counter, the latency histogram, a store gauge, and the Go runtime's.
+func TestExpositionParsesWithExpfmt(t *testing.T) {
+	s := kv.New(memstore.New(), kv.Options{SweepInterval: -1})
+	defer s.Close()
+	if r := s.Apply1(context.Background(), engine.Mutation{Op: engine.OpSet, Table: "default", Key: []byte("k"), Value: []byte("v")}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	m := New(s)
+	o := m.Command("resp", "get")
+	for i := 0; i < 3; i++ {
+		o.Observe(time.Duration(i)*time.Millisecond, i == 2)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(get(t, m)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	family := func(name string, typ dto.MetricType) *dto.MetricFamily {
+		t.Helper()
+		mf := fams[name]
+		if mf == nil || mf.GetType() != typ || mf.GetHelp() == "" {
+			t.Fatalf("family %s: %v, want type %v with help", name, mf, typ)
+		}
+		return mf
+	}
+	labelsAre := func(m *dto.Metric, protocol, command string) bool {
+		got := map[string]string{}
+		for _, l := range m.Label {
+			got[l.GetName()] = l.GetValue()
+		}
+		return len(got) == 2 && got["protocol"] == protocol && got["command"] == command
+	}
+
+	reqs := family("anykv_requests_total", dto.MetricType_COUNTER)
+	if len(reqs.Metric) != 1 || !labelsAre(reqs.Metric[0], "resp", "get") || reqs.Metric[0].GetCounter().GetValue() != 3 {
+		t.Fatalf("anykv_requests_total: %v", reqs)
+	}
+	errs := family("anykv_request_errors_total", dto.MetricType_COUNTER)
+	if len(errs.Metric) != 1 || errs.Metric[0].GetCounter().GetValue() != 1 {
+		t.Fatalf("anykv_request_errors_total: %v", errs)
+	}
+	lat := family("anykv_request_duration_seconds", dto.MetricType_HISTOGRAM)
+	if len(lat.Metric) != 1 {
+		t.Fatalf("anykv_request_duration_seconds: %v", lat)
+	}
+	h := lat.Metric[0].GetHistogram()
+	if !labelsAre(lat.Metric[0], "resp", "get") || h.GetSampleCount() != 3 ||
+		math.Abs(h.GetSampleSum()-0.003) > 1e-9 || len(h.Bucket) != len(latencyBounds)+1 {
+		t.Fatalf("anykv_request_duration_seconds: %v", lat)
+	}
+	for i, b := range h.Bucket { // the parser keeps the +Inf bucket
+		want := math.Inf(1)
+		if i < len(latencyBounds) {
+			want = latencyBounds[i]
+		}
+		if b.GetUpperBound() != want {
+			t.Fatalf("bucket %d bound %v, want %v", i, b.GetUpperBound(), want)
+		}
+	}
+	if items := family("anykv_items", dto.MetricType_GAUGE); items.Metric[0].GetGauge().GetValue() != 1 {
+		t.Fatalf("anykv_items: %v", items)
+	}
+	family("anykv_store_gets_total", dto.MetricType_COUNTER)
+	family("go_goroutines", dto.MetricType_GAUGE)
 }
 
 func TestHandler(t *testing.T) {
@@ -210,21 +222,25 @@ func TestHandler(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if ct := resp.Header.Get("Content-Type"); ct != ContentType {
-		t.Fatalf("Content-Type %q", ct)
+	if f := expfmt.ResponseFormat(resp.Header); f.FormatType() != expfmt.TypeTextPlain {
+		t.Fatalf("Content-Type %q", resp.Header.Get("Content-Type"))
 	}
-	if !strings.Contains(string(body), `anykv_requests_total{protocol="resp",command="ping"} 1`) {
+	if !strings.Contains(string(body), `anykv_requests_total{command="ping",protocol="resp"} 1`+"\n") {
 		t.Fatalf("body lacks the sample:\n%s", body)
 	}
 	parseText(t, string(body))
-	head, err := http.Head(srv.URL)
+	// HEAD: the headers of a GET, without the body. (Both sent without Accept-Encoding, so neither is gzipped.)
+	req, _ := http.NewRequest(http.MethodHead, srv.URL, nil)
+	req.Header.Set("Accept-Encoding", "identity")
+	head, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	n, _ := io.Copy(io.Discard, head.Body)
 	head.Body.Close()
-	if n != 0 || head.ContentLength != int64(len(body)) {
-		t.Fatalf("HEAD: %d body bytes, Content-Length %d, want 0 and %d", n, head.ContentLength, len(body))
+	if n != 0 || head.StatusCode != http.StatusOK || head.ContentLength < int64(len(body))*9/10 {
+		t.Fatalf("HEAD: %d, %d body bytes, Content-Length %d, want 200, 0 and about %d",
+			head.StatusCode, n, head.ContentLength, len(body))
 	}
 }
 
@@ -234,14 +250,15 @@ func TestObserveConcurrently(t *testing.T) {
 	const workers, each = 8, 2000
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
+	scraped := make(chan struct{})
 	go func() {
+		defer close(scraped)
 		for {
 			select {
 			case <-stop:
 				return
 			default:
-				var b bytes.Buffer
-				m.WriteText(&b)
+				get(t, m)
 			}
 		}
 	}()
@@ -257,27 +274,32 @@ func TestObserveConcurrently(t *testing.T) {
 	}
 	wg.Wait()
 	close(stop)
+	<-scraped
 	got := scrape(t, m)
-	var total float64
+	var total, requests float64
 	for k, v := range got {
 		if strings.HasPrefix(k, "anykv_request_duration_seconds_count") {
 			total += v
 		}
+		if strings.HasPrefix(k, "anykv_requests_total") {
+			requests += v
+		}
 	}
-	if total != workers*each {
-		t.Fatalf("histogram counted %v, want %d", total, workers*each)
+	if total != workers*each || requests != workers*each {
+		t.Fatalf("histogram counted %v, requests %v, want %d", total, requests, workers*each)
 	}
 }
 
 func TestObserveAllocatesNothing(t *testing.T) {
 	o := New(nil).Command("resp", "get")
-	if n := testing.AllocsPerRun(1000, func() { o.Observe(123*time.Microsecond, false) }); n != 0 {
+	if n := testing.AllocsPerRun(1000, func() { o.Observe(123*time.Microsecond, true) }); n != 0 {
 		t.Fatalf("Observe allocates %v times", n)
 	}
 }
 
 func BenchmarkObserve(b *testing.B) {
 	o := New(nil).Command("resp", "get")
+	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			o.Observe(300*time.Microsecond, false)

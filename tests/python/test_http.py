@@ -191,10 +191,10 @@ def test_metrics_count_requests_in_prometheus_format(anykv):
     text = requests.get(f"{b}/metrics")
     assert text.headers["Content-Type"].startswith("text/plain; version=0.0.4")
     body = text.text
-    assert 'anykv_requests_total{protocol="http",command="get"} 3\n' in body
-    assert 'anykv_request_errors_total{protocol="http",command="get"} 0\n' in body  # misses are not errors
-    assert 'anykv_request_errors_total{protocol="http",command="put"} 1\n' in body
-    assert re.search(r'^anykv_request_duration_seconds_bucket\{protocol="http",command="get",le="\+Inf"\} 3$', body, re.M)
+    assert 'anykv_requests_total{command="get",protocol="http"} 3\n' in body
+    assert 'anykv_request_errors_total{command="get",protocol="http"} 0\n' in body  # misses are not errors
+    assert 'anykv_request_errors_total{command="put",protocol="http"} 1\n' in body
+    assert re.search(r'^anykv_request_duration_seconds_bucket\{command="get",protocol="http",le="\+Inf"\} 3$', body, re.M)
     assert re.search(r"^anykv_store_gets_total \d+$", body, re.M)
     for line in body.splitlines():
         assert line.startswith("# HELP ") or line.startswith("# TYPE ") or re.match(

@@ -120,9 +120,9 @@ func TestMetricsCountRoutes(t *testing.T) {
 	wantStatus(t, rec, http.StatusOK)
 	body := rec.Body.String()
 	for _, want := range []string{
-		`anykv_requests_total{protocol="http",command="get"} 2`,
-		`anykv_request_errors_total{protocol="http",command="put"} 1`,
-		`anykv_request_duration_seconds_count{protocol="http",command="get"} 2`,
+		`anykv_requests_total{command="get",protocol="http"} 2`,
+		`anykv_request_errors_total{command="put",protocol="http"} 1`,
+		`anykv_request_duration_seconds_count{command="get",protocol="http"} 2`,
 		"anykv_items 1", "anykv_store_gets_total 2",
 	} {
 		if !strings.Contains(body, want+"\n") {
@@ -132,7 +132,7 @@ func TestMetricsCountRoutes(t *testing.T) {
 	// Without Options.Metrics the API makes its own, so /metrics still answers.
 	g := &fixture{t: t, store: f.store, h: New(f.store, Options{})}
 	g.do("GET", "/v1/tables", "")
-	if body := g.do("GET", "/metrics", "").Body.String(); !strings.Contains(body, `anykv_requests_total{protocol="http",command="tables"} 1`) {
+	if body := g.do("GET", "/metrics", "").Body.String(); !strings.Contains(body, `anykv_requests_total{command="tables",protocol="http"} 1`) {
 		t.Fatalf("private metrics:\n%s", body)
 	}
 }

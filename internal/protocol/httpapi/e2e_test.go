@@ -137,7 +137,7 @@ func TestEndToEnd(t *testing.T) {
 	expect(resp, http.StatusRequestEntityTooLarge)
 	resp, body = call("GET", "/metrics", nil)
 	expect(resp, http.StatusOK)
-	if !strings.Contains(string(body), `anykv_requests_total{protocol="http",command="incr"} 2`) {
+	if !strings.Contains(string(body), `anykv_requests_total{command="incr",protocol="http"} 2`) {
 		t.Fatalf("metrics:\n%s", body)
 	}
 }
