@@ -139,6 +139,20 @@ int anykv_ping(anykv_t *h)
     return ANYKV_OK;
 }
 
+/* bulk_or_notfound turns a GET-style reply (a bulk, or nil for a missing key) into the caller's value and
+ * consumes the reply; what names the command in the error for any other reply. */
+static int bulk_or_notfound(anykv_t *h, kv_reply *r, const char *what, char **out, size_t *outlen)
+{
+    if (r->type == KV_NIL) {
+        kv_reply_free(r);
+        return ANYKV_NOTFOUND;
+    }
+    if (r->type != KV_BULK)
+        return unexpected(h, r, what);
+    take_bulk(r, out, outlen);
+    return ANYKV_OK;
+}
+
 int anykv_get(anykv_t *h, const void *key, size_t klen, char **val, size_t *vlen)
 {
     if (val != NULL)
@@ -151,14 +165,7 @@ int anykv_get(anykv_t *h, const void *key, size_t klen, char **val, size_t *vlen
     int rc = kv_call(h, 2, ARGS("GET", key), LENS(3, klen), &r);
     if (rc != ANYKV_OK)
         return rc;
-    if (r->type == KV_NIL) {
-        kv_reply_free(r);
-        return ANYKV_NOTFOUND;
-    }
-    if (r->type != KV_BULK)
-        return unexpected(h, r, "GET");
-    take_bulk(r, val, vlen);
-    return ANYKV_OK;
+    return bulk_or_notfound(h, r, "GET", val, vlen);
 }
 
 int anykv_set(anykv_t *h, const void *key, size_t klen, const void *val, size_t vlen,
@@ -211,14 +218,7 @@ int anykv_getset(anykv_t *h, const void *key, size_t klen, const void *val,
     int rc = kv_call(h, 4, ARGS("SET", key, val, "GET"), LENS(3, klen, vlen, 3), &r);
     if (rc != ANYKV_OK)
         return rc;
-    if (r->type == KV_NIL) {
-        kv_reply_free(r);
-        return ANYKV_NOTFOUND;
-    }
-    if (r->type != KV_BULK)
-        return unexpected(h, r, "SET GET");
-    take_bulk(r, old, oldlen);
-    return ANYKV_OK;
+    return bulk_or_notfound(h, r, "SET GET", old, oldlen);
 }
 
 int anykv_del(anykv_t *h, const void *key, size_t klen)
