@@ -170,7 +170,8 @@ func TestAddressInUseFailsClearly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	out, err := exec.Command(servertest.Binary(t), "serve", "--engine", "memory", "--resp", ln.Addr().String()).CombinedOutput()
+	out, err := exec.Command(servertest.Binary(t), "serve", "--engine", "memory", "--resp", ln.Addr().String(),
+		"--memcache", "", "--http", "").CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		t.Fatalf("serve on a taken address: %v\n%s", err, out)
@@ -183,7 +184,8 @@ func TestAddressInUseFailsClearly(t *testing.T) {
 func TestEnvironmentSetsFlags(t *testing.T) {
 	addr := servertest.FreePort(t)
 	cmd := exec.Command(servertest.Binary(t), "serve")
-	cmd.Env = append(os.Environ(), "ANYKV_ENGINE=memory", "ANYKV_RESP="+addr, "ANYKV_REQUIREPASS=pw")
+	cmd.Env = append(os.Environ(), "ANYKV_ENGINE=memory", "ANYKV_RESP="+addr, "ANYKV_REQUIREPASS=pw",
+		"ANYKV_MEMCACHE=", "ANYKV_HTTP=") // empty disables: the default ports may be taken
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -215,3 +217,10 @@ func TestHelpNamesEveryFlag(t *testing.T) {
 		t.Errorf("anykv --help:\n%s", out)
 	}
 }
+
+// quietLogger drops go-redis's own log lines: the kill tests make it fail to dial on purpose.
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...interface{}) {}
+
+func init() { goredis.SetLogger(quietLogger{}) }

@@ -115,12 +115,9 @@ func Start(t testing.TB, opts Options) *Server {
 func (s *Server) args() []string {
 	a := []string{"serve", "--dir", s.Dir, "--engine", s.opts.Engine, "--fsync", s.opts.Fsync, "--resp", s.RESP,
 		"--log-level", "warn"}
-	if s.Memcache != "" {
-		a = append(a, "--memcache", s.Memcache)
-	}
-	if s.HTTP != "" {
-		a = append(a, "--http", s.HTTP)
-	}
+	// Listeners not asked for are switched off: their default ports may be taken (Debian starts memcached on
+	// 11211 when it installs it) or used by a parallel test.
+	a = append(a, "--memcache", s.Memcache, "--http", s.HTTP)
 	return append(a, s.opts.Args...)
 }
 

@@ -9,7 +9,7 @@
 # failure.
 #
 # Default template: the anykv binary,
-#   ${ANYKV_BIN:-../../bin/anykv} serve --dir {dir} --resp 127.0.0.1:{port}
+#   ${ANYKV_BIN:-../../bin/anykv} serve --dir {dir} --resp 127.0.0.1:{port} --memcache '' --http ''
 # where a relative ANYKV_BIN is taken relative to clients/c. Against Redis:
 #   KV_SERVER_CMD='redis-server --port {port} --dir {dir} --appendonly yes
 #                  --appendfsync always --save ""' make -C clients/c test
@@ -41,7 +41,7 @@ if [ -z "${KV_SERVER_CMD:-}" ]; then
         echo "run.sh: build it, or set ANYKV_BIN or KV_SERVER_CMD" >&2
         exit 1
     fi
-    KV_SERVER_CMD="$(printf '%q' "$bin") serve --dir {dir} --resp 127.0.0.1:{port}"
+    KV_SERVER_CMD="$(printf '%q' "$bin") serve --dir {dir} --resp 127.0.0.1:{port} --memcache '' --http ''"
 fi
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/anykv-ctest.XXXXXX")
