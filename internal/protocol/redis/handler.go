@@ -158,8 +158,27 @@ func (s *session) runParsed() (closing bool) {
 			s.flush()
 			return true
 		}
+		// Bound what one read can make the connection hold: a batch of at most maxPending commands, and replies
+		// written out once they pass replyChunk, so a huge pipeline of large GETs streams instead of piling up.
+		if len(s.replies) >= maxPending {
+			s.flush()
+		}
+		if s.w.Len() >= replyChunk {
+			if _, err := s.conn.Write(s.w.Bytes()); err != nil {
+				return true
+			}
+			s.w.Reset()
+		}
 	}
 }
+
+// Per-connection bounds of runParsed and of transactions.
+const (
+	maxPending = 1024    // commands compiled into one batch before it runs
+	replyChunk = 1 << 20 // reply bytes buffered before they are written out
+	maxQueued  = 100000  // commands one MULTI may queue
+	maxWatched = 100000  // keys one connection may WATCH
+)
 
 func isLoopback(a net.Addr) bool {
 	ta, ok := a.(*net.TCPAddr)

@@ -434,3 +434,42 @@ func TestCursorTableIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestLargePipelineStreams: thousands of pipelined GETs of a large value all get their replies, written out in
+// chunks as they are produced.
+func TestLargePipelineStreams(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, nil)
+	val := strings.Repeat("v", 10000)
+	c.Set(ctx, "big", val, 0)
+	rc := ts.raw(t)
+	const n = 3000
+	rc.send(strings.Repeat("*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n", n))
+	want := fmt.Sprintf("$%d\r\n%s\r\n", len(val), val)
+	for i := 0; i < n; i++ {
+		if got := rc.reply(); got != want {
+			t.Fatalf("reply %d: %d bytes", i, len(got))
+		}
+	}
+}
+
+func TestTransactionQueueIsBounded(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	rc := ts.raw(t)
+	var req strings.Builder
+	req.WriteString("MULTI\r\n")
+	for i := 0; i <= maxQueued; i++ {
+		req.WriteString("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n")
+	}
+	req.WriteString("EXEC\r\n")
+	rc.send(req.String())
+	for i := 0; i < maxQueued+1; i++ {
+		rc.reply()
+	}
+	if got := rc.reply(); !strings.HasPrefix(got, "-ERR too many commands in this transaction") {
+		t.Fatalf("command past the queue bound: %q", got)
+	}
+	if got := rc.reply(); !strings.HasPrefix(got, "-EXECABORT") {
+		t.Fatalf("EXEC after an over-long queue: %q", got)
+	}
+}

@@ -136,6 +136,10 @@ func (s *session) dispatch(args [][]byte) {
 		return
 	}
 	if s.inMulti && cmd.flags&flagTx == 0 {
+		if len(s.queued) >= maxQueued {
+			s.reject("ERR too many commands in this transaction (" + itoa(maxQueued) + ")")
+			return
+		}
 		s.queued = append(s.queued, copyArgs(args))
 		s.immediate(func() { s.w.SimpleString("QUEUED") })
 		return

@@ -96,6 +96,10 @@ func cmdWatch(s *session, args [][]byte) {
 		s.flush()
 		return
 	}
+	if len(s.watched)+len(args)-1 > maxWatched {
+		s.w.Error("ERR too many watched keys (" + itoa(maxWatched) + ")")
+		return
+	}
 	for _, k := range args[1:] {
 		var v uint64
 		it, err := s.h.store.Engine().Get(context.Background(), s.table(), k, s.h.store.Now())
