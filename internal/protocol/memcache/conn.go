@@ -35,7 +35,6 @@ type conn struct {
 	ops     []pending         // requests awaiting their replies, in order
 	st      localCounters
 	closing bool
-	alone   bool  // the request being handled writes an already expired item: it gets a batch of its own
 	now     int64 // the store's time when the round began, for converting exptimes
 }
 
@@ -141,7 +140,7 @@ func (c *conn) compact() {
 // enqueue adds a request to the pending batch; the mutations that add then appends belong to it, and it is
 // answered when the batch is applied. nmuts is how many mutations it will add.
 func (c *conn) enqueue(req *request, nmuts int) {
-	if len(c.muts) > 0 && (c.alone || len(c.muts)+nmuts > maxPipeline || len(c.muts)+nmuts > c.h.store.Limits().MaxBatch) {
+	if len(c.muts) > 0 && (len(c.muts)+nmuts > maxPipeline || len(c.muts)+nmuts > c.h.store.Limits().MaxBatch) {
 		c.flush()
 	}
 	op := pending{req: *req, mi: len(c.muts)}
@@ -151,15 +150,10 @@ func (c *conn) enqueue(req *request, nmuts int) {
 	c.ops = append(c.ops, op)
 }
 
-// expires converts an exptime of the request being handled to an absolute expiry. An expiry already past
-// puts the request in a batch of its own: within one batch the engine's Resolve treats an item written
-// earlier in the batch as live even when it has already expired, so the requests after it must not share it.
+// expires converts an exptime of the request being handled to an absolute expiry. An item written already
+// expired is absent to the rest of its batch too (engine.Resolve judges liveness there as everywhere).
 func (c *conn) expires(exptime int64) int64 {
-	e := expiresAt(exptime, c.now)
-	if e != 0 && e <= c.now {
-		c.alone = true
-	}
-	return e
+	return expiresAt(exptime, c.now)
 }
 
 // add appends a mutation of the request enqueued last.
@@ -255,10 +249,6 @@ func (c *conn) handle(req *request) {
 		c.maWrite(req)
 	default:
 		c.textWrite(req)
-	}
-	if c.alone {
-		c.alone = false
-		c.flush()
 	}
 }
 

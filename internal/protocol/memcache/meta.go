@@ -255,9 +255,8 @@ func (c *conn) mdAnswer(req *request, res engine.Result) {
 	c.out = append(c.out, '\r', '\n')
 }
 
-// maWrite turns ma into an unsigned increment or decrement (N creates the item at J). T, which sets the
-// expiry on success, becomes an expire placed before the increment under the same condition, since the
-// engine's increment keeps an existing item's expiry.
+// maWrite turns ma into an unsigned increment or decrement (N creates the item at J). T sets the expiry on
+// success only: the increment carries it (SetExpiry), so a failed increment leaves the TTL alone.
 func (c *conn) maWrite(req *request) {
 	m := &req.meta
 	inc := engine.Mutation{Op: engine.OpIncr, Key: req.key, Unsigned: true, UDelta: m.delta,
@@ -268,17 +267,10 @@ func (c *conn) maWrite(req *request) {
 	if m.hasCas && m.cas != 0 {
 		inc.Cond, inc.Version = engine.CondVersion, m.cas
 	}
-	var exp int64
 	if m.hasTTL {
-		exp = c.expires(m.ttl)
+		inc.SetExpiry, inc.Expires = true, c.expires(m.ttl) // also the expiry of an item N creates
 	}
-	c.enqueue(req, 2)
-	if m.hasTTL {
-		c.add(engine.Mutation{Op: engine.OpExpire, Key: req.key, Expires: exp, Cond: inc.Cond, Version: inc.Version})
-		if inc.Create {
-			inc.Expires = exp
-		}
-	}
+	c.enqueue(req, 1)
 	c.add(inc)
 }
 
