@@ -111,8 +111,13 @@ func (s *Store) CheckKey(key []byte) error {
 
 // Get returns the live item at table/key or engine.ErrNotFound.
 func (s *Store) Get(ctx context.Context, table string, key []byte) (engine.Item, error) {
+	return s.GetAt(ctx, table, key, s.Now())
+}
+
+// GetAt is Get judged at now (unix ms, from Now): a batch of reads takes the clock once.
+func (s *Store) GetAt(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
 	s.stats.gets.Add(1)
-	it, err := s.eng.Get(ctx, table, key, s.Now())
+	it, err := s.eng.Get(ctx, table, key, now)
 	switch {
 	case err == nil:
 		s.stats.hits.Add(1)

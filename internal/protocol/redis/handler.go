@@ -115,8 +115,12 @@ func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 		c.Write([]byte("-" + protectedModeText + "\r\n"))
 		return
 	}
+	metered := h.opts.Metrics != nil
 	for ctx.Err() == nil {
 		_, err := s.parser.Fill(c)
+		if metered {
+			s.readAt = time.Now()
+		}
 		closing := s.runParsed()
 		if s.w.Len() > 0 {
 			if _, werr := c.Write(s.w.Bytes()); werr != nil {

@@ -63,7 +63,8 @@ type session struct {
 	lower   [32]byte // scratch for lower-casing command names without allocating
 	obs     *metrics.Observer
 	start   time.Time
-	group   uint32 // the last guard group this session used (MSETNX)
+	readAt  time.Time // when the bytes being parsed were read (set only when metrics are on)
+	group   uint32    // the last guard group this session used (MSETNX)
 }
 
 func newSession(h *Handler, c net.Conn) *session {
@@ -121,9 +122,7 @@ func (s *session) dispatch(args [][]byte) {
 	}
 	s.lastCmd = cmd.name
 	s.obs = s.h.observers[cmd]
-	if s.obs != nil {
-		s.start = time.Now()
-	}
+	s.start = s.readAt // latency counts from when the command was read
 	if !s.authed && cmd.flags&flagNoAuth == 0 {
 		s.reject("NOAUTH Authentication required.")
 		return
@@ -238,9 +237,10 @@ func plainReads(muts []engine.Mutation) bool {
 // readDirect answers plain reads with Get, giving the results Resolve would give for OpGet.
 func (s *session) readDirect() []engine.Result {
 	res := make([]engine.Result, len(s.muts))
+	now := s.h.store.Now()
 	for i := range s.muts {
 		m := &s.muts[i]
-		it, err := s.h.store.Get(context.Background(), m.Table, m.Key)
+		it, err := s.h.store.GetAt(context.Background(), m.Table, m.Key, now)
 		if err != nil {
 			res[i].Err = err
 			continue
