@@ -129,6 +129,7 @@ func (s *Store) GetAt(ctx context.Context, table string, key []byte, now int64) 
 
 // Apply validates the mutations against the limits and applies them atomically at the current time. Values in
 // the results must not be modified. A batch with an invalid mutation is rejected whole, before the engine sees it.
+// Apply bounds MaxSize of the size-growing ops (APPEND, PREPEND, SETRANGE) in muts by the value limit, in place.
 func (s *Store) Apply(ctx context.Context, muts []engine.Mutation) ([]engine.Result, error) {
 	if len(muts) > s.limits.MaxBatch {
 		return nil, ErrBatchTooLarge
