@@ -17,8 +17,8 @@ func init() {
 		&command{name: "rename", arity: 3, flags: rw, lastKey: 2, data: cmdRename, summary: "Renames a key and overwrites the destination."},
 		&command{name: "renamenx", arity: 3, flags: rw | flagFast, lastKey: 2, data: cmdRename, summary: "Renames a key only when the target key name doesn't exist."},
 		&command{name: "copy", arity: -3, flags: rw, lastKey: 2, data: cmdCopy, summary: "Copies the value of a key to a new key."},
-		&command{name: "flushdb", arity: -1, flags: rw | flagAdmin, data: cmdFlush, summary: "Remove all keys from the current database."},
-		&command{name: "flushall", arity: -1, flags: rw | flagAdmin, data: cmdFlush, summary: "Removes all keys from all databases."},
+		&command{name: "flushdb", arity: -1, flags: rw | flagAdmin, firstKey: -1, data: cmdFlush, summary: "Remove all keys from the current database."},
+		&command{name: "flushall", arity: -1, flags: rw | flagAdmin, firstKey: -1, data: cmdFlush, summary: "Removes all keys from all databases."},
 		&command{name: "expire", arity: -3, flags: rw | flagFast, data: cmdExpire, summary: "Sets the expiration time of a key in seconds."},
 		&command{name: "pexpire", arity: -3, flags: rw | flagFast, data: cmdExpire, summary: "Sets the expiration time of a key in milliseconds."},
 		&command{name: "expireat", arity: -3, flags: rw | flagFast, data: cmdExpire, summary: "Sets the expiration time of a key to a Unix timestamp."},
@@ -69,9 +69,6 @@ func cmdType(s *session, args [][]byte) {
 
 func cmdRename(s *session, args [][]byte) {
 	nx := eq(args[0], "renamenx")
-	if s.tooBig(args[2], nil) {
-		return
-	}
 	m := engine.Mutation{Op: engine.OpRename, Table: s.table(), Key: args[1], Table2: s.table(), Key2: args[2]}
 	if nx {
 		m.Cond = engine.CondAbsent
@@ -119,9 +116,6 @@ func cmdCopy(s *session, args [][]byte) {
 	}
 	if m.Table == m.Table2 && string(m.Key) == string(m.Key2) {
 		s.fail("ERR source and destination objects are the same")
-		return
-	}
-	if s.tooBig(args[2], nil) {
 		return
 	}
 	s.add(m)
