@@ -146,7 +146,7 @@ func (c *conn) msWrite(req *request) {
 	case 'E':
 		mut.Cond = engine.CondAbsent
 	case 'A', 'P':
-		mut = engine.Mutation{Op: engine.OpAppend, Key: req.key, Value: req.data}
+		mut = engine.Mutation{Op: engine.OpAppend, Key: req.key, Value: req.data, MaxSize: c.h.maxItem}
 		if m.mode == 'P' {
 			mut.Op = engine.OpPrepend
 		}

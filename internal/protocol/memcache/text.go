@@ -27,7 +27,7 @@ func (c *conn) textWrite(req *request) {
 			op = engine.OpPrepend
 		}
 		c.enqueue(req, 1)
-		c.add(engine.Mutation{Op: op, Key: req.key, Value: req.data})
+		c.add(engine.Mutation{Op: op, Key: req.key, Value: req.data, MaxSize: c.h.maxItem})
 	case cmdCas:
 		mut := casMutation(req.key, req.data, req.flags, c.expires(req.exptime), req.cas)
 		c.enqueue(req, 1)
