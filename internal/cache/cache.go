@@ -10,6 +10,7 @@ package cache
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"hash/maphash"
 	"sync"
@@ -47,11 +48,12 @@ func New(e engine.Engine, maxBytes int64) *Cache {
 	return c
 }
 
-// slot names a key in the cache: the table's length, the table, then the key, so no two (table, key) collide.
+// slot names a key in the cache: the table's length as a uvarint, the table, then the key. The length prefix is
+// never truncated, so no two (table, key) pairs share a slot whatever their sizes.
 func slot(table string, key []byte) string { return string(appendSlot(nil, table, key)) }
 
 func appendSlot(b []byte, table string, key []byte) []byte {
-	b = append(b, byte(len(table)>>8), byte(len(table)))
+	b = binary.AppendUvarint(b, uint64(len(table)))
 	b = append(b, table...)
 	return append(b, key...)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -155,5 +156,40 @@ func TestNoOldValueWhileWriteInFlight(t *testing.T) {
 	<-done
 	if it, _ := c.Get(ctx, "t", []byte("k"), 0); string(it.Value) != "v1" {
 		t.Fatalf("after the write: %q", it.Value)
+	}
+}
+
+// TestTablesNeverShareSlots: a table name of 64 KiB or more must not alias a shorter one (the slot once stored the
+// name's length in 16 bits, so table "ab" and a 65538-byte table whose name begins with "ab" collided).
+func TestTablesNeverShareSlots(t *testing.T) {
+	c := cache.New(memstore.New(), 1<<30)
+	defer c.Close()
+	long := "ab" + strings.Repeat("x", 1<<16) // len = 65538 = 2 mod 65536
+	// With a truncated length, (long, "k") and ("ab", "x…xk") have the same slot bytes.
+	shortKey := strings.Repeat("x", 1<<16) + "k"
+	if _, err := c.Apply(ctx, &engine.Batch{Muts: []engine.Mutation{
+		{Op: engine.OpSet, Table: long, Key: []byte("k"), Value: []byte("long-table")},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if it, err := c.Get(ctx, long, []byte("k"), 0); err != nil || string(it.Value) != "long-table" {
+		t.Fatalf("long table: %q, %v", it.Value, err)
+	}
+	if it, err := c.Get(ctx, "ab", []byte(shortKey), 0); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("table ab answered with another table's item: %q, %v", it.Value, err)
+	}
+	// And the reverse: a cached absent entry of the short table must not hide the long table's item.
+	c2 := cache.New(memstore.New(), 1<<30)
+	defer c2.Close()
+	if _, err := c2.Get(ctx, "ab", []byte(shortKey), 0); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatal(err)
+	}
+	if _, err := c2.Apply(ctx, &engine.Batch{Muts: []engine.Mutation{
+		{Op: engine.OpSet, Table: "ab", Key: []byte(shortKey), Value: []byte("short-table")},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if it, err := c2.Get(ctx, long, []byte("k"), 0); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("long table answered with table ab's item: %q, %v", it.Value, err)
 	}
 }
