@@ -21,7 +21,8 @@ import (
 
 const shards = 256
 
-// Cache wraps an engine. It forwards the optional abilities of the engine it wraps.
+// Cache wraps an engine. New hands it out through engine.Expose, so it offers exactly the optional abilities of
+// the engine it wraps (and Statser, for its own figures).
 type Cache struct {
 	eng        engine.Engine
 	seed       maphash.Seed
@@ -39,13 +40,14 @@ type shard struct {
 	items   map[string]engine.Item // by slot(table, key)
 }
 
-// New wraps e with a cache of about maxBytes of keys and values (0 disables caching but keeps the wrapper).
-func New(e engine.Engine, maxBytes int64) *Cache {
+// New wraps e with a cache of about maxBytes of keys and values (0 disables caching but keeps the wrapper). The
+// result has e's optional abilities and engine.Statser (the cache's figures added to e's, if any).
+func New(e engine.Engine, maxBytes int64) engine.Engine {
 	c := &Cache{eng: e, seed: maphash.MakeSeed(), shardBytes: maxBytes / shards}
 	for i := range c.shards {
 		c.shards[i].items = make(map[string]engine.Item)
 	}
-	return c
+	return engine.Expose(c, engine.AbilitiesOf(e)|engine.CanStats)
 }
 
 // slot names a key in the cache: the table's length as a uvarint, the table, then the key. The length prefix is
@@ -173,7 +175,7 @@ func (c *Cache) mark(slots []string, all bool, delta int) {
 // Close implements engine.Engine.
 func (c *Cache) Close() error { return c.eng.Close() }
 
-// Scan forwards engine.Scanner.
+// Scan forwards engine.Scanner; Expose hides it when the wrapped engine cannot scan.
 func (c *Cache) Scan(ctx context.Context, table string, r engine.Range, now int64, fn func([]byte, engine.Item) bool) error {
 	sc, ok := c.eng.(engine.Scanner)
 	if !ok {
@@ -195,7 +197,7 @@ func (c *Cache) Tables(ctx context.Context) ([]string, error) {
 func (c *Cache) Sweep(ctx context.Context, now int64, budget int) (int, error) {
 	sw, ok := c.eng.(engine.Sweeper)
 	if !ok {
-		return 0, nil
+		return 0, engine.ErrNotSupported
 	}
 	return sw.Sweep(ctx, now, budget)
 }

@@ -34,7 +34,7 @@ func TestHitsAfterFirstRead(t *testing.T) {
 			t.Fatalf("get = %q, %v", it.Value, err)
 		}
 	}
-	if st := c.Stats(); st["cache_hits"] != 2 || st["cache_misses"] != 1 || st["cache_items"] != 1 {
+	if st := c.(engine.Statser).Stats(); st["cache_hits"] != 2 || st["cache_misses"] != 1 || st["cache_items"] != 1 {
 		t.Fatalf("stats = %v", st)
 	}
 	// Absent keys are cached as absent, and a write makes them present at once.
@@ -43,7 +43,7 @@ func TestHitsAfterFirstRead(t *testing.T) {
 			t.Fatalf("absent key: %v", err)
 		}
 	}
-	if st := c.Stats(); st["cache_hits"] != 3 || st["cache_misses"] != 2 {
+	if st := c.(engine.Statser).Stats(); st["cache_hits"] != 3 || st["cache_misses"] != 2 {
 		t.Fatalf("negative caching: stats = %v", st)
 	}
 	c.Apply(ctx, &engine.Batch{Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t", Key: []byte("nokey"), Value: []byte("now")}}})
@@ -192,4 +192,9 @@ func TestTablesNeverShareSlots(t *testing.T) {
 	if it, err := c2.Get(ctx, long, []byte("k"), 0); !errors.Is(err, engine.ErrNotFound) {
 		t.Fatalf("long table answered with table ab's item: %q, %v", it.Value, err)
 	}
+}
+
+// TestAbilitiesAreThoseOfTheWrappedEngine: the cache claims no ability its engine lacks (and adds Statser).
+func TestAbilitiesAreThoseOfTheWrappedEngine(t *testing.T) {
+	enginetest.CheckDecorator(t, func(e engine.Engine) engine.Engine { return cache.New(e, 1<<20) }, engine.CanStats)
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"anykv/internal/engine"
+	"anykv/internal/engine/memstore"
 )
 
 // Opener returns a fresh, empty engine; the suite closes it.
@@ -579,4 +580,20 @@ func testConcurrentIncr(t *testing.T, e engine.Engine) {
 	}
 	wg.Wait()
 	wantValue(t, e, "default", "ctr", fmt.Sprint(workers*each))
+}
+
+// CheckDecorator proves that wrap (a decorator such as the read cache) offers exactly the optional abilities of
+// the engine it wraps, plus extra (those it has by itself): it wraps a memory engine showing each subset of
+// abilities in turn. A decorator that claimed Scanner over an engine without ordered scans would make the
+// command layer promise what the engine cannot do.
+func CheckDecorator(t *testing.T, wrap func(engine.Engine) engine.Engine, extra engine.Ability) {
+	t.Helper()
+	for a := engine.Ability(0); a < 16; a++ {
+		inner := engine.Expose(memstore.New(), a)
+		w := wrap(inner)
+		if got, want := engine.AbilitiesOf(w), a|extra; got != want {
+			t.Errorf("wrapping an engine with %v gives %v, want %v", a, got, want)
+		}
+		w.Close()
+	}
 }

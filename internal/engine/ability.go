@@ -1,0 +1,166 @@
+package engine
+
+import "strings"
+
+// Ability is a set of the optional interfaces an engine implements. Callers learn an engine's abilities by type
+// assertion (e.(Scanner)) or, all at once, with AbilitiesOf; decorators use Expose so they offer exactly the
+// abilities of the engine they wrap, never more.
+type Ability uint8
+
+// The optional abilities.
+const (
+	CanScan   Ability = 1 << iota // Scanner: ordered scans of a table
+	CanTables                     // TableLister: the list of tables
+	CanSweep                      // Sweeper: background reclaim of expired items
+	CanStats                      // Statser: figures for INFO, stats and metrics
+)
+
+// AbilitiesOf reports which optional interfaces e implements.
+func AbilitiesOf(e Engine) Ability {
+	var a Ability
+	if _, ok := e.(Scanner); ok {
+		a |= CanScan
+	}
+	if _, ok := e.(TableLister); ok {
+		a |= CanTables
+	}
+	if _, ok := e.(Sweeper); ok {
+		a |= CanSweep
+	}
+	if _, ok := e.(Statser); ok {
+		a |= CanStats
+	}
+	return a
+}
+
+// String lists the abilities by interface name ("Scanner,Statser"), or "none".
+func (a Ability) String() string {
+	var names []string
+	for _, n := range []struct {
+		a    Ability
+		name string
+	}{{CanScan, "Scanner"}, {CanTables, "TableLister"}, {CanSweep, "Sweeper"}, {CanStats, "Statser"}} {
+		if a&n.a != 0 {
+			names = append(names, n.name)
+		}
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ",")
+}
+
+// Decorator is an engine that implements every optional ability by forwarding to (or adding to) an engine it
+// wraps. It cannot be handed out as it is, since it would claim abilities the wrapped engine may lack: Expose
+// hides the ones that are not real.
+type Decorator interface {
+	Engine
+	Scanner
+	TableLister
+	Sweeper
+	Statser
+}
+
+// Expose returns d as an Engine whose optional interfaces are exactly those in has: d's methods for those, and no
+// others visible to a type assertion. A decorator passes AbilitiesOf(inner), plus any ability it has by itself
+// (a cache reports figures of its own: CanStats).
+func Expose(d Decorator, has Ability) Engine {
+	type (
+		sc = Scanner
+		tl = TableLister
+		sw = Sweeper
+		st = Statser
+	)
+	switch has {
+	case 0:
+		return struct{ Engine }{d}
+	case CanScan:
+		return struct {
+			Engine
+			sc
+		}{d, d}
+	case CanTables:
+		return struct {
+			Engine
+			tl
+		}{d, d}
+	case CanScan | CanTables:
+		return struct {
+			Engine
+			sc
+			tl
+		}{d, d, d}
+	case CanSweep:
+		return struct {
+			Engine
+			sw
+		}{d, d}
+	case CanScan | CanSweep:
+		return struct {
+			Engine
+			sc
+			sw
+		}{d, d, d}
+	case CanTables | CanSweep:
+		return struct {
+			Engine
+			tl
+			sw
+		}{d, d, d}
+	case CanScan | CanTables | CanSweep:
+		return struct {
+			Engine
+			sc
+			tl
+			sw
+		}{d, d, d, d}
+	}
+	// With CanStats: the same eight shapes plus Statser.
+	switch has &^ CanStats {
+	case 0:
+		return struct {
+			Engine
+			st
+		}{d, d}
+	case CanScan:
+		return struct {
+			Engine
+			sc
+			st
+		}{d, d, d}
+	case CanTables:
+		return struct {
+			Engine
+			tl
+			st
+		}{d, d, d}
+	case CanScan | CanTables:
+		return struct {
+			Engine
+			sc
+			tl
+			st
+		}{d, d, d, d}
+	case CanSweep:
+		return struct {
+			Engine
+			sw
+			st
+		}{d, d, d}
+	case CanScan | CanSweep:
+		return struct {
+			Engine
+			sc
+			sw
+			st
+		}{d, d, d, d}
+	case CanTables | CanSweep:
+		return struct {
+			Engine
+			tl
+			sw
+			st
+		}{d, d, d, d}
+	}
+	return d
+}
