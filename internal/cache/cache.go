@@ -30,6 +30,7 @@ type Cache struct {
 	shards     [shards]shard
 	hits       atomic.Int64
 	misses     atomic.Int64
+	closed     atomic.Bool // after Close, Get answers ErrClosed rather than from memory
 }
 
 type shard struct {
@@ -75,7 +76,7 @@ func (c *Cache) Get(ctx context.Context, table string, key []byte, now int64) (e
 	cached, ok := sh.items[string(b)] // no allocation for the lookup
 	gen := sh.gen
 	sh.mu.RUnlock()
-	if ok {
+	if ok && !c.closed.Load() {
 		c.hits.Add(1)
 		if cached.Version == 0 || !cached.Live(now) {
 			return engine.Item{}, engine.ErrNotFound
@@ -172,8 +173,11 @@ func (c *Cache) mark(slots []string, all bool, delta int) {
 	}
 }
 
-// Close implements engine.Engine.
-func (c *Cache) Close() error { return c.eng.Close() }
+// Close implements engine.Engine. Later Gets go to the engine, which answers ErrClosed.
+func (c *Cache) Close() error {
+	c.closed.Store(true)
+	return c.eng.Close()
+}
 
 // Scan forwards engine.Scanner; Expose hides it when the wrapped engine cannot scan.
 func (c *Cache) Scan(ctx context.Context, table string, r engine.Range, now int64, fn func([]byte, engine.Item) bool) error {

@@ -16,11 +16,11 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	enginetest.Run(t, func(*testing.T) engine.Engine { return cache.New(memstore.New(), 1<<20) })
+	enginetest.Run(t, func(*testing.T) engine.Engine { return cache.New(memstore.New(), 1<<20) }, engine.AllAbilities)
 }
 
 func TestConformanceTinyCache(t *testing.T) { // constant eviction
-	enginetest.Run(t, func(*testing.T) engine.Engine { return cache.New(memstore.New(), 256*64) })
+	enginetest.Run(t, func(*testing.T) engine.Engine { return cache.New(memstore.New(), 256*64) }, engine.AllAbilities)
 }
 
 var ctx = context.Background()

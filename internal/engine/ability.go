@@ -13,6 +13,8 @@ const (
 	CanTables                     // TableLister: the list of tables
 	CanSweep                      // Sweeper: background reclaim of expired items
 	CanStats                      // Statser: figures for INFO, stats and metrics
+
+	AllAbilities = CanScan | CanTables | CanSweep | CanStats
 )
 
 // AbilitiesOf reports which optional interfaces e implements.

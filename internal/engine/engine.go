@@ -1,11 +1,9 @@
-// Package engine defines what anykv stores and how: the Item, the Mutation (every write as a value), the
-// Resolve function that gives each mutation its meaning, the sentinel errors, and the small Engine interface
-// that every storage backend implements, with optional abilities as separate interfaces.
 package engine
 
 import "context"
 
-// Engine stores items and applies batches of mutations atomically. All methods are safe for concurrent use.
+// Engine stores items and applies batches of mutations atomically. All methods are safe for concurrent use. The
+// package comment (doc.go) is the whole contract: ownership, blocking, durability, versions, expiry, errors.
 type Engine interface {
 	// Get returns the live item at table/key, or ErrNotFound if there is none or it expired at now (unix ms).
 	// The returned Value belongs to the caller. A durable engine returns only writes that are already durable.

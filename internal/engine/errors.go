@@ -29,6 +29,9 @@ var (
 	ErrNotSupported = errors.New("not supported by this engine")
 	// ErrClosed: the engine was closed.
 	ErrClosed = errors.New("engine closed")
+	// ErrUnknownOutcome: a commit was sent but its outcome could not be learned (a remote datastore's connection
+	// broke or timed out after the commit): the batch may or may not have been applied, and it is not retried.
+	ErrUnknownOutcome = errors.New("commit outcome unknown")
 	// ErrInvalid: a malformed mutation (unknown op, missing key, bad range).
 	ErrInvalid = errors.New("invalid mutation")
 )

@@ -38,11 +38,22 @@ func testModel(t *testing.T, e engine.Engine) {
 			}
 		}
 	}
+	end := now + 300*10
 	for _, tb := range tables {
-		g := fmt.Sprintf("%q", scanKeys(t, e, tb, engine.Range{}))
-		w := fmt.Sprintf("%q", scanKeys(t, model, tb, engine.Range{}))
+		for _, k := range keys {
+			g, gerr := e.Get(ctx, tb, []byte(k), end)
+			w, werr := model.Get(ctx, tb, []byte(k), end)
+			if !errors.Is(gerr, werr) && gerr != werr || !bytes.Equal(g.Value, w.Value) || g.Flags != w.Flags || g.Expires != w.Expires {
+				t.Fatalf("%s/%q: engine holds %+v (%v), model %+v (%v)", tb, k, g, gerr, w, werr)
+			}
+		}
+		if _, ok := e.(engine.Scanner); !ok {
+			continue
+		}
+		g := fmt.Sprintf("%q", scanKeysAt(t, e, tb, engine.Range{}, end))
+		w := fmt.Sprintf("%q", scanKeysAt(t, model, tb, engine.Range{}, end))
 		if g != w {
-			t.Fatalf("table %q: engine holds %s, model %s", tb, g, w)
+			t.Fatalf("table %q: engine scans %s, model %s", tb, g, w)
 		}
 	}
 }

@@ -169,6 +169,9 @@ func (s *Store) Scan(ctx context.Context, table string, r engine.Range, now int6
 func (s *Store) Tables(context.Context) ([]string, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, engine.ErrClosed
+	}
 	names := make([]string, 0, len(s.tables))
 	for name := range s.tables {
 		names = append(names, name)
@@ -182,6 +185,9 @@ func (s *Store) Tables(context.Context) ([]string, error) {
 func (s *Store) Sweep(_ context.Context, now int64, budget int) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return 0, engine.ErrClosed
+	}
 	names := make([]string, 0, len(s.tables))
 	for name := range s.tables {
 		names = append(names, name)

@@ -9,5 +9,5 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	enginetest.Run(t, func(*testing.T) engine.Engine { return memstore.New() })
+	enginetest.Run(t, func(*testing.T) engine.Engine { return memstore.New() }, engine.AllAbilities)
 }

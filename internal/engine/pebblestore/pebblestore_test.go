@@ -40,7 +40,7 @@ func open(t testing.TB, fs vfs.FS, mode SyncMode) *Store {
 func TestConformance(t *testing.T) {
 	for _, mode := range []SyncMode{SyncAlways, SyncInterval, SyncNever} {
 		t.Run(mode.String(), func(t *testing.T) {
-			enginetest.Run(t, func(t *testing.T) engine.Engine { return open(t, nil, mode) })
+			enginetest.Run(t, func(t *testing.T) engine.Engine { return open(t, nil, mode) }, engine.AllAbilities)
 		})
 	}
 }
@@ -52,7 +52,7 @@ func TestConformanceOnDisk(t *testing.T) {
 			t.Fatal(err)
 		}
 		return s
-	})
+	}, engine.AllAbilities)
 }
 
 func mustApply(t testing.TB, e engine.Engine, muts ...engine.Mutation) []engine.Result {

@@ -1,0 +1,63 @@
+// Package engine defines what anykv stores and how: the Item, the Mutation (every write as a value), the
+// Resolve function that gives each mutation its meaning, the sentinel errors, and the small Engine interface
+// that every storage backend implements, with optional abilities as separate interfaces.
+//
+// # The engine contract
+//
+// This is everything an engine author must honour and everything a caller may rely on. The conformance suite
+// (package enginetest) checks each promise below that a test can observe; an adapter that passes it with
+// enginetest.Run, declaring its abilities, is a correct engine.
+//
+// Meaning. An engine does not interpret mutations itself: it reads the items a batch touches, calls Resolve,
+// and carries out the returned Writes atomically. So INCR's overflow rule, APPEND's size bound, guards and
+// conditions mean the same on every engine. An engine differs only in how it reads, how it makes a batch atomic
+// and durable, and how it allocates versions.
+//
+// Concurrency. Every method of Engine and of the optional interfaces is safe for concurrent use from any
+// goroutine. Batches are serializable: each Apply behaves as if it ran alone at some instant between its call
+// and its return, and a Get observes either all or none of a batch's writes. No method calls back into the
+// caller except Scan's fn, which runs on the calling goroutine and must not call the engine (some engines hold
+// a lock during the walk).
+//
+// Blocking. Get, Apply, Scan, Tables and Sweep may block on I/O, on a network round trip or on a group commit;
+// they honour ctx: if ctx ends before a batch is taken for commit, Apply applies nothing and returns ctx's error;
+// once taken, Apply waits for the outcome and reports it, so a caller never sees an error for a batch that was
+// in fact applied. An engine whose commit outcome can be unknown (a remote datastore whose connection broke
+// after the commit was sent) returns an error wrapping ErrUnknownOutcome and never retries such a commit.
+// Stats must not block on I/O. Close waits for operations in progress; every method called after Close
+// returns an error wrapping ErrClosed, and a second Close returns nil.
+//
+// Ownership. Get returns a Value the caller owns. Results' Old and New values must stay valid and unchanged
+// after Apply returns (an engine hands out copies or memory it never reuses); callers must not modify them.
+// Apply keeps no reference to the batch or its byte slices after it returns, so a caller may reuse them. Scan's
+// key and Item.Value are valid only during fn; fn copies what it keeps.
+//
+// Durability. Apply returns once the batch is as durable as the engine's configuration promises (for
+// pebblestore SyncAlways: on disk). A durable engine's reads return only durable writes: a Get or Scan that
+// could observe a write a crash might still erase waits until it is durable, so no client acts on state that can
+// vanish. An engine that cannot promise this says so in its documentation and in docs/engines.md.
+//
+// Versions. Every written item gets a version greater than every version the engine handed out before, also
+// across restarts and, for a shared remote datastore, across every anykv process using it. Versions are never
+// reused; version 0 is never an item's (it means "absent" in CondVersion). The version is the CAS token of every
+// protocol (memcached cas unique, HTTP ETag, WATCH).
+//
+// Expiry. Expiry is an absolute unix-ms time judged at the time the caller passes (Get's now, Batch.Now), never
+// the engine's own clock: an item with Expires <= now is invisible to every read and is absent to Resolve, the
+// moment it expires, whatever the engine has or has not reclaimed. Reclaiming space (Sweeper, or a datastore's
+// own TTL) is an optimisation and must never make a live item disappear: a Sweep deletes an item only if it is
+// still the expired version it examined, so a concurrent rewrite survives.
+//
+// Errors. Engines return the sentinels of errors.go, wrapped with %w and context; callers test them with
+// errors.Is. ErrNotFound means absent and nothing else: any other read failure (I/O, corruption, a lost
+// connection) is returned as itself and callers must report it as an error, never as "absent".
+//
+// # Optional abilities
+//
+// Scanner, TableLister, Sweeper and Statser are separate interfaces, found by type assertion (or all at once with
+// AbilitiesOf). An engine implements one only if it can keep that interface's promise exactly; without it, the
+// command layer answers ErrNotSupported (KEYS, SCAN, queries) or simply goes without (no background sweep, no
+// figures). A decorator (the read cache, a test's fault injector) must offer exactly the abilities of the engine
+// it wraps, plus any it has by itself: it implements all of them by forwarding and hands itself out through
+// Expose; enginetest.CheckDecorator proves it.
+package engine
