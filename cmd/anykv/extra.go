@@ -27,7 +27,7 @@ func (e *extraConfig) define(fs *flag.FlagSet, str func(*string, string, string,
 // listen starts the memcached and HTTP listeners; m collects every protocol's request figures.
 func (e *extraConfig) listen(srv *server.Server, store *kv.Store, c *config, m *metrics.Metrics, log *slog.Logger) error {
 	if e.memcacheAddr != "" {
-		h := memcache.New(store, memcache.Options{Table: "default", MaxItemSize: e.memcacheItem, Version: version, Logger: log,
+		h := memcache.New(store, memcache.Options{Table: kv.DefaultTable, MaxItemSize: e.memcacheItem, Version: version, Logger: log,
 			Metrics: m})
 		_, counts, err := srv.Listen("memcache", e.memcacheAddr, h, c.maxClients)
 		if err != nil {

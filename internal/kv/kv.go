@@ -89,8 +89,25 @@ func New(e engine.Engine, opts Options) *Store {
 	return s
 }
 
-// Engine returns the engine beneath, for optional abilities (Statser, TableLister).
-func (s *Store) Engine() engine.Engine { return s.eng }
+// Abilities reports the optional abilities of the engine beneath (what INFO and docs/engines.md call them).
+func (s *Store) Abilities() engine.Ability { return engine.AbilitiesOf(s.eng) }
+
+// DefaultTable is the table every protocol shares by default: RESP database 0, memcached, and the HTTP Active
+// Cloud DB routes.
+const DefaultTable = "default"
+
+// healthKey is a key no client can write (clients' keys never reach the engine in a table named so).
+var healthKey = []byte("\x00anykv-healthz")
+
+// Health reports whether the engine answers reads: nil, or the engine's error (ErrClosed once closing, an I/O
+// error, a lost connection to a remote datastore). It reads one key that never exists, outside the statistics.
+func (s *Store) Health(ctx context.Context) error {
+	_, err := s.eng.Get(ctx, "\x00health", healthKey, s.Now())
+	if err != nil && !errors.Is(err, engine.ErrNotFound) {
+		return err
+	}
+	return nil
+}
 
 // Limits returns the limits in force.
 func (s *Store) Limits() Limits { return s.limits }

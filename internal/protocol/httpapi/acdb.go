@@ -18,7 +18,7 @@ import (
 // binary clients use /v1. Reads answer GET and POST; writes only POST, so that no crawler or prefetch writes.
 
 // compatTable is the table of the Active Cloud DB routes, the one RESP database 0 and memcached use.
-const compatTable = "default"
+const compatTable = kv.DefaultTable
 
 // form parses the request's form fields from the query string and a urlencoded or multipart body of at most
 // MaxBody bytes.

@@ -66,7 +66,7 @@ var (
 // value limit, so that a value memcached clients may send is one the store accepts.
 func New(store *kv.Store, opts Options) *Handler {
 	if opts.Table == "" {
-		opts.Table = "default"
+		opts.Table = kv.DefaultTable
 	}
 	if opts.MaxItemSize <= 0 {
 		opts.MaxItemSize = DefaultMaxItemSize

@@ -88,7 +88,7 @@ func (h *Handler) Reject(c net.Conn) {
 // table names the table behind database n.
 func table(n int) string {
 	if n == 0 {
-		return "default"
+		return kv.DefaultTable
 	}
 	return "db" + itoa(int64(n))
 }
