@@ -2,12 +2,13 @@ package httpapi
 
 import (
 	"bytes"
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"anykv/internal/engine"
+	"anykv/internal/kv"
 )
 
 // Headers of the item routes.
@@ -222,17 +223,15 @@ func (a *api) expiresOf(r *http.Request) (int64, error) {
 	if perr != nil || n <= 0 {
 		return 0, badRequest("%s=%q: a time to live is a positive integer", name, v)
 	}
+	unit := time.Millisecond
 	if name == "ttl" || name == hdrTTL {
-		if n > math.MaxInt64/1000 {
-			return 0, badRequest("%s=%q: time to live too large", name, v)
-		}
-		n *= 1000
+		unit = time.Second
 	}
-	now := a.store.Now()
-	if n > math.MaxInt64-now {
+	at, ok := kv.ExpiresIn(a.store.Now(), n, unit)
+	if !ok {
 		return 0, badRequest("%s=%q: time to live too large", name, v)
 	}
-	return now + n, nil
+	return at, nil
 }
 
 // readBody reads the request body, at most MaxBody bytes (413 value_too_large past that).

@@ -166,11 +166,13 @@ func expiresAt(exptime, now int64) int64 {
 	case exptime < 0:
 		return expiredAt(now)
 	case exptime <= relativeMax:
-		return now + exptime*1000
-	case exptime > math.MaxInt64/1000:
-		return math.MaxInt64
+		at, _ := kv.ExpiresIn(now, exptime, time.Second) // at most 30 days: cannot overflow
+		return at
 	}
-	return exptime * 1000 // may lie in the past: expired at once, as in memcached
+	if at, ok := kv.ExpiresAt(exptime, time.Second); ok {
+		return at // may lie in the past: expired at once, as in memcached
+	}
+	return math.MaxInt64
 }
 
 // expiredAt is an expiry that has passed at now yet is not 0 ("never").

@@ -1,8 +1,6 @@
 package redis
 
 import (
-	"math"
-
 	"anykv/internal/engine"
 	"anykv/internal/protocol/resp"
 )
@@ -177,21 +175,10 @@ func cmdExpire(s *session, args [][]byte) {
 	case xx:
 		m.ExpireCond = engine.ExpXX
 	}
-	ms := n
-	if name == "expire" || name == "expireat" {
-		if n > math.MaxInt64/1000 || n < math.MinInt64/1000 {
-			s.fail("ERR invalid expire time in '" + name + "' command")
-			return
-		}
-		ms = n * 1000
-	}
-	if name == "expire" || name == "pexpire" {
-		now := s.h.store.Now()
-		if ms > math.MaxInt64-now {
-			s.fail("ERR invalid expire time in '" + name + "' command")
-			return
-		}
-		ms += now
+	ms, ok := s.absExpiry(map[string]string{"expire": "ex", "pexpire": "px", "expireat": "exat"}[name], n)
+	if !ok {
+		s.fail("ERR invalid expire time in '" + name + "' command")
+		return
 	}
 	if ms <= 0 {
 		ms = 1 // in the past (0 would mean "no expiry"): the key is deleted

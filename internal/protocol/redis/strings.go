@@ -4,8 +4,10 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"time"
 
 	"anykv/internal/engine"
+	"anykv/internal/kv"
 	"anykv/internal/protocol/resp"
 )
 
@@ -72,24 +74,15 @@ func (s *session) valueTooBig(val []byte) bool {
 // absExpiry turns an EX/PX/EXAT/PXAT amount into absolute unix ms, or returns false if Redis would call it an
 // invalid expire time.
 func (s *session) absExpiry(unit string, n int64) (int64, bool) {
-	now := s.h.store.Now()
-	var ms int64
 	switch unit {
-	case "ex", "exat":
-		if n > math.MaxInt64/1000 || n < math.MinInt64/1000 {
-			return 0, false
-		}
-		ms = n * 1000
-	default:
-		ms = n
+	case "ex":
+		return kv.ExpiresIn(s.h.store.Now(), n, time.Second)
+	case "px":
+		return kv.ExpiresIn(s.h.store.Now(), n, time.Millisecond)
+	case "exat":
+		return kv.ExpiresAt(n, time.Second)
 	}
-	if unit == "ex" || unit == "px" {
-		if ms > math.MaxInt64-now {
-			return 0, false
-		}
-		ms += now
-	}
-	return ms, true
+	return kv.ExpiresAt(n, time.Millisecond)
 }
 
 func isExpiryOpt(a []byte) bool { return eq(a, "ex") || eq(a, "px") || eq(a, "exat") || eq(a, "pxat") }
