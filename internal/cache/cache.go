@@ -140,7 +140,7 @@ func touched(b *engine.Batch) (slots []string, all bool) {
 		}
 		slots = append(slots, slot(m.Table, m.Key))
 		if m.Op == engine.OpRename || m.Op == engine.OpCopy {
-			slots = append(slots, slot(m.Table2, m.Key2))
+			slots = append(slots, slot(m.Target.Table, m.Target.Key))
 		}
 	}
 	return slots, false

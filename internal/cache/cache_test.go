@@ -70,7 +70,7 @@ func TestNoStaleReadsUnderRace(t *testing.T) {
 			for i := 0; i < 500; i++ {
 				k := i % keys
 				res, err := c.Apply(ctx, &engine.Batch{Muts: []engine.Mutation{{Op: engine.OpIncr, Table: "t",
-					Key: []byte(fmt.Sprint(k)), Delta: 1, Create: true}}})
+					Key: []byte(fmt.Sprint(k)), Incr: engine.IncrArgs{Delta: 1, Create: true}}}})
 				if err != nil {
 					t.Error(err)
 					return

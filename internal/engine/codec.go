@@ -10,21 +10,25 @@ import (
 // errCodec reports a malformed encoded batch.
 var errCodec = errors.New("engine: malformed encoded batch")
 
-const codecVersion = 1
+// codecVersion is the version AppendBatch writes. DecodeBatch reads it and every earlier one; each has a golden
+// encoding in testdata/codec-vN.hex. Version 1 carried every field of the flat mutation of its day; version 2
+// carries, per mutation, only the fields its op reads.
+const codecVersion = 2
 
-// bool flags of an encoded mutation.
+// Bits of an encoded mutation's flag byte; each op reads only its own. Version 1 used other bits (mutationV1).
 const (
 	fGuard = 1 << iota
+	fTouch
 	fKeepTTL
-	fCreate
-	fSetExpiry
+	fBlind
 	fUnsigned
 	fDecr
-	fBlind
+	fCreate
 )
 
 // AppendBatch appends the binary encoding of b to dst. The encoding is what a replication log carries; it is
-// versioned so that a newer anykv can read an older log.
+// versioned so that a newer anykv can read an older log. Fields a mutation's op does not read are not encoded,
+// so they decode as zero.
 func AppendBatch(dst []byte, b *Batch) []byte {
 	dst = append(dst, codecVersion)
 	dst = binary.AppendVarint(dst, b.Now)
@@ -40,28 +44,75 @@ func appendBytes(dst, b []byte) []byte {
 	return append(dst, b...)
 }
 
+// usesItem reports which of Value, Flags and Expires op m reads.
+func usesItem(m *Mutation) (value, flags, expires bool) {
+	switch m.Op {
+	case OpSet, OpAppend, OpPrepend:
+		return true, true, true
+	case OpSetRange, OpIncrFloat:
+		return true, false, false
+	case OpIncr, OpExpire:
+		return false, false, true
+	case OpGet:
+		return false, false, m.Touch
+	}
+	return false, false, false
+}
+
 func appendMutation(dst []byte, m *Mutation) []byte {
 	var f byte
-	for bit, on := range [...]bool{m.Guard, m.KeepTTL, m.Create, m.SetExpiry, m.Unsigned, m.Decr, m.Blind} {
+	set := func(bit byte, on bool) {
 		if on {
-			f |= 1 << bit
+			f |= bit
 		}
 	}
-	dst = append(dst, byte(m.Op), byte(m.Cond), byte(m.ExpireCond), f)
+	set(fGuard, m.Guard)
+	switch m.Op {
+	case OpGet:
+		set(fTouch, m.Touch)
+	case OpSet:
+		set(fKeepTTL, m.Set.KeepTTL)
+		set(fBlind, m.Set.Blind)
+	case OpIncr:
+		set(fTouch, m.Touch)
+		set(fUnsigned, m.Incr.Unsigned)
+		set(fDecr, m.Incr.Decr)
+		set(fCreate, m.Incr.Create)
+	case OpAppend, OpPrepend:
+		set(fCreate, m.Edit.Create)
+	}
+	dst = append(dst, byte(m.Op), byte(m.Cond), f)
 	dst = appendBytes(dst, []byte(m.Table))
 	dst = appendBytes(dst, m.Key)
-	dst = appendBytes(dst, m.Value)
-	dst = binary.AppendUvarint(dst, uint64(m.Flags))
-	dst = binary.AppendVarint(dst, m.Expires)
-	dst = binary.AppendUvarint(dst, m.Version)
-	dst = binary.AppendVarint(dst, m.Delta)
-	dst = binary.AppendUvarint(dst, m.UDelta)
-	dst = binary.AppendUvarint(dst, m.Initial)
+	if m.Cond == CondVersion {
+		dst = binary.AppendUvarint(dst, m.Version)
+	}
 	dst = binary.AppendUvarint(dst, uint64(m.Group))
-	dst = binary.AppendVarint(dst, m.Offset)
-	dst = binary.AppendUvarint(dst, uint64(m.MaxSize))
-	dst = appendBytes(dst, []byte(m.Table2))
-	return appendBytes(dst, m.Key2)
+	value, flags, expires := usesItem(m)
+	if value {
+		dst = appendBytes(dst, m.Value)
+	}
+	if flags {
+		dst = binary.AppendUvarint(dst, uint64(m.Flags))
+	}
+	if expires {
+		dst = binary.AppendVarint(dst, m.Expires)
+	}
+	switch m.Op {
+	case OpIncr:
+		dst = binary.AppendVarint(dst, m.Incr.Delta)
+		dst = binary.AppendUvarint(dst, m.Incr.UDelta)
+		dst = binary.AppendUvarint(dst, m.Incr.Initial)
+	case OpAppend, OpPrepend, OpSetRange:
+		dst = binary.AppendVarint(dst, m.Edit.Offset)
+		dst = binary.AppendUvarint(dst, uint64(m.Edit.MaxSize))
+	case OpExpire:
+		dst = append(dst, byte(m.Expire.Cond))
+	case OpRename, OpCopy:
+		dst = appendBytes(dst, []byte(m.Target.Table))
+		dst = appendBytes(dst, m.Target.Key)
+	}
+	return dst
 }
 
 // decoder reads an encoding, remembering the first error.
@@ -122,10 +173,11 @@ func (d *decoder) bytes() []byte {
 	return v
 }
 
-// DecodeBatch parses an encoding made by AppendBatch.
+// DecodeBatch parses an encoding made by AppendBatch of this or an earlier codec version.
 func DecodeBatch(data []byte) (*Batch, error) {
 	d := decoder{b: data}
-	if v := d.byte(); d.err == nil && v != codecVersion {
+	v := d.byte()
+	if d.err == nil && (v < 1 || v > codecVersion) {
 		return nil, fmt.Errorf("%w: version %d", errCodec, v)
 	}
 	b := &Batch{Now: d.varint()}
@@ -136,33 +188,11 @@ func DecodeBatch(data []byte) (*Batch, error) {
 	b.Muts = make([]Mutation, 0, n)
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		var m Mutation
-		m.Op, m.Cond, m.ExpireCond = Op(d.byte()), Cond(d.byte()), ExpireCond(d.byte())
-		f := d.byte()
-		m.Guard, m.KeepTTL, m.Create = f&fGuard != 0, f&fKeepTTL != 0, f&fCreate != 0
-		m.SetExpiry, m.Unsigned, m.Decr = f&fSetExpiry != 0, f&fUnsigned != 0, f&fDecr != 0
-		m.Blind = f&fBlind != 0
-		m.Table = string(d.bytes())
-		m.Key = d.bytes()
-		m.Value = d.bytes()
-		flags := d.uvarint()
-		if flags > math.MaxUint32 {
-			d.fail()
+		if v == 1 {
+			d.mutationV1(&m)
+		} else {
+			d.mutation(&m)
 		}
-		m.Flags = uint32(flags)
-		m.Expires = d.varint()
-		m.Version = d.uvarint()
-		m.Delta = d.varint()
-		m.UDelta = d.uvarint()
-		m.Initial = d.uvarint()
-		group := d.uvarint()
-		if group > math.MaxUint32 {
-			d.fail()
-		}
-		m.Group = uint32(group)
-		m.Offset = d.varint()
-		m.MaxSize = int(d.uvarint())
-		m.Table2 = string(d.bytes())
-		m.Key2 = d.bytes()
 		b.Muts = append(b.Muts, m)
 	}
 	if d.err == nil && len(d.b) != 0 {
@@ -172,4 +202,95 @@ func DecodeBatch(data []byte) (*Batch, error) {
 		return nil, d.err
 	}
 	return b, nil
+}
+
+func (d *decoder) uint32() uint32 {
+	n := d.uvarint()
+	if n > math.MaxUint32 {
+		d.fail()
+	}
+	return uint32(n)
+}
+
+// mutation reads one mutation of the current version.
+func (d *decoder) mutation(m *Mutation) {
+	m.Op, m.Cond = Op(d.byte()), Cond(d.byte())
+	f := d.byte()
+	m.Guard = f&fGuard != 0
+	switch m.Op { // a bit another op would read means nothing here
+	case OpGet:
+		m.Touch = f&fTouch != 0
+	case OpSet:
+		m.Set.KeepTTL, m.Set.Blind = f&fKeepTTL != 0, f&fBlind != 0
+	case OpIncr:
+		m.Touch, m.Incr.Create = f&fTouch != 0, f&fCreate != 0
+		m.Incr.Unsigned, m.Incr.Decr = f&fUnsigned != 0, f&fDecr != 0
+	case OpAppend, OpPrepend:
+		m.Edit.Create = f&fCreate != 0
+	}
+	m.Table = string(d.bytes())
+	m.Key = d.bytes()
+	if m.Cond == CondVersion {
+		m.Version = d.uvarint()
+	}
+	m.Group = d.uint32()
+	value, flags, expires := usesItem(m)
+	if value {
+		m.Value = d.bytes()
+	}
+	if flags {
+		m.Flags = d.uint32()
+	}
+	if expires {
+		m.Expires = d.varint()
+	}
+	switch m.Op {
+	case OpIncr:
+		m.Incr.Delta, m.Incr.UDelta, m.Incr.Initial = d.varint(), d.uvarint(), d.uvarint()
+	case OpAppend, OpPrepend, OpSetRange:
+		m.Edit.Offset, m.Edit.MaxSize = d.varint(), int(d.uvarint())
+	case OpExpire:
+		m.Expire.Cond = ExpireCond(d.byte())
+	case OpRename, OpCopy:
+		m.Target.Table, m.Target.Key = string(d.bytes()), d.bytes()
+	}
+}
+
+// mutationV1 reads a version-1 mutation: every field of the flat mutation, whatever its op. Create went to
+// whichever op it belonged to.
+func (d *decoder) mutationV1(m *Mutation) {
+	const ( // version 1's flag bits
+		guard = 1 << iota
+		keepTTL
+		create
+		touch
+		unsigned
+		decr
+		blind
+	)
+	m.Op, m.Cond, m.Expire.Cond = Op(d.byte()), Cond(d.byte()), ExpireCond(d.byte())
+	f := d.byte()
+	m.Guard, m.Set.KeepTTL, m.Touch = f&guard != 0, f&keepTTL != 0, f&touch != 0
+	m.Incr.Unsigned, m.Incr.Decr, m.Set.Blind = f&unsigned != 0, f&decr != 0, f&blind != 0
+	if f&create != 0 {
+		if m.Op == OpIncr {
+			m.Incr.Create = true
+		} else {
+			m.Edit.Create = true
+		}
+	}
+	m.Table = string(d.bytes())
+	m.Key = d.bytes()
+	m.Value = d.bytes()
+	m.Flags = d.uint32()
+	m.Expires = d.varint()
+	m.Version = d.uvarint()
+	m.Incr.Delta = d.varint()
+	m.Incr.UDelta = d.uvarint()
+	m.Incr.Initial = d.uvarint()
+	m.Group = d.uint32()
+	m.Edit.Offset = d.varint()
+	m.Edit.MaxSize = int(d.uvarint())
+	m.Target.Table = string(d.bytes())
+	m.Target.Key = d.bytes()
 }

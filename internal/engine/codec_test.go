@@ -6,6 +6,7 @@ import (
 	"testing"
 )
 
+// randomBatch makes mutations with random arguments for their own op only: the encoding carries no others.
 func randomBatch(rng *rand.Rand) *Batch {
 	bytesOrNil := func(n int) []byte {
 		if n == 0 {
@@ -15,17 +16,41 @@ func randomBatch(rng *rand.Rand) *Batch {
 		rng.Read(b)
 		return b
 	}
+	coin := func() bool { return rng.Intn(2) == 0 }
 	b := &Batch{Now: rng.Int63() - rng.Int63()}
 	for i := rng.Intn(5); i > 0; i-- {
-		b.Muts = append(b.Muts, Mutation{
-			Op: Op(rng.Intn(int(opMax))), Table: string(bytesOrNil(rng.Intn(4))), Key: bytesOrNil(rng.Intn(9)),
-			Value: bytesOrNil(rng.Intn(30)), Flags: rng.Uint32(), Expires: rng.Int63(), Cond: Cond(rng.Intn(4)),
-			Version: rng.Uint64(), Guard: rng.Intn(2) == 0, KeepTTL: rng.Intn(2) == 0, Create: rng.Intn(2) == 0,
-			SetExpiry: rng.Intn(2) == 0, Blind: rng.Intn(2) == 0, Unsigned: rng.Intn(2) == 0, Decr: rng.Intn(2) == 0, Delta: -rng.Int63(),
-			UDelta: rng.Uint64(), Initial: rng.Uint64(), Group: rng.Uint32(), Offset: rng.Int63(),
-			MaxSize: rng.Intn(1 << 20), ExpireCond: ExpireCond(rng.Intn(5)), Table2: string(bytesOrNil(rng.Intn(3))),
-			Key2: bytesOrNil(rng.Intn(3)),
-		})
+		m := Mutation{Op: Op(1 + rng.Intn(int(opMax)-1)), Table: string(bytesOrNil(rng.Intn(4))), Key: bytesOrNil(rng.Intn(9)),
+			Cond: Cond(rng.Intn(4)), Guard: coin(), Group: rng.Uint32()}
+		if m.Cond == CondVersion {
+			m.Version = rng.Uint64()
+		}
+		value, flags, expires := usesItem(&m)
+		switch m.Op {
+		case OpSet:
+			m.Set = SetArgs{KeepTTL: coin(), Blind: coin()}
+		case OpIncr:
+			m.Incr = IncrArgs{Unsigned: coin(), Decr: coin(), Delta: -rng.Int63(), UDelta: rng.Uint64(), Initial: rng.Uint64(), Create: coin()}
+			m.Touch = coin()
+		case OpGet:
+			m.Touch = coin()
+			expires = m.Touch
+		case OpAppend, OpPrepend, OpSetRange:
+			m.Edit = EditArgs{Offset: rng.Int63(), MaxSize: rng.Intn(1 << 20), Create: m.Op != OpSetRange && coin()}
+		case OpExpire:
+			m.Expire = ExpireArgs{Cond: ExpireCond(rng.Intn(6))}
+		case OpRename, OpCopy:
+			m.Target = Target{Table: string(bytesOrNil(rng.Intn(3))), Key: bytesOrNil(rng.Intn(3))}
+		}
+		if value {
+			m.Value = bytesOrNil(rng.Intn(30))
+		}
+		if flags {
+			m.Flags = rng.Uint32()
+		}
+		if expires {
+			m.Expires = rng.Int63()
+		}
+		b.Muts = append(b.Muts, m)
 	}
 	return b
 }
@@ -60,7 +85,9 @@ func TestCodecRejectsTruncation(t *testing.T) {
 	}
 }
 
-// FuzzDecodeBatch: any input decodes or fails cleanly, and what decodes re-encodes to the same bytes.
+// FuzzDecodeBatch: any input decodes or fails cleanly, and what decodes survives re-encoding: decoding the
+// re-encoded batch gives the same batch once it is in the current version (an older version's fields that the
+// current one no longer carries for an op are dropped by the first re-encoding).
 func FuzzDecodeBatch(f *testing.F) {
 	rng := rand.New(rand.NewSource(1))
 	for i := 0; i < 8; i++ {
@@ -71,8 +98,12 @@ func FuzzDecodeBatch(f *testing.F) {
 		if err != nil {
 			return
 		}
-		again, err := DecodeBatch(AppendBatch(nil, b))
-		if err != nil || !reflect.DeepEqual(again, b) {
+		cur, err := DecodeBatch(AppendBatch(nil, b))
+		if err != nil {
+			t.Fatalf("re-encoding failed: %v", err)
+		}
+		again, err := DecodeBatch(AppendBatch(nil, cur))
+		if err != nil || !reflect.DeepEqual(again, cur) {
 			t.Fatalf("re-encoding changed the batch: %v", err)
 		}
 	})

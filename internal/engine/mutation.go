@@ -6,18 +6,18 @@ type Op uint8
 
 // The operations. Values are part of the Mutation codec: append new ones, never renumber.
 const (
-	OpGet       Op = iota + 1 // read inside a batch; with SetExpiry also sets the expiry (GETEX, gat)
+	OpGet       Op = iota + 1 // read inside a batch; with Touch also sets the expiry (GETEX, gat)
 	OpCheck                   // only checks the condition (WATCH guards); never writes
-	OpSet                     // store Value, Flags, Expires (KeepTTL keeps the old expiry)
+	OpSet                     // store Value, Flags, Expires (Set.KeepTTL keeps the old expiry)
 	OpDelete                  // remove the item; ErrNotFound if absent
-	OpIncr                    // integer add (Delta signed, or UDelta/Decr unsigned as memcached)
+	OpIncr                    // integer add (IncrArgs: signed as Redis, or unsigned as memcached)
 	OpIncrFloat               // float add of the decimal text in Value, in 64-bit-mantissa precision (Redis INCRBYFLOAT)
-	OpAppend                  // Value appended; Create makes a missing item
-	OpPrepend                 // Value prepended; Create makes a missing item
-	OpSetRange                // Value written at Offset, zero-padding (Redis SETRANGE)
-	OpExpire                  // set Expires (0 = persist) subject to ExpireCond; a past time deletes
-	OpRename                  // move Key to Table2/Key2 (Cond CondAbsent: only if the target is absent)
-	OpCopy                    // copy Key to Table2/Key2 (Cond CondAbsent: only if the target is absent)
+	OpAppend                  // Value appended; Edit.Create makes a missing item
+	OpPrepend                 // Value prepended; Edit.Create makes a missing item
+	OpSetRange                // Value written at Edit.Offset, zero-padding (Redis SETRANGE)
+	OpExpire                  // set Expires (0 = persist) subject to Expire.Cond; a past time deletes
+	OpRename                  // move Key to Target (Cond CondAbsent: only if the target is absent)
+	OpCopy                    // copy Key to Target (Cond CondAbsent: only if the target is absent)
 	OpFlush                   // delete every item of Table, or of every table when Table is ""
 	opMax
 )
@@ -47,56 +47,88 @@ const (
 )
 
 // Mutation is one write (or in-batch read) as a plain value: what protocols produce, what the replication log
-// carries (see Encode) and what an engine applies. Fields an Op does not use are zero.
+// carries (see AppendBatch) and what an engine applies. It is flat and allocation-free; the fields every op shares
+// come first, then each op's own arguments in a struct of their own, which other ops leave zero.
 type Mutation struct {
 	Op    Op
 	Table string
 	Key   []byte
-	Value []byte
-	Flags uint32
-	// Expires is an absolute unix-ms time (0 = none) for OpSet, OpExpire, and for items OpIncr/OpAppend create.
-	Expires int64
+	// Cond is a precondition on the item at Table/Key (for OpRename and OpCopy: on the target); Version is the
+	// version CondVersion expects.
 	Cond    Cond
-	// Version is the expected version for CondVersion.
 	Version uint64
 	// Guard aborts the whole batch (ErrAborted, nothing applied) if this mutation's condition fails. With a
 	// non-zero Group it aborts only the mutations of that group: they must come after the guard in the batch
 	// and fail with ErrAborted (MSETNX inside a transaction).
 	Guard bool
 	Group uint32
-	// KeepTTL keeps the old item's expiry on OpSet.
-	KeepTTL bool
-	// Blind marks an unconditional OpSet (no Cond, no KeepTTL) whose caller needs no Result.Old: the old item
-	// is then not read, which spares the engine a lookup on the write path (plain SET, MSET, memcached set).
-	Blind bool
-	// Create lets OpIncr, OpAppend and OpPrepend create a missing item instead of failing with ErrNotFound.
-	Create bool
-	// SetExpiry makes OpGet and OpIncr also set Expires (GETEX, gat, memcached ma with T).
-	SetExpiry bool
-	// Unsigned selects memcached arithmetic for OpIncr: UDelta added with wrap-around, or subtracted flooring at 0
-	// when Decr; a created item starts at Initial. Otherwise Delta is added with overflow checks and a created
-	// item starts at 0+Delta (Redis).
-	Unsigned bool
-	Decr     bool
-	Delta    int64
-	UDelta   uint64
-	Initial  uint64
-	// Offset is where OpSetRange writes.
-	Offset int64
-	// MaxSize bounds values OpAppend, OpPrepend and OpSetRange produce (0 = unbounded): else ErrTooLarge.
-	MaxSize int
-	// ExpireCond restricts OpExpire.
-	ExpireCond ExpireCond
-	// Table2 and Key2 name the target of OpRename and OpCopy.
-	Table2 string
-	Key2   []byte
+
+	// The item written. OpSet stores Value, Flags and Expires. OpAppend, OpPrepend and OpSetRange write Value into
+	// the item (Flags and Expires are those of an item they create); OpIncrFloat reads Value as the increment's
+	// decimal text. Expires is an absolute unix-ms time (0 = none): OpExpire's new expiry, the expiry a Touch
+	// sets, and that of an item OpIncr creates.
+	Value   []byte
+	Flags   uint32
+	Expires int64
+
+	Set    SetArgs    // OpSet
+	Incr   IncrArgs   // OpIncr
+	Edit   EditArgs   // OpAppend, OpPrepend, OpSetRange
+	Expire ExpireArgs // OpExpire
+	Target Target     // OpRename, OpCopy
+	// Touch makes OpGet and OpIncr also set Expires (GETEX, gat, memcached ma with T).
+	Touch bool
 }
 
-// Writes reports whether the mutation can change stored state (OpGet only with SetExpiry, OpCheck never).
+// SetArgs are OpSet's own arguments.
+type SetArgs struct {
+	// KeepTTL keeps the old item's expiry.
+	KeepTTL bool
+	// Blind marks an unconditional set (no Cond, no KeepTTL) whose caller needs no Result.Old: the old item is
+	// then not read, which spares the engine a lookup on the write path (plain SET, MSET, memcached set).
+	Blind bool
+}
+
+// IncrArgs are OpIncr's own arguments. Signed (Redis): Delta is added with overflow checks and a created item
+// starts at 0+Delta. Unsigned (memcached): UDelta is added with wrap-around, or subtracted flooring at 0 when
+// Decr, and a created item starts at Initial.
+type IncrArgs struct {
+	Delta    int64
+	Unsigned bool
+	Decr     bool
+	UDelta   uint64
+	Initial  uint64
+	// Create makes a missing item instead of failing with ErrNotFound.
+	Create bool
+}
+
+// EditArgs are the arguments of the ops that edit a value in place.
+type EditArgs struct {
+	// Create makes a missing item (OpAppend, OpPrepend) instead of failing with ErrNotFound.
+	Create bool
+	// Offset is where OpSetRange writes.
+	Offset int64
+	// MaxSize bounds the value produced (0 = unbounded): else ErrTooLarge. kv.Store.Apply bounds it by the value limit.
+	MaxSize int
+}
+
+// ExpireArgs are OpExpire's own arguments.
+type ExpireArgs struct {
+	// Cond restricts when the new expiry applies (Redis's NX, XX, GT, LT).
+	Cond ExpireCond
+}
+
+// Target names where OpRename and OpCopy put the item.
+type Target struct {
+	Table string
+	Key   []byte
+}
+
+// Writes reports whether the mutation can change stored state (OpGet only with Touch, OpCheck never).
 func (m *Mutation) Writes() bool {
 	switch m.Op {
 	case OpGet:
-		return m.SetExpiry
+		return m.Touch
 	case OpCheck:
 		return false
 	}

@@ -166,7 +166,7 @@ func (rs *resolver) apply(m *Mutation) (Result, error) {
 		rs.flush(m.Table)
 		return Result{}, nil
 	}
-	if m.Op == OpSet && m.Blind && m.Cond == CondNone && !m.KeepTTL {
+	if m.Op == OpSet && m.Set.Blind && m.Cond == CondNone && !m.Set.KeepTTL {
 		it := Item{Value: m.Value, Flags: m.Flags, Expires: m.Expires}
 		return Result{New: rs.put(m.Table, m.Key, it), NewFound: true}, nil
 	}
@@ -186,7 +186,7 @@ func (rs *resolver) apply(m *Mutation) (Result, error) {
 	case OpGet:
 		if !found {
 			res.Err = ErrNotFound
-		} else if m.SetExpiry {
+		} else if m.Touch {
 			old.Expires = m.Expires
 			res.New, res.NewFound = rs.put(m.Table, m.Key, old), true
 		} else {
@@ -194,7 +194,7 @@ func (rs *resolver) apply(m *Mutation) (Result, error) {
 		}
 	case OpSet:
 		it := Item{Value: m.Value, Flags: m.Flags, Expires: m.Expires}
-		if m.KeepTTL && found {
+		if m.Set.KeepTTL && found {
 			it.Expires = old.Expires
 		}
 		res.New, res.NewFound = rs.put(m.Table, m.Key, it), true
@@ -221,32 +221,32 @@ func (rs *resolver) apply(m *Mutation) (Result, error) {
 func (rs *resolver) incr(m *Mutation, res *Result) {
 	it := res.Old
 	if !res.OldFound {
-		if !m.Create {
+		if !m.Incr.Create {
 			res.Err = ErrNotFound
 			return
 		}
 		it = Item{Expires: m.Expires}
-		if m.Unsigned {
-			it.Value = strconv.AppendUint(nil, m.Initial, 10)
+		if m.Incr.Unsigned {
+			it.Value = strconv.AppendUint(nil, m.Incr.Initial, 10)
 			res.New, res.NewFound = rs.put(m.Table, m.Key, it), true
 			return
 		}
 		it.Value = []byte("0")
 	}
 	var v []byte
-	if m.Unsigned {
+	if m.Incr.Unsigned {
 		n, ok := ParseUint(it.Value)
 		if !ok {
 			res.Err = ErrNotInteger
 			return
 		}
 		switch {
-		case !m.Decr:
-			n += m.UDelta // wraps, as memcached's incr does
-		case m.UDelta > n:
+		case !m.Incr.Decr:
+			n += m.Incr.UDelta // wraps, as memcached's incr does
+		case m.Incr.UDelta > n:
 			n = 0 // memcached's decr floors at zero
 		default:
-			n -= m.UDelta
+			n -= m.Incr.UDelta
 		}
 		v = strconv.AppendUint(nil, n, 10)
 	} else {
@@ -255,14 +255,14 @@ func (rs *resolver) incr(m *Mutation, res *Result) {
 			res.Err = ErrNotInteger
 			return
 		}
-		if (m.Delta > 0 && n > math.MaxInt64-m.Delta) || (m.Delta < 0 && n < math.MinInt64-m.Delta) {
+		if (m.Incr.Delta > 0 && n > math.MaxInt64-m.Incr.Delta) || (m.Incr.Delta < 0 && n < math.MinInt64-m.Incr.Delta) {
 			res.Err = ErrOverflow
 			return
 		}
-		v = strconv.AppendInt(nil, n+m.Delta, 10)
+		v = strconv.AppendInt(nil, n+m.Incr.Delta, 10)
 	}
 	it.Value = v
-	if m.SetExpiry {
+	if m.Touch {
 		it.Expires = m.Expires
 	}
 	res.New, res.NewFound = rs.put(m.Table, m.Key, it), true
@@ -326,13 +326,13 @@ func formatLongDouble(f *big.Float) []byte {
 func (rs *resolver) concat(m *Mutation, res *Result) {
 	it := res.Old
 	if !res.OldFound {
-		if !m.Create {
+		if !m.Edit.Create {
 			res.Err = ErrNotFound
 			return
 		}
 		it = Item{Flags: m.Flags, Expires: m.Expires}
 	}
-	if m.MaxSize > 0 && len(it.Value)+len(m.Value) > m.MaxSize {
+	if m.Edit.MaxSize > 0 && len(it.Value)+len(m.Value) > m.Edit.MaxSize {
 		res.Err = ErrTooLarge
 		return
 	}
@@ -347,7 +347,7 @@ func (rs *resolver) concat(m *Mutation, res *Result) {
 }
 
 func (rs *resolver) setRange(m *Mutation, res *Result) {
-	if m.Offset < 0 {
+	if m.Edit.Offset < 0 {
 		res.Err = ErrInvalid
 		return
 	}
@@ -357,18 +357,18 @@ func (rs *resolver) setRange(m *Mutation, res *Result) {
 		return
 	}
 	limit := int64(math.MaxInt32) // without MaxSize, still never trust a caller's offset (decoded log entries)
-	if m.MaxSize > 0 {
-		limit = int64(m.MaxSize)
+	if m.Edit.MaxSize > 0 {
+		limit = int64(m.Edit.MaxSize)
 	}
-	end := m.Offset + int64(len(m.Value))
-	if end < m.Offset || end > limit { // end < Offset: the sum overflowed
+	end := m.Edit.Offset + int64(len(m.Value))
+	if end < m.Edit.Offset || end > limit { // end < Offset: the sum overflowed
 		res.Err = ErrTooLarge
 		return
 	}
 	n := max(int64(len(it.Value)), end)
 	v := make([]byte, n)
 	copy(v, it.Value)
-	copy(v[m.Offset:], m.Value)
+	copy(v[m.Edit.Offset:], m.Value)
 	it.Value = v
 	res.New, res.NewFound = rs.put(m.Table, m.Key, it), true
 }
@@ -380,7 +380,7 @@ func (rs *resolver) expire(m *Mutation, res *Result) {
 	}
 	cur := res.Old.Expires
 	ok := true
-	switch m.ExpireCond {
+	switch m.Expire.Cond {
 	case ExpNX:
 		ok = cur == 0
 	case ExpXX:
@@ -411,7 +411,7 @@ func (rs *resolver) move(m *Mutation, res Result) (Result, error) {
 		res.Err = ErrNotFound
 		return res, nil
 	}
-	if m.Table == m.Table2 && string(m.Key) == string(m.Key2) {
+	if m.Table == m.Target.Table && string(m.Key) == string(m.Target.Key) {
 		if m.Cond == CondAbsent {
 			res.Err = ErrExists
 		} else {
@@ -419,7 +419,7 @@ func (rs *resolver) move(m *Mutation, res Result) (Result, error) {
 		}
 		return res, nil
 	}
-	dst, dfound, err := rs.get(m.Table2, m.Key2)
+	dst, dfound, err := rs.get(m.Target.Table, m.Target.Key)
 	if err != nil {
 		return res, err
 	}
@@ -431,7 +431,7 @@ func (rs *resolver) move(m *Mutation, res Result) (Result, error) {
 	if m.Op == OpRename {
 		rs.del(m.Table, m.Key)
 	}
-	res.New, res.NewFound = rs.put(m.Table2, m.Key2, it), true
+	res.New, res.NewFound = rs.put(m.Target.Table, m.Target.Key, it), true
 	return res, nil
 }
 

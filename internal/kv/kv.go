@@ -156,7 +156,7 @@ func (s *Store) Apply(ctx context.Context, muts []engine.Mutation) ([]engine.Res
 		if err := s.CheckKey(m.Key); err != nil {
 			return nil, err
 		}
-		if err := s.CheckKey(m.Key2); err != nil {
+		if err := s.CheckKey(m.Target.Key); err != nil {
 			return nil, err
 		}
 		if len(m.Value) > s.limits.MaxValue {
@@ -167,8 +167,8 @@ func (s *Store) Apply(ctx context.Context, muts []engine.Mutation) ([]engine.Res
 		}
 		switch m.Op {
 		case engine.OpAppend, engine.OpPrepend, engine.OpSetRange:
-			if m.MaxSize <= 0 || m.MaxSize > s.limits.MaxValue { // a protocol may bound it tighter (memcached -I)
-				m.MaxSize = s.limits.MaxValue
+			if m.Edit.MaxSize <= 0 || m.Edit.MaxSize > s.limits.MaxValue { // a protocol may bound it tighter (memcached -I)
+				m.Edit.MaxSize = s.limits.MaxValue
 			}
 		}
 	}

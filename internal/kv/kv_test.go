@@ -37,7 +37,7 @@ func TestLimitsRejectWholeBatch(t *testing.T) {
 		{[]engine.Mutation{set("ok", "v"), set("k", "123456789")}, kv.ErrValueTooLarge},
 		{[]engine.Mutation{set("a", ""), set("b", ""), set("c", ""), set("d", "")}, kv.ErrBatchTooLarge},
 		{[]engine.Mutation{{Op: engine.OpSet, Key: []byte("k")}}, kv.ErrEmptyTable},
-		{[]engine.Mutation{{Op: engine.OpRename, Table: "t", Key: []byte("k"), Table2: "t", Key2: []byte("12345")}}, kv.ErrKeyTooLarge},
+		{[]engine.Mutation{{Op: engine.OpRename, Table: "t", Key: []byte("k"), Target: engine.Target{Table: "t", Key: []byte("12345")}}}, kv.ErrKeyTooLarge},
 	}
 	for i, c := range cases {
 		if _, err := s.Apply(ctx, c.muts); !errors.Is(err, c.want) {
@@ -54,7 +54,7 @@ func TestLimitsRejectWholeBatch(t *testing.T) {
 		t.Fatalf("append past the limit: %v", r.Err)
 	}
 	// A protocol's tighter bound (memcached's item size) is kept, not widened to MaxValue.
-	r = s.Apply1(ctx, engine.Mutation{Op: engine.OpAppend, Table: "t", Key: []byte("a"), Value: []byte("5"), MaxSize: 4})
+	r = s.Apply1(ctx, engine.Mutation{Op: engine.OpAppend, Table: "t", Key: []byte("a"), Value: []byte("5"), Edit: engine.EditArgs{MaxSize: 4}})
 	if !errors.Is(r.Err, engine.ErrTooLarge) {
 		t.Fatalf("append past the caller's MaxSize: %v", r.Err)
 	}

@@ -160,7 +160,7 @@ func testSetGet(t *testing.T, e engine.Engine) {
 		t.Fatalf("overwritten item kept metadata: %+v", it)
 	}
 	// A blind set writes without reading: no old item in its result, the same item stored.
-	r = apply(t, e, engine.Mutation{Op: engine.OpSet, Table: "default", Key: []byte(bin), Value: []byte("b"), Blind: true})
+	r = apply(t, e, engine.Mutation{Op: engine.OpSet, Table: "default", Key: []byte(bin), Value: []byte("b"), Set: engine.SetArgs{Blind: true}})
 	if r[0].OldFound || !r[0].NewFound || r[0].New.Version == 0 {
 		t.Fatalf("blind set result = %+v", r[0])
 	}
@@ -170,7 +170,7 @@ func testSetGet(t *testing.T, e engine.Engine) {
 	wantValue(t, e, "default", "empty", "")
 	// KeepTTL keeps the expiry of the old item.
 	apply(t, e, engine.Mutation{Op: engine.OpSet, Table: "default", Key: []byte("k"), Value: []byte("1"), Expires: now + 9000})
-	apply(t, e, engine.Mutation{Op: engine.OpSet, Table: "default", Key: []byte("k"), Value: []byte("2"), KeepTTL: true})
+	apply(t, e, engine.Mutation{Op: engine.OpSet, Table: "default", Key: []byte("k"), Value: []byte("2"), Set: engine.SetArgs{KeepTTL: true}})
 	if it := wantValue(t, e, "default", "k", "2"); it.Expires != now+9000 {
 		t.Fatalf("KeepTTL lost expiry: %+v", it)
 	}
@@ -260,7 +260,7 @@ func testGuardAborts(t *testing.T, e engine.Engine) {
 }
 
 func incr(key string, delta int64) engine.Mutation {
-	return engine.Mutation{Op: engine.OpIncr, Table: "default", Key: []byte(key), Delta: delta, Create: true}
+	return engine.Mutation{Op: engine.OpIncr, Table: "default", Key: []byte(key), Incr: engine.IncrArgs{Delta: delta, Create: true}}
 }
 
 func testIncrSigned(t *testing.T, e engine.Engine) {
@@ -282,7 +282,7 @@ func testIncrSigned(t *testing.T, e engine.Engine) {
 		wantValue(t, e, "default", "bad", bad)
 	}
 	m := incr("absent", 1)
-	m.Create = false
+	m.Incr.Create = false
 	wantErr(t, apply(t, e, m)[0], engine.ErrNotFound)
 	// Increment keeps flags and expiry.
 	apply(t, e, engine.Mutation{Op: engine.OpSet, Table: "default", Key: []byte("f"), Value: []byte("1"), Flags: 9, Expires: now + 1000})
@@ -290,15 +290,15 @@ func testIncrSigned(t *testing.T, e engine.Engine) {
 		t.Fatalf("incr lost metadata: %+v", r.New)
 	}
 	withTTL := incr("f", 1)
-	withTTL.SetExpiry, withTTL.Expires = true, now+5000
+	withTTL.Touch, withTTL.Expires = true, now+5000
 	if r := apply(t, e, withTTL)[0]; string(r.New.Value) != "3" || r.New.Expires != now+5000 {
-		t.Fatalf("incr with SetExpiry = %+v", r.New)
+		t.Fatalf("incr with Touch = %+v", r.New)
 	}
 }
 
 func testIncrUnsigned(t *testing.T, e engine.Engine) {
 	u := func(key string, d uint64, decr bool) engine.Mutation {
-		return engine.Mutation{Op: engine.OpIncr, Table: "default", Key: []byte(key), Unsigned: true, UDelta: d, Decr: decr}
+		return engine.Mutation{Op: engine.OpIncr, Table: "default", Key: []byte(key), Incr: engine.IncrArgs{Unsigned: true, UDelta: d, Decr: decr}}
 	}
 	wantErr(t, apply(t, e, u("u", 1, false))[0], engine.ErrNotFound)
 	apply(t, e, set("default", "u", "18446744073709551615"))
@@ -315,7 +315,7 @@ func testIncrUnsigned(t *testing.T, e engine.Engine) {
 	apply(t, e, set("default", "neg", "-1"))
 	wantErr(t, apply(t, e, u("neg", 1, false))[0], engine.ErrNotInteger)
 	viv := u("viv", 3, false)
-	viv.Create, viv.Initial, viv.Expires = true, 42, now+100
+	viv.Incr.Create, viv.Incr.Initial, viv.Expires = true, 42, now+100
 	if r := apply(t, e, viv)[0]; string(r.New.Value) != "42" || r.New.Expires != now+100 {
 		t.Fatalf("vivify = %+v", r)
 	}
@@ -355,38 +355,38 @@ func testIncrFloat(t *testing.T, e engine.Engine) {
 func testAppendPrepend(t *testing.T, e engine.Engine) {
 	ap := engine.Mutation{Op: engine.OpAppend, Table: "default", Key: []byte("a"), Value: []byte("lo")}
 	wantErr(t, apply(t, e, ap)[0], engine.ErrNotFound)
-	ap.Create = true
+	ap.Edit.Create = true
 	if r := apply(t, e, ap)[0]; string(r.New.Value) != "lo" {
 		t.Fatalf("append create = %+v", r)
 	}
 	pre := engine.Mutation{Op: engine.OpPrepend, Table: "default", Key: []byte("a"), Value: []byte("hel")}
 	apply(t, e, pre)
 	wantValue(t, e, "default", "a", "hello")
-	ap.MaxSize = 6
+	ap.Edit.MaxSize = 6
 	wantErr(t, apply(t, e, ap)[0], engine.ErrTooLarge)
 	wantValue(t, e, "default", "a", "hello")
 }
 
 func testSetRange(t *testing.T, e engine.Engine) {
-	sr := engine.Mutation{Op: engine.OpSetRange, Table: "default", Key: []byte("s"), Offset: 3, Value: []byte("ab")}
+	sr := engine.Mutation{Op: engine.OpSetRange, Table: "default", Key: []byte("s"), Edit: engine.EditArgs{Offset: 3}, Value: []byte("ab")}
 	apply(t, e, sr)
 	wantValue(t, e, "default", "s", "\x00\x00\x00ab")
-	sr.Offset, sr.Value = 1, []byte("Z")
+	sr.Edit.Offset, sr.Value = 1, []byte("Z")
 	apply(t, e, sr)
 	wantValue(t, e, "default", "s", "\x00Z\x00ab")
 	sr.Value = nil
 	if r := apply(t, e, sr)[0]; r.Err != nil || len(r.New.Value) != 5 {
 		t.Fatalf("empty setrange = %+v", r)
 	}
-	sr.Offset, sr.Value, sr.MaxSize = 10, []byte("x"), 10
+	sr.Edit.Offset, sr.Value, sr.Edit.MaxSize = 10, []byte("x"), 10
 	wantErr(t, apply(t, e, sr)[0], engine.ErrTooLarge)
-	sr.Offset, sr.MaxSize = math.MaxInt64, 0 // the end overflows: refused, never a panic
+	sr.Edit.Offset, sr.Edit.MaxSize = math.MaxInt64, 0 // the end overflows: refused, never a panic
 	wantErr(t, apply(t, e, sr)[0], engine.ErrTooLarge)
 }
 
 func testExpire(t *testing.T, e engine.Engine) {
 	exp := func(at int64, c engine.ExpireCond) engine.Mutation {
-		return engine.Mutation{Op: engine.OpExpire, Table: "default", Key: []byte("x"), Expires: at, ExpireCond: c}
+		return engine.Mutation{Op: engine.OpExpire, Table: "default", Key: []byte("x"), Expires: at, Expire: engine.ExpireArgs{Cond: c}}
 	}
 	wantErr(t, apply(t, e, exp(now+10, engine.ExpAlways))[0], engine.ErrNotFound)
 	apply(t, e, set("default", "x", "v"))
@@ -413,7 +413,7 @@ func testExpire(t *testing.T, e engine.Engine) {
 	wantMissing(t, e, "default", "x")
 	// GETEX-style read that sets expiry.
 	apply(t, e, set("default", "g", "v"))
-	r := apply(t, e, engine.Mutation{Op: engine.OpGet, Table: "default", Key: []byte("g"), SetExpiry: true, Expires: now + 7})
+	r := apply(t, e, engine.Mutation{Op: engine.OpGet, Table: "default", Key: []byte("g"), Touch: true, Expires: now + 7})
 	if r[0].Err != nil || string(r[0].New.Value) != "v" || r[0].New.Expires != now+7 {
 		t.Fatalf("getex = %+v", r[0])
 	}
@@ -421,7 +421,7 @@ func testExpire(t *testing.T, e engine.Engine) {
 
 func testRenameCopy(t *testing.T, e engine.Engine) {
 	mv := func(op engine.Op, from, to string, c engine.Cond) engine.Mutation {
-		return engine.Mutation{Op: op, Table: "default", Key: []byte(from), Table2: "default", Key2: []byte(to), Cond: c}
+		return engine.Mutation{Op: op, Table: "default", Key: []byte(from), Target: engine.Target{Table: "default", Key: []byte(to)}, Cond: c}
 	}
 	wantErr(t, apply(t, e, mv(engine.OpRename, "src", "dst", 0))[0], engine.ErrNotFound)
 	apply(t, e, engine.Mutation{Op: engine.OpSet, Table: "default", Key: []byte("src"), Value: []byte("v"), Expires: now + 99, Flags: 3})
@@ -439,7 +439,7 @@ func testRenameCopy(t *testing.T, e engine.Engine) {
 	wantValue(t, e, "default", "dst", "v")
 	wantValue(t, e, "default", "cp", "v")
 	m := mv(engine.OpCopy, "dst", "x", 0)
-	m.Table2 = "db1"
+	m.Target.Table = "db1"
 	wantErr(t, apply(t, e, m)[0], nil)
 	wantValue(t, e, "db1", "x", "v")
 }

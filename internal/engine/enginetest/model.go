@@ -97,15 +97,16 @@ func randomMutation(rng *rand.Rand, tables, keys []string) engine.Mutation {
 		m.Cond, m.Version = engine.CondVersion, uint64(1+rng.Intn(2)*1_000_000) // 1: current, else stale
 	}
 	m.Guard = rng.Intn(8) == 0
-	m.KeepTTL = rng.Intn(2) == 0
-	m.Blind = rng.Intn(2) == 0
-	m.Create = rng.Intn(2) == 0
-	m.SetExpiry = rng.Intn(3) == 0
-	m.Unsigned = rng.Intn(2) == 0
-	m.Decr = rng.Intn(2) == 0
-	m.Delta = int64(rng.Intn(7) - 3)
-	m.UDelta = uint64(rng.Intn(5))
-	m.Initial = uint64(rng.Intn(5))
+	m.Set.KeepTTL = rng.Intn(2) == 0
+	m.Set.Blind = rng.Intn(2) == 0
+	m.Incr.Create = rng.Intn(2) == 0
+	m.Edit.Create = rng.Intn(2) == 0
+	m.Touch = rng.Intn(3) == 0
+	m.Incr.Unsigned = rng.Intn(2) == 0
+	m.Incr.Decr = rng.Intn(2) == 0
+	m.Incr.Delta = int64(rng.Intn(7) - 3)
+	m.Incr.UDelta = uint64(rng.Intn(5))
+	m.Incr.Initial = uint64(rng.Intn(5))
 	if m.Op == engine.OpIncrFloat {
 		m.Value = []byte([]string{"0.5", "-1", "abc", "1e3"}[rng.Intn(4)])
 	}
@@ -114,11 +115,11 @@ func randomMutation(rng *rand.Rand, tables, keys []string) engine.Mutation {
 	} else if rng.Intn(4) == 0 {
 		m.Group = uint32(1 + rng.Intn(2))
 	}
-	m.Offset = int64(rng.Intn(4))
-	m.MaxSize = rng.Intn(2) * 8
-	m.ExpireCond = engine.ExpireCond(rng.Intn(6))
-	m.Table2 = tables[rng.Intn(len(tables))]
-	m.Key2 = []byte(keys[rng.Intn(len(keys))])
+	m.Edit.Offset = int64(rng.Intn(4))
+	m.Edit.MaxSize = rng.Intn(2) * 8
+	m.Expire.Cond = engine.ExpireCond(rng.Intn(6))
+	m.Target.Table = tables[rng.Intn(len(tables))]
+	m.Target.Key = []byte(keys[rng.Intn(len(keys))])
 	if m.Op == engine.OpFlush && rng.Intn(3) == 0 {
 		m.Table = ""
 	}

@@ -139,7 +139,7 @@ func TestGuardConcurrent(t *testing.T) {
 				default:
 				}
 				if _, err := s.Apply(ctx, &engine.Batch{Now: now, Muts: []engine.Mutation{
-					{Op: engine.OpIncr, Table: "t", Key: []byte("k"), Delta: 1}}}); err != nil {
+					{Op: engine.OpIncr, Table: "t", Key: []byte("k"), Incr: engine.IncrArgs{Delta: 1}}}}); err != nil {
 					t.Error(err)
 					return
 				}

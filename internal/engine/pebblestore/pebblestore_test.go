@@ -244,7 +244,7 @@ func TestGroupBatchesSeeEachOther(t *testing.T) {
 	first := applyAsync(s, set("t", "first", "1"))
 	waitFor(t, func() bool { return gfs.blocked() > 0 })
 
-	incr := engine.Mutation{Op: engine.OpIncr, Table: "t", Key: []byte("n"), Delta: 1, Create: true}
+	incr := engine.Mutation{Op: engine.OpIncr, Table: "t", Key: []byte("n"), Incr: engine.IncrArgs{Delta: 1, Create: true}}
 	batches := [][]engine.Mutation{
 		{incr},
 		{incr, set("t", "x", "1")},

@@ -112,7 +112,7 @@ func (r *request) size() int {
 	if r.batch != nil {
 		for i := range r.batch.Muts {
 			m := &r.batch.Muts[i]
-			n += len(m.Key) + len(m.Value) + len(m.Key2) + 64
+			n += len(m.Key) + len(m.Value) + len(m.Target.Key) + 64
 		}
 	}
 	return n + len(r.sweep)*64

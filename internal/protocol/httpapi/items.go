@@ -376,8 +376,7 @@ func (a *api) incr(w http.ResponseWriter, r *http.Request) error {
 	if pre.never {
 		return errPrecondition
 	}
-	res := a.store.Apply1(r.Context(), engine.Mutation{Op: engine.OpIncr, Table: table, Key: key, Delta: by,
-		Create: true, Cond: pre.cond, Version: pre.version})
+	res := a.store.Apply1(r.Context(), engine.Mutation{Op: engine.OpIncr, Table: table, Key: key, Incr: engine.IncrArgs{Delta: by, Create: true}, Cond: pre.cond, Version: pre.version})
 	if res.Err != nil {
 		return pre.fail(res.Err)
 	}

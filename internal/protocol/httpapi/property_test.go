@@ -130,7 +130,7 @@ func viaStore(f *fixture, o propOp, version uint64) string {
 	case opDelete:
 		m.Op = engine.OpDelete
 	case opIncr:
-		m.Op, m.Delta, m.Create = engine.OpIncr, o.by, true
+		m.Op, m.Incr.Delta, m.Incr.Create = engine.OpIncr, o.by, true
 	}
 	res := f.store.Apply1(ctx, m)
 	switch {

@@ -22,7 +22,7 @@ func (c *conn) mgWrite(req *request) {
 	if m.hasViv {
 		c.add(engine.Mutation{Op: engine.OpSet, Key: req.key, Value: []byte{}, Cond: engine.CondAbsent, Expires: viv})
 	}
-	c.add(engine.Mutation{Op: engine.OpGet, Key: req.key, SetExpiry: m.hasTTL, Expires: ttl})
+	c.add(engine.Mutation{Op: engine.OpGet, Key: req.key, Touch: m.hasTTL, Expires: ttl})
 }
 
 func (c *conn) mgAnswer(req *request, rs []engine.Result) {
@@ -146,7 +146,7 @@ func (c *conn) msWrite(req *request) {
 	case 'E':
 		mut.Cond = engine.CondAbsent
 	case 'A', 'P':
-		mut = engine.Mutation{Op: engine.OpAppend, Key: req.key, Value: req.data, MaxSize: c.h.maxItem}
+		mut = engine.Mutation{Op: engine.OpAppend, Key: req.key, Value: req.data, Edit: engine.EditArgs{MaxSize: c.h.maxItem}}
 		if m.mode == 'P' {
 			mut.Op = engine.OpPrepend
 		}
@@ -256,19 +256,18 @@ func (c *conn) mdAnswer(req *request, res engine.Result) {
 }
 
 // maWrite turns ma into an unsigned increment or decrement (N creates the item at J). T sets the expiry on
-// success only: the increment carries it (SetExpiry), so a failed increment leaves the TTL alone.
+// success only: the increment carries it (Touch), so a failed increment leaves the TTL alone.
 func (c *conn) maWrite(req *request) {
 	m := &req.meta
-	inc := engine.Mutation{Op: engine.OpIncr, Key: req.key, Unsigned: true, UDelta: m.delta,
-		Decr: m.mode == 'D' || m.mode == 'd' || m.mode == '-'}
+	inc := engine.Mutation{Op: engine.OpIncr, Key: req.key, Incr: engine.IncrArgs{Unsigned: true, UDelta: m.delta, Decr: m.mode == 'D' || m.mode == 'd' || m.mode == '-'}}
 	if m.hasViv {
-		inc.Create, inc.Initial, inc.Expires = true, m.init, c.expires(m.viv)
+		inc.Incr.Create, inc.Incr.Initial, inc.Expires = true, m.init, c.expires(m.viv)
 	}
 	if m.hasCas && m.cas != 0 {
 		inc.Cond, inc.Version = engine.CondVersion, m.cas
 	}
 	if m.hasTTL {
-		inc.SetExpiry, inc.Expires = true, c.expires(m.ttl) // also the expiry of an item N creates
+		inc.Touch, inc.Expires = true, c.expires(m.ttl) // also the expiry of an item N creates
 	}
 	c.enqueue(req, 1)
 	c.add(inc)

@@ -13,7 +13,7 @@ func (c *conn) textWrite(req *request) {
 	switch req.cmd {
 	case cmdSet, cmdAdd, cmdReplace:
 		m := engine.Mutation{Op: engine.OpSet, Key: req.key, Value: req.data, Flags: req.flags,
-			Expires: c.expires(req.exptime), Blind: true} // Blind counts only without a condition
+			Expires: c.expires(req.exptime), Set: engine.SetArgs{Blind: true}} // Blind counts only without a condition
 		if req.cmd == cmdAdd {
 			m.Cond = engine.CondAbsent
 		} else if req.cmd == cmdReplace {
@@ -27,14 +27,14 @@ func (c *conn) textWrite(req *request) {
 			op = engine.OpPrepend
 		}
 		c.enqueue(req, 1)
-		c.add(engine.Mutation{Op: op, Key: req.key, Value: req.data, MaxSize: c.h.maxItem})
+		c.add(engine.Mutation{Op: op, Key: req.key, Value: req.data, Edit: engine.EditArgs{MaxSize: c.h.maxItem}})
 	case cmdCas:
 		mut := casMutation(req.key, req.data, req.flags, c.expires(req.exptime), req.cas)
 		c.enqueue(req, 1)
 		c.add(mut)
 	case cmdIncr, cmdDecr:
 		c.enqueue(req, 1)
-		c.add(engine.Mutation{Op: engine.OpIncr, Key: req.key, Unsigned: true, UDelta: req.cas, Decr: req.cmd == cmdDecr})
+		c.add(engine.Mutation{Op: engine.OpIncr, Key: req.key, Incr: engine.IncrArgs{Unsigned: true, UDelta: req.cas, Decr: req.cmd == cmdDecr}})
 	case cmdDelete:
 		c.enqueue(req, 1)
 		c.add(engine.Mutation{Op: engine.OpDelete, Key: req.key})
@@ -50,7 +50,7 @@ func (c *conn) textWrite(req *request) {
 		exp := c.expires(req.exptime)
 		c.enqueue(req, n)
 		for k, rest := nextToken(req.keys); len(k) > 0; k, rest = nextToken(rest) {
-			c.add(engine.Mutation{Op: engine.OpGet, Key: k, SetExpiry: true, Expires: exp})
+			c.add(engine.Mutation{Op: engine.OpGet, Key: k, Touch: true, Expires: exp})
 		}
 	case cmdFlushAll:
 		if req.exptime > 0 {

@@ -67,7 +67,7 @@ func cmdType(s *session, args [][]byte) {
 
 func cmdRename(s *session, args [][]byte) {
 	nx := eq(args[0], "renamenx")
-	m := engine.Mutation{Op: engine.OpRename, Table: s.table(), Key: args[1], Table2: s.table(), Key2: args[2]}
+	m := engine.Mutation{Op: engine.OpRename, Table: s.table(), Key: args[1], Target: engine.Target{Table: s.table(), Key: args[2]}}
 	if nx {
 		m.Cond = engine.CondAbsent
 	}
@@ -90,7 +90,7 @@ func cmdRename(s *session, args [][]byte) {
 }
 
 func cmdCopy(s *session, args [][]byte) {
-	m := engine.Mutation{Op: engine.OpCopy, Table: s.table(), Key: args[1], Table2: s.table(), Key2: args[2], Cond: engine.CondAbsent}
+	m := engine.Mutation{Op: engine.OpCopy, Table: s.table(), Key: args[1], Target: engine.Target{Table: s.table(), Key: args[2]}, Cond: engine.CondAbsent}
 	for i := 3; i < len(args); i++ {
 		switch {
 		case eq(args[i], "replace"):
@@ -105,14 +105,14 @@ func cmdCopy(s *session, args [][]byte) {
 				s.fail("ERR DB index is out of range")
 				return
 			}
-			m.Table2 = table(int(n))
+			m.Target.Table = table(int(n))
 			i++
 		default:
 			s.fail(errSyntax)
 			return
 		}
 	}
-	if m.Table == m.Table2 && string(m.Key) == string(m.Key2) {
+	if m.Table == m.Target.Table && string(m.Key) == string(m.Target.Key) {
 		s.fail("ERR source and destination objects are the same")
 		return
 	}
@@ -165,15 +165,15 @@ func cmdExpire(s *session, args [][]byte) {
 		s.fail("ERR GT and LT options at the same time are not compatible")
 		return
 	case nx:
-		m.ExpireCond = engine.ExpNX
+		m.Expire.Cond = engine.ExpNX
 	case gt: // GT already requires an expiry, so XX adds nothing
-		m.ExpireCond = engine.ExpGT
+		m.Expire.Cond = engine.ExpGT
 	case lt && xx:
-		m.ExpireCond = engine.ExpXXLT
+		m.Expire.Cond = engine.ExpXXLT
 	case lt:
-		m.ExpireCond = engine.ExpLT
+		m.Expire.Cond = engine.ExpLT
 	case xx:
-		m.ExpireCond = engine.ExpXX
+		m.Expire.Cond = engine.ExpXX
 	}
 	ms, ok := s.absExpiry(map[string]string{"expire": "ex", "pexpire": "px", "expireat": "exat"}[name], n)
 	if !ok {
@@ -189,7 +189,7 @@ func cmdExpire(s *session, args [][]byte) {
 }
 
 func cmdPersist(s *session, args [][]byte) {
-	s.add(engine.Mutation{Op: engine.OpExpire, Table: s.table(), Key: args[1], ExpireCond: engine.ExpXX})
+	s.add(engine.Mutation{Op: engine.OpExpire, Table: s.table(), Key: args[1], Expire: engine.ExpireArgs{Cond: engine.ExpXX}})
 	s.plan(1, replyOneIfOK)
 }
 

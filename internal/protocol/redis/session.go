@@ -227,7 +227,7 @@ func (s *session) run(guards []engine.Mutation) ([]engine.Result, error) {
 
 func plainReads(muts []engine.Mutation) bool {
 	for i := range muts {
-		if muts[i].Op != engine.OpGet || muts[i].SetExpiry {
+		if muts[i].Op != engine.OpGet || muts[i].Touch {
 			return false
 		}
 	}

@@ -192,7 +192,7 @@ func cmdSet(s *session, args [][]byte) {
 		case eq(a, "get"):
 			get = true
 		case eq(a, "keepttl") && !expSeen:
-			m.KeepTTL, expSeen = true, true
+			m.Set.KeepTTL, expSeen = true, true
 		case isExpiryOpt(a) && !expSeen && i+1 < len(args):
 			at, ok := s.expiryOpt(a, args[i+1], "set")
 			if !ok {
@@ -205,7 +205,7 @@ func cmdSet(s *session, args [][]byte) {
 			return
 		}
 	}
-	m.Blind = !get
+	m.Set.Blind = !get
 	s.add(m)
 	switch {
 	case get:
@@ -244,7 +244,7 @@ func cmdSetEX(s *session, args [][]byte) {
 		s.fail("ERR invalid expire time in '" + name + "' command")
 		return
 	}
-	s.add(engine.Mutation{Op: engine.OpSet, Table: s.table(), Key: args[1], Value: args[3], Expires: at, Blind: true})
+	s.add(engine.Mutation{Op: engine.OpSet, Table: s.table(), Key: args[1], Value: args[3], Expires: at, Set: engine.SetArgs{Blind: true}})
 	s.plan(1, nil)
 }
 
@@ -266,14 +266,14 @@ func cmdGetEx(s *session, args [][]byte) {
 	for i := 2; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case eq(a, "persist") && !m.SetExpiry:
-			m.SetExpiry, m.Expires = true, 0
-		case isExpiryOpt(a) && !m.SetExpiry && i+1 < len(args):
+		case eq(a, "persist") && !m.Touch:
+			m.Touch, m.Expires = true, 0
+		case isExpiryOpt(a) && !m.Touch && i+1 < len(args):
 			at, ok := s.expiryOpt(a, args[i+1], "getex")
 			if !ok {
 				return
 			}
-			m.SetExpiry, m.Expires = true, at
+			m.Touch, m.Expires = true, at
 			i++
 		default:
 			s.fail(errSyntax)
@@ -317,7 +317,7 @@ func (s *session) checkPairs(args [][]byte) bool {
 // addSets adds one set per pair, in a guard group when group is non-zero.
 func (s *session) addSets(args [][]byte, group uint32) {
 	for i := 1; i < len(args); i += 2 {
-		s.add(engine.Mutation{Op: engine.OpSet, Table: s.table(), Key: args[i], Value: args[i+1], Group: group, Blind: true})
+		s.add(engine.Mutation{Op: engine.OpSet, Table: s.table(), Key: args[i], Value: args[i+1], Group: group, Set: engine.SetArgs{Blind: true}})
 	}
 }
 
@@ -364,7 +364,7 @@ func cmdAppend(s *session, args [][]byte) {
 	if s.valueTooBig(args[2]) {
 		return
 	}
-	s.add(engine.Mutation{Op: engine.OpAppend, Table: s.table(), Key: args[1], Value: args[2], Create: true})
+	s.add(engine.Mutation{Op: engine.OpAppend, Table: s.table(), Key: args[1], Value: args[2], Edit: engine.EditArgs{Create: true}})
 	s.plan(1, replyNewLen)
 }
 
@@ -417,7 +417,7 @@ func cmdSetRange(s *session, args [][]byte) {
 		s.fail("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
 		return
 	}
-	s.add(engine.Mutation{Op: engine.OpSetRange, Table: s.table(), Key: args[1], Value: args[3], Offset: off})
+	s.add(engine.Mutation{Op: engine.OpSetRange, Table: s.table(), Key: args[1], Value: args[3], Edit: engine.EditArgs{Offset: off}})
 	s.plan(1, func(w *resp.Writer, res []engine.Result) {
 		if r := res[0]; r.Err != nil {
 			w.Error(errText(r.Err))
@@ -445,7 +445,7 @@ func cmdIncr(s *session, args [][]byte) {
 		}
 		delta = -delta
 	}
-	s.add(engine.Mutation{Op: engine.OpIncr, Table: s.table(), Key: args[1], Delta: delta, Create: true})
+	s.add(engine.Mutation{Op: engine.OpIncr, Table: s.table(), Key: args[1], Incr: engine.IncrArgs{Delta: delta, Create: true}})
 	s.plan(1, replyNewInt)
 }
 
