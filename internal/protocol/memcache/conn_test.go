@@ -8,10 +8,12 @@ import (
 	"log/slog"
 	"net"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"anykv/internal/engine"
 	"anykv/internal/engine/memstore"
 	"anykv/internal/kv"
 	"anykv/internal/metrics"
@@ -137,9 +139,25 @@ func TestReject(t *testing.T) {
 	}
 }
 
-// TestShutdownAnswersWhatWasRead checks that a server shutdown lets a connection answer its last requests.
+// gatedEngine holds every Apply until release is closed, telling entered when one arrives.
+type gatedEngine struct {
+	engine.Engine
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedEngine) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, error) {
+	g.entered <- struct{}{}
+	<-g.release
+	return g.Engine.Apply(ctx, b)
+}
+
+// TestShutdownAnswersWhatWasRead: a shutdown that begins while a connection's requests are read but not yet
+// answered (its write is held inside the engine, and a read waits behind it) lets the connection execute and
+// answer all of them before it is closed.
 func TestShutdownAnswersWhatWasRead(t *testing.T) {
-	store := kv.New(memstore.New(), kv.Options{SweepInterval: -1})
+	gate := &gatedEngine{Engine: memstore.New(), entered: make(chan struct{}, 1), release: make(chan struct{})}
+	store := kv.New(gate, kv.Options{SweepInterval: -1})
 	defer store.Close()
 	h := New(store, Options{})
 	srv := server.New(slog.New(slog.DiscardHandler))
@@ -147,11 +165,36 @@ func TestShutdownAnswersWhatWasRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := dial(t, addr.String())
-	cl.roundTrip([]byte("set a 0 0 1\r\nx\r\n"))
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(ctx); err != nil {
+	c, err := net.Dial("tcp", addr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("set a 0 0 1\r\nx\r\nget a\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	<-gate.entered // the set is inside the engine; the get was read with it and waits
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		done <- srv.Shutdown(ctx)
+	}()
+	for { // the shutdown has begun once the listener refuses new connections
+		probe, err := net.Dial("tcp", addr.String())
+		if err != nil {
+			break
+		}
+		probe.Close()
+		runtime.Gosched()
+	}
+	close(gate.release)
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got, _ := io.ReadAll(c) // the server closes the connection once it answered
+	if want := "STORED\r\nVALUE a 0 1\r\nx\r\nEND\r\n"; string(got) != want {
+		t.Fatalf("replies %q, want %q", got, want)
+	}
+	if err := <-done; err != nil {
 		t.Fatalf("shutdown: %v", err)
 	}
 	if _, err := store.Get(context.Background(), "default", []byte("a")); err != nil {
