@@ -6,15 +6,24 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 )
 
-// lineHandler answers each line with "ok <line>"; "panic" panics and "slow" takes 200ms.
-type lineHandler struct{}
+// lineHandler answers each line with "ok <line>"; "panic" panics, and "slow" tells entered it arrived and
+// waits for release before answering.
+type lineHandler struct {
+	entered chan struct{}
+	release chan struct{}
+}
 
-func (lineHandler) ServeConn(ctx context.Context, c net.Conn) {
+func newLineHandler() *lineHandler {
+	return &lineHandler{entered: make(chan struct{}, 1), release: make(chan struct{})}
+}
+
+func (h *lineHandler) ServeConn(ctx context.Context, c net.Conn) {
 	r := bufio.NewReader(c)
 	for ctx.Err() == nil {
 		line, err := r.ReadString('\n')
@@ -25,13 +34,14 @@ func (lineHandler) ServeConn(ctx context.Context, c net.Conn) {
 		case "panic":
 			panic("boom")
 		case "slow":
-			time.Sleep(200 * time.Millisecond)
+			h.entered <- struct{}{}
+			<-h.release
 		}
 		c.Write([]byte("ok " + line))
 	}
 }
 
-func (lineHandler) Reject(c net.Conn) { c.Write([]byte("full\n")) }
+func (*lineHandler) Reject(c net.Conn) { c.Write([]byte("full\n")) }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
@@ -55,7 +65,7 @@ func roundTrip(t *testing.T, c net.Conn, r *bufio.Reader, line string) string {
 
 func TestLimitRejectAndPanicIsolation(t *testing.T) {
 	s := New(quiet())
-	addr, counts, err := s.Listen("line", "127.0.0.1:0", lineHandler{}, 2)
+	addr, counts, err := s.Listen("line", "127.0.0.1:0", newLineHandler(), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,18 +99,30 @@ func TestLimitRejectAndPanicIsolation(t *testing.T) {
 
 func TestShutdownFinishesInFlightRequest(t *testing.T) {
 	s := New(quiet())
-	addr, _, err := s.Listen("line", "127.0.0.1:0", lineHandler{}, 0)
+	h := newLineHandler()
+	addr, _, err := s.Listen("line", "127.0.0.1:0", h, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c, r := dial(t, addr)
 	c.Write([]byte("slow\n"))
-	time.Sleep(50 * time.Millisecond) // the handler is inside the slow request
-	if err := s.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
+	<-h.entered // the handler is inside the slow request
+	done := make(chan error, 1)
+	go func() { done <- s.Shutdown(context.Background()) }()
+	for { // the shutdown has begun once the listener refuses new connections
+		probe, err := net.Dial("tcp", addr.String())
+		if err != nil {
+			break
+		}
+		probe.Close()
+		runtime.Gosched()
 	}
+	close(h.release)
 	if got, _ := r.ReadString('\n'); got != "ok slow\n" {
 		t.Fatalf("in-flight request during shutdown got %q", got)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 	if _, err := net.DialTimeout("tcp", addr.String(), time.Second); err == nil {
 		t.Fatal("still accepting after shutdown")
@@ -110,11 +132,11 @@ func TestShutdownFinishesInFlightRequest(t *testing.T) {
 func TestAddressInUse(t *testing.T) {
 	s := New(quiet())
 	defer s.Shutdown(context.Background())
-	addr, _, err := s.Listen("line", "127.0.0.1:0", lineHandler{}, 0)
+	addr, _, err := s.Listen("line", "127.0.0.1:0", newLineHandler(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Listen("line", addr.String(), lineHandler{}, 0); err == nil || !strings.Contains(err.Error(), "cannot listen on") {
+	if _, _, err := s.Listen("line", addr.String(), newLineHandler(), 0); err == nil || !strings.Contains(err.Error(), "cannot listen on") {
 		t.Fatalf("second listen on %s: %v", addr, err)
 	}
 }
