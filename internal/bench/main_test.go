@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -195,21 +196,17 @@ func TestInterruptTearsDown(t *testing.T) {
 		done <- Main(ctx, []string{"--deploy", "redis-nopersist", "--workload", "ycsb-a", "--records", "1000000",
 			"--threads", "2"}, &stdout, &stderr)
 	}()
-	// Wait until the server is up, then interrupt.
-	deadline := time.Now().Add(30 * time.Second)
-	re := regexp.MustCompile(`ready at resp://(127\.0\.0\.1:\d+)`)
-	var addr string
-	for addr == "" && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-		if m := re.FindStringSubmatch(stderr.String()); m != nil {
-			addr = m[1]
-		}
-	}
-	if addr == "" {
+	// Wait until the server is up and the load phase has stored keys, then interrupt.
+	m, ok := stderr.wait(regexp.MustCompile(`ready at resp://(127\.0\.0\.1:\d+)`), 30*time.Second)
+	if !ok {
 		cancel()
 		t.Fatalf("server never came up: %s", stderr.String())
 	}
-	time.Sleep(300 * time.Millisecond)
+	addr := m[1]
+	if !loading(addr, 30*time.Second) {
+		cancel()
+		t.Fatalf("the load phase never stored a key: %s", stderr.String())
+	}
 	cancel()
 	select {
 	case code := <-done:
@@ -251,15 +248,23 @@ func TestProgressLine(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine; wait blocks until its text matches.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	changed chan struct{} // signalled (without blocking) after each write
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.changed == nil {
+		s.changed = make(chan struct{}, 1)
+	}
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
 	return s.b.Write(p)
 }
 
@@ -267,6 +272,50 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// wait returns re's submatches once the written text matches, or false after timeout.
+func (s *syncBuffer) wait(re *regexp.Regexp, timeout time.Duration) ([]string, bool) {
+	s.mu.Lock()
+	if s.changed == nil {
+		s.changed = make(chan struct{}, 1)
+	}
+	changed := s.changed
+	s.mu.Unlock()
+	expire := time.After(timeout)
+	for {
+		if m := re.FindStringSubmatch(s.String()); m != nil {
+			return m, true
+		}
+		select {
+		case <-changed:
+		case <-expire:
+			return nil, false
+		}
+	}
+}
+
+// loading reports whether the Redis server at addr holds at least one key within timeout (asking DBSIZE).
+func loading(addr string, timeout time.Duration) bool {
+	c, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(timeout))
+	r := bufio.NewReader(c)
+	for {
+		if _, err := c.Write([]byte("DBSIZE\r\n")); err != nil {
+			return false
+		}
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return false
+		}
+		if line != ":0\r\n" {
+			return strings.HasPrefix(line, ":")
+		}
+	}
 }
 
 // slowNoop is a driver whose only working operation is a 1ms no-op.
