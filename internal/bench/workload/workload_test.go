@@ -266,16 +266,12 @@ func TestDurationCapAndOpenLoop(t *testing.T) {
 	m.delay = 2 * time.Millisecond
 	r := NewRunner("mem", m, Config{Duration: 150 * time.Millisecond})
 	r.workload = "x"
-	start := time.Now()
-	err := r.Phase(context.Background(), Phase{Name: "p", Threads: 2, Ops: 1 << 40,
+	err := r.Phase(context.Background(), Phase{Name: "p", Threads: 2, Ops: 1 << 40, // without the cap: hours
 		Op: func(w *Worker, i int64) Outcome { return w.Noop("noop") }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if el := time.Since(start); el > 2*time.Second {
-		t.Errorf("duration cap ignored: %v", el)
-	}
-	if res := r.Results[0]; !res.Partial || res.Ops == 0 {
+	if res := r.Results[0]; !res.Partial || res.Ops == 0 || res.Ops >= 1<<40 {
 		t.Errorf("capped phase: %+v", res)
 	}
 
@@ -291,21 +287,23 @@ func TestDurationCapAndOpenLoop(t *testing.T) {
 	rc.Phase(context.Background(), Phase{Name: "closed", Threads: 1, Ops: 40,
 		Op: func(w *Worker, i int64) Outcome { return w.Noop("noop") }})
 	open, closed := ro.Results[0].Hist, rc.Results[0].Hist
-	if closed.Quantile(99) > 100*time.Millisecond {
-		t.Fatalf("closed loop p99 %v", closed.Quantile(99))
+	// Lower bounds only, which a loaded machine can only raise: the 40th request was due at 97.5ms, but one
+	// worker serving 10ms requests cannot start it before 390ms, so measured from its intended send time its
+	// latency is at least 302.5ms; measured from its actual send (the mistake), about 10ms.
+	if open.Max() < 300*time.Millisecond {
+		t.Errorf("open loop hides queueing: max %v (closed max %v)", open.Max(), closed.Max())
 	}
-	// The 40th request was due at 97.5ms but starts around 390ms.
-	if open.Max() < 200*time.Millisecond || open.Quantile(50) < 3*closed.Quantile(50) {
-		t.Errorf("open loop hides queueing: p50 %v max %v (closed p50 %v)", open.Quantile(50), open.Max(), closed.Quantile(50))
+	if closed.Max() < 10*time.Millisecond {
+		t.Errorf("closed loop faster than the server: max %v", closed.Max())
 	}
 
-	// A fast server is paced to the rate.
+	// A fast server is paced to the rate: the 41st op is due 200ms after the start, so no sooner.
 	ro2 := NewRunner("fast", newMem(), Config{Rate: 200})
-	start = time.Now()
+	start := time.Now()
 	ro2.Phase(context.Background(), Phase{Name: "paced", Threads: 4, Ops: 41,
 		Op: func(w *Worker, i int64) Outcome { return w.Noop("noop") }})
-	if el := time.Since(start); el < 190*time.Millisecond || el > 2*time.Second {
-		t.Errorf("41 ops at 200/s took %v, want ~200ms", el)
+	if el := time.Since(start); el < 195*time.Millisecond {
+		t.Errorf("41 ops at 200/s took %v: not paced", el)
 	}
 }
 
@@ -316,13 +314,9 @@ func TestCancelStopsPromptly(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
 	w, _ := Lookup("ycsb-a")
-	start := time.Now()
-	err := r.Run(ctx, w)
+	err := r.Run(ctx, w) // 1<<30 records at 1ms each: without the cancel, weeks
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err %v", err)
-	}
-	if time.Since(start) > 3*time.Second {
-		t.Errorf("cancel took %v", time.Since(start))
 	}
 	if len(r.Results) != 1 || !r.Results[0].Partial || r.Results[0].Errs != 0 {
 		t.Errorf("interrupted phase: %+v", r.Results)
