@@ -69,6 +69,11 @@ func (c *Cache) shard(s string) *shard {
 // Absent keys are cached too (as an item with version 0, which no stored item has): reads of missing keys are
 // as common as reads of present ones in a cache workload.
 func (c *Cache) Get(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
+	if engine.IsInternalTable(table) {
+		// Members of collections are written by ops addressed to their collection's key, so the cache could not
+		// tell which member slots a batch changes: they are always read from the engine.
+		return c.eng.Get(ctx, table, key, now)
+	}
 	var buf [128]byte
 	b := appendSlot(buf[:0], table, key)
 	sh := &c.shards[maphash.Bytes(c.seed, b)%shards]

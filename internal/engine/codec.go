@@ -24,6 +24,7 @@ const (
 	fUnsigned
 	fDecr
 	fCreate
+	fAnyKind
 )
 
 // AppendBatch appends the binary encoding of b to dst. The encoding is what a replication log carries; it is
@@ -49,7 +50,7 @@ func usesItem(m *Mutation) (value, flags, expires bool) {
 	switch m.Op {
 	case OpSet, OpAppend, OpPrepend:
 		return true, true, true
-	case OpSetRange, OpIncrFloat:
+	case OpSetRange, OpIncrFloat, OpMemberSet, OpMemberIncrFloat:
 		return true, false, false
 	case OpIncr, OpExpire:
 		return false, false, true
@@ -68,13 +69,17 @@ func appendMutation(dst []byte, m *Mutation) []byte {
 	}
 	set(fGuard, m.Guard)
 	switch m.Op {
+	case OpGet, OpSet, OpDelete:
+		set(fAnyKind, m.AnyKind)
+	}
+	switch m.Op {
 	case OpGet:
 		set(fTouch, m.Touch)
 	case OpSet:
 		set(fKeepTTL, m.Set.KeepTTL)
 		set(fBlind, m.Set.Blind)
-	case OpIncr:
-		set(fTouch, m.Touch)
+	case OpIncr, OpMemberIncr:
+		set(fTouch, m.Touch && m.Op == OpIncr)
 		set(fUnsigned, m.Incr.Unsigned)
 		set(fDecr, m.Incr.Decr)
 		set(fCreate, m.Incr.Create)
@@ -98,8 +103,12 @@ func appendMutation(dst []byte, m *Mutation) []byte {
 	if expires {
 		dst = binary.AppendVarint(dst, m.Expires)
 	}
+	if m.Op >= OpMemberGet || m.Op == OpCheck {
+		dst = append(dst, byte(m.Coll.Kind))
+		dst = appendBytes(dst, m.Coll.Member)
+	}
 	switch m.Op {
-	case OpIncr:
+	case OpIncr, OpMemberIncr:
 		dst = binary.AppendVarint(dst, m.Incr.Delta)
 		dst = binary.AppendUvarint(dst, m.Incr.UDelta)
 		dst = binary.AppendUvarint(dst, m.Incr.Initial)
@@ -217,13 +226,17 @@ func (d *decoder) mutation(m *Mutation) {
 	m.Op, m.Cond = Op(d.byte()), Cond(d.byte())
 	f := d.byte()
 	m.Guard = f&fGuard != 0
+	switch m.Op {
+	case OpGet, OpSet, OpDelete:
+		m.AnyKind = f&fAnyKind != 0
+	}
 	switch m.Op { // a bit another op would read means nothing here
 	case OpGet:
 		m.Touch = f&fTouch != 0
 	case OpSet:
 		m.Set.KeepTTL, m.Set.Blind = f&fKeepTTL != 0, f&fBlind != 0
-	case OpIncr:
-		m.Touch, m.Incr.Create = f&fTouch != 0, f&fCreate != 0
+	case OpIncr, OpMemberIncr:
+		m.Touch, m.Incr.Create = f&fTouch != 0 && m.Op == OpIncr, f&fCreate != 0
 		m.Incr.Unsigned, m.Incr.Decr = f&fUnsigned != 0, f&fDecr != 0
 	case OpAppend, OpPrepend:
 		m.Edit.Create = f&fCreate != 0
@@ -244,8 +257,12 @@ func (d *decoder) mutation(m *Mutation) {
 	if expires {
 		m.Expires = d.varint()
 	}
+	if m.Op >= OpMemberGet || m.Op == OpCheck {
+		m.Coll.Kind = Kind(d.byte())
+		m.Coll.Member = d.bytes()
+	}
 	switch m.Op {
-	case OpIncr:
+	case OpIncr, OpMemberIncr:
 		m.Incr.Delta, m.Incr.UDelta, m.Incr.Initial = d.varint(), d.uvarint(), d.uvarint()
 	case OpAppend, OpPrepend, OpSetRange:
 		m.Edit.Offset, m.Edit.MaxSize = d.varint(), int(d.uvarint())

@@ -26,6 +26,15 @@ func randomBatch(rng *rand.Rand) *Batch {
 		}
 		value, flags, expires := usesItem(&m)
 		switch m.Op {
+		case OpGet, OpSet, OpDelete:
+			m.AnyKind = coin()
+		}
+		if m.Op >= OpMemberGet || m.Op == OpCheck {
+			m.Coll = CollArgs{Kind: Kind(rng.Intn(int(kindMax))), Member: bytesOrNil(rng.Intn(5))}
+		}
+		switch m.Op {
+		case OpMemberIncr:
+			m.Incr = IncrArgs{Unsigned: coin(), Decr: coin(), Delta: -rng.Int63(), UDelta: rng.Uint64(), Initial: rng.Uint64(), Create: coin()}
 		case OpSet:
 			m.Set = SetArgs{KeepTTL: coin(), Blind: coin()}
 		case OpIncr:

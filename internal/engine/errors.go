@@ -32,6 +32,10 @@ var (
 	// ErrUnknownOutcome: a commit was sent but its outcome could not be learned (a remote datastore's connection
 	// broke or timed out after the commit): the batch may or may not have been applied, and it is not retried.
 	ErrUnknownOutcome = errors.New("commit outcome unknown")
+	// ErrWrongType: the operation is for another kind of item than the one stored (a hash op on a string, ...).
+	ErrWrongType = errors.New("operation against a key holding the wrong kind of value")
+	// ErrCorrupt: stored data does not decode; it is never taken for absent.
+	ErrCorrupt = errors.New("corrupt data")
 	// ErrInvalid: a malformed mutation (unknown op, missing key, bad range).
 	ErrInvalid = errors.New("invalid mutation")
 )

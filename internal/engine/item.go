@@ -10,6 +10,8 @@ type Item struct {
 	Expires int64
 	// Version grows with every write to any key and is never reused, also across restarts. It is the CAS token.
 	Version uint64
+	// Kind is the item's type: a string, or the meta item of a collection (see collection.go).
+	Kind Kind
 }
 
 // Live reports whether the item is visible at now (unix ms).

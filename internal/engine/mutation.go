@@ -7,7 +7,7 @@ type Op uint8
 // The operations. Values are part of the Mutation codec: append new ones, never renumber.
 const (
 	OpGet       Op = iota + 1 // read inside a batch; with Touch also sets the expiry (GETEX, gat)
-	OpCheck                   // only checks the condition (WATCH guards); never writes
+	OpCheck                   // only checks the condition (WATCH guards), and a collection's kind if Coll.Kind is set; never writes
 	OpSet                     // store Value, Flags, Expires (Set.KeepTTL keeps the old expiry)
 	OpDelete                  // remove the item; ErrNotFound if absent
 	OpIncr                    // integer add (IncrArgs: signed as Redis, or unsigned as memcached)
@@ -19,6 +19,14 @@ const (
 	OpRename                  // move Key to Target (Cond CondAbsent: only if the target is absent)
 	OpCopy                    // copy Key to Target (Cond CondAbsent: only if the target is absent)
 	OpFlush                   // delete every item of Table, or of every table when Table is ""
+	// Member ops address one member (Coll.Member) of the collection of kind Coll.Kind at Table/Key; Cond applies
+	// to the member. Another kind at the key is ErrWrongType. See collection.go for the layout.
+	OpMemberGet       // read the member (HGET, SISMEMBER inside a batch)
+	OpMemberSet       // store Value as the member's value, creating the collection if needed (HSET, SADD)
+	OpMemberDel       // remove the member; removing the last one removes the collection (HDEL, SREM)
+	OpMemberIncr      // integer add to the member's value as OpIncr does (HINCRBY)
+	OpMemberIncrFloat // float add of Value's decimal text to the member's value as OpIncrFloat does (HINCRBYFLOAT)
+	OpMembers         // read every member, in member order, into Result.Members (HGETALL inside a batch)
 	opMax
 )
 
@@ -57,11 +65,15 @@ type Mutation struct {
 	// version CondVersion expects.
 	Cond    Cond
 	Version uint64
-	// Guard aborts the whole batch (ErrAborted, nothing applied) if this mutation's condition fails. With a
+	// Guard aborts the whole batch (ErrAborted, nothing applied) if this mutation's condition (or kind) fails. With a
 	// non-zero Group it aborts only the mutations of that group: they must come after the guard in the batch
 	// and fail with ErrAborted (MSETNX inside a transaction).
 	Guard bool
 	Group uint32
+	// AnyKind lets OpGet, OpSet and OpDelete act on an item of any kind (TYPE, DEL, SET without GET). Without it
+	// they, like every other string op, fail with ErrWrongType on a collection. OpCheck, OpExpire, OpRename,
+	// OpCopy and OpFlush act on any kind always.
+	AnyKind bool
 
 	// The item written. OpSet stores Value, Flags and Expires. OpAppend, OpPrepend and OpSetRange write Value into
 	// the item (Flags and Expires are those of an item they create); OpIncrFloat reads Value as the increment's
@@ -76,6 +88,7 @@ type Mutation struct {
 	Edit   EditArgs   // OpAppend, OpPrepend, OpSetRange
 	Expire ExpireArgs // OpExpire
 	Target Target     // OpRename, OpCopy
+	Coll   CollArgs   // the member ops
 	// Touch makes OpGet and OpIncr also set Expires (GETEX, gat, memcached ma with T).
 	Touch bool
 }
@@ -118,6 +131,14 @@ type ExpireArgs struct {
 	Cond ExpireCond
 }
 
+// CollArgs are the member ops' own arguments.
+type CollArgs struct {
+	// Kind is the collection's kind: a write creates a collection of this kind; another kind is ErrWrongType.
+	Kind Kind
+	// Member names the member (a hash field, a set member).
+	Member []byte
+}
+
 // Target names where OpRename and OpCopy put the item.
 type Target struct {
 	Table string
@@ -129,7 +150,7 @@ func (m *Mutation) Writes() bool {
 	switch m.Op {
 	case OpGet:
 		return m.Touch
-	case OpCheck:
+	case OpCheck, OpMemberGet, OpMembers:
 		return false
 	}
 	return true
@@ -153,4 +174,12 @@ type Result struct {
 	// New is the item after the mutation (for rename/copy: the target), if NewFound.
 	New      Item
 	NewFound bool
+	// Members are what OpMembers read: each member's name and item, in member order.
+	Members []Member
+}
+
+// Member is one member of a collection: its name (hash field, set member) and its item (the value).
+type Member struct {
+	Name []byte
+	Item Item
 }

@@ -61,7 +61,7 @@ func Resolve(r Reader, b *Batch, next func() uint64) ([]Write, []Result, error) 
 			return nil, results, err
 		}
 		results[i] = res
-		if res.Err != nil && m.Guard && IsConditionFailure(res.Err) {
+		if res.Err != nil && m.Guard && (IsConditionFailure(res.Err) || errors.Is(res.Err, ErrWrongType)) {
 			if m.Group == 0 {
 				return nil, results, ErrAborted
 			}
@@ -164,6 +164,9 @@ func (rs *resolver) apply(m *Mutation) (Result, error) {
 	}
 	if m.Op == OpFlush {
 		rs.flush(m.Table)
+		if m.Table != "" {
+			rs.flush(MemberTable(m.Table)) // the table's collections' members go with it
+		}
 		return Result{}, nil
 	}
 	if m.Op == OpSet && m.Set.Blind && m.Cond == CondNone && !m.Set.KeepTTL {
@@ -175,8 +178,17 @@ func (rs *resolver) apply(m *Mutation) (Result, error) {
 		return Result{}, err
 	}
 	res := Result{Old: old, OldFound: found}
-	if m.Op == OpRename || m.Op == OpCopy {
+	switch {
+	case m.Op == OpRename || m.Op == OpCopy:
 		return rs.move(m, res)
+	case m.Op >= OpMemberGet:
+		return rs.member(m, res)
+	case m.Op == OpCheck && m.Coll.Kind != KindString && found && old.Kind != m.Coll.Kind:
+		res.Err = ErrWrongType // a check of a collection's kind (before SMOVE writes its target)
+		return res, nil
+	case found && old.Kind != KindString && !anyKind(m):
+		res.Err = ErrWrongType
+		return res, nil
 	}
 	if res.Err = check(m.Cond, m.Version, &old, found); res.Err != nil {
 		return res, nil
@@ -205,9 +217,9 @@ func (rs *resolver) apply(m *Mutation) (Result, error) {
 			rs.del(m.Table, m.Key)
 		}
 	case OpIncr:
-		rs.incr(m, &res)
+		rs.incr(m, &res, m.Table, m.Key)
 	case OpIncrFloat:
-		rs.incrFloat(m, &res)
+		rs.incrFloat(m, &res, m.Table, m.Key)
 	case OpAppend, OpPrepend:
 		rs.concat(m, &res)
 	case OpSetRange:
@@ -218,7 +230,19 @@ func (rs *resolver) apply(m *Mutation) (Result, error) {
 	return res, nil
 }
 
-func (rs *resolver) incr(m *Mutation, res *Result) {
+// anyKind reports whether m acts on an item of any kind, not only on strings.
+func anyKind(m *Mutation) bool {
+	switch m.Op {
+	case OpCheck, OpExpire, OpFlush:
+		return true
+	case OpGet, OpSet, OpDelete:
+		return m.AnyKind
+	}
+	return false
+}
+
+// incr adds to the integer in res.Old (the item at table/key) and stores the sum there.
+func (rs *resolver) incr(m *Mutation, res *Result, table string, key []byte) {
 	it := res.Old
 	if !res.OldFound {
 		if !m.Incr.Create {
@@ -228,7 +252,7 @@ func (rs *resolver) incr(m *Mutation, res *Result) {
 		it = Item{Expires: m.Expires}
 		if m.Incr.Unsigned {
 			it.Value = strconv.AppendUint(nil, m.Incr.Initial, 10)
-			res.New, res.NewFound = rs.put(m.Table, m.Key, it), true
+			res.New, res.NewFound = rs.put(table, key, it), true
 			return
 		}
 		it.Value = []byte("0")
@@ -265,10 +289,11 @@ func (rs *resolver) incr(m *Mutation, res *Result) {
 	if m.Touch {
 		it.Expires = m.Expires
 	}
-	res.New, res.NewFound = rs.put(m.Table, m.Key, it), true
+	res.New, res.NewFound = rs.put(table, key, it), true
 }
 
-func (rs *resolver) incrFloat(m *Mutation, res *Result) {
+// incrFloat adds Value's decimal text to the number in res.Old (the item at table/key) and stores the sum there.
+func (rs *resolver) incrFloat(m *Mutation, res *Result, table string, key []byte) {
 	delta, ok := parseLongDouble(m.Value)
 	if !ok {
 		res.Err = ErrNotFloat
@@ -288,7 +313,7 @@ func (rs *resolver) incrFloat(m *Mutation, res *Result) {
 		return
 	}
 	it.Value = formatLongDouble(n)
-	res.New, res.NewFound = rs.put(m.Table, m.Key, it), true
+	res.New, res.NewFound = rs.put(table, key, it), true
 }
 
 // Redis computes INCRBYFLOAT in C's long double: a 64-bit mantissa and a 15-bit exponent on x86-64.
@@ -428,8 +453,14 @@ func (rs *resolver) move(m *Mutation, res Result) (Result, error) {
 	}
 	it := res.Old
 	it.Value = append([]byte(nil), it.Value...)
+	if it.Kind != KindString { // a collection: its members move to the target's key, under a new generation
+		var err error
+		if it, err = rs.moveMembers(m.Table, m.Key, it, m.Target.Table, m.Target.Key); err != nil {
+			return Result{}, err
+		}
+	}
 	if m.Op == OpRename {
-		rs.del(m.Table, m.Key)
+		rs.del(m.Table, m.Key) // the old members are outdated with their meta
 	}
 	res.New, res.NewFound = rs.put(m.Target.Table, m.Target.Key, it), true
 	return res, nil

@@ -11,8 +11,7 @@ import (
 // reference to the batch's slices, and results' values stay unchanged after later writes.
 func testOwnership(t *testing.T, e engine.Engine) {
 	key, val := []byte("own"), []byte("original")
-	res, err := e.Apply(ctx, &engine.Batch{Now: now, Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t", Key: key, Value: val}}})
-	if err != nil {
+	if _, err := e.Apply(ctx, &engine.Batch{Now: now, Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t", Key: key, Value: val}}}); err != nil {
 		t.Fatal(err)
 	}
 	copy(val, "XXXXXXXX") // the caller reuses its buffers once Apply returned
@@ -21,7 +20,7 @@ func testOwnership(t *testing.T, e engine.Engine) {
 	it.Value[0] = 'Z' // the caller owns what Get returned
 	wantValue(t, e, "t", "own", "original")
 
-	res = apply(t, e, engine.Mutation{Op: engine.OpAppend, Table: "t", Key: []byte("own"), Value: []byte("+1")})
+	res := apply(t, e, engine.Mutation{Op: engine.OpAppend, Table: "t", Key: []byte("own"), Value: []byte("+1")})
 	if !res[0].NewFound || string(res[0].New.Value) != "original+1" {
 		t.Fatalf("append result = %+v", res[0])
 	}

@@ -47,6 +47,7 @@ func Run(t *testing.T, open Opener, has engine.Ability) {
 		{"ExpiredInvisible", testExpiredInvisible, 0},
 		{"ConcurrentIncr", testConcurrentIncr, 0},
 		{"Closed", testClosed, 0},
+		{"Collections", testCollections, 0},
 		{"Model", testModel, 0},
 		{"Scan", testScan, engine.CanScan},
 		{"Tables", testTables, engine.CanTables},
@@ -505,7 +506,12 @@ func scanKeysAt(t *testing.T, e engine.Engine, table string, r engine.Range, ts 
 	}
 	var keys []string
 	err := s.Scan(ctx, table, r, ts, func(k []byte, it engine.Item) bool {
-		keys = append(keys, string(k)+"="+string(it.Value))
+		v := string(it.Value)
+		if it.Kind != engine.KindString { // a meta holds a generation, which differs between engines
+			m, err := engine.DecodeCollMeta(it.Value)
+			v = fmt.Sprintf("%v(%d members, %v)", it.Kind, m.Count, err)
+		}
+		keys = append(keys, string(k)+"="+v)
 		return true
 	})
 	if err != nil {

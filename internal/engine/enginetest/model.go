@@ -43,7 +43,7 @@ func testModel(t *testing.T, e engine.Engine) {
 		for _, k := range keys {
 			g, gerr := e.Get(ctx, tb, []byte(k), end)
 			w, werr := model.Get(ctx, tb, []byte(k), end)
-			if !errors.Is(gerr, werr) && gerr != werr || !bytes.Equal(g.Value, w.Value) || g.Flags != w.Flags || g.Expires != w.Expires {
+			if !errors.Is(gerr, werr) && gerr != werr || !sameValue(g, w) || g.Flags != w.Flags || g.Expires != w.Expires {
 				t.Fatalf("%s/%q: engine holds %+v (%v), model %+v (%v)", tb, k, g, gerr, w, werr)
 			}
 		}
@@ -80,8 +80,12 @@ func randomMutation(rng *rand.Rand, tables, keys []string) engine.Mutation {
 	m := engine.Mutation{
 		Table: tables[rng.Intn(len(tables))],
 		Key:   []byte(keys[rng.Intn(len(keys))]),
-		Op:    engine.Op(1 + rng.Intn(int(engine.OpFlush))),
+		Op:    engine.Op(1 + rng.Intn(int(engine.OpMembers))),
 	}
+	if m.Op >= engine.OpMemberGet {
+		m.Coll = engine.CollArgs{Kind: engine.KindHash + engine.Kind(rng.Intn(2)*2), Member: []byte(keys[rng.Intn(len(keys))])}
+	}
+	m.AnyKind = rng.Intn(2) == 0
 	vals := []string{"", "1", "-3", "x", "12", "2.5"}
 	m.Value = []byte(vals[rng.Intn(len(vals))])
 	m.Flags = uint32(rng.Intn(3))
@@ -130,10 +134,33 @@ func diffResult(g, w engine.Result) string {
 	switch {
 	case !errors.Is(g.Err, w.Err) && g.Err != w.Err:
 		return fmt.Sprintf("err %v, model %v", g.Err, w.Err)
-	case g.OldFound != w.OldFound || !bytes.Equal(g.Old.Value, w.Old.Value) || g.Old.Flags != w.Old.Flags || g.Old.Expires != w.Old.Expires:
+	case g.OldFound != w.OldFound || !sameValue(g.Old, w.Old) || g.Old.Flags != w.Old.Flags || g.Old.Expires != w.Old.Expires:
 		return fmt.Sprintf("old %+v (%v), model %+v (%v)", g.Old, g.OldFound, w.Old, w.OldFound)
-	case g.NewFound != w.NewFound || !bytes.Equal(g.New.Value, w.New.Value) || g.New.Flags != w.New.Flags || g.New.Expires != w.New.Expires:
+	case g.NewFound != w.NewFound || !sameValue(g.New, w.New) || g.New.Flags != w.New.Flags || g.New.Expires != w.New.Expires:
 		return fmt.Sprintf("new %+v (%v), model %+v (%v)", g.New, g.NewFound, w.New, w.NewFound)
+	case g.Old.Kind != w.Old.Kind || g.New.Kind != w.New.Kind:
+		return fmt.Sprintf("kinds old %v new %v, model %v %v", g.Old.Kind, g.New.Kind, w.Old.Kind, w.New.Kind)
+	case len(g.Members) != len(w.Members):
+		return fmt.Sprintf("%d members, model %d", len(g.Members), len(w.Members))
+	}
+	for i := range g.Members {
+		if !bytes.Equal(g.Members[i].Name, w.Members[i].Name) || !bytes.Equal(g.Members[i].Item.Value, w.Members[i].Item.Value) {
+			return fmt.Sprintf("member %d: %q=%q, model %q=%q", i, g.Members[i].Name, g.Members[i].Item.Value, w.Members[i].Name, w.Members[i].Item.Value)
+		}
 	}
 	return ""
+}
+
+// sameValue compares two items' values; a collection's meta holds a generation (a version, which differs between
+// engines), so metas compare by their member count.
+func sameValue(a, b engine.Item) bool {
+	if a.Kind != b.Kind {
+		return false
+	}
+	if a.Kind == engine.KindString {
+		return bytes.Equal(a.Value, b.Value)
+	}
+	ma, errA := engine.DecodeCollMeta(a.Value)
+	mb, errB := engine.DecodeCollMeta(b.Value)
+	return errA == nil && errB == nil && ma.Count == mb.Count
 }

@@ -78,6 +78,21 @@ func (r reader) Read(table string, key []byte) (engine.Item, bool, error) {
 	return it, ok, nil
 }
 
+// Range implements engine.RangeReader. Stored keys and values are never modified in place, so they stay valid.
+func (r reader) Range(table string, rg engine.Range, fn func([]byte, engine.Item) bool) error {
+	t := r.s.tables[table]
+	if t == nil {
+		return nil
+	}
+	t.AscendGreaterOrEqual(entry{key: rg.Start}, func(e entry) bool {
+		if rg.End != nil && bytes.Compare(e.key, rg.End) >= 0 {
+			return false
+		}
+		return fn(e.key, e.item)
+	})
+	return nil
+}
+
 // Apply implements engine.Engine. Values in the results alias stored memory and must not be modified.
 func (s *Store) Apply(_ context.Context, b *engine.Batch) ([]engine.Result, error) {
 	s.mu.Lock()

@@ -21,7 +21,10 @@ import (
 //
 // A data value is a fixed 20-byte little-endian header followed by the value bytes:
 //
-//	version uint64 | expires int64 (unix ms, 0 = never) | flags uint32 | value...
+//	kind<<56 | version uint64 | expires int64 (unix ms, 0 = never) | flags uint32 | value...
+//
+// The item's kind (engine.Kind: 0 for a string) rides in the top byte of the version field: versions stay below
+// 2^56 (the writer refuses to go past), and every item written before kinds existed reads as a string.
 const (
 	nsMeta byte = 0x00
 	nsData byte = 0x01
@@ -76,9 +79,12 @@ func splitKey(k []byte) (table, user []byte, prefixLen int, err error) {
 	return k[1+w : end], k[end:], end, nil
 }
 
+// maxVersion is the highest version the header can hold beside the kind.
+const maxVersion = 1<<56 - 1
+
 // putHeader writes the value header of it into dst[:headerLen].
 func putHeader(dst []byte, it *engine.Item) {
-	binary.LittleEndian.PutUint64(dst[0:], it.Version)
+	binary.LittleEndian.PutUint64(dst[0:], it.Version&maxVersion|uint64(it.Kind)<<56)
 	binary.LittleEndian.PutUint64(dst[8:], uint64(it.Expires))
 	binary.LittleEndian.PutUint32(dst[16:], it.Flags)
 }
@@ -88,8 +94,10 @@ func decodeValue(v []byte) (engine.Item, error) {
 	if len(v) < headerLen {
 		return engine.Item{}, fmt.Errorf("%w: value of %d bytes", errCorrupt, len(v))
 	}
+	vk := binary.LittleEndian.Uint64(v[0:])
 	return engine.Item{
-		Version: binary.LittleEndian.Uint64(v[0:]),
+		Version: vk & maxVersion,
+		Kind:    engine.Kind(vk >> 56),
 		Expires: int64(binary.LittleEndian.Uint64(v[8:])),
 		Flags:   binary.LittleEndian.Uint32(v[16:]),
 		Value:   v[headerLen:],

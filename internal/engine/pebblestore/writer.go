@@ -1,8 +1,10 @@
 package pebblestore
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"sort"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -77,6 +79,7 @@ func newWriter(s *Store, version uint64) *writer {
 	if w.guard {
 		w.syncOpt = pebble.Sync
 	}
+	// Versions stay far below maxVersion (2^56: centuries at millions of writes a second).
 	w.next = func() uint64 { w.version++; return w.version }
 	return w
 }
@@ -328,6 +331,75 @@ func (w *writer) read(k []byte, table string) (engine.Item, bool, error) {
 	}
 	it.Value = append([]byte{}, it.Value...)
 	return it, true, nil
+}
+
+// Range implements engine.RangeReader: the committed items of table in r merged with what earlier batches of the
+// group wrote (the overlay), in key order. Keys and values are copies the caller may keep.
+func (w *writer) Range(table string, r engine.Range, fn func([]byte, engine.Item) bool) error {
+	prefix := appendTablePrefix(nil, table)
+	lower := append(prefix[:len(prefix):len(prefix)], r.Start...)
+	upper := prefixEnd(prefix)
+	if r.End != nil {
+		upper = append(prefix[:len(prefix):len(prefix)], r.End...)
+	}
+	var mine []string // overlay keys in the range, sorted
+	for k := range w.keys {
+		if k >= string(lower) && k < string(upper) {
+			mine = append(mine, k)
+		}
+	}
+	sort.Strings(mine)
+	i := 0
+	emit := func(k string) bool {
+		e := w.keys[k]
+		if e.deleted {
+			return true
+		}
+		it := e.item
+		it.Value = bytes.Clone(it.Value)
+		return fn([]byte(k[len(prefix):]), it)
+	}
+	_, flushed := w.flushed[table]
+	if !w.flushAll && !flushed {
+		iter, err := w.s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+		if err != nil {
+			return fmt.Errorf("pebblestore: range: %w", err)
+		}
+		defer iter.Close()
+		for valid := iter.First(); valid; valid = iter.Next() {
+			k := iter.Key()
+			for i < len(mine) && mine[i] < string(k) {
+				if !emit(mine[i]) {
+					return nil
+				}
+				i++
+			}
+			if i < len(mine) && mine[i] == string(k) {
+				continue // rewritten or deleted by the group: emitted from the overlay
+			}
+			v, err := iter.ValueAndErr()
+			if err != nil {
+				return fmt.Errorf("pebblestore: range: %w", err)
+			}
+			it, err := decodeValue(v)
+			if err != nil {
+				return err
+			}
+			it.Value = bytes.Clone(it.Value)
+			if !fn(bytes.Clone(k[len(prefix):]), it) {
+				return nil
+			}
+		}
+		if err := iter.Error(); err != nil {
+			return fmt.Errorf("pebblestore: range: %w", err)
+		}
+	}
+	for ; i < len(mine); i++ {
+		if !emit(mine[i]) {
+			return nil
+		}
+	}
+	return nil
 }
 
 // sweep deletes each target still stored with the version Sweep saw (a rewrite since then survives).

@@ -31,7 +31,7 @@ func init() {
 
 func cmdDel(s *session, args [][]byte) {
 	for _, k := range args[1:] {
-		s.add(engine.Mutation{Op: engine.OpDelete, Table: s.table(), Key: k})
+		s.add(engine.Mutation{Op: engine.OpDelete, Table: s.table(), Key: k, AnyKind: true})
 	}
 	s.plan(len(args)-1, replyCountOK)
 }
@@ -49,16 +49,16 @@ func replyCountOK(w *resp.Writer, res []engine.Result) {
 
 func cmdExists(s *session, args [][]byte) {
 	for _, k := range args[1:] {
-		s.get(k)
+		s.getAny(k)
 	}
 	s.plan(len(args)-1, replyCountOK)
 }
 
 func cmdType(s *session, args [][]byte) {
-	s.get(args[1])
+	s.getAny(args[1])
 	s.plan(1, func(w *resp.Writer, res []engine.Result) {
 		if res[0].Err == nil {
-			w.SimpleString("string")
+			w.SimpleString(res[0].New.Kind.String())
 		} else {
 			w.SimpleString("none")
 		}
@@ -195,7 +195,7 @@ func cmdPersist(s *session, args [][]byte) {
 
 func cmdTTL(s *session, args [][]byte) {
 	name := lower(args[0])
-	s.get(args[1])
+	s.getAny(args[1])
 	s.plan(1, func(w *resp.Writer, res []engine.Result) {
 		now := s.h.store.Now()
 		r := res[0]

@@ -245,6 +245,10 @@ func (s *session) readDirect() []engine.Result {
 			res[i].Err = err
 			continue
 		}
+		if it.Kind != engine.KindString && !m.AnyKind {
+			res[i] = engine.Result{Err: engine.ErrWrongType, Old: it, OldFound: true}
+			continue
+		}
 		res[i] = engine.Result{Old: it, OldFound: true, New: it, NewFound: true}
 	}
 	return res
@@ -297,6 +301,8 @@ func (s *session) writeReply(p pending, res []engine.Result, off int, err error)
 // errText maps an engine or kv error to Redis's reply text, in one table.
 func errText(err error) string {
 	switch {
+	case errors.Is(err, engine.ErrWrongType):
+		return "WRONGTYPE Operation against a key holding the wrong kind of value"
 	case errors.Is(err, engine.ErrNotInteger):
 		return "ERR value is not an integer or out of range"
 	case errors.Is(err, engine.ErrOverflow):

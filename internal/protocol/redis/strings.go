@@ -166,8 +166,14 @@ func replyNewLen(w *resp.Writer, res []engine.Result) {
 	}
 }
 
+// get reads a string: a collection at the key answers WRONGTYPE.
 func (s *session) get(key []byte) {
 	s.add(engine.Mutation{Op: engine.OpGet, Table: s.table(), Key: key})
+}
+
+// getAny reads an item of any kind (EXISTS, TYPE, TTL).
+func (s *session) getAny(key []byte) {
+	s.add(engine.Mutation{Op: engine.OpGet, Table: s.table(), Key: key, AnyKind: true})
 }
 
 func cmdGet(s *session, args [][]byte) {
@@ -206,6 +212,7 @@ func cmdSet(s *session, args [][]byte) {
 		}
 	}
 	m.Set.Blind = !get
+	m.AnyKind = !get // SET replaces a value of any kind; SET ... GET needs a string to return
 	s.add(m)
 	switch {
 	case get:

@@ -1,0 +1,120 @@
+package engine
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Kind is the type of an item: a string (a plain value, the zero Kind) or one of Redis's collections.
+type Kind uint8
+
+// The kinds. Values are stored: append new ones, never renumber.
+const (
+	KindString Kind = iota
+	KindHash
+	KindList
+	KindSet
+	KindZSet
+	kindMax
+)
+
+// String is the name Redis's TYPE command gives the kind.
+func (k Kind) String() string {
+	switch k {
+	case KindString:
+		return "string"
+	case KindHash:
+		return "hash"
+	case KindList:
+		return "list"
+	case KindSet:
+		return "set"
+	case KindZSet:
+		return "zset"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// Collections.
+//
+// A collection (a hash, list, set or sorted set) is a meta item plus one item per member. The meta item lives at
+// the collection's key in its table, like a string, so KEYS, SCAN, TYPE, EXISTS, DEL, EXPIRE and TTL treat every
+// type alike; its Kind names the type and its Value is a CollMeta. Each member is an item of its own in the
+// table's member table (MemberTable), keyed by the collection's key, its generation and the member: so HSET on a
+// hash of a million fields writes one member and the meta, never the whole hash, and members of one collection
+// are contiguous and ordered, which makes ranges scans.
+//
+// The generation is a version allocated when the collection is created. Deleting or expiring a collection
+// removes (or outdates) only its meta item, an O(1) write; its members, whose generation no live meta names any
+// more, are invisible at once and reclaimed in the background. Every write of a member also rewrites the meta
+// (its count, and so its version), so the meta's version changes with any change of the collection: WATCH on the
+// key sees it, and a remote engine's optimistic commit of the meta alone detects every conflict.
+
+// memberTablePrefix starts every member table name. Client-given table names never start with it (kv refuses
+// them), so member tables are invisible to clients.
+const memberTablePrefix = "\x00m"
+
+// MemberTable returns the name of the hidden table that holds the members of table's collections.
+func MemberTable(table string) string { return memberTablePrefix + table }
+
+// IsInternalTable reports whether a table name is reserved for the engine's own use (member tables).
+func IsInternalTable(table string) bool { return len(table) > 0 && table[0] == 0 }
+
+// UserTable returns the table whose collections a member table holds, and whether name is a member table.
+func UserTable(name string) (string, bool) {
+	if len(name) < len(memberTablePrefix) || name[:len(memberTablePrefix)] != memberTablePrefix {
+		return "", false
+	}
+	return name[len(memberTablePrefix):], true
+}
+
+// CollMeta is what a collection's meta item holds.
+type CollMeta struct {
+	// Gen is the generation: fixed when the collection is created, part of every member's key.
+	Gen uint64
+	// Count is the number of members (HLEN, SCARD, ...).
+	Count int64
+}
+
+// AppendCollMeta encodes m.
+func AppendCollMeta(dst []byte, m CollMeta) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, m.Gen)
+	return binary.AppendVarint(dst, m.Count)
+}
+
+// DecodeCollMeta decodes a meta item's value.
+func DecodeCollMeta(v []byte) (CollMeta, error) {
+	if len(v) < 9 {
+		return CollMeta{}, fmt.Errorf("%w: collection meta of %d bytes", ErrCorrupt, len(v))
+	}
+	n, w := binary.Varint(v[8:])
+	if w <= 0 || 8+w != len(v) {
+		return CollMeta{}, fmt.Errorf("%w: collection meta", ErrCorrupt)
+	}
+	return CollMeta{Gen: binary.BigEndian.Uint64(v), Count: n}, nil
+}
+
+// MemberPrefix returns the key prefix of every member of the collection at key with generation gen, in its
+// member table: uvarint(len(key)) key gen(8 bytes, big endian). Length-prefixed, so no two collections' member
+// spans overlap.
+func MemberPrefix(dst, key []byte, gen uint64) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(key)))
+	dst = append(dst, key...)
+	return binary.BigEndian.AppendUint64(dst, gen)
+}
+
+// MemberKey returns the member-table key of member of the collection at key with generation gen.
+func MemberKey(key []byte, gen uint64, member []byte) []byte {
+	return append(MemberPrefix(make([]byte, 0, 10+len(key)+len(member)), key, gen), member...)
+}
+
+// SplitMemberKey splits a member-table key into the collection's key, its generation and the member.
+func SplitMemberKey(mk []byte) (key []byte, gen uint64, member []byte, err error) {
+	n, w := binary.Uvarint(mk)
+	if w <= 0 || uint64(len(mk)-w) < n+8 {
+		return nil, 0, nil, fmt.Errorf("%w: member key %q", ErrCorrupt, mk)
+	}
+	key = mk[w : w+int(n)]
+	gen = binary.BigEndian.Uint64(mk[w+int(n):])
+	return key, gen, mk[w+int(n)+8:], nil
+}

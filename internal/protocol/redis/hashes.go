@@ -1,0 +1,393 @@
+package redis
+
+import (
+	"errors"
+	"math/rand/v2"
+	"strconv"
+
+	"anykv/internal/engine"
+	"anykv/internal/protocol/resp"
+)
+
+func init() {
+	rw, ro := flagWrite, flagReadonly
+	h := func(c *command) *command { c.groupName = "hash"; return c }
+	register(
+		h(&command{name: "hset", arity: -4, flags: rw | flagFast, data: cmdHSet, since: "2.0.0", summary: "Creates or modifies the value of a field in a hash."}),
+		h(&command{name: "hmset", arity: -4, flags: rw | flagFast, data: cmdHSet, since: "2.0.0", summary: "Sets the values of multiple fields."}),
+		h(&command{name: "hsetnx", arity: 4, flags: rw | flagFast, data: cmdHSetNX, since: "2.0.0", summary: "Sets the value of a field in a hash only when the field doesn't exist."}),
+		h(&command{name: "hget", arity: 3, flags: ro | flagFast, data: cmdHGet, since: "2.0.0", summary: "Returns the value of a field in a hash."}),
+		h(&command{name: "hmget", arity: -3, flags: ro | flagFast, data: cmdHMGet, since: "2.0.0", summary: "Returns the values of all fields in a hash."}),
+		h(&command{name: "hdel", arity: -3, flags: rw | flagFast, data: cmdHDel, since: "2.0.0", summary: "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain."}),
+		h(&command{name: "hlen", arity: 2, flags: ro | flagFast, data: cmdCollLen(engine.KindHash), since: "2.0.0", summary: "Returns the number of fields in a hash."}),
+		h(&command{name: "hexists", arity: 3, flags: ro | flagFast, data: cmdHExists, since: "2.0.0", summary: "Determines whether a field exists in a hash."}),
+		h(&command{name: "hstrlen", arity: 3, flags: ro | flagFast, data: cmdHStrlen, since: "3.2.0", summary: "Returns the length of the value of a field."}),
+		h(&command{name: "hincrby", arity: 4, flags: rw | flagFast, data: cmdHIncrBy, since: "2.0.0", summary: "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist."}),
+		h(&command{name: "hincrbyfloat", arity: 4, flags: rw | flagFast, data: cmdHIncrByFloat, since: "2.6.0", summary: "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist."}),
+		h(&command{name: "hgetall", arity: 2, flags: ro, data: cmdHGetAll, since: "2.0.0", summary: "Returns all fields and values in a hash."}),
+		h(&command{name: "hkeys", arity: 2, flags: ro, data: cmdHGetAll, since: "2.0.0", summary: "Returns all fields in a hash."}),
+		h(&command{name: "hvals", arity: 2, flags: ro, data: cmdHGetAll, since: "2.0.0", summary: "Returns all values in a hash."}),
+		h(&command{name: "hrandfield", arity: -2, flags: ro, data: cmdHRandField, since: "6.2.0", summary: "Returns one or more random fields from a hash."}),
+		h(&command{name: "hscan", arity: -3, flags: ro, data: cmdHScan, since: "2.8.0", summary: "Iterates over fields and values of a hash."}),
+	)
+}
+
+// member builds a member op on the collection of kind at key.
+func (s *session) member(op engine.Op, kind engine.Kind, key, member []byte) engine.Mutation {
+	return engine.Mutation{Op: op, Table: s.table(), Key: key, Coll: engine.CollArgs{Kind: kind, Member: member}}
+}
+
+// firstErr returns the first error among results that is not a failed condition, which the command reports whole
+// (WRONGTYPE, an engine error); nil if there is none.
+func firstErr(res []engine.Result) error {
+	for i := range res {
+		if e := res[i].Err; e != nil && !engine.IsConditionFailure(e) {
+			return e
+		}
+	}
+	return nil
+}
+
+// replyAdded answers how many results created their member (HSET, SADD).
+func replyAdded(w *resp.Writer, res []engine.Result) {
+	if err := firstErr(res); err != nil {
+		w.Error(errText(err))
+		return
+	}
+	n := int64(0)
+	for i := range res {
+		if !res[i].OldFound {
+			n++
+		}
+	}
+	w.Int(n)
+}
+
+// replyRemoved answers how many results removed their member (HDEL, SREM).
+func replyRemoved(w *resp.Writer, res []engine.Result) {
+	if err := firstErr(res); err != nil {
+		w.Error(errText(err))
+		return
+	}
+	n := int64(0)
+	for i := range res {
+		if res[i].Err == nil {
+			n++
+		}
+	}
+	w.Int(n)
+}
+
+func cmdHSet(s *session, args [][]byte) {
+	if len(args)%2 != 0 {
+		s.fail("ERR wrong number of arguments for '" + lower(args[0]) + "' command")
+		return
+	}
+	for i := 2; i < len(args); i += 2 {
+		if s.valueTooBig(args[i+1]) {
+			return
+		}
+	}
+	for i := 2; i < len(args); i += 2 {
+		m := s.member(engine.OpMemberSet, engine.KindHash, args[1], args[i])
+		m.Value = args[i+1]
+		s.add(m)
+	}
+	if eq(args[0], "hmset") {
+		s.plan((len(args)-2)/2, func(w *resp.Writer, res []engine.Result) {
+			if err := firstErr(res); err != nil {
+				w.Error(errText(err))
+			} else {
+				w.SimpleString("OK")
+			}
+		})
+		return
+	}
+	s.plan((len(args)-2)/2, replyAdded)
+}
+
+func cmdHSetNX(s *session, args [][]byte) {
+	if s.valueTooBig(args[3]) {
+		return
+	}
+	m := s.member(engine.OpMemberSet, engine.KindHash, args[1], args[2])
+	m.Value, m.Cond = args[3], engine.CondAbsent
+	s.add(m)
+	s.plan(1, replyOneIfOK)
+}
+
+func cmdHGet(s *session, args [][]byte) {
+	s.add(s.member(engine.OpMemberGet, engine.KindHash, args[1], args[2]))
+	s.plan(1, replyBulkOrNil)
+}
+
+func cmdHMGet(s *session, args [][]byte) {
+	for _, f := range args[2:] {
+		s.add(s.member(engine.OpMemberGet, engine.KindHash, args[1], f))
+	}
+	s.plan(len(args)-2, func(w *resp.Writer, res []engine.Result) {
+		if err := firstErr(res); err != nil {
+			w.Error(errText(err))
+			return
+		}
+		w.ArrayHeader(len(res))
+		for i := range res {
+			if res[i].Err != nil {
+				w.Null()
+			} else {
+				w.Bulk(res[i].New.Value)
+			}
+		}
+	})
+}
+
+func cmdHDel(s *session, args [][]byte) {
+	for _, f := range args[2:] {
+		s.add(s.member(engine.OpMemberDel, engine.KindHash, args[1], f))
+	}
+	s.plan(len(args)-2, replyRemoved)
+}
+
+// cmdCollLen answers the member count of a collection of kind (HLEN, SCARD).
+func cmdCollLen(kind engine.Kind) func(s *session, args [][]byte) {
+	return func(s *session, args [][]byte) {
+		s.getAny(args[1])
+		s.plan(1, func(w *resp.Writer, res []engine.Result) {
+			r := res[0]
+			switch {
+			case errors.Is(r.Err, engine.ErrNotFound):
+				w.Int(0)
+			case r.Err != nil:
+				w.Error(errText(r.Err))
+			case r.New.Kind != kind:
+				w.Error(errText(engine.ErrWrongType))
+			default:
+				meta, err := engine.DecodeCollMeta(r.New.Value)
+				if err != nil {
+					w.Error(errText(err))
+					return
+				}
+				w.Int(meta.Count)
+			}
+		})
+	}
+}
+
+func cmdHExists(s *session, args [][]byte) {
+	s.add(s.member(engine.OpMemberGet, engine.KindHash, args[1], args[2]))
+	s.plan(1, replyOneIfOK)
+}
+
+func cmdHStrlen(s *session, args [][]byte) {
+	s.add(s.member(engine.OpMemberGet, engine.KindHash, args[1], args[2]))
+	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+		switch r := res[0]; {
+		case r.Err == nil:
+			w.Int(int64(len(r.New.Value)))
+		case errors.Is(r.Err, engine.ErrNotFound):
+			w.Int(0)
+		default:
+			w.Error(errText(r.Err))
+		}
+	})
+}
+
+func cmdHIncrBy(s *session, args [][]byte) {
+	delta, ok := argInt(args[3])
+	if !ok {
+		s.fail(errNotInt)
+		return
+	}
+	m := s.member(engine.OpMemberIncr, engine.KindHash, args[1], args[2])
+	m.Incr = engine.IncrArgs{Delta: delta, Create: true}
+	s.add(m)
+	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+		switch r := res[0]; {
+		case r.Err == nil:
+			n, _ := argInt(r.New.Value)
+			w.Int(n)
+		case errors.Is(r.Err, engine.ErrNotInteger):
+			w.Error("ERR hash value is not an integer")
+		default:
+			w.Error(errText(r.Err))
+		}
+	})
+}
+
+func cmdHIncrByFloat(s *session, args [][]byte) {
+	m := s.member(engine.OpMemberIncrFloat, engine.KindHash, args[1], args[2])
+	m.Value = args[3]
+	s.add(m)
+	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+		switch r := res[0]; {
+		case r.Err == nil:
+			w.Bulk(r.New.Value)
+		case errors.Is(r.Err, engine.ErrNotFloat) && r.OldFound:
+			w.Error("ERR hash value is not a float")
+		default:
+			w.Error(errText(r.Err))
+		}
+	})
+}
+
+// members adds an OpMembers read of the collection of kind at key.
+func (s *session) members(kind engine.Kind, key []byte) {
+	s.add(engine.Mutation{Op: engine.OpMembers, Table: s.table(), Key: key, Coll: engine.CollArgs{Kind: kind}})
+}
+
+func cmdHGetAll(s *session, args [][]byte) {
+	name := lower(args[0])
+	s.members(engine.KindHash, args[1])
+	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+		if r := res[0]; r.Err != nil {
+			w.Error(errText(r.Err))
+			return
+		}
+		ms := res[0].Members
+		switch name {
+		case "hgetall":
+			w.MapHeader(len(ms))
+			for _, m := range ms {
+				w.Bulk(m.Name)
+				w.Bulk(m.Item.Value)
+			}
+		case "hkeys":
+			w.ArrayHeader(len(ms))
+			for _, m := range ms {
+				w.Bulk(m.Name)
+			}
+		default:
+			w.ArrayHeader(len(ms))
+			for _, m := range ms {
+				w.Bulk(m.Item.Value)
+			}
+		}
+	})
+}
+
+// randomMembers picks count members as Redis's HRANDFIELD and SRANDMEMBER do: distinct members (at most all of
+// them) for a positive count, count picks that may repeat for a negative one.
+func randomMembers(ms []engine.Member, count int64) []engine.Member {
+	if count < 0 {
+		out := make([]engine.Member, 0, min(-count, 1<<20))
+		for i := int64(0); i < -count && len(ms) > 0; i++ {
+			out = append(out, ms[rand.IntN(len(ms))])
+		}
+		return out
+	}
+	perm := rand.Perm(len(ms))
+	out := make([]engine.Member, 0, min(count, int64(len(ms))))
+	for _, i := range perm[:min(int(min(count, int64(len(ms)))), len(ms))] {
+		out = append(out, ms[i])
+	}
+	return out
+}
+
+func cmdHRandField(s *session, args [][]byte) {
+	count, withCount, withValues := int64(1), len(args) > 2, false
+	if withCount {
+		n, ok := argInt(args[2])
+		if !ok {
+			s.fail(errNotInt)
+			return
+		}
+		count = n
+		if len(args) == 4 && eq(args[3], "withvalues") {
+			withValues = true
+		} else if len(args) > 3 {
+			s.fail("ERR syntax error")
+			return
+		}
+	}
+	s.members(engine.KindHash, args[1])
+	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+		if r := res[0]; r.Err != nil {
+			w.Error(errText(r.Err))
+			return
+		}
+		picked := randomMembers(res[0].Members, count)
+		switch {
+		case !withCount && len(picked) == 0:
+			w.Null()
+		case !withCount:
+			w.Bulk(picked[0].Name)
+		case withValues && w.Proto() >= 3:
+			w.ArrayHeader(len(picked))
+			for _, m := range picked {
+				w.ArrayHeader(2)
+				w.Bulk(m.Name)
+				w.Bulk(m.Item.Value)
+			}
+		case withValues:
+			w.ArrayHeader(2 * len(picked))
+			for _, m := range picked {
+				w.Bulk(m.Name)
+				w.Bulk(m.Item.Value)
+			}
+		default:
+			w.ArrayHeader(len(picked))
+			for _, m := range picked {
+				w.Bulk(m.Name)
+			}
+		}
+	})
+}
+
+// cmdHScan and cmdSScan answer the whole collection in one reply with cursor 0, as Redis does for small
+// collections: a valid SCAN answer whatever the size (docs/resp.md names the cost).
+func cmdHScan(s *session, args [][]byte) { collScan(s, args, engine.KindHash) }
+
+func collScan(s *session, args [][]byte, kind engine.Kind) {
+	if _, err := strconv.ParseUint(string(args[2]), 10, 64); err != nil {
+		s.fail("ERR invalid cursor")
+		return
+	}
+	var match []byte
+	noValues := false
+	for i := 3; i < len(args); i++ {
+		switch {
+		case eq(args[i], "match") && i+1 < len(args):
+			match = args[i+1]
+			i++
+		case eq(args[i], "count") && i+1 < len(args):
+			n, ok := argInt(args[i+1])
+			if !ok {
+				s.fail(errNotInt)
+				return
+			}
+			if n < 1 {
+				s.fail("ERR syntax error")
+				return
+			}
+			i++
+		case eq(args[i], "novalues") && kind == engine.KindHash:
+			noValues = true
+		default:
+			s.fail("ERR syntax error")
+			return
+		}
+	}
+	s.members(kind, args[1])
+	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+		if r := res[0]; r.Err != nil {
+			w.Error(errText(r.Err))
+			return
+		}
+		var out [][]byte
+		for _, m := range res[0].Members {
+			if match != nil && !globMatch(match, m.Name) {
+				continue
+			}
+			out = append(out, m.Name)
+			if kind == engine.KindHash && !noValues {
+				out = append(out, m.Item.Value)
+			}
+		}
+		w.ArrayHeader(2)
+		w.BulkString("0")
+		w.ArrayHeader(len(out))
+		for _, b := range out {
+			w.Bulk(b)
+		}
+	})
+}

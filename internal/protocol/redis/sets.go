@@ -1,0 +1,262 @@
+package redis
+
+import (
+	"errors"
+	"sort"
+
+	"anykv/internal/engine"
+	"anykv/internal/protocol/resp"
+)
+
+func init() {
+	rw, ro := flagWrite, flagReadonly
+	g := func(c *command) *command { c.groupName = "set"; return c }
+	register(
+		g(&command{name: "sadd", arity: -3, flags: rw | flagFast, data: cmdSAdd, summary: "Adds one or more members to a set. Creates the key if it doesn't exist."}),
+		g(&command{name: "srem", arity: -3, flags: rw | flagFast, data: cmdSRem, summary: "Removes one or more members from a set. Deletes the set if the last member was removed."}),
+		g(&command{name: "smembers", arity: 2, flags: ro, data: cmdSMembers, summary: "Returns all members of a set."}),
+		g(&command{name: "sismember", arity: 3, flags: ro | flagFast, data: cmdSIsMember, summary: "Determines whether a member belongs to a set."}),
+		g(&command{name: "smismember", arity: -3, flags: ro | flagFast, data: cmdSMIsMember, since: "6.2.0", summary: "Determines whether multiple members belong to a set."}),
+		g(&command{name: "scard", arity: 2, flags: ro | flagFast, data: cmdCollLen(engine.KindSet), summary: "Returns the number of members in a set."}),
+		g(&command{name: "srandmember", arity: -2, flags: ro, data: cmdSRandMember, summary: "Get one or multiple random members from a set"}),
+		g(&command{name: "smove", arity: 4, flags: rw | flagFast, lastKey: 2, data: cmdSMove, summary: "Moves a member from one set to another."}),
+		g(&command{name: "sinter", arity: -2, flags: ro, lastKey: -1, data: cmdSetAlgebra, summary: "Returns the intersect of multiple sets."}),
+		g(&command{name: "sunion", arity: -2, flags: ro, lastKey: -1, data: cmdSetAlgebra, summary: "Returns the union of multiple sets."}),
+		g(&command{name: "sdiff", arity: -2, flags: ro, lastKey: -1, data: cmdSetAlgebra, summary: "Returns the difference of multiple sets."}),
+		g(&command{name: "sintercard", arity: -3, flags: ro, firstKey: 2, lastKey: -1, data: cmdSInterCard, since: "7.0.0", summary: "Returns the number of members of the intersect of multiple sets."}),
+		g(&command{name: "sscan", arity: -3, flags: ro, data: cmdSScan, since: "2.8.0", summary: "Iterates over members of a set."}),
+	)
+}
+
+// setMember is the empty value every set member holds.
+var setMember = []byte{}
+
+func cmdSAdd(s *session, args [][]byte) {
+	for _, m := range args[2:] {
+		mut := s.member(engine.OpMemberSet, engine.KindSet, args[1], m)
+		mut.Value = setMember
+		s.add(mut)
+	}
+	s.plan(len(args)-2, replyAdded)
+}
+
+func cmdSRem(s *session, args [][]byte) {
+	for _, m := range args[2:] {
+		s.add(s.member(engine.OpMemberDel, engine.KindSet, args[1], m))
+	}
+	s.plan(len(args)-2, replyRemoved)
+}
+
+// writeSet writes names as a RESP3 set (an array in RESP2).
+func writeSet(w *resp.Writer, names [][]byte) {
+	w.SetHeader(len(names))
+	for _, n := range names {
+		w.Bulk(n)
+	}
+}
+
+func memberNames(ms []engine.Member) [][]byte {
+	out := make([][]byte, len(ms))
+	for i := range ms {
+		out[i] = ms[i].Name
+	}
+	return out
+}
+
+func cmdSMembers(s *session, args [][]byte) {
+	s.members(engine.KindSet, args[1])
+	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+		if r := res[0]; r.Err != nil {
+			w.Error(errText(r.Err))
+			return
+		}
+		writeSet(w, memberNames(res[0].Members))
+	})
+}
+
+func cmdSIsMember(s *session, args [][]byte) {
+	s.add(s.member(engine.OpMemberGet, engine.KindSet, args[1], args[2]))
+	s.plan(1, replyOneIfOK)
+}
+
+func cmdSMIsMember(s *session, args [][]byte) {
+	for _, m := range args[2:] {
+		s.add(s.member(engine.OpMemberGet, engine.KindSet, args[1], m))
+	}
+	s.plan(len(args)-2, func(w *resp.Writer, res []engine.Result) {
+		if err := firstErr(res); err != nil {
+			w.Error(errText(err))
+			return
+		}
+		w.ArrayHeader(len(res))
+		for i := range res {
+			if res[i].Err == nil {
+				w.Int(1)
+			} else {
+				w.Int(0)
+			}
+		}
+	})
+}
+
+func cmdSRandMember(s *session, args [][]byte) {
+	count, withCount := int64(1), len(args) == 3
+	if len(args) > 3 {
+		s.fail("ERR syntax error")
+		return
+	}
+	if withCount {
+		n, ok := argInt(args[2])
+		if !ok {
+			s.fail(errNotInt)
+			return
+		}
+		count = n
+	}
+	s.members(engine.KindSet, args[1])
+	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+		if r := res[0]; r.Err != nil {
+			w.Error(errText(r.Err))
+			return
+		}
+		picked := randomMembers(res[0].Members, count)
+		switch {
+		case !withCount && len(picked) == 0:
+			w.Null()
+		case !withCount:
+			w.Bulk(picked[0].Name)
+		default:
+			w.ArrayHeader(len(picked))
+			for _, m := range picked {
+				w.Bulk(m.Name)
+			}
+		}
+	})
+}
+
+// cmdSMove moves a member atomically: the target's kind is checked and the member removed from the source as
+// guards of one group, so the add to the target happens only if both held, even inside a pipeline batch.
+func cmdSMove(s *session, args [][]byte) {
+	src, dst, member := args[1], args[2], args[3]
+	if string(src) == string(dst) {
+		s.add(s.member(engine.OpMemberGet, engine.KindSet, src, member))
+		s.plan(1, replyOneIfOK)
+		return
+	}
+	s.group++
+	check := engine.Mutation{Op: engine.OpCheck, Table: s.table(), Key: dst, Coll: engine.CollArgs{Kind: engine.KindSet},
+		Guard: true, Group: s.group}
+	del := s.member(engine.OpMemberDel, engine.KindSet, src, member)
+	del.Guard, del.Group = true, s.group
+	add := s.member(engine.OpMemberSet, engine.KindSet, dst, member)
+	add.Value, add.Group = setMember, s.group
+	s.add(check)
+	s.add(del)
+	s.add(add)
+	s.plan(3, func(w *resp.Writer, res []engine.Result) {
+		for _, r := range res[:2] {
+			if r.Err != nil && !errors.Is(r.Err, engine.ErrNotFound) {
+				w.Error(errText(r.Err))
+				return
+			}
+		}
+		if res[1].Err != nil {
+			w.Int(0)
+			return
+		}
+		if res[2].Err != nil {
+			w.Error(errText(res[2].Err))
+			return
+		}
+		w.Int(1)
+	})
+}
+
+// setAlgebra computes SINTER, SUNION or SDIFF of the member lists, in member order.
+func setAlgebra(op string, sets [][]engine.Member) [][]byte {
+	count := map[string]int{}
+	for i, ms := range sets {
+		for _, m := range ms {
+			switch {
+			case op == "sdiff" && i > 0:
+				delete(count, string(m.Name))
+			case op == "sdiff":
+				count[string(m.Name)] = 1
+			default:
+				count[string(m.Name)]++
+			}
+		}
+	}
+	var out [][]byte
+	for name, n := range count {
+		if op != "sinter" || n == len(sets) {
+			out = append(out, []byte(name))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return string(out[i]) < string(out[j]) })
+	return out
+}
+
+func cmdSetAlgebra(s *session, args [][]byte) {
+	op := lower(args[0])
+	for _, k := range args[1:] {
+		s.members(engine.KindSet, k)
+	}
+	s.plan(len(args)-1, func(w *resp.Writer, res []engine.Result) {
+		if err := firstErr(res); err != nil {
+			w.Error(errText(err))
+			return
+		}
+		sets := make([][]engine.Member, len(res))
+		for i := range res {
+			sets[i] = res[i].Members
+		}
+		writeSet(w, setAlgebra(op, sets))
+	})
+}
+
+func cmdSInterCard(s *session, args [][]byte) {
+	n, ok := argInt(args[1])
+	if !ok || n <= 0 {
+		s.fail("ERR numkeys should be greater than 0")
+		return
+	}
+	if n > int64(len(args)-2) {
+		s.fail("ERR Number of keys can't be greater than number of args")
+		return
+	}
+	keys, rest := args[2:2+n], args[2+n:]
+	limit := int64(0)
+	switch {
+	case len(rest) == 2 && eq(rest[0], "limit"):
+		l, ok := argInt(rest[1])
+		if !ok || l < 0 {
+			s.fail("ERR LIMIT can't be negative")
+			return
+		}
+		limit = l
+	case len(rest) != 0:
+		s.fail("ERR syntax error")
+		return
+	}
+	for _, k := range keys {
+		s.members(engine.KindSet, k)
+	}
+	s.plan(len(keys), func(w *resp.Writer, res []engine.Result) {
+		if err := firstErr(res); err != nil {
+			w.Error(errText(err))
+			return
+		}
+		sets := make([][]engine.Member, len(res))
+		for i := range res {
+			sets[i] = res[i].Members
+		}
+		card := int64(len(setAlgebra("sinter", sets)))
+		if limit > 0 {
+			card = min(card, limit)
+		}
+		w.Int(card)
+	})
+}
+
+func cmdSScan(s *session, args [][]byte) { collScan(s, args, engine.KindSet) }
