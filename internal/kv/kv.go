@@ -34,7 +34,17 @@ var (
 	ErrValueTooLarge = errors.New("value too large")
 	ErrBatchTooLarge = errors.New("too many mutations in one batch")
 	ErrEmptyTable    = errors.New("empty table name")
+	// ErrReservedTable: table names starting with a zero byte belong to the engine (collections' members).
+	ErrReservedTable = errors.New("table names starting with a zero byte are reserved")
 )
+
+// checkTable refuses the engine's own tables to clients.
+func checkTable(table string) error {
+	if engine.IsInternalTable(table) {
+		return ErrReservedTable
+	}
+	return nil
+}
 
 // Options configure a Store.
 type Options struct {
@@ -55,11 +65,12 @@ type Store struct {
 	stop     chan struct{}
 	stopOnce sync.Once
 	swept    sync.WaitGroup
+	reclaim  reclaimer // the sweeper's position among collections' members (sweep goroutine only)
 }
 
 // counters are the store-wide statistics every protocol reports from.
 type counters struct {
-	gets, hits, misses, batches, mutations, expiredSwept atomic.Int64
+	gets, hits, misses, batches, mutations, expiredSwept, membersReclaimed atomic.Int64
 }
 
 // New returns a Store over e and starts its sweeper if e is an engine.Sweeper.
@@ -78,13 +89,15 @@ func New(e engine.Engine, opts Options) *Store {
 	if s.clock == nil {
 		s.clock = time.Now
 	}
-	if sw, ok := e.(engine.Sweeper); ok && opts.SweepInterval >= 0 {
+	_, canSweep := e.(engine.Sweeper)
+	if a := engine.AbilitiesOf(e); (canSweep || a&(engine.CanScan|engine.CanTables) == engine.CanScan|engine.CanTables) &&
+		opts.SweepInterval >= 0 {
 		every := opts.SweepInterval
 		if every == 0 {
 			every = 100 * time.Millisecond
 		}
 		s.swept.Add(1)
-		go s.sweep(sw, every)
+		go s.sweep(every)
 	}
 	return s
 }
@@ -126,13 +139,26 @@ func (s *Store) CheckKey(key []byte) error {
 	return nil
 }
 
-// Get returns the live item at table/key or engine.ErrNotFound.
+// Get returns the live string at table/key, engine.ErrNotFound, or engine.ErrWrongType if a collection is
+// stored there (memcached and HTTP see strings only; the Redis protocol reads collections with member ops).
 func (s *Store) Get(ctx context.Context, table string, key []byte) (engine.Item, error) {
 	return s.GetAt(ctx, table, key, s.Now())
 }
 
 // GetAt is Get judged at now (unix ms, from Now): a batch of reads takes the clock once.
 func (s *Store) GetAt(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
+	it, err := s.GetAnyAt(ctx, table, key, now)
+	if err == nil && it.Kind != engine.KindString {
+		return engine.Item{}, fmt.Errorf("%w: %s", engine.ErrWrongType, it.Kind)
+	}
+	return it, err
+}
+
+// GetAnyAt returns the live item of any kind at table/key (a collection's meta item for a hash or a set).
+func (s *Store) GetAnyAt(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
+	if err := checkTable(table); err != nil {
+		return engine.Item{}, err
+	}
 	s.stats.gets.Add(1)
 	it, err := s.eng.Get(ctx, table, key, now)
 	switch {
@@ -164,6 +190,12 @@ func (s *Store) Apply(ctx context.Context, muts []engine.Mutation) ([]engine.Res
 		}
 		if m.Table == "" && m.Op != engine.OpFlush {
 			return nil, ErrEmptyTable
+		}
+		if err := checkTable(m.Table); err != nil {
+			return nil, err
+		}
+		if err := checkTable(m.Target.Table); err != nil {
+			return nil, err
 		}
 		switch m.Op {
 		case engine.OpAppend, engine.OpPrepend, engine.OpSetRange:
@@ -205,8 +237,9 @@ func (s *Store) Stats() Stats {
 	return st
 }
 
-// sweep reclaims expired items in small steps so requests never wait behind it.
-func (s *Store) sweep(sw engine.Sweeper, every time.Duration) {
+// sweep reclaims expired items and the members of deleted collections in small steps, so requests never wait
+// behind it.
+func (s *Store) sweep(every time.Duration) {
 	defer s.swept.Done()
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -216,10 +249,20 @@ func (s *Store) sweep(sw engine.Sweeper, every time.Duration) {
 			return
 		case <-t.C:
 		}
-		n, err := sw.Sweep(context.Background(), s.Now(), 2000)
-		if err == nil {
+		s.SweepOnce(context.Background())
+	}
+}
+
+// SweepOnce runs one step of the background sweep: expired items (if the engine is a Sweeper), then members of
+// deleted collections. Tests call it to sweep without waiting for the ticker.
+func (s *Store) SweepOnce(ctx context.Context) {
+	if sw, ok := s.eng.(engine.Sweeper); ok {
+		if n, err := sw.Sweep(ctx, s.Now(), 2000); err == nil {
 			s.stats.expiredSwept.Add(int64(n))
 		}
+	}
+	if n, err := s.reclaimStep(ctx, 2000); err == nil {
+		s.stats.membersReclaimed.Add(int64(n))
 	}
 }
 

@@ -154,3 +154,43 @@ func (g getOnly) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, e
 	return g.e.Apply(ctx, b)
 }
 func (g getOnly) Close() error { return g.e.Close() }
+
+// TestCollectionMembersAreReclaimed: the members of a deleted hash leave the member table in the background, a
+// live hash's members stay, and the engine's own tables are neither listed nor reachable by clients.
+func TestCollectionMembersAreReclaimed(t *testing.T) {
+	eng := memstore.New()
+	s := kv.New(eng, kv.Options{SweepInterval: -1})
+	defer s.Close()
+	hset := func(key, field string) engine.Mutation {
+		return engine.Mutation{Op: engine.OpMemberSet, Table: "t", Key: []byte(key), Value: []byte("v"),
+			Coll: engine.CollArgs{Kind: engine.KindHash, Member: []byte(field)}}
+	}
+	if _, err := s.Apply(ctx, []engine.Mutation{hset("gone", "a"), hset("gone", "b"), hset("kept", "c")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Apply(ctx, []engine.Mutation{{Op: engine.OpDelete, Table: "t", Key: []byte("gone"), AnyKind: true}}); err != nil {
+		t.Fatal(err)
+	}
+	members := func() int {
+		n := 0
+		eng.Scan(ctx, engine.MemberTable("t"), engine.Range{}, s.Now(), func([]byte, engine.Item) bool { n++; return true })
+		return n
+	}
+	if n := members(); n != 3 {
+		t.Fatalf("%d member items before the sweep, want 3", n)
+	}
+	s.SweepOnce(ctx)
+	if n := members(); n != 1 {
+		t.Fatalf("%d member items after the sweep, want 1 (the live hash's)", n)
+	}
+	tables, err := s.Tables(ctx)
+	if err != nil || fmt.Sprint(tables) != "[t]" {
+		t.Fatalf("Tables = %v, %v", tables, err)
+	}
+	if _, err := s.Get(ctx, engine.MemberTable("t"), []byte("x")); !errors.Is(err, kv.ErrReservedTable) {
+		t.Fatalf("client read of a member table: %v", err)
+	}
+	if _, err := s.Apply(ctx, []engine.Mutation{{Op: engine.OpSet, Table: "\x00x", Key: []byte("k")}}); !errors.Is(err, kv.ErrReservedTable) {
+		t.Fatalf("client write to a reserved table: %v", err)
+	}
+}

@@ -56,6 +56,9 @@ func (s *Store) scanner() (engine.Scanner, error) {
 
 // Scan returns one page of live items of table in key order.
 func (s *Store) Scan(ctx context.Context, table string, q Query) (Page, error) {
+	if err := checkTable(table); err != nil {
+		return Page{}, err
+	}
 	sc, err := s.scanner()
 	if err != nil {
 		return Page{}, err
@@ -71,7 +74,7 @@ func (s *Store) Scan(ctx context.Context, table string, q Query) (Page, error) {
 			return false
 		}
 		e := Entry{Key: append([]byte(nil), key...), Item: it}
-		if q.KeysOnly {
+		if q.KeysOnly || it.Kind != engine.KindString { // a collection's meta is no value to show
 			e.Item.Value = nil
 		} else {
 			e.Item.Value = append([]byte{}, it.Value...)
@@ -84,6 +87,9 @@ func (s *Store) Scan(ctx context.Context, table string, q Query) (Page, error) {
 
 // Count returns how many live items of table the query selects (Limit and After are ignored).
 func (s *Store) Count(ctx context.Context, table string, q Query) (int64, error) {
+	if err := checkTable(table); err != nil {
+		return 0, err
+	}
 	sc, err := s.scanner()
 	if err != nil {
 		return 0, err
@@ -94,11 +100,18 @@ func (s *Store) Count(ctx context.Context, table string, q Query) (int64, error)
 	return n, err
 }
 
-// Tables lists the tables that hold items.
+// Tables lists the tables that hold items (not the engine's own member tables).
 func (s *Store) Tables(ctx context.Context) ([]string, error) {
 	tl, ok := s.eng.(engine.TableLister)
 	if !ok {
 		return nil, engine.ErrNotSupported
 	}
-	return tl.Tables(ctx)
+	all, err := tl.Tables(ctx)
+	out := all[:0]
+	for _, t := range all {
+		if !engine.IsInternalTable(t) {
+			out = append(out, t)
+		}
+	}
+	return out, err
 }

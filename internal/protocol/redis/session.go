@@ -240,7 +240,7 @@ func (s *session) readDirect() []engine.Result {
 	now := s.h.store.Now()
 	for i := range s.muts {
 		m := &s.muts[i]
-		it, err := s.h.store.GetAt(context.Background(), m.Table, m.Key, now)
+		it, err := s.h.store.GetAnyAt(context.Background(), m.Table, m.Key, now)
 		if err != nil {
 			res[i].Err = err
 			continue

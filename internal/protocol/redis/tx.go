@@ -102,7 +102,7 @@ func cmdWatch(s *session, args [][]byte) {
 	}
 	for _, k := range args[1:] {
 		var v uint64
-		it, err := s.h.store.Get(context.Background(), s.table(), k)
+		it, err := s.h.store.GetAnyAt(context.Background(), s.table(), k, s.h.store.Now())
 		switch {
 		case err == nil:
 			v = it.Version

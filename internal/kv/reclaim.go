@@ -1,0 +1,109 @@
+package kv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"anykv/internal/engine"
+)
+
+// Reclaiming the members of deleted collections.
+//
+// Deleting, replacing or expiring a collection removes only its meta item (engine/collection.go); its members
+// stay in the member table under a generation no live meta names. Such a generation never comes back (a new
+// collection gets a new one), so those members are garbage for good, invisible to every read, and the background
+// sweep deletes them a few at a time here. It needs an engine that can list tables and scan.
+
+// reclaimer remembers where the last pass stopped.
+type reclaimer struct {
+	mu    sync.Mutex
+	table string // member table being walked ("" = start from the first)
+	after []byte // last member key examined in it
+}
+
+// reclaimStep examines up to budget member items and deletes those whose collection no longer exists with their
+// generation. It returns how many it deleted.
+func (s *Store) reclaimStep(ctx context.Context, budget int) (int, error) {
+	tl, ok1 := s.eng.(engine.TableLister)
+	sc, ok2 := s.eng.(engine.Scanner)
+	if !ok1 || !ok2 {
+		return 0, nil
+	}
+	tables, err := tl.Tables(ctx)
+	if err != nil {
+		return 0, err
+	}
+	now, removed := s.Now(), 0
+	rc := &s.reclaim
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for _, mt := range tables {
+		user, ok := engine.UserTable(mt)
+		if !ok || mt < rc.table || budget <= 0 {
+			continue
+		}
+		r := engine.Range{}
+		if mt == rc.table && rc.after != nil {
+			r.Start = append(rc.after, 0) // the first key after the last one examined
+		}
+		var dead []engine.Mutation
+		var last []byte
+		type gen struct {
+			key string
+			gen uint64
+		}
+		live := map[gen]bool{}
+		var lookErr error
+		err := sc.Scan(ctx, mt, r, now, func(mk []byte, _ engine.Item) bool {
+			if budget <= 0 {
+				return false
+			}
+			budget--
+			last = append(last[:0], mk...)
+			key, g, _, err := engine.SplitMemberKey(mk)
+			if err != nil {
+				return true // not ours to judge: leave it
+			}
+			id := gen{string(key), g}
+			alive, seen := live[id]
+			if !seen {
+				meta, err := s.eng.Get(ctx, user, key, now)
+				switch {
+				case err == nil && meta.Kind != engine.KindString:
+					m, derr := engine.DecodeCollMeta(meta.Value)
+					alive = derr != nil || m.Gen == g // undecodable: keep, never guess
+				case err == nil || errors.Is(err, engine.ErrNotFound):
+					alive = false
+				default:
+					lookErr = err
+					return false
+				}
+				live[id] = alive
+			}
+			if !alive {
+				dead = append(dead, engine.Mutation{Op: engine.OpDelete, Table: mt, Key: append([]byte(nil), mk...), AnyKind: true})
+			}
+			return true
+		})
+		if err == nil {
+			err = lookErr
+		}
+		if err != nil {
+			return removed, fmt.Errorf("reclaiming members of %q: %w", user, err)
+		}
+		if len(dead) > 0 {
+			if _, err := s.eng.Apply(ctx, &engine.Batch{Now: now, Muts: dead}); err != nil {
+				return removed, err
+			}
+			removed += len(dead)
+		}
+		if budget <= 0 { // stopped inside this table: resume after the last key examined
+			rc.table, rc.after = mt, append(rc.after[:0], last...)
+			return removed, nil
+		}
+	}
+	rc.table, rc.after = "", nil // a whole pass ended
+	return removed, nil
+}
