@@ -144,7 +144,7 @@ func touched(b *engine.Batch) (slots []string, all bool) {
 			continue
 		}
 		slots = append(slots, slot(m.Table, m.Key))
-		if m.Op == engine.OpRename || m.Op == engine.OpCopy {
+		if m.Op == engine.OpRename || m.Op == engine.OpCopy || m.Op == engine.OpCall && m.Target.Table != "" {
 			slots = append(slots, slot(m.Target.Table, m.Target.Key))
 		}
 	}

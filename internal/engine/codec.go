@@ -103,7 +103,7 @@ func appendMutation(dst []byte, m *Mutation) []byte {
 	if expires {
 		dst = binary.AppendVarint(dst, m.Expires)
 	}
-	if m.Op >= OpMemberGet || m.Op == OpCheck {
+	if m.Op >= OpMemberGet && m.Op <= OpMembers || m.Op == OpCheck {
 		dst = append(dst, byte(m.Coll.Kind))
 		dst = appendBytes(dst, m.Coll.Member)
 	}
@@ -120,6 +120,14 @@ func appendMutation(dst []byte, m *Mutation) []byte {
 	case OpRename, OpCopy:
 		dst = appendBytes(dst, []byte(m.Target.Table))
 		dst = appendBytes(dst, m.Target.Key)
+	case OpCall:
+		dst = appendBytes(dst, []byte(m.Target.Table))
+		dst = appendBytes(dst, m.Target.Key)
+		dst = appendBytes(dst, []byte(m.Call.Name))
+		dst = binary.AppendUvarint(dst, uint64(len(m.Call.Args)))
+		for _, a := range m.Call.Args {
+			dst = appendBytes(dst, a)
+		}
 	}
 	return dst
 }
@@ -257,7 +265,7 @@ func (d *decoder) mutation(m *Mutation) {
 	if expires {
 		m.Expires = d.varint()
 	}
-	if m.Op >= OpMemberGet || m.Op == OpCheck {
+	if m.Op >= OpMemberGet && m.Op <= OpMembers || m.Op == OpCheck {
 		m.Coll.Kind = Kind(d.byte())
 		m.Coll.Member = d.bytes()
 	}
@@ -270,6 +278,17 @@ func (d *decoder) mutation(m *Mutation) {
 		m.Expire.Cond = ExpireCond(d.byte())
 	case OpRename, OpCopy:
 		m.Target.Table, m.Target.Key = string(d.bytes()), d.bytes()
+	case OpCall:
+		m.Target.Table, m.Target.Key = string(d.bytes()), d.bytes()
+		m.Call.Name = string(d.bytes())
+		n := d.uvarint()
+		if n > uint64(len(d.b)) { // each argument takes at least a byte: bound the allocation by the input
+			d.fail()
+			return
+		}
+		for i := uint64(0); i < n; i++ {
+			m.Call.Args = append(m.Call.Args, d.bytes())
+		}
 	}
 }
 

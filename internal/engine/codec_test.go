@@ -29,7 +29,11 @@ func randomBatch(rng *rand.Rand) *Batch {
 		case OpGet, OpSet, OpDelete:
 			m.AnyKind = coin()
 		}
-		if m.Op >= OpMemberGet || m.Op == OpCheck {
+		if m.Op == OpCall {
+			m.Call = CallArgs{Name: string(bytesOrNil(rng.Intn(6))), Args: [][]byte{bytesOrNil(rng.Intn(3)), bytesOrNil(rng.Intn(3))}}
+			m.Target = Target{Table: string(bytesOrNil(rng.Intn(3))), Key: bytesOrNil(rng.Intn(3))}
+		}
+		if m.Op >= OpMemberGet && m.Op <= OpMembers || m.Op == OpCheck {
 			m.Coll = CollArgs{Kind: Kind(rng.Intn(int(kindMax))), Member: bytesOrNil(rng.Intn(5))}
 		}
 		switch m.Op {

@@ -74,12 +74,18 @@ type CollMeta struct {
 	Gen uint64
 	// Count is the number of members (HLEN, SCARD, ...).
 	Count int64
+	// Head is a list's first index: its elements are at Head .. Head+Count-1 (0 for other kinds).
+	Head int64
 }
 
-// AppendCollMeta encodes m.
+// AppendCollMeta encodes m: gen (8 bytes), count (varint), and head (varint) when it is not 0.
 func AppendCollMeta(dst []byte, m CollMeta) []byte {
 	dst = binary.BigEndian.AppendUint64(dst, m.Gen)
-	return binary.AppendVarint(dst, m.Count)
+	dst = binary.AppendVarint(dst, m.Count)
+	if m.Head != 0 {
+		dst = binary.AppendVarint(dst, m.Head)
+	}
+	return dst
 }
 
 // DecodeCollMeta decodes a meta item's value.
@@ -87,11 +93,20 @@ func DecodeCollMeta(v []byte) (CollMeta, error) {
 	if len(v) < 9 {
 		return CollMeta{}, fmt.Errorf("%w: collection meta of %d bytes", ErrCorrupt, len(v))
 	}
+	m := CollMeta{Gen: binary.BigEndian.Uint64(v)}
 	n, w := binary.Varint(v[8:])
-	if w <= 0 || 8+w != len(v) {
+	if w <= 0 {
 		return CollMeta{}, fmt.Errorf("%w: collection meta", ErrCorrupt)
 	}
-	return CollMeta{Gen: binary.BigEndian.Uint64(v), Count: n}, nil
+	m.Count = n
+	if rest := v[8+w:]; len(rest) > 0 {
+		h, hw := binary.Varint(rest)
+		if hw != len(rest) {
+			return CollMeta{}, fmt.Errorf("%w: collection meta", ErrCorrupt)
+		}
+		m.Head = h
+	}
+	return m, nil
 }
 
 // MemberPrefix returns the key prefix of every member of the collection at key with generation gen, in its

@@ -54,6 +54,8 @@ func goldenBatchV2() *Batch {
 			Coll: CollArgs{Kind: KindHash, Member: []byte("x")}},
 		Mutation{Op: OpMembers, Table: "default", Key: []byte("h"), Coll: CollArgs{Kind: KindHash}},
 		Mutation{Op: OpCheck, Table: "default", Key: []byte("d"), Coll: CollArgs{Kind: KindSet}, Guard: true, Group: 4},
+		Mutation{Op: OpCall, Table: "default", Key: []byte("l"), Target: Target{Table: "default", Key: []byte("l2")},
+			Call: CallArgs{Name: "list.move", Args: [][]byte{[]byte("left"), []byte("right")}}},
 	)
 	return b
 }

@@ -27,6 +27,7 @@ const (
 	OpMemberIncr      // integer add to the member's value as OpIncr does (HINCRBY)
 	OpMemberIncrFloat // float add of Value's decimal text to the member's value as OpIncrFloat does (HINCRBYFLOAT)
 	OpMembers         // read every member, in member order, into Result.Members (HGETALL inside a batch)
+	OpCall            // run the registered Func Call.Name on Table/Key with Call.Args (see call.go)
 	opMax
 )
 
@@ -89,6 +90,7 @@ type Mutation struct {
 	Expire ExpireArgs // OpExpire
 	Target Target     // OpRename, OpCopy
 	Coll   CollArgs   // the member ops
+	Call   CallArgs   // OpCall
 	// Touch makes OpGet and OpIncr also set Expires (GETEX, gat, memcached ma with T).
 	Touch bool
 }

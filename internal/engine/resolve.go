@@ -181,6 +181,8 @@ func (rs *resolver) apply(m *Mutation) (Result, error) {
 	switch {
 	case m.Op == OpRename || m.Op == OpCopy:
 		return rs.move(m, res)
+	case m.Op == OpCall:
+		return rs.call(m)
 	case m.Op >= OpMemberGet:
 		return rs.member(m, res)
 	case m.Op == OpCheck && m.Coll.Kind != KindString && found && old.Kind != m.Coll.Kind:

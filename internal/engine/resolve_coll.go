@@ -17,9 +17,14 @@ type RangeReader interface {
 	Range(table string, r Range, fn func(key []byte, it Item) bool) error
 }
 
-// scan calls fn for each live item of table with the prefix, in key order, as this batch sees them: the engine's
-// items merged with the batch's own writes.
+// scan calls fn for each live item of table with the prefix, in key order, as this batch sees them.
 func (rs *resolver) scan(table string, prefix []byte, fn func(key []byte, it Item) bool) error {
+	return rs.scanRange(table, PrefixRange(prefix), fn)
+}
+
+// scanRange calls fn for each live item of table whose key lies in r, in key order, as this batch sees them: the
+// engine's items merged with the batch's own writes.
+func (rs *resolver) scanRange(table string, r Range, fn func(key []byte, it Item) bool) error {
 	rr, ok := rs.r.(RangeReader)
 	if !ok {
 		return fmt.Errorf("%w: reading a range of members", ErrNotSupported)
@@ -27,7 +32,7 @@ func (rs *resolver) scan(table string, prefix []byte, fn func(key []byte, it Ite
 	// The batch's own writes in the range, sorted; nil items are deletions.
 	var mine []string
 	for s := range rs.overlay {
-		if s.table == table && len(s.key) >= len(prefix) && s.key[:len(prefix)] == string(prefix) {
+		if s.table == table && r.Contains([]byte(s.key)) {
 			mine = append(mine, s.key)
 		}
 	}
@@ -42,7 +47,7 @@ func (rs *resolver) scan(table string, prefix []byte, fn func(key []byte, it Ite
 	}
 	stopped := false
 	if !rs.flushedAll && !rs.flushed[table] {
-		err := rr.Range(table, PrefixRange(prefix), func(key []byte, it Item) bool {
+		err := rr.Range(table, r, func(key []byte, it Item) bool {
 			for i < len(mine) && mine[i] < string(key) {
 				if !emit(mine[i]) {
 					stopped = true

@@ -48,6 +48,7 @@ func Run(t *testing.T, open Opener, has engine.Ability) {
 		{"ConcurrentIncr", testConcurrentIncr, 0},
 		{"Closed", testClosed, 0},
 		{"Collections", testCollections, 0},
+		{"Lists", testLists, 0},
 		{"Model", testModel, 0},
 		{"Scan", testScan, engine.CanScan},
 		{"Tables", testTables, engine.CanTables},

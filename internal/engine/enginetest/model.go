@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"testing"
 
+	"anykv/internal/collections"
 	"anykv/internal/engine"
 	"anykv/internal/engine/memstore"
 )
@@ -80,7 +81,10 @@ func randomMutation(rng *rand.Rand, tables, keys []string) engine.Mutation {
 	m := engine.Mutation{
 		Table: tables[rng.Intn(len(tables))],
 		Key:   []byte(keys[rng.Intn(len(keys))]),
-		Op:    engine.Op(1 + rng.Intn(int(engine.OpMembers))),
+		Op:    engine.Op(1 + rng.Intn(int(engine.OpCall))),
+	}
+	if m.Op == engine.OpCall {
+		return randomListCall(rng, m.Table, m.Key, tables, keys)
 	}
 	if m.Op >= engine.OpMemberGet {
 		m.Coll = engine.CollArgs{Kind: engine.KindHash + engine.Kind(rng.Intn(2)*2), Member: []byte(keys[rng.Intn(len(keys))])}
@@ -163,4 +167,27 @@ func sameValue(a, b engine.Item) bool {
 	ma, errA := engine.DecodeCollMeta(a.Value)
 	mb, errB := engine.DecodeCollMeta(b.Value)
 	return errA == nil && errB == nil && ma.Count == mb.Count
+}
+
+// randomListCall is one of the list functions with random arguments.
+func randomListCall(rng *rand.Rand, table string, key []byte, tables, keys []string) engine.Mutation {
+	v := []byte([]string{"a", "b", "1"}[rng.Intn(3)])
+	i := int64(rng.Intn(7) - 3)
+	switch rng.Intn(8) {
+	case 0:
+		return collections.Push(table, key, rng.Intn(2) == 0, rng.Intn(4) == 0, v, v)
+	case 1:
+		return collections.Pop(table, key, rng.Intn(2) == 0, int64(rng.Intn(4)-1))
+	case 2:
+		return collections.Index(table, key, i)
+	case 3:
+		return collections.Set(table, key, i, v)
+	case 4:
+		return collections.Range(table, key, i, int64(rng.Intn(7)-3))
+	case 5:
+		return collections.Trim(table, key, i, int64(rng.Intn(7)-3))
+	case 6:
+		return collections.Rem(table, key, i, v)
+	}
+	return collections.Move(table, key, tables[rng.Intn(len(tables))], []byte(keys[rng.Intn(len(keys))]), rng.Intn(2) == 0, rng.Intn(2) == 0)
 }

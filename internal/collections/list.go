@@ -1,0 +1,549 @@
+// Package collections implements the collection operations whose writes depend on what they read (list pushes
+// and pops, moves between lists, ...) as engine Funcs, run inside Resolve through engine.OpCall. So they are
+// atomic and durable exactly as string writes are, on every engine, with no type-specific engine code.
+//
+// The mutations are built with the constructors here (Push, Pop, ...), which protocols call; the functions
+// registered at init read their arguments back. Results carry integers as decimal text in Result.New.Value
+// (Int reads them) and elements in Result.Members.
+package collections
+
+import (
+	"encoding/binary"
+	"errors"
+	"strconv"
+
+	"anykv/internal/engine"
+)
+
+// ErrOutOfRange: a list index outside the list (LSET).
+var ErrOutOfRange = errors.New("index out of range")
+
+// Function names; they are part of the mutation codec (a log carries them): never rename.
+const (
+	fnPush   = "list.push"
+	fnPop    = "list.pop"
+	fnIndex  = "list.index"
+	fnSet    = "list.set"
+	fnRange  = "list.range"
+	fnTrim   = "list.trim"
+	fnRem    = "list.rem"
+	fnInsert = "list.insert"
+	fnMove   = "list.move"
+)
+
+func init() {
+	engine.RegisterFunc(fnPush, push)
+	engine.RegisterFunc(fnPop, pop)
+	engine.RegisterFunc(fnIndex, index)
+	engine.RegisterFunc(fnSet, setAt)
+	engine.RegisterFunc(fnRange, lrange)
+	engine.RegisterFunc(fnTrim, trim)
+	engine.RegisterFunc(fnRem, rem)
+	engine.RegisterFunc(fnInsert, insert)
+	engine.RegisterFunc(fnMove, move)
+}
+
+func call(table string, key []byte, name string, args ...[]byte) engine.Mutation {
+	return engine.Mutation{Op: engine.OpCall, Table: table, Key: key, Call: engine.CallArgs{Name: name, Args: args}}
+}
+
+func num(n int64) []byte { return strconv.AppendInt(nil, n, 10) }
+
+func side(left bool) []byte {
+	if left {
+		return []byte("L")
+	}
+	return []byte("R")
+}
+
+// Push adds values at the head (left) or tail of the list at key, creating it unless onlyIfExists (LPUSHX);
+// the result is the new length (Int), 0 for LPUSHX of a missing list.
+func Push(table string, key []byte, left, onlyIfExists bool, values ...[]byte) engine.Mutation {
+	flag := []byte("0")
+	if onlyIfExists {
+		flag = []byte("1")
+	}
+	return call(table, key, fnPush, append([][]byte{side(left), flag}, values...)...)
+}
+
+// Pop removes up to count elements (count < 0: one, reported in Result.New) from the head or tail; they are
+// returned in Members in the order removed. ErrNotFound if the list is missing.
+func Pop(table string, key []byte, left bool, count int64) engine.Mutation {
+	return call(table, key, fnPop, side(left), num(count))
+}
+
+// Index reads the element at i (negative: from the tail) into Result.New; ErrNotFound outside the list.
+func Index(table string, key []byte, i int64) engine.Mutation {
+	return call(table, key, fnIndex, num(i))
+}
+
+// Set replaces the element at i: ErrNotFound for a missing list, ErrOutOfRange outside it.
+func Set(table string, key []byte, i int64, value []byte) engine.Mutation {
+	return call(table, key, fnSet, num(i), value)
+}
+
+// Range reads the elements start..stop (inclusive, negative from the tail, as LRANGE) into Members.
+func Range(table string, key []byte, start, stop int64) engine.Mutation {
+	return call(table, key, fnRange, num(start), num(stop))
+}
+
+// Trim keeps only the elements start..stop (LTRIM).
+func Trim(table string, key []byte, start, stop int64) engine.Mutation {
+	return call(table, key, fnTrim, num(start), num(stop))
+}
+
+// Rem removes elements equal to value: count > 0 the first count from the head, < 0 from the tail, 0 all; the
+// result is how many (Int).
+func Rem(table string, key []byte, count int64, value []byte) engine.Mutation {
+	return call(table, key, fnRem, num(count), value)
+}
+
+// Insert puts value before (or after) the first element equal to pivot; the result is the new length, -1 if the
+// pivot is missing, 0 if the list is (Int).
+func Insert(table string, key []byte, before bool, pivot, value []byte) engine.Mutation {
+	where := []byte("A")
+	if before {
+		where = []byte("B")
+	}
+	return call(table, key, fnInsert, where, pivot, value)
+}
+
+// Move pops an element from one end of the list at key and pushes it at one end of the list at dst (LMOVE); the
+// element is in Result.New, ErrNotFound if the source is empty. dst may equal key (rotation).
+func Move(table string, key []byte, dstTable string, dst []byte, fromLeft, toLeft bool) engine.Mutation {
+	m := call(table, key, fnMove, side(fromLeft), side(toLeft))
+	m.Target = engine.Target{Table: dstTable, Key: dst}
+	return m
+}
+
+// Int reads an integer result of these functions.
+func Int(r engine.Result) int64 {
+	n, _ := strconv.ParseInt(string(r.New.Value), 10, 64)
+	return n
+}
+
+func intResult(n int64) engine.Result { return engine.Result{New: engine.Item{Value: num(n)}, NewFound: true} }
+
+func parseNum(b []byte) (int64, error) {
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return 0, engine.ErrInvalid
+	}
+	return n, nil
+}
+
+// list is one list as a function sees it.
+type list struct {
+	tx     *engine.Tx
+	table  string
+	key    []byte
+	meta   engine.CollMeta
+	item   engine.Item // the meta item
+	exists bool
+}
+
+// openList reads the list at table/key: wrong is true if another kind is stored there.
+func openList(tx *engine.Tx, table string, key []byte) (l list, wrong bool, err error) {
+	l = list{tx: tx, table: table, key: key}
+	it, found, err := tx.Get(table, key)
+	if err != nil || !found {
+		return l, false, err
+	}
+	if it.Kind != engine.KindList {
+		return l, true, nil
+	}
+	l.meta, err = engine.DecodeCollMeta(it.Value)
+	l.item, l.exists = it, true
+	return l, false, err
+}
+
+// elem encodes a list position so that positions sort as numbers.
+func elem(i int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(i)^1<<63) }
+
+func (l *list) memberKey(pos int64) []byte { return engine.MemberKey(l.key, l.meta.Gen, elem(pos)) }
+
+func (l *list) get(pos int64) ([]byte, error) {
+	it, found, err := l.tx.Get(engine.MemberTable(l.table), l.memberKey(pos))
+	if err == nil && !found {
+		err = engine.ErrCorrupt // inside Head..Head+Count-1 every position holds an element
+	}
+	return it.Value, err
+}
+
+func (l *list) put(pos int64, v []byte) {
+	l.tx.Put(engine.MemberTable(l.table), l.memberKey(pos), engine.Item{Value: v})
+}
+
+func (l *list) del(pos int64) { l.tx.Delete(engine.MemberTable(l.table), l.memberKey(pos)) }
+
+// create starts a new list (a new generation).
+func (l *list) create() {
+	l.meta = engine.CollMeta{Gen: l.tx.NextVersion()}
+	l.item = engine.Item{Kind: engine.KindList}
+	l.exists = true
+}
+
+// save writes the meta, or deletes the list once it is empty (as Redis does).
+func (l *list) save() {
+	if l.meta.Count <= 0 {
+		l.tx.Delete(l.table, l.key)
+		return
+	}
+	l.item.Value = engine.AppendCollMeta(nil, l.meta)
+	l.tx.Put(l.table, l.key, l.item)
+}
+
+// pos turns a Redis index (negative from the tail) into a position, and whether it lies inside the list.
+func (l *list) pos(i int64) (int64, bool) {
+	if i < 0 {
+		i += l.meta.Count
+	}
+	return l.meta.Head + i, i >= 0 && i < l.meta.Count
+}
+
+// bounds clamps LRANGE/LTRIM's start..stop to the list, as Redis does: it returns the positions [from, to) kept.
+func (l *list) bounds(start, stop int64) (int64, int64) {
+	n := l.meta.Count
+	if start < 0 {
+		start = max(start+n, 0)
+	}
+	if stop < 0 {
+		stop += n
+	}
+	stop = min(stop, n-1)
+	if start > stop || start >= n {
+		return l.meta.Head, l.meta.Head
+	}
+	return l.meta.Head + start, l.meta.Head + stop + 1
+}
+
+func (l *list) pushOne(left bool, v []byte) {
+	if left {
+		l.meta.Head--
+		l.put(l.meta.Head, v)
+	} else {
+		l.put(l.meta.Head+l.meta.Count, v)
+	}
+	l.meta.Count++
+}
+
+func (l *list) popOne(left bool) ([]byte, error) {
+	p := l.meta.Head + l.meta.Count - 1
+	if left {
+		p = l.meta.Head
+	}
+	v, err := l.get(p)
+	if err != nil {
+		return nil, err
+	}
+	l.del(p)
+	if left {
+		l.meta.Head++
+	}
+	l.meta.Count--
+	return v, nil
+}
+
+var wrongType = engine.Result{Err: engine.ErrWrongType}
+
+func push(tx *engine.Tx, args [][]byte) (engine.Result, error) {
+	if len(args) < 3 {
+		return engine.Result{}, engine.ErrInvalid
+	}
+	l, wrong, err := openList(tx, tx.Table(), tx.Key())
+	switch {
+	case err != nil:
+		return engine.Result{}, err
+	case wrong:
+		return wrongType, nil
+	case !l.exists && string(args[1]) == "1":
+		return intResult(0), nil
+	case !l.exists:
+		l.create()
+	}
+	for _, v := range args[2:] {
+		l.pushOne(string(args[0]) == "L", v)
+	}
+	l.save()
+	return intResult(l.meta.Count), nil
+}
+
+func pop(tx *engine.Tx, args [][]byte) (engine.Result, error) {
+	if len(args) != 2 {
+		return engine.Result{}, engine.ErrInvalid
+	}
+	count, err := parseNum(args[1])
+	if err != nil {
+		return engine.Result{}, err
+	}
+	l, wrong, err := openList(tx, tx.Table(), tx.Key())
+	switch {
+	case err != nil:
+		return engine.Result{}, err
+	case wrong:
+		return wrongType, nil
+	case !l.exists:
+		return engine.Result{Err: engine.ErrNotFound}, nil
+	}
+	var res engine.Result
+	single := count < 0
+	if single {
+		count = 1
+	}
+	for i := int64(0); i < count && l.meta.Count > 0; i++ {
+		v, err := l.popOne(string(args[0]) == "L")
+		if err != nil {
+			return engine.Result{}, err
+		}
+		res.Members = append(res.Members, engine.Member{Item: engine.Item{Value: v}})
+	}
+	if single {
+		res.New, res.NewFound, res.Members = res.Members[0].Item, true, nil
+	}
+	l.save()
+	return res, nil
+}
+
+func index(tx *engine.Tx, args [][]byte) (engine.Result, error) {
+	i, err := parseNum(args[0])
+	if err != nil {
+		return engine.Result{}, err
+	}
+	l, wrong, err := openList(tx, tx.Table(), tx.Key())
+	switch {
+	case err != nil:
+		return engine.Result{}, err
+	case wrong:
+		return wrongType, nil
+	}
+	p, ok := l.pos(i)
+	if !l.exists || !ok {
+		return engine.Result{Err: engine.ErrNotFound}, nil
+	}
+	v, err := l.get(p)
+	return engine.Result{New: engine.Item{Value: v}, NewFound: true}, err
+}
+
+func setAt(tx *engine.Tx, args [][]byte) (engine.Result, error) {
+	i, err := parseNum(args[0])
+	if err != nil || len(args) != 2 {
+		return engine.Result{}, engine.ErrInvalid
+	}
+	l, wrong, err := openList(tx, tx.Table(), tx.Key())
+	switch {
+	case err != nil:
+		return engine.Result{}, err
+	case wrong:
+		return wrongType, nil
+	case !l.exists:
+		return engine.Result{Err: engine.ErrNotFound}, nil
+	}
+	p, ok := l.pos(i)
+	if !ok {
+		return engine.Result{Err: ErrOutOfRange}, nil
+	}
+	l.put(p, args[1])
+	l.save() // the meta's version follows every change of the list
+	return engine.Result{}, nil
+}
+
+// scanElems calls fn for the elements at positions [from, to), in order.
+func (l *list) scanElems(from, to int64, fn func(pos int64, v []byte) bool) error {
+	prefix := engine.MemberPrefix(nil, l.key, l.meta.Gen)
+	r := engine.Range{Start: append(prefix[:len(prefix):len(prefix)], elem(from)...), End: append(prefix[:len(prefix):len(prefix)], elem(to)...)}
+	return l.tx.Scan(engine.MemberTable(l.table), r, func(k []byte, it engine.Item) bool {
+		p := int64(binary.BigEndian.Uint64(k[len(prefix):]) ^ 1<<63)
+		return fn(p, it.Value)
+	})
+}
+
+func lrange(tx *engine.Tx, args [][]byte) (engine.Result, error) {
+	start, err1 := parseNum(args[0])
+	stop, err2 := parseNum(args[1])
+	if err1 != nil || err2 != nil {
+		return engine.Result{}, engine.ErrInvalid
+	}
+	l, wrong, err := openList(tx, tx.Table(), tx.Key())
+	switch {
+	case err != nil:
+		return engine.Result{}, err
+	case wrong:
+		return wrongType, nil
+	case !l.exists:
+		return engine.Result{}, nil
+	}
+	from, to := l.bounds(start, stop)
+	var res engine.Result
+	err = l.scanElems(from, to, func(_ int64, v []byte) bool {
+		res.Members = append(res.Members, engine.Member{Item: engine.Item{Value: v}})
+		return true
+	})
+	return res, err
+}
+
+func trim(tx *engine.Tx, args [][]byte) (engine.Result, error) {
+	start, err1 := parseNum(args[0])
+	stop, err2 := parseNum(args[1])
+	if err1 != nil || err2 != nil {
+		return engine.Result{}, engine.ErrInvalid
+	}
+	l, wrong, err := openList(tx, tx.Table(), tx.Key())
+	switch {
+	case err != nil:
+		return engine.Result{}, err
+	case wrong:
+		return wrongType, nil
+	case !l.exists:
+		return engine.Result{}, nil
+	}
+	from, to := l.bounds(start, stop)
+	end := l.meta.Head + l.meta.Count
+	for p := l.meta.Head; p < from; p++ {
+		l.del(p)
+	}
+	for p := max(to, from); p < end; p++ {
+		l.del(p)
+	}
+	l.meta.Head, l.meta.Count = from, to-from
+	l.save()
+	return engine.Result{}, nil
+}
+
+// rewrite replaces the list's elements with vs, under the same generation, positions from the old head.
+func (l *list) rewrite(vs [][]byte) {
+	end := l.meta.Head + l.meta.Count
+	for i, v := range vs {
+		l.put(l.meta.Head+int64(i), v)
+	}
+	for p := l.meta.Head + int64(len(vs)); p < end; p++ {
+		l.del(p)
+	}
+	l.meta.Count = int64(len(vs))
+}
+
+// all reads every element.
+func (l *list) all() ([][]byte, error) {
+	var vs [][]byte
+	err := l.scanElems(l.meta.Head, l.meta.Head+l.meta.Count, func(_ int64, v []byte) bool {
+		vs = append(vs, v)
+		return true
+	})
+	return vs, err
+}
+
+func rem(tx *engine.Tx, args [][]byte) (engine.Result, error) {
+	count, err := parseNum(args[0])
+	if err != nil || len(args) != 2 {
+		return engine.Result{}, engine.ErrInvalid
+	}
+	l, wrong, err := openList(tx, tx.Table(), tx.Key())
+	switch {
+	case err != nil:
+		return engine.Result{}, err
+	case wrong:
+		return wrongType, nil
+	case !l.exists:
+		return intResult(0), nil
+	}
+	vs, err := l.all()
+	if err != nil {
+		return engine.Result{}, err
+	}
+	drop := make([]bool, len(vs))
+	removed := int64(0)
+	for k := range vs {
+		i := k
+		if count < 0 {
+			i = len(vs) - 1 - k
+		}
+		if string(vs[i]) == string(args[1]) && (count == 0 || removed < max(count, -count)) {
+			drop[i] = true
+			removed++
+		}
+	}
+	if removed == 0 {
+		return intResult(0), nil
+	}
+	kept := vs[:0:0]
+	for i, v := range vs {
+		if !drop[i] {
+			kept = append(kept, v)
+		}
+	}
+	l.rewrite(kept)
+	l.save()
+	return intResult(removed), nil
+}
+
+func insert(tx *engine.Tx, args [][]byte) (engine.Result, error) {
+	if len(args) != 3 {
+		return engine.Result{}, engine.ErrInvalid
+	}
+	l, wrong, err := openList(tx, tx.Table(), tx.Key())
+	switch {
+	case err != nil:
+		return engine.Result{}, err
+	case wrong:
+		return wrongType, nil
+	case !l.exists:
+		return intResult(0), nil
+	}
+	vs, err := l.all()
+	if err != nil {
+		return engine.Result{}, err
+	}
+	for i, v := range vs {
+		if string(v) != string(args[1]) {
+			continue
+		}
+		if string(args[0]) == "A" {
+			i++
+		}
+		out := append(append(append(make([][]byte, 0, len(vs)+1), vs[:i]...), args[2]), vs[i:]...)
+		l.rewrite(out)
+		l.save()
+		return intResult(l.meta.Count), nil
+	}
+	return intResult(-1), nil
+}
+
+func move(tx *engine.Tx, args [][]byte) (engine.Result, error) {
+	if len(args) != 2 {
+		return engine.Result{}, engine.ErrInvalid
+	}
+	dstTable, dstKey := tx.Target()
+	src, wrong, err := openList(tx, tx.Table(), tx.Key())
+	switch {
+	case err != nil:
+		return engine.Result{}, err
+	case wrong:
+		return wrongType, nil
+	case !src.exists:
+		return engine.Result{Err: engine.ErrNotFound}, nil
+	}
+	same := dstTable == tx.Table() && string(dstKey) == string(tx.Key())
+	dst := src
+	if !same {
+		if dst, wrong, err = openList(tx, dstTable, dstKey); err != nil {
+			return engine.Result{}, err
+		} else if wrong {
+			return wrongType, nil // checked before anything is written, as Redis does
+		}
+	}
+	v, err := src.popOne(string(args[0]) == "L")
+	if err != nil {
+		return engine.Result{}, err
+	}
+	if same {
+		src.pushOne(string(args[1]) == "L", v)
+		src.save()
+		return engine.Result{New: engine.Item{Value: v}, NewFound: true}, nil
+	}
+	src.save()
+	if !dst.exists {
+		dst.create()
+	}
+	dst.pushOne(string(args[1]) == "L", v)
+	dst.save()
+	return engine.Result{New: engine.Item{Value: v}, NewFound: true}, nil
+}

@@ -1,0 +1,137 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// Functions: operations written in Go that run inside Resolve.
+//
+// Some operations cannot be compiled into fixed mutations ahead of time, because what they write depends on what
+// they read: LPUSH writes at the list's current head, ZPOPMIN removes whichever member has the lowest score,
+// SINTERSTORE stores what the intersection turns out to be. Such an operation is an OpCall mutation naming a
+// registered Func and carrying its arguments as plain bytes. Resolve runs the Func with a Tx that reads and
+// writes through the batch (so it sees the batch's earlier writes, and its own writes are part of the same atomic,
+// durable batch) and returns its Result. A Func must be deterministic: its effect depends only on the stored
+// state, its arguments and the batch's time, so the mutation stays a value that a log can carry and any engine
+// can apply. Engines need no code of their own for it; reading ranges needs a RangeReader.
+
+// Func is a registered operation: it reads and writes through tx and returns the mutation's Result. An error it
+// returns fails the whole batch (use Result.Err for the operation's own failures, such as ErrWrongType).
+type Func func(tx *Tx, args [][]byte) (Result, error)
+
+var funcs = struct {
+	sync.RWMutex
+	m map[string]Func
+}{m: map[string]Func{}}
+
+// RegisterFunc makes fn callable as OpCall with Call.Name = name. Packages register their functions at init;
+// registering a name twice panics.
+func RegisterFunc(name string, fn Func) {
+	funcs.Lock()
+	defer funcs.Unlock()
+	if _, dup := funcs.m[name]; dup {
+		panic("engine: function registered twice: " + name)
+	}
+	funcs.m[name] = fn
+}
+
+// Funcs lists the registered function names, sorted.
+func Funcs() []string {
+	funcs.RLock()
+	defer funcs.RUnlock()
+	out := make([]string, 0, len(funcs.m))
+	for n := range funcs.m {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// CallArgs are OpCall's own arguments.
+type CallArgs struct {
+	// Name is the registered Func to run.
+	Name string
+	// Args are its arguments (Table and Key of the mutation name the item it works on).
+	Args [][]byte
+}
+
+// Tx is what a Func sees of the batch: reads see the batch's earlier writes, writes join the batch. A Func may
+// read anything but writes only the item at the mutation's Table/Key, at its Target (LMOVE's destination), and
+// their collections' members: so a cache in front of the engine knows exactly which keys a call changes.
+type Tx struct {
+	rs  *resolver
+	m   *Mutation
+	err error // a write outside what the mutation names
+}
+
+// writable reports whether the Func may write table/key, recording a violation otherwise.
+func (tx *Tx) writable(table string, key []byte) bool {
+	if user, ok := UserTable(table); ok {
+		table = user // a member table: members belong to a collection the mutation names (not checked further)
+		return table == tx.m.Table || table == tx.m.Target.Table
+	}
+	if table == tx.m.Table && string(key) == string(tx.m.Key) ||
+		table == tx.m.Target.Table && string(key) == string(tx.m.Target.Key) && tx.m.Target.Table != "" {
+		return true
+	}
+	if tx.err == nil {
+		tx.err = fmt.Errorf("%w: function %q wrote %s/%q, which its mutation does not name", ErrInvalid, tx.m.Call.Name, table, key)
+	}
+	return false
+}
+
+// Now is the batch's time (unix ms): expiry is judged at it.
+func (tx *Tx) Now() int64 { return tx.rs.now }
+
+// Table and Key name the item the mutation addresses.
+func (tx *Tx) Table() string { return tx.m.Table }
+
+// Key is the mutation's key.
+func (tx *Tx) Key() []byte { return tx.m.Key }
+
+// Target is the mutation's Target: a second key the Func may write (LMOVE's destination).
+func (tx *Tx) Target() (table string, key []byte) { return tx.m.Target.Table, tx.m.Target.Key }
+
+// Get returns the live item at table/key as the batch sees it, of any kind.
+func (tx *Tx) Get(table string, key []byte) (Item, bool, error) { return tx.rs.get(table, key) }
+
+// Put stores it at table/key with a new version and returns it as stored.
+func (tx *Tx) Put(table string, key []byte, it Item) Item {
+	if !tx.writable(table, key) {
+		return it
+	}
+	return tx.rs.put(table, key, it)
+}
+
+// Delete removes the item at table/key.
+func (tx *Tx) Delete(table string, key []byte) {
+	if tx.writable(table, key) {
+		tx.rs.del(table, key)
+	}
+}
+
+// NextVersion allocates a fresh version (a collection's generation).
+func (tx *Tx) NextVersion() uint64 { return tx.rs.next() }
+
+// Scan calls fn for each live item of table whose key lies in r, in key order, as the batch sees them.
+func (tx *Tx) Scan(table string, r Range, fn func(key []byte, it Item) bool) error {
+	return tx.rs.scanRange(table, r, fn)
+}
+
+// call runs OpCall.
+func (rs *resolver) call(m *Mutation) (Result, error) {
+	funcs.RLock()
+	fn := funcs.m[m.Call.Name]
+	funcs.RUnlock()
+	if fn == nil {
+		return Result{}, fmt.Errorf("%w: no function %q", ErrInvalid, m.Call.Name)
+	}
+	tx := &Tx{rs: rs, m: m}
+	res, err := fn(tx, m.Call.Args)
+	if err == nil {
+		err = tx.err
+	}
+	return res, err
+}
