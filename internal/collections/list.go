@@ -122,7 +122,9 @@ func Int(r engine.Result) int64 {
 	return n
 }
 
-func intResult(n int64) engine.Result { return engine.Result{New: engine.Item{Value: num(n)}, NewFound: true} }
+func intResult(n int64) engine.Result {
+	return engine.Result{New: engine.Item{Value: num(n)}, NewFound: true}
+}
 
 func parseNum(b []byte) (int64, error) {
 	n, err := strconv.ParseInt(string(b), 10, 64)
