@@ -43,8 +43,11 @@ func init() {
 	engine.RegisterFunc(fnMove, move)
 }
 
+// call builds an OpCall. It copies the argument list (not the bytes): a protocol's argument array may be reused
+// for the next command before the batch runs.
 func call(table string, key []byte, name string, args ...[]byte) engine.Mutation {
-	return engine.Mutation{Op: engine.OpCall, Table: table, Key: key, Call: engine.CallArgs{Name: name, Args: args}}
+	return engine.Mutation{Op: engine.OpCall, Table: table, Key: key,
+		Call: engine.CallArgs{Name: name, Args: append([][]byte(nil), args...)}}
 }
 
 func num(n int64) []byte { return strconv.AppendInt(nil, n, 10) }

@@ -319,7 +319,7 @@ func TestCommandIntrospection(t *testing.T) {
 			t.Fatalf("%s is not listed", name)
 		}
 	}
-	for _, name := range []string{"zadd", "subscribe"} {
+	for _, name := range []string{"subscribe"} {
 		if cmds[name] != nil {
 			t.Fatalf("%s is listed but anykv has no such type", name)
 		}

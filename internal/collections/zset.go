@@ -1,0 +1,783 @@
+package collections
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"anykv/internal/engine"
+)
+
+// Sorted sets.
+//
+// A sorted set is a meta item (KindZSet, generation, count) and two items per member in its member table: under
+// "m"+member the score (8 bytes, the float's bits), and under "s"+sortable(score)+member nothing, the score
+// index, whose key order is Redis's order (score, then member bytes). So ZSCORE is one read, ZRANGE BYSCORE and
+// ZCOUNT are a range scan of the index, and ZADD of one member writes three items (score, index, meta).
+
+// Errors of the sorted-set functions that protocols answer with their own text.
+var (
+	ErrNotFloat   = errors.New("value is not a valid float")
+	ErrScoreNaN   = errors.New("resulting score is not a number (NaN)")
+	ErrBadRange   = errors.New("min or max is not a float")
+	ErrBadLex     = errors.New("min or max not valid string range item")
+	ErrIncrOneArg = errors.New("INCR option supports a single increment-element pair")
+)
+
+const (
+	fnZAdd     = "zset.add"
+	fnZRem     = "zset.rem"
+	fnZScore   = "zset.score"
+	fnZRange   = "zset.range"
+	fnZRank    = "zset.rank"
+	fnZRemRng  = "zset.remrange"
+	fnZPop     = "zset.pop"
+	fnZCombine = "zset.combine"
+)
+
+func init() {
+	engine.RegisterFunc(fnZAdd, zadd)
+	engine.RegisterFunc(fnZRem, zrem)
+	engine.RegisterFunc(fnZScore, zscore)
+	engine.RegisterFunc(fnZRange, zrange)
+	engine.RegisterFunc(fnZRank, zrank)
+	engine.RegisterFunc(fnZRemRng, zremrange)
+	engine.RegisterFunc(fnZPop, zpop)
+	engine.RegisterFunc(fnZCombine, zcombine)
+}
+
+// ParseScore parses a score as Redis does: a float, "inf", "+inf" or "-inf"; never NaN.
+func ParseScore(b []byte) (float64, bool) {
+	s := string(b)
+	switch strings.ToLower(s) {
+	case "inf", "+inf":
+		return math.Inf(1), true
+	case "-inf":
+		return math.Inf(-1), true
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || strings.ContainsAny(s, " \t\n") || strings.EqualFold(strings.TrimLeft(s, "+-"), "infinity") {
+		return 0, false
+	}
+	return f, true
+}
+
+// FormatScore prints a score as Redis 7.2 does: the shortest text that reads back as the same double, in %g style
+// (exponent from 1e17), and "inf"/"-inf".
+func FormatScore(f float64) []byte {
+	switch {
+	case math.IsInf(f, 1):
+		return []byte("inf")
+	case math.IsInf(f, -1):
+		return []byte("-inf")
+	case f == 0:
+		return []byte("0")
+	}
+	e := strconv.FormatFloat(f, 'e', -1, 64) // d.ddde±XX with the shortest digits, exponent as C prints it
+	_, exp, _ := strings.Cut(e, "e")
+	if x, _ := strconv.Atoi(exp); x < -4 || x >= 17 {
+		return []byte(e)
+	}
+	return strconv.AppendFloat(nil, f, 'f', -1, 64)
+}
+
+// sortable encodes a score so that byte order is numeric order.
+func sortable(f float64) []byte {
+	if f == 0 {
+		f = 0 // -0 sorts and reads as 0
+	}
+	bits := math.Float64bits(f)
+	if bits&(1<<63) != 0 {
+		bits = ^bits
+	} else {
+		bits |= 1 << 63
+	}
+	return binary.BigEndian.AppendUint64(nil, bits)
+}
+
+func unsortable(b []byte) float64 {
+	bits := binary.BigEndian.Uint64(b)
+	if bits&(1<<63) != 0 {
+		bits &^= 1 << 63
+	} else {
+		bits = ^bits
+	}
+	return math.Float64frombits(bits)
+}
+
+// Bound is one end of a score or lex range.
+type Bound struct {
+	Score     float64
+	Lex       []byte
+	Excl      bool
+	Inf       int // -1: "-" (lowest), +1: "+" (highest), for lex ranges
+	IsLexType bool
+}
+
+// ParseScoreBound parses ZRANGEBYSCORE's min or max: a score, or "(" and a score for an exclusive end.
+func ParseScoreBound(b []byte) (Bound, bool) {
+	var bd Bound
+	if len(b) > 0 && b[0] == '(' {
+		bd.Excl, b = true, b[1:]
+	}
+	f, ok := ParseScore(b)
+	bd.Score = f
+	return bd, ok
+}
+
+// ParseLexBound parses ZRANGEBYLEX's min or max: "-", "+", "[member" or "(member".
+func ParseLexBound(b []byte) (Bound, bool) {
+	bd := Bound{IsLexType: true}
+	switch {
+	case len(b) == 1 && b[0] == '-':
+		bd.Inf = -1
+	case len(b) == 1 && b[0] == '+':
+		bd.Inf = 1
+	case len(b) > 0 && (b[0] == '[' || b[0] == '('):
+		bd.Excl, bd.Lex = b[0] == '(', b[1:]
+	default:
+		return bd, false
+	}
+	return bd, true
+}
+
+// zset is one sorted set as a function sees it.
+type zset struct {
+	tx     *engine.Tx
+	table  string
+	key    []byte
+	meta   engine.CollMeta
+	item   engine.Item
+	exists bool
+}
+
+func openZSet(tx *engine.Tx, table string, key []byte) (z zset, wrong bool, err error) {
+	z = zset{tx: tx, table: table, key: key}
+	it, found, err := tx.Get(table, key)
+	if err != nil || !found {
+		return z, false, err
+	}
+	if it.Kind != engine.KindZSet {
+		return z, true, nil
+	}
+	z.meta, err = engine.DecodeCollMeta(it.Value)
+	z.item, z.exists = it, true
+	return z, false, err
+}
+
+func (z *zset) mt() string { return engine.MemberTable(z.table) }
+
+func (z *zset) scoreKey(member []byte) []byte {
+	return engine.MemberKey(z.key, z.meta.Gen, append([]byte{'m'}, member...))
+}
+
+func (z *zset) indexKey(score float64, member []byte) []byte {
+	return engine.MemberKey(z.key, z.meta.Gen, append(append([]byte{'s'}, sortable(score)...), member...))
+}
+
+// score reads a member's score.
+func (z *zset) score(member []byte) (float64, bool, error) {
+	if !z.exists {
+		return 0, false, nil
+	}
+	it, found, err := z.tx.Get(z.mt(), z.scoreKey(member))
+	if err != nil || !found {
+		return 0, false, err
+	}
+	if len(it.Value) != 8 {
+		return 0, false, engine.ErrCorrupt
+	}
+	return math.Float64frombits(binary.BigEndian.Uint64(it.Value)), true, nil
+}
+
+// set stores a member's score (replacing its index entry) and counts a new member.
+func (z *zset) set(member []byte, score float64, old float64, had bool) {
+	if !z.exists {
+		z.meta = engine.CollMeta{Gen: z.tx.NextVersion()}
+		z.item = engine.Item{Kind: engine.KindZSet}
+		z.exists = true
+	}
+	if score == 0 {
+		score = 0 // no -0
+	}
+	if had {
+		z.tx.Delete(z.mt(), z.indexKey(old, member))
+	} else {
+		z.meta.Count++
+	}
+	z.tx.Put(z.mt(), z.scoreKey(member), engine.Item{Value: binary.BigEndian.AppendUint64(nil, math.Float64bits(score))})
+	z.tx.Put(z.mt(), z.indexKey(score, member), engine.Item{Value: []byte{}})
+}
+
+func (z *zset) remove(member []byte, score float64) {
+	z.tx.Delete(z.mt(), z.scoreKey(member))
+	z.tx.Delete(z.mt(), z.indexKey(score, member))
+	z.meta.Count--
+}
+
+func (z *zset) save() {
+	if z.meta.Count <= 0 {
+		z.tx.Delete(z.table, z.key)
+		return
+	}
+	z.item.Value = engine.AppendCollMeta(nil, z.meta)
+	z.tx.Put(z.table, z.key, z.item)
+}
+
+// entry is one member with its score, in index order.
+type entry struct {
+	member []byte
+	score  float64
+}
+
+// each calls fn for every member in (score, member) order until fn returns false.
+func (z *zset) each(fn func(e entry) bool) error {
+	if !z.exists {
+		return nil
+	}
+	prefix := append(engine.MemberPrefix(nil, z.key, z.meta.Gen), 's')
+	return z.tx.Scan(z.mt(), engine.PrefixRange(prefix), func(k []byte, _ engine.Item) bool {
+		rest := k[len(prefix):]
+		if len(rest) < 8 {
+			return true
+		}
+		return fn(entry{member: append([]byte(nil), rest[8:]...), score: unsortable(rest[:8])})
+	})
+}
+
+func (z *zset) all() ([]entry, error) {
+	var out []entry
+	err := z.each(func(e entry) bool { out = append(out, e); return true })
+	return out, err
+}
+
+// ZAdd flags.
+const (
+	ZNX = 1 << iota
+	ZXX
+	ZGT
+	ZLT
+	ZCH
+	ZIncr
+)
+
+// ZAdd adds or updates members (pairs of score text and member) with Redis's ZADD flags; the result is the
+// number added (or changed, with ZCH) as Int; with ZIncr, the new score in Result.New (ErrNotFound when a flag
+// prevented the update).
+func ZAdd(table string, key []byte, flags int, pairs ...[]byte) engine.Mutation {
+	return call(table, key, fnZAdd, append([][]byte{num(int64(flags))}, pairs...)...)
+}
+
+func zadd(tx *engine.Tx, args [][]byte) (engine.Result, error) {
+	flags, err := parseNum(args[0])
+	if err != nil || len(args)%2 != 1 {
+		return engine.Result{}, engine.ErrInvalid
+	}
+	z, wrong, err := openZSet(tx, tx.Table(), tx.Key())
+	if err != nil || wrong {
+		return wrongOr(err)
+	}
+	changed := int64(0)
+	var last engine.Result
+	for i := 1; i < len(args); i += 2 {
+		score, ok := ParseScore(args[i])
+		if !ok {
+			return engine.Result{Err: ErrNotFloat}, nil
+		}
+		member := args[i+1]
+		old, had, err := z.score(member)
+		if err != nil {
+			return engine.Result{}, err
+		}
+		if flags&ZIncr != 0 {
+			if had {
+				score += old
+			}
+			if math.IsNaN(score) {
+				return engine.Result{Err: ErrScoreNaN}, nil
+			}
+		}
+		skip := (flags&ZNX != 0 && had) || (flags&ZXX != 0 && !had) ||
+			(had && flags&ZGT != 0 && !(score > old)) || (had && flags&ZLT != 0 && !(score < old))
+		if skip {
+			last = engine.Result{Err: engine.ErrNotFound}
+			continue
+		}
+		if !had || score != old {
+			z.set(member, score, old, had)
+			if !had || flags&ZCH != 0 {
+				changed++
+			}
+		}
+		last = engine.Result{New: engine.Item{Value: FormatScore(score)}, NewFound: true}
+	}
+	z.save()
+	if flags&ZIncr != 0 {
+		return last, nil
+	}
+	return intResult(changed), nil
+}
+
+func wrongOr(err error) (engine.Result, error) {
+	if err != nil {
+		return engine.Result{}, err
+	}
+	return wrongType, nil
+}
+
+// ZRem removes members; the result is how many were there (Int).
+func ZRem(table string, key []byte, members ...[]byte) engine.Mutation {
+	return call(table, key, fnZRem, members...)
+}
+
+func zrem(tx *engine.Tx, args [][]byte) (engine.Result, error) {
+	z, wrong, err := openZSet(tx, tx.Table(), tx.Key())
+	if err != nil || wrong {
+		return wrongOr(err)
+	}
+	n := int64(0)
+	for _, m := range args {
+		s, had, err := z.score(m)
+		if err != nil {
+			return engine.Result{}, err
+		}
+		if had {
+			z.remove(m, s)
+			n++
+		}
+	}
+	if n > 0 {
+		z.save()
+	}
+	return intResult(n), nil
+}
+
+// ZScore reads members' scores into Members, in argument order: Item.Value is the score text, empty Item.Value
+// with Flags 0 for a missing member (Flags 1 when present).
+func ZScore(table string, key []byte, members ...[]byte) engine.Mutation {
+	return call(table, key, fnZScore, members...)
+}
+
+func zscore(tx *engine.Tx, args [][]byte) (engine.Result, error) {
+	z, wrong, err := openZSet(tx, tx.Table(), tx.Key())
+	if err != nil || wrong {
+		return wrongOr(err)
+	}
+	var res engine.Result
+	for _, m := range args {
+		s, had, err := z.score(m)
+		if err != nil {
+			return engine.Result{}, err
+		}
+		mb := engine.Member{Name: m}
+		if had {
+			mb.Item = engine.Item{Value: FormatScore(s), Flags: 1}
+		}
+		res.Members = append(res.Members, mb)
+	}
+	return res, nil
+}
+
+// RangeSpec selects members as ZRANGE does: by rank (Min, Max as indexes), by score or by lex, in reverse, with
+// an offset and count (Count < 0: all).
+type RangeSpec struct {
+	By            string // "rank", "score" or "lex"
+	Min, Max      []byte // as the client wrote them (for REV, still min then max)
+	Rev           bool
+	Offset, Count int64
+}
+
+func (r RangeSpec) args() [][]byte {
+	rev := []byte("0")
+	if r.Rev {
+		rev = []byte("1")
+	}
+	return [][]byte{[]byte(r.By), r.Min, r.Max, rev, num(r.Offset), num(r.Count)}
+}
+
+func parseSpec(a [][]byte) (RangeSpec, error) {
+	if len(a) < 6 {
+		return RangeSpec{}, engine.ErrInvalid
+	}
+	off, err1 := parseNum(a[4])
+	cnt, err2 := parseNum(a[5])
+	if err1 != nil || err2 != nil {
+		return RangeSpec{}, engine.ErrInvalid
+	}
+	return RangeSpec{By: string(a[0]), Min: a[1], Max: a[2], Rev: string(a[3]) == "1", Offset: off, Count: cnt}, nil
+}
+
+// ZRange reads the members spec selects into Members (Name the member, Item.Value the score text).
+func ZRange(table string, key []byte, spec RangeSpec) engine.Mutation {
+	return call(table, key, fnZRange, spec.args()...)
+}
+
+// ZRangeStore stores what spec selects of the sorted set at src into the key (ZRANGESTORE); Int is the count.
+func ZRangeStore(table string, dst, src []byte, spec RangeSpec) engine.Mutation {
+	return call(table, dst, fnZRange, append(spec.args(), []byte("store"), src)...)
+}
+
+// inRange reports whether e lies between the bounds of a score or lex range.
+func inRange(e entry, lo, hi Bound) (above, below bool) {
+	if lo.IsLexType {
+		above = lo.Inf == -1 || lo.Inf != 1 && (string(e.member) > string(lo.Lex) || !lo.Excl && string(e.member) == string(lo.Lex))
+		below = hi.Inf == 1 || hi.Inf != -1 && (string(e.member) < string(hi.Lex) || !hi.Excl && string(e.member) == string(hi.Lex))
+		return above, below
+	}
+	above = e.score > lo.Score || !lo.Excl && e.score == lo.Score
+	below = e.score < hi.Score || !hi.Excl && e.score == hi.Score
+	return above, below
+}
+
+// selectRange returns the entries spec selects, in the order a reply lists them.
+func (z *zset) selectRange(spec RangeSpec) ([]entry, error) {
+	all, err := z.all()
+	if err != nil {
+		return nil, err
+	}
+	var picked []entry
+	switch spec.By {
+	case "rank":
+		start, e1 := parseNum(spec.Min)
+		stop, e2 := parseNum(spec.Max)
+		if e1 != nil || e2 != nil {
+			return nil, engine.ErrInvalid
+		}
+		n := int64(len(all))
+		if start < 0 {
+			start = max(start+n, 0)
+		}
+		if stop < 0 {
+			stop += n
+		}
+		stop = min(stop, n-1)
+		if start > stop || start >= n {
+			return nil, nil
+		}
+		if spec.Rev {
+			for i := n - 1 - start; i >= n-1-stop; i-- {
+				picked = append(picked, all[i])
+			}
+		} else {
+			picked = all[start : stop+1]
+		}
+		return picked, nil
+	case "score", "lex":
+		var lo, hi Bound
+		var ok1, ok2 bool
+		if spec.By == "score" {
+			lo, ok1 = ParseScoreBound(spec.Min)
+			hi, ok2 = ParseScoreBound(spec.Max)
+		} else {
+			lo, ok1 = ParseLexBound(spec.Min)
+			hi, ok2 = ParseLexBound(spec.Max)
+		}
+		if !ok1 || !ok2 {
+			return nil, engine.ErrInvalid
+		}
+		for _, e := range all {
+			if above, below := inRange(e, lo, hi); above && below {
+				picked = append(picked, e)
+			}
+		}
+		if spec.Rev {
+			for i, j := 0, len(picked)-1; i < j; i, j = i+1, j-1 {
+				picked[i], picked[j] = picked[j], picked[i]
+			}
+		}
+		if spec.Offset < 0 {
+			return nil, nil
+		}
+		if spec.Offset >= int64(len(picked)) {
+			return nil, nil
+		}
+		picked = picked[spec.Offset:]
+		if spec.Count >= 0 && spec.Count < int64(len(picked)) {
+			picked = picked[:spec.Count]
+		}
+		return picked, nil
+	}
+	return nil, engine.ErrInvalid
+}
+
+func zrange(tx *engine.Tx, args [][]byte) (engine.Result, error) {
+	spec, err := parseSpec(args)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	store := len(args) == 8 && string(args[6]) == "store"
+	srcKey := tx.Key()
+	if store {
+		srcKey = args[7]
+	}
+	z, wrong, err := openZSet(tx, tx.Table(), srcKey)
+	if err != nil || wrong {
+		return wrongOr(err)
+	}
+	picked, err := z.selectRange(spec)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	if store {
+		return storeEntries(tx, picked)
+	}
+	var res engine.Result
+	for _, e := range picked {
+		res.Members = append(res.Members, engine.Member{Name: e.member, Item: engine.Item{Value: FormatScore(e.score)}})
+	}
+	return res, nil
+}
+
+// storeEntries replaces whatever is at the mutation's key with a sorted set of entries (none: the key is deleted).
+func storeEntries(tx *engine.Tx, es []entry) (engine.Result, error) {
+	if _, found, err := tx.Get(tx.Table(), tx.Key()); err != nil {
+		return engine.Result{}, err
+	} else if found {
+		tx.Delete(tx.Table(), tx.Key()) // the old value's members, of any kind, are outdated with it
+	}
+	dst := zset{tx: tx, table: tx.Table(), key: tx.Key()}
+	for _, e := range es {
+		dst.set(e.member, e.score, 0, false)
+	}
+	dst.save()
+	return intResult(int64(len(es))), nil
+}
+
+// ZRank finds a member's rank (from the highest score if rev): Result.New is the rank (Int), Result.Old.Value
+// the score text; ErrNotFound if it is not a member.
+func ZRank(table string, key, member []byte, rev bool) engine.Mutation {
+	r := []byte("0")
+	if rev {
+		r = []byte("1")
+	}
+	return call(table, key, fnZRank, member, r)
+}
+
+func zrank(tx *engine.Tx, args [][]byte) (engine.Result, error) {
+	z, wrong, err := openZSet(tx, tx.Table(), tx.Key())
+	if err != nil || wrong {
+		return wrongOr(err)
+	}
+	s, had, err := z.score(args[0])
+	if err != nil || !had {
+		return engine.Result{Err: engine.ErrNotFound}, err
+	}
+	rank := int64(0)
+	err = z.each(func(e entry) bool {
+		if e.score == s && string(e.member) == string(args[0]) {
+			return false
+		}
+		rank++
+		return true
+	})
+	if string(args[1]) == "1" { // from the highest score
+		rank = z.meta.Count - 1 - rank
+	}
+	r := intResult(rank)
+	r.Old = engine.Item{Value: FormatScore(s)}
+	return r, err
+}
+
+// ZRemRange removes what spec selects (its Offset and Count unused); Int is the count removed.
+func ZRemRange(table string, key []byte, spec RangeSpec) engine.Mutation {
+	spec.Count = -1
+	return call(table, key, fnZRemRng, spec.args()...)
+}
+
+func zremrange(tx *engine.Tx, args [][]byte) (engine.Result, error) {
+	spec, err := parseSpec(args)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	z, wrong, err := openZSet(tx, tx.Table(), tx.Key())
+	if err != nil || wrong {
+		return wrongOr(err)
+	}
+	picked, err := z.selectRange(spec)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	for _, e := range picked {
+		z.remove(e.member, e.score)
+	}
+	if len(picked) > 0 {
+		z.save()
+	}
+	return intResult(int64(len(picked))), nil
+}
+
+// ZPop removes up to count members with the lowest (or highest, max) scores into Members, in that order.
+func ZPop(table string, key []byte, highest bool, count int64) engine.Mutation {
+	return call(table, key, fnZPop, side(!highest), num(count))
+}
+
+func zpop(tx *engine.Tx, args [][]byte) (engine.Result, error) {
+	count, err := parseNum(args[1])
+	if err != nil {
+		return engine.Result{}, err
+	}
+	z, wrong, err := openZSet(tx, tx.Table(), tx.Key())
+	if err != nil || wrong {
+		return wrongOr(err)
+	}
+	var picked []entry
+	if string(args[0]) == "L" { // lowest first: stop scanning after count
+		err = z.each(func(e entry) bool {
+			if int64(len(picked)) >= count {
+				return false
+			}
+			picked = append(picked, e)
+			return true
+		})
+	} else {
+		var all []entry
+		all, err = z.all()
+		for i := len(all) - 1; i >= 0 && int64(len(picked)) < count; i-- {
+			picked = append(picked, all[i])
+		}
+	}
+	if err != nil {
+		return engine.Result{}, err
+	}
+	var res engine.Result
+	for _, e := range picked {
+		z.remove(e.member, e.score)
+		res.Members = append(res.Members, engine.Member{Name: e.member, Item: engine.Item{Value: FormatScore(e.score)}})
+	}
+	if len(picked) > 0 {
+		z.save()
+	}
+	return res, nil
+}
+
+// Combine describes ZUNION/ZINTER/ZDIFF (and their STORE forms): the source keys, their weights (nil: 1 each)
+// and the aggregate ("sum", "min" or "max").
+type Combine struct {
+	Op        string // "union", "inter" or "diff"
+	Keys      [][]byte
+	Weights   []float64
+	Aggregate string
+}
+
+// ZCombine reads the combination into Members (Name member, Item.Value score text), in score order; with
+// store, it replaces the mutation's key with it instead and Int is its size.
+func ZCombine(table string, key []byte, c Combine, store bool) engine.Mutation {
+	args := [][]byte{[]byte(c.Op), []byte(c.Aggregate), num(int64(len(c.Keys)))}
+	args = append(args, c.Keys...)
+	for _, w := range c.Weights {
+		args = append(args, FormatScore(w))
+	}
+	if store {
+		args = append(args, []byte("store"))
+	}
+	return call(table, key, fnZCombine, args...)
+}
+
+func zcombine(tx *engine.Tx, args [][]byte) (engine.Result, error) {
+	if len(args) < 3 {
+		return engine.Result{}, engine.ErrInvalid
+	}
+	op, agg := string(args[0]), string(args[1])
+	n, err := parseNum(args[2])
+	if err != nil || n < 1 || int64(len(args)) < 3+n {
+		return engine.Result{}, engine.ErrInvalid
+	}
+	keys, rest := args[3:3+n], args[3+n:]
+	store := len(rest) > 0 && string(rest[len(rest)-1]) == "store"
+	if store {
+		rest = rest[:len(rest)-1]
+	}
+	weights := make([]float64, n)
+	for i := range weights {
+		weights[i] = 1
+		if i < len(rest) {
+			w, ok := ParseScore(rest[i])
+			if !ok {
+				return engine.Result{}, engine.ErrInvalid
+			}
+			weights[i] = w
+		}
+	}
+	scores := map[string]float64{}
+	counts := map[string]int{}
+	for i, k := range keys {
+		it, found, err := tx.Get(tx.Table(), k)
+		if err != nil {
+			return engine.Result{}, err
+		}
+		var es []entry
+		switch {
+		case !found:
+		case it.Kind == engine.KindZSet:
+			z, _, err := openZSet(tx, tx.Table(), k)
+			if err != nil {
+				return engine.Result{}, err
+			}
+			if es, err = z.all(); err != nil {
+				return engine.Result{}, err
+			}
+		case it.Kind == engine.KindSet: // a plain set counts as scores of 1, as in Redis
+			meta, err := engine.DecodeCollMeta(it.Value)
+			if err != nil {
+				return engine.Result{}, err
+			}
+			prefix := engine.MemberPrefix(nil, k, meta.Gen)
+			err = tx.Scan(engine.MemberTable(tx.Table()), engine.PrefixRange(prefix), func(mk []byte, _ engine.Item) bool {
+				es = append(es, entry{member: append([]byte(nil), mk[len(prefix):]...), score: 1})
+				return true
+			})
+			if err != nil {
+				return engine.Result{}, err
+			}
+		default:
+			return wrongType, nil
+		}
+		for _, e := range es {
+			m, s := string(e.member), e.score*weights[i]
+			if math.IsNaN(s) {
+				s = 0 // Redis: inf * 0 is 0
+			}
+			switch {
+			case op == "diff" && i > 0:
+				delete(scores, m)
+				continue
+			case op == "diff" && i == 0, counts[m] == 0:
+				scores[m] = s
+			case agg == "min":
+				scores[m] = math.Min(scores[m], s)
+			case agg == "max":
+				scores[m] = math.Max(scores[m], s)
+			default:
+				scores[m] += s
+				if math.IsNaN(scores[m]) {
+					scores[m] = 0
+				}
+			}
+			counts[m]++
+		}
+	}
+	var out []entry
+	for m, s := range scores {
+		if op == "inter" && counts[m] != len(keys) {
+			continue
+		}
+		out = append(out, entry{member: []byte(m), score: s})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].score != out[j].score {
+			return out[i].score < out[j].score
+		}
+		return string(out[i].member) < string(out[j].member)
+	})
+	if store {
+		return storeEntries(tx, out)
+	}
+	var res engine.Result
+	for _, e := range out {
+		res.Members = append(res.Members, engine.Member{Name: e.member, Item: engine.Item{Value: FormatScore(e.score)}})
+	}
+	return res, nil
+}
