@@ -173,7 +173,20 @@ func sameValue(a, b engine.Item) bool {
 func randomListCall(rng *rand.Rand, table string, key []byte, tables, keys []string) engine.Mutation {
 	v := []byte([]string{"a", "b", "1"}[rng.Intn(3)])
 	i := int64(rng.Intn(7) - 3)
-	switch rng.Intn(8) {
+	score := []byte([]string{"1", "-2.5", "inf", "0"}[rng.Intn(4)])
+	switch rng.Intn(14) {
+	case 8:
+		return collections.ZAdd(table, key, rng.Intn(64)&^(collections.ZNX|collections.ZIncr), score, v, []byte("2"), []byte("b"))
+	case 9:
+		return collections.ZAdd(table, key, collections.ZIncr, score, v)
+	case 10:
+		return collections.ZRem(table, key, v)
+	case 11:
+		return collections.ZRange(table, key, collections.RangeSpec{By: "score", Min: []byte("-inf"), Max: score, Rev: rng.Intn(2) == 0, Count: -1})
+	case 12:
+		return collections.ZPop(table, key, rng.Intn(2) == 0, int64(rng.Intn(3)))
+	case 13:
+		return collections.ZCombine(table, key, collections.Combine{Op: "union", Keys: [][]byte{key, []byte(keys[rng.Intn(len(keys))])}, Aggregate: "sum"}, true)
 	case 0:
 		return collections.Push(table, key, rng.Intn(2) == 0, rng.Intn(4) == 0, v, v)
 	case 1:
