@@ -2,8 +2,10 @@ package redis
 
 import (
 	"errors"
+	"math/rand/v2"
 	"sort"
 
+	"anykv/internal/collections"
 	"anykv/internal/engine"
 	"anykv/internal/protocol/resp"
 )
@@ -25,6 +27,10 @@ func init() {
 		g(&command{name: "sdiff", arity: -2, flags: ro, lastKey: -1, data: cmdSetAlgebra, summary: "Returns the difference of multiple sets."}),
 		g(&command{name: "sintercard", arity: -3, flags: ro, firstKey: 2, lastKey: -1, data: cmdSInterCard, since: "7.0.0", summary: "Returns the number of members of the intersect of multiple sets."}),
 		g(&command{name: "sscan", arity: -3, flags: ro, data: cmdSScan, since: "2.8.0", summary: "Iterates over members of a set."}),
+		g(&command{name: "spop", arity: -2, flags: rw | flagFast, data: cmdSPop, summary: "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped."}),
+		g(&command{name: "sinterstore", arity: -3, flags: rw, lastKey: -1, data: cmdSStore, summary: "Stores the intersect of multiple sets in a key."}),
+		g(&command{name: "sunionstore", arity: -3, flags: rw, lastKey: -1, data: cmdSStore, summary: "Stores the union of multiple sets in a key."}),
+		g(&command{name: "sdiffstore", arity: -3, flags: rw, lastKey: -1, data: cmdSStore, summary: "Stores the difference of multiple sets in a key."}),
 	)
 }
 
@@ -260,3 +266,41 @@ func cmdSInterCard(s *session, args [][]byte) {
 }
 
 func cmdSScan(s *session, args [][]byte) { collScan(s, args, engine.KindSet) }
+
+func cmdSPop(s *session, args [][]byte) {
+	count := int64(-1)
+	switch {
+	case len(args) > 3:
+		s.fail("ERR syntax error")
+		return
+	case len(args) == 3:
+		n, ok := argInt(args[2])
+		if !ok || n < 0 {
+			s.fail("ERR value is out of range, must be positive")
+			return
+		}
+		count = n
+	}
+	s.add(collections.SPop(s.table(), args[1], count, rand.Uint64()))
+	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+		r := res[0]
+		switch {
+		case errors.Is(r.Err, engine.ErrNotFound) && count < 0:
+			w.Null()
+		case errors.Is(r.Err, engine.ErrNotFound):
+			writeSet(w, nil)
+		case r.Err != nil:
+			w.Error(errText(r.Err))
+		case count < 0:
+			w.Bulk(r.New.Value)
+		default:
+			writeSet(w, memberNames(r.Members))
+		}
+	})
+}
+
+func cmdSStore(s *session, args [][]byte) {
+	op := map[string]string{"sinterstore": "inter", "sunionstore": "union", "sdiffstore": "diff"}[lower(args[0])]
+	s.add(collections.SStore(s.table(), args[1], op, args[2:]...))
+	s.plan(1, replyListInt)
+}
