@@ -21,6 +21,16 @@ func init() {
 }
 
 func cmdPing(s *session, args [][]byte) {
+	if s.sub != nil && s.subscriptions() > 0 && s.w.Proto() < 3 { // a subscribed RESP2 connection: a pong message
+		s.w.ArrayHeader(2)
+		s.w.BulkString("pong")
+		if len(args) > 1 {
+			s.w.Bulk(args[1])
+		} else {
+			s.w.BulkString("")
+		}
+		return
+	}
 	switch len(args) {
 	case 1:
 		s.w.SimpleString("PONG")
@@ -151,6 +161,15 @@ func cmdQuit(s *session, args [][]byte) {
 
 func cmdReset(s *session, args [][]byte) {
 	s.endMulti()
+	if s.sub != nil { // leave every channel and pattern; output keeps going through the pusher, in order
+		for ch := range s.channels {
+			s.h.broker.Unsubscribe(ch, s.sub)
+		}
+		for p := range s.patterns {
+			s.h.broker.PUnsubscribe(p, s.sub)
+		}
+		s.channels, s.patterns = map[string]bool{}, map[string]bool{}
+	}
 	s.w.SetProto(2)
 	s.authed = s.h.opts.Password == ""
 	s.setInfo(func() { s.db, s.name = 0, "" })

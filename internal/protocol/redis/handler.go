@@ -16,6 +16,7 @@ import (
 	"anykv/internal/kv"
 	"anykv/internal/metrics"
 	"anykv/internal/protocol/resp"
+	"anykv/internal/pubsub"
 	"anykv/internal/server"
 )
 
@@ -49,6 +50,7 @@ type Handler struct {
 	nextID  atomic.Int64
 	conns   *server.Counts
 	cursors cursorTable
+	broker  *pubsub.Broker
 
 	stats struct {
 		commands, rejected, connections atomic.Int64
@@ -73,6 +75,7 @@ func New(store *kv.Store, opts Options) *Handler {
 		h.observers[c] = opts.Metrics.Command("resp", c.name) // nil-safe: a nil Metrics gives nil observers
 	}
 	h.cursors.init()
+	h.broker = pubsub.New(globMatch)
 	return h
 }
 
@@ -107,6 +110,7 @@ func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 	h.sessions[s.id] = s
 	h.mu.Unlock()
 	defer func() {
+		s.endPubSub()
 		h.mu.Lock()
 		delete(h.sessions, s.id)
 		h.mu.Unlock()
@@ -122,11 +126,8 @@ func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 			s.readAt = time.Now()
 		}
 		closing := s.runParsed()
-		if s.w.Len() > 0 {
-			if _, werr := c.Write(s.w.Bytes()); werr != nil {
-				return
-			}
-			s.w.Reset()
+		if werr := s.out(); werr != nil {
+			return
 		}
 		if closing {
 			return
@@ -168,10 +169,9 @@ func (s *session) runParsed() (closing bool) {
 			s.flush()
 		}
 		if s.w.Len() >= replyChunk {
-			if _, err := s.conn.Write(s.w.Bytes()); err != nil {
+			if err := s.out(); err != nil {
 				return true
 			}
-			s.w.Reset()
 		}
 	}
 }

@@ -65,6 +65,11 @@ type session struct {
 	start   time.Time
 	readAt  time.Time // when the bytes being parsed were read (set only when metrics are on)
 	group   uint32    // the last guard group this session used (MSETNX)
+
+	// Pub/sub: once the connection subscribed, its output goes through sub (see pubsub.go).
+	sub      *pusher
+	channels map[string]bool
+	patterns map[string]bool
 }
 
 func newSession(h *Handler, c net.Conn) *session {
@@ -129,6 +134,9 @@ func (s *session) dispatch(args [][]byte) {
 	}
 	if (cmd.arity > 0 && len(args) != cmd.arity) || (cmd.arity < 0 && len(args) < -cmd.arity) {
 		s.reject("ERR wrong number of arguments for '" + cmd.name + "' command")
+		return
+	}
+	if s.subscribedContext(cmd) {
 		return
 	}
 	if cmd.data != nil && s.keyTooBig(cmd, args) {

@@ -1,0 +1,260 @@
+package redis
+
+import (
+	"net"
+	"sort"
+	"sync"
+
+	"anykv/internal/protocol/resp"
+)
+
+// Pub/sub. Once a connection subscribes, everything it sends out goes through its pusher: a queue drained by a
+// goroutine of its own, which publishers append messages to without waiting for the socket. Confirmations are
+// queued before the subscription is registered, so no message can overtake the confirmation of its channel. A
+// subscriber whose queue grows past pubsubLimit (Redis's client-output-buffer-limit for pubsub, 32 MiB) is
+// disconnected, as Redis does, rather than growing memory without end.
+
+func init() {
+	ps := func(c *command) *command { c.groupName = "pubsub"; c.firstKey = -1; return c }
+	register(
+		ps(&command{name: "subscribe", arity: -2, flags: flagTx, imm: cmdSubscribe, since: "2.0.0", summary: "Listens for messages published to channels."}),
+		ps(&command{name: "unsubscribe", arity: -1, flags: flagTx, imm: cmdSubscribe, since: "2.0.0", summary: "Stops listening to messages posted to channels."}),
+		ps(&command{name: "psubscribe", arity: -2, flags: flagTx, imm: cmdSubscribe, since: "2.0.0", summary: "Listens for messages published to channels that match one or more patterns."}),
+		ps(&command{name: "punsubscribe", arity: -1, flags: flagTx, imm: cmdSubscribe, since: "2.0.0", summary: "Stops listening to messages published to channels that match one or more patterns."}),
+		ps(&command{name: "publish", arity: 3, flags: flagFast, imm: cmdPublish, since: "2.0.0", summary: "Posts a message to a channel."}),
+		ps(&command{name: "pubsub", arity: -2, imm: cmdPubSub, since: "2.8.0", summary: "A container for Pub/Sub commands."}),
+	)
+}
+
+// pubsubLimit bounds a subscriber's queued output.
+const pubsubLimit = 32 << 20
+
+// pusher is a subscribed connection's ordered output queue and the goroutine that writes it.
+type pusher struct {
+	conn   net.Conn
+	resp3  bool
+	mu     sync.Mutex
+	cond   *sync.Cond
+	buf    []byte
+	closed bool
+	done   chan struct{}
+}
+
+func newPusher(c net.Conn, resp3 bool) *pusher {
+	p := &pusher{conn: c, resp3: resp3, done: make(chan struct{})}
+	p.cond = sync.NewCond(&p.mu)
+	go p.run()
+	return p
+}
+
+// enqueue appends output; past the limit the subscriber is cut off.
+func (p *pusher) enqueue(b []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.buf = append(p.buf, b...)
+	if len(p.buf) > pubsubLimit {
+		p.closed = true
+		p.conn.Close() // the reader fails next, and the connection ends
+	}
+	p.cond.Signal()
+}
+
+// Deliver implements pubsub.Subscriber.
+func (p *pusher) Deliver(pattern, channel string, msg []byte) {
+	w := resp.NewWriter(2)
+	if p.resp3 {
+		w.SetProto(3)
+	}
+	if pattern == "" {
+		w.PushHeader(3)
+		w.BulkString("message")
+	} else {
+		w.PushHeader(4)
+		w.BulkString("pmessage")
+		w.BulkString(pattern)
+	}
+	w.BulkString(channel)
+	w.Bulk(msg)
+	p.enqueue(w.Bytes())
+}
+
+func (p *pusher) run() {
+	defer close(p.done)
+	var out []byte
+	for {
+		p.mu.Lock()
+		for len(p.buf) == 0 && !p.closed {
+			p.cond.Wait()
+		}
+		if p.closed {
+			p.mu.Unlock()
+			return
+		}
+		out, p.buf = p.buf, out[:0]
+		p.mu.Unlock()
+		if _, err := p.conn.Write(out); err != nil {
+			p.stop()
+			return
+		}
+	}
+}
+
+// stop ends the writer; queued output not yet written is dropped.
+func (p *pusher) stop() {
+	p.mu.Lock()
+	p.closed = true
+	p.cond.Broadcast()
+	p.mu.Unlock()
+}
+
+// subscriptions counts the connection's channels and patterns (the number Redis reports in confirmations).
+func (s *session) subscriptions() int { return len(s.channels) + len(s.patterns) }
+
+// out sends the replies written so far: through the pusher once the connection has subscribed.
+func (s *session) out() error {
+	if s.w.Len() == 0 {
+		return nil
+	}
+	defer s.w.Reset()
+	if s.sub != nil {
+		s.sub.enqueue(s.w.Bytes())
+		return nil
+	}
+	_, err := s.conn.Write(s.w.Bytes())
+	return err
+}
+
+// endPubSub drops every subscription and stops the pusher (the connection is closing).
+func (s *session) endPubSub() {
+	if s.sub == nil {
+		return
+	}
+	for ch := range s.channels {
+		s.h.broker.Unsubscribe(ch, s.sub)
+	}
+	for p := range s.patterns {
+		s.h.broker.PUnsubscribe(p, s.sub)
+	}
+	s.sub.stop()
+	<-s.sub.done
+}
+
+// confirm queues one (un)subscribe confirmation.
+func (s *session) confirm(kind string, name []byte, null bool) {
+	w := resp.NewWriter(s.w.Proto())
+	w.PushHeader(3)
+	w.BulkString(kind)
+	if null {
+		w.Null()
+	} else {
+		w.Bulk(name)
+	}
+	w.Int(int64(s.subscriptions()))
+	s.sub.enqueue(w.Bytes())
+}
+
+func cmdSubscribe(s *session, args [][]byte) {
+	if s.inMulti {
+		s.w.Error("ERR Command not allowed inside a transaction")
+		return
+	}
+	name := lower(args[0])
+	if s.sub == nil {
+		s.sub = newPusher(s.conn, s.w.Proto() >= 3)
+		s.channels, s.patterns = map[string]bool{}, map[string]bool{}
+	}
+	s.out() // earlier replies stay ahead of the confirmations
+	pattern := name[0] == 'p'
+	set := s.channels
+	if pattern {
+		set = s.patterns
+	}
+	switch name {
+	case "subscribe", "psubscribe":
+		for _, a := range args[1:] {
+			if !set[string(a)] {
+				set[string(a)] = true
+				s.confirm(name, a, false) // queued before the broker can deliver on it
+				if pattern {
+					s.h.broker.PSubscribe(string(a), s.sub)
+				} else {
+					s.h.broker.Subscribe(string(a), s.sub)
+				}
+				continue
+			}
+			s.confirm(name, a, false)
+		}
+	default:
+		names := args[1:]
+		if len(names) == 0 {
+			all := make([]string, 0, len(set))
+			for n := range set {
+				all = append(all, n)
+			}
+			sort.Strings(all)
+			for _, n := range all {
+				names = append(names, []byte(n))
+			}
+		}
+		if len(names) == 0 {
+			s.confirm(name, nil, true)
+			return
+		}
+		for _, a := range names {
+			if set[string(a)] {
+				delete(set, string(a))
+				if pattern {
+					s.h.broker.PUnsubscribe(string(a), s.sub)
+				} else {
+					s.h.broker.Unsubscribe(string(a), s.sub)
+				}
+			}
+			s.confirm(name, a, false)
+		}
+	}
+}
+
+func cmdPublish(s *session, args [][]byte) {
+	s.w.Int(int64(s.h.broker.Publish(string(args[1]), args[2])))
+}
+
+func cmdPubSub(s *session, args [][]byte) {
+	switch sub := lower(args[1]); {
+	case sub == "channels" && len(args) <= 3:
+		var pat []byte
+		if len(args) == 3 {
+			pat = args[2]
+		}
+		chs := s.h.broker.Channels(pat)
+		s.w.ArrayHeader(len(chs))
+		for _, c := range chs {
+			s.w.BulkString(c)
+		}
+	case sub == "numsub":
+		s.w.MapHeader(len(args) - 2)
+		for _, c := range args[2:] {
+			s.w.Bulk(c)
+			s.w.Int(int64(s.h.broker.NumSub(string(c))))
+		}
+	case sub == "numpat" && len(args) == 2:
+		s.w.Int(int64(s.h.broker.NumPat()))
+	default:
+		s.w.Error("ERR unknown subcommand or wrong number of arguments for '" + string(args[1]) + "'. Try PUBSUB HELP.")
+	}
+}
+
+// allowedWhileSubscribed lists what a RESP2 connection with subscriptions may send, as Redis does.
+var allowedWhileSubscribed = map[string]bool{"subscribe": true, "unsubscribe": true, "psubscribe": true,
+	"punsubscribe": true, "ping": true, "quit": true, "reset": true, "ssubscribe": true, "sunsubscribe": true}
+
+// subscribedContext answers a command a subscribed RESP2 connection may not send; true if it did.
+func (s *session) subscribedContext(cmd *command) bool {
+	if s.sub == nil || s.subscriptions() == 0 || s.w.Proto() >= 3 || allowedWhileSubscribed[cmd.name] {
+		return false
+	}
+	s.reject("ERR Can't execute '" + cmd.name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
+	return true
+}

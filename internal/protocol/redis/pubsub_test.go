@@ -1,0 +1,140 @@
+package redis
+
+import (
+	"bufio"
+	"io"
+	"fmt"
+	"net"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// TestPubSubWithGoRedis: go-redis subscribers on channels and patterns, over RESP2 and RESP3, receive what
+// another connection publishes, in order; PUBSUB introspects; unsubscribing stops delivery.
+func TestPubSubWithGoRedis(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	for _, proto := range []int{2, 3} {
+		t.Run(fmt.Sprint("resp", proto), func(t *testing.T) {
+			sub := ts.client(t, &goredis.Options{Protocol: proto})
+			pub := ts.client(t, &goredis.Options{Protocol: proto})
+			ps := sub.Subscribe(ctx, "news")
+			defer ps.Close()
+			if _, err := ps.Receive(ctx); err != nil { // the confirmation
+				t.Fatal(err)
+			}
+			if err := ps.PSubscribe(ctx, "n*"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ps.Receive(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 3; i++ {
+				if n, err := pub.Publish(ctx, "news", fmt.Sprint("m", i)).Result(); err != nil || n != 2 {
+					t.Fatalf("publish reached %d, %v", n, err)
+				}
+			}
+			var got []string
+			for len(got) < 6 {
+				m, err := ps.ReceiveMessage(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, m.Pattern+"|"+m.Channel+"|"+m.Payload)
+			}
+			var plain, pat []string
+			for _, g := range got {
+				if strings.HasPrefix(g, "|") {
+					plain = append(plain, g)
+				} else {
+					pat = append(pat, g)
+				}
+			}
+			if fmt.Sprint(plain) != "[|news|m0 |news|m1 |news|m2]" || fmt.Sprint(pat) != "[n*|news|m0 n*|news|m1 n*|news|m2]" {
+				t.Fatalf("received %v", got)
+			}
+			if chs := pub.PubSubChannels(ctx, "*").Val(); fmt.Sprint(chs) != "[news]" {
+				t.Fatalf("PUBSUB CHANNELS = %v", chs)
+			}
+			if n := pub.PubSubNumSub(ctx, "news", "none").Val(); n["news"] != 1 || n["none"] != 0 {
+				t.Fatalf("PUBSUB NUMSUB = %v", n)
+			}
+			if n := pub.PubSubNumPat(ctx).Val(); n != 1 {
+				t.Fatalf("PUBSUB NUMPAT = %d", n)
+			}
+			if err := ps.Unsubscribe(ctx, "news"); err != nil {
+				t.Fatal(err)
+			}
+			if err := ps.PUnsubscribe(ctx, "n*"); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 2; i++ { // both confirmations: the server has dropped both subscriptions
+				if m, err := ps.Receive(ctx); err != nil {
+					t.Fatal(err)
+				} else if sub, ok := m.(*goredis.Subscription); !ok || !strings.HasSuffix(sub.Kind, "unsubscribe") {
+					t.Fatalf("got %#v, want an unsubscribe confirmation", m)
+				}
+			}
+			if n := pub.Publish(ctx, "news", "late").Val(); n != 0 {
+				t.Fatalf("publish after unsubscribing reached %d", n)
+			}
+		})
+	}
+}
+
+// TestSubscribedContext: a RESP2 connection with subscriptions may send only the pub/sub commands, PING (answered
+// as a pong message) and QUIT/RESET, with Redis's error for anything else.
+func TestSubscribedContext(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	c.Write([]byte("SUBSCRIBE a b\r\nGET x\r\nPING\r\nUNSUBSCRIBE\r\nGET x\r\n"))
+	want := "*3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n*3\r\n$9\r\nsubscribe\r\n$1\r\nb\r\n:2\r\n" +
+		"-ERR Can't execute 'get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context\r\n" +
+		"*2\r\n$4\r\npong\r\n$0\r\n\r\n" +
+		"*3\r\n$11\r\nunsubscribe\r\n$1\r\na\r\n:1\r\n*3\r\n$11\r\nunsubscribe\r\n$1\r\nb\r\n:0\r\n" +
+		"$-1\r\n"
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(bufio.NewReader(c), got); err != nil {
+		t.Fatalf("read %q: %v", got, err)
+	}
+	if string(got) != want {
+		t.Fatalf("replies\n%q\nwant\n%q", got, want)
+	}
+}
+
+// TestSlowSubscriberIsDisconnected: a subscriber that never reads is cut off once its queue passes the pub/sub
+// output limit, rather than growing the server's memory without end; publishing goes on.
+func TestSlowSubscriberIsDisconnected(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte("SUBSCRIBE slow\r\n")) // and never read again
+	pub := ts.client(t, nil)
+	for pub.PubSubNumSub(ctx, "slow").Val()["slow"] != 1 {
+		runtime.Gosched()
+	}
+	msg := strings.Repeat("x", 1<<20)
+	for i := 0; i < 2*pubsubLimit>>20 && pub.PubSubNumSub(ctx, "slow").Val()["slow"] == 1; i++ {
+		if err := pub.Publish(ctx, "slow", msg).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for pub.PubSubNumSub(ctx, "slow").Val()["slow"] != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow subscriber is still subscribed")
+		}
+		runtime.Gosched()
+	}
+}
