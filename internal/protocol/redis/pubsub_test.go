@@ -2,8 +2,8 @@ package redis
 
 import (
 	"bufio"
-	"io"
 	"fmt"
+	"io"
 	"net"
 	"runtime"
 	"strings"
