@@ -51,6 +51,7 @@ type Handler struct {
 	conns   *server.Counts
 	cursors cursorTable
 	broker  *pubsub.Broker
+	waiters waiters // connections blocked in BLPOP and the like
 
 	stats struct {
 		commands, rejected, connections atomic.Int64
@@ -105,6 +106,7 @@ const protectedModeText = "DENIED Redis is running in protected mode because pro
 // replies in one write, repeat.
 func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 	s := newSession(h, c)
+	s.ctx = ctx
 	h.stats.connections.Add(1)
 	h.mu.Lock()
 	h.sessions[s.id] = s

@@ -21,6 +21,7 @@ import (
 // testServer is an in-process Redis listener over a memory engine with a clock the test moves.
 type testServer struct {
 	addr  string
+	h     *Handler
 	store *kv.Store
 	clock atomic.Int64 // unix ms
 }
@@ -39,6 +40,7 @@ func startServer(t *testing.T, opts Options, maxConns int) *testServer {
 		opts.Settings = map[string]string{"engine": "memory", "maxclients": "100"}
 	}
 	h := New(ts.store, opts)
+	ts.h = h
 	srv := server.New(log)
 	addr, counts, err := srv.Listen("resp", "127.0.0.1:0", h, maxConns)
 	if err != nil {

@@ -66,6 +66,9 @@ type session struct {
 	readAt  time.Time // when the bytes being parsed were read (set only when metrics are on)
 	group   uint32    // the last guard group this session used (MSETNX)
 
+	ctx     context.Context // ends when the server shuts down (blocking commands stop waiting)
+	noBlock bool            // set while EXEC runs: blocking commands answer at once, as in Redis
+
 	// Pub/sub: once the connection subscribed, its output goes through sub (see pubsub.go).
 	sub      *pusher
 	channels map[string]bool
@@ -76,7 +79,7 @@ func newSession(h *Handler, c net.Conn) *session {
 	return &session{
 		h: h, conn: c, id: h.nextID.Add(1), created: time.Now(),
 		parser: resp.NewParser(h.opts.Limits), w: resp.NewWriter(2),
-		authed: h.opts.Password == "",
+		authed: h.opts.Password == "", ctx: context.Background(),
 	}
 }
 
@@ -227,6 +230,9 @@ func (s *session) run(guards []engine.Mutation) ([]engine.Result, error) {
 		muts = append(guards, s.muts...)
 	}
 	res, err := s.h.store.Apply(context.Background(), muts)
+	if err == nil {
+		s.h.waiters.wake(muts) // connections blocked on a list or sorted set this batch filled
+	}
 	if err == nil && guards != nil {
 		res = res[len(guards):]
 	}

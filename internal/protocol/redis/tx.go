@@ -48,6 +48,8 @@ func cmdExec(s *session, args [][]byte) {
 	}
 	queued, watched, dirty := s.queued, s.watched, s.dirty
 	s.endMulti()
+	s.noBlock = true // blocking commands in the transaction answer at once
+	defer func() { s.noBlock = false }()
 	if dirty {
 		s.w.Error("EXECABORT Transaction discarded because of previous errors.")
 		return

@@ -1,0 +1,259 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"anykv/internal/collections"
+	"anykv/internal/engine"
+)
+
+// Blocking pops (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BZPOPMIN, BZPOPMAX). A blocked connection registers for its
+// keys, tries the pop, and waits to be woken by any connection whose batch may have filled one of them, then
+// tries again; so a push that lands between the try and the wait is never missed. While it waits it checks that
+// the client is still there and honours the server's shutdown. Inside MULTI a blocking pop does not block, as in
+// Redis.
+
+func init() {
+	rw := flagWrite
+	register(
+		&command{name: "blpop", arity: -3, flags: rw, lastKey: -2, imm: cmdBPop, groupName: "list", since: "2.0.0", summary: "Removes and returns the first element in a list. Blocks until an element is available otherwise."},
+		&command{name: "brpop", arity: -3, flags: rw, lastKey: -2, imm: cmdBPop, groupName: "list", since: "2.0.0", summary: "Removes and returns the last element in a list. Blocks until an element is available otherwise."},
+		&command{name: "blmove", arity: 6, flags: rw, lastKey: 2, imm: cmdBMove, groupName: "list", since: "6.2.0", summary: "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise."},
+		&command{name: "brpoplpush", arity: 4, flags: rw, lastKey: 2, imm: cmdBMove, groupName: "list", since: "2.2.0", summary: "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise."},
+		&command{name: "bzpopmin", arity: -3, flags: rw, lastKey: -2, imm: cmdBPop, groupName: "sorted-set", since: "5.0.0", summary: "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise."},
+		&command{name: "bzpopmax", arity: -3, flags: rw, lastKey: -2, imm: cmdBPop, groupName: "sorted-set", since: "5.0.0", summary: "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member is available otherwise."},
+	)
+}
+
+// waiters are the blocked connections, by table and key.
+type waiters struct {
+	n  atomic.Int64 // registrations, so writers skip the lock when nobody waits
+	mu sync.Mutex
+	m  map[string]map[chan struct{}]struct{}
+}
+
+func waitKey(table string, key []byte) string { return table + "\x00" + string(key) }
+
+func (w *waiters) add(keys []string, ch chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.m == nil {
+		w.m = map[string]map[chan struct{}]struct{}{}
+	}
+	for _, k := range keys {
+		if w.m[k] == nil {
+			w.m[k] = map[chan struct{}]struct{}{}
+		}
+		w.m[k][ch] = struct{}{}
+		w.n.Add(1)
+	}
+}
+
+func (w *waiters) remove(keys []string, ch chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, k := range keys {
+		if _, ok := w.m[k][ch]; ok {
+			delete(w.m[k], ch)
+			w.n.Add(-1)
+			if len(w.m[k]) == 0 {
+				delete(w.m, k)
+			}
+		}
+	}
+}
+
+// wake signals everyone waiting on the keys a batch may have filled: the targets of pushes, moves, adds and stores.
+func (w *waiters) wake(muts []engine.Mutation) {
+	if w.n.Load() == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	signal := func(table string, key []byte) {
+		for ch := range w.m[waitKey(table, key)] {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+	for i := range muts {
+		m := &muts[i]
+		switch m.Op {
+		case engine.OpCall, engine.OpRename, engine.OpCopy:
+			signal(m.Table, m.Key)
+			if m.Target.Table != "" {
+				signal(m.Target.Table, m.Target.Key)
+			}
+		}
+	}
+}
+
+// blockTimeout parses a blocking command's timeout in seconds (0: forever).
+func (s *session) blockTimeout(arg []byte) (time.Duration, bool) {
+	f, err := strconv.ParseFloat(string(arg), 64)
+	switch {
+	case err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f > math.MaxInt64/float64(time.Second):
+		s.w.Error("ERR timeout is not a float or out of range")
+		return 0, false
+	case f < 0:
+		s.w.Error("ERR timeout is negative")
+		return 0, false
+	}
+	return time.Duration(f * float64(time.Second)), true
+}
+
+// block runs attempt until it reports success, waiting between tries for a wake-up on keys, until timeout (0:
+// none). It reports whether an attempt succeeded; false after the timeout, a shutdown or a vanished client.
+func (s *session) block(keys [][]byte, timeout time.Duration, attempt func() bool) bool {
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		names[i] = waitKey(s.table(), k)
+	}
+	var expired <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		expired = t.C
+	}
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	ch := make(chan struct{}, 1)
+	for {
+		s.h.waiters.add(names, ch) // before the attempt: a push after it wakes us
+		if attempt() {
+			s.h.waiters.remove(names, ch)
+			return true
+		}
+		if s.noBlock {
+			s.h.waiters.remove(names, ch)
+			return false
+		}
+		woken := false
+		for !woken {
+			select {
+			case <-ch:
+				woken = true
+			case <-expired:
+				s.h.waiters.remove(names, ch)
+				return false
+			case <-s.ctx.Done():
+				s.h.waiters.remove(names, ch)
+				return false
+			case <-tick.C:
+				if !s.clientAlive() {
+					s.h.waiters.remove(names, ch)
+					s.closing = true
+					return false
+				}
+			}
+		}
+		s.h.waiters.remove(names, ch)
+	}
+}
+
+// clientAlive reads whatever the client sent meanwhile (kept for after the blocking command) and reports false
+// if the connection is gone.
+func (s *session) clientAlive() bool {
+	s.conn.SetReadDeadline(time.Now().Add(time.Millisecond))
+	_, err := s.parser.Fill(s.conn)
+	if s.ctx.Err() == nil {
+		s.conn.SetReadDeadline(time.Time{})
+	}
+	return err == nil || isTimeout(err)
+}
+
+// popOnce tries one pop on each key in order and writes the reply of the first that had something.
+func (s *session) popOnce(name string, keys [][]byte) bool {
+	for _, k := range keys {
+		var m engine.Mutation
+		switch name {
+		case "blpop", "brpop":
+			m = collections.Pop(s.table(), k, name == "blpop", -1)
+		default:
+			m = collections.ZPop(s.table(), k, name == "bzpopmax", 1)
+		}
+		res, err := s.h.store.Apply(context.Background(), []engine.Mutation{m})
+		if err == nil {
+			err = res[0].Err
+		}
+		switch {
+		case errors.Is(err, engine.ErrNotFound):
+			continue
+		case err != nil:
+			s.w.Error(errText(err))
+			return true
+		case name == "blpop" || name == "brpop":
+			s.w.ArrayHeader(2)
+			s.w.Bulk(k)
+			s.w.Bulk(res[0].New.Value)
+			return true
+		case len(res[0].Members) == 0:
+			continue
+		default:
+			s.w.ArrayHeader(3)
+			s.w.Bulk(k)
+			s.w.Bulk(res[0].Members[0].Name)
+			writeScore(s.w, res[0].Members[0].Item.Value)
+			return true
+		}
+	}
+	return false
+}
+
+func cmdBPop(s *session, args [][]byte) {
+	name := lower(args[0])
+	timeout, ok := s.blockTimeout(args[len(args)-1])
+	if !ok {
+		return
+	}
+	keys := copyArgs(args[1 : len(args)-1]) // waiting may refill the parser's buffer
+	if !s.block(keys, timeout, func() bool { return s.popOnce(name, keys) }) {
+		s.w.NullArray()
+	}
+}
+
+func cmdBMove(s *session, args [][]byte) {
+	fromLeft, toLeft := false, true // BRPOPLPUSH
+	if eq(args[0], "blmove") {
+		var ok1, ok2 bool
+		fromLeft, ok1 = leftOrRight(args[3])
+		toLeft, ok2 = leftOrRight(args[4])
+		if !ok1 || !ok2 {
+			s.w.Error("ERR syntax error")
+			return
+		}
+	}
+	timeout, ok := s.blockTimeout(args[len(args)-1])
+	if !ok {
+		return
+	}
+	a := copyArgs(args[1:3])
+	m := collections.Move(s.table(), a[0], s.table(), a[1], fromLeft, toLeft)
+	moved := s.block(a[:1], timeout, func() bool {
+		res, err := s.h.store.Apply(context.Background(), []engine.Mutation{m})
+		if err == nil {
+			err = res[0].Err
+		}
+		switch {
+		case errors.Is(err, engine.ErrNotFound):
+			return false
+		case err != nil:
+			s.w.Error(errText(err))
+		default:
+			s.h.waiters.wake([]engine.Mutation{m})
+			s.w.Bulk(res[0].New.Value)
+		}
+		return true
+	})
+	if !moved {
+		s.w.Null()
+	}
+}

@@ -1,0 +1,94 @@
+package redis
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// TestBlockingPops: a BLPOP with nothing to pop waits and is answered by a push from another connection; BRPOP
+// times out with a null; BLMOVE and BZPOPMIN are woken the same way; inside MULTI a blocking pop answers at once.
+func TestBlockingPops(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	waiter := ts.client(t, &goredis.Options{ReadTimeout: -1})
+	other := ts.client(t, nil)
+
+	got := make(chan []string, 1)
+	go func() {
+		v, err := waiter.BLPop(ctx, 0, "q1", "q2").Result()
+		if err != nil {
+			v = []string{"error", err.Error()}
+		}
+		got <- v
+	}()
+	waitBlocked(t, ts, 1)
+	other.RPush(ctx, "q2", "job")
+	if v := <-got; len(v) != 2 || v[0] != "q2" || v[1] != "job" {
+		t.Fatalf("BLPOP = %v", v)
+	}
+	if other.Exists(ctx, "q2").Val() != 0 {
+		t.Fatal("the popped list still exists")
+	}
+
+	if _, err := waiter.BRPop(ctx, time.Second, "empty").Result(); err != goredis.Nil {
+		t.Fatalf("BRPOP on an empty list: %v, want a null", err)
+	}
+
+	moved := make(chan string, 1)
+	go func() { moved <- waiter.BLMove(ctx, "src", "dst", "LEFT", "RIGHT", 0).Val() }()
+	waitBlocked(t, ts, 1)
+	other.LPush(ctx, "src", "x")
+	if v := <-moved; v != "x" || other.LIndex(ctx, "dst", 0).Val() != "x" {
+		t.Fatalf("BLMOVE = %q, dst %v", v, other.LRange(ctx, "dst", 0, -1).Val())
+	}
+
+	zgot := make(chan *goredis.ZWithKey, 1)
+	go func() { zgot <- waiter.BZPopMin(ctx, 0, "z").Val() }()
+	waitBlocked(t, ts, 1)
+	other.ZAdd(ctx, "z", goredis.Z{Score: 2, Member: "b"}, goredis.Z{Score: 1, Member: "a"})
+	if v := <-zgot; v == nil || v.Key != "z" || v.Member != "a" || v.Score != 1 {
+		t.Fatalf("BZPOPMIN = %+v", v)
+	}
+
+	cmds, err := other.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		p.BLPop(ctx, 0, "never")
+		return nil
+	})
+	if err != nil && err != goredis.Nil || len(cmds) != 1 || cmds[0].Err() != goredis.Nil {
+		t.Fatalf("BLPOP in MULTI: %v %v", cmds, err)
+	}
+}
+
+// waitBlocked waits until n connections are registered as blocked.
+func waitBlocked(t *testing.T, ts *testServer, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for ts.h.waiters.n.Load() < n {
+		if time.Now().After(deadline) {
+			t.Fatal("no connection blocked")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestBlockedClientThatLeavesIsForgotten: a client that disconnects while blocked forever stops waiting (its
+// registration goes) instead of holding a goroutine until the server stops.
+func TestBlockedClientThatLeavesIsForgotten(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write([]byte("BLPOP gone 0\r\n"))
+	waitBlocked(t, ts, 1)
+	c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for ts.h.waiters.n.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the departed client is still registered as blocked")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
