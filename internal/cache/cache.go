@@ -147,6 +147,9 @@ func touched(b *engine.Batch) (slots []string, all bool) {
 		if m.Op == engine.OpRename || m.Op == engine.OpCopy || m.Op == engine.OpCall && m.Target.Table != "" {
 			slots = append(slots, slot(m.Target.Table, m.Target.Key))
 		}
+		for _, k := range m.Call.Keys { // further keys a function may write
+			slots = append(slots, slot(m.Table, k))
+		}
 	}
 	return slots, false
 }

@@ -55,6 +55,8 @@ type CallArgs struct {
 	Name string
 	// Args are its arguments (Table and Key of the mutation name the item it works on).
 	Args [][]byte
+	// Keys are further keys of Table the Func may write (a script's declared KEYS).
+	Keys [][]byte
 }
 
 // Tx is what a Func sees of the batch: reads see the batch's earlier writes, writes join the batch. A Func may
@@ -75,6 +77,13 @@ func (tx *Tx) writable(table string, key []byte) bool {
 	if table == tx.m.Table && string(key) == string(tx.m.Key) ||
 		table == tx.m.Target.Table && string(key) == string(tx.m.Target.Key) && tx.m.Target.Table != "" {
 		return true
+	}
+	if table == tx.m.Table {
+		for _, k := range tx.m.Call.Keys {
+			if string(k) == string(key) {
+				return true
+			}
+		}
 	}
 	if tx.err == nil {
 		tx.err = fmt.Errorf("%w: function %q wrote %s/%q, which its mutation does not name", ErrInvalid, tx.m.Call.Name, table, key)
@@ -118,6 +127,33 @@ func (tx *Tx) NextVersion() uint64 { return tx.rs.next() }
 // Scan calls fn for each live item of table whose key lies in r, in key order, as the batch sees them.
 func (tx *Tx) Scan(table string, r Range, fn func(key []byte, it Item) bool) error {
 	return tx.rs.scanRange(table, r, fn)
+}
+
+// Apply applies mutations inside the function, in order and with the guard rules of a batch, and returns their
+// results: a script's commands. Each must stay within what the function may write; an OpFlush or a write
+// elsewhere fails the batch. ErrAborted if a guard without a group failed (nothing of muts is undone: the
+// function decides, usually by failing).
+func (tx *Tx) Apply(muts []Mutation) ([]Result, error) {
+	res := make([]Result, len(muts))
+	err := tx.rs.applyAll(muts, res, func(m *Mutation) error {
+		if !m.Writes() {
+			return nil
+		}
+		ok := m.Op != OpFlush && tx.writable(m.Table, m.Key) &&
+			(m.Target.Table == "" || tx.writable(m.Target.Table, m.Target.Key))
+		for _, k := range m.Call.Keys {
+			ok = ok && tx.writable(m.Table, k)
+		}
+		if !ok {
+			err := tx.err
+			if err == nil {
+				err = fmt.Errorf("%w: a function may not flush", ErrInvalid)
+			}
+			return err
+		}
+		return nil
+	})
+	return res, err
 }
 
 // call runs OpCall.

@@ -128,6 +128,10 @@ func appendMutation(dst []byte, m *Mutation) []byte {
 		for _, a := range m.Call.Args {
 			dst = appendBytes(dst, a)
 		}
+		dst = binary.AppendUvarint(dst, uint64(len(m.Call.Keys)))
+		for _, k := range m.Call.Keys {
+			dst = appendBytes(dst, k)
+		}
 	}
 	return dst
 }
@@ -288,6 +292,13 @@ func (d *decoder) mutation(m *Mutation) {
 		}
 		for i := uint64(0); i < n; i++ {
 			m.Call.Args = append(m.Call.Args, d.bytes())
+		}
+		if n = d.uvarint(); n > uint64(len(d.b)) {
+			d.fail()
+			return
+		}
+		for i := uint64(0); i < n; i++ {
+			m.Call.Keys = append(m.Call.Keys, d.bytes())
 		}
 	}
 }

@@ -31,6 +31,9 @@ func randomBatch(rng *rand.Rand) *Batch {
 		}
 		if m.Op == OpCall {
 			m.Call = CallArgs{Name: string(bytesOrNil(rng.Intn(6))), Args: [][]byte{bytesOrNil(rng.Intn(3)), bytesOrNil(rng.Intn(3))}}
+			if coin() {
+				m.Call.Keys = [][]byte{bytesOrNil(rng.Intn(3))}
+			}
 			m.Target = Target{Table: string(bytesOrNil(rng.Intn(3))), Key: bytesOrNil(rng.Intn(3))}
 		}
 		if m.Op >= OpMemberGet && m.Op <= OpMembers || m.Op == OpCheck {

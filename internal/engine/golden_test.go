@@ -56,6 +56,8 @@ func goldenBatchV2() *Batch {
 		Mutation{Op: OpCheck, Table: "default", Key: []byte("d"), Coll: CollArgs{Kind: KindSet}, Guard: true, Group: 4},
 		Mutation{Op: OpCall, Table: "default", Key: []byte("l"), Target: Target{Table: "default", Key: []byte("l2")},
 			Call: CallArgs{Name: "list.move", Args: [][]byte{[]byte("left"), []byte("right")}}},
+		Mutation{Op: OpCall, Table: "default", Key: []byte("k1"), Call: CallArgs{Name: "redis.eval",
+			Args: [][]byte{[]byte("return 1")}, Keys: [][]byte{[]byte("k2")}}},
 	)
 	return b
 }

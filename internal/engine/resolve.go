@@ -41,7 +41,6 @@ type resolver struct {
 	flushedAll bool
 	flushed    map[string]bool
 	writes     []Write
-	failed     map[uint32]bool // guard groups whose guard failed
 }
 
 // Resolve computes the effect of a batch: per-mutation results and the writes that carry them out. It is the one
@@ -50,28 +49,44 @@ type resolver struct {
 func Resolve(r Reader, b *Batch, next func() uint64) ([]Write, []Result, error) {
 	rs := resolver{r: r, now: b.Now, next: next}
 	results := make([]Result, len(b.Muts))
-	for i := range b.Muts {
-		m := &b.Muts[i]
-		if m.Group != 0 && rs.failed[m.Group] {
+	if err := rs.applyAll(b.Muts, results, nil); err != nil {
+		return nil, results, err
+	}
+	return rs.writes, results, nil
+}
+
+// applyAll applies muts in order into results, with the guard rules: a failed guard without a group aborts
+// (ErrAborted), one with a group aborts the later mutations of its group. check, if not nil, may refuse a
+// mutation before it applies (a function's Tx limiting what it writes).
+func (rs *resolver) applyAll(muts []Mutation, results []Result, check func(*Mutation) error) error {
+	var failed map[uint32]bool // guard groups whose guard failed
+	for i := range muts {
+		m := &muts[i]
+		if m.Group != 0 && failed[m.Group] {
 			results[i].Err = ErrAborted
 			continue
 		}
+		if check != nil {
+			if err := check(m); err != nil {
+				return err
+			}
+		}
 		res, err := rs.apply(m)
 		if err != nil {
-			return nil, results, err
+			return err
 		}
 		results[i] = res
 		if res.Err != nil && m.Guard && (IsConditionFailure(res.Err) || errors.Is(res.Err, ErrWrongType)) {
 			if m.Group == 0 {
-				return nil, results, ErrAborted
+				return ErrAborted
 			}
-			if rs.failed == nil {
-				rs.failed = map[uint32]bool{}
+			if failed == nil {
+				failed = map[uint32]bool{}
 			}
-			rs.failed[m.Group] = true
+			failed[m.Group] = true
 		}
 	}
-	return rs.writes, results, nil
+	return nil
 }
 
 // IsConditionFailure reports whether err is a failed condition (absent, present, version or expiry) rather

@@ -52,6 +52,7 @@ type Handler struct {
 	cursors cursorTable
 	broker  *pubsub.Broker
 	waiters waiters // connections blocked in BLPOP and the like
+	scripts scriptCache
 
 	stats struct {
 		commands, rejected, connections atomic.Int64

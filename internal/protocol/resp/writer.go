@@ -235,3 +235,6 @@ func (w *Writer) Verbatim(format string, s string) {
 	w.buf = append(w.buf, s...)
 	w.buf = append(w.buf, '\r', '\n')
 }
+
+// Raw appends bytes that already are one or more encoded replies (a script's result, encoded where it ran).
+func (w *Writer) Raw(b []byte) { w.buf = append(w.buf, b...) }

@@ -1,0 +1,328 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"anykv/internal/engine"
+	"anykv/internal/kv"
+	"anykv/internal/protocol/resp"
+)
+
+// Scripting (EVAL, EVALSHA, SCRIPT). A script runs inside the engine's batch as the function "redis.eval": its
+// redis.call compiles the Redis command exactly as a connection would (the same command table), applies the
+// mutations through the function's Tx, and converts the reply for Lua. So a script is atomic and durable as one
+// batch, sees its own writes, and runs on every engine. A script may write only the keys it declares in KEYS
+// (as Redis requires for cluster mode); writing another fails the whole script with nothing applied. As in Redis,
+// a script that fails after writing keeps its writes. A script still running after luaTimeLimit is stopped.
+
+func init() {
+	sc := func(c *command) *command { c.groupName = "scripting"; c.firstKey = -1; return c }
+	register(
+		sc(&command{name: "eval", arity: -3, flags: flagWrite, imm: cmdEval, since: "2.6.0", summary: "Executes a server-side Lua script."}),
+		sc(&command{name: "evalsha", arity: -3, flags: flagWrite, imm: cmdEval, since: "2.6.0", summary: "Executes a server-side Lua script by SHA1 digest."}),
+		sc(&command{name: "eval_ro", arity: -3, flags: flagReadonly, imm: cmdEval, since: "7.0.0", summary: "Executes a read-only server-side Lua script."}),
+		sc(&command{name: "evalsha_ro", arity: -3, flags: flagReadonly, imm: cmdEval, since: "7.0.0", summary: "Executes a read-only server-side Lua script by SHA1 digest."}),
+		sc(&command{name: "script", arity: -2, imm: cmdScript, since: "2.6.0", summary: "A container for Lua scripts management commands."}),
+	)
+	engine.RegisterFunc(evalFunc, runScript)
+}
+
+const evalFunc = "redis.eval"
+
+// luaTimeLimit is how long a script may run before it is stopped (Redis's lua-time-limit, 5 s); tests lower it.
+var luaTimeLimit atomic.Int64
+
+func init() { luaTimeLimit.Store(int64(5 * time.Second)) }
+
+// scriptCache holds the scripts EVAL ran or SCRIPT LOAD loaded, by SHA1.
+type scriptCache struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+func (c *scriptCache) put(src []byte) string {
+	sha := sha1hex(src)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string][]byte{}
+	}
+	if _, ok := c.m[sha]; !ok {
+		c.m[sha] = append([]byte(nil), src...)
+	}
+	return sha
+}
+
+func (c *scriptCache) get(sha string) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	src, ok := c.m[strings.ToLower(sha)]
+	return src, ok
+}
+
+func cmdEval(s *session, args [][]byte) {
+	name := lower(args[0])
+	src := args[1]
+	if strings.HasPrefix(name, "evalsha") {
+		var ok bool
+		if src, ok = s.h.scripts.get(string(args[1])); !ok {
+			s.w.Error("NOSCRIPT No matching script. Please use EVAL.")
+			return
+		}
+	} else {
+		s.h.scripts.put(src)
+	}
+	n, ok := argInt(args[2])
+	switch {
+	case !ok:
+		s.w.Error(errNotInt)
+		return
+	case n < 0:
+		s.w.Error("ERR Number of keys can't be negative")
+		return
+	case n > int64(len(args)-3):
+		s.w.Error("ERR Number of keys can't be greater than number of args")
+		return
+	}
+	keys := args[3 : 3+n]
+	for _, k := range keys {
+		if len(k) > s.h.store.Limits().MaxKey {
+			s.w.Error("ERR key exceeds maximum allowed size (" + itoa(int64(s.h.store.Limits().MaxKey)) + " bytes)")
+			return
+		}
+	}
+	readOnly := "0"
+	if strings.HasSuffix(name, "_ro") {
+		readOnly = "1"
+	}
+	fargs := [][]byte{src, []byte(itoa(int64(s.db))), []byte(itoa(int64(s.h.store.Limits().MaxValue))),
+		[]byte(itoa(int64(s.h.opts.Databases))), []byte(readOnly), args[2]}
+	fargs = append(fargs, args[3:]...)
+	m := engine.Mutation{Op: engine.OpCall, Table: s.table(), Call: engine.CallArgs{Name: evalFunc, Args: copyArgs(fargs), Keys: copyArgs(keys)}}
+	if len(keys) > 0 {
+		m.Key = m.Call.Keys[0]
+	}
+	res, err := s.h.store.Apply(context.Background(), []engine.Mutation{m})
+	switch {
+	case errors.Is(err, engine.ErrInvalid):
+		s.w.Error("ERR " + strings.TrimPrefix(err.Error(), engine.ErrInvalid.Error()+": ") + " (a script may write only the keys it declares in KEYS)")
+	case err != nil:
+		s.w.Error(errText(err))
+	case res[0].Err != nil:
+		s.w.Error(res[0].Err.Error())
+	default:
+		s.h.waiters.wake([]engine.Mutation{m})
+		s.w.Raw(res[0].New.Value)
+	}
+}
+
+func cmdScript(s *session, args [][]byte) {
+	switch sub := lower(args[1]); {
+	case sub == "load" && len(args) == 3:
+		s.w.BulkString(s.h.scripts.put(args[2]))
+	case sub == "exists" && len(args) >= 3:
+		s.w.ArrayHeader(len(args) - 2)
+		for _, sha := range args[2:] {
+			if _, ok := s.h.scripts.get(string(sha)); ok {
+				s.w.Int(1)
+			} else {
+				s.w.Int(0)
+			}
+		}
+	case sub == "flush" && len(args) <= 3:
+		s.h.scripts.mu.Lock()
+		s.h.scripts.m = nil
+		s.h.scripts.mu.Unlock()
+		s.w.SimpleString("OK")
+	case sub == "kill" && len(args) == 2:
+		s.w.Error("NOTBUSY No scripts in execution right now.")
+	default:
+		s.w.Error("ERR unknown subcommand or wrong number of arguments for '" + string(args[1]) + "'. Try SCRIPT HELP.")
+	}
+}
+
+// scriptError is a script's failure, answered as the error reply of EVAL.
+type scriptError struct{ msg string }
+
+func (e scriptError) Error() string { return e.msg }
+
+// runScript is the function "redis.eval": args are the script, the database, the value limit, the number of
+// databases, whether it is read-only, numkeys, the keys and the other arguments.
+func runScript(tx *engine.Tx, args [][]byte) (engine.Result, error) {
+	if len(args) < 6 {
+		return engine.Result{}, engine.ErrInvalid
+	}
+	db, _ := strconv.Atoi(string(args[1]))
+	maxValue, _ := strconv.Atoi(string(args[2]))
+	databases, _ := strconv.Atoi(string(args[3]))
+	readOnly := string(args[4]) == "1"
+	numKeys, err := strconv.Atoi(string(args[5]))
+	if err != nil || numKeys < 0 || numKeys > len(args)-6 {
+		return engine.Result{}, engine.ErrInvalid
+	}
+	keys, argv := args[6:6+numKeys], args[6+numKeys:]
+	sha := sha1hex(args[0])
+	// Commands compile against a store that only knows the limits and the batch's time: they run through tx.
+	h := &Handler{store: kv.New(nil, kv.Options{Limits: kv.Limits{MaxValue: maxValue},
+		Clock: func() time.Time { return time.UnixMilli(tx.Now()) }, SweepInterval: -1}),
+		opts: Options{Databases: databases}}
+	var fatal error // a failure of the batch itself (a write outside KEYS): the script stops and nothing applies
+
+	L := newLua()
+	defer L.Close()
+	limit := time.Duration(luaTimeLimit.Load())
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	L.SetContext(ctx)
+	strs := func(bs [][]byte) *lua.LTable {
+		t := L.NewTable()
+		for i, b := range bs {
+			t.RawSetInt(i+1, lua.LString(b))
+		}
+		return t
+	}
+	L.SetGlobal("KEYS", strs(keys))
+	L.SetGlobal("ARGV", strs(argv))
+	call := func(protect bool) lua.LGFunction {
+		return func(L *lua.LState) int {
+			v, err := scriptCall(L, tx, h, db, readOnly)
+			if err != nil {
+				fatal = err
+				L.RaiseError("%v", err)
+			}
+			if t, ok := v.(*lua.LTable); ok && !protect {
+				if _, isErr := t.RawGetString("err").(lua.LString); isErr {
+					L.Error(t, 0) // raise the error reply itself: the script fails with it
+				}
+			}
+			L.Push(v)
+			return 1
+		}
+	}
+	r := L.NewTable()
+	r.RawSetString("call", L.NewFunction(call(false)))
+	r.RawSetString("pcall", L.NewFunction(call(true)))
+	r.RawSetString("error_reply", L.NewFunction(func(L *lua.LState) int {
+		t := L.NewTable()
+		t.RawSetString("err", lua.LString(L.CheckString(1)))
+		L.Push(t)
+		return 1
+	}))
+	r.RawSetString("status_reply", L.NewFunction(func(L *lua.LState) int {
+		t := L.NewTable()
+		t.RawSetString("ok", lua.LString(L.CheckString(1)))
+		L.Push(t)
+		return 1
+	}))
+	r.RawSetString("sha1hex", L.NewFunction(func(L *lua.LState) int {
+		L.Push(lua.LString(sha1hex([]byte(L.CheckString(1)))))
+		return 1
+	}))
+	r.RawSetString("log", L.NewFunction(func(*lua.LState) int { return 0 }))
+	r.RawSetString("setresp", L.NewFunction(func(L *lua.LState) int {
+		if L.CheckInt(1) != 2 {
+			L.RaiseError("RESP version must be 2 here")
+		}
+		return 0
+	}))
+	r.RawSetString("replicate_commands", L.NewFunction(func(L *lua.LState) int { L.Push(lua.LTrue); return 1 }))
+	for name, lvl := range map[string]int{"LOG_DEBUG": 0, "LOG_VERBOSE": 1, "LOG_NOTICE": 2, "LOG_WARNING": 3} {
+		r.RawSetString(name, lua.LNumber(lvl))
+	}
+	L.SetGlobal("redis", r)
+
+	fn, err := L.LoadString(string(args[0]))
+	if err != nil {
+		return engine.Result{Err: scriptError{"ERR Error compiling script (new function): user_script: " + firstLine(err.Error())}}, nil
+	}
+	L.Push(fn)
+	if err := L.PCall(0, 1, nil); err != nil {
+		if fatal != nil {
+			return engine.Result{}, fatal
+		}
+		if ctx.Err() != nil {
+			return engine.Result{Err: scriptError{"ERR Script killed: it ran longer than the script time limit (" +
+				limit.String() + "); its writes before that are kept"}}, nil
+		}
+		return engine.Result{Err: scriptError{scriptErrorText(err) + " script: " + sha}}, nil
+	}
+	w := resp.NewWriter(2)
+	luaToRESP(w, L.Get(-1))
+	return engine.Result{New: engine.Item{Value: append([]byte(nil), w.Bytes()...)}, NewFound: true}, nil
+}
+
+// scriptCall runs one redis.call from a script: the command compiles as on a connection and its mutations apply
+// through tx. It returns the reply as a Lua value (an {err=} table for an error reply), or the batch's own failure.
+func scriptCall(L *lua.LState, tx *engine.Tx, h *Handler, db int, readOnly bool) (lua.LValue, error) {
+	errTable := func(msg string) lua.LValue {
+		t := L.NewTable()
+		t.RawSetString("err", lua.LString(msg))
+		return t
+	}
+	n := L.GetTop()
+	if n == 0 {
+		return errTable("ERR Please specify at least one argument for this redis lib call"), nil
+	}
+	args := make([][]byte, n)
+	for i := range args {
+		b, ok := luaArg(L.Get(i + 1))
+		if !ok {
+			return errTable("ERR Lua redis lib command arguments must be strings or integers"), nil
+		}
+		args[i] = b
+	}
+	s := &session{h: h, w: resp.NewWriter(2), db: db, authed: true, ctx: context.Background()}
+	cmd := s.lookup(args[0])
+	switch {
+	case cmd == nil:
+		return errTable("ERR Unknown Redis command called from script"), nil
+	case cmd.data == nil:
+		return errTable("ERR This Redis command is not allowed from script"), nil
+	case readOnly && cmd.flags&flagWrite != 0:
+		return errTable("ERR Write commands are not allowed from read-only scripts."), nil
+	case (cmd.arity > 0 && n != cmd.arity) || (cmd.arity < 0 && n < -cmd.arity):
+		return errTable("ERR Wrong number of args calling Redis command from script"), nil
+	}
+	cmd.data(s, args)
+	res, err := tx.Apply(s.muts)
+	if err != nil && !errors.Is(err, engine.ErrAborted) {
+		return nil, err
+	}
+	s.writeReplies(res, err)
+	v, _, perr := respToLua(L, s.w.Bytes())
+	if perr != nil {
+		return errTable("ERR " + perr.Error()), nil
+	}
+	return v, nil
+}
+
+// scriptErrorText is the error a failed script answers: the error reply a redis.call raised, or Lua's message.
+func scriptErrorText(err error) string {
+	var ae *lua.ApiError
+	if errors.As(err, &ae) {
+		if t, ok := ae.Object.(*lua.LTable); ok {
+			if e, isErr := t.RawGetString("err").(lua.LString); isErr {
+				return string(e)
+			}
+		}
+		if msg, ok := ae.Object.(lua.LString); ok {
+			return "ERR user_script:" + strings.TrimPrefix(firstLine(string(msg)), "<string>:")
+		}
+	}
+	return "ERR user_script: " + firstLine(err.Error())
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
