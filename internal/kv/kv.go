@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,6 +44,9 @@ type Options struct {
 	Clock func() time.Time
 	// SweepInterval is how often the background sweeper runs (0: 100ms; negative: never).
 	SweepInterval time.Duration
+	// Logger receives the sweeper's failures (once when sweeping starts to fail, once when it recovers); nil
+	// discards them.
+	Logger *slog.Logger
 }
 
 // Store is the command layer over one engine. Safe for concurrent use.
@@ -50,6 +54,7 @@ type Store struct {
 	eng    engine.Engine
 	limits Limits
 	clock  func() time.Time
+	log    *slog.Logger
 	stats  counters
 
 	stop     chan struct{}
@@ -74,9 +79,12 @@ func New(e engine.Engine, opts Options) *Store {
 	if l.MaxBatch <= 0 {
 		l.MaxBatch = DefaultMaxBatch
 	}
-	s := &Store{eng: e, limits: l, clock: opts.Clock, stop: make(chan struct{})}
+	s := &Store{eng: e, limits: l, clock: opts.Clock, log: opts.Logger, stop: make(chan struct{})}
 	if s.clock == nil {
 		s.clock = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
 	}
 	if sw, ok := e.(engine.Sweeper); ok && opts.SweepInterval >= 0 {
 		every := opts.SweepInterval
@@ -188,11 +196,13 @@ func (s *Store) Stats() Stats {
 	return st
 }
 
-// sweep reclaims expired items in small steps so requests never wait behind it.
+// sweep reclaims expired items in small steps so requests never wait behind it. A failing sweep answers no
+// client, so it is logged, once per run of failures rather than every tick; reads meet the error themselves.
 func (s *Store) sweep(sw engine.Sweeper, every time.Duration) {
 	defer s.swept.Done()
 	t := time.NewTicker(every)
 	defer t.Stop()
+	failing := false
 	for {
 		select {
 		case <-s.stop:
@@ -200,9 +210,16 @@ func (s *Store) sweep(sw engine.Sweeper, every time.Duration) {
 		case <-t.C:
 		}
 		n, err := sw.Sweep(context.Background(), s.Now(), 2000)
-		if err == nil {
+		switch {
+		case err == nil:
 			s.stats.expiredSwept.Add(int64(n))
+			if failing {
+				s.log.Info("kv: sweeping expired items works again")
+			}
+		case !failing:
+			s.log.Error("kv: sweeping expired items failed; retrying quietly until it works", "err", err)
 		}
+		failing = err != nil
 	}
 }
 

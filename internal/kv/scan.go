@@ -54,7 +54,8 @@ func (s *Store) scanner() (engine.Scanner, error) {
 	return sc, nil
 }
 
-// Scan returns one page of live items of table in key order.
+// Scan returns one page of live items of table in key order. An error of the engine's scan is returned as it
+// is, with an empty page: only a complete page is an answer.
 func (s *Store) Scan(ctx context.Context, table string, q Query) (Page, error) {
 	sc, err := s.scanner()
 	if err != nil {
@@ -79,10 +80,14 @@ func (s *Store) Scan(ctx context.Context, table string, q Query) (Page, error) {
 		p.Entries = append(p.Entries, e)
 		return true
 	})
-	return p, err
+	if err != nil {
+		return Page{}, err // a partial page would read as "these are all the keys"
+	}
+	return p, nil
 }
 
-// Count returns how many live items of table the query selects (Limit and After are ignored).
+// Count returns how many live items of table the query selects (Limit and After are ignored); on an error of
+// the engine's scan, 0 and the error.
 func (s *Store) Count(ctx context.Context, table string, q Query) (int64, error) {
 	sc, err := s.scanner()
 	if err != nil {
@@ -91,7 +96,10 @@ func (s *Store) Count(ctx context.Context, table string, q Query) (int64, error)
 	q.After, q.Limit = nil, 0
 	var n int64
 	err = sc.Scan(ctx, table, q.rangeOf(), s.Now(), func([]byte, engine.Item) bool { n++; return true })
-	return n, err
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // Tables lists the tables that hold items.
