@@ -244,3 +244,32 @@ func TestSweeperLogsFailuresOnce(t *testing.T) {
 		t.Fatalf("log records %q, want one error then one recovery", got)
 	}
 }
+
+// A page that ends at the empty key says where to resume; a nil Next would end the scan there.
+func TestScanPageEndingAtTheEmptyKey(t *testing.T) {
+	s := newStore(t, kv.Options{})
+	if _, err := s.Apply(ctx, []engine.Mutation{set("", "1"), set("a", "2")}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	q := kv.Query{Limit: 1}
+	for pages := 0; pages < 10; pages++ {
+		p, err := s.Scan(ctx, "t", q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range p.Entries {
+			if e.Key == nil {
+				t.Fatal("an entry with a nil key")
+			}
+			got = append(got, string(e.Key))
+		}
+		if p.Next == nil {
+			break
+		}
+		q.After = p.Next
+	}
+	if fmt.Sprintf("%q", got) != `["" "a"]` {
+		t.Fatalf("paging one key at a time: %q", got)
+	}
+}

@@ -16,13 +16,15 @@ type Query struct {
 	KeysOnly bool
 }
 
-// Entry is one item a scan returned; the Store copies keys and values, so the caller owns them.
+// Entry is one item a scan returned; the Store copies keys and values, so the caller owns them. Key is never nil,
+// also for the empty key, so that it can resume a scan (Page.Next, Query.After).
 type Entry struct {
 	Key  []byte
 	Item engine.Item
 }
 
-// Page is one page of a scan; Next is the key to pass as After for the next page, nil when the scan ended.
+// Page is one page of a scan; Next is the key to pass as After for the next page, nil when the scan ended (and
+// empty, not nil, when the page ended at the empty key).
 type Page struct {
 	Entries []Entry
 	Next    []byte
@@ -68,10 +70,10 @@ func (s *Store) Scan(ctx context.Context, table string, q Query) (Page, error) {
 	}
 	err = sc.Scan(ctx, table, r, s.Now(), func(key []byte, it engine.Item) bool {
 		if q.Limit > 0 && len(p.Entries) == q.Limit {
-			p.Next = append([]byte(nil), p.Entries[len(p.Entries)-1].Key...)
+			p.Next = append([]byte{}, p.Entries[len(p.Entries)-1].Key...)
 			return false
 		}
-		e := Entry{Key: append([]byte(nil), key...), Item: it}
+		e := Entry{Key: append([]byte{}, key...), Item: it} // never nil: the empty key is a key, and a Next
 		if q.KeysOnly {
 			e.Item.Value = nil
 		} else {
