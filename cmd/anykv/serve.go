@@ -195,7 +195,7 @@ func runServer(ctx context.Context, c *config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	store := kv.New(eng, kv.Options{Limits: kv.Limits{MaxKey: c.maxKey, MaxValue: c.maxValue}})
+	store := kv.New(eng, kv.Options{Limits: kv.Limits{MaxKey: c.maxKey, MaxValue: c.maxValue}, Logger: log})
 	log.Info("engine open", "engine", c.engine, "dir", c.dir, "fsync", c.fsync, "took", time.Since(started).String())
 	srv := server.New(log)
 	fail := func(err error) error {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,6 +54,9 @@ type Options struct {
 	Clock func() time.Time
 	// SweepInterval is how often the background sweeper runs (0: 100ms; negative: never).
 	SweepInterval time.Duration
+	// Logger receives the sweeper's failures (once when sweeping starts to fail, once when it recovers); nil
+	// discards them.
+	Logger *slog.Logger
 }
 
 // Store is the command layer over one engine. Safe for concurrent use.
@@ -60,6 +64,7 @@ type Store struct {
 	eng    engine.Engine
 	limits Limits
 	clock  func() time.Time
+	log    *slog.Logger
 	stats  counters
 
 	stop     chan struct{}
@@ -85,9 +90,12 @@ func New(e engine.Engine, opts Options) *Store {
 	if l.MaxBatch <= 0 {
 		l.MaxBatch = DefaultMaxBatch
 	}
-	s := &Store{eng: e, limits: l, clock: opts.Clock, stop: make(chan struct{})}
+	s := &Store{eng: e, limits: l, clock: opts.Clock, log: opts.Logger, stop: make(chan struct{})}
 	if s.clock == nil {
 		s.clock = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
 	}
 	_, canSweep := e.(engine.Sweeper)
 	if a := engine.AbilitiesOf(e); (canSweep || a&(engine.CanScan|engine.CanTables) == engine.CanScan|engine.CanTables) &&
@@ -238,32 +246,45 @@ func (s *Store) Stats() Stats {
 }
 
 // sweep reclaims expired items and the members of deleted collections in small steps, so requests never wait
-// behind it.
+// behind it. A failing sweep answers no client, so it is logged, once per run of failures rather than every
+// tick; reads meet the error themselves.
 func (s *Store) sweep(every time.Duration) {
 	defer s.swept.Done()
 	t := time.NewTicker(every)
 	defer t.Stop()
+	failing := false
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-t.C:
 		}
-		s.SweepOnce(context.Background())
+		err := s.SweepOnce(context.Background())
+		switch {
+		case err == nil && failing:
+			s.log.Info("kv: sweeping works again")
+		case err != nil && !failing:
+			s.log.Error("kv: sweeping failed; retrying quietly until it works", "err", err)
+		}
+		failing = err != nil
 	}
 }
 
 // SweepOnce runs one step of the background sweep: expired items (if the engine is a Sweeper), then members of
-// deleted collections. Tests call it to sweep without waiting for the ticker.
-func (s *Store) SweepOnce(ctx context.Context) {
+// deleted collections, and returns the first error. Tests call it to sweep without waiting for the ticker.
+func (s *Store) SweepOnce(ctx context.Context) error {
+	var first error
 	if sw, ok := s.eng.(engine.Sweeper); ok {
-		if n, err := sw.Sweep(ctx, s.Now(), 2000); err == nil {
-			s.stats.expiredSwept.Add(int64(n))
-		}
+		n, err := sw.Sweep(ctx, s.Now(), 2000)
+		s.stats.expiredSwept.Add(int64(n))
+		first = err
 	}
-	if n, err := s.reclaimStep(ctx, 2000); err == nil {
-		s.stats.membersReclaimed.Add(int64(n))
+	n, err := s.reclaimStep(ctx, 2000)
+	s.stats.membersReclaimed.Add(int64(n))
+	if first == nil {
+		first = err
 	}
+	return first
 }
 
 // Close stops the sweeper and closes the engine.

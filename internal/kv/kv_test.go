@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"anykv/internal/engine"
+	"anykv/internal/engine/enginetest"
 	"anykv/internal/engine/memstore"
 	"anykv/internal/kv"
 )
@@ -192,5 +194,122 @@ func TestCollectionMembersAreReclaimed(t *testing.T) {
 	}
 	if _, err := s.Apply(ctx, []engine.Mutation{{Op: engine.OpSet, Table: "\x00x", Key: []byte("k")}}); !errors.Is(err, kv.ErrReservedTable) {
 		t.Fatalf("client write to a reserved table: %v", err)
+	}
+}
+
+// A scan that fails gives no partial answer: no entries, no count (issue 10).
+func TestScanErrorsGiveNoPartialAnswer(t *testing.T) {
+	errCorrupt := errors.New("checksum mismatch")
+	f, e := enginetest.NewFaulty(memstore.New(), errCorrupt)
+	s := kv.New(e, kv.Options{SweepInterval: -1})
+	defer s.Close()
+	if _, err := s.Apply(ctx, []engine.Mutation{set("a", "1"), set("b", "2"), set("c", "3")}); err != nil {
+		t.Fatal(err)
+	}
+	f.Fail(func(table string, key []byte) bool { return string(key) == "b" || key == nil })
+	if p, err := s.Scan(ctx, "t", kv.Query{}); !errors.Is(err, errCorrupt) || len(p.Entries) != 0 || p.Next != nil {
+		t.Errorf("Scan: %d entries, next %q, err %v", len(p.Entries), p.Next, err)
+	}
+	if n, err := s.Count(ctx, "t", kv.Query{}); !errors.Is(err, errCorrupt) || n != 0 {
+		t.Errorf("Count: %d, %v", n, err)
+	}
+	if names, err := s.Tables(ctx); !errors.Is(err, errCorrupt) || names != nil {
+		t.Errorf("Tables: %q, %v", names, err)
+	}
+	if _, err := s.Get(ctx, "t", []byte("b")); !errors.Is(err, errCorrupt) {
+		t.Errorf("Get: %v", err)
+	}
+	if st := s.Stats(); st.Misses != 0 {
+		t.Errorf("a failed read counted as a miss: %+v", st)
+	}
+}
+
+// failingSweeper is memstore whose Sweep fails while fail is set, reporting each call on calls.
+type failingSweeper struct {
+	*memstore.Store
+	fail  atomic.Bool
+	calls chan struct{}
+}
+
+func (f *failingSweeper) Sweep(ctx context.Context, now int64, budget int) (int, error) {
+	f.calls <- struct{}{}
+	if f.fail.Load() {
+		return 0, errors.New("checksum mismatch")
+	}
+	return f.Store.Sweep(ctx, now, budget)
+}
+
+// logRecords is a slog handler that sends each record's level and message to a channel.
+type logRecords chan string
+
+func (l logRecords) Enabled(context.Context, slog.Level) bool { return true }
+func (l logRecords) Handle(_ context.Context, r slog.Record) error {
+	l <- r.Level.String() + " " + r.Message
+	return nil
+}
+func (l logRecords) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l logRecords) WithGroup(string) slog.Handler      { return l }
+
+// The sweeper logs when sweeping starts failing and when it recovers, not at every tick.
+func TestSweeperLogsFailuresOnce(t *testing.T) {
+	eng := &failingSweeper{Store: memstore.New(), calls: make(chan struct{})}
+	eng.fail.Store(true)
+	logs := make(logRecords, 100)
+	s := kv.New(eng, kv.Options{SweepInterval: time.Millisecond, Logger: slog.New(logs)})
+	waitCalls := func(n int) {
+		t.Helper()
+		for i := 0; i < n; i++ {
+			select {
+			case <-eng.calls:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the sweeper stopped sweeping")
+			}
+		}
+	}
+	waitCalls(5)
+	eng.fail.Store(false)
+	waitCalls(3) // the call in flight may still fail; the next ones succeed
+	go func() {
+		for range eng.calls { // let Close stop a sweeper blocked on reporting its call
+		}
+	}()
+	s.Close()
+	close(eng.calls)
+	close(logs)
+	var got []string
+	for r := range logs {
+		got = append(got, r)
+	}
+	if len(got) != 2 || !strings.HasPrefix(got[0], "ERROR kv: sweeping") || !strings.HasPrefix(got[1], "INFO ") {
+		t.Fatalf("log records %q, want one error then one recovery", got)
+	}
+}
+
+// A page that ends at the empty key says where to resume; a nil Next would end the scan there.
+func TestScanPageEndingAtTheEmptyKey(t *testing.T) {
+	s := newStore(t, kv.Options{})
+	if _, err := s.Apply(ctx, []engine.Mutation{set("", "1"), set("a", "2")}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	q := kv.Query{Limit: 1}
+	for pages := 0; pages < 10; pages++ {
+		p, err := s.Scan(ctx, "t", q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range p.Entries {
+			if e.Key == nil {
+				t.Fatal("an entry with a nil key")
+			}
+			got = append(got, string(e.Key))
+		}
+		if p.Next == nil {
+			break
+		}
+		q.After = p.Next
+	}
+	if fmt.Sprintf("%q", got) != `["" "a"]` {
+		t.Fatalf("paging one key at a time: %q", got)
 	}
 }

@@ -16,13 +16,15 @@ type Query struct {
 	KeysOnly bool
 }
 
-// Entry is one item a scan returned; the Store copies keys and values, so the caller owns them.
+// Entry is one item a scan returned; the Store copies keys and values, so the caller owns them. Key is never nil,
+// also for the empty key, so that it can resume a scan (Page.Next, Query.After).
 type Entry struct {
 	Key  []byte
 	Item engine.Item
 }
 
-// Page is one page of a scan; Next is the key to pass as After for the next page, nil when the scan ended.
+// Page is one page of a scan; Next is the key to pass as After for the next page, nil when the scan ended (and
+// empty, not nil, when the page ended at the empty key).
 type Page struct {
 	Entries []Entry
 	Next    []byte
@@ -54,7 +56,8 @@ func (s *Store) scanner() (engine.Scanner, error) {
 	return sc, nil
 }
 
-// Scan returns one page of live items of table in key order.
+// Scan returns one page of live items of table in key order. An error of the engine's scan is returned as it
+// is, with an empty page: only a complete page is an answer.
 func (s *Store) Scan(ctx context.Context, table string, q Query) (Page, error) {
 	if err := checkTable(table); err != nil {
 		return Page{}, err
@@ -70,11 +73,11 @@ func (s *Store) Scan(ctx context.Context, table string, q Query) (Page, error) {
 	}
 	err = sc.Scan(ctx, table, r, s.Now(), func(key []byte, it engine.Item) bool {
 		if q.Limit > 0 && len(p.Entries) == q.Limit {
-			p.Next = append([]byte(nil), p.Entries[len(p.Entries)-1].Key...)
+			p.Next = append([]byte{}, p.Entries[len(p.Entries)-1].Key...)
 			return false
 		}
-		e := Entry{Key: append([]byte(nil), key...), Item: it}
-		if q.KeysOnly || it.Kind != engine.KindString { // a collection's meta is no value to show
+		e := Entry{Key: append([]byte{}, key...), Item: it} // never nil: the empty key is a key, and a Next
+		if q.KeysOnly || it.Kind != engine.KindString {     // a collection's meta is no value to show
 			e.Item.Value = nil
 		} else {
 			e.Item.Value = append([]byte{}, it.Value...)
@@ -82,10 +85,14 @@ func (s *Store) Scan(ctx context.Context, table string, q Query) (Page, error) {
 		p.Entries = append(p.Entries, e)
 		return true
 	})
-	return p, err
+	if err != nil {
+		return Page{}, err // a partial page would read as "these are all the keys"
+	}
+	return p, nil
 }
 
-// Count returns how many live items of table the query selects (Limit and After are ignored).
+// Count returns how many live items of table the query selects (Limit and After are ignored); on an error of
+// the engine's scan, 0 and the error.
 func (s *Store) Count(ctx context.Context, table string, q Query) (int64, error) {
 	if err := checkTable(table); err != nil {
 		return 0, err
@@ -97,7 +104,10 @@ func (s *Store) Count(ctx context.Context, table string, q Query) (int64, error)
 	q.After, q.Limit = nil, 0
 	var n int64
 	err = sc.Scan(ctx, table, q.rangeOf(), s.Now(), func([]byte, engine.Item) bool { n++; return true })
-	return n, err
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // Tables lists the tables that hold items (not the engine's own member tables).

@@ -108,8 +108,10 @@ func (s *Server) accept(name string, ln net.Listener, h Handler, maxConns int, c
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			defer counts.Current.Add(-1)
 			defer s.untrack(c)
+			// The slot is free before the client sees the connection close, so a client that reconnects at once
+			// is not refused for a connection that is already gone.
+			defer counts.Current.Add(-1)
 			defer func() { // a bug in one connection's handling must not take the whole server down
 				if r := recover(); r != nil {
 					s.log.Error("connection handler panicked; connection closed", "protocol", name,

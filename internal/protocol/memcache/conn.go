@@ -255,9 +255,9 @@ func (c *conn) handle(req *request) {
 // answer writes the reply of a pending request from its results (err: the whole batch failed).
 func (c *conn) answer(req *request, rs []engine.Result, err error) {
 	if err != nil {
-		c.st[sServerErrors]++
+		reply := c.serverError(err)
 		if !req.noreply || req.meta.isMeta {
-			c.line(serverError(err))
+			c.line(reply)
 		}
 		return
 	}

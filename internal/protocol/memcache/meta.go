@@ -34,7 +34,7 @@ func (c *conn) mgAnswer(req *request, rs []engine.Result) {
 	case errors.Is(res.Err, engine.ErrNotFound):
 		c.mgReply(req, nil, false, false)
 	default:
-		c.line(serverError(res.Err))
+		c.line(c.serverError(res.Err))
 	}
 }
 
@@ -47,7 +47,7 @@ func (c *conn) metaGet(req *request) {
 	case errors.Is(err, engine.ErrNotFound):
 		c.mgReply(req, nil, false, false)
 	default:
-		c.line(serverError(err))
+		c.line(c.serverError(err))
 	}
 }
 
@@ -193,7 +193,7 @@ func (c *conn) msAnswer(req *request, res engine.Result) {
 		code = "NS"
 	}
 	if code == "" {
-		c.line(serverError(res.Err))
+		c.line(c.serverError(res.Err))
 		return
 	}
 	if stored {
@@ -247,7 +247,7 @@ func (c *conn) mdAnswer(req *request, res engine.Result) {
 		c.st[sDeleteMisses]++
 		code = "EX"
 	default:
-		c.line(serverError(err))
+		c.line(c.serverError(err))
 		return
 	}
 	c.out = append(c.out, code...)
@@ -299,7 +299,7 @@ func (c *conn) maAnswer(req *request, res engine.Result) {
 		c.line("CLIENT_ERROR cannot increment or decrement non-numeric value")
 		return
 	default:
-		c.line(serverError(err))
+		c.line(c.serverError(err))
 		return
 	}
 	if res.Err != nil {
@@ -343,7 +343,7 @@ func (c *conn) metaDebug(req *request) {
 		c.line("EN")
 		return
 	case err != nil:
-		c.line(serverError(err))
+		c.line(c.serverError(err))
 		return
 	}
 	c.out = append(c.out, "ME "...)

@@ -3,6 +3,7 @@ package memcache
 import (
 	"errors"
 	"strconv"
+	"strings"
 
 	"anykv/internal/engine"
 )
@@ -105,7 +106,7 @@ func (c *conn) textAnswer(req *request, rs []engine.Result) {
 		case errors.Is(err, engine.ErrExists), errors.Is(err, engine.ErrNotFound), errors.Is(err, engine.ErrTooLarge):
 			reply = "NOT_STORED"
 		default:
-			reply = serverError(err)
+			reply = c.serverError(err)
 		}
 	case cmdCas:
 		c.st[sCmdSet]++
@@ -122,7 +123,7 @@ func (c *conn) textAnswer(req *request, rs []engine.Result) {
 			c.st[sCasMisses]++
 			reply = "NOT_FOUND"
 		default:
-			reply = serverError(rs[0].Err)
+			reply = c.serverError(rs[0].Err)
 		}
 	case cmdIncr, cmdDecr:
 		hits, misses := &c.st[sIncrHits], &c.st[sIncrMisses]
@@ -143,7 +144,7 @@ func (c *conn) textAnswer(req *request, rs []engine.Result) {
 		case errors.Is(err, engine.ErrNotInteger):
 			reply = "CLIENT_ERROR cannot increment or decrement non-numeric value"
 		default:
-			reply = serverError(err)
+			reply = c.serverError(err)
 		}
 	case cmdDelete:
 		switch err := rs[0].Err; {
@@ -154,7 +155,7 @@ func (c *conn) textAnswer(req *request, rs []engine.Result) {
 			c.st[sDeleteMisses]++
 			reply = "NOT_FOUND"
 		default:
-			reply = serverError(err)
+			reply = c.serverError(err)
 		}
 	case cmdTouch:
 		c.st[sCmdTouch]++
@@ -166,7 +167,7 @@ func (c *conn) textAnswer(req *request, rs []engine.Result) {
 			c.st[sTouchMisses]++
 			reply = "NOT_FOUND"
 		default:
-			reply = serverError(err)
+			reply = c.serverError(err)
 		}
 	case cmdGat, cmdGats:
 		c.gatAnswer(req, rs)
@@ -200,7 +201,7 @@ func (c *conn) gatAnswer(req *request, rs []engine.Result) {
 			c.st[sTouchMisses]++
 		default:
 			c.out = c.out[:start]
-			c.line(serverError(res.Err))
+			c.line(c.serverError(res.Err))
 			return
 		}
 	}
@@ -223,7 +224,7 @@ func (c *conn) get(req *request) {
 			c.st[sGetMisses]++
 		default:
 			c.out = c.out[:start]
-			c.line(serverError(err))
+			c.line(c.serverError(err))
 			return
 		}
 	}
@@ -247,7 +248,15 @@ func (c *conn) appendValue(key []byte, it *engine.Item, withCas bool) {
 	c.out = append(b, '\r', '\n')
 }
 
-// serverError is the reply for a failure of the store itself.
-func serverError(err error) string {
-	return "SERVER_ERROR " + err.Error()
+// serverError is the reply for a failure of the store itself (any error but the misses and failed conditions
+// each command answers in its own words), counted in the server_errors statistic. A line break in the error's
+// text would end the reply line early, so it becomes a space.
+func (c *conn) serverError(err error) string {
+	c.st[sServerErrors]++
+	return "SERVER_ERROR " + strings.Map(func(r rune) rune {
+		if r == '\r' || r == '\n' {
+			return ' '
+		}
+		return r
+	}, err.Error())
 }

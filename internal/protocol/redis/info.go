@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"os"
 	"runtime"
 	"sort"
@@ -10,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"anykv/internal/engine"
 	"anykv/internal/kv"
 )
 
@@ -117,18 +119,32 @@ func cmdInfo(s *session, args [][]byte) {
 		if !all && !want[sec] {
 			continue
 		}
+		kvps, err := s.h.infoSection(sec)
+		if err != nil {
+			s.w.Error(errText(err))
+			return
+		}
 		if b.Len() > 0 {
 			b.WriteString("\r\n")
 		}
 		b.WriteString("# " + strings.ToUpper(sec[:1]) + sec[1:] + "\r\n")
-		for _, kvp := range s.h.infoSection(sec) {
+		for _, kvp := range kvps {
 			b.WriteString(kvp[0] + ":" + kvp[1] + "\r\n")
 		}
 	}
 	s.w.Verbatim("txt", b.String())
 }
 
-func (h *Handler) infoSection(sec string) [][2]string {
+// infoSection returns the fields of one INFO section; only the keyspace section reads the store, and fails
+// when a read does.
+func (h *Handler) infoSection(sec string) ([][2]string, error) {
+	if sec == "keyspace" {
+		return h.keyspace()
+	}
+	return h.statSection(sec), nil
+}
+
+func (h *Handler) statSection(sec string) [][2]string {
 	st := h.store.Stats()
 	up := time.Since(h.started)
 	switch sec {
@@ -181,22 +197,26 @@ func (h *Handler) infoSection(sec string) [][2]string {
 			return strconv.FormatFloat(float64(t.Sec)+float64(t.Usec)/1e6, 'f', 6, 64)
 		}
 		return [][2]string{{"used_cpu_sys", sec(ru.Stime)}, {"used_cpu_user", sec(ru.Utime)}}
-	case "keyspace":
-		return h.keyspace()
 	}
 	return nil
 }
 
-// keyspace counts the keys of each non-empty database (a scan: O(keys), unlike Redis's O(1)).
-func (h *Handler) keyspace() [][2]string {
+// keyspace counts the keys of each non-empty database (a scan: O(keys), unlike Redis's O(1)). An engine that
+// cannot scan shows no databases; a failed scan fails the section.
+func (h *Handler) keyspace() ([][2]string, error) {
 	var out [][2]string
 	for db := 0; db < h.opts.Databases; db++ {
 		n, err := h.store.Count(context.Background(), table(db), kv.Query{})
-		if err == nil && n > 0 {
+		switch {
+		case errors.Is(err, engine.ErrNotSupported):
+			return nil, nil
+		case err != nil:
+			return nil, err
+		case n > 0:
 			out = append(out, [2]string{"db" + itoa(int64(db)), "keys=" + itoa(n) + ",expires=0,avg_ttl=0"})
 		}
 	}
-	return out
+	return out, nil
 }
 
 func sortedKeys(m map[string]int64) []string {

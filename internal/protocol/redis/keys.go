@@ -1,6 +1,8 @@
 package redis
 
 import (
+	"errors"
+
 	"anykv/internal/engine"
 	"anykv/internal/protocol/resp"
 )
@@ -36,8 +38,12 @@ func cmdDel(s *session, args [][]byte) {
 	s.plan(len(args)-1, replyCountOK)
 }
 
-// replyCountOK answers how many of the mutations succeeded (DEL, EXISTS).
+// replyCountOK answers how many of the mutations succeeded (DEL, EXISTS); a miss counts 0, any other error is
+// the reply.
 func replyCountOK(w *resp.Writer, res []engine.Result) {
+	if readFailed(w, res) {
+		return
+	}
 	n := int64(0)
 	for i := range res {
 		if res[i].Err == nil {
@@ -57,6 +63,9 @@ func cmdExists(s *session, args [][]byte) {
 func cmdType(s *session, args [][]byte) {
 	s.getAny(args[1])
 	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+		if readFailed(w, res) {
+			return
+		}
 		if res[0].Err == nil {
 			w.SimpleString(res[0].New.Kind.String())
 		} else {
@@ -79,7 +88,7 @@ func cmdRename(s *session, args [][]byte) {
 			w.Int(1)
 		case r.Err == nil:
 			w.SimpleString("OK")
-		case !r.OldFound:
+		case !r.OldFound && errors.Is(r.Err, engine.ErrNotFound):
 			w.Error("ERR no such key")
 		case nx && engine.IsConditionFailure(r.Err):
 			w.Int(0)
@@ -197,6 +206,9 @@ func cmdTTL(s *session, args [][]byte) {
 	name := lower(args[0])
 	s.getAny(args[1])
 	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+		if readFailed(w, res) {
+			return
+		}
 		now := s.h.store.Now()
 		r := res[0]
 		switch {

@@ -105,6 +105,18 @@ func (s *session) expiryOpt(opt, amount []byte, cmd string) (int64, bool) {
 
 // Reply writers shared by several commands; plain functions so pipelined commands allocate no closure.
 
+// readFailed writes the error reply of a read command if one of its reads failed with anything but
+// ErrNotFound (a corrupt block, a closed engine): only ErrNotFound means "absent". It reports whether it did.
+func readFailed(w *resp.Writer, res []engine.Result) bool {
+	for i := range res {
+		if err := res[i].Err; err != nil && !errors.Is(err, engine.ErrNotFound) {
+			w.Error(errText(err))
+			return true
+		}
+	}
+	return false
+}
+
 func replyBulkOrNil(w *resp.Writer, res []engine.Result) {
 	switch r := res[0]; {
 	case r.Err == nil:
@@ -296,6 +308,14 @@ func cmdMGet(s *session, args [][]byte) {
 		s.get(k)
 	}
 	s.plan(len(args)-1, func(w *resp.Writer, res []engine.Result) {
+		for i := range res { // a key of another type is nil for MGET, as in Redis
+			if errors.Is(res[i].Err, engine.ErrWrongType) {
+				res[i].Err = engine.ErrNotFound
+			}
+		}
+		if readFailed(w, res) {
+			return
+		}
 		w.ArrayHeader(len(res))
 		for i := range res {
 			if res[i].Err == nil {
@@ -377,7 +397,11 @@ func cmdAppend(s *session, args [][]byte) {
 
 func cmdStrlen(s *session, args [][]byte) {
 	s.get(args[1])
-	s.plan(1, func(w *resp.Writer, res []engine.Result) { w.Int(int64(len(res[0].New.Value))) })
+	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+		if !readFailed(w, res) {
+			w.Int(int64(len(res[0].New.Value)))
+		}
+	})
 }
 
 func cmdGetRange(s *session, args [][]byte) {
@@ -389,6 +413,9 @@ func cmdGetRange(s *session, args [][]byte) {
 	}
 	s.get(args[1])
 	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+		if readFailed(w, res) {
+			return
+		}
 		v := res[0].New.Value
 		n := int64(len(v))
 		if start < 0 && end < 0 && start > end {

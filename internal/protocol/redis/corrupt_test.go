@@ -1,0 +1,90 @@
+package redis
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"anykv/internal/engine"
+	"anykv/internal/engine/pebblestore"
+)
+
+// The defect of issue 10 end to end: keys in a corrupt sstable data block answer errors over RESP, not nil, 0,
+// none or -2.
+func TestCorruptSSTableAnswersErrors(t *testing.T) {
+	dir := t.TempDir()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	open := func() *pebblestore.Store {
+		t.Helper()
+		s, err := pebblestore.Open(pebblestore.Options{Dir: dir, Logger: quiet, CacheBytes: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	// 200 items of 200 random (incompressible) bytes fill a few dozen 4 KiB data blocks, after the block of the
+	// store's own meta records. Reopening flushes the WAL into an sstable.
+	s := open()
+	const n = 200
+	var muts []engine.Mutation
+	for i := 0; i < n; i++ {
+		v := make([]byte, 200)
+		rand.Read(v)
+		muts = append(muts, engine.Mutation{Op: engine.OpSet, Table: "default", Key: []byte(fmt.Sprintf("key%03d", i)),
+			Value: v, Expires: 1 << 50})
+	}
+	if _, err := s.Apply(context.Background(), &engine.Batch{Now: 1, Muts: muts}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	open().Close()
+
+	ssts, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+	if len(ssts) != 1 {
+		t.Fatalf("want one sstable after reopening, found %q", ssts)
+	}
+	data, err := os.ReadFile(ssts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Corrupt a few bytes in the middle of the file: inside a data block, well after the first (meta records) and
+	// before the index, filter and footer at the end.
+	mid := len(data) * 2 / 5
+	for i := mid; i < mid+8; i++ {
+		data[i] ^= 0xff
+	}
+	if err := os.WriteFile(ssts[0], data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	eng := open()
+	var bad string
+	for i := 0; i < n && bad == ""; i++ {
+		k := fmt.Sprintf("key%03d", i)
+		if _, err := eng.Get(context.Background(), "default", []byte(k), 2); err != nil && !errors.Is(err, engine.ErrNotFound) {
+			bad = k
+		}
+	}
+	if bad == "" {
+		eng.Close()
+		t.Fatal("no key reads an error after corrupting the sstable")
+	}
+	c := serveEngine(t, eng)
+	ctx := context.Background()
+	for _, args := range [][]any{
+		{"get", bad}, {"mget", "key000", bad}, {"exists", bad}, {"type", bad}, {"ttl", bad}, {"pttl", bad},
+		{"strlen", bad}, {"getrange", bad, "0", "-1"}, {"dbsize"}, {"keys", "*"}, {"scan", "0", "count", "1000"},
+	} {
+		err := c.Do(ctx, args...).Err()
+		if err == nil || !strings.HasPrefix(err.Error(), "ERR ") {
+			t.Errorf("%v over a corrupt block: %v, want an error", args, err)
+		}
+	}
+}
