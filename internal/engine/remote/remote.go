@@ -31,6 +31,9 @@ var ErrConflict = errors.New("concurrent write: commit refused")
 // connection lost after the commit was sent). Apply returns it to the client rather than retrying.
 var ErrUnknownOutcome = errors.New("commit outcome unknown")
 
+// ErrBadURL wraps an adapter's complaint about its URL (as opposed to a failure to reach the datastore).
+var ErrBadURL = errors.New("bad URL")
+
 // Slot names one item: a table and a key.
 type Slot struct {
 	Table string

@@ -64,14 +64,14 @@ type backend struct {
 func Open(ctx context.Context, rawURL string) (*Store, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %v", remote.ErrBadURL, err)
 	}
 	prefix := "anykv/"
 	if u.Query().Has("prefix") {
 		prefix = u.Query().Get("prefix")
 	}
 	if u.Host == "" {
-		return nil, errors.New("no host:port")
+		return nil, fmt.Errorf("%w: no host:port", remote.ErrBadURL)
 	}
 	cfg := clientv3.Config{DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
 	for _, h := range strings.Split(u.Host, ",") {

@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"sort"
 	"strconv"
@@ -57,7 +58,7 @@ type backend struct {
 func Open(ctx context.Context, rawURL string) (*Store, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %v", remote.ErrBadURL, err)
 	}
 	q := u.Query()
 	prefix := "anykv:"
@@ -68,8 +69,15 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	}
 	opt, err := redis.ParseURL(u.String())
 	if err != nil {
+		return nil, fmt.Errorf("%w: %v", remote.ErrBadURL, err)
+	}
+	// Dial once by hand first: an unreachable server is then one error, not go-redis's retry log lines.
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, opt.Network, opt.Addr)
+	if err != nil {
 		return nil, err
 	}
+	conn.Close()
 	c := redis.NewClient(opt)
 	if err := c.Ping(ctx).Err(); err != nil {
 		c.Close()
