@@ -202,7 +202,11 @@ func runServer(ctx context.Context, c *config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	store := kv.New(eng, kv.Options{Limits: kv.Limits{MaxKey: c.maxKey, MaxValue: c.maxValue}})
+	kopts := kv.Options{Limits: kv.Limits{MaxKey: c.maxKey, MaxValue: c.maxValue}}
+	if dial.IsURL(c.engine) {
+		kopts.SweepInterval = 5 * time.Second // a sweep step reads over the network: less often
+	}
+	store := kv.New(eng, kopts)
 	log.Info("engine open", "engine", dial.Redact(c.engine), "dir", c.dir, "fsync", c.fsync, "took", time.Since(started).String())
 	srv := server.New(log)
 	fail := func(err error) error {

@@ -347,18 +347,26 @@ func (s *Store) Sweep(ctx context.Context, now int64, budget int) (int, error) {
 		if err != nil {
 			return removed, err
 		}
-		items, err := s.b.fetch(ctx, t, keys)
+		cmds := make([]*redis.SliceCmd, len(keys))
+		_, err = s.b.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, k := range keys { // expiry and version only: values stay on the server
+				cmds[i] = p.HMGet(ctx, s.b.itemKey(remote.Slot{Table: t, Key: []byte(k)}), "e", "s")
+			}
+			return nil
+		})
 		if err != nil {
 			return removed, err
 		}
 		for i, k := range keys {
-			it := items[i]
-			if !it.Found || it.Item.Live(now) {
+			f := cmds[i].Val()
+			es, _ := f[0].(string)
+			ver, _ := f[1].(string)
+			exp, err := strconv.ParseInt(es, 10, 64)
+			if err != nil || ver == "" || exp == 0 || exp > now {
 				continue
 			}
 			ik := s.b.itemKey(remote.Slot{Table: t, Key: []byte(k)})
-			n, err := sweepScript.Run(ctx, s.b.c, []string{ik, s.b.indexKey(t), s.b.prefix + "tables"},
-				t, k, strconv.FormatUint(it.Stamp, 10)).Int()
+			n, err := sweepScript.Run(ctx, s.b.c, []string{ik, s.b.indexKey(t), s.b.prefix + "tables"}, t, k, ver).Int()
 			if err != nil {
 				return removed, err
 			}
