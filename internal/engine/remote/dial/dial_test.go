@@ -60,6 +60,15 @@ func TestTwoBinaries(t *testing.T) {
 			if c.scheme != "" {
 				url = c.scheme + url[strings.Index(url, "://"):] + "/0"
 			}
+			if c.deploy == "postgres" { // a role the server refuses: one line, password hidden
+				bad := strings.Replace(url, "postgres://postgres@", "postgres://nosuch:secret@", 1)
+				_, err := dial.Open(context.Background(), bad)
+				if err == nil || !strings.Contains(err.Error(), "cannot connect: ") || !strings.Contains(err.Error(), "nosuch") ||
+					strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "\n") {
+					t.Fatalf("wrong credentials: %v", err)
+				}
+				t.Log(err)
+			}
 			var clients []*redis.Client
 			for i := 0; i < 2; i++ {
 				s := servertest.Start(t, servertest.Options{Engine: url})
