@@ -19,6 +19,7 @@ import (
 	"anykv/internal/engine"
 	"anykv/internal/engine/memstore"
 	"anykv/internal/engine/pebblestore"
+	"anykv/internal/engine/remote/dial"
 	"anykv/internal/kv"
 	"anykv/internal/metrics"
 	"anykv/internal/protocol/redis"
@@ -54,7 +55,8 @@ func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
 		fs.IntVar(p, name, envInt(name, def), help+envNote(name))
 	}
 	str(&c.dir, "dir", "anykv-data", "directory of the pebble engine's data")
-	str(&c.engine, "engine", "pebble", "storage engine: pebble (durable, on disk) or memory (RAM only, lost on exit)")
+	str(&c.engine, "engine", "pebble", "storage engine: pebble (durable, on disk), memory (RAM only, lost on exit), or a datastore URL:\n"+
+		"postgres://user:pw@host:port/db, redis://host:port/db, etcd://host:port (see docs/engines.md)")
 	str(&c.fsync, "fsync", "always", "pebble durability: always (a write is acknowledged once on disk; concurrent writes share fsyncs),\n"+
 		"interval (fsync at most every second: a crash, even kill -9, can lose ~1 s of acknowledged writes),\n"+
 		"never (no fsync of its own: a crash, even kill -9, can lose recent acknowledged writes)")
@@ -121,6 +123,11 @@ func newLogger(c *config, w io.Writer) (*slog.Logger, error) {
 
 // openEngine opens the configured engine.
 func openEngine(c *config, log *slog.Logger) (engine.Engine, error) {
+	if dial.IsURL(c.engine) { // no read cache: other front ends may write the datastore
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		return dial.Open(ctx, c.engine)
+	}
 	switch c.engine {
 	case "memory":
 		return memstore.New(), nil
@@ -145,7 +152,7 @@ func openEngine(c *config, log *slog.Logger) (engine.Engine, error) {
 		}
 		return cache.New(ps, c.readCache), nil
 	}
-	return nil, fmt.Errorf("--engine must be pebble or memory, not %q", c.engine)
+	return nil, fmt.Errorf("--engine must be pebble, memory or a datastore URL (postgres://, redis://, etcd://), not %q", c.engine)
 }
 
 // settings are what CONFIG GET and INFO report about this process.
@@ -157,7 +164,7 @@ func (c *config) settings() map[string]string {
 	}
 	_, port, _ := net.SplitHostPort(c.respAddr)
 	return map[string]string{
-		"engine": c.engine, "fsync": c.fsync, "dir": c.dir, "bind": c.respAddr, "port": port,
+		"engine": dial.Redact(c.engine), "fsync": c.fsync, "dir": c.dir, "bind": c.respAddr, "port": port,
 		"maxclients": strconv.Itoa(c.maxClients), "appendonly": appendonly, "appendfsync": appendfsync,
 	}
 }
@@ -195,8 +202,12 @@ func runServer(ctx context.Context, c *config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	store := kv.New(eng, kv.Options{Limits: kv.Limits{MaxKey: c.maxKey, MaxValue: c.maxValue}, Logger: log})
-	log.Info("engine open", "engine", c.engine, "dir", c.dir, "fsync", c.fsync, "took", time.Since(started).String())
+	kopts := kv.Options{Limits: kv.Limits{MaxKey: c.maxKey, MaxValue: c.maxValue}, Logger: log}
+	if dial.IsURL(c.engine) {
+		kopts.SweepInterval = 5 * time.Second // a sweep step reads over the network: less often
+	}
+	store := kv.New(eng, kopts)
+	log.Info("engine open", "engine", dial.Redact(c.engine), "dir", c.dir, "fsync", c.fsync, "took", time.Since(started).String())
 	srv := server.New(log)
 	fail := func(err error) error {
 		srv.Shutdown(context.Background())

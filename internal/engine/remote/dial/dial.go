@@ -1,0 +1,71 @@
+// Package dial opens the engine an `anykv serve --engine URL` names: postgres://, redis:// or etcd://. It is
+// the one place that knows every remote adapter, so cmd/anykv needs one call, and it turns every failure into
+// one line naming the URL (its password hidden) and what went wrong.
+package dial
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"anykv/internal/engine"
+	"anykv/internal/engine/remote"
+	"anykv/internal/engine/remote/etcdstore"
+	"anykv/internal/engine/remote/pgstore"
+	"anykv/internal/engine/remote/redisstore"
+)
+
+// Schemes lists the URL schemes Open accepts.
+var Schemes = []string{"postgres", "postgresql", "redis", "etcd"}
+
+// IsURL reports whether an --engine value names a remote datastore rather than an embedded engine.
+func IsURL(s string) bool { return strings.Contains(s, "://") }
+
+// Redact returns the URL with its password replaced by "xxxxx", for logs, errors and CONFIG GET.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	if _, ok := u.User.Password(); !ok {
+		return raw
+	}
+	return u.Redacted()
+}
+
+// Open connects to the datastore at raw and returns its engine. Errors read
+// "<url>: cannot connect: <reason>" (or "bad URL", "unknown scheme") on one line.
+func Open(ctx context.Context, raw string) (engine.Engine, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: bad URL: %v", Redact(raw), oneLine(err))
+	}
+	name := Redact(raw)
+	var e engine.Engine
+	switch u.Scheme {
+	case "postgres", "postgresql":
+		e, err = pgstore.Open(ctx, raw)
+	case "redis":
+		e, err = redisstore.Open(ctx, raw)
+	case "etcd":
+		e, err = etcdstore.Open(ctx, raw)
+	default:
+		return nil, fmt.Errorf("%s: unknown scheme %q (want pebble, memory, or a URL with scheme %s)",
+			name, u.Scheme, strings.Join(Schemes, ", "))
+	}
+	switch {
+	case errors.Is(err, remote.ErrBadURL):
+		return nil, fmt.Errorf("%s: %s", name, oneLine(err))
+	case err != nil:
+		return nil, fmt.Errorf("%s: cannot connect: %s", name, oneLine(err))
+	}
+	return e, nil
+}
+
+// oneLine flattens a multi-line driver error.
+func oneLine(err error) string {
+	s := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+	return strings.ReplaceAll(s, ":;", ":")
+}

@@ -1,0 +1,400 @@
+// Package etcdstore is the etcd engine: anykv's items in an etcd cluster people already run.
+//
+// Layout, under a key prefix (default "anykv/"): each item is the etcd key P+"i/"+uvarint(len(table))+table+key,
+// its value flags (4 bytes), absolute expiry (8), version (8) and the item's value. The length prefix keeps every
+// table's keys one contiguous range, sorted bytewise like anykv's keys, so a table is flushed by one DeleteRange
+// inside the commit's Txn (atomic with the rest of the batch), scanned in order (engine.Scanner) at one revision,
+// and the tables are listed by skipping from one table's range to the next (engine.TableLister). Item versions
+// come from the counter key P+"version", read with the batch and advanced in the commit's own Txn, so they keep
+// growing across restarts and front ends. A key's stamp for remote's optimistic check is its mod_revision (0 when
+// absent); the commit Txn compares them all and the counter's, so every two concurrent writing batches conflict
+// and one retries: correct, but writes do not scale with front ends.
+//
+// etcd bounds a Txn's operations (--max-txn-ops, 128 by default): a batch needing more compares or writes fails
+// with etcd's "too many operations in txn request" and applies nothing. anykv judges expiry; leases are not used,
+// and Sweep reclaims expired items.
+package etcdstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"anykv/internal/engine"
+	"anykv/internal/engine/remote"
+)
+
+// Store is the etcd engine: remote's optimistic Apply plus ordered scans, table listing and sweeping.
+type Store struct {
+	*remote.Engine
+	b *backend
+
+	mu    sync.Mutex
+	sweep string // etcd key where the next Sweep resumes ("": from the start)
+}
+
+var (
+	_ engine.Engine      = (*Store)(nil)
+	_ engine.Scanner     = (*Store)(nil)
+	_ engine.TableLister = (*Store)(nil)
+	_ engine.Sweeper     = (*Store)(nil)
+)
+
+type backend struct {
+	c       *clientv3.Client
+	items   string // prefix of every item key
+	counter string
+}
+
+// Open connects to etcd at rawURL (etcd://[user:pw@]host:port[,host:port...][?prefix=P]) and returns the engine
+// once the cluster answers.
+func Open(ctx context.Context, rawURL string) (*Store, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", remote.ErrBadURL, err)
+	}
+	prefix := "anykv/"
+	if u.Query().Has("prefix") {
+		prefix = u.Query().Get("prefix")
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("%w: no host:port", remote.ErrBadURL)
+	}
+	cfg := clientv3.Config{DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
+	for _, h := range strings.Split(u.Host, ",") {
+		cfg.Endpoints = append(cfg.Endpoints, "http://"+h)
+	}
+	if u.User != nil {
+		cfg.Username = u.User.Username()
+		cfg.Password, _ = u.User.Password()
+	}
+	c, err := clientv3.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	b := &backend{c: c, items: prefix + "i/", counter: prefix + "version"}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := c.Get(pctx, b.counter); err != nil {
+		c.Close()
+		return nil, err
+	}
+	s := &Store{Engine: remote.New(b), b: b}
+	s.Engine.Ranger = s // collection ops read ranges of members with the store's own scan
+	return s, nil
+}
+
+func (b *backend) tablePrefix(t string) string {
+	return b.items + string(binary.AppendUvarint(nil, uint64(len(t)))) + t
+}
+
+func (b *backend) key(s remote.Slot) string { return b.tablePrefix(s.Table) + string(s.Key) }
+
+// split parses an etcd key back into its table and key.
+func (b *backend) split(k []byte) (string, []byte, bool) {
+	rest := k[len(b.items):]
+	n, w := binary.Uvarint(rest)
+	if w <= 0 || uint64(len(rest)-w) < n {
+		return "", nil, false
+	}
+	return string(rest[w : w+int(n)]), rest[w+int(n):], true
+}
+
+// encode writes an item as flags and kind (8 bytes, remote.PackFlags), expiry, version, then the value.
+func encode(it engine.Item) string {
+	buf := make([]byte, 24, 24+len(it.Value))
+	binary.BigEndian.PutUint64(buf, remote.PackFlags(it))
+	binary.BigEndian.PutUint64(buf[8:], uint64(it.Expires))
+	binary.BigEndian.PutUint64(buf[16:], it.Version)
+	return string(append(buf, it.Value...))
+}
+
+func decode(v []byte) (engine.Item, error) {
+	if len(v) < 24 {
+		return engine.Item{}, errors.New("etcd: not an anykv item")
+	}
+	it := engine.Item{
+		Expires: int64(binary.BigEndian.Uint64(v[8:])),
+		Version: binary.BigEndian.Uint64(v[16:]),
+		Value:   bytes.Clone(v[24:]),
+	}
+	remote.UnpackFlags(binary.BigEndian.Uint64(v), &it)
+	return it, nil
+}
+
+// counterState is the version counter as read with a batch: Commit advances it only if it is unchanged.
+type counterState struct {
+	value uint64
+	rev   int64
+	n     int
+}
+
+// maxOps is etcd's default --max-txn-ops; reads are split into Txns of this size.
+const maxOps = 128
+
+// Read implements remote.Backend: Txns of Gets, one round trip (and one revision) for up to 127 keys.
+func (b *backend) Read(ctx context.Context, slots []remote.Slot, n int) ([]remote.Stored, []uint64, bool, any, error) {
+	ops := make([]clientv3.Op, 0, len(slots)+1)
+	for _, s := range slots {
+		ops = append(ops, clientv3.OpGet(b.key(s)))
+	}
+	if n > 0 {
+		ops = append(ops, clientv3.OpGet(b.counter))
+	}
+	var resps []*clientv3.TxnResponse
+	for start := 0; start < len(ops); start += maxOps {
+		r, err := b.c.Txn(ctx).Then(ops[start:min(start+maxOps, len(ops))]...).Commit()
+		if err != nil {
+			return nil, nil, false, nil, err
+		}
+		resps = append(resps, r)
+	}
+	items := make([]remote.Stored, len(slots))
+	var ctr *counterState
+	for i := range ops {
+		rr := resps[i/maxOps].Responses[i%maxOps].GetResponseRange()
+		var kv *struct {
+			v   []byte
+			rev int64
+		}
+		if len(rr.Kvs) > 0 {
+			kv = &struct {
+				v   []byte
+				rev int64
+			}{rr.Kvs[0].Value, rr.Kvs[0].ModRevision}
+		}
+		if i == len(slots) { // the counter
+			ctr = &counterState{n: n}
+			if kv != nil {
+				if len(kv.v) != 8 {
+					return nil, nil, false, nil, errors.New("etcd: version counter is not 8 bytes")
+				}
+				ctr.value, ctr.rev = binary.BigEndian.Uint64(kv.v), kv.rev
+			}
+			continue
+		}
+		if kv != nil {
+			it, err := decode(kv.v)
+			if err != nil {
+				return nil, nil, false, nil, err
+			}
+			items[i] = remote.Stored{Item: it, Found: true, Stamp: uint64(kv.rev)}
+		}
+	}
+	var versions []uint64
+	if ctr != nil {
+		for i := 1; i <= n; i++ {
+			versions = append(versions, ctr.value+uint64(i))
+		}
+	}
+	return items, versions, len(resps) <= 1, ctr, nil
+}
+
+// Commit implements remote.Backend with one Txn.
+func (b *backend) Commit(ctx context.Context, checks []remote.Check, w *remote.Writes, token any) error {
+	cmps := make([]clientv3.Cmp, 0, len(checks)+1)
+	for _, c := range checks {
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(b.key(c.Slot)), "=", int64(c.Stamp)))
+	}
+	var ops []clientv3.Op
+	if ctr, _ := token.(*counterState); ctr != nil && !w.Empty() {
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(b.counter), "=", ctr.rev))
+		ops = append(ops, clientv3.OpPut(b.counter, string(binary.BigEndian.AppendUint64(nil, ctr.value+uint64(ctr.n)))))
+	}
+	puts := make([]string, len(w.Put))
+	for i, p := range w.Put {
+		puts[i] = b.key(p.Slot)
+		ops = append(ops, clientv3.OpPut(puts[i], encode(p.Item)))
+	}
+	sort.Strings(puts)
+	// etcd refuses a Txn whose put falls inside one of its delete ranges, so a flush deletes the gaps between
+	// the keys the batch puts afterwards.
+	switch {
+	case w.FlushAll:
+		ops = append(ops, deleteGaps(b.items, clientv3.GetPrefixRangeEnd(b.items), puts)...)
+	default:
+		for _, t := range w.Flush {
+			tp := b.tablePrefix(t)
+			ops = append(ops, deleteGaps(tp, clientv3.GetPrefixRangeEnd(tp), puts)...)
+		}
+	}
+	for _, d := range w.Delete {
+		ops = append(ops, clientv3.OpDelete(b.key(d)))
+	}
+	r, err := b.c.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	switch {
+	case err == nil && r.Succeeded:
+		return nil
+	case err == nil:
+		return remote.ErrConflict
+	case outcomeUnknown(err):
+		return fmt.Errorf("etcd: %w: %v", remote.ErrUnknownOutcome, err)
+	}
+	return err
+}
+
+// deleteGaps deletes [lo, hi) except the keys in keep (sorted).
+func deleteGaps(lo, hi string, keep []string) []clientv3.Op {
+	var ops []clientv3.Op
+	for _, k := range keep {
+		if k < lo || k >= hi {
+			continue
+		}
+		if lo < k {
+			ops = append(ops, clientv3.OpDelete(lo, clientv3.WithRange(k)))
+		}
+		lo = k + "\x00"
+	}
+	return append(ops, clientv3.OpDelete(lo, clientv3.WithRange(hi)))
+}
+
+// outcomeUnknown reports whether a Txn error leaves open whether it was applied: the request may have reached
+// the cluster (timeouts, lost connections), as opposed to a refusal the server answered.
+func outcomeUnknown(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return true
+	}
+	code := status.Code(err)
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) {
+		code = ee.Code()
+	}
+	switch code {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Unknown, codes.Internal:
+		return true
+	}
+	return false
+}
+
+// Get implements remote.Backend.
+func (b *backend) Get(ctx context.Context, s remote.Slot) (engine.Item, bool, error) {
+	r, err := b.c.Get(ctx, b.key(s))
+	if err != nil || len(r.Kvs) == 0 {
+		return engine.Item{}, false, err
+	}
+	it, err := decode(r.Kvs[0].Value)
+	return it, err == nil, err
+}
+
+// Close implements remote.Backend.
+func (b *backend) Close() error { return b.c.Close() }
+
+const scanPage = 256
+
+// Scan implements engine.Scanner: pages of 256 keys, all read at the revision of the first page, so the scan
+// is one consistent snapshot (while etcd has not compacted that revision away).
+func (s *Store) Scan(ctx context.Context, table string, r engine.Range, now int64, fn func([]byte, engine.Item) bool) error {
+	if err := s.Open(); err != nil {
+		return err
+	}
+	tp := s.b.tablePrefix(table)
+	from, end := tp+string(r.Start), clientv3.GetPrefixRangeEnd(tp)
+	if r.End != nil {
+		end = tp + string(r.End)
+	}
+	var rev int64
+	for {
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(scanPage)}
+		if rev != 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		resp, err := s.b.c.Get(ctx, from, opts...)
+		if err != nil {
+			return err
+		}
+		rev = resp.Header.Revision
+		for _, kv := range resp.Kvs {
+			it, err := decode(kv.Value)
+			if err != nil {
+				return err
+			}
+			if it.Live(now) && !fn(kv.Key[len(tp):], it) {
+				return nil
+			}
+		}
+		if !resp.More {
+			return nil
+		}
+		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+}
+
+// Tables implements engine.TableLister: one round trip per table, jumping over each table's range.
+func (s *Store) Tables(ctx context.Context) ([]string, error) {
+	if err := s.Open(); err != nil {
+		return nil, err
+	}
+	var names []string
+	from, end := s.b.items, clientv3.GetPrefixRangeEnd(s.b.items)
+	for {
+		resp, err := s.b.c.Get(ctx, from, clientv3.WithRange(end), clientv3.WithLimit(1), clientv3.WithKeysOnly())
+		if err != nil {
+			return nil, err
+		}
+		if len(resp.Kvs) == 0 {
+			sort.Strings(names)
+			return names, nil
+		}
+		t, _, ok := s.b.split(resp.Kvs[0].Key)
+		if !ok {
+			return nil, fmt.Errorf("etcd: malformed item key %q", resp.Kvs[0].Key)
+		}
+		names = append(names, t)
+		from = clientv3.GetPrefixRangeEnd(s.b.tablePrefix(t))
+	}
+}
+
+// Sweep implements engine.Sweeper: it examines up to budget items from where the last call stopped and deletes
+// each one expired at now with a Txn that requires its mod_revision unchanged (so a rewrite is kept).
+func (s *Store) Sweep(ctx context.Context, now int64, budget int) (int, error) {
+	if err := s.Open(); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if budget <= 0 {
+		return 0, nil
+	}
+	from := s.sweep
+	if from == "" {
+		from = s.b.items
+	}
+	resp, err := s.b.c.Get(ctx, from, clientv3.WithRange(clientv3.GetPrefixRangeEnd(s.b.items)), clientv3.WithLimit(int64(budget)))
+	if err != nil {
+		return 0, err
+	}
+	removed := 0
+	for _, kv := range resp.Kvs {
+		it, err := decode(kv.Value)
+		if err != nil || it.Live(now) {
+			continue
+		}
+		k := string(kv.Key)
+		r, err := s.b.c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", kv.ModRevision)).
+			Then(clientv3.OpDelete(k)).Commit()
+		if err != nil {
+			return removed, err
+		}
+		if r.Succeeded {
+			removed++
+		}
+	}
+	s.sweep = ""
+	if resp.More {
+		s.sweep = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+	return removed, nil
+}

@@ -1,0 +1,340 @@
+// Package pgstore is the PostgreSQL engine: anykv's items in one table of a database people already run.
+//
+// Layout: one table anykv_items(tbl bytea, key bytea, value, flags, expires, version) with primary key (tbl, key);
+// flags holds the item's kind above the client flags (remote.PackFlags).
+// Tables are a column, not SQL tables, so flushing a table is one DELETE inside the commit's transaction (atomic
+// with the rest of the batch) and a table name may hold any byte, NUL included. bytea compares bytewise, so the
+// primary key index gives ordered scans (engine.Scanner) and DISTINCT tbl the sorted table list. Item versions
+// come from the sequence anykv_version, so they keep growing across restarts and across front ends; the version
+// column doubles as the key's stamp for remote's optimistic check.
+//
+// A commit is one pipelined round trip, one implicit transaction: anykv_check takes transaction-scoped advisory
+// locks on every key read or written (in hash order, so two commits never deadlock on them), locks the rows read
+// (FOR UPDATE, so a concurrent flush is ordered before or after), and raises serialization_failure if a version
+// changed; then the deletes and one INSERT ... ON CONFLICT DO UPDATE of all puts. An error raised by the server
+// rolls everything back. Expired rows stay invisible (anykv judges expiry) and are reclaimed by Sweep.
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"anykv/internal/engine"
+	"anykv/internal/engine/remote"
+)
+
+// Store is the PostgreSQL engine: remote's optimistic Apply plus ordered scans, table listing and sweeping.
+type Store struct {
+	*remote.Engine
+	b *backend
+}
+
+var (
+	_ engine.Engine      = (*Store)(nil)
+	_ engine.Scanner     = (*Store)(nil)
+	_ engine.TableLister = (*Store)(nil)
+	_ engine.Sweeper     = (*Store)(nil)
+)
+
+type backend struct{ pool *pgxpool.Pool }
+
+const schema = `
+SELECT pg_advisory_xact_lock(4242424242);
+CREATE TABLE IF NOT EXISTS anykv_items (
+	tbl bytea NOT NULL, key bytea NOT NULL, value bytea NOT NULL,
+	flags bigint NOT NULL, expires bigint NOT NULL, version bigint NOT NULL,
+	PRIMARY KEY (tbl, key));
+CREATE INDEX IF NOT EXISTS anykv_items_expires ON anykv_items (expires) WHERE expires <> 0;
+CREATE SEQUENCE IF NOT EXISTS anykv_version;
+CREATE OR REPLACE FUNCTION anykv_check(locks bigint[], t bytea[], k bytea[], v bigint[]) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE l bigint;
+BEGIN
+	FOREACH l IN ARRAY locks LOOP
+		PERFORM pg_advisory_xact_lock(l);
+	END LOOP;
+	PERFORM 1 FROM anykv_items i, unnest(t, k) AS w(tbl, key) WHERE i.tbl = w.tbl AND i.key = w.key FOR UPDATE OF i;
+	IF EXISTS (SELECT 1 FROM unnest(t, k, v) AS w(tbl, key, ver)
+			LEFT JOIN anykv_items i ON i.tbl = w.tbl AND i.key = w.key
+			WHERE coalesce(i.version, 0) <> w.ver) THEN
+		RAISE EXCEPTION 'anykv: concurrent write' USING ERRCODE = 'serialization_failure';
+	END IF;
+END $$;`
+
+// Open connects to the database at url (postgres://user:pw@host:port/db?...), creates the table, sequence and
+// function if missing, and returns the engine.
+func Open(ctx context.Context, url string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", remote.ErrBadURL, err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	err = pgx.BeginFunc(ctx, poolTx{pool}, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, schema)
+		return err
+	})
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	b := &backend{pool: pool}
+	s := &Store{Engine: remote.New(b), b: b}
+	s.Engine.Ranger = s // collection ops read ranges of members with the store's own scan
+	return s, nil
+}
+
+// poolTx lets pgx.BeginFunc start a transaction on the pool.
+type poolTx struct{ p *pgxpool.Pool }
+
+func (p poolTx) Begin(ctx context.Context) (pgx.Tx, error) { return p.p.Begin(ctx) }
+
+func slotArrays(slots []remote.Slot) (t, k [][]byte) {
+	t, k = make([][]byte, len(slots)), make([][]byte, len(slots))
+	for i, s := range slots {
+		t[i], k[i] = []byte(s.Table), s.Key
+	}
+	return t, k
+}
+
+const readSQL = `SELECT w.i, it.value, it.flags, it.expires, it.version
+FROM unnest($1::bytea[], $2::bytea[]) WITH ORDINALITY AS w(tbl, key, i)
+JOIN anykv_items it ON it.tbl = w.tbl AND it.key = w.key`
+
+// Read implements remote.Backend: one statement reads every slot (one snapshot) and, in the same pipelined
+// round trip, n values are drawn from the sequence.
+func (b *backend) Read(ctx context.Context, slots []remote.Slot, n int) ([]remote.Stored, []uint64, bool, any, error) {
+	items := make([]remote.Stored, len(slots))
+	var versions []uint64
+	batch := &pgx.Batch{}
+	if len(slots) > 0 {
+		t, k := slotArrays(slots)
+		batch.Queue(readSQL, t, k).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var i int64
+				var it engine.Item
+				var flags, exp, ver int64
+				if err := rows.Scan(&i, &it.Value, &flags, &exp, &ver); err != nil {
+					return err
+				}
+				remote.UnpackFlags(uint64(flags), &it)
+				it.Expires, it.Version = exp, uint64(ver)
+				items[i-1] = remote.Stored{Item: it, Found: true, Stamp: uint64(ver)}
+			}
+			return rows.Err()
+		})
+	}
+	if n > 0 {
+		batch.Queue(`SELECT nextval('anykv_version') FROM generate_series(1, $1)`, n).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var v int64
+				if err := rows.Scan(&v); err != nil {
+					return err
+				}
+				versions = append(versions, uint64(v))
+			}
+			return rows.Err()
+		})
+	}
+	if err := b.pool.SendBatch(ctx, batch).Close(); err != nil {
+		return nil, nil, false, nil, err
+	}
+	slices.Sort(versions) // concurrent nextval calls may interleave; each value is still fresh
+	return items, versions, true, nil, nil
+}
+
+func lockOf(s remote.Slot) int64 {
+	h := fnv.New64a()
+	h.Write([]byte(s.Table))
+	h.Write([]byte{0})
+	h.Write(s.Key)
+	return int64(h.Sum64())
+}
+
+// Commit implements remote.Backend.
+func (b *backend) Commit(ctx context.Context, checks []remote.Check, w *remote.Writes, _ any) error {
+	batch := &pgx.Batch{}
+	locks := make([]int64, 0, len(checks)+len(w.Put)+len(w.Delete))
+	ct, ck, cv := make([][]byte, len(checks)), make([][]byte, len(checks)), make([]int64, len(checks))
+	for i, c := range checks {
+		ct[i], ck[i], cv[i] = []byte(c.Table), c.Key, int64(c.Stamp)
+		locks = append(locks, lockOf(c.Slot))
+	}
+	for _, p := range w.Put {
+		locks = append(locks, lockOf(p.Slot))
+	}
+	for _, d := range w.Delete {
+		locks = append(locks, lockOf(d))
+	}
+	slices.Sort(locks)
+	locks = slices.Compact(locks)
+	if len(locks) > 0 {
+		batch.Queue(`SELECT anykv_check($1, $2, $3, $4)`, locks, ct, ck, cv)
+	}
+	switch {
+	case w.FlushAll:
+		batch.Queue(`DELETE FROM anykv_items`)
+	case len(w.Flush) > 0:
+		ft := make([][]byte, len(w.Flush))
+		for i, t := range w.Flush {
+			ft[i] = []byte(t)
+		}
+		batch.Queue(`DELETE FROM anykv_items WHERE tbl = ANY($1::bytea[])`, ft)
+	}
+	if len(w.Delete) > 0 {
+		t, k := slotArrays(w.Delete)
+		batch.Queue(`DELETE FROM anykv_items it USING unnest($1::bytea[], $2::bytea[]) AS w(tbl, key)
+			WHERE it.tbl = w.tbl AND it.key = w.key`, t, k)
+	}
+	if n := len(w.Put); n > 0 {
+		t, k, v := make([][]byte, n), make([][]byte, n), make([][]byte, n)
+		f, e, ver := make([]int64, n), make([]int64, n), make([]int64, n)
+		for i, p := range w.Put {
+			t[i], k[i], v[i] = []byte(p.Table), p.Key, p.Item.Value
+			if v[i] == nil {
+				v[i] = []byte{}
+			}
+			f[i], e[i], ver[i] = int64(remote.PackFlags(p.Item)), p.Item.Expires, int64(p.Item.Version)
+		}
+		batch.Queue(`INSERT INTO anykv_items (tbl, key, value, flags, expires, version)
+			SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::bytea[], $4::bigint[], $5::bigint[], $6::bigint[])
+			ON CONFLICT (tbl, key) DO UPDATE SET value = EXCLUDED.value, flags = EXCLUDED.flags,
+				expires = EXCLUDED.expires, version = EXCLUDED.version`, t, k, v, f, e, ver)
+	}
+	if batch.Len() == 0 {
+		return nil
+	}
+	return classify(b.pool.SendBatch(ctx, batch).Close())
+}
+
+// classify maps a commit error: a refused or rolled-back transaction (the server said so) is final, a
+// serialization failure or deadlock is a conflict to retry, and anything else after sending is unknown.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *pgconn.PgError
+	switch {
+	case errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01"):
+		return fmt.Errorf("%w: %s", remote.ErrConflict, pe.Message)
+	case errors.As(err, &pe):
+		return err
+	case pgconn.SafeToRetry(err):
+		return fmt.Errorf("%w: %v", remote.ErrConflict, err) // never sent: retrying is safe
+	}
+	return fmt.Errorf("postgres: %w: %v", remote.ErrUnknownOutcome, err)
+}
+
+// Get implements remote.Backend.
+func (b *backend) Get(ctx context.Context, s remote.Slot) (engine.Item, bool, error) {
+	var it engine.Item
+	var flags, ver int64
+	err := b.pool.QueryRow(ctx, `SELECT value, flags, expires, version FROM anykv_items WHERE tbl = $1 AND key = $2`,
+		[]byte(s.Table), s.Key).Scan(&it.Value, &flags, &it.Expires, &ver)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return engine.Item{}, false, nil
+	}
+	if err != nil {
+		return engine.Item{}, false, err
+	}
+	remote.UnpackFlags(uint64(flags), &it)
+	it.Version = uint64(ver)
+	return it, true, nil
+}
+
+// Close implements remote.Backend.
+func (b *backend) Close() error { b.pool.Close(); return nil }
+
+const scanPage = 256
+
+// Scan implements engine.Scanner in pages of 256 keys through the primary key index. Each page is one
+// snapshot; a write between pages may or may not be seen, as with a Redis SCAN.
+func (s *Store) Scan(ctx context.Context, table string, r engine.Range, now int64, fn func([]byte, engine.Item) bool) error {
+	if err := s.Open(); err != nil {
+		return err
+	}
+	from, incl := r.Start, true
+	if from == nil {
+		from = []byte{}
+	}
+	for {
+		op := ">"
+		if incl {
+			op = ">="
+		}
+		q := `SELECT key, value, flags, expires, version FROM anykv_items
+			WHERE tbl = $1 AND key ` + op + ` $2 AND ($3::bytea IS NULL OR key < $3)
+			AND (expires = 0 OR expires > $4) ORDER BY key LIMIT $5`
+		rows, err := s.b.pool.Query(ctx, q, []byte(table), from, r.End, now, scanPage)
+		if err != nil {
+			return err
+		}
+		var keys [][]byte
+		var items []engine.Item
+		for rows.Next() {
+			var k []byte
+			var it engine.Item
+			var flags, ver int64
+			if err := rows.Scan(&k, &it.Value, &flags, &it.Expires, &ver); err != nil {
+				rows.Close()
+				return err
+			}
+			remote.UnpackFlags(uint64(flags), &it)
+			it.Version = uint64(ver)
+			keys, items = append(keys, k), append(items, it)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for i := range keys {
+			if !fn(keys[i], items[i]) {
+				return nil
+			}
+		}
+		if len(keys) < scanPage {
+			return nil
+		}
+		from, incl = keys[len(keys)-1], false
+	}
+}
+
+// Tables implements engine.TableLister.
+func (s *Store) Tables(ctx context.Context) ([]string, error) {
+	if err := s.Open(); err != nil {
+		return nil, err
+	}
+	rows, err := s.b.pool.Query(ctx, `SELECT DISTINCT tbl FROM anykv_items ORDER BY tbl`)
+	if err != nil {
+		return nil, err
+	}
+	names, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
+		var b []byte
+		err := r.Scan(&b)
+		return string(b), err
+	})
+	return names, err
+}
+
+// Sweep implements engine.Sweeper: it deletes up to budget items expired at now, found through the expiry
+// index. A row rewritten meanwhile has a new row version and is left alone.
+func (s *Store) Sweep(ctx context.Context, now int64, budget int) (int, error) {
+	if err := s.Open(); err != nil {
+		return 0, err
+	}
+	tag, err := s.b.pool.Exec(ctx, `DELETE FROM anykv_items WHERE ctid = ANY(ARRAY(
+		SELECT ctid FROM anykv_items WHERE expires <> 0 AND expires <= $1 LIMIT $2))
+		AND expires <> 0 AND expires <= $1`, now, budget)
+	if err != nil {
+		return 0, err
+	}
+	return int(tag.RowsAffected()), nil
+}

@@ -1,0 +1,386 @@
+// Package remote is the one way every adapter to an external datastore (PostgreSQL, Redis, etcd, ...) stays
+// correct: optimistic concurrency around engine.Resolve.
+//
+// Apply reads every key a batch may touch together with each key's datastore-side stamp (a value that changes on
+// every write of the key, 0 when absent) and reserves fresh item versions from a counter kept in the datastore,
+// in one round trip where the datastore allows it. It then runs engine.Resolve unchanged on what was read and
+// asks the Backend to commit the resulting writes only if every key Resolve read still has the stamp it had,
+// using the datastore's own atomic primitive (a PostgreSQL transaction, a Redis Lua script, an etcd Txn). A
+// conflict means another front end wrote first: nothing was applied, so Apply retries from the read, with
+// backoff. A commit whose outcome is unknown (the connection broke after the commit was sent) is returned as an
+// error wrapping ErrUnknownOutcome and never retried, since it may have been applied.
+//
+// Backends differ only in layout and primitives; the semantics of every Mutation stay in engine.Resolve.
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"anykv/internal/engine"
+)
+
+// ErrConflict is what Backend.Commit returns when a checked stamp changed: nothing was applied.
+var ErrConflict = errors.New("concurrent write: commit refused")
+
+// ErrUnknownOutcome wraps a commit error after which the commit may or may not have been applied (timeout,
+// connection lost after the commit was sent). Apply returns it to the client rather than retrying.
+var ErrUnknownOutcome = errors.New("commit outcome unknown")
+
+// ErrBadURL wraps an adapter's complaint about its URL (as opposed to a failure to reach the datastore).
+var ErrBadURL = errors.New("bad URL")
+
+// Slot names one item: a table and a key.
+type Slot struct {
+	Table string
+	Key   []byte
+}
+
+// Stored is one item as a Backend read it. Stamp changes on every write of the key; 0 means absent.
+type Stored struct {
+	Item  engine.Item
+	Found bool
+	Stamp uint64
+}
+
+// Check asks Commit to verify that Slot still has Stamp (0: still absent).
+type Check struct {
+	Slot
+	Stamp uint64
+}
+
+// Put stores Item at Slot.
+type Put struct {
+	Slot
+	Item engine.Item
+}
+
+// Writes is the net effect of a batch's writes, to be applied in this order: FlushAll or the Flush tables
+// first, then Delete, then Put. Every slot appears at most once, sorted by table then key; deletes in
+// flushed tables are dropped (the flush already removed them).
+type Writes struct {
+	FlushAll bool
+	Flush    []string
+	Delete   []Slot
+	Put      []Put
+}
+
+// Empty reports whether there is nothing to write.
+func (w *Writes) Empty() bool {
+	return !w.FlushAll && len(w.Flush) == 0 && len(w.Delete) == 0 && len(w.Put) == 0
+}
+
+// Backend is what a datastore adapter provides. All methods are safe for concurrent use.
+type Backend interface {
+	// Read returns the stored state of slots (aligned with slots) and n fresh item versions, increasing, taken
+	// from a counter in the datastore. snapshot reports whether all items were read at one point in time;
+	// when not, Apply validates the reads of a batch that writes nothing with a Commit of checks only.
+	// token is handed back to Commit (e.g. the counter's own stamp).
+	Read(ctx context.Context, slots []Slot, n int) (items []Stored, versions []uint64, snapshot bool, token any, err error)
+	// Commit atomically applies w if every check holds, returning ErrConflict (nothing applied) if one does
+	// not, and an error wrapping ErrUnknownOutcome if it cannot tell whether it applied.
+	Commit(ctx context.Context, checks []Check, w *Writes, token any) error
+	// Get returns the stored item at slot, expired or not.
+	Get(ctx context.Context, s Slot) (engine.Item, bool, error)
+	// Close releases connections.
+	Close() error
+}
+
+// Engine is an engine.Engine over a Backend. Adapters embed it and add the optional abilities
+// (engine.Scanner, ...) their datastore supports.
+type Engine struct {
+	b Backend
+	// MaxAttempts bounds retries after conflicts (default 64); Apply then fails with ErrConflict.
+	MaxAttempts int
+	// Ranger, when the adapter can scan, serves the range reads of collection ops (engine.RangeReader). Such a
+	// read needs no check of its own: every collection op reads the collection's meta item, whose stamp
+	// changes with any change of a member, so the meta's check covers the members read.
+	Ranger engine.Scanner
+	closed atomic.Bool
+}
+
+// errClosed is what every call after Close returns.
+var errClosed = fmt.Errorf("remote: %w", engine.ErrClosed)
+
+// Open returns ErrClosed once Close was called; adapters call it first in their optional abilities.
+func (e *Engine) Open() error {
+	if e.closed.Load() {
+		return errClosed
+	}
+	return nil
+}
+
+// New returns an Engine over b.
+func New(b Backend) *Engine { return &Engine{b: b, MaxAttempts: 64} }
+
+var _ engine.Engine = (*Engine)(nil)
+
+// Get implements engine.Engine.
+func (e *Engine) Get(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
+	if err := e.Open(); err != nil {
+		return engine.Item{}, err
+	}
+	it, ok, err := e.b.Get(ctx, Slot{table, key})
+	if err != nil {
+		return engine.Item{}, err
+	}
+	if !ok || !it.Live(now) {
+		return engine.Item{}, engine.ErrNotFound
+	}
+	if it.Value == nil {
+		it.Value = []byte{}
+	}
+	return it, nil
+}
+
+// Close implements engine.Engine; a second Close returns nil.
+func (e *Engine) Close() error {
+	if e.closed.Swap(true) {
+		return nil
+	}
+	return e.b.Close()
+}
+
+// Apply implements engine.Engine: read, Resolve, conditional commit, retried on conflict.
+func (e *Engine) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, error) {
+	if err := e.Open(); err != nil {
+		return nil, err
+	}
+	slots := touched(b)
+	n := 0
+	for i := range b.Muts {
+		if b.Muts[i].Writes() {
+			n++
+		}
+	}
+	backoff := time.Millisecond
+	for attempt := 1; ; attempt++ {
+		res, err := e.attempt(ctx, b, slots, n)
+		if !errors.Is(err, ErrConflict) {
+			return res, err
+		}
+		if attempt >= e.MaxAttempts {
+			return nil, fmt.Errorf("remote: gave up after %d attempts: %w", attempt, err)
+		}
+		t := time.NewTimer(backoff/2 + rand.N(backoff))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 100*time.Millisecond)
+	}
+}
+
+func (e *Engine) attempt(ctx context.Context, b *engine.Batch, slots []Slot, n int) ([]engine.Result, error) {
+	var (
+		items    []Stored
+		versions []uint64
+		snapshot = true
+		token    any
+	)
+	if len(slots) > 0 || n > 0 {
+		var err error
+		items, versions, snapshot, token, err = e.b.Read(ctx, slots, n)
+		if err != nil {
+			return nil, err
+		}
+	}
+	r := &reader{ctx: ctx, b: e.b, ranger: e.Ranger, items: make(map[slotKey]int, len(slots)), slots: slots, stored: items}
+	for i, s := range slots {
+		r.items[slotKey{s.Table, string(s.Key)}] = i
+	}
+	used := 0
+	next := func() uint64 {
+		if used >= len(versions) && r.err == nil { // a collection op needs more: reserve another few
+			var more []uint64
+			_, more, _, _, r.err = e.b.Read(ctx, nil, 16)
+			versions = append(versions, more...)
+		}
+		used++
+		if used > len(versions) {
+			return 0
+		}
+		return versions[used-1]
+	}
+	writes, results, rerr := engine.Resolve(r, b, next)
+	if r.err != nil {
+		return nil, r.err
+	}
+	if used > len(versions) {
+		return nil, fmt.Errorf("remote: batch needed %d versions, %d reserved", used, len(versions))
+	}
+	if rerr != nil && !errors.Is(rerr, engine.ErrAborted) {
+		return results, rerr
+	}
+	w := Net(writes)
+	if w.Empty() {
+		// Nothing to write: the results stand if the reads were one snapshot; else check they still hold
+		// together (the stamps are validated by an empty commit).
+		if (!snapshot || r.late) && len(r.checks) > 0 {
+			if err := e.b.Commit(ctx, r.checks, &w, token); err != nil {
+				return nil, err
+			}
+		}
+		return results, rerr
+	}
+	if err := e.b.Commit(ctx, r.checks, &w, token); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+type slotKey struct{ table, key string }
+
+// reader serves Resolve from what Read returned and records the stamps of what Resolve looked at. A key Resolve
+// reads that was not fetched ahead (a collection's member, a key a function reads) is fetched on the spot.
+type reader struct {
+	ctx    context.Context
+	b      Backend
+	ranger engine.Scanner
+	err    error // a failed fetch on the spot: the attempt fails with it
+	late   bool  // something was read after the first round trip: the reads are no single snapshot
+	items  map[slotKey]int
+	slots  []Slot
+	stored []Stored
+	seen   map[slotKey]bool
+	checks []Check
+}
+
+func (r *reader) Read(table string, key []byte) (engine.Item, bool, error) {
+	k := slotKey{table, string(key)}
+	i, ok := r.items[k]
+	if !ok {
+		got, _, _, _, err := r.b.Read(r.ctx, []Slot{{table, key}}, 0)
+		if err != nil {
+			r.err = err
+			return engine.Item{}, false, err
+		}
+		if len(got) != 1 {
+			return engine.Item{}, false, fmt.Errorf("remote: read of %q/%q returned %d items", table, key, len(got))
+		}
+		i = len(r.stored)
+		r.late = true
+		r.stored = append(r.stored, got[0])
+		r.slots = append(r.slots, Slot{table, append([]byte(nil), key...)})
+		r.items[k] = i
+	}
+	if !r.seen[k] {
+		if r.seen == nil {
+			r.seen = make(map[slotKey]bool)
+		}
+		r.seen[k] = true
+		r.checks = append(r.checks, Check{Slot: r.slots[i], Stamp: r.stored[i].Stamp})
+	}
+	return r.stored[i].Item, r.stored[i].Found, nil
+}
+
+// touched lists the distinct slots Resolve may read for b: every mutation's key except blind sets and flushes,
+// and the targets of renames and copies.
+func touched(b *engine.Batch) []Slot {
+	seen := make(map[slotKey]bool, len(b.Muts))
+	var out []Slot
+	add := func(t string, k []byte) {
+		sk := slotKey{t, string(k)}
+		if !seen[sk] {
+			seen[sk] = true
+			out = append(out, Slot{t, k})
+		}
+	}
+	for i := range b.Muts {
+		m := &b.Muts[i]
+		switch {
+		case m.Op == engine.OpFlush:
+		case m.Op == engine.OpSet && m.Set.Blind && m.Cond == engine.CondNone && !m.Set.KeepTTL:
+		default:
+			add(m.Table, m.Key)
+			if m.Target.Table != "" {
+				add(m.Target.Table, m.Target.Key)
+			}
+			for _, k := range m.Call.Keys {
+				add(m.Table, k)
+			}
+		}
+	}
+	return out
+}
+
+// Net reduces Resolve's ordered writes to their net effect (see Writes).
+func Net(ws []engine.Write) Writes {
+	var out Writes
+	flushed := map[string]bool{}
+	pending := map[slotKey]*engine.Write{}
+	for i := range ws {
+		w := &ws[i]
+		switch {
+		case w.Flush && w.Table == "":
+			out.FlushAll = true
+			clear(flushed)
+			clear(pending)
+		case w.Flush:
+			flushed[w.Table] = true
+			for k := range pending {
+				if k.table == w.Table {
+					delete(pending, k)
+				}
+			}
+		default:
+			pending[slotKey{w.Table, string(w.Key)}] = w
+		}
+	}
+	if !out.FlushAll {
+		for t := range flushed {
+			out.Flush = append(out.Flush, t)
+		}
+		sort.Strings(out.Flush)
+	}
+	keys := make([]slotKey, 0, len(pending))
+	for k := range pending {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].table != keys[j].table {
+			return keys[i].table < keys[j].table
+		}
+		return keys[i].key < keys[j].key
+	})
+	for _, k := range keys {
+		w := pending[k]
+		s := Slot{w.Table, w.Key}
+		switch {
+		case !w.Delete:
+			out.Put = append(out.Put, Put{Slot: s, Item: w.Item})
+		case !out.FlushAll && !flushed[w.Table]:
+			out.Delete = append(out.Delete, s)
+		}
+	}
+	return out
+}
+
+// Range implements engine.RangeReader with the adapter's scan (see Engine.Ranger).
+func (r *reader) Range(table string, rg engine.Range, fn func([]byte, engine.Item) bool) error {
+	if r.ranger == nil {
+		return fmt.Errorf("%w: this engine cannot read ranges of members", engine.ErrNotSupported)
+	}
+	r.late = true
+	return r.ranger.Scan(r.ctx, table, rg, math.MinInt64, func(k []byte, it engine.Item) bool {
+		it.Value = append([]byte(nil), it.Value...)
+		return fn(append([]byte(nil), k...), it)
+	})
+}
+
+// PackFlags folds an item's kind into its flags for datastores that keep one integer column for them: the low
+// 32 bits are the client flags, the next 8 the kind (0 for strings, so items stored before kinds read alike).
+func PackFlags(it engine.Item) uint64 { return uint64(it.Flags) | uint64(it.Kind)<<32 }
+
+// UnpackFlags sets it.Flags and it.Kind from a packed value.
+func UnpackFlags(v uint64, it *engine.Item) {
+	it.Flags, it.Kind = uint32(v), engine.Kind(v>>32)
+}

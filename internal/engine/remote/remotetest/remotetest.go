@@ -1,0 +1,140 @@
+// Package remotetest starts real datastores for the remote engines' tests (through the bench's deploy package,
+// so there is one way to start each server) and holds the test every remote engine shares: several front ends
+// over one datastore racing increments and compare-and-set loops.
+package remotetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+
+	"anykv/internal/bench/deploy"
+	"anykv/internal/engine"
+)
+
+// Start starts the deploy target name (e.g. "postgres", "redis-nopersist", "etcd") on a free loopback port for
+// the test and returns its URL. A server that cannot start fails the test when CI=true and skips it otherwise.
+func Start(t *testing.T, name string) string {
+	t.Helper()
+	base, err := deploy.NewBaseDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	s, err := deploy.Start(context.Background(), name, deploy.Options{BaseDir: base})
+	if err != nil {
+		var ni *deploy.NotInstalledError
+		msg := fmt.Sprintf("cannot start %s: %v", name, err)
+		if errors.As(err, &ni) {
+			msg = fmt.Sprintf("cannot start %s: %s", name, ni.Hint)
+		}
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg + " (CI unset: skipping)")
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			t.Logf("stop %s: %v", name, err)
+		}
+	})
+	return s.URL
+}
+
+// RaceFrontEnds opens two engines over one datastore (open is called twice) and has goroutines on each race
+// INCR and compare-and-set increments on the same keys. Every acknowledged increment must be in the final
+// counters: no lost update between front ends.
+func RaceFrontEnds(t *testing.T, open func(t *testing.T) engine.Engine) {
+	a, b := open(t), open(t)
+	defer a.Close()
+	defer b.Close()
+	ctx := context.Background()
+	const now = int64(1_700_000_000_000)
+	const perWorker = 40
+	var (
+		wg        sync.WaitGroup
+		mu        sync.Mutex
+		incrs     int
+		casOK     int
+		firstErr  error
+		recordErr = func(err error) {
+			mu.Lock()
+			if firstErr == nil {
+				firstErr = err
+			}
+			mu.Unlock()
+		}
+	)
+	for w, e := range []engine.Engine{a, b, a, b} {
+		wg.Add(2)
+		go func() { // INCR
+			defer wg.Done()
+			for i := 0; i < perWorker; i++ {
+				m := engine.Mutation{Op: engine.OpIncr, Table: "default", Key: []byte("ctr"), Incr: engine.IncrArgs{Delta: 1, Create: true}}
+				if _, err := e.Apply(ctx, &engine.Batch{Now: now, Muts: []engine.Mutation{m}}); err != nil {
+					recordErr(fmt.Errorf("worker %d incr: %w", w, err))
+					return
+				}
+				mu.Lock()
+				incrs++
+				mu.Unlock()
+			}
+		}()
+		go func() { // read, then compare-and-set value+1
+			defer wg.Done()
+			for i := 0; i < perWorker; i++ {
+				var cur int64
+				var ver uint64
+				it, err := e.Get(ctx, "default", []byte("cas"), now)
+				switch {
+				case err == nil:
+					cur, _ = engine.ParseInt(it.Value)
+					ver = it.Version
+				case !errors.Is(err, engine.ErrNotFound):
+					recordErr(err)
+					return
+				}
+				m := engine.Mutation{Op: engine.OpSet, Table: "default", Key: []byte("cas"),
+					Value: fmt.Appendf(nil, "%d", cur+1), Cond: engine.CondVersion, Version: ver}
+				res, err := e.Apply(ctx, &engine.Batch{Now: now, Muts: []engine.Mutation{m}})
+				if err != nil {
+					recordErr(fmt.Errorf("worker %d cas: %w", w, err))
+					return
+				}
+				if res[0].Err == nil {
+					mu.Lock()
+					casOK++
+					mu.Unlock()
+				} else if !engine.IsConditionFailure(res[0].Err) {
+					recordErr(res[0].Err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		t.Fatal(firstErr)
+	}
+	for _, c := range []struct {
+		key  string
+		want int
+	}{{"ctr", incrs}, {"cas", casOK}} {
+		for _, e := range []engine.Engine{a, b} {
+			it, err := e.Get(ctx, "default", []byte(c.key), now)
+			if err != nil {
+				t.Fatalf("get %s: %v", c.key, err)
+			}
+			if got, _ := engine.ParseInt(it.Value); got != int64(c.want) {
+				t.Fatalf("%s = %d after %d acknowledged increments: lost updates", c.key, got, c.want)
+			}
+		}
+	}
+	if casOK == 0 {
+		t.Fatal("no compare-and-set succeeded")
+	}
+	t.Logf("%d increments, %d of %d compare-and-sets succeeded", incrs, casOK, 4*perWorker)
+}
