@@ -71,7 +71,7 @@ func newSession(h *Handler, c net.Conn) *session {
 	return &session{
 		h: h, conn: c, id: h.nextID.Add(1), created: time.Now(),
 		parser: resp.NewParser(h.opts.Limits), w: resp.NewWriter(2),
-		authed: h.opts.Password == "",
+		authed: !h.opts.Auth.Required(),
 	}
 }
 
