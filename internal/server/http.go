@@ -38,6 +38,11 @@ func (s *Server) ListenHTTP(name, addr string, h http.Handler, o HTTPOptions) (n
 	if err != nil {
 		return nil, nil, err
 	}
+	return ln.Addr(), s.ServeHTTP(name, ln, h, o), nil
+}
+
+// ServeHTTP is ListenHTTP on a listener the caller made; the server closes it at Shutdown.
+func (s *Server) ServeHTTP(name string, ln net.Listener, h http.Handler, o HTTPOptions) *Counts {
 	if o.HeaderTimeout <= 0 {
 		o.HeaderTimeout = DefaultHeaderTimeout
 	}
@@ -65,7 +70,7 @@ func (s *Server) ListenHTTP(name, addr string, h http.Handler, o HTTPOptions) (n
 		}
 	}()
 	s.log.Info("listening", "protocol", name, "addr", ln.Addr().String())
-	return ln.Addr(), counts, nil
+	return counts
 }
 
 // guardListener hands net/http only the connections the server admits; the others it answers and closes

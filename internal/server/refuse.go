@@ -54,10 +54,16 @@ func (s *Server) admit(c net.Conn, h any, maxConns int, counts *Counts, isHTTP b
 		c.Close()
 		return false
 	}
+	if !s.track(c) { // shutting down: Shutdown wakes the tracked ones
+		<-s.refusing
+		c.Close()
+		return false
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer func() { <-s.refusing }()
+		defer s.untrack(c)
 		refuse(c, answer, isHTTP)
 	}()
 	return false
