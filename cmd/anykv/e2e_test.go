@@ -207,7 +207,7 @@ func TestEnvironmentSetsFlags(t *testing.T) {
 func TestHelpNamesEveryFlag(t *testing.T) {
 	out, _ := exec.Command(servertest.Binary(t), "serve", "--help").CombinedOutput()
 	for _, f := range []string{"-dir", "-engine", "-fsync", "-resp", "-requirepass", "-maxclients", "-max-key-size",
-		"-max-value-size", "ANYKV_FSYNC"} {
+		"-max-value-size", "-http-body-timeout", "ANYKV_FSYNC"} {
 		if !strings.Contains(string(out), f) {
 			t.Errorf("serve --help lacks %s:\n%s", f, out)
 		}

@@ -356,3 +356,31 @@ func (ns *netns) probe(t *testing.T, probes []string) []string {
 	}
 	return got
 }
+
+// TestPprofFollowsThePolicy: --pprof has no login of its own, so with a password it wants the Bearer token too.
+func TestPprofFollowsThePolicy(t *testing.T) {
+	for _, tc := range []struct {
+		password, header string
+		want             int
+	}{{"", "", http.StatusOK}, {matrixPassword, "", http.StatusUnauthorized},
+		{matrixPassword, "Bearer wrong", http.StatusUnauthorized}, {matrixPassword, "Bearer " + matrixPassword, http.StatusOK}} {
+		pprof := servertest.FreePort(t)
+		args := []string{"--pprof", pprof}
+		if tc.password != "" {
+			args = append(args, "--requirepass", tc.password)
+		}
+		servertest.Start(t, servertest.Options{Engine: "memory", Args: args})
+		req, _ := http.NewRequest("GET", "http://"+pprof+"/debug/pprof/cmdline", nil)
+		if tc.header != "" {
+			req.Header.Set("Authorization", tc.header)
+		}
+		resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("requirepass %q, Authorization %q: %d, want %d", tc.password, tc.header, resp.StatusCode, tc.want)
+		}
+	}
+}

@@ -62,7 +62,7 @@ func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
 		"interval (fsync at most every second: a crash, even kill -9, can lose ~1 s of acknowledged writes),\n"+
 		"never (no fsync of its own: a crash, even kill -9, can lose recent acknowledged writes)")
 	str(&c.respAddr, "resp", "127.0.0.1:6379", "Redis protocol (RESP2/RESP3) listen address; empty disables it")
-	str(&c.password, "requirepass", "", "password every client must give: RESP AUTH or HELLO AUTH, memcached a first `set` whose data is\n"+
+	str(&c.password, "requirepass", "", "password every client must give: RESP AUTH or HELLO AUTH, memcached a first set command whose data is\n"+
 		"\"<user> <password>\", HTTP \"Authorization: Bearer <password>\" (also /metrics, /v1/openapi.json, --pprof).\n"+
 		"Without it only loopback clients are served, on every listener (protected mode); see docs/security.md")
 	num(&c.maxClients, "maxclients", 10000, "most connections per protocol")
