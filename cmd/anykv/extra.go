@@ -38,12 +38,20 @@ func (e *extraConfig) listen(srv *server.Server, store *kv.Store, c *config, m *
 			return err
 		}
 		h.SetConnCounts(counts)
+		m.Connections("memcache", connFigures(counts))
 	}
 	if e.httpAddr != "" {
 		h := httpapi.New(store, httpapi.Options{Auth: c.auth, Logger: log, Metrics: m, Version: version})
-		if _, _, err := srv.ListenHTTP("http", e.httpAddr, h, server.HTTPOptions{MaxConns: c.maxClients, BodyTimeout: e.httpBody}); err != nil {
+		_, counts, err := srv.ListenHTTP("http", e.httpAddr, h, server.HTTPOptions{MaxConns: c.maxClients, BodyTimeout: e.httpBody})
+		if err != nil {
 			return err
 		}
+		m.Connections("http", connFigures(counts))
 	}
 	return nil
+}
+
+// connFigures lets /metrics read a listener's connection counters.
+func connFigures(c *server.Counts) metrics.ConnFigures {
+	return metrics.ConnFigures{Current: c.Current.Load, Total: c.Total.Load, Rejected: c.Rejected.Load, Denied: c.Denied.Load}
 }

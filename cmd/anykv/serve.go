@@ -221,6 +221,7 @@ func runServer(ctx context.Context, c *config, log *slog.Logger) error {
 			return fail(err)
 		}
 		h.SetConnCounts(counts)
+		m.Connections("resp", connFigures(counts))
 	}
 	if c.pprofAddr != "" {
 		if _, _, err := srv.ListenHTTP("pprof", c.pprofAddr, c.auth.RequireBearer(http.DefaultServeMux), server.HTTPOptions{MaxConns: 4}); err != nil {
