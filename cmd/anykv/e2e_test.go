@@ -111,8 +111,11 @@ func TestRedisCLI(t *testing.T) {
 	}
 	for _, step := range []struct{ args, want string }{
 		{"set a 1", "OK"}, {"get a", "1"}, {"incr n", "1"}, {"incr n", "2"}, {"exists a n x", "2"},
-		{"expire a 100", "1"}, {"ttl a", "100"}, {"hset h f v", "ERR unknown command 'hset', with args beginning with: 'h' 'f' 'v'"},
-		{"ping", "PONG"}, {"dbsize", "2"},
+		{"expire a 100", "1"}, {"ttl a", "100"}, {"hset h f v", "1"}, {"hget h f", "v"}, {"type h", "hash"},
+		{"rpush l x y", "2"}, {"lrange l 0 -1", "x\ny"}, {"zadd z 1.5 m", "1"}, {"zscore z m", "1.5"},
+		{"get h", "WRONGTYPE Operation against a key holding the wrong kind of value"},
+		{"xadd s * f v", "ERR unknown command 'xadd', with args beginning with: 's' '*' 'f' 'v'"},
+		{"ping", "PONG"}, {"dbsize", "5"},
 	} {
 		if got := cli(strings.Fields(step.args)...); got != step.want {
 			t.Errorf("redis-cli %s = %q, want %q", step.args, got, step.want)
@@ -207,7 +210,7 @@ func TestEnvironmentSetsFlags(t *testing.T) {
 func TestHelpNamesEveryFlag(t *testing.T) {
 	out, _ := exec.Command(servertest.Binary(t), "serve", "--help").CombinedOutput()
 	for _, f := range []string{"-dir", "-engine", "-fsync", "-resp", "-requirepass", "-maxclients", "-max-key-size",
-		"-max-value-size", "ANYKV_FSYNC"} {
+		"-max-value-size", "-http-body-timeout", "ANYKV_FSYNC"} {
 		if !strings.Contains(string(out), f) {
 			t.Errorf("serve --help lacks %s:\n%s", f, out)
 		}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"anykv/internal/auth"
 	"anykv/internal/cache"
 	"anykv/internal/engine"
 	"anykv/internal/engine/memstore"
@@ -42,6 +43,8 @@ type config struct {
 	pprofAddr                string
 	readCache                int64
 	extra                    extraConfig
+	// auth is the password policy built from password, shared by the server and every protocol.
+	auth *auth.Policy
 }
 
 // newServeFlags defines the serve flags; each takes its default from ANYKV_<NAME> when set.
@@ -61,7 +64,9 @@ func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
 		"interval (fsync at most every second: a crash, even kill -9, can lose ~1 s of acknowledged writes),\n"+
 		"never (no fsync of its own: a crash, even kill -9, can lose recent acknowledged writes)")
 	str(&c.respAddr, "resp", "127.0.0.1:6379", "Redis protocol (RESP2/RESP3) listen address; empty disables it")
-	str(&c.password, "requirepass", "", "password clients must give (AUTH, HELLO AUTH, HTTP Bearer); without it only loopback clients are served")
+	str(&c.password, "requirepass", "", "password every client must give: RESP AUTH or HELLO AUTH, memcached a first set command whose data is\n"+
+		"\"<user> <password>\", HTTP \"Authorization: Bearer <password>\" (also /metrics, /v1/openapi.json, --pprof).\n"+
+		"Without it only loopback clients are served, on every listener (protected mode); see docs/security.md")
 	num(&c.maxClients, "maxclients", 10000, "most connections per protocol")
 	num(&c.maxKey, "max-key-size", kv.DefaultMaxKey, "largest key in bytes")
 	num(&c.maxValue, "max-value-size", kv.DefaultMaxValue, "largest value in bytes, also after APPEND or SETRANGE")
@@ -209,6 +214,8 @@ func runServer(ctx context.Context, c *config, log *slog.Logger) error {
 	store := kv.New(eng, kopts)
 	log.Info("engine open", "engine", dial.Redact(c.engine), "dir", c.dir, "fsync", c.fsync, "took", time.Since(started).String())
 	srv := server.New(log)
+	c.auth = auth.New(c.password)
+	srv.SetAuth(c.auth)
 	fail := func(err error) error {
 		srv.Shutdown(context.Background())
 		store.Close()
@@ -217,7 +224,7 @@ func runServer(ctx context.Context, c *config, log *slog.Logger) error {
 	m := metrics.New(store)
 	if c.respAddr != "" {
 		h := redis.New(store, redis.Options{Metrics: m,
-			Password: c.password, Databases: c.databases, AnykvVersion: version, Settings: c.settings(), Logger: log,
+			Auth: c.auth, Databases: c.databases, AnykvVersion: version, Settings: c.settings(), Logger: log,
 			Limits: resp.Limits{MaxBulk: c.maxBulk, MaxArgs: c.maxArgs, MaxInline: c.maxInl},
 		})
 		_, counts, err := srv.Listen("resp", c.respAddr, h, c.maxClients)
@@ -225,9 +232,10 @@ func runServer(ctx context.Context, c *config, log *slog.Logger) error {
 			return fail(err)
 		}
 		h.SetConnCounts(counts)
+		m.Connections("resp", connFigures(counts))
 	}
 	if c.pprofAddr != "" {
-		if _, err := srv.ListenHTTP("pprof", c.pprofAddr, http.DefaultServeMux, 4); err != nil {
+		if _, _, err := srv.ListenHTTP("pprof", c.pprofAddr, c.auth.RequireBearer(http.DefaultServeMux), server.HTTPOptions{MaxConns: 4}); err != nil {
 			return fail(err)
 		}
 	}

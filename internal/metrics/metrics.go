@@ -160,3 +160,32 @@ func counterValue(c prometheus.Counter) uint64 {
 	}
 	return uint64(pb.GetCounter().GetValue())
 }
+
+// ConnFigures are one listener's connection figures, read at each scrape.
+type ConnFigures struct {
+	Current, Total, Rejected, Denied func() int64
+}
+
+// Connections exports one listener's figures: anykv_connections (open now), anykv_connections_total (served),
+// anykv_connections_refused_total with reason "limit" (over --maxclients) or "protected_mode" (another host and no
+// password). Call it once per protocol; a nil *Metrics ignores it.
+func (m *Metrics) Connections(protocol string, f ConnFigures) {
+	if m == nil {
+		return
+	}
+	gauge := func(name, help string, v func() int64, labels prometheus.Labels) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels},
+			func() float64 { return float64(v()) })
+	}
+	counter := func(name, help string, v func() int64, labels prometheus.Labels) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels},
+			func() float64 { return float64(v()) })
+	}
+	const refused = "Connections refused at accept, per protocol and reason."
+	m.registry.MustRegister(
+		gauge("anykv_connections", "Connections open now, per protocol.", f.Current, prometheus.Labels{"protocol": protocol}),
+		counter("anykv_connections_total", "Connections served, per protocol.", f.Total, prometheus.Labels{"protocol": protocol}),
+		counter("anykv_connections_refused_total", refused, f.Rejected, prometheus.Labels{"protocol": protocol, "reason": "limit"}),
+		counter("anykv_connections_refused_total", refused, f.Denied, prometheus.Labels{"protocol": protocol, "reason": "protected_mode"}),
+	)
+}

@@ -306,3 +306,22 @@ func BenchmarkObserve(b *testing.B) {
 		}
 	})
 }
+
+func TestConnections(t *testing.T) {
+	m := New(nil)
+	n := func(v int64) func() int64 { return func() int64 { return v } }
+	m.Connections("http", ConnFigures{Current: n(2), Total: n(7), Rejected: n(3), Denied: n(1)})
+	m.Connections("resp", ConnFigures{Current: n(0), Total: n(1), Rejected: n(0), Denied: n(4)})
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, line := range []string{`anykv_connections{protocol="http"} 2`, `anykv_connections_total{protocol="http"} 7`,
+		`anykv_connections_refused_total{protocol="http",reason="limit"} 3`,
+		`anykv_connections_refused_total{protocol="http",reason="protected_mode"} 1`,
+		`anykv_connections_refused_total{protocol="resp",reason="protected_mode"} 4`} {
+		if !strings.Contains(rec.Body.String(), line+"\n") {
+			t.Errorf("missing %s", line)
+		}
+	}
+	var nilM *Metrics
+	nilM.Connections("x", ConnFigures{})
+}

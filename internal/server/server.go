@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"anykv/internal/auth"
 )
 
 // Handler serves one accepted connection until the peer leaves or ctx is cancelled. When ctx is cancelled the
@@ -27,11 +29,21 @@ type Rejecter interface {
 	Reject(c net.Conn)
 }
 
+// Denier is a Handler that tells a client, in its protocol, that the exposure policy refuses it: no password is
+// set and the client is not on the loopback interface (see auth.ProtectedMode).
+type Denier interface {
+	Deny(c net.Conn)
+}
+
 // Server runs listeners. Create with New, add listeners, then Shutdown.
 type Server struct {
 	log    *slog.Logger
 	ctx    context.Context
 	cancel context.CancelFunc
+
+	policy *auth.Policy
+	// refusing bounds the goroutines that answer refused connections; past it they are closed unanswered.
+	refusing chan struct{}
 
 	mu        sync.Mutex
 	listeners []net.Listener
@@ -41,16 +53,22 @@ type Server struct {
 	closing   bool
 }
 
-// Counts holds live figures for one listener.
+// Counts holds live figures for one listener: connections open now and ever served, connections refused at the
+// limit (Rejected) and by the exposure policy (Denied).
 type Counts struct {
-	Current, Total, Rejected atomic.Int64
+	Current, Total, Rejected, Denied atomic.Int64
 }
 
-// New returns a server that logs to log.
+// New returns a server that logs to log. Until SetAuth says otherwise it serves loopback clients only.
 func New(log *slog.Logger) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{log: log, ctx: ctx, cancel: cancel, conns: make(map[net.Conn]struct{})}
+	return &Server{log: log, ctx: ctx, cancel: cancel, conns: make(map[net.Conn]struct{}),
+		refusing: make(chan struct{}, maxRefusing)}
 }
+
+// SetAuth sets the exposure policy every listener applies to the connections it accepts; call it before Listen.
+// This is the one place where clients from other hosts are turned away when no password is set.
+func (s *Server) SetAuth(p *auth.Policy) { s.policy = p }
 
 // bind listens on addr, with a clear error when the address is taken.
 func bind(name, addr string) (net.Listener, error) {
@@ -68,6 +86,11 @@ func (s *Server) Listen(name, addr string, h Handler, maxConns int) (net.Addr, *
 	if err != nil {
 		return nil, nil, err
 	}
+	return ln.Addr(), s.Serve(name, ln, h, maxConns), nil
+}
+
+// Serve is Listen on a listener the caller made; the server closes it at Shutdown.
+func (s *Server) Serve(name string, ln net.Listener, h Handler, maxConns int) *Counts {
 	s.mu.Lock()
 	s.listeners = append(s.listeners, ln)
 	s.mu.Unlock()
@@ -75,7 +98,7 @@ func (s *Server) Listen(name, addr string, h Handler, maxConns int) (net.Addr, *
 	s.wg.Add(1)
 	go s.accept(name, ln, h, maxConns, counts)
 	s.log.Info("listening", "protocol", name, "addr", ln.Addr().String())
-	return ln.Addr(), counts, nil
+	return counts
 }
 
 func (s *Server) accept(name string, ln net.Listener, h Handler, maxConns int, counts *Counts) {
@@ -90,13 +113,7 @@ func (s *Server) accept(name string, ln net.Listener, h Handler, maxConns int, c
 			time.Sleep(10 * time.Millisecond) // e.g. out of file descriptors: do not spin
 			continue
 		}
-		if maxConns > 0 && counts.Current.Load() >= int64(maxConns) {
-			counts.Rejected.Add(1)
-			if r, ok := h.(Rejecter); ok {
-				c.SetWriteDeadline(time.Now().Add(time.Second))
-				r.Reject(c)
-			}
-			c.Close()
+		if !s.admit(c, h, maxConns, counts, false) {
 			continue
 		}
 		if !s.track(c) {
@@ -138,59 +155,6 @@ func (s *Server) untrack(c net.Conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
-}
-
-// ListenHTTP binds addr now and serves h with net/http, at most maxConns connections at once (0: unlimited).
-func (s *Server) ListenHTTP(name, addr string, h http.Handler, maxConns int) (net.Addr, error) {
-	ln, err := bind(name, addr)
-	if err != nil {
-		return nil, err
-	}
-	if maxConns > 0 {
-		ln = &limitListener{Listener: ln, sem: make(chan struct{}, maxConns)}
-	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
-	s.mu.Lock()
-	s.https = append(s.https, hs)
-	s.mu.Unlock()
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("http server stopped", "protocol", name, "err", err)
-		}
-	}()
-	s.log.Info("listening", "protocol", name, "addr", ln.Addr().String())
-	return ln.Addr(), nil
-}
-
-// limitListener blocks Accept while maxConns connections are open.
-type limitListener struct {
-	net.Listener
-	sem chan struct{}
-}
-
-func (l *limitListener) Accept() (net.Conn, error) {
-	l.sem <- struct{}{}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.sem
-		return nil, err
-	}
-	return &releaseConn{Conn: c, release: func() { <-l.sem }}, nil
-}
-
-type releaseConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *releaseConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
 }
 
 // Shutdown stops accepting, lets every connection finish the requests it already read, and waits for them

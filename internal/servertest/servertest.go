@@ -53,7 +53,13 @@ func Binary(t testing.TB) string {
 // FreePort returns a loopback address with a port that was free a moment ago.
 func FreePort(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return FreePortOn(t, "127.0.0.1")
+}
+
+// FreePortOn returns an address of host (an IP of this machine) with a port that was free a moment ago.
+func FreePortOn(t testing.TB, host string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,6 +71,7 @@ func FreePort(t testing.TB) string {
 type Options struct {
 	Engine, Fsync, Dir string
 	Memcache, HTTP     bool     // also listen for memcached and HTTP
+	Host               string   // the IP every listener binds (default 127.0.0.1)
 	Args               []string // extra flags
 	Env                []string // extra environment
 }
@@ -92,12 +99,15 @@ func Start(t testing.TB, opts Options) *Server {
 	if opts.Dir == "" {
 		opts.Dir = t.TempDir()
 	}
-	s := &Server{t: t, opts: opts, Dir: opts.Dir, RESP: FreePort(t)}
+	if opts.Host == "" {
+		opts.Host = "127.0.0.1"
+	}
+	s := &Server{t: t, opts: opts, Dir: opts.Dir, RESP: FreePortOn(t, opts.Host)}
 	if opts.Memcache {
-		s.Memcache = FreePort(t)
+		s.Memcache = FreePortOn(t, opts.Host)
 	}
 	if opts.HTTP {
-		s.HTTP = FreePort(t)
+		s.HTTP = FreePortOn(t, opts.Host)
 	}
 	s.start()
 	t.Cleanup(func() {

@@ -165,7 +165,7 @@ def test_errors_are_json_with_stable_codes(anykv):
         assert r.json()["error"]["code"] == code
 
 
-def test_password_protects_everything_but_health_and_description():
+def test_password_protects_everything_but_health():
     server = Anykv(anykv_binary(), extra=["--requirepass", "s3cret"]).start()
     try:
         b = base(server)
@@ -177,8 +177,10 @@ def test_password_protects_everything_but_health_and_description():
         auth = {"Authorization": "Bearer s3cret"}
         assert requests.put(key_url(server, "k"), data=b"v", headers=auth).status_code == 201
         assert requests.get(key_url(server, "k"), headers=auth).content == b"v"
-        assert requests.get(f"{b}/healthz").json()["status"] == "ok"
-        assert requests.get(f"{b}/v1/openapi.json").json()["openapi"].startswith("3.")
+        assert requests.get(f"{b}/healthz").json() == {"status": "ok"}  # no version for strangers
+        assert "version" in requests.get(f"{b}/healthz", headers=auth).json()
+        assert requests.get(f"{b}/v1/openapi.json").status_code == 401
+        assert requests.get(f"{b}/v1/openapi.json", headers=auth).json()["openapi"].startswith("3.")
     finally:
         server.close()
 

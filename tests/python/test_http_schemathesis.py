@@ -35,6 +35,7 @@ def api_schema(server):
     visible = st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E))
     return schemathesis.from_uri(
         f"http://{server.host}:{server.http_port}/v1/openapi.json",
+        headers={"Authorization": f"Bearer {PASSWORD}"},  # the description needs the password too
         validate_schema=True,
         data_generation_methods=[schemathesis.DataGenerationMethod.positive, schemathesis.DataGenerationMethod.negative],
         generation_config=schemathesis.GenerationConfig(headers=schemathesis.HeaderConfig(strategy=visible)),

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -30,8 +31,9 @@ func (a *api) form(w http.ResponseWriter, r *http.Request) (url.Values, error) {
 	}
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, err
+		var ne net.Error
+		if errors.As(err, &mbe) || errors.As(err, &ne) {
+			return nil, bodyError(err)
 		}
 		return nil, badRequest("malformed form: %v", err)
 	}

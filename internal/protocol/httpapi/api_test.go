@@ -5,11 +5,12 @@ import (
 	"strings"
 	"testing"
 
+	"anykv/internal/auth"
 	"anykv/internal/kv"
 )
 
 func TestPassword(t *testing.T) {
-	f := newFixture(t, Options{Password: "s3cret"}, kv.Limits{})
+	f := newFixture(t, Options{Auth: auth.New("s3cret")}, kv.Limits{})
 	f.set("default", "k", "v", 0, 0)
 	for _, target := range []string{"/v1/tables/default/keys/k", "/v1/tables", "/v1/tables/default/keys",
 		"/v1/tables/default/count", "/metrics"} {
@@ -40,9 +41,21 @@ func TestPassword(t *testing.T) {
 		t.Fatalf("compat 401: %v", r)
 	}
 	wantStatus(t, f.do("GET", "/get?key=k", "", "Authorization", "Bearer s3cret"), http.StatusOK)
-	// The health check and the API description stay open.
-	wantStatus(t, f.do("GET", "/healthz", ""), http.StatusOK)
-	wantStatus(t, f.do("GET", "/v1/openapi.json", ""), http.StatusOK)
+	// The health check stays open but tells a stranger only that the server is up; the API description and the
+	// metrics need the password.
+	for _, tc := range []struct {
+		hdr  []string
+		want string
+	}{{nil, `{"status":"ok"}`}, {[]string{"Authorization", "Bearer wrong"}, `{"status":"ok"}`},
+		{[]string{"Authorization", "Bearer s3cret"}, `{"status":"ok","version":"test"}`}} {
+		rec := f.do("GET", "/healthz", "", tc.hdr...)
+		wantStatus(t, rec, http.StatusOK)
+		if got := strings.TrimSpace(rec.Body.String()); got != tc.want {
+			t.Errorf("healthz with %v: %s, want %s", tc.hdr, got, tc.want)
+		}
+	}
+	wantError(t, f.do("GET", "/v1/openapi.json", ""), http.StatusUnauthorized, "unauthorized")
+	wantError(t, f.do("GET", "/metrics", ""), http.StatusUnauthorized, "unauthorized")
 }
 
 func TestUnknownRoutesAndMethodsAnswerJSON(t *testing.T) {

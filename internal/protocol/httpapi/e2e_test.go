@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"anykv/internal/auth"
 	"anykv/internal/engine/memstore"
 	"anykv/internal/kv"
 	"anykv/internal/metrics"
@@ -24,7 +25,10 @@ func TestEndToEnd(t *testing.T) {
 	store := kv.New(memstore.New(), kv.Options{})
 	defer store.Close()
 	srv := server.New(slog.New(slog.DiscardHandler))
-	addr, err := srv.ListenHTTP("http", "127.0.0.1:0", New(store, Options{Password: "pw", MaxBody: 4096, Metrics: metrics.New(store)}), 8)
+	p := auth.New("pw")
+	srv.SetAuth(p)
+	addr, _, err := srv.ListenHTTP("http", "127.0.0.1:0", New(store, Options{Auth: p, MaxBody: 4096, Metrics: metrics.New(store)}),
+		server.HTTPOptions{MaxConns: 8})
 	if err != nil {
 		t.Fatal(err)
 	}

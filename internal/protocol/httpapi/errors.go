@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 
+	"anykv/internal/auth"
 	"anykv/internal/engine"
 	"anykv/internal/kv"
 )
@@ -41,7 +43,35 @@ var (
 		"missing or wrong password: send the header Authorization: Bearer <password>")
 	errPrecondition = newError(http.StatusPreconditionFailed, "precondition_failed",
 		"the precondition (If-Match or If-None-Match) does not hold")
+	errProtectedMode  = newError(http.StatusForbidden, "forbidden", auth.ProtectedMode)
+	errTooManyClients = newError(http.StatusServiceUnavailable, "unavailable",
+		"max number of clients reached (--maxclients); try again later")
 )
+
+// bodyError classifies a failed read of a request body: over the size limit (413), too slow for the server's
+// body timeout (408), or cut off by the client (400). None is the server's failure.
+func bodyError(err error) error {
+	var mbe *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case errors.As(err, &mbe):
+		return err
+	case errors.As(err, &ne) && ne.Timeout():
+		return newError(http.StatusRequestTimeout, "request_timeout", "the request body did not arrive in time")
+	}
+	return badRequest("reading the request body: %v", err)
+}
+
+// rawReply is err as a whole HTTP/1.1 response that closes the connection, for the refusals the server sends on
+// connections it does not hand to net/http.
+func rawReply(err error) []byte {
+	var body errorBody
+	status, code, msg := classify(err)
+	body.Error.Code, body.Error.Message = code, msg
+	js, _ := json.Marshal(body)
+	return fmt.Appendf(nil, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"+
+		"Connection: close\r\nRetry-After: 1\r\n\r\n%s\n", status, http.StatusText(status), len(js)+1, js)
+}
 
 // errorTable maps the store's sentinel errors to a status and a stable code: the one place where storage
 // failures meet HTTP. The first entry that errors.Is matches wins.

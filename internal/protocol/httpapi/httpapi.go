@@ -9,22 +9,24 @@
 package httpapi
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
+	"anykv/internal/auth"
 	"anykv/internal/kv"
 	"anykv/internal/metrics"
 )
 
 // Options configure the API. Zero fields take the defaults.
 type Options struct {
-	// Password, when set, must be sent as "Authorization: Bearer <password>" on every route but /healthz and
-	// /v1/openapi.json.
-	Password string
+	// Auth is the password policy (nil: no password). With a password, "Authorization: Bearer <password>"
+	// must be sent on every route; /healthz answers without it, but only its status. Which clients may connect
+	// at all is the server's part of the policy (Deny words its refusal).
+	Auth *auth.Policy
 	// MaxBody bounds a request body in bytes (default: the store's MaxValue).
 	MaxBody int64
 	// MaxPage bounds the items of one query page (default 1000); larger limits are clamped to it.
@@ -48,13 +50,12 @@ const (
 
 // api is the state every handler shares. It is immutable after New.
 type api struct {
-	store    *kv.Store
-	opts     Options
-	log      *slog.Logger
-	metrics  *metrics.Metrics
-	passHash [sha256.Size]byte
-	mux      *http.ServeMux
-	unknown  *metrics.Observer // requests that matched no route
+	store   *kv.Store
+	opts    Options
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	mux     *http.ServeMux
+	unknown *metrics.Observer // requests that matched no route
 }
 
 // handlerFunc serves one route; a returned error is written by the route's error writer.
@@ -70,7 +71,7 @@ type route struct {
 	spec string
 	// command names the route in metrics.
 	command string
-	// open routes are served without the password.
+	// open routes are served without the password (and may answer less without it).
 	open bool
 	// compat routes answer errors in Active Cloud DB's shape, {"error": "message"}.
 	compat bool
@@ -85,7 +86,7 @@ func routes() []route {
 	return []route{
 		{method: "GET", pattern: "/healthz", command: "healthz", open: true, h: (*api).healthz},
 		{method: "GET", pattern: "/metrics", command: "metrics", h: (*api).serveMetrics},
-		{method: "GET", pattern: "/v1/openapi.json", command: "openapi", open: true, h: (*api).openapi},
+		{method: "GET", pattern: "/v1/openapi.json", command: "openapi", h: (*api).openapi},
 		{method: "GET", pattern: "/v1/tables", command: "tables", h: (*api).tables},
 		{method: "GET", pattern: "/v1/tables/{table}/keys", command: "scan", h: (*api).scan},
 		{method: "GET", pattern: "/v1/tables/{table}/count", command: "count", h: (*api).count},
@@ -129,9 +130,6 @@ func New(store *kv.Store, opts Options) http.Handler {
 	}
 	if a.metrics == nil {
 		a.metrics = metrics.New(store)
-	}
-	if opts.Password != "" {
-		a.passHash = sha256.Sum256([]byte(opts.Password))
 	}
 	a.unknown = a.metrics.Command("http", "unknown")
 	for _, rt := range routes() {
@@ -184,11 +182,13 @@ func (a *api) wrap(rt route) http.Handler {
 			err = rt.h(a, rw, r)
 		}
 		if err != nil {
+			// A client that went away is its own business: logged for debugging only.
+			gone := r.Context().Err() != nil
 			if rw.status != 0 { // the reply had begun: nothing more can be said
-				a.log.Warn("http: error after the reply began", "path", r.URL.Path, "err", err)
+				a.log.Log(r.Context(), level(gone, slog.LevelWarn), "http: error after the reply began", "path", r.URL.Path, "err", err)
 			} else {
 				if status, _, _ := classify(err); status >= 500 {
-					a.log.Error("http: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+					a.log.Log(r.Context(), level(gone, slog.LevelError), "http: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 				}
 				write(rw, err)
 			}
@@ -197,13 +197,26 @@ func (a *api) wrap(rt route) http.Handler {
 	})
 }
 
-// singleParams rejects a query string that repeats a parameter on the /v1 routes, where each one has a single
-// value: silently taking the first of two would hide a client's mistake.
+// level is the log level of a failure: debug when the client has gone away.
+func level(gone bool, l slog.Level) slog.Level {
+	if gone {
+		return slog.LevelDebug
+	}
+	return l
+}
+
+// singleParams rejects, on the /v1 routes, a query string that does not parse (r.URL.Query would silently drop
+// the malformed parameter, say a cursor, and answer the first page) and one that repeats a parameter, since each
+// has a single value: silently taking the first of two would hide a client's mistake.
 func singleParams(r *http.Request, compat bool) error {
 	if compat {
 		return nil
 	}
-	for name, vs := range r.URL.Query() {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return badRequest("malformed query string: %v", err)
+	}
+	for name, vs := range q {
 		if len(vs) > 1 {
 			return badRequest("query parameter %q given %d times", name, len(vs))
 		}
@@ -217,19 +230,16 @@ func failed(status int) bool {
 	return status >= 400 && status != http.StatusNotFound && status != http.StatusPreconditionFailed
 }
 
-// authorized reports whether r carries the password, comparing digests in constant time so neither the
-// password's bytes nor its length leak through timing.
+// authorized reports whether r carries the password (the policy compares in constant time).
 func (a *api) authorized(r *http.Request) bool {
-	if a.opts.Password == "" {
-		return true
-	}
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
-	}
-	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
-	return subtle.ConstantTimeCompare(got[:], a.passHash[:]) == 1
+	return a.opts.Auth.CheckBearer(r.Header.Get("Authorization"))
 }
+
+// Deny implements server.Denier: a client from another host while no password is set gets 403 and the reason.
+func (a *api) Deny(c net.Conn) { c.Write(rawReply(errProtectedMode)) }
+
+// Reject implements server.Rejecter: a connection over the limit gets 503 at once, not a wait.
+func (a *api) Reject(c net.Conn) { c.Write(rawReply(errTooManyClients)) }
 
 // respWriter records the status for metrics and holds back net/http's plain-text 404 and 405 replies for requests
 // that matched no route, so ServeHTTP can answer them in JSON.
@@ -269,6 +279,9 @@ func (a *api) healthz(w http.ResponseWriter, r *http.Request) error {
 	// A closed or failing engine is unhealthy.
 	if err := a.store.Health(r.Context()); err != nil {
 		return unavailable(err)
+	}
+	if !a.authorized(r) { // a probe without the password learns only that the server is up
+		return writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	}
 	return writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": a.opts.Version})
 }

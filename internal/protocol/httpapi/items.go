@@ -243,8 +243,10 @@ func (a *api) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if r.ContentLength > 0 {
 		buf.Grow(int(r.ContentLength))
 	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, a.opts.MaxBody))
-	return buf.Bytes(), err
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, a.opts.MaxBody)); err != nil {
+		return nil, bodyError(err)
+	}
+	return buf.Bytes(), nil
 }
 
 // writeTarget reads what PUT and DELETE share: the item, the precondition and ?return=old.

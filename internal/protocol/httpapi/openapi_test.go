@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"os"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 
+	"anykv/internal/auth"
 	"anykv/internal/kv"
 )
 
@@ -164,7 +166,8 @@ func TestOpenAPIIsSelfConsistent(t *testing.T) {
 	for _, e := range errorTable {
 		used = append(used, e.code)
 	}
-	for _, e := range []error{errNoRoute, errUnauthorized, errPrecondition} {
+	for _, e := range []error{errNoRoute, errUnauthorized, errPrecondition, errProtectedMode, errTooManyClients,
+		bodyError(os.ErrDeadlineExceeded)} {
 		used = append(used, e.(*apiError).code)
 	}
 	for _, c := range used {
@@ -175,8 +178,9 @@ func TestOpenAPIIsSelfConsistent(t *testing.T) {
 }
 
 func TestOpenAPIServed(t *testing.T) {
-	f := newFixture(t, Options{Password: "p"}, kv.Limits{})
-	rec := f.do("GET", "/v1/openapi.json", "")
+	f := newFixture(t, Options{Auth: auth.New("p")}, kv.Limits{})
+	wantError(t, f.do("GET", "/v1/openapi.json", ""), http.StatusUnauthorized, "unauthorized")
+	rec := f.do("GET", "/v1/openapi.json", "", "Authorization", "Bearer p")
 	wantStatus(t, rec, http.StatusOK)
 	if rec.Header().Get("Content-Type") != "application/json" || !bytes.Equal(rec.Body.Bytes(), openapiJSON) {
 		t.Fatal("served document differs from the embedded one")

@@ -162,9 +162,12 @@ func TestQueryValuesAndEncoding(t *testing.T) {
 func TestQueryBadParameters(t *testing.T) {
 	f := newFixture(t, Options{}, kv.Limits{})
 	for _, q := range []string{"limit=0", "limit=-1", "limit=x", "values=maybe", "encoding=hex", "cursor=!!",
-		"cursor=" + base64.RawURLEncoding.EncodeToString([]byte{9, 'k'}), "limit=1&limit=2"} {
+		"cursor=" + base64.RawURLEncoding.EncodeToString([]byte{9, 'k'}), "limit=1&limit=2",
+		// A query string that does not parse is refused, not read as if the bad parameter were absent.
+		"cursor=%ZZ", "cursor=AXNlc3Npb24;limit=1", "limit=1&cursor=%"} {
 		wantError(t, f.do("GET", "/v1/tables/default/keys?"+q, ""), http.StatusBadRequest, "bad_request")
 	}
+	wantError(t, f.do("GET", "/v1/tables/default/count?prefix=%ZZ", ""), http.StatusBadRequest, "bad_request")
 }
 
 func TestQueryPageBounds(t *testing.T) {

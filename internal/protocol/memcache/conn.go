@@ -35,6 +35,7 @@ type conn struct {
 	ops     []pending         // requests awaiting their replies, in order
 	st      localCounters
 	closing bool
+	authed  bool  // the password was given, or none is required
 	now     int64 // the store's time when the round began, for converting exptimes
 }
 
@@ -78,6 +79,12 @@ func (c *conn) serve(ctx context.Context) {
 // process handles every complete request in the buffer, then applies what is still pending.
 func (c *conn) process() {
 	for !c.closing {
+		if !c.authed {
+			if !c.authenticate() {
+				break
+			}
+			continue
+		}
 		var req request
 		n, st := c.p.next(c.buf[c.r:c.w], &req)
 		if st == needMore {

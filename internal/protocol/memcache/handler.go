@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"anykv/internal/auth"
 	"anykv/internal/kv"
 	"anykv/internal/metrics"
 	"anykv/internal/server"
@@ -27,10 +28,13 @@ type Options struct {
 	// Metrics receives each request's latency and outcome under protocol "memcache" (nil: none). A request
 	// counts as failed when its reply is ERROR, CLIENT_ERROR or SERVER_ERROR.
 	Metrics *metrics.Metrics
+	// Auth is the password policy (nil: no password). With a password, a connection must authenticate as
+	// memcached -Y does, with a set whose data is "<user> <password>", before any other command (auth.go).
+	Auth *auth.Policy
 }
 
 // Handler serves the memcached text and meta protocols over one table of a kv.Store. It implements
-// server.Handler and server.Rejecter. Safe for concurrent use: each connection has its own state, and the
+// server.Handler, server.Rejecter and server.Denier. Safe for concurrent use: each connection has its own state, and the
 // handler shares only counters and the pending delayed flush_all.
 type Handler struct {
 	store   *kv.Store
@@ -39,6 +43,7 @@ type Handler struct {
 	version string
 	log     *slog.Logger
 	started time.Time
+	auth    *auth.Policy
 
 	conns     atomic.Pointer[server.Counts]
 	stats     counters
@@ -60,6 +65,7 @@ type stopper interface{ Stop() bool }
 var (
 	_ server.Handler  = (*Handler)(nil)
 	_ server.Rejecter = (*Handler)(nil)
+	_ server.Denier   = (*Handler)(nil)
 )
 
 // New returns a handler for store. The item size limit is the smaller of opts.MaxItemSize and the store's
@@ -84,6 +90,7 @@ func New(store *kv.Store, opts Options) *Handler {
 		version: opts.Version,
 		log:     opts.Logger,
 		started: store.Time(),
+		auth:    opts.Auth,
 		afterFunc: func(d time.Duration, f func()) stopper {
 			return time.AfterFunc(d, f)
 		},
@@ -116,10 +123,17 @@ func (h *Handler) Reject(c net.Conn) {
 	c.Write([]byte("SERVER_ERROR Too many open connections\r\n"))
 }
 
+// Deny tells a client from another host that protected mode refuses it; the server then closes the connection.
+func (h *Handler) Deny(c net.Conn) {
+	c.Write([]byte("SERVER_ERROR " + auth.ProtectedMode + "\r\n"))
+}
+
 // ServeConn serves one connection until the client leaves, sends quit, breaks the protocol beyond repair, or
 // ctx ends; requests already read are answered first.
 func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
-	newConn(h, c).serve(ctx)
+	nc := newConn(h, c)
+	nc.authed = !h.auth.Required()
+	nc.serve(ctx)
 }
 
 // scheduleFlush arranges flush_all's delayed form: the table is flushed at `at` (unix ms). Like memcached,

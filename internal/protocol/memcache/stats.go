@@ -38,6 +38,8 @@ const (
 	sBatches
 	sBytesRead
 	sBytesWritten
+	sAuthCmds
+	sAuthErrors
 	nStats
 )
 
@@ -45,7 +47,7 @@ var statNames = [nStats]string{
 	"cmd_get", "cmd_set", "cmd_flush", "cmd_touch", "cmd_meta", "get_hits", "get_misses", "delete_hits",
 	"delete_misses", "incr_hits", "incr_misses", "decr_hits", "decr_misses", "cas_hits", "cas_misses",
 	"cas_badval", "touch_hits", "touch_misses", "total_items", "store_too_large", "server_errors",
-	"write_batches", "bytes_read", "bytes_written",
+	"write_batches", "bytes_read", "bytes_written", "auth_cmds", "auth_errors",
 }
 
 // localCounters are one connection's counts since it last published them; plain integers, so counting costs
@@ -142,8 +144,8 @@ func (c *conn) generalStats() {
 		c.stat(statNames[i], s[i])
 	}
 	c.stat("store_no_memory", 0)
-	c.stat("auth_cmds", 0)
-	c.stat("auth_errors", 0)
+	c.stat("auth_cmds", s[sAuthCmds])
+	c.stat("auth_errors", s[sAuthErrors])
 	c.stat("bytes_read", s[sBytesRead])
 	c.stat("bytes_written", s[sBytesWritten])
 	c.stat("limit_maxbytes", 0) // no memory limit: anykv keeps every item until it expires or is deleted
@@ -194,6 +196,11 @@ func (c *conn) settingsStats() {
 	c.stat("num_threads", int64(threads()))
 	c.statString("binding_protocol", "ascii")
 	c.statString("auth_enabled_sasl", "no")
+	authASCII := "no"
+	if h.auth.Required() {
+		authASCII = "yes"
+	}
+	c.statString("auth_enabled_ascii", authASCII)
 	c.statString("detail_enabled", "no")
 	c.statString("flush_enabled", "yes")
 	c.stat("idle_timeout", 0)

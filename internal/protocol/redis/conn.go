@@ -1,7 +1,6 @@
 package redis
 
 import (
-	"crypto/subtle"
 	"strings"
 	"time"
 )
@@ -43,9 +42,10 @@ func cmdPing(s *session, args [][]byte) {
 
 func cmdEcho(s *session, args [][]byte) { s.w.Bulk(args[1]) }
 
-// checkPassword compares in constant time; user must be "default" (anykv has one user, as Redis without ACLs).
+// checkPassword asks the policy (constant time); user must be "default" (anykv has one user, as Redis without
+// ACLs). Without a password the default user is nopass, as in Redis: any password passes.
 func (s *session) checkPassword(user, pass []byte) bool {
-	ok := subtle.ConstantTimeCompare(pass, []byte(s.h.opts.Password)) == 1
+	ok := s.h.opts.Auth.Check(pass)
 	return ok && (user == nil || string(user) == "default")
 }
 
@@ -54,7 +54,7 @@ func cmdAuth(s *session, args [][]byte) {
 		s.w.Error(errSyntax)
 		return
 	}
-	if s.h.opts.Password == "" {
+	if !s.h.opts.Auth.Required() && len(args) == 2 {
 		s.w.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 		return
 	}
@@ -89,7 +89,7 @@ func cmdHello(s *session, args [][]byte) {
 		switch {
 		case eq(args[i], "auth") && i+2 < len(args):
 			// Without --requirepass the default user has no password and, as in Redis, any password passes.
-			if s.h.opts.Password != "" && !s.checkPassword(args[i+1], args[i+2]) {
+			if !s.checkPassword(args[i+1], args[i+2]) {
 				s.w.Error("WRONGPASS invalid username-password pair or user is disabled.")
 				return
 			}
@@ -171,7 +171,7 @@ func cmdReset(s *session, args [][]byte) {
 		s.channels, s.patterns = map[string]bool{}, map[string]bool{}
 	}
 	s.w.SetProto(2)
-	s.authed = s.h.opts.Password == ""
+	s.authed = !s.h.opts.Auth.Required()
 	s.setInfo(func() { s.db, s.name = 0, "" })
 	s.w.SimpleString("RESET")
 }

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"anykv/internal/auth"
 	"anykv/internal/kv"
 	"anykv/internal/metrics"
 	"anykv/internal/protocol/resp"
@@ -25,9 +26,9 @@ const Version = "7.2.4"
 
 // Options configure the Redis protocol handler.
 type Options struct {
-	// Password, when set, is required by AUTH (or HELLO AUTH) before other commands, and allows clients
-	// from other than the loopback interface (protected mode, as in Redis).
-	Password string
+	// Auth is the password policy: when it requires a password, AUTH (or HELLO AUTH) must give it before
+	// other commands. nil: no password. Which clients may connect at all is the server's part of the policy.
+	Auth *auth.Policy
 	// Databases is how many SELECTable databases exist (default 16). Database 0 is table "default", N is "dbN".
 	Databases int
 	// Limits bound each request (bulk length, arguments, inline line).
@@ -41,7 +42,7 @@ type Options struct {
 	Metrics *metrics.Metrics
 }
 
-// Handler serves Redis connections. It implements server.Handler and server.Rejecter.
+// Handler serves Redis connections. It implements server.Handler, server.Rejecter and server.Denier.
 type Handler struct {
 	store   *kv.Store
 	opts    Options
@@ -98,6 +99,11 @@ func table(n int) string {
 	return "db" + itoa(int64(n))
 }
 
+// Deny tells a client that protected mode refuses it, in Redis's words.
+func (h *Handler) Deny(c net.Conn) {
+	c.Write([]byte("-" + protectedModeText + "\r\n"))
+}
+
 const protectedModeText = "DENIED Redis is running in protected mode because protected mode is enabled and no " +
 	"password is set for the default user. In this mode connections are only accepted from the loopback " +
 	"interface. If you want to connect from external computers to anykv you may set a password with " +
@@ -118,10 +124,6 @@ func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 		delete(h.sessions, s.id)
 		h.mu.Unlock()
 	}()
-	if h.opts.Password == "" && !isLoopback(c.RemoteAddr()) {
-		c.Write([]byte("-" + protectedModeText + "\r\n"))
-		return
-	}
 	metered := h.opts.Metrics != nil
 	for ctx.Err() == nil {
 		_, err := s.parser.Fill(c)
@@ -186,14 +188,6 @@ const (
 	maxQueued  = 100000  // commands one MULTI may queue
 	maxWatched = 100000  // keys one connection may WATCH
 )
-
-func isLoopback(a net.Addr) bool {
-	ta, ok := a.(*net.TCPAddr)
-	if !ok {
-		return true // unix sockets and pipes are local
-	}
-	return ta.IP.IsLoopback()
-}
 
 func isTimeout(err error) bool {
 	var ne net.Error

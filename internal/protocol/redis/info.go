@@ -60,7 +60,7 @@ func (h *Handler) settings() map[string]string {
 	m := map[string]string{
 		"databases":          itoa(int64(h.opts.Databases)),
 		"proto-max-bulk-len": itoa(int64(max(h.opts.Limits.MaxBulk, 0))),
-		"requirepass":        h.opts.Password,
+		"requirepass":        h.opts.Auth.Password(),
 		"save":               "",
 		"appendonly":         "no",
 		"maxmemory":          "0",

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"anykv/internal/auth"
 	"anykv/internal/metrics"
 	"anykv/internal/server"
 	"bufio"
@@ -178,7 +179,7 @@ func TestScanVisitsEveryKeyOnce(t *testing.T) {
 }
 
 func TestAuthAndDatabases(t *testing.T) {
-	ts := startServer(t, Options{Password: "s3cret"}, 0)
+	ts := startServer(t, Options{Auth: auth.New("s3cret")}, 0)
 	anon := ts.client(t, &goredis.Options{Protocol: 2})
 	if err := anon.Get(ctx, "a").Err(); err == nil || !strings.HasPrefix(err.Error(), "NOAUTH") {
 		t.Fatalf("unauthenticated get: %v", err)
@@ -322,6 +323,18 @@ func TestCommandIntrospection(t *testing.T) {
 }
 
 // remoteConn is one end of a pipe that claims to come from another host.
+// farListener makes every accepted connection look as if it came from another host, so the server's exposure
+// policy sees a non-loopback client (the real thing, over a network namespace, is cmd/anykv's exposure test).
+type farListener struct{ net.Listener }
+
+func (l farListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return remoteConn{c, &net.TCPAddr{IP: net.ParseIP("192.0.2.7"), Port: 5000}}, nil // TEST-NET-1: never routed
+}
+
 type remoteConn struct {
 	net.Conn
 	addr net.Addr
@@ -330,22 +343,35 @@ type remoteConn struct {
 func (c remoteConn) RemoteAddr() net.Addr { return c.addr }
 
 func TestProtectedMode(t *testing.T) {
-	far := &net.TCPAddr{IP: net.ParseIP("192.0.2.7"), Port: 5000} // TEST-NET-1: never routed
 	for _, tc := range []struct {
 		password string
 		want     string
 	}{{"", "-DENIED Redis is running in protected mode"}, {"pw", "-NOAUTH Authentication required."}} {
 		ts := startServer(t, Options{}, 0)
-		h := New(ts.store, Options{Password: tc.password, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		client, srv := net.Pipe()
-		go h.ServeConn(ctx, remoteConn{srv, far})
+		p := auth.New(tc.password)
+		h := New(ts.store, Options{Auth: p, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		srv := server.New(slog.New(slog.DiscardHandler))
+		srv.SetAuth(p)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts := srv.Serve("resp", farListener{ln}, h, 0)
+		client, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
 		client.SetDeadline(time.Now().Add(5 * time.Second))
-		go client.Write([]byte("GET a\r\n"))
+		client.Write([]byte("GET a\r\n"))
 		got, _ := bufio.NewReader(client).ReadString('\n')
 		if !strings.HasPrefix(got, tc.want) {
 			t.Errorf("password %q: non-loopback client got %q, want prefix %q", tc.password, got, tc.want)
 		}
+		if denied := counts.Denied.Load(); denied != map[string]int64{"": 1, "pw": 0}[tc.password] {
+			t.Errorf("password %q: %d connections denied", tc.password, denied)
+		}
 		client.Close()
+		srv.Shutdown(ctx)
 	}
 }
 

@@ -79,7 +79,7 @@ func newSession(h *Handler, c net.Conn) *session {
 	return &session{
 		h: h, conn: c, id: h.nextID.Add(1), created: time.Now(),
 		parser: resp.NewParser(h.opts.Limits), w: resp.NewWriter(2),
-		authed: h.opts.Password == "", ctx: context.Background(),
+		authed: !h.opts.Auth.Required(), ctx: context.Background(),
 	}
 }
 

@@ -32,7 +32,7 @@ func TestTranscripts(t *testing.T) {
 }
 
 func runTranscript(t *testing.T, path string) {
-	ts := startServer(t, Options{Password: ""}, 0)
+	ts := startServer(t, Options{}, 0)
 	conns := map[string]*rawConn{"main": ts.raw(t)}
 	cur := "main"
 	datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {

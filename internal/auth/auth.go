@@ -1,0 +1,93 @@
+// Package auth is anykv's one authentication and exposure policy: the password every protocol asks for and the
+// rule that decides which remote addresses are served at all. The server applies the exposure rule to every
+// accepted connection of every listener (internal/server); each protocol asks Check or CheckBearer when its client
+// presents the password (RESP AUTH/HELLO, memcached's authenticating set, HTTP's Bearer token).
+package auth
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"net"
+	"net/http"
+	"strings"
+)
+
+// ProtectedMode explains, in every protocol's refusal, why a client from another host was turned away.
+const ProtectedMode = "anykv is running in protected mode because no password is set (--requirepass): " +
+	"only clients on the loopback interface are served. To serve other hosts set a password with " +
+	"--requirepass (ANYKV_REQUIREPASS), or bind to loopback only (the default)."
+
+// Policy holds the password and the exposure rule. A nil *Policy is the policy of no password: loopback only.
+// It is immutable and safe for concurrent use.
+type Policy struct {
+	password string
+	digest   [sha256.Size]byte
+}
+
+// New returns the policy for password; "" means no password, so only loopback clients are served.
+func New(password string) *Policy {
+	return &Policy{password: password, digest: sha256.Sum256([]byte(password))}
+}
+
+// Required reports whether clients must give a password.
+func (p *Policy) Required() bool { return p != nil && p.password != "" }
+
+// Password returns the configured password ("" for none), for CONFIG GET requirepass.
+func (p *Policy) Password() string {
+	if p == nil {
+		return ""
+	}
+	return p.password
+}
+
+// Check reports whether password opens the server: always when no password is required (as Redis's nopass
+// default user accepts any). Digests are compared in constant time, so neither the password's bytes nor its
+// length leak through timing.
+func (p *Policy) Check(password []byte) bool {
+	if !p.Required() {
+		return true
+	}
+	got := sha256.Sum256(password)
+	return subtle.ConstantTimeCompare(got[:], p.digest[:]) == 1
+}
+
+// CheckBearer reports whether an HTTP Authorization header value ("Bearer <password>") opens the server.
+func (p *Policy) CheckBearer(authorization string) bool {
+	if !p.Required() {
+		return true
+	}
+	scheme, token, ok := strings.Cut(authorization, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	return p.Check([]byte(strings.TrimSpace(token)))
+}
+
+// Admits reports whether a client at remote may be served at all: with a password set every client may (and
+// must then authenticate); without one only loopback clients (protected mode, as Redis has it).
+func (p *Policy) Admits(remote net.Addr) bool {
+	return p.Required() || IsLoopback(remote)
+}
+
+// IsLoopback reports whether a connection's remote address is on this host's loopback interface. Addresses
+// that are not TCP (unix sockets, pipes) are local.
+func IsLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok {
+		return true
+	}
+	return ta.IP.IsLoopback()
+}
+
+// RequireBearer wraps an HTTP handler that has no authentication of its own (the pprof profiles) so that, with a
+// password set, it answers 401 unless the request carries "Authorization: Bearer <password>".
+func (p *Policy) RequireBearer(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !p.CheckBearer(r.Header.Get("Authorization")) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="anykv"`)
+			http.Error(w, "missing or wrong password: send the header Authorization: Bearer <password>", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}

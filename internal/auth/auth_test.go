@@ -1,0 +1,49 @@
+package auth
+
+import (
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+func TestPolicy(t *testing.T) {
+	far := &net.TCPAddr{IP: net.ParseIP("10.213.0.2"), Port: 1}
+	for _, a := range []net.Addr{&net.TCPAddr{IP: net.ParseIP("127.0.0.1")}, &net.TCPAddr{IP: net.ParseIP("::1")},
+		&net.TCPAddr{IP: net.ParseIP("::ffff:127.0.0.2")}, &net.UnixAddr{Name: "/tmp/s", Net: "unix"}} {
+		if !IsLoopback(a) {
+			t.Errorf("%v is loopback", a)
+		}
+	}
+	for _, p := range []*Policy{nil, New("")} {
+		if p.Required() || !p.Check([]byte("anything")) || !p.CheckBearer("") || p.Admits(far) ||
+			!p.Admits(&net.TCPAddr{IP: net.ParseIP("127.0.0.1")}) || p.Password() != "" {
+			t.Errorf("no password (%v): wrong answers", p)
+		}
+	}
+	p := New("s3cret")
+	if !p.Required() || !p.Admits(far) || p.Password() != "s3cret" {
+		t.Error("password: wrong answers")
+	}
+	for pw, want := range map[string]bool{"s3cret": true, "s3cre": false, "s3cret ": false, "": false, "S3cret": false} {
+		if p.Check([]byte(pw)) != want {
+			t.Errorf("Check(%q) = %v", pw, !want)
+		}
+	}
+	for h, want := range map[string]bool{"Bearer s3cret": true, "bearer  s3cret ": true, "Basic s3cret": false,
+		"s3cret": false, "Bearer": false, "Bearer wrong": false, "": false} {
+		if p.CheckBearer(h) != want {
+			t.Errorf("CheckBearer(%q) = %v", h, !want)
+		}
+	}
+	h := p.RequireBearer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	for hdr, want := range map[string]int{"": 401, "Bearer s3cret": 200} {
+		rec := httptest.NewRecorder()
+		r := httptest.NewRequest("GET", "/debug/pprof/", nil)
+		r.Header.Set("Authorization", hdr)
+		h.ServeHTTP(rec, r)
+		if rec.Code != want {
+			t.Errorf("RequireBearer with %q: %d", hdr, rec.Code)
+		}
+	}
+}
