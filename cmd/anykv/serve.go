@@ -8,8 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
-	_ "net/http/pprof" // profiles on --pprof only: DefaultServeMux is served nowhere else
 	"os"
 	"strconv"
 	"strings"
@@ -23,8 +21,6 @@ import (
 	"anykv/internal/engine/remote/dial"
 	"anykv/internal/kv"
 	"anykv/internal/metrics"
-	"anykv/internal/protocol/redis"
-	"anykv/internal/protocol/resp"
 	"anykv/internal/server"
 )
 
@@ -42,7 +38,7 @@ type config struct {
 	shutdownTimeout          time.Duration
 	pprofAddr                string
 	readCache                int64
-	extra                    extraConfig
+	listeners                listenerConfig
 	// auth is the password policy built from password, shared by the server and every protocol.
 	auth *auth.Policy
 }
@@ -80,7 +76,7 @@ func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	str(&c.logFormat, "log-format", "text", "log format: text or json")
 	str(&c.pprofAddr, "pprof", "", "serve Go's net/http/pprof profiles on this address (for profiling; off by default)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long SIGTERM waits for connections to finish")
-	c.extra.define(fs, str, num)
+	c.listeners.define(fs, str, num)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: anykv serve [flags]\n\nRuns the anykv server. Flags (environment variable in brackets):\n\n")
 		fs.PrintDefaults()
@@ -222,24 +218,7 @@ func runServer(ctx context.Context, c *config, log *slog.Logger) error {
 		return err
 	}
 	m := metrics.New(store)
-	if c.respAddr != "" {
-		h := redis.New(store, redis.Options{Metrics: m,
-			Auth: c.auth, Databases: c.databases, AnykvVersion: version, Settings: c.settings(), Logger: log,
-			Limits: resp.Limits{MaxBulk: c.maxBulk, MaxArgs: c.maxArgs, MaxInline: c.maxInl},
-		})
-		_, counts, err := srv.Listen("resp", c.respAddr, h, c.maxClients)
-		if err != nil {
-			return fail(err)
-		}
-		h.SetConnCounts(counts)
-		m.Connections("resp", connFigures(counts))
-	}
-	if c.pprofAddr != "" {
-		if _, _, err := srv.ListenHTTP("pprof", c.pprofAddr, c.auth.RequireBearer(http.DefaultServeMux), server.HTTPOptions{MaxConns: 4}); err != nil {
-			return fail(err)
-		}
-	}
-	if err := c.extra.listen(srv, store, c, m, log); err != nil {
+	if err := startListeners(srv, store, c, m, log); err != nil {
 		return fail(err)
 	}
 	log.Info("anykv ready", "version", version, "took", time.Since(started).String())

@@ -3,24 +3,28 @@ package main
 import (
 	"flag"
 	"log/slog"
+	"net/http"
+	_ "net/http/pprof" // profiles on --pprof only: DefaultServeMux is served nowhere else
 	"time"
 
 	"anykv/internal/kv"
 	"anykv/internal/metrics"
 	"anykv/internal/protocol/httpapi"
 	"anykv/internal/protocol/memcache"
+	"anykv/internal/protocol/redis"
+	"anykv/internal/protocol/resp"
 	"anykv/internal/server"
 )
 
-// extraConfig holds the listeners beside RESP: memcached and HTTP.
-type extraConfig struct {
+// listenerConfig holds the flags of the memcached and HTTP listeners (RESP's are in config, as Redis names them).
+type listenerConfig struct {
 	memcacheAddr string
 	memcacheItem int
 	httpAddr     string
 	httpBody     time.Duration
 }
 
-func (e *extraConfig) define(fs *flag.FlagSet, str func(*string, string, string, string), num func(*int, string, int, string)) {
+func (e *listenerConfig) define(fs *flag.FlagSet, str func(*string, string, string, string), num func(*int, string, int, string)) {
 	str(&e.memcacheAddr, "memcache", "127.0.0.1:11211", "memcached protocol (text and meta, TCP) listen address; empty disables it")
 	num(&e.memcacheItem, "memcache-item-max", memcache.DefaultMaxItemSize, "largest value a memcached client may store, in bytes (memcached -I)")
 	str(&e.httpAddr, "http", "127.0.0.1:8080", "HTTP/JSON API listen address (also /metrics and /healthz); empty disables it")
@@ -28,8 +32,27 @@ func (e *extraConfig) define(fs *flag.FlagSet, str func(*string, string, string,
 		"a slower request is answered 408 and its connection closed")
 }
 
-// listen starts the memcached and HTTP listeners; m collects every protocol's request figures.
-func (e *extraConfig) listen(srv *server.Server, store *kv.Store, c *config, m *metrics.Metrics, log *slog.Logger) error {
+// startListeners starts every listener the configuration asks for: RESP, pprof, memcached and HTTP. m collects
+// every protocol's request figures.
+func startListeners(srv *server.Server, store *kv.Store, c *config, m *metrics.Metrics, log *slog.Logger) error {
+	if c.respAddr != "" {
+		h := redis.New(store, redis.Options{Metrics: m,
+			Auth: c.auth, Databases: c.databases, AnykvVersion: version, Settings: c.settings(), Logger: log,
+			Limits: resp.Limits{MaxBulk: c.maxBulk, MaxArgs: c.maxArgs, MaxInline: c.maxInl},
+		})
+		_, counts, err := srv.Listen("resp", c.respAddr, h, c.maxClients)
+		if err != nil {
+			return err
+		}
+		h.SetConnCounts(counts)
+		m.Connections("resp", connFigures(counts))
+	}
+	if c.pprofAddr != "" {
+		if _, _, err := srv.ListenHTTP("pprof", c.pprofAddr, c.auth.RequireBearer(http.DefaultServeMux), server.HTTPOptions{MaxConns: 4}); err != nil {
+			return err
+		}
+	}
+	e := &c.listeners
 	if e.memcacheAddr != "" {
 		h := memcache.New(store, memcache.Options{Table: kv.DefaultTable, MaxItemSize: e.memcacheItem, Version: version, Logger: log,
 			Metrics: m, Auth: c.auth})
