@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +10,7 @@ import (
 
 	"anykv/internal/auth"
 	"anykv/internal/engine"
-	"anykv/internal/kv"
+	"anykv/internal/protocol/errmap"
 )
 
 // apiError is a failure the API itself decides (a malformed parameter, a missing password), already carrying its
@@ -73,32 +72,6 @@ func rawReply(err error) []byte {
 		"Connection: close\r\nRetry-After: 1\r\n\r\n%s\n", status, http.StatusText(status), len(js)+1, js)
 }
 
-// errorTable maps the store's sentinel errors to a status and a stable code: the one place where storage
-// failures meet HTTP. The first entry that errors.Is matches wins.
-var errorTable = []struct {
-	err    error
-	status int
-	code   string
-}{
-	{engine.ErrNotFound, http.StatusNotFound, "not_found"},
-	{engine.ErrExists, http.StatusPreconditionFailed, "precondition_failed"},
-	{engine.ErrVersionMismatch, http.StatusPreconditionFailed, "precondition_failed"},
-	{engine.ErrAborted, http.StatusPreconditionFailed, "precondition_failed"},
-	{engine.ErrConditionFailed, http.StatusPreconditionFailed, "precondition_failed"},
-	{engine.ErrNotInteger, http.StatusConflict, "not_integer"},
-	{engine.ErrOverflow, http.StatusConflict, "overflow"},
-	{engine.ErrTooLarge, http.StatusRequestEntityTooLarge, "value_too_large"},
-	{kv.ErrValueTooLarge, http.StatusRequestEntityTooLarge, "value_too_large"},
-	{kv.ErrKeyTooLarge, http.StatusBadRequest, "key_too_large"},
-	{kv.ErrEmptyTable, http.StatusBadRequest, "bad_request"},
-	{kv.ErrBatchTooLarge, http.StatusRequestEntityTooLarge, "too_large"},
-	{engine.ErrInvalid, http.StatusBadRequest, "bad_request"},
-	{engine.ErrNotSupported, http.StatusNotImplemented, "not_supported"},
-	{engine.ErrClosed, http.StatusServiceUnavailable, "unavailable"},
-	{context.Canceled, http.StatusServiceUnavailable, "unavailable"},
-	{context.DeadlineExceeded, http.StatusServiceUnavailable, "unavailable"},
-}
-
 // classify returns the status, code and message that answer err.
 func classify(err error) (status int, code, msg string) {
 	var ae *apiError
@@ -110,12 +83,8 @@ func classify(err error) (status int, code, msg string) {
 		return http.StatusRequestEntityTooLarge, "value_too_large",
 			"request body over the limit of " + strconv.FormatInt(mbe.Limit, 10) + " bytes"
 	}
-	for _, e := range errorTable {
-		if errors.Is(err, e.err) {
-			return e.status, e.code, err.Error()
-		}
-	}
-	return http.StatusInternalServerError, "internal", err.Error()
+	a := errmap.Of(err) // the store's errors: the table all protocols share
+	return a.Status, a.Code, err.Error()
 }
 
 // errorBody is the JSON of every error of the /v1 API.

@@ -13,6 +13,7 @@ import (
 
 	"anykv/internal/auth"
 	"anykv/internal/kv"
+	"anykv/internal/protocol/errmap"
 )
 
 type openapiDoc struct {
@@ -163,9 +164,7 @@ func TestOpenAPIIsSelfConsistent(t *testing.T) {
 	json.Unmarshal(doc.Components["schemas"]["Error"], &errSchema)
 	codes := errSchema.Properties.Error.Properties.Code.Enum
 	used := []string{"bad_request", "unauthorized", "method_not_allowed", "internal", "too_large"}
-	for _, e := range errorTable {
-		used = append(used, e.code)
-	}
+	used = append(used, errmap.Codes()...)
 	for _, e := range []error{errNoRoute, errUnauthorized, errPrecondition, errProtectedMode, errTooManyClients,
 		bodyError(os.ErrDeadlineExceeded)} {
 		used = append(used, e.(*apiError).code)

@@ -3,9 +3,9 @@ package memcache
 import (
 	"errors"
 	"strconv"
-	"strings"
 
 	"anykv/internal/engine"
+	"anykv/internal/protocol/errmap"
 )
 
 // textWrite turns a text-protocol write (storage, incr/decr, delete, touch, gat, flush_all) or an in-order
@@ -253,10 +253,5 @@ func (c *conn) appendValue(key []byte, it *engine.Item, withCas bool) {
 // text would end the reply line early, so it becomes a space.
 func (c *conn) serverError(err error) string {
 	c.st[sServerErrors]++
-	return "SERVER_ERROR " + strings.Map(func(r rune) rune {
-		if r == '\r' || r == '\n' {
-			return ' '
-		}
-		return r
-	}, err.Error())
+	return errmap.Of(err).Memcache
 }

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"anykv/internal/engine"
-	"anykv/internal/kv"
 	"anykv/internal/metrics"
+	"anykv/internal/protocol/errmap"
 	"anykv/internal/protocol/resp"
 )
 
@@ -313,33 +313,7 @@ func (s *session) writeReply(p pending, res []engine.Result, off int, err error)
 }
 
 // errText maps an engine or kv error to Redis's reply text, in one table.
-func errText(err error) string {
-	switch {
-	case errors.Is(err, engine.ErrWrongType):
-		return "WRONGTYPE Operation against a key holding the wrong kind of value"
-	case errors.Is(err, engine.ErrNotInteger):
-		return "ERR value is not an integer or out of range"
-	case errors.Is(err, engine.ErrOverflow):
-		return "ERR increment or decrement would overflow"
-	case errors.Is(err, engine.ErrNotFloat):
-		return "ERR value is not a valid float"
-	case errors.Is(err, engine.ErrNaN):
-		return "ERR increment would produce NaN or Infinity"
-	case errors.Is(err, engine.ErrTooLarge), errors.Is(err, kv.ErrValueTooLarge):
-		return "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
-	case errors.Is(err, kv.ErrKeyTooLarge):
-		return "ERR key exceeds maximum allowed size (" + err.Error() + ")"
-	case errors.Is(err, kv.ErrBatchTooLarge):
-		return "ERR too many commands in one transaction"
-	case errors.Is(err, engine.ErrNotFound):
-		return "ERR no such key"
-	case errors.Is(err, engine.ErrNotSupported):
-		return "ERR not supported by this engine"
-	case errors.Is(err, engine.ErrClosed):
-		return "ERR server is shutting down"
-	}
-	return "ERR " + err.Error()
-}
+func errText(err error) string { return errmap.Of(err).Redis }
 
 // unknownCommand is Redis 7's reply to a command it does not know.
 func unknownCommand(args [][]byte) string {

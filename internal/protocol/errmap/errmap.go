@@ -1,0 +1,101 @@
+// Package errmap is the one table of how every protocol answers the store's errors: for each sentinel of the
+// engine and the command layer, Redis's error text, memcached's error line and HTTP's status and stable code.
+// A new sentinel is added here once and every protocol answers it; a protocol's own rules (memcached's
+// NOT_STORED for a failed condition, Redis's nil) stay in its handlers.
+package errmap
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"anykv/internal/engine"
+	"anykv/internal/kv"
+)
+
+// Answer is how each protocol words one error.
+type Answer struct {
+	// Redis is the error reply, code first ("ERR ...", "WRONGTYPE ..."); "" means "ERR " and the error's text, and
+	// a %s in it is replaced by the error's text.
+	Redis string
+	// Memcache is the error line ("SERVER_ERROR ..." or "CLIENT_ERROR ..."); "" means "SERVER_ERROR " and the
+	// error's text.
+	Memcache string
+	// Status and Code are the HTTP answer: the status and the stable code in the JSON error body.
+	Status int
+	Code   string
+}
+
+// table lists the errors in the order they are matched (errors.Is): the first match wins.
+var table = []struct {
+	err error
+	Answer
+}{
+	{engine.ErrNotFound, Answer{Redis: "ERR no such key", Status: http.StatusNotFound, Code: "not_found"}},
+	{engine.ErrWrongType, Answer{Redis: "WRONGTYPE Operation against a key holding the wrong kind of value",
+		Memcache: "CLIENT_ERROR the key holds a Redis collection, not a value", Status: http.StatusConflict, Code: "wrong_type"}},
+	{engine.ErrExists, Answer{Status: http.StatusPreconditionFailed, Code: "precondition_failed"}},
+	{engine.ErrVersionMismatch, Answer{Status: http.StatusPreconditionFailed, Code: "precondition_failed"}},
+	{engine.ErrAborted, Answer{Status: http.StatusPreconditionFailed, Code: "precondition_failed"}},
+	{engine.ErrConditionFailed, Answer{Status: http.StatusPreconditionFailed, Code: "precondition_failed"}},
+	{engine.ErrNotInteger, Answer{Redis: "ERR value is not an integer or out of range",
+		Memcache: "CLIENT_ERROR cannot increment or decrement non-numeric value", Status: http.StatusConflict, Code: "not_integer"}},
+	{engine.ErrOverflow, Answer{Redis: "ERR increment or decrement would overflow", Status: http.StatusConflict, Code: "overflow"}},
+	{engine.ErrNotFloat, Answer{Redis: "ERR value is not a valid float", Status: http.StatusConflict, Code: "not_float"}},
+	{engine.ErrNaN, Answer{Redis: "ERR increment would produce NaN or Infinity", Status: http.StatusConflict, Code: "not_float"}},
+	{engine.ErrTooLarge, Answer{Redis: "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
+		Memcache: "SERVER_ERROR object too large for cache", Status: http.StatusRequestEntityTooLarge, Code: "value_too_large"}},
+	{kv.ErrValueTooLarge, Answer{Redis: "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
+		Memcache: "SERVER_ERROR object too large for cache", Status: http.StatusRequestEntityTooLarge, Code: "value_too_large"}},
+	{kv.ErrKeyTooLarge, Answer{Redis: "ERR key exceeds maximum allowed size (%s)", Status: http.StatusBadRequest, Code: "key_too_large"}},
+	{kv.ErrEmptyTable, Answer{Status: http.StatusBadRequest, Code: "bad_request"}},
+	{kv.ErrReservedTable, Answer{Status: http.StatusBadRequest, Code: "bad_request"}},
+	{kv.ErrBatchTooLarge, Answer{Redis: "ERR too many commands in one transaction", Status: http.StatusRequestEntityTooLarge, Code: "too_large"}},
+	{engine.ErrInvalid, Answer{Status: http.StatusBadRequest, Code: "bad_request"}},
+	{engine.ErrNotSupported, Answer{Redis: "ERR not supported by this engine", Status: http.StatusNotImplemented, Code: "not_supported"}},
+	{engine.ErrClosed, Answer{Redis: "ERR server is shutting down", Status: http.StatusServiceUnavailable, Code: "unavailable"}},
+	{engine.ErrUnknownOutcome, Answer{Status: http.StatusServiceUnavailable, Code: "unknown_outcome"}},
+	{context.Canceled, Answer{Status: http.StatusServiceUnavailable, Code: "unavailable"}},
+	{context.DeadlineExceeded, Answer{Status: http.StatusServiceUnavailable, Code: "unavailable"}},
+}
+
+// Of returns how the protocols answer err; any error not in the table is the server's failure (500 internal).
+func Of(err error) Answer {
+	for _, e := range table {
+		if errors.Is(err, e.err) {
+			a := e.Answer
+			if strings.Contains(a.Redis, "%s") {
+				a.Redis = strings.Replace(a.Redis, "%s", oneLine(err.Error()), 1)
+			}
+			if a.Redis == "" {
+				a.Redis = "ERR " + oneLine(err.Error())
+			}
+			if a.Memcache == "" {
+				a.Memcache = "SERVER_ERROR " + oneLine(err.Error())
+			}
+			return a
+		}
+	}
+	return Answer{Redis: "ERR " + oneLine(err.Error()), Memcache: "SERVER_ERROR " + oneLine(err.Error()),
+		Status: http.StatusInternalServerError, Code: "internal"}
+}
+
+// oneLine replaces line breaks, so an error text never splits a protocol's reply line.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\r' || r == '\n' {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// Codes lists every HTTP code the table can answer, "internal" included (the API documents each).
+func Codes() []string {
+	out := []string{"internal"}
+	for _, e := range table {
+		out = append(out, e.Code)
+	}
+	return out
+}
