@@ -65,9 +65,7 @@ func Of(err error) Answer {
 	for _, e := range table {
 		if errors.Is(err, e.err) {
 			a := e.Answer
-			if strings.Contains(a.Redis, "%s") {
-				a.Redis = strings.Replace(a.Redis, "%s", oneLine(err.Error()), 1)
-			}
+			a.Redis = strings.Replace(a.Redis, "%s", oneLine(err.Error()), 1)
 			if a.Redis == "" {
 				a.Redis = "ERR " + oneLine(err.Error())
 			}
