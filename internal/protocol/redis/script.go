@@ -103,6 +103,9 @@ func cmdEval(s *session, args [][]byte) {
 	if strings.HasSuffix(name, "_ro") {
 		readOnly = "1"
 	}
+	if s.w.Proto() >= 3 {
+		readOnly += "3" // the caller's protocol: the result is encoded for it
+	}
 	fargs := [][]byte{src, []byte(itoa(int64(s.db))), []byte(itoa(int64(s.h.store.Limits().MaxValue))),
 		[]byte(itoa(int64(s.h.opts.Databases))), []byte(readOnly), args[2]}
 	fargs = append(fargs, args[3:]...)
@@ -155,7 +158,8 @@ type scriptError struct{ msg string }
 func (e scriptError) Error() string { return e.msg }
 
 // runScript is the function "redis.eval": args are the script, the database, the value limit, the number of
-// databases, whether it is read-only, numkeys, the keys and the other arguments.
+// databases, the mode ("0" or "1" for read-only, then "3" if the caller speaks RESP3), numkeys, the keys and the
+// other arguments.
 func runScript(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	if len(args) < 6 {
 		return engine.Result{}, engine.ErrInvalid
@@ -163,7 +167,11 @@ func runScript(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	db, _ := strconv.Atoi(string(args[1]))
 	maxValue, _ := strconv.Atoi(string(args[2]))
 	databases, _ := strconv.Atoi(string(args[3]))
-	readOnly := string(args[4]) == "1"
+	readOnly := strings.HasPrefix(string(args[4]), "1")
+	proto := 2
+	if strings.HasSuffix(string(args[4]), "3") {
+		proto = 3
+	}
 	numKeys, err := strconv.Atoi(string(args[5]))
 	if err != nil || numKeys < 0 || numKeys > len(args)-6 {
 		return engine.Result{}, engine.ErrInvalid
@@ -254,7 +262,7 @@ func runScript(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		}
 		return engine.Result{Err: scriptError{scriptErrorText(err) + " script: " + sha}}, nil
 	}
-	w := resp.NewWriter(2)
+	w := resp.NewWriter(proto)
 	luaToRESP(w, L.Get(-1))
 	return engine.Result{New: engine.Item{Value: append([]byte(nil), w.Bytes()...)}, NewFound: true}, nil
 }
@@ -280,6 +288,18 @@ func scriptCall(L *lua.LState, tx *engine.Tx, h *Handler, db int, readOnly bool)
 		args[i] = b
 	}
 	s := &session{h: h, w: resp.NewWriter(2), db: db, authed: true, ctx: context.Background()}
+	switch lower(args[0]) { // the few non-data commands scripts use, answered without leaving the batch
+	case "time": // the batch's time, so the script stays deterministic
+		now := tx.Now()
+		t := L.NewTable()
+		t.RawSetInt(1, lua.LString(strconv.FormatInt(now/1000, 10)))
+		t.RawSetInt(2, lua.LString(strconv.FormatInt(now%1000*1000, 10)))
+		return t, nil
+	case "ping":
+		t := L.NewTable()
+		t.RawSetString("ok", lua.LString("PONG"))
+		return t, nil
+	}
 	cmd := s.lookup(args[0])
 	switch {
 	case cmd == nil:

@@ -39,6 +39,8 @@ func TestScripts(t *testing.T) {
 		{"return cjson.decode('{\"x\":[1,\"y\"]}').x[2]", nil, nil, "y"},
 		{"return redis.sha1hex('')", nil, nil, "da39a3ee5e6b4b0d3255bfef95601890afd80709"},
 		{"return math.random(10) <= 10 and math.random() < 1", nil, nil, "1"},
+		{"return #redis.call('TIME')", nil, nil, "2"},
+		{"return redis.call('PING')", nil, nil, "PONG"},
 	} {
 		got, err := eval(tc.script, tc.keys, tc.args...)
 		if err != nil && err != goredis.Nil {
@@ -106,6 +108,19 @@ func TestRunawayScriptIsStopped(t *testing.T) {
 	}
 	if c.Ping(ctx).Val() != "PONG" {
 		t.Fatal("server not serving after a stopped script")
+	}
+}
+
+// TestScriptRepliesInTheCallersProtocol: a script's nil is RESP3's null on a RESP3 connection (redis-py 8 waits
+// forever on a RESP2 null there).
+func TestScriptRepliesInTheCallersProtocol(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	rc := ts.raw(t)
+	rc.send("*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n")
+	rc.reply()
+	rc.send("*3\r\n$4\r\nEVAL\r\n$10\r\nreturn nil\r\n$1\r\n0\r\n")
+	if got := rc.reply(); got != "_\r\n" {
+		t.Fatalf("RESP3 nil from a script: %q", got)
 	}
 }
 
