@@ -15,6 +15,7 @@ const (
 	KindList
 	KindSet
 	KindZSet
+	KindStream
 	kindMax
 )
 
@@ -31,6 +32,8 @@ func (k Kind) String() string {
 		return "set"
 	case KindZSet:
 		return "zset"
+	case KindStream:
+		return "stream"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -76,14 +79,22 @@ type CollMeta struct {
 	Count int64
 	// Head is a list's first index: its elements are at Head .. Head+Count-1 (0 for other kinds).
 	Head int64
+	// LastMS and LastSeq are a stream's last entry ID, which new IDs must exceed (0 for other kinds).
+	LastMS, LastSeq uint64
 }
 
-// AppendCollMeta encodes m: gen (8 bytes), count (varint), and head (varint) when it is not 0.
+// AppendCollMeta encodes m: gen (8 bytes), count (varint), then head (varint) when it or a stream's last ID is
+// not 0, then the last ID (two uvarints) when it is not 0.
 func AppendCollMeta(dst []byte, m CollMeta) []byte {
 	dst = binary.BigEndian.AppendUint64(dst, m.Gen)
 	dst = binary.AppendVarint(dst, m.Count)
-	if m.Head != 0 {
+	last := m.LastMS != 0 || m.LastSeq != 0
+	if m.Head != 0 || last {
 		dst = binary.AppendVarint(dst, m.Head)
+	}
+	if last {
+		dst = binary.AppendUvarint(dst, m.LastMS)
+		dst = binary.AppendUvarint(dst, m.LastSeq)
 	}
 	return dst
 }
@@ -99,12 +110,24 @@ func DecodeCollMeta(v []byte) (CollMeta, error) {
 		return CollMeta{}, fmt.Errorf("%w: collection meta", ErrCorrupt)
 	}
 	m.Count = n
-	if rest := v[8+w:]; len(rest) > 0 {
+	rest := v[8+w:]
+	if len(rest) > 0 {
 		h, hw := binary.Varint(rest)
-		if hw != len(rest) {
+		if hw <= 0 {
 			return CollMeta{}, fmt.Errorf("%w: collection meta", ErrCorrupt)
 		}
-		m.Head = h
+		m.Head, rest = h, rest[hw:]
+	}
+	if len(rest) > 0 {
+		ms, w1 := binary.Uvarint(rest)
+		if w1 <= 0 {
+			return CollMeta{}, fmt.Errorf("%w: collection meta", ErrCorrupt)
+		}
+		seq, w2 := binary.Uvarint(rest[w1:])
+		if w2 <= 0 || w1+w2 != len(rest) {
+			return CollMeta{}, fmt.Errorf("%w: collection meta", ErrCorrupt)
+		}
+		m.LastMS, m.LastSeq = ms, seq
 	}
 	return m, nil
 }

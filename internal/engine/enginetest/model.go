@@ -174,7 +174,11 @@ func randomListCall(rng *rand.Rand, table string, key []byte, tables, keys []str
 	v := []byte([]string{"a", "b", "1"}[rng.Intn(3)])
 	i := int64(rng.Intn(7) - 3)
 	score := []byte([]string{"1", "-2.5", "inf", "0"}[rng.Intn(4)])
-	switch rng.Intn(14) {
+	switch rng.Intn(16) {
+	case 14:
+		return collections.XAdd(table, key, []byte("*"), rng.Intn(4) == 0, collections.StreamTrim{By: "maxlen", MaxLen: int64(rng.Intn(3))}, v, v)
+	case 15:
+		return collections.XRange(table, key, collections.ID{}, collections.ID{MS: ^uint64(0), Seq: ^uint64(0)}, rng.Intn(2) == 0, int64(rng.Intn(3)-1))
 	case 8:
 		return collections.ZAdd(table, key, rng.Intn(64)&^(collections.ZNX|collections.ZIncr), score, v, []byte("2"), []byte("b"))
 	case 9:

@@ -1,0 +1,416 @@
+package collections
+
+import (
+	"encoding/binary"
+	"errors"
+	"strconv"
+	"strings"
+
+	"anykv/internal/engine"
+)
+
+// Streams (XADD, XRANGE, XREAD, ...). A stream is a meta item (KindStream, generation, length and the last
+// entry ID) and one member per entry, keyed by its ID as 16 big-endian bytes (milliseconds, sequence), so entries
+// sort by ID and a range of IDs is a range scan. An entry's value is its field/value pairs. Consumer groups are
+// not served.
+
+// ID is a stream entry ID.
+type ID struct{ MS, Seq uint64 }
+
+func (id ID) String() string { return strconv.FormatUint(id.MS, 10) + "-" + strconv.FormatUint(id.Seq, 10) }
+
+func (id ID) less(o ID) bool { return id.MS < o.MS || id.MS == o.MS && id.Seq < o.Seq }
+
+func (id ID) key() []byte {
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, id.MS), id.Seq)
+}
+
+func idOf(k []byte) ID { return ID{binary.BigEndian.Uint64(k), binary.BigEndian.Uint64(k[8:])} }
+
+// Next is the ID just after id (false past the largest).
+func (id ID) Next() (ID, bool) {
+	if id.Seq < ^uint64(0) {
+		return ID{id.MS, id.Seq + 1}, true
+	}
+	if id.MS < ^uint64(0) {
+		return ID{id.MS + 1, 0}, true
+	}
+	return id, false
+}
+
+// Errors of the stream functions that protocols answer with Redis's text.
+var (
+	ErrStreamID      = errors.New("ERR Invalid stream ID specified as stream command argument")
+	ErrStreamIDSmall = errors.New("ERR The ID specified in XADD is equal or smaller than the target stream top item")
+	ErrStreamIDZero  = errors.New("ERR The ID specified in XADD must be greater than 0-0")
+)
+
+// ParseID parses an ID argument: "ms-seq" or "ms" (seq is 0, or the largest when high: an end of a range).
+func ParseID(b []byte, high bool) (ID, bool) {
+	s := string(b)
+	msPart, seqPart, hasSeq := strings.Cut(s, "-")
+	ms, err := strconv.ParseUint(msPart, 10, 64)
+	if err != nil {
+		return ID{}, false
+	}
+	if !hasSeq {
+		if high {
+			return ID{ms, ^uint64(0)}, true
+		}
+		return ID{ms, 0}, true
+	}
+	seq, err := strconv.ParseUint(seqPart, 10, 64)
+	return ID{ms, seq}, err == nil
+}
+
+// ParseRangeID parses an XRANGE bound: "-", "+", an ID, or "(" and an ID for an exclusive bound.
+func ParseRangeID(b []byte, high bool) (ID, bool) {
+	switch {
+	case string(b) == "-":
+		return ID{}, true
+	case string(b) == "+":
+		return ID{^uint64(0), ^uint64(0)}, true
+	case len(b) > 1 && b[0] == '(':
+		id, ok := ParseID(b[1:], high)
+		if !ok {
+			return id, false
+		}
+		if high {
+			if id.Seq > 0 {
+				return ID{id.MS, id.Seq - 1}, true
+			}
+			if id.MS == 0 {
+				return id, false
+			}
+			return ID{id.MS - 1, ^uint64(0)}, true
+		}
+		return id.Next()
+	}
+	return ParseID(b, high)
+}
+
+const (
+	fnXAdd  = "stream.add"
+	fnXDel  = "stream.del"
+	fnXTrim = "stream.trim"
+	fnXRead = "stream.range"
+)
+
+func init() {
+	engine.RegisterFunc(fnXAdd, xadd)
+	engine.RegisterFunc(fnXDel, xdel)
+	engine.RegisterFunc(fnXTrim, xtrim)
+	engine.RegisterFunc(fnXRead, xrange)
+}
+
+// StreamTrim says how XADD and XTRIM trim: by MaxLen (keep the newest MaxLen entries) or by MinID (drop older ones).
+type StreamTrim struct {
+	By     string // "", "maxlen" or "minid"
+	MaxLen int64
+	MinID  ID
+}
+
+func (t StreamTrim) args() [][]byte {
+	return [][]byte{[]byte(t.By), num(t.MaxLen), []byte(t.MinID.String())}
+}
+
+func parseTrim(a [][]byte) StreamTrim {
+	n, _ := strconv.ParseInt(string(a[1]), 10, 64)
+	id, _ := ParseID(a[2], false)
+	return StreamTrim{By: string(a[0]), MaxLen: n, MinID: id}
+}
+
+// XAdd appends an entry with fields (name, value pairs) under id ("*", "ms-*" or "ms-seq"), creating the stream
+// unless noMkStream, then trims; Result.New.Value is the new ID (ErrNotFound: no stream and noMkStream).
+func XAdd(table string, key []byte, id []byte, noMkStream bool, trim StreamTrim, fields ...[]byte) engine.Mutation {
+	mk := []byte("1")
+	if noMkStream {
+		mk = []byte("0")
+	}
+	args := append([][]byte{id, mk}, trim.args()...)
+	return call(table, key, fnXAdd, append(args, fields...)...)
+}
+
+// stream is one stream as a function sees it.
+type stream struct {
+	tx     *engine.Tx
+	table  string
+	key    []byte
+	meta   engine.CollMeta
+	item   engine.Item
+	exists bool
+}
+
+func openStream(tx *engine.Tx, table string, key []byte) (st stream, wrong bool, err error) {
+	st = stream{tx: tx, table: table, key: key}
+	it, found, err := tx.Get(table, key)
+	if err != nil || !found {
+		return st, false, err
+	}
+	if it.Kind != engine.KindStream {
+		return st, true, nil
+	}
+	st.meta, err = engine.DecodeCollMeta(it.Value)
+	st.item, st.exists = it, true
+	return st, false, err
+}
+
+func (st *stream) save() {
+	st.item.Value = engine.AppendCollMeta(nil, st.meta)
+	st.tx.Put(st.table, st.key, st.item) // an empty stream stays, as in Redis
+}
+
+// entries calls fn for the entries with IDs in [from, to], oldest first.
+func (st *stream) entries(from, to ID, fn func(id ID, value []byte) bool) error {
+	if !st.exists {
+		return nil
+	}
+	prefix := engine.MemberPrefix(nil, st.key, st.meta.Gen)
+	r := engine.Range{Start: append(prefix[:len(prefix):len(prefix)], from.key()...)}
+	if end, ok := to.Next(); ok {
+		r.End = append(prefix[:len(prefix):len(prefix)], end.key()...)
+	} else {
+		r.End = engine.PrefixEnd(prefix)
+	}
+	return st.tx.Scan(engine.MemberTable(st.table), r, func(k []byte, it engine.Item) bool {
+		return fn(idOf(k[len(prefix):]), it.Value)
+	})
+}
+
+func (st *stream) del(id ID) {
+	st.tx.Delete(engine.MemberTable(st.table), engine.MemberKey(st.key, st.meta.Gen, id.key()))
+	st.meta.Count--
+}
+
+// trim drops entries by the rule and returns how many.
+func (st *stream) trim(t StreamTrim) (int64, error) {
+	var drop []ID
+	switch t.By {
+	case "maxlen":
+		excess := st.meta.Count - t.MaxLen
+		if excess <= 0 {
+			return 0, nil
+		}
+		err := st.entries(ID{}, ID{^uint64(0), ^uint64(0)}, func(id ID, _ []byte) bool {
+			drop = append(drop, id)
+			return int64(len(drop)) < excess
+		})
+		if err != nil {
+			return 0, err
+		}
+	case "minid":
+		err := st.entries(ID{}, ID{^uint64(0), ^uint64(0)}, func(id ID, _ []byte) bool {
+			if !id.less(t.MinID) {
+				return false
+			}
+			drop = append(drop, id)
+			return true
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	for _, id := range drop {
+		st.del(id)
+	}
+	return int64(len(drop)), nil
+}
+
+func encodeFields(fields [][]byte) []byte {
+	out := binary.AppendUvarint(nil, uint64(len(fields)))
+	for _, f := range fields {
+		out = binary.AppendUvarint(out, uint64(len(f)))
+		out = append(out, f...)
+	}
+	return out
+}
+
+// DecodeFields reads an entry's field/value pairs.
+func DecodeFields(v []byte) ([][]byte, error) {
+	n, w := binary.Uvarint(v)
+	if w <= 0 || n > uint64(len(v)) {
+		return nil, engine.ErrCorrupt
+	}
+	v = v[w:]
+	out := make([][]byte, 0, n)
+	for i := uint64(0); i < n; i++ {
+		l, w := binary.Uvarint(v)
+		if w <= 0 || uint64(len(v)-w) < l {
+			return nil, engine.ErrCorrupt
+		}
+		out = append(out, v[w:w+int(l)])
+		v = v[w+int(l):]
+	}
+	return out, nil
+}
+
+func xadd(tx *engine.Tx, args [][]byte) (engine.Result, error) {
+	if len(args) < 7 || (len(args)-5)%2 != 0 {
+		return engine.Result{}, engine.ErrInvalid
+	}
+	st, wrong, err := openStream(tx, tx.Table(), tx.Key())
+	switch {
+	case err != nil:
+		return engine.Result{}, err
+	case wrong:
+		return wrongType, nil
+	case !st.exists && string(args[1]) == "0":
+		return engine.Result{Err: engine.ErrNotFound}, nil
+	case !st.exists:
+		st.meta = engine.CollMeta{Gen: tx.NextVersion()}
+		st.item = engine.Item{Kind: engine.KindStream}
+		st.exists = true
+	}
+	last := ID{st.meta.LastMS, st.meta.LastSeq}
+	var id ID
+	spec := string(args[0])
+	switch {
+	case spec == "*":
+		now := uint64(max(tx.Now(), 0))
+		if now > last.MS {
+			id = ID{now, 0}
+		} else if id, _ = last.Next(); id == last {
+			return engine.Result{Err: ErrStreamIDSmall}, nil
+		}
+	case strings.HasSuffix(spec, "-*"):
+		ms, err := strconv.ParseUint(strings.TrimSuffix(spec, "-*"), 10, 64)
+		if err != nil {
+			return engine.Result{Err: ErrStreamID}, nil
+		}
+		id = ID{ms, 0}
+		if ms == last.MS && last != (ID{}) {
+			id.Seq = last.Seq + 1
+		}
+		if id == (ID{}) {
+			id.Seq = 1 // 0-0 is never an entry's ID
+		}
+	default:
+		var ok bool
+		if id, ok = ParseID(args[0], false); !ok {
+			return engine.Result{Err: ErrStreamID}, nil
+		}
+	}
+	if id == (ID{}) {
+		return engine.Result{Err: ErrStreamIDZero}, nil
+	}
+	if !last.less(id) {
+		return engine.Result{Err: ErrStreamIDSmall}, nil
+	}
+	tx.Put(engine.MemberTable(tx.Table()), engine.MemberKey(tx.Key(), st.meta.Gen, id.key()),
+		engine.Item{Value: encodeFields(args[5:])})
+	st.meta.Count++
+	st.meta.LastMS, st.meta.LastSeq = id.MS, id.Seq
+	if _, err := st.trim(parseTrim(args[2:5])); err != nil {
+		return engine.Result{}, err
+	}
+	st.save()
+	return engine.Result{New: engine.Item{Value: []byte(id.String())}, NewFound: true}, nil
+}
+
+// XDel deletes entries by ID; Int is how many existed.
+func XDel(table string, key []byte, ids ...[]byte) engine.Mutation {
+	return call(table, key, fnXDel, ids...)
+}
+
+func xdel(tx *engine.Tx, args [][]byte) (engine.Result, error) {
+	st, wrong, err := openStream(tx, tx.Table(), tx.Key())
+	switch {
+	case err != nil:
+		return engine.Result{}, err
+	case wrong:
+		return wrongType, nil
+	case !st.exists:
+		return intResult(0), nil
+	}
+	n := int64(0)
+	for _, a := range args {
+		id, ok := ParseID(a, false)
+		if !ok {
+			return engine.Result{Err: ErrStreamID}, nil
+		}
+		mk := engine.MemberKey(st.key, st.meta.Gen, id.key())
+		if _, found, err := tx.Get(engine.MemberTable(st.table), mk); err != nil {
+			return engine.Result{}, err
+		} else if found {
+			st.del(id)
+			n++
+		}
+	}
+	if n > 0 {
+		st.save()
+	}
+	return intResult(n), nil
+}
+
+// XTrim trims the stream; Int is how many entries it dropped.
+func XTrim(table string, key []byte, trim StreamTrim) engine.Mutation {
+	return call(table, key, fnXTrim, trim.args()...)
+}
+
+func xtrim(tx *engine.Tx, args [][]byte) (engine.Result, error) {
+	st, wrong, err := openStream(tx, tx.Table(), tx.Key())
+	switch {
+	case err != nil:
+		return engine.Result{}, err
+	case wrong:
+		return wrongType, nil
+	case !st.exists:
+		return intResult(0), nil
+	}
+	n, err := st.trim(parseTrim(args))
+	if err != nil {
+		return engine.Result{}, err
+	}
+	if n > 0 {
+		st.save()
+	}
+	return intResult(n), nil
+}
+
+// XRange reads the entries with IDs in [from, to] into Members (Name the ID text, Item.Value the encoded fields,
+// see DecodeFields), oldest first or newest first if rev, at most count (count < 0: all). Result.New.Value is the
+// stream's last ID, for XREAD's "$".
+func XRange(table string, key []byte, from, to ID, rev bool, count int64) engine.Mutation {
+	r := []byte("0")
+	if rev {
+		r = []byte("1")
+	}
+	return call(table, key, fnXRead, []byte(from.String()), []byte(to.String()), r, num(count))
+}
+
+func xrange(tx *engine.Tx, args [][]byte) (engine.Result, error) {
+	from, ok1 := ParseID(args[0], false)
+	to, ok2 := ParseID(args[1], false)
+	count, err := parseNum(args[3])
+	if !ok1 || !ok2 || err != nil {
+		return engine.Result{}, engine.ErrInvalid
+	}
+	st, wrong, err := openStream(tx, tx.Table(), tx.Key())
+	switch {
+	case err != nil:
+		return engine.Result{}, err
+	case wrong:
+		return wrongType, nil
+	case !st.exists:
+		return engine.Result{Err: engine.ErrNotFound}, nil
+	}
+	rev := string(args[2]) == "1"
+	var res engine.Result
+	err = st.entries(from, to, func(id ID, v []byte) bool {
+		res.Members = append(res.Members, engine.Member{Name: []byte(id.String()), Item: engine.Item{Value: v}})
+		return rev || count < 0 || int64(len(res.Members)) < count
+	})
+	if err != nil {
+		return engine.Result{}, err
+	}
+	if rev {
+		for i, j := 0, len(res.Members)-1; i < j; i, j = i+1, j-1 {
+			res.Members[i], res.Members[j] = res.Members[j], res.Members[i]
+		}
+		if count >= 0 && int64(len(res.Members)) > count {
+			res.Members = res.Members[:count]
+		}
+	}
+	res.New, res.NewFound = engine.Item{Value: []byte(ID{st.meta.LastMS, st.meta.LastSeq}.String())}, true
+	return res, nil
+}

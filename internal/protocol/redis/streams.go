@@ -1,0 +1,302 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"anykv/internal/collections"
+	"anykv/internal/engine"
+	"anykv/internal/protocol/resp"
+)
+
+func init() {
+	rw, ro := flagWrite, flagReadonly
+	x := func(c *command) *command { c.groupName = "stream"; return c }
+	register(
+		x(&command{name: "xadd", arity: -5, flags: rw | flagFast, data: cmdXAdd, since: "5.0.0", summary: "Appends a new message to a stream. Creates the key if it doesn't exist."}),
+		x(&command{name: "xlen", arity: 2, flags: ro | flagFast, data: cmdCollLen(engine.KindStream), since: "5.0.0", summary: "Return the number of messages in a stream."}),
+		x(&command{name: "xrange", arity: -4, flags: ro, data: cmdXRange, since: "5.0.0", summary: "Returns the messages from a stream within a range of IDs."}),
+		x(&command{name: "xrevrange", arity: -4, flags: ro, data: cmdXRange, since: "5.0.0", summary: "Returns the messages from a stream within a range of IDs in reverse order."}),
+		x(&command{name: "xdel", arity: -3, flags: rw | flagFast, data: cmdXDel, since: "5.0.0", summary: "Returns the number of messages after removing them from a stream."}),
+		x(&command{name: "xtrim", arity: -4, flags: rw, data: cmdXTrim, since: "5.0.0", summary: "Deletes messages from the beginning of a stream."}),
+		x(&command{name: "xread", arity: -4, flags: ro, firstKey: -1, imm: cmdXRead, since: "5.0.0", summary: "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise."}),
+	)
+}
+
+// maxID is the largest stream ID.
+var maxID = collections.ID{MS: ^uint64(0), Seq: ^uint64(0)}
+
+// streamErr answers the stream functions' own errors, whose texts are Redis's.
+func streamErr(err error) string {
+	for _, e := range []error{collections.ErrStreamID, collections.ErrStreamIDSmall, collections.ErrStreamIDZero} {
+		if errors.Is(err, e) {
+			return e.Error()
+		}
+	}
+	return errText(err)
+}
+
+// parseTrimArgs parses MAXLEN|MINID [=|~] threshold [LIMIT n] at args[i:], returning the rule and where it ends.
+func (s *session) parseTrimArgs(args [][]byte, i int) (collections.StreamTrim, int, bool) {
+	t := collections.StreamTrim{By: lower(args[i])}
+	i++
+	if i < len(args) && (string(args[i]) == "=" || string(args[i]) == "~") {
+		i++
+	}
+	if i >= len(args) {
+		s.fail("ERR syntax error")
+		return t, i, false
+	}
+	if t.By == "maxlen" {
+		n, ok := argInt(args[i])
+		if !ok || n < 0 {
+			s.fail("ERR The MAXLEN argument must be >= 0.")
+			return t, i, false
+		}
+		t.MaxLen = n
+	} else {
+		id, ok := collections.ParseID(args[i], false)
+		if !ok {
+			s.fail(collections.ErrStreamID.Error())
+			return t, i, false
+		}
+		t.MinID = id
+	}
+	i++
+	if i+1 < len(args) && eq(args[i], "limit") {
+		i += 2 // a bound on approximate trimming's work: anykv trims exactly
+	}
+	return t, i, true
+}
+
+func cmdXAdd(s *session, args [][]byte) {
+	noMk, i := false, 2
+	var trim collections.StreamTrim
+options:
+	for i < len(args) {
+		switch {
+		case eq(args[i], "nomkstream"):
+			noMk = true
+			i++
+		case eq(args[i], "maxlen") || eq(args[i], "minid"):
+			var ok bool
+			if trim, i, ok = s.parseTrimArgs(args, i); !ok {
+				return
+			}
+		default:
+			break options
+		}
+	}
+	if i >= len(args) || (len(args)-i-1)%2 != 0 || len(args)-i-1 == 0 {
+		s.fail("ERR wrong number of arguments for 'xadd' command")
+		return
+	}
+	id := args[i]
+	if string(id) != "*" && !strings.HasSuffix(string(id), "-*") {
+		if _, ok := collections.ParseID(id, false); !ok {
+			s.fail(collections.ErrStreamID.Error())
+			return
+		}
+	}
+	s.add(collections.XAdd(s.table(), args[1], id, noMk, trim, args[i+1:]...))
+	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+		switch r := res[0]; {
+		case errors.Is(r.Err, engine.ErrNotFound):
+			w.Null()
+		case r.Err != nil:
+			w.Error(streamErr(r.Err))
+		default:
+			w.Bulk(r.New.Value)
+		}
+	})
+}
+
+// writeEntries writes stream entries as Redis does: [id, [field, value, ...]] each.
+func writeEntries(w *resp.Writer, ms []engine.Member) {
+	w.ArrayHeader(len(ms))
+	for _, m := range ms {
+		fields, _ := collections.DecodeFields(m.Item.Value)
+		w.ArrayHeader(2)
+		w.Bulk(m.Name)
+		w.ArrayHeader(len(fields))
+		for _, f := range fields {
+			w.Bulk(f)
+		}
+	}
+}
+
+func cmdXRange(s *session, args [][]byte) {
+	rev := eq(args[0], "xrevrange")
+	lo, hi := args[2], args[3]
+	if rev {
+		lo, hi = hi, lo
+	}
+	from, ok1 := collections.ParseRangeID(lo, false)
+	to, ok2 := collections.ParseRangeID(hi, true)
+	if !ok1 || !ok2 {
+		s.fail(collections.ErrStreamID.Error())
+		return
+	}
+	count := int64(-1)
+	switch {
+	case len(args) == 6 && eq(args[4], "count"):
+		n, ok := argInt(args[5])
+		if !ok {
+			s.fail(errNotInt)
+			return
+		}
+		count = max(n, 0)
+	case len(args) != 4:
+		s.fail("ERR syntax error")
+		return
+	}
+	s.add(collections.XRange(s.table(), args[1], from, to, rev, count))
+	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+		switch r := res[0]; {
+		case errors.Is(r.Err, engine.ErrNotFound):
+			w.ArrayHeader(0)
+		case r.Err != nil:
+			w.Error(errText(r.Err))
+		default:
+			writeEntries(w, r.Members)
+		}
+	})
+}
+
+func cmdXDel(s *session, args [][]byte) {
+	for _, a := range args[2:] {
+		if _, ok := collections.ParseID(a, false); !ok {
+			s.fail(collections.ErrStreamID.Error())
+			return
+		}
+	}
+	s.add(collections.XDel(s.table(), args[1], args[2:]...))
+	s.plan(1, replyListInt)
+}
+
+func cmdXTrim(s *session, args [][]byte) {
+	if !eq(args[2], "maxlen") && !eq(args[2], "minid") {
+		s.fail("ERR syntax error")
+		return
+	}
+	trim, end, ok := s.parseTrimArgs(args, 2)
+	if !ok {
+		return
+	}
+	if end != len(args) {
+		s.fail("ERR syntax error")
+		return
+	}
+	s.add(collections.XTrim(s.table(), args[1], trim))
+	s.plan(1, replyListInt)
+}
+
+// cmdXRead answers the entries after the given IDs of each stream; with BLOCK it waits for new entries, woken by
+// any batch that adds to one of the streams ("$" means the last ID when the command arrives).
+func cmdXRead(s *session, args [][]byte) {
+	count, block, hasBlock := int64(-1), time.Duration(0), false
+	i := 1
+	for ; i < len(args) && !eq(args[i], "streams"); i++ {
+		switch {
+		case eq(args[i], "count") && i+1 < len(args):
+			n, ok := argInt(args[i+1])
+			if !ok {
+				s.w.Error(errNotInt)
+				return
+			}
+			count = max(n, 0)
+			i++
+		case eq(args[i], "block") && i+1 < len(args):
+			n, ok := argInt(args[i+1])
+			if !ok || n < 0 {
+				s.w.Error("ERR timeout is not an integer or out of range")
+				return
+			}
+			block, hasBlock = time.Duration(n)*time.Millisecond, true
+			i++
+		default:
+			s.w.Error("ERR syntax error")
+			return
+		}
+	}
+	var rest [][]byte
+	if i < len(args) {
+		rest = args[i+1:]
+	}
+	if len(rest) == 0 || len(rest)%2 != 0 {
+		s.w.Error("ERR Unbalanced 'xread' list of streams: for each stream key an ID or '$' must be specified.")
+		return
+	}
+	n := len(rest) / 2
+	keys := copyArgs(rest[:n]) // waiting may refill the parser's buffer
+	after := make([]collections.ID, n)
+	for k, a := range rest[n:] {
+		if string(a) == "$" { // the stream's last ID now
+			res, err := s.h.store.Apply(context.Background(), []engine.Mutation{
+				collections.XRange(s.table(), keys[k], maxID, maxID, false, 0)})
+			if err == nil && res[0].Err == nil {
+				after[k], _ = collections.ParseID(res[0].New.Value, false)
+			}
+			continue
+		}
+		id, ok := collections.ParseID(a, false)
+		if !ok {
+			s.w.Error(collections.ErrStreamID.Error())
+			return
+		}
+		after[k] = id
+	}
+	attempt := func() bool {
+		type got struct {
+			key []byte
+			ms  []engine.Member
+		}
+		var found []got
+		for k, key := range keys {
+			from, ok := after[k].Next()
+			if !ok {
+				continue
+			}
+			res, err := s.h.store.Apply(context.Background(), []engine.Mutation{
+				collections.XRange(s.table(), key, from, maxID, false, count)})
+			if err == nil {
+				err = res[0].Err
+			}
+			switch {
+			case errors.Is(err, engine.ErrNotFound):
+			case err != nil:
+				s.w.Error(errText(err))
+				return true
+			case len(res[0].Members) > 0:
+				found = append(found, got{key, res[0].Members})
+			}
+		}
+		if len(found) == 0 {
+			return false
+		}
+		if s.w.Proto() >= 3 { // a map of stream to entries; in RESP2 an array of [stream, entries] pairs
+			s.w.MapHeader(len(found))
+		} else {
+			s.w.ArrayHeader(len(found))
+		}
+		for _, f := range found {
+			if s.w.Proto() < 3 {
+				s.w.ArrayHeader(2)
+			}
+			s.w.Bulk(f.key)
+			writeEntries(s.w, f.ms)
+		}
+		return true
+	}
+	if !hasBlock {
+		if !attempt() {
+			s.w.NullArray()
+		}
+		return
+	}
+	if !s.block(keys, block, attempt) {
+		s.w.NullArray()
+	}
+}
