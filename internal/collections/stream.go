@@ -17,7 +17,9 @@ import (
 // ID is a stream entry ID.
 type ID struct{ MS, Seq uint64 }
 
-func (id ID) String() string { return strconv.FormatUint(id.MS, 10) + "-" + strconv.FormatUint(id.Seq, 10) }
+func (id ID) String() string {
+	return strconv.FormatUint(id.MS, 10) + "-" + strconv.FormatUint(id.Seq, 10)
+}
 
 func (id ID) less(o ID) bool { return id.MS < o.MS || id.MS == o.MS && id.Seq < o.Seq }
 
