@@ -114,8 +114,9 @@ func TestRedisCLI(t *testing.T) {
 		{"expire a 100", "1"}, {"ttl a", "100"}, {"hset h f v", "1"}, {"hget h f", "v"}, {"type h", "hash"},
 		{"rpush l x y", "2"}, {"lrange l 0 -1", "x\ny"}, {"zadd z 1.5 m", "1"}, {"zscore z m", "1.5"},
 		{"get h", "WRONGTYPE Operation against a key holding the wrong kind of value"},
-		{"xadd s * f v", "ERR unknown command 'xadd', with args beginning with: 's' '*' 'f' 'v'"},
-		{"ping", "PONG"}, {"dbsize", "5"},
+		{"xadd s 1-1 f v", "1-1"}, {"xlen s", "1"},
+		{"xgroup create s g $", "ERR unknown command 'xgroup', with args beginning with: 'create' 's' 'g' '$'"},
+		{"ping", "PONG"}, {"dbsize", "6"},
 	} {
 		if got := cli(strings.Fields(step.args)...); got != step.want {
 			t.Errorf("redis-cli %s = %q, want %q", step.args, got, step.want)
