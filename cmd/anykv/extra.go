@@ -28,7 +28,7 @@ func (e *extraConfig) define(fs *flag.FlagSet, str func(*string, string, string,
 func (e *extraConfig) listen(srv *server.Server, store *kv.Store, c *config, m *metrics.Metrics, log *slog.Logger) error {
 	if e.memcacheAddr != "" {
 		h := memcache.New(store, memcache.Options{Table: "default", MaxItemSize: e.memcacheItem, Version: version, Logger: log,
-			Metrics: m})
+			Metrics: m, MaxQuery: c.queryLimit, Budget: c.budget})
 		_, counts, err := srv.Listen("memcache", e.memcacheAddr, h, c.maxClients)
 		if err != nil {
 			return err

@@ -20,6 +20,7 @@ import (
 	"anykv/internal/engine/memstore"
 	"anykv/internal/engine/pebblestore"
 	"anykv/internal/kv"
+	"anykv/internal/membudget"
 	"anykv/internal/metrics"
 	"anykv/internal/protocol/redis"
 	"anykv/internal/protocol/resp"
@@ -40,6 +41,9 @@ type config struct {
 	shutdownTimeout          time.Duration
 	pprofAddr                string
 	readCache                int64
+	queryLimit               int
+	maxmemClients            int64
+	budget                   *membudget.Budget // request buffers of all RESP and memcached connections
 	extra                    extraConfig
 }
 
@@ -66,6 +70,10 @@ func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	num(&c.maxBulk, "proto-max-bulk-len", kv.DefaultMaxValue+(1<<20), "largest RESP bulk argument in bytes")
 	num(&c.maxArgs, "max-args", 1024*1024, "most arguments in one RESP command")
 	num(&c.maxInl, "max-inline", 64<<10, "longest RESP inline command line in bytes")
+	num(&c.queryLimit, "client-query-buffer-limit", 0, "largest request one RESP or memcached connection may hold unread, in bytes;\n"+
+		"a RESP client over it gets an error and is closed, a memcached request over it is refused as too large (0: twice --proto-max-bulk-len)")
+	fs.Int64Var(&c.maxmemClients, "maxmemory-clients", int64(envInt("maxmemory-clients", 1<<30)), "bytes of request buffers all RESP and memcached connections may hold together;\n"+
+		"when a buffer cannot grow, the client with the largest is closed with an error (0: unlimited)"+envNote("maxmemory-clients"))
 	num(&c.databases, "databases", 16, "number of Redis databases (SELECT 0..N-1); database 0 is table \"default\", N is \"dbN\"")
 	fs.Int64Var(&c.cacheBytes, "cache-size", int64(envInt("cache-size", pebblestore.DefaultCacheBytes)), "pebble block cache in bytes"+envNote("cache-size"))
 	fs.Int64Var(&c.readCache, "read-cache", int64(envInt("read-cache", 256<<20)), "bytes of recently read items kept in memory in front of the pebble engine (0: off)"+envNote("read-cache"))
@@ -204,10 +212,15 @@ func runServer(ctx context.Context, c *config, log *slog.Logger) error {
 		return err
 	}
 	m := metrics.New(store)
+	if c.queryLimit <= 0 {
+		c.queryLimit = 2 * c.maxBulk
+	}
+	c.budget = membudget.New(c.maxmemClients, log)
 	if c.respAddr != "" {
 		h := redis.New(store, redis.Options{Metrics: m,
 			Password: c.password, Databases: c.databases, AnykvVersion: version, Settings: c.settings(), Logger: log,
-			Limits: resp.Limits{MaxBulk: c.maxBulk, MaxArgs: c.maxArgs, MaxInline: c.maxInl},
+			Limits: resp.Limits{MaxBulk: c.maxBulk, MaxArgs: c.maxArgs, MaxInline: c.maxInl, MaxQuery: c.queryLimit},
+			Budget: c.budget,
 		})
 		_, counts, err := srv.Listen("resp", c.respAddr, h, c.maxClients)
 		if err != nil {
