@@ -12,6 +12,7 @@ package membudget
 import (
 	"errors"
 	"log/slog"
+	"math"
 	"net"
 	"runtime"
 	"sync"
@@ -47,7 +48,7 @@ type Budget struct {
 	changed  chan struct{} // closed (and replaced) when bytes are released or a client is evicted
 	waiters  atomic.Int32
 
-	reclaiming atomic.Bool
+	reclaiming, reclaimPending atomic.Bool
 }
 
 // New returns a budget of limit bytes (0 or less: unlimited, only counted). log receives a line for each
@@ -313,22 +314,27 @@ func (b *Budget) notePeak(used int64) {
 
 // reclaim runs the garbage collector twice in the background after request buffers fell to a quarter of
 // their peak (of at least reclaimMin): the first collection moves the idle pooled buffers to sync.Pool's
-// victim cache, the second frees them; Go's background scavenger then returns the pages to the OS within
-// seconds. Without it a server that goes quiet after a burst of big requests keeps the memory until the
-// runtime's periodic collection two minutes later. It repeats, a second apart, while connections keep giving
-// back memory (a burst of closes), and then stops.
+// victim cache, the second frees them; Go's background scavenger then returns the pages to the OS. Without it
+// a server that goes quiet after a burst of big requests keeps the memory until the runtime's periodic
+// collection two minutes later. Collections are a second apart at least; they repeat while connections keep
+// giving back memory (the rest of a burst of closes), and then the goroutine ends.
 func (b *Budget) reclaim() {
+	b.reclaimPending.Store(true)
 	if !b.reclaiming.CompareAndSwap(false, true) {
-		return
+		return // the running reclaimer sees the pending request
 	}
 	go func() {
-		defer b.reclaiming.Store(false)
 		for {
-			at := b.used.Load()
-			runtime.GC()
-			runtime.GC()
-			time.Sleep(time.Second)
-			if b.used.Load() > at-reclaimMin/4 {
+			at := int64(math.MaxInt64)
+			for b.reclaimPending.Swap(false) || b.used.Load() < at-reclaimMin/8 {
+				at = b.used.Load()
+				runtime.GC()
+				runtime.GC()
+				time.Sleep(time.Second)
+			}
+			b.reclaiming.Store(false)
+			// A request made after the last look and before the Store would be lost: look once more.
+			if !b.reclaimPending.Load() || !b.reclaiming.CompareAndSwap(false, true) {
 				return
 			}
 		}

@@ -35,6 +35,15 @@ func ClassSize(n int) int {
 	return n
 }
 
+// NextSize returns the size to grow a buffer of n bytes to: the next class (about twice n), or twice n
+// beyond the classes.
+func NextSize(n int) int {
+	if c := classOf(n + 1); c >= 0 {
+		return classSize(c)
+	}
+	return 2 * n
+}
+
 // Alloc reserves ClassSize(n) bytes and returns a buffer of that length (len == cap), from its class's pool
 // when one is there. Its contents are arbitrary. Give it back with Free.
 func (a *Account) Alloc(n int) ([]byte, error) {
@@ -50,15 +59,19 @@ func (a *Account) Alloc(n int) ([]byte, error) {
 	return make([]byte, size), nil
 }
 
-// Free releases a buffer from Alloc (whole: len == cap as Alloc returned it) and pools it for reuse. The
-// caller must not touch it afterwards.
+// Free releases a buffer from Alloc (whole: len == cap as Alloc returned it) after the request it held
+// completed, and pools it for the next big request. The caller must not touch it afterwards.
 func (a *Account) Free(b []byte) {
 	b = b[:cap(b)]
-	if len(b) == 0 {
-		return
-	}
 	a.Release(len(b))
 	if c := classOf(len(b)); c >= 0 && classSize(c) == len(b) {
 		pools[c].Put(&b)
 	}
+}
+
+// Drop releases a buffer from Alloc that is not worth pooling: one outgrown by a request still arriving, or
+// left by a connection that ended mid-request (a client that never completes its requests should not fill
+// the pools for others). The garbage collector frees it.
+func (a *Account) Drop(b []byte) {
+	a.Release(cap(b))
 }

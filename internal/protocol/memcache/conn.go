@@ -102,7 +102,7 @@ const errOutOfMemory = "SERVER_ERROR out of memory reading request"
 // defers it.
 func (c *conn) releaseBuffers() {
 	if c.big {
-		c.acct.Free(c.buf)
+		c.acct.Drop(c.buf)
 		c.buf, c.big = c.small, false
 		c.r, c.w = 0, 0
 	}
@@ -165,7 +165,7 @@ func (c *conn) compact() bool {
 		nb = c.small
 	case target > len(c.buf) && len(c.buf)-held < minRead:
 		var err error
-		if nb, err = c.acct.Alloc(min(target, max(2*len(c.buf), held+minRead))); err != nil {
+		if nb, err = c.acct.Alloc(min(target, max(membudget.NextSize(len(c.buf)), held+minRead))); err != nil {
 			return false
 		}
 	case c.r == c.w:
@@ -179,8 +179,12 @@ func (c *conn) compact() bool {
 		return true
 	}
 	copy(nb, c.buf[c.r:c.w])
-	if c.big {
-		c.acct.Free(c.buf)
+	switch {
+	case !c.big:
+	case len(nb) == len(c.small):
+		c.acct.Free(c.buf) // the big request is done: pool its buffer for the next
+	default:
+		c.acct.Drop(c.buf) // outgrown mid-request
 	}
 	c.buf, c.big = nb, len(nb) > len(c.small)
 	c.r, c.w = 0, held

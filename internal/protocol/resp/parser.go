@@ -115,7 +115,7 @@ func (p *Parser) SetAccount(a *membudget.Account) { p.acct = a }
 // connection ends.
 func (p *Parser) Release() {
 	if p.big {
-		p.acct.Free(p.buf)
+		p.acct.Drop(p.buf)
 		p.buf, p.big = p.small, false
 		p.r, p.w, p.pos, p.scan = 0, 0, 0, 0
 		p.state = stCommand
@@ -136,7 +136,7 @@ func (p *Parser) Fill(r io.Reader) (int, error) {
 	if !p.reserve(minRead) {
 		return 0, nil
 	}
-	end := min(len(p.buf), p.r+p.lim.MaxQuery+1)
+	end := min(len(p.buf), p.r+p.lim.MaxQuery)
 	n, err := r.Read(p.buf[p.w:end])
 	if n > 0 {
 		p.w += n
@@ -151,7 +151,7 @@ func (p *Parser) Fill(r io.Reader) (int, error) {
 // keeps what fits and Next returns ErrQueryBufferLimit.
 func (p *Parser) Feed(b []byte) {
 	for len(b) > 0 && p.reserve(len(b)) {
-		end := min(len(p.buf), p.r+p.lim.MaxQuery+1)
+		end := min(len(p.buf), p.r+p.lim.MaxQuery)
 		n := copy(p.buf[p.w:end], b)
 		p.w += n
 		b = b[n:]
@@ -176,7 +176,7 @@ func (p *Parser) reserve(want int) bool {
 		p.r, p.w, p.pos, p.scan = 0, 0, 0, 0
 	}
 	held := p.w - p.r
-	if room := p.lim.MaxQuery + 1 - held; room < want {
+	if room := p.lim.MaxQuery - held; room < want {
 		if room <= 0 {
 			p.err = ErrQueryBufferLimit
 			return false
@@ -203,7 +203,11 @@ func (p *Parser) reserve(want int) bool {
 		p.shift(p.r)
 		return true
 	}
-	size := max(2*len(p.buf), initialBufSize, need)
+	size := initialBufSize
+	if len(p.buf) >= initialBufSize {
+		size = membudget.NextSize(len(p.buf))
+	}
+	size = max(size, need)
 	if p.state == stBulkData {
 		// The current bulk tells how much more this command needs at
 		// least; do not double far past it. This only ever lowers the
@@ -212,7 +216,7 @@ func (p *Parser) reserve(want int) bool {
 			size = full
 		}
 	}
-	size = min(size, max(need, p.lim.MaxQuery+1))
+	size = min(size, max(need, p.lim.MaxQuery))
 	return p.moveTo(size)
 }
 
@@ -234,8 +238,12 @@ func (p *Parser) moveTo(size int) bool {
 		}
 	}
 	copy(nb, p.buf[p.r:p.w])
-	if p.big {
-		p.acct.Free(p.buf)
+	switch {
+	case !p.big:
+	case size <= initialBufSize:
+		p.acct.Free(p.buf) // the big command is done: pool its buffer for the next
+	default:
+		p.acct.Drop(p.buf) // outgrown mid-command
 	}
 	p.buf, p.big = nb, size > initialBufSize
 	p.shift(p.r)
