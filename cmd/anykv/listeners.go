@@ -38,7 +38,8 @@ func startListeners(srv *server.Server, store *kv.Store, c *config, m *metrics.M
 	if c.respAddr != "" {
 		h := redis.New(store, redis.Options{Metrics: m,
 			Auth: c.auth, Databases: c.databases, AnykvVersion: version, Settings: c.settings(), Logger: log,
-			Limits: resp.Limits{MaxBulk: c.maxBulk, MaxArgs: c.maxArgs, MaxInline: c.maxInl},
+			Limits: resp.Limits{MaxBulk: c.maxBulk, MaxArgs: c.maxArgs, MaxInline: c.maxInl, MaxQuery: c.queryLimit},
+			Budget: c.budget,
 		})
 		_, counts, err := srv.Listen("resp", c.respAddr, h, c.maxClients)
 		if err != nil {
@@ -55,7 +56,7 @@ func startListeners(srv *server.Server, store *kv.Store, c *config, m *metrics.M
 	e := &c.listeners
 	if e.memcacheAddr != "" {
 		h := memcache.New(store, memcache.Options{Table: kv.DefaultTable, MaxItemSize: e.memcacheItem, Version: version, Logger: log,
-			Metrics: m, Auth: c.auth})
+			Metrics: m, Auth: c.auth, MaxQuery: c.queryLimit, Budget: c.budget})
 		_, counts, err := srv.Listen("memcache", e.memcacheAddr, h, c.maxClients)
 		if err != nil {
 			return err

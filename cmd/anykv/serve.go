@@ -20,6 +20,7 @@ import (
 	"anykv/internal/engine/pebblestore"
 	"anykv/internal/engine/remote/dial"
 	"anykv/internal/kv"
+	"anykv/internal/membudget"
 	"anykv/internal/metrics"
 	"anykv/internal/server"
 )
@@ -39,6 +40,9 @@ type config struct {
 	pprofAddr                string
 	readCache                int64
 	listeners                listenerConfig
+	queryLimit               int
+	maxmemClients            int64
+	budget                   *membudget.Budget // request buffers of all RESP and memcached connections
 	// auth is the password policy built from password, shared by the server and every protocol.
 	auth *auth.Policy
 }
@@ -69,6 +73,10 @@ func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	num(&c.maxBulk, "proto-max-bulk-len", kv.DefaultMaxValue+(1<<20), "largest RESP bulk argument in bytes")
 	num(&c.maxArgs, "max-args", 1024*1024, "most arguments in one RESP command")
 	num(&c.maxInl, "max-inline", 64<<10, "longest RESP inline command line in bytes")
+	num(&c.queryLimit, "client-query-buffer-limit", 0, "largest request one RESP or memcached connection may hold unread, in bytes;\n"+
+		"a RESP client over it gets an error and is closed, a memcached request over it is refused as too large (0: twice --proto-max-bulk-len)")
+	fs.Int64Var(&c.maxmemClients, "maxmemory-clients", int64(envInt("maxmemory-clients", 1<<30)), "bytes of request buffers all RESP and memcached connections may hold together;\n"+
+		"when a buffer cannot grow, the client with the largest is closed with an error (0: unlimited)"+envNote("maxmemory-clients"))
 	num(&c.databases, "databases", 16, "number of Redis databases (SELECT 0..N-1); database 0 is table \"default\", N is \"dbN\"")
 	fs.Int64Var(&c.cacheBytes, "cache-size", int64(envInt("cache-size", pebblestore.DefaultCacheBytes)), "pebble block cache in bytes"+envNote("cache-size"))
 	fs.Int64Var(&c.readCache, "read-cache", int64(envInt("read-cache", 256<<20)), "bytes of recently read items kept in memory in front of the pebble engine (0: off)"+envNote("read-cache"))
@@ -218,6 +226,10 @@ func runServer(ctx context.Context, c *config, log *slog.Logger) error {
 		return err
 	}
 	m := metrics.New(store)
+	if c.queryLimit <= 0 {
+		c.queryLimit = 2 * c.maxBulk
+	}
+	c.budget = membudget.New(c.maxmemClients, log)
 	if err := startListeners(srv, store, c, m, log); err != nil {
 		return fail(err)
 	}

@@ -188,6 +188,9 @@ func (s *Server) Stop() int {
 	return s.cmd.ProcessState.ExitCode()
 }
 
+// PID returns the process id of the running server (for reading /proc/<pid>/status in memory tests).
+func (s *Server) PID() int { return s.cmd.Process.Pid }
+
 // Output returns what the process printed so far.
 func (s *Server) Output() string { return s.out.String() }
 

@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"anykv/internal/engine"
+	"anykv/internal/membudget"
 )
 
 const (
 	readBufSize = 16 << 10 // a connection's read buffer; grows for large values and key lists only
-	keepBufSize = 64 << 10 // a buffer grown beyond this is dropped once empty
+	minRead     = 4 << 10  // the least free space worth a read while a request still lacks more
 	maxOutHold  = 1 << 20  // replies beyond this are written before the read buffer is finished
 	maxPipeline = 1024     // writes applied as one batch at most
 )
@@ -30,6 +31,11 @@ type conn struct {
 	buf  []byte
 	r, w int // unparsed input is buf[r:w]
 	out  []byte
+	// small is the connection's own read buffer. While a request does not fit it, buf is a big one from
+	// acct's pools (big is true), given back once the unparsed input fits small again.
+	small []byte
+	big   bool
+	acct  *membudget.Account
 
 	muts    []engine.Mutation // the pending batch
 	ops     []pending         // requests awaiting their replies, in order
@@ -48,18 +54,22 @@ type pending struct {
 }
 
 func newConn(h *Handler, nc net.Conn) *conn {
+	small := make([]byte, readBufSize)
 	return &conn{
-		h:   h,
-		nc:  nc,
-		p:   newParser(h.store.Limits().MaxKey, h.maxItem, defaultMaxGetLine),
-		buf: make([]byte, readBufSize),
-		out: make([]byte, 0, readBufSize),
+		h:     h,
+		nc:    nc,
+		p:     newParser(h.store.Limits().MaxKey, h.maxItem, h.maxGetLine),
+		buf:   small,
+		small: small,
+		out:   make([]byte, 0, readBufSize),
+		acct:  h.budget.Open(nc.RemoteAddr().String(), membudget.EvictConn(nc)),
 	}
 }
 
 func (c *conn) serve(ctx context.Context) {
 	c.ctx = context.WithoutCancel(ctx)
 	defer c.h.stats.add(&c.st)
+	defer c.releaseBuffers()
 	for {
 		n, err := c.nc.Read(c.buf[c.w:])
 		c.w += n
@@ -68,12 +78,36 @@ func (c *conn) serve(ctx context.Context) {
 			c.now = c.h.store.Now()
 			c.process()
 		}
+		if err != nil && c.acct.Evicted() {
+			c.line(errOutOfMemory) // evicted to make room for another client's request
+			c.closing = true
+		}
 		if !c.send() || c.closing || err != nil {
 			return
 		}
 		c.h.stats.add(&c.st)
-		c.compact()
+		if !c.compact() {
+			c.line(errOutOfMemory)
+			c.send()
+			return
+		}
 	}
+}
+
+// errOutOfMemory is memcached's reply when it cannot grow a connection's read buffer; anykv sends it when the
+// request buffers of all connections reached --maxmemory-clients and this connection's is the largest, or it
+// was evicted to make room for another's, and then closes the connection as memcached does.
+const errOutOfMemory = "SERVER_ERROR out of memory reading request"
+
+// releaseBuffers gives a big read buffer back (dropping what it held) and closes the budget account; serve
+// defers it.
+func (c *conn) releaseBuffers() {
+	if c.big {
+		c.acct.Drop(c.buf)
+		c.buf, c.big = c.small, false
+		c.r, c.w = 0, 0
+	}
+	c.acct.Close()
 }
 
 // process handles every complete request in the buffer, then applies what is still pending.
@@ -120,28 +154,48 @@ func (c *conn) send() bool {
 	return err == nil
 }
 
-// compact moves unparsed input to the front of buf and makes room for what the pending request needs.
-func (c *conn) compact() {
-	if c.r == c.w {
-		c.r, c.w = 0, 0
-		if len(c.buf) > keepBufSize && c.p.need == 0 {
-			c.buf = make([]byte, readBufSize)
+// compact moves unparsed input to the front of buf and makes room for what the pending request needs: it
+// grows buf as the request's bytes arrive (at most doubling it per read, and never past what the request
+// line declared), and goes back to the small buffer once what is held fits it. It reports false when the
+// budget of all connections refuses the growth.
+func (c *conn) compact() bool {
+	held := c.w - c.r
+	target := held // the buffer size the pending request needs, as far as known
+	if c.p.need > 0 {
+		target = c.p.need // already checked against the item size limit
+	} else if held == len(c.buf) {
+		target = min(2*len(c.buf), c.p.maxGetLine+2) // a long key list
+	}
+	var nb []byte
+	switch {
+	case c.big && target <= len(c.small):
+		nb = c.small
+	case target > len(c.buf) && len(c.buf)-held < minRead:
+		var err error
+		if nb, err = c.acct.Alloc(min(target, max(membudget.NextSize(len(c.buf)), held+minRead))); err != nil {
+			return false
 		}
-	} else if c.r > 0 {
+	case c.r == c.w:
+		c.r, c.w = 0, 0
+		return true
+	case c.r > 0:
 		c.w = copy(c.buf, c.buf[c.r:c.w])
 		c.r = 0
+		return true
+	default:
+		return true
 	}
-	want := len(c.buf)
-	if c.p.need > want {
-		want = c.p.need // already checked against the item size limit
-	} else if c.w == len(c.buf) {
-		want = min(2*len(c.buf), c.p.maxGetLine+2)
+	copy(nb, c.buf[c.r:c.w])
+	switch {
+	case !c.big:
+	case len(nb) == len(c.small):
+		c.acct.Free(c.buf) // the big request is done: pool its buffer for the next
+	default:
+		c.acct.Drop(c.buf) // outgrown mid-request
 	}
-	if want > len(c.buf) {
-		nb := make([]byte, want)
-		copy(nb, c.buf[:c.w])
-		c.buf = nb
-	}
+	c.buf, c.big = nb, len(nb) > len(c.small)
+	c.r, c.w = 0, held
+	return true
 }
 
 // enqueue adds a request to the pending batch; the mutations that add then appends belong to it, and it is

@@ -12,6 +12,7 @@ import (
 
 	"anykv/internal/auth"
 	"anykv/internal/kv"
+	"anykv/internal/membudget"
 	"anykv/internal/metrics"
 	"anykv/internal/server"
 )
@@ -31,6 +32,12 @@ type Options struct {
 	// Auth is the password policy (nil: no password). With a password, a connection must authenticate as
 	// memcached -Y does, with a set whose data is "<user> <password>", before any other command (auth.go).
 	Auth *auth.Policy
+	// MaxQuery bounds the unparsed bytes one connection may hold (client-query-buffer-limit; 0: no bound
+	// beyond the item size and the 2 MiB key-list line). The item size limit and the key-list line are cut
+	// to fit it, so a request over it is refused as one over -I is: answered, and its data discarded unread.
+	MaxQuery int
+	// Budget bounds the read buffers of all connections together (maxmemory-clients); nil: no bound.
+	Budget *membudget.Budget
 }
 
 // Handler serves the memcached text and meta protocols over one table of a kv.Store. It implements
@@ -40,10 +47,13 @@ type Handler struct {
 	store   *kv.Store
 	table   string
 	maxItem int
-	version string
-	log     *slog.Logger
-	started time.Time
-	auth    *auth.Policy
+	// maxGetLine bounds a get/gets key-list line.
+	maxGetLine int
+	budget     *membudget.Budget
+	version    string
+	log        *slog.Logger
+	started    time.Time
+	auth       *auth.Policy
 
 	conns     atomic.Pointer[server.Counts]
 	stats     counters
@@ -84,16 +94,23 @@ func New(store *kv.Store, opts Options) *Handler {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	h := &Handler{
-		store:   store,
-		table:   opts.Table,
-		maxItem: min(opts.MaxItemSize, store.Limits().MaxValue),
-		version: opts.Version,
-		log:     opts.Logger,
-		started: store.Time(),
-		auth:    opts.Auth,
+		store:      store,
+		table:      opts.Table,
+		maxItem:    min(opts.MaxItemSize, store.Limits().MaxValue),
+		maxGetLine: defaultMaxGetLine,
+		budget:     opts.Budget,
+		version:    opts.Version,
+		log:        opts.Logger,
+		started:    store.Time(),
+		auth:       opts.Auth,
 		afterFunc: func(d time.Duration, f func()) stopper {
 			return time.AfterFunc(d, f)
 		},
+	}
+	if q := opts.MaxQuery; q > 0 {
+		// A storage request holds its line (at most maxLineLen), its data and "\r\n".
+		h.maxItem = max(0, min(h.maxItem, q-maxLineLen-3))
+		h.maxGetLine = max(maxLineLen, min(h.maxGetLine, q-2))
 	}
 	if opts.Metrics != nil {
 		h.metered = true

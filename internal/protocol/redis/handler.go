@@ -15,6 +15,7 @@ import (
 
 	"anykv/internal/auth"
 	"anykv/internal/kv"
+	"anykv/internal/membudget"
 	"anykv/internal/metrics"
 	"anykv/internal/protocol/resp"
 	"anykv/internal/pubsub"
@@ -31,8 +32,10 @@ type Options struct {
 	Auth *auth.Policy
 	// Databases is how many SELECTable databases exist (default 16). Database 0 is table "default", N is "dbN".
 	Databases int
-	// Limits bound each request (bulk length, arguments, inline line).
+	// Limits bound each request (bulk length, arguments, inline line, the connection's query buffer).
 	Limits resp.Limits
+	// Budget bounds the request buffers of all connections together (maxmemory-clients); nil: no bound.
+	Budget *membudget.Budget
 	// AnykvVersion is reported in INFO.
 	AnykvVersion string
 	// Settings are extra name/value pairs CONFIG GET and INFO report (engine, fsync, dir, ...).
@@ -114,6 +117,7 @@ const protectedModeText = "DENIED Redis is running in protected mode because pro
 func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 	s := newSession(h, c)
 	s.ctx = ctx
+	defer s.releaseBuffers()
 	h.stats.connections.Add(1)
 	h.mu.Lock()
 	h.sessions[s.id] = s
@@ -155,6 +159,10 @@ func (s *session) runParsed() (closing bool) {
 			var pe *resp.ProtocolError
 			if errors.As(err, &pe) {
 				s.w.Error(pe.Msg)
+			}
+			if pe == resp.ErrQueryBufferLimit {
+				s.h.log.Warn("closing a client whose request outgrew client-query-buffer-limit",
+					"remote", s.conn.RemoteAddr().String(), "limit", s.parser.Limits().MaxQuery)
 			}
 			return true
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"anykv/internal/engine"
+	"anykv/internal/membudget"
 	"anykv/internal/metrics"
 	"anykv/internal/protocol/errmap"
 	"anykv/internal/protocol/resp"
@@ -41,6 +42,7 @@ type session struct {
 	conn    net.Conn
 	id      int64
 	parser  *resp.Parser
+	acct    *membudget.Account // the parser's share of Options.Budget
 	w       *resp.Writer
 	created time.Time
 
@@ -76,11 +78,20 @@ type session struct {
 }
 
 func newSession(h *Handler, c net.Conn) *session {
-	return &session{
+	s := &session{
 		h: h, conn: c, id: h.nextID.Add(1), created: time.Now(),
 		parser: resp.NewParser(h.opts.Limits), w: resp.NewWriter(2),
 		authed: !h.opts.Auth.Required(), ctx: context.Background(),
 	}
+	s.acct = h.opts.Budget.Open(c.RemoteAddr().String(), membudget.EvictConn(c))
+	s.parser.SetAccount(s.acct)
+	return s
+}
+
+// releaseBuffers gives the parser's big buffer back and closes the budget account; ServeConn defers it.
+func (s *session) releaseBuffers() {
+	s.parser.Release()
+	s.acct.Close()
 }
 
 func (s *session) table() string { return table(s.db) }

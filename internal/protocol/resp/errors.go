@@ -32,6 +32,18 @@ var (
 	ErrUnbalancedQuotes = &ProtocolError{"ERR Protocol error: unbalanced quotes in request"}
 )
 
+// The errors of the bounds on memory, anykv's own texts: Redis closes such a
+// client without a reply (and logs it), anykv tells the client why first.
+var (
+	// ErrQueryBufferLimit: the command being read outgrew Limits.MaxQuery
+	// (client-query-buffer-limit).
+	ErrQueryBufferLimit = &ProtocolError{"ERR Protocol error: client query buffer limit reached (client-query-buffer-limit)"}
+	// ErrClientMemory: the connection's request buffer could not grow within
+	// the budget of all connections (maxmemory-clients) because it is the
+	// largest, or it was evicted to make room for another's request.
+	ErrClientMemory = &ProtocolError{"ERR client closed: request buffers reached maxmemory-clients and this client's is the largest"}
+)
+
 // expectedDollar builds the error for a multibulk element that does not
 // start with '$'. Redis prints the offending byte with %c and then replaces
 // CR and LF with spaces so the reply stays one line; we do the same.

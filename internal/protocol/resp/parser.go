@@ -3,6 +3,8 @@ package resp
 import (
 	"io"
 	"math"
+
+	"anykv/internal/membudget"
 )
 
 // Limits bound what one request may hold; the parser checks a length before
@@ -11,6 +13,10 @@ type Limits struct {
 	MaxBulk   int // largest bulk string argument (Redis proto-max-bulk-len, default 512 MiB)
 	MaxArgs   int // most arguments in one multibulk (Redis: 1024*1024)
 	MaxInline int // longest inline command line, and longest "*"/"$" header line (Redis: 64 KiB)
+	// MaxQuery bounds the unparsed bytes one connection may hold, that is the incomplete command being read
+	// (Redis client-query-buffer-limit, default 1 GiB). A command that would need more fails with
+	// ErrQueryBufferLimit.
+	MaxQuery int
 }
 
 // DefaultLimits returns the limits redis-server 7 applies out of the box.
@@ -19,6 +25,7 @@ func DefaultLimits() Limits {
 		MaxBulk:   512 << 20,
 		MaxArgs:   1024 * 1024,
 		MaxInline: 64 << 10,
+		MaxQuery:  1 << 30,
 	}
 }
 
@@ -27,9 +34,6 @@ const (
 	initialBufSize = 16 << 10
 	// minRead is the least free space Fill offers to a Read.
 	minRead = 4 << 10
-	// shrinkAbove is the capacity past which an emptied buffer is dropped,
-	// so one big request does not pin its memory to the connection.
-	shrinkAbove = 256 << 10
 )
 
 // parseState says what the parser is waiting for. Every state resumes from
@@ -60,10 +64,15 @@ type span struct{ off, n int }
 type Parser struct {
 	lim Limits
 
-	buf  []byte // len(buf) == cap(buf); the bytes held are buf[r:w]
-	r, w int    // r is the first byte of the command being parsed
-	pos  int    // parse cursor: buf[r:pos] is the part of the command already parsed
-	scan int    // where the search for the current line's terminator resumes
+	buf []byte // len(buf) == cap(buf); the bytes held are buf[r:w]
+	// small is the connection's own buffer of initialBufSize, allocated once. While a command does not fit
+	// it, buf is a big one from acct's pools (big is true), given back once the held bytes fit small again.
+	small []byte
+	big   bool
+	acct  *membudget.Account
+	r, w  int // r is the first byte of the command being parsed
+	pos   int // parse cursor: buf[r:pos] is the part of the command already parsed
+	scan  int // where the search for the current line's terminator resumes
 
 	state parseState
 	left  int // elements still to come in the current multibulk
@@ -88,9 +97,29 @@ func NewParser(l Limits) *Parser {
 	if l.MaxInline <= 0 {
 		l.MaxInline = d.MaxInline
 	}
+	if l.MaxQuery <= 0 {
+		l.MaxQuery = d.MaxQuery
+	}
 	// Keep index arithmetic (a bulk plus its CRLF plus a read) in range.
 	l.MaxBulk = min(l.MaxBulk, math.MaxInt/4)
+	l.MaxQuery = min(l.MaxQuery, math.MaxInt/4)
 	return &Parser{lim: l}
+}
+
+// SetAccount makes the parser take its big buffers from a, so they count against the budget of all
+// connections; a refusal (or the connection's eviction) fails the stream with ErrClientMemory. Without it
+// big buffers are pooled but not counted. Call before the first Fill.
+func (p *Parser) SetAccount(a *membudget.Account) { p.acct = a }
+
+// Release gives back a big buffer the parser holds, with the bytes in it. Call it (deferred) when the
+// connection ends.
+func (p *Parser) Release() {
+	if p.big {
+		p.acct.Drop(p.buf)
+		p.buf, p.big = p.small, false
+		p.r, p.w, p.pos, p.scan = 0, 0, 0, 0
+		p.state = stCommand
+	}
 }
 
 // Limits returns the limits in force, defaults filled in.
@@ -100,60 +129,125 @@ func (p *Parser) Limits() Limits { return p.lim }
 // needed, never to a size taken on trust from the peer beyond the limits).
 // Call Next until it returns nil before calling Fill again: Fill makes room
 // for the command still incomplete, and grows the buffer when that command
-// fills it, at most doubling it per call.
+// fills it, at most doubling it per call. When the command outgrows
+// Limits.MaxQuery or the memory budget, Fill reads nothing and Next returns
+// the error (ErrQueryBufferLimit, ErrClientMemory).
 func (p *Parser) Fill(r io.Reader) (int, error) {
-	p.reserve(minRead)
-	n, err := r.Read(p.buf[p.w:])
+	if !p.reserve(minRead) {
+		return 0, nil
+	}
+	end := min(len(p.buf), p.r+p.lim.MaxQuery)
+	n, err := r.Read(p.buf[p.w:end])
 	if n > 0 {
 		p.w += n
+	}
+	if err != nil && p.err == nil && p.acct.Evicted() {
+		p.err = ErrClientMemory
 	}
 	return n, err
 }
 
-// Feed appends bytes (for tests and fuzzing).
+// Feed appends bytes (for tests and fuzzing). Beyond Limits.MaxQuery it
+// keeps what fits and Next returns ErrQueryBufferLimit.
 func (p *Parser) Feed(b []byte) {
-	p.reserve(len(b))
-	p.w += copy(p.buf[p.w:], b)
+	for len(b) > 0 && p.reserve(len(b)) {
+		end := min(len(p.buf), p.r+p.lim.MaxQuery)
+		n := copy(p.buf[p.w:end], b)
+		p.w += n
+		b = b[n:]
+	}
 }
 
 // Buffered reports how many unparsed bytes are held, counting the part of
 // an incomplete command already looked at.
 func (p *Parser) Buffered() int { return p.w - p.r }
 
-// reserve makes len(p.buf)-p.w >= want, moving the held bytes to the front
-// of the buffer or into a bigger one. It invalidates slices Next returned.
-func (p *Parser) reserve(want int) {
-	if p.r == p.w {
-		// Nothing held, so no command is in progress: start at the front,
-		// and let go of a buffer one big request left behind.
-		p.r, p.w, p.pos, p.scan = 0, 0, 0, 0
-		if len(p.buf) > shrinkAbove && want <= initialBufSize {
-			p.buf = nil
-		}
+// reserve makes len(p.buf)-p.w >= want (less when the command being read
+// needs less, or may hold no more), moving the held bytes to the front of
+// the buffer, into a bigger one, or back into the small one. It invalidates
+// slices Next returned. It reports false, with p.err set, when the command
+// may not grow.
+func (p *Parser) reserve(want int) bool {
+	if p.err != nil {
+		return false
 	}
-	if len(p.buf)-p.w >= want {
-		return
+	if p.r == p.w {
+		// Nothing held, so no command is in progress: start at the front.
+		p.r, p.w, p.pos, p.scan = 0, 0, 0, 0
 	}
 	held := p.w - p.r
-	if p.r > 0 && len(p.buf)-held >= want && held <= len(p.buf)/2 {
+	if room := p.lim.MaxQuery - held; room < want {
+		if room <= 0 {
+			p.err = ErrQueryBufferLimit
+			return false
+		}
+		want = room
+	}
+	if p.state == stBulkData {
+		// Ask only for what the current bulk still lacks, so a buffer sized
+		// to the command is not outgrown by its last read.
+		if left := p.pos + p.bulk + 2 - p.w; left > 0 && left < want {
+			want = left
+		}
+	}
+	need := held + want
+	if p.big && need <= initialBufSize {
+		// The big command is done: let go of its buffer.
+		return p.moveTo(initialBufSize)
+	}
+	if len(p.buf)-p.w >= want {
+		return true
+	}
+	if p.r > 0 && len(p.buf) >= need && held <= len(p.buf)/2 {
 		copy(p.buf, p.buf[p.r:p.w])
 		p.shift(p.r)
-		return
+		return true
 	}
-	size := max(2*len(p.buf), initialBufSize)
+	size := initialBufSize
+	if len(p.buf) >= initialBufSize {
+		size = membudget.NextSize(len(p.buf))
+	}
+	size = max(size, need)
 	if p.state == stBulkData {
 		// The current bulk tells how much more this command needs at
 		// least; do not double far past it. This only ever lowers the
 		// size, so a declared length is never allocated on trust.
-		if need := p.pos + p.bulk + 2 - p.r + minRead; need < size {
-			size = need
+		if full := p.pos + p.bulk + 2 - p.r; full >= need && full < size {
+			size = full
 		}
 	}
-	size = max(size, held+want)
-	nb := make([]byte, size)
+	size = min(size, max(need, p.lim.MaxQuery))
+	return p.moveTo(size)
+}
+
+// moveTo moves the held bytes to the front of a buffer of at least size
+// bytes: the small one when it fits, else one from the account's pools. It
+// reports false, with p.err set, when the budget refuses.
+func (p *Parser) moveTo(size int) bool {
+	var nb []byte
+	if size <= initialBufSize {
+		if p.small == nil {
+			p.small = make([]byte, initialBufSize)
+		}
+		nb = p.small
+	} else {
+		var err error
+		if nb, err = p.acct.Alloc(size); err != nil {
+			p.err = ErrClientMemory
+			return false
+		}
+	}
 	copy(nb, p.buf[p.r:p.w])
-	p.buf = nb
+	switch {
+	case !p.big:
+	case size <= initialBufSize:
+		p.acct.Free(p.buf) // the big command is done: pool its buffer for the next
+	default:
+		p.acct.Drop(p.buf) // outgrown mid-command
+	}
+	p.buf, p.big = nb, size > initialBufSize
 	p.shift(p.r)
+	return true
 }
 
 // shift moves every index back by d after the held bytes moved to the front.

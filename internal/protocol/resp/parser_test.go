@@ -314,7 +314,7 @@ func TestFillGrowsWithData(t *testing.T) {
 		t.Fatalf("buffer reached %d bytes for a %d-byte value", maxCap, len(val))
 	}
 	p.Feed([]byte("PING\r\n"))
-	if cap(p.buf) > shrinkAbove {
+	if cap(p.buf) > initialBufSize || p.big {
 		t.Fatalf("buffer kept %d bytes after the big request", cap(p.buf))
 	}
 }
@@ -391,5 +391,28 @@ func TestParseInt(t *testing.T) {
 		if v, ok := parseInt([]byte(s)); ok {
 			t.Errorf("parseInt(%q) = %d, want failure", s, v)
 		}
+	}
+}
+
+// TestMaxQuery: a command that would hold more than Limits.MaxQuery unparsed fails with
+// ErrQueryBufferLimit, after the commands before it (of exactly the limit) were returned.
+func TestMaxQuery(t *testing.T) {
+	l := DefaultLimits()
+	ok := multibulk("SET", "k", strings.Repeat("v", 100<<10))
+	l.MaxQuery = len(ok)
+	over := multibulk("SET", "k", strings.Repeat("v", 100<<10+1))
+	if got := parseWhole(l, []byte(over)); len(got.cmds) != 0 || got.err != ErrQueryBufferLimit.Msg {
+		t.Fatalf("a command over MaxQuery: %d commands, error %q", len(got.cmds), got.err)
+	}
+	p := NewParser(l)
+	r := iotest.HalfReader(strings.NewReader(ok + ok + over))
+	var got result
+	for drain(p, &got) {
+		if _, err := p.Fill(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got.cmds) != 2 || got.err != ErrQueryBufferLimit.Msg || p.Buffered() > l.MaxQuery {
+		t.Fatalf("read in pieces: %d commands, error %q, holding %d bytes", len(got.cmds), got.err, p.Buffered())
 	}
 }

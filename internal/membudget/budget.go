@@ -1,0 +1,342 @@
+// Package membudget bounds the memory that request buffers of all connections may hold together (Redis's
+// maxmemory-clients), and hands out the big buffers from size-classed pools so that they are reused, or
+// collected and their pages returned to the OS, instead of staying with the connection that needed them once.
+//
+// A connection opens an Account, reserves bytes before it grows a buffer and releases them when it lets the
+// buffer go; Close releases whatever is left, so a connection must defer it. When a reservation does not fit,
+// the client holding the most is closed: another connection holding more than the requester would is evicted
+// (and the requester waits for it to let go), or else the requester itself is refused. The server never grows
+// past the budget to serve one client.
+package membudget
+
+import (
+	"errors"
+	"log/slog"
+	"math"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrOverBudget is returned by Reserve when the budget cannot hold the reservation without closing a client
+// smaller than the requester would be: the requester is the one to go.
+var ErrOverBudget = errors.New("maxmemory-clients reached")
+
+// ErrEvicted is returned by Reserve on an account evicted to make room for another connection's request.
+var ErrEvicted = errors.New("evicted: maxmemory-clients reached")
+
+// evictWait bounds how long a reservation waits for evicted clients to let go of their buffers.
+const evictWait = 2 * time.Second
+
+// reclaimMin is the least peak of reserved bytes after which a drop to a quarter of it triggers a collection
+// (see Budget.reclaim).
+const reclaimMin = 64 << 20
+
+// Budget is the shared account of request-buffer bytes across connections. A nil *Budget accounts nothing.
+type Budget struct {
+	limit int64 // 0: unlimited (bytes are still counted)
+	log   *slog.Logger
+	used  atomic.Int64
+	peak  atomic.Int64 // highest used since the last reclaim
+
+	evictions, refusals atomic.Int64
+
+	mu       sync.Mutex
+	accounts map[*Account]struct{}
+	changed  chan struct{} // closed (and replaced) when bytes are released or a client is evicted
+	waiters  atomic.Int32
+
+	reclaiming, reclaimPending atomic.Bool
+}
+
+// New returns a budget of limit bytes (0 or less: unlimited, only counted). log receives a line for each
+// eviction and refusal; nil discards them.
+func New(limit int64, log *slog.Logger) *Budget {
+	if limit < 0 {
+		limit = 0
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Budget{limit: limit, log: log, accounts: map[*Account]struct{}{}, changed: make(chan struct{})}
+}
+
+// Limit returns the budget in bytes (0: unlimited).
+func (b *Budget) Limit() int64 {
+	if b == nil {
+		return 0
+	}
+	return b.limit
+}
+
+// Used returns the bytes reserved now across all accounts.
+func (b *Budget) Used() int64 {
+	if b == nil {
+		return 0
+	}
+	return b.used.Load()
+}
+
+// Evictions returns how many clients were closed to make room for another's request.
+func (b *Budget) Evictions() int64 {
+	if b == nil {
+		return 0
+	}
+	return b.evictions.Load()
+}
+
+// Refusals returns how many reservations were refused (their clients closed) because they did not fit.
+func (b *Budget) Refusals() int64 {
+	if b == nil {
+		return 0
+	}
+	return b.refusals.Load()
+}
+
+// Account is one connection's share of a Budget. Reserve, Release, Alloc and Free are called by the
+// connection's goroutine only; Evicted and the eviction itself may come from others. A nil *Account accounts
+// nothing and never refuses (Alloc and Free still use the pools).
+type Account struct {
+	b       *Budget
+	name    string
+	evict   func()
+	held    atomic.Int64
+	evicted atomic.Bool
+	closed  bool
+}
+
+// Open registers a connection. name identifies it in logs (its remote address); evict is called at most
+// once, from another goroutine, to make the connection stop: it must wake the connection's blocked reads and
+// writes (e.g. by setting deadlines), after which the connection sees Evicted, tells its client and closes.
+// On a nil Budget, Open returns nil.
+func (b *Budget) Open(name string, evict func()) *Account {
+	if b == nil {
+		return nil
+	}
+	a := &Account{b: b, name: name, evict: evict}
+	b.mu.Lock()
+	b.accounts[a] = struct{}{}
+	b.mu.Unlock()
+	return a
+}
+
+// EvictConn returns the usual evict function for Open: it ends c's blocked reads at once and gives its
+// writes a second, enough to send the client its error before the connection closes.
+func EvictConn(c net.Conn) func() {
+	return func() {
+		c.SetReadDeadline(time.Now())
+		c.SetWriteDeadline(time.Now().Add(time.Second))
+	}
+}
+
+// Held returns the bytes this account has reserved.
+func (a *Account) Held() int64 {
+	if a == nil {
+		return 0
+	}
+	return a.held.Load()
+}
+
+// Evicted reports whether the account was chosen to be closed to make room for another connection.
+func (a *Account) Evicted() bool { return a != nil && a.evicted.Load() }
+
+// Reserve accounts n more bytes to a, or fails with ErrOverBudget or ErrEvicted; then nothing is reserved
+// and the caller should tell its client and close.
+func (a *Account) Reserve(n int) error {
+	if a == nil || n <= 0 {
+		return nil
+	}
+	b, n64 := a.b, int64(n)
+	if a.evicted.Load() {
+		return ErrEvicted
+	}
+	for {
+		cur := b.used.Load()
+		if b.limit > 0 && cur+n64 > b.limit {
+			return a.reserveSlow(n64)
+		}
+		if b.used.CompareAndSwap(cur, cur+n64) {
+			a.held.Add(n64)
+			b.notePeak(cur + n64)
+			return nil
+		}
+	}
+}
+
+// reserveSlow makes room by evicting the clients that hold more than a would, biggest first, and waits for
+// them to let go; or refuses a when that cannot make enough room.
+func (a *Account) reserveSlow(n int64) error {
+	b := a.b
+	deadline := time.Now().Add(evictWait)
+	b.waiters.Add(1)
+	defer b.waiters.Add(-1)
+	for {
+		b.mu.Lock()
+		if a.evicted.Load() {
+			b.mu.Unlock()
+			return ErrEvicted
+		}
+		if cur := b.used.Load(); cur+n <= b.limit && b.used.CompareAndSwap(cur, cur+n) {
+			b.mu.Unlock()
+			a.held.Add(n)
+			b.notePeak(cur + n)
+			return nil
+		}
+		victims := b.chooseVictims(a, n)
+		if victims == nil {
+			b.mu.Unlock()
+			b.refusals.Add(1)
+			b.log.Warn("maxmemory-clients reached: closing the client whose request buffer would be the largest",
+				"client", a.name, "holds", a.held.Load(), "wants", n, "used", b.used.Load(), "limit", b.limit)
+			return ErrOverBudget
+		}
+		changed := b.changed
+		b.mu.Unlock()
+		for _, v := range victims {
+			b.evictions.Add(1)
+			b.log.Warn("maxmemory-clients reached: evicting the client with the largest request buffer",
+				"client", v.name, "holds", v.held.Load(), "for", a.name, "wants", n, "limit", b.limit)
+			if v.evict != nil {
+				v.evict()
+			}
+		}
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			b.refusals.Add(1)
+			return ErrOverBudget
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-changed:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// chooseVictims marks as evicted the clients, biggest first, each holding more than a would after the
+// reservation, until the bytes being given back cover the shortfall. It returns the newly marked ones (an
+// empty, non-nil slice when clients evicted earlier already cover it), or nil when even all of them would
+// not: then a is to be refused. Called with b.mu held.
+func (b *Budget) chooseVictims(a *Account, n int64) []*Account {
+	short := b.used.Load() + n - b.limit
+	for v := range b.accounts {
+		if v.evicted.Load() {
+			short -= v.held.Load()
+		}
+	}
+	victims := []*Account{}
+	mine := a.held.Load() + n
+	for short > 0 {
+		var big *Account
+		for v := range b.accounts {
+			if v != a && !v.evicted.Load() && v.held.Load() > mine && (big == nil || v.held.Load() > big.held.Load()) {
+				big = v
+			}
+		}
+		if big == nil {
+			break
+		}
+		big.evicted.Store(true)
+		victims = append(victims, big)
+		short -= big.held.Load()
+	}
+	if short > 0 {
+		// Not enough even so: a is the client to close, and those just marked (not told yet) stay.
+		for _, v := range victims {
+			v.evicted.Store(false)
+		}
+		return nil
+	}
+	return victims
+}
+
+// Release gives back n bytes reserved earlier.
+func (a *Account) Release(n int) {
+	if a == nil || n <= 0 {
+		return
+	}
+	a.held.Add(-int64(n))
+	a.b.released(int64(n))
+}
+
+// Close releases everything a still holds and unregisters it. Safe to call more than once; the connection
+// must call it (deferred) when it ends, after freeing its buffers.
+func (a *Account) Close() {
+	if a == nil || a.closed {
+		return
+	}
+	a.closed = true
+	n := a.held.Swap(0)
+	b := a.b
+	b.mu.Lock()
+	delete(b.accounts, a)
+	b.mu.Unlock()
+	b.released(n)
+	if n == 0 && a.evicted.Load() {
+		b.wake() // an evicted client holding nothing (it had freed its buffer already) is gone now too
+	}
+}
+
+// released returns n bytes to the budget, wakes waiting reservations, and may start a reclaim.
+func (b *Budget) released(n int64) {
+	if n <= 0 {
+		return
+	}
+	used := b.used.Add(-n)
+	if b.waiters.Load() > 0 {
+		b.wake()
+	}
+	if p := b.peak.Load(); p >= reclaimMin && used <= p/4 && b.peak.CompareAndSwap(p, used) {
+		b.reclaim()
+	}
+}
+
+// wake tells waiting reservations to look again.
+func (b *Budget) wake() {
+	b.mu.Lock()
+	close(b.changed)
+	b.changed = make(chan struct{})
+	b.mu.Unlock()
+}
+
+// notePeak raises the high-water mark to used.
+func (b *Budget) notePeak(used int64) {
+	for {
+		p := b.peak.Load()
+		if used <= p || b.peak.CompareAndSwap(p, used) {
+			return
+		}
+	}
+}
+
+// reclaim runs the garbage collector twice in the background after request buffers fell to a quarter of
+// their peak (of at least reclaimMin): the first collection moves the idle pooled buffers to sync.Pool's
+// victim cache, the second frees them; Go's background scavenger then returns the pages to the OS. Without it
+// a server that goes quiet after a burst of big requests keeps the memory until the runtime's periodic
+// collection two minutes later. Collections are a second apart at least; they repeat while connections keep
+// giving back memory (the rest of a burst of closes), and then the goroutine ends.
+func (b *Budget) reclaim() {
+	b.reclaimPending.Store(true)
+	if !b.reclaiming.CompareAndSwap(false, true) {
+		return // the running reclaimer sees the pending request
+	}
+	go func() {
+		for {
+			at := int64(math.MaxInt64)
+			for b.reclaimPending.Swap(false) || b.used.Load() < at-reclaimMin/8 {
+				at = b.used.Load()
+				runtime.GC()
+				runtime.GC()
+				time.Sleep(time.Second)
+			}
+			b.reclaiming.Store(false)
+			// A request made after the last look and before the Store would be lost: look once more.
+			if !b.reclaimPending.Load() || !b.reclaiming.CompareAndSwap(false, true) {
+				return
+			}
+		}
+	}()
+}
