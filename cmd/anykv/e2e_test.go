@@ -122,6 +122,12 @@ func TestRedisCLI(t *testing.T) {
 			t.Errorf("redis-cli %s = %q, want %q", step.args, got, step.want)
 		}
 	}
+	for _, mode := range []string{"--bigkeys", "--memkeys", "--hotkeys"} { // they scan, TYPE, *LEN/MEMORY each key
+		if got := cli(mode); !strings.Contains(got, "summary") || strings.Contains(got, "Warning") ||
+			(mode != "--hotkeys" && !strings.Contains(got, "Biggest   list found")) {
+			t.Errorf("redis-cli %s:\n%s", mode, got)
+		}
+	}
 	if got := cli("info", "server"); !strings.Contains(got, "redis_version:") {
 		t.Errorf("info server = %q", got)
 	}

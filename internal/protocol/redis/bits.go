@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"anykv/internal/bitops"
+	"anykv/internal/collections"
 	"anykv/internal/engine"
 	"anykv/internal/protocol/resp"
 )
@@ -26,6 +27,7 @@ func init() {
 		&command{name: "lcs", arity: -3, flags: ro, lastKey: 2, data: cmdLCS, groupName: "string", since: "7.0.0", summary: "Finds the longest common substring."},
 		&command{name: "touch", arity: -2, flags: ro | flagFast, lastKey: -1, data: cmdExists, since: "3.2.1", summary: "Returns the number of existing keys out of those specified after updating the time they were last accessed."},
 		&command{name: "object", arity: -2, flags: ro, firstKey: 2, lastKey: 2, data: cmdObject, since: "2.2.3", summary: "A container for object introspection commands."},
+		&command{name: "memory", arity: -2, flags: ro, firstKey: 2, lastKey: 2, data: cmdMemory, groupName: "server", since: "4.0.0", summary: "A container for memory diagnostics commands."},
 	)
 }
 
@@ -445,4 +447,42 @@ func encodingOf(it engine.Item) string {
 		return "hashtable"
 	}
 	return "skiplist"
+}
+
+// cmdMemory serves MEMORY USAGE: the bytes anykv keeps for the key and its value (all members of a collection,
+// as Redis's SAMPLES 0), plus a fixed per-item overhead. It reads the whole collection: O(members).
+func cmdMemory(s *session, args [][]byte) {
+	if !eq(args[1], "usage") || len(args) < 3 {
+		s.fail("ERR unknown subcommand or wrong number of arguments for '" + string(args[1]) + "'. Try MEMORY HELP.")
+		return
+	}
+	key := args[2]
+	const overhead = 48 // header, version and index entry of one stored item
+	s.getAny(key)
+	// The members, read in the same batch whatever the kind (only the one matching the kind answers).
+	s.members(engine.KindHash, key)
+	s.members(engine.KindSet, key)
+	s.add(collections.Range(s.table(), key, 0, -1))
+	s.add(collections.ZRange(s.table(), key, collections.RangeSpec{By: "rank", Min: []byte("0"), Max: []byte("-1"), Count: -1}))
+	s.add(collections.XRange(s.table(), key, collections.ID{}, maxID, false, -1))
+	s.plan(6, func(w *resp.Writer, res []engine.Result) {
+		r := res[0]
+		switch {
+		case errors.Is(r.Err, engine.ErrNotFound):
+			w.Null()
+			return
+		case r.Err != nil:
+			w.Error(errText(r.Err))
+			return
+		}
+		n := int64(len(key) + len(r.New.Value) + overhead)
+		for _, mr := range res[1:] {
+			if mr.Err == nil {
+				for _, m := range mr.Members {
+					n += int64(len(key) + len(m.Name) + len(m.Item.Value) + overhead)
+				}
+			}
+		}
+		w.Int(n)
+	})
 }
