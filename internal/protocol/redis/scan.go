@@ -161,7 +161,7 @@ func cmdScan(s *session, args [][]byte) {
 	}
 	var keys [][]byte
 	for _, e := range p.Entries {
-		if (pat == nil || globMatch(pat, e.Key)) && (typ == "" || typ == "string") {
+		if (pat == nil || globMatch(pat, e.Key)) && (typ == "" || typ == e.Item.Kind.String()) {
 			keys = append(keys, e.Key)
 		}
 	}
