@@ -121,3 +121,20 @@ def test_kill_minus_nine_keeps_acknowledged_writes(anykv):
     anykv.start()
     r = redis.Redis(host=anykv.host, port=anykv.resp_port)
     assert r.mget([f"durable:{i}" for i in range(500)]) == [f"v{i}".encode() for i in range(500)]
+
+
+def test_redis_py_lock(anykv):
+    """redis-py's Lock (its Lua scripts) excludes a second owner, extends, releases and is taken again."""
+    r = redis.Redis(host=anykv.host, port=anykv.resp_port)
+    lock = r.lock("resource", timeout=5)
+    assert lock.acquire(blocking=False)
+    other = r.lock("resource", timeout=5)
+    assert not other.acquire(blocking=False)
+    assert lock.extend(5)
+    assert 5000 < r.pttl("resource") <= 10000
+    lock.release()
+    assert other.acquire(blocking=False)
+    lock.local.token = b"stale"  # a client whose lock expired and was taken: releasing must not free the other's
+    with pytest.raises(redis.exceptions.LockNotOwnedError):
+        lock.release()
+    other.release()
