@@ -93,6 +93,9 @@ type Store struct {
 	// A counter rather than an RWMutex: operations may nest (a Scan callback may call Get) without deadlock.
 	active  atomic.Int64
 	closing atomic.Bool
+	// drained is closed by the exit that brings active to zero once closing is set: Close waits on it.
+	drained     chan struct{}
+	drainedOnce sync.Once
 
 	tickerStop chan struct{}
 	tickerDone chan struct{}
@@ -154,6 +157,7 @@ func Open(opts Options) (*Store, error) {
 		log:        log,
 		queue:      make(chan *request, queueLen),
 		writerDone: make(chan struct{}),
+		drained:    make(chan struct{}),
 	}
 	cache := pebble.NewCache(opts.CacheBytes)
 	defer cache.Unref() // the DB holds its own reference
@@ -241,13 +245,17 @@ func getUint64(db *pebble.DB, key []byte) (uint64, bool, error) {
 func (s *Store) enter() error {
 	s.active.Add(1)
 	if s.closing.Load() {
-		s.active.Add(-1)
+		s.exit()
 		return errClosed
 	}
 	return nil
 }
 
-func (s *Store) exit() { s.active.Add(-1) }
+func (s *Store) exit() {
+	if s.active.Add(-1) == 0 && s.closing.Load() {
+		s.drainedOnce.Do(func() { close(s.drained) })
+	}
+}
 
 // keyBufs recycles the buffers Get encodes keys into.
 var keyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 128); return &b }}
@@ -362,9 +370,10 @@ func (s *Store) Close() error {
 	if !s.closing.CompareAndSwap(false, true) {
 		return nil
 	}
-	for s.active.Load() != 0 {
-		time.Sleep(time.Millisecond)
+	if s.active.Load() == 0 {
+		s.drainedOnce.Do(func() { close(s.drained) })
 	}
+	<-s.drained // the last operation in progress closes it
 	// No operation is in progress and none can start, so nobody sends on queue any more.
 	close(s.queue)
 	<-s.writerDone
