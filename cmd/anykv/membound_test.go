@@ -170,10 +170,12 @@ func watchRSS(t *testing.T, pid int, stop <-chan struct{}) func() int64 {
 	return func() int64 { <-done; return peak.Load() }
 }
 
-// waitRSSBelow polls until the server's RSS is under bound, failing after 10 s.
+// waitRSSBelow polls until the server's RSS is under bound, failing after 30 s. The pages go back through Go's
+// background scavenger, which is paced by CPU time: on a machine busy with the rest of the test suite it takes
+// several seconds; 30 s leaves room while still telling "returned" from "kept".
 func waitRSSBelow(t *testing.T, pid int, bound int64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		r := rss(t, pid)
 		if r < bound {
@@ -181,7 +183,7 @@ func waitRSSBelow(t *testing.T, pid int, bound int64) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("RSS still %d MiB 10 s after the connections closed, want under %d MiB", r/mib, bound/mib)
+			t.Fatalf("RSS still %d MiB 30 s after the connections closed, want under %d MiB", r/mib, bound/mib)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
