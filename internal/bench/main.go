@@ -230,31 +230,11 @@ func (b *bencher) runEach(ctx context.Context, rep *report.Report, jobs []job, b
 func (b *bencher) runTarget(ctx context.Context, name, url string, dep bool, baseDir string) (report.Target, []*workload.Result, error) {
 	t := report.Target{Name: name, URL: url, Deployed: dep}
 	if dep {
-		srv, err := deploy.Start(ctx, name, deploy.Options{BaseDir: baseDir, AnykvBin: b.o.anykvBin, Log: b.stderr, CPUs: b.o.serverCPUs})
-		var ni *deploy.NotInstalledError
-		switch {
-		case errors.As(err, &ni):
-			t.Skipped = ni.Error()
-			b.notice(name + ": " + t.Skipped)
-			return t, nil, nil
-		case err != nil:
-			if ctx.Err() != nil {
-				t.Skipped = "interrupted during start-up"
-				return t, nil, ctx.Err()
-			}
-			t.Skipped = "failed to start: " + err.Error()
-			b.notice(name + ": " + t.Skipped)
-			b.failed = true
-			return t, nil, nil
+		stop, err := b.deployTarget(ctx, &t, baseDir)
+		if stop == nil {
+			return t, nil, err
 		}
-		defer func() {
-			if err := srv.Stop(); err != nil {
-				b.notice(fmt.Sprintf("%s: stop: %v", name, err))
-			} else {
-				fmt.Fprintf(b.stderr, "deploy: %s stopped\n", name)
-			}
-		}()
-		t.URL, t.Version, t.Settings = srv.URL, srv.Version, srv.Settings
+		defer stop()
 	}
 	d, err := driver.Open(ctx, t.URL, driver.Options{Conns: b.maxThreads() + 2, Timeout: b.o.timeout})
 	if err != nil {
@@ -279,6 +259,37 @@ func (b *bencher) runTarget(ctx context.Context, name, url string, dep bool, bas
 		}
 	}
 	return t, r.Results, nil
+}
+
+// deployTarget starts the datastore t names and fills in its URL, version
+// and settings. When it cannot start, stop is nil, t.Skipped says why and
+// err is ctx's error if start-up was interrupted. stop tears it down.
+func (b *bencher) deployTarget(ctx context.Context, t *report.Target, baseDir string) (stop func(), err error) {
+	srv, err := deploy.Start(ctx, t.Name, deploy.Options{BaseDir: baseDir, AnykvBin: b.o.anykvBin, Log: b.stderr, CPUs: b.o.serverCPUs})
+	var ni *deploy.NotInstalledError
+	switch {
+	case errors.As(err, &ni):
+		t.Skipped = ni.Error()
+		b.notice(t.Name + ": " + t.Skipped)
+		return nil, nil
+	case err != nil:
+		if ctx.Err() != nil {
+			t.Skipped = "interrupted during start-up"
+			return nil, ctx.Err()
+		}
+		t.Skipped = "failed to start: " + err.Error()
+		b.notice(t.Name + ": " + t.Skipped)
+		b.failed = true
+		return nil, nil
+	}
+	t.URL, t.Version, t.Settings = srv.URL, srv.Version, srv.Settings
+	return func() {
+		if err := srv.Stop(); err != nil {
+			b.notice(fmt.Sprintf("%s: stop: %v", t.Name, err))
+		} else {
+			fmt.Fprintf(b.stderr, "deploy: %s stopped\n", t.Name)
+		}
+	}, nil
 }
 
 func writeFile(path string, rep *report.Report, write func(io.Writer, *report.Report) error) error {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"anykv/internal/bench/cpuset"
-	"anykv/internal/bench/deploy"
 	"anykv/internal/bench/loadgen"
 	"anykv/internal/bench/report"
 	"anykv/internal/bench/workload"
@@ -223,31 +222,9 @@ func (b *bencher) startMix(ctx context.Context, j job, baseDir string) *mixTarge
 	mt := &mixTarget{t: &report.Target{Name: j.name, URL: j.url, Deployed: j.deploy}}
 	t := mt.t
 	if j.deploy {
-		srv, err := deploy.Start(ctx, j.name, deploy.Options{BaseDir: baseDir, AnykvBin: b.o.anykvBin, Log: b.stderr, CPUs: b.o.serverCPUs})
-		var ni *deploy.NotInstalledError
-		switch {
-		case errors.As(err, &ni):
-			t.Skipped = ni.Error()
-			b.notice(j.name + ": " + t.Skipped)
-			return mt
-		case err != nil:
-			t.Skipped = "failed to start: " + err.Error()
-			if ctx.Err() != nil {
-				t.Skipped = "interrupted during start-up"
-			} else {
-				b.notice(j.name + ": " + t.Skipped)
-				b.failed = true
-			}
+		if mt.stop, _ = b.deployTarget(ctx, t, baseDir); mt.stop == nil {
 			return mt
 		}
-		mt.stop = func() {
-			if err := srv.Stop(); err != nil {
-				b.notice(fmt.Sprintf("%s: stop: %v", j.name, err))
-			} else {
-				fmt.Fprintf(b.stderr, "deploy: %s stopped\n", j.name)
-			}
-		}
-		t.URL, t.Version, t.Settings = srv.URL, srv.Version, srv.Settings
 	}
 	u, err := url.Parse(t.URL)
 	switch {
