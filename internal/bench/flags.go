@@ -155,7 +155,8 @@ func parse(args []string, stderr, stdout io.Writer) (o options, code int, done b
 			return fail("%v", err)
 		}
 		o.mixDefaults()
-		c := loadgen.Config{Conns: o.mix.conns, Pipeline: 1, Gets: 1, Keys: o.mix.keys, ValueSize: o.valueSize, Duration: o.duration}
+		c := loadgen.Config{Conns: o.mix.conns, Pipeline: 1, Gets: 1, Keys: o.mix.keys, KeyDist: o.mix.keyDist,
+			ValueSize: o.valueSize, Duration: o.duration}
 		if err := c.Validate(); err != nil {
 			return fail("--workload mix: %v", err)
 		}

@@ -152,6 +152,7 @@ func TestUsageErrors(t *testing.T) {
 		{"--deploy", "redis", "--workload", "mix", "--pipeline", "0"},
 		{"--deploy", "redis", "--workload", "mix", "--keys", "100000", "--value-size", "4"},
 		{"--deploy", "redis", "--workload", "mix,ycsb-a"},
+		{"--deploy", "redis", "--workload", "mix", "--key-dist", "latest"},
 		{"--deploy", "redis", "--server-cpus", "x"},
 		{"--deploy", "redis", "--client-cpus", "1-0"},
 	} {

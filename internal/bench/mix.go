@@ -17,21 +17,22 @@ import (
 	"anykv/internal/bench/workload"
 )
 
-const mixSummary = "memtier-style GET:SET load over raw RESP or memcached text: --ratio, --pipeline, --connections, --keys, --runs"
+const mixSummary = "memtier-style GET:SET load over raw RESP or memcached text: --ratio, --pipeline, --connections, --keys, --key-dist, --runs"
 
 // mixFlags are the --workload mix flags as given.
 type mixFlags struct {
-	ratios, pipelines string
-	conns, keys, runs int
+	ratios, pipelines, keyDist string
+	conns, keys, runs          int
 }
 
-var mixFlagNames = []string{"ratio", "pipeline", "connections", "keys", "runs"}
+var mixFlagNames = []string{"ratio", "pipeline", "connections", "keys", "key-dist", "runs"}
 
 func (m *mixFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&m.ratios, "ratio", "10:1", "mix: GET:SET ratios to run, comma-separated (`LIST`, e.g. 1:0,0:1,10:1)")
 	fs.StringVar(&m.pipelines, "pipeline", "1", "mix: requests each connection sends before reading their replies, comma-separated (`LIST`, e.g. 1,16)")
 	fs.IntVar(&m.conns, "connections", 50, "mix: connections, one goroutine each")
-	fs.IntVar(&m.keys, "keys", 10000, "mix: key range; keys are chosen uniformly and all are written before the runs")
+	fs.IntVar(&m.keys, "keys", 10000, "mix: key range; every key is written before the runs")
+	fs.StringVar(&m.keyDist, "key-dist", "uniform", "mix: key distribution, uniform or zipfian (YCSB's scrambled zipfian)")
 	fs.IntVar(&m.runs, "runs", 1, "mix: rounds over the targets, alternating; rows show medians over rounds")
 }
 
@@ -58,11 +59,12 @@ type mixOptions struct {
 	pipelines []int
 	conns     int
 	keys      int
+	keyDist   string
 	runs      int
 }
 
 func (m *mixFlags) parse() (*mixOptions, error) {
-	o := &mixOptions{conns: m.conns, keys: m.keys, runs: m.runs}
+	o := &mixOptions{conns: m.conns, keys: m.keys, keyDist: m.keyDist, runs: m.runs}
 	for _, r := range strings.Split(m.ratios, ",") {
 		r = strings.TrimSpace(r)
 		g, s, ok := strings.Cut(r, ":")
@@ -106,7 +108,7 @@ func (b *bencher) mixParams() []string {
 		pipes = append(pipes, strconv.Itoa(p))
 	}
 	params := []string{"ratio(GET:SET)=" + strings.Join(ratios, ","), "pipeline=" + strings.Join(pipes, ","),
-		fmt.Sprintf("connections=%d", m.conns), fmt.Sprintf("keys=%d(uniform)", m.keys),
+		fmt.Sprintf("connections=%d", m.conns), fmt.Sprintf("keys=%d(%s)", m.keys, m.keyDist),
 		fmt.Sprintf("value-size=%d", b.o.valueSize), fmt.Sprintf("duration=%v", b.o.duration), fmt.Sprintf("runs=%d", m.runs)}
 	if len(b.o.serverCPUs) > 0 {
 		params = append(params, "server-cpus="+cpuset.String(b.o.serverCPUs))
@@ -148,7 +150,7 @@ func (b *bencher) runMix(ctx context.Context, rep *report.Report, jobs []job, ba
 		targets = append(targets, b.startMix(ctx, j, baseDir))
 	}
 	prefix := "mix_" + b.runID + ":"
-	base := loadgen.Config{Conns: m.conns, Keys: m.keys, Prefix: prefix, ValueSize: b.o.valueSize,
+	base := loadgen.Config{Conns: m.conns, Keys: m.keys, KeyDist: m.keyDist, Prefix: prefix, ValueSize: b.o.valueSize,
 		Duration: b.o.duration, Timeout: b.o.timeout, Seed: b.o.seed}
 	var ready []*mixTarget
 	for _, mt := range targets {

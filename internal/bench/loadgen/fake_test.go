@@ -27,6 +27,7 @@ type fakeServer struct {
 	store  map[string]string
 	gets   int
 	sets   int
+	hits   map[string]int // requests per key
 	ln     net.Listener
 	wg     sync.WaitGroup
 }
@@ -62,7 +63,7 @@ func startFake(t *testing.T, p Proto, answer func(request, map[string]string) st
 	if answer == nil {
 		answer = correct(p)
 	}
-	f := &fakeServer{proto: p, answer: answer, store: map[string]string{}, ln: ln}
+	f := &fakeServer{proto: p, answer: answer, store: map[string]string{}, hits: map[string]int{}, ln: ln}
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
@@ -94,6 +95,7 @@ func (f *fakeServer) serve(c net.Conn) {
 		}
 		f.mu.Lock()
 		reply := f.answer(req, f.store)
+		f.hits[req.key]++
 		if req.get {
 			f.gets++
 		} else {

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"anykv/internal/bench/gen"
 	"anykv/internal/bench/hist"
 	"anykv/internal/bench/workload"
 )
@@ -28,7 +29,8 @@ type Config struct {
 	Pipeline  int // requests written before their replies are read
 	Gets      int // GET:SET ratio; both 0 is not allowed
 	Sets      int
-	Keys      int    // keys are numbers 0..Keys-1 chosen uniformly
+	Keys      int    // keys are numbers 0..Keys-1, chosen by KeyDist
+	KeyDist   string // "uniform" (or "") or "zipfian" (YCSB's scrambled zipfian)
 	Prefix    string // key prefix; a key is Prefix + zero-padded number
 	ValueSize int    // at least the number of digits of Keys-1
 	// Load makes the run write every key exactly once (SETs only, keys
@@ -64,6 +66,8 @@ func (c *Config) Validate() error {
 		return errors.New("ratio GET:SET needs a positive side, e.g. 10:1, 1:0 or 0:1")
 	case c.ValueSize < len(fmt.Sprint(c.Keys-1)) || c.ValueSize > 1<<20:
 		return fmt.Errorf("value size %d must be between the key number's digits (%d) and 1 MiB", c.ValueSize, len(fmt.Sprint(c.Keys-1)))
+	case c.KeyDist != "" && c.KeyDist != "uniform" && c.KeyDist != "zipfian":
+		return fmt.Errorf("key distribution %q is not uniform or zipfian", c.KeyDist)
 	case !c.Load && c.Duration <= 0:
 		return errors.New("a run needs a duration")
 	}
@@ -94,7 +98,7 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 			return nil, err
 		}
 		conns[i] = &conn{cfg: &cfg, cd: cd, id: i, nc: nc, r: bufio.NewReaderSize(nc, readBuf(cfg.ValueSize)),
-			rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i))), slots: make([]slot, cfg.Pipeline),
+			rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i))), keys: chooser(cfg), slots: make([]slot, cfg.Pipeline),
 			get: Kind{Hist: hist.New()}, set: Kind{Hist: hist.New()}}
 	}
 	// Closing the connections unblocks reads and writes on cancellation.
@@ -139,6 +143,14 @@ func (k *Kind) add(o *Kind) {
 	k.Hist.Merge(o.Hist)
 }
 
+// chooser returns a connection's own key chooser (choosers keep state).
+func chooser(cfg Config) gen.Chooser {
+	if cfg.KeyDist == "zipfian" {
+		return gen.NewScrambledZipfian(0, int64(cfg.Keys-1))
+	}
+	return gen.Uniform{Min: 0, Max: int64(cfg.Keys - 1)}
+}
+
 func readBuf(valueSize int) int { return max(64<<10, 2*valueSize+512) }
 
 func dial(ctx context.Context, cfg Config) (net.Conn, error) {
@@ -169,6 +181,7 @@ type conn struct {
 	r        *bufio.Reader
 	wbuf     []byte
 	rng      *rand.Rand
+	keys     gen.Chooser
 	slots    []slot
 	nextLoad int // next key to write in a Load run
 	get, set Kind
@@ -205,7 +218,7 @@ func (c *conn) fill() int {
 			c.nextLoad++
 			s = slot{get: false, key: k}
 		} else {
-			s = slot{get: c.rng.IntN(c.cfg.Gets+c.cfg.Sets) < c.cfg.Gets, key: c.rng.IntN(c.cfg.Keys)}
+			s = slot{get: c.rng.IntN(c.cfg.Gets+c.cfg.Sets) < c.cfg.Gets, key: int(c.keys.Next(c.rng))}
 		}
 		if s.get {
 			c.wbuf = c.cd.appendGet(c.wbuf, s.key)

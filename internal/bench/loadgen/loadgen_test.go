@@ -56,6 +56,37 @@ func TestCountsExactly(t *testing.T) {
 	}
 }
 
+// TestKeyDistributions checks that zipfian concentrates requests on a few
+// keys and uniform does not, over the whole key range.
+func TestKeyDistributions(t *testing.T) {
+	for _, dist := range []string{"uniform", "zipfian"} {
+		f := startFake(t, RESP, nil)
+		cfg := cfgFor(f.addr(), RESP)
+		cfg.KeyDist = dist
+		if _, err := Run(context.Background(), cfg); err != nil {
+			t.Fatal(err)
+		}
+		f.mu.Lock()
+		top, total := 0, 0
+		for _, n := range f.hits {
+			top = max(top, n)
+			total += n
+		}
+		keys := len(f.hits)
+		f.mu.Unlock()
+		mean := float64(total) / 100
+		t.Logf("%s: %d requests over %d keys, busiest key %d", dist, total, keys, top)
+		switch {
+		case total < 2000:
+			t.Fatalf("%s: only %d requests", dist, total)
+		case dist == "uniform" && (keys != 100 || float64(top) > 2*mean):
+			t.Errorf("uniform: %d keys, busiest %d requests, mean %.0f", keys, top, mean)
+		case dist == "zipfian" && float64(top) < 3*mean:
+			t.Errorf("zipfian: busiest key %d requests, mean %.0f: not skewed", top, mean)
+		}
+	}
+}
+
 // TestWrongRepliesAreNotSuccesses runs GET-only and SET-only against fakes
 // that answer wrongly and checks that no request counts as a success.
 func TestWrongRepliesAreNotSuccesses(t *testing.T) {
@@ -131,8 +162,8 @@ func TestWrongRepliesAreNotSuccesses(t *testing.T) {
 func TestNoAllocationPerRequest(t *testing.T) {
 	for _, p := range []Proto{RESP, Memcache} {
 		cd := newCodec(p, "k:", 1000, 100)
-		c := &conn{cfg: &Config{Gets: 1, Sets: 1, Keys: 1000}, cd: cd, slots: make([]slot, 16)}
-		c.rng = rand.New(rand.NewPCG(1, 1))
+		cfg := Config{Gets: 1, Sets: 1, Keys: 1000, KeyDist: "zipfian"}
+		c := &conn{cfg: &cfg, cd: cd, slots: make([]slot, 16), keys: chooser(cfg), rng: rand.New(rand.NewPCG(1, 1))}
 		var replies bytes.Buffer
 		good := correct(p)
 		for i := 0; i < 16; i++ {
@@ -174,6 +205,7 @@ func TestValidate(t *testing.T) {
 		func(c *Config) { c.Sets = -1 },
 		func(c *Config) { c.ValueSize = 3 }, // keys 0..9999 need 4 digits
 		func(c *Config) { c.Duration = 0 },
+		func(c *Config) { c.KeyDist = "latest" },
 	} {
 		c := good
 		bad(&c)
