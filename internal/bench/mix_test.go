@@ -1,13 +1,17 @@
 package bench
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -36,8 +40,9 @@ func TestMixEndToEnd(t *testing.T) {
 	if bin := os.Getenv("ANYKV_BIN"); bin != "" {
 		targets = "anykv,anykv-memcache," + targets
 	}
-	js := filepath.Join(t.TempDir(), "mix.json")
-	args := []string{"--deploy", targets, "--workload", "mix", "--ratio", "0:1,3:1", "--pipeline", "1,4",
+	dir := t.TempDir()
+	js, html, csv := filepath.Join(dir, "mix.json"), filepath.Join(dir, "mix.html"), filepath.Join(dir, "mix.csv")
+	args := []string{"--html", html, "--csv", csv, "--deploy", targets, "--workload", "mix", "--ratio", "0:1,3:1", "--pipeline", "1,4",
 		"--connections", "3", "--keys", "200", "--duration", "150ms", "--runs", "2",
 		"--server-cpus", cpu, "--client-cpus", cpu, "--json", js, "--anykv-bin", os.Getenv("ANYKV_BIN")}
 	var stdout, stderr bytes.Buffer
@@ -73,7 +78,13 @@ func TestMixEndToEnd(t *testing.T) {
 	if err != nil || json.Unmarshal(b, &rep) != nil {
 		t.Fatalf("json report: %v", err)
 	}
+	if page, err := os.ReadFile(html); err != nil || !bytes.Contains(page, []byte("<svg")) {
+		t.Errorf("html report: %v, %d bytes", err, len(page))
+	}
 	names := strings.Split(targets, ",")
+	if c, err := os.ReadFile(csv); err != nil || strings.Count(string(c), "\n") != len(names)*9+1 {
+		t.Errorf("csv report: %v\n%s", err, c)
+	}
 	// Per target: load, then 0:1 at two depths (total rows only) and 3:1
 	// at two depths (total, get, set).
 	if want := len(names) * (1 + 2 + 2*3); len(rep.Results) != want {
@@ -88,6 +99,61 @@ func TestMixEndToEnd(t *testing.T) {
 		}
 		if r.Test != "load" && r.Runs != 2 {
 			t.Errorf("%s %s merges %d runs, want 2", r.Target, r.Test, r.Runs)
+		}
+	}
+}
+
+// TestMixCountsWrongRepliesAsFails runs mix against a RESP server that
+// answers every request with the same 3-byte string: every request is a
+// Fail, the report says why and the exit code is 1.
+func TestMixCountsWrongRepliesAsFails(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				for {
+					// A request is "*N" and N bulk strings of two lines each.
+					line, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					n, _ := strconv.Atoi(strings.TrimSpace(line[1:]))
+					for i := 0; i < 2*n; i++ {
+						if _, err := r.ReadString('\n'); err != nil {
+							return
+						}
+					}
+					if _, err := c.Write([]byte("$3\r\nabc\r\n")); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"--target", "garbage=resp://" + ln.Addr().String(), "--workload", "mix",
+		"--ratio", "1:1", "--connections", "2", "--pipeline", "4", "--keys", "20", "--duration", "100ms"}, &stdout, &stderr)
+	out := stdout.String()
+	if code != ExitFailed {
+		t.Errorf("exit %d, want %d\n%s", code, ExitFailed, out)
+	}
+	m := regexp.MustCompile(`(?m)^1:1/p4\s+[\d.]+\s+\d+(?:\s+[\d.]+){7}\s+(\d+)\s+(\d+)\s+2$`).FindStringSubmatch(out)
+	if m == nil || m[1] != "0" || m[2] == "0" {
+		t.Fatalf("no 1:1/p4 row with 0 Err and some Fail:\n%s", out)
+	}
+	for _, want := range []string{"load  ", "SET of key", "GET of key", "answered 3 bytes, want 100"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
 		}
 	}
 }
