@@ -102,7 +102,7 @@ func startMemcached(ctx context.Context, o Options, dir string) (*Server, error)
 		return nil, fmt.Errorf("memcached: %w", err)
 	}
 	return &Server{URL: url, Pid: p.cmd.Process.Pid, Version: output(bin, "-V"),
-		Settings: []string{"memory only: no persistence", fmt.Sprintf("%d threads (-t %d), UDP off (-U 0), 1024 MB item memory (-m 1024); evictions show up as Fail", threads, threads)},
+		Settings: []string{"memory only: no persistence", fmt.Sprintf("worker threads: %d (-t %d), UDP off (-U 0), 1024 MB item memory (-m 1024); evictions show up as Fail", threads, threads)},
 		stop:     func() error { return p.stop(10 * time.Second) }}, nil
 }
 
