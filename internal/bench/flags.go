@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"anykv/internal/bench/cpuset"
 	"anykv/internal/bench/deploy"
 	"anykv/internal/bench/driver"
+	"anykv/internal/bench/loadgen"
 	"anykv/internal/bench/workload"
 )
 
@@ -32,6 +35,9 @@ type options struct {
 	timeout    time.Duration
 	baseline   string
 	anykvBin   string
+	mix        *mixOptions // --workload mix
+	serverCPUs []int
+	clientCPUs []int
 }
 
 type targetFlag struct{ name, url string }
@@ -57,7 +63,13 @@ func (t *targetList) Set(v string) error {
 	return nil
 }
 
-func newFlagSet(o *options, out io.Writer) (*flag.FlagSet, *string, *string, *string, *targetList) {
+// extraFlags are the flags newFlagSet parses as text for parse to check.
+type extraFlags struct {
+	mix                    mixFlags
+	serverCPUs, clientCPUs string
+}
+
+func newFlagSet(o *options, out io.Writer) (*flag.FlagSet, *string, *string, *string, *targetList, *extraFlags) {
 	fs := flag.NewFlagSet("anykv bench", flag.ContinueOnError)
 	fs.SetOutput(out)
 	wl := fs.String("workload", "ycsb-a", "workloads to run, comma-separated (`NAMES`; \"ycsb\" = ycsb-a..f, \"all\")")
@@ -77,7 +89,11 @@ func newFlagSet(o *options, out io.Writer) (*flag.FlagSet, *string, *string, *st
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "timeout of one operation (counted as Err)")
 	fs.StringVar(&o.baseline, "baseline", "", "target the side-by-side ratios compare against (default: the first target)")
 	fs.StringVar(&o.anykvBin, "anykv-bin", "", "anykv binary for --deploy anykv* (default: this program if named anykv, else bin/anykv, else anykv on PATH)")
-	return fs, wl, th, dep, &targets
+	var x extraFlags
+	x.mix.register(fs)
+	fs.StringVar(&x.serverCPUs, "server-cpus", "", "pin deployed servers to these cores (`LIST`, e.g. 0 or 0-1; taskset -c); anykv gets GOMAXPROCS and memcached -t = their number")
+	fs.StringVar(&x.clientCPUs, "client-cpus", "", "pin the bench itself to these cores (`LIST`) and set its GOMAXPROCS to their number")
+	return fs, wl, th, dep, &targets, &x
 }
 
 func usage(w io.Writer, fs *flag.FlagSet) {
@@ -86,8 +102,11 @@ func usage(w io.Writer, fs *flag.FlagSet) {
 Runs the same workloads against several datastores, deployed locally with
 --deploy or given with --target, and prints one comparison.
 
-Example:
+Examples:
   anykv bench --deploy redis,memcached,postgres,etcd --workload appscale --records 1000 --html out.html
+  anykv bench --deploy anykv,anykv-memcache,redis,redis-nopersist,memcached --workload mix \
+      --ratio 1:0,0:1,10:1 --pipeline 1,16 --connections 50 --keys 10000 --value-size 100 \
+      --duration 10s --runs 3 --server-cpus 0 --client-cpus 1
 
 Flags:`)
 	fs.PrintDefaults()
@@ -95,6 +114,7 @@ Flags:`)
 	for _, w2 := range workload.All() {
 		fmt.Fprintf(w, "  %-12s %s\n", w2.Name, w2.Summary)
 	}
+	fmt.Fprintf(w, "  %-12s %s\n", "mix", mixSummary)
 	fmt.Fprintln(w, "\nDeployable datastores (--deploy):")
 	for _, n := range deploy.Names() {
 		fmt.Fprintf(w, "  %-16s %s\n", n, deploy.Describe(n))
@@ -109,7 +129,7 @@ See docs/bench.md.`)
 // parse parses args; it returns done=true with an exit code when the
 // command should stop (help or a usage error).
 func parse(args []string, stderr, stdout io.Writer) (o options, code int, done bool) {
-	fs, wl, th, dep, targets := newFlagSet(&o, io.Discard)
+	fs, wl, th, dep, targets, x := newFlagSet(&o, io.Discard)
 	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -128,8 +148,33 @@ func parse(args []string, stderr, stdout io.Writer) (o options, code int, done b
 		return fail("unexpected argument %q", fs.Arg(0))
 	}
 	var err error
-	if o.workloads, err = workload.Expand(*wl); err != nil {
+	if w := strings.TrimSpace(*wl); w != "mix" && slices.Contains(strings.Split(w, ","), "mix") {
+		return fail("--workload mix runs alone: it drives its own load generator")
+	} else if w == "mix" {
+		if o.mix, err = x.mix.parse(); err != nil {
+			return fail("%v", err)
+		}
+		o.mixDefaults()
+		c := loadgen.Config{Conns: o.mix.conns, Pipeline: 1, Gets: 1, Keys: o.mix.keys, KeyDist: o.mix.keyDist,
+			ValueSize: o.valueSize, Duration: o.duration}
+		if err := c.Validate(); err != nil {
+			return fail("--workload mix: %v", err)
+		}
+	} else if o.workloads, err = workload.Expand(*wl); err != nil {
 		return fail("%v", err)
+	} else if set := x.mix.setIn(fs); set != "" {
+		return fail("--%s applies to --workload mix only", set)
+	}
+	for _, c := range []struct {
+		flag, val string
+		dst       *[]int
+	}{{"server-cpus", x.serverCPUs, &o.serverCPUs}, {"client-cpus", x.clientCPUs, &o.clientCPUs}} {
+		if c.val == "" {
+			continue
+		}
+		if *c.dst, err = cpuset.Parse(c.val); err != nil {
+			return fail("--%s: %v", c.flag, err)
+		}
 	}
 	if *th != "" {
 		for _, s := range strings.Split(*th, ",") {

@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"anykv/internal/bench/cpuset"
 	"anykv/internal/bench/deploy"
 	"anykv/internal/bench/driver"
 	"anykv/internal/bench/report"
@@ -102,7 +103,18 @@ func (b *bencher) run(ctx context.Context, args []string) int {
 	for _, w := range b.o.workloads {
 		rep.Workloads = append(rep.Workloads, report.WorkloadInfo{Name: w.Name, Summary: w.Summary, Params: w.Params(cfg)})
 	}
+	if b.o.mix != nil {
+		rep.Workloads = append(rep.Workloads, report.WorkloadInfo{Name: "mix", Summary: mixSummary, Params: b.mixParams()})
+		rep.Mode = fmt.Sprintf("closed loop per connection, %v per run; latency from a pipeline's send to each reply", b.o.duration)
+		if b.o.mix.runs > 1 {
+			rep.Mode += fmt.Sprintf("; Req/Sec and percentiles are medians of %d alternating runs (Max, Mean, Millis, Err, Fail over all)", b.o.mix.runs)
+		}
+	}
 
+	if err := b.pin(); err != nil {
+		fmt.Fprintf(b.stderr, "anykv bench: %v\n", err)
+		return ExitFailed
+	}
 	var baseDir string
 	if len(b.o.deploy) > 0 {
 		var err error
@@ -112,10 +124,6 @@ func (b *bencher) run(ctx context.Context, args []string) int {
 		}
 		defer os.RemoveAll(baseDir)
 	}
-	type job struct {
-		name, url string
-		deploy    bool
-	}
 	var jobs []job
 	for _, d := range b.o.deploy {
 		jobs = append(jobs, job{name: d, deploy: true})
@@ -123,19 +131,11 @@ func (b *bencher) run(ctx context.Context, args []string) int {
 	for _, t := range b.o.targets {
 		jobs = append(jobs, job{name: t.name, url: t.url})
 	}
-	interrupted := false
-	for _, j := range jobs {
-		if ctx.Err() != nil {
-			interrupted = true
-			break
-		}
-		t, res, err := b.runTarget(ctx, j.name, j.url, j.deploy, baseDir)
-		rep.Targets = append(rep.Targets, t)
-		rep.Results = append(rep.Results, res...)
-		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
-			interrupted = true
-			break
-		}
+	var interrupted bool
+	if b.o.mix != nil {
+		interrupted = b.runMix(ctx, rep, jobs, baseDir)
+	} else {
+		interrupted = b.runEach(ctx, rep, jobs, baseDir)
 	}
 	for _, r := range rep.Results {
 		if r.Fails > 0 {
@@ -183,36 +183,58 @@ func (b *bencher) run(ctx context.Context, args []string) int {
 	return ExitOK
 }
 
+// pin applies --client-cpus to the bench. Deployed servers would inherit
+// it, so without --server-cpus they are pinned to the cores the bench had.
+func (b *bencher) pin() error {
+	if len(b.o.clientCPUs) == 0 {
+		return nil
+	}
+	if len(b.o.serverCPUs) == 0 && len(b.o.deploy) > 0 {
+		all, err := cpuset.Allowed(0)
+		if err != nil {
+			return err
+		}
+		b.o.serverCPUs = all
+	}
+	if err := cpuset.PinSelf(b.o.clientCPUs); err != nil {
+		return fmt.Errorf("--client-cpus: %w", err)
+	}
+	return nil
+}
+
+// job is one target to run against: deployed by name or given by URL.
+type job struct {
+	name, url string
+	deploy    bool
+}
+
+// runEach runs the workloads on one target after another, deploying each
+// in turn. It reports whether ctx was cancelled.
+func (b *bencher) runEach(ctx context.Context, rep *report.Report, jobs []job, baseDir string) bool {
+	for _, j := range jobs {
+		if ctx.Err() != nil {
+			return true
+		}
+		t, res, err := b.runTarget(ctx, j.name, j.url, j.deploy, baseDir)
+		rep.Targets = append(rep.Targets, t)
+		rep.Results = append(rep.Results, res...)
+		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // runTarget deploys (if asked), connects, runs every workload and tears
 // down. The returned error is only ctx's.
 func (b *bencher) runTarget(ctx context.Context, name, url string, dep bool, baseDir string) (report.Target, []*workload.Result, error) {
 	t := report.Target{Name: name, URL: url, Deployed: dep}
 	if dep {
-		srv, err := deploy.Start(ctx, name, deploy.Options{BaseDir: baseDir, AnykvBin: b.o.anykvBin, Log: b.stderr})
-		var ni *deploy.NotInstalledError
-		switch {
-		case errors.As(err, &ni):
-			t.Skipped = ni.Error()
-			b.notice(name + ": " + t.Skipped)
-			return t, nil, nil
-		case err != nil:
-			if ctx.Err() != nil {
-				t.Skipped = "interrupted during start-up"
-				return t, nil, ctx.Err()
-			}
-			t.Skipped = "failed to start: " + err.Error()
-			b.notice(name + ": " + t.Skipped)
-			b.failed = true
-			return t, nil, nil
+		stop, err := b.deployTarget(ctx, &t, baseDir)
+		if stop == nil {
+			return t, nil, err
 		}
-		defer func() {
-			if err := srv.Stop(); err != nil {
-				b.notice(fmt.Sprintf("%s: stop: %v", name, err))
-			} else {
-				fmt.Fprintf(b.stderr, "deploy: %s stopped\n", name)
-			}
-		}()
-		t.URL, t.Version, t.Settings = srv.URL, srv.Version, srv.Settings
+		defer stop()
 	}
 	d, err := driver.Open(ctx, t.URL, driver.Options{Conns: b.maxThreads() + 2, Timeout: b.o.timeout})
 	if err != nil {
@@ -237,6 +259,37 @@ func (b *bencher) runTarget(ctx context.Context, name, url string, dep bool, bas
 		}
 	}
 	return t, r.Results, nil
+}
+
+// deployTarget starts the datastore t names and fills in its URL, version
+// and settings. When it cannot start, stop is nil, t.Skipped says why and
+// err is ctx's error if start-up was interrupted. stop tears it down.
+func (b *bencher) deployTarget(ctx context.Context, t *report.Target, baseDir string) (stop func(), err error) {
+	srv, err := deploy.Start(ctx, t.Name, deploy.Options{BaseDir: baseDir, AnykvBin: b.o.anykvBin, Log: b.stderr, CPUs: b.o.serverCPUs})
+	var ni *deploy.NotInstalledError
+	switch {
+	case errors.As(err, &ni):
+		t.Skipped = ni.Error()
+		b.notice(t.Name + ": " + t.Skipped)
+		return nil, nil
+	case err != nil:
+		if ctx.Err() != nil {
+			t.Skipped = "interrupted during start-up"
+			return nil, ctx.Err()
+		}
+		t.Skipped = "failed to start: " + err.Error()
+		b.notice(t.Name + ": " + t.Skipped)
+		b.failed = true
+		return nil, nil
+	}
+	t.URL, t.Version, t.Settings = srv.URL, srv.Version, srv.Settings
+	return func() {
+		if err := srv.Stop(); err != nil {
+			b.notice(fmt.Sprintf("%s: stop: %v", t.Name, err))
+		} else {
+			fmt.Fprintf(b.stderr, "deploy: %s stopped\n", t.Name)
+		}
+	}, nil
 }
 
 func writeFile(path string, rep *report.Report, write func(io.Writer, *report.Report) error) error {

@@ -110,7 +110,7 @@ func TestHelpListsEveryFlagAndWorkload(t *testing.T) {
 	}
 	help := stdout.String()
 	var o options
-	fs, _, _, _, _ := newFlagSet(&o, nil)
+	fs, _, _, _, _, _ := newFlagSet(&o, nil)
 	fs.VisitAll(func(f *flag.Flag) {
 		if !strings.Contains(help, "-"+f.Name) {
 			t.Errorf("help lacks --%s", f.Name)
@@ -146,6 +146,15 @@ func TestUsageErrors(t *testing.T) {
 		{"--deploy", "redis", "--records", "0"},
 		{"--deploy", "redis", "extra"},
 		{"--bogus"},
+		{"--deploy", "redis", "--ratio", "1:1"},
+		{"--deploy", "redis", "--workload", "mix", "--ratio", "1"},
+		{"--deploy", "redis", "--workload", "mix", "--ratio", "0:0"},
+		{"--deploy", "redis", "--workload", "mix", "--pipeline", "0"},
+		{"--deploy", "redis", "--workload", "mix", "--keys", "100000", "--value-size", "4"},
+		{"--deploy", "redis", "--workload", "mix,ycsb-a"},
+		{"--deploy", "redis", "--workload", "mix", "--key-dist", "latest"},
+		{"--deploy", "redis", "--server-cpus", "x"},
+		{"--deploy", "redis", "--client-cpus", "1-0"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := Main(context.Background(), args, &stdout, &stderr); code != ExitUsage {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"anykv/internal/bench/cpuset"
 	"anykv/internal/bench/driver"
 )
 
@@ -27,6 +28,9 @@ type Options struct {
 	ReadyTimeout time.Duration
 	// Log receives one line per start and stop (may be nil).
 	Log io.Writer
+	// CPUs pins each server to these cores (taskset -c); anykv also gets
+	// GOMAXPROCS and memcached -t equal to their number. Nil: no pinning.
+	CPUs []int
 }
 
 // Server is one running datastore.
@@ -36,6 +40,7 @@ type Server struct {
 	Version  string   // server version line
 	Settings []string // durability and other settings, for the report
 	Dir      string   // data directory
+	Pid      int      // server process id (0 when a tool daemonized it, as pg_ctl does)
 	stop     func() error
 }
 
@@ -113,6 +118,9 @@ func Start(ctx context.Context, name string, o Options) (*Server, error) {
 		s, err := sp.start(ctx, o, dir)
 		if err == nil {
 			s.Name, s.Dir = name, dir
+			if len(o.CPUs) > 0 {
+				s.Settings = append(s.Settings, "pinned to CPUs "+cpuset.String(o.CPUs)+" (taskset -c)")
+			}
 			logf(o.Log, "deploy: %s ready at %s (%s)\n", name, s.URL, s.Version)
 			return s, nil
 		}

@@ -1,15 +1,20 @@
 package deploy
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"anykv/internal/bench/cpuset"
 )
 
 func baseDir(t *testing.T) string {
@@ -121,11 +126,12 @@ func TestFindAnykvSearchOrder(t *testing.T) {
 	}
 }
 
-// A stand-in anykv that records its arguments and serves RESP by running
-// redis-server, so the anykv deployment plumbing is tested without the
+// A stand-in anykv that records its arguments and environment and serves
+// RESP by running redis-server, so the anykv deployment plumbing is tested without the
 // real binary.
 const fakeAnykv = `#!/bin/sh
 echo "$@" > "$(dirname "$0")/args.$$"
+env > "$(dirname "$0")/env.$$"
 [ "$1" = serve ] || exit 2
 shift
 [ "$1" = --help ] && { echo "  -http string"; echo "  -memcache string"; exit 0; }
@@ -193,6 +199,58 @@ func TestAnykvVariants(t *testing.T) {
 		line := serves[0]
 		if !strings.HasPrefix(line, "serve --dir ") || !strings.Contains(line, "--resp 127.0.0.1:") || !strings.Contains(line, flag) {
 			t.Errorf("%s ran anykv %s, want %s", name, line, flag)
+		}
+	}
+}
+
+// TestPinning starts redis-nopersist, memcached and a fake anykv pinned to
+// one CPU and checks each process's affinity, memcached's -t and anykv's
+// GOMAXPROCS.
+func TestPinning(t *testing.T) {
+	t.Parallel()
+	for _, b := range []string{"redis-server", "memcached", "taskset"} {
+		if _, ok := findBinary(b); !ok {
+			t.Fatalf("%s missing (scripts/test-deps.txt)", b)
+		}
+	}
+	bindir := t.TempDir()
+	bin := filepath.Join(bindir, "anykv")
+	if err := os.WriteFile(bin, []byte(fakeAnykv), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	allowed, err := cpuset.Allowed(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := allowed[len(allowed)-1:]
+	for _, name := range []string{"redis-nopersist", "memcached", "anykv"} {
+		s, err := Start(context.Background(), name, Options{BaseDir: baseDir(t), AnykvBin: bin, CPUs: one})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got, err := cpuset.Allowed(s.Pid)
+		if err != nil || !slices.Equal(got, one) {
+			t.Errorf("%s pid %d: Cpus_allowed_list %v, %v; want %v", name, s.Pid, got, err, one)
+		}
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", s.Pid))
+		// redis-server (behind the fake anykv) overwrites its environ
+		// block with its process title, so read what the fake recorded.
+		environ, _ := os.ReadFile(filepath.Join(bindir, fmt.Sprintf("env.%d", s.Pid)))
+		switch name {
+		case "memcached":
+			if !bytes.Contains(cmdline, []byte("-t\x001\x00")) {
+				t.Errorf("memcached runs %q, want -t 1", cmdline)
+			}
+		case "anykv":
+			if !bytes.Contains(environ, []byte("\nGOMAXPROCS=1\n")) {
+				t.Errorf("anykv environment lacks GOMAXPROCS=1")
+			}
+		}
+		if !slices.Contains(s.Settings, "pinned to CPUs "+cpuset.String(one)+" (taskset -c)") {
+			t.Errorf("%s settings %q do not state the pinning", name, s.Settings)
+		}
+		if err := s.Stop(); err != nil {
+			t.Errorf("%s stop: %v", name, err)
 		}
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"anykv/internal/bench/cpuset"
 )
 
 // proc is one server process in its own process group, so a terminal's
@@ -61,8 +63,10 @@ func mkdirFor(dir string, acct *account) error {
 }
 
 // command builds the exec.Cmd for bin args, run as acct via runuser when
-// acct is set, logging stdout and stderr to logPath.
-func command(bin string, args []string, dir string, acct *account) *exec.Cmd {
+// acct is set, and under taskset -c when cpus is set: the affinity is in
+// place before the server's first instruction, so every thread it starts
+// inherits it. env adds NAME=value entries to the environment.
+func command(bin string, args []string, dir string, acct *account, cpus []int, env ...string) *exec.Cmd {
 	var cmd *exec.Cmd
 	if acct != nil {
 		runuser, err := exec.LookPath("runuser")
@@ -73,15 +77,23 @@ func command(bin string, args []string, dir string, acct *account) *exec.Cmd {
 	} else {
 		cmd = exec.Command(bin, args...)
 	}
+	if len(cpus) > 0 {
+		taskset, ok := findBinary("taskset")
+		if !ok {
+			taskset = "taskset" // fails at start with a clear "not found"
+		}
+		cmd.Args = append([]string{"taskset", "-c", cpuset.String(cpus)}, cmd.Args...)
+		cmd.Path = taskset
+	}
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	cmd.Env = append(append(os.Environ(), "LC_ALL=C"), env...)
 	return cmd
 }
 
-// startProc starts a long-running server.
-func startProc(bin string, args []string, dir, logPath string, acct *account) (*proc, error) {
-	cmd := command(bin, args, dir, acct)
+// startProc starts a long-running server, pinned to cpus when set.
+func startProc(bin string, args []string, dir, logPath string, acct *account, cpus []int, env ...string) (*proc, error) {
+	cmd := command(bin, args, dir, acct, cpus, env...)
 	lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -132,8 +144,8 @@ func (p *proc) stop(grace time.Duration) error {
 
 // runTool runs a setup command (initdb, mariadb-install-db) to completion,
 // appending its output to logPath.
-func runTool(ctx context.Context, timeout time.Duration, bin string, args []string, dir, logPath string, acct *account) error {
-	cmd := command(bin, args, dir, acct)
+func runTool(ctx context.Context, timeout time.Duration, bin string, args []string, dir, logPath string, acct *account, cpus []int) error {
+	cmd := command(bin, args, dir, acct, cpus)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

@@ -60,7 +60,7 @@ func startRedis(ctx context.Context, o Options, dir string, persist bool) (*Serv
 		args = append(args, "--appendonly", "no")
 		settings = append(settings, "no persistence (--appendonly no)")
 	}
-	p, err := startProc(bin, args, dir, logPath(dir, "redis"), nil)
+	p, err := startProc(bin, args, dir, logPath(dir, "redis"), nil, o.CPUs)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +68,7 @@ func startRedis(ctx context.Context, o Options, dir string, persist bool) (*Serv
 	if err := waitReady(ctx, p, url, o.ReadyTimeout); err != nil {
 		return nil, fmt.Errorf("redis: %w", err)
 	}
-	return &Server{URL: url, Version: output(bin, "--version"), Settings: settings,
+	return &Server{URL: url, Pid: p.cmd.Process.Pid, Version: output(bin, "--version"), Settings: settings,
 		stop: func() error { return p.stop(10 * time.Second) }}, nil
 }
 
@@ -81,7 +81,11 @@ func startMemcached(ctx context.Context, o Options, dir string) (*Server, error)
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"-t", "2", "-l", "127.0.0.1", "-p", fmt.Sprint(port), "-U", "0", "-m", "1024"}
+	threads := 2
+	if len(o.CPUs) > 0 {
+		threads = len(o.CPUs) // as many worker threads as cores it may use
+	}
+	args := []string{"-t", fmt.Sprint(threads), "-l", "127.0.0.1", "-p", fmt.Sprint(port), "-U", "0", "-m", "1024"}
 	if os.Geteuid() == 0 {
 		acct, err := unprivileged("memcache", "nobody")
 		if err != nil {
@@ -89,7 +93,7 @@ func startMemcached(ctx context.Context, o Options, dir string) (*Server, error)
 		}
 		args = append(args, "-u", acct.name)
 	}
-	p, err := startProc(bin, args, dir, logPath(dir, "memcached"), nil)
+	p, err := startProc(bin, args, dir, logPath(dir, "memcached"), nil, o.CPUs)
 	if err != nil {
 		return nil, err
 	}
@@ -97,8 +101,8 @@ func startMemcached(ctx context.Context, o Options, dir string) (*Server, error)
 	if err := waitReady(ctx, p, url, o.ReadyTimeout); err != nil {
 		return nil, fmt.Errorf("memcached: %w", err)
 	}
-	return &Server{URL: url, Version: output(bin, "-V"),
-		Settings: []string{"memory only: no persistence", "2 threads (-t 2), UDP off (-U 0), 1024 MB item memory (-m 1024); evictions show up as Fail"},
+	return &Server{URL: url, Pid: p.cmd.Process.Pid, Version: output(bin, "-V"),
+		Settings: []string{"memory only: no persistence", fmt.Sprintf("worker threads: %d (-t %d), UDP off (-U 0), 1024 MB item memory (-m 1024); evictions show up as Fail", threads, threads)},
 		stop:     func() error { return p.stop(10 * time.Second) }}, nil
 }
 
@@ -122,7 +126,7 @@ func startEtcd(ctx context.Context, o Options, dir string) (*Server, error) {
 		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
 		"--initial-cluster", "bench=" + peerURL, "--initial-cluster-state", "new",
 		"--log-level", "warn"}
-	p, err := startProc(bin, args, dir, logPath(dir, "etcd"), nil)
+	p, err := startProc(bin, args, dir, logPath(dir, "etcd"), nil, o.CPUs)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +134,7 @@ func startEtcd(ctx context.Context, o Options, dir string) (*Server, error) {
 	if err := waitReady(ctx, p, url, o.ReadyTimeout); err != nil {
 		return nil, fmt.Errorf("etcd: %w", err)
 	}
-	return &Server{URL: url, Version: output(bin, "--version"),
+	return &Server{URL: url, Pid: p.cmd.Process.Pid, Version: output(bin, "--version"),
 		Settings: []string{"single member, data dir on local disk", "WAL fsync before every commit is acknowledged (etcd default, --unsafe-no-fsync off)"},
 		stop:     func() error { return p.stop(10 * time.Second) }}, nil
 }
@@ -206,7 +210,13 @@ func startAnykv(ctx context.Context, o Options, dir, variant string) (*Server, e
 		args = append(args, "--fsync", "always")
 		settings = []string{"fsync before every write is acknowledged (--fsync always)"}
 	}
-	p, err := startProc(bin, args, dir, logPath(dir, "anykv"), nil)
+	var env []string
+	if len(o.CPUs) > 0 {
+		// The Go runtime runs one P per allowed core; say so explicitly.
+		env = append(env, fmt.Sprintf("GOMAXPROCS=%d", len(o.CPUs)))
+		settings = append(settings, fmt.Sprintf("GOMAXPROCS=%d", len(o.CPUs)))
+	}
+	p, err := startProc(bin, args, dir, logPath(dir, "anykv"), nil, o.CPUs, env...)
 	if err != nil {
 		return nil, err
 	}
@@ -215,6 +225,6 @@ func startAnykv(ctx context.Context, o Options, dir, variant string) (*Server, e
 		return nil, fmt.Errorf("anykv: %w", err)
 	}
 	settings = append(settings, "data directory on local disk, benchmarked over "+proto, "binary "+bin)
-	return &Server{URL: url, Version: output(bin, "--version"), Settings: settings,
+	return &Server{URL: url, Pid: p.cmd.Process.Pid, Version: output(bin, "--version"), Settings: settings,
 		stop: func() error { return p.stop(10 * time.Second) }}, nil
 }

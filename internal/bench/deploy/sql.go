@@ -67,7 +67,7 @@ func startPostgres(ctx context.Context, o Options, dir string) (*Server, error) 
 	}
 	if err := runTool(ctx, 2*time.Minute, filepath.Join(bin, "initdb"),
 		[]string{"-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-locale", "--no-sync"},
-		dir, lp, acct); err != nil {
+		dir, lp, acct, nil); err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	port, err := freePort()
@@ -79,9 +79,9 @@ func startPostgres(ctx context.Context, o Options, dir string) (*Server, error) 
 	pgctl := filepath.Join(bin, "pg_ctl")
 	// pg_ctl starts the postmaster in its own session and returns once it
 	// accepts connections (-w).
-	err = runTool(ctx, 2*time.Minute, pgctl, []string{"-D", data, "-l", filepath.Join(dir, "server.log"), "-w", "-t", "90", "-o", opts, "start"}, dir, lp, acct)
+	err = runTool(ctx, 2*time.Minute, pgctl, []string{"-D", data, "-l", filepath.Join(dir, "server.log"), "-w", "-t", "90", "-o", opts, "start"}, dir, lp, acct, o.CPUs)
 	stop := func() error {
-		err := runTool(context.Background(), 60*time.Second, pgctl, []string{"-D", data, "-m", "fast", "-w", "-t", "30", "stop"}, dir, lp, acct)
+		err := runTool(context.Background(), 60*time.Second, pgctl, []string{"-D", data, "-m", "fast", "-w", "-t", "30", "stop"}, dir, lp, acct, nil)
 		if err != nil {
 			killPidFile(filepath.Join(data, "postmaster.pid"))
 		}
@@ -147,7 +147,7 @@ func startMariaDB(ctx context.Context, o Options, dir string) (*Server, error) {
 	}
 	if err := runTool(ctx, 2*time.Minute, install, append([]string{"--no-defaults", "--datadir=" + data,
 		"--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve"}, userArg...),
-		dir, lp, nil); err != nil {
+		dir, lp, nil, nil); err != nil {
 		return nil, fmt.Errorf("mariadb: %w", err)
 	}
 	port, err := freePort()
@@ -160,7 +160,7 @@ func startMariaDB(ctx context.Context, o Options, dir string) (*Server, error) {
 		"--pid-file=" + filepath.Join(dir, "mysqld.pid"), "--log-error=" + filepath.Join(dir, "error.log"),
 		"--innodb-flush-log-at-trx-commit=1", "--innodb-doublewrite=1", "--sync-binlog=1",
 		"--max-connections=200", "--skip-name-resolve"}, userArg...)
-	p, err := startProc(server, args, dir, lp, nil)
+	p, err := startProc(server, args, dir, lp, nil, o.CPUs)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +171,7 @@ func startMariaDB(ctx context.Context, o Options, dir string) (*Server, error) {
 		}
 		return nil, fmt.Errorf("mariadb: %w\n%s", err, logTail(filepath.Join(dir, "error.log"), 20))
 	}
-	return &Server{URL: url, Version: output(server, "--version"),
+	return &Server{URL: url, Pid: p.cmd.Process.Pid, Version: output(server, "--version"),
 		Settings: []string{
 			"InnoDB, innodb_flush_log_at_trx_commit=1: each commit waits for its redo log flush",
 			"doublewrite on, binary log off (sync_binlog=1 would apply if enabled)",

@@ -24,6 +24,7 @@ type jsonResult struct {
 	Fails       int64              `json:"fail"`
 	ReqPerSec   float64            `json:"req_per_sec"`
 	Millis      int64              `json:"millis"`
+	Runs        int                `json:"runs,omitempty"` // > 1: req_per_sec and percentiles are medians over runs
 	LatencyMs   map[string]float64 `json:"latency_ms,omitempty"`
 	Skipped     string             `json:"skipped,omitempty"`
 	Partial     bool               `json:"partial,omitempty"`
@@ -48,7 +49,7 @@ type jsonReport struct {
 func latencies(r *workload.Result) map[string]float64 {
 	m := map[string]float64{}
 	for _, p := range Percentiles {
-		m[fmt.Sprintf("p%g", p)] = ms(r.Hist.Quantile(p))
+		m[fmt.Sprintf("p%g", p)] = ms(r.Quantile(p))
 	}
 	m["max"] = ms(r.Hist.Max())
 	m["mean"] = ms(r.Hist.Mean())
@@ -68,6 +69,9 @@ func WriteJSON(w io.Writer, rep *Report) error {
 			j.ReqPerSec = r.ReqPerSec()
 			j.Millis = r.Elapsed.Milliseconds()
 			j.LatencyMs = latencies(r)
+			if r.Median != nil {
+				j.Runs = r.Median.Runs
+			}
 		}
 		if r.Series != nil {
 			j.SeriesMs = r.Series.Interval.Milliseconds()
@@ -96,7 +100,7 @@ func WriteCSV(w io.Writer, rep *Report) error {
 		} else {
 			rec = append(rec, fmt.Sprintf("%.2f", r.ReqPerSec()), fmt.Sprint(r.Elapsed.Milliseconds()))
 			for _, p := range Percentiles {
-				rec = append(rec, fmtMs(r.Hist.Quantile(p)))
+				rec = append(rec, fmtMs(r.Quantile(p)))
 			}
 			rec = append(rec, fmtMs(r.Hist.Max()), fmtMs(r.Hist.Mean()), fmt.Sprint(r.Errs), fmt.Sprint(r.Fails),
 				fmt.Sprint(r.Ops), fmt.Sprint(r.Partial), "")

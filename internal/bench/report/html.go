@@ -138,13 +138,13 @@ func htmlSideBySide(b *strings.Builder, rep *Report) {
 				case r.Skipped != "":
 					fmt.Fprintf(b, "<td class=\"skip\" colspan=\"2\" title=\"%s\">skipped</td>", e(r.Skipped))
 				default:
-					rps, p99 := r.ReqPerSec(), ms(r.Hist.Quantile(99))
+					rps, p99 := r.ReqPerSec(), ms(r.Quantile(99))
 					c1, c2 := fmtRate(rps), fmt.Sprintf("%.3f", p99)
 					if t.Name != base && br != nil && br.Skipped == "" {
 						if q := ratio(rps, br.ReqPerSec()); q != "" {
 							c1 += " (" + q + ")"
 						}
-						if q := ratio(p99, ms(br.Hist.Quantile(99))); q != "" {
+						if q := ratio(p99, ms(br.Quantile(99))); q != "" {
 							c2 += " (" + q + ")"
 						}
 					}

@@ -46,8 +46,8 @@ type Report struct {
 // Columns of the per-target tables.
 var Columns = []string{"Test", "Req/Sec", "Millis", "50%", "90%", "99%", "99.5%", "99.9%", "Max", "Mean", "Err", "Fail", "Thr"}
 
-// Percentiles reported, matching Columns.
-var Percentiles = []float64{50, 90, 99, 99.5, 99.9}
+// Percentiles reported, matching Columns (merged runs keep medians of each).
+var Percentiles = workload.MedianPercentiles
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
@@ -64,7 +64,7 @@ func fmtRate(r float64) string {
 func row(r *workload.Result) []string {
 	cells := []string{fmtRate(r.ReqPerSec()), fmt.Sprint(r.Elapsed.Milliseconds())}
 	for _, p := range Percentiles {
-		cells = append(cells, fmtMs(r.Hist.Quantile(p)))
+		cells = append(cells, fmtMs(r.Quantile(p)))
 	}
 	return append(cells, fmtMs(r.Hist.Max()), fmtMs(r.Hist.Mean()), fmt.Sprint(r.Errs), fmt.Sprint(r.Fails), fmt.Sprint(r.Threads))
 }

@@ -96,8 +96,8 @@ func targetTable(res []*workload.Result) string {
 	return out
 }
 
-// sideBySide renders throughput and p99 latency per row and target, with
-// ratios against the baseline target.
+// sideBySide renders throughput and p50, p99 and p99.9 latency per row and
+// target, with ratios against the baseline target.
 func sideBySide(rep *Report) string {
 	base := rep.baseline()
 	var b strings.Builder
@@ -113,7 +113,9 @@ func sideBySide(rep *Report) string {
 		fmt   func(float64) string
 	}{
 		{"Req/Sec", (*workload.Result).ReqPerSec, fmtRate},
-		{"99% latency, ms", func(r *workload.Result) float64 { return ms(r.Hist.Quantile(99)) }, func(v float64) string { return fmt.Sprintf("%.3f", v) }},
+		{"50% latency, ms", latencyAt(50), fmtLatency},
+		{"99% latency, ms", latencyAt(99), fmtLatency},
+		{"99.9% latency, ms", latencyAt(99.9), fmtLatency},
 	} {
 		fmt.Fprintf(&b, "\n== side by side: %s (ratio to baseline %s)\n", metric.title, base)
 		rows := [][]string{append([]string{"Workload", "Test", "Thr"}, names...)}
@@ -151,3 +153,9 @@ func sideBySide(rep *Report) string {
 	}
 	return b.String()
 }
+
+func latencyAt(p float64) func(*workload.Result) float64 {
+	return func(r *workload.Result) float64 { return ms(r.Quantile(p)) }
+}
+
+func fmtLatency(v float64) string { return fmt.Sprintf("%.3f", v) }

@@ -24,6 +24,7 @@ type Result struct {
 	Skipped  string       // why the phase did not run, if it did not
 	Partial  bool         // stopped early by --duration or interruption
 	Samples  []string     // a few failure and error descriptions
+	Median   *Median      // medians over repeated runs (MergeRuns); nil for one run
 }
 
 // Test is the row label: "phase" or "phase:op".
@@ -34,8 +35,12 @@ func (r *Result) Test() string {
 	return r.Phase + ":" + r.Op
 }
 
-// ReqPerSec is completed requests per second of phase time.
+// ReqPerSec is completed requests per second of phase time, or the median
+// over runs for a merged row.
 func (r *Result) ReqPerSec() float64 {
+	if r.Median != nil {
+		return r.Median.ReqPerSec
+	}
 	if r.Elapsed <= 0 {
 		return 0
 	}

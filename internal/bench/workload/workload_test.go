@@ -10,6 +10,7 @@ import (
 
 	"anykv/internal/bench/driver"
 	"anykv/internal/bench/gen"
+	"anykv/internal/bench/hist"
 )
 
 func runOne(t *testing.T, d driver.Driver, name string, cfg Config) *Runner {
@@ -357,5 +358,32 @@ func TestUpdateSizesDeterministicAndInRange(t *testing.T) {
 	}
 	if updateSize(7, 1) == updateSize(8, 1) && updateSize(7, 2) == updateSize(8, 2) {
 		t.Error("seed ignored")
+	}
+}
+
+func TestMergeRuns(t *testing.T) {
+	mk := func(ops int64, lat time.Duration) *Result {
+		h := hist.New()
+		for i := int64(0); i < ops; i++ {
+			h.Record(lat)
+		}
+		return &Result{Target: "x", Phase: "p", Ops: ops, Fails: 1, Elapsed: time.Second, Hist: h}
+	}
+	m := MergeRuns([]*Result{mk(300, 3*time.Millisecond), mk(100, time.Millisecond), mk(200, 20*time.Millisecond)})
+	if m.Ops != 600 || m.Fails != 3 || m.Elapsed != 3*time.Second || m.Hist.Count() != 600 || m.Median.Runs != 3 {
+		t.Errorf("sums: %+v", m)
+	}
+	if m.ReqPerSec() != 200 {
+		t.Errorf("median rate %v, want 200", m.ReqPerSec())
+	}
+	if q := m.Quantile(99); q < 2900*time.Microsecond || q > 3100*time.Microsecond {
+		t.Errorf("median p99 %v, want 3ms", q)
+	}
+	if mx := m.Hist.Max(); mx < 19*time.Millisecond {
+		t.Errorf("max %v is not over all runs", mx)
+	}
+	one := mk(5, time.Millisecond)
+	if MergeRuns([]*Result{one}) != one {
+		t.Error("one run is not returned as it is")
 	}
 }
