@@ -39,6 +39,7 @@ type config struct {
 	shutdownTimeout          time.Duration
 	pprofAddr                string
 	readCache                int64
+	queryCache               int64
 	listeners                listenerConfig
 	queryLimit               int
 	maxmemClients            int64
@@ -79,7 +80,9 @@ func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
 		"when a buffer cannot grow, the client with the largest is closed with an error (0: unlimited)"+envNote("maxmemory-clients"))
 	num(&c.databases, "databases", 16, "number of Redis databases (SELECT 0..N-1); database 0 is table \"default\", N is \"dbN\"")
 	fs.Int64Var(&c.cacheBytes, "cache-size", int64(envInt("cache-size", pebblestore.DefaultCacheBytes)), "pebble block cache in bytes"+envNote("cache-size"))
-	fs.Int64Var(&c.readCache, "read-cache", int64(envInt("read-cache", 256<<20)), "bytes of recently read items kept in memory in front of the pebble engine (0: off)"+envNote("read-cache"))
+	fs.Int64Var(&c.readCache, "read-cache", int64(envInt("read-cache", 256<<20)), "bytes of recently read and written items kept in memory in front of the pebble engine (0: off)"+envNote("read-cache"))
+	fs.Int64Var(&c.queryCache, "query-cache", int64(envInt("query-cache", 64<<20)), "bytes of query answers (scan pages, counts, DBSIZE) kept until a write to their table (0: off;\n"+
+		"always off over a datastore URL, which other front ends may write)"+envNote("query-cache"))
 	str(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	str(&c.logFormat, "log-format", "text", "log format: text or json")
 	str(&c.pprofAddr, "pprof", "", "serve Go's net/http/pprof profiles on this address (for profiling; off by default)")
@@ -211,9 +214,12 @@ func runServer(ctx context.Context, c *config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	kopts := kv.Options{Limits: kv.Limits{MaxKey: c.maxKey, MaxValue: c.maxValue}, Logger: log}
+	kopts := kv.Options{Limits: kv.Limits{MaxKey: c.maxKey, MaxValue: c.maxValue}, Logger: log, QueryCacheBytes: c.queryCache}
 	if dial.IsURL(c.engine) {
 		kopts.SweepInterval = 5 * time.Second // a sweep step reads over the network: less often
+		// Other front ends may write the datastore, and the caches would not hear of it.
+		kopts.QueryCacheBytes = 0
+		log.Info("read and query caches are off over a datastore URL: other anykv front ends may write it")
 	}
 	store := kv.New(eng, kopts)
 	log.Info("engine open", "engine", dial.Redact(c.engine), "dir", c.dir, "fsync", c.fsync, "took", time.Since(started).String())
