@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -13,10 +14,25 @@ import (
 	"anykv/internal/engine"
 	"anykv/internal/engine/enginetest"
 	"anykv/internal/engine/memstore"
+	"anykv/internal/engine/pebblestore"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 func TestConformance(t *testing.T) {
 	enginetest.Run(t, func(*testing.T) engine.Engine { return cache.New(memstore.New(), 1<<20) }, engine.AllAbilities)
+}
+
+// TestConformanceOverPebble: the cache in front of the durable engine, as anykv serves by default.
+func TestConformanceOverPebble(t *testing.T) {
+	enginetest.Run(t, func(t *testing.T) engine.Engine {
+		s, err := pebblestore.Open(pebblestore.Options{Dir: "db", FS: vfs.NewMem(), CacheBytes: 8 << 20,
+			Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cache.New(s, 1<<20)
+	}, engine.AllAbilities)
 }
 
 func TestConformanceTinyCache(t *testing.T) { // constant eviction
