@@ -40,6 +40,7 @@ type config struct {
 	pprofAddr                string
 	readCache                int64
 	queryCache               int64
+	exclusive                bool // no other process writes the datastore: caches stay on over a URL
 	listeners                listenerConfig
 	queryLimit               int
 	maxmemClients            int64
@@ -82,7 +83,9 @@ func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.Int64Var(&c.cacheBytes, "cache-size", int64(envInt("cache-size", pebblestore.DefaultCacheBytes)), "pebble block cache in bytes"+envNote("cache-size"))
 	fs.Int64Var(&c.readCache, "read-cache", int64(envInt("read-cache", 256<<20)), "bytes of recently read and written items kept in memory in front of the pebble engine (0: off)"+envNote("read-cache"))
 	fs.Int64Var(&c.queryCache, "query-cache", int64(envInt("query-cache", 64<<20)), "bytes of query answers (scan pages, counts, DBSIZE) kept until a write to their table (0: off;\n"+
-		"always off over a datastore URL, which other front ends may write)"+envNote("query-cache"))
+		"off over a datastore URL, which other front ends may write, unless --exclusive)"+envNote("query-cache"))
+	fs.BoolVar(&c.exclusive, "exclusive", envBool("exclusive"), "this anykv is the only writer of the datastore behind --engine URL: keep the read and query\n"+
+		"caches on over it (wrong answers if anything else writes the datastore)"+envNote("exclusive"))
 	str(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	str(&c.logFormat, "log-format", "text", "log format: text or json")
 	str(&c.pprofAddr, "pprof", "", "serve Go's net/http/pprof profiles on this address (for profiling; off by default)")
@@ -118,6 +121,12 @@ func envInt(flag string, def int) int {
 	return def
 }
 
+// envBool reads a boolean flag's variable as strconv.ParseBool does (1, true, ...); unset or unreadable is false.
+func envBool(flag string) bool {
+	b, _ := strconv.ParseBool(os.Getenv(envName(flag)))
+	return b
+}
+
 func newLogger(c *config, w io.Writer) (*slog.Logger, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(c.logLevel)); err != nil {
@@ -135,10 +144,14 @@ func newLogger(c *config, w io.Writer) (*slog.Logger, error) {
 
 // openEngine opens the configured engine.
 func openEngine(c *config, log *slog.Logger) (engine.Engine, error) {
-	if dial.IsURL(c.engine) { // no read cache: other front ends may write the datastore
+	if dial.IsURL(c.engine) { // no read cache unless exclusive: other front ends may write the datastore
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
-		return dial.Open(ctx, c.engine)
+		e, err := dial.Open(ctx, c.engine)
+		if err != nil || !c.exclusive || c.readCache <= 0 {
+			return e, err
+		}
+		return cache.New(e, c.readCache), nil
 	}
 	switch c.engine {
 	case "memory":
@@ -215,11 +228,15 @@ func runServer(ctx context.Context, c *config, log *slog.Logger) error {
 		return err
 	}
 	kopts := kv.Options{Limits: kv.Limits{MaxKey: c.maxKey, MaxValue: c.maxValue}, Logger: log, QueryCacheBytes: c.queryCache}
-	if dial.IsURL(c.engine) {
+	switch {
+	case dial.IsURL(c.engine) && c.exclusive:
 		kopts.SweepInterval = 5 * time.Second // a sweep step reads over the network: less often
+		log.Info("read and query caches are on over the datastore URL (--exclusive): nothing else may write it")
+	case dial.IsURL(c.engine):
+		kopts.SweepInterval = 5 * time.Second
 		// Other front ends may write the datastore, and the caches would not hear of it.
 		kopts.QueryCacheBytes = 0
-		log.Info("read and query caches are off over a datastore URL: other anykv front ends may write it")
+		log.Info("read and query caches are off over a datastore URL: other anykv front ends may write it (--exclusive keeps them)")
 	}
 	store := kv.New(eng, kopts)
 	log.Info("engine open", "engine", dial.Redact(c.engine), "dir", c.dir, "fsync", c.fsync, "took", time.Since(started).String())
