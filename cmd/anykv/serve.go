@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -41,6 +42,9 @@ type config struct {
 	readCache                int64
 	queryCache               int64
 	exclusive                bool // no other process writes the datastore: caches stay on over a URL
+	backupDir                string
+	// backup writes a checkpoint of the pebble engine (nil for other engines): SAVE, BGSAVE, BACKUP.
+	backup func(ctx context.Context, dir string) error
 	listeners                listenerConfig
 	queryLimit               int
 	maxmemClients            int64
@@ -86,6 +90,7 @@ func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
 		"off over a datastore URL, which other front ends may write, unless --exclusive)"+envNote("query-cache"))
 	fs.BoolVar(&c.exclusive, "exclusive", envBool("exclusive"), "this anykv is the only writer of the datastore behind --engine URL: keep the read and query\n"+
 		"caches on over it (wrong answers if anything else writes the datastore)"+envNote("exclusive"))
+	str(&c.backupDir, "backup-dir", "", "where SAVE and BGSAVE write their copies of the data (default: --dir with \"-backups\" appended)")
 	str(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	str(&c.logFormat, "log-format", "text", "log format: text or json")
 	str(&c.pprofAddr, "pprof", "", "serve Go's net/http/pprof profiles on this address (for profiling; off by default)")
@@ -169,10 +174,14 @@ func openEngine(c *config, log *slog.Logger) (engine.Engine, error) {
 			return nil, fmt.Errorf("--fsync must be always, interval or never, not %q", c.fsync)
 		}
 		ps, err := pebblestore.Open(pebblestore.Options{Dir: c.dir, Sync: mode, CacheBytes: c.cacheBytes, Logger: log})
-		switch {
-		case err != nil:
+		if err != nil {
 			return nil, err
-		case c.readCache <= 0:
+		}
+		c.backup = ps.Checkpoint
+		if c.backupDir == "" {
+			c.backupDir = filepath.Clean(c.dir) + "-backups"
+		}
+		if c.readCache <= 0 {
 			return ps, nil
 		}
 		return cache.New(ps, c.readCache), nil
