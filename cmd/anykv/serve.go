@@ -44,11 +44,11 @@ type config struct {
 	exclusive                bool // no other process writes the datastore: caches stay on over a URL
 	backupDir                string
 	// backup writes a checkpoint of the pebble engine (nil for other engines): SAVE, BGSAVE, BACKUP.
-	backup func(ctx context.Context, dir string) error
-	listeners                listenerConfig
-	queryLimit               int
-	maxmemClients            int64
-	budget                   *membudget.Budget // request buffers of all RESP and memcached connections
+	backup        func(ctx context.Context, dir string) error
+	listeners     listenerConfig
+	queryLimit    int
+	maxmemClients int64
+	budget        *membudget.Budget // request buffers of all RESP and memcached connections
 	// auth is the password policy built from password, shared by the server and every protocol.
 	auth *auth.Policy
 }
