@@ -67,7 +67,7 @@ func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	str(&c.engine, "engine", "pebble", "storage engine: pebble (durable, on disk), memory (RAM only, lost on exit), or a datastore URL:\n"+
 		"postgres://user:pw@host:port/db, redis://host:port/db, etcd://host:port (see docs/engines.md)")
 	str(&c.fsync, "fsync", "always", "pebble durability: always (a write is acknowledged once on disk; concurrent writes share fsyncs),\n"+
-		"interval (fsync at most every second: a crash, even kill -9, can lose ~1 s of acknowledged writes),\n"+
+		"interval (fsync at most every second, as Redis's everysec: kill -9 loses nothing acknowledged, a power loss ~1 s),\n"+
 		"never (no fsync of its own: a crash, even kill -9, can lose recent acknowledged writes)")
 	str(&c.respAddr, "resp", "127.0.0.1:6379", "Redis protocol (RESP2/RESP3) listen address; empty disables it")
 	str(&c.password, "requirepass", "", "password every client must give: RESP AUTH or HELLO AUTH, memcached a first set command whose data is\n"+
