@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"flag"
 	"log/slog"
 	"net/http"
@@ -22,6 +23,10 @@ type listenerConfig struct {
 	memcacheItem int
 	httpAddr     string
 	httpBody     time.Duration
+	// TLS listeners beside the plain ones (Redis's tls-port), sharing their handlers and connection limits.
+	respTLS, memcacheTLS, httpTLS string
+	tlsFiles                      server.TLSFiles
+	tls                           *tls.Config // loaded from tlsFiles when a TLS listener is asked for
 }
 
 func (e *listenerConfig) define(fs *flag.FlagSet, str func(*string, string, string, string), num func(*int, string, int, string)) {
@@ -30,18 +35,38 @@ func (e *listenerConfig) define(fs *flag.FlagSet, str func(*string, string, stri
 	str(&e.httpAddr, "http", "127.0.0.1:8080", "HTTP/JSON API listen address (also /metrics and /healthz); empty disables it")
 	fs.DurationVar(&e.httpBody, "http-body-timeout", server.DefaultBodyTimeout, "longest an HTTP request body may take to arrive, after its head (which gets 10s);\n"+
 		"a slower request is answered 408 and its connection closed")
+	str(&e.respTLS, "resp-tls", "", "Redis protocol over TLS listen address (as Redis's tls-port); empty disables it")
+	str(&e.memcacheTLS, "memcache-tls", "", "memcached protocol over TLS listen address; empty disables it")
+	str(&e.httpTLS, "http-tls", "", "HTTPS listen address for the HTTP/JSON API; empty disables it")
+	str(&e.tlsFiles.Cert, "tls-cert", "", "PEM certificate chain of the TLS listeners")
+	str(&e.tlsFiles.Key, "tls-key", "", "PEM private key of the TLS listeners")
+	str(&e.tlsFiles.CA, "tls-ca", "", "PEM CA certificates: when set, TLS clients must present a certificate signed by one of them")
+}
+
+// loadTLS reads the TLS files when a TLS listener is asked for.
+func (e *listenerConfig) loadTLS() error {
+	if e.respTLS == "" && e.memcacheTLS == "" && e.httpTLS == "" {
+		return nil
+	}
+	cfg, err := e.tlsFiles.Config()
+	e.tls = cfg
+	return err
 }
 
 // startListeners starts every listener the configuration asks for: RESP, pprof, memcached and HTTP. m collects
 // every protocol's request figures.
 func startListeners(srv *server.Server, store *kv.Store, c *config, m *metrics.Metrics, log *slog.Logger) error {
-	if c.respAddr != "" {
+	e := &c.listeners
+	if err := e.loadTLS(); err != nil {
+		return err
+	}
+	if c.respAddr != "" || e.respTLS != "" {
 		h := redis.New(store, redis.Options{Metrics: m,
 			Auth: c.auth, Databases: c.databases, AnykvVersion: version, Settings: c.settings(), Logger: log,
 			Limits: resp.Limits{MaxBulk: c.maxBulk, MaxArgs: c.maxArgs, MaxInline: c.maxInl, MaxQuery: c.queryLimit},
-			Budget: c.budget,
+			Budget: c.budget, Backup: c.backup, BackupDir: c.backupDir,
 		})
-		_, counts, err := srv.Listen("resp", c.respAddr, h, c.maxClients)
+		counts, err := listenBoth(srv, "resp", c.respAddr, e.respTLS, e.tls, h, c.maxClients)
 		if err != nil {
 			return err
 		}
@@ -53,26 +78,52 @@ func startListeners(srv *server.Server, store *kv.Store, c *config, m *metrics.M
 			return err
 		}
 	}
-	e := &c.listeners
-	if e.memcacheAddr != "" {
+	if e.memcacheAddr != "" || e.memcacheTLS != "" {
 		h := memcache.New(store, memcache.Options{Table: kv.DefaultTable, MaxItemSize: e.memcacheItem, Version: version, Logger: log,
 			Metrics: m, Auth: c.auth, MaxQuery: c.queryLimit, Budget: c.budget})
-		_, counts, err := srv.Listen("memcache", e.memcacheAddr, h, c.maxClients)
+		counts, err := listenBoth(srv, "memcache", e.memcacheAddr, e.memcacheTLS, e.tls, h, c.maxClients)
 		if err != nil {
 			return err
 		}
 		h.SetConnCounts(counts)
 		m.Connections("memcache", connFigures(counts))
 	}
-	if e.httpAddr != "" {
+	if e.httpAddr != "" || e.httpTLS != "" {
 		h := httpapi.New(store, httpapi.Options{Auth: c.auth, Logger: log, Metrics: m, Version: version})
-		_, counts, err := srv.ListenHTTP("http", e.httpAddr, h, server.HTTPOptions{MaxConns: c.maxClients, BodyTimeout: e.httpBody})
-		if err != nil {
-			return err
+		o := server.HTTPOptions{MaxConns: c.maxClients, BodyTimeout: e.httpBody}
+		var counts *server.Counts
+		var err error
+		if e.httpAddr != "" {
+			if _, counts, err = srv.ListenHTTP("http", e.httpAddr, h, o); err != nil {
+				return err
+			}
+		}
+		if e.httpTLS != "" {
+			if _, counts, err = srv.ListenHTTPTLS("http", e.httpTLS, e.tls, h, o, counts); err != nil {
+				return err
+			}
 		}
 		m.Connections("http", connFigures(counts))
 	}
 	return nil
+}
+
+// listenBoth starts a protocol's plain listener (addr) and TLS listener (tlsAddr), each when its address is set,
+// serving the same handler with one connection limit and one set of figures.
+func listenBoth(srv *server.Server, name, addr, tlsAddr string, cfg *tls.Config, h server.Handler, maxConns int) (*server.Counts, error) {
+	var counts *server.Counts
+	var err error
+	if addr != "" {
+		if _, counts, err = srv.Listen(name, addr, h, maxConns); err != nil {
+			return nil, err
+		}
+	}
+	if tlsAddr != "" {
+		if _, counts, err = srv.ListenTLS(name, tlsAddr, cfg, h, maxConns, counts); err != nil {
+			return nil, err
+		}
+	}
+	return counts, nil
 }
 
 // connFigures lets /metrics read a listener's connection counters.

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -39,10 +40,15 @@ type config struct {
 	shutdownTimeout          time.Duration
 	pprofAddr                string
 	readCache                int64
-	listeners                listenerConfig
-	queryLimit               int
-	maxmemClients            int64
-	budget                   *membudget.Budget // request buffers of all RESP and memcached connections
+	queryCache               int64
+	exclusive                bool // no other process writes the datastore: caches stay on over a URL
+	backupDir                string
+	// backup writes a checkpoint of the pebble engine (nil for other engines): SAVE, BGSAVE, BACKUP.
+	backup        func(ctx context.Context, dir string) error
+	listeners     listenerConfig
+	queryLimit    int
+	maxmemClients int64
+	budget        *membudget.Budget // request buffers of all RESP and memcached connections
 	// auth is the password policy built from password, shared by the server and every protocol.
 	auth *auth.Policy
 }
@@ -61,7 +67,7 @@ func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	str(&c.engine, "engine", "pebble", "storage engine: pebble (durable, on disk), memory (RAM only, lost on exit), or a datastore URL:\n"+
 		"postgres://user:pw@host:port/db, redis://host:port/db, etcd://host:port (see docs/engines.md)")
 	str(&c.fsync, "fsync", "always", "pebble durability: always (a write is acknowledged once on disk; concurrent writes share fsyncs),\n"+
-		"interval (fsync at most every second: a crash, even kill -9, can lose ~1 s of acknowledged writes),\n"+
+		"interval (fsync at most every second, as Redis's everysec: kill -9 loses nothing acknowledged, a power loss ~1 s),\n"+
 		"never (no fsync of its own: a crash, even kill -9, can lose recent acknowledged writes)")
 	str(&c.respAddr, "resp", "127.0.0.1:6379", "Redis protocol (RESP2/RESP3) listen address; empty disables it")
 	str(&c.password, "requirepass", "", "password every client must give: RESP AUTH or HELLO AUTH, memcached a first set command whose data is\n"+
@@ -79,7 +85,12 @@ func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
 		"when a buffer cannot grow, the client with the largest is closed with an error (0: unlimited)"+envNote("maxmemory-clients"))
 	num(&c.databases, "databases", 16, "number of Redis databases (SELECT 0..N-1); database 0 is table \"default\", N is \"dbN\"")
 	fs.Int64Var(&c.cacheBytes, "cache-size", int64(envInt("cache-size", pebblestore.DefaultCacheBytes)), "pebble block cache in bytes"+envNote("cache-size"))
-	fs.Int64Var(&c.readCache, "read-cache", int64(envInt("read-cache", 256<<20)), "bytes of recently read items kept in memory in front of the pebble engine (0: off)"+envNote("read-cache"))
+	fs.Int64Var(&c.readCache, "read-cache", int64(envInt("read-cache", 256<<20)), "bytes of recently read and written items kept in memory in front of the pebble engine (0: off)"+envNote("read-cache"))
+	fs.Int64Var(&c.queryCache, "query-cache", int64(envInt("query-cache", 64<<20)), "bytes of query answers (scan pages, counts, DBSIZE) kept until a write to their table (0: off;\n"+
+		"off over a datastore URL, which other front ends may write, unless --exclusive)"+envNote("query-cache"))
+	fs.BoolVar(&c.exclusive, "exclusive", envBool("exclusive"), "this anykv is the only writer of the datastore behind --engine URL: keep the read and query\n"+
+		"caches on over it (wrong answers if anything else writes the datastore)"+envNote("exclusive"))
+	str(&c.backupDir, "backup-dir", "", "where SAVE and BGSAVE write their copies of the data (default: --dir with \"-backups\" appended)")
 	str(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	str(&c.logFormat, "log-format", "text", "log format: text or json")
 	str(&c.pprofAddr, "pprof", "", "serve Go's net/http/pprof profiles on this address (for profiling; off by default)")
@@ -115,6 +126,12 @@ func envInt(flag string, def int) int {
 	return def
 }
 
+// envBool reads a boolean flag's variable as strconv.ParseBool does (1, true, ...); unset or unreadable is false.
+func envBool(flag string) bool {
+	b, _ := strconv.ParseBool(os.Getenv(envName(flag)))
+	return b
+}
+
 func newLogger(c *config, w io.Writer) (*slog.Logger, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(c.logLevel)); err != nil {
@@ -132,10 +149,14 @@ func newLogger(c *config, w io.Writer) (*slog.Logger, error) {
 
 // openEngine opens the configured engine.
 func openEngine(c *config, log *slog.Logger) (engine.Engine, error) {
-	if dial.IsURL(c.engine) { // no read cache: other front ends may write the datastore
+	if dial.IsURL(c.engine) { // no read cache unless exclusive: other front ends may write the datastore
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
-		return dial.Open(ctx, c.engine)
+		e, err := dial.Open(ctx, c.engine)
+		if err != nil || !c.exclusive || c.readCache <= 0 {
+			return e, err
+		}
+		return cache.New(e, c.readCache), nil
 	}
 	switch c.engine {
 	case "memory":
@@ -153,10 +174,14 @@ func openEngine(c *config, log *slog.Logger) (engine.Engine, error) {
 			return nil, fmt.Errorf("--fsync must be always, interval or never, not %q", c.fsync)
 		}
 		ps, err := pebblestore.Open(pebblestore.Options{Dir: c.dir, Sync: mode, CacheBytes: c.cacheBytes, Logger: log})
-		switch {
-		case err != nil:
+		if err != nil {
 			return nil, err
-		case c.readCache <= 0:
+		}
+		c.backup = ps.Checkpoint
+		if c.backupDir == "" {
+			c.backupDir = filepath.Clean(c.dir) + "-backups"
+		}
+		if c.readCache <= 0 {
 			return ps, nil
 		}
 		return cache.New(ps, c.readCache), nil
@@ -211,9 +236,16 @@ func runServer(ctx context.Context, c *config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	kopts := kv.Options{Limits: kv.Limits{MaxKey: c.maxKey, MaxValue: c.maxValue}, Logger: log}
-	if dial.IsURL(c.engine) {
+	kopts := kv.Options{Limits: kv.Limits{MaxKey: c.maxKey, MaxValue: c.maxValue}, Logger: log, QueryCacheBytes: c.queryCache}
+	switch {
+	case dial.IsURL(c.engine) && c.exclusive:
 		kopts.SweepInterval = 5 * time.Second // a sweep step reads over the network: less often
+		log.Info("read and query caches are on over the datastore URL (--exclusive): nothing else may write it")
+	case dial.IsURL(c.engine):
+		kopts.SweepInterval = 5 * time.Second
+		// Other front ends may write the datastore, and the caches would not hear of it.
+		kopts.QueryCacheBytes = 0
+		log.Info("read and query caches are off over a datastore URL: other anykv front ends may write it (--exclusive keeps them)")
 	}
 	store := kv.New(eng, kopts)
 	log.Info("engine open", "engine", dial.Redact(c.engine), "dir", c.dir, "fsync", c.fsync, "took", time.Since(started).String())

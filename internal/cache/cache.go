@@ -1,11 +1,16 @@
-// Package cache is an engine decorator that keeps recently read items in memory, so hot keys are answered
-// without touching the engine beneath (a skiplist or SSTable read costs microseconds; a map lookup, nanoseconds).
+// Package cache is an engine decorator that keeps recently read and written items in memory, so hot keys are
+// answered without touching the engine beneath (a skiplist or SSTable read costs microseconds; a map lookup,
+// nanoseconds). It is bounded by bytes and evicts with CLOCK (clock.go), so hot items stay.
 //
 // Before a batch goes to the engine, the keys it touches leave the cache and their shards are marked as having
-// a write in flight; after the engine applied it (durably), they leave again and the mark is lifted. Reads fill
-// the cache on a miss only while no write is in flight in the shard and no invalidation happened since the read
-// began (a per-shard generation). So while a write is in flight its keys are read from the engine alone, and the
-// cache never answers with an item older than one the engine already showed a reader: reads stay linearizable.
+// a write in flight; after the engine applied it (durably), the mark is lifted and each key either leaves again
+// or, for a plain SET when no other batch touched its shard meanwhile, is stored with the value just written
+// (write-through). Reads fill the cache on a miss only while no write is in flight in the shard and no
+// invalidation happened since the read began (a per-shard generation). So while a write is in flight its keys
+// are read from the engine alone, and the cache never answers with an item older than one the engine already
+// showed a reader: reads stay linearizable.
+//
+// Queries (pages of a scan, counts) are cached by Queries (query.go), which the command layer uses.
 package cache
 
 import (
@@ -13,6 +18,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/maphash"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -21,6 +28,9 @@ import (
 
 const shards = 256
 
+// entryOverhead approximates the memory of one entry beyond its key and value (map slot, ring pointer, entry).
+const entryOverhead = 96
+
 // Cache wraps an engine. New hands it out through engine.Expose, so it offers exactly the optional abilities of
 // the engine it wraps (and Statser, for its own figures).
 type Cache struct {
@@ -28,17 +38,16 @@ type Cache struct {
 	seed       maphash.Seed
 	shardBytes int64
 	shards     [shards]shard
-	hits       atomic.Int64
-	misses     atomic.Int64
 	closed     atomic.Bool // after Close, Get answers ErrClosed rather than from memory
+
+	hits, misses, evictions, invalidations, writeThroughs atomic.Int64
 }
 
 type shard struct {
 	mu      sync.RWMutex
-	gen     uint64 // bumped by every invalidation
+	gen     uint64 // bumped by every batch that touches the shard, when it starts and when it ends
 	pending int    // batches in flight that write to this shard
-	bytes   int64
-	items   map[string]engine.Item // by slot(table, key)
+	m       clockMap[engine.Item]
 }
 
 // New wraps e with a cache of about maxBytes of keys and values (0 disables caching but keeps the wrapper). The
@@ -46,7 +55,7 @@ type shard struct {
 func New(e engine.Engine, maxBytes int64) engine.Engine {
 	c := &Cache{eng: e, seed: maphash.MakeSeed(), shardBytes: maxBytes / shards}
 	for i := range c.shards {
-		c.shards[i].items = make(map[string]engine.Item)
+		c.shards[i].m = newClockMap[engine.Item]()
 	}
 	return engine.Expose(c, engine.AbilitiesOf(e)|engine.CanStats)
 }
@@ -61,9 +70,9 @@ func appendSlot(b []byte, table string, key []byte) []byte {
 	return append(b, key...)
 }
 
-func (c *Cache) shard(s string) *shard {
-	return &c.shards[maphash.String(c.seed, s)%shards]
-}
+func (c *Cache) shardOf(s string) uint8 { return uint8(maphash.String(c.seed, s) % shards) }
+
+func entrySize(slot int, it engine.Item) int64 { return int64(slot + len(it.Value) + entryOverhead) }
 
 // Get implements engine.Engine: a hit is answered from memory; a miss reads the engine and fills the cache.
 // Absent keys are cached too (as an item with version 0, which no stored item has): reads of missing keys are
@@ -78,7 +87,11 @@ func (c *Cache) Get(ctx context.Context, table string, key []byte, now int64) (e
 	b := appendSlot(buf[:0], table, key)
 	sh := &c.shards[maphash.Bytes(c.seed, b)%shards]
 	sh.mu.RLock()
-	cached, ok := sh.items[string(b)] // no allocation for the lookup
+	e, ok := sh.m.get(b) // no allocation for the lookup
+	var cached engine.Item
+	if ok {
+		cached = e.val
+	}
 	gen := sh.gen
 	sh.mu.RUnlock()
 	if ok && !c.closed.Load() {
@@ -96,7 +109,7 @@ func (c *Cache) Get(ctx context.Context, table string, key []byte, now int64) (e
 	if (err != nil && !absent) || c.shardBytes <= 0 {
 		return it, err
 	}
-	size := int64(len(b) + len(it.Value) + 64)
+	size := entrySize(len(b), it)
 	if size > c.shardBytes/4 {
 		return it, err // too big to be worth a slot
 	}
@@ -107,34 +120,43 @@ func (c *Cache) Get(ctx context.Context, table string, key []byte, now int64) (e
 	}
 	sh.mu.Lock()
 	if sh.gen == gen && sh.pending == 0 { // no write touched this shard since the read began: the item is current
-		if _, dup := sh.items[string(b)]; !dup {
-			for sh.bytes+size > c.shardBytes && len(sh.items) > 0 {
-				for k, old := range sh.items { // evict an arbitrary entry: map order is random
-					sh.bytes -= int64(len(k) + len(old.Value) + 64)
-					delete(sh.items, k)
-					break
-				}
-			}
-			sh.items[string(b)] = cp
-			sh.bytes += size
+		if _, dup := sh.m.items[string(b)]; !dup {
+			c.evictions.Add(int64(sh.m.put(string(b), cp, size, c.shardBytes)))
 		}
 	}
 	sh.mu.Unlock()
 	return it, err
 }
 
+// touch is a cache slot a batch may change.
+type touch struct {
+	slot  string
+	shard uint8
+	// through is the index of the mutation whose result is written through at the end, or -1: a plain SET that
+	// is the only mutation of the batch touching the slot.
+	through int
+}
+
 // Apply implements engine.Engine: the keys the batch may change leave the cache, and stay uncacheable, from
-// before the engine applies it until after; a flush makes every shard so.
+// before the engine applies it until after; a flush makes every shard so. Afterwards the value of a plain SET
+// is kept, unless another batch touched its shard meanwhile.
 func (c *Cache) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, error) {
-	slots, all := touched(b)
-	c.mark(slots, all, +1)
+	ts, all := c.touched(b)
+	if all {
+		c.markAll(+1)
+		res, err := c.eng.Apply(ctx, b)
+		c.markAll(-1)
+		return res, err
+	}
+	gens := c.begin(ts)
 	res, err := c.eng.Apply(ctx, b)
-	c.mark(slots, all, -1)
+	c.end(ts, gens, res, err)
 	return res, err
 }
 
-// touched lists the cache slots a batch may change, or reports that it flushes.
-func touched(b *engine.Batch) (slots []string, all bool) {
+// touched lists the cache slots a batch may change, grouped by shard, or reports that it flushes.
+func (c *Cache) touched(b *engine.Batch) (ts []touch, all bool) {
+	add := func(s string, through int) { ts = append(ts, touch{slot: s, shard: c.shardOf(s), through: through}) }
 	for i := range b.Muts {
 		m := &b.Muts[i]
 		switch {
@@ -143,40 +165,105 @@ func touched(b *engine.Batch) (slots []string, all bool) {
 		case !m.Writes():
 			continue
 		}
-		slots = append(slots, slot(m.Table, m.Key))
+		through := -1
+		if m.Op == engine.OpSet && c.shardBytes > 0 {
+			through = i
+		}
+		add(slot(m.Table, m.Key), through)
 		if m.Op == engine.OpRename || m.Op == engine.OpCopy || m.Op == engine.OpCall && m.Target.Table != "" {
-			slots = append(slots, slot(m.Target.Table, m.Target.Key))
+			add(slot(m.Target.Table, m.Target.Key), -1)
 		}
 		for _, k := range m.Call.Keys { // further keys a function may write
-			slots = append(slots, slot(m.Table, k))
+			add(slot(m.Table, k), -1)
 		}
 	}
-	return slots, false
+	slices.SortStableFunc(ts, func(a, b touch) int {
+		if a.shard != b.shard {
+			return int(a.shard) - int(b.shard)
+		}
+		return strings.Compare(a.slot, b.slot)
+	})
+	for i := 1; i < len(ts); i++ { // a slot written twice: its final state is not one mutation's result
+		if ts[i].slot == ts[i-1].slot {
+			ts[i].through, ts[i-1].through = -1, -1
+		}
+	}
+	return ts, false
 }
 
-// mark drops the slots (every entry, if all) and moves their shards' in-flight count by delta.
-func (c *Cache) mark(slots []string, all bool, delta int) {
-	if all {
-		for i := range c.shards {
-			sh := &c.shards[i]
-			sh.mu.Lock()
-			sh.gen++
-			sh.pending += delta
-			sh.items = make(map[string]engine.Item)
-			sh.bytes = 0
-			sh.mu.Unlock()
+// groups calls fn for each run of ts in one shard.
+func groups(ts []touch, fn func(sh uint8, run []touch)) {
+	for i := 0; i < len(ts); {
+		j := i + 1
+		for j < len(ts) && ts[j].shard == ts[i].shard {
+			j++
 		}
-		return
+		fn(ts[i].shard, ts[i:j])
+		i = j
 	}
-	for _, s := range slots {
-		sh := c.shard(s)
+}
+
+// begin drops the batch's slots and marks their shards as written-to; it returns, per shard in the order of ts,
+// the generation the batch left there, which end compares to learn whether any other batch came by.
+func (c *Cache) begin(ts []touch) []uint64 {
+	var gens []uint64
+	groups(ts, func(i uint8, run []touch) {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		sh.gen++
+		sh.pending++
+		for _, t := range run {
+			if sh.m.remove(t.slot) {
+				c.invalidations.Add(1)
+			}
+		}
+		gens = append(gens, sh.gen)
+		sh.mu.Unlock()
+	})
+	return gens
+}
+
+// end lifts the marks of begin. In a shard no other batch touched since begin (same generation, nothing else in
+// flight), a plain SET that succeeded leaves its new item in the cache; every other slot is dropped again.
+func (c *Cache) end(ts []touch, gens []uint64, res []engine.Result, err error) {
+	g := 0
+	groups(ts, func(i uint8, run []touch) {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		sh.pending--
+		alone := err == nil && sh.pending == 0 && sh.gen == gens[g]
+		g++
+		sh.gen++
+		for _, t := range run {
+			sh.m.remove(t.slot)
+			if !alone || t.through < 0 || t.through >= len(res) {
+				continue
+			}
+			r := &res[t.through]
+			if r.Err != nil || !r.NewFound {
+				continue
+			}
+			it := r.New
+			size := entrySize(len(t.slot), it)
+			if size > c.shardBytes/4 {
+				continue
+			}
+			it.Value = append([]byte(nil), it.Value...) // the result's value may alias the caller's batch
+			c.evictions.Add(int64(sh.m.put(t.slot, it, size, c.shardBytes)))
+			c.writeThroughs.Add(1)
+		}
+		sh.mu.Unlock()
+	})
+}
+
+// markAll drops every entry and moves every shard's in-flight count by delta: a flush may change any key.
+func (c *Cache) markAll(delta int) {
+	for i := range c.shards {
+		sh := &c.shards[i]
 		sh.mu.Lock()
 		sh.gen++
 		sh.pending += delta
-		if old, ok := sh.items[s]; ok {
-			sh.bytes -= int64(len(s) + len(old.Value) + 64)
-			delete(sh.items, s)
-		}
+		c.invalidations.Add(int64(sh.m.reset()))
 		sh.mu.Unlock()
 	}
 }
@@ -226,10 +313,12 @@ func (c *Cache) Stats() map[string]int64 {
 	for i := range c.shards {
 		sh := &c.shards[i]
 		sh.mu.RLock()
-		n, bytes = n+int64(len(sh.items)), bytes+sh.bytes
+		n, bytes = n+int64(sh.m.len()), bytes+sh.m.bytes
 		sh.mu.RUnlock()
 	}
 	out["cache_items"], out["cache_bytes"] = n, bytes
 	out["cache_hits"], out["cache_misses"] = c.hits.Load(), c.misses.Load()
+	out["cache_evictions"], out["cache_invalidations"] = c.evictions.Load(), c.invalidations.Load()
+	out["cache_write_throughs"] = c.writeThroughs.Load()
 	return out
 }

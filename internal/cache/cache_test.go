@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -13,10 +14,25 @@ import (
 	"anykv/internal/engine"
 	"anykv/internal/engine/enginetest"
 	"anykv/internal/engine/memstore"
+	"anykv/internal/engine/pebblestore"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 func TestConformance(t *testing.T) {
 	enginetest.Run(t, func(*testing.T) engine.Engine { return cache.New(memstore.New(), 1<<20) }, engine.AllAbilities)
+}
+
+// TestConformanceOverPebble: the cache in front of the durable engine, as anykv serves by default.
+func TestConformanceOverPebble(t *testing.T) {
+	enginetest.Run(t, func(t *testing.T) engine.Engine {
+		s, err := pebblestore.Open(pebblestore.Options{Dir: "db", FS: vfs.NewMem(), CacheBytes: 8 << 20,
+			Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cache.New(s, 1<<20)
+	}, engine.AllAbilities)
 }
 
 func TestConformanceTinyCache(t *testing.T) { // constant eviction
@@ -28,14 +44,24 @@ var ctx = context.Background()
 func TestHitsAfterFirstRead(t *testing.T) {
 	c := cache.New(memstore.New(), 1<<20)
 	defer c.Close()
-	c.Apply(ctx, &engine.Batch{Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t", Key: []byte("k"), Value: []byte("v")}}})
+	// An item written by INCR is not written through: the first read misses, the next ones hit.
+	c.Apply(ctx, &engine.Batch{Muts: []engine.Mutation{{Op: engine.OpIncr, Table: "t", Key: []byte("k"),
+		Incr: engine.IncrArgs{Delta: 1, Create: true}}}})
 	for i := 0; i < 3; i++ {
-		if it, err := c.Get(ctx, "t", []byte("k"), 0); err != nil || string(it.Value) != "v" {
+		if it, err := c.Get(ctx, "t", []byte("k"), 0); err != nil || string(it.Value) != "1" {
 			t.Fatalf("get = %q, %v", it.Value, err)
 		}
 	}
 	if st := c.(engine.Statser).Stats(); st["cache_hits"] != 2 || st["cache_misses"] != 1 || st["cache_items"] != 1 {
 		t.Fatalf("stats = %v", st)
+	}
+	// A SET is written through: the next read is a hit with the value and version the SET reported.
+	res, _ := c.Apply(ctx, &engine.Batch{Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t", Key: []byte("k"), Value: []byte("v")}}})
+	if it, err := c.Get(ctx, "t", []byte("k"), 0); err != nil || string(it.Value) != "v" || it.Version != res[0].New.Version {
+		t.Fatalf("after SET: %q version %d, %v; SET reported version %d", it.Value, it.Version, err, res[0].New.Version)
+	}
+	if st := c.(engine.Statser).Stats(); st["cache_hits"] != 3 || st["cache_misses"] != 1 || st["cache_write_throughs"] != 1 {
+		t.Fatalf("write-through: stats = %v", st)
 	}
 	// Absent keys are cached as absent, and a write makes them present at once.
 	for i := 0; i < 2; i++ {
@@ -43,7 +69,7 @@ func TestHitsAfterFirstRead(t *testing.T) {
 			t.Fatalf("absent key: %v", err)
 		}
 	}
-	if st := c.(engine.Statser).Stats(); st["cache_hits"] != 3 || st["cache_misses"] != 2 {
+	if st := c.(engine.Statser).Stats(); st["cache_hits"] != 4 || st["cache_misses"] != 2 {
 		t.Fatalf("negative caching: stats = %v", st)
 	}
 	c.Apply(ctx, &engine.Batch{Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t", Key: []byte("nokey"), Value: []byte("now")}}})
@@ -197,4 +223,93 @@ func TestTablesNeverShareSlots(t *testing.T) {
 // TestAbilitiesAreThoseOfTheWrappedEngine: the cache claims no ability its engine lacks (and adds Statser).
 func TestAbilitiesAreThoseOfTheWrappedEngine(t *testing.T) {
 	enginetest.CheckDecorator(t, func(e engine.Engine) engine.Engine { return cache.New(e, 1<<20) }, engine.CanStats)
+}
+
+// holdOne applies batches at once, except one whose SET writes the value hold: that one is applied (the engine
+// shows it) and then held open until release is closed, as if its fsync were slow.
+type holdOne struct {
+	*memstore.Store
+	hold             string
+	applied, release chan struct{}
+}
+
+func (h holdOne) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, error) {
+	res, err := h.Store.Apply(ctx, b)
+	if len(b.Muts) == 1 && string(b.Muts[0].Value) == h.hold {
+		close(h.applied)
+		<-h.release
+	}
+	return res, err
+}
+
+// TestWriteThroughYieldsToALaterWrite: SET k v1 is applied but its Apply has not returned when SET k v2 is applied
+// and returns. When v1's Apply returns, the cache must not keep v1: the engine holds v2.
+func TestWriteThroughYieldsToALaterWrite(t *testing.T) {
+	inner := holdOne{memstore.New(), "v1", make(chan struct{}), make(chan struct{})}
+	c := cache.New(inner, 1<<20)
+	set := func(v string) {
+		if _, err := c.Apply(ctx, &engine.Batch{Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t", Key: []byte("k"), Value: []byte(v)}}}); err != nil {
+			t.Error(err)
+		}
+	}
+	done := make(chan struct{})
+	go func() { set("v1"); close(done) }()
+	<-inner.applied
+	set("v2")
+	close(inner.release)
+	<-done
+	if it, err := c.Get(ctx, "t", []byte("k"), 0); err != nil || string(it.Value) != "v2" {
+		t.Fatalf("after both writes returned: %q, %v; the engine holds v2", it.Value, err)
+	}
+	if st := c.(engine.Statser).Stats(); st["cache_write_throughs"] != 0 {
+		t.Fatalf("a SET racing another was written through: %v", st)
+	}
+}
+
+// TestWriteThroughAgreesWithTheEngine: writers race SETs (and DELs) on a few keys, in batches of several
+// mutations; at every quiet point the cache must answer what the engine holds.
+func TestWriteThroughAgreesWithTheEngine(t *testing.T) {
+	inner := memstore.New()
+	c := cache.New(slowApply{inner}, 1<<20)
+	defer c.Close()
+	keys := []string{"a", "b", "c"}
+	for round := 0; round < 50; round++ {
+		var wg sync.WaitGroup
+		for w := 0; w < 4; w++ {
+			wg.Add(1)
+			go func(w int) {
+				defer wg.Done()
+				var muts []engine.Mutation
+				for i, k := range keys {
+					if (round+w+i)%5 == 0 {
+						muts = append(muts, engine.Mutation{Op: engine.OpDelete, Table: "t", Key: []byte(k)})
+					} else {
+						muts = append(muts, engine.Mutation{Op: engine.OpSet, Table: "t", Key: []byte(k), Value: []byte(fmt.Sprint(round, w))})
+					}
+				}
+				if _, err := c.Apply(ctx, &engine.Batch{Muts: muts[w%len(muts):]}); err != nil {
+					t.Error(err)
+				}
+				c.Get(ctx, "t", []byte(keys[w%len(keys)]), 0) // fills race the writes
+			}(w)
+		}
+		wg.Wait()
+		for _, k := range keys {
+			want, werr := inner.Get(ctx, "t", []byte(k), 0)
+			got, gerr := c.Get(ctx, "t", []byte(k), 0)
+			if string(got.Value) != string(want.Value) || got.Version != want.Version || (gerr == nil) != (werr == nil) {
+				t.Fatalf("round %d key %s: cache %q v%d (%v), engine %q v%d (%v)", round, k, got.Value, got.Version, gerr,
+					want.Value, want.Version, werr)
+			}
+		}
+	}
+}
+
+// slowApply widens the window between a batch reaching the engine and its Apply returning.
+type slowApply struct{ *memstore.Store }
+
+func (s slowApply) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, error) {
+	res, err := s.Store.Apply(ctx, b)
+	time.Sleep(time.Duration(len(b.Muts)) * 30 * time.Microsecond)
+	return res, err
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"anykv/internal/cache"
 	"anykv/internal/engine"
 )
 
@@ -57,6 +58,9 @@ type Options struct {
 	// Logger receives the sweeper's failures (once when sweeping starts to fail, once when it recovers); nil
 	// discards them.
 	Logger *slog.Logger
+	// QueryCacheBytes bounds the cache of query answers (pages of scans, counts); 0 means none. It is correct only
+	// while every write of the engine's data goes through this Store: no other process may write the datastore.
+	QueryCacheBytes int64
 }
 
 // Store is the command layer over one engine. Safe for concurrent use.
@@ -71,6 +75,7 @@ type Store struct {
 	stopOnce sync.Once
 	swept    sync.WaitGroup
 	reclaim  reclaimer // the sweeper's position among collections' members (sweep goroutine only)
+	queries  *cache.Queries[answer]
 }
 
 // counters are the store-wide statistics every protocol reports from.
@@ -90,7 +95,8 @@ func New(e engine.Engine, opts Options) *Store {
 	if l.MaxBatch <= 0 {
 		l.MaxBatch = DefaultMaxBatch
 	}
-	s := &Store{eng: e, limits: l, clock: opts.Clock, log: opts.Logger, stop: make(chan struct{})}
+	s := &Store{eng: e, limits: l, clock: opts.Clock, log: opts.Logger, stop: make(chan struct{}),
+		queries: cache.NewQueries[answer](opts.QueryCacheBytes)}
 	if s.clock == nil {
 		s.clock = time.Now
 	}
@@ -214,7 +220,31 @@ func (s *Store) Apply(ctx context.Context, muts []engine.Mutation) ([]engine.Res
 	}
 	s.stats.batches.Add(1)
 	s.stats.mutations.Add(int64(len(muts)))
+	tables, all := tablesWritten(muts)
+	s.queries.Begin(tables, all)
+	defer s.queries.End(tables, all)
 	return s.eng.Apply(ctx, &engine.Batch{Now: s.Now(), Muts: muts})
+}
+
+// tablesWritten lists the tables a batch may change (with repeats), or reports that it flushes every table: the
+// query cache's answers over them become stale.
+func tablesWritten(muts []engine.Mutation) (tables []string, all bool) {
+	for i := range muts {
+		m := &muts[i]
+		switch {
+		case m.Op == engine.OpFlush && m.Table == "":
+			return nil, true
+		case !m.Writes():
+			continue
+		}
+		if len(tables) == 0 || tables[len(tables)-1] != m.Table {
+			tables = append(tables, m.Table)
+		}
+		if m.Target.Table != "" && m.Target.Table != m.Table {
+			tables = append(tables, m.Target.Table)
+		}
+	}
+	return tables, false
 }
 
 // Apply1 applies one mutation and returns its result, folding a batch error into the result's Err.
@@ -229,7 +259,7 @@ func (s *Store) Apply1(ctx context.Context, m engine.Mutation) engine.Result {
 // Stats are the store-wide counters.
 type Stats struct {
 	Gets, Hits, Misses, Batches, Mutations, ExpiredSwept int64
-	// Engine holds the engine's own figures, if it reports any.
+	// Engine holds the engine's own figures, if it reports any, and the query cache's (query_cache_*).
 	Engine map[string]int64
 }
 
@@ -239,9 +269,13 @@ func (s *Store) Stats() Stats {
 		Gets: s.stats.gets.Load(), Hits: s.stats.hits.Load(), Misses: s.stats.misses.Load(),
 		Batches: s.stats.batches.Load(), Mutations: s.stats.mutations.Load(), ExpiredSwept: s.stats.expiredSwept.Load(),
 	}
+	st.Engine = map[string]int64{}
 	if es, ok := s.eng.(engine.Statser); ok {
-		st.Engine = es.Stats()
+		for k, v := range es.Stats() {
+			st.Engine[k] = v
+		}
 	}
+	s.queries.Stats("query_cache_", st.Engine)
 	return st
 }
 

@@ -3,6 +3,8 @@ package kv
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"slices"
 
 	"anykv/internal/engine"
 )
@@ -16,15 +18,16 @@ type Query struct {
 	KeysOnly bool
 }
 
-// Entry is one item a scan returned; the Store copies keys and values, so the caller owns them. Key is never nil,
-// also for the empty key, so that it can resume a scan (Page.Next, Query.After).
+// Entry is one item a scan returned. Key is never nil, also for the empty key, so that it can resume a scan
+// (Page.Next, Query.After). Its bytes may be shared with the query cache: callers must not modify them.
 type Entry struct {
 	Key  []byte
 	Item engine.Item
 }
 
 // Page is one page of a scan; Next is the key to pass as After for the next page, nil when the scan ended (and
-// empty, not nil, when the page ended at the empty key).
+// empty, not nil, when the page ended at the empty key). The Entries slice belongs to the caller; the bytes of
+// keys and values do not (see Entry).
 type Page struct {
 	Entries []Entry
 	Next    []byte
@@ -56,8 +59,43 @@ func (s *Store) scanner() (engine.Scanner, error) {
 	return sc, nil
 }
 
+// cacheKey names the query within its table for the query cache: what it asks (a page or a count) and every
+// field that changes the answer, each length-prefixed and marked present or nil (nil and empty differ).
+func (q *Query) cacheKey(kind byte) []byte {
+	b := []byte{kind}
+	for _, f := range [][]byte{q.Prefix, q.Start, q.End, q.After} {
+		if f == nil {
+			b = append(b, 0)
+			continue
+		}
+		b = binary.AppendUvarint(append(b, 1), uint64(len(f)))
+		b = append(b, f...)
+	}
+	b = binary.AppendUvarint(b, uint64(max(q.Limit, 0)))
+	if q.KeysOnly {
+		b = append(b, 1)
+	}
+	return b
+}
+
+// answer is a cached query result: a page or a count.
+type answer struct {
+	page  Page
+	count int64
+}
+
+// firstExpiry tracks the earliest expiry among the items a query saw: its answer is stale from then on.
+type firstExpiry int64
+
+func (f *firstExpiry) see(it engine.Item) {
+	if it.Expires > 0 && (*f == 0 || it.Expires < int64(*f)) {
+		*f = firstExpiry(it.Expires)
+	}
+}
+
 // Scan returns one page of live items of table in key order. An error of the engine's scan is returned as it
-// is, with an empty page: only a complete page is an answer.
+// is, with an empty page: only a complete page is an answer. A repeated query is answered from the query cache
+// until a write to the table (or the expiry of an item it saw) makes the answer stale.
 func (s *Store) Scan(ctx context.Context, table string, q Query) (Page, error) {
 	if err := checkTable(table); err != nil {
 		return Page{}, err
@@ -71,7 +109,15 @@ func (s *Store) Scan(ctx context.Context, table string, q Query) (Page, error) {
 	if r.End != nil && r.Start != nil && bytes.Compare(r.Start, r.End) >= 0 {
 		return p, nil
 	}
-	err = sc.Scan(ctx, table, r, s.Now(), func(key []byte, it engine.Item) bool {
+	key, now := q.cacheKey('p'), s.Now()
+	a, hit, tok := s.queries.Lookup(table, key, now)
+	if hit {
+		return Page{Entries: slices.Clone(a.page.Entries), Next: a.page.Next}, nil
+	}
+	var until firstExpiry
+	size := int64(0)
+	err = sc.Scan(ctx, table, r, now, func(key []byte, it engine.Item) bool {
+		until.see(it)
 		if q.Limit > 0 && len(p.Entries) == q.Limit {
 			p.Next = append([]byte{}, p.Entries[len(p.Entries)-1].Key...)
 			return false
@@ -82,17 +128,19 @@ func (s *Store) Scan(ctx context.Context, table string, q Query) (Page, error) {
 		} else {
 			e.Item.Value = append([]byte{}, it.Value...)
 		}
+		size += int64(len(e.Key) + len(e.Item.Value) + 64)
 		p.Entries = append(p.Entries, e)
 		return true
 	})
 	if err != nil {
 		return Page{}, err // a partial page would read as "these are all the keys"
 	}
+	s.queries.Fill(tok, table, key, answer{page: Page{Entries: slices.Clone(p.Entries), Next: p.Next}}, size, now, int64(until))
 	return p, nil
 }
 
 // Count returns how many live items of table the query selects (Limit and After are ignored); on an error of
-// the engine's scan, 0 and the error.
+// the engine's scan, 0 and the error. A repeated count is answered from the query cache, as Scan.
 func (s *Store) Count(ctx context.Context, table string, q Query) (int64, error) {
 	if err := checkTable(table); err != nil {
 		return 0, err
@@ -101,12 +149,19 @@ func (s *Store) Count(ctx context.Context, table string, q Query) (int64, error)
 	if err != nil {
 		return 0, err
 	}
-	q.After, q.Limit = nil, 0
+	q.After, q.Limit, q.KeysOnly = nil, 0, false
+	key, now := q.cacheKey('c'), s.Now()
+	a, hit, tok := s.queries.Lookup(table, key, now)
+	if hit {
+		return a.count, nil
+	}
 	var n int64
-	err = sc.Scan(ctx, table, q.rangeOf(), s.Now(), func([]byte, engine.Item) bool { n++; return true })
+	var until firstExpiry
+	err = sc.Scan(ctx, table, q.rangeOf(), now, func(_ []byte, it engine.Item) bool { n++; until.see(it); return true })
 	if err != nil {
 		return 0, err
 	}
+	s.queries.Fill(tok, table, key, answer{count: n}, 0, now, int64(until))
 	return n, nil
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -41,8 +42,25 @@ func (s *Server) ListenHTTP(name, addr string, h http.Handler, o HTTPOptions) (n
 	return ln.Addr(), s.ServeHTTP(name, ln, h, o), nil
 }
 
+// ListenHTTPTLS is ListenHTTP for HTTPS clients (HTTP/1.1 over TLS with cfg). counts, when not nil, are shared
+// with the plain HTTP listener, as ListenTLS shares them.
+func (s *Server) ListenHTTPTLS(name, addr string, cfg *tls.Config, h http.Handler, o HTTPOptions, counts *Counts) (net.Addr, *Counts, error) {
+	ln, err := bind(name, addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if counts == nil {
+		counts = &Counts{}
+	}
+	return ln.Addr(), s.serveHTTP(name+"+tls", tls.NewListener(ln, cfg), h, o, counts), nil
+}
+
 // ServeHTTP is ListenHTTP on a listener the caller made; the server closes it at Shutdown.
 func (s *Server) ServeHTTP(name string, ln net.Listener, h http.Handler, o HTTPOptions) *Counts {
+	return s.serveHTTP(name, ln, h, o, &Counts{})
+}
+
+func (s *Server) serveHTTP(name string, ln net.Listener, h http.Handler, o HTTPOptions, counts *Counts) *Counts {
 	if o.HeaderTimeout <= 0 {
 		o.HeaderTimeout = DefaultHeaderTimeout
 	}
@@ -52,7 +70,6 @@ func (s *Server) ServeHTTP(name string, ln net.Listener, h http.Handler, o HTTPO
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = DefaultIdleTimeout
 	}
-	counts := &Counts{}
 	gl := &guardListener{Listener: ln, s: s, h: h, max: o.MaxConns, counts: counts}
 	// ReadTimeout runs from the start of each request, so the body gets BodyTimeout after a head that took the
 	// longest allowed; the handler sees the expired deadline as a failed body read.

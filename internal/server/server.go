@@ -4,6 +4,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -89,12 +90,30 @@ func (s *Server) Listen(name, addr string, h Handler, maxConns int) (net.Addr, *
 	return ln.Addr(), s.Serve(name, ln, h, maxConns), nil
 }
 
+// ListenTLS is Listen for TLS clients: connections are served over TLS with cfg (the handshake runs on the
+// connection's first read or write, in its own goroutine). counts, when not nil, are those of another listener
+// of the same protocol and handler (its plain listener): the two then share one connection limit and one set of
+// figures, as Redis's port and tls-port do.
+func (s *Server) ListenTLS(name, addr string, cfg *tls.Config, h Handler, maxConns int, counts *Counts) (net.Addr, *Counts, error) {
+	ln, err := bind(name, addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if counts == nil {
+		counts = &Counts{}
+	}
+	return ln.Addr(), s.serve(name+"+tls", tls.NewListener(ln, cfg), h, maxConns, counts), nil
+}
+
 // Serve is Listen on a listener the caller made; the server closes it at Shutdown.
 func (s *Server) Serve(name string, ln net.Listener, h Handler, maxConns int) *Counts {
+	return s.serve(name, ln, h, maxConns, &Counts{})
+}
+
+func (s *Server) serve(name string, ln net.Listener, h Handler, maxConns int, counts *Counts) *Counts {
 	s.mu.Lock()
 	s.listeners = append(s.listeners, ln)
 	s.mu.Unlock()
-	counts := &Counts{}
 	s.wg.Add(1)
 	go s.accept(name, ln, h, maxConns, counts)
 	s.log.Info("listening", "protocol", name, "addr", ln.Addr().String())

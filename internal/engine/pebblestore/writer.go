@@ -162,10 +162,14 @@ func (w *writer) commitGroup() {
 		if int64(taken) > w.s.maxGroup.Load() {
 			w.s.maxGroup.Store(int64(taken))
 		}
+		if w.s.journal != nil && w.version < firstVersion {
+			w.version++ // every journaled group has a version of its own (see journal.go)
+		}
 		_ = w.pb.Set(metaVersionKey, beUint64(w.version), nil)
 		if err = w.commit(firstVersion); err != nil {
 			w.pb = w.s.db.NewBatch() // Pebble forbids reusing a batch whose commit failed
 		} else {
+			err = w.journal()
 			w.pb.Reset()
 			if w.netReset {
 				w.s.memNet.Store(w.net)
@@ -185,6 +189,19 @@ func (w *writer) commitGroup() {
 		close(r.done)
 	}
 	w.keys, w.tables, w.flushed = nil, nil, nil
+}
+
+// journal appends the committed group to the journal (SyncInterval), so that it survives the process; if it
+// cannot, the WAL is fsynced instead, which makes the group durable the slow way.
+func (w *writer) journal() error {
+	if w.s.journal == nil {
+		return nil
+	}
+	if err := w.s.journal.append(w.version, w.pb.Repr()); err != nil {
+		w.s.log.Warn("journal append failed; syncing the WAL instead", "err", err)
+		return w.s.syncWAL()
+	}
+	return nil
 }
 
 // commit writes the group's batch. Under SyncAlways the group is published in s.inflight BEFORE the commit (which

@@ -43,6 +43,10 @@ type Options struct {
 	Logger   *slog.Logger
 	// Metrics receives each command's latency and outcome; nil records nothing.
 	Metrics *metrics.Metrics
+	// Backup writes a consistent copy of the data into a new directory (SAVE, BGSAVE, BACKUP); nil: the engine
+	// cannot, and those commands say so. BackupDir is where SAVE and BGSAVE put their copies.
+	Backup    func(ctx context.Context, dir string) error
+	BackupDir string
 }
 
 // Handler serves Redis connections. It implements server.Handler, server.Rejecter and server.Denier.
@@ -57,6 +61,7 @@ type Handler struct {
 	broker  *pubsub.Broker
 	waiters waiters // connections blocked in BLPOP and the like
 	scripts scriptCache
+	saves   saves
 
 	stats struct {
 		commands, rejected, connections atomic.Int64

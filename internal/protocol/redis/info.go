@@ -175,6 +175,7 @@ func (h *Handler) statSection(sec string) [][2]string {
 	case "persistence":
 		out := [][2]string{{"loading", "0"}, {"aof_enabled", h.settings()["appendonly"]},
 			{"anykv_engine", h.opts.Settings["engine"]}, {"anykv_fsync", h.opts.Settings["fsync"]}}
+		out = append(out, h.saveInfo()...)
 		for _, k := range sortedKeys(st.Engine) {
 			out = append(out, [2]string{"engine_" + k, itoa(st.Engine[k])})
 		}

@@ -1,0 +1,183 @@
+package pebblestore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	iofs "io/fs"
+	"sort"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// The journal is SyncInterval's guard against a process crash (SIGKILL, OOM kill, panic). Pebble does not
+// write(2) a commit without a sync: it keeps the record in its in-process WAL buffer until a block fills or a sync
+// is asked for, so a killed process loses acknowledged writes that Redis's appendfsync everysec, the model of
+// this mode, would keep. So after each group commits, the writer also appends the group's Pebble batch to a
+// journal file with one write(2) and no fsync, before answering: from then on the OS holds it, and only a power
+// loss or OS crash can take it (about a second of writes, as documented).
+//
+// Two files take turns. Once a second the background sync swaps them, fsyncs the WAL (which covers every group
+// committed before the swap, so every record of the file swapped out) and empties that file. Open replays the
+// records of groups Pebble did not recover: each record carries its group's version, every group has its own
+// (the writer allocates one for a group that allocated none), and the version record Pebble recovered names the
+// last group it has. The batches hold only resolved puts and deletes, so replaying them in version order after
+// the recovered prefix rebuilds exactly the acknowledged state.
+type journal struct {
+	fs       vfs.FS
+	names    [2]string
+	mu       sync.Mutex
+	files    [2]vfs.File
+	cur      int // index of the file appends go to
+	hdr      [16]byte
+	appended int64 // records since the last swap, for Stats
+}
+
+const journalPrefix = "ANYKV-JOURNAL-"
+
+func journalNames(fs vfs.FS, dir string) [2]string {
+	return [2]string{fs.PathJoin(dir, journalPrefix+"A"), fs.PathJoin(dir, journalPrefix+"B")}
+}
+
+// openJournal creates (emptying) both journal files.
+func openJournal(fs vfs.FS, dir string) (*journal, error) {
+	j := &journal{fs: fs, names: journalNames(fs, dir)}
+	for i, n := range j.names {
+		f, err := fs.Create(n, vfs.WriteCategoryUnspecified)
+		if err != nil {
+			j.close()
+			return nil, fmt.Errorf("pebblestore: journal: %w", err)
+		}
+		j.files[i] = f
+	}
+	return j, nil
+}
+
+// append writes one group's batch: a header (length, CRC-32C of the rest, version) and the batch, in one write.
+func (j *journal) append(version uint64, repr []byte) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	binary.LittleEndian.PutUint32(j.hdr[0:4], uint32(len(repr)))
+	binary.LittleEndian.PutUint64(j.hdr[8:16], version)
+	crc := crc32.Update(crc32.Checksum(j.hdr[8:16], castagnoli), castagnoli, repr)
+	binary.LittleEndian.PutUint32(j.hdr[4:8], crc)
+	rec := make([]byte, 0, len(j.hdr)+len(repr))
+	rec = append(append(rec, j.hdr[:]...), repr...)
+	if _, err := j.files[j.cur].Write(rec); err != nil {
+		return fmt.Errorf("pebblestore: journal: %w", err)
+	}
+	j.appended++
+	return nil
+}
+
+// swap sends later appends to the other file and returns the index of the one they went to until now.
+func (j *journal) swap() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	old := j.cur
+	j.cur = 1 - j.cur
+	return old
+}
+
+// empty truncates file i, whose records the WAL now holds durably.
+func (j *journal) empty(i int) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if i == j.cur {
+		return nil // swapped back meanwhile: its records may be new
+	}
+	f, err := j.fs.Create(j.names[i], vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return fmt.Errorf("pebblestore: journal: %w", err)
+	}
+	j.files[i].Close()
+	j.files[i] = f
+	return nil
+}
+
+func (j *journal) close() {
+	for _, f := range j.files {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// journalRecord is one group read back from a journal file.
+type journalRecord struct {
+	version uint64
+	repr    []byte
+}
+
+// readJournal returns the whole records of a journal file in order; a torn or corrupt record ends the file (the
+// writer died while appending it, before answering). A missing file has no records.
+func readJournal(fs vfs.FS, name string) ([]journalRecord, error) {
+	f, err := fs.Open(name)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return nil, nil // no journal: a store never run in interval mode
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: open journal %s: %w", name, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: read journal %s: %w", name, err)
+	}
+	var out []journalRecord
+	for len(data) >= 16 {
+		n := int(binary.LittleEndian.Uint32(data[0:4]))
+		if n > len(data)-16 {
+			break
+		}
+		crc := crc32.Update(crc32.Checksum(data[8:16], castagnoli), castagnoli, data[16:16+n])
+		if crc != binary.LittleEndian.Uint32(data[4:8]) {
+			break
+		}
+		out = append(out, journalRecord{version: binary.LittleEndian.Uint64(data[8:16]), repr: data[16 : 16+n]})
+		data = data[16+n:]
+	}
+	return out, nil
+}
+
+// replayJournal applies, in version order, the journaled groups newer than recovered (the version record Pebble
+// recovered), makes them durable, and returns how many it applied.
+func replayJournal(db *pebble.DB, fs vfs.FS, dir string, recovered uint64) (int, error) {
+	var recs []journalRecord
+	for _, n := range journalNames(fs, dir) {
+		r, err := readJournal(fs, n)
+		if err != nil {
+			return 0, err
+		}
+		recs = append(recs, r...)
+	}
+	sort.Slice(recs, func(a, b int) bool { return recs[a].version < recs[b].version })
+	applied := 0
+	for _, r := range recs {
+		if r.version <= recovered {
+			continue
+		}
+		b := db.NewBatch()
+		if err := b.SetRepr(append([]byte(nil), r.repr...)); err != nil {
+			return applied, fmt.Errorf("pebblestore: journal record of version %d: %w", r.version, err)
+		}
+		if err := db.Apply(b, pebble.NoSync); err != nil {
+			return applied, fmt.Errorf("pebblestore: replay journal: %w", err)
+		}
+		b.Close()
+		recovered = r.version
+		applied++
+	}
+	if applied > 0 {
+		if err := db.LogData(nil, pebble.Sync); err != nil {
+			return applied, fmt.Errorf("pebblestore: replay journal: %w", err)
+		}
+	}
+	return applied, nil
+}
