@@ -32,7 +32,7 @@ func init() {
 		v := v
 		register(spec{name: v.name, summary: v.summary,
 			start: func(ctx context.Context, o Options, dir string) (*Server, error) {
-				return startAnykv(ctx, o, dir, v.variant)
+				return startAnykv(ctx, o, dir, v.variant, "", false)
 			}})
 	}
 }
@@ -167,7 +167,9 @@ func FindAnykv(explicit string) (string, error) {
 // and memcache use --fsync always and are benchmarked through that
 // protocol). Listeners the bench does not use are switched off when the
 // binary has them, so parallel deployments do not fight over default ports.
-func startAnykv(ctx context.Context, o Options, dir, variant string) (*Server, error) {
+// startAnykv starts anykv for variant (always, interval, never, memory, http, memcache); with engineURL it
+// serves a datastore (--engine URL), with its caches kept on when exclusive.
+func startAnykv(ctx context.Context, o Options, dir, variant, engineURL string, exclusive bool) (*Server, error) {
 	bin, err := FindAnykv(o.AnykvBin)
 	if err != nil {
 		return nil, err
@@ -199,11 +201,20 @@ func startAnykv(ctx context.Context, o Options, dir, variant string) (*Server, e
 		}
 	}
 	var settings []string
-	switch variant {
-	case "memory":
+	switch {
+	case engineURL != "":
+		args = append(args, "--engine", engineURL)
+		settings = []string{"over " + engineURL + " (--engine URL): durability is the datastore's"}
+		if exclusive {
+			args = append(args, "--exclusive")
+			settings = append(settings, "read and query caches on (--exclusive: the only writer of the datastore)")
+		} else {
+			settings = append(settings, "caches off (another front end may write the datastore)")
+		}
+	case variant == "memory":
 		args = append(args, "--engine", "memory")
 		settings = []string{"memory engine (--engine memory): no persistence"}
-	case "interval", "never":
+	case variant == "interval" || variant == "never":
 		args = append(args, "--fsync", variant)
 		settings = []string{fmt.Sprintf("--fsync %s: acknowledged writes may be lost on power failure", variant)}
 	default:
@@ -224,7 +235,10 @@ func startAnykv(ctx context.Context, o Options, dir, variant string) (*Server, e
 	if err := waitReady(ctx, p, url, o.ReadyTimeout); err != nil {
 		return nil, fmt.Errorf("anykv: %w", err)
 	}
-	settings = append(settings, "data directory on local disk, benchmarked over "+proto, "binary "+bin)
+	if engineURL == "" {
+		settings = append(settings, "data directory on local disk")
+	}
+	settings = append(settings, "benchmarked over "+proto, "binary "+bin)
 	return &Server{URL: url, Pid: p.cmd.Process.Pid, Version: output(bin, "--version"), Settings: settings,
 		stop: func() error { return p.stop(10 * time.Second) }}, nil
 }
