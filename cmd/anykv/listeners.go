@@ -53,25 +53,12 @@ func (e *listenerConfig) loadTLS() error {
 	return err
 }
 
-// startListeners starts every listener the configuration asks for: RESP, pprof, memcached and HTTP. m collects
+// startListeners starts every listener the configuration asks for: pprof, memcached, HTTP, then RESP. m collects
 // every protocol's request figures.
 func startListeners(srv *server.Server, store *kv.Store, c *config, m *metrics.Metrics, log *slog.Logger) error {
 	e := &c.listeners
 	if err := e.loadTLS(); err != nil {
 		return err
-	}
-	if c.respAddr != "" || e.respTLS != "" {
-		h := redis.New(store, redis.Options{Metrics: m,
-			Auth: c.auth, Databases: c.databases, AnykvVersion: version, Settings: c.settings(), Logger: log,
-			Limits: resp.Limits{MaxBulk: c.maxBulk, MaxArgs: c.maxArgs, MaxInline: c.maxInl, MaxQuery: c.queryLimit},
-			Budget: c.budget, Backup: c.backup, BackupDir: c.backupDir,
-		})
-		counts, err := listenBoth(srv, "resp", c.respAddr, e.respTLS, e.tls, h, c.maxClients)
-		if err != nil {
-			return err
-		}
-		h.SetConnCounts(counts)
-		m.Connections("resp", connFigures(counts))
 	}
 	if c.pprofAddr != "" {
 		if _, _, err := srv.ListenHTTP("pprof", c.pprofAddr, c.auth.RequireBearer(http.DefaultServeMux), server.HTTPOptions{MaxConns: 4}); err != nil {
@@ -104,6 +91,20 @@ func startListeners(srv *server.Server, store *kv.Store, c *config, m *metrics.M
 			}
 		}
 		m.Connections("http", connFigures(counts))
+	}
+	// RESP binds last: a client (or a test) that finds it accepting knows every other listener is bound too.
+	if c.respAddr != "" || e.respTLS != "" {
+		h := redis.New(store, redis.Options{Metrics: m,
+			Auth: c.auth, Databases: c.databases, AnykvVersion: version, Settings: c.settings(), Logger: log,
+			Limits: resp.Limits{MaxBulk: c.maxBulk, MaxArgs: c.maxArgs, MaxInline: c.maxInl, MaxQuery: c.queryLimit},
+			Budget: c.budget, Backup: c.backup, BackupDir: c.backupDir,
+		})
+		counts, err := listenBoth(srv, "resp", c.respAddr, e.respTLS, e.tls, h, c.maxClients)
+		if err != nil {
+			return err
+		}
+		h.SetConnCounts(counts)
+		m.Connections("resp", connFigures(counts))
 	}
 	return nil
 }
