@@ -17,6 +17,9 @@ import (
 	"anykv/internal/server"
 )
 
+// memcachedVersion is the memcached release whose behaviour anykv follows, reported first in `version`.
+const memcachedVersion = "1.6.18"
+
 // DefaultMaxItemSize is memcached's default item size limit (-I 1m), applied to value bytes.
 const DefaultMaxItemSize = 1 << 20
 
@@ -24,8 +27,11 @@ const DefaultMaxItemSize = 1 << 20
 type Options struct {
 	Table       string // keyspace table; "default" (the same table RESP database 0 and HTTP use)
 	MaxItemSize int    // value bytes; default 1 MiB as memcached (-I)
-	Version     string // reported by `version` and stats
-	Logger      *slog.Logger
+	// Version is anykv's own version. `version` and stats report memcachedVersion + "-anykv-" + Version
+	// ("1.6.18-anykv" when empty): clients such as libmemcached parse the leading memcached version to decide
+	// what the server supports, and the suffix keeps anykv's version visible.
+	Version string
+	Logger  *slog.Logger
 	// Metrics receives each request's latency and outcome under protocol "memcache" (nil: none). A request
 	// counts as failed when its reply is ERROR, CLIENT_ERROR or SERVER_ERROR.
 	Metrics *metrics.Metrics
@@ -87,8 +93,9 @@ func New(store *kv.Store, opts Options) *Handler {
 	if opts.MaxItemSize <= 0 {
 		opts.MaxItemSize = DefaultMaxItemSize
 	}
-	if opts.Version == "" {
-		opts.Version = "anykv"
+	version := memcachedVersion + "-anykv"
+	if opts.Version != "" {
+		version += "-" + opts.Version
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -99,7 +106,7 @@ func New(store *kv.Store, opts Options) *Handler {
 		maxItem:    min(opts.MaxItemSize, store.Limits().MaxValue),
 		maxGetLine: defaultMaxGetLine,
 		budget:     opts.Budget,
-		version:    opts.Version,
+		version:    version,
 		log:        opts.Logger,
 		started:    store.Time(),
 		auth:       opts.Auth,

@@ -65,7 +65,7 @@ type request struct {
 	noreply bool
 	err     string // cmdError, cmdClose: the reply line without "\r\n"
 	key     []byte
-	keys    []byte // get family: the space-separated keys
+	keys    []byte // get family: the space-separated keys; stats: the arguments after the first
 	data    []byte // storage commands: the data block without "\r\n"
 	flags   uint32
 	exptime int64  // memcached exptime as sent (seconds; see expiresAt)
@@ -340,6 +340,7 @@ func (p *parser) parseLine(line []byte, r *request) int {
 		}
 		if nt > 2 {
 			r.sub = tok[1]
+			r.keys = skipToken(skipToken(line))
 		}
 		return -1
 	case "shutdown":
