@@ -280,7 +280,9 @@ func (c *conn) handle(req *request) {
 		}
 	case cmdClose:
 		c.flush()
-		c.line(req.err)
+		if req.err != "" { // else an HTTP request line, which memcached leaves unanswered
+			c.line(req.err)
+		}
 		c.closing = true
 	case cmdQuit:
 		c.flush()

@@ -29,7 +29,7 @@ type command uint8
 const (
 	cmdNone  command = iota
 	cmdError         // reply err (unless noreply) and go on
-	cmdClose         // reply err and close the connection
+	cmdClose         // reply err (if any) and close the connection
 	cmdGet
 	cmdGets
 	cmdGat
@@ -346,9 +346,30 @@ func (p *parser) parseLine(line []byte, r *request) int {
 	case "shutdown":
 		r.cmd, r.err = cmdError, "ERROR: shutdown not enabled"
 		return -1
+	default:
+		if isHTTPLine(tok) {
+			r.cmd = cmdClose
+			return -1
+		}
 	}
 	r.cmd, r.err = cmdError, "ERROR"
 	return -1
+}
+
+// isHTTPLine reports whether an unknown command line is what memcached 1.6 takes for an HTTP request line
+// and closes the connection on, unanswered: its last token starts with "HTTP/" ("GET / HTTP/1.1"). memcached
+// looks only after the commands it dispatches by first letter (a, c, d, g, i, s, t: those answer ERROR) and
+// the ones it knows by name.
+func isHTTPLine(tok [][]byte) bool {
+	switch tok[0][0] {
+	case 'a', 'c', 'd', 'g', 'i', 's', 't':
+		return false
+	}
+	switch string(tok[0]) {
+	case "watch", "lru", "lru_crawler", "extstore":
+		return false
+	}
+	return bytes.HasPrefix(tok[len(tok)-1], []byte("HTTP/"))
 }
 
 func storageCmd(name string) command {
