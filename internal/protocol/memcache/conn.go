@@ -42,6 +42,7 @@ type conn struct {
 	st      localCounters
 	closing bool
 	authed  bool  // the password was given, or none is required
+	sniffed bool  // the first bytes were seen not to be a binary-protocol request (binary.go)
 	now     int64 // the store's time when the round began, for converting exptimes
 }
 
@@ -112,6 +113,9 @@ func (c *conn) releaseBuffers() {
 
 // process handles every complete request in the buffer, then applies what is still pending.
 func (c *conn) process() {
+	if !c.sniffed && !c.sniffBinary() {
+		return
+	}
 	for !c.closing {
 		if !c.authed {
 			if !c.authenticate() {
