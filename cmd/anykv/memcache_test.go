@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"net"
 	"os/exec"
 	"strings"
@@ -53,4 +54,30 @@ func TestMemcapable(t *testing.T) {
 	if err != nil || strings.Contains(out, "[FAIL]") || !strings.Contains(out, "All tests passed") {
 		t.Fatalf("memccapable -a: %v\n%s", err, out)
 	}
+}
+
+// TestStaleMarkSurvivesKill checks that memcached's meta-protocol stale mark (md I) is stored with the item:
+// after kill -9 and a restart the item still reads stale, and its first reader wins the recache.
+func TestStaleMarkSurvivesKill(t *testing.T) {
+	s := servertest.Start(t, servertest.Options{Memcache: true})
+	send := func(req, want string) {
+		t.Helper()
+		c, err := net.Dial("tcp", s.Memcache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Write([]byte(req)); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, len(want))
+		if _, err := io.ReadFull(c, got); err != nil || string(got) != want {
+			t.Fatalf("%q: got %q (%v), want %q", req, got, err, want)
+		}
+	}
+	send("ms k 5\r\nvalue\r\nmd k I\r\n", "HD\r\nHD\r\n")
+	s.Kill()
+	s.Restart()
+	send("mg k v\r\nmg k v\r\n", "VA 5 X W\r\nvalue\r\nVA 5 Z X\r\nvalue\r\n")
 }

@@ -302,7 +302,7 @@ func (c *conn) handle(req *request) {
 		c.flush()
 		c.metaDebug(req)
 	case cmdMg:
-		if req.meta.hasViv || req.meta.hasTTL {
+		if req.meta.writes() {
 			c.mgWrite(req)
 			return
 		}
@@ -363,7 +363,7 @@ func isRead(req *request) bool {
 	case cmdGet, cmdGets, cmdStats, cmdMe, cmdClose, cmdQuit:
 		return true
 	case cmdMg:
-		return !req.meta.hasViv && !req.meta.hasTTL
+		return !req.meta.writes()
 	}
 	return false
 }
