@@ -46,13 +46,15 @@ func TestLibmemcachedToolsOnBinary(t *testing.T) {
 }
 
 // TestMemcapable runs libmemcached's conformance checker (memccapable on Debian, memcapable upstream) against
-// the real binary: every check must pass, as it does against memcached 1.6.
+// the real binary, text and binary protocols: every check must pass, as it does against memcached 1.6.
 func TestMemcapable(t *testing.T) {
 	s := servertest.Start(t, servertest.Options{Memcache: true})
 	host, port, _ := net.SplitHostPort(s.Memcache)
-	out, err := libmemcached(t, "memccapable", "-h", host, "-p", port, "-a", "-t", "10")
-	if err != nil || strings.Contains(out, "[FAIL]") || !strings.Contains(out, "All tests passed") {
-		t.Fatalf("memccapable -a: %v\n%s", err, out)
+	for _, proto := range []string{"-a", "-b"} {
+		out, err := libmemcached(t, "memccapable", "-h", host, "-p", port, proto, "-t", "10")
+		if err != nil || strings.Contains(out, "[FAIL]") || !strings.Contains(out, "All tests passed") {
+			t.Errorf("memccapable %s: %v\n%s", proto, err, out)
+		}
 	}
 }
 

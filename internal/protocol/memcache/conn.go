@@ -42,7 +42,8 @@ type conn struct {
 	st      localCounters
 	closing bool
 	authed  bool  // the password was given, or none is required
-	sniffed bool  // the first bytes were seen not to be a binary-protocol request (binary.go)
+	sniffed bool  // the first byte has been seen: it tells the binary protocol from the text one
+	bin     bool  // the connection speaks the binary protocol (binary.go, binconn.go)
 	now     int64 // the store's time when the round began, for converting exptimes
 }
 
@@ -113,18 +114,24 @@ func (c *conn) releaseBuffers() {
 
 // process handles every complete request in the buffer, then applies what is still pending.
 func (c *conn) process() {
-	if !c.sniffed && !c.sniffBinary() {
-		return
+	if !c.sniffed && c.w > c.r { // memcached tells the protocols apart by a connection's first byte
+		c.sniffed, c.bin = true, c.buf[c.r] == binaryRequestMagic
 	}
 	for !c.closing {
-		if !c.authed {
+		if !c.authed && !c.bin {
 			if !c.authenticate() {
 				break
 			}
 			continue
 		}
 		var req request
-		n, st := c.p.next(c.buf[c.r:c.w], &req)
+		var n int
+		var st status
+		if c.bin {
+			n, st = c.p.nextBinary(c.buf[c.r:c.w], &req)
+		} else {
+			n, st = c.p.next(c.buf[c.r:c.w], &req)
+		}
 		if st == needMore {
 			break
 		}
@@ -132,7 +139,11 @@ func (c *conn) process() {
 		if st == skipped {
 			continue
 		}
-		c.handle(&req)
+		if req.cmd == cmdBin {
+			c.handleBinary(&req)
+		} else {
+			c.handle(&req)
+		}
 		if len(c.out) > maxOutHold {
 			c.flush()
 			if !c.send() {
@@ -321,6 +332,10 @@ func (c *conn) handle(req *request) {
 
 // answer writes the reply of a pending request from its results (err: the whole batch failed).
 func (c *conn) answer(req *request, rs []engine.Result, err error) {
+	if req.cmd == cmdBin {
+		c.binAnswer(req, rs, err)
+		return
+	}
 	if err != nil {
 		reply := c.serverError(err)
 		if !req.noreply || req.meta.isMeta {

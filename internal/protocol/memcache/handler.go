@@ -46,7 +46,7 @@ type Options struct {
 	Budget *membudget.Budget
 }
 
-// Handler serves the memcached text and meta protocols over one table of a kv.Store. It implements
+// Handler serves the memcached text, meta and binary protocols over one table of a kv.Store. It implements
 // server.Handler, server.Rejecter and server.Denier. Safe for concurrent use: each connection has its own state, and the
 // handler shares only counters and the pending delayed flush_all.
 type Handler struct {
@@ -65,7 +65,7 @@ type Handler struct {
 	stats     counters
 	verbosity atomic.Uint32
 	// obs holds each command's metrics observer, looked up once; all nil without Options.Metrics.
-	obs     [cmdMe + 1]*metrics.Observer
+	obs     [cmdBin + 1]*metrics.Observer
 	metered bool
 
 	flushMu    sync.Mutex
@@ -131,12 +131,12 @@ func New(store *kv.Store, opts Options) *Handler {
 }
 
 // commandNames are the metrics names of the commands; malformed requests count as "invalid".
-var commandNames = [cmdMe + 1]string{
+var commandNames = [cmdBin + 1]string{
 	cmdError: "invalid", cmdClose: "invalid", cmdGet: "get", cmdGets: "gets", cmdGat: "gat", cmdGats: "gats",
 	cmdSet: "set", cmdAdd: "add", cmdReplace: "replace", cmdAppend: "append", cmdPrepend: "prepend",
 	cmdCas: "cas", cmdIncr: "incr", cmdDecr: "decr", cmdDelete: "delete", cmdTouch: "touch",
 	cmdFlushAll: "flush_all", cmdVersion: "version", cmdVerbosity: "verbosity", cmdQuit: "quit",
-	cmdStats: "stats", cmdMg: "mg", cmdMs: "ms", cmdMd: "md", cmdMa: "ma", cmdMn: "mn", cmdMe: "me",
+	cmdStats: "stats", cmdMg: "mg", cmdMs: "ms", cmdMd: "md", cmdMa: "ma", cmdMn: "mn", cmdMe: "me", cmdBin: "binary",
 }
 
 // SetConnCounts gives the handler the listener's connection figures for stats.

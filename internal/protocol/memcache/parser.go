@@ -55,6 +55,7 @@ const (
 	cmdMa
 	cmdMn
 	cmdMe
+	cmdBin // a binary-protocol request (binary.go)
 )
 
 // request is one parsed command. Its byte slices alias the connection's read buffer or the parser's arena and
@@ -75,6 +76,8 @@ type request struct {
 	// tooLarge is the storage command refused for its size (with cmdError), whose key memcached then drops.
 	tooLarge command
 	meta     metaFlags
+	bin      binHeader // cmdBin
+	extras   []byte    // cmdBin: the extras of the body
 }
 
 // status tells what parser.next found.

@@ -200,13 +200,13 @@ func (c *conn) settingsStats() {
 	c.statString("cas_enabled", "yes")
 	c.stat("item_size_max", int64(h.maxItem))
 	c.stat("num_threads", int64(threads()))
-	c.statString("binding_protocol", "ascii")
-	c.statString("auth_enabled_sasl", "no")
-	authASCII := "no"
+	c.statString("binding_protocol", "auto-negotiate")
+	auth := "no"
 	if h.auth.Required() {
-		authASCII = "yes"
+		auth = "yes"
 	}
-	c.statString("auth_enabled_ascii", authASCII)
+	c.statString("auth_enabled_sasl", auth)
+	c.statString("auth_enabled_ascii", auth)
 	c.statString("detail_enabled", "no")
 	c.statString("flush_enabled", "yes")
 	c.stat("idle_timeout", 0)
