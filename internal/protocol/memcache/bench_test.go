@@ -35,8 +35,8 @@ func BenchmarkGetPipelined(b *testing.B) { benchGet(b, 16, false) }
 // BenchmarkMetaGet measures mg hits (mg <key> v f), which also read the item's stampede annotation.
 func BenchmarkMetaGet(b *testing.B)          { benchGet(b, 1, true) }
 func BenchmarkMetaGetPipelined(b *testing.B) { benchGet(b, 16, true) }
-func BenchmarkSet(b *testing.B)          { benchSet(b, 1) }
-func BenchmarkSetPipelined(b *testing.B) { benchSet(b, 16) }
+func BenchmarkSet(b *testing.B)              { benchSet(b, 1) }
+func BenchmarkSetPipelined(b *testing.B)     { benchSet(b, 16) }
 
 // benchGet reads depth keys per round trip, with get or (meta) with mg.
 func benchGet(b *testing.B, depth int, meta bool) {
