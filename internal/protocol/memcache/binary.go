@@ -136,13 +136,8 @@ func binShape(base byte) (extras int, key, value, known bool) {
 // the connection (cmdClose without a reply), as in memcached.
 func (p *parser) nextBinary(buf []byte, r *request) (int, status) {
 	p.need = 0
-	if p.swallow > 0 {
-		n := min(p.swallow, len(buf))
-		if n == 0 {
-			return 0, needMore
-		}
-		p.swallow -= n
-		return n, skipped
+	if n, st, ok := p.skip(buf); ok {
+		return n, st
 	}
 	if len(buf) < binaryHeaderLen {
 		return 0, needMore

@@ -111,17 +111,26 @@ func newParser(maxKey, maxValue, maxGetLine int) *parser {
 // reset forgets the arena once every request parsed so far has been answered.
 func (p *parser) reset() { p.arena = p.arena[:0] }
 
+// skip discards what arrived of a refused data block or body (p.swallow bytes); ok is false when nothing is
+// to be discarded.
+func (p *parser) skip(buf []byte) (n int, st status, ok bool) {
+	if p.swallow == 0 {
+		return 0, needMore, false
+	}
+	n = min(p.swallow, len(buf))
+	if n == 0 {
+		return 0, needMore, true
+	}
+	p.swallow -= n
+	return n, skipped, true
+}
+
 // next parses one request from the front of buf and returns how many bytes it used. With needMore it used
 // nothing and p.need says how many bytes the request needs, when the line already tells.
 func (p *parser) next(buf []byte, r *request) (int, status) {
 	p.need = 0
-	if p.swallow > 0 {
-		n := min(p.swallow, len(buf))
-		if n == 0 {
-			return 0, needMore
-		}
-		p.swallow -= n
-		return n, skipped
+	if n, st, ok := p.skip(buf); ok {
+		return n, st
 	}
 	limit := maxLineLen
 	if len(buf) > maxLineLen && isGetLine(buf) {

@@ -71,6 +71,15 @@ func decodeCallParams(args [][]byte) (callParams, error) {
 		hasViv: a[0]&1 != 0, hasTTL: a[0]&2 != 0, hasRecache: a[0]&4 != 0, hasCas: a[0]&8 != 0}, nil
 }
 
+// callTarget decodes a function's arguments and reads the item it addresses.
+func callTarget(tx *engine.Tx, args [][]byte) (p callParams, it engine.Item, found bool, err error) {
+	if p, err = decodeCallParams(args); err != nil {
+		return p, it, false, err
+	}
+	it, found, err = tx.Get(tx.Table(), tx.Key())
+	return p, it, found, err
+}
+
 // annotation reads the stampede bits of the item version at table/key inside a function.
 func annotation(tx *engine.Tx, table string, key []byte, version uint64) (byte, error) {
 	a, ok, err := tx.Get(engine.MemberTable(table), engine.AnnotationKey(key))
@@ -92,15 +101,11 @@ func annotate(tx *engine.Tx, table string, key []byte, it engine.Item, bits byte
 // mgFunc is mg with N, T or R: vivify a missing item (the caller wins), apply the new TTL, and decide W, Z and
 // X from the bits, marking the win. Result.New is the item as read (after T); a miss without N is ErrNotFound.
 func mgFunc(tx *engine.Tx, args [][]byte) (engine.Result, error) {
-	p, err := decodeCallParams(args)
+	p, it, found, err := callTarget(tx, args)
 	if err != nil {
 		return engine.Result{}, err
 	}
 	table, key := tx.Table(), tx.Key()
-	it, found, err := tx.Get(table, key)
-	if err != nil {
-		return engine.Result{}, err
-	}
 	if found && it.Kind != engine.KindString {
 		return engine.Result{Err: engine.ErrWrongType}, nil
 	}
@@ -145,12 +150,8 @@ func mgFunc(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 // staleFunc is md I: instead of deleting, give the item a new CAS (and the TTL of T, if given) and mark it
 // stale with no win handed out, so that the next mg wins the recache. C must match the item's CAS.
 func staleFunc(tx *engine.Tx, args [][]byte) (engine.Result, error) {
-	p, err := decodeCallParams(args)
-	if err != nil {
-		return engine.Result{}, err
-	}
+	p, it, found, err := callTarget(tx, args)
 	table, key := tx.Table(), tx.Key()
-	it, found, err := tx.Get(table, key)
 	switch {
 	case err != nil:
 		return engine.Result{}, err
