@@ -68,6 +68,16 @@ const (
 	stInternal       = 0x0084
 )
 
+// binFailure reports whether a status is an error for metrics, as ERROR, CLIENT_ERROR and SERVER_ERROR are on
+// the text protocol (a miss or a failed condition is an answer, not an error).
+func binFailure(status uint16) bool {
+	switch status {
+	case stTooLarge, stInvalid, stNonNumeric, stAuthError, stUnknownCommand, stInternal:
+		return true
+	}
+	return false
+}
+
 var statusText = map[uint16]string{
 	stNotFound:       "Not found",
 	stExists:         "Data exists for key.",

@@ -2,12 +2,17 @@ package memcache
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"anykv/internal/engine/memstore"
+	"anykv/internal/kv"
+	"anykv/internal/metrics"
 )
 
 // binReq encodes a binary-protocol request.
@@ -217,5 +222,21 @@ func TestBinaryStatsAndClose(t *testing.T) {
 	}
 	if !strings.HasSuffix(got, "op=10 st=0 opq=9\n") {
 		t.Errorf("the last response is not the empty terminator:\n%s", got)
+	}
+}
+
+// TestBinaryMetrics checks that binary requests are counted under "binary", failures (here an unknown
+// opcode) as errors and misses not.
+func TestBinaryMetrics(t *testing.T) {
+	store := kv.New(memstore.New(), kv.Options{SweepInterval: -1})
+	defer store.Close()
+	m := metrics.New(store)
+	h := New(store, Options{Metrics: m})
+	in := append(binReq(opSet, 1, 0, u32(0, 0), []byte("a"), []byte("x")), binReq(opGet, 2, 0, nil, []byte("a"), nil)...)
+	in = append(in, binReq(opGet, 3, 0, nil, []byte("b"), nil)...)
+	in = append(in, binReq(0x50, 4, 0, nil, nil, nil)...)
+	h.ServeConn(context.Background(), &scriptConn{chunks: [][]byte{in}})
+	if o := m.Command("memcache", "binary"); o.Requests() != 4 || o.Errors() != 1 {
+		t.Fatalf("%d requests, %d errors; want 4, 1", o.Requests(), o.Errors())
 	}
 }

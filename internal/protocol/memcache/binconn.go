@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"strconv"
+	"time"
 
 	"anykv/internal/engine"
 )
@@ -31,6 +32,12 @@ func (c *conn) handleBinary(req *request) {
 		}
 		c.enqueue(req, 0)
 		return
+	}
+	direct := h.base == opGet || h.base == opStat || h.base == opQuit || h.base >= opSASLList && h.base <= opSASLStep
+	if c.h.metered && direct { // answered at once rather than through the batch
+		c.flush()
+		start, before := time.Now(), len(c.out)
+		defer c.observe(cmdBin, start, before)
 	}
 	switch h.base {
 	case opGet:

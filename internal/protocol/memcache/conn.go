@@ -2,6 +2,7 @@ package memcache
 
 import (
 	"context"
+	"encoding/binary"
 	"net"
 	"time"
 
@@ -383,13 +384,18 @@ func isRead(req *request) bool {
 	return false
 }
 
-// observe records a request's latency and whether its reply, written from out[before:], is an error.
+// observe records a request's latency and whether its reply, written from out[before:], is an error (for a
+// binary request, a status binFailure counts).
 // out may have been sent (and emptied) meanwhile; such a reply counts as a success.
 func (c *conn) observe(cmd command, start time.Time, before int) {
 	failed := false
 	if before < len(c.out) {
 		r := c.out[before:]
-		failed = hasPrefix(r, "ERROR") || hasPrefix(r, "CLIENT_ERROR") || hasPrefix(r, "SERVER_ERROR")
+		if cmd == cmdBin {
+			failed = len(r) >= binaryHeaderLen && binFailure(binary.BigEndian.Uint16(r[6:]))
+		} else {
+			failed = hasPrefix(r, "ERROR") || hasPrefix(r, "CLIENT_ERROR") || hasPrefix(r, "SERVER_ERROR")
+		}
 	}
 	c.h.obs[cmd].Observe(time.Since(start), failed)
 }
