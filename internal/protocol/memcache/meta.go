@@ -156,6 +156,11 @@ func (c *conn) msWrite(req *request) {
 			mut.Cond, mut.Version = engine.CondVersion, m.cas
 		}
 	default: // S, R
+		if m.hasCas && m.stale {
+			c.enqueue(req, 1)
+			c.add(c.stampedeCall(fnMsStale, req))
+			return
+		}
 		if m.hasCas {
 			mut = casMutation(req.key, req.data, m.flags, mut.Expires, m.cas)
 		} else if m.mode == 'R' {
@@ -170,10 +175,21 @@ func (c *conn) msAnswer(req *request, res engine.Result) {
 	m := &req.meta
 	c.st[sCmdMeta]++
 	c.st[sCmdSet]++
-	casMode := m.hasCas && (m.mode == 0 || m.mode == 'S' || m.mode == 'R')
+	casMode := m.hasCas && m.casMode()
 	var code string
 	stored := false
 	switch err := res.Err; {
+	case casMode && m.stale: // msStaleFunc: the cas itself, or an older one storing a stale item
+		switch {
+		case err == nil:
+			stored, code = true, "HD"
+		case errors.Is(err, engine.ErrVersionMismatch):
+			c.st[sCasBadval]++
+			code = "EX"
+		case errors.Is(err, engine.ErrNotFound):
+			c.st[sCasMisses]++
+			code = "NF"
+		}
 	case casMode:
 		ok, exists := casOutcome(m.cas, err)
 		switch {

@@ -104,10 +104,6 @@ func (p *parser) parseMeta(line []byte, nt int, r *request) int {
 			fail("CLIENT_ERROR invalid mode for ms M token")
 			return vlen
 		}
-		if m.stale && m.hasCas { // storing an older version as stale is not done (docs/memcache.md)
-			fail("CLIENT_ERROR invalid flag")
-			return vlen
-		}
 	case cmdMa:
 		switch m.mode {
 		case 0, 'I', 'i', '+', 'D', 'd', '-':

@@ -31,19 +31,23 @@ const (
 
 // Registered engine functions (OpCall), so that the bits are read and set in the same atomic step as the item.
 const (
-	fnMg    = "memcache.mg"    // mg with N, T or R, or on a stale item
-	fnStale = "memcache.stale" // md I
+	fnMg      = "memcache.mg"       // mg with N, T or R, or on a stale item
+	fnStale   = "memcache.stale"    // md I
+	fnMsStale = "memcache.ms-stale" // ms I C<cas>
 )
 
 func init() {
 	engine.RegisterFunc(fnMg, mgFunc)
 	engine.RegisterFunc(fnStale, staleFunc)
+	engine.RegisterFunc(fnMsStale, msStaleFunc)
 }
 
-// callParams are the arguments of both functions: which options were given, and their values (expiries as
-// absolute unix ms, already converted from memcached's exptime at the edge; recache in seconds; cas).
+// callParams are the arguments of the functions: which options were given, and their values (expiries as
+// absolute unix ms, already converted from memcached's exptime at the edge; recache in seconds; cas; ms's
+// client flags, its value being the call's second argument).
 type callParams struct {
 	viv, ttl, recache, cas             int64
+	flags                              uint32
 	hasViv, hasTTL, hasRecache, hasCas bool
 }
 
@@ -58,16 +62,16 @@ func (p callParams) encode() []byte {
 	for _, v := range []int64{p.viv, p.ttl, p.recache, p.cas} {
 		out = binary.BigEndian.AppendUint64(out, uint64(v))
 	}
-	return out
+	return binary.BigEndian.AppendUint32(out, p.flags)
 }
 
 func decodeCallParams(args [][]byte) (callParams, error) {
-	if len(args) != 1 || len(args[0]) != 33 {
+	if len(args) < 1 || len(args) > 2 || len(args[0]) != 37 {
 		return callParams{}, fmt.Errorf("%w: memcache function arguments", engine.ErrInvalid)
 	}
 	a := args[0]
 	v := func(i int) int64 { return int64(binary.BigEndian.Uint64(a[1+8*i:])) }
-	return callParams{viv: v(0), ttl: v(1), recache: v(2), cas: v(3),
+	return callParams{viv: v(0), ttl: v(1), recache: v(2), cas: v(3), flags: binary.BigEndian.Uint32(a[33:]),
 		hasViv: a[0]&1 != 0, hasTTL: a[0]&2 != 0, hasRecache: a[0]&4 != 0, hasCas: a[0]&8 != 0}, nil
 }
 
@@ -170,18 +174,47 @@ func staleFunc(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	return engine.Result{New: it, NewFound: true}, nil
 }
 
-// stampedeCall is the OpCall mutation of fn for the request's key and options.
+// stampedeCall is the OpCall mutation of fn for the request's key and options (and ms's value).
 func (c *conn) stampedeCall(fn string, req *request) engine.Mutation {
 	m := &req.meta
 	p := callParams{hasViv: m.hasViv, hasTTL: m.hasTTL, hasRecache: m.hasRecache, hasCas: m.hasCas,
-		recache: m.recache, cas: int64(m.cas)}
+		recache: m.recache, cas: int64(m.cas), flags: m.flags}
 	if m.hasViv {
 		p.viv = c.expires(m.viv)
 	}
-	if m.hasTTL {
+	if m.hasTTL || req.cmd == cmdMs { // ms: no T means no expiry
 		p.ttl = c.expires(m.ttl)
 	}
-	return engine.Mutation{Op: engine.OpCall, Key: req.key, Call: engine.CallArgs{Name: fn, Args: [][]byte{p.encode()}}}
+	args := [][]byte{p.encode()}
+	if req.cmd == cmdMs {
+		args = append(args, req.data)
+	}
+	return engine.Mutation{Op: engine.OpCall, Key: req.key, Call: engine.CallArgs{Name: fn, Args: args}}
+}
+
+// msStaleFunc is ms I C<cas> in set or replace mode: with the item's CAS it is a plain compare-and-swap; with
+// an older CAS the value is stored anyway but marked stale, its win not handed out (a late writer's value is
+// kept, and the next reader refreshes it); with a newer one it fails (EX).
+func msStaleFunc(tx *engine.Tx, args [][]byte) (engine.Result, error) {
+	p, it, found, err := callTarget(tx, args)
+	switch {
+	case err != nil:
+		return engine.Result{}, err
+	case len(args) != 2:
+		return engine.Result{}, fmt.Errorf("%w: memcache ms function without a value", engine.ErrInvalid)
+	case !found:
+		return engine.Result{Err: engine.ErrNotFound}, nil
+	case it.Kind != engine.KindString:
+		return engine.Result{Err: engine.ErrWrongType}, nil
+	case uint64(p.cas) > it.Version:
+		return engine.Result{Err: engine.ErrVersionMismatch}, nil
+	}
+	table, key := tx.Table(), tx.Key()
+	nw := tx.Put(table, key, engine.Item{Value: args[1], Flags: p.flags, Expires: p.ttl})
+	if uint64(p.cas) < it.Version {
+		annotate(tx, table, key, nw, bitStale)
+	}
+	return engine.Result{New: nw, NewFound: true}, nil
 }
 
 // appendStampede appends the W, Z and X flags of reply in memcached's order ("X W" for a stale item's win,
@@ -200,6 +233,9 @@ func (c *conn) appendStampede(reply uint32) {
 		}
 	}
 }
+
+// casMode reports whether C makes an ms a compare-and-swap: in set (the default) and replace modes.
+func (m *metaFlags) casMode() bool { return m.mode == 0 || m.mode == 'S' || m.mode == 'R' }
 
 // writes reports whether an mg writes whatever it finds: N, T and R go through mgFunc.
 func (m *metaFlags) writes() bool { return m.hasViv || m.hasTTL || m.hasRecache }
