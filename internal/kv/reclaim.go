@@ -12,7 +12,8 @@ import (
 // Reclaiming the members of deleted collections.
 //
 // Deleting, replacing or expiring a collection removes only its meta item (engine/collection.go); its members
-// stay in the member table under a generation no live meta names. Such a generation never comes back (a new
+// stay in the member table under a generation no live meta names. Likewise an annotation (engine/annotation.go)
+// stays when its item is rewritten or deleted, describing a version that is gone. Such a generation never comes back (a new
 // collection gets a new one), so those members are garbage for good, invisible to every read, and the background
 // sweep deletes them a few at a time here. It needs an engine that can list tables and scan.
 
@@ -56,7 +57,7 @@ func (s *Store) reclaimStep(ctx context.Context, budget int) (int, error) {
 		}
 		live := map[gen]bool{}
 		var lookErr error
-		err := sc.Scan(ctx, mt, r, now, func(mk []byte, _ engine.Item) bool {
+		err := sc.Scan(ctx, mt, r, now, func(mk []byte, mi engine.Item) bool {
 			if budget <= 0 {
 				return false
 			}
@@ -65,6 +66,20 @@ func (s *Store) reclaimStep(ctx context.Context, budget int) (int, error) {
 			key, g, _, err := engine.SplitMemberKey(mk)
 			if err != nil {
 				return true // not ours to judge: leave it
+			}
+			if g == 0 { // an annotation: alive while it describes the string item's current version
+				it, err := s.eng.Get(ctx, user, key, now)
+				if err != nil && !errors.Is(err, engine.ErrNotFound) {
+					lookErr = err
+					return false
+				}
+				v, _, ok := engine.DecodeAnnotation(mi.Value)
+				if err != nil || it.Kind != engine.KindString || !ok || v != it.Version {
+					// Only if unchanged: a write may have annotated the item's new version meanwhile.
+					dead = append(dead, engine.Mutation{Op: engine.OpDelete, Table: mt, Key: append([]byte(nil), mk...),
+						AnyKind: true, Cond: engine.CondVersion, Version: mi.Version})
+				}
+				return true
 			}
 			id := gen{string(key), g}
 			alive, seen := live[id]

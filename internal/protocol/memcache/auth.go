@@ -10,7 +10,8 @@ import (
 // be "<user> <password>", and the set answers STORED when the password is the server's (the connection is then
 // served as usual) or CLIENT_ERROR authentication failure. The key, flags and exptime of that set are ignored and
 // nothing is stored. anykv has one password and no user list, so any user name is accepted; everything after the
-// first space is the password, so a password may hold spaces. There is no binary protocol, hence no SASL.
+// first space is the password, so a password may hold spaces. The binary protocol authenticates with SASL
+// instead (binconn.go).
 const (
 	errUnauthenticated = "CLIENT_ERROR unauthenticated"
 	errAuthFailure     = "CLIENT_ERROR authentication failure"

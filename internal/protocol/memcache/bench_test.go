@@ -29,19 +29,29 @@ func benchServer(b *testing.B) string {
 // the parser, the connection loop and the kv layer, not the disk. Allocations are counted process-wide, so
 // allocs/op includes the server's.
 
-func BenchmarkGet(b *testing.B)          { benchGet(b, 1) }
-func BenchmarkGetPipelined(b *testing.B) { benchGet(b, 16) }
-func BenchmarkSet(b *testing.B)          { benchSet(b, 1) }
-func BenchmarkSetPipelined(b *testing.B) { benchSet(b, 16) }
+func BenchmarkGet(b *testing.B)          { benchGet(b, 1, false) }
+func BenchmarkGetPipelined(b *testing.B) { benchGet(b, 16, false) }
 
-func benchGet(b *testing.B, depth int) {
+// BenchmarkMetaGet measures mg hits (mg <key> v f), which also read the item's stampede annotation.
+func BenchmarkMetaGet(b *testing.B)          { benchGet(b, 1, true) }
+func BenchmarkMetaGetPipelined(b *testing.B) { benchGet(b, 16, true) }
+func BenchmarkSet(b *testing.B)              { benchSet(b, 1) }
+func BenchmarkSetPipelined(b *testing.B)     { benchSet(b, 16) }
+
+// benchGet reads depth keys per round trip, with get or (meta) with mg.
+func benchGet(b *testing.B, depth int, meta bool) {
 	c := benchConn(b, benchServer(b))
 	value := bytes.Repeat([]byte("v"), 32)
 	var load, req, reply bytes.Buffer
 	for i := range depth {
 		fmt.Fprintf(&load, "set key:%04d 0 0 %d noreply\r\n%s\r\n", i, len(value), value)
-		fmt.Fprintf(&req, "get key:%04d\r\n", i)
-		fmt.Fprintf(&reply, "VALUE key:%04d 0 %d\r\n%s\r\nEND\r\n", i, len(value), value)
+		if meta {
+			fmt.Fprintf(&req, "mg key:%04d v f\r\n", i)
+			fmt.Fprintf(&reply, "VA %d f0\r\n%s\r\n", len(value), value)
+		} else {
+			fmt.Fprintf(&req, "get key:%04d\r\n", i)
+			fmt.Fprintf(&reply, "VALUE key:%04d 0 %d\r\n%s\r\nEND\r\n", i, len(value), value)
+		}
 	}
 	load.WriteString("mn\r\n")
 	roundTrip(b, c, load.Bytes(), 4)

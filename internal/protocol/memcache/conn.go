@@ -2,6 +2,7 @@ package memcache
 
 import (
 	"context"
+	"encoding/binary"
 	"net"
 	"time"
 
@@ -42,6 +43,8 @@ type conn struct {
 	st      localCounters
 	closing bool
 	authed  bool  // the password was given, or none is required
+	sniffed bool  // the first byte has been seen: it tells the binary protocol from the text one
+	bin     bool  // the connection speaks the binary protocol (binary.go, binconn.go)
 	now     int64 // the store's time when the round began, for converting exptimes
 }
 
@@ -112,15 +115,24 @@ func (c *conn) releaseBuffers() {
 
 // process handles every complete request in the buffer, then applies what is still pending.
 func (c *conn) process() {
+	if !c.sniffed && c.w > c.r { // memcached tells the protocols apart by a connection's first byte
+		c.sniffed, c.bin = true, c.buf[c.r] == binaryRequestMagic
+	}
 	for !c.closing {
-		if !c.authed {
+		if !c.authed && !c.bin {
 			if !c.authenticate() {
 				break
 			}
 			continue
 		}
 		var req request
-		n, st := c.p.next(c.buf[c.r:c.w], &req)
+		var n int
+		var st status
+		if c.bin {
+			n, st = c.p.nextBinary(c.buf[c.r:c.w], &req)
+		} else {
+			n, st = c.p.next(c.buf[c.r:c.w], &req)
+		}
 		if st == needMore {
 			break
 		}
@@ -128,7 +140,11 @@ func (c *conn) process() {
 		if st == skipped {
 			continue
 		}
-		c.handle(&req)
+		if req.cmd == cmdBin {
+			c.handleBinary(&req)
+		} else {
+			c.handle(&req)
+		}
 		if len(c.out) > maxOutHold {
 			c.flush()
 			if !c.send() {
@@ -280,7 +296,9 @@ func (c *conn) handle(req *request) {
 		}
 	case cmdClose:
 		c.flush()
-		c.line(req.err)
+		if req.err != "" { // else an HTTP request line, which memcached leaves unanswered
+			c.line(req.err)
+		}
 		c.closing = true
 	case cmdQuit:
 		c.flush()
@@ -296,7 +314,7 @@ func (c *conn) handle(req *request) {
 		c.flush()
 		c.metaDebug(req)
 	case cmdMg:
-		if req.meta.hasViv || req.meta.hasTTL {
+		if req.meta.writes() {
 			c.mgWrite(req)
 			return
 		}
@@ -315,6 +333,10 @@ func (c *conn) handle(req *request) {
 
 // answer writes the reply of a pending request from its results (err: the whole batch failed).
 func (c *conn) answer(req *request, rs []engine.Result, err error) {
+	if req.cmd == cmdBin {
+		c.binAnswer(req, rs, err)
+		return
+	}
 	if err != nil {
 		reply := c.serverError(err)
 		if !req.noreply || req.meta.isMeta {
@@ -357,18 +379,23 @@ func isRead(req *request) bool {
 	case cmdGet, cmdGets, cmdStats, cmdMe, cmdClose, cmdQuit:
 		return true
 	case cmdMg:
-		return !req.meta.hasViv && !req.meta.hasTTL
+		return !req.meta.writes()
 	}
 	return false
 }
 
-// observe records a request's latency and whether its reply, written from out[before:], is an error.
+// observe records a request's latency and whether its reply, written from out[before:], is an error (for a
+// binary request, a status binFailure counts).
 // out may have been sent (and emptied) meanwhile; such a reply counts as a success.
 func (c *conn) observe(cmd command, start time.Time, before int) {
 	failed := false
 	if before < len(c.out) {
 		r := c.out[before:]
-		failed = hasPrefix(r, "ERROR") || hasPrefix(r, "CLIENT_ERROR") || hasPrefix(r, "SERVER_ERROR")
+		if cmd == cmdBin {
+			failed = len(r) >= binaryHeaderLen && binFailure(binary.BigEndian.Uint16(r[6:]))
+		} else {
+			failed = hasPrefix(r, "ERROR") || hasPrefix(r, "CLIENT_ERROR") || hasPrefix(r, "SERVER_ERROR")
+		}
 	}
 	c.h.obs[cmd].Observe(time.Since(start), failed)
 }

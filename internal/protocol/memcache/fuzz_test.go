@@ -7,7 +7,8 @@ import (
 
 // FuzzSplit feeds a session to a connection whole, then split at k, then in 7-byte reads, and requires the
 // same replies byte for byte: the parser and the batching loop must not depend on how reads split the stream.
-// "stats" is rewritten first, since its figures (CPU time, batch counts) legitimately differ between runs.
+// "stats" is rewritten first, since its figures (CPU time, batch counts) legitimately differ between runs (a
+// binary session that may hold a stat request is skipped for the same reason).
 // Seeds live in testdata/fuzz/FuzzSplit; run `go test -fuzz FuzzSplit` to search further.
 func FuzzSplit(f *testing.F) {
 	for _, s := range []string{
@@ -22,6 +23,9 @@ func FuzzSplit(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte, k uint16) {
 		data = bytes.ReplaceAll(data, []byte("stats"), []byte("statz"))
+		if len(data) > 0 && data[0] == binaryRequestMagic && bytes.IndexByte(data, opStat) >= 0 {
+			t.Skip("may hold a binary stat request, whose figures differ between runs")
+		}
 		cut := int(k) % (len(data) + 1)
 		whole := serveScript(data)
 		split := serveScript(data[:cut], data[cut:])

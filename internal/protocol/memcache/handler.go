@@ -17,6 +17,9 @@ import (
 	"anykv/internal/server"
 )
 
+// memcachedVersion is the memcached release whose behaviour anykv follows, reported first in `version`.
+const memcachedVersion = "1.6.18"
+
 // DefaultMaxItemSize is memcached's default item size limit (-I 1m), applied to value bytes.
 const DefaultMaxItemSize = 1 << 20
 
@@ -24,8 +27,11 @@ const DefaultMaxItemSize = 1 << 20
 type Options struct {
 	Table       string // keyspace table; "default" (the same table RESP database 0 and HTTP use)
 	MaxItemSize int    // value bytes; default 1 MiB as memcached (-I)
-	Version     string // reported by `version` and stats
-	Logger      *slog.Logger
+	// Version is anykv's own version. `version` and stats report memcachedVersion + "-anykv-" + Version
+	// ("1.6.18-anykv" when empty): clients such as libmemcached parse the leading memcached version to decide
+	// what the server supports, and the suffix keeps anykv's version visible.
+	Version string
+	Logger  *slog.Logger
 	// Metrics receives each request's latency and outcome under protocol "memcache" (nil: none). A request
 	// counts as failed when its reply is ERROR, CLIENT_ERROR or SERVER_ERROR.
 	Metrics *metrics.Metrics
@@ -40,7 +46,7 @@ type Options struct {
 	Budget *membudget.Budget
 }
 
-// Handler serves the memcached text and meta protocols over one table of a kv.Store. It implements
+// Handler serves the memcached text, meta and binary protocols over one table of a kv.Store. It implements
 // server.Handler, server.Rejecter and server.Denier. Safe for concurrent use: each connection has its own state, and the
 // handler shares only counters and the pending delayed flush_all.
 type Handler struct {
@@ -59,7 +65,7 @@ type Handler struct {
 	stats     counters
 	verbosity atomic.Uint32
 	// obs holds each command's metrics observer, looked up once; all nil without Options.Metrics.
-	obs     [cmdMe + 1]*metrics.Observer
+	obs     [cmdBin + 1]*metrics.Observer
 	metered bool
 
 	flushMu    sync.Mutex
@@ -87,8 +93,9 @@ func New(store *kv.Store, opts Options) *Handler {
 	if opts.MaxItemSize <= 0 {
 		opts.MaxItemSize = DefaultMaxItemSize
 	}
-	if opts.Version == "" {
-		opts.Version = "anykv"
+	version := memcachedVersion + "-anykv"
+	if opts.Version != "" {
+		version += "-" + opts.Version
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -99,7 +106,7 @@ func New(store *kv.Store, opts Options) *Handler {
 		maxItem:    min(opts.MaxItemSize, store.Limits().MaxValue),
 		maxGetLine: defaultMaxGetLine,
 		budget:     opts.Budget,
-		version:    opts.Version,
+		version:    version,
 		log:        opts.Logger,
 		started:    store.Time(),
 		auth:       opts.Auth,
@@ -124,12 +131,12 @@ func New(store *kv.Store, opts Options) *Handler {
 }
 
 // commandNames are the metrics names of the commands; malformed requests count as "invalid".
-var commandNames = [cmdMe + 1]string{
+var commandNames = [cmdBin + 1]string{
 	cmdError: "invalid", cmdClose: "invalid", cmdGet: "get", cmdGets: "gets", cmdGat: "gat", cmdGats: "gats",
 	cmdSet: "set", cmdAdd: "add", cmdReplace: "replace", cmdAppend: "append", cmdPrepend: "prepend",
 	cmdCas: "cas", cmdIncr: "incr", cmdDecr: "decr", cmdDelete: "delete", cmdTouch: "touch",
 	cmdFlushAll: "flush_all", cmdVersion: "version", cmdVerbosity: "verbosity", cmdQuit: "quit",
-	cmdStats: "stats", cmdMg: "mg", cmdMs: "ms", cmdMd: "md", cmdMa: "ma", cmdMn: "mn", cmdMe: "me",
+	cmdStats: "stats", cmdMg: "mg", cmdMs: "ms", cmdMd: "md", cmdMa: "ma", cmdMn: "mn", cmdMe: "me", cmdBin: "binary",
 }
 
 // SetConnCounts gives the handler the listener's connection figures for stats.

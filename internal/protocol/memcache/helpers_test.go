@@ -51,7 +51,7 @@ func startServer(t testing.TB, opts ...serverOpt) *testServer {
 	t.Helper()
 	clock := newFakeClock()
 	ko := kv.Options{Clock: clock.Now, SweepInterval: -1}
-	mo := Options{Version: "1.6.18-anykv"}
+	mo := Options{}
 	for _, o := range opts {
 		o(&mo, &ko)
 	}

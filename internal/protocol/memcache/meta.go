@@ -7,53 +7,57 @@ import (
 	"anykv/internal/engine"
 )
 
-// mgWrite handles mg with N (vivify) or T (touch), which write: the stub creation and the read (with the new
-// expiry) are one atomic pair in the batch.
+// mgWrite handles mg with N (vivify), T (touch) or R (recache), and mg of a stale item: one function call
+// (stampede.go) creates the stub, applies the TTL and hands out the win in one atomic step.
 func (c *conn) mgWrite(req *request) {
-	m := &req.meta
-	var viv, ttl int64
-	if m.hasViv {
-		viv = c.expires(m.viv)
-	}
-	if m.hasTTL {
-		ttl = c.expires(m.ttl)
-	}
-	c.enqueue(req, 2)
-	if m.hasViv {
-		c.add(engine.Mutation{Op: engine.OpSet, Key: req.key, Value: []byte{}, Cond: engine.CondAbsent, Expires: viv})
-	}
-	c.add(engine.Mutation{Op: engine.OpGet, Key: req.key, Touch: m.hasTTL, Expires: ttl})
+	c.enqueue(req, 1)
+	c.add(c.stampedeCall(fnMg, req))
 }
 
 func (c *conn) mgAnswer(req *request, rs []engine.Result) {
 	res := &rs[len(rs)-1]
-	won := req.meta.hasViv && rs[0].Err == nil
 	switch {
 	case res.Err == nil:
-		c.mgReply(req, &res.New, true, won)
+		c.mgReply(req, &res.New, true, res.Old.Flags)
 	case errors.Is(res.Err, engine.ErrNotFound):
-		c.mgReply(req, nil, false, false)
+		c.mgReply(req, nil, false, 0)
 	default:
 		c.line(c.serverError(res.Err))
 	}
 }
 
-// metaGet answers mg without N or T from the store.
+// metaGet answers mg without N, T or R from the store. A stale item whose win has not been handed out is
+// answered through mgWrite instead, since handing it out is a write.
 func (c *conn) metaGet(req *request) {
 	it, err := c.h.store.Get(c.ctx, c.h.table, req.key)
+	var bits []byte
+	if err == nil {
+		bits, err = c.h.store.Annotation(c.ctx, c.h.table, req.key, it, c.h.store.Now())
+	}
 	switch {
+	case err == nil && len(bits) == 1 && bits[0]&bitWon == 0 && bits[0]&bitStale != 0:
+		c.mgWrite(req)
+		c.flush()
 	case err == nil:
-		c.mgReply(req, &it, true, false)
+		var reply uint32
+		if len(bits) == 1 && bits[0]&bitWon != 0 {
+			reply = replyZ
+			if bits[0]&bitStale != 0 {
+				reply |= replyX
+			}
+		}
+		c.mgReply(req, &it, true, reply)
 	case errors.Is(err, engine.ErrNotFound):
-		c.mgReply(req, nil, false, false)
+		c.mgReply(req, nil, false, 0)
 	default:
 		c.line(c.serverError(err))
 	}
 }
 
 // mgReply writes "VA <size> <flags>*\r\n<data>\r\n", "HD <flags>*\r\n" or "EN\r\n", with the return flags in
-// the order the client sent them. q hides only EN, as in memcached 1.6.
-func (c *conn) mgReply(req *request, it *engine.Item, found, won bool) {
+// the order the client sent them, then the stampede flags of reply (W, Z, X). q hides only EN, as in memcached
+// 1.6.
+func (c *conn) mgReply(req *request, it *engine.Item, found bool, reply uint32) {
 	m := &req.meta
 	c.st[sCmdMeta]++
 	if m.hasTTL {
@@ -105,9 +109,7 @@ func (c *conn) mgReply(req *request, it *engine.Item, found, won bool) {
 			c.echoFlag(req, t)
 		}
 	}
-	if won {
-		c.out = append(c.out, " W"...)
-	}
+	c.appendStampede(reply)
 	c.out = append(c.out, '\r', '\n')
 	if m.value {
 		c.out = append(c.out, it.Value...)
@@ -154,6 +156,11 @@ func (c *conn) msWrite(req *request) {
 			mut.Cond, mut.Version = engine.CondVersion, m.cas
 		}
 	default: // S, R
+		if m.hasCas && m.stale {
+			c.enqueue(req, 1)
+			c.add(c.stampedeCall(fnMsStale, req))
+			return
+		}
 		if m.hasCas {
 			mut = casMutation(req.key, req.data, m.flags, mut.Expires, m.cas)
 		} else if m.mode == 'R' {
@@ -168,10 +175,21 @@ func (c *conn) msAnswer(req *request, res engine.Result) {
 	m := &req.meta
 	c.st[sCmdMeta]++
 	c.st[sCmdSet]++
-	casMode := m.hasCas && (m.mode == 0 || m.mode == 'S' || m.mode == 'R')
+	casMode := m.hasCas && m.casMode()
 	var code string
 	stored := false
 	switch err := res.Err; {
+	case casMode && m.stale: // msStaleFunc: the cas itself, or an older one storing a stale item
+		switch {
+		case err == nil:
+			stored, code = true, "HD"
+		case errors.Is(err, engine.ErrVersionMismatch):
+			c.st[sCasBadval]++
+			code = "EX"
+		case errors.Is(err, engine.ErrNotFound):
+			c.st[sCasMisses]++
+			code = "NF"
+		}
 	case casMode:
 		ok, exists := casOutcome(m.cas, err)
 		switch {
@@ -219,9 +237,15 @@ func (c *conn) msAnswer(req *request, res engine.Result) {
 	c.out = append(c.out, '\r', '\n')
 }
 
-// mdWrite turns md into a delete, conditional on C when given (C0 never matches a live item).
+// mdWrite turns md into a delete, conditional on C when given (C0 never matches a live item); md I marks the
+// item stale instead (stampede.go).
 func (c *conn) mdWrite(req *request) {
 	m := &req.meta
+	if m.stale {
+		c.enqueue(req, 1)
+		c.add(c.stampedeCall(fnStale, req))
+		return
+	}
 	mut := engine.Mutation{Op: engine.OpDelete, Key: req.key}
 	if m.hasCas {
 		mut.Cond, mut.Version = engine.CondVersion, m.cas

@@ -3,25 +3,27 @@ package memcache
 // metaFlags are the parsed flags of a meta command (mg, ms, md, ma). The flags that only shape the reply
 // (k, O, c, f, s, t, ...) are read again from rest when the reply is built, in the order the client sent them.
 type metaFlags struct {
-	isMeta bool
-	rest   []byte // the flag tokens as sent
-	keyTok []byte // the key token as sent (base64 text with b)
-	binary bool   // b: the key was base64
-	value  bool   // v
-	quiet  bool   // q
-	stale  bool   // I
-	hasTTL bool   // T
-	ttl    int64
-	hasViv bool // N
-	viv    int64
-	hasCas bool // C
-	cas    uint64
-	flags  uint32 // F
-	mode   byte   // M
-	delta  uint64 // D (default 1)
-	init   uint64 // J
-	// hitBefore (h), lastAccess (l), recache (R): accepted by memcached's parser; mg refuses them here.
-	hitBefore, lastAccess, recache bool
+	isMeta     bool
+	rest       []byte // the flag tokens as sent
+	keyTok     []byte // the key token as sent (base64 text with b)
+	binary     bool   // b: the key was base64
+	value      bool   // v
+	quiet      bool   // q
+	stale      bool   // I
+	hasTTL     bool   // T
+	ttl        int64
+	hasViv     bool // N
+	viv        int64
+	hasCas     bool // C
+	cas        uint64
+	flags      uint32 // F
+	mode       byte   // M
+	delta      uint64 // D (default 1)
+	init       uint64 // J
+	hasRecache bool   // R
+	recache    int64
+	// hitBefore (h), lastAccess (l): accepted by memcached's parser; mg refuses them here.
+	hitBefore, lastAccess bool
 }
 
 // parseMeta parses mg, ms, md, ma, mn and me lines following memcached 1.6's process_m*_command: the same
@@ -102,10 +104,6 @@ func (p *parser) parseMeta(line []byte, nt int, r *request) int {
 			fail("CLIENT_ERROR invalid mode for ms M token")
 			return vlen
 		}
-		if m.stale && m.hasCas { // would need a stale mark on the item, which the engine does not keep
-			fail("CLIENT_ERROR invalid flag")
-			return vlen
-		}
 	case cmdMa:
 		switch m.mode {
 		case 0, 'I', 'i', '+', 'D', 'd', '-':
@@ -113,11 +111,7 @@ func (p *parser) parseMeta(line []byte, nt int, r *request) int {
 			return fail("CLIENT_ERROR invalid mode for ma M token")
 		}
 	case cmdMg:
-		if m.hitBefore || m.lastAccess || m.recache {
-			return fail("CLIENT_ERROR invalid flag")
-		}
-	case cmdMd:
-		if m.stale {
+		if m.hitBefore || m.lastAccess {
 			return fail("CLIENT_ERROR invalid flag")
 		}
 	}
@@ -188,7 +182,7 @@ func (p *parser) metaFlags(toks [][]byte, r *request) (string, bool) {
 			case 'T':
 				m.hasTTL, m.ttl = true, v
 			default:
-				m.recache = true
+				m.hasRecache, m.recache = true, v
 			}
 		case 'l':
 			m.lastAccess = true

@@ -29,7 +29,7 @@ type command uint8
 const (
 	cmdNone  command = iota
 	cmdError         // reply err (unless noreply) and go on
-	cmdClose         // reply err and close the connection
+	cmdClose         // reply err (if any) and close the connection
 	cmdGet
 	cmdGets
 	cmdGat
@@ -55,6 +55,7 @@ const (
 	cmdMa
 	cmdMn
 	cmdMe
+	cmdBin // a binary-protocol request (binary.go)
 )
 
 // request is one parsed command. Its byte slices alias the connection's read buffer or the parser's arena and
@@ -65,7 +66,7 @@ type request struct {
 	noreply bool
 	err     string // cmdError, cmdClose: the reply line without "\r\n"
 	key     []byte
-	keys    []byte // get family: the space-separated keys
+	keys    []byte // get family: the space-separated keys; stats: the arguments after the first
 	data    []byte // storage commands: the data block without "\r\n"
 	flags   uint32
 	exptime int64  // memcached exptime as sent (seconds; see expiresAt)
@@ -75,6 +76,8 @@ type request struct {
 	// tooLarge is the storage command refused for its size (with cmdError), whose key memcached then drops.
 	tooLarge command
 	meta     metaFlags
+	bin      binHeader // cmdBin
+	extras   []byte    // cmdBin: the extras of the body
 }
 
 // status tells what parser.next found.
@@ -108,17 +111,26 @@ func newParser(maxKey, maxValue, maxGetLine int) *parser {
 // reset forgets the arena once every request parsed so far has been answered.
 func (p *parser) reset() { p.arena = p.arena[:0] }
 
+// skip discards what arrived of a refused data block or body (p.swallow bytes); ok is false when nothing is
+// to be discarded.
+func (p *parser) skip(buf []byte) (n int, st status, ok bool) {
+	if p.swallow == 0 {
+		return 0, needMore, false
+	}
+	n = min(p.swallow, len(buf))
+	if n == 0 {
+		return 0, needMore, true
+	}
+	p.swallow -= n
+	return n, skipped, true
+}
+
 // next parses one request from the front of buf and returns how many bytes it used. With needMore it used
 // nothing and p.need says how many bytes the request needs, when the line already tells.
 func (p *parser) next(buf []byte, r *request) (int, status) {
 	p.need = 0
-	if p.swallow > 0 {
-		n := min(p.swallow, len(buf))
-		if n == 0 {
-			return 0, needMore
-		}
-		p.swallow -= n
-		return n, skipped
+	if n, st, ok := p.skip(buf); ok {
+		return n, st
 	}
 	limit := maxLineLen
 	if len(buf) > maxLineLen && isGetLine(buf) {
@@ -340,14 +352,36 @@ func (p *parser) parseLine(line []byte, r *request) int {
 		}
 		if nt > 2 {
 			r.sub = tok[1]
+			r.keys = skipToken(skipToken(line))
 		}
 		return -1
 	case "shutdown":
 		r.cmd, r.err = cmdError, "ERROR: shutdown not enabled"
 		return -1
+	default:
+		if isHTTPLine(tok) {
+			r.cmd = cmdClose
+			return -1
+		}
 	}
 	r.cmd, r.err = cmdError, "ERROR"
 	return -1
+}
+
+// isHTTPLine reports whether an unknown command line is what memcached 1.6 takes for an HTTP request line
+// and closes the connection on, unanswered: its last token starts with "HTTP/" ("GET / HTTP/1.1"). memcached
+// looks only after the commands it dispatches by first letter (a, c, d, g, i, s, t: those answer ERROR) and
+// the ones it knows by name.
+func isHTTPLine(tok [][]byte) bool {
+	switch tok[0][0] {
+	case 'a', 'c', 'd', 'g', 'i', 's', 't':
+		return false
+	}
+	switch string(tok[0]) {
+	case "watch", "lru", "lru_crawler", "extstore":
+		return false
+	}
+	return bytes.HasPrefix(tok[len(tok)-1], []byte("HTTP/"))
 }
 
 func storageCmd(name string) command {

@@ -26,7 +26,7 @@ func startFaulty(t *testing.T) (*enginetest.Faulty, string) {
 	t.Helper()
 	f, e := enginetest.NewFaulty(memstore.New(), errCorrupt)
 	store := kv.New(e, kv.Options{SweepInterval: -1})
-	h := New(store, Options{Version: "1.6.18-anykv"})
+	h := New(store, Options{})
 	srv := server.New(slog.New(slog.DiscardHandler))
 	addr, _, err := srv.Listen("memcache", "127.0.0.1:0", h, 0)
 	if err != nil {

@@ -1,12 +1,16 @@
 package memcache
 
 import (
+	"bytes"
 	"net"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
+
+	"anykv/internal/engine"
+	"anykv/internal/kv"
 )
 
 // stat names one counter of the stats command.
@@ -98,6 +102,8 @@ func (c *conn) statsCmd(req *request) {
 		c.line("CLIENT_ERROR usage: stats detail on|off|dump")
 	case "items", "slabs", "sizes", "conns":
 		c.line("END")
+	case "cachedump":
+		c.cachedump(req.keys)
 	default:
 		c.line("ERROR")
 	}
@@ -194,16 +200,83 @@ func (c *conn) settingsStats() {
 	c.statString("cas_enabled", "yes")
 	c.stat("item_size_max", int64(h.maxItem))
 	c.stat("num_threads", int64(threads()))
-	c.statString("binding_protocol", "ascii")
-	c.statString("auth_enabled_sasl", "no")
-	authASCII := "no"
+	c.statString("binding_protocol", "auto-negotiate")
+	auth := "no"
 	if h.auth.Required() {
-		authASCII = "yes"
+		auth = "yes"
 	}
-	c.statString("auth_enabled_ascii", authASCII)
+	c.statString("auth_enabled_sasl", auth)
+	c.statString("auth_enabled_ascii", auth)
 	c.statString("detail_enabled", "no")
 	c.statString("flush_enabled", "yes")
 	c.stat("idle_timeout", 0)
 	c.statString("table", strings.ReplaceAll(h.table, " ", "_"))
+	c.line("END")
+}
+
+// Limits of stats cachedump, as memcached has them.
+const (
+	slabClasses    = 64      // MAX_NUMBER_OF_SLAB_CLASSES: a higher class id is illegal
+	cachedumpMax   = 2 << 20 // bytes of a dump without a limit
+	cachedumpPage  = 128     // items read per scan page
+	cachedumpClass = 1       // the class anykv reports every item in
+)
+
+// cachedump answers `stats cachedump <class> <limit>`, which memcdump uses to list keys: anykv has no slab
+// classes, so class 1 lists the table's items (`ITEM <key> [<bytes> b; <unix expiry or 0> s]`, in key order,
+// at most limit of them, or 2 MiB of lines when limit is 0) and the other classes are empty. Collections of the
+// Redis protocol are not memcached items, and keys the text protocol cannot name (spaces, control characters)
+// would break the line format: both are left out.
+func (c *conn) cachedump(args []byte) {
+	class, rest := nextToken(args)
+	limitTok, _ := nextToken(rest)
+	if len(limitTok) == 0 {
+		c.line("CLIENT_ERROR bad command line")
+		return
+	}
+	id, ok1 := parseUint(class, 32)
+	limit, ok2 := parseUint(limitTok, 32)
+	switch {
+	case !ok1 || !ok2:
+		c.line("CLIENT_ERROR bad command line format")
+		return
+	case id >= slabClasses:
+		c.line("CLIENT_ERROR Illegal slab id")
+		return
+	case id != cachedumpClass:
+		c.line("END")
+		return
+	}
+	start, n := len(c.out), uint64(0)
+	q := kv.Query{Limit: cachedumpPage}
+	for {
+		page, err := c.h.store.Scan(c.ctx, c.h.table, q)
+		if err != nil {
+			c.out = c.out[:start]
+			c.line(c.serverError(err))
+			return
+		}
+		for _, e := range page.Entries {
+			if e.Item.Kind != engine.KindString || !c.p.validKey(e.Key) || bytes.IndexByte(e.Key, ' ') >= 0 {
+				continue
+			}
+			if (limit > 0 && n == limit) || (limit == 0 && len(c.out)-start > cachedumpMax) {
+				c.line("END")
+				return
+			}
+			n++
+			c.out = append(c.out, "ITEM "...)
+			c.out = append(c.out, e.Key...)
+			c.out = append(c.out, " ["...)
+			c.out = strconv.AppendInt(c.out, int64(len(e.Item.Value)), 10)
+			c.out = append(c.out, " b; "...)
+			c.out = strconv.AppendInt(c.out, (e.Item.Expires+999)/1000, 10)
+			c.out = append(c.out, " s]\r\n"...)
+		}
+		if page.Next == nil {
+			break
+		}
+		q.After = page.Next
+	}
 	c.line("END")
 }
