@@ -180,7 +180,9 @@ func startMariaDB(ctx context.Context, o Options, dir string) (*Server, error) {
 		return fail(err)
 	}
 	pw := rand.Text()
-	if err := sqlAdmin(ctx, sock, "CREATE USER 'anykv'@'127.0.0.1' IDENTIFIED BY '"+pw+"'",
+	host, _ := os.Hostname()
+	if err := sqlAdmin(ctx, sock, "DROP USER IF EXISTS 'root'@'127.0.0.1', 'root'@'::1', 'root'@'"+host+"'",
+		"CREATE USER 'anykv'@'127.0.0.1' IDENTIFIED BY '"+pw+"'",
 		"GRANT ALL PRIVILEGES ON *.* TO 'anykv'@'127.0.0.1'"); err != nil {
 		return fail(err)
 	}
