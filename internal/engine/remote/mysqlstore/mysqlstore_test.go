@@ -53,4 +53,6 @@ func TestMariaDB(t *testing.T) {
 		url := freshDB(t, server)
 		remotetest.RaceFrontEnds(t, func(t *testing.T) engine.Engine { return open(t, url) })
 	})
+	t.Run("CommitOutcomeUnknown", func(t *testing.T) { testCommitOutcomeUnknown(t, server) })
+	t.Run("RefusedCommitAppliesNothing", func(t *testing.T) { testRefusedCommitAppliesNothing(t, server) })
 }

@@ -1,0 +1,141 @@
+package mysqlstore_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	neturl "net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"anykv/internal/engine"
+	"anykv/internal/engine/remote"
+)
+
+// cutProxy forwards TCP connections to a server. Once armed, it lets the next client packet holding COMMIT
+// through, and when the server's answer comes back it closes the connection instead of passing the answer on:
+// the commit ran, but the client cannot know.
+type cutProxy struct {
+	target string
+	armed  atomic.Bool
+}
+
+func startCutProxy(t *testing.T, target string) (*cutProxy, string) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	p := &cutProxy{target: target}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go p.serve(c)
+		}
+	}()
+	return p, ln.Addr().String()
+}
+
+func (p *cutProxy) serve(c net.Conn) {
+	s, err := net.Dial("tcp", p.target)
+	if err != nil {
+		c.Close()
+		return
+	}
+	var cut atomic.Bool
+	go func() { // server to client
+		defer c.Close()
+		defer s.Close()
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := s.Read(buf)
+			if err != nil || cut.Load() {
+				return
+			}
+			if _, err := c.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+	}()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := c.Read(buf)
+		if err != nil {
+			s.Close()
+			return
+		}
+		if bytes.Contains(buf[:n], []byte("COMMIT")) && p.armed.CompareAndSwap(true, false) {
+			cut.Store(true) // before the server can answer
+		}
+		if _, err := s.Write(buf[:n]); err != nil {
+			c.Close()
+			return
+		}
+	}
+}
+
+// testCommitOutcomeUnknown: a commit whose answer is lost is reported as ErrUnknownOutcome and not retried (a
+// retry would increment twice); it was applied exactly once.
+func testCommitOutcomeUnknown(t *testing.T, server string) {
+	server = freshDB(t, server)
+	u, err := neturl.Parse(server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy, addr := startCutProxy(t, u.Host)
+	u.Host = addr
+	viaProxy, direct := open(t, u.String()), open(t, server)
+	defer viaProxy.Close()
+	defer direct.Close()
+	ctx := context.Background()
+	incr := &engine.Batch{Now: 1, Muts: []engine.Mutation{{Op: engine.OpIncr, Table: "t", Key: []byte("n"),
+		Incr: engine.IncrArgs{Delta: 1, Create: true}}}}
+	if _, err := viaProxy.Apply(ctx, incr); err != nil {
+		t.Fatal(err)
+	}
+	proxy.armed.Store(true)
+	_, err = viaProxy.Apply(ctx, incr)
+	if !errors.Is(err, remote.ErrUnknownOutcome) {
+		t.Fatalf("commit with its answer lost: %v, want ErrUnknownOutcome", err)
+	}
+	if proxy.armed.Load() {
+		t.Fatal("no COMMIT went through the proxy")
+	}
+	it, err := direct.Get(ctx, "t", []byte("n"), 1)
+	if err != nil || string(it.Value) != "2" {
+		t.Fatalf("after a lost answer n = %q, %v; want 2 (applied once, not retried)", it.Value, err)
+	}
+	if _, err := viaProxy.Apply(ctx, incr); err != nil { // the broken connection was dropped from the pool
+		t.Fatalf("next batch: %v", err)
+	}
+}
+
+// testRefusedCommitAppliesNothing: a statement the server refuses (a key longer than the key column) stops the
+// commit before COMMIT: the error is returned, nothing of the batch is applied, and the store keeps working.
+func testRefusedCommitAppliesNothing(t *testing.T, server string) {
+	s := open(t, freshDB(t, server))
+	defer s.Close()
+	ctx := context.Background()
+	set := func(k string) engine.Mutation {
+		return engine.Mutation{Op: engine.OpSet, Table: "t", Key: []byte(k), Value: []byte("v")}
+	}
+	long := strings.Repeat("k", 3000)
+	_, err := s.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{set("a"), set(long)}})
+	if err == nil || errors.Is(err, remote.ErrUnknownOutcome) || !strings.Contains(err.Error(), "too long") {
+		t.Fatalf("too long a key: %v, want the server's refusal", err)
+	}
+	if _, err := s.Get(ctx, "t", []byte("a"), 1); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("a = %v: part of a refused batch was applied", err)
+	}
+	if _, err := s.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{set("a")}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, "t", []byte("a"), 1); err != nil {
+		t.Fatal(err)
+	}
+}
