@@ -155,10 +155,10 @@ func nonNil(b []byte) []byte {
 	return b
 }
 
-// row is one scanned item row.
+// row is one scanned item row: its table, key and item.
 type row struct {
-	tbl, k []byte
-	it     engine.Item
+	tbl []byte
+	remote.Entry
 }
 
 // scanItems reads rows of (tbl, k, v, flags, expires, version).
@@ -167,10 +167,10 @@ func scanItems(rows *sql.Rows) ([]row, error) {
 	for rows.Next() {
 		var r row
 		var flags uint64
-		if err := rows.Scan(&r.tbl, &r.k, &r.it.Value, &flags, &r.it.Expires, &r.it.Version); err != nil {
+		if err := rows.Scan(&r.tbl, &r.Key, &r.Item.Value, &flags, &r.Item.Expires, &r.Item.Version); err != nil {
 			return nil, err
 		}
-		remote.UnpackFlags(flags, &r.it)
+		remote.UnpackFlags(flags, &r.Item)
 		out = append(out, r)
 	}
 	return out, rows.Err()
@@ -223,8 +223,8 @@ func (b *backend) Read(ctx context.Context, slots []remote.Slot, n int) ([]remot
 			at[slotID(s.Table, s.Key)] = i
 		}
 		for _, r := range got {
-			if i, ok := at[slotID(string(r.tbl), r.k)]; ok {
-				items[i] = remote.Stored{Item: r.it, Found: true, Stamp: r.it.Version}
+			if i, ok := at[slotID(string(r.tbl), r.Key)]; ok {
+				items[i] = remote.Stored{Item: r.Item, Found: true, Stamp: r.Item.Version}
 			}
 		}
 	}
@@ -395,11 +395,11 @@ func (s *Store) Scan(ctx context.Context, table string, r engine.Range, now int6
 	if err := s.Open(); err != nil {
 		return err
 	}
-	from, op := r.Start, ">="
-	if from == nil {
-		from = []byte{}
-	}
-	for {
+	return remote.ScanPages(r, scanPage, func(from []byte, incl bool) ([]remote.Entry, error) {
+		op := ">"
+		if incl {
+			op = ">="
+		}
 		q := itemCols + "tbl = ? AND k " + op + " ? AND (expires = 0 OR expires > ?)"
 		args := []any{[]byte(table), from, now}
 		if r.End != nil {
@@ -408,23 +408,16 @@ func (s *Store) Scan(ctx context.Context, table string, r engine.Range, now int6
 		}
 		rows, err := s.b.db.QueryContext(ctx, q+" ORDER BY k LIMIT ?", append(args, scanPage)...)
 		if err != nil {
-			return err
+			return nil, err
 		}
+		defer rows.Close()
 		page, err := scanItems(rows)
-		rows.Close()
-		if err != nil {
-			return err
+		out := make([]remote.Entry, len(page))
+		for i, p := range page {
+			out[i] = p.Entry
 		}
-		for _, p := range page {
-			if !fn(p.k, p.it) {
-				return nil
-			}
-		}
-		if len(page) < scanPage {
-			return nil
-		}
-		from, op = page[len(page)-1].k, ">"
-	}
+		return out, err
+	}, fn)
 }
 
 // Tables implements engine.TableLister.

@@ -1,7 +1,6 @@
 package mysqlstore_test
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"strings"
@@ -9,7 +8,6 @@ import (
 	"testing"
 
 	"anykv/internal/engine"
-	"anykv/internal/engine/enginetest"
 	"anykv/internal/engine/remote/mysqlstore"
 	"anykv/internal/engine/remote/remotetest"
 )
@@ -35,24 +33,14 @@ func freshDB(t *testing.T, server string) string {
 	return server[:strings.LastIndex(server, "/")+1] + name
 }
 
-func open(t *testing.T, url string) engine.Engine {
-	t.Helper()
-	s, err := mysqlstore.Open(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+func open(t *testing.T, url string) *mysqlstore.Store {
+	return remotetest.Open(t, mysqlstore.Open, url)
 }
 
 func TestMariaDB(t *testing.T) {
 	server := remotetest.Start(t, "mariadb")
-	t.Run("Conformance", func(t *testing.T) {
-		enginetest.Run(t, func(t *testing.T) engine.Engine { return open(t, freshDB(t, server)) }, engine.CanScan|engine.CanTables|engine.CanSweep)
-	})
-	t.Run("TwoFrontEnds", func(t *testing.T) {
-		url := freshDB(t, server)
-		remotetest.RaceFrontEnds(t, func(t *testing.T) engine.Engine { return open(t, url) })
-	})
+	fresh := func(t *testing.T) string { return freshDB(t, server) }
+	remotetest.Suite(t, fresh, mysqlstore.Open, engine.CanScan|engine.CanTables|engine.CanSweep)
 	t.Run("CommitOutcomeUnknown", func(t *testing.T) { testCommitOutcomeUnknown(t, server) })
 	t.Run("RefusedCommitAppliesNothing", func(t *testing.T) { testRefusedCommitAppliesNothing(t, server) })
 }
