@@ -116,7 +116,8 @@ func testCommitOutcomeUnknown(t *testing.T, server string) {
 }
 
 // testRefusedCommitAppliesNothing: a statement the server refuses (a key longer than the key column) stops the
-// commit before COMMIT: the error is returned, nothing of the batch is applied, and the store keeps working.
+// commit before COMMIT, and a batch over the server's packet limit is not sent: either way the error is returned
+// (not as an unknown outcome), nothing of the batch is applied, and the store keeps working.
 func testRefusedCommitAppliesNothing(t *testing.T, server string) {
 	s := open(t, freshDB(t, server))
 	defer s.Close()
@@ -128,6 +129,15 @@ func testRefusedCommitAppliesNothing(t *testing.T, server string) {
 	_, err := s.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{set("a"), set(long)}})
 	if err == nil || errors.Is(err, remote.ErrUnknownOutcome) || !strings.Contains(err.Error(), "too long") {
 		t.Fatalf("too long a key: %v, want the server's refusal", err)
+	}
+	if _, err := s.Get(ctx, "t", []byte("a"), 1); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("a = %v: part of a refused batch was applied", err)
+	}
+	big := set("b") // over the server's max_allowed_packet (16 MiB): refused before sending
+	big.Value = make([]byte, 17<<20)
+	_, err = s.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{set("a"), big}})
+	if !errors.Is(err, engine.ErrTooLarge) {
+		t.Fatalf("too large a batch: %v, want ErrTooLarge", err)
 	}
 	if _, err := s.Get(ctx, "t", []byte("a"), 1); !errors.Is(err, engine.ErrNotFound) {
 		t.Fatalf("a = %v: part of a refused batch was applied", err)

@@ -52,7 +52,10 @@ var (
 	_ engine.Sweeper     = (*Store)(nil)
 )
 
-type backend struct{ db *sql.DB }
+type backend struct {
+	db        *sql.DB
+	maxPacket int // the server's max_allowed_packet
+}
 
 func init() {
 	// The driver logs connection trouble to stderr; every such error is also returned and reported by anykv.
@@ -128,6 +131,10 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		}
 	}
 	b := &backend{db: db}
+	if err := db.QueryRowContext(ctx, "SELECT @@max_allowed_packet").Scan(&b.maxPacket); err != nil {
+		db.Close()
+		return nil, err
+	}
 	s := &Store{Engine: remote.New(b), b: b}
 	s.Engine.Ranger = s // collection ops read ranges of members with the store's own scan
 	return s, nil
@@ -190,6 +197,9 @@ func (b *backend) Read(ctx context.Context, slots []remote.Slot, n int) ([]remot
 	if len(slots) > 0 {
 		q.WriteString(itemCols)
 		args = inSlots(&q, args, slots)
+	}
+	if err := b.fits(q.String(), args); err != nil {
+		return nil, nil, false, nil, err
 	}
 	rows, err := b.db.QueryContext(ctx, q.String(), args...)
 	if err != nil {
@@ -258,6 +268,10 @@ func (b *backend) Close() error { return b.db.Close() }
 // Commit implements remote.Backend: one transaction, locking and checking the keys read in a first round trip
 // (only if there are any), writing and committing in the second.
 func (b *backend) Commit(ctx context.Context, checks []remote.Check, w *remote.Writes, _ any) error {
+	q, args := writes(w)
+	if err := b.fits(q, args); err != nil {
+		return err
+	}
 	conn, err := b.db.Conn(ctx)
 	if err != nil {
 		return err
@@ -280,7 +294,6 @@ func (b *backend) Commit(ctx context.Context, checks []remote.Check, w *remote.W
 		}
 		begin = ""
 	}
-	q, args := writes(w)
 	_, err = conn.ExecContext(ctx, begin+q+"COMMIT", args...)
 	var me *mysql.MySQLError
 	switch {
@@ -299,6 +312,32 @@ func (b *backend) Commit(ctx context.Context, checks []remote.Check, w *remote.W
 		return fmt.Errorf("mysql: commit not sent: %w", err)
 	}
 	return fmt.Errorf("mysql: %w: %v", remote.ErrUnknownOutcome, err)
+}
+
+// fits refuses a statement that would exceed the server's max_allowed_packet once the driver interpolates args
+// into q (a []byte as _binary'...' with some bytes escaped): the driver would instead prepare it on the server,
+// which refuses a multi-statement query with a puzzling syntax error.
+func (b *backend) fits(q string, args []any) error {
+	n := len(q) + 64
+	for _, a := range args {
+		v, ok := a.([]byte)
+		if !ok {
+			n += 20 // an integer
+			continue
+		}
+		n += len("_binary''") + len(v)
+		for _, c := range v {
+			switch c {
+			case 0, '\n', '\r', '\\', '\'', '"', 0x1a:
+				n++
+			}
+		}
+	}
+	if n >= b.maxPacket {
+		return fmt.Errorf("mysql: %w: a batch of about %d bytes of SQL, over the server's max_allowed_packet (%d)",
+			engine.ErrTooLarge, n, b.maxPacket)
+	}
+	return nil
 }
 
 // retryable reports a deadlock (1213, the transaction was rolled back) or a lock wait timeout (1205).
