@@ -1,8 +1,9 @@
-package mysqlstore_test
+package mysqlstore
 
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"net"
 	neturl "net/url"
@@ -147,5 +148,68 @@ func testRefusedCommitAppliesNothing(t *testing.T, server string) {
 	}
 	if _, err := s.Get(ctx, "t", []byte("a"), 1); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// afterCommit wraps the real backend and calls after with each commit's number and outcome.
+type afterCommit struct {
+	*backend
+	commits int
+	after   func(n int, err error)
+}
+
+func (a *afterCommit) Commit(ctx context.Context, checks []remote.Check, w *remote.Writes, tok any) error {
+	err := a.backend.Commit(ctx, checks, w, tok)
+	a.commits++
+	a.after(a.commits, err)
+	return err
+}
+
+// testLockWaitRetried: a commit that cannot lock its key in time (another transaction holds it FOR UPDATE; the
+// server's lock wait timeout is 1 s) is a conflict: nothing applied, and Apply retries it once the lock is free.
+func testLockWaitRetried(t *testing.T, server string) {
+	url := freshDB(t, server)
+	cfg, err := Config(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	ctx := context.Background()
+	if _, err := admin.Exec("SET GLOBAL innodb_lock_wait_timeout = 1"); err != nil { // for sessions opened from now
+		t.Fatal(err)
+	}
+	defer admin.Exec("SET GLOBAL innodb_lock_wait_timeout = 50")
+	s := open(t, url)
+	defer s.Close()
+	incr := &engine.Batch{Now: 1, Muts: []engine.Mutation{{Op: engine.OpIncr, Table: "t", Key: []byte("x"),
+		Incr: engine.IncrArgs{Delta: 1, Create: true}}}}
+	if _, err := s.Apply(ctx, incr); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := admin.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback()
+	if _, err := holder.Exec("SELECT v FROM anykv_items WHERE tbl = 't' AND k = 'x' FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	var first error
+	a := &afterCommit{backend: s.b, after: func(n int, err error) {
+		if n == 1 {
+			first = err
+			holder.Rollback() // free the key for the retry
+		}
+	}}
+	res, err := remote.New(a).Apply(ctx, incr)
+	if !errors.Is(first, remote.ErrConflict) || !strings.Contains(first.Error(), "Lock wait timeout") {
+		t.Fatalf("first commit against a held lock: %v, want a lock wait timeout as ErrConflict", first)
+	}
+	if err != nil || a.commits != 2 || string(res[0].New.Value) != "2" {
+		t.Fatalf("retry: %v after %d commits, result %+v; want 2 after 2 commits", err, a.commits, res)
 	}
 }

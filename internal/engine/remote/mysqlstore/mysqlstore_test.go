@@ -1,4 +1,4 @@
-package mysqlstore_test
+package mysqlstore
 
 import (
 	"database/sql"
@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"anykv/internal/engine"
-	"anykv/internal/engine/remote/mysqlstore"
 	"anykv/internal/engine/remote/remotetest"
 )
 
@@ -17,7 +16,7 @@ var dbs atomic.Int64
 // freshDB creates an empty database on the server for one test and returns its URL.
 func freshDB(t *testing.T, server string) string {
 	t.Helper()
-	cfg, err := mysqlstore.Config(server)
+	cfg, err := Config(server)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,14 +32,15 @@ func freshDB(t *testing.T, server string) string {
 	return server[:strings.LastIndex(server, "/")+1] + name
 }
 
-func open(t *testing.T, url string) *mysqlstore.Store {
-	return remotetest.Open(t, mysqlstore.Open, url)
+func open(t *testing.T, url string) *Store {
+	return remotetest.Open(t, Open, url)
 }
 
 func TestMariaDB(t *testing.T) {
 	server := remotetest.Start(t, "mariadb")
 	fresh := func(t *testing.T) string { return freshDB(t, server) }
-	remotetest.Suite(t, fresh, mysqlstore.Open, engine.CanScan|engine.CanTables|engine.CanSweep)
+	remotetest.Suite(t, fresh, Open, engine.CanScan|engine.CanTables|engine.CanSweep)
 	t.Run("CommitOutcomeUnknown", func(t *testing.T) { testCommitOutcomeUnknown(t, server) })
 	t.Run("RefusedCommitAppliesNothing", func(t *testing.T) { testRefusedCommitAppliesNothing(t, server) })
+	t.Run("LockWaitRetried", func(t *testing.T) { testLockWaitRetried(t, server) })
 }
