@@ -110,9 +110,9 @@ func Config(raw string) (*mysql.Config, error) {
 	return cfg, nil
 }
 
-// Open connects to the database at url, creates the tables if missing, and returns the engine.
-func Open(ctx context.Context, url string) (*Store, error) {
-	cfg, err := Config(url)
+// Open connects to the database at raw (see Config), creates the tables if missing, and returns the engine.
+func Open(ctx context.Context, raw string) (*Store, error) {
+	cfg, err := Config(raw)
 	if err != nil {
 		return nil, err
 	}
