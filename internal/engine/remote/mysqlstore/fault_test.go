@@ -3,7 +3,6 @@ package mysqlstore
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"net"
 	neturl "net/url"
@@ -169,15 +168,7 @@ func (a *afterCommit) Commit(ctx context.Context, checks []remote.Check, w *remo
 // server's lock wait timeout is 1 s) is a conflict: nothing applied, and Apply retries it once the lock is free.
 func testLockWaitRetried(t *testing.T, server string) {
 	url := freshDB(t, server)
-	cfg, err := Config(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := sql.Open("mysql", cfg.FormatDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
+	admin := sqlDB(t, url)
 	ctx := context.Background()
 	if _, err := admin.Exec("SET GLOBAL innodb_lock_wait_timeout = 1"); err != nil { // for sessions opened from now
 		t.Fatal(err)

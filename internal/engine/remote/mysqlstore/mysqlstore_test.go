@@ -13,10 +13,10 @@ import (
 
 var dbs atomic.Int64
 
-// freshDB creates an empty database on the server for one test and returns its URL.
-func freshDB(t *testing.T, server string) string {
+// sqlDB connects to url with database/sql, for statements a test runs itself.
+func sqlDB(t *testing.T, url string) *sql.DB {
 	t.Helper()
-	cfg, err := Config(server)
+	cfg, err := Config(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,14 @@ func freshDB(t *testing.T, server string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// freshDB creates an empty database on the server for one test and returns its URL.
+func freshDB(t *testing.T, server string) string {
+	t.Helper()
+	db := sqlDB(t, server)
 	name := fmt.Sprintf("t%d", dbs.Add(1))
 	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
 		t.Fatal(err)
