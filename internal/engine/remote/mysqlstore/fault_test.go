@@ -9,17 +9,19 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"anykv/internal/engine"
 	"anykv/internal/engine/remote"
 )
 
-// cutProxy forwards TCP connections to a server. Once armed, it lets the next client packet holding COMMIT
-// through, and when the server's answer comes back it closes the connection instead of passing the answer on:
-// the commit ran, but the client cannot know.
+// cutProxy forwards TCP connections to a server. Once armed, it passes the next client query holding COMMIT on
+// and then drops the client's connection at the first byte of the answer, while it lets the server finish every
+// statement of the query on its own connection (done is closed then): the commit ran, but the client cannot know.
 type cutProxy struct {
 	target string
 	armed  atomic.Bool
+	done   chan struct{}
 }
 
 func startCutProxy(t *testing.T, target string) (*cutProxy, string) {
@@ -28,7 +30,7 @@ func startCutProxy(t *testing.T, target string) (*cutProxy, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	p := &cutProxy{target: target}
+	p := &cutProxy{target: target, done: make(chan struct{})}
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -52,12 +54,21 @@ func (p *cutProxy) serve(c net.Conn) {
 		defer c.Close()
 		defer s.Close()
 		buf := make([]byte, 64<<10)
+		var held []byte // the answer to the cut query, never passed on
 		for {
 			n, err := s.Read(buf)
-			if err != nil || cut.Load() {
+			if err != nil {
 				return
 			}
-			if _, err := c.Write(buf[:n]); err != nil {
+			if !cut.Load() {
+				if _, err := c.Write(buf[:n]); err != nil {
+					return
+				}
+				continue
+			}
+			c.Close()
+			if held = append(held, buf[:n]...); lastResult(held) {
+				close(p.done)
 				return
 			}
 		}
@@ -66,7 +77,9 @@ func (p *cutProxy) serve(c net.Conn) {
 	for {
 		n, err := c.Read(buf)
 		if err != nil {
-			s.Close()
+			if !cut.Load() { // after a cut the server's side stays open until it has answered everything
+				s.Close()
+			}
 			return
 		}
 		if bytes.Contains(buf[:n], []byte("COMMIT")) && p.armed.CompareAndSwap(true, false) {
@@ -77,6 +90,39 @@ func (p *cutProxy) serve(c net.Conn) {
 			return
 		}
 	}
+}
+
+// lastResult reports whether b, the server's packets answering a query of statements that return no rows, holds
+// the answer to the last statement: an error, or an OK packet without SERVER_MORE_RESULTS_EXISTS.
+func lastResult(b []byte) bool {
+	for len(b) >= 4 {
+		n := int(b[0]) | int(b[1])<<8 | int(b[2])<<16
+		if len(b) < 4+n || n == 0 {
+			return false
+		}
+		pkt := b[4 : 4+n]
+		if pkt[0] == 0xff {
+			return true
+		}
+		i := 1
+		for range 2 { // affected rows and last insert id, length-encoded
+			switch pkt[i] {
+			case 0xfc:
+				i += 3
+			case 0xfd:
+				i += 4
+			case 0xfe:
+				i += 9
+			default:
+				i++
+			}
+		}
+		if i+2 <= n && (int(pkt[i])|int(pkt[i+1])<<8)&0x0008 == 0 {
+			return true
+		}
+		b = b[4+n:]
+	}
+	return false
 }
 
 // testCommitOutcomeUnknown: a commit whose answer is lost is reported as ErrUnknownOutcome and not retried (a
@@ -105,6 +151,11 @@ func testCommitOutcomeUnknown(t *testing.T, server string) {
 	}
 	if proxy.armed.Load() {
 		t.Fatal("no COMMIT went through the proxy")
+	}
+	select { // the server has run the whole query
+	case <-proxy.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server did not finish the cut query")
 	}
 	it, err := direct.Get(ctx, "t", []byte("n"), 1)
 	if err != nil || string(it.Value) != "2" {
