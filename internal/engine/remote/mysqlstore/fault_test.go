@@ -92,8 +92,9 @@ func (p *cutProxy) serve(c net.Conn) {
 	}
 }
 
-// lastResult reports whether b, the server's packets answering a query of statements that return no rows, holds
-// the answer to the last statement: an error, or an OK packet without SERVER_MORE_RESULTS_EXISTS.
+// lastResult reports whether b, the server's packets answering a multi-statement query, holds the answer to the
+// last statement: an error, or an OK packet without SERVER_MORE_RESULTS_EXISTS. Result sets in between (column
+// and row packets, which never start with 0x00 here, and their 0xfe terminators) are passed over.
 func lastResult(b []byte) bool {
 	for len(b) >= 4 {
 		n := int(b[0]) | int(b[1])<<8 | int(b[2])<<16
@@ -103,6 +104,10 @@ func lastResult(b []byte) bool {
 		pkt := b[4 : 4+n]
 		if pkt[0] == 0xff {
 			return true
+		}
+		if pkt[0] != 0x00 || n < 7 {
+			b = b[4+n:]
+			continue
 		}
 		i := 1
 		for range 2 { // affected rows and last insert id, length-encoded

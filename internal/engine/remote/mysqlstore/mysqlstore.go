@@ -13,12 +13,13 @@
 // column doubles as the key's stamp for remote's optimistic check. The read of a batch's keys and the version
 // reservation go in one round trip (multi-statement query).
 //
-// A commit is one InnoDB transaction at REPEATABLE READ: the keys Resolve read are locked with SELECT ... FOR
-// UPDATE in key order (absent keys get gap locks, so nobody can insert them meanwhile) and their versions
-// compared in Go; then one round trip carries the flushes, deletes, one INSERT ... ON DUPLICATE KEY UPDATE of
-// all puts, and COMMIT. A deadlock or lock-wait timeout is a conflict to retry; a server error stops the
-// statements before COMMIT, so the batch was not applied; a connection lost after the last round trip was
-// sent leaves the outcome unknown, which is reported and not retried.
+// A commit is one InnoDB transaction at REPEATABLE READ in one round trip (multi-statement query): the keys
+// Resolve read are locked with SELECT ... FOR UPDATE in key order (absent keys get gap locks, so nobody can insert
+// them meanwhile), a guard statement fails with error 1242 if one's version moved, then the flushes, deletes, one
+// INSERT ... ON DUPLICATE KEY UPDATE of all puts, and COMMIT. The server stops at a statement's error, so a
+// refused batch was not applied: the guard's error, a deadlock or a lock-wait timeout is a conflict to retry,
+// any other is returned. A connection lost after the query was sent leaves the outcome unknown, which is
+// reported and not retried.
 package mysqlstore
 
 import (
@@ -265,11 +266,16 @@ func (b *backend) Get(ctx context.Context, s remote.Slot) (engine.Item, bool, er
 // Close implements remote.Backend.
 func (b *backend) Close() error { return b.db.Close() }
 
-// Commit implements remote.Backend: one transaction, locking and checking the keys read in a first round trip
-// (only if there are any), writing and committing in the second.
+// Commit implements remote.Backend: one transaction in one round trip. The keys read are locked (FOR UPDATE, in
+// key order) and checked by a statement that fails with "subquery returns more than 1 row" (1242) if a version
+// moved; the server stops a multi-statement query at its first error, so nothing after it runs, COMMIT included.
 func (b *backend) Commit(ctx context.Context, checks []remote.Check, w *remote.Writes, _ any) error {
-	q, args := writes(w)
-	if err := b.fits(q, args); err != nil {
+	var q strings.Builder
+	q.WriteString("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ; START TRANSACTION;")
+	args := guard(&q, nil, checks)
+	args = writes(&q, args, w)
+	q.WriteString("COMMIT")
+	if err := b.fits(q.String(), args); err != nil {
 		return err
 	}
 	conn, err := b.db.Conn(ctx)
@@ -283,18 +289,7 @@ func (b *backend) Commit(ctx context.Context, checks []remote.Check, w *remote.W
 		}
 		conn.Close()
 	}()
-	begin := "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ; START TRANSACTION;"
-	if len(checks) > 0 {
-		if err := lockAndCheck(ctx, conn, begin, checks); err != nil {
-			if errors.Is(err, remote.ErrConflict) {
-				_, rerr := conn.ExecContext(ctx, "ROLLBACK")
-				clean = rerr == nil
-			}
-			return err
-		}
-		begin = ""
-	}
-	_, err = conn.ExecContext(ctx, begin+q+"COMMIT", args...)
+	_, err = conn.ExecContext(ctx, q.String(), args...)
 	var me *mysql.MySQLError
 	switch {
 	case err == nil:
@@ -304,7 +299,10 @@ func (b *backend) Commit(ctx context.Context, checks []remote.Check, w *remote.W
 		if _, rerr := conn.ExecContext(ctx, "ROLLBACK"); rerr == nil {
 			clean = true
 		}
-		if retryable(me) {
+		switch me.Number {
+		case 1242: // the guard: a key read was written meanwhile
+			return fmt.Errorf("%w: a key read was written meanwhile", remote.ErrConflict)
+		case 1213, 1205: // deadlock (the transaction was rolled back), lock wait timeout
 			return fmt.Errorf("%w: %s", remote.ErrConflict, me.Message)
 		}
 		return fmt.Errorf("mysql: commit refused: %w", err)
@@ -340,58 +338,35 @@ func (b *backend) fits(q string, args []any) error {
 	return nil
 }
 
-// retryable reports a deadlock (1213, the transaction was rolled back) or a lock wait timeout (1205).
-func retryable(e *mysql.MySQLError) bool { return e.Number == 1213 || e.Number == 1205 }
-
-// lockAndCheck starts the transaction (begin), locks the checked keys in key order and compares their versions:
-// ErrConflict if one moved or the locks deadlocked.
-func lockAndCheck(ctx context.Context, conn *sql.Conn, begin string, checks []remote.Check) error {
+// guard appends the statements that lock the checked keys in key order (absent ones through gap locks, so
+// nobody can insert them) and fail with error 1242 if one's version is not the checked stamp (0: absent). The
+// check reads after the locks are granted, so it sees the versions no one can change until COMMIT.
+func guard(q *strings.Builder, args []any, checks []remote.Check) []any {
+	if len(checks) == 0 {
+		return args
+	}
 	slots := make([]remote.Slot, len(checks))
-	want := make(map[string]uint64, len(checks))
 	for i, c := range checks {
 		slots[i] = c.Slot
-		want[slotID(c.Table, c.Key)] = c.Stamp
 	}
-	var q strings.Builder
-	q.WriteString(begin + "SELECT tbl, k, version FROM anykv_items WHERE ")
-	args := inSlots(&q, nil, slots)
-	q.WriteString(" ORDER BY tbl, k FOR UPDATE")
-	rows, err := conn.QueryContext(ctx, q.String(), args...)
-	if err != nil {
-		var me *mysql.MySQLError
-		if errors.As(err, &me) && retryable(me) {
-			return fmt.Errorf("%w: %s", remote.ErrConflict, me.Message)
+	q.WriteString("SELECT 1 FROM anykv_items WHERE ")
+	args = inSlots(q, args, slots)
+	q.WriteString(" ORDER BY tbl, k FOR UPDATE;" +
+		"SELECT (SELECT 1 FROM (SELECT 1 UNION ALL SELECT 2) AS two WHERE EXISTS (SELECT 1 FROM (")
+	for i, c := range checks {
+		if i > 0 {
+			q.WriteString(" UNION ALL ")
 		}
-		return err
+		q.WriteString("SELECT ? AS tbl, ? AS k, ? AS ver")
+		args = append(args, []byte(c.Table), nonNil(c.Key), c.Stamp)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var t, k []byte
-		var v uint64
-		if err := rows.Scan(&t, &k, &v); err != nil {
-			return err
-		}
-		id := slotID(string(t), k)
-		if want[id] != v {
-			return fmt.Errorf("%w: %q/%q changed", remote.ErrConflict, t, k)
-		}
-		delete(want, id)
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	for _, v := range want {
-		if v != 0 {
-			return fmt.Errorf("%w: a key read was deleted", remote.ErrConflict)
-		}
-	}
-	return nil
+	q.WriteString(") AS w LEFT JOIN anykv_items i ON i.tbl = w.tbl AND i.k = w.k " +
+		"WHERE COALESCE(i.version, 0) <> w.ver)) INTO @anykv_check;")
+	return args
 }
 
-// writes returns the statements (each ending in ";") and arguments carrying w.
-func writes(w *remote.Writes) (string, []any) {
-	var q strings.Builder
-	var args []any
+// writes appends the statements (each ending in ";") carrying w, and their arguments.
+func writes(q *strings.Builder, args []any, w *remote.Writes) []any {
 	switch {
 	case w.FlushAll:
 		q.WriteString("DELETE FROM anykv_items;")
@@ -408,7 +383,7 @@ func writes(w *remote.Writes) (string, []any) {
 	}
 	if len(w.Delete) > 0 {
 		q.WriteString("DELETE FROM anykv_items WHERE ")
-		args = inSlots(&q, args, w.Delete)
+		args = inSlots(q, args, w.Delete)
 		q.WriteString(";")
 	}
 	if len(w.Put) > 0 {
@@ -423,7 +398,7 @@ func writes(w *remote.Writes) (string, []any) {
 		q.WriteString(" ON DUPLICATE KEY UPDATE v = VALUES(v), flags = VALUES(flags), expires = VALUES(expires), " +
 			"version = VALUES(version);")
 	}
-	return q.String(), args
+	return args
 }
 
 const scanPage = 256
