@@ -84,6 +84,10 @@ func TestTwoBinaries(t *testing.T) {
 					t.Fatalf("wrong password: %v", err)
 				}
 				t.Log(err)
+				u.User = neturl.User("root") // the deployment leaves root no way in over TCP
+				if _, err := dial.Open(context.Background(), u.String()); err == nil || !strings.Contains(err.Error(), "Access denied") {
+					t.Fatalf("root without a password over TCP: %v", err)
+				}
 			}
 			var clients []*redis.Client
 			for i := 0; i < 2; i++ {
