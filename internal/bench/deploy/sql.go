@@ -2,6 +2,8 @@ package deploy
 
 import (
 	"context"
+	"crypto/rand"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 func init() {
@@ -156,7 +160,7 @@ func startMariaDB(ctx context.Context, o Options, dir string) (*Server, error) {
 	}
 	sock := filepath.Join(dir, "mysqld.sock")
 	args := append([]string{"--no-defaults", "--datadir=" + data, "--socket=" + sock,
-		"--port=" + strconv.Itoa(port), "--bind-address=127.0.0.1", "--skip-grant-tables",
+		"--port=" + strconv.Itoa(port), "--bind-address=127.0.0.1",
 		"--pid-file=" + filepath.Join(dir, "mysqld.pid"), "--log-error=" + filepath.Join(dir, "error.log"),
 		"--innodb-flush-log-at-trx-commit=1", "--innodb-doublewrite=1", "--sync-binlog=1",
 		"--max-connections=200", "--skip-name-resolve"}, userArg...)
@@ -164,18 +168,50 @@ func startMariaDB(ctx context.Context, o Options, dir string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	url := fmt.Sprintf("mysql://root@127.0.0.1:%d/anykv_bench", port)
-	if err := waitReady(ctx, p, url, o.ReadyTimeout); err != nil {
+	// root may connect only through the socket; clients get a user with a password of its own over TCP.
+	fail := func(err error) (*Server, error) {
+		p.stop(5 * time.Second)
 		if portClash(logTail(filepath.Join(dir, "error.log"), 20)) {
 			return nil, fmt.Errorf("mariadb: %w", errPortInUse)
 		}
 		return nil, fmt.Errorf("mariadb: %w\n%s", err, logTail(filepath.Join(dir, "error.log"), 20))
 	}
+	if err := waitReady(ctx, p, "mysql://root@/anykv_bench?socket="+sock, o.ReadyTimeout); err != nil {
+		return fail(err)
+	}
+	pw := rand.Text()
+	host, _ := os.Hostname()
+	if err := sqlAdmin(ctx, sock, "DROP USER IF EXISTS 'root'@'127.0.0.1', 'root'@'::1', 'root'@'"+host+"'",
+		"CREATE USER 'anykv'@'127.0.0.1' IDENTIFIED BY '"+pw+"'",
+		"GRANT ALL PRIVILEGES ON *.* TO 'anykv'@'127.0.0.1'"); err != nil {
+		return fail(err)
+	}
+	url := fmt.Sprintf("mysql://anykv:%s@127.0.0.1:%d/anykv_bench", pw, port)
+	if err := waitReady(ctx, p, url, o.ReadyTimeout); err != nil {
+		return fail(err)
+	}
 	return &Server{URL: url, Pid: p.cmd.Process.Pid, Version: output(server, "--version"),
 		Settings: []string{
 			"InnoDB, innodb_flush_log_at_trx_commit=1: each commit waits for its redo log flush",
 			"doublewrite on, binary log off (sync_binlog=1 would apply if enabled)",
-			"--skip-grant-tables, TCP on 127.0.0.1 and a unix socket in the data directory",
+			"TCP on 127.0.0.1 as user anykv with a random password; root only on the unix socket in the data directory",
 		},
 		stop: func() error { return p.stop(30 * time.Second) }}, nil
+}
+
+// sqlAdmin runs statements as root over the server's unix socket.
+func sqlAdmin(ctx context.Context, sock string, stmts ...string) error {
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Net, cfg.Addr = "root", "unix", sock
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	for _, s := range stmts {
+		if _, err := db.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	return nil
 }

@@ -1,6 +1,6 @@
-// Package dial opens the engine an `anykv serve --engine URL` names: postgres://, redis:// or etcd://. It is
-// the one place that knows every remote adapter, so cmd/anykv needs one call, and it turns every failure into
-// one line naming the URL (its password hidden) and what went wrong.
+// Package dial opens the engine an `anykv serve --engine URL` names: postgres://, mysql:// (mariadb://), redis://
+// or etcd://. It is the one place that knows every remote adapter, so cmd/anykv needs one call, and it turns
+// every failure into one line naming the URL (its password hidden) and what went wrong.
 package dial
 
 import (
@@ -13,12 +13,13 @@ import (
 	"anykv/internal/engine"
 	"anykv/internal/engine/remote"
 	"anykv/internal/engine/remote/etcdstore"
+	"anykv/internal/engine/remote/mysqlstore"
 	"anykv/internal/engine/remote/pgstore"
 	"anykv/internal/engine/remote/redisstore"
 )
 
 // Schemes lists the URL schemes Open accepts.
-var Schemes = []string{"postgres", "postgresql", "redis", "etcd"}
+var Schemes = []string{"postgres", "postgresql", "mysql", "mariadb", "redis", "etcd"}
 
 // IsURL reports whether an --engine value names a remote datastore rather than an embedded engine.
 func IsURL(s string) bool { return strings.Contains(s, "://") }
@@ -47,6 +48,8 @@ func Open(ctx context.Context, raw string) (engine.Engine, error) {
 	switch u.Scheme {
 	case "postgres", "postgresql":
 		e, err = pgstore.Open(ctx, raw)
+	case "mysql", "mariadb":
+		e, err = mysqlstore.Open(ctx, raw)
 	case "redis":
 		e, err = redisstore.Open(ctx, raw)
 	case "etcd":

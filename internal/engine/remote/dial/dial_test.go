@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	neturl "net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -32,6 +33,11 @@ func TestOpenErrorsAreOneLine(t *testing.T) {
 		{"postgres://bob:secret@" + addr + "/db", "postgres://bob:xxxxx@" + addr + "/db: cannot connect: "},
 		{"redis://:secret@" + addr + "/0", "redis://:xxxxx@" + addr + "/0: cannot connect: "},
 		{"etcd://" + addr, "etcd://" + addr + ": cannot connect: "},
+		{"mysql://bob:secret@" + addr + "/db", "mysql://bob:xxxxx@" + addr + "/db: cannot connect: "},
+		{"mariadb://bob:secret@" + addr + "/db", "mariadb://bob:xxxxx@" + addr + "/db: cannot connect: "},
+		{"mysql://bob:secret@h:3306", "bad URL: want mysql://user:pw@host:port/database"},
+		{"mysql://bob:secret@h:3306/db?charset=latin1", `bad URL: unknown parameter "charset"`},
+		{"mysql://bob:secret@h:3306/db?tls=maybe", "bad URL"},
 		{"redis://" + addr + "/notanumber", "bad URL"},
 		{"postgres://x@h:99999999/db", "bad URL"},
 		{"etcd:///", "bad URL"},
@@ -53,7 +59,7 @@ func TestOpenErrorsAreOneLine(t *testing.T) {
 // the final counter must equal the number of acknowledged increments.
 func TestTwoBinaries(t *testing.T) {
 	for _, c := range []struct{ deploy, scheme string }{
-		{"postgres", ""}, {"redis-nopersist", "redis"}, {"etcd", ""},
+		{"postgres", ""}, {"redis-nopersist", "redis"}, {"etcd", ""}, {"mariadb", ""},
 	} {
 		t.Run(c.deploy, func(t *testing.T) {
 			url := remotetest.Start(t, c.deploy)
@@ -68,6 +74,20 @@ func TestTwoBinaries(t *testing.T) {
 					t.Fatalf("wrong credentials: %v", err)
 				}
 				t.Log(err)
+			}
+			if c.deploy == "mariadb" { // a wrong password: one line, password hidden
+				u, _ := neturl.Parse(url)
+				u.User = neturl.UserPassword(u.User.Username(), "secret")
+				_, err := dial.Open(context.Background(), u.String())
+				if err == nil || !strings.Contains(err.Error(), "cannot connect: ") || !strings.Contains(err.Error(), "Access denied") ||
+					strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "\n") {
+					t.Fatalf("wrong password: %v", err)
+				}
+				t.Log(err)
+				u.User = neturl.User("root") // the deployment leaves root no way in over TCP
+				if _, err := dial.Open(context.Background(), u.String()); err == nil || !strings.Contains(err.Error(), "Access denied") {
+					t.Fatalf("root without a password over TCP: %v", err)
+				}
 			}
 			var clients []*redis.Client
 			for i := 0; i < 2; i++ {

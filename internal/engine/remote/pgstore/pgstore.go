@@ -262,11 +262,7 @@ func (s *Store) Scan(ctx context.Context, table string, r engine.Range, now int6
 	if err := s.Open(); err != nil {
 		return err
 	}
-	from, incl := r.Start, true
-	if from == nil {
-		from = []byte{}
-	}
-	for {
+	return remote.ScanPages(r, scanPage, func(from []byte, incl bool) ([]remote.Entry, error) {
 		op := ">"
 		if incl {
 			op = ">="
@@ -276,35 +272,19 @@ func (s *Store) Scan(ctx context.Context, table string, r engine.Range, now int6
 			AND (expires = 0 OR expires > $4) ORDER BY key LIMIT $5`
 		rows, err := s.b.pool.Query(ctx, q, []byte(table), from, r.End, now, scanPage)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		var keys [][]byte
-		var items []engine.Item
-		for rows.Next() {
-			var k []byte
-			var it engine.Item
+		return pgx.CollectRows(rows, func(row pgx.CollectableRow) (remote.Entry, error) {
+			var e remote.Entry
 			var flags, ver int64
-			if err := rows.Scan(&k, &it.Value, &flags, &it.Expires, &ver); err != nil {
-				rows.Close()
-				return err
+			if err := row.Scan(&e.Key, &e.Item.Value, &flags, &e.Item.Expires, &ver); err != nil {
+				return e, err
 			}
-			remote.UnpackFlags(uint64(flags), &it)
-			it.Version = uint64(ver)
-			keys, items = append(keys, k), append(items, it)
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for i := range keys {
-			if !fn(keys[i], items[i]) {
-				return nil
-			}
-		}
-		if len(keys) < scanPage {
-			return nil
-		}
-		from, incl = keys[len(keys)-1], false
-	}
+			remote.UnpackFlags(uint64(flags), &e.Item)
+			e.Item.Version = uint64(ver)
+			return e, nil
+		})
+	}, fn)
 }
 
 // Tables implements engine.TableLister.

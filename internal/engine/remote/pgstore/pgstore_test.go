@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"anykv/internal/engine"
-	"anykv/internal/engine/enginetest"
 	"anykv/internal/engine/remote/pgstore"
 	"anykv/internal/engine/remote/remotetest"
 )
@@ -33,22 +32,8 @@ func freshDB(t *testing.T, server string) string {
 	return fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, name)
 }
 
-func open(t *testing.T, url string) engine.Engine {
-	t.Helper()
-	s, err := pgstore.Open(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 func TestPostgres(t *testing.T) {
 	server := remotetest.Start(t, "postgres")
-	t.Run("Conformance", func(t *testing.T) {
-		enginetest.Run(t, func(t *testing.T) engine.Engine { return open(t, freshDB(t, server)) }, engine.CanScan|engine.CanTables|engine.CanSweep)
-	})
-	t.Run("TwoFrontEnds", func(t *testing.T) {
-		url := freshDB(t, server)
-		remotetest.RaceFrontEnds(t, func(t *testing.T) engine.Engine { return open(t, url) })
-	})
+	fresh := func(t *testing.T) string { return freshDB(t, server) }
+	remotetest.Suite(t, fresh, pgstore.Open, engine.CanScan|engine.CanTables|engine.CanSweep)
 }

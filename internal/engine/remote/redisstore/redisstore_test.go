@@ -1,41 +1,20 @@
 package redisstore_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"anykv/internal/engine"
-	"anykv/internal/engine/enginetest"
 	"anykv/internal/engine/remote/redisstore"
 	"anykv/internal/engine/remote/remotetest"
 )
 
 var prefixes atomic.Int64
 
-func open(t *testing.T, url string) engine.Engine {
-	t.Helper()
-	s, err := redisstore.Open(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// freshPrefix returns the server's URL with a key prefix no other test uses.
-func freshPrefix(server string) string {
-	return fmt.Sprintf("%s/0?prefix=t%d:", server, prefixes.Add(1))
-}
-
 func TestRedis(t *testing.T) {
 	server := "redis://" + strings.TrimPrefix(remotetest.Start(t, "redis-nopersist"), "resp://")
-	t.Run("Conformance", func(t *testing.T) {
-		enginetest.Run(t, func(t *testing.T) engine.Engine { return open(t, freshPrefix(server)) }, engine.CanScan|engine.CanTables|engine.CanSweep)
-	})
-	t.Run("TwoFrontEnds", func(t *testing.T) {
-		url := freshPrefix(server)
-		remotetest.RaceFrontEnds(t, func(t *testing.T) engine.Engine { return open(t, url) })
-	})
+	fresh := func(*testing.T) string { return fmt.Sprintf("%s/0?prefix=t%d:", server, prefixes.Add(1)) }
+	remotetest.Suite(t, fresh, redisstore.Open, engine.CanScan|engine.CanTables|engine.CanSweep)
 }

@@ -13,6 +13,7 @@ import (
 
 	"anykv/internal/bench/deploy"
 	"anykv/internal/engine"
+	"anykv/internal/engine/enginetest"
 )
 
 // Start starts the deploy target name (e.g. "postgres", "redis-nopersist", "etcd") on a free loopback port for
@@ -42,6 +43,30 @@ func Start(t *testing.T, name string) string {
 		}
 	})
 	return s.URL
+}
+
+// Open opens the engine at url with an adapter's Open, failing the test if it cannot.
+func Open[E engine.Engine](t *testing.T, open func(context.Context, string) (E, error), url string) E {
+	t.Helper()
+	e, err := open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// Suite runs what every remote engine must pass: the conformance suite, declaring the abilities has, and
+// RaceFrontEnds. fresh returns the URL of an empty namespace of the datastore (a new database, a key prefix) for
+// each engine of the suite and for the race's two engines together.
+func Suite[E engine.Engine](t *testing.T, fresh func(t *testing.T) string, open func(context.Context, string) (E, error),
+	has engine.Ability) {
+	t.Run("Conformance", func(t *testing.T) {
+		enginetest.Run(t, func(t *testing.T) engine.Engine { return Open(t, open, fresh(t)) }, has)
+	})
+	t.Run("TwoFrontEnds", func(t *testing.T) {
+		url := fresh(t)
+		RaceFrontEnds(t, func(t *testing.T) engine.Engine { return Open(t, open, url) })
+	})
 }
 
 // RaceFrontEnds opens two engines over one datastore (open is called twice) and has goroutines on each race

@@ -1,0 +1,470 @@
+// Package mysqlstore is the MariaDB/MySQL engine: anykv's items in one InnoDB table of a database people already
+// run.
+//
+// Layout: table anykv_items(tbl VARBINARY(255), k VARBINARY(2816), v LONGBLOB, flags, expires, version) with
+// primary key (tbl, k); flags holds the item's kind above the client flags (remote.PackFlags). Tables are a
+// column, so flushing a table is one DELETE inside the commit's transaction and a table name may hold any byte.
+// VARBINARY compares bytewise, so the primary key gives ordered scans and DISTINCT tbl the sorted table list.
+// The primary key must fit InnoDB's 3072-byte index limit, hence the column sizes: a longer key or table name is
+// refused with the server's error (the session runs in strict mode, so nothing is ever truncated).
+//
+// Item versions come from the one row of anykv_version, advanced in its own autocommit statement
+// (UPDATE ... SET n = LAST_INSERT_ID(n + k)), so they keep growing across restarts and front ends; the version
+// column doubles as the key's stamp for remote's optimistic check. The read of a batch's keys and the version
+// reservation go in one round trip (multi-statement query).
+//
+// A commit is one InnoDB transaction at REPEATABLE READ in one round trip (multi-statement query): the keys
+// Resolve read are locked with SELECT ... FOR UPDATE in key order (absent keys get gap locks, so nobody can insert
+// them meanwhile), a guard statement fails with error 1242 if one's version moved, then the flushes, deletes, one
+// INSERT ... ON DUPLICATE KEY UPDATE of all puts, and COMMIT. The server stops at a statement's error, so a
+// refused batch was not applied: the guard's error, a deadlock or a lock-wait timeout is a conflict to retry,
+// any other is returned. A connection lost after the query was sent leaves the outcome unknown, which is
+// reported and not retried.
+package mysqlstore
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"anykv/internal/engine"
+	"anykv/internal/engine/remote"
+)
+
+// Store is the MariaDB/MySQL engine: remote's optimistic Apply plus ordered scans, table listing and sweeping.
+type Store struct {
+	*remote.Engine
+	b *backend
+}
+
+var (
+	_ engine.Engine      = (*Store)(nil)
+	_ engine.Scanner     = (*Store)(nil)
+	_ engine.TableLister = (*Store)(nil)
+	_ engine.Sweeper     = (*Store)(nil)
+)
+
+type backend struct {
+	db        *sql.DB
+	maxPacket int // the server's max_allowed_packet
+}
+
+func init() {
+	// The driver logs connection trouble to stderr; every such error is also returned and reported by anykv.
+	_ = mysql.SetLogger(log.New(io.Discard, "", 0))
+}
+
+var schema = []string{
+	`CREATE TABLE IF NOT EXISTS anykv_items (
+		tbl VARBINARY(255) NOT NULL, k VARBINARY(2816) NOT NULL, v LONGBLOB NOT NULL,
+		flags BIGINT UNSIGNED NOT NULL, expires BIGINT NOT NULL, version BIGINT UNSIGNED NOT NULL,
+		PRIMARY KEY (tbl, k), KEY anykv_items_expires (expires)) ENGINE=InnoDB`,
+	`CREATE TABLE IF NOT EXISTS anykv_version (id TINYINT NOT NULL PRIMARY KEY, n BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB`,
+	`INSERT IGNORE INTO anykv_version VALUES (1, 0)`,
+}
+
+// Config turns a mysql:// or mariadb:// URL (user:pw@host:port/db, optional ?tls=true|skip-verify|preferred)
+// into the driver's configuration. Errors wrap remote.ErrBadURL.
+func Config(raw string) (*mysql.Config, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", remote.ErrBadURL, err)
+	}
+	if u.Scheme != "mysql" && u.Scheme != "mariadb" {
+		return nil, fmt.Errorf("%w: scheme %q, want mysql or mariadb", remote.ErrBadURL, u.Scheme)
+	}
+	cfg := mysql.NewConfig()
+	if u.User != nil {
+		cfg.User = u.User.Username()
+		cfg.Passwd, _ = u.User.Password()
+	}
+	cfg.Net, cfg.Addr = "tcp", u.Host
+	if u.Port() == "" {
+		cfg.Addr = u.Host + ":3306"
+	}
+	cfg.DBName = strings.TrimPrefix(u.Path, "/")
+	if u.Hostname() == "" || cfg.DBName == "" || strings.Contains(cfg.DBName, "/") {
+		return nil, fmt.Errorf("%w: want mysql://user:pw@host:port/database", remote.ErrBadURL)
+	}
+	for k, v := range u.Query() {
+		if k != "tls" {
+			return nil, fmt.Errorf("%w: unknown parameter %q (only tls)", remote.ErrBadURL, k)
+		}
+		cfg.TLSConfig = v[0]
+	}
+	if err := cfg.Apply(); err != nil { // validates tls
+		return nil, fmt.Errorf("%w: %v", remote.ErrBadURL, err)
+	}
+	cfg.Timeout = 10 * time.Second
+	cfg.MultiStatements = true   // a batch's read + version reservation, and a commit's writes, in one round trip
+	cfg.InterpolateParams = true // required by multi-statement queries with arguments
+	cfg.Params = map[string]string{"sql_mode": "'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION'"}
+	return cfg, nil
+}
+
+// Open connects to the database at raw (see Config), creates the tables if missing, and returns the engine.
+func Open(ctx context.Context, raw string) (*Store, error) {
+	cfg, err := Config(raw)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", remote.ErrBadURL, err)
+	}
+	db := sql.OpenDB(conn)
+	db.SetMaxOpenConns(64)
+	db.SetMaxIdleConns(64)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	for _, s := range schema {
+		if _, err := db.ExecContext(ctx, s); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	b := &backend{db: db}
+	if err := db.QueryRowContext(ctx, "SELECT @@max_allowed_packet").Scan(&b.maxPacket); err != nil {
+		db.Close()
+		return nil, err
+	}
+	s := &Store{Engine: remote.New(b), b: b}
+	s.Engine.Ranger = s // collection ops read ranges of members with the store's own scan
+	return s, nil
+}
+
+// inSlots appends "(tbl, k) IN ((?,?),...)" for slots and their arguments.
+func inSlots(q *strings.Builder, args []any, slots []remote.Slot) []any {
+	q.WriteString("(tbl, k) IN (")
+	for i, s := range slots {
+		if i > 0 {
+			q.WriteString(",")
+		}
+		q.WriteString("(?,?)")
+		args = append(args, []byte(s.Table), nonNil(s.Key))
+	}
+	q.WriteString(")")
+	return args
+}
+
+// nonNil returns b, or an empty slice for nil (the driver would send nil as NULL).
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// row is one scanned item row: its table, key and item.
+type row struct {
+	tbl []byte
+	remote.Entry
+}
+
+// scanItems reads rows of (tbl, k, v, flags, expires, version).
+func scanItems(rows *sql.Rows) ([]row, error) {
+	var out []row
+	for rows.Next() {
+		var r row
+		var flags uint64
+		if err := rows.Scan(&r.tbl, &r.Key, &r.Item.Value, &flags, &r.Item.Expires, &r.Item.Version); err != nil {
+			return nil, err
+		}
+		remote.UnpackFlags(flags, &r.Item)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+const itemCols = "SELECT tbl, k, v, flags, expires, version FROM anykv_items WHERE "
+
+// Read implements remote.Backend: in one multi-statement round trip the version counter is advanced by n (its
+// new value comes back through LAST_INSERT_ID) and every slot is read by one SELECT (one snapshot).
+func (b *backend) Read(ctx context.Context, slots []remote.Slot, n int) ([]remote.Stored, []uint64, bool, any, error) {
+	var q strings.Builder
+	var args []any
+	if n > 0 {
+		q.WriteString("UPDATE anykv_version SET n = LAST_INSERT_ID(n + ?) WHERE id = 1; SELECT LAST_INSERT_ID();")
+		args = append(args, n)
+	}
+	if len(slots) > 0 {
+		q.WriteString(itemCols)
+		args = inSlots(&q, args, slots)
+	}
+	if err := b.fits(q.String(), args); err != nil {
+		return nil, nil, false, nil, err
+	}
+	rows, err := b.db.QueryContext(ctx, q.String(), args...)
+	if err != nil {
+		return nil, nil, false, nil, err
+	}
+	defer rows.Close()
+	var versions []uint64
+	if n > 0 {
+		var top uint64
+		if !rows.Next() {
+			return nil, nil, false, nil, fmt.Errorf("mysql: version counter: %w", errors.Join(rows.Err(), errors.New("no row")))
+		}
+		if err := rows.Scan(&top); err != nil {
+			return nil, nil, false, nil, err
+		}
+		for v := top - uint64(n) + 1; v <= top; v++ {
+			versions = append(versions, v)
+		}
+		if len(slots) > 0 && !rows.NextResultSet() {
+			return nil, nil, false, nil, fmt.Errorf("mysql: read: %w", errors.Join(rows.Err(), errors.New("no result")))
+		}
+	}
+	items := make([]remote.Stored, len(slots))
+	if len(slots) > 0 {
+		got, err := scanItems(rows)
+		if err != nil {
+			return nil, nil, false, nil, err
+		}
+		at := make(map[string]int, len(slots))
+		for i, s := range slots {
+			at[slotID(s.Table, s.Key)] = i
+		}
+		for _, r := range got {
+			if i, ok := at[slotID(string(r.tbl), r.Key)]; ok {
+				items[i] = remote.Stored{Item: r.Item, Found: true, Stamp: r.Item.Version}
+			}
+		}
+	}
+	return items, versions, true, nil, rows.Close()
+}
+
+// slotID is a map key for a slot; the length prefix keeps tables from running into keys.
+func slotID(table string, key []byte) string {
+	return fmt.Sprintf("%d:%s%s", len(table), table, key)
+}
+
+// Get implements remote.Backend.
+func (b *backend) Get(ctx context.Context, s remote.Slot) (engine.Item, bool, error) {
+	var it engine.Item
+	var flags uint64
+	err := b.db.QueryRowContext(ctx, `SELECT v, flags, expires, version FROM anykv_items WHERE tbl = ? AND k = ?`,
+		[]byte(s.Table), nonNil(s.Key)).Scan(&it.Value, &flags, &it.Expires, &it.Version)
+	if errors.Is(err, sql.ErrNoRows) {
+		return engine.Item{}, false, nil
+	}
+	if err != nil {
+		return engine.Item{}, false, err
+	}
+	remote.UnpackFlags(flags, &it)
+	return it, true, nil
+}
+
+// Close implements remote.Backend.
+func (b *backend) Close() error { return b.db.Close() }
+
+// Commit implements remote.Backend: one transaction in one round trip. The keys read are locked (FOR UPDATE, in
+// key order) and checked by a statement that fails with "subquery returns more than 1 row" (1242) if a version
+// moved; the server stops a multi-statement query at its first error, so nothing after it runs, COMMIT included.
+func (b *backend) Commit(ctx context.Context, checks []remote.Check, w *remote.Writes, _ any) error {
+	var q strings.Builder
+	q.WriteString("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ; START TRANSACTION;")
+	args := guard(&q, nil, checks)
+	args = writes(&q, args, w)
+	q.WriteString("COMMIT")
+	if err := b.fits(q.String(), args); err != nil {
+		return err
+	}
+	conn, err := b.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	clean := false // the connection is outside any transaction and may go back to the pool
+	defer func() {
+		if !clean { // a transaction may be open, or the connection broken: never reuse it
+			conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		conn.Close()
+	}()
+	_, err = conn.ExecContext(ctx, q.String(), args...)
+	var me *mysql.MySQLError
+	switch {
+	case err == nil:
+		clean = true
+		return nil
+	case errors.As(err, &me): // the server refused a statement: the ones after it, COMMIT included, did not run
+		if _, rerr := conn.ExecContext(ctx, "ROLLBACK"); rerr == nil {
+			clean = true
+		}
+		switch me.Number {
+		case 1242: // the guard: a key read was written meanwhile
+			return fmt.Errorf("%w: a key read was written meanwhile", remote.ErrConflict)
+		case 1213, 1205: // deadlock (the transaction was rolled back), lock wait timeout
+			return fmt.Errorf("%w: %s", remote.ErrConflict, me.Message)
+		}
+		return fmt.Errorf("mysql: commit refused: %w", err)
+	case errors.Is(err, driver.ErrBadConn): // the driver sent nothing
+		return fmt.Errorf("mysql: commit not sent: %w", err)
+	}
+	return fmt.Errorf("mysql: %w: %v", remote.ErrUnknownOutcome, err)
+}
+
+// fits refuses a statement that would exceed the server's max_allowed_packet once the driver interpolates args
+// into q (a []byte as _binary'...' with some bytes escaped): the driver would instead prepare it on the server,
+// which refuses a multi-statement query with a puzzling syntax error.
+func (b *backend) fits(q string, args []any) error {
+	n := len(q) + 64
+	for _, a := range args {
+		v, ok := a.([]byte)
+		if !ok {
+			n += 20 // an integer
+			continue
+		}
+		n += len("_binary''") + len(v)
+		for _, c := range v {
+			switch c {
+			case 0, '\n', '\r', '\\', '\'', '"', 0x1a:
+				n++
+			}
+		}
+	}
+	if n >= b.maxPacket {
+		return fmt.Errorf("mysql: %w: a batch of about %d bytes of SQL, over the server's max_allowed_packet (%d)",
+			engine.ErrTooLarge, n, b.maxPacket)
+	}
+	return nil
+}
+
+// guard appends the statements that lock the checked keys in key order (absent ones through gap locks, so
+// nobody can insert them) and fail with error 1242 if one's version is not the checked stamp (0: absent). The
+// check reads after the locks are granted, so it sees the versions no one can change until COMMIT.
+func guard(q *strings.Builder, args []any, checks []remote.Check) []any {
+	if len(checks) == 0 {
+		return args
+	}
+	slots := make([]remote.Slot, len(checks))
+	for i, c := range checks {
+		slots[i] = c.Slot
+	}
+	q.WriteString("SELECT 1 FROM anykv_items WHERE ")
+	args = inSlots(q, args, slots)
+	q.WriteString(" ORDER BY tbl, k FOR UPDATE;" +
+		"SELECT (SELECT 1 FROM (SELECT 1 UNION ALL SELECT 2) AS two WHERE EXISTS (SELECT 1 FROM (")
+	for i, c := range checks {
+		if i > 0 {
+			q.WriteString(" UNION ALL ")
+		}
+		q.WriteString("SELECT ? AS tbl, ? AS k, ? AS ver")
+		args = append(args, []byte(c.Table), nonNil(c.Key), c.Stamp)
+	}
+	q.WriteString(") AS w LEFT JOIN anykv_items i ON i.tbl = w.tbl AND i.k = w.k " +
+		"WHERE COALESCE(i.version, 0) <> w.ver)) INTO @anykv_check;")
+	return args
+}
+
+// writes appends the statements (each ending in ";") carrying w, and their arguments.
+func writes(q *strings.Builder, args []any, w *remote.Writes) []any {
+	switch {
+	case w.FlushAll:
+		q.WriteString("DELETE FROM anykv_items;")
+	case len(w.Flush) > 0:
+		q.WriteString("DELETE FROM anykv_items WHERE tbl IN (")
+		for i, t := range w.Flush {
+			if i > 0 {
+				q.WriteString(",")
+			}
+			q.WriteString("?")
+			args = append(args, []byte(t))
+		}
+		q.WriteString(");")
+	}
+	if len(w.Delete) > 0 {
+		q.WriteString("DELETE FROM anykv_items WHERE ")
+		args = inSlots(q, args, w.Delete)
+		q.WriteString(";")
+	}
+	if len(w.Put) > 0 {
+		q.WriteString("INSERT INTO anykv_items (tbl, k, v, flags, expires, version) VALUES ")
+		for i, p := range w.Put {
+			if i > 0 {
+				q.WriteString(",")
+			}
+			q.WriteString("(?,?,?,?,?,?)")
+			args = append(args, []byte(p.Table), nonNil(p.Key), nonNil(p.Item.Value), remote.PackFlags(p.Item), p.Item.Expires, p.Item.Version)
+		}
+		q.WriteString(" ON DUPLICATE KEY UPDATE v = VALUES(v), flags = VALUES(flags), expires = VALUES(expires), " +
+			"version = VALUES(version);")
+	}
+	return args
+}
+
+const scanPage = 256
+
+// Scan implements engine.Scanner in pages of 256 keys through the primary key. Each page is one snapshot; a
+// write between pages may or may not be seen, as with a Redis SCAN.
+func (s *Store) Scan(ctx context.Context, table string, r engine.Range, now int64, fn func([]byte, engine.Item) bool) error {
+	if err := s.Open(); err != nil {
+		return err
+	}
+	return remote.ScanPages(r, scanPage, func(from []byte, incl bool) ([]remote.Entry, error) {
+		op := ">"
+		if incl {
+			op = ">="
+		}
+		q := itemCols + "tbl = ? AND k " + op + " ? AND (expires = 0 OR expires > ?)"
+		args := []any{[]byte(table), from, now}
+		if r.End != nil {
+			q += " AND k < ?"
+			args = append(args, r.End)
+		}
+		rows, err := s.b.db.QueryContext(ctx, q+" ORDER BY k LIMIT ?", append(args, scanPage)...)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		page, err := scanItems(rows)
+		out := make([]remote.Entry, len(page))
+		for i, p := range page {
+			out[i] = p.Entry
+		}
+		return out, err
+	}, fn)
+}
+
+// Tables implements engine.TableLister.
+func (s *Store) Tables(ctx context.Context) ([]string, error) {
+	if err := s.Open(); err != nil {
+		return nil, err
+	}
+	rows, err := s.b.db.QueryContext(ctx, `SELECT DISTINCT tbl FROM anykv_items ORDER BY tbl`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var t []byte
+		if err := rows.Scan(&t); err != nil {
+			return nil, err
+		}
+		names = append(names, string(t))
+	}
+	return names, rows.Err()
+}
+
+// Sweep implements engine.Sweeper: it deletes up to budget items expired at now, found through the expiry
+// index. The condition is judged on each row as it is deleted, so a row rewritten meanwhile is left alone.
+func (s *Store) Sweep(ctx context.Context, now int64, budget int) (int, error) {
+	if err := s.Open(); err != nil {
+		return 0, err
+	}
+	res, err := s.b.db.ExecContext(ctx, `DELETE FROM anykv_items WHERE expires <> 0 AND expires <= ? LIMIT ?`, now, budget)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}

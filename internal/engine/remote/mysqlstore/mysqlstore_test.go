@@ -1,0 +1,53 @@
+package mysqlstore
+
+import (
+	"database/sql"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"anykv/internal/engine"
+	"anykv/internal/engine/remote/remotetest"
+)
+
+var dbs atomic.Int64
+
+// sqlDB connects to url with database/sql, for statements a test runs itself.
+func sqlDB(t *testing.T, url string) *sql.DB {
+	t.Helper()
+	cfg, err := Config(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// freshDB creates an empty database on the server for one test and returns its URL.
+func freshDB(t *testing.T, server string) string {
+	t.Helper()
+	db := sqlDB(t, server)
+	name := fmt.Sprintf("t%d", dbs.Add(1))
+	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
+		t.Fatal(err)
+	}
+	return server[:strings.LastIndex(server, "/")+1] + name
+}
+
+func open(t *testing.T, url string) *Store {
+	return remotetest.Open(t, Open, url)
+}
+
+func TestMariaDB(t *testing.T) {
+	server := remotetest.Start(t, "mariadb")
+	fresh := func(t *testing.T) string { return freshDB(t, server) }
+	remotetest.Suite(t, fresh, Open, engine.CanScan|engine.CanTables|engine.CanSweep)
+	t.Run("CommitOutcomeUnknown", func(t *testing.T) { testCommitOutcomeUnknown(t, server) })
+	t.Run("RefusedCommitAppliesNothing", func(t *testing.T) { testRefusedCommitAppliesNothing(t, server) })
+	t.Run("LockWaitRetried", func(t *testing.T) { testLockWaitRetried(t, server) })
+}
