@@ -107,7 +107,7 @@ func Start(ctx context.Context, name string, o Options) (*Server, error) {
 	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		dir, err := os.MkdirTemp(o.BaseDir, name+"-")
+		dir, err := os.MkdirTemp(o.BaseDir, strings.ReplaceAll(name, "+", "_")+"-") // no + in paths: URLs (a socket in a query) read it as a space
 		if err != nil {
 			return nil, err
 		}
