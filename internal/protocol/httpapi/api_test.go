@@ -78,7 +78,6 @@ func TestMethodNotAllowed(t *testing.T) {
 		"DELETE /v1/tables/t/keys/k/incr": "",                       // deletes the key "k/incr"
 		"DELETE /v1/tables":               "GET, HEAD",
 		"PUT /healthz":                    "GET, HEAD",
-		"GET /put":                        "POST",
 		// net/http lists every method of the key pattern, POST included (for .../incr).
 		"PATCH /v1/tables/t/keys/k": "DELETE, GET, HEAD, POST, PUT",
 		// net/http also offers the methods of ".../keys/" (the empty key), to which it would redirect.
@@ -97,6 +96,46 @@ func TestMethodNotAllowed(t *testing.T) {
 		if got := rec.Header().Get("Allow"); got != allow {
 			t.Errorf("%s: Allow %q, want %q", req, got, allow)
 		}
+	}
+}
+
+// TestCompatPathsAnswerTheirOwnShape: a method an Active Cloud DB path does not serve gets 405 in that API's
+// error shape, {"error": "..."}, with its Allow header.
+func TestCompatPathsAnswerTheirOwnShape(t *testing.T) {
+	f := newFixture(t, Options{}, kv.Limits{})
+	rec := f.do("GET", "/put", "")
+	body := decodeJSON[map[string]any](t, rec)
+	if msg, ok := body["error"].(string); rec.Code != http.StatusMethodNotAllowed || !ok || !strings.Contains(msg, "not allowed") ||
+		rec.Header().Get("Allow") != "POST" {
+		t.Fatalf("GET /put: %d %v, Allow %q", rec.Code, body, rec.Header().Get("Allow"))
+	}
+}
+
+// TestUnknownQueryParameters: a /v1 route refuses a parameter openapi.json does not list for it, naming the
+// ones it takes; the parameters it lists pass.
+func TestUnknownQueryParameters(t *testing.T) {
+	f := newFixture(t, Options{}, kv.Limits{})
+	f.set("t", "k", "v", 0, 0)
+	for target, want := range map[string]string{
+		"/v1/tables/t/keys?bogus=1":   "cursor, encoding, end, limit, prefix, start, values",
+		"/v1/tables/t/keys/k?limit=5": "takes none",
+		"/v1/tables/t/count?cursor=x": "end, prefix, start",
+		"/healthz?verbose=1":          "takes none",
+		"/v1/tables/t/keys?limt=5":    "limt",
+	} {
+		rec := f.do("GET", target, "")
+		wantError(t, rec, http.StatusBadRequest, "bad_request")
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("%s: %s, want it to mention %q", target, rec.Body.String(), want)
+		}
+	}
+	for _, target := range []string{"/v1/tables/t/keys?prefix=k&limit=5", "/v1/tables/t/count?prefix=k", "/v1/tables/t/keys/k"} {
+		if rec := f.do("GET", target, ""); rec.Code != http.StatusOK {
+			t.Errorf("%s: %d %s", target, rec.Code, rec.Body.String())
+		}
+	}
+	if rec := f.do("PUT", "/v1/tables/t/keys/k?ttl=10&flags=3", "v"); rec.Code >= 300 {
+		t.Errorf("PUT with ttl and flags: %d %s", rec.Code, rec.Body.String())
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -108,6 +107,18 @@ func routes() []route {
 	}
 }
 
+// compatPaths are the paths of the Active Cloud DB routes, whose errors keep that API's shape, also for a method
+// the path does not serve.
+var compatPaths = func() map[string]bool {
+	m := map[string]bool{}
+	for _, rt := range routes() {
+		if rt.compat {
+			m[rt.pattern] = true
+		}
+	}
+	return m
+}()
+
 // openapiPath is the route's path as openapi.json spells it.
 func (rt route) openapiPath() string {
 	if rt.spec != "" {
@@ -155,7 +166,11 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				r.Method+" is not allowed here; allowed: "+rw.Header().Get("Allow"))
 		}
 		rw.status = 0
-		writeError(rw, err)
+		if compatPaths[r.URL.Path] { // an Active Cloud DB path answers in that API's shape
+			writeCompatError(rw, err)
+		} else {
+			writeError(rw, err)
+		}
 	}
 	a.unknown.Observe(time.Since(start), rw.status >= 400 && rw.status != http.StatusNotFound)
 }
@@ -178,7 +193,7 @@ func (a *api) wrap(rt route) http.Handler {
 		if !rt.open && !a.authorized(r) {
 			rw.Header().Set("WWW-Authenticate", `Bearer realm="anykv"`)
 			err = errUnauthorized
-		} else if err = singleParams(r, rt.compat); err == nil {
+		} else if err = checkParams(r, rt); err == nil {
 			err = rt.h(a, rw, r)
 		}
 		if err != nil {
@@ -203,25 +218,6 @@ func level(gone bool, l slog.Level) slog.Level {
 		return slog.LevelDebug
 	}
 	return l
-}
-
-// singleParams rejects, on the /v1 routes, a query string that does not parse (r.URL.Query would silently drop
-// the malformed parameter, say a cursor, and answer the first page) and one that repeats a parameter, since each
-// has a single value: silently taking the first of two would hide a client's mistake.
-func singleParams(r *http.Request, compat bool) error {
-	if compat {
-		return nil
-	}
-	q, err := url.ParseQuery(r.URL.RawQuery)
-	if err != nil {
-		return badRequest("malformed query string: %v", err)
-	}
-	for name, vs := range q {
-		if len(vs) > 1 {
-			return badRequest("query parameter %q given %d times", name, len(vs))
-		}
-	}
-	return nil
 }
 
 // failed tells whether a status counts as an error in metrics: client and server errors, but not a plain miss
