@@ -20,6 +20,7 @@ Usage:
   anykv serve [flags]     run the server (anykv serve --help lists every flag)
   anykv bench [flags]     run the datastore evaluation harness (anykv bench --help)
   anykv backup DEST       have a running server write a consistent copy of its data into DEST
+  anykv cluster up|down   a local etcd cluster for anykv front ends (anykv cluster for help)
   anykv version           print the version
 
 Every flag can also be set by an environment variable: --fsync always is ANYKV_FSYNC=always.
@@ -43,6 +44,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return benchMain(ctx, args[1:], stdout, stderr)
 	case "backup":
 		return backupMain(ctx, args[1:], stdout, stderr)
+	case "cluster":
+		return clusterMain(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "anykv", version)
 		return 0

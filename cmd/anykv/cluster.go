@@ -1,0 +1,63 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+
+	"anykv/internal/cluster"
+)
+
+// clusterMain is `anykv cluster up|down|status`: a local cluster of a distributed datastore for anykv front ends
+// to serve (internal/cluster).
+func clusterMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, clusterUsage)
+		return 2
+	}
+	fs := flag.NewFlagSet("anykv cluster "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("dir", "anykv-cluster", "directory of the cluster's data, logs and state")
+	engine := fs.String("engine", "etcd", "datastore: etcd")
+	nodes := fs.Int("nodes", 3, "number of members")
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	switch args[0] {
+	case "up":
+		st, err := cluster.Up(*engine, *nodes, *dir)
+		if err != nil {
+			fmt.Fprintln(stderr, "anykv cluster up:", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "%s cluster of %d members up in %s\nserve it with: anykv serve --engine %s\nstop it with:  anykv cluster down --dir %s\n",
+			st.Engine, len(st.Members), *dir, st.URL, *dir)
+		return 0
+	case "down":
+		if err := cluster.Down(*dir); err != nil {
+			fmt.Fprintln(stderr, "anykv cluster down:", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "cluster in %s stopped and removed\n", *dir)
+		return 0
+	case "status":
+		st, err := cluster.Load(*dir)
+		if err != nil {
+			fmt.Fprintln(stderr, "anykv cluster status:", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "%s cluster, --engine %s\n", st.Engine, st.URL)
+		for _, m := range st.Members {
+			fmt.Fprintf(stdout, "  %s pid %d at %s (%s)\n", m.Name, m.Pid, m.Addr, cluster.Running(m.Pid))
+		}
+		return 0
+	}
+	fmt.Fprint(stderr, clusterUsage)
+	return 2
+}
+
+const clusterUsage = `Usage:
+  anykv cluster up [--engine etcd] [--nodes 3] [--dir anykv-cluster]   start a local cluster on 127.0.0.1
+  anykv cluster status [--dir anykv-cluster]                          its members and the --engine URL
+  anykv cluster down [--dir anykv-cluster]                            stop it and remove its data
+`

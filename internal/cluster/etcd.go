@@ -1,0 +1,70 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// upEtcd starts an etcd cluster of n members (Raft: it stays available while a majority runs) and waits until
+// it has a leader and answers a linearizable read.
+func upEtcd(n int, dir string) (*State, error) {
+	bin, err := exec.LookPath("etcd")
+	if err != nil {
+		return nil, fmt.Errorf("etcd %w: install Debian package etcd-server", errNotInstalled)
+	}
+	ports, err := freePorts(2 * n)
+	if err != nil {
+		return nil, err
+	}
+	st := &State{Engine: "etcd", Bin: bin}
+	var initial, clients []string
+	for i := range n {
+		initial = append(initial, fmt.Sprintf("m%d=http://127.0.0.1:%d", i+1, ports[2*i+1]))
+		clients = append(clients, fmt.Sprintf("127.0.0.1:%d", ports[2*i]))
+	}
+	for i := range n {
+		name := fmt.Sprintf("m%d", i+1)
+		client, peer := "http://"+clients[i], fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1])
+		args := []string{"--name", name, "--data-dir", filepath.Join(dir, name),
+			"--listen-client-urls", client, "--advertise-client-urls", client,
+			"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
+			"--initial-cluster-token", filepath.Base(dir), "--log-level", "warn"}
+		log := filepath.Join(dir, name+".log")
+		pid, err := spawn(bin, args, log)
+		if err != nil {
+			return st, err
+		}
+		st.Members = append(st.Members, Member{Name: name, Pid: pid, Addr: clients[i], Args: args, Log: log})
+	}
+	st.URL = "etcd://" + strings.Join(clients, ",")
+	return st, waitEtcd(clients, 60*time.Second)
+}
+
+// waitEtcd waits until the cluster answers a linearizable read (which needs a leader and a quorum).
+func waitEtcd(endpoints []string, timeout time.Duration) error {
+	c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 2 * time.Second})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	deadline := time.Now().Add(timeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := c.Get(ctx, "anykv-cluster-probe")
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("etcd cluster not ready after %s: %w", timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
