@@ -71,6 +71,11 @@ type Options struct {
 	FS vfs.FS
 	// Logger receives Pebble's messages and background errors; nil means slog.Default().
 	Logger *slog.Logger
+	// MinFreeSpace is the free-space reserve below which writes are refused (space.go); the zero value keeps
+	// none, and a full disk then blocks writes until space returns.
+	MinFreeSpace MinFree
+
+	spacePoll time.Duration // the free-space poller's period; 0 means defaultSpacePoll (tests shorten it)
 }
 
 // Store is the Pebble engine. Create it with Open; all methods are safe for concurrent use.
@@ -87,6 +92,8 @@ type Store struct {
 	inflight atomic.Pointer[group]
 	// failed is the sticky error of a failed commit: the store then refuses further writes.
 	failed atomic.Pointer[error]
+	// space refuses writes while the disk is (nearly) full, without making it sticky (space.go).
+	space *space
 
 	// active counts operations in progress; closing turns new ones away. Close waits for active to reach zero
 	// before it stops the writer and closes Pebble, so no operation ever touches a closed DB (Pebble panics).
@@ -161,9 +168,13 @@ func Open(opts Options) (*Store, error) {
 	}
 	cache := pebble.NewCache(opts.CacheBytes)
 	defer cache.Unref() // the DB holds its own reference
+	var err error
+	if s.space, err = openSpace(opts, log); err != nil {
+		return nil, err
+	}
 	po := &pebble.Options{
 		Cache:                       cache,
-		FS:                          opts.FS,
+		FS:                          spaceFS{opts.FS, s.space},
 		FormatMajorVersion:          pebble.FormatValueSeparation, // newest format of pebble v2.1; explicit on purpose
 		MemTableSize:                memTableSize,
 		MemTableStopWritesThreshold: 4,
@@ -172,7 +183,7 @@ func Open(opts Options) (*Store, error) {
 		FlushDelayDeleteRange: 10 * time.Second,
 		Logger:                pebbleLogger{log},
 		EventListener: &pebble.EventListener{
-			BackgroundError: func(err error) { log.Error("pebble background error", "err", err) },
+			BackgroundError: func(err error) { s.space.backgroundError(err) },
 			WriteStallBegin: func(info pebble.WriteStallBeginInfo) { log.Warn("pebble write stall", "reason", info.Reason) },
 			WriteStallEnd:   func() { log.Info("pebble write stall ended") },
 			DataCorruption: func(info pebble.DataCorruptionInfo) {
@@ -180,6 +191,10 @@ func Open(opts Options) (*Store, error) {
 			},
 			FlushEnd: s.flushEnded,
 		},
+	}
+	if opts.FS == nil {
+		po.FS = spaceFS{vfs.Default, s.space}
+		po.WithFSDefaults() // Pebble's disk health checks, as with the default file system
 	}
 	for i := range po.Levels {
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
@@ -196,6 +211,7 @@ func Open(opts Options) (*Store, error) {
 	s.db = db
 	s.version.Store(version)
 	go newWriter(s, version).run()
+	s.space.start()
 	if opts.Sync == SyncInterval {
 		s.tickerStop, s.tickerDone = make(chan struct{}), make(chan struct{})
 		go s.syncLoop()
@@ -321,6 +337,9 @@ func (s *Store) submit(ctx context.Context, r *request) error {
 	if p := s.failed.Load(); p != nil {
 		return *p
 	}
+	if s.space.full.Load() {
+		return s.space.refuse()
+	}
 	select {
 	case s.queue <- r:
 	case <-ctx.Done():
@@ -381,6 +400,7 @@ func (s *Store) Close() error {
 		close(s.tickerStop)
 		<-s.tickerDone
 	}
+	s.space.close()
 	var err error
 	if s.failed.Load() == nil && s.opts.Sync != SyncAlways {
 		err = s.syncWAL()

@@ -280,10 +280,14 @@ func (a *api) healthz(w http.ResponseWriter, r *http.Request) error {
 	if err := a.store.Health(r.Context()); err != nil {
 		return unavailable(err)
 	}
-	if !a.authorized(r) { // a probe without the password learns only that the server is up
-		return writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	status := "ok"
+	if a.store.Stats().Engine["disk_full"] == 1 { // reads are served, writes refused until space is freed
+		status = "read_only"
 	}
-	return writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": a.opts.Version})
+	if !a.authorized(r) { // a probe without the password learns only that the server is up
+		return writeJSON(w, http.StatusOK, map[string]string{"status": status})
+	}
+	return writeJSON(w, http.StatusOK, map[string]string{"status": status, "version": a.opts.Version})
 }
 
 func (a *api) serveMetrics(w http.ResponseWriter, r *http.Request) error {
