@@ -160,7 +160,7 @@ func openEngine(c *config, log *slog.Logger) (engine.Engine, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--min-free-space: %w", err)
 		}
-		ps, err := pebblestore.Open(pebblestore.Options{Dir: c.dir, Sync: mode, CacheBytes: c.cacheBytes, Logger: log,
+		ps, err := pebblestore.OpenServing(pebblestore.Options{Dir: c.dir, Sync: mode, CacheBytes: c.cacheBytes, Logger: log,
 			MinFreeSpace: minFree})
 		switch {
 		case err != nil:

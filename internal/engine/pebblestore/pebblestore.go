@@ -199,7 +199,15 @@ func Open(opts Options) (*Store, error) {
 	for i := range po.Levels {
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
 	}
+	// On a full disk Pebble's Open would wait for space to flush the memtables it recovers: open read-only.
+	po.ReadOnly = s.space.startReadOnly()
 	db, err := pebble.Open(opts.Dir, po)
+	if err != nil && po.ReadOnly { // a new store: nothing to read, and little to write (the ballast's room)
+		s.space.readOnly.Store(false)
+		s.space.dropBallast("a new store on a full disk")
+		po.ReadOnly = false
+		db, err = pebble.Open(opts.Dir, po)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("pebblestore: open %s: %w", opts.Dir, err)
 	}
@@ -402,7 +410,7 @@ func (s *Store) Close() error {
 	}
 	s.space.close()
 	var err error
-	if s.failed.Load() == nil && s.opts.Sync != SyncAlways {
+	if s.failed.Load() == nil && s.opts.Sync != SyncAlways && !s.space.readOnly.Load() {
 		err = s.syncWAL()
 	}
 	if cerr := s.db.Close(); err == nil && cerr != nil {

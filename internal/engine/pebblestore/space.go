@@ -115,6 +115,7 @@ type space struct {
 	pending  atomic.Int64 // bytes admitted since the last measure
 	full     atomic.Bool  // writes are refused until a measure finds the reserve free again
 	armed    atomic.Bool  // Open returned: a WAL or MANIFEST write waits for space rather than fail
+	readOnly atomic.Bool  // Pebble is open read-only (opened on a full disk): writes stay refused
 
 	mu      sync.Mutex // serialises measures and ballast work
 	ballast string
@@ -156,16 +157,24 @@ func (sp *space) start() {
 	go sp.run()
 }
 
-// prepareOpen measures the disk before Pebble opens; on a disk too full for Pebble to write its first files it
-// removes the ballast, so the store opens (refusing writes) instead of failing, and otherwise writes it.
+// prepareOpen measures the disk before Pebble opens and writes the ballast if it is missing and fits.
 func (sp *space) prepareOpen() {
 	sp.measure()
-	if sp.measured.Load() && sp.avail.Load() < maxBallast {
-		sp.dropBallast("the disk is too full to open the store")
-	} else {
-		sp.restoreBallast()
-	}
+	sp.restoreBallast()
 }
+
+// startReadOnly reports whether Pebble must open read-only: the disk's free space is below the reserve.
+func (sp *space) startReadOnly() bool {
+	if sp.measured.Load() && sp.avail.Load() < sp.reserve.Load() {
+		sp.readOnly.Store(true)
+		sp.log.Warn("disk full: opening the store read-only; reads are served, writes refused until space is freed")
+		return true
+	}
+	return false
+}
+
+// roomy reports whether the last measure found free space above the reserve.
+func (sp *space) roomy() bool { return sp.measured.Load() && sp.avail.Load() >= sp.reserve.Load() }
 
 // run is the poller: it measures free space every period and restores the ballast once there is room.
 func (sp *space) run() {
@@ -207,7 +216,7 @@ func (sp *space) measure() {
 	avail, reserve := int64(min(u.AvailBytes, math.MaxInt64)), sp.min.of(u.TotalBytes)
 	sp.avail.Store(avail)
 	sp.reserve.Store(reserve)
-	if avail < reserve {
+	if avail < reserve || sp.readOnly.Load() {
 		if !sp.full.Swap(true) {
 			sp.log.Warn("disk full: free space is below --min-free-space; writes are refused, reads still work",
 				"free_bytes", avail, "min_free_bytes", reserve)

@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"anykv/internal/engine"
+	"anykv/internal/engine/enginetest"
 )
 
 // limitFS is an in-memory file system of a fixed capacity: writes past it fail with ENOSPC (after writing what
@@ -293,29 +294,80 @@ func TestENOSPCRemovesBallastThenWaits(t *testing.T) {
 	checkAcked(t, openLimited(t, fs, 8<<20, 10*time.Millisecond), acked)
 }
 
-// TestOpenOnFullDisk: a store opens on a disk with no free byte (the ballast makes room for Pebble's first
-// files), serves reads, refuses writes with ErrNoSpace, and accepts them once space is freed.
+// TestOpenOnFullDisk: a store opens on a disk with no free byte, read-only (a writable Open would wait for
+// space to flush the memtable it recovers), serves reads and refuses writes with ErrNoSpace; Serving reopens it
+// writable once space is freed, while readers keep reading without an error.
 func TestOpenOnFullDisk(t *testing.T) {
 	fs := newLimitFS(64 << 20)
 	s := openLimited(t, fs, 8<<20, 10*time.Millisecond)
-	mustApply(t, s, set("t", "a", "1"), set("t", "b", "2"))
+	acked := map[string]string{}
+	for i := 0; i < 100; i++ {
+		k := fmt.Sprintf("k%d", i)
+		mustApply(t, s, set("t", k, k))
+		acked[k] = k
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	fs.fill()
-	s = openLimited(t, fs, 8<<20, 10*time.Millisecond)
-	if st := s.Stats(); st["disk_full"] != 1 {
-		t.Fatalf("opened on a full disk, stats: %v", st)
+	v, err := OpenServing(Options{Dir: "/db", FS: fs, CacheBytes: 8 << 20, Logger: quiet,
+		MinFreeSpace: MinFree{Bytes: 8 << 20}, spacePoll: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("OpenServing on a full disk: %v", err)
 	}
-	checkAcked(t, s, map[string]string{"a": "1", "b": "2"})
-	if _, err := s.Apply(ctx, &engine.Batch{Now: now, Muts: []engine.Mutation{set("t", "c", "3")}}); !errors.Is(err, engine.ErrNoSpace) {
+	t.Cleanup(func() { _ = v.Close() })
+	if st := v.Stats(); st["disk_full"] != 1 || !v.cur.Load().space.readOnly.Load() {
+		t.Fatalf("opened on a full disk, read-only %v, stats: %v", v.cur.Load().space.readOnly.Load(), st)
+	}
+	for k, val := range acked {
+		if it, err := v.Get(ctx, "t", []byte(k), now); err != nil || string(it.Value) != val {
+			t.Fatalf("read on a full disk: %s: %q, %v", k, it.Value, err)
+		}
+	}
+	if _, err := v.Apply(ctx, &engine.Batch{Now: now, Muts: []engine.Mutation{set("t", "c", "3")}}); !errors.Is(err, engine.ErrNoSpace) {
 		t.Fatalf("a write on a full disk: %v, want ErrNoSpace", err)
 	}
+	readErr := make(chan error, 1)
+	stop := make(chan struct{})
+	go func() { // reads through the swap never fail
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				readErr <- nil
+				return
+			default:
+			}
+			k := fmt.Sprintf("k%d", i%100)
+			if it, err := v.Get(ctx, "t", []byte(k), now); err != nil || string(it.Value) != k {
+				readErr <- fmt.Errorf("read during the swap: %s: %q, %w", k, it.Value, err)
+				return
+			}
+		}
+	}()
 	fs.take(-1 << 62)
 	waitFor(t, func() bool {
-		_, err := s.Apply(ctx, &engine.Batch{Now: now, Muts: []engine.Mutation{set("t", "c", "3")}})
+		_, err := v.Apply(ctx, &engine.Batch{Now: now, Muts: []engine.Mutation{set("t", "c", "3")}})
 		return err == nil
 	})
+	close(stop)
+	if err := <-readErr; err != nil {
+		t.Fatal(err)
+	}
+	acked["c"] = "3"
+	if st := v.Stats(); st["disk_full"] != 0 {
+		t.Fatalf("writable again, stats: %v", st)
+	}
 	waitFor(t, func() bool { _, err := fs.Stat("/db/" + ballastName); return err == nil })
-	checkAcked(t, s, map[string]string{"a": "1", "b": "2", "c": "3"})
+	checkAcked(t, v.cur.Load(), acked)
+}
+
+// TestServingConformance: Serving forwards every ability of the store.
+func TestServingConformance(t *testing.T) {
+	enginetest.Run(t, func(t *testing.T) engine.Engine {
+		v, err := OpenServing(Options{Dir: "/db", FS: vfs.NewMem(), CacheBytes: 8 << 20, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}, engine.AllAbilities)
 }

@@ -187,7 +187,8 @@ func (a *api) wrap(rt route) http.Handler {
 			if rw.status != 0 { // the reply had begun: nothing more can be said
 				a.log.Log(r.Context(), level(gone, slog.LevelWarn), "http: error after the reply began", "path", r.URL.Path, "err", err)
 			} else {
-				if status, _, _ := classify(err); status >= 500 {
+				// A refusal for a full disk is the store's state, logged by the store once, not per request.
+				if status, _, _ := classify(err); status >= 500 && status != http.StatusInsufficientStorage {
 					a.log.Log(r.Context(), level(gone, slog.LevelError), "http: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 				}
 				write(rw, err)

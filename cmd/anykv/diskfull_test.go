@@ -1,0 +1,347 @@
+package main
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"anykv/internal/servertest"
+)
+
+// mountSmallFS mounts a tmpfs of size bytes on a fresh directory and unmounts it when the test ends. Without the
+// right to mount (not root) the test is skipped with that reason: the same steps then run only in-process, on
+// pebblestore's injected-error file system (internal/engine/pebblestore/space_test.go).
+func mountSmallFS(t *testing.T, size string) string {
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a %s tmpfs (%v: %s): the disk-full path runs only in pebblestore's tests, on an injected-error file system", size, err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	t.Logf("running on a real %s tmpfs at %s", size, dir)
+	return dir
+}
+
+// freeBytes is the free space of the file system holding dir.
+func freeBytes(t *testing.T, dir string) int64 {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	return int64(st.Bavail) * st.Bsize
+}
+
+// fillFile writes up to n bytes to path (n < 0: until the file system is full) and reports how many it wrote.
+func fillFile(t *testing.T, path string, n int64) int64 {
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	var wrote int64
+	for n < 0 || wrote < n {
+		chunk := buf
+		if n >= 0 {
+			chunk = buf[:min(int64(len(buf)), n-wrote)]
+		}
+		m, err := f.Write(chunk)
+		wrote += int64(m)
+		if errors.Is(err, syscall.ENOSPC) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return wrote
+}
+
+// protoClient writes and reads one key at a time over RESP, memcached or HTTP, and words a refusal as the
+// protocol does.
+type protoClient struct {
+	t    *testing.T
+	name string
+	s    *servertest.Server
+	mc   *bufio.ReadWriter
+	conn net.Conn
+	rc   *goredis.Client
+}
+
+func (p *protoClient) resp() *goredis.Client {
+	if p.rc == nil {
+		p.rc = client(p.t, p.s.RESP)
+	}
+	return p.rc
+}
+
+func (p *protoClient) memcache() *bufio.ReadWriter {
+	if p.mc == nil {
+		c, err := net.DialTimeout("tcp", p.s.Memcache, 5*time.Second)
+		if err != nil {
+			p.t.Fatal(err)
+		}
+		p.t.Cleanup(func() { c.Close() })
+		p.conn, p.mc = c, bufio.NewReadWriter(bufio.NewReader(c), bufio.NewWriter(c))
+	}
+	p.conn.SetDeadline(time.Now().Add(10 * time.Second))
+	return p.mc
+}
+
+// reconnect forgets the connections (after a restart).
+func (p *protoClient) reconnect() { p.mc, p.rc = nil, nil }
+
+// set writes key and returns "" when acknowledged, else the protocol's error text.
+func (p *protoClient) set(key, val string) string {
+	switch p.name {
+	case "resp":
+		if err := p.resp().Set(ctx, key, val, 0).Err(); err != nil {
+			return err.Error()
+		}
+		return ""
+	case "memcache":
+		rw := p.memcache()
+		fmt.Fprintf(rw, "set %s 0 0 %d\r\n%s\r\n", key, len(val), val)
+		rw.Flush()
+		l, err := rw.ReadString('\n')
+		if err != nil {
+			p.t.Fatalf("memcached set: %v", err)
+		}
+		if l = strings.TrimRight(l, "\r\n"); l == "STORED" {
+			return ""
+		}
+		return l
+	}
+	status, body := p.http("PUT", key, val)
+	if status == http.StatusOK || status == http.StatusNoContent || status == http.StatusCreated {
+		return ""
+	}
+	var e struct {
+		Error struct{ Code, Message string }
+	}
+	json.Unmarshal([]byte(body), &e)
+	return fmt.Sprintf("%d %s", status, e.Error.Code)
+}
+
+// get reads key's value.
+func (p *protoClient) get(key string) string {
+	switch p.name {
+	case "resp":
+		v, err := p.resp().Get(ctx, key).Result()
+		if err != nil {
+			p.t.Fatalf("GET %s: %v", key, err)
+		}
+		return v
+	case "memcache":
+		rw := p.memcache()
+		fmt.Fprintf(rw, "get %s\r\n", key)
+		rw.Flush()
+		var flags, n int
+		l, _ := rw.ReadString('\n')
+		if _, err := fmt.Sscanf(l, "VALUE "+key+" %d %d", &flags, &n); err != nil {
+			p.t.Fatalf("memcached get %s: %q", key, l)
+		}
+		v := make([]byte, n+2)
+		io.ReadFull(rw, v)
+		if l, _ := rw.ReadString('\n'); l != "END\r\n" {
+			p.t.Fatalf("memcached get %s: %q after the value", key, l)
+		}
+		return string(v[:n])
+	}
+	status, body := p.http("GET", key, "")
+	if status != http.StatusOK {
+		p.t.Fatalf("HTTP GET %s: %d %s", key, status, body)
+	}
+	return body
+}
+
+func (p *protoClient) http(method, key, body string) (int, string) {
+	req, _ := http.NewRequest(method, "http://"+p.s.HTTP+"/v1/tables/default/keys/"+key, strings.NewReader(body))
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		p.t.Fatalf("HTTP %s %s: %v", method, key, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// refusals are the exact errors each protocol answers a write with while the disk is full.
+var refusals = map[string]string{
+	"resp":     "MISCONF disk is full (free space below --min-free-space): writes are refused until space is freed; reads still work",
+	"memcache": "SERVER_ERROR out of space",
+	"http":     "507 insufficient_storage",
+}
+
+// TestDiskFull runs the real binary on a 64 MiB tmpfs: writes over RESP, memcached and HTTP fill it until the
+// free-space reserve refuses them with each protocol's error while reads go on; deleting a file lets writes in
+// again without a restart; a disk filled to the last byte by another program neither crashes the server nor
+// keeps it from restarting, read-only, serving reads; freeing space makes it writable again. Every
+// acknowledged write is read back at each step.
+func TestDiskFull(t *testing.T) {
+	mnt := mountSmallFS(t, "64m")
+	s := servertest.Start(t, servertest.Options{Dir: filepath.Join(mnt, "data"), Memcache: true, HTTP: true,
+		Args: []string{"--min-free-space", "8MiB", "--read-cache", "0"}})
+	protos := []*protoClient{{t: t, name: "resp", s: s}, {t: t, name: "memcache", s: s}, {t: t, name: "http", s: s}}
+	acked := map[string]string{}
+	checkAll := func(step string) {
+		t.Helper()
+		i := 0
+		for k, v := range acked {
+			p := protos[i%3] // every key over one protocol, each protocol in turn
+			if got := p.get(k); got != v {
+				t.Fatalf("%s: acknowledged %s over %s: got %d bytes, want %d", step, k, p.name, len(got), len(v))
+			}
+			i++
+		}
+	}
+	value := func() string {
+		b := make([]byte, 16<<10) // incompressible: hex of random bytes
+		rand.Read(b)
+		return hex.EncodeToString(b)
+	}
+	// writeUntilRefused writes over each protocol in turn until every protocol has answered its refusal.
+	n := 0
+	writeUntilRefused := func(step string) {
+		t.Helper()
+		seen := map[string]bool{}
+		for deadline := time.Now().Add(60 * time.Second); len(seen) < 3; n++ {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: after %d writes, refusals seen only on %v", step, n, seen)
+			}
+			p := protos[n%3]
+			k, v := fmt.Sprintf("%s-%d", p.name, n), value()
+			switch msg := p.set(k, v); msg {
+			case "":
+				acked[k] = v
+			case refusals[p.name]:
+				seen[p.name] = true
+			default:
+				t.Fatalf("%s: %s write refused with %q, want %q", step, p.name, msg, refusals[p.name])
+			}
+		}
+	}
+	// writeAccepted waits until a write is accepted again over each protocol.
+	writeAccepted := func(step string) {
+		t.Helper()
+		for _, p := range protos {
+			for deadline := time.Now().Add(20 * time.Second); ; n++ {
+				k, v := fmt.Sprintf("%s-%d", p.name, n), "back"
+				msg := p.set(k, v)
+				if msg == "" {
+					acked[k] = v
+					break
+				}
+				if msg != refusals[p.name] || time.Now().After(deadline) {
+					t.Fatalf("%s: %s write: %q", step, p.name, msg)
+				}
+				time.Sleep(50 * time.Millisecond) // the server measures free space every second
+			}
+		}
+	}
+	info := func() string {
+		v, err := client(t, s.RESP).Info(ctx, "persistence").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+
+	// 1. Fill the disk through the three protocols, leaving 24 MiB above the reserve for them.
+	filler := filepath.Join(mnt, "filler")
+	fillFile(t, filler, freeBytes(t, mnt)-(8+24)<<20)
+	writeUntilRefused("filling")
+	t.Logf("%d writes acknowledged before the reserve refused them; free: %d bytes", len(acked), freeBytes(t, mnt))
+	if !strings.Contains(info(), "engine_disk_min_free_bytes:8388608") {
+		t.Fatalf("INFO persistence lacks the reserve:\n%s", info())
+	}
+	checkAll("disk full, reads")
+
+	// 2. Free space: writes are accepted again by the same process.
+	pid := s.PID()
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	writeAccepted("after freeing space")
+	if s.PID() != pid {
+		t.Fatal("the server restarted")
+	}
+	checkAll("after freeing space")
+
+	// 3. Another program fills the disk to the last byte: writes are refused (or, if one raced the measure, are
+	// taken with the ballast's space); the server stays up.
+	fillFile(t, filler, -1)
+	writeUntilRefused("disk filled by another program")
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(info(), "engine_disk_full:1"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("INFO does not say the disk is full:\n%s", info())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	checkAll("disk filled by another program")
+	for _, l := range strings.Split(info(), "\r\n") {
+		if strings.HasPrefix(l, "engine_disk_") {
+			t.Log(l) // shows whether a write raced the reserve into ENOSPC and took the ballast's space
+		}
+	}
+
+	// 4. Restart on the full disk: the server starts, says it is read-only, serves reads and refuses writes.
+	if code := s.Stop(); code != 0 {
+		t.Fatalf("SIGTERM on a full disk: exit %d\n%s", code, s.Output())
+	}
+	t.Logf("free before the restart: %d bytes", freeBytes(t, mnt))
+	s.Restart()
+	for _, p := range protos {
+		p.reconnect()
+	}
+	if !strings.Contains(s.Output(), "disk full") {
+		t.Fatalf("the log does not say the disk is full:\n%s", s.Output())
+	}
+	if !strings.Contains(info(), "engine_disk_full:1") {
+		t.Fatalf("INFO after a restart on a full disk:\n%s", info())
+	}
+	if resp, err := http.Get("http://" + s.HTTP + "/healthz"); err != nil {
+		t.Fatal(err)
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"read_only"`) {
+			t.Fatalf("healthz on a full disk: %d %s", resp.StatusCode, b)
+		}
+	}
+	checkAll("restarted on a full disk")
+	writeUntilRefused("restarted on a full disk")
+
+	// 5. Space returns: writable without a restart, and everything acknowledged is there.
+	pid = s.PID()
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	writeAccepted("space returned after the restart")
+	if s.PID() != pid {
+		t.Fatal("the server restarted")
+	}
+	checkAll("the end")
+	if out := s.Output(); strings.Contains(out, "panic:") || strings.Contains(out, "pebble fatal") {
+		t.Fatalf("the server's log shows a panic or fatal error:\n%s", out)
+	}
+	t.Logf("%d acknowledged writes read back", len(acked))
+}
