@@ -242,6 +242,28 @@ func TestReserveRefusesWritesAndRecovers(t *testing.T) {
 	checkAcked(t, openLimited(t, fs, 8<<20, 10*time.Millisecond), acked)
 }
 
+// TestAdmitCountsRequestBytes: with no poll to help, the writer refuses a batch whose bytes would take free
+// space below the reserve before it reaches Pebble (no ENOSPC), and still admits a small one.
+func TestAdmitCountsRequestBytes(t *testing.T) {
+	fs := newLimitFS(64 << 20)
+	s := openLimited(t, fs, 8<<20, time.Hour)
+	big := strings.Repeat("x", 6<<20)
+	var muts []engine.Mutation
+	for i := 0; i < 10; i++ { // 60 MiB: more than the ~52 MiB above the reserve
+		muts = append(muts, set("t", fmt.Sprintf("big%d", i), big))
+	}
+	if _, err := s.Apply(ctx, &engine.Batch{Now: now, Muts: muts}); !errors.Is(err, engine.ErrNoSpace) {
+		t.Fatalf("a 60 MiB batch with ~52 MiB above the reserve: %v, want ErrNoSpace", err)
+	}
+	mustApply(t, s, set("t", "small", "ok"))
+	if st := s.Stats(); st["disk_enospc_errors"] != 0 || st["disk_full"] != 0 || st["disk_writes_refused"] != 1 {
+		t.Fatalf("stats: %v", st)
+	}
+	if _, err := s.Get(ctx, "t", []byte("big0"), now); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("the refused batch left big0: %v", err)
+	}
+}
+
 // TestENOSPCRemovesBallastThenWaits: a write that meets ENOSPC although the reserve admitted it (another program
 // filled the disk since the last measure) first gets the ballast's space and succeeds, turning writes off; on a
 // second such race, with no ballast left, the WAL write waits for space instead of making Pebble fail, while
