@@ -257,6 +257,21 @@ func TestDiskFull(t *testing.T) {
 			}
 		}
 	}
+	filler := filepath.Join(mnt, "filler")
+	// freeSpace deletes the filler and requires writes accepted again by the same process, and every
+	// acknowledged key.
+	freeSpace := func(step string) {
+		t.Helper()
+		pid := s.PID()
+		if err := os.Remove(filler); err != nil {
+			t.Fatal(err)
+		}
+		writeAccepted(step)
+		if s.PID() != pid {
+			t.Fatalf("%s: the server restarted", step)
+		}
+		checkAll(step)
+	}
 	info := func() string {
 		v, err := client(t, s.RESP).Info(ctx, "persistence").Result()
 		if err != nil {
@@ -266,7 +281,6 @@ func TestDiskFull(t *testing.T) {
 	}
 
 	// 1. Fill the disk through the three protocols, leaving 24 MiB above the reserve for them.
-	filler := filepath.Join(mnt, "filler")
 	fillFile(t, filler, freeBytes(t, mnt)-(8+24)<<20)
 	writeUntilRefused("filling")
 	t.Logf("%d writes acknowledged before the reserve refused them; free: %d bytes", len(acked), freeBytes(t, mnt))
@@ -276,15 +290,7 @@ func TestDiskFull(t *testing.T) {
 	checkAll("disk full, reads")
 
 	// 2. Free space: writes are accepted again by the same process.
-	pid := s.PID()
-	if err := os.Remove(filler); err != nil {
-		t.Fatal(err)
-	}
-	writeAccepted("after freeing space")
-	if s.PID() != pid {
-		t.Fatal("the server restarted")
-	}
-	checkAll("after freeing space")
+	freeSpace("after freeing space")
 
 	// 3. Another program fills the disk to the last byte: writes are refused (or, if one raced the measure, are
 	// taken with the ballast's space); the server stays up.
@@ -331,15 +337,7 @@ func TestDiskFull(t *testing.T) {
 	writeUntilRefused("restarted on a full disk")
 
 	// 5. Space returns: writable without a restart, and everything acknowledged is there.
-	pid = s.PID()
-	if err := os.Remove(filler); err != nil {
-		t.Fatal(err)
-	}
-	writeAccepted("space returned after the restart")
-	if s.PID() != pid {
-		t.Fatal("the server restarted")
-	}
-	checkAll("the end")
+	freeSpace("space returned after the restart")
 	if out := s.Output(); strings.Contains(out, "panic:") || strings.Contains(out, "pebble fatal") {
 		t.Fatalf("the server's log shows a panic or fatal error:\n%s", out)
 	}

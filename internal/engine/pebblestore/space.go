@@ -258,31 +258,29 @@ func (sp *space) refuse() error {
 		sp.avail.Load(), sp.reserve.Load())
 }
 
-// outOfSpace handles a write to file name that failed with ENOSPC and reports whether to try it again. The first
-// failure turns writes off and removes the ballast, then retries; after that, WAL and MANIFEST writes (once the
-// store is open) wait and retry until space returns, and other writes (sstables, whose failure Pebble survives)
-// fail.
+// outOfSpace handles a write to file name that failed with ENOSPC and reports whether to try it again. It turns
+// writes off. An sstable write fails (Pebble survives a failed flush or compaction); any other write is retried
+// once with the ballast's space and then, once the store is open, every spaceRetry until space returns: Pebble
+// cannot survive a failed WAL, MANIFEST or marker write.
 func (sp *space) outOfSpace(name string, try int) bool {
 	sp.enospc.Add(1)
-	if try == 0 {
-		if !sp.full.Swap(true) {
-			sp.log.Warn("disk full: a write failed with ENOSPC; writes are refused, reads still work", "file", name)
-		}
-		if sp.dropBallast("a write in flight met a full disk") {
-			return true
-		}
+	if !sp.full.Swap(true) {
+		sp.log.Warn("disk full: a write failed with ENOSPC; writes are refused, reads still work", "file", name)
 	}
-	base := sp.fs.PathBase(name)
-	if strings.HasSuffix(base, ".sst") || strings.HasSuffix(base, ".blob") {
-		// Pebble retries a failed flush or compaction at once, writing the partial table again: pace it.
+	if base := sp.fs.PathBase(name); strings.HasSuffix(base, ".sst") || strings.HasSuffix(base, ".blob") {
+		// Pebble retries a failed flush or compaction at once, writing the partial table again: pace it. The
+		// ballast is kept for the writes Pebble cannot survive.
 		time.Sleep(sstRetry)
 		return false
+	}
+	if try == 0 && sp.dropBallast("a write in flight met a full disk") {
+		return true
 	}
 	if !sp.armed.Load() {
 		return false
 	}
-	if try == 0 || try == 1 {
-		sp.log.Warn("a WAL or MANIFEST write waits for free space (Pebble cannot survive its failure)", "file", name)
+	if try <= 1 { // the first wait of this write (after the ballast's retry, if there was one)
+		sp.log.Warn("a write Pebble cannot survive failing waits for free space", "file", name)
 	}
 	time.Sleep(spaceRetry) // a retry interval, not synchronisation: only freed space ends the wait
 	return true

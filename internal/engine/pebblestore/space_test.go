@@ -171,6 +171,26 @@ func checkAcked(t *testing.T, s *Store, acked map[string]string) {
 	}
 }
 
+// checkReopened requires every acknowledged key before and after closing s and opening fs again.
+func checkReopened(t *testing.T, s *Store, fs *limitFS, acked map[string]string) {
+	t.Helper()
+	checkAcked(t, s, acked)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkAcked(t, openLimited(t, fs, 8<<20, 10*time.Millisecond), acked)
+}
+
+// waitWritable waits until e accepts the write of key, and records it in acked.
+func waitWritable(t *testing.T, e engine.Engine, key, val string, acked map[string]string) {
+	t.Helper()
+	waitFor(t, func() bool {
+		_, err := e.Apply(ctx, &engine.Batch{Now: now, Muts: []engine.Mutation{set("t", key, val)}})
+		return err == nil
+	})
+	acked[key] = val
+}
+
 func TestParseMinFree(t *testing.T) {
 	for in, want := range map[string]MinFree{
 		"0": {}, "4096": {Bytes: 4096}, "1GiB": {Bytes: 1 << 30}, "500MB": {Bytes: 500e6}, "64 MiB": {Bytes: 64 << 20},
@@ -227,19 +247,11 @@ func TestReserveRefusesWritesAndRecovers(t *testing.T) {
 	fs.mu.Lock()
 	fs.capacity += 32 << 20 // the volume grows
 	fs.mu.Unlock()
-	waitFor(t, func() bool {
-		_, err := s.Apply(ctx, &engine.Batch{Now: now, Muts: []engine.Mutation{set("t", "again", "yes")}})
-		return err == nil
-	})
-	acked["again"] = "yes"
+	waitWritable(t, s, "again", "yes", acked)
 	if st := s.Stats(); st["disk_full"] != 0 || st["disk_writes_refused"] == 0 {
 		t.Fatalf("stats after recovery: %v", st)
 	}
-	checkAcked(t, s, acked)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	checkAcked(t, openLimited(t, fs, 8<<20, 10*time.Millisecond), acked)
+	checkReopened(t, s, fs, acked)
 }
 
 // TestAdmitCountsRequestBytes: with no poll to help, the writer refuses a batch whose bytes would take free
@@ -309,11 +321,7 @@ func TestENOSPCRemovesBallastThenWaits(t *testing.T) {
 		t.Fatalf("the write that waited for space: %v", o.err)
 	}
 	acked["waited"] = "4"
-	checkAcked(t, s, acked)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	checkAcked(t, openLimited(t, fs, 8<<20, 10*time.Millisecond), acked)
+	checkReopened(t, s, fs, acked)
 }
 
 // TestOpenOnFullDisk: a store opens on a disk with no free byte, read-only (a writable Open would wait for
@@ -367,15 +375,11 @@ func TestOpenOnFullDisk(t *testing.T) {
 		}
 	}()
 	fs.take(-1 << 62)
-	waitFor(t, func() bool {
-		_, err := v.Apply(ctx, &engine.Batch{Now: now, Muts: []engine.Mutation{set("t", "c", "3")}})
-		return err == nil
-	})
+	waitWritable(t, v, "c", "3", acked)
 	close(stop)
 	if err := <-readErr; err != nil {
 		t.Fatal(err)
 	}
-	acked["c"] = "3"
 	if st := v.Stats(); st["disk_full"] != 0 {
 		t.Fatalf("writable again, stats: %v", st)
 	}
