@@ -3,10 +3,7 @@ package pebblestore
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -14,142 +11,11 @@ import (
 
 	"anykv/internal/engine"
 	"anykv/internal/engine/enginetest"
+	"anykv/internal/engine/pebblestore/smallfs"
 )
 
-// limitFS is an in-memory file system of a fixed capacity: writes past it fail with ENOSPC (after writing what
-// fits, as write(2) does), and GetDiskUsage reports what is left. other is space taken by other programs.
-type limitFS struct {
-	vfs.FS
-	mu       sync.Mutex
-	capacity int64
-	used     int64 // bytes written to files still present, plus other
-	other    int64
-	sizes    map[string]int64
-}
-
-func newLimitFS(capacity int64) *limitFS {
-	return &limitFS{FS: vfs.NewMem(), capacity: capacity, sizes: map[string]int64{}}
-}
-
-// take makes another program use n more bytes (negative: free them), as far as the capacity allows.
-func (fs *limitFS) take(n int64) {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	n = max(min(n, fs.capacity-fs.used), -fs.other)
-	fs.other += n
-	fs.used += n
-}
-
-// fill makes another program take all the free space.
-func (fs *limitFS) fill() { fs.take(1 << 62) }
-
-func (fs *limitFS) GetDiskUsage(string) (vfs.DiskUsage, error) {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	return vfs.DiskUsage{AvailBytes: uint64(fs.capacity - fs.used), TotalBytes: uint64(fs.capacity),
-		UsedBytes: uint64(fs.used)}, nil
-}
-
-func (fs *limitFS) forget(name string) {
-	fs.used -= fs.sizes[name]
-	delete(fs.sizes, name)
-}
-
-func (fs *limitFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
-	f, err := fs.FS.Create(name, c)
-	if err != nil {
-		return nil, err
-	}
-	fs.mu.Lock()
-	fs.forget(name)
-	fs.mu.Unlock()
-	return &limitFile{File: f, fs: fs, name: name}, nil
-}
-
-func (fs *limitFS) ReuseForWrite(oldname, newname string, c vfs.DiskWriteCategory) (vfs.File, error) {
-	f, err := fs.FS.ReuseForWrite(oldname, newname, c)
-	if err != nil {
-		return nil, err
-	}
-	fs.mu.Lock()
-	fs.forget(oldname)
-	fs.mu.Unlock()
-	return &limitFile{File: f, fs: fs, name: newname}, nil
-}
-
-func (fs *limitFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
-	f, err := fs.FS.OpenReadWrite(name, c, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return &limitFile{File: f, fs: fs, name: name}, nil
-}
-
-func (fs *limitFS) Remove(name string) error {
-	if err := fs.FS.Remove(name); err != nil {
-		return err
-	}
-	fs.mu.Lock()
-	fs.forget(name)
-	fs.mu.Unlock()
-	return nil
-}
-
-func (fs *limitFS) Rename(oldname, newname string) error {
-	if err := fs.FS.Rename(oldname, newname); err != nil {
-		return err
-	}
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	n := fs.sizes[oldname]
-	delete(fs.sizes, oldname)
-	fs.forget(newname)
-	fs.sizes[newname] = n
-	fs.used += n
-	return nil
-}
-
-// limitFile counts every byte written as used (an overwrite too: an approximation on the safe side).
-type limitFile struct {
-	vfs.File
-	fs   *limitFS
-	name string
-}
-
-// room reserves up to n bytes and returns how many it got.
-func (f *limitFile) room(n int) int {
-	f.fs.mu.Lock()
-	defer f.fs.mu.Unlock()
-	n = int(min(int64(n), f.fs.capacity-f.fs.used))
-	f.fs.used += int64(n)
-	f.fs.sizes[f.name] += int64(n)
-	return n
-}
-
-func (f *limitFile) Write(p []byte) (int, error) {
-	if n := f.room(len(p)); n < len(p) {
-		m, err := f.File.Write(p[:n])
-		if err == nil {
-			err = &os.PathError{Op: "write", Path: f.name, Err: syscall.ENOSPC}
-		}
-		return m, err
-	}
-	return f.File.Write(p)
-}
-
-func (f *limitFile) WriteAt(p []byte, off int64) (int, error) {
-	if n := f.room(len(p)); n < len(p) {
-		m, err := f.File.WriteAt(p[:n], off)
-		if err == nil {
-			err = &os.PathError{Op: "write", Path: f.name, Err: syscall.ENOSPC}
-		}
-		return m, err
-	}
-	return f.File.WriteAt(p, off)
-}
-
 // openLimited opens a store on fs with a reserve and a poller period.
-func openLimited(t *testing.T, fs *limitFS, reserve int64, poll time.Duration) *Store {
+func openLimited(t *testing.T, fs *smallfs.FS, reserve int64, poll time.Duration) *Store {
 	t.Helper()
 	s, err := Open(Options{Dir: "/db", FS: fs, CacheBytes: 8 << 20, Logger: quiet,
 		MinFreeSpace: MinFree{Bytes: reserve}, spacePoll: poll})
@@ -172,7 +38,7 @@ func checkAcked(t *testing.T, s *Store, acked map[string]string) {
 }
 
 // checkReopened requires every acknowledged key before and after closing s and opening fs again.
-func checkReopened(t *testing.T, s *Store, fs *limitFS, acked map[string]string) {
+func checkReopened(t *testing.T, s *Store, fs *smallfs.FS, acked map[string]string) {
 	t.Helper()
 	checkAcked(t, s, acked)
 	if err := s.Close(); err != nil {
@@ -218,7 +84,7 @@ func TestParseMinFree(t *testing.T) {
 // reserve (the file system never reports ENOSPC), reads go on, and writes are accepted again once space is
 // freed, without reopening; nothing acknowledged is lost, also across a reopen.
 func TestReserveRefusesWritesAndRecovers(t *testing.T) {
-	fs := newLimitFS(64 << 20)
+	fs := smallfs.New(64 << 20)
 	s := openLimited(t, fs, 8<<20, 10*time.Millisecond)
 	acked := map[string]string{}
 	val := strings.Repeat("v", 64<<10)
@@ -236,17 +102,15 @@ func TestReserveRefusesWritesAndRecovers(t *testing.T) {
 		t.Fatalf("the reserve did not keep the file system from filling: %v", st)
 	}
 	t.Logf("%d writes of 64 KiB acknowledged before the refusal: %v", len(acked), refused)
-	fs.take(60 << 20) // another program fills the disk: the store notices it is full
+	fs.Take(60 << 20) // another program fills the disk: the store notices it is full
 	waitFor(t, func() bool { return s.Stats()["disk_full"] == 1 })
 	if _, err := s.Apply(ctx, &engine.Batch{Now: now, Muts: []engine.Mutation{set("t", "small", "x")}}); !errors.Is(err, engine.ErrNoSpace) {
 		t.Fatalf("a small write on a full disk: %v", err)
 	}
 	checkAcked(t, s, acked)
 
-	fs.take(-60 << 20)
-	fs.mu.Lock()
-	fs.capacity += 32 << 20 // the volume grows
-	fs.mu.Unlock()
+	fs.Release()
+	fs.Grow(32 << 20) // the volume grows
 	waitWritable(t, s, "again", "yes", acked)
 	if st := s.Stats(); st["disk_full"] != 0 || st["disk_writes_refused"] == 0 {
 		t.Fatalf("stats after recovery: %v", st)
@@ -257,7 +121,7 @@ func TestReserveRefusesWritesAndRecovers(t *testing.T) {
 // TestAdmitCountsRequestBytes: with no poll to help, the writer refuses a batch whose bytes would take free
 // space below the reserve before it reaches Pebble (no ENOSPC), and still admits a small one.
 func TestAdmitCountsRequestBytes(t *testing.T) {
-	fs := newLimitFS(64 << 20)
+	fs := smallfs.New(64 << 20)
 	s := openLimited(t, fs, 8<<20, time.Hour)
 	big := strings.Repeat("x", 6<<20)
 	var muts []engine.Mutation
@@ -281,14 +145,14 @@ func TestAdmitCountsRequestBytes(t *testing.T) {
 // second such race, with no ballast left, the WAL write waits for space instead of making Pebble fail, while
 // reads go on, and completes once space returns. Nothing acknowledged is lost.
 func TestENOSPCRemovesBallastThenWaits(t *testing.T) {
-	fs := newLimitFS(64 << 20)
+	fs := smallfs.New(64 << 20)
 	s := openLimited(t, fs, 8<<20, time.Hour) // the poller never runs: the store cannot see the disk fill
 	if _, err := fs.Stat("/db/" + ballastName); err != nil {
 		t.Fatalf("no ballast after Open: %v", err)
 	}
 	mustApply(t, s, set("t", "before", "1"))
 	acked := map[string]string{"before": "1"}
-	fs.fill()
+	fs.Fill()
 	if _, err := s.Apply(ctx, &engine.Batch{Now: now, Muts: []engine.Mutation{set("t", "raced", "2")}}); err != nil {
 		t.Fatalf("the write that met ENOSPC should have used the ballast: %v", err)
 	}
@@ -303,7 +167,7 @@ func TestENOSPCRemovesBallastThenWaits(t *testing.T) {
 		t.Fatalf("a write after ENOSPC: %v, want ErrNoSpace", err)
 	}
 
-	fs.fill()                 // what the ballast freed is taken too
+	fs.Fill()                 // what the ballast freed is taken too
 	s.space.full.Store(false) // a measure raced again: the next write reaches Pebble on a full disk
 	before := s.Stats()["disk_enospc_errors"]
 	out := applyAsync(s, set("t", "waited", "4"))
@@ -316,7 +180,7 @@ func TestENOSPCRemovesBallastThenWaits(t *testing.T) {
 	if it, err := s.Get(ctx, "t", []byte("before"), now); err != nil || string(it.Value) != "1" {
 		t.Fatalf("a read while a write waits for space: %q, %v", it.Value, err)
 	}
-	fs.take(-1 << 62) // the other program's files are deleted
+	fs.Release() // the other program's files are deleted
 	if o := <-out; o.err != nil {
 		t.Fatalf("the write that waited for space: %v", o.err)
 	}
@@ -328,7 +192,7 @@ func TestENOSPCRemovesBallastThenWaits(t *testing.T) {
 // space to flush the memtable it recovers), serves reads and refuses writes with ErrNoSpace; Serving reopens it
 // writable once space is freed, while readers keep reading without an error.
 func TestOpenOnFullDisk(t *testing.T) {
-	fs := newLimitFS(64 << 20)
+	fs := smallfs.New(64 << 20)
 	s := openLimited(t, fs, 8<<20, 10*time.Millisecond)
 	acked := map[string]string{}
 	for i := 0; i < 100; i++ {
@@ -339,7 +203,7 @@ func TestOpenOnFullDisk(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	fs.fill()
+	fs.Fill()
 	v, err := OpenServing(Options{Dir: "/db", FS: fs, CacheBytes: 8 << 20, Logger: quiet,
 		MinFreeSpace: MinFree{Bytes: 8 << 20}, spacePoll: 10 * time.Millisecond})
 	if err != nil {
@@ -374,7 +238,7 @@ func TestOpenOnFullDisk(t *testing.T) {
 			}
 		}
 	}()
-	fs.take(-1 << 62)
+	fs.Release()
 	waitWritable(t, v, "c", "3", acked)
 	close(stop)
 	if err := <-readErr; err != nil {
