@@ -5,82 +5,27 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"anykv/internal/engine/pebblestore"
+	"anykv/internal/engine/pebblestore/smallfs"
 	"anykv/internal/servertest"
 )
-
-// mountSmallFS mounts a tmpfs of size bytes on a fresh directory and unmounts it when the test ends. Without the
-// right to mount (not root) the test is skipped with that reason: the same steps then run only in-process, on
-// pebblestore's injected-error file system (internal/engine/pebblestore/space_test.go).
-func mountSmallFS(t *testing.T, size string) string {
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a %s tmpfs (%v: %s): the disk-full path runs only in pebblestore's tests, on an injected-error file system", size, err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
-	t.Logf("running on a real %s tmpfs at %s", size, dir)
-	return dir
-}
-
-// freeBytes is the free space of the file system holding dir.
-func freeBytes(t *testing.T, dir string) int64 {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
-		t.Fatal(err)
-	}
-	return int64(st.Bavail) * st.Bsize
-}
-
-// fillFile writes up to n bytes to path (n < 0: until the file system is full) and reports how many it wrote.
-func fillFile(t *testing.T, path string, n int64) int64 {
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 1<<20)
-	var wrote int64
-	for n < 0 || wrote < n {
-		chunk := buf
-		if n >= 0 {
-			chunk = buf[:min(int64(len(buf)), n-wrote)]
-		}
-		m, err := f.Write(chunk)
-		wrote += int64(m)
-		if errors.Is(err, syscall.ENOSPC) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return wrote
-}
 
 // protoClient writes and reads one key at a time over RESP, memcached or HTTP, and words a refusal as the
 // protocol does.
 type protoClient struct {
 	t    *testing.T
 	name string
-	s    *servertest.Server
+	ep   endpoints
 	mc   *bufio.ReadWriter
 	conn net.Conn
 	rc   *goredis.Client
@@ -88,14 +33,14 @@ type protoClient struct {
 
 func (p *protoClient) resp() *goredis.Client {
 	if p.rc == nil {
-		p.rc = client(p.t, p.s.RESP)
+		p.rc = client(p.t, p.ep.RESP)
 	}
 	return p.rc
 }
 
 func (p *protoClient) memcache() *bufio.ReadWriter {
 	if p.mc == nil {
-		c, err := net.DialTimeout("tcp", p.s.Memcache, 5*time.Second)
+		c, err := net.DialTimeout("tcp", p.ep.Memcache, 5*time.Second)
 		if err != nil {
 			p.t.Fatal(err)
 		}
@@ -174,7 +119,7 @@ func (p *protoClient) get(key string) string {
 }
 
 func (p *protoClient) http(method, key, body string) (int, string) {
-	req, _ := http.NewRequest(method, "http://"+p.s.HTTP+"/v1/tables/default/keys/"+key, strings.NewReader(body))
+	req, _ := http.NewRequest(method, "http://"+p.ep.HTTP+"/v1/tables/default/keys/"+key, strings.NewReader(body))
 	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
 	if err != nil {
 		p.t.Fatalf("HTTP %s %s: %v", method, key, err)
@@ -191,16 +136,41 @@ var refusals = map[string]string{
 	"http":     "507 insufficient_storage",
 }
 
-// TestDiskFull runs the real binary on a 64 MiB tmpfs: writes over RESP, memcached and HTTP fill it until the
-// free-space reserve refuses them with each protocol's error while reads go on; deleting a file lets writes in
-// again without a restart; a disk filled to the last byte by another program neither crashes the server nor
-// keeps it from restarting, read-only, serving reads; freeing space makes it writable again. Every
-// acknowledged write is read back at each step.
+// diskFullArgs are the server flags of the disk-full scenario: an 8 MiB reserve, and no read cache, so reads
+// come from the engine.
+var diskFullArgs = []string{"--min-free-space", "8MiB", "--read-cache", "0"}
+
+// TestDiskFull runs the disk-full scenario with the real binary on a real 64 MiB tmpfs, or, where mounting is
+// not allowed (not root), in this process on an injected-error file system; the log says which ran.
 func TestDiskFull(t *testing.T) {
-	mnt := mountSmallFS(t, "64m")
-	s := servertest.Start(t, servertest.Options{Dir: filepath.Join(mnt, "data"), Memcache: true, HTTP: true,
-		Args: []string{"--min-free-space", "8MiB", "--read-cache", "0"}})
-	protos := []*protoClient{{t: t, name: "resp", s: s}, {t: t, name: "memcache", s: s}, {t: t, name: "http", s: s}}
+	d, err := mountTmpfs(t, "64m")
+	if err != nil {
+		t.Logf("cannot mount a tmpfs (%v): running in this process on an injected-error file system instead", err)
+		runInjected(t)
+		return
+	}
+	t.Logf("running the real binary on a real 64 MiB tmpfs at %s", d.mnt)
+	s := servertest.Start(t, servertest.Options{Dir: d.data, Memcache: true, HTTP: true, Args: diskFullArgs})
+	diskFullScenario(t, binaryServer{s}, d)
+}
+
+// TestDiskFullInjectedFS runs the scenario in this process on pebblestore's injected-error file system (64 MiB),
+// which is TestDiskFull's fallback: run always, so the fallback keeps working.
+func TestDiskFullInjectedFS(t *testing.T) { runInjected(t) }
+
+func runInjected(t *testing.T) {
+	d := injectedDisk{smallfs.New(64 << 20)}
+	diskFullScenario(t, startInProc(t, d, diskFullArgs), d)
+}
+
+// diskFullScenario: writes over RESP, memcached and HTTP fill the disk until the free-space reserve refuses them
+// with each protocol's error while reads go on; deleting a file lets writes in again without a restart; a disk
+// filled to the last byte by another program neither crashes the server nor keeps it from restarting,
+// read-only, serving reads; freeing space makes it writable again. Every acknowledged write is read back at
+// each step.
+func diskFullScenario(t *testing.T, s diskServer, disk smallDisk) {
+	ep := s.endpoints()
+	protos := []*protoClient{{t: t, name: "resp", ep: ep}, {t: t, name: "memcache", ep: ep}, {t: t, name: "http", ep: ep}}
 	acked := map[string]string{}
 	checkAll := func(step string) {
 		t.Helper()
@@ -257,23 +227,20 @@ func TestDiskFull(t *testing.T) {
 			}
 		}
 	}
-	filler := filepath.Join(mnt, "filler")
-	// freeSpace deletes the filler and requires writes accepted again by the same process, and every
-	// acknowledged key.
+	// freeSpace deletes the other program's data and requires writes accepted again by the same process, and
+	// every acknowledged key.
 	freeSpace := func(step string) {
 		t.Helper()
-		pid := s.PID()
-		if err := os.Remove(filler); err != nil {
-			t.Fatal(err)
-		}
+		pid := s.pid()
+		disk.release()
 		writeAccepted(step)
-		if s.PID() != pid {
+		if s.pid() != pid {
 			t.Fatalf("%s: the server restarted", step)
 		}
 		checkAll(step)
 	}
 	info := func() string {
-		v, err := client(t, s.RESP).Info(ctx, "persistence").Result()
+		v, err := protos[0].resp().Info(ctx, "persistence").Result()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -281,9 +248,9 @@ func TestDiskFull(t *testing.T) {
 	}
 
 	// 1. Fill the disk through the three protocols, leaving 24 MiB above the reserve for them.
-	fillFile(t, filler, freeBytes(t, mnt)-(8+24)<<20)
+	disk.fill(disk.free() - (8+24)<<20)
 	writeUntilRefused("filling")
-	t.Logf("%d writes acknowledged before the reserve refused them; free: %d bytes", len(acked), freeBytes(t, mnt))
+	t.Logf("%d writes acknowledged before the reserve refused them; free: %d bytes", len(acked), disk.free())
 	if !strings.Contains(info(), "engine_disk_min_free_bytes:8388608") {
 		t.Fatalf("INFO persistence lacks the reserve:\n%s", info())
 	}
@@ -294,7 +261,13 @@ func TestDiskFull(t *testing.T) {
 
 	// 3. Another program fills the disk to the last byte: writes are refused (or, if one raced the measure, are
 	// taken with the ballast's space); the server stays up.
-	fillFile(t, filler, -1)
+	for deadline := time.Now().Add(10 * time.Second); !disk.exists(pebblestore.BallastName); {
+		if time.Now().After(deadline) {
+			t.Fatal("the ballast was not written again after space was freed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	disk.fill(-1)
 	writeUntilRefused("disk filled by another program")
 	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(info(), "engine_disk_full:1"); {
 		if time.Now().After(deadline) {
@@ -310,21 +283,22 @@ func TestDiskFull(t *testing.T) {
 	}
 
 	// 4. Restart on the full disk: the server starts, says it is read-only, serves reads and refuses writes.
-	if code := s.Stop(); code != 0 {
-		t.Fatalf("SIGTERM on a full disk: exit %d\n%s", code, s.Output())
+	if code := s.stop(); code != 0 {
+		t.Fatalf("SIGTERM on a full disk: exit %d\n%s", code, s.output())
 	}
-	t.Logf("free before the restart: %d bytes", freeBytes(t, mnt))
-	s.Restart()
+	disk.fill(-1) // what the stopping server freed (a flushed WAL) is taken too
+	t.Logf("free before the restart: %d bytes", disk.free())
+	s.restart()
 	for _, p := range protos {
 		p.reconnect()
 	}
-	if !strings.Contains(s.Output(), "disk full") {
-		t.Fatalf("the log does not say the disk is full:\n%s", s.Output())
+	if !strings.Contains(s.output(), "disk full: opening the store read-only") {
+		t.Fatalf("the log does not say the disk is full:\n%s", s.output())
 	}
 	if !strings.Contains(info(), "engine_disk_full:1") {
 		t.Fatalf("INFO after a restart on a full disk:\n%s", info())
 	}
-	if resp, err := http.Get("http://" + s.HTTP + "/healthz"); err != nil {
+	if resp, err := http.Get("http://" + ep.HTTP + "/healthz"); err != nil {
 		t.Fatal(err)
 	} else {
 		b, _ := io.ReadAll(resp.Body)
@@ -338,7 +312,7 @@ func TestDiskFull(t *testing.T) {
 
 	// 5. Space returns: writable without a restart, and everything acknowledged is there.
 	freeSpace("space returned after the restart")
-	if out := s.Output(); strings.Contains(out, "panic:") || strings.Contains(out, "pebble fatal") {
+	if out := s.output(); strings.Contains(out, "panic:") || strings.Contains(out, "pebble fatal") {
 		t.Fatalf("the server's log shows a panic or fatal error:\n%s", out)
 	}
 	t.Logf("%d acknowledged writes read back", len(acked))

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"anykv/internal/auth"
 	"anykv/internal/cache"
 	"anykv/internal/engine"
@@ -46,6 +48,8 @@ type config struct {
 	budget                   *membudget.Budget // request buffers of all RESP and memcached connections
 	// auth is the password policy built from password, shared by the server and every protocol.
 	auth *auth.Policy
+	// fs is the pebble engine's file system; nil is the real disk (the disk-full test injects a small one).
+	fs vfs.FS
 }
 
 // newServeFlags defines the serve flags; each takes its default from ANYKV_<NAME> when set.
@@ -161,7 +165,7 @@ func openEngine(c *config, log *slog.Logger) (engine.Engine, error) {
 			return nil, fmt.Errorf("--min-free-space: %w", err)
 		}
 		ps, err := pebblestore.OpenServing(pebblestore.Options{Dir: c.dir, Sync: mode, CacheBytes: c.cacheBytes, Logger: log,
-			MinFreeSpace: minFree})
+			MinFreeSpace: minFree, FS: c.fs})
 		switch {
 		case err != nil:
 			return nil, err

@@ -96,9 +96,11 @@ const (
 	sstRetry = time.Second
 	// spaceRetry is how long a WAL or MANIFEST write that met ENOSPC waits before it tries again.
 	spaceRetry = 100 * time.Millisecond
-	// ballastName is the ballast file in the store's directory; Pebble ignores files it did not name.
-	ballastName = "ANYKV-BALLAST"
 )
+
+// BallastName is the ballast file in the store's directory: min(reserve, 4 MiB) of zeros, deleted to give its
+// space to a write that meets a full disk. Pebble ignores files it did not name.
+const BallastName = "ANYKV-BALLAST"
 
 // space watches the free space of the store's file system and says whether writes are admitted.
 type space struct {
@@ -119,6 +121,8 @@ type space struct {
 
 	mu      sync.Mutex // serialises measures and ballast work
 	ballast string
+	// walBytes is the size of the WAL files when the store opened, set before the poller starts.
+	walBytes int64
 
 	refused atomic.Int64 // writes refused for lack of space
 	enospc  atomic.Int64 // writes that met ENOSPC in the file system
@@ -130,7 +134,7 @@ func newSpace(fs vfs.FS, dir string, min MinFree, log *slog.Logger, every time.D
 	if every <= 0 {
 		every = defaultSpacePoll
 	}
-	return &space{fs: fs, dir: dir, min: min, log: log, ballast: fs.PathJoin(dir, ballastName),
+	return &space{fs: fs, dir: dir, min: min, log: log, ballast: fs.PathJoin(dir, BallastName),
 		every: every, stop: make(chan struct{}), done: make(chan struct{})}
 }
 
@@ -163,18 +167,42 @@ func (sp *space) prepareOpen() {
 	sp.restoreBallast()
 }
 
-// startReadOnly reports whether Pebble must open read-only: the disk's free space is below the reserve.
+// startReadOnly reports whether Pebble must open read-only: the disk's free space is below the reserve plus the
+// WAL files, which a writable Open flushes to sstables before it returns.
 func (sp *space) startReadOnly() bool {
-	if sp.measured.Load() && sp.avail.Load() < sp.reserve.Load() {
-		sp.readOnly.Store(true)
-		sp.log.Warn("disk full: opening the store read-only; reads are served, writes refused until space is freed")
-		return true
+	sp.walBytes = sp.sizeOf(".log")
+	if !sp.measured.Load() || sp.roomy() {
+		return false
 	}
-	return false
+	sp.readOnly.Store(true)
+	sp.log.Warn("disk full: opening the store read-only; reads are served, writes refused until space is freed",
+		"free_bytes", sp.avail.Load(), "min_free_bytes", sp.reserve.Load(), "wal_bytes", sp.walBytes)
+	return true
 }
 
-// roomy reports whether the last measure found free space above the reserve.
-func (sp *space) roomy() bool { return sp.measured.Load() && sp.avail.Load() >= sp.reserve.Load() }
+// roomy reports whether the last measure found room for the reserve and for flushing the WAL files found at
+// Open.
+func (sp *space) roomy() bool {
+	return sp.measured.Load() && sp.avail.Load() >= sp.reserve.Load()+sp.walBytes
+}
+
+// sizeOf sums the sizes of the files in the store's directory whose names end in suffix.
+func (sp *space) sizeOf(suffix string) int64 {
+	names, err := sp.fs.List(sp.dir)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, name := range names {
+		if !strings.HasSuffix(name, suffix) {
+			continue
+		}
+		if fi, err := sp.fs.Stat(sp.fs.PathJoin(sp.dir, name)); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
+}
 
 // run is the poller: it measures free space every period and restores the ballast once there is room.
 func (sp *space) run() {

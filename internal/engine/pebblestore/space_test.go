@@ -147,7 +147,7 @@ func TestAdmitCountsRequestBytes(t *testing.T) {
 func TestENOSPCRemovesBallastThenWaits(t *testing.T) {
 	fs := smallfs.New(64 << 20)
 	s := openLimited(t, fs, 8<<20, time.Hour) // the poller never runs: the store cannot see the disk fill
-	if _, err := fs.Stat("/db/" + ballastName); err != nil {
+	if _, err := fs.Stat("/db/" + BallastName); err != nil {
 		t.Fatalf("no ballast after Open: %v", err)
 	}
 	mustApply(t, s, set("t", "before", "1"))
@@ -157,7 +157,7 @@ func TestENOSPCRemovesBallastThenWaits(t *testing.T) {
 		t.Fatalf("the write that met ENOSPC should have used the ballast: %v", err)
 	}
 	acked["raced"] = "2"
-	if _, err := fs.Stat("/db/" + ballastName); err == nil {
+	if _, err := fs.Stat("/db/" + BallastName); err == nil {
 		t.Fatal("the ballast is still there")
 	}
 	if st := s.Stats(); st["disk_full"] != 1 || st["disk_enospc_errors"] == 0 {
@@ -247,7 +247,7 @@ func TestOpenOnFullDisk(t *testing.T) {
 	if st := v.Stats(); st["disk_full"] != 0 {
 		t.Fatalf("writable again, stats: %v", st)
 	}
-	waitFor(t, func() bool { _, err := fs.Stat("/db/" + ballastName); return err == nil })
+	waitFor(t, func() bool { _, err := fs.Stat("/db/" + BallastName); return err == nil })
 	checkAcked(t, v.cur.Load(), acked)
 }
 
