@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -146,7 +145,7 @@ type inProcServer struct {
 	disk   injectedDisk
 	ep     endpoints
 	starts int
-	out    *lockedBuffer
+	out    *servertest.SyncBuffer
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -176,7 +175,7 @@ func (s *inProcServer) restart() {
 		s.t.Fatal(err)
 	}
 	c.fs = s.disk.fs
-	s.out = &lockedBuffer{}
+	s.out = &servertest.SyncBuffer{}
 	log, err := newLogger(&c, s.out)
 	if err != nil {
 		s.t.Fatal(err)
@@ -210,22 +209,4 @@ func (s *inProcServer) stop() int {
 		return 1
 	}
 	return 0
-}
-
-// lockedBuffer is a log destination safe for concurrent writers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
