@@ -23,7 +23,8 @@ import (
 // write. Should a write still meet ENOSPC (the reserve raced another process filling the disk), spaceFS removes
 // a ballast file kept beside the store and retries, and a WAL or MANIFEST write that still fails waits for space
 // instead of failing: Pebble treats those failures as fatal, and retrying a write(2) that returned ENOSPC is safe
-// (the kernel accepted none of its bytes). The ballast also lets the store open on a full disk.
+// (the kernel accepted none of its bytes). On a disk too full to flush the WAL the store opens read-only, and
+// Serving (serving.go) reopens it writable once space returns.
 
 // MinFree is the free-space reserve: writes are refused while the file system's free space is below it.
 type MinFree struct {
