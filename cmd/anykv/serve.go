@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"anykv/internal/auth"
 	"anykv/internal/cache"
 	"anykv/internal/engine"
@@ -29,6 +31,7 @@ import (
 // config is everything `anykv serve` can be told.
 type config struct {
 	dir, engine, fsync       string
+	minFree                  string // --min-free-space, parsed by pebblestore.ParseMinFree
 	respAddr                 string
 	password                 string
 	maxClients               int
@@ -51,6 +54,8 @@ type config struct {
 	budget        *membudget.Budget // request buffers of all RESP and memcached connections
 	// auth is the password policy built from password, shared by the server and every protocol.
 	auth *auth.Policy
+	// fs is the pebble engine's file system; nil is the real disk (the disk-full test injects a small one).
+	fs vfs.FS
 }
 
 // newServeFlags defines the serve flags; each takes its default from ANYKV_<NAME> when set.
@@ -70,6 +75,9 @@ func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	str(&c.fsync, "fsync", "always", "pebble durability: always (a write is acknowledged once on disk; concurrent writes share fsyncs),\n"+
 		"interval (fsync at most every second, as Redis's everysec: kill -9 loses nothing acknowledged, a power loss ~1 s),\n"+
 		"never (no fsync of its own: a crash, even kill -9, can lose recent acknowledged writes)")
+	str(&c.minFree, "min-free-space", pebblestore.DefaultMinFree.String(), "pebble free-space reserve, bytes (1GiB, 500MB) or a share of the file system (5%):\n"+
+		"below it writes are refused (Redis MISCONF, memcached SERVER_ERROR out of space, HTTP 507) and reads go on;\n"+
+		"writes resume by themselves once space is freed, and the server also starts read-only on a full disk (0: no reserve)")
 	str(&c.respAddr, "resp", "127.0.0.1:6379", "Redis protocol (RESP2/RESP3) listen address; empty disables it")
 	str(&c.password, "requirepass", "", "password every client must give: RESP AUTH or HELLO AUTH, memcached a first set command whose data is\n"+
 		"\"<user> <password>\", HTTP \"Authorization: Bearer <password>\" (also /metrics, /v1/openapi.json, --pprof).\n"+
@@ -174,7 +182,12 @@ func openEngine(c *config, log *slog.Logger) (engine.Engine, error) {
 		default:
 			return nil, fmt.Errorf("--fsync must be always, interval or never, not %q", c.fsync)
 		}
-		ps, err := pebblestore.Open(pebblestore.Options{Dir: c.dir, Sync: mode, CacheBytes: c.cacheBytes, Logger: log})
+		minFree, err := pebblestore.ParseMinFree(c.minFree)
+		if err != nil {
+			return nil, fmt.Errorf("--min-free-space: %w", err)
+		}
+		ps, err := pebblestore.OpenServing(pebblestore.Options{Dir: c.dir, Sync: mode, CacheBytes: c.cacheBytes, Logger: log,
+			MinFreeSpace: minFree, FS: c.fs})
 		if err != nil {
 			return nil, err
 		}

@@ -36,6 +36,8 @@ var (
 	ErrWrongType = errors.New("operation against a key holding the wrong kind of value")
 	// ErrCorrupt: stored data does not decode; it is never taken for absent.
 	ErrCorrupt = errors.New("corrupt data")
+	// ErrNoSpace: the disk is (nearly) full, so the engine refuses writes until space returns; reads still work.
+	ErrNoSpace = errors.New("disk full: writes are refused until space is freed; reads still work")
 	// ErrInvalid: a malformed mutation (unknown op, missing key, bad range).
 	ErrInvalid = errors.New("invalid mutation")
 )

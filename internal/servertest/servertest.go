@@ -83,7 +83,7 @@ type Server struct {
 	RESP, Memcache, HTTP string // listen addresses ("" when off)
 	Dir                  string
 	cmd                  *exec.Cmd
-	out                  *syncBuffer
+	out                  *SyncBuffer
 	exited               chan struct{}
 }
 
@@ -133,7 +133,7 @@ func (s *Server) args() []string {
 
 func (s *Server) start() {
 	s.t.Helper()
-	s.out = &syncBuffer{}
+	s.out = &SyncBuffer{}
 	s.cmd = exec.Command(Binary(s.t), s.args()...)
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	s.cmd.Env = append(os.Environ(), s.opts.Env...)
@@ -197,18 +197,19 @@ func (s *Server) Output() string { return s.out.String() }
 // Args returns the command-line arguments the server runs with (for tools that start their own).
 func (s *Server) Args() []string { return s.args() }
 
-type syncBuffer struct {
+// SyncBuffer is a bytes.Buffer safe for concurrent writers and readers: a process's or a logger's output.
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return strings.Clone(b.b.String())

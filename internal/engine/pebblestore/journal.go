@@ -146,6 +146,23 @@ func readJournal(fs vfs.FS, name string) ([]journalRecord, error) {
 	return out, nil
 }
 
+// journalPending counts the journaled groups newer than recovered.
+func journalPending(fs vfs.FS, dir string, recovered uint64) (int, error) {
+	n := 0
+	for _, name := range journalNames(fs, dir) {
+		recs, err := readJournal(fs, name)
+		if err != nil {
+			return 0, err
+		}
+		for _, r := range recs {
+			if r.version > recovered {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
 // replayJournal applies, in version order, the journaled groups newer than recovered (the version record Pebble
 // recovered), makes them durable, and returns how many it applied.
 func replayJournal(db *pebble.DB, fs vfs.FS, dir string, recovered uint64) (int, error) {

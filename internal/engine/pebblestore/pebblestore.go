@@ -72,6 +72,11 @@ type Options struct {
 	FS vfs.FS
 	// Logger receives Pebble's messages and background errors; nil means slog.Default().
 	Logger *slog.Logger
+	// MinFreeSpace is the free-space reserve below which writes are refused (space.go); the zero value keeps
+	// none, and a full disk then blocks writes until space returns.
+	MinFreeSpace MinFree
+
+	spacePoll time.Duration // the free-space poller's period; 0 means defaultSpacePoll (tests shorten it)
 }
 
 // Store is the Pebble engine. Create it with Open; all methods are safe for concurrent use.
@@ -88,6 +93,8 @@ type Store struct {
 	inflight atomic.Pointer[group]
 	// failed is the sticky error of a failed commit: the store then refuses further writes.
 	failed atomic.Pointer[error]
+	// space refuses writes while the disk is (nearly) full, without making it sticky (space.go).
+	space *space
 
 	// active counts operations in progress; closing turns new ones away. Close waits for active to reach zero
 	// before it stops the writer and closes Pebble, so no operation ever touches a closed DB (Pebble panics).
@@ -163,9 +170,13 @@ func Open(opts Options) (*Store, error) {
 	}
 	cache := pebble.NewCache(opts.CacheBytes)
 	defer cache.Unref() // the DB holds its own reference
+	var err error
+	if s.space, err = openSpace(opts, log); err != nil {
+		return nil, err
+	}
 	po := &pebble.Options{
 		Cache:                       cache,
-		FS:                          opts.FS,
+		FS:                          spaceFS{opts.FS, s.space},
 		FormatMajorVersion:          pebble.FormatValueSeparation, // newest format of pebble v2.1; explicit on purpose
 		MemTableSize:                memTableSize,
 		MemTableStopWritesThreshold: 4,
@@ -174,7 +185,7 @@ func Open(opts Options) (*Store, error) {
 		FlushDelayDeleteRange: 10 * time.Second,
 		Logger:                pebbleLogger{log},
 		EventListener: &pebble.EventListener{
-			BackgroundError: func(err error) { log.Error("pebble background error", "err", err) },
+			BackgroundError: func(err error) { s.space.backgroundError(err) },
 			WriteStallBegin: func(info pebble.WriteStallBeginInfo) { log.Warn("pebble write stall", "reason", info.Reason) },
 			WriteStallEnd:   func() { log.Info("pebble write stall ended") },
 			DataCorruption: func(info pebble.DataCorruptionInfo) {
@@ -183,10 +194,22 @@ func Open(opts Options) (*Store, error) {
 			FlushEnd: s.flushEnded,
 		},
 	}
+	if opts.FS == nil {
+		po.FS = spaceFS{vfs.Default, s.space}
+		po.WithFSDefaults() // Pebble's disk health checks, as with the default file system
+	}
 	for i := range po.Levels {
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
 	}
+	// On a full disk Pebble's Open would wait for space to flush the memtables it recovers: open read-only.
+	po.ReadOnly = s.space.startReadOnly()
 	db, err := pebble.Open(opts.Dir, po)
+	if err != nil && po.ReadOnly { // a new store: nothing to read, and little to write (the ballast's room)
+		s.space.readOnly.Store(false)
+		s.space.dropBallast("a new store on a full disk")
+		po.ReadOnly = false
+		db, err = pebble.Open(opts.Dir, po)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("pebblestore: open %s: %w", opts.Dir, err)
 	}
@@ -199,7 +222,18 @@ func Open(opts Options) (*Store, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
-	if n, err := replayJournal(db, fs, opts.Dir, version); err != nil {
+	if po.ReadOnly {
+		// Groups a killed process acknowledged may wait in the journal, and a read-only store cannot replay them:
+		// serving without them would answer reads with less than was acknowledged.
+		if n, err := journalPending(fs, opts.Dir, version); err != nil || n > 0 {
+			_ = db.Close()
+			if err == nil {
+				err = fmt.Errorf("pebblestore: %w: %d acknowledged write groups wait in the journal of %s and the disk "+
+					"is too full to replay them: free some space and start again", engine.ErrNoSpace, n, opts.Dir)
+			}
+			return nil, err
+		}
+	} else if n, err := replayJournal(db, fs, opts.Dir, version); err != nil {
 		_ = db.Close()
 		return nil, err
 	} else if n > 0 {
@@ -209,7 +243,7 @@ func Open(opts Options) (*Store, error) {
 		}
 		log.Info("replayed journaled groups a killed process had acknowledged", "groups", n)
 	}
-	if opts.Sync == SyncInterval {
+	if opts.Sync == SyncInterval && !po.ReadOnly {
 		if s.journal, err = openJournal(fs, opts.Dir); err != nil {
 			_ = db.Close()
 			return nil, err
@@ -218,6 +252,7 @@ func Open(opts Options) (*Store, error) {
 	s.db = db
 	s.version.Store(version)
 	go newWriter(s, version).run()
+	s.space.start()
 	if opts.Sync == SyncInterval {
 		s.tickerStop, s.tickerDone = make(chan struct{}), make(chan struct{})
 		go s.syncLoop()
@@ -343,6 +378,9 @@ func (s *Store) submit(ctx context.Context, r *request) error {
 	if p := s.failed.Load(); p != nil {
 		return *p
 	}
+	if s.space.full.Load() {
+		return s.space.refuse()
+	}
 	select {
 	case s.queue <- r:
 	case <-ctx.Done():
@@ -370,11 +408,17 @@ func (s *Store) syncLoop() {
 		case <-s.tickerStop:
 			return
 		case <-t.C:
-			if s.unsynced.Swap(false) {
-				old := s.journal.swap()
-				if err := s.syncWAL(); err != nil {
-					s.log.Error("background WAL sync failed", "err", err)
-				} else if err := s.journal.empty(old); err != nil {
+			if !s.unsynced.Swap(false) {
+				continue
+			}
+			old := -1
+			if s.journal != nil { // nil on a store opened read-only
+				old = s.journal.swap()
+			}
+			if err := s.syncWAL(); err != nil {
+				s.log.Error("background WAL sync failed", "err", err)
+			} else if old >= 0 {
+				if err := s.journal.empty(old); err != nil {
 					s.log.Error("emptying the journal failed", "err", err)
 				}
 			}
@@ -406,8 +450,9 @@ func (s *Store) Close() error {
 		close(s.tickerStop)
 		<-s.tickerDone
 	}
+	s.space.close()
 	var err error
-	if s.failed.Load() == nil && s.opts.Sync != SyncAlways {
+	if s.failed.Load() == nil && s.opts.Sync != SyncAlways && !s.space.readOnly.Load() {
 		err = s.syncWAL()
 	}
 	if s.journal != nil {

@@ -137,6 +137,10 @@ func (w *writer) commitGroup() {
 			r.err = *p
 			continue
 		}
+		if err := w.s.space.admit(int64(r.size())); err != nil {
+			r.err = err // refused before it reaches Pebble: the disk is (nearly) full
+			continue
+		}
 		if r.batch == nil {
 			w.sweep(r)
 			continue

@@ -55,6 +55,8 @@ var table = []struct {
 	{engine.ErrInvalid, Answer{Status: http.StatusBadRequest, Code: "bad_request"}},
 	{engine.ErrNotSupported, Answer{Redis: "ERR not supported by this engine", Status: http.StatusNotImplemented, Code: "not_supported"}},
 	{engine.ErrClosed, Answer{Redis: "ERR server is shutting down", Status: http.StatusServiceUnavailable, Code: "unavailable"}},
+	{engine.ErrNoSpace, Answer{Redis: "MISCONF disk is full (free space below --min-free-space): writes are refused until space is freed; reads still work",
+		Memcache: "SERVER_ERROR out of space", Status: http.StatusInsufficientStorage, Code: "insufficient_storage"}},
 	{engine.ErrUnknownOutcome, Answer{Status: http.StatusServiceUnavailable, Code: "unknown_outcome"}},
 	{context.Canceled, Answer{Status: http.StatusServiceUnavailable, Code: "unavailable"}},
 	{context.DeadlineExceeded, Answer{Status: http.StatusServiceUnavailable, Code: "unavailable"}},

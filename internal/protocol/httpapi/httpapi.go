@@ -202,7 +202,8 @@ func (a *api) wrap(rt route) http.Handler {
 			if rw.status != 0 { // the reply had begun: nothing more can be said
 				a.log.Log(r.Context(), level(gone, slog.LevelWarn), "http: error after the reply began", "path", r.URL.Path, "err", err)
 			} else {
-				if status, _, _ := classify(err); status >= 500 {
+				// A refusal for a full disk is the store's state, logged by the store once, not per request.
+				if status, _, _ := classify(err); status >= 500 && status != http.StatusInsufficientStorage {
 					a.log.Log(r.Context(), level(gone, slog.LevelError), "http: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 				}
 				write(rw, err)
@@ -276,10 +277,14 @@ func (a *api) healthz(w http.ResponseWriter, r *http.Request) error {
 	if err := a.store.Health(r.Context()); err != nil {
 		return unavailable(err)
 	}
-	if !a.authorized(r) { // a probe without the password learns only that the server is up
-		return writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	status := "ok"
+	if a.store.Stats().Engine["disk_full"] == 1 { // reads are served, writes refused until space is freed
+		status = "read_only"
 	}
-	return writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": a.opts.Version})
+	if !a.authorized(r) { // a probe without the password learns only that the server is up
+		return writeJSON(w, http.StatusOK, map[string]string{"status": status})
+	}
+	return writeJSON(w, http.StatusOK, map[string]string{"status": status, "version": a.opts.Version})
 }
 
 func (a *api) serveMetrics(w http.ResponseWriter, r *http.Request) error {
