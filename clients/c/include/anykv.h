@@ -82,7 +82,12 @@ typedef struct anykv_value {
 
 typedef struct anykv anykv_t;
 
-/* Open a handle to "host:port" ("[v6addr]:port" for IPv6). opts may be NULL.
+/* Open a handle to "host:port" ("[v6addr]:port" for IPv6), or to a list of
+ * servers "h1:p1,h2:p2,..." (anykv front ends over one shared datastore): the
+ * handle connects to the first that answers and, when the one in use dies,
+ * moves on to the next at the following call. A call whose connection broke
+ * after its request was sent fails (ANYKV_ERR_IO) and is not sent again: its
+ * outcome is unknown. opts may be NULL.
  * Unless opts->lazy, connects (and runs AUTH/SELECT) now and returns NULL if
  * that fails. Returns NULL on a malformed address or out of memory.
  * (To see why a connect fails, use lazy=1, then anykv_ping + anykv_errstr.) */

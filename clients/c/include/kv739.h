@@ -33,9 +33,12 @@ extern "C" {
 #define KV739_API __attribute__((visibility("default")))
 #endif
 
-/* Connect to "host:port". 0 on success, -1 on failure (bad address,
- * unreachable server). Calling it again replaces the previous connection
- * (if the new connect fails, the previous one is kept). */
+/* Connect to "host:port", or to the first answering server of a list
+ * "h1:p1,h2:p2,..."; when the server in use dies, later calls move to the
+ * next one (a call cut off after sending fails with -1 and is not resent).
+ * 0 on success, -1 on failure (bad address, no server reachable). Calling it
+ * again replaces the previous connection (if the new connect fails, the
+ * previous one is kept). */
 KV739_API int kv739_init(char *server);
 
 /* 0 and the value copied (NUL-terminated) into value if the key is present,

@@ -27,7 +27,7 @@ anykv_t *anykv_connect(const char *hostport, const anykv_options *opts)
         return NULL;
     h->fd = -1;
     h->deadline = -1;
-    if (kv_parse_hostport(hostport, &h->host, &h->port) != 0)
+    if (kv_parse_servers(h, hostport) != 0)
         goto fail;
     if (opts->username != NULL && (h->username = strdup(opts->username)) == NULL)
         goto fail;
@@ -52,8 +52,12 @@ void anykv_close(anykv_t *h)
     if (h == NULL)
         return;
     kv_disconnect(h);
-    free(h->host);
-    free(h->port);
+    for (int i = 0; i < h->nserv; i++) {
+        free(h->hosts[i]);
+        free(h->ports[i]);
+    }
+    free(h->hosts);
+    free(h->ports);
     free(h->username);
     if (h->password != NULL) { /* do not leave the secret in freed memory */
         memset(h->password, 0, strlen(h->password));

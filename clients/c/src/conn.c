@@ -147,10 +147,43 @@ static int connect_one(struct anykv *h, const struct addrinfo *ai, int64_t deadl
 static int roundtrip(struct anykv *h, int argc, const void *const *argv,
                      const size_t *argvlen, kv_reply **out);
 
-/* (Re)connect, then AUTH and SELECT as configured. */
-int kv_connect(struct anykv *h)
+/* Split "h1:p1,h2:p2,..." into h->hosts/h->ports (at least one; each as
+ * kv_parse_hostport). Returns -1 on a malformed entry or out of memory. */
+int kv_parse_servers(struct anykv *h, const char *list)
 {
-    kv_disconnect(h);
+    if (list == NULL || *list == '\0')
+        return -1;
+    int n = 1;
+    for (const char *c = list; *c; c++)
+        n += *c == ',';
+    h->hosts = calloc((size_t)n, sizeof *h->hosts);
+    h->ports = calloc((size_t)n, sizeof *h->ports);
+    char *copy = strdup(list);
+    if (h->hosts == NULL || h->ports == NULL || copy == NULL) {
+        free(copy);
+        return -1;
+    }
+    int rc = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok != NULL && rc == 0; tok = strtok_r(NULL, ",", &save)) {
+        rc = kv_parse_hostport(tok, &h->hosts[h->nserv], &h->ports[h->nserv]);
+        if (rc == 0)
+            h->nserv++;
+    }
+    free(copy);
+    if (rc != 0 || h->nserv != n) /* a malformed entry, or an empty one (",,") */
+        return -1;
+    h->cur = 0;
+    h->host = h->hosts[0];
+    h->port = h->ports[0];
+    return 0;
+}
+
+/* Connect to server i (resolve, then each address in turn). */
+static int connect_server(struct anykv *h, int i)
+{
+    h->host = h->hosts[i];
+    h->port = h->ports[i];
     int64_t deadline = deadline_after(h->connect_timeout_ms);
     struct addrinfo hints, *res = NULL;
     memset(&hints, 0, sizeof hints);
@@ -172,6 +205,25 @@ int kv_connect(struct anykv *h)
             break; /* the budget is spent; do not try the next address */
     }
     freeaddrinfo(res);
+    return rc;
+}
+
+/* (Re)connect, then AUTH and SELECT as configured. With several servers it
+ * tries them in turn, starting with the current one, and keeps the first that
+ * accepts: a front end that died is passed over. Nothing is resent: a call
+ * whose connection broke after its request was sent has already failed. */
+int kv_connect(struct anykv *h)
+{
+    kv_disconnect(h);
+    int rc = ANYKV_ERR_IO;
+    for (int k = 0; k < h->nserv; k++) {
+        int i = (h->cur + k) % h->nserv;
+        rc = connect_server(h, i);
+        if (rc == ANYKV_OK) {
+            h->cur = i;
+            break;
+        }
+    }
     if (rc != ANYKV_OK)
         return rc;
 

@@ -40,7 +40,9 @@ typedef struct kv_reply {
 
 /* The handle. Fields are owned by the handle; see anykv.h for the rules. */
 struct anykv {
-    char *host, *port;        /* parsed from "host:port" */
+    char **hosts, **ports;    /* the servers of "h1:p1,h2:p2,...", in the order given */
+    int nserv, cur;           /* cur: the server connected to, or tried first next time */
+    char *host, *port;        /* hosts[cur], ports[cur] (not owned separately) */
     char *username, *password;
     int database;
     int connect_timeout_ms, io_timeout_ms;
@@ -59,6 +61,7 @@ struct anykv {
 
 /* conn.c */
 int kv_parse_hostport(const char *s, char **host, char **port);
+int kv_parse_servers(struct anykv *h, const char *list);
 int kv_seterr(struct anykv *h, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void kv_disconnect(struct anykv *h);

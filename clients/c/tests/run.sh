@@ -17,7 +17,7 @@ set -u
 
 CDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 B="$CDIR/build"
-TESTS=(test_anykv test_kv739 test_restart)
+TESTS=(test_anykv test_kv739 test_restart test_failover)
 
 for t in kvtool "${TESTS[@]}"; do
     if [ ! -x "$B/$t" ]; then
@@ -45,24 +45,23 @@ if [ -z "${KV_SERVER_CMD:-}" ]; then
 fi
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/anykv-ctest.XXXXXX")
-DATA="$TMP/data"
-PIDFILE="$TMP/server.pid"
-LOG="$TMP/server.log"
-mkdir -p "$DATA"
-PORT=$("$B/kvtool" freeport) || exit 1
-ADDR="127.0.0.1:$PORT"
-cmd=${KV_SERVER_CMD//\{port\}/$PORT}
-cmd=${cmd//\{dir\}/$(printf '%q' "$DATA")}
 
-# A generated script that starts the server in the background, records its
-# pid and waits (up to 20 s, less if the server dies) until it answers PING.
-# test_restart runs it again after kill -9.
-cat >"$TMP/start.sh" <<EOF
+# make_start NAME: a generated script $TMP/start-NAME.sh that starts server NAME (its own free port, data
+# directory, pid file and log) in the background, records its pid and waits (up to 20 s, less if the server
+# dies) until it answers PING. test_restart runs server a's again after kill -9. Sets PORT and ADDR.
+make_start() {
+    local name=$1
+    mkdir -p "$TMP/$name/data"
+    PORT=$("$B/kvtool" freeport) || exit 1
+    ADDR="127.0.0.1:$PORT"
+    local c=${KV_SERVER_CMD//\{port\}/$PORT}
+    c=${c//\{dir\}/$(printf '%q' "$TMP/$name/data")}
+    cat >"$TMP/start-$name.sh" <<EOF
 #!/usr/bin/env bash
 cd $(printf '%q' "$CDIR") || exit 1
-bash -c $(printf '%q' "exec $cmd") >>$(printf '%q' "$LOG") 2>&1 </dev/null &
+bash -c $(printf '%q' "exec $c") >>$(printf '%q' "$TMP/$name/server.log") 2>&1 </dev/null &
 pid=\$!
-echo \$pid >$(printf '%q' "$PIDFILE")
+echo \$pid >$(printf '%q' "$TMP/$name/server.pid")
 for _ in \$(seq 40); do
     $(printf '%q' "$B/kvtool") wait $ADDR 500 2>/dev/null && exit 0
     kill -0 \$pid 2>/dev/null || { echo "server exited" >&2; exit 1; }
@@ -70,12 +69,23 @@ done
 echo "server does not answer PING on $ADDR" >&2
 exit 1
 EOF
-chmod +x "$TMP/start.sh"
+    chmod +x "$TMP/start-$name.sh"
+}
+
+# Server b stands beside server a for test_failover (a second front end to move to).
+make_start b
+ADDR2=$ADDR
+make_start a
+while [ "$ADDR" = "$ADDR2" ]; do make_start a; done # neither is bound yet: do not take b's port
+cmd=${KV_SERVER_CMD//\{port\}/$PORT}
+PIDFILE="$TMP/a/server.pid"
+LOG="$TMP/a/server.log"
 
 stop_server() {
-    [ -f "$PIDFILE" ] || return 0
+    local pidfile=${1:-$PIDFILE}
+    [ -f "$pidfile" ] || return 0
     local pid
-    pid=$(cat "$PIDFILE")
+    pid=$(cat "$pidfile")
     kill "$pid" 2>/dev/null || return 0
     for _ in $(seq 50); do
         kill -0 "$pid" 2>/dev/null || return 0
@@ -87,19 +97,20 @@ stop_server() {
 }
 cleanup() {
     stop_server
+    stop_server "$TMP/b/server.pid"
     if [ "${KEEP_TMP:-0}" = 1 ]; then echo "run.sh: kept $TMP"; else rm -rf "$TMP"; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 echo "run.sh: server: $cmd"
-if ! "$TMP/start.sh"; then
+if ! "$TMP/start-b.sh" || ! "$TMP/start-a.sh"; then
     echo "run.sh: server did not start; its log:" >&2
     tail -n 30 "$LOG" >&2
     exit 1
 fi
 
-export KV_ADDR="$ADDR" KV_PIDFILE="$PIDFILE" KV_START_CMD="$TMP/start.sh"
+export KV_ADDR="$ADDR" KV_PIDFILE="$PIDFILE" KV_START_CMD="$TMP/start-a.sh" KV_ADDR2="$ADDR2"
 
 PASSED=0
 FAILED=0
@@ -112,7 +123,7 @@ run_one() {
     shift
     if ! "$B/kvtool" wait "$ADDR" 100 2>/dev/null; then
         echo "run.sh: server is down before $label; restarting it"
-        "$TMP/start.sh" || { tail -n 30 "$LOG" >&2; }
+        "$TMP/start-a.sh" || { tail -n 30 "$LOG" >&2; }
     fi
     echo "=== $label"
     local out="$TMP/out.txt"
