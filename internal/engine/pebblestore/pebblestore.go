@@ -71,6 +71,15 @@ type Options struct {
 	FS vfs.FS
 	// Logger receives Pebble's messages and background errors; nil means slog.Default().
 	Logger *slog.Logger
+	// Recover opens a damaged store anyway (Open fails with a DamageError otherwise) and reports what was
+	// dropped (Store.Recovered); see opencheck.go.
+	Recover bool
+	// SkipOpenVerify skips checking every sstable block's checksum at Open (see verify.go for the cost).
+	SkipOpenVerify bool
+	// VerifyInterval is the period of the background sstable verification; 0 disables it.
+	VerifyInterval time.Duration
+	// tune, for tests, adjusts Pebble's options (no automatic compactions, for a MANIFEST that ends as expected).
+	tune func(*pebble.Options)
 }
 
 // Store is the Pebble engine. Create it with Open; all methods are safe for concurrent use.
@@ -100,6 +109,13 @@ type Store struct {
 	tickerStop chan struct{}
 	tickerDone chan struct{}
 	unsynced   atomic.Bool // SyncInterval: a NoSync commit happened since the last background sync
+
+	// recovered is the damage an Open with Options.Recover went past; verify* run the sstable verification.
+	recovered  []Damage
+	verify     verifyStats
+	verifyStop chan struct{}
+	verifyDone chan struct{}
+	verifyRan  chan struct{} // tests: told after each background run
 
 	sweepMu     sync.Mutex
 	sweepCursor []byte // Pebble key where the next Sweep resumes; nil means the start
@@ -184,15 +200,23 @@ func Open(opts Options) (*Store, error) {
 	for i := range po.Levels {
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
 	}
+	if opts.tune != nil {
+		opts.tune(po)
+	}
+	check, err := beforeOpen(opts, s.fs())
+	if err != nil {
+		return nil, err
+	}
 	db, err := pebble.Open(opts.Dir, po)
 	if err != nil {
-		return nil, fmt.Errorf("pebblestore: open %s: %w", opts.Dir, err)
+		return nil, namedDamage(opts.Dir, fmt.Errorf("pebblestore: open %s: %w", opts.Dir, err))
 	}
-	version, err := readMeta(db)
+	version, err := check.afterOpen(db, opts.SkipOpenVerify) // reads the meta records
 	if err != nil {
 		_ = db.Close()
 		return nil, err
 	}
+	s.recovered = check.report(log)
 	s.db = db
 	s.version.Store(version)
 	go newWriter(s, version).run()
@@ -200,6 +224,7 @@ func Open(opts Options) (*Store, error) {
 		s.tickerStop, s.tickerDone = make(chan struct{}), make(chan struct{})
 		go s.syncLoop()
 	}
+	s.startVerifier()
 	return s, nil
 }
 
@@ -365,11 +390,12 @@ func (s *Store) syncWAL() error {
 }
 
 // Close implements engine.Engine: it waits for operations in progress (queued Applies are committed), syncs the
-// WAL and closes Pebble. Later calls of any method return ErrClosed; a second Close returns nil.
+// WAL, flushes the memtable, closes Pebble and writes the clean-shutdown record (cleanshutdown.go). Later calls of any method return ErrClosed; a second Close returns nil.
 func (s *Store) Close() error {
 	if !s.closing.CompareAndSwap(false, true) {
 		return nil
 	}
+	s.stopVerifier()
 	if s.active.Load() == 0 {
 		s.drainedOnce.Do(func() { close(s.drained) })
 	}
@@ -385,8 +411,12 @@ func (s *Store) Close() error {
 	if s.failed.Load() == nil && s.opts.Sync != SyncAlways {
 		err = s.syncWAL()
 	}
+	clean, ok := s.prepareClean(err)
 	if cerr := s.db.Close(); err == nil && cerr != nil {
 		err = cerr
+	}
+	if err == nil && ok {
+		err = writeClean(s.fs(), s.opts.Dir, clean.version, clean.entries)
 	}
 	if err != nil {
 		return fmt.Errorf("pebblestore: close: %w", err)

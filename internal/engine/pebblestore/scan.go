@@ -185,7 +185,7 @@ func (s *Store) Stats() map[string]int64 {
 	for _, l := range m.Levels {
 		readAmp += int64(l.Sublevels)
 	}
-	return map[string]int64{
+	st := map[string]int64{
 		"keys_estimate":           s.keysEstimate(),
 		"version":                 int64(s.version.Load()),
 		"disk_bytes":              int64(m.DiskSpaceUsage()),
@@ -212,6 +212,8 @@ func (s *Store) Stats() map[string]int64 {
 		"sstables":                tableCount(m),
 		"range_deletions_pending": int64(m.Keys.TombstoneCount),
 	}
+	s.addVerifyStats(st)
+	return st
 }
 
 func tableCount(m *pebble.Metrics) int64 {
