@@ -19,6 +19,7 @@ const usage = `anykv — one durable key-value store for Redis, memcached and HT
 Usage:
   anykv serve [flags]     run the server (anykv serve --help lists every flag)
   anykv bench [flags]     run the datastore evaluation harness (anykv bench --help)
+  anykv verify DIR        check a stopped store's files completely (exit 0 healthy, 1 damaged)
   anykv version           print the version
 
 Every flag can also be set by an environment variable: --fsync always is ANYKV_FSYNC=always.
@@ -40,6 +41,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return serve(ctx, args[1:], stdout, stderr)
 	case "bench":
 		return benchMain(ctx, args[1:], stdout, stderr)
+	case "verify":
+		return verifyMain(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "anykv", version)
 		return 0
