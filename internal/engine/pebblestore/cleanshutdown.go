@@ -41,10 +41,19 @@ type cleanFile struct {
 	Entries uint64 `json:"entries,omitempty"`
 }
 
-// skipClean says which directory entries the record leaves out: Pebble's lock, the record itself, and the
-// subdirectories --recover creates.
-func skipClean(name string) bool {
-	return name == "LOCK" || strings.HasPrefix(name, cleanName) || strings.HasPrefix(name, recoveredPrefix)
+// pebbleFile says whether a directory entry is one of Pebble's files, which the record covers; other files
+// (Pebble's LOCK, the record itself, the subdirectories Recover creates, anything a user put there) are left out.
+func pebbleFile(name string) bool {
+	for _, p := range []string{"MANIFEST-", "OPTIONS-", "marker."} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	num, ext, ok := strings.Cut(name, ".")
+	if _, err := strconv.ParseUint(num, 10, 64); !ok || err != nil {
+		return false
+	}
+	return ext == "log" || ext == "sst" || ext == "blob"
 }
 
 // summed says whether a file's content is checksummed in the record.
@@ -61,7 +70,7 @@ func listFiles(fs vfs.FS, dir string, entries map[string]uint64) ([]cleanFile, e
 	sort.Strings(names)
 	var files []cleanFile
 	for _, name := range names {
-		if skipClean(name) {
+		if !pebbleFile(name) {
 			continue
 		}
 		path := fs.PathJoin(dir, name)

@@ -277,10 +277,18 @@ func TestCorruptionAfterCrash(t *testing.T) {
 }
 
 // TestCleanShutdownRecordLifecycle: Close writes the record, Open removes it, and a healthy store reopens
-// with every key.
+// with every key. A file of the user's in the directory, written after the shutdown, is none of its business.
 func TestCleanShutdownRecordLifecycle(t *testing.T) {
 	dir := t.TempDir()
-	if err := buildStore(t, dir).Close(); err != nil {
+	userFile := filepath.Join(dir, "server.log")
+	s := buildStore(t, dir)
+	if err := os.WriteFile(userFile, []byte("started\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(userFile, []byte("started\nstopped\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, cleanName)); err != nil {
