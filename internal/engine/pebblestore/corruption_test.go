@@ -244,7 +244,7 @@ func TestCorruptionAfterCleanShutdown(t *testing.T) {
 }
 
 // TestCorruptionAfterCrash damages a checkpoint of an open store (as a crash leaves it: no clean-shutdown record)
-// where a crash cannot explain the damage: the middle of the MANIFEST, and any sstable. Open must refuse naming
+// where a crash cannot explain the damage: the middle of the last WAL and of the MANIFEST, and any sstable. Open must refuse naming
 // the file, or every key must be readable.
 func TestCorruptionAfterCrash(t *testing.T) {
 	live := t.TempDir()
@@ -261,6 +261,7 @@ func TestCorruptionAfterCrash(t *testing.T) {
 		kind   fileKind
 		damage damageKind
 	}{
+		{fileKinds[0], damageKinds[1]}, // last WAL, middle: a later synced record proves it (Pebble's check)
 		{fileKinds[1], damageKinds[1]}, // MANIFEST, middle
 		{fileKinds[2], damageKinds[0]}, {fileKinds[2], damageKinds[1]}, {fileKinds[2], damageKinds[2]}, {fileKinds[2], damageKinds[3]},
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"anykv/internal/engine"
 )
@@ -64,7 +65,7 @@ var pebbleFileRE = regexp.MustCompile(`(?:L\d: |backing file |table )(\d{6})\b`)
 
 // namedDamage turns an error of Pebble's that names damaged sstables into a DamageError naming them; other
 // errors are returned as they are. Pebble cannot open past these (Options.Recover neither).
-func namedDamage(dir string, err error) error {
+func namedDamage(fs vfs.FS, dir string, err error) error {
 	if !pebble.IsCorruptionError(err) && !errors.Is(err, os.ErrNotExist) && !strings.Contains(err.Error(), "size mismatch") {
 		return err
 	}
@@ -76,6 +77,9 @@ func namedDamage(dir string, err error) error {
 			de.Damage = append(de.Damage, Damage{File: name, Problem: err.Error(),
 				Lost: "the store cannot open without it: restore a backup"})
 		}
+	}
+	if len(de.Damage) == 0 && strings.Contains(err.Error(), "replaying WAL") {
+		de.Damage, _ = walDamage(fs, dir) // Pebble does not say which WAL
 	}
 	if len(de.Damage) == 0 {
 		return err

@@ -24,7 +24,7 @@ type VerifyReport struct {
 }
 
 // Verify checks a stopped store in dir completely, without changing it: the clean-shutdown record against the
-// files, the MANIFEST to its end, the WAL replay (Pebble opened read-only, with its strict checks), every block
+// files (without one, the WALs as walDamage does), the MANIFEST to its end, the WAL replay (Pebble opened read-only, with its strict checks), every block
 // checksum of every sstable, and every item's key, value and version. Damage goes into the report; the error
 // is for a store that cannot be examined at all (no store in dir, I/O errors). fs nil means the real disk.
 func Verify(dir string, fs vfs.FS) (VerifyReport, error) {
@@ -53,6 +53,12 @@ func Verify(dir string, fs vfs.FS) (VerifyReport, error) {
 			return rep, err
 		}
 		rep.Damage = append(rep.Damage, d...)
+	default:
+		d, err := walDamage(fs, dir)
+		if err != nil {
+			return rep, err
+		}
+		rep.Damage = append(rep.Damage, d...)
 	}
 	d, err := checkManifest(fs, dir)
 	if err != nil {
@@ -65,12 +71,12 @@ func Verify(dir string, fs vfs.FS) (VerifyReport, error) {
 
 	db, err := pebble.Open(dir, &pebble.Options{FS: fs, ReadOnly: true, Logger: quietPebble{}})
 	if err != nil {
-		return rep, verifyFailed(&rep, dir, err)
+		return rep, verifyFailed(&rep, fs, dir, err)
 	}
 	defer db.Close()
 	live, err := liveTables(db, false)
 	if err != nil {
-		return rep, verifyFailed(&rep, dir, err)
+		return rep, verifyFailed(&rep, fs, dir, err)
 	}
 	c := checkTables(fs, dir, live, nil)
 	rep.Tables, rep.TableBytes = c.files, c.bytes
@@ -80,17 +86,17 @@ func Verify(dir string, fs vfs.FS) (VerifyReport, error) {
 	}
 	version, _, err := getUint64(db, metaVersionKey)
 	if err != nil {
-		return rep, verifyFailed(&rep, dir, err)
+		return rep, verifyFailed(&rep, fs, dir, err)
 	}
 	rep.Version = version
-	return rep, verifyItems(db, &rep)
+	return rep, verifyItems(db, &rep, fs, dir)
 }
 
 // verifyItems decodes every stored item and checks that no version exceeds the highest allocated one.
-func verifyItems(db *pebble.DB, rep *VerifyReport) error {
+func verifyItems(db *pebble.DB, rep *VerifyReport, fs vfs.FS, dir string) error {
 	it, err := db.NewIter(&pebble.IterOptions{LowerBound: dataStart, UpperBound: dataEnd})
 	if err != nil {
-		return verifyFailed(rep, "", err)
+		return verifyFailed(rep, fs, dir, err)
 	}
 	defer it.Close()
 	bad := 0
@@ -107,16 +113,16 @@ func verifyItems(db *pebble.DB, rep *VerifyReport) error {
 		}
 	}
 	if err := it.Error(); err != nil {
-		return verifyFailed(rep, "", err)
+		return verifyFailed(rep, fs, dir, err)
 	}
 	return nil
 }
 
 // verifyFailed records an error of Pebble's that names damaged files as damage (returning nil); other errors
 // are returned.
-func verifyFailed(rep *VerifyReport, dir string, err error) error {
+func verifyFailed(rep *VerifyReport, fs vfs.FS, dir string, err error) error {
 	var de *DamageError
-	if errors.As(namedDamage(dir, err), &de) {
+	if errors.As(namedDamage(fs, dir, err), &de) {
 		rep.Damage = append(rep.Damage, de.Damage...)
 		return nil
 	}

@@ -60,6 +60,13 @@ func beforeOpen(opts Options, fs vfs.FS) (*openCheck, error) {
 		return nil, err
 	}
 	c.damage = append(c.damage, d...)
+	if rec == nil { // with a record, the WALs' checksums are in it
+		d, err := walDamage(fs, opts.Dir)
+		if err != nil {
+			return nil, err
+		}
+		c.damage = append(c.damage, d...)
+	}
 	if len(c.damage) == 0 {
 		return c, nil
 	}
@@ -104,7 +111,7 @@ func (c *openCheck) keepTables() error {
 func (c *openCheck) afterOpen(db *pebble.DB, skipTables bool) (uint64, error) {
 	live, err := liveTables(db, false)
 	if err != nil {
-		return 0, namedDamage(c.dir, err)
+		return 0, namedDamage(c.fs, c.dir, err)
 	}
 	isLive := map[string]bool{}
 	for _, t := range live {
@@ -127,7 +134,7 @@ func (c *openCheck) afterOpen(db *pebble.DB, skipTables bool) (uint64, error) {
 	}
 	version, err := readMeta(db)
 	if err != nil {
-		return 0, namedDamage(c.dir, err)
+		return 0, namedDamage(c.fs, c.dir, err)
 	}
 	if c.clean != nil && version != c.clean.Version {
 		c.damage = append(c.damage, Damage{File: "(version record)", Problem: fmt.Sprintf(
