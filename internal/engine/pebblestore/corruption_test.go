@@ -243,16 +243,22 @@ func TestCorruptionAfterCleanShutdown(t *testing.T) {
 	}
 }
 
-// TestCorruptionAfterCrash damages a checkpoint of an open store (as a crash leaves it: no clean-shutdown record)
-// where a crash cannot explain the damage: the middle of the last WAL and of the MANIFEST, and any sstable. Open must refuse naming
-// the file, or every key must be readable.
-func TestCorruptionAfterCrash(t *testing.T) {
-	live := t.TempDir()
-	s := buildStore(t, live)
-	crashed := crashCopy(t, s)
+// cleanAndCrashed builds a store and returns it cleanly closed, and a checkpoint taken while it was open.
+func cleanAndCrashed(t *testing.T) (clean, crashed string) {
+	clean = t.TempDir()
+	s := buildStore(t, clean)
+	crashed = crashCopy(t, s)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return clean, crashed
+}
+
+// TestCorruptionAfterCrash damages a checkpoint of an open store (as a crash leaves it: no clean-shutdown
+// record) where a crash cannot explain the damage: the middle of the last WAL and of the MANIFEST, and any
+// sstable. Open must refuse naming the file, or every key must be readable.
+func TestCorruptionAfterCrash(t *testing.T) {
+	_, crashed := cleanAndCrashed(t)
 	names := listNames(t, crashed)
 	if slices.Contains(names, cleanName) {
 		t.Fatal("a store copied while open has a clean-shutdown record")

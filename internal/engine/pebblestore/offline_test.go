@@ -11,12 +11,7 @@ import (
 // TestVerify: a healthy store (cleanly closed, and a checkpoint of it open) verifies with every item counted; each
 // damage Open refuses is reported by Verify naming the same file; Verify changes nothing.
 func TestVerify(t *testing.T) {
-	live := t.TempDir()
-	s := buildStore(t, live)
-	crashed := crashCopy(t, s)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	live, crashed := cleanAndCrashed(t)
 	for name, dir := range map[string]string{"clean": live, "crashed": crashed} {
 		rep, err := Verify(dir, nil)
 		if err != nil || len(rep.Damage) != 0 {
