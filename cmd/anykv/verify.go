@@ -48,7 +48,8 @@ func verifyMain(args []string, stdout, stderr io.Writer) int {
 		shutdown = "cleanly shut down, every file as the shutdown left it"
 	}
 	fmt.Fprintf(stdout, "%s: healthy\n  %s\n  %s: %d records, read to its end\n"+
-		"  %d sstables, %d bytes: every block checksum verified\n  %d items (expired included): every key and value decodes, highest version %d\n",
+		"  %d sstables, %d bytes: every block checksum verified\n"+
+		"  %d items (expired included): every key and value decodes, highest version %d\n",
 		dir, shutdown, rep.Manifest, rep.ManifestRecords, rep.Tables, rep.TableBytes, rep.Items, rep.Version)
 	return 0
 }

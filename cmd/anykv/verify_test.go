@@ -116,7 +116,8 @@ func TestVerifyAndRecoverEndToEnd(t *testing.T) {
 		}
 	}
 	deadline := time.Now().Add(10 * time.Second) // the loop runs every 20ms: wait for its first run to end
-	for !strings.Contains(metricsText(t, r.HTTP), "anykv_engine_verify_runs ") || strings.Contains(metricsText(t, r.HTTP), "anykv_engine_verify_runs 0") {
+	for m := metricsText(t, r.HTTP); !strings.Contains(m, "anykv_engine_verify_runs ") ||
+		strings.Contains(m, "anykv_engine_verify_runs 0"); m = metricsText(t, r.HTTP) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no background verification run within 10s:\n%s", metricsText(t, r.HTTP))
 		}

@@ -208,12 +208,14 @@ func (rec *cleanRecord) compare(fs vfs.FS, dir string) ([]Damage, error) {
 		st, err := fs.Stat(path)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
-			damage = append(damage, Damage{File: want.Name, Problem: fmt.Sprintf("missing (the clean shutdown left %d bytes)", want.Size), Lost: lostWith(want)})
+			damage = append(damage, Damage{File: want.Name, Lost: lostWith(want),
+				Problem: fmt.Sprintf("missing (the clean shutdown left %d bytes)", want.Size)})
 			continue
 		case err != nil:
 			return nil, fmt.Errorf("pebblestore: %w", err)
 		case st.Size() != want.Size:
-			damage = append(damage, Damage{File: want.Name, Problem: fmt.Sprintf("%d bytes, the clean shutdown left %d", st.Size(), want.Size), Lost: lostWith(want)})
+			damage = append(damage, Damage{File: want.Name, Lost: lostWith(want),
+				Problem: fmt.Sprintf("%d bytes, the clean shutdown left %d", st.Size(), want.Size)})
 			continue
 		case want.CRC == nil:
 			continue
@@ -223,7 +225,8 @@ func (rec *cleanRecord) compare(fs vfs.FS, dir string) ([]Damage, error) {
 			return nil, err
 		}
 		if sum != *want.CRC {
-			damage = append(damage, Damage{File: want.Name, Problem: "content changed since the clean shutdown (checksum mismatch)", Lost: lostWith(want)})
+			damage = append(damage, Damage{File: want.Name, Lost: lostWith(want),
+				Problem: "content changed since the clean shutdown (checksum mismatch)"})
 		}
 	}
 	return damage, nil

@@ -401,7 +401,8 @@ func TestVerifyNowFindsDamage(t *testing.T) {
 	if err != nil || len(d) != 1 || d[0].File != sst {
 		t.Fatalf("VerifyNow after damaging %s = %v, %v", sst, d, err)
 	}
-	if st := s.Stats(); st["verify_runs"] != 2 || st["verify_last_corrupt_files"] != 1 || st["verify_corrupt_files"] != 1 || st["verify_last_unix"] == 0 {
+	if st := s.Stats(); st["verify_runs"] != 2 || st["verify_last_corrupt_files"] != 1 ||
+		st["verify_corrupt_files"] != 1 || st["verify_last_unix"] == 0 {
 		t.Fatalf("stats after finding damage: %v", st)
 	}
 	flipByte(t, filepath.Join(dir, sst), 0) // repair, so that Close's flush and the cleanup go well

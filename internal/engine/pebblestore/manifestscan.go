@@ -172,8 +172,10 @@ func walDamage(fs vfs.FS, dir string) ([]Damage, error) {
 			}
 			if !errors.Is(err, io.EOF) && syncedPast(data, at, uint32(num)) {
 				damage = append(damage, Damage{File: name,
-					Problem: fmt.Sprintf("unreadable record at offset %d of %d bytes (%v), followed by records written after it was synced", at, len(data), err),
-					Lost:    fmt.Sprintf("the %d bytes of acknowledged writes after offset %d, which replay skips", len(data)-int(at), at)})
+					Problem: fmt.Sprintf("unreadable record at offset %d of %d bytes (%v), followed by records "+
+						"written after it was synced", at, len(data), err),
+					Lost: fmt.Sprintf("the %d bytes of acknowledged writes after offset %d, which replay skips",
+						len(data)-int(at), at)})
 			}
 			break
 		}

@@ -23,10 +23,10 @@ type VerifyReport struct {
 	Damage []Damage
 }
 
-// Verify checks a stopped store in dir completely, without changing it: the clean-shutdown record against the
-// files (without one, the WALs as walDamage does), the MANIFEST to its end, the WAL replay (Pebble opened read-only, with its strict checks), every block
-// checksum of every sstable, and every item's key, value and version. Damage goes into the report; the error
-// is for a store that cannot be examined at all (no store in dir, I/O errors). fs nil means the real disk.
+// Verify checks a stopped store in dir completely, without changing it: the files as Open checks them
+// (fileDamage), the WAL replay (Pebble opened read-only, with its strict checks), every block checksum of every
+// sstable, and every item's key, value and version. Damage goes into the report; the error is for a store that
+// cannot be examined at all (no store in dir, I/O errors). fs nil means the real disk.
 func Verify(dir string, fs vfs.FS) (VerifyReport, error) {
 	if fs == nil {
 		fs = vfs.Default
@@ -40,31 +40,11 @@ func Verify(dir string, fs vfs.FS) (VerifyReport, error) {
 		return rep, fmt.Errorf("pebblestore: no store in %s: %w", dir, os.ErrNotExist)
 	}
 	rep.Manifest = manifest
-	rec, err := readClean(fs, dir)
-	switch {
-	case errors.Is(err, errBadRecord):
-		rep.Damage = append(rep.Damage, Damage{File: cleanName, Problem: err.Error()})
-	case err != nil:
-		return rep, err
-	case rec != nil:
-		rep.Clean = true
-		d, err := rec.compare(fs, dir)
-		if err != nil {
-			return rep, err
-		}
-		rep.Damage = append(rep.Damage, d...)
-	default:
-		d, err := walDamage(fs, dir)
-		if err != nil {
-			return rep, err
-		}
-		rep.Damage = append(rep.Damage, d...)
-	}
-	d, err := checkManifest(fs, dir)
+	rec, damage, err := fileDamage(fs, dir)
 	if err != nil {
 		return rep, err
 	}
-	rep.Damage = append(rep.Damage, d...)
+	rep.Clean, rep.Damage = rec != nil, damage
 	if ls, err := scanRecords(fs, fs.PathJoin(dir, manifest)); err == nil {
 		rep.ManifestRecords = ls.records
 	}

@@ -17,7 +17,8 @@ func TestVerify(t *testing.T) {
 		if err != nil || len(rep.Damage) != 0 {
 			t.Fatalf("%s: Verify = %+v, %v", name, rep, err)
 		}
-		if rep.Items != sweepKeys || rep.Version != sweepKeys || rep.Clean != (name == "clean") || rep.Tables == 0 || rep.ManifestRecords == 0 {
+		if rep.Items != sweepKeys || rep.Version != sweepKeys || rep.Clean != (name == "clean") ||
+			rep.Tables == 0 || rep.ManifestRecords == 0 {
 			t.Fatalf("%s: report %+v", name, rep)
 		}
 	}

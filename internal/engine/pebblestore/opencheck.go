@@ -39,33 +39,9 @@ func beforeOpen(opts Options, fs vfs.FS) (*openCheck, error) {
 	if _, err := fs.Stat(opts.Dir); err != nil {
 		return c, nil // a new store: Pebble creates the directory
 	}
-	rec, err := readClean(fs, opts.Dir)
-	switch {
-	case errors.Is(err, errBadRecord):
-		c.damage = append(c.damage, Damage{File: cleanName, Problem: err.Error(),
-			Lost: "nothing by itself, but damage since the clean shutdown can no longer be told apart"})
-	case err != nil:
+	var err error
+	if c.clean, c.damage, err = fileDamage(fs, opts.Dir); err != nil {
 		return nil, err
-	}
-	c.clean = rec
-	if rec != nil {
-		d, err := rec.compare(fs, opts.Dir)
-		if err != nil {
-			return nil, err
-		}
-		c.damage = append(c.damage, d...)
-	}
-	d, err := checkManifest(fs, opts.Dir)
-	if err != nil {
-		return nil, err
-	}
-	c.damage = append(c.damage, d...)
-	if rec == nil { // with a record, the WALs' checksums are in it
-		d, err := walDamage(fs, opts.Dir)
-		if err != nil {
-			return nil, err
-		}
-		c.damage = append(c.damage, d...)
 	}
 	if len(c.damage) == 0 {
 		return c, nil
@@ -74,6 +50,35 @@ func beforeOpen(opts Options, fs vfs.FS) (*openCheck, error) {
 		return nil, &DamageError{Dir: opts.Dir, Damage: c.damage}
 	}
 	return c, c.keepTables()
+}
+
+// fileDamage checks a store's files as they lie, before Pebble opens them: against the clean-shutdown record
+// if there is one (returned), else the WALs; and the MANIFEST to its end.
+func fileDamage(fs vfs.FS, dir string) (*cleanRecord, []Damage, error) {
+	var damage []Damage
+	rec, err := readClean(fs, dir)
+	switch {
+	case errors.Is(err, errBadRecord):
+		damage = append(damage, Damage{File: cleanName, Problem: err.Error(),
+			Lost: "nothing by itself, but damage since the clean shutdown can no longer be told apart"})
+	case err != nil:
+		return nil, nil, err
+	}
+	var d []Damage
+	if rec != nil {
+		d, err = rec.compare(fs, dir)
+	} else { // with a record, the WALs' checksums are in it
+		d, err = walDamage(fs, dir)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	damage = append(damage, d...)
+	d, err = checkManifest(fs, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rec, append(damage, d...), nil
 }
 
 // keepTables hard-links every sstable into a new subdirectory, so that the ones Pebble drops as unlisted are

@@ -390,7 +390,8 @@ func (s *Store) syncWAL() error {
 }
 
 // Close implements engine.Engine: it waits for operations in progress (queued Applies are committed), syncs the
-// WAL, flushes the memtable, closes Pebble and writes the clean-shutdown record (cleanshutdown.go). Later calls of any method return ErrClosed; a second Close returns nil.
+// WAL, flushes the memtable, closes Pebble and writes the clean-shutdown record (cleanshutdown.go). Later calls
+// of any method return ErrClosed; a second Close returns nil.
 func (s *Store) Close() error {
 	if !s.closing.CompareAndSwap(false, true) {
 		return nil
