@@ -438,3 +438,21 @@ func openWithHook(opts Options, ran chan struct{}) (*Store, error) {
 	defer func() { testVerifyRan = nil }()
 	return Open(opts)
 }
+
+// TestRefusedTwiceForTheSameReason: an Open refused for a damaged sstable after a clean shutdown has already let
+// Pebble change the directory; the next Open must name the same sstable, and nothing else (no file the record
+// lists that Pebble has since replaced).
+func TestRefusedTwiceForTheSameReason(t *testing.T) {
+	dir := t.TempDir()
+	if err := buildStore(t, dir).Close(); err != nil {
+		t.Fatal(err)
+	}
+	sst := fileKinds[2].pick(listNames(t, dir))
+	flipByte(t, filepath.Join(dir, sst), 0)
+	for i := 0; i < 2; i++ {
+		_, err := Open(Options{Dir: dir, CacheBytes: 8 << 20, Logger: quiet})
+		if files := DamagedFiles(err); !slices.Equal(files, []string{sst}) {
+			t.Fatalf("Open %d: names %v, want only %s: %v", i+1, files, sst, err)
+		}
+	}
+}

@@ -60,8 +60,8 @@ func (e *DamageError) Unwrap() []error {
 }
 
 // pebbleFileRE finds the sstables Pebble's errors name: "L6: 000013: object size mismatch", "backing file
-// 000015 error", "invalid table 000015".
-var pebbleFileRE = regexp.MustCompile(`(?:L\d: |backing file |table )(\d{6})\b`)
+// 000015 error", "invalid table 000015", "file 000013: block 12056/1369: crc32c checksum mismatch".
+var pebbleFileRE = regexp.MustCompile(`(?:L\d: |file |table )(\d{6})\b`)
 
 // namedDamage turns an error of Pebble's that names damaged sstables into a DamageError naming them; other
 // errors are returned as they are. Pebble cannot open past these (Options.Recover neither).

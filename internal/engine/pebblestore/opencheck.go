@@ -112,8 +112,19 @@ func (c *openCheck) keepTables() error {
 
 // afterOpen checks the opened store: against the clean-shutdown record (its sstables, its version), and every
 // sstable's checksums unless skipTables. It reads the meta records (readMeta) and returns the highest version.
-// It removes the record once the store is judged.
-func (c *openCheck) afterOpen(db *pebble.DB, skipTables bool) (uint64, error) {
+//
+// It removes the record whatever the outcome, since Pebble has changed the directory (a new WAL and OPTIONS
+// file, obsolete files deleted) and a later Open could not compare the two any more; but it keeps the record
+// when the store is refused for a difference from the record itself, so that the next Open refuses it too.
+func (c *openCheck) afterOpen(db *pebble.DB, skipTables bool) (version uint64, err error) {
+	differs := false // the opened store differs from the record
+	defer func() {
+		if (c.clean != nil || c.hasDamage(cleanName)) && (err == nil || !differs) {
+			if rerr := removeClean(c.fs, c.dir); err == nil {
+				err = rerr
+			}
+		}
+	}()
 	live, err := liveTables(db, false)
 	if err != nil {
 		return 0, namedDamage(c.fs, c.dir, err)
@@ -128,6 +139,7 @@ func (c *openCheck) afterOpen(db *pebble.DB, skipTables bool) (uint64, error) {
 			if strings.HasSuffix(f.Name, ".sst") && !isLive[f.Name] && !dropped {
 				c.damage = append(c.damage, Damage{File: f.Name, Problem: "live at the clean shutdown, not in the opened store",
 					Lost: fmt.Sprintf("its %d entries", f.Entries)})
+				differs = true
 			}
 		}
 	}
@@ -137,19 +149,14 @@ func (c *openCheck) afterOpen(db *pebble.DB, skipTables bool) (uint64, error) {
 	if err := c.judge(); err != nil {
 		return 0, err
 	}
-	version, err := readMeta(db)
-	if err != nil {
+	if version, err = readMeta(db); err != nil {
 		return 0, namedDamage(c.fs, c.dir, err)
 	}
 	if c.clean != nil && version != c.clean.Version {
 		c.damage = append(c.damage, Damage{File: "(version record)", Problem: fmt.Sprintf(
 			"highest version %d, the clean shutdown recorded %d", version, c.clean.Version), Lost: "writes after the version found"})
+		differs = true
 		if err := c.judge(); err != nil {
-			return 0, err
-		}
-	}
-	if c.clean != nil || c.hasDamage(cleanName) {
-		if err := removeClean(c.fs, c.dir); err != nil {
 			return 0, err
 		}
 	}
