@@ -197,6 +197,7 @@ func checkNotSilent(t *testing.T, dir, file string) (refused bool) {
 		if !slices.Contains(DamagedFiles(err), file) {
 			t.Fatalf("Open's error names %v, not the damaged %s: %v", DamagedFiles(err), file, err)
 		}
+		checkRecover(t, dir, file)
 		return true
 	}
 	defer s.Close()
@@ -215,6 +216,23 @@ func checkNotSilent(t *testing.T, dir, file string) (refused bool) {
 		t.Fatalf("silent loss: Open succeeded but %d of %d keys are not readable (first: %v)", missing, sweepKeys, firstErr)
 	}
 	return false
+}
+
+// checkRecover opens a store Open refused with Recover: it must open and report the damaged file, or, where
+// Pebble itself cannot open past the damage, refuse again naming it.
+func checkRecover(t *testing.T, dir, file string) {
+	t.Helper()
+	s, err := Open(Options{Dir: dir, CacheBytes: 8 << 20, Logger: quiet, Recover: true})
+	if err != nil {
+		if !slices.Contains(DamagedFiles(err), file) {
+			t.Fatalf("Open with Recover: %v, not naming %s", err, file)
+		}
+		return
+	}
+	defer s.Close()
+	if !slices.ContainsFunc(s.Recovered(), func(d Damage) bool { return d.File == file }) {
+		t.Fatalf("Open with Recover reports %v, not the damaged %s", s.Recovered(), file)
+	}
 }
 
 // TestCorruptionAfterCleanShutdown damages each kind of file of a cleanly closed store in each way: Open must

@@ -81,6 +81,27 @@ func fileDamage(fs vfs.FS, dir string) (*cleanRecord, []Damage, error) {
 	return rec, append(damage, d...), nil
 }
 
+// openFailed is Open's error when pebble.Open fails: Pebble's, as a DamageError if it names damaged files, and
+// with the damage found before, if any (Recover went past it, Pebble could not).
+func (c *openCheck) openFailed(err error) error {
+	err = namedDamage(c.fs, c.dir, fmt.Errorf("pebblestore: open %s: %w", c.dir, err))
+	if len(c.damage) == 0 {
+		return err
+	}
+	if c.keep != "" {
+		_ = c.fs.RemoveAll(c.keep) // nothing was dropped
+	}
+	de := &DamageError{Dir: c.dir, Damage: c.damage, cause: err}
+	var named *DamageError
+	if errors.As(err, &named) {
+		de.Damage = append(de.Damage, named.Damage...)
+	} else {
+		de.Damage = append(de.Damage, Damage{File: "(Pebble)", Problem: err.Error(),
+			Lost: "Pebble cannot open past the damage above: restore a backup"})
+	}
+	return de
+}
+
 // keepTables hard-links every sstable into a new subdirectory, so that the ones Pebble drops as unlisted are
 // not deleted for good.
 func (c *openCheck) keepTables() error {

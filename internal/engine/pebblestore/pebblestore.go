@@ -209,7 +209,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	db, err := pebble.Open(opts.Dir, po)
 	if err != nil {
-		return nil, namedDamage(s.fs(), opts.Dir, fmt.Errorf("pebblestore: open %s: %w", opts.Dir, err))
+		return nil, check.openFailed(err)
 	}
 	version, err := check.afterOpen(db, opts.SkipOpenVerify) // reads the meta records
 	if err != nil {
