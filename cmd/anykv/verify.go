@@ -10,7 +10,8 @@ import (
 )
 
 // verifyMain runs `anykv verify DIR`: the full offline check of a stopped pebble store (pebblestore.Verify).
-// Exit status 0: healthy; 1: damaged (each damaged file named); 2: no store there, or a usage error.
+// Exit status 0: healthy; 1: damaged (each damaged file named); 2: no store there, a store in use, or a usage
+// error.
 func verifyMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("anykv verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -59,8 +59,8 @@ func lastWAL(t *testing.T, dir string) string {
 // TestVerifyAndRecoverEndToEnd: the real binary. A store shut down cleanly verifies healthy. One byte flipped
 // 40 bytes before the end of the last WAL (which, before the clean-shutdown record, lost keys silently): `anykv
 // verify` exits 1 naming the WAL, `anykv serve` refuses to start naming it and saying what to do, `anykv serve
-// --recover` starts, logs what it dropped and serves every key; background verification shows in INFO and
-// /metrics; after a clean stop the store verifies healthy again.
+// --recover` starts, logs what it dropped and serves every key (and `anykv verify` refuses the store in use);
+// background verification shows in INFO and /metrics; after a clean stop the store verifies healthy again.
 func TestVerifyAndRecoverEndToEnd(t *testing.T) {
 	const keys = 2000
 	s := servertest.Start(t, servertest.Options{HTTP: true})
@@ -108,6 +108,9 @@ func TestVerifyAndRecoverEndToEnd(t *testing.T) {
 	r := servertest.Start(t, servertest.Options{Dir: s.Dir, HTTP: true, Args: []string{"--recover", "--verify-interval", "20ms"}})
 	if out := r.Output(); !strings.Contains(out, "opened a damaged store") || !strings.Contains(out, wal) {
 		t.Fatalf("--recover does not report what it went past:\n%s", out)
+	}
+	if code, out := runBinary(t, "verify", s.Dir); code != 2 || !strings.Contains(out, "in use") {
+		t.Fatalf("verify of a store in use: exit %d, want 2 and \"in use\"\n%s", code, out)
 	}
 	c = client(t, r.RESP)
 	for i := 0; i < keys; i++ {

@@ -40,6 +40,12 @@ func Verify(dir string, fs vfs.FS) (VerifyReport, error) {
 		return rep, fmt.Errorf("pebblestore: no store in %s: %w", dir, os.ErrNotExist)
 	}
 	rep.Manifest = manifest
+	// Pebble's directory lock, taken first, turns away a store in use: its files change under the checks.
+	lock, err := pebble.LockDirectory(dir, fs)
+	if err != nil {
+		return rep, fmt.Errorf("pebblestore: %s is in use (is anykv running?): %w", dir, err)
+	}
+	defer lock.Close()
 	rec, damage, err := fileDamage(fs, dir)
 	if err != nil {
 		return rep, err
@@ -49,7 +55,7 @@ func Verify(dir string, fs vfs.FS) (VerifyReport, error) {
 		rep.ManifestRecords = ls.records
 	}
 
-	db, err := pebble.Open(dir, &pebble.Options{FS: fs, ReadOnly: true, Logger: quietPebble{}})
+	db, err := pebble.Open(dir, &pebble.Options{FS: fs, ReadOnly: true, Lock: lock, Logger: quietPebble{}})
 	if err != nil {
 		return rep, verifyFailed(&rep, fs, dir, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -60,6 +61,16 @@ func TestVerify(t *testing.T) {
 				t.Fatalf("Verify names %v, not the damaged %s: %+v", files, file, rep.Damage)
 			}
 		})
+	}
+	s, err := Open(Options{Dir: live, CacheBytes: 8 << 20, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Verify(live, nil); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("Verify of an open store: %v, want it refused as in use", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := Verify(t.TempDir(), nil); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("Verify of an empty directory: %v", err)
