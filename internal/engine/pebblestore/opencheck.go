@@ -24,6 +24,7 @@ const recoveredPrefix = "recovered-"
 
 // openCheck carries the checks' state from before pebble.Open to after it.
 type openCheck struct {
+	lock    *pebble.Lock // Pebble's directory lock, taken first: no other process changes the files under the checks
 	fs      vfs.FS
 	dir     string
 	recover bool
@@ -36,20 +37,26 @@ type openCheck struct {
 // beforeOpen checks the directory before Pebble reads it.
 func beforeOpen(opts Options, fs vfs.FS) (*openCheck, error) {
 	c := &openCheck{fs: fs, dir: opts.Dir, recover: opts.Recover}
-	if _, err := fs.Stat(opts.Dir); err != nil {
-		return c, nil // a new store: Pebble creates the directory
+	if err := fs.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("pebblestore: %w", err)
 	}
-	var err error
-	if c.clean, c.damage, err = fileDamage(fs, opts.Dir); err != nil {
+	lock, err := pebble.LockDirectory(opts.Dir, fs)
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: %s is in use: %w", opts.Dir, err)
+	}
+	c.lock = lock
+	if c.clean, c.damage, err = fileDamage(fs, opts.Dir); err == nil && len(c.damage) > 0 {
+		if !c.recover {
+			err = &DamageError{Dir: opts.Dir, Damage: c.damage}
+		} else {
+			err = c.keepTables()
+		}
+	}
+	if err != nil {
+		_ = lock.Close()
 		return nil, err
 	}
-	if len(c.damage) == 0 {
-		return c, nil
-	}
-	if !c.recover {
-		return nil, &DamageError{Dir: opts.Dir, Damage: c.damage}
-	}
-	return c, c.keepTables()
+	return c, nil
 }
 
 // fileDamage checks a store's files as they lie, before Pebble opens them: against the clean-shutdown record
@@ -84,6 +91,7 @@ func fileDamage(fs vfs.FS, dir string) (*cleanRecord, []Damage, error) {
 // openFailed is Open's error when pebble.Open fails: Pebble's, as a DamageError if it names damaged files, and
 // with the damage found before, if any (Recover went past it, Pebble could not).
 func (c *openCheck) openFailed(err error) error {
+	_ = c.lock.Close()
 	err = namedDamage(c.fs, c.dir, fmt.Errorf("pebblestore: open %s: %w", c.dir, err))
 	if len(c.damage) == 0 {
 		return err

@@ -85,6 +85,7 @@ type Options struct {
 // Store is the Pebble engine. Create it with Open; all methods are safe for concurrent use.
 type Store struct {
 	db   *pebble.DB
+	lock *pebble.Lock // the directory's lock: no other process opens the store until Close wrote its record
 	opts Options
 	log  *slog.Logger
 
@@ -203,10 +204,11 @@ func Open(opts Options) (*Store, error) {
 	if opts.tune != nil {
 		opts.tune(po)
 	}
-	check, err := beforeOpen(opts, s.fs())
+	check, err := beforeOpen(opts, s.fs()) // takes the directory lock, held until Close wrote its record
 	if err != nil {
 		return nil, err
 	}
+	po.Lock = check.lock
 	db, err := pebble.Open(opts.Dir, po)
 	if err != nil {
 		return nil, check.openFailed(err)
@@ -214,10 +216,11 @@ func Open(opts Options) (*Store, error) {
 	version, err := check.afterOpen(db, opts.SkipOpenVerify) // reads the meta records
 	if err != nil {
 		_ = db.Close()
+		_ = check.lock.Close()
 		return nil, err
 	}
 	s.recovered = check.report(log)
-	s.db = db
+	s.db, s.lock = db, check.lock
 	s.version.Store(version)
 	go newWriter(s, version).run()
 	if opts.Sync == SyncInterval {
@@ -418,6 +421,9 @@ func (s *Store) Close() error {
 	}
 	if err == nil && ok {
 		err = writeClean(s.fs(), s.opts.Dir, clean.version, clean.entries)
+	}
+	if lerr := s.lock.Close(); err == nil && lerr != nil {
+		err = lerr
 	}
 	if err != nil {
 		return fmt.Errorf("pebblestore: close: %w", err)
