@@ -21,6 +21,7 @@ Usage:
   anykv bench [flags]     run the datastore evaluation harness (anykv bench --help)
   anykv backup DEST       have a running server write a consistent copy of its data into DEST
   anykv cluster up|down   a local etcd cluster for anykv front ends (anykv cluster for help)
+  anykv verify DIR        check a stopped store's files completely (exit 0 healthy, 1 damaged)
   anykv version           print the version
 
 Every flag can also be set by an environment variable: --fsync always is ANYKV_FSYNC=always.
@@ -46,6 +47,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return backupMain(ctx, args[1:], stdout, stderr)
 	case "cluster":
 		return clusterMain(args[1:], stdout, stderr)
+	case "verify":
+		return verifyMain(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "anykv", version)
 		return 0

@@ -107,8 +107,6 @@ func (j *journal) close() {
 	}
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // journalRecord is one group read back from a journal file.
 type journalRecord struct {
 	version uint64

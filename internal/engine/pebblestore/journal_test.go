@@ -3,7 +3,6 @@ package pebblestore
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -11,39 +10,6 @@ import (
 
 	"anykv/internal/engine"
 )
-
-// copyDir copies the regular files of src into a new directory: what the OS holds of a store at that moment,
-// which is what a process killed with SIGKILL leaves behind (its own memory is lost, the page cache is not).
-func copyDir(t *testing.T, src string) string {
-	t.Helper()
-	dst := filepath.Join(t.TempDir(), "killed")
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if !e.Type().IsRegular() || e.Name() == "LOCK" {
-			continue
-		}
-		in, err := os.Open(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := os.Create(filepath.Join(dst, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			t.Fatal(err)
-		}
-		in.Close()
-		out.Close()
-	}
-	return dst
-}
 
 // TestIntervalModeSurvivesKill: under SyncInterval, every acknowledged write is in the files the OS holds the
 // moment Apply returns, long before the background fsync, so SIGKILL loses none (Redis's appendfsync everysec
@@ -67,7 +33,9 @@ func TestIntervalModeSurvivesKill(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			killed := copyDir(t, dir) // before the background sync, which runs at most once a second
+			// The files as the OS holds them now, before the background sync (at most once a second): what a
+			// process killed with SIGKILL leaves behind (its own memory is lost, the page cache is not).
+			killed := copyDir(t, dir)
 			r, err := Open(Options{Dir: killed, Sync: SyncInterval, CacheBytes: 8 << 20, Logger: quiet})
 			if err != nil {
 				t.Fatal(err)

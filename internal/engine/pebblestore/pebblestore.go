@@ -75,13 +75,23 @@ type Options struct {
 	// MinFreeSpace is the free-space reserve below which writes are refused (space.go); the zero value keeps
 	// none, and a full disk then blocks writes until space returns.
 	MinFreeSpace MinFree
+	// Recover opens a damaged store anyway (Open fails with a DamageError otherwise) and reports what was
+	// dropped (Store.Recovered); see opencheck.go.
+	Recover bool
+	// SkipOpenVerify skips checking every sstable block's checksum at Open (see verify.go for the cost).
+	SkipOpenVerify bool
+	// VerifyInterval is the period of the background sstable verification; 0 disables it.
+	VerifyInterval time.Duration
 
 	spacePoll time.Duration // the free-space poller's period; 0 means defaultSpacePoll (tests shorten it)
+	// tune, for tests, adjusts Pebble's options (no automatic compactions, for a MANIFEST that ends as expected).
+	tune func(*pebble.Options)
 }
 
 // Store is the Pebble engine. Create it with Open; all methods are safe for concurrent use.
 type Store struct {
 	db   *pebble.DB
+	lock *pebble.Lock // the directory's lock: no other process opens the store until Close wrote its record
 	opts Options
 	log  *slog.Logger
 
@@ -109,6 +119,13 @@ type Store struct {
 	tickerDone chan struct{}
 	unsynced   atomic.Bool // SyncInterval: a NoSync commit happened since the last background sync
 	journal    *journal    // SyncInterval: what a killed process would lose from Pebble's WAL buffer (journal.go)
+
+	// recovered is the damage an Open with Options.Recover went past; verify* run the sstable verification.
+	recovered  []Damage
+	verify     verifyStats
+	verifyStop chan struct{}
+	verifyDone chan struct{}
+	verifyRan  chan struct{} // tests: told after each background run
 
 	sweepMu     sync.Mutex
 	sweepCursor []byte // Pebble key where the next Sweep resumes; nil means the start
@@ -201,6 +218,14 @@ func Open(opts Options) (*Store, error) {
 	for i := range po.Levels {
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
 	}
+	if opts.tune != nil {
+		opts.tune(po)
+	}
+	check, err := beforeOpen(opts, s.fs()) // takes the directory lock, held until Close wrote its record
+	if err != nil {
+		return nil, err
+	}
+	po.Lock = check.lock
 	// On a full disk Pebble's Open would wait for space to flush the memtables it recovers: open read-only.
 	po.ReadOnly = s.space.startReadOnly()
 	db, err := pebble.Open(opts.Dir, po)
@@ -211,45 +236,43 @@ func Open(opts Options) (*Store, error) {
 		db, err = pebble.Open(opts.Dir, po)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("pebblestore: open %s: %w", opts.Dir, err)
+		return nil, check.openFailed(err)
 	}
-	version, err := readMeta(db)
-	if err != nil {
+	version, err := check.afterOpen(db, opts.SkipOpenVerify) // reads the meta records
+	fail := func(err error) (*Store, error) {
 		_ = db.Close()
+		_ = check.lock.Close()
 		return nil, err
 	}
-	fs := opts.FS
-	if fs == nil {
-		fs = vfs.Default
+	if err != nil {
+		return fail(err)
 	}
+	fs := s.fs()
 	if po.ReadOnly {
 		// Groups a killed process acknowledged may wait in the journal, and a read-only store cannot replay them:
 		// serving without them would answer reads with less than was acknowledged.
 		if n, err := journalPending(fs, opts.Dir, version); err != nil || n > 0 {
-			_ = db.Close()
 			if err == nil {
 				err = fmt.Errorf("pebblestore: %w: %d acknowledged write groups wait in the journal of %s and the disk "+
 					"is too full to replay them: free some space and start again", engine.ErrNoSpace, n, opts.Dir)
 			}
-			return nil, err
+			return fail(err)
 		}
 	} else if n, err := replayJournal(db, fs, opts.Dir, version); err != nil {
-		_ = db.Close()
-		return nil, err
+		return fail(err)
 	} else if n > 0 {
-		if version, err = readMeta(db); err != nil {
-			_ = db.Close()
-			return nil, err
+		if version, _, err = getUint64(db, metaVersionKey); err != nil {
+			return fail(err)
 		}
 		log.Info("replayed journaled groups a killed process had acknowledged", "groups", n)
 	}
 	if opts.Sync == SyncInterval && !po.ReadOnly {
 		if s.journal, err = openJournal(fs, opts.Dir); err != nil {
-			_ = db.Close()
-			return nil, err
+			return fail(err)
 		}
 	}
-	s.db = db
+	s.recovered = check.report(log)
+	s.db, s.lock = db, check.lock
 	s.version.Store(version)
 	go newWriter(s, version).run()
 	s.space.start()
@@ -257,6 +280,7 @@ func Open(opts Options) (*Store, error) {
 		s.tickerStop, s.tickerDone = make(chan struct{}), make(chan struct{})
 		go s.syncLoop()
 	}
+	s.startVerifier()
 	return s, nil
 }
 
@@ -434,11 +458,13 @@ func (s *Store) syncWAL() error {
 }
 
 // Close implements engine.Engine: it waits for operations in progress (queued Applies are committed), syncs the
-// WAL and closes Pebble. Later calls of any method return ErrClosed; a second Close returns nil.
+// WAL, flushes the memtable, closes Pebble and writes the clean-shutdown record (cleanshutdown.go). Later calls
+// of any method return ErrClosed; a second Close returns nil.
 func (s *Store) Close() error {
 	if !s.closing.CompareAndSwap(false, true) {
 		return nil
 	}
+	s.stopVerifier()
 	if s.active.Load() == 0 {
 		s.drainedOnce.Do(func() { close(s.drained) })
 	}
@@ -465,8 +491,15 @@ func (s *Store) Close() error {
 		}
 		s.journal.close()
 	}
+	clean, ok := s.prepareClean(err)
 	if cerr := s.db.Close(); err == nil && cerr != nil {
 		err = cerr
+	}
+	if err == nil && ok {
+		err = writeClean(s.fs(), s.opts.Dir, clean.version, clean.entries)
+	}
+	if lerr := s.lock.Close(); err == nil && lerr != nil {
+		err = lerr
 	}
 	if err != nil {
 		return fmt.Errorf("pebblestore: close: %w", err)

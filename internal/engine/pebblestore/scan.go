@@ -213,6 +213,7 @@ func (s *Store) Stats() map[string]int64 {
 		"range_deletions_pending": int64(m.Keys.TombstoneCount),
 	}
 	s.space.stats(st)
+	s.addVerifyStats(st)
 	return st
 }
 

@@ -1,0 +1,301 @@
+package pebblestore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Open's damage checks, around pebble.Open: before it, the clean-shutdown record (cleanshutdown.go) and the
+// MANIFEST (manifestscan.go), since Pebble changes the directory as it opens; after it, what the opened store
+// holds against the record, and every sstable's checksums. Damage makes Open fail with a DamageError, unless
+// Options.Recover: then Open goes on, keeps hard links to the sstables it drops, and reports (Store.Recovered).
+
+// recoveredPrefix starts the name of the subdirectory where Recover keeps the sstables the opened store dropped.
+const recoveredPrefix = "recovered-"
+
+// openCheck carries the checks' state from before pebble.Open to after it.
+type openCheck struct {
+	lock    *pebble.Lock // Pebble's directory lock, taken first: no other process changes the files under the checks
+	fs      vfs.FS
+	dir     string
+	recover bool
+	clean   *cleanRecord // the clean-shutdown record, nil after a crash
+	damage  []Damage
+	keep    string           // Recover with damage: the directory of hard links to the sstables found on disk
+	onDisk  map[string]int64 // ... and those sstables, name → size
+}
+
+// beforeOpen checks the directory before Pebble reads it.
+func beforeOpen(opts Options, fs vfs.FS) (*openCheck, error) {
+	c := &openCheck{fs: fs, dir: opts.Dir, recover: opts.Recover}
+	if err := fs.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("pebblestore: %w", err)
+	}
+	lock, err := pebble.LockDirectory(opts.Dir, fs)
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: %s is in use: %w", opts.Dir, err)
+	}
+	c.lock = lock
+	if c.clean, c.damage, err = fileDamage(fs, opts.Dir); err == nil && len(c.damage) > 0 {
+		if !c.recover {
+			err = &DamageError{Dir: opts.Dir, Damage: c.damage}
+		} else {
+			err = c.keepTables()
+		}
+	}
+	if err != nil {
+		_ = lock.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// fileDamage checks a store's files as they lie, before Pebble opens them: against the clean-shutdown record
+// if there is one (returned), else the WALs; and the MANIFEST to its end.
+func fileDamage(fs vfs.FS, dir string) (*cleanRecord, []Damage, error) {
+	var damage []Damage
+	rec, err := readClean(fs, dir)
+	switch {
+	case errors.Is(err, errBadRecord):
+		damage = append(damage, Damage{File: cleanName, Problem: err.Error(),
+			Lost: "nothing by itself, but damage since the clean shutdown can no longer be told apart"})
+	case err != nil:
+		return nil, nil, err
+	}
+	var d []Damage
+	if rec != nil {
+		d, err = rec.compare(fs, dir)
+	} else { // with a record, the WALs' checksums are in it
+		d, err = walDamage(fs, dir)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	damage = append(damage, d...)
+	d, err = checkManifest(fs, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rec, append(damage, d...), nil
+}
+
+// openFailed is Open's error when pebble.Open fails: Pebble's, as a DamageError if it names damaged files, and
+// with the damage found before, if any (Recover went past it, Pebble could not).
+func (c *openCheck) openFailed(err error) error {
+	_ = c.lock.Close()
+	err = namedDamage(c.fs, c.dir, fmt.Errorf("pebblestore: open %s: %w", c.dir, err))
+	if len(c.damage) == 0 {
+		return err
+	}
+	if c.keep != "" {
+		_ = c.fs.RemoveAll(c.keep) // nothing was dropped
+	}
+	de := &DamageError{Dir: c.dir, Damage: c.damage, cause: err}
+	var named *DamageError
+	if errors.As(err, &named) {
+		de.Damage = append(de.Damage, named.Damage...)
+	} else {
+		de.Damage = append(de.Damage, Damage{File: "(Pebble)", Problem: err.Error(),
+			Lost: "Pebble cannot open past the damage above: restore a backup"})
+	}
+	return de
+}
+
+// keepTables hard-links every sstable into a new subdirectory, so that the ones Pebble drops as unlisted are
+// not deleted for good.
+func (c *openCheck) keepTables() error {
+	names, err := c.fs.List(c.dir)
+	if err != nil {
+		return fmt.Errorf("pebblestore: list %s: %w", c.dir, err)
+	}
+	c.keep = c.fs.PathJoin(c.dir, fmt.Sprintf("%s%d", recoveredPrefix, time.Now().UnixNano()))
+	c.onDisk = map[string]int64{}
+	if err := c.fs.MkdirAll(c.keep, 0o755); err != nil {
+		return fmt.Errorf("pebblestore: %w", err)
+	}
+	for _, name := range names {
+		if !strings.HasSuffix(name, ".sst") {
+			continue
+		}
+		path := c.fs.PathJoin(c.dir, name)
+		st, err := c.fs.Stat(path)
+		if err != nil {
+			return fmt.Errorf("pebblestore: %w", err)
+		}
+		if err := c.fs.Link(path, c.fs.PathJoin(c.keep, name)); err != nil {
+			return fmt.Errorf("pebblestore: keep %s: %w", name, err)
+		}
+		c.onDisk[name] = st.Size()
+	}
+	return nil
+}
+
+// afterOpen checks the opened store: against the clean-shutdown record (its sstables, its version), and every
+// sstable's checksums unless skipTables. It reads the meta records (readMeta) and returns the highest version.
+//
+// It removes the record whatever the outcome, since Pebble has changed the directory (a new WAL and OPTIONS
+// file, obsolete files deleted) and a later Open could not compare the two any more; but it keeps the record
+// when the store is refused for a difference from the record itself, so that the next Open refuses it too.
+func (c *openCheck) afterOpen(db *pebble.DB, skipTables bool) (version uint64, err error) {
+	differs := false // the opened store differs from the record
+	defer func() {
+		if (c.clean != nil || c.hasDamage(cleanName)) && (err == nil || !differs) {
+			if rerr := removeClean(c.fs, c.dir); err == nil {
+				err = rerr
+			}
+		}
+	}()
+	live, err := liveTables(db, false)
+	if err != nil {
+		return 0, namedDamage(c.fs, c.dir, err)
+	}
+	isLive := map[string]bool{}
+	for _, t := range live {
+		isLive[t.name] = true
+	}
+	if c.clean != nil {
+		for _, f := range c.clean.Files {
+			_, dropped := c.onDisk[f.Name] // reportDropped tells exactly what those lost
+			if strings.HasSuffix(f.Name, ".sst") && !isLive[f.Name] && !dropped {
+				c.damage = append(c.damage, Damage{File: f.Name, Problem: "live at the clean shutdown, not in the opened store",
+					Lost: fmt.Sprintf("its %d entries", f.Entries)})
+				differs = true
+			}
+		}
+	}
+	if !skipTables {
+		c.damage = append(c.damage, checkTables(c.fs, c.dir, live, nil).damage...)
+	}
+	if err := c.judge(); err != nil {
+		return 0, err
+	}
+	if version, err = readMeta(db); err != nil {
+		return 0, namedDamage(c.fs, c.dir, err)
+	}
+	if c.clean != nil && version != c.clean.Version {
+		c.damage = append(c.damage, Damage{File: "(version record)", Problem: fmt.Sprintf(
+			"highest version %d, the clean shutdown recorded %d", version, c.clean.Version), Lost: "writes after the version found"})
+		differs = true
+		if err := c.judge(); err != nil {
+			return 0, err
+		}
+	}
+	c.reportDropped(db, isLive)
+	return version, nil
+}
+
+// judge returns the DamageError unless recovering.
+func (c *openCheck) judge() error {
+	if len(c.damage) > 0 && !c.recover {
+		return &DamageError{Dir: c.dir, Damage: c.damage}
+	}
+	return nil
+}
+
+func (c *openCheck) hasDamage(file string) bool {
+	for _, d := range c.damage {
+		if d.File == file {
+			return true
+		}
+	}
+	return false
+}
+
+// reportDropped adds the sstables found on disk that the opened store does not hold, and removes the kept links
+// of the others (and the directory, if nothing was dropped).
+func (c *openCheck) reportDropped(db *pebble.DB, isLive map[string]bool) {
+	if c.keep == "" {
+		return
+	}
+	dropped := 0
+	for name, size := range c.onDisk {
+		link := c.fs.PathJoin(c.keep, name)
+		if isLive[name] {
+			_ = c.fs.Remove(link)
+			continue
+		}
+		dropped++
+		lost := "its keys could not be compared"
+		if keys, differ, err := compareTable(c.fs, link, db); err == nil {
+			lost = fmt.Sprintf("%d of its %d keys differ in the opened store (lost, or an older value)", differ, keys)
+		}
+		c.damage = append(c.damage, Damage{File: name, Problem: "on disk but not listed by the MANIFEST Pebble read: dropped",
+			Lost: fmt.Sprintf("%s; %d bytes; a hard link is kept as %s", lost, size, link)})
+	}
+	if dropped == 0 {
+		_ = c.fs.RemoveAll(c.keep)
+	}
+}
+
+// report logs the damage a recovering Open went past, one warning per file, and returns it.
+func (c *openCheck) report(log *slog.Logger) []Damage {
+	for _, d := range c.damage {
+		log.Warn("opened a damaged store (--recover)", "file", d.File, "problem", d.Problem, "lost", d.Lost)
+	}
+	return c.damage
+}
+
+// Recovered returns the damage Open went past with Options.Recover (nil for a healthy store): each damaged or
+// dropped file, what was wrong and what was lost.
+func (s *Store) Recovered() []Damage { return s.recovered }
+
+// compareTable reads the sstable at path and counts its keys and those whose newest entry in it the opened db
+// does not hold: a value absent or different, or a deletion the db does not reflect.
+func compareTable(fs vfs.FS, path string, db *pebble.DB) (keys, differ int, err error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	readable, err := sstable.NewSimpleReadable(f)
+	if err != nil {
+		f.Close()
+		return 0, 0, err
+	}
+	r, err := sstable.NewReader(context.Background(), readable, sstable.ReaderOptions{})
+	if err != nil {
+		readable.Close()
+		return 0, 0, err
+	}
+	defer r.Close()
+	it, err := r.NewPointIter(context.Background(), sstable.IterOptions{})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer it.Close()
+	var prev []byte
+	for kv := it.First(); kv != nil; kv = it.Next() {
+		if prev != nil && bytes.Equal(kv.K.UserKey, prev) {
+			continue // an older entry of the same key
+		}
+		prev = append(prev[:0], kv.K.UserKey...)
+		keys++
+		want, _, err := kv.V.Value(nil)
+		if err != nil {
+			return keys, differ, err
+		}
+		got, closer, err := db.Get(kv.K.UserKey)
+		switch {
+		case errors.Is(err, pebble.ErrNotFound):
+			if kv.K.Kind() == pebble.InternalKeyKindSet || kv.K.Kind() == pebble.InternalKeyKindSetWithDelete {
+				differ++
+			}
+		case err != nil:
+			return keys, differ, err
+		default:
+			if kv.K.Kind() != pebble.InternalKeyKindSet && kv.K.Kind() != pebble.InternalKeyKindSetWithDelete || !bytes.Equal(got, want) {
+				differ++
+			}
+			closer.Close()
+		}
+	}
+	return keys, differ, it.Error()
+}
