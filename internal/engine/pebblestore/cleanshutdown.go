@@ -258,6 +258,11 @@ func (s *Store) prepareClean(closeErr error) (st cleanState, ok bool) {
 	if closeErr != nil || s.failed.Load() != nil {
 		return st, false
 	}
+	if s.space.full.Load() || s.space.readOnly.Load() {
+		// A flush needs room the disk does not have, and Pebble would retry it until space returns.
+		s.log.Warn("disk full at close: no flush and no clean-shutdown record; the next start checks as after a crash")
+		return st, false
+	}
 	if err := s.db.Flush(); err != nil {
 		s.log.Warn("flush at close failed: no clean-shutdown record", "err", err)
 		return st, false
