@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -41,8 +42,13 @@ func beforeOpen(opts Options, fs vfs.FS) (*openCheck, error) {
 		return nil, fmt.Errorf("pebblestore: %w", err)
 	}
 	lock, err := pebble.LockDirectory(opts.Dir, fs)
+	// Another process holds the lock (EWOULDBLOCK), or this one does (Pebble's own words, in tests).
+	if errors.Is(err, syscall.EWOULDBLOCK) || err != nil && strings.Contains(err.Error(), "lock held by current process") {
+		return nil, fmt.Errorf("pebblestore: %s is locked by another process (another anykv serving it, or anykv "+
+			"verify): stop that one or choose another --dir: %w", opts.Dir, err)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("pebblestore: %s is in use: %w", opts.Dir, err)
+		return nil, fmt.Errorf("pebblestore: %s cannot be locked: %w", opts.Dir, err)
 	}
 	c.lock = lock
 	if c.clean, c.damage, err = fileDamage(fs, opts.Dir); err == nil && len(c.damage) > 0 {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -532,5 +533,20 @@ func TestOpenRefusesOtherFormat(t *testing.T) {
 	if s2, err := Open(Options{Dir: "/db", FS: fs, Logger: quiet}); err == nil {
 		s2.Close()
 		t.Fatal("Open accepted a store of another format")
+	}
+}
+
+// TestSecondOpenSaysTheDirectoryIsLocked: a second Open of a directory in use says who holds it and what to do.
+func TestSecondOpenSaysTheDirectoryIsLocked(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(Options{Dir: dir, CacheBytes: 8 << 20, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = Open(Options{Dir: dir, CacheBytes: 8 << 20, Logger: quiet})
+	if err == nil || !strings.Contains(err.Error(), "locked by another process (another anykv serving it") ||
+		!strings.Contains(err.Error(), "choose another --dir") {
+		t.Fatalf("second Open: %v", err)
 	}
 }
