@@ -53,6 +53,7 @@ func Run(t *testing.T, open Opener, has engine.Ability) {
 		{"Scan", testScan, engine.CanScan},
 		{"Tables", testTables, engine.CanTables},
 		{"Sweep", testSweep, engine.CanSweep},
+		{"SweepReport", testSweepReport, engine.CanSweep},
 		{"Stats", testStats, engine.CanStats},
 	}
 	t.Run("Abilities", func(t *testing.T) {
