@@ -39,7 +39,7 @@ func startListeners(srv *server.Server, store *kv.Store, c *config, m *metrics.M
 		h := redis.New(store, redis.Options{Metrics: m,
 			Auth: c.auth, Databases: c.databases, AnykvVersion: version, Settings: c.settings(), Logger: log,
 			Limits: resp.Limits{MaxBulk: c.maxBulk, MaxArgs: c.maxArgs, MaxInline: c.maxInl, MaxQuery: c.queryLimit},
-			Budget: c.budget,
+			Budget: c.budget, NotifyKeyspaceEvents: c.notifyEvents,
 		})
 		_, counts, err := srv.Listen("resp", c.respAddr, h, c.maxClients)
 		if err != nil {

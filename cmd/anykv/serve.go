@@ -22,6 +22,7 @@ import (
 	"anykv/internal/kv"
 	"anykv/internal/membudget"
 	"anykv/internal/metrics"
+	"anykv/internal/protocol/redis"
 	"anykv/internal/server"
 )
 
@@ -42,6 +43,7 @@ type config struct {
 	listeners                listenerConfig
 	queryLimit               int
 	maxmemClients            int64
+	notifyEvents             string            // notify-keyspace-events: Redis's class letters
 	budget                   *membudget.Budget // request buffers of all RESP and memcached connections
 	// auth is the password policy built from password, shared by the server and every protocol.
 	auth *auth.Policy
@@ -80,6 +82,8 @@ func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	num(&c.databases, "databases", 16, "number of Redis databases (SELECT 0..N-1); database 0 is table \"default\", N is \"dbN\"")
 	fs.Int64Var(&c.cacheBytes, "cache-size", int64(envInt("cache-size", pebblestore.DefaultCacheBytes)), "pebble block cache in bytes"+envNote("cache-size"))
 	fs.Int64Var(&c.readCache, "read-cache", int64(envInt("read-cache", 256<<20)), "bytes of recently read items kept in memory in front of the pebble engine (0: off)"+envNote("read-cache"))
+	str(&c.notifyEvents, "notify-keyspace-events", "", "Redis keyspace notifications to publish, in Redis's letters (e.g. KEA: every event on both\n"+
+		"channel kinds; empty: none); CONFIG SET notify-keyspace-events changes it while running")
 	str(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	str(&c.logFormat, "log-format", "text", "log format: text or json")
 	str(&c.pprofAddr, "pprof", "", "serve Go's net/http/pprof profiles on this address (for profiling; off by default)")
@@ -189,6 +193,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "anykv serve: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if _, err := redis.ParseNotifyEvents(c.notifyEvents); err != nil {
+		fmt.Fprintln(stderr, "anykv serve: --notify-keyspace-events:", err)
 		return 2
 	}
 	log, err := newLogger(&c, stderr)

@@ -43,6 +43,9 @@ type Options struct {
 	Logger   *slog.Logger
 	// Metrics receives each command's latency and outcome; nil records nothing.
 	Metrics *metrics.Metrics
+	// NotifyKeyspaceEvents is the initial notify-keyspace-events value (Redis's class letters; "" sends none).
+	// CONFIG SET changes it while running.
+	NotifyKeyspaceEvents string
 }
 
 // Handler serves Redis connections. It implements server.Handler, server.Rejecter and server.Denier.
@@ -57,6 +60,8 @@ type Handler struct {
 	broker  *pubsub.Broker
 	waiters waiters // connections blocked in BLPOP and the like
 	scripts scriptCache
+	// notifyFlags are the keyspace event classes and channel kinds being sent (notify.go).
+	notifyFlags atomic.Int32
 
 	stats struct {
 		commands, rejected, connections atomic.Int64
@@ -82,6 +87,10 @@ func New(store *kv.Store, opts Options) *Handler {
 	}
 	h.cursors.init()
 	h.broker = pubsub.New(globMatch)
+	if f, err := ParseNotifyEvents(opts.NotifyKeyspaceEvents); err == nil { // the flag was checked by the caller
+		h.notifyFlags.Store(int32(f))
+	}
+	store.OnExpired(h.expired)
 	return h
 }
 

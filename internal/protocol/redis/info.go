@@ -65,6 +65,8 @@ func (h *Handler) settings() map[string]string {
 		"appendonly":         "no",
 		"maxmemory":          "0",
 		"timeout":            "0",
+
+		"notify-keyspace-events": formatNotifyEvents(int(h.notifyFlags.Load())),
 	}
 	for k, v := range h.opts.Settings {
 		m[k] = v
@@ -92,12 +94,11 @@ func cmdConfig(s *session, args [][]byte) {
 			s.w.BulkString(set[n])
 		}
 	case sub == "set" && len(args) >= 4 && len(args)%2 == 0:
-		name := lower(args[2])
-		if _, ok := s.h.settings()[name]; !ok {
-			s.w.Error("ERR Unknown option or number of arguments for CONFIG SET - '" + clip(args[2]) + "'")
+		if msg := s.h.configSet(args[2:]); msg != "" {
+			s.w.Error(msg)
 			return
 		}
-		s.w.Error("ERR CONFIG SET failed (possibly related to argument '" + name + "') - can't set immutable config; restart anykv with the matching flag")
+		s.w.SimpleString("OK")
 	case sub == "resetstat" && len(args) == 2:
 		s.w.SimpleString("OK")
 	default:

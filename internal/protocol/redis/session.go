@@ -27,6 +27,12 @@ type pending struct {
 	args   [][]byte
 	obs    *metrics.Observer // the command's metrics (nil: none)
 	start  time.Time         // when the command was read
+
+	// Keyspace notifications (notify.go): the command whose events to send, its database, and how many key
+	// reads bracket its mutations on each side (counted in n).
+	note   *command
+	db     int
+	probes int
 }
 
 // watch is a key WATCHed with the version it had (0: absent).
@@ -167,10 +173,10 @@ func (s *session) dispatch(args [][]byte) {
 	}
 	switch {
 	case cmd.data != nil:
-		if len(s.muts)+len(args) > s.h.store.Limits().MaxBatch {
+		if len(s.muts)+3*len(args) > s.h.store.Limits().MaxBatch {
 			s.flush() // keep each engine batch within the store's limit; a command's own mutations stay together
 		}
-		cmd.data(s, args)
+		s.compile(cmd, args)
 	default:
 		s.flush()
 		before := s.w.Len()
@@ -180,6 +186,18 @@ func (s *session) dispatch(args [][]byte) {
 			s.obs.Observe(time.Since(s.start), len(out) > before && out[before] == '-')
 		}
 	}
+}
+
+// compile adds a data command's mutations and reply to the batch, bracketed by key reads when its keyspace
+// events need them.
+func (s *session) compile(cmd *command, args [][]byte) {
+	if !s.h.notifying() {
+		cmd.data(s, args)
+		return
+	}
+	muts, replies := len(s.muts), len(s.replies)
+	cmd.data(s, args)
+	s.probes(cmd, args, muts, replies)
 }
 
 // keyTooBig rejects a data command with a key argument over the store's key limit, before it joins a batch:
@@ -289,12 +307,16 @@ func (s *session) writeReplies(res []engine.Result, err error) {
 		err = nil
 	}
 	off := 0
-	for _, p := range s.replies {
+	for i := range s.replies {
+		p := &s.replies[i]
 		before := s.w.Len()
-		s.writeReply(p, res, off, err)
+		s.writeReply(*p, res, off, err)
 		if p.obs != nil {
 			out := s.w.Bytes()
 			p.obs.Observe(time.Since(p.start), len(out) > before && (out[before] == '-' || err != nil))
+		}
+		if p.note != nil && err == nil {
+			s.publishNotes(p, res[off:], s.muts[off:], s.w.Bytes()[before:])
 		}
 		off += p.n // zero for replies that consumed no result
 	}
@@ -312,7 +334,7 @@ func (s *session) writeReply(p pending, res []engine.Result, off int, err error)
 	case err != nil:
 		s.w.Error(errText(err))
 	default:
-		r := res[off : off+p.n]
+		r := res[off+p.probes : off+p.n-p.probes]
 		if p.fn != nil {
 			p.fn(s.w, r)
 		} else if len(r) > 0 && r[0].Err != nil {

@@ -66,7 +66,7 @@ func cmdExec(s *session, args [][]byte) {
 		}
 		if c.data != nil {
 			before := len(s.muts)
-			c.data(s, a)
+			s.compile(c, a)
 			for i := before; i < len(s.muts); i++ {
 				if s.muts[i].Group == 0 {
 					s.muts[i].Guard = false // only WATCH guards may abort a whole transaction
