@@ -13,12 +13,16 @@ var configSetters = map[string]func(h *Handler, v string) (apply func(), err err
 // configSet applies CONFIG SET's name/value pairs: all of them, or none when one is refused (Redis 7 checks
 // every pair before applying any). It returns the error reply, or "".
 func (h *Handler) configSet(pairs [][]byte) string {
-	known := h.settings()
+	known, seen := h.settings(), map[string]bool{}
 	for i := 0; i < len(pairs); i += 2 {
 		name := lower(pairs[i])
 		if _, ok := known[name]; !ok {
 			return "ERR Unknown option or number of arguments for CONFIG SET - '" + clip(pairs[i]) + "'"
 		}
+		if seen[name] {
+			return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - duplicate parameter"
+		}
+		seen[name] = true
 		if configSetters[name] == nil {
 			return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - can't set immutable config; restart anykv with the matching flag"
 		}

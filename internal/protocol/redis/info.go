@@ -55,6 +55,9 @@ func cmdFunction(s *session, args [][]byte) {
 	s.w.Error("ERR unknown subcommand '" + clip(args[1]) + "'. Try FUNCTION HELP.")
 }
 
+// maxmemoryPolicy is Redis's name for what anykv does when memory runs short: it evicts nothing.
+const maxmemoryPolicy = "noeviction"
+
 // settings returns the configuration CONFIG GET reports.
 func (h *Handler) settings() map[string]string {
 	m := map[string]string{
@@ -64,6 +67,7 @@ func (h *Handler) settings() map[string]string {
 		"save":               "",
 		"appendonly":         "no",
 		"maxmemory":          "0",
+		"maxmemory-policy":   maxmemoryPolicy, // what INFO memory reports
 		"timeout":            "0",
 
 		"notify-keyspace-events": formatNotifyEvents(int(h.notifyFlags.Load())),
@@ -172,7 +176,7 @@ func (h *Handler) statSection(sec string) [][2]string {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		return [][2]string{{"used_memory", itoa(int64(ms.HeapAlloc))}, {"used_memory_human", human(ms.HeapAlloc)},
-			{"used_memory_rss", itoa(int64(ms.Sys))}, {"maxmemory", "0"}, {"maxmemory_policy", "noeviction"}}
+			{"used_memory_rss", itoa(int64(ms.Sys))}, {"maxmemory", "0"}, {"maxmemory_policy", maxmemoryPolicy}}
 	case "persistence":
 		out := [][2]string{{"loading", "0"}, {"aof_enabled", h.settings()["appendonly"]},
 			{"anykv_engine", h.opts.Settings["engine"]}, {"anykv_fsync", h.opts.Settings["fsync"]}}
