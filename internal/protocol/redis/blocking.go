@@ -125,6 +125,8 @@ func (s *session) block(keys [][]byte, timeout time.Duration, attempt func() boo
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	ch := make(chan struct{}, 1)
+	s.state.blocked.Store(true)
+	defer s.state.blocked.Store(false)
 	for {
 		s.h.waiters.add(names, ch) // before the attempt: a push after it wakes us
 		if attempt() {

@@ -177,6 +177,7 @@ func (s *session) runParsed() (closing bool) {
 		}
 		if args == nil {
 			s.flush()
+			s.publishState(true)
 			return s.closing
 		}
 		s.h.stats.commands.Add(1)

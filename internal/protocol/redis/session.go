@@ -53,6 +53,8 @@ type session struct {
 	created time.Time
 
 	db      int
+	fd      int         // the socket's descriptor, for CLIENT LIST
+	state   clientState // what CLIENT LIST shows to other connections (clientlist.go)
 	name    string
 	libName string
 	libVer  string
@@ -85,12 +87,14 @@ type session struct {
 
 func newSession(h *Handler, c net.Conn) *session {
 	s := &session{
-		h: h, conn: c, id: h.nextID.Add(1), created: time.Now(),
+		h: h, conn: c, id: h.nextID.Add(1), created: h.store.Time(),
 		parser: resp.NewParser(h.opts.Limits), w: resp.NewWriter(2),
 		authed: !h.opts.Auth.Required(), ctx: context.Background(),
 	}
 	s.acct = h.opts.Budget.Open(c.RemoteAddr().String(), membudget.EvictConn(c))
 	s.parser.SetAccount(s.acct)
+	s.fd = connFD(c)
+	s.publishState(true)
 	return s
 }
 
@@ -146,6 +150,7 @@ func (s *session) dispatch(args [][]byte) {
 		return
 	}
 	s.lastCmd = cmd.name
+	s.state.cmd.Store(fullName(cmd, args))
 	s.obs = s.h.observers[cmd]
 	s.start = s.readAt // latency counts from when the command was read
 	if !s.authed && cmd.flags&flagNoAuth == 0 {
@@ -168,6 +173,7 @@ func (s *session) dispatch(args [][]byte) {
 			return
 		}
 		s.queued = append(s.queued, copyArgs(args))
+		s.state.multiMem.Add(int64(argsSize(args)))
 		s.immediate(func() { s.w.SimpleString("QUEUED") })
 		return
 	}
@@ -225,6 +231,15 @@ func (s *session) reject(msg string) {
 func (s *session) immediate(write func()) {
 	s.flush()
 	write()
+}
+
+// argsSize is the bytes of a command's arguments.
+func argsSize(args [][]byte) int {
+	n := 0
+	for _, a := range args {
+		n += len(a)
+	}
+	return n
 }
 
 func copyArgs(args [][]byte) [][]byte {

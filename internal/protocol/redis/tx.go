@@ -28,6 +28,7 @@ func cmdMulti(s *session, args [][]byte) {
 
 func (s *session) endMulti() {
 	s.inMulti, s.dirty, s.queued, s.watched = false, false, nil, nil
+	s.state.multiMem.Store(0)
 }
 
 func cmdDiscard(s *session, args [][]byte) {
