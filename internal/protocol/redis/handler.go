@@ -62,6 +62,11 @@ type Handler struct {
 	scripts scriptCache
 	// notifyFlags are the keyspace event classes and channel kinds being sent (notify.go).
 	notifyFlags atomic.Int32
+	// Command and error statistics (cmdstats.go) and the slow log (slowlog.go).
+	cmdStats       map[*command]*cmdStats
+	errs           errorStats
+	slowlog        slowlog
+	unknownCommand *metrics.Observer // the metrics of commands anykv does not know
 
 	stats struct {
 		commands, rejected, connections atomic.Int64
@@ -82,9 +87,14 @@ func New(store *kv.Store, opts Options) *Handler {
 	}
 	h := &Handler{store: store, opts: opts, log: opts.Logger, started: time.Now(), sessions: map[int64]*session{},
 		observers: map[*command]*metrics.Observer{}}
+	h.cmdStats = make(map[*command]*cmdStats, len(commands))
 	for _, c := range commands {
 		h.observers[c] = opts.Metrics.Command("resp", c.name) // nil-safe: a nil Metrics gives nil observers
+		h.cmdStats[c] = &cmdStats{}
 	}
+	h.unknownCommand = opts.Metrics.Command("resp", "unknown")
+	h.slowlog.slowerThan.Store(defaultSlowerThan)
+	h.slowlog.maxLen.Store(defaultSlowlogLen)
 	h.cursors.init()
 	h.broker = pubsub.New(globMatch)
 	if f, err := ParseNotifyEvents(opts.NotifyKeyspaceEvents); err == nil { // the flag was checked by the caller
@@ -137,12 +147,9 @@ func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 		delete(h.sessions, s.id)
 		h.mu.Unlock()
 	}()
-	metered := h.opts.Metrics != nil
 	for ctx.Err() == nil {
 		_, err := s.parser.Fill(c)
-		if metered {
-			s.readAt = time.Now()
-		}
+		s.readAt = time.Now()
 		closing := s.runParsed()
 		if werr := s.out(); werr != nil {
 			return

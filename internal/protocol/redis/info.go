@@ -19,6 +19,7 @@ func init() {
 		&command{name: "command", arity: -1, imm: cmdCommand, summary: "Returns detailed information about all commands."},
 		&command{name: "info", arity: -1, imm: cmdInfo, summary: "Returns information and statistics about the server."},
 		&command{name: "config", arity: -2, flags: flagAdmin, imm: cmdConfig, summary: "A container for server configuration commands."},
+		&command{name: "slowlog", arity: -2, flags: flagAdmin, imm: cmdSlowlog, since: "2.2.12", summary: "A container for slow log commands."},
 		&command{name: "time", arity: 1, flags: flagFast, imm: cmdTime, summary: "Returns the server time."},
 		&command{name: "debug", arity: -2, flags: flagAdmin, imm: cmdDebug, summary: "A container for debugging commands."},
 		&command{name: "function", arity: -2, imm: cmdFunction, summary: "A container for function commands (only FUNCTION FLUSH, a no-op)."},
@@ -69,6 +70,9 @@ func (h *Handler) settings() map[string]string {
 		"maxmemory-policy":   maxmemoryPolicy, // what INFO memory reports
 		"timeout":            "0",
 
+		"slowlog-log-slower-than": itoa(h.slowlog.slowerThan.Load()),
+		"slowlog-max-len":         itoa(h.slowlog.maxLen.Load()),
+
 		"notify-keyspace-events": formatNotifyEvents(int(h.notifyFlags.Load())),
 	}
 	for k, v := range h.opts.Settings {
@@ -103,6 +107,7 @@ func cmdConfig(s *session, args [][]byte) {
 		}
 		s.w.SimpleString("OK")
 	case sub == "resetstat" && len(args) == 2:
+		s.h.resetStats()
 		s.w.SimpleString("OK")
 	default:
 		s.w.Error("ERR unknown subcommand or wrong number of arguments for '" + clip(args[1]) + "'. Try CONFIG HELP.")
@@ -110,17 +115,19 @@ func cmdConfig(s *session, args [][]byte) {
 }
 
 // infoSections lists INFO's sections in Redis's order; "default" and "all" select them all.
-var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "keyspace"}
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu",
+	"commandstats", "errorstats", "keyspace"}
 
 func cmdInfo(s *session, args [][]byte) {
 	want := map[string]bool{}
 	for _, a := range args[1:] {
 		want[lower(a)] = true
 	}
-	all := len(want) == 0 || want["all"] || want["default"] || want["everything"]
+	all := want["all"] || want["everything"]
+	def := len(want) == 0 || want["default"]
 	var b strings.Builder
 	for _, sec := range infoSections {
-		if !all && !want[sec] {
+		if !all && !want[sec] && !(def && sec != "commandstats") { // as in Redis, commandstats is not a default section
 			continue
 		}
 		kvps, err := s.h.infoSection(sec)
@@ -142,8 +149,13 @@ func cmdInfo(s *session, args [][]byte) {
 // infoSection returns the fields of one INFO section; only the keyspace section reads the store, and fails
 // when a read does.
 func (h *Handler) infoSection(sec string) ([][2]string, error) {
-	if sec == "keyspace" {
+	switch sec {
+	case "keyspace":
 		return h.keyspace()
+	case "commandstats":
+		return h.commandStatsSection(), nil
+	case "errorstats":
+		return h.errorStatsSection(), nil
 	}
 	return h.statSection(sec), nil
 }
@@ -191,7 +203,8 @@ func (h *Handler) statSection(sec string) [][2]string {
 		return [][2]string{{"total_connections_received", itoa(total)},
 			{"total_commands_processed", itoa(h.stats.commands.Load())}, {"instantaneous_ops_per_sec", "0"},
 			{"rejected_connections", itoa(rejected)}, {"expired_keys", itoa(st.ExpiredSwept)},
-			{"keyspace_hits", itoa(st.Hits)}, {"keyspace_misses", itoa(st.Misses)}}
+			{"keyspace_hits", itoa(st.Hits)}, {"keyspace_misses", itoa(st.Misses)},
+			{"total_error_replies", itoa(h.errs.total.Load())}}
 	case "replication":
 		return [][2]string{{"role", "master"}, {"connected_slaves", "0"}}
 	case "cpu":

@@ -27,6 +27,10 @@ type pending struct {
 	args   [][]byte
 	obs    *metrics.Observer // the command's metrics (nil: none)
 	start  time.Time         // when the command was read
+	// cmd is the command answered (nil: unknown), for INFO commandstats and the slow log with args; rejected
+	// marks a command refused before it ran (arity, NOAUTH, ...).
+	cmd      *command
+	rejected bool
 
 	// Keyspace notifications (notify.go): the command whose events to send, its database, and how many key
 	// reads bracket its mutations on each side (counted in n).
@@ -72,6 +76,8 @@ type session struct {
 	watched []watch
 	lower   [32]byte // scratch for lower-casing command names without allocating
 	obs     *metrics.Observer
+	cur     *command // the command being compiled, and its arguments
+	curArgs [][]byte
 	start   time.Time
 	readAt  time.Time // when the bytes being parsed were read (set only when metrics are on)
 	group   uint32    // the last guard group this session used (MSETNX)
@@ -91,6 +97,7 @@ func newSession(h *Handler, c net.Conn) *session {
 		parser: resp.NewParser(h.opts.Limits), w: resp.NewWriter(2),
 		authed: !h.opts.Auth.Required(), ctx: context.Background(),
 	}
+	s.w.OnError = h.onError
 	s.acct = h.opts.Budget.Open(c.RemoteAddr().String(), membudget.EvictConn(c))
 	s.parser.SetAccount(s.acct)
 	s.fd = connFD(c)
@@ -111,12 +118,12 @@ func (s *session) add(m engine.Mutation) { s.muts = append(s.muts, m) }
 
 // plan registers the reply of the command that just added its n mutations.
 func (s *session) plan(n int, fn replyFunc) {
-	s.replies = append(s.replies, pending{n: n, fn: fn, obs: s.obs, start: s.start})
+	s.replies = append(s.replies, pending{n: n, fn: fn, obs: s.obs, start: s.start, cmd: s.cur, args: s.curArgs})
 }
 
 // fail registers an error reply for the command being compiled; it must add no mutation.
 func (s *session) fail(msg string) {
-	s.replies = append(s.replies, pending{errMsg: msg, obs: s.obs, start: s.start})
+	s.replies = append(s.replies, pending{errMsg: msg, obs: s.obs, start: s.start, cmd: s.cur, args: s.curArgs})
 }
 
 // lookup finds the command named by args[0], case-insensitively.
@@ -136,7 +143,8 @@ func (s *session) lookup(name []byte) *command {
 
 // dispatch runs or queues one command.
 func (s *session) dispatch(args [][]byte) {
-	s.obs = nil
+	s.obs, s.cur, s.curArgs = s.h.unknownCommand, nil, args
+	s.start = s.readAt
 	cmd := s.lookup(args[0])
 	if cmd == nil {
 		name := string(args[0])
@@ -151,8 +159,7 @@ func (s *session) dispatch(args [][]byte) {
 	}
 	s.lastCmd = cmd.name
 	s.state.cmd.Store(fullName(cmd, args))
-	s.obs = s.h.observers[cmd]
-	s.start = s.readAt // latency counts from when the command was read
+	s.obs, s.cur = s.h.observers[cmd], cmd // latency counts from when the command was read (s.start)
 	if !s.authed && cmd.flags&flagNoAuth == 0 {
 		s.reject("NOAUTH Authentication required.")
 		return
@@ -187,10 +194,10 @@ func (s *session) dispatch(args [][]byte) {
 		s.flush()
 		before := s.w.Len()
 		cmd.imm(s, args)
-		if s.obs != nil {
-			out := s.w.Bytes()
-			s.obs.Observe(time.Since(s.start), len(out) > before && out[before] == '-')
-		}
+		out := s.w.Bytes()
+		failed, took := len(out) > before && out[before] == '-', time.Since(s.start)
+		s.obs.Observe(took, failed)
+		s.account(cmd, args, took, false, failed)
 	}
 }
 
@@ -219,12 +226,14 @@ func (s *session) keyTooBig(cmd *command, args [][]byte) bool {
 	return false
 }
 
-// reject answers an error in order; inside MULTI it also dooms the transaction.
+// reject answers an error in order, for a command refused before it ran; inside MULTI it also dooms the
+// transaction.
 func (s *session) reject(msg string) {
 	if s.inMulti {
 		s.dirty = true
 	}
 	s.fail(msg)
+	s.replies[len(s.replies)-1].rejected = true
 }
 
 // immediate writes a reply now, after the replies already pending.
@@ -326,10 +335,10 @@ func (s *session) writeReplies(res []engine.Result, err error) {
 		p := &s.replies[i]
 		before := s.w.Len()
 		s.writeReply(*p, res, off, err)
-		if p.obs != nil {
-			out := s.w.Bytes()
-			p.obs.Observe(time.Since(p.start), len(out) > before && (out[before] == '-' || err != nil))
-		}
+		out := s.w.Bytes()
+		failed, took := len(out) > before && (out[before] == '-' || err != nil), time.Since(p.start)
+		p.obs.Observe(took, failed)
+		s.account(p.cmd, p.args, took, p.rejected, failed)
 		if p.note != nil && err == nil {
 			s.publishNotes(p, res[off:], s.muts[off:], s.w.Bytes()[before:])
 		}

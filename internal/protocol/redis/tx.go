@@ -65,6 +65,7 @@ func cmdExec(s *session, args [][]byte) {
 			}
 			continue
 		}
+		s.cur, s.curArgs = c, a // each queued command counts in INFO commandstats under its own name
 		if c.data != nil {
 			before := len(s.muts)
 			s.compile(c, a)
@@ -74,7 +75,7 @@ func cmdExec(s *session, args [][]byte) {
 				}
 			}
 		} else {
-			s.replies = append(s.replies, pending{imm: c, args: a})
+			s.replies = append(s.replies, pending{imm: c, args: a, cmd: c, start: s.start})
 		}
 	}
 	guards := make([]engine.Mutation, 0, len(watched))
