@@ -311,15 +311,18 @@ func noteLMove(n *noteCtx) {
 	n.emptied(src)
 }
 
-// noteSMove: "srem" and maybe "del" on the source, then "sadd" on the destination.
+// noteSMove: "srem" and maybe "del" on the source, then "sadd" on the destination unless it held the member
+// already (its OpMemberSet, the third mutation, found it). Moving within one set sends nothing.
 func noteSMove(n *noteCtx) {
-	if n.count() == 0 {
+	src, dst := n.args[1], n.args[2]
+	if n.count() == 0 || bytes.Equal(src, dst) {
 		return
 	}
-	src, dst := n.args[1], n.args[2]
 	n.emit(notifySet, "srem", src)
 	n.emptied(src)
-	n.emit(notifySet, "sadd", dst)
+	if !n.res[2].OldFound {
+		n.emit(notifySet, "sadd", dst)
+	}
 }
 
 // noteZAdd: "zincr" for INCR, else "zadd" when a member was added or its score changed.

@@ -58,6 +58,10 @@ SADD s a b
 SADD s a
 SREM s a
 SMOVE s s2 b
+SADD mv1 a b
+SADD mv2 a
+SMOVE mv1 mv2 a
+SMOVE mv2 mv2 a
 SADD s3 x
 SPOP s3
 SINTERSTORE s4 s2 nosuch
@@ -124,7 +128,7 @@ var notifyWant = strings.Split(`new k1|set k1|set k1|expire k1|append k1|setrang
 	`new k2|rename_from n|rename_to k2|new k3|copy_to k3|del k2|del k3|new l|lpush l|rpush l|lpop l|rpop l|`+
 	`linsert l|lset l|lrem l|ltrim l|rpop l|del l|new src|rpush src|new dst|rpush dst|lpop src|lpush dst|rpop src|`+
 	`del src|new h|hset h|hincrby h|hincrbyfloat h|hdel h|hdel h|del h|new s|sadd s|srem s|srem s|del s|new s2|`+
-	`sadd s2|new s3|sadd s3|spop s3|del s3|new s5|sunionstore s5|del s5|new z|zadd z|zadd z|zincr z|zincr z|zrem z|`+
+	`sadd s2|new mv1|sadd mv1|new mv2|sadd mv2|srem mv1|new s3|sadd s3|spop s3|del s3|new s5|sunionstore s5|del s5|new z|zadd z|zadd z|zincr z|zincr z|zrem z|`+
 	`zadd z|zremrangebyscore z|zpopmin z|del z|new x|xadd x|xadd x|xtrim x|xdel x|new se|set se|expire se|persist se|`+
 	`expire se|new bits|setbit bits|new zz|zadd zz|zremrangebyrank zz|zremrangebylex zz|zpopmax zz|new zu|`+
 	`zunionstore zu|del zu|new zr|zrangestore zr|new zd|zdiffstore zd|new hm|hset hm|del hm|new zn|`+
