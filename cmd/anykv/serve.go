@@ -25,6 +25,7 @@ import (
 	"anykv/internal/kv"
 	"anykv/internal/membudget"
 	"anykv/internal/metrics"
+	"anykv/internal/protocol/redis"
 	"anykv/internal/server"
 )
 
@@ -53,6 +54,7 @@ type config struct {
 	recover, openVerify bool
 	verifyInterval      time.Duration
 	maxmemClients       int64
+	notifyEvents        string            // notify-keyspace-events: Redis's class letters
 	budget              *membudget.Budget // request buffers of all RESP and memcached connections
 	// auth is the password policy built from password, shared by the server and every protocol.
 	auth *auth.Policy
@@ -102,6 +104,8 @@ func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.exclusive, "exclusive", envBool("exclusive"), "this anykv is the only writer of the datastore behind --engine URL: keep the read and query\n"+
 		"caches on over it (wrong answers if anything else writes the datastore)"+envNote("exclusive"))
 	str(&c.backupDir, "backup-dir", "", "where SAVE and BGSAVE write their copies of the data (default: --dir with \"-backups\" appended)")
+	str(&c.notifyEvents, "notify-keyspace-events", "", "Redis keyspace notifications to publish, in Redis's letters (e.g. KEA: every event on both\n"+
+		"channel kinds; empty: none); CONFIG SET notify-keyspace-events changes it while running")
 	str(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	str(&c.logFormat, "log-format", "text", "log format: text or json")
 	str(&c.pprofAddr, "pprof", "", "serve Go's net/http/pprof profiles on this address (for profiling; off by default)")
@@ -235,6 +239,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "anykv serve: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if _, err := redis.ParseNotifyEvents(c.notifyEvents); err != nil {
+		fmt.Fprintln(stderr, "anykv serve: --notify-keyspace-events:", err)
 		return 2
 	}
 	log, err := newLogger(&c, stderr)

@@ -301,6 +301,15 @@ func (c *Cache) Sweep(ctx context.Context, now int64, budget int) (int, error) {
 	return sw.Sweep(ctx, now, budget)
 }
 
+// SweepReport forwards engine.SweepReporter, or sweeps without naming the removed items if the engine beneath
+// cannot name them.
+func (c *Cache) SweepReport(ctx context.Context, now int64, budget int, removed func(table string, key []byte)) (int, error) {
+	if sr, ok := c.eng.(engine.SweepReporter); ok {
+		return sr.SweepReport(ctx, now, budget, removed)
+	}
+	return c.Sweep(ctx, now, budget)
+}
+
 // Stats forwards engine.Statser and adds the cache's own figures.
 func (c *Cache) Stats() map[string]int64 {
 	out := map[string]int64{}

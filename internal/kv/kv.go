@@ -76,6 +76,7 @@ type Store struct {
 	swept    sync.WaitGroup
 	reclaim  reclaimer // the sweeper's position among collections' members (sweep goroutine only)
 	queries  *cache.Queries[answer]
+	expired  atomic.Pointer[func(table string, key []byte)]
 }
 
 // counters are the store-wide statistics every protocol reports from.
@@ -309,7 +310,13 @@ func (s *Store) sweep(every time.Duration) {
 func (s *Store) SweepOnce(ctx context.Context) error {
 	var first error
 	if sw, ok := s.eng.(engine.Sweeper); ok {
-		n, err := sw.Sweep(ctx, s.Now(), 2000)
+		var n int
+		var err error
+		if fn, sr := s.expired.Load(), asReporter(s.eng); fn != nil && sr != nil {
+			n, err = sr.SweepReport(ctx, s.Now(), 2000, *fn)
+		} else {
+			n, err = sw.Sweep(ctx, s.Now(), 2000)
+		}
 		s.stats.expiredSwept.Add(int64(n))
 		first = err
 	}
@@ -319,6 +326,25 @@ func (s *Store) SweepOnce(ctx context.Context) error {
 		first = err
 	}
 	return first
+}
+
+// OnExpired makes the sweeper call fn with the table and key of each item it removes because it expired, once the
+// removal is durable (Redis's "expired" keyspace events), if the engine can name them (engine.SweepReporter).
+// fn must not block. nil stops the calls.
+func (s *Store) OnExpired(fn func(table string, key []byte)) {
+	if fn == nil {
+		s.expired.Store(nil)
+		return
+	}
+	s.expired.Store(&fn)
+}
+
+// CanReportExpired reports whether the engine names the items its sweeps remove, so OnExpired is called.
+func (s *Store) CanReportExpired() bool { return asReporter(s.eng) != nil }
+
+func asReporter(e engine.Engine) engine.SweepReporter {
+	sr, _ := e.(engine.SweepReporter)
+	return sr
 }
 
 // Close stops the sweeper and closes the engine.

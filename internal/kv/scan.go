@@ -165,6 +165,43 @@ func (s *Store) Count(ctx context.Context, table string, q Query) (int64, error)
 	return n, nil
 }
 
+// Census is what one scan of a table counts: its live items, those with an expiry, and the mean time those have
+// left (INFO keyspace's keys, expires and avg_ttl).
+type Census struct {
+	Keys, Expires int64
+	AvgTTL        int64 // milliseconds, 0 without expiring items
+}
+
+// Census counts table's live items and their expiries in one scan (O(items)); on an error of the engine's scan,
+// a zero Census and the error.
+func (s *Store) Census(ctx context.Context, table string) (Census, error) {
+	if err := checkTable(table); err != nil {
+		return Census{}, err
+	}
+	sc, err := s.scanner()
+	if err != nil {
+		return Census{}, err
+	}
+	now := s.Now()
+	var c Census
+	var ttl int64
+	err = sc.Scan(ctx, table, engine.Range{}, now, func(_ []byte, it engine.Item) bool {
+		c.Keys++
+		if it.Expires != 0 {
+			c.Expires++
+			ttl += it.Expires - now
+		}
+		return true
+	})
+	if err != nil {
+		return Census{}, err
+	}
+	if c.Expires > 0 {
+		c.AvgTTL = ttl / c.Expires
+	}
+	return c, nil
+}
+
 // Tables lists the tables that hold items (not the engine's own member tables).
 func (s *Store) Tables(ctx context.Context) ([]string, error) {
 	tl, ok := s.eng.(engine.TableLister)

@@ -53,6 +53,7 @@ func Run(t *testing.T, open Opener, has engine.Ability) {
 		{"Scan", testScan, engine.CanScan},
 		{"Tables", testTables, engine.CanTables},
 		{"Sweep", testSweep, engine.CanSweep},
+		{"SweepReport", testSweepReport, engine.CanSweep},
 		{"Stats", testStats, engine.CanStats},
 	}
 	t.Run("Abilities", func(t *testing.T) {
@@ -339,8 +340,11 @@ func testIncrFloat(t *testing.T, e engine.Engine) {
 	if r := incrf("200"); string(r.New.Value) != "5200" {
 		t.Fatalf("incrbyfloat = %q", r.New.Value)
 	}
-	for _, bad := range []string{"abc", " 1", "nan", "inf", ""} {
+	for _, bad := range []string{"abc", " 1", "nan", ""} {
 		wantErr(t, incrf(bad), engine.ErrNotFloat)
+	}
+	for _, inf := range []string{"inf", "-Infinity", "+INF"} { // strtold reads them; the sum is then infinite, as in Redis
+		wantErr(t, incrf(inf), engine.ErrNaN)
 	}
 	apply(t, e, set("default", "f", "abc"))
 	wantErr(t, incrf("1"), engine.ErrNotFloat)

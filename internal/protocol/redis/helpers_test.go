@@ -73,9 +73,12 @@ type rawConn struct {
 	r *bufio.Reader
 }
 
-func (ts *testServer) raw(t *testing.T) *rawConn {
+func (ts *testServer) raw(t *testing.T) *rawConn { return dialRaw(t, ts.addr) }
+
+// dialRaw connects a rawConn to addr.
+func dialRaw(t *testing.T, addr string) *rawConn {
 	t.Helper()
-	c, err := net.Dial("tcp", ts.addr)
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
