@@ -62,14 +62,20 @@ func TestCommandDocsFile(t *testing.T) {
 			t.Skip("commanddocs.json rewritten: rebuild to embed it")
 		}
 		for n, d := range docs {
-			if got := string(commandDocs[n][1]); canonResp3(t, got) != canonResp3(t, d) {
+			mine, ok := commandDocs[n]
+			if !ok {
+				t.Errorf("commanddocs.json lacks %s, which redis-server documents: run with -rewrite", n)
+				continue
+			}
+			if got := string(mine[1]); canonResp3(t, got) != canonResp3(t, d) {
 				t.Errorf("COMMAND DOCS %s differs from redis-server's: run with -rewrite", n)
 			}
 		}
 	}
 	for _, c := range sortedCommands() {
-		if _, ok := commandDocs[c.name]; !ok {
-			t.Errorf("commanddocs.json lacks %s", c.name)
+		// A command Redis does not have (BACKUP) is documented from its own table, in the group it names.
+		if _, ok := commandDocs[c.name]; !ok && c.groupName == "" {
+			t.Errorf("commanddocs.json lacks %s, and the command names no group of its own", c.name)
 		}
 	}
 }
