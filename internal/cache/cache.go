@@ -301,6 +301,10 @@ func (c *Cache) Sweep(ctx context.Context, now int64, budget int) (int, error) {
 	return sw.Sweep(ctx, now, budget)
 }
 
+// ReadLevels implements engine.ReadLeveler with the levels of the engine beneath: a hit is as fresh as a
+// linearizable read (the cache never answers older than the engine showed), a miss reads the engine at the level asked.
+func (c *Cache) ReadLevels() []engine.Consistency { return engine.ReadLevelsOf(c.eng) }
+
 // Stats forwards engine.Statser and adds the cache's own figures.
 func (c *Cache) Stats() map[string]int64 {
 	out := map[string]int64{}

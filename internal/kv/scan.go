@@ -104,6 +104,9 @@ func (s *Store) Scan(ctx context.Context, table string, q Query) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
+	if ctx, err = s.levels.read(ctx); err != nil {
+		return Page{}, err
+	}
 	var p Page
 	r := q.rangeOf()
 	if r.End != nil && r.Start != nil && bytes.Compare(r.Start, r.End) >= 0 {
@@ -147,6 +150,9 @@ func (s *Store) Count(ctx context.Context, table string, q Query) (int64, error)
 	}
 	sc, err := s.scanner()
 	if err != nil {
+		return 0, err
+	}
+	if ctx, err = s.levels.read(ctx); err != nil {
 		return 0, err
 	}
 	q.After, q.Limit, q.KeysOnly = nil, 0, false

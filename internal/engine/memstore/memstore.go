@@ -246,6 +246,9 @@ func (s *Store) Sweep(_ context.Context, now int64, budget int) (int, error) {
 	return removed, nil
 }
 
+// ReadLevels implements engine.ReadLeveler: every read is linearizable (it sees every batch applied before it).
+func (s *Store) ReadLevels() []engine.Consistency { return []engine.Consistency{engine.Linearizable} }
+
 // Stats implements engine.Statser.
 func (s *Store) Stats() map[string]int64 {
 	s.mu.RLock()

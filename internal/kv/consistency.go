@@ -1,0 +1,45 @@
+package kv
+
+import (
+	"context"
+	"fmt"
+
+	"anykv/internal/engine"
+)
+
+// levels applies the read consistency of a Store: the server's default for requests that ask for none, and the
+// refusal of a level the engine cannot serve, decided once at New so a read pays one context lookup.
+type levels struct {
+	def     engine.Consistency
+	refusal [engine.Serializable + 1]error // nil for the levels the engine serves; indexed by every known level
+}
+
+func newLevels(e engine.Engine, name string, def engine.Consistency) levels {
+	l := levels{def: def}
+	for c := range l.refusal {
+		l.refusal[c] = engine.CheckConsistency(e, name, engine.Consistency(c))
+	}
+	return l
+}
+
+// read returns ctx carrying the level the read is served at (the request's, else the default), or the refusal
+// (wrapping engine.ErrNotSupported) if the engine cannot serve it. ctx is returned as it is when nothing changes.
+func (l *levels) read(ctx context.Context) (context.Context, error) {
+	c, asked := engine.ConsistencyOf(ctx)
+	if !asked {
+		c = l.def
+	}
+	if int(c) >= len(l.refusal) {
+		return ctx, fmt.Errorf("%w: unknown read level %s", engine.ErrNotSupported, c)
+	}
+	if err := l.refusal[c]; err != nil {
+		return ctx, err
+	}
+	if !asked && c != engine.Linearizable {
+		ctx = engine.WithConsistency(ctx, c)
+	}
+	return ctx, nil
+}
+
+// Consistency returns the read level of requests that ask for none (Options.Consistency).
+func (s *Store) Consistency() engine.Consistency { return s.levels.def }
