@@ -29,10 +29,7 @@ func (l *levels) read(ctx context.Context) (context.Context, error) {
 	if !asked {
 		c = l.def
 	}
-	if int(c) >= len(l.refusal) {
-		return ctx, fmt.Errorf("%w: unknown read level %s", engine.ErrNotSupported, c)
-	}
-	if err := l.refusal[c]; err != nil {
+	if err := l.check(c); err != nil {
 		return ctx, err
 	}
 	if !asked && c != engine.Linearizable {
@@ -43,3 +40,17 @@ func (l *levels) read(ctx context.Context) (context.Context, error) {
 
 // Consistency returns the read level of requests that ask for none (Options.Consistency).
 func (s *Store) Consistency() engine.Consistency { return s.levels.def }
+
+// CheckConsistency returns nil if the engine serves reads at c, else the refusal reads at c would get (wrapping
+// engine.ErrNotSupported): a protocol asks before it accepts a per-connection level.
+func (s *Store) CheckConsistency(c engine.Consistency) error {
+	return s.levels.check(c)
+}
+
+// check returns the refusal of reads at c, nil if the engine serves them.
+func (l *levels) check(c engine.Consistency) error {
+	if int(c) >= len(l.refusal) {
+		return fmt.Errorf("%w: unknown read level %s", engine.ErrNotSupported, c)
+	}
+	return l.refusal[c]
+}
