@@ -14,11 +14,8 @@ import (
 // ask the engine for the server's --consistency.
 func TestReadsUseTheServerDefaultLevel(t *testing.T) {
 	for _, def := range []engine.Consistency{engine.Linearizable, engine.Serializable} {
-		ts := startServer(t)
 		rec, e := enginetest.NewLevels(memstore.New())
-		st := kv.New(e, kv.Options{Consistency: def, SweepInterval: -1})
-		t.Cleanup(func() { st.Close() })
-		ts.h.store = st // before any connection: every read goes through st
+		ts := startServerOver(t, e, func(_ *Options, ko *kv.Options) { ko.Consistency = def })
 		cl := dial(t, ts.addr)
 		cl.roundTrip([]byte("set k 0 0 1\r\nv\r\n"))
 		rec.Asked()

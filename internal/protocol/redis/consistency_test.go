@@ -15,13 +15,8 @@ import (
 // levelServer is a test server whose store runs over a recorder of read levels, with def as --consistency.
 func levelServer(t *testing.T, def engine.Consistency) (*testServer, *enginetest.Levels) {
 	t.Helper()
-	ts := startServer(t, Options{}, 10)
 	rec, e := enginetest.NewLevels(memstore.New())
-	st := kv.New(e, kv.Options{Consistency: def, SweepInterval: -1})
-	old := ts.store
-	ts.h.store, ts.store = st, st // before any connection: every session reads through st
-	old.Close()
-	return ts, rec
+	return startServerOver(t, e, kv.Options{Consistency: def, SweepInterval: -1}, Options{}, 10), rec
 }
 
 // TestReadonlyChoosesTheConnectionsReadLevel: READONLY makes this connection's plain reads (GET, MGET, KEYS,
