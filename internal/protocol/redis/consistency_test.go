@@ -43,30 +43,22 @@ func TestReadonlyChoosesTheConnectionsReadLevel(t *testing.T) {
 	all := func(level string) []string {
 		return []string{"get " + level, "get " + level, "get " + level, "scan " + level, "scan " + level, "scan " + level}
 	}
-	if got := reads(c); !slices.Equal(got, all("none")) {
-		t.Errorf("before READONLY: %v", got)
-	}
-	if got, err := c.Do(ctx, "READONLY").Result(); err != nil || got != "OK" {
-		t.Fatalf("READONLY: %v, %v", got, err)
-	}
-	if got := reads(c); !slices.Equal(got, all("serializable")) {
-		t.Errorf("after READONLY: %v", got)
-	}
-	if got := reads(other); !slices.Equal(got, all("none")) {
-		t.Errorf("another connection: %v", got)
-	}
-	if got, err := c.Do(ctx, "READWRITE").Result(); err != nil || got != "OK" {
-		t.Fatalf("READWRITE: %v, %v", got, err)
-	}
-	if got := reads(c); !slices.Equal(got, all("none")) {
-		t.Errorf("after READWRITE: %v", got)
-	}
-	c.Do(ctx, "READONLY")
-	if err := c.Do(ctx, "RESET").Err(); err != nil {
-		t.Fatal(err)
-	}
-	if got := reads(c); !slices.Equal(got, all("none")) {
-		t.Errorf("after RESET: %v", got)
+	for _, step := range []struct {
+		do, reply string // a command sent on c first, and its reply
+		on        *goredis.Client
+		level     string
+	}{
+		{"", "", c, "none"}, {"READONLY", "OK", c, "serializable"}, {"", "", other, "none"},
+		{"READWRITE", "OK", c, "none"}, {"READONLY", "OK", c, "serializable"}, {"RESET", "RESET", c, "none"},
+	} {
+		if step.do != "" {
+			if got, err := c.Do(ctx, step.do).Result(); err != nil || got != step.reply {
+				t.Fatalf("%s: %v, %v", step.do, got, err)
+			}
+		}
+		if got := reads(step.on); !slices.Equal(got, all(step.level)) {
+			t.Errorf("after %q, the engine saw %v, want %s reads", step.do, got, step.level)
+		}
 	}
 }
 
