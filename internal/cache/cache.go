@@ -106,8 +106,8 @@ func (c *Cache) Get(ctx context.Context, table string, key []byte, now int64) (e
 	c.misses.Add(1)
 	it, err := c.eng.Get(ctx, table, key, now)
 	absent := errors.Is(err, engine.ErrNotFound)
-	if (err != nil && !absent) || c.shardBytes <= 0 {
-		return it, err
+	if lvl, _ := engine.ConsistencyOf(ctx); (err != nil && !absent) || c.shardBytes <= 0 || lvl != engine.Linearizable {
+		return it, err // a read allowed to be stale must not become a later linearizable read's answer
 	}
 	size := entrySize(len(b), it)
 	if size > c.shardBytes/4 {

@@ -54,7 +54,8 @@
 // Linearizable lists the levels it serves (ReadLeveler); the command layer refuses a level no listed level covers
 // (CheckConsistency) rather than let the engine weaken it. Apply ignores the level: a batch's reads and writes
 // are always linearizable, since its outcome depends on them. Engines that serve every read from one up-to-date
-// copy (pebble, memory, the SQL and Redis engines) are linearizable and so serve every level.
+// copy (pebble, memory, the SQL and Redis engines) are linearizable and so serve every level. A cache of answers
+// (the read cache, kv's query cache) keeps only those of linearizable reads: a stale one would answer later reads.
 //
 // Errors. Engines return the sentinels of errors.go, wrapped with %w and context; callers test them with
 // errors.Is. ErrNotFound means absent and nothing else: any other read failure (I/O, corruption, a lost

@@ -54,3 +54,10 @@ func (l *levels) check(c engine.Consistency) error {
 	}
 	return l.refusal[c]
 }
+
+// fresh reports whether a read at ctx's level was linearizable, so that its answer may be cached for later reads
+// of any level; a possibly stale answer is not.
+func fresh(ctx context.Context) bool {
+	c, _ := engine.ConsistencyOf(ctx)
+	return c == engine.Linearizable
+}

@@ -1,6 +1,7 @@
 package kv_test
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"testing"
@@ -77,5 +78,26 @@ func TestUnservableLevelIsRefused(t *testing.T) {
 	}
 	if got := readAll(t, s, rec, nil); !slices.Equal(got, []string{"get serializable", "scan serializable", "scan serializable"}) {
 		t.Errorf("default reads: %v", got)
+	}
+}
+
+// TestStaleAnswersAreNotCached: with the query cache on, a serializable count or page is not kept (a later
+// linearizable query reads the engine again), while a linearizable one is.
+func TestStaleAnswersAreNotCached(t *testing.T) {
+	rec, e := enginetest.NewLevels(memstore.New())
+	s := kv.New(e, kv.Options{QueryCacheBytes: 1 << 20, SweepInterval: -1})
+	defer s.Close()
+	s.Apply(ctx, []engine.Mutation{set("a", "1")})
+	sctx := engine.WithConsistency(ctx, engine.Serializable)
+	for _, rctx := range []context.Context{sctx, ctx, ctx} {
+		if _, err := s.Count(rctx, "t", kv.Query{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Scan(rctx, "t", kv.Query{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := rec.Asked(), []string{"scan serializable", "scan serializable", "scan none", "scan none"}; !slices.Equal(got, want) {
+		t.Errorf("engine saw %v, want %v", got, want)
 	}
 }
