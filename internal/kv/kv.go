@@ -61,6 +61,10 @@ type Options struct {
 	// QueryCacheBytes bounds the cache of query answers (pages of scans, counts); 0 means none. It is correct only
 	// while every write of the engine's data goes through this Store: no other process may write the datastore.
 	QueryCacheBytes int64
+	// Consistency is the read level of requests that ask for none (engine.WithConsistency); the caller checks it
+	// with engine.CheckConsistency first. EngineName names the engine in the refusal of a level it cannot serve.
+	Consistency engine.Consistency
+	EngineName  string
 }
 
 // Store is the command layer over one engine. Safe for concurrent use.
@@ -77,6 +81,7 @@ type Store struct {
 	reclaim  reclaimer // the sweeper's position among collections' members (sweep goroutine only)
 	queries  *cache.Queries[answer]
 	expired  atomic.Pointer[func(table string, key []byte)]
+	levels   levels
 }
 
 // counters are the store-wide statistics every protocol reports from.
@@ -98,6 +103,7 @@ func New(e engine.Engine, opts Options) *Store {
 	}
 	s := &Store{eng: e, limits: l, clock: opts.Clock, log: opts.Logger, stop: make(chan struct{}),
 		queries: cache.NewQueries[answer](opts.QueryCacheBytes)}
+	s.levels = newLevels(e, opts.EngineName, opts.Consistency)
 	if s.clock == nil {
 		s.clock = time.Now
 	}
@@ -172,6 +178,10 @@ func (s *Store) GetAt(ctx context.Context, table string, key []byte, now int64) 
 // GetAnyAt returns the live item of any kind at table/key (a collection's meta item for a hash or a set).
 func (s *Store) GetAnyAt(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
 	if err := checkTable(table); err != nil {
+		return engine.Item{}, err
+	}
+	ctx, err := s.levels.read(ctx)
+	if err != nil {
 		return engine.Item{}, err
 	}
 	s.stats.gets.Add(1)

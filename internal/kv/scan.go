@@ -104,6 +104,9 @@ func (s *Store) Scan(ctx context.Context, table string, q Query) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
+	if ctx, err = s.levels.read(ctx); err != nil {
+		return Page{}, err
+	}
 	var p Page
 	r := q.rangeOf()
 	if r.End != nil && r.Start != nil && bytes.Compare(r.Start, r.End) >= 0 {
@@ -135,7 +138,9 @@ func (s *Store) Scan(ctx context.Context, table string, q Query) (Page, error) {
 	if err != nil {
 		return Page{}, err // a partial page would read as "these are all the keys"
 	}
-	s.queries.Fill(tok, table, key, answer{page: Page{Entries: slices.Clone(p.Entries), Next: p.Next}}, size, now, int64(until))
+	if fresh(ctx) {
+		s.queries.Fill(tok, table, key, answer{page: Page{Entries: slices.Clone(p.Entries), Next: p.Next}}, size, now, int64(until))
+	}
 	return p, nil
 }
 
@@ -147,6 +152,9 @@ func (s *Store) Count(ctx context.Context, table string, q Query) (int64, error)
 	}
 	sc, err := s.scanner()
 	if err != nil {
+		return 0, err
+	}
+	if ctx, err = s.levels.read(ctx); err != nil {
 		return 0, err
 	}
 	q.After, q.Limit, q.KeysOnly = nil, 0, false
@@ -161,7 +169,9 @@ func (s *Store) Count(ctx context.Context, table string, q Query) (int64, error)
 	if err != nil {
 		return 0, err
 	}
-	s.queries.Fill(tok, table, key, answer{count: n}, 0, now, int64(until))
+	if fresh(ctx) {
+		s.queries.Fill(tok, table, key, answer{count: n}, 0, now, int64(until))
+	}
 	return n, nil
 }
 

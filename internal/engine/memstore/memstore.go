@@ -265,6 +265,9 @@ func (s *Store) SweepReport(_ context.Context, now int64, budget int, removed fu
 	return n, nil
 }
 
+// ReadLevels implements engine.ReadLeveler: every read is linearizable (it sees every batch applied before it).
+func (s *Store) ReadLevels() []engine.Consistency { return []engine.Consistency{engine.Linearizable} }
+
 // Stats implements engine.Statser.
 func (s *Store) Stats() map[string]int64 {
 	s.mu.RLock()

@@ -171,6 +171,7 @@ func cmdReset(s *session, args [][]byte) {
 	}
 	s.w.SetProto(2)
 	s.authed = !s.h.opts.Auth.Required()
+	s.reads = nil // READWRITE
 	s.setInfo(func() { s.db, s.name = 0, "" })
 	s.w.SimpleString("RESET")
 }

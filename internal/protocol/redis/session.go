@@ -84,6 +84,7 @@ type session struct {
 
 	ctx     context.Context // ends when the server shuts down (blocking commands stop waiting)
 	noBlock bool            // set while EXEC runs: blocking commands answer at once, as in Redis
+	reads   context.Context // READONLY's context for plain reads; nil: the server default (consistency.go)
 
 	// Pub/sub: once the connection subscribed, its output goes through sub (see pubsub.go).
 	sub      *pusher
@@ -307,7 +308,7 @@ func (s *session) readDirect() []engine.Result {
 	now := s.h.store.Now()
 	for i := range s.muts {
 		m := &s.muts[i]
-		it, err := s.h.store.GetAnyAt(context.Background(), m.Table, m.Key, now)
+		it, err := s.h.store.GetAnyAt(s.readCtx(), m.Table, m.Key, now)
 		if err != nil {
 			res[i].Err = err
 			continue
