@@ -97,7 +97,7 @@ func startListeners(srv *server.Server, store *kv.Store, c *config, m *metrics.M
 		h := redis.New(store, redis.Options{Metrics: m,
 			Auth: c.auth, Databases: c.databases, AnykvVersion: version, Settings: c.settings(), Logger: log,
 			Limits: resp.Limits{MaxBulk: c.maxBulk, MaxArgs: c.maxArgs, MaxInline: c.maxInl, MaxQuery: c.queryLimit},
-			Budget: c.budget, Backup: c.backup, BackupDir: c.backupDir,
+			Budget: c.budget, Backup: c.backup, BackupDir: c.backupDir, NotifyKeyspaceEvents: c.notifyEvents,
 		})
 		counts, err := listenBoth(srv, "resp", c.respAddr, e.respTLS, e.tls, h, c.maxClients)
 		if err != nil {

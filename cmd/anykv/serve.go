@@ -25,6 +25,7 @@ import (
 	"anykv/internal/kv"
 	"anykv/internal/membudget"
 	"anykv/internal/metrics"
+	"anykv/internal/protocol/redis"
 	"anykv/internal/server"
 )
 
@@ -44,7 +45,8 @@ type config struct {
 	pprofAddr                string
 	readCache                int64
 	queryCache               int64
-	exclusive                bool // no other process writes the datastore: caches stay on over a URL
+	exclusive                bool   // no other process writes the datastore: caches stay on over a URL
+	consistency              string // --consistency: the read level of requests that ask for none
 	backupDir                string
 	// backup writes a checkpoint of the pebble engine (nil for other engines): SAVE, BGSAVE, BACKUP.
 	backup              func(ctx context.Context, dir string) error
@@ -53,6 +55,7 @@ type config struct {
 	recover, openVerify bool
 	verifyInterval      time.Duration
 	maxmemClients       int64
+	notifyEvents        string            // notify-keyspace-events: Redis's class letters
 	budget              *membudget.Budget // request buffers of all RESP and memcached connections
 	// auth is the password policy built from password, shared by the server and every protocol.
 	auth *auth.Policy
@@ -101,7 +104,12 @@ func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
 		"off over a datastore URL, which other front ends may write, unless --exclusive)"+envNote("query-cache"))
 	fs.BoolVar(&c.exclusive, "exclusive", envBool("exclusive"), "this anykv is the only writer of the datastore behind --engine URL: keep the read and query\n"+
 		"caches on over it (wrong answers if anything else writes the datastore)"+envNote("exclusive"))
+	str(&c.consistency, "consistency", "linearizable", "read level of requests that ask for none: linearizable (every read sees every write acknowledged\n"+
+		"before it) or serializable (a read may be served stale, by any etcd member, without a quorum round); RESP READONLY\n"+
+		"and HTTP ?consistency= choose per connection or request; memcached uses this (see docs/scale.md)")
 	str(&c.backupDir, "backup-dir", "", "where SAVE and BGSAVE write their copies of the data (default: --dir with \"-backups\" appended)")
+	str(&c.notifyEvents, "notify-keyspace-events", "", "Redis keyspace notifications to publish, in Redis's letters (e.g. KEA: every event on both\n"+
+		"channel kinds; empty: none); CONFIG SET notify-keyspace-events changes it while running")
 	str(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	str(&c.logFormat, "log-format", "text", "log format: text or json")
 	str(&c.pprofAddr, "pprof", "", "serve Go's net/http/pprof profiles on this address (for profiling; off by default)")
@@ -221,6 +229,7 @@ func (c *config) settings() map[string]string {
 	return map[string]string{
 		"engine": dial.Redact(c.engine), "fsync": c.fsync, "dir": c.dir, "bind": c.respAddr, "port": port,
 		"maxclients": strconv.Itoa(c.maxClients), "appendonly": appendonly, "appendfsync": appendfsync,
+		"consistency": c.consistency,
 	}
 }
 
@@ -235,6 +244,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "anykv serve: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if _, err := redis.ParseNotifyEvents(c.notifyEvents); err != nil {
+		fmt.Fprintln(stderr, "anykv serve: --notify-keyspace-events:", err)
 		return 2
 	}
 	log, err := newLogger(&c, stderr)
@@ -257,11 +270,21 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // runServer opens the engine, starts the listeners, and on ctx's end shuts down gracefully.
 func runServer(ctx context.Context, c *config, log *slog.Logger) error {
 	started := time.Now()
+	level, err := engine.ParseConsistency(c.consistency)
+	if err != nil {
+		return fmt.Errorf("--consistency: %w", err)
+	}
+	c.consistency = level.String() // as CONFIG GET shows it
 	eng, err := openEngine(c, log)
 	if err != nil {
 		return err
 	}
-	kopts := kv.Options{Limits: kv.Limits{MaxKey: c.maxKey, MaxValue: c.maxValue}, Logger: log, QueryCacheBytes: c.queryCache}
+	if err := engine.CheckConsistency(eng, dial.Redact(c.engine), level); err != nil {
+		eng.Close()
+		return fmt.Errorf("--consistency: %w", err)
+	}
+	kopts := kv.Options{Limits: kv.Limits{MaxKey: c.maxKey, MaxValue: c.maxValue}, Logger: log, QueryCacheBytes: c.queryCache,
+		Consistency: level, EngineName: dial.Redact(c.engine)}
 	switch {
 	case dial.IsURL(c.engine) && c.exclusive:
 		kopts.SweepInterval = 5 * time.Second // a sweep step reads over the network: less often
@@ -273,7 +296,8 @@ func runServer(ctx context.Context, c *config, log *slog.Logger) error {
 		log.Info("read and query caches are off over a datastore URL: other anykv front ends may write it (--exclusive keeps them)")
 	}
 	store := kv.New(eng, kopts)
-	log.Info("engine open", "engine", dial.Redact(c.engine), "dir", c.dir, "fsync", c.fsync, "took", time.Since(started).String())
+	log.Info("engine open", "engine", dial.Redact(c.engine), "dir", c.dir, "fsync", c.fsync, "consistency", level.String(),
+		"took", time.Since(started).String())
 	srv := server.New(log)
 	c.auth = auth.New(c.password)
 	srv.SetAuth(c.auth)

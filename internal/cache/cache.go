@@ -106,8 +106,8 @@ func (c *Cache) Get(ctx context.Context, table string, key []byte, now int64) (e
 	c.misses.Add(1)
 	it, err := c.eng.Get(ctx, table, key, now)
 	absent := errors.Is(err, engine.ErrNotFound)
-	if (err != nil && !absent) || c.shardBytes <= 0 {
-		return it, err
+	if lvl, _ := engine.ConsistencyOf(ctx); (err != nil && !absent) || c.shardBytes <= 0 || lvl != engine.Linearizable {
+		return it, err // a read allowed to be stale must not become a later linearizable read's answer
 	}
 	size := entrySize(len(b), it)
 	if size > c.shardBytes/4 {
@@ -300,6 +300,19 @@ func (c *Cache) Sweep(ctx context.Context, now int64, budget int) (int, error) {
 	}
 	return sw.Sweep(ctx, now, budget)
 }
+
+// SweepReport forwards engine.SweepReporter, or sweeps without naming the removed items if the engine beneath
+// cannot name them.
+func (c *Cache) SweepReport(ctx context.Context, now int64, budget int, removed func(table string, key []byte)) (int, error) {
+	if sr, ok := c.eng.(engine.SweepReporter); ok {
+		return sr.SweepReport(ctx, now, budget, removed)
+	}
+	return c.Sweep(ctx, now, budget)
+}
+
+// ReadLevels implements engine.ReadLeveler with the levels of the engine beneath: a hit is as fresh as a
+// linearizable read (the cache never answers older than the engine showed), a miss reads the engine at the level asked.
+func (c *Cache) ReadLevels() []engine.Consistency { return engine.ReadLevelsOf(c.eng) }
 
 // Stats forwards engine.Statser and adds the cache's own figures.
 func (c *Cache) Stats() map[string]int64 {

@@ -123,7 +123,8 @@ func parseTrim(a [][]byte) StreamTrim {
 }
 
 // XAdd appends an entry with fields (name, value pairs) under id ("*", "ms-*" or "ms-seq"), creating the stream
-// unless noMkStream, then trims; Result.New.Value is the new ID (ErrNotFound: no stream and noMkStream).
+// unless noMkStream, then trims; Result.New.Value is the new ID (ErrNotFound: no stream and noMkStream) and
+// Result.Old.Value the number of entries trimmed, as Int text.
 func XAdd(table string, key []byte, id []byte, noMkStream bool, trim StreamTrim, fields ...[]byte) engine.Mutation {
 	mk := []byte("1")
 	if noMkStream {
@@ -302,11 +303,12 @@ func xadd(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		engine.Item{Value: encodeFields(args[5:])})
 	st.meta.Count++
 	st.meta.LastMS, st.meta.LastSeq = id.MS, id.Seq
-	if _, err := st.trim(parseTrim(args[2:5])); err != nil {
+	trimmed, err := st.trim(parseTrim(args[2:5]))
+	if err != nil {
 		return engine.Result{}, err
 	}
 	st.save()
-	return engine.Result{New: engine.Item{Value: []byte(id.String())}, NewFound: true}, nil
+	return engine.Result{New: engine.Item{Value: []byte(id.String())}, NewFound: true, Old: engine.Item{Value: num(int64(trimmed))}}, nil
 }
 
 // XDel deletes entries by ID; Int is how many existed.

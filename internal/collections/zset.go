@@ -266,7 +266,8 @@ const (
 
 // ZAdd adds or updates members (pairs of score text and member) with Redis's ZADD flags; the result is the
 // number added (or changed, with ZCH) as Int; with ZIncr, the new score in Result.New (ErrNotFound when a flag
-// prevented the update).
+// prevented the update). Without ZIncr, Result.Old.Value is the number added or updated whatever ZCH says (what
+// decides Redis's "zadd" keyspace event), as Int text.
 func ZAdd(table string, key []byte, flags int, pairs ...[]byte) engine.Mutation {
 	return call(table, key, fnZAdd, append([][]byte{num(int64(flags))}, pairs...)...)
 }
@@ -280,7 +281,7 @@ func zadd(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	if err != nil || wrong {
 		return wrongOr(err)
 	}
-	changed := int64(0)
+	changed, touched := int64(0), int64(0)
 	var last engine.Result
 	for i := 1; i < len(args); i += 2 {
 		score, ok := ParseScore(args[i])
@@ -308,6 +309,7 @@ func zadd(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		}
 		if !had || score != old {
 			z.set(member, score, old, had)
+			touched++
 			if !had || flags&ZCH != 0 {
 				changed++
 			}
@@ -318,7 +320,9 @@ func zadd(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	if flags&ZIncr != 0 {
 		return last, nil
 	}
-	return intResult(changed), nil
+	r := intResult(changed)
+	r.Old.Value = num(touched)
+	return r, nil
 }
 
 func wrongOr(err error) (engine.Result, error) {

@@ -61,6 +61,13 @@ type Decorator interface {
 	TableLister
 	Sweeper
 	Statser
+	ReadLeveler // the wrapped engine's levels (ReadLevelsOf), so a decorator never claims a level it cannot serve
+}
+
+// leveledEngine is what every engine Expose hands out has: the Engine methods and the read levels.
+type leveledEngine interface {
+	Engine
+	ReadLeveler
 }
 
 // Expose returns d as an Engine whose optional interfaces are exactly those in has: d's methods for those, and no
@@ -68,50 +75,51 @@ type Decorator interface {
 // (a cache reports figures of its own: CanStats).
 func Expose(d Decorator, has Ability) Engine {
 	type (
-		sc = Scanner
-		tl = TableLister
-		sw = Sweeper
-		st = Statser
+		base = leveledEngine
+		sc   = Scanner
+		tl   = TableLister
+		sw   = Sweeper
+		st   = Statser
 	)
 	switch has {
 	case 0:
-		return struct{ Engine }{d}
+		return struct{ base }{d}
 	case CanScan:
 		return struct {
-			Engine
+			base
 			sc
 		}{d, d}
 	case CanTables:
 		return struct {
-			Engine
+			base
 			tl
 		}{d, d}
 	case CanScan | CanTables:
 		return struct {
-			Engine
+			base
 			sc
 			tl
 		}{d, d, d}
 	case CanSweep:
 		return struct {
-			Engine
+			base
 			sw
 		}{d, d}
 	case CanScan | CanSweep:
 		return struct {
-			Engine
+			base
 			sc
 			sw
 		}{d, d, d}
 	case CanTables | CanSweep:
 		return struct {
-			Engine
+			base
 			tl
 			sw
 		}{d, d, d}
 	case CanScan | CanTables | CanSweep:
 		return struct {
-			Engine
+			base
 			sc
 			tl
 			sw
@@ -121,44 +129,44 @@ func Expose(d Decorator, has Ability) Engine {
 	switch has &^ CanStats {
 	case 0:
 		return struct {
-			Engine
+			base
 			st
 		}{d, d}
 	case CanScan:
 		return struct {
-			Engine
+			base
 			sc
 			st
 		}{d, d, d}
 	case CanTables:
 		return struct {
-			Engine
+			base
 			tl
 			st
 		}{d, d, d}
 	case CanScan | CanTables:
 		return struct {
-			Engine
+			base
 			sc
 			tl
 			st
 		}{d, d, d, d}
 	case CanSweep:
 		return struct {
-			Engine
+			base
 			sw
 			st
 		}{d, d, d}
 	case CanScan | CanSweep:
 		return struct {
-			Engine
+			base
 			sc
 			sw
 			st
 		}{d, d, d, d}
 	case CanTables | CanSweep:
 		return struct {
-			Engine
+			base
 			tl
 			sw
 			st

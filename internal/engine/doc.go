@@ -48,6 +48,15 @@
 // own TTL) is an optimisation and must never make a live item disappear: a Sweep deletes an item only if it is
 // still the expired version it examined, so a concurrent rewrite survives.
 //
+// Consistency. A context may carry a read level (WithConsistency; none means Linearizable). Get and Scan serve
+// it or a stronger level, never a weaker one: Linearizable sees every batch acknowledged before the read began;
+// Serializable sees a state the datastore committed, possibly older. An engine that serves a level other than
+// Linearizable lists the levels it serves (ReadLeveler); the command layer refuses a level no listed level covers
+// (CheckConsistency) rather than let the engine weaken it. Apply ignores the level: a batch's reads and writes
+// are always linearizable, since its outcome depends on them. Engines that serve every read from one up-to-date
+// copy (pebble, memory, the SQL and Redis engines) are linearizable and so serve every level. A cache of answers
+// (the read cache, kv's query cache) keeps only those of linearizable reads: a stale one would answer later reads.
+//
 // Errors. Engines return the sentinels of errors.go, wrapped with %w and context; callers test them with
 // errors.Is. ErrNotFound means absent and nothing else: any other read failure (I/O, corruption, a lost
 // connection) is returned as itself and callers must report it as an error, never as "absent".

@@ -42,3 +42,12 @@ type Sweeper interface {
 	// at now (unix ms) unless rewritten meanwhile, and returns how many it removed.
 	Sweep(ctx context.Context, now int64, budget int) (int, error)
 }
+
+// SweepReporter is a Sweeper that also names what it removed, so the layers above can tell clients which keys
+// expired (Redis's "expired" keyspace events). Items of the engine's own tables (collections' members) are not
+// reported.
+type SweepReporter interface {
+	// SweepReport sweeps as Sweep does and calls removed with the table and key of each item it removed, after
+	// the removal is durable.
+	SweepReport(ctx context.Context, now int64, budget int, removed func(table string, key []byte)) (int, error)
+}

@@ -324,8 +324,12 @@ func (rs *resolver) incrFloat(m *Mutation, res *Result, table string, key []byte
 			return
 		}
 	}
+	if n.IsInf() || delta.IsInf() { // inf plus anything is inf or NaN (which big.Float cannot even hold)
+		res.Err = ErrNaN
+		return
+	}
 	n.Add(n, delta)
-	if n.IsInf() || n.MantExp(nil) > longDoubleMaxExp {
+	if n.MantExp(nil) > longDoubleMaxExp {
 		res.Err = ErrNaN
 		return
 	}
@@ -339,17 +343,30 @@ const (
 	longDoubleMaxExp = 16384
 )
 
-// parseLongDouble parses decimal or hexadecimal float text as strtold does, refusing spaces, NaN and infinity.
+// parseLongDouble parses decimal or hexadecimal float text as strtold does, refusing spaces, NaN and a finite
+// number out of range; "inf" and "infinity" (any case, signed) are infinities, as Redis's string2ld takes them.
 func parseLongDouble(b []byte) (*big.Float, bool) {
 	s := string(b)
 	if s == "" || strings.TrimSpace(s) != s {
 		return nil, false
+	}
+	if inf, neg := IsInfText(s); inf {
+		return new(big.Float).SetInf(neg), true
 	}
 	f, _, err := big.ParseFloat(s, 0, longDoublePrec, big.ToNearestEven)
 	if err != nil || f.IsInf() || f.MantExp(nil) > longDoubleMaxExp {
 		return nil, false
 	}
 	return f, true
+}
+
+// IsInfText reports whether s spells an infinity as strtold reads one ("inf", "-Infinity", ...), and its sign.
+func IsInfText(s string) (inf, neg bool) {
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		neg, s = s[0] == '-', s[1:]
+	}
+	s = strings.ToLower(s)
+	return s == "inf" || s == "infinity", neg
 }
 
 // formatLongDouble prints as Redis's ld2string in human mode: fixed point with 17 decimals, trailing zeros and a

@@ -61,6 +61,10 @@ type Options struct {
 	// QueryCacheBytes bounds the cache of query answers (pages of scans, counts); 0 means none. It is correct only
 	// while every write of the engine's data goes through this Store: no other process may write the datastore.
 	QueryCacheBytes int64
+	// Consistency is the read level of requests that ask for none (engine.WithConsistency); the caller checks it
+	// with engine.CheckConsistency first. EngineName names the engine in the refusal of a level it cannot serve.
+	Consistency engine.Consistency
+	EngineName  string
 }
 
 // Store is the command layer over one engine. Safe for concurrent use.
@@ -76,6 +80,8 @@ type Store struct {
 	swept    sync.WaitGroup
 	reclaim  reclaimer // the sweeper's position among collections' members (sweep goroutine only)
 	queries  *cache.Queries[answer]
+	expired  atomic.Pointer[func(table string, key []byte)]
+	levels   levels
 }
 
 // counters are the store-wide statistics every protocol reports from.
@@ -97,6 +103,7 @@ func New(e engine.Engine, opts Options) *Store {
 	}
 	s := &Store{eng: e, limits: l, clock: opts.Clock, log: opts.Logger, stop: make(chan struct{}),
 		queries: cache.NewQueries[answer](opts.QueryCacheBytes)}
+	s.levels = newLevels(e, opts.EngineName, opts.Consistency)
 	if s.clock == nil {
 		s.clock = time.Now
 	}
@@ -171,6 +178,10 @@ func (s *Store) GetAt(ctx context.Context, table string, key []byte, now int64) 
 // GetAnyAt returns the live item of any kind at table/key (a collection's meta item for a hash or a set).
 func (s *Store) GetAnyAt(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
 	if err := checkTable(table); err != nil {
+		return engine.Item{}, err
+	}
+	ctx, err := s.levels.read(ctx)
+	if err != nil {
 		return engine.Item{}, err
 	}
 	s.stats.gets.Add(1)
@@ -309,7 +320,13 @@ func (s *Store) sweep(every time.Duration) {
 func (s *Store) SweepOnce(ctx context.Context) error {
 	var first error
 	if sw, ok := s.eng.(engine.Sweeper); ok {
-		n, err := sw.Sweep(ctx, s.Now(), 2000)
+		var n int
+		var err error
+		if fn, sr := s.expired.Load(), asReporter(s.eng); fn != nil && sr != nil {
+			n, err = sr.SweepReport(ctx, s.Now(), 2000, *fn)
+		} else {
+			n, err = sw.Sweep(ctx, s.Now(), 2000)
+		}
 		s.stats.expiredSwept.Add(int64(n))
 		first = err
 	}
@@ -319,6 +336,25 @@ func (s *Store) SweepOnce(ctx context.Context) error {
 		first = err
 	}
 	return first
+}
+
+// OnExpired makes the sweeper call fn with the table and key of each item it removes because it expired, once the
+// removal is durable (Redis's "expired" keyspace events), if the engine can name them (engine.SweepReporter).
+// fn must not block. nil stops the calls.
+func (s *Store) OnExpired(fn func(table string, key []byte)) {
+	if fn == nil {
+		s.expired.Store(nil)
+		return
+	}
+	s.expired.Store(&fn)
+}
+
+// CanReportExpired reports whether the engine names the items its sweeps remove, so OnExpired is called.
+func (s *Store) CanReportExpired() bool { return asReporter(s.eng) != nil }
+
+func asReporter(e engine.Engine) engine.SweepReporter {
+	sr, _ := e.(engine.SweepReporter)
+	return sr
 }
 
 // Close stops the sweeper and closes the engine.

@@ -104,6 +104,9 @@ func (s *Store) Scan(ctx context.Context, table string, q Query) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
+	if ctx, err = s.levels.read(ctx); err != nil {
+		return Page{}, err
+	}
 	var p Page
 	r := q.rangeOf()
 	if r.End != nil && r.Start != nil && bytes.Compare(r.Start, r.End) >= 0 {
@@ -135,7 +138,9 @@ func (s *Store) Scan(ctx context.Context, table string, q Query) (Page, error) {
 	if err != nil {
 		return Page{}, err // a partial page would read as "these are all the keys"
 	}
-	s.queries.Fill(tok, table, key, answer{page: Page{Entries: slices.Clone(p.Entries), Next: p.Next}}, size, now, int64(until))
+	if fresh(ctx) {
+		s.queries.Fill(tok, table, key, answer{page: Page{Entries: slices.Clone(p.Entries), Next: p.Next}}, size, now, int64(until))
+	}
 	return p, nil
 }
 
@@ -147,6 +152,9 @@ func (s *Store) Count(ctx context.Context, table string, q Query) (int64, error)
 	}
 	sc, err := s.scanner()
 	if err != nil {
+		return 0, err
+	}
+	if ctx, err = s.levels.read(ctx); err != nil {
 		return 0, err
 	}
 	q.After, q.Limit, q.KeysOnly = nil, 0, false
@@ -161,8 +169,47 @@ func (s *Store) Count(ctx context.Context, table string, q Query) (int64, error)
 	if err != nil {
 		return 0, err
 	}
-	s.queries.Fill(tok, table, key, answer{count: n}, 0, now, int64(until))
+	if fresh(ctx) {
+		s.queries.Fill(tok, table, key, answer{count: n}, 0, now, int64(until))
+	}
 	return n, nil
+}
+
+// Census is what one scan of a table counts: its live items, those with an expiry, and the mean time those have
+// left (INFO keyspace's keys, expires and avg_ttl).
+type Census struct {
+	Keys, Expires int64
+	AvgTTL        int64 // milliseconds, 0 without expiring items
+}
+
+// Census counts table's live items and their expiries in one scan (O(items)); on an error of the engine's scan,
+// a zero Census and the error.
+func (s *Store) Census(ctx context.Context, table string) (Census, error) {
+	if err := checkTable(table); err != nil {
+		return Census{}, err
+	}
+	sc, err := s.scanner()
+	if err != nil {
+		return Census{}, err
+	}
+	now := s.Now()
+	var c Census
+	var ttl int64
+	err = sc.Scan(ctx, table, engine.Range{}, now, func(_ []byte, it engine.Item) bool {
+		c.Keys++
+		if it.Expires != 0 {
+			c.Expires++
+			ttl += it.Expires - now
+		}
+		return true
+	})
+	if err != nil {
+		return Census{}, err
+	}
+	if c.Expires > 0 {
+		c.AvgTTL = ttl / c.Expires
+	}
+	return c, nil
 }
 
 // Tables lists the tables that hold items (not the engine's own member tables).

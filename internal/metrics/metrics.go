@@ -41,7 +41,8 @@ type Metrics struct {
 	requests *prometheus.CounterVec
 	errors   *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
-	handler  http.Handler // built once: promhttp registers its own error counter in the registry
+	replies  *prometheus.CounterVec // error replies by kind
+	handler  http.Handler           // built once: promhttp registers its own error counter in the registry
 
 	mu   sync.Mutex
 	cmds map[cmdKey]*Observer // so one pair always gets the same Observer
@@ -76,9 +77,13 @@ func newMetrics(stats func() kv.Stats) *Metrics {
 			Help:    "Time to serve one request, per protocol and command.",
 			Buckets: latencyBounds,
 		}, commandLabels),
+		replies: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "anykv_error_replies_total",
+			Help: "Error replies sent, per protocol and kind (Redis: the error's first word, ERR, WRONGTYPE, ...).",
+		}, []string{"protocol", "kind"}),
 		cmds: make(map[cmdKey]*Observer),
 	}
-	m.registry.MustRegister(m.requests, m.errors, m.latency,
+	m.registry.MustRegister(m.requests, m.errors, m.latency, m.replies,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if stats != nil {
@@ -110,6 +115,15 @@ func (m *Metrics) Command(protocol, command string) *Observer {
 	}
 	m.cmds[k] = o
 	return o
+}
+
+// ErrorReply counts one error reply of kind (Redis's INFO errorstats). A protocol keeps kinds few: the client
+// keeps one series per kind for good. A nil *Metrics ignores it.
+func (m *Metrics) ErrorReply(protocol, kind string) {
+	if m == nil {
+		return
+	}
+	m.replies.WithLabelValues(strings.ToValidUTF8(protocol, "\uFFFD"), strings.ToValidUTF8(kind, "\uFFFD")).Inc()
 }
 
 // Observer counts one command of one protocol. It holds the client's children for its label values, so its

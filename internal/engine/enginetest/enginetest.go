@@ -53,6 +53,7 @@ func Run(t *testing.T, open Opener, has engine.Ability) {
 		{"Scan", testScan, engine.CanScan},
 		{"Tables", testTables, engine.CanTables},
 		{"Sweep", testSweep, engine.CanSweep},
+		{"SweepReport", testSweepReport, engine.CanSweep},
 		{"Stats", testStats, engine.CanStats},
 	}
 	t.Run("Abilities", func(t *testing.T) {
@@ -339,8 +340,11 @@ func testIncrFloat(t *testing.T, e engine.Engine) {
 	if r := incrf("200"); string(r.New.Value) != "5200" {
 		t.Fatalf("incrbyfloat = %q", r.New.Value)
 	}
-	for _, bad := range []string{"abc", " 1", "nan", "inf", ""} {
+	for _, bad := range []string{"abc", " 1", "nan", ""} {
 		wantErr(t, incrf(bad), engine.ErrNotFloat)
+	}
+	for _, inf := range []string{"inf", "-Infinity", "+INF"} { // strtold reads them; the sum is then infinite, as in Redis
+		wantErr(t, incrf(inf), engine.ErrNaN)
 	}
 	apply(t, e, set("default", "f", "abc"))
 	wantErr(t, incrf("1"), engine.ErrNotFloat)
@@ -619,7 +623,8 @@ func testConcurrentIncr(t *testing.T, e engine.Engine) {
 // CheckDecorator proves that wrap (a decorator such as the read cache) offers exactly the optional abilities of
 // the engine it wraps, plus extra (those it has by itself): it wraps a memory engine showing each subset of
 // abilities in turn. A decorator that claimed Scanner over an engine without ordered scans would make the
-// command layer promise what the engine cannot do.
+// command layer promise what the engine cannot do. It also checks that wrap reports the read levels of the
+// engine it wraps (engine.ReadLevelsOf).
 func CheckDecorator(t *testing.T, wrap func(engine.Engine) engine.Engine, extra engine.Ability) {
 	t.Helper()
 	for a := engine.Ability(0); a < 16; a++ {
@@ -630,4 +635,12 @@ func CheckDecorator(t *testing.T, wrap func(engine.Engine) engine.Engine, extra 
 		}
 		w.Close()
 	}
+	// Read levels are the wrapped engine's: a decorator over an engine serving only stale reads must not let a
+	// linearizable read through.
+	_, stale := NewLevels(memstore.New(), engine.Serializable)
+	w := wrap(stale)
+	if got := engine.ReadLevelsOf(w); len(got) != 1 || got[0] != engine.Serializable {
+		t.Errorf("wrapping an engine serving only serializable reads gives one serving %v", got)
+	}
+	w.Close()
 }

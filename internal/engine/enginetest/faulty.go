@@ -110,5 +110,8 @@ func (f *Faulty) Sweep(ctx context.Context, now int64, budget int) (int, error) 
 	return f.inner.(engine.Sweeper).Sweep(ctx, now, budget)
 }
 
+// ReadLevels implements engine.ReadLeveler with the wrapped engine's levels.
+func (f *Faulty) ReadLevels() []engine.Consistency { return engine.ReadLevelsOf(f.inner) }
+
 // Stats forwards engine.Statser.
 func (f *Faulty) Stats() map[string]int64 { return f.inner.(engine.Statser).Stats() }

@@ -197,7 +197,23 @@ func (s *Store) Tables(context.Context) ([]string, error) {
 
 // Sweep implements engine.Sweeper: it visits up to budget items from where the last call stopped and removes
 // those expired at now.
-func (s *Store) Sweep(_ context.Context, now int64, budget int) (int, error) {
+func (s *Store) Sweep(ctx context.Context, now int64, budget int) (int, error) {
+	return s.SweepReport(ctx, now, budget, nil)
+}
+
+// SweepReport implements engine.SweepReporter: Sweep, naming each removed item of a user table to removed.
+// removed is called after the store's lock is released.
+func (s *Store) SweepReport(_ context.Context, now int64, budget int, removed func(table string, key []byte)) (int, error) {
+	type gone struct {
+		table string
+		key   []byte
+	}
+	var report []gone
+	defer func() { // runs after the deferred unlock below
+		for _, g := range report {
+			removed(g.table, g.key)
+		}
+	}()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -208,7 +224,7 @@ func (s *Store) Sweep(_ context.Context, now int64, budget int) (int, error) {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	removed := 0
+	n := 0
 	for _, name := range names {
 		if budget <= 0 {
 			break
@@ -235,16 +251,22 @@ func (s *Store) Sweep(_ context.Context, now int64, budget int) (int, error) {
 		})
 		for _, k := range dead {
 			s.remove(name, k)
+			if removed != nil && !engine.IsInternalTable(name) {
+				report = append(report, gone{name, k})
+			}
 		}
-		removed += len(dead)
+		n += len(dead)
 		if last != nil {
 			s.sweepT, s.sweep = name, last
-			return removed, nil
+			return n, nil
 		}
 	}
 	s.sweepT, s.sweep = "", nil // a full pass ended: start over next time
-	return removed, nil
+	return n, nil
 }
+
+// ReadLevels implements engine.ReadLeveler: every read is linearizable (it sees every batch applied before it).
+func (s *Store) ReadLevels() []engine.Consistency { return []engine.Consistency{engine.Linearizable} }
 
 // Stats implements engine.Statser.
 func (s *Store) Stats() map[string]int64 {

@@ -33,6 +33,33 @@ type openCheck struct {
 	damage  []Damage
 	keep    string           // Recover with damage: the directory of hard links to the sstables found on disk
 	onDisk  map[string]int64 // ... and those sstables, name → size
+	// liveAtOpen are the sstables the MANIFEST lists, read by a read-only open before the real one: a compaction
+	// the real Open starts may replace some before afterOpen looks, which is no damage.
+	liveAtOpen map[string]bool
+}
+
+// readLive opens the store read-only (no compaction runs) under the check's lock and records the sstables its
+// MANIFEST lists, for afterOpen to compare with the clean-shutdown record. Only needed when there is one.
+func (c *openCheck) readLive(po *pebble.Options) error {
+	if c.clean == nil {
+		return nil
+	}
+	ro := *po
+	ro.ReadOnly = true
+	db, err := pebble.Open(c.dir, &ro)
+	if err != nil {
+		return err // the real Open meets it too, and reports it (openFailed)
+	}
+	defer db.Close()
+	live, err := liveTables(db, false)
+	if err != nil {
+		return err
+	}
+	c.liveAtOpen = make(map[string]bool, len(live))
+	for _, t := range live {
+		c.liveAtOpen[t.name] = true
+	}
+	return nil
 }
 
 // beforeOpen checks the directory before Pebble reads it.
@@ -164,9 +191,12 @@ func (c *openCheck) afterOpen(db *pebble.DB, skipTables bool) (version uint64, e
 	if err != nil {
 		return 0, namedDamage(c.fs, c.dir, err)
 	}
-	isLive := map[string]bool{}
-	for _, t := range live {
-		isLive[t.name] = true
+	isLive := c.liveAtOpen
+	if isLive == nil {
+		isLive = map[string]bool{}
+		for _, t := range live {
+			isLive[t.name] = true
+		}
 	}
 	if c.clean != nil {
 		for _, f := range c.clean.Files {

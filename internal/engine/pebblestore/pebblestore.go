@@ -231,6 +231,9 @@ func Open(opts Options) (*Store, error) {
 		return nil, err
 	}
 	po.Lock = check.lock
+	if err := check.readLive(po); err != nil {
+		return nil, check.openFailed(err)
+	}
 	// On a full disk Pebble's Open would wait for space to flush the memtables it recovers: open read-only.
 	po.ReadOnly = s.space.startReadOnly()
 	db, err := pebble.Open(opts.Dir, po)

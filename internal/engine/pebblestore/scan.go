@@ -104,6 +104,12 @@ func (s *Store) Tables(ctx context.Context) ([]string, error) {
 // writer to delete those expired at now, each only if its version is unchanged, so a concurrent rewrite survives.
 // A pass that reaches the end of the data starts over at the next call.
 func (s *Store) Sweep(ctx context.Context, now int64, budget int) (int, error) {
+	return s.SweepReport(ctx, now, budget, nil)
+}
+
+// SweepReport implements engine.SweepReporter: Sweep, then the table and key of each item of a user table it
+// removed, once the removal is committed.
+func (s *Store) SweepReport(ctx context.Context, now int64, budget int, removed func(table string, key []byte)) (int, error) {
 	if err := s.enter(); err != nil {
 		return 0, err
 	}
@@ -152,11 +158,18 @@ func (s *Store) Sweep(ctx context.Context, now int64, budget int) (int, error) {
 	if len(targets) == 0 {
 		return 0, nil
 	}
-	r := &request{sweep: targets, done: make(chan struct{})}
+	r := &request{sweep: targets, done: make(chan struct{}), reportSwept: removed != nil}
 	if err := s.submit(ctx, r); err != nil {
 		return 0, err
 	}
 	s.sweepRemoved.Add(int64(r.removed))
+	if r.err == nil {
+		for _, t := range r.swept {
+			if table, key, _, err := splitKey(t.key); err == nil && !engine.IsInternalTable(string(table)) {
+				removed(string(table), key)
+			}
+		}
+	}
 	return r.removed, r.err
 }
 

@@ -36,6 +36,10 @@ type request struct {
 	removed int // Sweep: items deleted
 	err     error
 	done    chan struct{}
+
+	// reportSwept asks the writer to list the targets it deleted in swept (SweepReport).
+	reportSwept bool
+	swept       []sweepTarget
 }
 
 // sweepTarget is an expired item Sweep saw: it is deleted only if its version is still the one seen.
@@ -487,5 +491,8 @@ func (w *writer) sweep(r *request) {
 		w.net--
 		w.remember(t.key, t.table, ovEntry{deleted: true})
 		r.removed++
+		if r.reportSwept {
+			r.swept = append(r.swept, t)
+		}
 	}
 }

@@ -152,6 +152,10 @@ func (e *Engine) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, e
 	if err := e.Open(); err != nil {
 		return nil, err
 	}
+	if c, ok := engine.ConsistencyOf(ctx); ok && c != engine.Linearizable {
+		// A batch's reads decide its outcome (and Ranger's scans read members): always linearizable.
+		ctx = engine.WithConsistency(ctx, engine.Linearizable)
+	}
 	slots := touched(b)
 	n := 0
 	for i := range b.Muts {

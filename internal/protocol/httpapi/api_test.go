@@ -117,9 +117,9 @@ func TestUnknownQueryParameters(t *testing.T) {
 	f := newFixture(t, Options{}, kv.Limits{})
 	f.set("t", "k", "v", 0, 0)
 	for target, want := range map[string]string{
-		"/v1/tables/t/keys?bogus=1":   "cursor, encoding, end, limit, prefix, start, values",
-		"/v1/tables/t/keys/k?limit=5": "takes none",
-		"/v1/tables/t/count?cursor=x": "end, prefix, start",
+		"/v1/tables/t/keys?bogus=1":   "consistency, cursor, encoding, end, limit, prefix, start, values",
+		"/v1/tables/t/keys/k?limit=5": "this route takes consistency\"",
+		"/v1/tables/t/count?cursor=x": "consistency, end, prefix, start",
 		"/healthz?verbose=1":          "takes none",
 		"/v1/tables/t/keys?limt=5":    "limt",
 	} {

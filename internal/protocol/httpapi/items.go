@@ -56,7 +56,11 @@ func (a *api) getItem(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	it, err := a.store.Get(r.Context(), table, key)
+	ctx, err := readCtx(r)
+	if err != nil {
+		return err
+	}
+	it, err := a.store.Get(ctx, table, key)
 	if err != nil {
 		return err
 	}

@@ -148,7 +148,11 @@ func (a *api) scan(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	entries, next, err := a.page(r.Context(), table, q, p.limit, p.values, min(a.opts.MaxBody, maxPageBytes))
+	ctx, err := readCtx(r)
+	if err != nil {
+		return err
+	}
+	entries, next, err := a.page(ctx, table, q, p.limit, p.values, min(a.opts.MaxBody, maxPageBytes))
 	if err != nil {
 		return err
 	}
@@ -169,7 +173,11 @@ func (a *api) scan(w http.ResponseWriter, r *http.Request) error {
 
 // count serves GET /v1/tables/{table}/count: how many live items the selection holds.
 func (a *api) count(w http.ResponseWriter, r *http.Request) error {
-	n, err := a.store.Count(r.Context(), r.PathValue("table"), rangeQuery(r))
+	ctx, err := readCtx(r)
+	if err != nil {
+		return err
+	}
+	n, err := a.store.Count(ctx, r.PathValue("table"), rangeQuery(r))
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"anykv/internal/engine"
 	"anykv/internal/engine/memstore"
 	"anykv/internal/kv"
 	"anykv/internal/server"
@@ -49,13 +50,19 @@ type serverOpt func(*Options, *kv.Options)
 // test ends, checking that shutdown is clean.
 func startServer(t testing.TB, opts ...serverOpt) *testServer {
 	t.Helper()
+	return startServerOver(t, memstore.New(), opts...)
+}
+
+// startServerOver is startServer over the engine e.
+func startServerOver(t testing.TB, e engine.Engine, opts ...serverOpt) *testServer {
+	t.Helper()
 	clock := newFakeClock()
 	ko := kv.Options{Clock: clock.Now, SweepInterval: -1}
 	mo := Options{}
 	for _, o := range opts {
 		o(&mo, &ko)
 	}
-	store := kv.New(memstore.New(), ko)
+	store := kv.New(e, ko)
 	h := New(store, mo)
 	timers := &fakeTimers{}
 	h.afterFunc = timers.afterFunc

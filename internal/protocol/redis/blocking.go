@@ -1,7 +1,6 @@
 package redis
 
 import (
-	"context"
 	"errors"
 	"math"
 	"strconv"
@@ -126,6 +125,8 @@ func (s *session) block(keys [][]byte, timeout time.Duration, attempt func() boo
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	ch := make(chan struct{}, 1)
+	s.state.blocked.Store(true)
+	defer s.state.blocked.Store(false)
 	for {
 		s.h.waiters.add(names, ch) // before the attempt: a push after it wakes us
 		if attempt() {
@@ -180,10 +181,11 @@ func (s *session) popOnce(name string, keys [][]byte) bool {
 		default:
 			m = collections.ZPop(s.table(), k, name == "bzpopmax", 1)
 		}
-		res, err := s.h.store.Apply(context.Background(), []engine.Mutation{m})
+		r, sendNotes, err := s.applyNoted(m, name[1:], [][]byte{[]byte(name[1:]), k}) // BLPOP's events are LPOP's
 		if err == nil {
-			err = res[0].Err
+			err = r.Err
 		}
+		from := s.w.Len()
 		switch {
 		case errors.Is(err, engine.ErrNotFound):
 			continue
@@ -193,15 +195,17 @@ func (s *session) popOnce(name string, keys [][]byte) bool {
 		case name == "blpop" || name == "brpop":
 			s.w.ArrayHeader(2)
 			s.w.Bulk(k)
-			s.w.Bulk(res[0].New.Value)
+			s.w.Bulk(r.New.Value)
+			sendNotes(from)
 			return true
-		case len(res[0].Members) == 0:
+		case len(r.Members) == 0:
 			continue
 		default:
 			s.w.ArrayHeader(3)
 			s.w.Bulk(k)
-			s.w.Bulk(res[0].Members[0].Name)
-			writeScore(s.w, res[0].Members[0].Item.Value)
+			s.w.Bulk(r.Members[0].Name)
+			writeScore(s.w, r.Members[0].Item.Value)
+			sendNotes(from)
 			return true
 		}
 	}
@@ -218,6 +222,14 @@ func cmdBPop(s *session, args [][]byte) {
 	if !s.block(keys, timeout, func() bool { return s.popOnce(name, keys) }) {
 		s.w.NullArray()
 	}
+}
+
+// side names a list end as LMOVE's arguments do.
+func side(left bool) string {
+	if left {
+		return "left"
+	}
+	return "right"
 }
 
 func cmdBMove(s *session, args [][]byte) {
@@ -237,10 +249,11 @@ func cmdBMove(s *session, args [][]byte) {
 	}
 	a := copyArgs(args[1:3])
 	m := collections.Move(s.table(), a[0], s.table(), a[1], fromLeft, toLeft)
+	noteArgs := [][]byte{[]byte("lmove"), a[0], a[1], []byte(side(fromLeft)), []byte(side(toLeft))} // LMOVE's events
 	moved := s.block(a[:1], timeout, func() bool {
-		res, err := s.h.store.Apply(context.Background(), []engine.Mutation{m})
+		r, sendNotes, err := s.applyNoted(m, "lmove", noteArgs)
 		if err == nil {
-			err = res[0].Err
+			err = r.Err
 		}
 		switch {
 		case errors.Is(err, engine.ErrNotFound):
@@ -249,7 +262,9 @@ func cmdBMove(s *session, args [][]byte) {
 			s.w.Error(errText(err))
 		default:
 			s.h.waiters.wake([]engine.Mutation{m})
-			s.w.Bulk(res[0].New.Value)
+			from := s.w.Len()
+			s.w.Bulk(r.New.Value)
+			sendNotes(from)
 		}
 		return true
 	})

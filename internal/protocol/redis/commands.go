@@ -135,14 +135,7 @@ func cmdCommand(s *session, args [][]byte) {
 		}
 		s.w.MapHeader(len(list))
 		for _, c := range list {
-			s.w.BulkString(c.name)
-			s.w.MapHeader(3)
-			s.w.BulkString("summary")
-			s.w.BulkString(c.summary)
-			s.w.BulkString("since")
-			s.w.BulkString(orDefault(c.since, "1.0.0"))
-			s.w.BulkString("group")
-			s.w.BulkString(orDefault(c.groupName, "generic"))
+			writeCommandDoc(s, c)
 		}
 	case "list":
 		all := sortedCommands()

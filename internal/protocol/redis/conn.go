@@ -2,7 +2,6 @@ package redis
 
 import (
 	"strings"
-	"time"
 )
 
 func init() {
@@ -172,6 +171,7 @@ func cmdReset(s *session, args [][]byte) {
 	}
 	s.w.SetProto(2)
 	s.authed = !s.h.opts.Auth.Required()
+	s.reads = nil // READWRITE
 	s.setInfo(func() { s.db, s.name = 0, "" })
 	s.w.SimpleString("RESET")
 }
@@ -190,21 +190,6 @@ func (s *session) setInfo(f func()) {
 	s.h.mu.Lock()
 	f()
 	s.h.mu.Unlock()
-}
-
-// infoLine is a CLIENT LIST / CLIENT INFO line; the caller holds h.mu.
-func (s *session) infoLine(now time.Time) string {
-	var b strings.Builder
-	b.WriteString("id=" + itoa(s.id))
-	b.WriteString(" addr=" + s.conn.RemoteAddr().String())
-	b.WriteString(" laddr=" + s.conn.LocalAddr().String())
-	b.WriteString(" fd=-1 name=" + s.name)
-	b.WriteString(" age=" + itoa(int64(now.Sub(s.created).Seconds())))
-	b.WriteString(" idle=0 flags=N db=" + itoa(int64(s.db)))
-	b.WriteString(" sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r")
-	b.WriteString(" cmd=" + s.lastCmd + " user=default redir=-1 resp=" + itoa(int64(s.w.Proto())))
-	b.WriteString(" lib-name=" + s.libName + " lib-ver=" + s.libVer + "\n")
-	return b.String()
 }
 
 func cmdClient(s *session, args [][]byte) {
@@ -227,20 +212,22 @@ func cmdClient(s *session, args [][]byte) {
 	case sub == "id" && len(args) == 2:
 		s.w.Int(s.id)
 	case sub == "info" && len(args) == 2:
+		s.publishState(false)
 		s.h.mu.Lock()
-		line := s.infoLine(time.Now())
+		line := s.clientLine(s.h.store.Time(), argsSize(args))
 		s.h.mu.Unlock()
 		s.w.Verbatim("txt", line)
 	case sub == "list":
 		var b strings.Builder
-		now := time.Now()
+		now := s.h.store.Time()
+		s.publishState(false)
 		s.h.mu.Lock()
-		for _, o := range s.h.sessions {
+		for _, o := range s.sortedSessions() {
+			argv := 0
 			if o == s {
-				b.WriteString(o.infoLine(now))
-			} else {
-				b.WriteString(o.otherLine(now))
+				argv = argsSize(args)
 			}
+			b.WriteString(o.clientLine(now, argv))
 		}
 		s.h.mu.Unlock()
 		s.w.Verbatim("txt", b.String())
@@ -261,11 +248,4 @@ func cmdClient(s *session, args [][]byte) {
 	default:
 		s.w.Error("ERR unknown subcommand or wrong number of arguments for '" + clip(args[1]) + "'. Try CLIENT HELP.")
 	}
-}
-
-// otherLine describes another connection from fields that are safe to read under h.mu.
-func (s *session) otherLine(now time.Time) string {
-	return "id=" + itoa(s.id) + " addr=" + s.conn.RemoteAddr().String() + " laddr=" + s.conn.LocalAddr().String() +
-		" fd=-1 name=" + s.name + " age=" + itoa(int64(now.Sub(s.created).Seconds())) + " idle=0 flags=N db=" +
-		itoa(int64(s.db)) + " user=default lib-name=" + s.libName + " lib-ver=" + s.libVer + "\n"
 }

@@ -47,6 +47,9 @@ type Options struct {
 	// cannot, and those commands say so. BackupDir is where SAVE and BGSAVE put their copies.
 	Backup    func(ctx context.Context, dir string) error
 	BackupDir string
+	// NotifyKeyspaceEvents is the initial notify-keyspace-events value (Redis's class letters; "" sends none).
+	// CONFIG SET changes it while running.
+	NotifyKeyspaceEvents string
 }
 
 // Handler serves Redis connections. It implements server.Handler, server.Rejecter and server.Denier.
@@ -62,6 +65,13 @@ type Handler struct {
 	waiters waiters // connections blocked in BLPOP and the like
 	scripts scriptCache
 	saves   saves
+	// notifyFlags are the keyspace event classes and channel kinds being sent (notify.go).
+	notifyFlags atomic.Int32
+	// Command and error statistics (cmdstats.go) and the slow log (slowlog.go).
+	cmdStats       map[*command]*cmdStats
+	errs           errorStats
+	slowlog        slowlog
+	unknownCommand *metrics.Observer // the metrics of commands anykv does not know
 
 	stats struct {
 		commands, rejected, connections atomic.Int64
@@ -82,11 +92,20 @@ func New(store *kv.Store, opts Options) *Handler {
 	}
 	h := &Handler{store: store, opts: opts, log: opts.Logger, started: time.Now(), sessions: map[int64]*session{},
 		observers: map[*command]*metrics.Observer{}}
+	h.cmdStats = make(map[*command]*cmdStats, len(commands))
 	for _, c := range commands {
 		h.observers[c] = opts.Metrics.Command("resp", c.name) // nil-safe: a nil Metrics gives nil observers
+		h.cmdStats[c] = &cmdStats{}
 	}
+	h.unknownCommand = opts.Metrics.Command("resp", "unknown")
+	h.slowlog.slowerThan.Store(defaultSlowerThan)
+	h.slowlog.maxLen.Store(defaultSlowlogLen)
 	h.cursors.init()
 	h.broker = pubsub.New(globMatch)
+	if f, err := ParseNotifyEvents(opts.NotifyKeyspaceEvents); err == nil { // the flag was checked by the caller
+		h.notifyFlags.Store(int32(f))
+	}
+	store.OnExpired(h.expired)
 	return h
 }
 
@@ -133,12 +152,9 @@ func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 		delete(h.sessions, s.id)
 		h.mu.Unlock()
 	}()
-	metered := h.opts.Metrics != nil
 	for ctx.Err() == nil {
 		_, err := s.parser.Fill(c)
-		if metered {
-			s.readAt = time.Now()
-		}
+		s.readAt = time.Now()
 		closing := s.runParsed()
 		if werr := s.out(); werr != nil {
 			return
@@ -173,6 +189,7 @@ func (s *session) runParsed() (closing bool) {
 		}
 		if args == nil {
 			s.flush()
+			s.publishState(true)
 			return s.closing
 		}
 		s.h.stats.commands.Add(1)

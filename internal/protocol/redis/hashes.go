@@ -215,6 +215,10 @@ func cmdHIncrBy(s *session, args [][]byte) {
 }
 
 func cmdHIncrByFloat(s *session, args [][]byte) {
+	if inf, _ := engine.IsInfText(string(args[3])); inf { // Redis refuses an infinite increment before anything else
+		s.fail("ERR value is NaN or Infinity")
+		return
+	}
 	m := s.member(engine.OpMemberIncrFloat, engine.KindHash, args[1], args[2])
 	m.Value = args[3]
 	s.add(m)

@@ -13,6 +13,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"anykv/internal/engine"
 	"anykv/internal/engine/memstore"
 	"anykv/internal/kv"
 	"anykv/internal/server"
@@ -29,11 +30,16 @@ type testServer struct {
 func (ts *testServer) advance(d time.Duration) { ts.clock.Add(d.Milliseconds()) }
 
 func startServer(t *testing.T, opts Options, maxConns int) *testServer {
+	return startServerOver(t, memstore.New(), kv.Options{}, opts, maxConns)
+}
+
+// startServerOver is startServer over the engine e, with ko's other settings (Consistency, ...).
+func startServerOver(t *testing.T, e engine.Engine, ko kv.Options, opts Options, maxConns int) *testServer {
 	t.Helper()
 	ts := &testServer{}
 	ts.clock.Store(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixMilli())
-	ts.store = kv.New(memstore.New(), kv.Options{Clock: func() time.Time { return time.UnixMilli(ts.clock.Load()) },
-		Limits: kv.Limits{MaxKey: 1024, MaxValue: 1 << 20}})
+	ko.Clock, ko.Limits = func() time.Time { return time.UnixMilli(ts.clock.Load()) }, kv.Limits{MaxKey: 1024, MaxValue: 1 << 20}
+	ts.store = kv.New(e, ko)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	opts.Logger = log
 	if opts.Settings == nil {
@@ -73,9 +79,12 @@ type rawConn struct {
 	r *bufio.Reader
 }
 
-func (ts *testServer) raw(t *testing.T) *rawConn {
+func (ts *testServer) raw(t *testing.T) *rawConn { return dialRaw(t, ts.addr) }
+
+// dialRaw connects a rawConn to addr.
+func dialRaw(t *testing.T, addr string) *rawConn {
 	t.Helper()
-	c, err := net.Dial("tcp", ts.addr)
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"anykv/internal/engine"
-	"anykv/internal/kv"
 )
 
 func init() {
@@ -20,6 +19,7 @@ func init() {
 		&command{name: "command", arity: -1, imm: cmdCommand, summary: "Returns detailed information about all commands."},
 		&command{name: "info", arity: -1, imm: cmdInfo, summary: "Returns information and statistics about the server."},
 		&command{name: "config", arity: -2, flags: flagAdmin, imm: cmdConfig, summary: "A container for server configuration commands."},
+		&command{name: "slowlog", arity: -2, flags: flagAdmin, imm: cmdSlowlog, since: "2.2.12", summary: "A container for slow log commands."},
 		&command{name: "time", arity: 1, flags: flagFast, imm: cmdTime, summary: "Returns the server time."},
 		&command{name: "debug", arity: -2, flags: flagAdmin, imm: cmdDebug, summary: "A container for debugging commands."},
 		&command{name: "function", arity: -2, imm: cmdFunction, summary: "A container for function commands (only FUNCTION FLUSH, a no-op)."},
@@ -55,6 +55,9 @@ func cmdFunction(s *session, args [][]byte) {
 	s.w.Error("ERR unknown subcommand '" + clip(args[1]) + "'. Try FUNCTION HELP.")
 }
 
+// maxmemoryPolicy is Redis's name for what anykv does when memory runs short: it evicts nothing.
+const maxmemoryPolicy = "noeviction"
+
 // settings returns the configuration CONFIG GET reports.
 func (h *Handler) settings() map[string]string {
 	m := map[string]string{
@@ -64,7 +67,13 @@ func (h *Handler) settings() map[string]string {
 		"save":               "",
 		"appendonly":         "no",
 		"maxmemory":          "0",
+		"maxmemory-policy":   maxmemoryPolicy, // what INFO memory reports
 		"timeout":            "0",
+
+		"slowlog-log-slower-than": itoa(h.slowlog.slowerThan.Load()),
+		"slowlog-max-len":         itoa(h.slowlog.maxLen.Load()),
+
+		"notify-keyspace-events": formatNotifyEvents(int(h.notifyFlags.Load())),
 	}
 	for k, v := range h.opts.Settings {
 		m[k] = v
@@ -92,13 +101,13 @@ func cmdConfig(s *session, args [][]byte) {
 			s.w.BulkString(set[n])
 		}
 	case sub == "set" && len(args) >= 4 && len(args)%2 == 0:
-		name := lower(args[2])
-		if _, ok := s.h.settings()[name]; !ok {
-			s.w.Error("ERR Unknown option or number of arguments for CONFIG SET - '" + clip(args[2]) + "'")
+		if msg := s.h.configSet(args[2:]); msg != "" {
+			s.w.Error(msg)
 			return
 		}
-		s.w.Error("ERR CONFIG SET failed (possibly related to argument '" + name + "') - can't set immutable config; restart anykv with the matching flag")
+		s.w.SimpleString("OK")
 	case sub == "resetstat" && len(args) == 2:
+		s.h.resetStats()
 		s.w.SimpleString("OK")
 	default:
 		s.w.Error("ERR unknown subcommand or wrong number of arguments for '" + clip(args[1]) + "'. Try CONFIG HELP.")
@@ -106,17 +115,19 @@ func cmdConfig(s *session, args [][]byte) {
 }
 
 // infoSections lists INFO's sections in Redis's order; "default" and "all" select them all.
-var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "keyspace"}
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu",
+	"commandstats", "errorstats", "keyspace"}
 
 func cmdInfo(s *session, args [][]byte) {
 	want := map[string]bool{}
 	for _, a := range args[1:] {
 		want[lower(a)] = true
 	}
-	all := len(want) == 0 || want["all"] || want["default"] || want["everything"]
+	all := want["all"] || want["everything"]
+	def := len(want) == 0 || want["default"]
 	var b strings.Builder
 	for _, sec := range infoSections {
-		if !all && !want[sec] {
+		if !all && !want[sec] && !(def && sec != "commandstats") { // as in Redis, commandstats is not a default section
 			continue
 		}
 		kvps, err := s.h.infoSection(sec)
@@ -138,8 +149,13 @@ func cmdInfo(s *session, args [][]byte) {
 // infoSection returns the fields of one INFO section; only the keyspace section reads the store, and fails
 // when a read does.
 func (h *Handler) infoSection(sec string) ([][2]string, error) {
-	if sec == "keyspace" {
+	switch sec {
+	case "keyspace":
 		return h.keyspace()
+	case "commandstats":
+		return h.commandStatsSection(), nil
+	case "errorstats":
+		return h.errorStatsSection(), nil
 	}
 	return h.statSection(sec), nil
 }
@@ -171,7 +187,7 @@ func (h *Handler) statSection(sec string) [][2]string {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		return [][2]string{{"used_memory", itoa(int64(ms.HeapAlloc))}, {"used_memory_human", human(ms.HeapAlloc)},
-			{"used_memory_rss", itoa(int64(ms.Sys))}, {"maxmemory", "0"}, {"maxmemory_policy", "noeviction"}}
+			{"used_memory_rss", itoa(int64(ms.Sys))}, {"maxmemory", "0"}, {"maxmemory_policy", maxmemoryPolicy}}
 	case "persistence":
 		out := [][2]string{{"loading", "0"}, {"aof_enabled", h.settings()["appendonly"]},
 			{"anykv_engine", h.opts.Settings["engine"]}, {"anykv_fsync", h.opts.Settings["fsync"]}}
@@ -188,7 +204,8 @@ func (h *Handler) statSection(sec string) [][2]string {
 		return [][2]string{{"total_connections_received", itoa(total)},
 			{"total_commands_processed", itoa(h.stats.commands.Load())}, {"instantaneous_ops_per_sec", "0"},
 			{"rejected_connections", itoa(rejected)}, {"expired_keys", itoa(st.ExpiredSwept)},
-			{"keyspace_hits", itoa(st.Hits)}, {"keyspace_misses", itoa(st.Misses)}}
+			{"keyspace_hits", itoa(st.Hits)}, {"keyspace_misses", itoa(st.Misses)},
+			{"total_error_replies", itoa(h.errs.total.Load())}}
 	case "replication":
 		return [][2]string{{"role", "master"}, {"connected_slaves", "0"}}
 	case "cpu":
@@ -202,19 +219,21 @@ func (h *Handler) statSection(sec string) [][2]string {
 	return nil
 }
 
-// keyspace counts the keys of each non-empty database (a scan: O(keys), unlike Redis's O(1)). An engine that
-// cannot scan shows no databases; a failed scan fails the section.
+// keyspace counts the keys of each non-empty database, those with a time to live and their mean time left, in
+// one scan each (O(keys), unlike Redis's O(1); the expiry counts cost nothing more). An engine that cannot scan
+// shows no databases; a failed scan fails the section.
 func (h *Handler) keyspace() ([][2]string, error) {
 	var out [][2]string
 	for db := 0; db < h.opts.Databases; db++ {
-		n, err := h.store.Count(context.Background(), table(db), kv.Query{})
+		c, err := h.store.Census(context.Background(), table(db))
 		switch {
 		case errors.Is(err, engine.ErrNotSupported):
 			return nil, nil
 		case err != nil:
 			return nil, err
-		case n > 0:
-			out = append(out, [2]string{"db" + itoa(int64(db)), "keys=" + itoa(n) + ",expires=0,avg_ttl=0"})
+		case c.Keys > 0:
+			out = append(out, [2]string{"db" + itoa(int64(db)),
+				"keys=" + itoa(c.Keys) + ",expires=" + itoa(c.Expires) + ",avg_ttl=" + itoa(c.AvgTTL)})
 		}
 	}
 	return out, nil

@@ -1,7 +1,6 @@
 package redis
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"strconv"
@@ -91,7 +90,7 @@ func cmdKeys(s *session, args [][]byte) {
 	q := kv.Query{Prefix: literalPrefix(pat), KeysOnly: true}
 	for {
 		q.Limit = 10000
-		p, err := s.h.store.Scan(context.Background(), s.table(), q)
+		p, err := s.h.store.Scan(s.readCtx(), s.table(), q)
 		if err != nil {
 			s.w.Error(errText(err))
 			return
@@ -154,7 +153,7 @@ func cmdScan(s *session, args [][]byte) {
 		}
 		q.After = c.after
 	}
-	p, err := s.h.store.Scan(context.Background(), s.table(), q)
+	p, err := s.h.store.Scan(s.readCtx(), s.table(), q)
 	if err != nil {
 		s.w.Error(errText(err))
 		return
@@ -181,7 +180,7 @@ func cmdRandomKey(s *session, args [][]byte) {
 	var start [8]byte
 	rand.Read(start[:])
 	for _, q := range []kv.Query{{Start: start[:], Limit: 1, KeysOnly: true}, {Limit: 1, KeysOnly: true}} {
-		p, err := s.h.store.Scan(context.Background(), s.table(), q)
+		p, err := s.h.store.Scan(s.readCtx(), s.table(), q)
 		if err != nil {
 			s.w.Error(errText(err))
 			return
@@ -195,7 +194,7 @@ func cmdRandomKey(s *session, args [][]byte) {
 }
 
 func cmdDBSize(s *session, args [][]byte) {
-	n, err := s.h.store.Count(context.Background(), s.table(), kv.Query{})
+	n, err := s.h.store.Count(s.readCtx(), s.table(), kv.Query{})
 	if err != nil {
 		s.w.Error(errText(err))
 		return

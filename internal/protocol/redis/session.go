@@ -27,6 +27,16 @@ type pending struct {
 	args   [][]byte
 	obs    *metrics.Observer // the command's metrics (nil: none)
 	start  time.Time         // when the command was read
+	// cmd is the command answered (nil: unknown), for INFO commandstats and the slow log with args; rejected
+	// marks a command refused before it ran (arity, NOAUTH, ...).
+	cmd      *command
+	rejected bool
+
+	// Keyspace notifications (notify.go): the command whose events to send, its database, and how many key
+	// reads bracket its mutations on each side (counted in n).
+	note   *command
+	db     int
+	probes int
 }
 
 // watch is a key WATCHed with the version it had (0: absent).
@@ -47,6 +57,8 @@ type session struct {
 	created time.Time
 
 	db      int
+	fd      int         // the socket's descriptor, for CLIENT LIST
+	state   clientState // what CLIENT LIST shows to other connections (clientlist.go)
 	name    string
 	libName string
 	libVer  string
@@ -64,12 +76,15 @@ type session struct {
 	watched []watch
 	lower   [32]byte // scratch for lower-casing command names without allocating
 	obs     *metrics.Observer
+	cur     *command // the command being compiled, and its arguments
+	curArgs [][]byte
 	start   time.Time
 	readAt  time.Time // when the bytes being parsed were read (set only when metrics are on)
 	group   uint32    // the last guard group this session used (MSETNX)
 
 	ctx     context.Context // ends when the server shuts down (blocking commands stop waiting)
 	noBlock bool            // set while EXEC runs: blocking commands answer at once, as in Redis
+	reads   context.Context // READONLY's context for plain reads; nil: the server default (consistency.go)
 
 	// Pub/sub: once the connection subscribed, its output goes through sub (see pubsub.go).
 	sub      *pusher
@@ -79,12 +94,15 @@ type session struct {
 
 func newSession(h *Handler, c net.Conn) *session {
 	s := &session{
-		h: h, conn: c, id: h.nextID.Add(1), created: time.Now(),
+		h: h, conn: c, id: h.nextID.Add(1), created: h.store.Time(),
 		parser: resp.NewParser(h.opts.Limits), w: resp.NewWriter(2),
 		authed: !h.opts.Auth.Required(), ctx: context.Background(),
 	}
+	s.w.OnError = h.onError
 	s.acct = h.opts.Budget.Open(c.RemoteAddr().String(), membudget.EvictConn(c))
 	s.parser.SetAccount(s.acct)
+	s.fd = connFD(c)
+	s.publishState(true)
 	return s
 }
 
@@ -101,12 +119,12 @@ func (s *session) add(m engine.Mutation) { s.muts = append(s.muts, m) }
 
 // plan registers the reply of the command that just added its n mutations.
 func (s *session) plan(n int, fn replyFunc) {
-	s.replies = append(s.replies, pending{n: n, fn: fn, obs: s.obs, start: s.start})
+	s.replies = append(s.replies, pending{n: n, fn: fn, obs: s.obs, start: s.start, cmd: s.cur, args: s.curArgs})
 }
 
 // fail registers an error reply for the command being compiled; it must add no mutation.
 func (s *session) fail(msg string) {
-	s.replies = append(s.replies, pending{errMsg: msg, obs: s.obs, start: s.start})
+	s.replies = append(s.replies, pending{errMsg: msg, obs: s.obs, start: s.start, cmd: s.cur, args: s.curArgs})
 }
 
 // lookup finds the command named by args[0], case-insensitively.
@@ -126,7 +144,8 @@ func (s *session) lookup(name []byte) *command {
 
 // dispatch runs or queues one command.
 func (s *session) dispatch(args [][]byte) {
-	s.obs = nil
+	s.obs, s.cur, s.curArgs = s.h.unknownCommand, nil, args
+	s.start = s.readAt
 	cmd := s.lookup(args[0])
 	if cmd == nil {
 		name := string(args[0])
@@ -140,8 +159,8 @@ func (s *session) dispatch(args [][]byte) {
 		return
 	}
 	s.lastCmd = cmd.name
-	s.obs = s.h.observers[cmd]
-	s.start = s.readAt // latency counts from when the command was read
+	s.state.cmd.Store(fullName(cmd, args))
+	s.obs, s.cur = s.h.observers[cmd], cmd // latency counts from when the command was read (s.start)
 	if !s.authed && cmd.flags&flagNoAuth == 0 {
 		s.reject("NOAUTH Authentication required.")
 		return
@@ -162,24 +181,37 @@ func (s *session) dispatch(args [][]byte) {
 			return
 		}
 		s.queued = append(s.queued, copyArgs(args))
+		s.state.multiMem.Add(int64(argsSize(args)))
 		s.immediate(func() { s.w.SimpleString("QUEUED") })
 		return
 	}
 	switch {
 	case cmd.data != nil:
-		if len(s.muts)+len(args) > s.h.store.Limits().MaxBatch {
+		if len(s.muts)+3*len(args) > s.h.store.Limits().MaxBatch {
 			s.flush() // keep each engine batch within the store's limit; a command's own mutations stay together
 		}
-		cmd.data(s, args)
+		s.compile(cmd, args)
 	default:
 		s.flush()
 		before := s.w.Len()
 		cmd.imm(s, args)
-		if s.obs != nil {
-			out := s.w.Bytes()
-			s.obs.Observe(time.Since(s.start), len(out) > before && out[before] == '-')
-		}
+		out := s.w.Bytes()
+		failed, took := len(out) > before && out[before] == '-', time.Since(s.start)
+		s.obs.Observe(took, failed)
+		s.account(cmd, args, took, false, failed)
 	}
+}
+
+// compile adds a data command's mutations and reply to the batch, bracketed by key reads when its keyspace
+// events need them.
+func (s *session) compile(cmd *command, args [][]byte) {
+	if !s.h.notifying() {
+		cmd.data(s, args)
+		return
+	}
+	muts, replies := len(s.muts), len(s.replies)
+	cmd.data(s, args)
+	s.probes(cmd, args, muts, replies)
 }
 
 // keyTooBig rejects a data command with a key argument over the store's key limit, before it joins a batch:
@@ -195,18 +227,29 @@ func (s *session) keyTooBig(cmd *command, args [][]byte) bool {
 	return false
 }
 
-// reject answers an error in order; inside MULTI it also dooms the transaction.
+// reject answers an error in order, for a command refused before it ran; inside MULTI it also dooms the
+// transaction.
 func (s *session) reject(msg string) {
 	if s.inMulti {
 		s.dirty = true
 	}
 	s.fail(msg)
+	s.replies[len(s.replies)-1].rejected = true
 }
 
 // immediate writes a reply now, after the replies already pending.
 func (s *session) immediate(write func()) {
 	s.flush()
 	write()
+}
+
+// argsSize is the bytes of a command's arguments.
+func argsSize(args [][]byte) int {
+	n := 0
+	for _, a := range args {
+		n += len(a)
+	}
+	return n
 }
 
 func copyArgs(args [][]byte) [][]byte {
@@ -265,7 +308,7 @@ func (s *session) readDirect() []engine.Result {
 	now := s.h.store.Now()
 	for i := range s.muts {
 		m := &s.muts[i]
-		it, err := s.h.store.GetAnyAt(context.Background(), m.Table, m.Key, now)
+		it, err := s.h.store.GetAnyAt(s.readCtx(), m.Table, m.Key, now)
 		if err != nil {
 			res[i].Err = err
 			continue
@@ -289,12 +332,16 @@ func (s *session) writeReplies(res []engine.Result, err error) {
 		err = nil
 	}
 	off := 0
-	for _, p := range s.replies {
+	for i := range s.replies {
+		p := &s.replies[i]
 		before := s.w.Len()
-		s.writeReply(p, res, off, err)
-		if p.obs != nil {
-			out := s.w.Bytes()
-			p.obs.Observe(time.Since(p.start), len(out) > before && (out[before] == '-' || err != nil))
+		s.writeReply(*p, res, off, err)
+		out := s.w.Bytes()
+		failed, took := len(out) > before && (out[before] == '-' || err != nil), time.Since(p.start)
+		p.obs.Observe(took, failed)
+		s.account(p.cmd, p.args, took, p.rejected, failed)
+		if p.note != nil && err == nil {
+			s.publishNotes(p, res[off:], s.muts[off:], s.w.Bytes()[before:])
 		}
 		off += p.n // zero for replies that consumed no result
 	}
@@ -312,7 +359,7 @@ func (s *session) writeReply(p pending, res []engine.Result, off int, err error)
 	case err != nil:
 		s.w.Error(errText(err))
 	default:
-		r := res[off : off+p.n]
+		r := res[off+p.probes : off+p.n-p.probes]
 		if p.fn != nil {
 			p.fn(s.w, r)
 		} else if len(r) > 0 && r[0].Err != nil {

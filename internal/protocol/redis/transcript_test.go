@@ -31,9 +31,39 @@ func TestTranscripts(t *testing.T) {
 	}
 }
 
+// TestTranscriptsMatchRedis replays testdata/redis7/*.txt against anykv and, when redis-server is installed,
+// against a real one: these transcripts hold only replies that are Redis 7's byte for byte (no "advance").
+func TestTranscriptsMatchRedis(t *testing.T) {
+	paths, _ := filepath.Glob("testdata/redis7/*.txt")
+	if len(paths) == 0 {
+		t.Fatal("no transcripts in testdata/redis7")
+	}
+	redisAddr := startRedisServerIfAny(t)
+	for _, path := range paths {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			runTranscript(t, path)
+			if redisAddr == "" {
+				return
+			}
+			t.Run("redis-server", func(t *testing.T) {
+				rc := dialRaw(t, redisAddr)
+				rc.send("*1\r\n$8\r\nFLUSHALL\r\n")
+				rc.reply()
+				runTranscriptAt(t, path, func(t *testing.T) *rawConn { return dialRaw(t, redisAddr) }, nil)
+			})
+		})
+	}
+}
+
 func runTranscript(t *testing.T, path string) {
 	ts := startServer(t, Options{}, 0)
-	conns := map[string]*rawConn{"main": ts.raw(t)}
+	runTranscriptAt(t, path, ts.raw, ts.advance)
+}
+
+// runTranscriptAt replays the transcript at path over connections from dial; advance moves the server's clock
+// (nil: the server has no clock to move).
+func runTranscriptAt(t *testing.T, path string, dial func(t *testing.T) *rawConn, advance func(time.Duration)) {
+	conns := map[string]*rawConn{"main": dial(t)}
 	cur := "main"
 	datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 		rc := conns[cur]
@@ -43,14 +73,17 @@ func runTranscript(t *testing.T, path string) {
 			var name string
 			d.ScanArgs(t, "name", &name)
 			if conns[name] == nil {
-				conns[name] = ts.raw(t)
+				conns[name] = dial(t)
 			}
 			cur = name
 			return ""
 		case "advance":
 			var ms int
 			d.ScanArgs(t, "ms", &ms)
-			ts.advance(time.Duration(ms) * time.Millisecond)
+			if advance == nil {
+				t.Fatal("advance: this server's clock cannot be moved")
+			}
+			advance(time.Duration(ms) * time.Millisecond)
 			return ""
 		case "send":
 			lines := strings.Split(strings.TrimSpace(d.Input), "\n")

@@ -28,6 +28,7 @@ func cmdMulti(s *session, args [][]byte) {
 
 func (s *session) endMulti() {
 	s.inMulti, s.dirty, s.queued, s.watched = false, false, nil, nil
+	s.state.multiMem.Store(0)
 }
 
 func cmdDiscard(s *session, args [][]byte) {
@@ -64,16 +65,17 @@ func cmdExec(s *session, args [][]byte) {
 			}
 			continue
 		}
+		s.cur, s.curArgs = c, a // each queued command counts in INFO commandstats under its own name
 		if c.data != nil {
 			before := len(s.muts)
-			c.data(s, a)
+			s.compile(c, a)
 			for i := before; i < len(s.muts); i++ {
 				if s.muts[i].Group == 0 {
 					s.muts[i].Guard = false // only WATCH guards may abort a whole transaction
 				}
 			}
 		} else {
-			s.replies = append(s.replies, pending{imm: c, args: a})
+			s.replies = append(s.replies, pending{imm: c, args: a, cmd: c, start: s.start})
 		}
 	}
 	guards := make([]engine.Mutation, 0, len(watched))

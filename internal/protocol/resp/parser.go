@@ -162,6 +162,9 @@ func (p *Parser) Feed(b []byte) {
 // an incomplete command already looked at.
 func (p *Parser) Buffered() int { return p.w - p.r }
 
+// Size reports the bytes of the buffer the parser holds (0 before the first Fill or Feed).
+func (p *Parser) Size() int { return len(p.buf) }
+
 // reserve makes len(p.buf)-p.w >= want (less when the command being read
 // needs less, or may hold no more), moving the held bytes to the front of
 // the buffer, into a bigger one, or back into the small one. It invalidates

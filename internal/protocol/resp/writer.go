@@ -19,6 +19,8 @@ const dropAbove = 1 << 20
 type Writer struct {
 	buf   []byte
 	proto int
+	// OnError, if set, is told every error reply written (its text without the '-'): Redis's error statistics.
+	OnError func(msg string)
 }
 
 // NewWriter returns a writer speaking protocol version proto (2 or 3).
@@ -75,6 +77,9 @@ func (w *Writer) SimpleString(s string) {
 func (w *Writer) Error(msg string) {
 	if len(msg) > 0 && msg[0] == '-' {
 		msg = msg[1:]
+	}
+	if w.OnError != nil {
+		w.OnError(msg)
 	}
 	w.line('-', msg)
 }

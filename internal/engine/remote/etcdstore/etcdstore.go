@@ -13,6 +13,10 @@
 // etcd bounds a Txn's operations (--max-txn-ops, 128 by default): a batch needing more compares or writes fails
 // with etcd's "too many operations in txn request" and applies nothing. anykv judges expiry; leases are not used,
 // and Sweep reclaims expired items.
+//
+// Get and Scan read at the context's engine.Consistency: linearizable (etcd's default, a quorum round) or
+// serializable (clientv3.WithSerializable: the member answers from its own state, possibly stale, also when cut
+// off from the others). A batch's reads are always linearizable.
 package etcdstore
 
 import (
@@ -51,6 +55,7 @@ var (
 	_ engine.Scanner     = (*Store)(nil)
 	_ engine.TableLister = (*Store)(nil)
 	_ engine.Sweeper     = (*Store)(nil)
+	_ engine.ReadLeveler = (*Store)(nil)
 )
 
 type backend struct {
@@ -279,9 +284,24 @@ func outcomeUnknown(err error) bool {
 	return false
 }
 
-// Get implements remote.Backend.
+// readOpts are the options of a read at ctx's level: Serializable lets the member the client talks to answer
+// from its own state, without the quorum round (ReadIndex through the leader) of a linearizable read.
+func readOpts(ctx context.Context, opts ...clientv3.OpOption) []clientv3.OpOption {
+	if c, _ := engine.ConsistencyOf(ctx); c == engine.Serializable {
+		opts = append(opts, clientv3.WithSerializable())
+	}
+	return opts
+}
+
+// ReadLevels implements engine.ReadLeveler: Get and Scan serve linearizable (etcd's default) and serializable
+// reads; Apply's reads are always linearizable.
+func (s *Store) ReadLevels() []engine.Consistency {
+	return []engine.Consistency{engine.Linearizable, engine.Serializable}
+}
+
+// Get implements remote.Backend at ctx's read level.
 func (b *backend) Get(ctx context.Context, s remote.Slot) (engine.Item, bool, error) {
-	r, err := b.c.Get(ctx, b.key(s))
+	r, err := b.c.Get(ctx, b.key(s), readOpts(ctx)...)
 	if err != nil || len(r.Kvs) == 0 {
 		return engine.Item{}, false, err
 	}
@@ -294,8 +314,9 @@ func (b *backend) Close() error { return b.c.Close() }
 
 const scanPage = 256
 
-// Scan implements engine.Scanner: pages of 256 keys, all read at the revision of the first page, so the scan
-// is one consistent snapshot (while etcd has not compacted that revision away).
+// Scan implements engine.Scanner at ctx's read level: pages of 256 keys, all read at the revision of the first
+// page, so the scan is one consistent snapshot (while etcd has not compacted that revision away). A serializable
+// page that reaches a member behind that revision fails with etcd's "future revision" error.
 func (s *Store) Scan(ctx context.Context, table string, r engine.Range, now int64, fn func([]byte, engine.Item) bool) error {
 	if err := s.Open(); err != nil {
 		return err
@@ -307,7 +328,7 @@ func (s *Store) Scan(ctx context.Context, table string, r engine.Range, now int6
 	}
 	var rev int64
 	for {
-		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(scanPage)}
+		opts := readOpts(ctx, clientv3.WithRange(end), clientv3.WithLimit(scanPage))
 		if rev != 0 {
 			opts = append(opts, clientv3.WithRev(rev))
 		}

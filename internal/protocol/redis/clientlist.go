@@ -1,0 +1,139 @@
+package redis
+
+import (
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// What CLIENT LIST shows of a connection. The connection's goroutine publishes its state after each command
+// (publishState); any connection reads it. Names set by CLIENT SETNAME/SETINFO stay under the handler's lock.
+
+// clientState holds a connection's CLIENT LIST figures as atomics, written by its own goroutine only.
+type clientState struct {
+	lastActive atomic.Int64           // unix ns when the last command ended (idle counts from it)
+	cmd        atomic.Pointer[string] // full name of the last command ("client|list")
+	db         atomic.Int32
+	multi      atomic.Int32 // commands queued by MULTI; -1 outside one
+	sub, psub  atomic.Int32
+	qbuf, qcap atomic.Int64 // request bytes held unparsed, and the request buffer's size
+	multiMem   atomic.Int64 // bytes of the commands queued by MULTI
+	obl        atomic.Int64 // reply bytes waiting to be written
+	resp       atomic.Int32
+	blocked    atomic.Bool
+}
+
+// containers are the commands whose subcommand is part of the name Redis 7 shows in CLIENT LIST (cmd=).
+var containers = map[string]bool{"client": true, "config": true, "command": true, "object": true, "memory": true,
+	"script": true, "pubsub": true, "slowlog": true, "function": true, "debug": true, "xinfo": true, "xgroup": true}
+
+// fullNames interns "container|sub" names so publishing one allocates only the first time.
+var fullNames sync.Map
+
+// fullName is the name CLIENT LIST shows for a call of cmd with args.
+func fullName(cmd *command, args [][]byte) *string {
+	name := cmd.name
+	if containers[name] && len(args) > 1 && len(args[1]) <= 32 {
+		name += "|" + lower(args[1])
+	}
+	if p, ok := fullNames.Load(name); ok {
+		return p.(*string)
+	}
+	p, _ := fullNames.LoadOrStore(name, &name)
+	return p.(*string)
+}
+
+// publishState records the connection's figures after a command (lastActive when done is set: the command ended).
+func (s *session) publishState(done bool) {
+	st := &s.state
+	if done {
+		st.lastActive.Store(s.h.store.Time().UnixNano())
+	}
+	st.db.Store(int32(s.db))
+	multi := int32(-1)
+	if s.inMulti {
+		multi = int32(len(s.queued))
+	}
+	st.multi.Store(multi)
+	st.sub.Store(int32(len(s.channels)))
+	st.psub.Store(int32(len(s.patterns)))
+	st.qbuf.Store(int64(s.parser.Buffered()))
+	st.qcap.Store(int64(s.parser.Size()))
+	st.obl.Store(int64(s.w.Len()))
+	st.resp.Store(int32(s.w.Proto()))
+}
+
+// connFD is the connection's file descriptor, as Redis shows it (-1 when the connection has none).
+func connFD(c any) int {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return -1
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return -1
+	}
+	fd := -1
+	raw.Control(func(f uintptr) { fd = int(f) })
+	return fd
+}
+
+// clientLine is one CLIENT LIST / CLIENT INFO line with Redis 7's fields in Redis's order; the caller holds h.mu
+// (for the names). argv is the size of the arguments of the command running now (the caller's own line).
+func (s *session) clientLine(now time.Time, argv int) string {
+	st := &s.state
+	flags := ""
+	if st.sub.Load()+st.psub.Load() > 0 {
+		flags += "P"
+	}
+	if st.multi.Load() >= 0 {
+		flags += "x"
+	}
+	if st.blocked.Load() {
+		flags += "b"
+	}
+	if flags == "" {
+		flags = "N"
+	}
+	idle := int64(0)
+	if last := st.lastActive.Load(); last > 0 {
+		idle = int64(now.Sub(time.Unix(0, last)).Seconds())
+	}
+	cmd := "NULL"
+	if p := st.cmd.Load(); p != nil {
+		cmd = *p
+	}
+	qbuf, qcap, mm, obl := st.qbuf.Load(), st.qcap.Load(), st.multiMem.Load(), st.obl.Load()
+	var b strings.Builder
+	for _, f := range [][2]string{
+		{"id", itoa(s.id)}, {"addr", s.conn.RemoteAddr().String()}, {"laddr", s.conn.LocalAddr().String()},
+		{"fd", itoa(int64(s.fd))}, {"name", s.name}, {"age", itoa(int64(now.Sub(s.created).Seconds()))},
+		{"idle", itoa(idle)}, {"flags", flags}, {"db", itoa(int64(st.db.Load()))},
+		{"sub", itoa(int64(st.sub.Load()))}, {"psub", itoa(int64(st.psub.Load()))}, {"ssub", "0"},
+		{"multi", itoa(int64(st.multi.Load()))}, {"qbuf", itoa(qbuf)}, {"qbuf-free", itoa(qcap - qbuf)},
+		{"argv-mem", itoa(int64(argv))}, {"multi-mem", itoa(mm)}, {"rbs", itoa(qcap)}, {"rbp", itoa(qbuf)},
+		{"obl", itoa(obl)}, {"oll", "0"}, {"omem", "0"}, {"tot-mem", itoa(qcap + mm + obl + int64(argv))},
+		{"events", "r"}, {"cmd", cmd}, {"user", "default"}, {"redir", "-1"},
+		{"resp", itoa(int64(st.resp.Load()))}, {"lib-name", s.libName}, {"lib-ver", s.libVer},
+	} {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(f[0] + "=" + f[1])
+	}
+	b.WriteByte('\n')
+	return b.String()
+}
+
+// sortedSessions lists the handler's connections by id, as Redis lists its clients; the caller holds h.mu.
+func (s *session) sortedSessions() []*session {
+	out := make([]*session, 0, len(s.h.sessions))
+	for _, o := range s.h.sessions {
+		out = append(out, o)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}

@@ -1,0 +1,127 @@
+package redis
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Command and error statistics, as Redis's INFO commandstats and errorstats report them, and the slow log's
+// feed. Every command's outcome passes through session.account once its reply is written.
+
+// cmdStats are one command's counters: calls that ran (and their time), calls refused before running (wrong
+// arity, NOAUTH, ...), and calls that ran and answered an error.
+type cmdStats struct {
+	calls, usec, rejected, failed atomic.Int64
+}
+
+// maxErrorKinds bounds the distinct error prefixes counted, as Redis does (beyond it Redis stops tracking new
+// ones; so does anykv, counting them only in the total).
+const maxErrorKinds = 128
+
+// errorStats counts error replies by their first word (ERR, WRONGTYPE, NOAUTH, ...).
+type errorStats struct {
+	total atomic.Int64
+	mu    sync.Mutex
+	kinds map[string]int64
+}
+
+// add counts one error reply of kind, and reports whether the kind is tracked (one of the first 128).
+func (e *errorStats) add(kind string) bool {
+	e.total.Add(1)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.kinds == nil {
+		e.kinds = map[string]int64{}
+	}
+	if _, ok := e.kinds[kind]; ok || len(e.kinds) < maxErrorKinds {
+		e.kinds[kind]++
+		return true
+	}
+	return false
+}
+
+// reset forgets every count (CONFIG RESETSTAT).
+func (e *errorStats) reset() {
+	e.total.Store(0)
+	e.mu.Lock()
+	e.kinds = nil
+	e.mu.Unlock()
+}
+
+// onError is the reply writer's OnError: it counts the error in INFO errorstats and in the metrics.
+func (h *Handler) onError(msg string) {
+	kind, _, _ := strings.Cut(msg, " ")
+	if h.errs.add(kind) {
+		h.opts.Metrics.ErrorReply("resp", kind) // the same bound keeps the metric's series few
+	}
+}
+
+// account records one command's outcome once its reply is written: its statistics, and the slow log when it
+// took long. rejected marks a command refused before it ran; failed one that answered an error.
+func (s *session) account(cmd *command, args [][]byte, took time.Duration, rejected, failed bool) {
+	if cmd == nil {
+		return
+	}
+	st := s.h.cmdStats[cmd]
+	if rejected {
+		st.rejected.Add(1)
+		return
+	}
+	st.calls.Add(1)
+	st.usec.Add(took.Microseconds())
+	if failed {
+		st.failed.Add(1)
+	}
+	s.h.slowlog.offer(s, cmd, args, took)
+}
+
+// commandStatsSection is INFO commandstats: one line per command called at least once, in name order.
+func (h *Handler) commandStatsSection() [][2]string {
+	var out [][2]string
+	for _, c := range sortedCommands() {
+		st := h.cmdStats[c]
+		calls, usec, rej, failed := st.calls.Load(), st.usec.Load(), st.rejected.Load(), st.failed.Load()
+		if calls == 0 && rej == 0 {
+			continue
+		}
+		per := 0.0
+		if calls > 0 {
+			per = float64(usec) / float64(calls)
+		}
+		out = append(out, [2]string{"cmdstat_" + c.name, "calls=" + itoa(calls) + ",usec=" + itoa(usec) +
+			",usec_per_call=" + strconv.FormatFloat(per, 'f', 2, 64) + ",rejected_calls=" + itoa(rej) +
+			",failed_calls=" + itoa(failed)})
+	}
+	return out
+}
+
+// errorStatsSection is INFO errorstats: one line per error prefix seen, in name order.
+func (h *Handler) errorStatsSection() [][2]string {
+	h.errs.mu.Lock()
+	defer h.errs.mu.Unlock()
+	kinds := make([]string, 0, len(h.errs.kinds))
+	for k := range h.errs.kinds {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	out := make([][2]string, 0, len(kinds))
+	for _, k := range kinds {
+		out = append(out, [2]string{"errorstat_" + k, "count=" + itoa(h.errs.kinds[k])})
+	}
+	return out
+}
+
+// resetStats zeroes the command and error statistics and the slow log's counters (CONFIG RESETSTAT).
+func (h *Handler) resetStats() {
+	for _, st := range h.cmdStats {
+		st.calls.Store(0)
+		st.usec.Store(0)
+		st.rejected.Store(0)
+		st.failed.Store(0)
+	}
+	h.errs.reset()
+}

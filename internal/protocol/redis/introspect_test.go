@@ -1,0 +1,267 @@
+package redis
+
+import (
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"anykv/internal/metrics"
+)
+
+// infoField returns one field of an INFO section ("" when absent).
+func infoField(t *testing.T, c *goredis.Client, section, field string) string {
+	t.Helper()
+	out, err := c.Info(ctx, section).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(out, "\r\n") {
+		if v, ok := strings.CutPrefix(l, field+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// TestInfoKeyspaceExpires: INFO keyspace counts the keys with a time to live and their mean time left, per
+// database, collections included.
+func TestInfoKeyspaceExpires(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, &goredis.Options{PoolSize: 1})
+	c.Set(ctx, "a", "1", 100*time.Second)
+	c.Set(ctx, "b", "1", 0)
+	c.HSet(ctx, "h", "f", "v")
+	c.Expire(ctx, "h", 300*time.Second)
+	c.Do(ctx, "SELECT", "2")
+	c.Set(ctx, "c", "1", 0)
+	if got := infoField(t, c, "keyspace", "db0"); got != "keys=3,expires=2,avg_ttl=200000" {
+		t.Errorf("db0: %q", got)
+	}
+	if got := infoField(t, c, "keyspace", "db2"); got != "keys=1,expires=0,avg_ttl=0" {
+		t.Errorf("db2: %q", got)
+	}
+}
+
+// clientListFields are the fields of a Redis 7.2 CLIENT LIST line, in order.
+var clientListFields = []string{"id", "addr", "laddr", "fd", "name", "age", "idle", "flags", "db", "sub", "psub",
+	"ssub", "multi", "qbuf", "qbuf-free", "argv-mem", "multi-mem", "rbs", "rbp", "obl", "oll", "omem", "tot-mem",
+	"events", "cmd", "user", "redir", "resp", "lib-name", "lib-ver"}
+
+// parseClientLine maps a CLIENT LIST line's fields to values, and lists its field names in order.
+func parseClientLine(line string) (map[string]string, []string) {
+	m := map[string]string{}
+	var names []string
+	for _, f := range strings.Fields(line) {
+		k, v, _ := strings.Cut(f, "=")
+		m[k] = v
+		names = append(names, k)
+	}
+	return m, names
+}
+
+// TestClientList: every connection's line has Redis 7's fields in Redis's order (compared with a real
+// redis-server when installed, whose 7.0 lacks only lib-name and lib-ver), with the other connection's real idle
+// time, database, subscriptions, transaction and last command.
+func TestClientList(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	me := ts.client(t, &goredis.Options{PoolSize: 1, Protocol: 2})
+	other := ts.client(t, &goredis.Options{PoolSize: 1, Protocol: 2, DB: 3})
+	if err := other.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	ts.advance(7 * time.Second)
+	out, err := me.ClientList(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("CLIENT LIST has %d lines:\n%s", len(lines), out)
+	}
+	mine, names := parseClientLine(lines[0])
+	theirs, names2 := parseClientLine(lines[1])
+	if myID := me.ClientID(ctx).Val(); mine["id"] != itoa(myID) {
+		mine, theirs = theirs, mine
+	}
+	if strings.Join(names, " ") != strings.Join(clientListFields, " ") || strings.Join(names2, " ") != strings.Join(names, " ") {
+		t.Fatalf("fields\n%v\n%v\nwant %v", names, names2, clientListFields)
+	}
+	for k, want := range map[string]string{"idle": "0", "cmd": "client|list", "db": "0", "multi": "-1", "argv-mem": "10", "flags": "N"} {
+		if mine[k] != want {
+			t.Errorf("own line %s=%q, want %q", k, mine[k], want)
+		}
+	}
+	for k, want := range map[string]string{"idle": "7", "age": "7", "cmd": "set", "db": "3", "flags": "N"} {
+		if theirs[k] != want {
+			t.Errorf("other line %s=%q, want %q", k, theirs[k], want)
+		}
+	}
+	if theirs["fd"] == "-1" || theirs["fd"] == mine["fd"] {
+		t.Errorf("fds %s and %s", mine["fd"], theirs["fd"])
+	}
+
+	// A subscriber and a transaction show in flags, sub/psub and multi.
+	ps := other.PSubscribe(ctx, "p*")
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tx := ts.raw(t)
+	tx.send("*1\r\n$5\r\nMULTI\r\n*3\r\n$3\r\nSET\r\n$1\r\na\r\n$1\r\nb\r\n")
+	tx.reply()
+	tx.reply()
+	out = me.ClientList(ctx).Val()
+	var sawSub, sawMulti bool
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		f, _ := parseClientLine(l)
+		sawSub = sawSub || (f["flags"] == "P" && f["psub"] == "1" && f["sub"] == "0" && f["cmd"] == "psubscribe")
+		sawMulti = sawMulti || (f["flags"] == "x" && f["multi"] == "1" && f["multi-mem"] == "5")
+	}
+	if !sawSub || !sawMulti {
+		t.Errorf("subscriber seen %v, transaction seen %v:\n%s", sawSub, sawMulti, out)
+	}
+
+	if addr := startRedisServerIfAny(t); addr != "" {
+		rc := goredis.NewClient(&goredis.Options{Addr: addr, Protocol: 2})
+		defer rc.Close()
+		_, real := parseClientLine(strings.TrimSpace(rc.ClientList(ctx).Val()))
+		if strings.Join(real, " ") != strings.Join(clientListFields[:len(real)], " ") {
+			t.Errorf("redis-server's fields %v, anykv's %v", real, clientListFields)
+		}
+	}
+}
+
+// TestCommandAndErrorStats: INFO commandstats counts calls, failed calls (an error while running, also inside
+// EXEC) and rejected calls (wrong arity) per command; INFO errorstats and total_error_replies count error replies
+// by kind, unknown commands included; CONFIG RESETSTAT zeroes them; commandstats is not a default section.
+func TestCommandAndErrorStats(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, &goredis.Options{PoolSize: 1})
+	c.Ping(ctx) // go-redis's handshake may meet errors (a CLIENT subcommand anykv lacks): count from here
+	errs0, _ := strconv.Atoi(strings.TrimPrefix(infoField(t, c, "errorstats", "errorstat_ERR"), "count="))
+	total0, _ := strconv.Atoi(infoField(t, c, "stats", "total_error_replies"))
+	rc := ts.raw(t)
+	for _, cmd := range []string{"SET a 1", "SET a 2", "GET a", "LPUSH a x", "GET", "NOSUCH x", "MULTI", "SET b x",
+		"INCR b", "EXEC"} {
+		args := strings.Fields(cmd)
+		var req strings.Builder
+		req.WriteString("*" + itoa(int64(len(args))) + "\r\n")
+		for _, a := range args {
+			req.WriteString("$" + itoa(int64(len(a))) + "\r\n" + a + "\r\n")
+		}
+		rc.send(req.String())
+		rc.reply()
+	}
+	stats := map[string]string{}
+	for _, f := range []string{"cmdstat_set", "cmdstat_get", "cmdstat_lpush", "cmdstat_incr", "cmdstat_exec"} {
+		v := infoField(t, c, "commandstats", f)
+		if i := strings.Index(v, ",usec="); i >= 0 { // times vary: keep the counts
+			j := strings.Index(v, ",rejected_calls=")
+			v = v[:i] + v[j:]
+		}
+		stats[f] = v
+	}
+	want := map[string]string{
+		"cmdstat_set":   "calls=3,rejected_calls=0,failed_calls=0",
+		"cmdstat_get":   "calls=1,rejected_calls=1,failed_calls=0",
+		"cmdstat_lpush": "calls=1,rejected_calls=0,failed_calls=1",
+		"cmdstat_incr":  "calls=1,rejected_calls=0,failed_calls=1",
+		"cmdstat_exec":  "calls=1,rejected_calls=0,failed_calls=0",
+	}
+	for k, v := range want {
+		if stats[k] != v {
+			t.Errorf("%s:%s, want %s", k, stats[k], v)
+		}
+	}
+	if v := infoField(t, c, "commandstats", "cmdstat_set"); !strings.Contains(v, ",usec_per_call=") {
+		t.Errorf("cmdstat_set:%s", v)
+	}
+	if got := infoField(t, c, "errorstats", "errorstat_ERR"); got != "count="+strconv.Itoa(errs0+3) { // arity, unknown, not an integer
+		t.Errorf("errorstat_ERR:%s, %d before", got, errs0)
+	}
+	if got := infoField(t, c, "errorstats", "errorstat_WRONGTYPE"); got != "count=1" {
+		t.Errorf("errorstat_WRONGTYPE:%s", got)
+	}
+	if got := infoField(t, c, "stats", "total_error_replies"); got != strconv.Itoa(total0+4) {
+		t.Errorf("total_error_replies:%s", got)
+	}
+	if all := c.Info(ctx).Val(); strings.Contains(all, "cmdstat_") || !strings.Contains(all, "errorstat_ERR") {
+		t.Errorf("default INFO:\n%s", all)
+	}
+	if err := c.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := infoField(t, c, "errorstats", "errorstat_ERR") + infoField(t, c, "commandstats", "cmdstat_set"); got != "" {
+		t.Errorf("after CONFIG RESETSTAT: %q", got)
+	}
+}
+
+// TestSlowlog: with slowlog-log-slower-than 0 every command is logged, newest first, with Redis's entry layout
+// and argument clipping; slowlog-max-len bounds the log; a negative threshold logs nothing; RESET empties it.
+func TestSlowlog(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, &goredis.Options{PoolSize: 1, Protocol: 2})
+	c.Do(ctx, "CLIENT", "SETNAME", "slowpoke")
+	if n := c.Do(ctx, "SLOWLOG", "LEN").Val(); n != int64(0) {
+		t.Fatalf("SLOWLOG LEN = %v at the default threshold", n)
+	}
+	c.ConfigSet(ctx, "slowlog-log-slower-than", "0")
+	long := strings.Repeat("x", 130)
+	many := []any{"DEL"}
+	for i := 0; i < 40; i++ {
+		many = append(many, "k")
+	}
+	c.Set(ctx, "key", long, 0)
+	c.Do(ctx, many...)
+	got, err := c.Do(ctx, "SLOWLOG", "GET", "2").Slice()
+	if err != nil || len(got) != 2 {
+		t.Fatalf("SLOWLOG GET 2 = %v, %v", got, err)
+	}
+	newest, older := got[0].([]any), got[1].([]any)
+	args := newest[3].([]any)
+	if len(args) != 32 || args[31] != "... (10 more arguments)" || newest[5] != "slowpoke" ||
+		!strings.HasPrefix(newest[4].(string), "127.0.0.1:") || newest[0].(int64) != older[0].(int64)+1 {
+		t.Errorf("newest entry %v", newest)
+	}
+	if a := older[3].([]any); len(a) != 3 || a[2] != strings.Repeat("x", 128)+"... (2 more bytes)" {
+		t.Errorf("older entry %v", older)
+	}
+	c.ConfigSet(ctx, "slowlog-max-len", "3")
+	if n := c.Do(ctx, "SLOWLOG", "LEN").Val(); n != int64(3) {
+		t.Errorf("SLOWLOG LEN = %v with slowlog-max-len 3", n)
+	}
+	c.ConfigSet(ctx, "slowlog-log-slower-than", "-1")
+	c.Do(ctx, "SLOWLOG", "RESET")
+	c.Set(ctx, "k", "v", 0)
+	if n := c.Do(ctx, "SLOWLOG", "LEN").Val(); n != int64(0) {
+		t.Errorf("SLOWLOG LEN = %v after RESET with logging off", n)
+	}
+}
+
+// TestErrorMetrics: /metrics counts error replies by kind and unknown commands as the command "unknown".
+func TestErrorMetrics(t *testing.T) {
+	m := metrics.New(nil)
+	ts := startServer(t, Options{Metrics: m}, 0)
+	rc := ts.raw(t)
+	rc.send("*1\r\n$6\r\nNOSUCH\r\n*2\r\n$4\r\nINCR\r\n$0\r\n\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n*3\r\n$5\r\nLPUSH\r\n$1\r\nk\r\n$1\r\nv\r\n")
+	for i := 0; i < 4; i++ {
+		rc.reply()
+	}
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{
+		`anykv_error_replies_total{kind="ERR",protocol="resp"} 1`,
+		`anykv_error_replies_total{kind="WRONGTYPE",protocol="resp"} 1`,
+		`anykv_requests_total{command="unknown",protocol="resp"} 1`,
+		`anykv_request_errors_total{command="unknown",protocol="resp"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}

@@ -1,0 +1,194 @@
+package redis
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"anykv/internal/engine"
+)
+
+// Keyspace notifications (notify-keyspace-events): after a batch is durable, each command that changed a key
+// publishes Redis's events for it through the handler's pub/sub broker, on __keyspace@<db>__:<key> (the event as
+// message) and __keyevent@<db>__:<event> (the key as message). The events each command sends are in
+// notify_events.go; which classes are sent is a bit set that CONFIG SET changes at any time.
+
+// Event classes and channel kinds, Redis's NOTIFY_* bits.
+const (
+	notifyKeyspace = 1 << iota // K
+	notifyKeyevent             // E
+	notifyGeneric              // g
+	notifyString               // $
+	notifyList                 // l
+	notifySet                  // s
+	notifyHash                 // h
+	notifyZSet                 // z
+	notifyExpired              // x
+	notifyEvicted              // e
+	notifyStream               // t
+	notifyKeyMiss              // m
+	notifyLoaded               // (modules only)
+	notifyModule               // d
+	notifyNew                  // n
+
+	// notifyAll is what 'A' stands for.
+	notifyAll = notifyGeneric | notifyString | notifyList | notifySet | notifyHash | notifyZSet | notifyExpired |
+		notifyEvicted | notifyStream | notifyModule
+)
+
+// notifyLetters maps each class letter but 'A' to its bit, in the order Redis prints them.
+var notifyLetters = []struct {
+	c   byte
+	bit int
+}{{'g', notifyGeneric}, {'$', notifyString}, {'l', notifyList}, {'s', notifySet}, {'h', notifyHash},
+	{'z', notifyZSet}, {'x', notifyExpired}, {'e', notifyEvicted}, {'t', notifyStream}, {'d', notifyModule},
+	{'n', notifyNew}, {'K', notifyKeyspace}, {'E', notifyKeyevent}, {'m', notifyKeyMiss}}
+
+// errNotifyClass is Redis's complaint about a letter it does not know, word for word.
+const errNotifyClass = configError("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")
+
+// configError is why a CONFIG SET value is refused, in Redis's words (which are capitalised sentences).
+type configError string
+
+func (e configError) Error() string { return string(e) }
+
+// ParseNotifyEvents reads a notify-keyspace-events value ("KEA", "Elg", "" for none) into its bits.
+func ParseNotifyEvents(v string) (int, error) {
+	flags := 0
+	for i := 0; i < len(v); i++ {
+		if v[i] == 'A' {
+			flags |= notifyAll
+			continue
+		}
+		found := false
+		for _, l := range notifyLetters {
+			if l.c == v[i] {
+				flags |= l.bit
+				found = true
+			}
+		}
+		if !found {
+			return 0, errNotifyClass
+		}
+	}
+	return flags, nil
+}
+
+// formatNotifyEvents writes flags as CONFIG GET shows them, as Redis 7 does: "A" in place of the class letters
+// when all of A's are set (n is then not shown, though it is in force), then K, E, m.
+func formatNotifyEvents(flags int) string {
+	var b strings.Builder
+	for _, l := range notifyLetters {
+		if l.bit&(notifyAll|notifyNew) != 0 && flags&notifyAll == notifyAll {
+			if l.bit == notifyGeneric {
+				b.WriteByte('A')
+			}
+			continue
+		}
+		if flags&l.bit != 0 {
+			b.WriteByte(l.c)
+		}
+	}
+	return b.String()
+}
+
+// notifying reports whether any event would be published now: some class, and a channel kind.
+func (h *Handler) notifying() bool {
+	f := int(h.notifyFlags.Load())
+	return f&(notifyKeyspace|notifyKeyevent) != 0 && f&^(notifyKeyspace|notifyKeyevent) != 0
+}
+
+// notify publishes one event of class about key in database db, if the class is enabled.
+func (h *Handler) notify(class int, event string, db int, key []byte) {
+	f := int(h.notifyFlags.Load())
+	if f&class == 0 {
+		return
+	}
+	dbs := strconv.Itoa(db)
+	if f&notifyKeyspace != 0 {
+		h.broker.Publish("__keyspace@"+dbs+"__:"+string(key), []byte(event))
+	}
+	if f&notifyKeyevent != 0 {
+		h.broker.Publish("__keyevent@"+dbs+"__:"+event, key)
+	}
+}
+
+// expired is the store's OnExpired hook: the sweeper removed an expired item of table.
+func (h *Handler) expired(table string, key []byte) {
+	if db, ok := h.dbOf(table); ok {
+		h.notify(notifyExpired, "expired", db, key)
+	}
+}
+
+// dbOf is table's inverse: the database a table backs, if it is one.
+func (h *Handler) dbOf(t string) (int, bool) {
+	for db := 0; db < h.opts.Databases; db++ {
+		if table(db) == t {
+			return db, true
+		}
+	}
+	return 0, false
+}
+
+// probes brackets a write command's mutations, when notifications are on, with reads of its keys before and
+// after it in the same batch, so its events can tell a key created ("new") or emptied away ("del") exactly.
+func (s *session) probes(cmd *command, args [][]byte, mutsBefore, repliesBefore int) {
+	if len(s.replies) != repliesBefore+1 || cmd.flags&flagWrite == 0 || notes[cmd.name] == nil {
+		return
+	}
+	p := &s.replies[len(s.replies)-1]
+	if p.errMsg != "" || p.status != "" || p.imm != nil || len(s.muts) < mutsBefore {
+		return
+	}
+	keys := cmd.keys(args)
+	s.muts = append(s.muts[:mutsBefore], bracket(s.table(), keys, s.muts[mutsBefore:])...)
+	p.n += 2 * len(keys)
+	p.probes = len(keys)
+	p.note = cmd
+	p.args = args
+	p.db = s.db
+}
+
+// bracket returns own between two reads of each of keys: what the key held before and after own.
+func bracket(table string, keys [][]byte, own []engine.Mutation) []engine.Mutation {
+	out := make([]engine.Mutation, 0, len(own)+2*len(keys))
+	for _, k := range keys {
+		out = append(out, engine.Mutation{Op: engine.OpGet, Table: table, Key: k, AnyKind: true})
+	}
+	out = append(out, own...)
+	return append(out, out[:len(keys)]...)
+}
+
+// publishNotes sends the events of a command whose reply was just written (reply) from its results, probes
+// included. A batch that failed sends nothing.
+func (s *session) publishNotes(p *pending, res []engine.Result, muts []engine.Mutation, reply []byte) {
+	if p.note == nil || len(reply) == 0 || reply[0] == '-' || len(res) < p.n {
+		return
+	}
+	k := p.probes
+	ev := &noteCtx{h: s.h, db: p.db, args: p.args, keys: p.note.keys(p.args), reply: reply,
+		res: res[k : p.n-k], muts: muts[k : p.n-k], before: res[:k], after: res[p.n-k : p.n]}
+	notes[p.note.name](ev)
+}
+
+// applyNoted applies m on its own, as the blocking commands do, and returns its result, sendNotes, which
+// sends the events of command name called with args (BLPOP's pop sends LPOP's events) once the reply is
+// written (from: where the reply starts in s.w), and the batch's error.
+func (s *session) applyNoted(m engine.Mutation, name string, args [][]byte) (engine.Result, func(from int), error) {
+	cmd := commands[name]
+	if !s.h.notifying() {
+		res, err := s.h.store.Apply(context.Background(), []engine.Mutation{m})
+		if err != nil {
+			return engine.Result{}, func(int) {}, err
+		}
+		return res[0], func(int) {}, nil
+	}
+	keys := cmd.keys(args)
+	muts := bracket(s.table(), keys, []engine.Mutation{m})
+	p := pending{n: len(muts), probes: len(keys), note: cmd, args: args, db: s.db}
+	res, err := s.h.store.Apply(context.Background(), muts)
+	if err != nil {
+		return engine.Result{}, func(int) {}, err
+	}
+	return res[p.probes], func(from int) { s.publishNotes(&p, res, muts, s.w.Bytes()[from:]) }, nil
+}

@@ -1,0 +1,176 @@
+package redis
+
+import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The slow log: commands that took at least slowlog-log-slower-than microseconds (counted from when the command
+// was read to when its reply was written, so a batch's fsync counts), newest first, at most slowlog-max-len of
+// them, as Redis's SLOWLOG reports them.
+
+// Redis's bounds on what one entry keeps of a command.
+const (
+	slowlogMaxArgs  = 32
+	slowlogMaxBytes = 128
+)
+
+// slowEntry is one logged command.
+type slowEntry struct {
+	id         int64
+	at         int64 // unix seconds
+	usec       int64
+	args       []string
+	addr, name string
+}
+
+type slowlog struct {
+	slowerThan atomic.Int64 // microseconds; negative: log nothing
+	maxLen     atomic.Int64
+	mu         sync.Mutex
+	nextID     int64
+	entries    []slowEntry // newest first
+}
+
+// slowlogSkips are the commands Redis never logs (their arguments may hold passwords, or they are the sum of
+// commands logged on their own).
+var slowlogSkips = map[string]bool{"auth": true, "hello": true, "exec": true}
+
+// offer logs the command if it took long enough.
+func (l *slowlog) offer(s *session, cmd *command, args [][]byte, took time.Duration) {
+	min := l.slowerThan.Load()
+	usec := took.Microseconds()
+	if min < 0 || usec < min || slowlogSkips[cmd.name] || l.maxLen.Load() == 0 {
+		return
+	}
+	e := slowEntry{at: s.h.store.Time().Unix(), usec: usec, addr: s.conn.RemoteAddr().String(), name: s.name}
+	for i, a := range args {
+		if i == slowlogMaxArgs-1 && len(args) > slowlogMaxArgs {
+			e.args = append(e.args, "... ("+strconv.Itoa(len(args)-i)+" more arguments)")
+			break
+		}
+		if len(a) > slowlogMaxBytes {
+			e.args = append(e.args, string(a[:slowlogMaxBytes])+"... ("+strconv.Itoa(len(a)-slowlogMaxBytes)+" more bytes)")
+			continue
+		}
+		e.args = append(e.args, string(a))
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e.id = l.nextID
+	l.nextID++
+	l.entries = append([]slowEntry{e}, l.entries...)
+	l.trim()
+}
+
+// trim drops the oldest entries beyond maxLen; the caller holds mu.
+func (l *slowlog) trim() {
+	if n := l.maxLen.Load(); int64(len(l.entries)) > n {
+		l.entries = l.entries[:max(n, 0)]
+	}
+}
+
+func cmdSlowlog(s *session, args [][]byte) {
+	l := &s.h.slowlog
+	switch sub := lower(args[1]); {
+	case sub == "get" && len(args) <= 3:
+		count := int64(10)
+		if len(args) == 3 {
+			n, ok := argInt(args[2])
+			if !ok || n < -1 {
+				s.w.Error("ERR count should be greater than or equal to -1")
+				return
+			}
+			count = n
+		}
+		l.mu.Lock()
+		entries := l.entries
+		if count >= 0 && int64(len(entries)) > count {
+			entries = entries[:count]
+		}
+		entries = append([]slowEntry(nil), entries...)
+		l.mu.Unlock()
+		s.w.ArrayHeader(len(entries))
+		for _, e := range entries {
+			s.w.ArrayHeader(6)
+			s.w.Int(e.id)
+			s.w.Int(e.at)
+			s.w.Int(e.usec)
+			s.w.ArrayHeader(len(e.args))
+			for _, a := range e.args {
+				s.w.BulkString(a)
+			}
+			s.w.BulkString(e.addr)
+			s.w.BulkString(e.name)
+		}
+	case sub == "len" && len(args) == 2:
+		l.mu.Lock()
+		n := len(l.entries)
+		l.mu.Unlock()
+		s.w.Int(int64(n))
+	case sub == "reset" && len(args) == 2:
+		l.mu.Lock()
+		l.entries = nil
+		l.mu.Unlock()
+		s.w.SimpleString("OK")
+	case sub == "help" && len(args) == 2:
+		help := []string{
+			"SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"GET [<count>]",
+			"    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+			"    Entries are made of:",
+			"    id, timestamp, time in microseconds, arguments array, client IP and port,",
+			"    client name",
+			"LEN",
+			"    Return the length of the slowlog.",
+			"RESET",
+			"    Reset the slowlog.",
+			"HELP",
+			"    Prints this help.",
+		}
+		s.w.ArrayHeader(len(help))
+		for _, h := range help {
+			s.w.SimpleString(h)
+		}
+	case sub == "get":
+		s.w.Error("ERR unknown subcommand or wrong number of arguments for '" + clip(args[1]) + "'. Try SLOWLOG HELP.")
+	case sub == "len" || sub == "reset" || sub == "help":
+		s.w.Error("ERR wrong number of arguments for 'slowlog|" + sub + "' command")
+	default:
+		s.w.Error("ERR unknown subcommand '" + clip(args[1]) + "'. Try SLOWLOG HELP.")
+	}
+}
+
+// Defaults of the slow log's settings, Redis's.
+const (
+	defaultSlowerThan = 10000
+	defaultSlowlogLen = 128
+)
+
+// slowlogSettings are the CONFIG setters of the slow log.
+func init() {
+	configSetters["slowlog-log-slower-than"] = func(h *Handler, v string) (func(), error) {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, configError("argument couldn't be parsed into an integer")
+		}
+		return func() { h.slowlog.slowerThan.Store(n) }, nil
+	}
+	configSetters["slowlog-max-len"] = func(h *Handler, v string) (func(), error) {
+		n, err := strconv.ParseInt(v, 10, 64)
+		switch {
+		case err != nil:
+			return nil, configError("argument couldn't be parsed into an integer")
+		case n < 0:
+			return nil, configError("argument must be between 0 and 9223372036854775807 inclusive")
+		}
+		return func() {
+			h.slowlog.maxLen.Store(n)
+			h.slowlog.mu.Lock()
+			h.slowlog.trim()
+			h.slowlog.mu.Unlock()
+		}, nil
+	}
+}
