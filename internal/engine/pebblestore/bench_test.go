@@ -203,11 +203,11 @@ func BenchmarkGuardCheck(b *testing.B) {
 	for i := 0; i < 64; i++ {
 		g.keys[string(appendKey(nil, "t", benchKey(uint64(i))))] = ovEntry{}
 	}
-	s.inflight.Store(g)
+	s.inflight.Store(&[]*group{g})
 	k := appendKey(nil, "t", benchKey(1<<40))
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if g := s.inflight.Load(); g != nil && g.hides(k, "t", false, 0) {
+			if g := s.hiding(k, "t", false, 0); g != nil {
 				b.Error("hidden")
 			}
 		}

@@ -22,9 +22,12 @@ import (
 // durable before the reader returns it. Checking first and reading after would be wrong: the group could be
 // published and committed between the check and the read.
 //
-// The writer commits one group at a time, so at most one group is in flight and every earlier group is durable.
-// A group is never modified after (1), so readers use its maps without locks; a read of a key not in flight
-// costs one atomic load (and a map lookup while a group is in flight).
+// Several groups may be in flight (flight.go): the writer commits group N+1 while group N's fsync runs, and each
+// leaves the set only after its own fsync returned. s.inflight holds the set as an immutable slice, replaced
+// whole under a mutex by the writer (adding) and the syncer (removing), so the argument above holds for every
+// group of it: a reader that saw G's writes loads a set stored after G was added, which holds G unless G is
+// durable. A group is never modified after (1), so readers use its maps without locks; a read of a key not in
+// flight costs one atomic load (and a map lookup per group while groups are in flight).
 
 // group is one commit as readers see it while its fsync is pending.
 type group struct {
@@ -66,6 +69,29 @@ func (g *group) touches(table string, anyTable bool) bool {
 	}
 	_, ok := g.tables[table]
 	return ok
+}
+
+// hiding returns the latest group in flight that may hide a point read (see group.hides), or nil. Groups become
+// durable in order, so waiting for the latest covers the earlier ones.
+func (s *Store) hiding(k []byte, table string, found bool, version uint64) *group {
+	var last *group
+	for _, g := range *s.inflight.Load() {
+		if g.hides(k, table, found, version) {
+			last = g
+		}
+	}
+	return last
+}
+
+// touching returns the latest group in flight that changes table (any table, with anyTable), or nil.
+func (s *Store) touching(table string, anyTable bool) *group {
+	var last *group
+	for _, g := range *s.inflight.Load() {
+		if g.touches(table, anyTable) {
+			last = g
+		}
+	}
+	return last
 }
 
 // waitDurable waits until g's commit returned and reports its error.

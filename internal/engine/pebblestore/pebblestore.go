@@ -84,6 +84,9 @@ type Options struct {
 	VerifyInterval time.Duration
 
 	spacePoll time.Duration // the free-space poller's period; 0 means defaultSpacePoll (tests shorten it)
+	// maxInFlight, for tests, bounds the groups committed but not yet durable (0: the default; 1: the writer waits
+	// for each group's fsync before it takes more requests, as before pipelined commits).
+	maxInFlight int
 	// tune, for tests, adjusts Pebble's options (no automatic compactions, for a MANIFEST that ends as expected).
 	tune func(*pebble.Options)
 }
@@ -98,9 +101,10 @@ type Store struct {
 	// queue carries Apply and Sweep requests to the writer goroutine (see writer.go).
 	queue      chan *request
 	writerDone chan struct{}
-	// inflight is the group being committed whose WAL sync has not returned yet (SyncAlways only), or nil.
-	// Readers consult it after reading Pebble; see guard.go.
-	inflight atomic.Pointer[group]
+	// inflight is the set of groups committed whose WAL sync has not returned yet (SyncAlways only), oldest
+	// first; never nil. Readers consult it after reading Pebble; see guard.go and flight.go.
+	inflight atomic.Pointer[[]*group]
+	flightMu sync.Mutex // serialises replacing inflight
 	// failed is the sticky error of a failed commit: the store then refuses further writes.
 	failed atomic.Pointer[error]
 	// space refuses writes while the disk is (nearly) full, without making it sticky (space.go).
@@ -185,6 +189,7 @@ func Open(opts Options) (*Store, error) {
 		writerDone: make(chan struct{}),
 		drained:    make(chan struct{}),
 	}
+	s.inflight.Store(new([]*group))
 	cache := pebble.NewCache(opts.CacheBytes)
 	defer cache.Unref() // the DB holds its own reference
 	var err error
@@ -374,7 +379,7 @@ func (s *Store) Get(ctx context.Context, table string, key []byte, now int64) (e
 			return engine.Item{}, err
 		}
 	}
-	if g := s.inflight.Load(); g != nil && g.hides(k, table, found, it.Version) {
+	if g := s.hiding(k, table, found, it.Version); g != nil {
 		if err := s.waitDurable(ctx, g); err != nil {
 			return engine.Item{}, err
 		}

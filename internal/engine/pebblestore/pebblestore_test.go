@@ -26,11 +26,21 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // open opens a store on fs (a fresh in-memory one if nil) and closes it when the test ends.
 func open(t testing.TB, fs vfs.FS, mode SyncMode) *Store {
+	return openWith(t, Options{Dir: "/db", FS: fs, Sync: mode, CacheBytes: 8 << 20, Logger: quiet})
+}
+
+// openSerial opens a store whose writer waits for each group's fsync before it takes more requests (one group in
+// flight, as before pipelined commits): with the fsync held, requests queue up and form one group.
+func openSerial(t testing.TB, fs vfs.FS) *Store {
+	return openWith(t, Options{Dir: "/db", FS: fs, Sync: SyncAlways, CacheBytes: 8 << 20, Logger: quiet, maxInFlight: 1})
+}
+
+func openWith(t testing.TB, opts Options) *Store {
 	t.Helper()
-	if fs == nil {
-		fs = vfs.NewCrashableMem()
+	if opts.FS == nil {
+		opts.FS = vfs.NewCrashableMem()
 	}
-	s, err := Open(Options{Dir: "/db", FS: fs, Sync: mode, CacheBytes: 8 << 20, Logger: quiet})
+	s, err := Open(opts)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -238,7 +248,7 @@ func queued(t *testing.T, s *Store, n int) {
 // they queue) and checks that each batch sees the writes of the earlier ones, flushes included.
 func TestGroupBatchesSeeEachOther(t *testing.T) {
 	gfs := newGateFS(vfs.NewMem())
-	s := open(t, gfs, SyncAlways)
+	s := openSerial(t, gfs)
 	mustApply(t, s, set("t", "old", "x"), set("u", "keep", "y"))
 	gfs.hold()
 	defer gfs.release() // also when the test fails early, so Close can drain
@@ -313,7 +323,7 @@ func applyAsync(s *Store, muts ...engine.Mutation) chan applyOut {
 // survives.
 func TestSweepSparesRewrites(t *testing.T) {
 	gfs := newGateFS(vfs.NewMem())
-	s := open(t, gfs, SyncAlways)
+	s := openSerial(t, gfs)
 	mustApply(t, s, engine.Mutation{Op: engine.OpSet, Table: "t", Key: []byte("k"), Value: []byte("old"), Expires: now - 1},
 		engine.Mutation{Op: engine.OpSet, Table: "t", Key: []byte("dead"), Value: []byte("x"), Expires: now - 1})
 	gfs.hold()
@@ -351,7 +361,7 @@ func TestSweepSparesRewrites(t *testing.T) {
 // TestApplyCancelledWhileQueued: a batch whose ctx ends before the writer takes it is not applied.
 func TestApplyCancelledWhileQueued(t *testing.T) {
 	gfs := newGateFS(vfs.NewMem())
-	s := open(t, gfs, SyncAlways)
+	s := openSerial(t, gfs)
 	gfs.hold()
 	defer gfs.release() // also when the test fails early, so Close can drain
 	blocker := applyAsync(s, set("t", "a", "1"))

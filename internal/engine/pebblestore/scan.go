@@ -34,7 +34,7 @@ func (s *Store) Scan(ctx context.Context, table string, r engine.Range, now int6
 	}
 	defer iter.Close()
 	// The iterator's view is fixed at its creation; see guard.go for why checking after that is race-free.
-	if g := s.inflight.Load(); g != nil && g.touches(table, false) {
+	if g := s.touching(table, false); g != nil {
 		if err := s.waitDurable(ctx, g); err != nil {
 			return err
 		}
@@ -76,7 +76,7 @@ func (s *Store) Tables(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("pebblestore: tables: %w", err)
 	}
 	defer iter.Close()
-	if g := s.inflight.Load(); g != nil && g.touches("", true) {
+	if g := s.touching("", true); g != nil {
 		if err := s.waitDurable(ctx, g); err != nil {
 			return nil, err
 		}

@@ -65,10 +65,12 @@ type writer struct {
 	reqs     []*request
 	kbuf     []byte
 	syncOpt  *pebble.WriteOptions
-	net      int64 // the group's sets minus deletes, for the key estimate
-	netReset bool  // the group flushed everything: net replaces the memtable count
-	guard    bool  // SyncAlways: publish groups to readers until their sync returns
-	track    bool  // record written keys: for the guard, or for later batches of the group
+	net      int64         // the group's sets minus deletes, for the key estimate
+	netReset bool          // the group flushed everything: net replaces the memtable count
+	guard    bool          // SyncAlways: publish groups to readers until their sync returns
+	flight   chan landing  // SyncAlways: committed groups on their way to the syncer (flight.go)
+	slots    chan struct{} // SyncAlways: one token per group in flight, returned by the syncer
+	track    bool          // record written keys: for the guard, or for later batches of the group
 
 	// The overlay: what earlier batches of the current group wrote, so a batch sees them (Pebble has not got them
 	// yet). keys doubles as the group's set of in-flight keys for the guard, so it is a new map per group.
@@ -91,8 +93,26 @@ func newWriter(s *Store, version uint64) *writer {
 // run serves the queue until Close closes it, then exits after answering everything queued.
 func (w *writer) run() {
 	defer close(w.s.writerDone)
-	defer w.pb.Close()
-	for r := range w.s.queue {
+	if w.guard {
+		n := w.s.opts.maxInFlight
+		if n <= 0 {
+			n = maxInFlight
+		}
+		w.flight = make(chan landing, n)
+		w.slots = make(chan struct{}, n)
+		synced := make(chan struct{})
+		go w.s.syncer(w.flight, w.slots, synced)
+		defer func() { close(w.flight); <-synced }() // every group answered before Close goes on
+	}
+	defer func() { w.pb.Close() }()
+	for {
+		if w.guard {
+			w.slots <- struct{}{} // room for one more group in flight: until then requests queue up
+		}
+		r, ok := <-w.s.queue
+		if !ok {
+			return
+		}
 		w.reqs = append(w.reqs[:0], r)
 		size := r.size()
 	fill:
@@ -164,7 +184,6 @@ func (w *writer) commitGroup() {
 	}
 	w.s.batches.Add(int64(taken))
 
-	var err error
 	if !w.pb.Empty() {
 		w.s.groups.Add(1)
 		if int64(taken) > w.s.maxGroup.Load() {
@@ -174,29 +193,80 @@ func (w *writer) commitGroup() {
 			w.version++ // every journaled group has a version of its own (see journal.go)
 		}
 		_ = w.pb.Set(metaVersionKey, beUint64(w.version), nil)
-		if err = w.commit(firstVersion); err != nil {
+	}
+	if w.guard {
+		w.land(firstVersion)
+		return
+	}
+	var err error
+	if !w.pb.Empty() {
+		if err = w.commit(); err != nil {
 			w.pb = w.s.db.NewBatch() // Pebble forbids reusing a batch whose commit failed
 		} else {
 			err = w.journal()
 			w.pb.Reset()
-			if w.netReset {
-				w.s.memNet.Store(w.net)
-			} else {
-				w.s.memNet.Add(w.net)
-			}
+			w.countNet()
 		}
 	}
 	w.s.version.Store(w.version)
-	for _, r := range w.reqs {
-		if r.state.Load() != reqTaken {
-			continue
-		}
-		if err != nil && (r.err == nil || errors.Is(r.err, engine.ErrAborted)) {
-			r.err, r.results, r.removed = err, nil, 0
-		}
-		close(r.done)
-	}
+	answer(w.taken(), err)
 	w.keys, w.tables, w.flushed = nil, nil, nil
+}
+
+// taken returns the requests of the group the writer took (not withdrawn by their callers).
+func (w *writer) taken() []*request {
+	var out []*request
+	for _, r := range w.reqs {
+		if r.state.Load() == reqTaken {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// countNet folds the committed group's net writes into the key estimate.
+func (w *writer) countNet() {
+	if w.netReset {
+		w.s.memNet.Store(w.net)
+	} else {
+		w.s.memNet.Add(w.net)
+	}
+}
+
+// land commits the group under SyncAlways without waiting for its fsync (flight.go): the group is published to
+// readers, applied, and handed with its requests to the syncer, which answers them once it is durable. A group
+// that writes nothing is answered at once when nothing is in flight, else after the groups before it.
+func (w *writer) land(firstVersion uint64) {
+	reqs := w.taken()
+	defer func() { w.keys, w.tables, w.flushed = nil, nil, nil }()
+	if w.pb.Empty() {
+		w.s.version.Store(w.version)
+		if len(*w.s.inflight.Load()) == 0 {
+			answer(reqs, nil) // nothing it read can be waiting for an fsync
+			<-w.slots
+		} else {
+			w.flight <- landing{reqs: reqs}
+		}
+		return
+	}
+	g := &group{done: make(chan struct{}), minVersion: firstVersion, keys: w.keys, tables: w.tables,
+		flushed: w.flushed, flushAll: w.flushAll}
+	w.s.publish(g) // before the batch becomes visible: see guard.go
+	pb := w.pb
+	w.pb = w.s.db.NewBatch() // pb is Pebble's until its fsync returned
+	if err := w.s.db.ApplyNoSyncWait(pb, pebble.Sync); err != nil {
+		// An invalid batch, or a closed DB: it may have reached the memtable without being durable, so refuse
+		// all further writes; the group stays published so that readers of its keys get the error too.
+		err = fmt.Errorf("pebblestore: commit: %w", err)
+		w.s.failed.Store(&err)
+		w.s.log.Error("commit failed; the store refuses further writes", "err", err)
+		w.s.version.Store(w.version)
+		w.flight <- landing{g: g, reqs: reqs, err: err}
+		return
+	}
+	w.countNet()
+	w.s.version.Store(w.version)
+	w.flight <- landing{g: g, pb: pb, reqs: reqs}
 }
 
 // journal appends the committed group to the journal (SyncInterval), so that it survives the process; if it
@@ -212,39 +282,18 @@ func (w *writer) journal() error {
 	return nil
 }
 
-// commit writes the group's batch. Under SyncAlways the group is published in s.inflight BEFORE the commit (which
-// makes the writes visible to readers before their WAL sync ends) and withdrawn only after the sync returned;
-// guard.go explains why readers that check it after reading never return a non-durable write.
-func (w *writer) commit(firstVersion uint64) error {
-	var g *group
-	if w.guard {
-		g = &group{done: make(chan struct{}), minVersion: firstVersion, keys: w.keys, tables: w.tables,
-			flushed: w.flushed, flushAll: w.flushAll}
-		w.s.inflight.Store(g)
-	}
+// commit writes the group's batch under SyncInterval or SyncNever (SyncAlways goes through land): the commit
+// returns once Pebble has it, without an fsync of its own.
+func (w *writer) commit() error {
 	err := w.s.db.Apply(w.pb, w.syncOpt)
-	if w.guard {
-		w.s.fsyncs.Add(1)
-	} else {
-		w.s.unsynced.Store(true)
-	}
+	w.s.unsynced.Store(true)
 	if err != nil {
-		// Pebble treats a failed WAL write or sync as fatal (Logger.Fatalf, which panics here), so this is
-		// reached only by errors Pebble returns, such as an invalid batch. The batch may still have reached the
-		// memtable without being durable: refuse all further writes, and leave the failed group published so
-		// that readers of its keys get the error too.
+		// Pebble treats a failed WAL write as fatal (Logger.Fatalf, which panics here), so this is reached only by
+		// errors Pebble returns, such as an invalid batch: refuse all further writes.
 		err = fmt.Errorf("pebblestore: commit: %w", err)
 		w.s.failed.Store(&err)
 		w.s.log.Error("commit failed; the store refuses further writes", "err", err)
-		if g != nil {
-			g.err = err
-			close(g.done)
-		}
 		return err
-	}
-	if g != nil {
-		w.s.inflight.Store(nil)
-		close(g.done)
 	}
 	return nil
 }
