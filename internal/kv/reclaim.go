@@ -49,14 +49,15 @@ func (s *Store) reclaimStep(ctx context.Context, budget int) (int, error) {
 		if mt == rc.table && rc.after != nil {
 			r.Start = append(rc.after, 0) // the first key after the last one examined
 		}
-		var dead []engine.Mutation
-		var last []byte
-		type gen struct {
-			key string
-			gen uint64
+		// The walk only collects: the engine contract forbids calling the engine from Scan's callback (memstore
+		// holds its read lock there, and a Get behind a waiting writer would deadlock). The lookups come after.
+		type member struct {
+			mk, key []byte
+			gen     uint64
+			item    engine.Item // an annotation's version and value
 		}
-		live := map[gen]bool{}
-		var lookErr error
+		var seen []member
+		var last []byte
 		err := sc.Scan(ctx, mt, r, now, func(mk []byte, mi engine.Item) bool {
 			if budget <= 0 {
 				return false
@@ -67,46 +68,54 @@ func (s *Store) reclaimStep(ctx context.Context, budget int) (int, error) {
 			if err != nil {
 				return true // not ours to judge: leave it
 			}
-			if g == 0 { // an annotation: alive while it describes the string item's current version
-				it, err := s.eng.Get(ctx, user, key, now)
+			m := member{mk: append([]byte(nil), mk...), key: append([]byte(nil), key...), gen: g}
+			if g == 0 {
+				m.item = engine.Item{Version: mi.Version, Value: append([]byte(nil), mi.Value...)}
+			}
+			seen = append(seen, m)
+			return true
+		})
+		if err != nil {
+			return removed, fmt.Errorf("reclaiming members of %q: %w", user, err)
+		}
+		type gen struct {
+			key string
+			gen uint64
+		}
+		live := map[gen]bool{}
+		var dead []engine.Mutation
+		for _, m := range seen {
+			if m.gen == 0 { // an annotation: alive while it describes the string item's current version
+				it, err := s.eng.Get(ctx, user, m.key, now)
 				if err != nil && !errors.Is(err, engine.ErrNotFound) {
-					lookErr = err
-					return false
+					return removed, fmt.Errorf("reclaiming members of %q: %w", user, err)
 				}
-				v, _, ok := engine.DecodeAnnotation(mi.Value)
+				v, _, ok := engine.DecodeAnnotation(m.item.Value)
 				if err != nil || it.Kind != engine.KindString || !ok || v != it.Version {
 					// Only if unchanged: a write may have annotated the item's new version meanwhile.
-					dead = append(dead, engine.Mutation{Op: engine.OpDelete, Table: mt, Key: append([]byte(nil), mk...),
-						AnyKind: true, Cond: engine.CondVersion, Version: mi.Version})
+					dead = append(dead, engine.Mutation{Op: engine.OpDelete, Table: mt, Key: m.mk,
+						AnyKind: true, Cond: engine.CondVersion, Version: m.item.Version})
 				}
-				return true
+				continue
 			}
-			id := gen{string(key), g}
-			alive, seen := live[id]
-			if !seen {
-				meta, err := s.eng.Get(ctx, user, key, now)
+			id := gen{string(m.key), m.gen}
+			alive, known := live[id]
+			if !known {
+				meta, err := s.eng.Get(ctx, user, m.key, now)
 				switch {
 				case err == nil && meta.Kind != engine.KindString:
-					m, derr := engine.DecodeCollMeta(meta.Value)
-					alive = derr != nil || m.Gen == g // undecodable: keep, never guess
+					cm, derr := engine.DecodeCollMeta(meta.Value)
+					alive = derr != nil || cm.Gen == m.gen // undecodable: keep, never guess
 				case err == nil || errors.Is(err, engine.ErrNotFound):
 					alive = false
 				default:
-					lookErr = err
-					return false
+					return removed, fmt.Errorf("reclaiming members of %q: %w", user, err)
 				}
 				live[id] = alive
 			}
 			if !alive {
-				dead = append(dead, engine.Mutation{Op: engine.OpDelete, Table: mt, Key: append([]byte(nil), mk...), AnyKind: true})
+				dead = append(dead, engine.Mutation{Op: engine.OpDelete, Table: mt, Key: m.mk, AnyKind: true})
 			}
-			return true
-		})
-		if err == nil {
-			err = lookErr
-		}
-		if err != nil {
-			return removed, fmt.Errorf("reclaiming members of %q: %w", user, err)
 		}
 		if len(dead) > 0 {
 			if _, err := s.eng.Apply(ctx, &engine.Batch{Now: now, Muts: dead}); err != nil {
