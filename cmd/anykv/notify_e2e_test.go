@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"os/exec"
 	"strings"
@@ -29,8 +30,10 @@ func TestKeyspaceNotificationsFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for len(got) < 2 { // the sweeper runs every 100 ms; ReceiveMessage waits for it
-		m, err := ps.ReceiveMessage(ctx)
+	wait, cancel := context.WithTimeout(ctx, 20*time.Second) // the sweeper runs every 100 ms
+	defer cancel()
+	for len(got) < 2 {
+		m, err := ps.ReceiveMessage(wait)
 		if err != nil {
 			t.Fatal(err)
 		}

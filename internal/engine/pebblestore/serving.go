@@ -25,11 +25,12 @@ type Serving struct {
 }
 
 var (
-	_ engine.Engine      = (*Serving)(nil)
-	_ engine.Scanner     = (*Serving)(nil)
-	_ engine.TableLister = (*Serving)(nil)
-	_ engine.Sweeper     = (*Serving)(nil)
-	_ engine.Statser     = (*Serving)(nil)
+	_ engine.Engine        = (*Serving)(nil)
+	_ engine.Scanner       = (*Serving)(nil)
+	_ engine.TableLister   = (*Serving)(nil)
+	_ engine.Sweeper       = (*Serving)(nil)
+	_ engine.Statser       = (*Serving)(nil)
+	_ engine.SweepReporter = (*Serving)(nil)
 )
 
 // OpenServing opens the store like Open and, if it had to open read-only, watches for free space to reopen it
@@ -155,4 +156,10 @@ func (v *Serving) Close() error {
 // Checkpoint writes a consistent copy of the current store into dest (see Store.Checkpoint).
 func (v *Serving) Checkpoint(ctx context.Context, dest string) error {
 	return v.do(func(s *Store) error { return s.Checkpoint(ctx, dest) })
+}
+
+// SweepReport implements engine.SweepReporter (the keys it removed, for expiry notifications).
+func (v *Serving) SweepReport(ctx context.Context, now int64, budget int, removed func(table string, key []byte)) (n int, err error) {
+	err = v.do(func(s *Store) error { n, err = s.SweepReport(ctx, now, budget, removed); return err })
+	return n, err
 }
