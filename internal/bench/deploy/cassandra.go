@@ -104,7 +104,6 @@ saved_caches_directory: %[1]s/saved_caches
 hints_directory: %[1]s/hints
 cdc_raw_directory: %[1]s/cdc
 commitlog_sync: batch
-commitlog_segment_size: 8MiB
 seed_provider:
   - class_name: org.apache.cassandra.locator.SimpleSeedProvider
     parameters:
