@@ -1,0 +1,121 @@
+package cassandrastore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	neturl "net/url"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"anykv/internal/engine"
+	"anykv/internal/engine/remote"
+)
+
+// cutProxy forwards TCP connections to a server. A client chunk holding marker is passed on (counted in sent),
+// and the client's connection is dropped at the first byte of the server's answer, which is never passed on:
+// the server ran the request, but the client cannot know.
+type cutProxy struct {
+	target string
+	marker []byte
+	sent   atomic.Int32
+}
+
+func startCutProxy(t *testing.T, target string, marker []byte) (*cutProxy, string) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	p := &cutProxy{target: target, marker: marker}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go p.serve(c)
+		}
+	}()
+	return p, ln.Addr().String()
+}
+
+func (p *cutProxy) serve(c net.Conn) {
+	s, err := net.Dial("tcp", p.target)
+	if err != nil {
+		c.Close()
+		return
+	}
+	var cut atomic.Bool
+	go func() { // server to client
+		defer c.Close()
+		defer s.Close()
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := s.Read(buf)
+			if err != nil || cut.Load() {
+				return
+			}
+			if _, err := c.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+	}()
+	buf := make([]byte, 64<<10)
+	for { // client to server
+		n, err := c.Read(buf)
+		if err != nil {
+			s.Close()
+			return
+		}
+		if bytes.Contains(buf[:n], p.marker) {
+			p.sent.Add(1)
+			cut.Store(true)
+		}
+		if _, err := s.Write(buf[:n]); err != nil {
+			return
+		}
+	}
+}
+
+// testCommitOutcomeUnknown loses the answer to a commit: Apply must report ErrUnknownOutcome, send the commit
+// once (no retry), and the commit must in fact have been applied.
+func testCommitOutcomeUnknown(t *testing.T, url string) {
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := []byte("only-in-the-commit-3f9c1e")
+	p, addr := startCutProxy(t, u.Host, value)
+	u.Host = addr
+	e, err := Open(context.Background(), u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	const now = int64(1_700_000_000_000)
+	m := engine.Mutation{Op: engine.OpSet, Table: "default", Key: []byte("k"), Value: value}
+	_, err = e.Apply(context.Background(), &engine.Batch{Now: now, Muts: []engine.Mutation{m}})
+	if !errors.Is(err, remote.ErrUnknownOutcome) {
+		t.Fatalf("Apply with the answer lost = %v, want ErrUnknownOutcome", err)
+	}
+	t.Log(err)
+	if n := p.sent.Load(); n != 1 {
+		t.Fatalf("the commit was sent %d times, want once", n)
+	}
+	direct := open(t, url)
+	defer direct.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		it, err := direct.Get(context.Background(), "default", []byte("k"), now)
+		if err == nil && bytes.Equal(it.Value, value) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the commit whose answer was lost is not applied: %q, %v", it.Value, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
