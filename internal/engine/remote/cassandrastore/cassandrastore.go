@@ -249,6 +249,10 @@ func (b *backend) Commit(ctx context.Context, _ []remote.Check, w *remote.Writes
 		}
 		return nil
 	}
+	if size := batchBytes(w); size > maxBatch {
+		return fmt.Errorf("cassandra: %w: a batch of %d bytes, over the %d a Cassandra mutation may hold by default",
+			engine.ErrTooLarge, size, maxBatch)
+	}
 	next := ctr.value + uint64(ctr.n)
 	for _, p := range w.Put {
 		next = max(next, p.Item.Version)
@@ -283,6 +287,23 @@ func (b *backend) Commit(ctx context.Context, _ []remote.Check, w *remote.Writes
 		return fmt.Errorf("cassandra: commit refused: %w", err)
 	}
 	return fmt.Errorf("cassandra: %w: %v", remote.ErrUnknownOutcome, err)
+}
+
+// maxBatch bounds the bytes of a commit: Cassandra refuses a mutation over half a commit log segment (16 MiB with
+// the default 32 MiB segments) and a frame over native_transport_max_frame_size (16 MiB), and a refused frame
+// may cost the connection, leaving the outcome unknown. A larger batch is refused before anything is sent.
+const maxBatch = 15 << 20
+
+// batchBytes is roughly what w's statements carry: tables, keys and values, plus a little per row.
+func batchBytes(w *remote.Writes) int {
+	n := 0
+	for _, p := range w.Put {
+		n += len(p.Table) + len(p.Key) + len(p.Item.Value) + 64
+	}
+	for _, d := range w.Delete {
+		n += len(d.Table) + len(d.Key) + 64
+	}
+	return n
 }
 
 // refused reports whether a commit error proves the BATCH was not applied: it was never sent, or the server

@@ -20,4 +20,5 @@ func TestCassandra(t *testing.T) {
 	fresh := func(*testing.T) string { return fmt.Sprintf("%s/anykv_test?partition=t%d", server, parts.Add(1)) }
 	remotetest.Suite(t, fresh, Open, engine.CanScan|engine.CanTables|engine.CanSweep)
 	t.Run("CommitOutcomeUnknown", func(t *testing.T) { testCommitOutcomeUnknown(t, fresh(t)) })
+	t.Run("LargeBatches", func(t *testing.T) { testLargeBatches(t, fresh(t)) })
 }

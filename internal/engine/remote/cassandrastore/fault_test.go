@@ -119,3 +119,29 @@ func testCommitOutcomeUnknown(t *testing.T, url string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// testLargeBatches writes a 4 MiB value, and refuses a 16 MiB one before sending it: an error that is not
+// ErrUnknownOutcome, and nothing applied.
+func testLargeBatches(t *testing.T, url string) {
+	e := open(t, url)
+	defer e.Close()
+	const now = int64(1_700_000_000_000)
+	set := func(key string, size int) error {
+		m := engine.Mutation{Op: engine.OpSet, Table: "default", Key: []byte(key), Value: bytes.Repeat([]byte("x"), size)}
+		_, err := e.Apply(context.Background(), &engine.Batch{Now: now, Muts: []engine.Mutation{m}})
+		return err
+	}
+	if err := set("four", 4<<20); err != nil {
+		t.Fatalf("4 MiB value: %v", err)
+	}
+	if it, err := e.Get(context.Background(), "default", []byte("four"), now); err != nil || len(it.Value) != 4<<20 {
+		t.Fatalf("4 MiB value read back: %d bytes, %v", len(it.Value), err)
+	}
+	err := set("sixteen", 16<<20)
+	if !errors.Is(err, engine.ErrTooLarge) || errors.Is(err, remote.ErrUnknownOutcome) {
+		t.Fatalf("16 MiB value: %v, want ErrTooLarge", err)
+	}
+	if _, err := e.Get(context.Background(), "default", []byte("sixteen"), now); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("the refused value: %v, want not found", err)
+	}
+}
