@@ -21,4 +21,5 @@ func TestCassandra(t *testing.T) {
 	remotetest.Suite(t, fresh, Open, engine.CanScan|engine.CanTables|engine.CanSweep)
 	t.Run("CommitOutcomeUnknown", func(t *testing.T) { testCommitOutcomeUnknown(t, fresh(t)) })
 	t.Run("LargeBatches", func(t *testing.T) { testLargeBatches(t, fresh(t)) })
+	t.Run("StaleReadConflicts", func(t *testing.T) { testStaleReadConflicts(t, fresh(t)) })
 }

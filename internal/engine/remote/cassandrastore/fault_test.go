@@ -145,3 +145,33 @@ func testLargeBatches(t *testing.T, url string) {
 		t.Fatalf("the refused value: %v, want not found", err)
 	}
 }
+
+// testStaleReadConflicts reads through the backend, lets another engine write the namespace, then commits on the
+// stale read: a commit with writes and the validation of a read-only batch both refuse with ErrConflict, and
+// the refused put is not applied.
+func testStaleReadConflicts(t *testing.T, url string) {
+	a, other := open(t, url), open(t, url)
+	defer a.Close()
+	defer other.Close()
+	ctx := context.Background()
+	const now = int64(1_700_000_000_000)
+	slot := remote.Slot{Table: "default", Key: []byte("k")}
+	_, versions, _, token, err := a.b.Read(ctx, []remote.Slot{slot}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := engine.Mutation{Op: engine.OpSet, Table: "default", Key: []byte("k"), Value: []byte("other")}
+	if _, err := other.Apply(ctx, &engine.Batch{Now: now, Muts: []engine.Mutation{m}}); err != nil {
+		t.Fatal(err)
+	}
+	w := &remote.Writes{Put: []remote.Put{{Slot: slot, Item: engine.Item{Value: []byte("stale"), Version: versions[0]}}}}
+	if err := a.b.Commit(ctx, nil, w, token); !errors.Is(err, remote.ErrConflict) {
+		t.Fatalf("commit on a stale read = %v, want ErrConflict", err)
+	}
+	if err := a.b.Commit(ctx, []remote.Check{{Slot: slot}}, &remote.Writes{}, token); !errors.Is(err, remote.ErrConflict) {
+		t.Fatalf("validating a stale read-only batch = %v, want ErrConflict", err)
+	}
+	if it, err := a.Get(ctx, "default", []byte("k"), now); err != nil || string(it.Value) != "other" {
+		t.Fatalf("after the refused commit: %q, %v; want the other engine's write", it.Value, err)
+	}
+}
