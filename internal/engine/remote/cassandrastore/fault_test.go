@@ -12,42 +12,23 @@ import (
 
 	"anykv/internal/engine"
 	"anykv/internal/engine/remote"
+	"anykv/internal/engine/remote/remotetest"
 )
 
 // cutProxy forwards TCP connections to a server. A client chunk holding marker is passed on (counted in sent),
 // and the client's connection is dropped at the first byte of the server's answer, which is never passed on:
 // the server ran the request, but the client cannot know.
 type cutProxy struct {
-	target string
 	marker []byte
 	sent   atomic.Int32
 }
 
 func startCutProxy(t *testing.T, target string, marker []byte) (*cutProxy, string) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	p := &cutProxy{target: target, marker: marker}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go p.serve(c)
-		}
-	}()
-	return p, ln.Addr().String()
+	p := &cutProxy{marker: marker}
+	return p, remotetest.Proxy(t, target, p.serve)
 }
 
-func (p *cutProxy) serve(c net.Conn) {
-	s, err := net.Dial("tcp", p.target)
-	if err != nil {
-		c.Close()
-		return
-	}
+func (p *cutProxy) serve(c, s net.Conn) {
 	var cut atomic.Bool
 	go func() { // server to client
 		defer c.Close()
