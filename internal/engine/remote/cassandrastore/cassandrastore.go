@@ -17,6 +17,9 @@
 // advances the counter, so an unchanged counter proves nothing the batch read has changed: the per-key stamps
 // remote passes are implied by it. Two concurrent writing batches therefore conflict and one retries, like etcd.
 //
+// Every write, the sweeper's included, is a lightweight transaction, so every cell's timestamp is a Paxos ballot,
+// ordered per partition: no client clock decides which write wins.
+//
 // A flush deletes clustering ranges (the gaps around the keys the same batch puts: the statements of a BATCH
 // share one timestamp, and a range tombstone would shadow a put inside it). A write timeout, an unknown CAS result
 // or a lost connection after the BATCH was sent is remote.ErrUnknownOutcome and never retried.
