@@ -102,7 +102,7 @@ func testCommitOutcomeUnknown(t *testing.T, url string) {
 }
 
 // testLargeBatches writes a 4 MiB value, and refuses a 16 MiB one before sending it: an error that is not
-// ErrUnknownOutcome, and nothing applied.
+// ErrUnknownOutcome, and nothing applied; a 70000-byte key is written and read back.
 func testLargeBatches(t *testing.T, url string) {
 	e := open(t, url)
 	defer e.Close()
@@ -124,6 +124,15 @@ func testLargeBatches(t *testing.T, url string) {
 	}
 	if _, err := e.Get(context.Background(), "default", []byte("sixteen"), now); !errors.Is(err, engine.ErrNotFound) {
 		t.Fatalf("the refused value: %v, want not found", err)
+	}
+	// A clustering value has no 64 KiB limit (only partition keys do): a 70000-byte key round trips.
+	long := bytes.Repeat([]byte("k"), 70000)
+	m := engine.Mutation{Op: engine.OpSet, Table: "default", Key: long, Value: []byte("v")}
+	if _, err := e.Apply(context.Background(), &engine.Batch{Now: now, Muts: []engine.Mutation{m}}); err != nil {
+		t.Fatalf("a 70000-byte key: %v", err)
+	}
+	if it, err := e.Get(context.Background(), "default", long, now); err != nil || string(it.Value) != "v" {
+		t.Fatalf("a 70000-byte key read back: %q, %v", it.Value, err)
 	}
 }
 
