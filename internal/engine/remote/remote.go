@@ -42,6 +42,11 @@ type Slot struct {
 	Key   []byte
 }
 
+// SlotID is a map key for the slot of table and key; the length prefix keeps a table from running into its keys.
+func SlotID(table string, key []byte) string {
+	return fmt.Sprintf("%d:%s%s", len(table), table, key)
+}
+
 // Stored is one item as a Backend read it. Stamp changes on every write of the key; 0 means absent.
 type Stored struct {
 	Item  engine.Item

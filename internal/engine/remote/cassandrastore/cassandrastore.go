@@ -151,7 +151,7 @@ func (b *backend) Read(ctx context.Context, slots []remote.Slot, n int) ([]remot
 	args := []any{b.p, metaTbl, []byte{}}
 	at := make(map[string]int, len(slots))
 	for i, s := range slots {
-		id := string(tblCol(s.Table)) + "\x00" + string(s.Key)
+		id := remote.SlotID(s.Table, s.Key)
 		if _, dup := at[id]; dup {
 			continue
 		}
@@ -173,7 +173,10 @@ func (b *backend) Read(ctx context.Context, slots []remote.Slot, n int) ([]remot
 			ctr = int64(it.Version)
 			continue
 		}
-		if i, ok := at[string(tbl)+"\x00"+string(k)]; ok {
+		if len(tbl) == 0 {
+			continue // not an item row
+		}
+		if i, ok := at[remote.SlotID(string(tbl[1:]), k)]; ok {
 			got := it
 			got.Value = append([]byte(nil), it.Value...)
 			remote.UnpackFlags(uint64(flags), &got)
@@ -182,6 +185,11 @@ func (b *backend) Read(ctx context.Context, slots []remote.Slot, n int) ([]remot
 	}
 	if err := iter.Close(); err != nil {
 		return nil, nil, false, nil, err
+	}
+	for i, s := range slots { // a slot listed twice gets what its first listing got
+		if j := at[remote.SlotID(s.Table, s.Key)]; j != i {
+			items[i] = items[j]
+		}
 	}
 	// The meta row sorts first, so the counter comes from the first page; more rows than a page hold are read
 	// in several pages, which together are no snapshot.

@@ -22,4 +22,5 @@ func TestCassandra(t *testing.T) {
 	t.Run("CommitOutcomeUnknown", func(t *testing.T) { testCommitOutcomeUnknown(t, fresh(t)) })
 	t.Run("LargeBatches", func(t *testing.T) { testLargeBatches(t, fresh(t)) })
 	t.Run("StaleReadConflicts", func(t *testing.T) { testStaleReadConflicts(t, fresh(t)) })
+	t.Run("SlotsDoNotCollide", func(t *testing.T) { testSlotsDoNotCollide(t, fresh(t)) })
 }

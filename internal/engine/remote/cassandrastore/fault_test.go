@@ -165,3 +165,26 @@ func testStaleReadConflicts(t *testing.T, url string) {
 		t.Fatalf("after the refused commit: %q, %v; want the other engine's write", it.Value, err)
 	}
 }
+
+// testSlotsDoNotCollide reads, in one batch, two slots whose table and key run together alike ("a\x00"+"b" and
+// "a"+"\x00b"): each must get its own item.
+func testSlotsDoNotCollide(t *testing.T, url string) {
+	e := open(t, url)
+	defer e.Close()
+	const now = int64(1_700_000_000_000)
+	ctx := context.Background()
+	m := engine.Mutation{Op: engine.OpSet, Table: "a", Key: []byte("\x00b"), Value: []byte("1")}
+	if _, err := e.Apply(ctx, &engine.Batch{Now: now, Muts: []engine.Mutation{m}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Apply(ctx, &engine.Batch{Now: now, Muts: []engine.Mutation{
+		{Op: engine.OpGet, Table: "a\x00", Key: []byte("b")},
+		{Op: engine.OpGet, Table: "a", Key: []byte("\x00b")},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(res[0].Err, engine.ErrNotFound) || res[1].Err != nil || string(res[1].New.Value) != "1" {
+		t.Fatalf("results %+v, want a\\x00/b absent and a/\\x00b = 1", res)
+	}
+}
