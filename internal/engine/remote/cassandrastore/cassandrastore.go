@@ -20,9 +20,11 @@
 // Every write, the sweeper's included, is a lightweight transaction, so every cell's timestamp is a Paxos ballot,
 // ordered per partition: no client clock decides which write wins.
 //
-// A flush deletes clustering ranges (the gaps around the keys the same batch puts: the statements of a BATCH
-// share one timestamp, and a range tombstone would shadow a put inside it). A write timeout, an unknown CAS result
-// or a lost connection after the BATCH was sent is remote.ErrUnknownOutcome and never retried.
+// A flush deletes clustering ranges: the gaps around the keys the same batch puts. The statements of a BATCH
+// share one timestamp, and leaving the puts out of the deleted ranges keeps them whatever Cassandra does with a
+// deletion and a write of equal timestamp (5.0.4 keeps such a put even inside the range, as the tests saw, but
+// that is not a documented promise). A write timeout, an unknown CAS result or a lost connection after the BATCH
+// was sent is remote.ErrUnknownOutcome and never retried.
 package cassandrastore
 
 import (

@@ -23,4 +23,5 @@ func TestCassandra(t *testing.T) {
 	t.Run("LargeBatches", func(t *testing.T) { testLargeBatches(t, fresh(t)) })
 	t.Run("StaleReadConflicts", func(t *testing.T) { testStaleReadConflicts(t, fresh(t)) })
 	t.Run("SlotsDoNotCollide", func(t *testing.T) { testSlotsDoNotCollide(t, fresh(t)) })
+	t.Run("FlushAroundAdjacentPuts", func(t *testing.T) { testFlushAroundAdjacentPuts(t, fresh(t)) })
 }
