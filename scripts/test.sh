@@ -30,6 +30,9 @@ if [ -n "$unformatted" ]; then echo "gofmt needed:"; echo "$unformatted"; exit 1
 go vet ./...
 go tool staticcheck ./...
 
+echo "== Cassandra jars (fetched once into ~/.cache/anykv, before the packages that start Cassandra run in parallel)"
+go test -count=1 -run '^TestCassandraJars$' ./internal/bench/deploy
+
 echo "== go test -race"
 set +e
 go test -race -count=1 -timeout 15m ./... 2>&1 | grep -v 'no test files' | tee /tmp/anykv-go-test.log

@@ -13,7 +13,7 @@ import (
 // datastore direct, through anykv, and through anykv with its caches compare side by side.
 func init() {
 	for _, back := range []struct{ name, store string }{
-		{"postgres", "postgres"}, {"mariadb", "mariadb"}, {"redis", "redis"}, {"etcd", "etcd"},
+		{"postgres", "postgres"}, {"mariadb", "mariadb"}, {"redis", "redis"}, {"etcd", "etcd"}, {"cassandra", "cassandra"},
 	} {
 		for _, cached := range []bool{false, true} {
 			name, summary := "anykv+"+back.name, "anykv --engine URL over a deployed "+back.name+", caches off, over RESP"
@@ -32,6 +32,9 @@ func init() {
 func engineURL(benchURL string) string {
 	if rest, ok := strings.CutPrefix(benchURL, "resp://"); ok {
 		return "redis://" + rest + "/0"
+	}
+	if rest, ok := strings.CutPrefix(benchURL, "cassandra://"); ok {
+		return "cassandra://" + rest + "/anykv"
 	}
 	return benchURL
 }

@@ -102,7 +102,7 @@ func (o Options) withDefaults() Options {
 }
 
 // Schemes lists the URL schemes Open understands, with aliases.
-var Schemes = []string{"resp (redis)", "memcache (memcached)", "http (https)", "postgres (postgresql)", "etcd", "mysql (mariadb)"}
+var Schemes = []string{"resp (redis)", "memcache (memcached)", "http (https)", "postgres (postgresql)", "etcd", "mysql (mariadb)", "cassandra"}
 
 // Open connects to the datastore named by rawURL. It verifies the
 // connection with a Noop and creates whatever the driver needs (tables).
@@ -129,6 +129,8 @@ func Open(ctx context.Context, rawURL string, opt Options) (Driver, error) {
 		d, err = openEtcd(u, opt)
 	case "mysql", "mariadb":
 		d, err = openMySQL(ctx, u, opt)
+	case "cassandra":
+		d, err = openCassandra(ctx, u, opt)
 	default:
 		return nil, fmt.Errorf("target %q: unknown scheme %q (want one of %s)", rawURL, u.Scheme, strings.Join(Schemes, ", "))
 	}

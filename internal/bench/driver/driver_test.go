@@ -192,6 +192,11 @@ func TestMariaDB(t *testing.T) {
 	conformance(t, deployed(t, "mariadb"), driver.CapScan|driver.CapCount)
 }
 
+func TestCassandra(t *testing.T) {
+	t.Parallel()
+	conformance(t, deployed(t, "cassandra"), 0)
+}
+
 func TestOpenRejectsBadURLs(t *testing.T) {
 	ctx := context.Background()
 	for _, u := range []string{"ftp://x:1", "resp://", "://", "postgres://127.0.0.1:1/db?table=bad;name"} {

@@ -194,6 +194,19 @@ func testVersions(t *testing.T, e engine.Engine) {
 			seen[v], last = true, v
 		}
 	}
+	// A collection op takes several versions (generation, member, meta) for one mutation; a later write must
+	// still get a version above all of them.
+	for i := 0; i < 3; i++ {
+		h := fmt.Sprintf("h%d", i)
+		apply(t, e, hset(h, "f", "v"))
+		meta, ok := get(t, e, "t", h)
+		if !ok {
+			t.Fatalf("hash %s not found", h)
+		}
+		if v := apply(t, e, set("default", "after", "v"))[0].New.Version; v <= meta.Version || seen[v] {
+			t.Fatalf("version %d after a hash whose meta has version %d: not fresh", v, meta.Version)
+		}
+	}
 }
 
 func testConditions(t *testing.T, e engine.Engine) {

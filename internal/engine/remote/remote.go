@@ -42,6 +42,11 @@ type Slot struct {
 	Key   []byte
 }
 
+// SlotID is a map key for the slot of table and key; the length prefix keeps a table from running into its keys.
+func SlotID(table string, key []byte) string {
+	return fmt.Sprintf("%d:%s%s", len(table), table, key)
+}
+
 // Stored is one item as a Backend read it. Stamp changes on every write of the key; 0 means absent.
 type Stored struct {
 	Item  engine.Item
@@ -204,9 +209,13 @@ func (e *Engine) attempt(ctx context.Context, b *engine.Batch, slots []Slot, n i
 	used := 0
 	next := func() uint64 {
 		if used >= len(versions) && r.err == nil { // a collection op needs more: reserve another few
+			// Ask for all so far plus 16 and keep the last 16: a backend that hands out the counter's next
+			// values and advances it only at commit (etcd, Cassandra) returns the ones already used first.
 			var more []uint64
-			_, more, _, _, r.err = e.b.Read(ctx, nil, 16)
-			versions = append(versions, more...)
+			_, more, _, _, r.err = e.b.Read(ctx, nil, len(versions)+16)
+			if r.err == nil && len(more) == len(versions)+16 {
+				versions = append(versions, more[len(versions):]...)
+			}
 		}
 		used++
 		if used > len(versions) {

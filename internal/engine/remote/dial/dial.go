@@ -1,6 +1,6 @@
-// Package dial opens the engine an `anykv serve --engine URL` names: postgres://, mysql:// (mariadb://), redis://
-// or etcd://. It is the one place that knows every remote adapter, so cmd/anykv needs one call, and it turns
-// every failure into one line naming the URL (its password hidden) and what went wrong.
+// Package dial opens the engine an `anykv serve --engine URL` names: postgres://, mysql:// (mariadb://), redis://,
+// etcd:// or cassandra://. It is the one place that knows every remote adapter, so cmd/anykv needs one call, and
+// it turns every failure into one line naming the URL (its password hidden) and what went wrong.
 package dial
 
 import (
@@ -12,6 +12,7 @@ import (
 
 	"anykv/internal/engine"
 	"anykv/internal/engine/remote"
+	"anykv/internal/engine/remote/cassandrastore"
 	"anykv/internal/engine/remote/etcdstore"
 	"anykv/internal/engine/remote/mysqlstore"
 	"anykv/internal/engine/remote/pgstore"
@@ -19,7 +20,7 @@ import (
 )
 
 // Schemes lists the URL schemes Open accepts.
-var Schemes = []string{"postgres", "postgresql", "mysql", "mariadb", "redis", "etcd"}
+var Schemes = []string{"postgres", "postgresql", "mysql", "mariadb", "redis", "etcd", "cassandra"}
 
 // IsURL reports whether an --engine value names a remote datastore rather than an embedded engine.
 func IsURL(s string) bool { return strings.Contains(s, "://") }
@@ -54,6 +55,8 @@ func Open(ctx context.Context, raw string) (engine.Engine, error) {
 		e, err = redisstore.Open(ctx, raw)
 	case "etcd":
 		e, err = etcdstore.Open(ctx, raw)
+	case "cassandra":
+		e, err = cassandrastore.Open(ctx, raw)
 	default:
 		return nil, fmt.Errorf("%s: unknown scheme %q (want pebble, memory, or a URL with scheme %s)",
 			name, u.Scheme, strings.Join(Schemes, ", "))

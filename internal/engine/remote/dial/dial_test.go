@@ -41,6 +41,11 @@ func TestOpenErrorsAreOneLine(t *testing.T) {
 		{"redis://" + addr + "/notanumber", "bad URL"},
 		{"postgres://x@h:99999999/db", "bad URL"},
 		{"etcd:///", "bad URL"},
+		{"cassandra://bob:secret@" + addr + "/ks", "cassandra://bob:xxxxx@" + addr + "/ks: cannot connect: "},
+		{"cassandra://" + addr, "bad URL: want cassandra://host:port/keyspace"},
+		{"cassandra://h:9042/no-dash", "bad URL: want cassandra://host:port/keyspace"},
+		{"cassandra://h:9042/ks?consistency=one", `bad URL: unknown parameter "consistency"`},
+		{"cassandra://h:9042/ks?partition=", `bad URL: unknown parameter "partition"`},
 		{"nosuch://h", `unknown scheme "nosuch"`},
 		{"postgres://%zz", "bad URL"},
 	} {
@@ -59,12 +64,15 @@ func TestOpenErrorsAreOneLine(t *testing.T) {
 // the final counter must equal the number of acknowledged increments.
 func TestTwoBinaries(t *testing.T) {
 	for _, c := range []struct{ deploy, scheme string }{
-		{"postgres", ""}, {"redis-nopersist", "redis"}, {"etcd", ""}, {"mariadb", ""},
+		{"postgres", ""}, {"redis-nopersist", "redis"}, {"etcd", ""}, {"mariadb", ""}, {"cassandra", ""},
 	} {
 		t.Run(c.deploy, func(t *testing.T) {
 			url := remotetest.Start(t, c.deploy)
 			if c.scheme != "" {
 				url = c.scheme + url[strings.Index(url, "://"):] + "/0"
+			}
+			if c.deploy == "cassandra" {
+				url += "/anykv_e2e"
 			}
 			if c.deploy == "postgres" { // a role the server refuses: one line, password hidden
 				bad := strings.Replace(url, "postgres://postgres@", "postgres://nosuch:secret@", 1)

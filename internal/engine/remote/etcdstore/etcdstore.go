@@ -216,8 +216,12 @@ func (b *backend) Commit(ctx context.Context, checks []remote.Check, w *remote.W
 	}
 	var ops []clientv3.Op
 	if ctr, _ := token.(*counterState); ctr != nil && !w.Empty() {
+		next := ctr.value + uint64(ctr.n)
+		for _, p := range w.Put { // a collection op may have used versions beyond the n reserved
+			next = max(next, p.Item.Version)
+		}
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(b.counter), "=", ctr.rev))
-		ops = append(ops, clientv3.OpPut(b.counter, string(binary.BigEndian.AppendUint64(nil, ctr.value+uint64(ctr.n)))))
+		ops = append(ops, clientv3.OpPut(b.counter, string(binary.BigEndian.AppendUint64(nil, next))))
 	}
 	puts := make([]string, len(w.Put))
 	for i, p := range w.Put {

@@ -13,42 +13,23 @@ import (
 
 	"anykv/internal/engine"
 	"anykv/internal/engine/remote"
+	"anykv/internal/engine/remote/remotetest"
 )
 
 // cutProxy forwards TCP connections to a server. Once armed, it passes the next client query holding COMMIT on
 // and then drops the client's connection at the first byte of the answer, while it lets the server finish every
 // statement of the query on its own connection (done is closed then): the commit ran, but the client cannot know.
 type cutProxy struct {
-	target string
-	armed  atomic.Bool
-	done   chan struct{}
+	armed atomic.Bool
+	done  chan struct{}
 }
 
 func startCutProxy(t *testing.T, target string) (*cutProxy, string) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	p := &cutProxy{target: target, done: make(chan struct{})}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go p.serve(c)
-		}
-	}()
-	return p, ln.Addr().String()
+	p := &cutProxy{done: make(chan struct{})}
+	return p, remotetest.Proxy(t, target, p.serve)
 }
 
-func (p *cutProxy) serve(c net.Conn) {
-	s, err := net.Dial("tcp", p.target)
-	if err != nil {
-		c.Close()
-		return
-	}
+func (p *cutProxy) serve(c, s net.Conn) {
 	var cut atomic.Bool
 	go func() { // server to client
 		defer c.Close()

@@ -231,20 +231,15 @@ func (b *backend) Read(ctx context.Context, slots []remote.Slot, n int) ([]remot
 		}
 		at := make(map[string]int, len(slots))
 		for i, s := range slots {
-			at[slotID(s.Table, s.Key)] = i
+			at[remote.SlotID(s.Table, s.Key)] = i
 		}
 		for _, r := range got {
-			if i, ok := at[slotID(string(r.tbl), r.Key)]; ok {
+			if i, ok := at[remote.SlotID(string(r.tbl), r.Key)]; ok {
 				items[i] = remote.Stored{Item: r.Item, Found: true, Stamp: r.Item.Version}
 			}
 		}
 	}
 	return items, versions, true, nil, rows.Close()
-}
-
-// slotID is a map key for a slot; the length prefix keeps tables from running into keys.
-func slotID(table string, key []byte) string {
-	return fmt.Sprintf("%d:%s%s", len(table), table, key)
 }
 
 // Get implements remote.Backend.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"sync"
 	"testing"
@@ -43,6 +44,35 @@ func Start(t *testing.T, name string) string {
 		}
 	})
 	return s.URL
+}
+
+// Proxy listens on a free loopback port and, for each connection accepted there, dials target and hands both
+// connections to serve, which owns them: fault tests put it between an engine and its datastore to cut or
+// delay what passes. It returns the proxy's address; the listener closes when the test ends.
+func Proxy(t *testing.T, target string, serve func(client, server net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				s, err := net.Dial("tcp", target)
+				if err != nil {
+					c.Close()
+					return
+				}
+				serve(c, s)
+			}()
+		}
+	}()
+	return ln.Addr().String()
 }
 
 // Open opens the engine at url with an adapter's Open, failing the test if it cannot.
