@@ -98,4 +98,17 @@ static inline const char *check_prefix(void)
     return p;
 }
 
+/* The pid written in pidfile (run.sh's server), or -1. */
+static inline long check_read_pid(const char *pidfile)
+{
+    FILE *f = fopen(pidfile, "r");
+    long pid = -1;
+    if (f != NULL) {
+        if (fscanf(f, "%ld", &pid) != 1)
+            pid = -1;
+        fclose(f);
+    }
+    return pid;
+}
+
 #endif

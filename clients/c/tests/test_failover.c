@@ -18,18 +18,6 @@
 #include "check.h"
 #include "kv739.h"
 
-static long read_pid(const char *pidfile)
-{
-    FILE *f = fopen(pidfile, "r");
-    long pid = -1;
-    if (f != NULL) {
-        if (fscanf(f, "%ld", &pid) != 1)
-            pid = -1;
-        fclose(f);
-    }
-    return pid;
-}
-
 int main(void)
 {
     const char *a = check_env("KV_ADDR"), *b = check_env("KV_ADDR2");
@@ -55,7 +43,7 @@ int main(void)
         return check_done("test_failover");
     snprintf(k, sizeof k, "%sfailover-1", pfx);
     CHECK_EQ(kv739_put(k, "on a", old), 1);
-    long pid = read_pid(pidfile);
+    long pid = check_read_pid(pidfile);
     if (!CHECKF(pid > 1, "no pid in %s", pidfile))
         return check_done("test_failover");
     CHECK_EQ(kill((pid_t)pid, SIGKILL), 0);

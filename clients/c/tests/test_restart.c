@@ -25,18 +25,6 @@ static void kv(int i, int gen, char *k, size_t kc, char *v, size_t vc)
     snprintf(v, vc, "value %d gen %d %0*d", i, gen, 20 + i % 200, i); /* varied sizes */
 }
 
-static long read_pid(const char *pidfile)
-{
-    FILE *f = fopen(pidfile, "r");
-    long pid = -1;
-    if (f != NULL) {
-        if (fscanf(f, "%ld", &pid) != 1)
-            pid = -1;
-        fclose(f);
-    }
-    return pid;
-}
-
 int main(void)
 {
     char addr[256];
@@ -64,7 +52,7 @@ int main(void)
     CHECK_EQ(acked, NKEYS + NOVERWRITE);
 
     /* kill -9 the server. */
-    long pid = read_pid(pidfile);
+    long pid = check_read_pid(pidfile);
     if (!CHECKF(pid > 1, "no server pid in %s", pidfile))
         return check_done("test_restart");
     CHECK_EQ(kill((pid_t)pid, SIGKILL), 0);
@@ -90,7 +78,7 @@ int main(void)
     if (!CHECKF(rc == 0, "restart command failed: %d", rc))
         return check_done("test_restart");
 
-    long npid = read_pid(pidfile);
+    long npid = check_read_pid(pidfile);
     CHECK(npid > 1 && npid != pid);
     printf("  server restarted as pid %ld; reading back without kv739_init\n", npid);
 
