@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	_ "net/http/pprof" // profiles on --pprof only: DefaultServeMux is served nowhere else
+	"sync"
 	"time"
 
 	"anykv/internal/kv"
@@ -98,6 +99,7 @@ func startListeners(srv *server.Server, store *kv.Store, c *config, m *metrics.M
 			Auth: c.auth, Databases: c.databases, AnykvVersion: version, Settings: c.settings(), Logger: log,
 			Limits: resp.Limits{MaxBulk: c.maxBulk, MaxArgs: c.maxArgs, MaxInline: c.maxInl, MaxQuery: c.queryLimit},
 			Budget: c.budget, Backup: c.backup, BackupDir: c.backupDir, NotifyKeyspaceEvents: c.notifyEvents,
+			Shutdown: sync.OnceFunc(func() { close(c.shutdown) }),
 		})
 		counts, err := listenBoth(srv, "resp", c.respAddr, e.respTLS, e.tls, h, c.maxClients)
 		if err != nil {

@@ -48,6 +48,8 @@ type config struct {
 	exclusive                bool   // no other process writes the datastore: caches stay on over a URL
 	consistency              string // --consistency: the read level of requests that ask for none
 	backupDir                string
+	// shutdown is closed by the Redis SHUTDOWN command: the server then stops as on SIGTERM.
+	shutdown chan struct{}
 	// backup writes a checkpoint of the pebble engine (nil for other engines): SAVE, BGSAVE, BACKUP.
 	backup              func(ctx context.Context, dir string) error
 	listeners           listenerConfig
@@ -312,11 +314,16 @@ func runServer(ctx context.Context, c *config, log *slog.Logger) error {
 		c.queryLimit = 2 * c.maxBulk
 	}
 	c.budget = membudget.New(c.maxmemClients, log)
+	c.shutdown = make(chan struct{})
 	if err := startListeners(srv, store, c, m, log); err != nil {
 		return fail(err)
 	}
 	log.Info("anykv ready", "version", version, "took", time.Since(started).String())
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-c.shutdown:
+		log.Info("SHUTDOWN asked by a client")
+	}
 	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), c.shutdownTimeout)
 	defer cancel()

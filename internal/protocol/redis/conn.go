@@ -195,6 +195,8 @@ func (s *session) setInfo(f func()) {
 func cmdClient(s *session, args [][]byte) {
 	sub := lower(args[1])
 	switch {
+	case sub == "kill" && len(args) >= 3:
+		s.clientKill(args)
 	case sub == "setname" && len(args) == 3:
 		if !validClientName(args[2]) {
 			s.w.Error("ERR Client names cannot contain spaces, newlines or special characters.")

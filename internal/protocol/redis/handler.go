@@ -47,6 +47,8 @@ type Options struct {
 	// cannot, and those commands say so. BackupDir is where SAVE and BGSAVE put their copies.
 	Backup    func(ctx context.Context, dir string) error
 	BackupDir string
+	// Shutdown stops the server as SIGTERM does (SHUTDOWN); nil: SHUTDOWN answers an error.
+	Shutdown func()
 	// NotifyKeyspaceEvents is the initial notify-keyspace-events value (Redis's class letters; "" sends none).
 	// CONFIG SET changes it while running.
 	NotifyKeyspaceEvents string

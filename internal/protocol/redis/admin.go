@@ -1,0 +1,172 @@
+package redis
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Operator commands that tools send and that mean little here, answered as Redis answers them in the same
+// situation: WAIT (anykv has no replicas; a write is durable when it is acknowledged), LATENCY (Redis's latency
+// monitor is off by default, and anykv has none), SHUTDOWN (the server stops as on SIGTERM) and CLIENT KILL.
+func init() {
+	register(
+		&command{name: "wait", arity: 3, imm: cmdWait, groupName: "generic", since: "3.0.0",
+			summary: "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed."},
+		&command{name: "latency", arity: -2, flags: flagAdmin, imm: cmdLatency, groupName: "server", since: "2.8.13",
+			summary: "A container for latency diagnostics commands."},
+		&command{name: "shutdown", arity: -1, flags: flagAdmin, imm: cmdShutdown, groupName: "server", since: "1.0.0",
+			summary: "Synchronously saves the database(s) to disk and shuts down the Redis server."},
+	)
+}
+
+// cmdWait answers 0 replicas at once: there are none to wait for, and every acknowledged write is already as
+// durable as --fsync makes it.
+func cmdWait(s *session, args [][]byte) {
+	if _, ok := argInt(args[1]); !ok {
+		s.w.Error(errNotInt)
+		return
+	}
+	timeout, ok := argInt(args[2])
+	if !ok {
+		s.w.Error(errNotInt)
+		return
+	}
+	if timeout < 0 {
+		s.w.Error("ERR timeout is negative")
+		return
+	}
+	s.w.Int(0)
+}
+
+// latencyDoctor is Redis's answer while its latency monitor is disabled (latency-monitor-threshold 0).
+const latencyDoctor = `I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Redis instance. You may use "CONFIG SET latency-monitor-threshold <milliseconds>." in order to enable it. If we weren't in a deep space mission I'd suggest to take a look at https://redis.io/topics/latency-monitor.`
+
+func cmdLatency(s *session, args [][]byte) {
+	sub := strings.ToLower(string(args[1]))
+	switch {
+	case sub == "latest" && len(args) == 2, sub == "history" && len(args) == 3:
+		s.w.ArrayHeader(0) // no event was ever recorded
+	case sub == "reset":
+		s.w.Int(0)
+	case sub == "doctor" && len(args) == 2:
+		s.w.Verbatim("txt", latencyDoctor)
+	case sub == "graph" && len(args) == 3:
+		s.w.Error("ERR No samples available for event '" + string(args[2]) + "'")
+	case sub == "help":
+		lines := []string{"LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"DOCTOR", "    Return a human readable latency analysis report.",
+			"GRAPH <event>", "    Return an ASCII latency graph for the <event> class.",
+			"HISTORY <event>", "    Return time-latency samples for the <event> class.",
+			"LATEST", "    Return the latest latency samples for all events.",
+			"RESET [<event> ...]", "    Reset latency data of one or more <event> classes.",
+			"    (default: reset all data for all event classes)",
+			"HELP", "    Print this help."}
+		s.w.ArrayHeader(len(lines))
+		for _, l := range lines {
+			s.w.SimpleString(l)
+		}
+	default:
+		s.w.Error("ERR unknown subcommand '" + string(args[1]) + "'. Try LATENCY HELP.")
+	}
+}
+
+// cmdShutdown stops the server as SIGTERM does: connections finish what they read, the engine closes cleanly
+// (every write was already durable, so SAVE and NOSAVE change nothing). As in Redis the client gets no reply: its
+// connection closes. ABORT answers that no shutdown is in progress, since anykv's is never delayed.
+func cmdShutdown(s *session, args [][]byte) {
+	for _, a := range args[1:] {
+		switch strings.ToLower(string(a)) {
+		case "nosave", "save", "now", "force":
+		case "abort":
+			s.w.Error("ERR No shutdown in progress.")
+			return
+		default:
+			s.w.Error(errSyntax)
+			return
+		}
+	}
+	if s.h.opts.Shutdown == nil {
+		s.w.Error("ERR Errors trying to SHUTDOWN. Check logs.")
+		return
+	}
+	s.h.log.Warn("SHUTDOWN asked by a client", "remote", s.conn.RemoteAddr().String())
+	s.h.opts.Shutdown()
+	s.closing = true
+}
+
+// clientKill closes the connections CLIENT KILL names: the old form (an address) answers OK or "No such client",
+// the new form (filters ID, ADDR, LADDR, SKIPME) the number closed.
+func (s *session) clientKill(args [][]byte) {
+	if len(args) == 3 { // CLIENT KILL addr:port
+		if s.h.killWhere(s, func(o *session) bool { return o.conn.RemoteAddr().String() == string(args[2]) }, false) == 0 {
+			s.w.Error("ERR No such client")
+			return
+		}
+		s.w.SimpleString("OK")
+		return
+	}
+	if len(args)%2 != 0 {
+		s.w.Error(errSyntax)
+		return
+	}
+	var preds []func(*session) bool
+	skipMe := true
+	for i := 2; i < len(args); i += 2 {
+		v := string(args[i+1])
+		switch strings.ToLower(string(args[i])) {
+		case "id":
+			id, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || id <= 0 {
+				s.w.Error("ERR client-id should be greater than 0")
+				return
+			}
+			preds = append(preds, func(o *session) bool { return o.id == id })
+		case "addr":
+			preds = append(preds, func(o *session) bool { return o.conn.RemoteAddr().String() == v })
+		case "laddr":
+			preds = append(preds, func(o *session) bool { return o.conn.LocalAddr().String() == v })
+		case "skipme":
+			switch strings.ToLower(v) {
+			case "yes":
+				skipMe = true
+			case "no":
+				skipMe = false
+			default:
+				s.w.Error(errSyntax)
+				return
+			}
+		default:
+			s.w.Error(errSyntax)
+			return
+		}
+	}
+	s.w.Int(int64(s.h.killWhere(s, func(o *session) bool {
+		for _, p := range preds {
+			if !p(o) {
+				return false
+			}
+		}
+		return true
+	}, skipMe)))
+}
+
+// killWhere closes every connection that match selects (the caller's own unless skipMe) and counts them. The
+// connection's own goroutine sees its read fail and ends it; the caller's is closed after its reply.
+func (h *Handler) killWhere(me *session, match func(*session) bool, skipMe bool) int {
+	h.mu.Lock()
+	var victims []*session
+	for _, o := range h.sessions {
+		if match(o) && !(skipMe && o == me) {
+			victims = append(victims, o)
+		}
+	}
+	h.mu.Unlock()
+	for _, o := range victims {
+		if o == me {
+			me.closing = true
+			continue
+		}
+		o.conn.Close()
+	}
+	return len(victims)
+}
