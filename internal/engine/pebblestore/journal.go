@@ -28,13 +28,12 @@ import (
 // last group it has. The batches hold only resolved puts and deletes, so replaying them in version order after
 // the recovered prefix rebuilds exactly the acknowledged state.
 type journal struct {
-	fs       vfs.FS
-	names    [2]string
-	mu       sync.Mutex
-	files    [2]vfs.File
-	cur      int // index of the file appends go to
-	hdr      [16]byte
-	appended int64 // records since the last swap, for Stats
+	fs    vfs.FS
+	names [2]string
+	mu    sync.Mutex
+	files [2]vfs.File
+	cur   int // index of the file appends go to
+	hdr   [16]byte
 }
 
 const journalPrefix = "ANYKV-JOURNAL-"
@@ -70,7 +69,6 @@ func (j *journal) append(version uint64, repr []byte) error {
 	if _, err := j.files[j.cur].Write(rec); err != nil {
 		return fmt.Errorf("pebblestore: journal: %w", err)
 	}
-	j.appended++
 	return nil
 }
 
