@@ -55,6 +55,9 @@ func (q *Queries[V]) word(table string) *atomic.Uint64 {
 	return &q.words[maphash.String(q.seed, table)%tableWords]
 }
 
+// Enabled reports whether the cache stores answers at all (callers may then skip listing a batch's tables).
+func (q *Queries[V]) Enabled() bool { return q.max > 0 }
+
 // Begin marks the tables a batch may change, before the engine sees it (all: every table, a flush).
 func (q *Queries[V]) Begin(tables []string, all bool) { q.move(tables, all, oneBatch) }
 
@@ -62,6 +65,9 @@ func (q *Queries[V]) Begin(tables []string, all bool) { q.move(tables, all, oneB
 func (q *Queries[V]) End(tables []string, all bool) { q.move(tables, all, batchDone) }
 
 func (q *Queries[V]) move(tables []string, all bool, delta uint64) {
+	if q.max <= 0 {
+		return // nothing is ever stored, so no answer can go stale
+	}
 	if all {
 		q.all.Add(delta)
 		return

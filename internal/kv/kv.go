@@ -231,9 +231,11 @@ func (s *Store) Apply(ctx context.Context, muts []engine.Mutation) ([]engine.Res
 	}
 	s.stats.batches.Add(1)
 	s.stats.mutations.Add(int64(len(muts)))
-	tables, all := tablesWritten(muts)
-	s.queries.Begin(tables, all)
-	defer s.queries.End(tables, all)
+	if s.queries.Enabled() {
+		tables, all := tablesWritten(muts)
+		s.queries.Begin(tables, all)
+		defer s.queries.End(tables, all)
+	}
 	return s.eng.Apply(ctx, &engine.Batch{Now: s.Now(), Muts: muts})
 }
 
