@@ -26,11 +26,10 @@ func (c *conn) handleBinary(req *request) {
 	if h.status != stOK {
 		if req.tooLarge != cmdNone {
 			c.st[sStoreTooLarge]++
-			c.enqueue(req, 1)
-			c.add(engine.Mutation{Op: engine.OpDelete, Key: req.key})
+			c.queue(req, engine.Mutation{Op: engine.OpDelete, Key: req.key})
 			return
 		}
-		c.enqueue(req, 0)
+		c.queue(req)
 		return
 	}
 	direct := h.base == opGet || h.base == opStat || h.base == opQuit || h.base >= opSASLList && h.base <= opSASLStep
@@ -114,18 +113,17 @@ func (c *conn) binWrite(req *request) {
 		if len(req.extras) == 4 {
 			if exp := int64(binary.BigEndian.Uint32(req.extras)); exp > 0 {
 				c.h.scheduleFlush(expiresAt(exp, c.now), c.now)
-				c.enqueue(req, 0)
+				c.queue(req)
 				return
 			}
 		}
 		c.h.cancelFlush()
 		m = flushMutation(c.h.table)
 	default: // noop, version
-		c.enqueue(req, 0)
+		c.queue(req)
 		return
 	}
-	c.enqueue(req, 1)
-	c.add(m)
+	c.queue(req, m)
 }
 
 // binAnswer writes the response of a pending binary request from its results (err: the whole batch failed).

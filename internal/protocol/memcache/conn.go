@@ -8,6 +8,7 @@ import (
 
 	"anykv/internal/engine"
 	"anykv/internal/membudget"
+	"anykv/internal/protocol/pipeline"
 )
 
 const (
@@ -18,8 +19,9 @@ const (
 )
 
 // conn is one client connection. The loop reads what the socket has, parses every complete request in it,
-// gathers consecutive writes into one kv.Store.Apply (one engine batch, so one fsync for a whole pipeline),
-// answers everything in request order, and sends all replies of the round in one Write.
+// gathers consecutive writes into one kv.Store.Apply (one engine batch, so one fsync for a whole pipeline; the
+// batching is internal/protocol/pipeline's, shared with the Redis front end), answers everything in request
+// order, and sends all replies of the round in one Write.
 //
 // Buffer ownership: requests and pending mutations point into buf (and the parser's arena); buf is only
 // compacted or grown after flush has applied and answered all of them.
@@ -38,8 +40,7 @@ type conn struct {
 	big   bool
 	acct  *membudget.Account
 
-	muts    []engine.Mutation // the pending batch
-	ops     []pending         // requests awaiting their replies, in order
+	batch   pipeline.Batch[pending] // the pending writes and the requests awaiting their replies, in order
 	st      localCounters
 	closing bool
 	authed  bool  // the password was given, or none is required
@@ -48,11 +49,10 @@ type conn struct {
 	now     int64 // the store's time when the round began, for converting exptimes
 }
 
-// pending is a request whose reply waits for the batch: its mutations are muts[mi:mi+n] (n may be 0 for a
-// request that needs no write but must be answered in order).
+// pending is a request whose reply waits for the batch (it may own no mutation: a request that needs no write
+// but must be answered in order).
 type pending struct {
 	req   request
-	mi, n int
 	start time.Time // when the request was handled, for metrics (zero without them)
 }
 
@@ -214,17 +214,29 @@ func (c *conn) compact() bool {
 	return true
 }
 
-// enqueue adds a request to the pending batch; the mutations that add then appends belong to it, and it is
-// answered when the batch is applied. nmuts is how many mutations it will add.
-func (c *conn) enqueue(req *request, nmuts int) {
-	if len(c.muts) > 0 && (len(c.muts)+nmuts > maxPipeline || len(c.muts)+nmuts > c.h.store.Limits().MaxBatch) {
+// queue adds a request with its mutations to the pending batch; it is answered when the batch is applied.
+func (c *conn) queue(req *request, muts ...engine.Mutation) {
+	c.reserve(len(muts))
+	for _, m := range muts {
+		c.add(m)
+	}
+	c.plan(req)
+}
+
+// reserve applies the pending batch first if n more mutations would take it past its bounds.
+func (c *conn) reserve(n int) {
+	if !c.batch.Fits(n, min(maxPipeline, c.h.store.Limits().MaxBatch)) {
 		c.flush()
 	}
-	op := pending{req: *req, mi: len(c.muts)}
+}
+
+// plan registers a request that owns the mutations added since the previous one.
+func (c *conn) plan(req *request) {
+	op := pending{req: *req}
 	if c.h.metered {
 		op.start = time.Now()
 	}
-	c.ops = append(c.ops, op)
+	c.batch.Plan(op)
 }
 
 // expires converts an exptime of the request being handled to an absolute expiry. An item written already
@@ -233,45 +245,36 @@ func (c *conn) expires(exptime int64) int64 {
 	return expiresAt(exptime, c.now)
 }
 
-// add appends a mutation of the request enqueued last.
+// add appends a mutation of the request being queued.
 func (c *conn) add(m engine.Mutation) {
 	if m.Table == "" {
 		m.Table = c.h.table
 	}
-	c.muts = append(c.muts, m)
-	c.ops[len(c.ops)-1].n++
+	c.batch.Add(m)
 }
 
 // flush applies the pending batch and writes every pending reply in order. Reads call it first, so they see
 // the writes sent before them on this connection.
 func (c *conn) flush() {
-	if len(c.ops) == 0 {
+	if c.batch.Len() == 0 {
 		return
 	}
 	var results []engine.Result
 	var err error
-	if len(c.muts) > 0 {
-		results, err = c.h.store.Apply(c.ctx, c.muts)
+	if muts := c.batch.Muts(); len(muts) > 0 {
+		results, err = c.h.store.Apply(c.ctx, muts)
 		c.st[sBatches]++
 	}
-	for i := range c.ops {
-		op := &c.ops[i]
+	c.batch.Answer(results, err, func(op *pending, rs []engine.Result, muts []engine.Mutation, err error) {
 		before := len(c.out)
-		if op.n == 0 { // nothing of it was in the batch
-			c.answer(&op.req, nil, nil)
-		} else if err != nil {
-			c.answer(&op.req, nil, err)
-		} else {
-			c.answer(&op.req, results[op.mi:op.mi+op.n], nil)
+		if len(muts) == 0 { // nothing of it was in the batch
+			err = nil
 		}
+		c.answer(&op.req, rs, err)
 		if c.h.metered {
 			c.observe(op.req.cmd, op.start, before)
 		}
-	}
-	clear(c.muts) // drop references into buf
-	c.muts = c.muts[:0]
-	clear(c.ops)
-	c.ops = c.ops[:0]
+	})
 	// The arena may be reused now; a request being handled that decoded its key keeps reading the bytes
 	// until the next parse, which is the only writer.
 	c.p.reset()
@@ -286,13 +289,14 @@ func (c *conn) handle(req *request) {
 	}
 	switch req.cmd {
 	case cmdError:
-		c.enqueue(req, 1)
 		if req.tooLarge != cmdNone {
 			c.st[sStoreTooLarge]++
 		}
 		if req.tooLarge == cmdSet || req.tooLarge == cmdMs {
 			// memcached drops the old item when a set is refused for its size.
-			c.add(engine.Mutation{Op: engine.OpDelete, Key: req.key})
+			c.queue(req, engine.Mutation{Op: engine.OpDelete, Key: req.key})
+		} else {
+			c.queue(req)
 		}
 	case cmdClose:
 		c.flush()

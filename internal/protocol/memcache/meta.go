@@ -10,8 +10,7 @@ import (
 // mgWrite handles mg with N (vivify), T (touch) or R (recache), and mg of a stale item: one function call
 // (stampede.go) creates the stub, applies the TTL and hands out the win in one atomic step.
 func (c *conn) mgWrite(req *request) {
-	c.enqueue(req, 1)
-	c.add(c.stampedeCall(fnMg, req))
+	c.queue(req, c.stampedeCall(fnMg, req))
 }
 
 func (c *conn) mgAnswer(req *request, rs []engine.Result) {
@@ -157,8 +156,7 @@ func (c *conn) msWrite(req *request) {
 		}
 	default: // S, R
 		if m.hasCas && m.stale {
-			c.enqueue(req, 1)
-			c.add(c.stampedeCall(fnMsStale, req))
+			c.queue(req, c.stampedeCall(fnMsStale, req))
 			return
 		}
 		if m.hasCas {
@@ -167,8 +165,7 @@ func (c *conn) msWrite(req *request) {
 			mut.Cond = engine.CondPresent
 		}
 	}
-	c.enqueue(req, 1)
-	c.add(mut)
+	c.queue(req, mut)
 }
 
 func (c *conn) msAnswer(req *request, res engine.Result) {
@@ -242,16 +239,14 @@ func (c *conn) msAnswer(req *request, res engine.Result) {
 func (c *conn) mdWrite(req *request) {
 	m := &req.meta
 	if m.stale {
-		c.enqueue(req, 1)
-		c.add(c.stampedeCall(fnStale, req))
+		c.queue(req, c.stampedeCall(fnStale, req))
 		return
 	}
 	mut := engine.Mutation{Op: engine.OpDelete, Key: req.key}
 	if m.hasCas {
 		mut.Cond, mut.Version = engine.CondVersion, m.cas
 	}
-	c.enqueue(req, 1)
-	c.add(mut)
+	c.queue(req, mut)
 }
 
 func (c *conn) mdAnswer(req *request, res engine.Result) {
@@ -293,8 +288,7 @@ func (c *conn) maWrite(req *request) {
 	if m.hasTTL {
 		inc.Touch, inc.Expires = true, c.expires(m.ttl) // also the expiry of an item N creates
 	}
-	c.enqueue(req, 1)
-	c.add(inc)
+	c.queue(req, inc)
 }
 
 func (c *conn) maAnswer(req *request, res engine.Result) {

@@ -20,53 +20,47 @@ func (c *conn) textWrite(req *request) {
 		} else if req.cmd == cmdReplace {
 			m.Cond = engine.CondPresent
 		}
-		c.enqueue(req, 1)
-		c.add(m)
+		c.queue(req, m)
 	case cmdAppend, cmdPrepend: // flags and exptime are ignored, as in memcached
 		op := engine.OpAppend
 		if req.cmd == cmdPrepend {
 			op = engine.OpPrepend
 		}
-		c.enqueue(req, 1)
-		c.add(engine.Mutation{Op: op, Key: req.key, Value: req.data, Edit: engine.EditArgs{MaxSize: c.h.maxItem}})
+		c.queue(req, engine.Mutation{Op: op, Key: req.key, Value: req.data, Edit: engine.EditArgs{MaxSize: c.h.maxItem}})
 	case cmdCas:
 		mut := casMutation(req.key, req.data, req.flags, c.expires(req.exptime), req.cas)
-		c.enqueue(req, 1)
-		c.add(mut)
+		c.queue(req, mut)
 	case cmdIncr, cmdDecr:
-		c.enqueue(req, 1)
-		c.add(engine.Mutation{Op: engine.OpIncr, Key: req.key, Incr: engine.IncrArgs{Unsigned: true, UDelta: req.cas, Decr: req.cmd == cmdDecr}})
+		c.queue(req, engine.Mutation{Op: engine.OpIncr, Key: req.key, Incr: engine.IncrArgs{Unsigned: true, UDelta: req.cas, Decr: req.cmd == cmdDecr}})
 	case cmdDelete:
-		c.enqueue(req, 1)
-		c.add(engine.Mutation{Op: engine.OpDelete, Key: req.key})
+		c.queue(req, engine.Mutation{Op: engine.OpDelete, Key: req.key})
 	case cmdTouch:
 		exp := c.expires(req.exptime)
-		c.enqueue(req, 1)
-		c.add(engine.Mutation{Op: engine.OpExpire, Key: req.key, Expires: exp})
+		c.queue(req, engine.Mutation{Op: engine.OpExpire, Key: req.key, Expires: exp})
 	case cmdGat, cmdGats:
 		n := 0
 		for k, rest := nextToken(req.keys); len(k) > 0; k, rest = nextToken(rest) {
 			n++
 		}
 		exp := c.expires(req.exptime)
-		c.enqueue(req, n)
+		c.reserve(n)
 		for k, rest := nextToken(req.keys); len(k) > 0; k, rest = nextToken(rest) {
 			c.add(engine.Mutation{Op: engine.OpGet, Key: k, Touch: true, Expires: exp})
 		}
+		c.plan(req)
 	case cmdFlushAll:
 		if req.exptime > 0 {
 			c.h.scheduleFlush(expiresAt(req.exptime, c.now), c.now)
-			c.enqueue(req, 0)
+			c.queue(req)
 			return
 		}
 		c.h.cancelFlush()
-		c.enqueue(req, 1)
-		c.add(flushMutation(c.h.table))
+		c.queue(req, flushMutation(c.h.table))
 	case cmdVerbosity:
 		c.h.verbosity.Store(uint32(min(req.cas, 2)))
-		c.enqueue(req, 0)
+		c.queue(req)
 	default: // version
-		c.enqueue(req, 0)
+		c.queue(req)
 	}
 }
 

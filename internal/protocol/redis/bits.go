@@ -44,7 +44,7 @@ func cmdSetBit(s *session, args [][]byte) {
 		return
 	}
 	s.add(bitops.SetBit(s.table(), args[1], off, eq(args[3], "1"), s.h.store.Limits().MaxValue))
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		switch r := res[0]; {
 		case errors.Is(r.Err, bitops.ErrBitOffset):
 			w.Error("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
@@ -59,7 +59,7 @@ func cmdSetBit(s *session, args [][]byte) {
 // readValue plans a read of the string at key and calls fn with its value (nil if absent) to write the reply.
 func (s *session) readValue(key []byte, fn func(w *resp.Writer, v []byte)) {
 	s.get(key)
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		switch r := res[0]; {
 		case r.Err == nil:
 			fn(w, r.New.Value)
@@ -162,7 +162,7 @@ func cmdBitOp(s *session, args [][]byte) {
 		return
 	}
 	s.add(bitops.BitOp(s.table(), args[2], op, args[3:]...))
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if r := res[0]; r.Err != nil {
 			w.Error(errText(r.Err))
 			return
@@ -237,7 +237,7 @@ func cmdBitField(s *session, args [][]byte) {
 		fields = append(fields, f)
 	}
 	s.add(bitops.BitField(s.table(), args[1], fields, s.h.store.Limits().MaxValue))
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		r := res[0]
 		switch {
 		case errors.Is(r.Err, bitops.ErrBitOffset):
@@ -290,7 +290,7 @@ func cmdLCS(s *session, args [][]byte) {
 	}
 	s.get(args[1])
 	s.get(args[2])
-	s.plan(2, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		var v [2][]byte
 		for i, r := range res {
 			if r.Err != nil && !errors.Is(r.Err, engine.ErrNotFound) {
@@ -392,7 +392,7 @@ func writeLCS(w *resp.Writer, a, b []byte, lenOnly, idx, withLen bool, minLen in
 func cmdObject(s *session, args [][]byte) {
 	sub := lower(args[1])
 	if sub == "help" {
-		s.plan(0, func(w *resp.Writer, _ []engine.Result) {
+		s.plan(func(w *resp.Writer, _ []engine.Result) {
 			lines := []string{"OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 				"ENCODING <key>", "FREQ <key>", "IDLETIME <key>", "REFCOUNT <key>", "HELP"}
 			w.ArrayHeader(len(lines))
@@ -411,7 +411,7 @@ func cmdObject(s *session, args [][]byte) {
 		return
 	}
 	s.getAny(args[2])
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		r := res[0]
 		switch {
 		case errors.Is(r.Err, engine.ErrNotFound):
@@ -465,7 +465,7 @@ func cmdMemory(s *session, args [][]byte) {
 	s.add(collections.Range(s.table(), key, 0, -1))
 	s.add(collections.ZRange(s.table(), key, collections.RangeSpec{By: "rank", Min: []byte("0"), Max: []byte("-1"), Count: -1}))
 	s.add(collections.XRange(s.table(), key, collections.ID{}, maxID, false, -1))
-	s.plan(6, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		r := res[0]
 		switch {
 		case errors.Is(r.Err, engine.ErrNotFound):

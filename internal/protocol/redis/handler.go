@@ -202,7 +202,7 @@ func (s *session) runParsed() (closing bool) {
 		}
 		// Bound what one read can make the connection hold: a batch of at most maxPending commands, and replies
 		// written out once they pass replyChunk, so a huge pipeline of large GETs streams instead of piling up.
-		if len(s.replies) >= maxPending {
+		if s.batch.Len() >= maxPending {
 			s.flush()
 		}
 		if s.w.Len() >= replyChunk {

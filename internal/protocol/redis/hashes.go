@@ -94,7 +94,7 @@ func cmdHSet(s *session, args [][]byte) {
 		s.add(m)
 	}
 	if eq(args[0], "hmset") {
-		s.plan((len(args)-2)/2, func(w *resp.Writer, res []engine.Result) {
+		s.plan(func(w *resp.Writer, res []engine.Result) {
 			if err := firstErr(res); err != nil {
 				w.Error(errText(err))
 			} else {
@@ -103,7 +103,7 @@ func cmdHSet(s *session, args [][]byte) {
 		})
 		return
 	}
-	s.plan((len(args)-2)/2, replyAdded)
+	s.plan(replyAdded)
 }
 
 func cmdHSetNX(s *session, args [][]byte) {
@@ -113,19 +113,19 @@ func cmdHSetNX(s *session, args [][]byte) {
 	m := s.member(engine.OpMemberSet, engine.KindHash, args[1], args[2])
 	m.Value, m.Cond = args[3], engine.CondAbsent
 	s.add(m)
-	s.plan(1, replyOneIfOK)
+	s.plan(replyOneIfOK)
 }
 
 func cmdHGet(s *session, args [][]byte) {
 	s.add(s.member(engine.OpMemberGet, engine.KindHash, args[1], args[2]))
-	s.plan(1, replyBulkOrNil)
+	s.plan(replyBulkOrNil)
 }
 
 func cmdHMGet(s *session, args [][]byte) {
 	for _, f := range args[2:] {
 		s.add(s.member(engine.OpMemberGet, engine.KindHash, args[1], f))
 	}
-	s.plan(len(args)-2, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if err := firstErr(res); err != nil {
 			w.Error(errText(err))
 			return
@@ -145,14 +145,14 @@ func cmdHDel(s *session, args [][]byte) {
 	for _, f := range args[2:] {
 		s.add(s.member(engine.OpMemberDel, engine.KindHash, args[1], f))
 	}
-	s.plan(len(args)-2, replyRemoved)
+	s.plan(replyRemoved)
 }
 
 // cmdCollLen answers the member count of a collection of kind (HLEN, SCARD).
 func cmdCollLen(kind engine.Kind) func(s *session, args [][]byte) {
 	return func(s *session, args [][]byte) {
 		s.getAny(args[1])
-		s.plan(1, func(w *resp.Writer, res []engine.Result) {
+		s.plan(func(w *resp.Writer, res []engine.Result) {
 			r := res[0]
 			switch {
 			case errors.Is(r.Err, engine.ErrNotFound):
@@ -175,12 +175,12 @@ func cmdCollLen(kind engine.Kind) func(s *session, args [][]byte) {
 
 func cmdHExists(s *session, args [][]byte) {
 	s.add(s.member(engine.OpMemberGet, engine.KindHash, args[1], args[2]))
-	s.plan(1, replyOneIfOK)
+	s.plan(replyOneIfOK)
 }
 
 func cmdHStrlen(s *session, args [][]byte) {
 	s.add(s.member(engine.OpMemberGet, engine.KindHash, args[1], args[2]))
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		switch r := res[0]; {
 		case r.Err == nil:
 			w.Int(int64(len(r.New.Value)))
@@ -201,7 +201,7 @@ func cmdHIncrBy(s *session, args [][]byte) {
 	m := s.member(engine.OpMemberIncr, engine.KindHash, args[1], args[2])
 	m.Incr = engine.IncrArgs{Delta: delta, Create: true}
 	s.add(m)
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		switch r := res[0]; {
 		case r.Err == nil:
 			n, _ := argInt(r.New.Value)
@@ -222,7 +222,7 @@ func cmdHIncrByFloat(s *session, args [][]byte) {
 	m := s.member(engine.OpMemberIncrFloat, engine.KindHash, args[1], args[2])
 	m.Value = args[3]
 	s.add(m)
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		switch r := res[0]; {
 		case r.Err == nil:
 			w.Bulk(r.New.Value)
@@ -242,7 +242,7 @@ func (s *session) members(kind engine.Kind, key []byte) {
 func cmdHGetAll(s *session, args [][]byte) {
 	name := lower(args[0])
 	s.members(engine.KindHash, args[1])
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if r := res[0]; r.Err != nil {
 			w.Error(errText(r.Err))
 			return
@@ -304,7 +304,7 @@ func cmdHRandField(s *session, args [][]byte) {
 		}
 	}
 	s.members(engine.KindHash, args[1])
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if r := res[0]; r.Err != nil {
 			w.Error(errText(r.Err))
 			return
@@ -372,7 +372,7 @@ func collScan(s *session, args [][]byte, kind engine.Kind) {
 		}
 	}
 	s.members(kind, args[1])
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if r := res[0]; r.Err != nil {
 			w.Error(errText(r.Err))
 			return

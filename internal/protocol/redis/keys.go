@@ -35,7 +35,7 @@ func cmdDel(s *session, args [][]byte) {
 	for _, k := range args[1:] {
 		s.add(engine.Mutation{Op: engine.OpDelete, Table: s.table(), Key: k, AnyKind: true})
 	}
-	s.plan(len(args)-1, replyCountOK)
+	s.plan(replyCountOK)
 }
 
 // replyCountOK answers how many of the mutations succeeded (DEL, EXISTS); a miss counts 0, any other error is
@@ -57,12 +57,12 @@ func cmdExists(s *session, args [][]byte) {
 	for _, k := range args[1:] {
 		s.getAny(k)
 	}
-	s.plan(len(args)-1, replyCountOK)
+	s.plan(replyCountOK)
 }
 
 func cmdType(s *session, args [][]byte) {
 	s.getAny(args[1])
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if readFailed(w, res) {
 			return
 		}
@@ -81,7 +81,7 @@ func cmdRename(s *session, args [][]byte) {
 		m.Cond = engine.CondAbsent
 	}
 	s.add(m)
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		r := res[0]
 		switch {
 		case r.Err == nil && nx:
@@ -126,7 +126,7 @@ func cmdCopy(s *session, args [][]byte) {
 		return
 	}
 	s.add(m)
-	s.plan(1, replyOneIfOK)
+	s.plan(replyOneIfOK)
 }
 
 func cmdFlush(s *session, args [][]byte) {
@@ -139,7 +139,7 @@ func cmdFlush(s *session, args [][]byte) {
 		m.Table = s.table()
 	}
 	s.add(m)
-	s.plan(1, nil)
+	s.plan(nil)
 }
 
 func cmdExpire(s *session, args [][]byte) {
@@ -194,18 +194,18 @@ func cmdExpire(s *session, args [][]byte) {
 	}
 	m.Expires = ms
 	s.add(m)
-	s.plan(1, replyOneIfOK)
+	s.plan(replyOneIfOK)
 }
 
 func cmdPersist(s *session, args [][]byte) {
 	s.add(engine.Mutation{Op: engine.OpExpire, Table: s.table(), Key: args[1], Expire: engine.ExpireArgs{Cond: engine.ExpXX}})
-	s.plan(1, replyOneIfOK)
+	s.plan(replyOneIfOK)
 }
 
 func cmdTTL(s *session, args [][]byte) {
 	name := lower(args[0])
 	s.getAny(args[1])
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if readFailed(w, res) {
 			return
 		}

@@ -39,7 +39,7 @@ func cmdPush(s *session, args [][]byte) {
 		}
 	}
 	s.add(collections.Push(s.table(), args[1], name[0] == 'l', name[len(name)-1] == 'x', args[2:]...))
-	s.plan(1, replyListInt)
+	s.plan(replyListInt)
 }
 
 // replyListInt answers a list function's integer result (a length, a count).
@@ -66,7 +66,7 @@ func cmdPop(s *session, args [][]byte) {
 		return
 	}
 	s.add(collections.Pop(s.table(), args[1], lower(args[0]) == "lpop", count))
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		r := res[0]
 		switch {
 		case errors.Is(r.Err, engine.ErrNotFound) && count < 0:
@@ -110,7 +110,7 @@ func cmdLRange(s *session, args [][]byte) {
 		return
 	}
 	s.add(collections.Range(s.table(), args[1], n[0], n[1]))
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if r := res[0]; r.Err != nil {
 			w.Error(errText(r.Err))
 			return
@@ -125,7 +125,7 @@ func cmdLIndex(s *session, args [][]byte) {
 		return
 	}
 	s.add(collections.Index(s.table(), args[1], n[0]))
-	s.plan(1, replyBulkOrNil)
+	s.plan(replyBulkOrNil)
 }
 
 func cmdLSet(s *session, args [][]byte) {
@@ -134,7 +134,7 @@ func cmdLSet(s *session, args [][]byte) {
 		return
 	}
 	s.add(collections.Set(s.table(), args[1], n[0], args[3]))
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		switch r := res[0]; {
 		case r.Err == nil:
 			w.SimpleString("OK")
@@ -156,7 +156,7 @@ func cmdLInsert(s *session, args [][]byte) {
 		return
 	}
 	s.add(collections.Insert(s.table(), args[1], before, args[3], args[4]))
-	s.plan(1, replyListInt)
+	s.plan(replyListInt)
 }
 
 func cmdLRem(s *session, args [][]byte) {
@@ -165,7 +165,7 @@ func cmdLRem(s *session, args [][]byte) {
 		return
 	}
 	s.add(collections.Rem(s.table(), args[1], n[0], args[3]))
-	s.plan(1, replyListInt)
+	s.plan(replyListInt)
 }
 
 func cmdLTrim(s *session, args [][]byte) {
@@ -174,7 +174,7 @@ func cmdLTrim(s *session, args [][]byte) {
 		return
 	}
 	s.add(collections.Trim(s.table(), args[1], n[0], n[1]))
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if r := res[0]; r.Err != nil {
 			w.Error(errText(r.Err))
 			return
@@ -222,7 +222,7 @@ func cmdLPos(s *session, args [][]byte) {
 	}
 	want := args[2]
 	s.add(collections.Range(s.table(), args[1], 0, -1))
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if r := res[0]; r.Err != nil {
 			w.Error(errText(r.Err))
 			return
@@ -273,7 +273,7 @@ func cmdLMove(s *session, args [][]byte) {
 		}
 	}
 	s.add(collections.Move(s.table(), args[1], s.table(), args[2], fromLeft, toLeft))
-	s.plan(1, replyBulkOrNil)
+	s.plan(replyBulkOrNil)
 }
 
 func leftOrRight(a []byte) (left, ok bool) {

@@ -133,16 +133,15 @@ func (h *Handler) dbOf(t string) (int, bool) {
 // probes brackets a write command's mutations, when notifications are on, with reads of its keys before and
 // after it in the same batch, so its events can tell a key created ("new") or emptied away ("del") exactly.
 func (s *session) probes(cmd *command, args [][]byte, mutsBefore, repliesBefore int) {
-	if len(s.replies) != repliesBefore+1 || cmd.flags&flagWrite == 0 || notes[cmd.name] == nil {
+	if s.batch.Len() != repliesBefore+1 || cmd.flags&flagWrite == 0 || notes[cmd.name] == nil {
 		return
 	}
-	p := &s.replies[len(s.replies)-1]
-	if p.errMsg != "" || p.status != "" || p.imm != nil || len(s.muts) < mutsBefore {
+	p := s.batch.Last()
+	if p.errMsg != "" || p.status != "" || p.imm != nil || len(s.batch.Muts()) < mutsBefore {
 		return
 	}
 	keys := cmd.keys(args)
-	s.muts = append(s.muts[:mutsBefore], bracket(s.table(), keys, s.muts[mutsBefore:])...)
-	p.n += 2 * len(keys)
+	s.batch.Rewrite(mutsBefore, func(own []engine.Mutation) []engine.Mutation { return bracket(s.table(), keys, own) })
 	p.probes = len(keys)
 	p.note = cmd
 	p.args = args
@@ -159,15 +158,16 @@ func bracket(table string, keys [][]byte, own []engine.Mutation) []engine.Mutati
 	return append(out, out[:len(keys)]...)
 }
 
-// publishNotes sends the events of a command whose reply was just written (reply) from its results, probes
-// included. A batch that failed sends nothing.
+// publishNotes sends the events of a command whose reply was just written (reply) from its own results and
+// mutations, probes included. A batch that failed sends nothing.
 func (s *session) publishNotes(p *pending, res []engine.Result, muts []engine.Mutation, reply []byte) {
-	if p.note == nil || len(reply) == 0 || reply[0] == '-' || len(res) < p.n {
+	n := len(muts)
+	if p.note == nil || len(reply) == 0 || reply[0] == '-' || len(res) < n {
 		return
 	}
 	k := p.probes
 	ev := &noteCtx{h: s.h, db: p.db, args: p.args, keys: p.note.keys(p.args), reply: reply,
-		res: res[k : p.n-k], muts: muts[k : p.n-k], before: res[:k], after: res[p.n-k : p.n]}
+		res: res[k : n-k], muts: muts[k : n-k], before: res[:k], after: res[n-k : n]}
 	notes[p.note.name](ev)
 }
 
@@ -185,7 +185,7 @@ func (s *session) applyNoted(m engine.Mutation, name string, args [][]byte) (eng
 	}
 	keys := cmd.keys(args)
 	muts := bracket(s.table(), keys, []engine.Mutation{m})
-	p := pending{n: len(muts), probes: len(keys), note: cmd, args: args, db: s.db}
+	p := pending{probes: len(keys), note: cmd, args: args, db: s.db}
 	res, err := s.h.store.Apply(context.Background(), muts)
 	if err != nil {
 		return engine.Result{}, func(int) {}, err

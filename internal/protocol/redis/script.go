@@ -312,7 +312,7 @@ func scriptCall(L *lua.LState, tx *engine.Tx, h *Handler, db int, readOnly bool)
 		return errTable("ERR Wrong number of args calling Redis command from script"), nil
 	}
 	cmd.data(s, args)
-	res, err := tx.Apply(s.muts)
+	res, err := tx.Apply(s.batch.Muts())
 	if err != nil && !errors.Is(err, engine.ErrAborted) {
 		return nil, err
 	}

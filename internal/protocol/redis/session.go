@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"errors"
 	"net"
 	"time"
 
@@ -10,16 +9,17 @@ import (
 	"anykv/internal/membudget"
 	"anykv/internal/metrics"
 	"anykv/internal/protocol/errmap"
+	"anykv/internal/protocol/pipeline"
 	"anykv/internal/protocol/resp"
 )
 
 // replyFunc writes one command's reply from the results of its mutations.
 type replyFunc func(w *resp.Writer, res []engine.Result)
 
-// pending is one command's reply waiting for its batch: it consumes n results, or is an error decided
-// before the batch ran, or (inside EXEC) an immediate command to run in its place.
+// pending is one command's reply waiting for its batch: it is written from the results of the mutations the
+// command added, or is an error decided before the batch ran, or (inside EXEC) an immediate command to run in its
+// place.
 type pending struct {
-	n      int
 	fn     replyFunc // nil with errMsg == "": "+OK" unless the result carries an error
 	errMsg string
 	status string // a fixed status reply decided before the batch ran (SELECT inside EXEC)
@@ -33,7 +33,7 @@ type pending struct {
 	rejected bool
 
 	// Keyspace notifications (notify.go): the command whose events to send, its database, and how many key
-	// reads bracket its mutations on each side (counted in n).
+	// reads bracket its mutations on each side (among its mutations).
 	note   *command
 	db     int
 	probes int
@@ -67,8 +67,7 @@ type session struct {
 	lastCmd string
 
 	// The batch being built from the commands of one read: their mutations and replies, in order.
-	muts    []engine.Mutation
-	replies []pending
+	batch pipeline.Batch[pending]
 
 	inMulti bool
 	dirty   bool       // a command failed to queue: EXEC answers EXECABORT
@@ -115,16 +114,16 @@ func (s *session) releaseBuffers() {
 func (s *session) table() string { return table(s.db) }
 
 // add appends a mutation to the batch being built.
-func (s *session) add(m engine.Mutation) { s.muts = append(s.muts, m) }
+func (s *session) add(m engine.Mutation) { s.batch.Add(m) }
 
-// plan registers the reply of the command that just added its n mutations.
-func (s *session) plan(n int, fn replyFunc) {
-	s.replies = append(s.replies, pending{n: n, fn: fn, obs: s.obs, start: s.start, cmd: s.cur, args: s.curArgs})
+// plan registers the reply of the command that just added its mutations.
+func (s *session) plan(fn replyFunc) {
+	s.batch.Plan(pending{fn: fn, obs: s.obs, start: s.start, cmd: s.cur, args: s.curArgs})
 }
 
 // fail registers an error reply for the command being compiled; it must add no mutation.
 func (s *session) fail(msg string) {
-	s.replies = append(s.replies, pending{errMsg: msg, obs: s.obs, start: s.start, cmd: s.cur, args: s.curArgs})
+	s.batch.Plan(pending{errMsg: msg, obs: s.obs, start: s.start, cmd: s.cur, args: s.curArgs})
 }
 
 // lookup finds the command named by args[0], case-insensitively.
@@ -187,7 +186,7 @@ func (s *session) dispatch(args [][]byte) {
 	}
 	switch {
 	case cmd.data != nil:
-		if len(s.muts)+3*len(args) > s.h.store.Limits().MaxBatch {
+		if !s.batch.Fits(3*len(args), s.h.store.Limits().MaxBatch) {
 			s.flush() // keep each engine batch within the store's limit; a command's own mutations stay together
 		}
 		s.compile(cmd, args)
@@ -209,7 +208,7 @@ func (s *session) compile(cmd *command, args [][]byte) {
 		cmd.data(s, args)
 		return
 	}
-	muts, replies := len(s.muts), len(s.replies)
+	muts, replies := len(s.batch.Muts()), s.batch.Len()
 	cmd.data(s, args)
 	s.probes(cmd, args, muts, replies)
 }
@@ -234,7 +233,7 @@ func (s *session) reject(msg string) {
 		s.dirty = true
 	}
 	s.fail(msg)
-	s.replies[len(s.replies)-1].rejected = true
+	s.batch.Last().rejected = true
 }
 
 // immediate writes a reply now, after the replies already pending.
@@ -262,26 +261,26 @@ func copyArgs(args [][]byte) [][]byte {
 
 // flush runs the batch built so far and writes its replies in order.
 func (s *session) flush() {
-	if len(s.replies) == 0 {
+	if s.batch.Len() == 0 {
 		return
 	}
 	res, err := s.run(nil)
 	s.writeReplies(res, err)
-	s.muts, s.replies = s.muts[:0], s.replies[:0]
 }
 
 // run applies the pending mutations, after the guards, as one batch. A batch of plain reads skips the
 // engine's write path and reads directly.
 func (s *session) run(guards []engine.Mutation) ([]engine.Result, error) {
-	if len(s.muts) == 0 && len(guards) == 0 {
+	own := s.batch.Muts()
+	if len(own) == 0 && len(guards) == 0 {
 		return nil, nil
 	}
-	if guards == nil && plainReads(s.muts) {
-		return s.readDirect(), nil
+	if guards == nil && plainReads(own) {
+		return s.readDirect(own), nil
 	}
-	muts := s.muts
+	muts := own
 	if guards != nil {
-		muts = append(guards, s.muts...)
+		muts = append(guards, own...)
 	}
 	res, err := s.h.store.Apply(context.Background(), muts)
 	if err == nil {
@@ -303,11 +302,11 @@ func plainReads(muts []engine.Mutation) bool {
 }
 
 // readDirect answers plain reads with Get, giving the results Resolve would give for OpGet.
-func (s *session) readDirect() []engine.Result {
-	res := make([]engine.Result, len(s.muts))
+func (s *session) readDirect(muts []engine.Mutation) []engine.Result {
+	res := make([]engine.Result, len(muts))
 	now := s.h.store.Now()
-	for i := range s.muts {
-		m := &s.muts[i]
+	for i := range muts {
+		m := &muts[i]
 		it, err := s.h.store.GetAnyAt(s.readCtx(), m.Table, m.Key, now)
 		if err != nil {
 			res[i].Err = err
@@ -322,33 +321,24 @@ func (s *session) readDirect() []engine.Result {
 	return res
 }
 
-// writeReplies writes every pending reply; err is a batch-level failure that every mutating command reports.
+// writeReplies writes every pending reply and empties the batch; err is a batch-level failure that every
+// mutating command reports.
 func (s *session) writeReplies(res []engine.Result, err error) {
-	if errors.Is(err, engine.ErrAborted) {
-		res = make([]engine.Result, len(s.muts))
-		for i := range res {
-			res[i].Err = engine.ErrAborted
-		}
-		err = nil
-	}
-	off := 0
-	for i := range s.replies {
-		p := &s.replies[i]
+	s.batch.Answer(res, err, func(p *pending, own []engine.Result, muts []engine.Mutation, err error) {
 		before := s.w.Len()
-		s.writeReply(*p, res, off, err)
+		s.writeReply(p, own, err)
 		out := s.w.Bytes()
 		failed, took := len(out) > before && (out[before] == '-' || err != nil), time.Since(p.start)
 		p.obs.Observe(took, failed)
 		s.account(p.cmd, p.args, took, p.rejected, failed)
 		if p.note != nil && err == nil {
-			s.publishNotes(p, res[off:], s.muts[off:], s.w.Bytes()[before:])
+			s.publishNotes(p, own, muts, s.w.Bytes()[before:])
 		}
-		off += p.n // zero for replies that consumed no result
-	}
+	})
 }
 
-// writeReply writes one pending reply from the batch results starting at off.
-func (s *session) writeReply(p pending, res []engine.Result, off int, err error) {
+// writeReply writes one pending reply from the results of its own mutations.
+func (s *session) writeReply(p *pending, own []engine.Result, err error) {
 	switch {
 	case p.errMsg != "":
 		s.w.Error(p.errMsg)
@@ -359,7 +349,7 @@ func (s *session) writeReply(p pending, res []engine.Result, off int, err error)
 	case err != nil:
 		s.w.Error(errText(err))
 	default:
-		r := res[off+p.probes : off+p.n-p.probes]
+		r := own[p.probes : len(own)-p.probes]
 		if p.fn != nil {
 			p.fn(s.w, r)
 		} else if len(r) > 0 && r[0].Err != nil {

@@ -43,14 +43,14 @@ func cmdSAdd(s *session, args [][]byte) {
 		mut.Value = setMember
 		s.add(mut)
 	}
-	s.plan(len(args)-2, replyAdded)
+	s.plan(replyAdded)
 }
 
 func cmdSRem(s *session, args [][]byte) {
 	for _, m := range args[2:] {
 		s.add(s.member(engine.OpMemberDel, engine.KindSet, args[1], m))
 	}
-	s.plan(len(args)-2, replyRemoved)
+	s.plan(replyRemoved)
 }
 
 // writeSet writes names as a RESP3 set (an array in RESP2).
@@ -71,7 +71,7 @@ func memberNames(ms []engine.Member) [][]byte {
 
 func cmdSMembers(s *session, args [][]byte) {
 	s.members(engine.KindSet, args[1])
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if r := res[0]; r.Err != nil {
 			w.Error(errText(r.Err))
 			return
@@ -82,14 +82,14 @@ func cmdSMembers(s *session, args [][]byte) {
 
 func cmdSIsMember(s *session, args [][]byte) {
 	s.add(s.member(engine.OpMemberGet, engine.KindSet, args[1], args[2]))
-	s.plan(1, replyOneIfOK)
+	s.plan(replyOneIfOK)
 }
 
 func cmdSMIsMember(s *session, args [][]byte) {
 	for _, m := range args[2:] {
 		s.add(s.member(engine.OpMemberGet, engine.KindSet, args[1], m))
 	}
-	s.plan(len(args)-2, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if err := firstErr(res); err != nil {
 			w.Error(errText(err))
 			return
@@ -120,7 +120,7 @@ func cmdSRandMember(s *session, args [][]byte) {
 		count = n
 	}
 	s.members(engine.KindSet, args[1])
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if r := res[0]; r.Err != nil {
 			w.Error(errText(r.Err))
 			return
@@ -146,7 +146,7 @@ func cmdSMove(s *session, args [][]byte) {
 	src, dst, member := args[1], args[2], args[3]
 	if string(src) == string(dst) {
 		s.add(s.member(engine.OpMemberGet, engine.KindSet, src, member))
-		s.plan(1, replyOneIfOK)
+		s.plan(replyOneIfOK)
 		return
 	}
 	s.group++
@@ -159,7 +159,7 @@ func cmdSMove(s *session, args [][]byte) {
 	s.add(check)
 	s.add(del)
 	s.add(add)
-	s.plan(3, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		for _, r := range res[:2] {
 			if r.Err != nil && !errors.Is(r.Err, engine.ErrNotFound) {
 				w.Error(errText(r.Err))
@@ -208,7 +208,7 @@ func cmdSetAlgebra(s *session, args [][]byte) {
 	for _, k := range args[1:] {
 		s.members(engine.KindSet, k)
 	}
-	s.plan(len(args)-1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if err := firstErr(res); err != nil {
 			w.Error(errText(err))
 			return
@@ -248,7 +248,7 @@ func cmdSInterCard(s *session, args [][]byte) {
 	for _, k := range keys {
 		s.members(engine.KindSet, k)
 	}
-	s.plan(len(keys), func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if err := firstErr(res); err != nil {
 			w.Error(errText(err))
 			return
@@ -282,7 +282,7 @@ func cmdSPop(s *session, args [][]byte) {
 		count = n
 	}
 	s.add(collections.SPop(s.table(), args[1], count, rand.Uint64()))
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		r := res[0]
 		switch {
 		case errors.Is(r.Err, engine.ErrNotFound) && count < 0:
@@ -302,5 +302,5 @@ func cmdSPop(s *session, args [][]byte) {
 func cmdSStore(s *session, args [][]byte) {
 	op := map[string]string{"sinterstore": "inter", "sunionstore": "union", "sdiffstore": "diff"}[lower(args[0])]
 	s.add(collections.SStore(s.table(), args[1], op, args[2:]...))
-	s.plan(1, replyListInt)
+	s.plan(replyListInt)
 }

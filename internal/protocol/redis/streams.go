@@ -101,7 +101,7 @@ options:
 		}
 	}
 	s.add(collections.XAdd(s.table(), args[1], id, noMk, trim, args[i+1:]...))
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		switch r := res[0]; {
 		case errors.Is(r.Err, engine.ErrNotFound):
 			w.Null()
@@ -153,7 +153,7 @@ func cmdXRange(s *session, args [][]byte) {
 		return
 	}
 	s.add(collections.XRange(s.table(), args[1], from, to, rev, count))
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		switch r := res[0]; {
 		case errors.Is(r.Err, engine.ErrNotFound):
 			w.ArrayHeader(0)
@@ -173,7 +173,7 @@ func cmdXDel(s *session, args [][]byte) {
 		}
 	}
 	s.add(collections.XDel(s.table(), args[1], args[2:]...))
-	s.plan(1, replyListInt)
+	s.plan(replyListInt)
 }
 
 func cmdXTrim(s *session, args [][]byte) {
@@ -190,7 +190,7 @@ func cmdXTrim(s *session, args [][]byte) {
 		return
 	}
 	s.add(collections.XTrim(s.table(), args[1], trim))
-	s.plan(1, replyListInt)
+	s.plan(replyListInt)
 }
 
 // cmdXRead answers the entries after the given IDs of each stream; with BLOCK it waits for new entries, woken by

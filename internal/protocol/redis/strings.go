@@ -190,7 +190,7 @@ func (s *session) getAny(key []byte) {
 
 func cmdGet(s *session, args [][]byte) {
 	s.get(args[1])
-	s.plan(1, replyBulkOrNil)
+	s.plan(replyBulkOrNil)
 }
 
 // setOptions parses SET's options from args[3:].
@@ -228,11 +228,11 @@ func cmdSet(s *session, args [][]byte) {
 	s.add(m)
 	switch {
 	case get:
-		s.plan(1, replyOldOrNil)
+		s.plan(replyOldOrNil)
 	case m.Cond != engine.CondNone:
-		s.plan(1, replyOKOrNil)
+		s.plan(replyOKOrNil)
 	default:
-		s.plan(1, nil)
+		s.plan(nil)
 	}
 }
 
@@ -241,7 +241,7 @@ func cmdSetNX(s *session, args [][]byte) {
 		return
 	}
 	s.add(engine.Mutation{Op: engine.OpSet, Table: s.table(), Key: args[1], Value: args[2], Cond: engine.CondAbsent})
-	s.plan(1, replyOneIfOK)
+	s.plan(replyOneIfOK)
 }
 
 func cmdSetEX(s *session, args [][]byte) {
@@ -264,7 +264,7 @@ func cmdSetEX(s *session, args [][]byte) {
 		return
 	}
 	s.add(engine.Mutation{Op: engine.OpSet, Table: s.table(), Key: args[1], Value: args[3], Expires: at, Set: engine.SetArgs{Blind: true}})
-	s.plan(1, nil)
+	s.plan(nil)
 }
 
 func cmdGetSet(s *session, args [][]byte) {
@@ -272,12 +272,12 @@ func cmdGetSet(s *session, args [][]byte) {
 		return
 	}
 	s.add(engine.Mutation{Op: engine.OpSet, Table: s.table(), Key: args[1], Value: args[2]})
-	s.plan(1, replyOldOrNil)
+	s.plan(replyOldOrNil)
 }
 
 func cmdGetDel(s *session, args [][]byte) {
 	s.add(engine.Mutation{Op: engine.OpDelete, Table: s.table(), Key: args[1]})
-	s.plan(1, replyOldOrNil)
+	s.plan(replyOldOrNil)
 }
 
 func cmdGetEx(s *session, args [][]byte) {
@@ -300,15 +300,15 @@ func cmdGetEx(s *session, args [][]byte) {
 		}
 	}
 	s.add(m)
-	s.plan(1, replyBulkOrNil)
+	s.plan(replyBulkOrNil)
 }
 
 func cmdMGet(s *session, args [][]byte) {
 	for _, k := range args[1:] {
 		s.get(k)
 	}
-	s.plan(len(args)-1, func(w *resp.Writer, res []engine.Result) {
-		for i := range res { // a key of another type is nil for MGET, as in Redis
+	s.plan(func(w *resp.Writer, res []engine.Result) {
+		for i := range res {
 			if errors.Is(res[i].Err, engine.ErrWrongType) {
 				res[i].Err = engine.ErrNotFound
 			}
@@ -351,7 +351,7 @@ func (s *session) addSets(args [][]byte, group uint32) {
 func cmdMSet(s *session, args [][]byte) {
 	if s.checkPairs(args) {
 		s.addSets(args, 0)
-		s.plan(len(args)/2, func(w *resp.Writer, res []engine.Result) { w.SimpleString("OK") })
+		s.plan(func(w *resp.Writer, res []engine.Result) { w.SimpleString("OK") })
 	}
 }
 
@@ -376,7 +376,7 @@ func cmdMSetNX(s *session, args [][]byte) {
 		}
 	}
 	s.addSets(args, s.group)
-	s.plan(n+len(args)/2, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if last := res[len(res)-1]; errors.Is(last.Err, engine.ErrAborted) {
 			w.Int(0)
 		} else if last.Err != nil {
@@ -392,12 +392,12 @@ func cmdAppend(s *session, args [][]byte) {
 		return
 	}
 	s.add(engine.Mutation{Op: engine.OpAppend, Table: s.table(), Key: args[1], Value: args[2], Edit: engine.EditArgs{Create: true}})
-	s.plan(1, replyNewLen)
+	s.plan(replyNewLen)
 }
 
 func cmdStrlen(s *session, args [][]byte) {
 	s.get(args[1])
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if !readFailed(w, res) {
 			w.Int(int64(len(res[0].New.Value)))
 		}
@@ -412,7 +412,7 @@ func cmdGetRange(s *session, args [][]byte) {
 		return
 	}
 	s.get(args[1])
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if readFailed(w, res) {
 			return
 		}
@@ -452,7 +452,7 @@ func cmdSetRange(s *session, args [][]byte) {
 		return
 	}
 	s.add(engine.Mutation{Op: engine.OpSetRange, Table: s.table(), Key: args[1], Value: args[3], Edit: engine.EditArgs{Offset: off}})
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if r := res[0]; r.Err != nil {
 			w.Error(errText(r.Err))
 		} else {
@@ -480,13 +480,13 @@ func cmdIncr(s *session, args [][]byte) {
 		delta = -delta
 	}
 	s.add(engine.Mutation{Op: engine.OpIncr, Table: s.table(), Key: args[1], Incr: engine.IncrArgs{Delta: delta, Create: true}})
-	s.plan(1, replyNewInt)
+	s.plan(replyNewInt)
 }
 
 func cmdIncrByFloat(s *session, args [][]byte) {
 	// The engine parses the increment in long double precision, as Redis does, and answers ErrNotFloat.
 	s.add(engine.Mutation{Op: engine.OpIncrFloat, Table: s.table(), Key: args[1], Value: args[2]})
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if r := res[0]; r.Err != nil {
 			w.Error(errText(r.Err))
 		} else {

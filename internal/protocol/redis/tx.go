@@ -59,23 +59,24 @@ func cmdExec(s *session, args [][]byte) {
 		c := s.lookup(a[0])
 		if c.name == "select" { // it changes where the commands after it write, so it takes effect now
 			if msg := s.selectDB(a[1]); msg != "" {
-				s.replies = append(s.replies, pending{errMsg: msg})
+				s.batch.Plan(pending{errMsg: msg})
 			} else {
-				s.replies = append(s.replies, pending{status: "OK"})
+				s.batch.Plan(pending{status: "OK"})
 			}
 			continue
 		}
 		s.cur, s.curArgs = c, a // each queued command counts in INFO commandstats under its own name
 		if c.data != nil {
-			before := len(s.muts)
+			before := len(s.batch.Muts())
 			s.compile(c, a)
-			for i := before; i < len(s.muts); i++ {
-				if s.muts[i].Group == 0 {
-					s.muts[i].Guard = false // only WATCH guards may abort a whole transaction
+			muts := s.batch.Muts()
+			for i := before; i < len(muts); i++ {
+				if muts[i].Group == 0 {
+					muts[i].Guard = false // only WATCH guards may abort a whole transaction
 				}
 			}
 		} else {
-			s.replies = append(s.replies, pending{imm: c, args: a, cmd: c, start: s.start})
+			s.batch.Plan(pending{imm: c, args: a, cmd: c, start: s.start})
 		}
 	}
 	guards := make([]engine.Mutation, 0, len(watched))
@@ -85,13 +86,12 @@ func cmdExec(s *session, args [][]byte) {
 	}
 	res, err := s.run(guards)
 	if errors.Is(err, engine.ErrAborted) {
-		s.muts, s.replies = s.muts[:0], s.replies[:0]
+		s.batch.Reset()
 		s.w.NullArray()
 		return
 	}
 	s.w.ArrayHeader(len(queued))
 	s.writeReplies(res, err)
-	s.muts, s.replies = s.muts[:0], s.replies[:0]
 }
 
 func cmdWatch(s *session, args [][]byte) {

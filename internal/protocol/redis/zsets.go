@@ -135,10 +135,10 @@ flagLoop:
 	}
 	s.add(collections.ZAdd(s.table(), args[1], flags, pairs...))
 	if flags&collections.ZIncr != 0 {
-		s.plan(1, replyZIncr)
+		s.plan(replyZIncr)
 		return
 	}
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if r := res[0]; r.Err != nil {
 			w.Error(zsetErr(r.Err))
 			return
@@ -165,18 +165,18 @@ func cmdZIncrBy(s *session, args [][]byte) {
 		return
 	}
 	s.add(collections.ZAdd(s.table(), args[1], collections.ZIncr, args[2], args[3]))
-	s.plan(1, replyZIncr)
+	s.plan(replyZIncr)
 }
 
 func cmdZRem(s *session, args [][]byte) {
 	s.add(collections.ZRem(s.table(), args[1], args[2:]...))
-	s.plan(1, replyListInt)
+	s.plan(replyListInt)
 }
 
 func cmdZScore(s *session, args [][]byte) {
 	multi := eq(args[0], "zmscore")
 	s.add(collections.ZScore(s.table(), args[1], args[2:]...))
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		r := res[0]
 		switch {
 		case r.Err != nil:
@@ -230,7 +230,7 @@ func cmdZCount(s *session, args [][]byte) {
 		return
 	}
 	s.add(collections.ZRange(s.table(), args[1], collections.RangeSpec{By: by, Min: args[2], Max: args[3], Count: -1}))
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if r := res[0]; r.Err != nil {
 			w.Error(errText(r.Err))
 			return
@@ -246,7 +246,7 @@ func cmdZRank(s *session, args [][]byte) {
 		return
 	}
 	s.add(collections.ZRank(s.table(), args[1], args[2], eq(args[0], "zrevrank")))
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		switch r := res[0]; {
 		case errors.Is(r.Err, engine.ErrNotFound) && withScore:
 			w.NullArray()
@@ -331,11 +331,11 @@ func cmdZRange(s *session, args [][]byte) {
 	}
 	if store {
 		s.add(collections.ZRangeStore(s.table(), dst, key, spec))
-		s.plan(1, replyListInt)
+		s.plan(replyListInt)
 		return
 	}
 	s.add(collections.ZRange(s.table(), key, spec))
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if r := res[0]; r.Err != nil {
 			w.Error(errText(r.Err))
 			return
@@ -360,7 +360,7 @@ func cmdZRemRange(s *session, args [][]byte) {
 		return
 	}
 	s.add(collections.ZRemRange(s.table(), args[1], spec))
-	s.plan(1, replyListInt)
+	s.plan(replyListInt)
 }
 
 func cmdZPop(s *session, args [][]byte) {
@@ -378,12 +378,12 @@ func cmdZPop(s *session, args [][]byte) {
 		count = n
 	}
 	s.add(collections.ZPop(s.table(), args[1], eq(args[0], "zpopmax"), count))
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		r := res[0]
 		switch {
 		case r.Err != nil:
 			w.Error(errText(r.Err))
-		case !withCount && w.Proto() >= 3 && len(r.Members) == 1: // RESP3: one pair, not nested
+		case !withCount && w.Proto() >= 3 && len(r.Members) == 1:
 			w.ArrayHeader(2)
 			w.Bulk(r.Members[0].Name)
 			writeScore(w, r.Members[0].Item.Value)
@@ -410,7 +410,7 @@ func cmdZRandMember(s *session, args [][]byte) {
 		}
 	}
 	s.add(collections.ZRange(s.table(), args[1], collections.RangeSpec{By: "rank", Min: []byte("0"), Max: []byte("-1"), Count: -1}))
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if r := res[0]; r.Err != nil {
 			w.Error(errText(r.Err))
 			return
@@ -490,11 +490,11 @@ func cmdZCombine(s *session, args [][]byte) {
 	}
 	if store {
 		s.add(collections.ZCombine(s.table(), dst, c, true))
-		s.plan(1, replyListInt)
+		s.plan(replyListInt)
 		return
 	}
 	s.add(collections.ZCombine(s.table(), c.Keys[0], c, false))
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if r := res[0]; r.Err != nil {
 			w.Error(errText(r.Err))
 			return
@@ -527,7 +527,7 @@ func cmdZScan(s *session, args [][]byte) {
 		}
 	}
 	s.add(collections.ZRange(s.table(), args[1], collections.RangeSpec{By: "rank", Min: []byte("0"), Max: []byte("-1"), Count: -1}))
-	s.plan(1, func(w *resp.Writer, res []engine.Result) {
+	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if r := res[0]; r.Err != nil {
 			w.Error(errText(r.Err))
 			return
