@@ -138,28 +138,12 @@ func parseNum(b []byte) (int64, error) {
 }
 
 // list is one list as a function sees it.
-type list struct {
-	tx     *engine.Tx
-	table  string
-	key    []byte
-	meta   engine.CollMeta
-	item   engine.Item // the meta item
-	exists bool
-}
+type list struct{ coll }
 
 // openList reads the list at table/key: wrong is true if another kind is stored there.
-func openList(tx *engine.Tx, table string, key []byte) (l list, wrong bool, err error) {
-	l = list{tx: tx, table: table, key: key}
-	it, found, err := tx.Get(table, key)
-	if err != nil || !found {
-		return l, false, err
-	}
-	if it.Kind != engine.KindList {
-		return l, true, nil
-	}
-	l.meta, err = engine.DecodeCollMeta(it.Value)
-	l.item, l.exists = it, true
-	return l, false, err
+func openList(tx *engine.Tx, table string, key []byte) (list, bool, error) {
+	c, wrong, err := openColl(tx, table, key, engine.KindList)
+	return list{c}, wrong, err
 }
 
 // elem encodes a list position so that positions sort as numbers.
@@ -186,16 +170,6 @@ func (l *list) create() {
 	l.meta = engine.CollMeta{Gen: l.tx.NextVersion()}
 	l.item = engine.Item{Kind: engine.KindList}
 	l.exists = true
-}
-
-// save writes the meta, or deletes the list once it is empty (as Redis does).
-func (l *list) save() {
-	if l.meta.Count <= 0 {
-		l.tx.Delete(l.table, l.key)
-		return
-	}
-	l.item.Value = engine.AppendCollMeta(nil, l.meta)
-	l.tx.Put(l.table, l.key, l.item)
 }
 
 // pos turns a Redis index (negative from the tail) into a position, and whether it lies inside the list.
@@ -249,8 +223,6 @@ func (l *list) popOne(left bool) ([]byte, error) {
 	return v, nil
 }
 
-var wrongType = engine.Result{Err: engine.ErrWrongType}
-
 func push(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	if len(args) < 3 {
 		return engine.Result{}, engine.ErrInvalid
@@ -282,13 +254,8 @@ func pop(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		return engine.Result{}, err
 	}
 	l, wrong, err := openList(tx, tx.Table(), tx.Key())
-	switch {
-	case err != nil:
-		return engine.Result{}, err
-	case wrong:
-		return wrongType, nil
-	case !l.exists:
-		return engine.Result{Err: engine.ErrNotFound}, nil
+	if res, done, err := settle(l.exists, wrong, err, engine.Result{Err: engine.ErrNotFound}); done {
+		return res, err
 	}
 	var res engine.Result
 	single := count < 0
@@ -335,13 +302,8 @@ func setAt(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		return engine.Result{}, engine.ErrInvalid
 	}
 	l, wrong, err := openList(tx, tx.Table(), tx.Key())
-	switch {
-	case err != nil:
-		return engine.Result{}, err
-	case wrong:
-		return wrongType, nil
-	case !l.exists:
-		return engine.Result{Err: engine.ErrNotFound}, nil
+	if res, done, err := settle(l.exists, wrong, err, engine.Result{Err: engine.ErrNotFound}); done {
+		return res, err
 	}
 	p, ok := l.pos(i)
 	if !ok {
@@ -362,23 +324,27 @@ func (l *list) scanElems(from, to int64, fn func(pos int64, v []byte) bool) erro
 	})
 }
 
-func lrange(tx *engine.Tx, args [][]byte) (engine.Result, error) {
+// openSpan opens the list for LRANGE and LTRIM and turns their start and stop (args[0], args[1]) into the
+// positions [from, to); done says res and err are already the call's outcome.
+func openSpan(tx *engine.Tx, args [][]byte) (l list, from, to int64, res engine.Result, done bool, err error) {
 	start, err1 := parseNum(args[0])
 	stop, err2 := parseNum(args[1])
 	if err1 != nil || err2 != nil {
-		return engine.Result{}, engine.ErrInvalid
+		return l, 0, 0, engine.Result{}, true, engine.ErrInvalid
 	}
 	l, wrong, err := openList(tx, tx.Table(), tx.Key())
-	switch {
-	case err != nil:
-		return engine.Result{}, err
-	case wrong:
-		return wrongType, nil
-	case !l.exists:
-		return engine.Result{}, nil
+	if res, done, err = settle(l.exists, wrong, err, engine.Result{}); done {
+		return l, 0, 0, res, true, err
 	}
-	from, to := l.bounds(start, stop)
-	var res engine.Result
+	from, to = l.bounds(start, stop)
+	return l, from, to, engine.Result{}, false, nil
+}
+
+func lrange(tx *engine.Tx, args [][]byte) (engine.Result, error) {
+	l, from, to, res, done, err := openSpan(tx, args)
+	if done {
+		return res, err
+	}
 	err = l.scanElems(from, to, func(_ int64, v []byte) bool {
 		res.Members = append(res.Members, engine.Member{Item: engine.Item{Value: v}})
 		return true
@@ -387,21 +353,10 @@ func lrange(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 }
 
 func trim(tx *engine.Tx, args [][]byte) (engine.Result, error) {
-	start, err1 := parseNum(args[0])
-	stop, err2 := parseNum(args[1])
-	if err1 != nil || err2 != nil {
-		return engine.Result{}, engine.ErrInvalid
+	l, from, to, res, done, err := openSpan(tx, args)
+	if done {
+		return res, err
 	}
-	l, wrong, err := openList(tx, tx.Table(), tx.Key())
-	switch {
-	case err != nil:
-		return engine.Result{}, err
-	case wrong:
-		return wrongType, nil
-	case !l.exists:
-		return engine.Result{}, nil
-	}
-	from, to := l.bounds(start, stop)
 	end := l.meta.Head + l.meta.Count
 	for p := l.meta.Head; p < from; p++ {
 		l.del(p)
@@ -442,13 +397,8 @@ func rem(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		return engine.Result{}, engine.ErrInvalid
 	}
 	l, wrong, err := openList(tx, tx.Table(), tx.Key())
-	switch {
-	case err != nil:
-		return engine.Result{}, err
-	case wrong:
-		return wrongType, nil
-	case !l.exists:
-		return intResult(0), nil
+	if res, done, err := settle(l.exists, wrong, err, intResult(0)); done {
+		return res, err
 	}
 	vs, err := l.all()
 	if err != nil {
@@ -485,13 +435,8 @@ func insert(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		return engine.Result{}, engine.ErrInvalid
 	}
 	l, wrong, err := openList(tx, tx.Table(), tx.Key())
-	switch {
-	case err != nil:
-		return engine.Result{}, err
-	case wrong:
-		return wrongType, nil
-	case !l.exists:
-		return intResult(0), nil
+	if res, done, err := settle(l.exists, wrong, err, intResult(0)); done {
+		return res, err
 	}
 	vs, err := l.all()
 	if err != nil {
@@ -518,13 +463,8 @@ func move(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	}
 	dstTable, dstKey := tx.Target()
 	src, wrong, err := openList(tx, tx.Table(), tx.Key())
-	switch {
-	case err != nil:
-		return engine.Result{}, err
-	case wrong:
-		return wrongType, nil
-	case !src.exists:
-		return engine.Result{Err: engine.ErrNotFound}, nil
+	if res, done, err := settle(src.exists, wrong, err, engine.Result{Err: engine.ErrNotFound}); done {
+		return res, err
 	}
 	same := dstTable == tx.Table() && string(dstKey) == string(tx.Key())
 	dst := src

@@ -135,32 +135,11 @@ func XAdd(table string, key []byte, id []byte, noMkStream bool, trim StreamTrim,
 }
 
 // stream is one stream as a function sees it.
-type stream struct {
-	tx     *engine.Tx
-	table  string
-	key    []byte
-	meta   engine.CollMeta
-	item   engine.Item
-	exists bool
-}
+type stream struct{ coll }
 
-func openStream(tx *engine.Tx, table string, key []byte) (st stream, wrong bool, err error) {
-	st = stream{tx: tx, table: table, key: key}
-	it, found, err := tx.Get(table, key)
-	if err != nil || !found {
-		return st, false, err
-	}
-	if it.Kind != engine.KindStream {
-		return st, true, nil
-	}
-	st.meta, err = engine.DecodeCollMeta(it.Value)
-	st.item, st.exists = it, true
-	return st, false, err
-}
-
-func (st *stream) save() {
-	st.item.Value = engine.AppendCollMeta(nil, st.meta)
-	st.tx.Put(st.table, st.key, st.item) // an empty stream stays, as in Redis
+func openStream(tx *engine.Tx, table string, key []byte) (stream, bool, error) {
+	c, wrong, err := openColl(tx, table, key, engine.KindStream)
+	return stream{c}, wrong, err
 }
 
 // entries calls fn for the entries with IDs in [from, to], oldest first.
@@ -307,7 +286,7 @@ func xadd(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	if err != nil {
 		return engine.Result{}, err
 	}
-	st.save()
+	st.put()
 	return engine.Result{New: engine.Item{Value: []byte(id.String())}, NewFound: true, Old: engine.Item{Value: num(int64(trimmed))}}, nil
 }
 
@@ -318,13 +297,8 @@ func XDel(table string, key []byte, ids ...[]byte) engine.Mutation {
 
 func xdel(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	st, wrong, err := openStream(tx, tx.Table(), tx.Key())
-	switch {
-	case err != nil:
-		return engine.Result{}, err
-	case wrong:
-		return wrongType, nil
-	case !st.exists:
-		return intResult(0), nil
+	if res, done, err := settle(st.exists, wrong, err, intResult(0)); done {
+		return res, err
 	}
 	n := int64(0)
 	for _, a := range args {
@@ -341,7 +315,7 @@ func xdel(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		}
 	}
 	if n > 0 {
-		st.save()
+		st.put()
 	}
 	return intResult(n), nil
 }
@@ -353,20 +327,15 @@ func XTrim(table string, key []byte, trim StreamTrim) engine.Mutation {
 
 func xtrim(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	st, wrong, err := openStream(tx, tx.Table(), tx.Key())
-	switch {
-	case err != nil:
-		return engine.Result{}, err
-	case wrong:
-		return wrongType, nil
-	case !st.exists:
-		return intResult(0), nil
+	if res, done, err := settle(st.exists, wrong, err, intResult(0)); done {
+		return res, err
 	}
 	n, err := st.trim(parseTrim(args))
 	if err != nil {
 		return engine.Result{}, err
 	}
 	if n > 0 {
-		st.save()
+		st.put()
 	}
 	return intResult(n), nil
 }
@@ -390,13 +359,8 @@ func xrange(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		return engine.Result{}, engine.ErrInvalid
 	}
 	st, wrong, err := openStream(tx, tx.Table(), tx.Key())
-	switch {
-	case err != nil:
-		return engine.Result{}, err
-	case wrong:
-		return wrongType, nil
-	case !st.exists:
-		return engine.Result{Err: engine.ErrNotFound}, nil
+	if res, done, err := settle(st.exists, wrong, err, engine.Result{Err: engine.ErrNotFound}); done {
+		return res, err
 	}
 	rev := string(args[2]) == "1"
 	var res engine.Result

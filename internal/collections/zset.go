@@ -145,27 +145,11 @@ func ParseLexBound(b []byte) (Bound, bool) {
 }
 
 // zset is one sorted set as a function sees it.
-type zset struct {
-	tx     *engine.Tx
-	table  string
-	key    []byte
-	meta   engine.CollMeta
-	item   engine.Item
-	exists bool
-}
+type zset struct{ coll }
 
-func openZSet(tx *engine.Tx, table string, key []byte) (z zset, wrong bool, err error) {
-	z = zset{tx: tx, table: table, key: key}
-	it, found, err := tx.Get(table, key)
-	if err != nil || !found {
-		return z, false, err
-	}
-	if it.Kind != engine.KindZSet {
-		return z, true, nil
-	}
-	z.meta, err = engine.DecodeCollMeta(it.Value)
-	z.item, z.exists = it, true
-	return z, false, err
+func openZSet(tx *engine.Tx, table string, key []byte) (zset, bool, error) {
+	c, wrong, err := openColl(tx, table, key, engine.KindZSet)
+	return zset{c}, wrong, err
 }
 
 func (z *zset) mt() string { return engine.MemberTable(z.table) }
@@ -216,15 +200,6 @@ func (z *zset) remove(member []byte, score float64) {
 	z.tx.Delete(z.mt(), z.scoreKey(member))
 	z.tx.Delete(z.mt(), z.indexKey(score, member))
 	z.meta.Count--
-}
-
-func (z *zset) save() {
-	if z.meta.Count <= 0 {
-		z.tx.Delete(z.table, z.key)
-		return
-	}
-	z.item.Value = engine.AppendCollMeta(nil, z.meta)
-	z.tx.Put(z.table, z.key, z.item)
 }
 
 // entry is one member with its score, in index order.
@@ -542,7 +517,7 @@ func storeEntries(tx *engine.Tx, es []entry) (engine.Result, error) {
 	} else if found {
 		tx.Delete(tx.Table(), tx.Key()) // the old value's members, of any kind, are outdated with it
 	}
-	dst := zset{tx: tx, table: tx.Table(), key: tx.Key()}
+	dst := zset{coll{tx: tx, table: tx.Table(), key: tx.Key()}}
 	for _, e := range es {
 		dst.set(e.member, e.score, 0, false)
 	}

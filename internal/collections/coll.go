@@ -1,0 +1,61 @@
+package collections
+
+import "anykv/internal/engine"
+
+// coll is the meta item of one collection (list, sorted set, stream) as a registered function sees it: where
+// it lives, its decoded meta, and whether it exists. list, zset and stream embed it.
+type coll struct {
+	tx     *engine.Tx
+	table  string
+	key    []byte
+	meta   engine.CollMeta
+	item   engine.Item // the meta item
+	exists bool
+}
+
+// openColl reads the collection of kind at table/key: wrong is true if another kind is stored there.
+func openColl(tx *engine.Tx, table string, key []byte, kind engine.Kind) (c coll, wrong bool, err error) {
+	c = coll{tx: tx, table: table, key: key}
+	it, found, err := tx.Get(table, key)
+	if err != nil || !found {
+		return c, false, err
+	}
+	if it.Kind != kind {
+		return c, true, nil
+	}
+	c.meta, err = engine.DecodeCollMeta(it.Value)
+	c.item, c.exists = it, true
+	return c, false, err
+}
+
+// save writes the meta back (its version follows every change), or deletes the collection once it is empty.
+func (c *coll) save() {
+	if c.meta.Count <= 0 {
+		c.tx.Delete(c.table, c.key)
+		return
+	}
+	c.put()
+}
+
+// put writes the meta back whatever the count (an empty stream stays, as in Redis).
+func (c *coll) put() {
+	c.item.Value = engine.AppendCollMeta(nil, c.meta)
+	c.tx.Put(c.table, c.key, c.item)
+}
+
+// settle decides what every function decides first: an engine error, WRONGTYPE, or a collection that does not
+// exist (answered with absent) end the call (done).
+func settle(exists, wrong bool, err error, absent engine.Result) (res engine.Result, done bool, _ error) {
+	switch {
+	case err != nil:
+		return engine.Result{}, true, err
+	case wrong:
+		return wrongType, true, nil
+	case !exists:
+		return absent, true, nil
+	}
+	return engine.Result{}, false, nil
+}
+
+// wrongType is the result of a function called on a key that holds another kind.
+var wrongType = engine.Result{Err: engine.ErrWrongType}
