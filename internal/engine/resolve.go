@@ -37,7 +37,10 @@ type resolver struct {
 	r          Reader
 	now        int64
 	next       func() uint64
-	overlay    map[slot]*Item // nil value: deleted in this batch
+	// overlay indexes the batch's own writes by key: writes[overlay[k]] is the key's latest write (a put or a
+	// delete). A key written again replaces its write in place, so a batch that rewrites one key many times (a
+	// collection's meta item under a pipeline of pushes) hands the engine one write for it, not one per change.
+	overlay    map[slot]int
 	flushedAll bool
 	flushed    map[string]bool
 	writes     []Write
@@ -98,11 +101,11 @@ func IsConditionFailure(err error) bool {
 
 // get returns the live item at table/key as this batch sees it.
 func (rs *resolver) get(table string, key []byte) (Item, bool, error) {
-	if it, ok := rs.overlay[slot{table, string(key)}]; ok {
-		if it == nil || !it.Live(rs.now) { // written earlier in this batch, possibly already expired
+	if wr, ok := rs.own(table, string(key)); ok {
+		if wr.Delete || !wr.Item.Live(rs.now) { // written earlier in this batch, possibly already expired
 			return Item{}, false, nil
 		}
-		return *it, true, nil
+		return wr.Item, true, nil
 	}
 	if rs.flushedAll || rs.flushed[table] {
 		return Item{}, false, nil
@@ -114,23 +117,36 @@ func (rs *resolver) get(table string, key []byte) (Item, bool, error) {
 	return it, true, nil
 }
 
+// own returns the batch's latest write of table/key, if it wrote the key.
+func (rs *resolver) own(table, key string) (*Write, bool) {
+	i, ok := rs.overlay[slot{table, key}]
+	if !ok {
+		return nil, false
+	}
+	return &rs.writes[i], true
+}
+
 func (rs *resolver) put(table string, key []byte, it Item) Item {
 	it.Version = rs.next()
-	if rs.overlay == nil {
-		rs.overlay = make(map[slot]*Item)
-	}
-	cp := it
-	rs.overlay[slot{table, string(key)}] = &cp
-	rs.writes = append(rs.writes, Write{Table: table, Key: key, Item: it})
+	rs.record(Write{Table: table, Key: key, Item: it})
 	return it
 }
 
 func (rs *resolver) del(table string, key []byte) {
-	if rs.overlay == nil {
-		rs.overlay = make(map[slot]*Item)
+	rs.record(Write{Table: table, Key: key, Delete: true})
+}
+
+// record makes wr the batch's latest write of its key: in place of the key's earlier write, or appended.
+func (rs *resolver) record(wr Write) {
+	if prev, ok := rs.own(wr.Table, string(wr.Key)); ok {
+		*prev = wr
+		return
 	}
-	rs.overlay[slot{table, string(key)}] = nil
-	rs.writes = append(rs.writes, Write{Table: table, Key: key, Delete: true})
+	if rs.overlay == nil {
+		rs.overlay = make(map[slot]int)
+	}
+	rs.overlay[slot{wr.Table, string(wr.Key)}] = len(rs.writes)
+	rs.writes = append(rs.writes, wr)
 }
 
 func (rs *resolver) flush(table string) {

@@ -39,11 +39,11 @@ func (rs *resolver) scanRange(table string, r Range, fn func(key []byte, it Item
 	sort.Strings(mine)
 	i := 0
 	emit := func(k string) bool { // an overlay entry
-		it := rs.overlay[slot{table, k}]
-		if it == nil || !it.Live(rs.now) {
+		wr, _ := rs.own(table, k)
+		if wr.Delete || !wr.Item.Live(rs.now) {
 			return true
 		}
-		return fn([]byte(k), *it)
+		return fn([]byte(k), wr.Item)
 	}
 	stopped := false
 	if !rs.flushedAll && !rs.flushed[table] {

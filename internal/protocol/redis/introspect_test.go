@@ -234,6 +234,18 @@ func TestSlowlog(t *testing.T) {
 	if n := c.Do(ctx, "SLOWLOG", "LEN").Val(); n != int64(3) {
 		t.Errorf("SLOWLOG LEN = %v with slowlog-max-len 3", n)
 	}
+	for i := 0; i < 50; i++ { // well past the bound: the log drops its oldest entries in bulk
+		c.Set(ctx, "n", i, 0)
+	}
+	all, _ := c.Do(ctx, "SLOWLOG", "GET", "-1").Slice()
+	if len(all) != 3 {
+		t.Fatalf("SLOWLOG GET -1 has %d entries with slowlog-max-len 3", len(all))
+	}
+	for i, e := range all {
+		if a := e.([]any)[3].([]any); a[0] != "set" || a[2] != strconv.Itoa(49-i) {
+			t.Errorf("entry %d of the newest three is %v", i, a)
+		}
+	}
 	c.ConfigSet(ctx, "slowlog-log-slower-than", "-1")
 	c.Do(ctx, "SLOWLOG", "RESET")
 	c.Set(ctx, "k", "v", 0)

@@ -31,7 +31,10 @@ type slowlog struct {
 	maxLen     atomic.Int64
 	mu         sync.Mutex
 	nextID     int64
-	entries    []slowEntry // newest first
+	// entries holds the log oldest first. Entries past maxLen are dropped in bulk once the slice holds twice as
+	// many, so logging stays O(1) and allocation-free when every command is slow (an overloaded server); readers
+	// see only the newest maxLen.
+	entries []slowEntry
 }
 
 // slowlogSkips are the commands Redis never logs (their arguments may hold passwords, or they are the sum of
@@ -61,15 +64,33 @@ func (l *slowlog) offer(s *session, cmd *command, args [][]byte, took time.Durat
 	defer l.mu.Unlock()
 	e.id = l.nextID
 	l.nextID++
-	l.entries = append([]slowEntry{e}, l.entries...)
-	l.trim()
+	l.entries = append(l.entries, e)
+	if int64(len(l.entries)) >= 2*l.maxLen.Load()+16 {
+		l.trim()
+	}
 }
 
 // trim drops the oldest entries beyond maxLen; the caller holds mu.
 func (l *slowlog) trim() {
-	if n := l.maxLen.Load(); int64(len(l.entries)) > n {
-		l.entries = l.entries[:max(n, 0)]
+	n := int64(len(l.entries)) - max(l.maxLen.Load(), 0)
+	if n > 0 {
+		k := copy(l.entries, l.entries[n:])
+		clear(l.entries[k:])
+		l.entries = l.entries[:k]
 	}
+}
+
+// newest returns up to count of the newest entries (count < 0: all kept), newest first; the caller holds mu.
+func (l *slowlog) newest(count int64) []slowEntry {
+	n := min(int64(len(l.entries)), max(l.maxLen.Load(), 0))
+	if count >= 0 {
+		n = min(n, count)
+	}
+	out := make([]slowEntry, n)
+	for i := range out {
+		out[i] = l.entries[len(l.entries)-1-i]
+	}
+	return out
 }
 
 func cmdSlowlog(s *session, args [][]byte) {
@@ -86,11 +107,7 @@ func cmdSlowlog(s *session, args [][]byte) {
 			count = n
 		}
 		l.mu.Lock()
-		entries := l.entries
-		if count >= 0 && int64(len(entries)) > count {
-			entries = entries[:count]
-		}
-		entries = append([]slowEntry(nil), entries...)
+		entries := l.newest(count)
 		l.mu.Unlock()
 		s.w.ArrayHeader(len(entries))
 		for _, e := range entries {
@@ -107,7 +124,7 @@ func cmdSlowlog(s *session, args [][]byte) {
 		}
 	case sub == "len" && len(args) == 2:
 		l.mu.Lock()
-		n := len(l.entries)
+		n := len(l.newest(-1))
 		l.mu.Unlock()
 		s.w.Int(int64(n))
 	case sub == "reset" && len(args) == 2:
