@@ -34,9 +34,9 @@ type slot struct {
 
 // resolver holds a batch's own writes so later mutations of the batch see earlier ones.
 type resolver struct {
-	r          Reader
-	now        int64
-	next       func() uint64
+	r    Reader
+	now  int64
+	next func() uint64
 	// overlay indexes the batch's own writes by key: writes[overlay[k]] is the key's latest write (a put or a
 	// delete). A key written again replaces its write in place, so a batch that rewrites one key many times (a
 	// collection's meta item under a pipeline of pushes) hands the engine one write for it, not one per change.
