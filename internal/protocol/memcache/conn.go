@@ -217,7 +217,7 @@ func (c *conn) compact() bool {
 // enqueue adds a request to the pending batch; the mutations that add then appends belong to it, and it is
 // answered when the batch is applied. nmuts is how many mutations it will add.
 func (c *conn) enqueue(req *request, nmuts int) {
-	if len(c.muts) > 0 && (len(c.muts)+nmuts > maxPipeline || len(c.muts)+nmuts > c.h.store.Limits().MaxBatch) {
+	if len(c.muts) > 0 && (len(c.muts)+nmuts > maxPipeline || len(c.muts)+nmuts > c.h.store.Limits().MaxBatch || c.h.singleItem) {
 		c.flush()
 	}
 	op := pending{req: *req, mi: len(c.muts)}

@@ -326,8 +326,9 @@ func (b *backend) Commit(ctx context.Context, checks []remote.Check, w *remote.W
 		return fmt.Errorf("memcached: %w: an item of %d bytes with its key and envelope, above the server's item size "+
 			"limit of %d bytes (memcached -I)", engine.ErrTooLarge, size, b.maxItem)
 	}
-	for _, c := range checks {
-		if c.Table != slot.Table || !bytes.Equal(c.Key, slot.Key) {
+	if len(checks) > 0 {
+		c := checks[0]
+		if len(checks) > 1 || c.Table != slot.Table || !bytes.Equal(c.Key, slot.Key) {
 			return fmt.Errorf("memcached: %w: a commit checking another item than it writes", engine.ErrNotSupported)
 		}
 		return b.store(mi, c.Stamp)
