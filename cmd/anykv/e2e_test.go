@@ -104,19 +104,26 @@ func killLoop(t *testing.T, fsync string) {
 	}
 }
 
-func TestRedisCLI(t *testing.T) {
-	if _, err := exec.LookPath("redis-cli"); err != nil {
-		t.Fatal("redis-cli not found: install the Debian package redis-tools")
-	}
-	s := servertest.Start(t, servertest.Options{})
-	_, port, _ := net.SplitHostPort(s.RESP)
-	cli := func(args ...string) string {
+// redisCLI returns addr's port and a function running redis-cli against it, which returns the trimmed output and
+// fails the test if redis-cli does.
+func redisCLI(t *testing.T, addr string) (string, func(args ...string) string) {
+	_, port, _ := net.SplitHostPort(addr)
+	return port, func(args ...string) string {
+		t.Helper()
 		out, err := exec.Command("redis-cli", append([]string{"-p", port}, args...)...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("redis-cli %v: %v\n%s", args, err, out)
 		}
 		return strings.TrimSpace(string(out))
 	}
+}
+
+func TestRedisCLI(t *testing.T) {
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		t.Fatal("redis-cli not found: install the Debian package redis-tools")
+	}
+	s := servertest.Start(t, servertest.Options{})
+	port, cli := redisCLI(t, s.RESP)
 	for _, step := range []struct{ args, want string }{
 		{"set a 1", "OK"}, {"get a", "1"}, {"incr n", "1"}, {"incr n", "2"}, {"exists a n x", "2"},
 		{"expire a 100", "1"}, {"ttl a", "100"}, {"hset h f v", "1"}, {"hget h f", "v"}, {"type h", "hash"},

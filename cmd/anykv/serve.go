@@ -78,7 +78,7 @@ func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	str(&c.dir, "dir", "anykv-data", "directory of the pebble engine's data")
 	str(&c.engine, "engine", "pebble", "storage engine: pebble (durable, on disk), memory (RAM only, lost on exit), or a datastore URL:\n"+
 		"postgres://user:pw@host:port/db, mysql://user:pw@host:port/db (or mariadb://), redis://host:port/db, etcd://host:port,\n"+
-		"cassandra://host:port/keyspace[?partition=P]\n"+
+		"cassandra://host:port/keyspace[?partition=P], memcached://host:port (batches of one key only)\n"+
 		"(see docs/engines.md)")
 	str(&c.fsync, "fsync", "always", "pebble durability: always (a write is acknowledged once on disk; concurrent writes share fsyncs),\n"+
 		"interval (fsync at most every second, as Redis's everysec: kill -9 loses nothing acknowledged, a power loss ~1 s),\n"+
@@ -180,6 +180,9 @@ func openEngine(c *config, log *slog.Logger) (engine.Engine, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		e, err := dial.Open(ctx, c.engine)
+		if w, ok := e.(interface{ Warning() string }); ok && w.Warning() != "" {
+			log.Warn(w.Warning()) // e.g. memcached evicting, and so losing, items
+		}
 		if err != nil || !c.exclusive || c.readCache <= 0 {
 			return e, err
 		}
@@ -218,7 +221,7 @@ func openEngine(c *config, log *slog.Logger) (engine.Engine, error) {
 		}
 		return cache.New(ps, c.readCache), nil
 	}
-	return nil, fmt.Errorf("--engine must be pebble, memory or a datastore URL (postgres://, mysql://, mariadb://, redis://, etcd://, cassandra://), not %q", c.engine)
+	return nil, fmt.Errorf("--engine must be pebble, memory or a datastore URL (postgres://, mysql://, mariadb://, redis://, etcd://, cassandra://, memcached://), not %q", c.engine)
 }
 
 // settings are what CONFIG GET and INFO report about this process.

@@ -314,6 +314,9 @@ func (c *Cache) SweepReport(ctx context.Context, now int64, budget int, removed 
 // linearizable read (the cache never answers older than the engine showed), a miss reads the engine at the level asked.
 func (c *Cache) ReadLevels() []engine.Consistency { return engine.ReadLevelsOf(c.eng) }
 
+// SingleItemBatches implements engine.ItemScoper with the limit of the engine beneath.
+func (c *Cache) SingleItemBatches() bool { return engine.SingleItemOnly(c.eng) }
+
 // Stats forwards engine.Statser and adds the cache's own figures.
 func (c *Cache) Stats() map[string]int64 {
 	out := map[string]int64{}

@@ -13,9 +13,25 @@ const (
 	CanTables                     // TableLister: the list of tables
 	CanSweep                      // Sweeper: background reclaim of expired items
 	CanStats                      // Statser: figures for INFO, stats and metrics
+	// SingleItem is a limit, not an interface: the engine's batches reach one item (ItemScoper). Expose keeps it
+	// through the forwarded ItemScoper, never through a shape of its own.
+	SingleItem
 
 	AllAbilities = CanScan | CanTables | CanSweep | CanStats
 )
+
+// ItemScoper is an engine whose datastore changes only one item atomically (memcached): SingleItemBatches
+// reports true, and Apply refuses every batch that reads or writes more than one item, or flushes, with an error
+// wrapping ErrNotSupported that names the engine, applying nothing. An engine without it applies any batch.
+type ItemScoper interface {
+	SingleItemBatches() bool
+}
+
+// SingleItemOnly reports whether e refuses batches that touch more than one item (see ItemScoper).
+func SingleItemOnly(e Engine) bool {
+	s, ok := e.(ItemScoper)
+	return ok && s.SingleItemBatches()
+}
 
 // AbilitiesOf reports which optional interfaces e implements.
 func AbilitiesOf(e Engine) Ability {
@@ -32,6 +48,9 @@ func AbilitiesOf(e Engine) Ability {
 	if _, ok := e.(Statser); ok {
 		a |= CanStats
 	}
+	if SingleItemOnly(e) {
+		a |= SingleItem
+	}
 	return a
 }
 
@@ -41,7 +60,8 @@ func (a Ability) String() string {
 	for _, n := range []struct {
 		a    Ability
 		name string
-	}{{CanScan, "Scanner"}, {CanTables, "TableLister"}, {CanSweep, "Sweeper"}, {CanStats, "Statser"}} {
+	}{{CanScan, "Scanner"}, {CanTables, "TableLister"}, {CanSweep, "Sweeper"}, {CanStats, "Statser"},
+		{SingleItem, "SingleItemBatches"}} {
 		if a&n.a != 0 {
 			names = append(names, n.name)
 		}
@@ -62,18 +82,21 @@ type Decorator interface {
 	Sweeper
 	Statser
 	ReadLeveler // the wrapped engine's levels (ReadLevelsOf), so a decorator never claims a level it cannot serve
+	ItemScoper  // the wrapped engine's limit (SingleItemOnly), so callers learn that multi-item batches are refused
 }
 
-// leveledEngine is what every engine Expose hands out has: the Engine methods and the read levels.
+// leveledEngine is what every engine Expose hands out has: the Engine methods, the read levels and the batch scope.
 type leveledEngine interface {
 	Engine
 	ReadLeveler
+	ItemScoper
 }
 
 // Expose returns d as an Engine whose optional interfaces are exactly those in has: d's methods for those, and no
 // others visible to a type assertion. A decorator passes AbilitiesOf(inner), plus any ability it has by itself
-// (a cache reports figures of its own: CanStats).
+// (a cache reports figures of its own: CanStats). SingleItem in has is ignored: d's SingleItemBatches decides it.
 func Expose(d Decorator, has Ability) Engine {
+	has &= AllAbilities
 	type (
 		base = leveledEngine
 		sc   = Scanner

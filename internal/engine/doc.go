@@ -9,7 +9,7 @@
 // enginetest.Run, declaring its abilities, is a correct engine.
 //
 // Meaning. An engine does not interpret mutations itself: it reads the items a batch touches, calls Resolve,
-// and carries out the returned Writes atomically. So INCR's overflow rule, APPEND's size bound, guards and
+// and carries out the returned Writes atomically (see Scope for the one exception). So INCR's overflow rule, APPEND's size bound, guards and
 // conditions mean the same on every engine. An engine differs only in how it reads, how it makes a batch atomic
 // and durable, and how it allocates versions.
 //
@@ -18,6 +18,12 @@
 // and its return, and a Get observes either all or none of a batch's writes. No method calls back into the
 // caller except Scan's fn, which runs on the calling goroutine and must not call the engine (some engines hold
 // a lock during the walk).
+//
+// Scope. An engine applies a batch over any number of items, unless its datastore changes only one item
+// atomically (memcached): such an engine says so (ItemScoper, the SingleItem bit of AbilitiesOf) and Apply
+// refuses, applying nothing, every batch that reads or writes more than one item or flushes, with an error
+// wrapping ErrNotSupported that names the engine. It never applies such a batch piecewise. Its batches of one
+// item keep every other promise here.
 //
 // Blocking. Get, Apply, Scan, Tables and Sweep may block on I/O, on a network round trip or on a group commit;
 // they honour ctx: if ctx ends before a batch is taken for commit, Apply applies nothing and returns ctx's error;

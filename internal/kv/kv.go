@@ -126,6 +126,10 @@ func New(e engine.Engine, opts Options) *Store {
 // Abilities reports the optional abilities of the engine beneath (what INFO and docs/engines.md call them).
 func (s *Store) Abilities() engine.Ability { return engine.AbilitiesOf(s.eng) }
 
+// SingleItem reports whether the engine applies batches of one item only (engine.ItemScoper): protocols then run
+// each pipelined command as a batch of its own rather than merging them.
+func (s *Store) SingleItem() bool { return engine.SingleItemOnly(s.eng) }
+
 // DefaultTable is the table every protocol shares by default: RESP database 0, memcached, and the HTTP Active
 // Cloud DB routes.
 const DefaultTable = "default"

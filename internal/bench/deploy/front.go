@@ -14,6 +14,7 @@ import (
 func init() {
 	for _, back := range []struct{ name, store string }{
 		{"postgres", "postgres"}, {"mariadb", "mariadb"}, {"redis", "redis"}, {"etcd", "etcd"}, {"cassandra", "cassandra"},
+		{"memcached", "memcached"},
 	} {
 		for _, cached := range []bool{false, true} {
 			name, summary := "anykv+"+back.name, "anykv --engine URL over a deployed "+back.name+", caches off, over RESP"
@@ -32,6 +33,9 @@ func init() {
 func engineURL(benchURL string) string {
 	if rest, ok := strings.CutPrefix(benchURL, "resp://"); ok {
 		return "redis://" + rest + "/0"
+	}
+	if rest, ok := strings.CutPrefix(benchURL, "memcache://"); ok {
+		return "memcached://" + rest
 	}
 	if rest, ok := strings.CutPrefix(benchURL, "cassandra://"); ok {
 		return "cassandra://" + rest + "/anykv"

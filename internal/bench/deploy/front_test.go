@@ -17,7 +17,7 @@ import (
 func TestFrontEnds(t *testing.T) {
 	t.Parallel()
 	bin := servertest.Binary(t)
-	for _, name := range []string{"anykv+redis", "anykv+redis+cache", "anykv+etcd", "anykv+postgres+cache", "anykv+mariadb", "anykv+cassandra"} {
+	for _, name := range []string{"anykv+redis", "anykv+redis+cache", "anykv+etcd", "anykv+postgres+cache", "anykv+mariadb", "anykv+cassandra", "anykv+memcached"} {
 		t.Run(name, func(t *testing.T) {
 			s, err := Start(context.Background(), name, Options{BaseDir: baseDir(t), AnykvBin: bin})
 			if err != nil {

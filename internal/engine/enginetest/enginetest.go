@@ -22,39 +22,43 @@ type Opener func(t *testing.T) engine.Engine
 const now = int64(1_700_000_000_000)
 
 // Run runs every conformance test against engines from open. has declares the optional abilities the engine
-// offers: Run fails if the engine offers others or lacks one, and runs the tests of each declared ability.
+// offers: Run fails if the engine offers others or lacks one, and runs the tests of each declared ability. An
+// engine declaring engine.SingleItem skips the tests of batches over several items and must refuse them instead
+// (testSingleItem).
 func Run(t *testing.T, open Opener, has engine.Ability) {
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, e engine.Engine)
 		need engine.Ability
+		wide bool // its batches touch several items
 	}{
-		{"GetMissing", testGetMissing, 0},
-		{"SetGet", testSetGet, 0},
-		{"Ownership", testOwnership, 0},
-		{"Versions", testVersions, 0},
-		{"Conditions", testConditions, 0},
-		{"GuardAborts", testGuardAborts, 0},
-		{"IncrSigned", testIncrSigned, 0},
-		{"IncrUnsigned", testIncrUnsigned, 0},
-		{"IncrFloat", testIncrFloat, 0},
-		{"AppendPrepend", testAppendPrepend, 0},
-		{"SetRange", testSetRange, 0},
-		{"Expire", testExpire, 0},
-		{"RenameCopy", testRenameCopy, 0},
-		{"Flush", testFlush, 0},
-		{"BatchSeesOwnWrites", testBatchSeesOwnWrites, 0},
-		{"ExpiredInvisible", testExpiredInvisible, 0},
-		{"ConcurrentIncr", testConcurrentIncr, 0},
-		{"Closed", testClosed, 0},
-		{"Collections", testCollections, 0},
-		{"Lists", testLists, 0},
-		{"Model", testModel, 0},
-		{"Scan", testScan, engine.CanScan},
-		{"Tables", testTables, engine.CanTables},
-		{"Sweep", testSweep, engine.CanSweep},
-		{"SweepReport", testSweepReport, engine.CanSweep},
-		{"Stats", testStats, engine.CanStats},
+		{"GetMissing", testGetMissing, 0, false},
+		{"SetGet", testSetGet, 0, false},
+		{"Ownership", testOwnership, 0, false},
+		{"Versions", testVersions, 0, false},
+		{"Conditions", testConditions, 0, false},
+		{"GuardAborts", testGuardAborts, 0, true},
+		{"IncrSigned", testIncrSigned, 0, false},
+		{"IncrUnsigned", testIncrUnsigned, 0, false},
+		{"IncrFloat", testIncrFloat, 0, false},
+		{"AppendPrepend", testAppendPrepend, 0, false},
+		{"SetRange", testSetRange, 0, false},
+		{"Expire", testExpire, 0, false},
+		{"RenameCopy", testRenameCopy, 0, true},
+		{"Flush", testFlush, 0, true},
+		{"BatchSeesOwnWrites", testBatchSeesOwnWrites, 0, false},
+		{"ExpiredInvisible", testExpiredInvisible, 0, false},
+		{"ConcurrentIncr", testConcurrentIncr, 0, false},
+		{"Closed", testClosed, 0, false},
+		{"Collections", testCollections, 0, true},
+		{"Lists", testLists, 0, true},
+		{"Model", testModel, 0, false},
+		{"Scan", testScan, engine.CanScan, false},
+		{"Tables", testTables, engine.CanTables, false},
+		{"Sweep", testSweep, engine.CanSweep, false},
+		{"SweepReport", testSweepReport, engine.CanSweep, false},
+		{"Stats", testStats, engine.CanStats, false},
+		{"SingleItem", testSingleItem, engine.SingleItem, false},
 	}
 	t.Run("Abilities", func(t *testing.T) {
 		e := open(t)
@@ -64,7 +68,10 @@ func Run(t *testing.T, open Opener, has engine.Ability) {
 		}
 	})
 	for _, tc := range tests {
-		if tc.need&has != tc.need {
+		switch {
+		case tc.wide && has&engine.SingleItem != 0:
+			continue // batches the engine refuses: testSingleItem proves it does
+		case tc.need&has != tc.need:
 			continue // an ability the engine does not offer: the Abilities check above proves it says so
 		}
 		t.Run(tc.name, func(t *testing.T) {
@@ -184,15 +191,24 @@ func testSetGet(t *testing.T, e engine.Engine) {
 func testVersions(t *testing.T, e engine.Engine) {
 	seen := map[uint64]bool{}
 	var last uint64
+	single := engine.SingleItemOnly(e)
 	for i := 0; i < 50; i++ {
-		r := apply(t, e, set("default", fmt.Sprintf("k%d", i%7), "v"), set("t2", "k", "v"))
-		for _, x := range r {
-			v := x.New.Version
-			if v <= last || seen[v] {
-				t.Fatalf("version %d not fresh (last %d)", v, last)
-			}
-			seen[v], last = true, v
+		batches := [][]engine.Mutation{{set("default", fmt.Sprintf("k%d", i%7), "v"), set("t2", "k", "v")}}
+		if single {
+			batches = [][]engine.Mutation{batches[0][:1], batches[0][1:]}
 		}
+		for _, b := range batches {
+			for _, x := range apply(t, e, b...) {
+				v := x.New.Version
+				if v <= last || seen[v] {
+					t.Fatalf("version %d not fresh (last %d)", v, last)
+				}
+				seen[v], last = true, v
+			}
+		}
+	}
+	if single {
+		return // the rest writes hashes, which take several items
 	}
 	// A collection op takes several versions (generation, member, meta) for one mutation; a later write must
 	// still get a version above all of them.
@@ -637,7 +653,7 @@ func testConcurrentIncr(t *testing.T, e engine.Engine) {
 // the engine it wraps, plus extra (those it has by itself): it wraps a memory engine showing each subset of
 // abilities in turn. A decorator that claimed Scanner over an engine without ordered scans would make the
 // command layer promise what the engine cannot do. It also checks that wrap reports the read levels of the
-// engine it wraps (engine.ReadLevelsOf).
+// engine it wraps (engine.ReadLevelsOf), and its batch scope (engine.SingleItemOnly).
 func CheckDecorator(t *testing.T, wrap func(engine.Engine) engine.Engine, extra engine.Ability) {
 	t.Helper()
 	for a := engine.Ability(0); a < 16; a++ {
@@ -654,6 +670,11 @@ func CheckDecorator(t *testing.T, wrap func(engine.Engine) engine.Engine, extra 
 	w := wrap(stale)
 	if got := engine.ReadLevelsOf(w); len(got) != 1 || got[0] != engine.Serializable {
 		t.Errorf("wrapping an engine serving only serializable reads gives one serving %v", got)
+	}
+	w.Close() // So is the batch scope: a decorator over an engine refusing multi-item batches must say so too.
+	w = wrap(singleItem{memstore.New()})
+	if !engine.SingleItemOnly(w) {
+		t.Errorf("wrapping an engine whose batches reach one item gives one claiming more")
 	}
 	w.Close()
 }

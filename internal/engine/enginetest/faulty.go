@@ -113,5 +113,8 @@ func (f *Faulty) Sweep(ctx context.Context, now int64, budget int) (int, error) 
 // ReadLevels implements engine.ReadLeveler with the wrapped engine's levels.
 func (f *Faulty) ReadLevels() []engine.Consistency { return engine.ReadLevelsOf(f.inner) }
 
+// SingleItemBatches implements engine.ItemScoper with the wrapped engine's limit.
+func (f *Faulty) SingleItemBatches() bool { return engine.SingleItemOnly(f.inner) }
+
 // Stats forwards engine.Statser.
 func (f *Faulty) Stats() map[string]int64 { return f.inner.(engine.Statser).Stats() }

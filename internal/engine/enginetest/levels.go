@@ -84,6 +84,9 @@ func (l *Levels) Sweep(ctx context.Context, now int64, budget int) (int, error) 
 // Stats forwards engine.Statser.
 func (l *Levels) Stats() map[string]int64 { return l.inner.(engine.Statser).Stats() }
 
+// SingleItemBatches implements engine.ItemScoper with the wrapped engine's limit.
+func (l *Levels) SingleItemBatches() bool { return engine.SingleItemOnly(l.inner) }
+
 // ReadLevels implements engine.ReadLeveler: Serves, or the wrapped engine's levels.
 func (l *Levels) ReadLevels() []engine.Consistency {
 	if l.Serves != nil {

@@ -21,11 +21,16 @@ func testModel(t *testing.T, e engine.Engine) {
 	rng := rand.New(rand.NewSource(1))
 	tables := []string{"default", "db1", "d"}
 	keys := []string{"a", "b", "c", "ab", "\x00", "n"}
+	single := engine.SingleItemOnly(e)
 	for round := 0; round < 300; round++ {
 		n := 1 + rng.Intn(4)
 		muts := make([]engine.Mutation, n)
+		tb, ks, maxOp := tables, keys, engine.OpCall
+		if single { // batches of one item: one key, and only the ops that touch no other
+			tb, ks, maxOp = []string{tables[rng.Intn(len(tables))]}, []string{keys[rng.Intn(len(keys))]}, engine.OpExpire
+		}
 		for i := range muts {
-			muts[i] = randomMutation(rng, tables, keys)
+			muts[i] = randomMutation(rng, tb, ks, maxOp)
 		}
 		ts := now + int64(round)*10
 		got, gerr := applyModel(t, e, ts, muts)
@@ -77,11 +82,12 @@ func applyModel(t *testing.T, e engine.Engine, ts int64, muts []engine.Mutation)
 	return e.Apply(ctx, &engine.Batch{Now: ts, Muts: own})
 }
 
-func randomMutation(rng *rand.Rand, tables, keys []string) engine.Mutation {
+// randomMutation is a random mutation of an op up to maxOp on one of keys in one of tables.
+func randomMutation(rng *rand.Rand, tables, keys []string, maxOp engine.Op) engine.Mutation {
 	m := engine.Mutation{
 		Table: tables[rng.Intn(len(tables))],
 		Key:   []byte(keys[rng.Intn(len(keys))]),
-		Op:    engine.Op(1 + rng.Intn(int(engine.OpCall))),
+		Op:    engine.Op(1 + rng.Intn(int(maxOp))),
 	}
 	if m.Op == engine.OpCall {
 		return randomListCall(rng, m.Table, m.Key, tables, keys)

@@ -268,6 +268,9 @@ func (s *Store) SweepReport(_ context.Context, now int64, budget int, removed fu
 // ReadLevels implements engine.ReadLeveler: every read is linearizable (it sees every batch applied before it).
 func (s *Store) ReadLevels() []engine.Consistency { return []engine.Consistency{engine.Linearizable} }
 
+// SingleItemBatches implements engine.ItemScoper: a batch may touch any number of items.
+func (s *Store) SingleItemBatches() bool { return false }
+
 // Stats implements engine.Statser.
 func (s *Store) Stats() map[string]int64 {
 	s.mu.RLock()

@@ -107,7 +107,20 @@ type Engine struct {
 	// read needs no check of its own: every collection op reads the collection's meta item, whose stamp
 	// changes with any change of a member, so the meta's check covers the members read.
 	Ranger engine.Scanner
-	closed atomic.Bool
+	// SingleItem, when set, names an engine whose datastore changes one item atomically and no more (memcached):
+	// Apply then refuses, applying nothing, every batch that reads or writes several items or flushes.
+	SingleItem string
+	closed     atomic.Bool
+}
+
+// SingleItemBatches implements engine.ItemScoper: true when SingleItem names the engine.
+func (e *Engine) SingleItemBatches() bool { return e.SingleItem != "" }
+
+// tooWide is the error of a batch a SingleItem engine refuses.
+func (e *Engine) tooWide(what string) error {
+	return fmt.Errorf("%w: the %s engine applies a batch atomically only if it touches one item, and this batch %s "+
+		"(MSET of several keys, MULTI/EXEC or WATCH over several keys, RENAME, COPY, hashes, sets, sorted sets, lists "+
+		"and FLUSH need several; see docs/engines.md)", engine.ErrNotSupported, e.SingleItem, what)
 }
 
 // errClosed is what every call after Close returns.
@@ -162,6 +175,16 @@ func (e *Engine) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, e
 		ctx = engine.WithConsistency(ctx, engine.Linearizable)
 	}
 	slots := touched(b)
+	if e.SingleItem != "" {
+		for i := range b.Muts {
+			if b.Muts[i].Op == engine.OpFlush {
+				return nil, e.tooWide("flushes a table")
+			}
+		}
+		if len(slots) > 1 {
+			return nil, e.tooWide(fmt.Sprintf("touches %d", len(slots)))
+		}
+	}
 	n := 0
 	for i := range b.Muts {
 		if b.Muts[i].Writes() {
@@ -234,6 +257,11 @@ func (e *Engine) attempt(ctx context.Context, b *engine.Batch, slots []Slot, n i
 		return results, rerr
 	}
 	w := Net(writes)
+	if e.SingleItem != "" {
+		if n := itemsTouched(r.checks, &w); n > 1 {
+			return nil, e.tooWide(fmt.Sprintf("touches %d", n))
+		}
+	}
 	if w.Empty() {
 		// Nothing to write: the results stand if the reads were one snapshot; else check they still hold
 		// together (the stamps are validated by an empty commit).
@@ -251,6 +279,24 @@ func (e *Engine) attempt(ctx context.Context, b *engine.Batch, slots []Slot, n i
 }
 
 type slotKey struct{ table, key string }
+
+// itemsTouched counts the distinct items a commit of checks and w would check or change; a flush counts as many.
+func itemsTouched(checks []Check, w *Writes) int {
+	if w.FlushAll || len(w.Flush) > 0 {
+		return math.MaxInt
+	}
+	seen := map[slotKey]bool{}
+	for _, c := range checks {
+		seen[slotKey{c.Table, string(c.Key)}] = true
+	}
+	for _, d := range w.Delete {
+		seen[slotKey{d.Table, string(d.Key)}] = true
+	}
+	for _, p := range w.Put {
+		seen[slotKey{p.Table, string(p.Key)}] = true
+	}
+	return len(seen)
+}
 
 // reader serves Resolve from what Read returned and records the stamps of what Resolve looked at. A key Resolve
 // reads that was not fetched ahead (a collection's member, a key a function reads) is fetched on the spot.

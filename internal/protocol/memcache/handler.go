@@ -50,9 +50,11 @@ type Options struct {
 // server.Handler, server.Rejecter and server.Denier. Safe for concurrent use: each connection has its own state, and the
 // handler shares only counters and the pending delayed flush_all.
 type Handler struct {
-	store   *kv.Store
-	table   string
-	maxItem int
+	store *kv.Store
+	// singleItem: the engine applies batches of one item only, so pipelined requests run one batch each.
+	singleItem bool
+	table      string
+	maxItem    int
 	// maxGetLine bounds a get/gets key-list line.
 	maxGetLine int
 	budget     *membudget.Budget
@@ -102,6 +104,7 @@ func New(store *kv.Store, opts Options) *Handler {
 	}
 	h := &Handler{
 		store:      store,
+		singleItem: store.SingleItem(),
 		table:      opts.Table,
 		maxItem:    min(opts.MaxItemSize, store.Limits().MaxValue),
 		maxGetLine: defaultMaxGetLine,

@@ -56,17 +56,19 @@ type Options struct {
 
 // Handler serves Redis connections. It implements server.Handler, server.Rejecter and server.Denier.
 type Handler struct {
-	store   *kv.Store
-	opts    Options
-	log     *slog.Logger
-	started time.Time
-	nextID  atomic.Int64
-	conns   *server.Counts
-	cursors cursorTable
-	broker  *pubsub.Broker
-	waiters waiters // connections blocked in BLPOP and the like
-	scripts scriptCache
-	saves   saves
+	store *kv.Store
+	// singleItem: the engine applies batches of one item only, so pipelined commands run one batch each.
+	singleItem bool
+	opts       Options
+	log        *slog.Logger
+	started    time.Time
+	nextID     atomic.Int64
+	conns      *server.Counts
+	cursors    cursorTable
+	broker     *pubsub.Broker
+	waiters    waiters // connections blocked in BLPOP and the like
+	scripts    scriptCache
+	saves      saves
 	// notifyFlags are the keyspace event classes and channel kinds being sent (notify.go).
 	notifyFlags atomic.Int32
 	// Command and error statistics (cmdstats.go) and the slow log (slowlog.go).
@@ -93,7 +95,7 @@ func New(store *kv.Store, opts Options) *Handler {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	h := &Handler{store: store, opts: opts, log: opts.Logger, started: time.Now(), sessions: map[int64]*session{},
-		observers: map[*command]*metrics.Observer{}}
+		observers: map[*command]*metrics.Observer{}, singleItem: store.SingleItem()}
 	h.cmdStats = make(map[*command]*cmdStats, len(commands))
 	for _, c := range commands {
 		h.observers[c] = opts.Metrics.Command("resp", c.name) // nil-safe: a nil Metrics gives nil observers

@@ -186,7 +186,8 @@ func (s *session) dispatch(args [][]byte) {
 	}
 	switch {
 	case cmd.data != nil:
-		if !s.batch.Fits(3*len(args), s.h.store.Limits().MaxBatch) {
+		if !s.batch.Fits(3*len(args), s.h.store.Limits().MaxBatch) || s.h.singleItem {
+			// An engine of one-item batches would refuse pipelined commands on two keys merged into one batch.
 			s.flush() // keep each engine batch within the store's limit; a command's own mutations stay together
 		}
 		s.compile(cmd, args)

@@ -1,5 +1,5 @@
 // Package dial opens the engine an `anykv serve --engine URL` names: postgres://, mysql:// (mariadb://), redis://,
-// etcd:// or cassandra://. It is the one place that knows every remote adapter, so cmd/anykv needs one call, and
+// etcd://, cassandra:// or memcached://. It is the one place that knows every remote adapter, so cmd/anykv needs one call, and
 // it turns every failure into one line naming the URL (its password hidden) and what went wrong.
 package dial
 
@@ -14,13 +14,14 @@ import (
 	"anykv/internal/engine/remote"
 	"anykv/internal/engine/remote/cassandrastore"
 	"anykv/internal/engine/remote/etcdstore"
+	"anykv/internal/engine/remote/memcachedstore"
 	"anykv/internal/engine/remote/mysqlstore"
 	"anykv/internal/engine/remote/pgstore"
 	"anykv/internal/engine/remote/redisstore"
 )
 
 // Schemes lists the URL schemes Open accepts.
-var Schemes = []string{"postgres", "postgresql", "mysql", "mariadb", "redis", "etcd", "cassandra"}
+var Schemes = []string{"postgres", "postgresql", "mysql", "mariadb", "redis", "etcd", "cassandra", "memcached"}
 
 // IsURL reports whether an --engine value names a remote datastore rather than an embedded engine.
 func IsURL(s string) bool { return strings.Contains(s, "://") }
@@ -57,6 +58,8 @@ func Open(ctx context.Context, raw string) (engine.Engine, error) {
 		e, err = etcdstore.Open(ctx, raw)
 	case "cassandra":
 		e, err = cassandrastore.Open(ctx, raw)
+	case "memcached":
+		e, err = memcachedstore.Open(ctx, raw)
 	default:
 		return nil, fmt.Errorf("%s: unknown scheme %q (want pebble, memory, or a URL with scheme %s)",
 			name, u.Scheme, strings.Join(Schemes, ", "))

@@ -20,7 +20,6 @@
 package etcdstore
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -118,25 +117,14 @@ func (b *backend) split(k []byte) (string, []byte, bool) {
 	return string(rest[w : w+int(n)]), rest[w+int(n):], true
 }
 
-// encode writes an item as flags and kind (8 bytes, remote.PackFlags), expiry, version, then the value.
-func encode(it engine.Item) string {
-	buf := make([]byte, 24, 24+len(it.Value))
-	binary.BigEndian.PutUint64(buf, remote.PackFlags(it))
-	binary.BigEndian.PutUint64(buf[8:], uint64(it.Expires))
-	binary.BigEndian.PutUint64(buf[16:], it.Version)
-	return string(append(buf, it.Value...))
-}
+// encode writes an item as remote's envelope (flags and kind, expiry, version, value).
+func encode(it engine.Item) string { return string(remote.AppendItem(nil, it)) }
 
 func decode(v []byte) (engine.Item, error) {
-	if len(v) < 24 {
-		return engine.Item{}, errors.New("etcd: not an anykv item")
+	it, err := remote.DecodeItem(v)
+	if err != nil {
+		return it, fmt.Errorf("etcd: %w", err)
 	}
-	it := engine.Item{
-		Expires: int64(binary.BigEndian.Uint64(v[8:])),
-		Version: binary.BigEndian.Uint64(v[16:]),
-		Value:   bytes.Clone(v[24:]),
-	}
-	remote.UnpackFlags(binary.BigEndian.Uint64(v), &it)
 	return it, nil
 }
 

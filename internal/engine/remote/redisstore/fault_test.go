@@ -11,26 +11,6 @@ import (
 	"anykv/internal/engine/remote/remotetest"
 )
 
-// faulty wraps the real backend: before runs ahead of each real commit, after may replace its answer.
-type faulty struct {
-	*backend
-	commits int
-	before  func(n int)
-	after   func(err error) error
-}
-
-func (f *faulty) Commit(ctx context.Context, checks []remote.Check, w *remote.Writes, tok any) error {
-	f.commits++
-	if f.before != nil {
-		f.before(f.commits)
-	}
-	err := f.backend.Commit(ctx, checks, w, tok)
-	if f.after != nil {
-		err = f.after(err)
-	}
-	return err
-}
-
 // TestCommitFaults: a commit whose answer was lost is reported, never retried (a retry would increment twice);
 // a conflict is retried until it commits.
 func TestCommitFaults(t *testing.T) {
@@ -50,15 +30,15 @@ func TestCommitFaults(t *testing.T) {
 		return string(it.Value)
 	}
 
-	lost := &faulty{backend: s.b, after: func(err error) error {
+	lost := &remotetest.Faulty{Backend: s.b, After: func(err error) error {
 		if err != nil {
 			return err
 		}
 		return errors.Join(remote.ErrUnknownOutcome, errors.New("connection reset after the script was sent"))
 	}}
 	_, err = remote.New(lost).Apply(ctx, incr)
-	if !errors.Is(err, remote.ErrUnknownOutcome) || lost.commits != 1 {
-		t.Fatalf("lost answer: err %v after %d commits, want ErrUnknownOutcome after 1", err, lost.commits)
+	if !errors.Is(err, remote.ErrUnknownOutcome) || lost.Commits != 1 {
+		t.Fatalf("lost answer: err %v after %d commits, want ErrUnknownOutcome after 1", err, lost.Commits)
 	}
 	if v := value(); v != "1" {
 		t.Fatalf("after a lost answer n = %s, want 1 (applied once)", v)
@@ -66,7 +46,7 @@ func TestCommitFaults(t *testing.T) {
 
 	// The first two commits meet a concurrent write (made between the read and the commit), are refused by the
 	// real commit script and retried; the increment is applied once, on the third.
-	racing := &faulty{backend: s.b, before: func(n int) {
+	racing := &remotetest.Faulty{Backend: s.b, Before: func(n int) {
 		if n <= 2 {
 			set := engine.Mutation{Op: engine.OpSet, Table: "t", Key: []byte("n"), Value: []byte("10")}
 			if _, err := s.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{set}}); err != nil {
@@ -75,8 +55,8 @@ func TestCommitFaults(t *testing.T) {
 		}
 	}}
 	res, err := remote.New(racing).Apply(ctx, incr)
-	if err != nil || racing.commits != 3 || string(res[0].New.Value) != "11" {
-		t.Fatalf("conflicts: %v after %d commits, result %+v", err, racing.commits, res)
+	if err != nil || racing.Commits != 3 || string(res[0].New.Value) != "11" {
+		t.Fatalf("conflicts: %v after %d commits, result %+v", err, racing.Commits, res)
 	}
 	if v := value(); v != "11" {
 		t.Fatalf("after conflicts n = %s, want 11", v)

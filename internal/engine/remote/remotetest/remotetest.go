@@ -15,7 +15,30 @@ import (
 	"anykv/internal/bench/deploy"
 	"anykv/internal/engine"
 	"anykv/internal/engine/enginetest"
+	"anykv/internal/engine/remote"
 )
+
+// Faulty wraps an adapter's real backend for fault tests: Before runs ahead of each real commit (given the
+// commit's number, from 1), After may replace its answer.
+type Faulty struct {
+	remote.Backend
+	Commits int
+	Before  func(n int)
+	After   func(err error) error
+}
+
+// Commit implements remote.Backend around the real commit.
+func (f *Faulty) Commit(ctx context.Context, checks []remote.Check, w *remote.Writes, tok any) error {
+	f.Commits++
+	if f.Before != nil {
+		f.Before(f.Commits)
+	}
+	err := f.Backend.Commit(ctx, checks, w, tok)
+	if f.After != nil {
+		err = f.After(err)
+	}
+	return err
+}
 
 // Start starts the deploy target name (e.g. "postgres", "redis-nopersist", "etcd") on a free loopback port for
 // the test and returns its URL. A server that cannot start fails the test when CI=true and skips it otherwise.
