@@ -1,0 +1,77 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"anykv/internal/engine"
+	"anykv/internal/engine/remote/redisstore"
+	"anykv/internal/engine/remote/remotetest"
+)
+
+// TestRedisCluster runs the conformance suite and the two-front-end race over a 3-master Redis Cluster (no
+// replicas, so replicas=0: no WAIT), each engine in a fresh key prefix.
+func TestRedisCluster(t *testing.T) {
+	st := remotetest.StartCluster(t, "redis-cluster", 3)
+	fresh := func(*testing.T) string {
+		return fmt.Sprintf("%s&prefix=c%d:", st.URL, prefixes.Add(1))
+	}
+	remotetest.Suite(t, fresh, redisstore.OpenCluster, engine.CanScan|engine.CanTables|engine.CanSweep)
+
+	t.Run("Refusals", func(t *testing.T) {
+		ctx := context.Background()
+		if _, err := redisstore.OpenCluster(ctx, strings.Replace(st.URL, "replicas=0", "replicas=1", 1)); err == nil ||
+			!strings.Contains(err.Error(), "replicas=0") {
+			t.Fatalf("replicas=1 over a cluster without replicas: %v, want a refusal naming replicas=0", err)
+		}
+		if _, err := redisstore.OpenCluster(ctx, st.URL+"&prefix=a{b}"); err == nil {
+			t.Fatal("a prefix with a hash tag was accepted")
+		}
+	})
+}
+
+// TestRedisClusterSlots: the tables of the suite land on more than one master (each table is one slot), which
+// is what makes the engine shard.
+func TestRedisClusterSlots(t *testing.T) {
+	st := remotetest.StartCluster(t, "redis-cluster", 3)
+	s := remotetest.Open(t, redisstore.OpenCluster, st.URL+"&prefix=slots:")
+	defer s.Close()
+	ctx := context.Background()
+	for i := range 12 {
+		m := engine.Mutation{Op: engine.OpSet, Table: fmt.Sprint(i), Key: []byte("k"), Value: []byte("v")}
+		if _, err := s.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{m}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	busy := 0
+	var sizes []int64
+	for _, m := range st.Members { // 3 masters, no replicas
+		c := redis.NewClient(&redis.Options{Addr: m.Addr})
+		n, err := c.DBSize(ctx).Result()
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, n)
+		if n > 0 {
+			busy++
+		}
+	}
+	if busy < 2 {
+		t.Fatalf("12 tables on %d of %d masters (keys per master %v)", busy, len(st.Members), sizes)
+	}
+	_, err := s.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{
+		{Op: engine.OpSet, Table: "0", Key: []byte("a"), Value: []byte("1")},
+		{Op: engine.OpSet, Table: "1", Key: []byte("a"), Value: []byte("1")}}})
+	if !errors.Is(err, engine.ErrNotSupported) || !strings.Contains(err.Error(), "redis-cluster") {
+		t.Fatalf("a batch over two tables: %v, want ErrNotSupported naming the engine", err)
+	}
+	if _, err := s.Get(ctx, "0", []byte("a"), 1); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("the refused batch left 0/a: %v", err)
+	}
+}
