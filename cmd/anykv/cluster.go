@@ -19,7 +19,7 @@ func clusterMain(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	dir := fs.String("dir", "anykv-cluster", "directory of the cluster's data, logs and state")
 	engine := fs.String("engine", "etcd", "datastore: etcd or redis-cluster")
-	nodes := fs.Int("nodes", 3, "number of members (redis-cluster: 6 is 3 masters with a replica each; 3 is 3 masters alone)")
+	nodes := fs.Int("nodes", 3, "number of members (redis-cluster: 3 masters alone, 6: with a replica each, 9: with two)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}

@@ -18,7 +18,8 @@ import (
 const NodeTimeout = 1500 * time.Millisecond
 
 // upRedisCluster starts n redis-server nodes in cluster mode and joins them with redis-cli --cluster create:
-// n/2 masters with one replica each when n is even and at least 6, else n masters without replicas. Each node
+// 3 masters with n/3-1 replicas each (9 nodes: two replicas, so a shard that lost its master still has one to
+// WAIT for). Each node
 // keeps an append-only file, so a node killed and restarted before its replica took over comes back with its
 // data rather than empty. It waits until every node reports cluster_state:ok.
 func upRedisCluster(n int, dir string) (*State, error) {
@@ -30,13 +31,10 @@ func upRedisCluster(n int, dir string) (*State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redis-cli %w: install Debian package redis-tools", errNotInstalled)
 	}
-	if n < 3 {
-		return nil, fmt.Errorf("a Redis Cluster needs at least 3 masters: --nodes 3 (no replicas) or 6 (3 masters, 3 replicas)")
+	if n < 3 || n%3 != 0 {
+		return nil, fmt.Errorf("--nodes %d: a Redis Cluster here is 3 masters with the same number of replicas each: --nodes 3, 6 or 9", n)
 	}
-	replicas := 0
-	if n >= 6 && n%2 == 0 {
-		replicas = 1
-	}
+	replicas := n/3 - 1
 	ports, err := freePorts(n)
 	if err != nil {
 		return nil, err
@@ -80,19 +78,24 @@ func upRedisCluster(n int, dir string) (*State, error) {
 	if replicas == 0 {
 		st.URL += "/?replicas=0"
 	}
-	return st, waitRedisCluster(addrs, 60*time.Second)
+	return st, waitRedisCluster(addrs, replicas, 60*time.Second)
 }
 
-// waitRedisCluster waits until every node answers CLUSTER INFO with cluster_state:ok.
-func waitRedisCluster(addrs []string, timeout time.Duration) error {
+// waitRedisCluster waits until every node answers CLUSTER INFO with cluster_state:ok and sees every slot range
+// served by a master with its replicas.
+func waitRedisCluster(addrs []string, replicas int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for _, a := range addrs {
 		c := redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1})
 		for {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			info, err := c.ClusterInfo(ctx).Result()
+			var slots []redis.ClusterSlot
+			if err == nil {
+				slots, err = c.ClusterSlots(ctx).Result()
+			}
 			cancel()
-			if err == nil && strings.Contains(info, "cluster_state:ok") {
+			if err == nil && strings.Contains(info, "cluster_state:ok") && complete(slots, replicas) {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -104,6 +107,18 @@ func waitRedisCluster(addrs []string, timeout time.Duration) error {
 		c.Close()
 	}
 	return nil
+}
+
+// complete reports whether slots cover all 16384 slots, each range with replicas replicas.
+func complete(slots []redis.ClusterSlot, replicas int) bool {
+	n := 0
+	for _, s := range slots {
+		if len(s.Nodes) != 1+replicas {
+			return false
+		}
+		n += s.End - s.Start + 1
+	}
+	return n == 16384
 }
 
 func lastLines(s string, n int) string {

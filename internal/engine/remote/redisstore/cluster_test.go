@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
 	"anykv/internal/engine"
+	"anykv/internal/engine/remote"
 	"anykv/internal/engine/remote/redisstore"
 	"anykv/internal/engine/remote/remotetest"
 )
@@ -73,5 +76,45 @@ func TestRedisClusterSlots(t *testing.T) {
 	}
 	if _, err := s.Get(ctx, "0", []byte("a"), 1); !errors.Is(err, engine.ErrNotFound) {
 		t.Fatalf("the refused batch left 0/a: %v", err)
+	}
+}
+
+// TestRedisClusterWaitsForAReplica: with the replica of a table's master stopped (SIGSTOP), a write to that table
+// is not acknowledged (ErrUnknownOutcome once WAIT times out), since a failover could lose it; once the replica
+// runs again, writes are acknowledged.
+func TestRedisClusterWaitsForAReplica(t *testing.T) {
+	st := remotetest.StartCluster(t, "redis-cluster", 6)
+	s := remotetest.Open(t, redisstore.OpenCluster, st.URL+"/?prefix=wait:&wait=300ms")
+	defer s.Close()
+	ctx := context.Background()
+	set := &engine.Batch{Now: 1, Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t", Key: []byte("k"), Value: []byte("v")}}}
+	if _, err := s.Apply(ctx, set); err != nil {
+		t.Fatal(err)
+	}
+	var replica *os.Process
+	for _, m := range st.Members { // the replica of the master holding t's keys
+		c := redis.NewClient(&redis.Options{Addr: m.Addr})
+		r, err := c.Do(ctx, "role").Slice()
+		n, _ := c.DBSize(ctx).Result()
+		c.Close()
+		if err == nil && r[0] == "slave" && n > 0 && replica == nil {
+			if replica, err = os.FindProcess(m.Pid); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if replica == nil {
+		t.Fatal("no replica holds the table's keys")
+	}
+	if err := replica.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Apply(ctx, set)
+	replica.Signal(syscall.SIGCONT)
+	if !errors.Is(err, remote.ErrUnknownOutcome) {
+		t.Fatalf("a write no replica acknowledged: %v, want ErrUnknownOutcome", err)
+	}
+	if _, err := s.Apply(ctx, set); err != nil {
+		t.Fatalf("after the replica resumed: %v", err)
 	}
 }
