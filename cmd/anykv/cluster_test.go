@@ -24,16 +24,7 @@ import (
 // running.
 func TestEtcdClusterLosesNoAcknowledgedWrite(t *testing.T) {
 	needEtcd(t)
-	dir := filepath.Join(t.TempDir(), "cluster")
-	out, err := exec.Command(servertest.Binary(t), "cluster", "up", "--engine", "etcd", "--nodes", "3", "--dir", dir).CombinedOutput()
-	if err != nil {
-		t.Fatalf("cluster up: %v: %s", err, out)
-	}
-	st, err := cluster.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cluster.Down(dir) })
+	st, dir, out := clusterUp(t, "etcd", 3)
 	if !strings.Contains(string(out), "--engine "+st.URL) {
 		t.Fatalf("cluster up did not print the URL %s: %s", st.URL, out)
 	}
@@ -136,4 +127,21 @@ func (l *ackLoad) finish(t *testing.T, fronts []*servertest.Server) {
 			}
 		}
 	}
+}
+
+// clusterUp runs `anykv cluster up` of nodes members of engine in a temporary directory, removed when the test
+// ends, and returns the cluster, its directory and what the command printed.
+func clusterUp(t *testing.T, engine string, nodes int) (*cluster.State, string, []byte) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "cluster")
+	out, err := exec.Command(servertest.Binary(t), "cluster", "up", "--engine", engine, "--nodes", strconv.Itoa(nodes), "--dir", dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("cluster up: %v: %s", err, out)
+	}
+	st, err := cluster.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cluster.Down(dir) })
+	return st, dir, out
 }

@@ -3,14 +3,11 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"anykv/internal/cluster"
 	"anykv/internal/servertest"
 )
 
@@ -21,16 +18,7 @@ import (
 // acknowledges a write once WAIT says a replica has it, since Redis replicates asynchronously.
 func TestRedisClusterFailoverLosesNoAcknowledgedWrite(t *testing.T) {
 	needBin(t, "redis-server")
-	dir := filepath.Join(t.TempDir(), "cluster")
-	out, err := exec.Command(servertest.Binary(t), "cluster", "up", "--engine", "redis-cluster", "--nodes", "6", "--dir", dir).CombinedOutput()
-	if err != nil {
-		t.Fatalf("cluster up: %v: %s", err, out)
-	}
-	st, err := cluster.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cluster.Down(dir) })
+	st, _, _ := clusterUp(t, "redis-cluster", 6)
 	fronts := []*servertest.Server{servertest.Start(t, servertest.Options{Engine: st.URL}),
 		servertest.Start(t, servertest.Options{Engine: st.URL})}
 
