@@ -5,11 +5,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"anykv/internal/cluster"
 	"anykv/internal/servertest"
@@ -21,75 +24,24 @@ import (
 // running.
 func TestEtcdClusterLosesNoAcknowledgedWrite(t *testing.T) {
 	needEtcd(t)
-	dir := filepath.Join(t.TempDir(), "cluster")
-	out, err := exec.Command(servertest.Binary(t), "cluster", "up", "--engine", "etcd", "--nodes", "3", "--dir", dir).CombinedOutput()
-	if err != nil {
-		t.Fatalf("cluster up: %v: %s", err, out)
-	}
-	st, err := cluster.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cluster.Down(dir) })
+	st, dir, out := clusterUp(t, "etcd", 3)
 	if !strings.Contains(string(out), "--engine "+st.URL) {
 		t.Fatalf("cluster up did not print the URL %s: %s", st.URL, out)
 	}
 	fronts := []*servertest.Server{servertest.Start(t, servertest.Options{Engine: st.URL}),
 		servertest.Start(t, servertest.Options{Engine: st.URL})}
 
-	var mu sync.Mutex
-	acked := map[string]string{}
-	var failed, n atomic.Int64
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	for w := 0; w < 4; w++ {
-		c := client(t, fronts[w%2].RESP)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; !stop.Load(); i++ {
-				k, v := fmt.Sprintf("w%d:%d", w, i), fmt.Sprintf("v%d-%d", w, i)
-				if err := c.Set(ctx, k, v, 0).Err(); err != nil {
-					failed.Add(1) // surfaced to the client: not acknowledged
-					continue
-				}
-				mu.Lock()
-				acked[k] = v
-				mu.Unlock()
-				n.Add(1)
-			}
-		}()
-	}
-	waitFor := func(target int64) {
-		deadline := time.Now().Add(30 * time.Second)
-		for n.Load() < target {
-			if time.Now().After(deadline) {
-				t.Fatalf("only %d writes acknowledged", n.Load())
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	waitFor(200)
+	load := startLoad(t, fronts, 1)
+	load.waitFor(t, 200)
 	if err := st.Kill(0); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(n.Load() + 200) // the two remaining members keep a quorum
+	load.waitFor(t, load.n.Load()+200) // the two remaining members keep a quorum
 	if err := st.Restart(0); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(n.Load() + 200)
-	stop.Store(true)
-	wg.Wait()
-	t.Logf("%d writes acknowledged, %d failed with an error across the kill", len(acked), failed.Load())
-
-	for _, f := range fronts {
-		c := client(t, f.RESP)
-		for k, v := range acked {
-			if got, err := c.Get(ctx, k).Result(); err != nil || got != v {
-				t.Fatalf("%s through %s: %q, %v; want %q", k, f.RESP, got, err, v)
-			}
-		}
-	}
+	load.waitFor(t, load.n.Load()+200)
+	load.finish(t, fronts)
 	if err := st.Save(dir); err != nil { // Restart changed the member's pid
 		t.Fatal(err)
 	}
@@ -104,4 +56,92 @@ func TestEtcdClusterLosesNoAcknowledgedWrite(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("cluster directory left behind: %v", err)
 	}
+}
+
+// ackLoad is four clients writing fresh keys through front ends, recording each acknowledged write.
+type ackLoad struct {
+	mu        sync.Mutex
+	acked     map[string]string
+	failed, n atomic.Int64
+	stop      atomic.Bool
+	wg        sync.WaitGroup
+}
+
+// startLoad starts four writers, spread over fronts and over dbs databases (tables: in a Redis Cluster, slots).
+func startLoad(t *testing.T, fronts []*servertest.Server, dbs int) *ackLoad {
+	l := &ackLoad{acked: map[string]string{}}
+	for w := 0; w < 4; w++ {
+		c := goredis.NewClient(&goredis.Options{Addr: fronts[w%len(fronts)].RESP, DB: w % dbs, MaxRetries: -1,
+			DialTimeout: time.Second, ReadTimeout: 10 * time.Second})
+		t.Cleanup(func() { c.Close() })
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for i := 0; !l.stop.Load(); i++ {
+				k, v := fmt.Sprintf("w%d:%d", w, i), fmt.Sprintf("v%d-%d", w, i)
+				if err := c.Set(ctx, k, v, 0).Err(); err != nil {
+					l.failed.Add(1) // surfaced to the client: not acknowledged
+					continue
+				}
+				l.mu.Lock()
+				l.acked[fmt.Sprintf("%d/%s", w%dbs, k)] = v
+				l.mu.Unlock()
+				l.n.Add(1)
+			}
+		}()
+	}
+	return l
+}
+
+// waitFor waits until target writes were acknowledged, failing the test after 30 s.
+func (l *ackLoad) waitFor(t *testing.T, target int64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for l.n.Load() < target {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d writes acknowledged (want %d), %d failed", l.n.Load(), target, l.failed.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// finish stops the writers and reads every acknowledged write back through each front end.
+func (l *ackLoad) finish(t *testing.T, fronts []*servertest.Server) {
+	t.Helper()
+	l.stop.Store(true)
+	l.wg.Wait()
+	t.Logf("%d writes acknowledged, %d failed with an error across the kill", len(l.acked), l.failed.Load())
+	for _, f := range fronts {
+		clients := map[string]*goredis.Client{}
+		for dbKey, v := range l.acked {
+			db, k, _ := strings.Cut(dbKey, "/")
+			c := clients[db]
+			if c == nil {
+				n, _ := strconv.Atoi(db)
+				c = goredis.NewClient(&goredis.Options{Addr: f.RESP, DB: n})
+				defer c.Close()
+				clients[db] = c
+			}
+			if got, err := c.Get(ctx, k).Result(); err != nil || got != v {
+				t.Fatalf("db %s key %s through %s: %q, %v; want %q", db, k, f.RESP, got, err, v)
+			}
+		}
+	}
+}
+
+// clusterUp runs `anykv cluster up` of nodes members of engine in a temporary directory, removed when the test
+// ends, and returns the cluster, its directory and what the command printed.
+func clusterUp(t *testing.T, engine string, nodes int) (*cluster.State, string, []byte) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "cluster")
+	out, err := exec.Command(servertest.Binary(t), "cluster", "up", "--engine", engine, "--nodes", strconv.Itoa(nodes), "--dir", dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("cluster up: %v: %s", err, out)
+	}
+	st, err := cluster.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cluster.Down(dir) })
+	return st, dir, out
 }

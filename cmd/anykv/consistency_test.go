@@ -21,13 +21,16 @@ import (
 )
 
 // needEtcd skips the test when etcd is not installed, unless CI says it must be.
-func needEtcd(t *testing.T) {
+func needEtcd(t *testing.T) { t.Helper(); needBin(t, "etcd") }
+
+// needBin fails the test in CI, and skips it elsewhere, when the program bin is not installed.
+func needBin(t *testing.T, bin string) {
 	t.Helper()
-	if _, err := exec.LookPath("etcd"); err != nil {
+	if _, err := exec.LookPath(bin); err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatal("etcd not installed")
+			t.Fatal(bin + " not installed")
 		}
-		t.Skip("etcd not installed (CI unset: skipping)")
+		t.Skip(bin + " not installed (CI unset: skipping)")
 	}
 }
 

@@ -1,5 +1,5 @@
 // Package cluster starts and stops local clusters of the distributed datastores anykv front ends can serve
-// (etcd today), for trying and testing anykv beyond one machine on one machine: `anykv cluster up` and
+// (etcd and Redis Cluster), for trying and testing anykv beyond one machine on one machine: `anykv cluster up` and
 // `anykv cluster down`. Members run as detached processes on 127.0.0.1 ports; a state file in the cluster's
 // directory records them, so `down` (another process) can stop them and remove everything.
 package cluster
@@ -53,8 +53,10 @@ func Up(engine string, n int, dir string) (*State, error) {
 	switch engine {
 	case "etcd":
 		st, err = upEtcd(n, dir)
+	case "redis-cluster":
+		st, err = upRedisCluster(n, dir)
 	default:
-		return nil, fmt.Errorf("--engine %q: anykv cluster up starts etcd clusters (redis-cluster and cassandra are not built yet)", engine)
+		return nil, fmt.Errorf("--engine %q: anykv cluster up starts etcd and redis-cluster clusters (cassandra is not built yet)", engine)
 	}
 	if err != nil {
 		if st != nil {

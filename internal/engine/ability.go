@@ -197,3 +197,32 @@ func Expose(d Decorator, has Ability) Engine {
 	}
 	return d
 }
+
+// TableScoped is implemented by an engine whose batches cannot span tables (Redis Cluster keeps a table in one
+// hash slot and runs a transaction within one slot only). Its Apply refuses a batch that touches two tables, or
+// flushes every table, with an error wrapping ErrNotSupported, and applies nothing of it.
+type TableScoped interface{ TableScoped() }
+
+// Span tells whether muts stay within one table, for TableScoped engines: it returns the first two tables they
+// name (a member table counts as its table; second is "" if there is one) and whether one flushes every table.
+func Span(muts []Mutation) (first, second string, all bool) {
+	for i := range muts {
+		m := &muts[i]
+		if m.Op == OpFlush && m.Table == "" {
+			all = true
+		}
+		for _, t := range []string{m.Table, m.Target.Table} {
+			if u, ok := UserTable(t); ok {
+				t = u
+			}
+			switch {
+			case t == "" || t == first:
+			case first == "":
+				first = t
+			case second == "":
+				second = t
+			}
+		}
+	}
+	return first, second, all
+}

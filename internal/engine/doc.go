@@ -75,4 +75,7 @@
 // figures). A decorator (the read cache, a test's fault injector) must offer exactly the abilities of the engine
 // it wraps, plus any it has by itself: it implements all of them by forwarding and hands itself out through
 // Expose; enginetest.CheckDecorator proves it.
+//
+// One limit is declared the same way: a TableScoped engine (Redis Cluster) keeps each batch within one table and
+// refuses one that spans tables with ErrNotSupported, applying nothing; the conformance suite checks the refusal.
 package engine

@@ -32,6 +32,9 @@ func testModel(t *testing.T, e engine.Engine) {
 		for i := range muts {
 			muts[i] = randomMutation(rng, tb, ks, maxOp)
 		}
+		if scoped(e) {
+			oneTable(muts)
+		}
 		ts := now + int64(round)*10
 		got, gerr := applyModel(t, e, ts, muts)
 		want, werr := applyModel(t, model, ts, muts)

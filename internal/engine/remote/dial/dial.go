@@ -1,6 +1,7 @@
 // Package dial opens the engine an `anykv serve --engine URL` names: postgres://, mysql:// (mariadb://), redis://,
-// etcd://, cassandra:// or memcached://. It is the one place that knows every remote adapter, so cmd/anykv needs one call, and
-// it turns every failure into one line naming the URL (its password hidden) and what went wrong.
+// redis-cluster://, etcd://, cassandra:// or memcached://. It is the one place that knows every remote adapter, so
+// cmd/anykv needs one call, and it turns every failure into one line naming the URL (its password hidden) and
+// what went wrong.
 package dial
 
 import (
@@ -21,7 +22,7 @@ import (
 )
 
 // Schemes lists the URL schemes Open accepts.
-var Schemes = []string{"postgres", "postgresql", "mysql", "mariadb", "redis", "etcd", "cassandra", "memcached"}
+var Schemes = []string{"postgres", "postgresql", "mysql", "mariadb", "redis", "redis-cluster", "etcd", "cassandra", "memcached"}
 
 // IsURL reports whether an --engine value names a remote datastore rather than an embedded engine.
 func IsURL(s string) bool { return strings.Contains(s, "://") }
@@ -54,6 +55,8 @@ func Open(ctx context.Context, raw string) (engine.Engine, error) {
 		e, err = mysqlstore.Open(ctx, raw)
 	case "redis":
 		e, err = redisstore.Open(ctx, raw)
+	case "redis-cluster":
+		e, err = redisstore.OpenCluster(ctx, raw)
 	case "etcd":
 		e, err = etcdstore.Open(ctx, raw)
 	case "cassandra":

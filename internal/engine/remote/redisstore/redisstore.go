@@ -49,8 +49,53 @@ var (
 )
 
 type backend struct {
-	c      *redis.Client
+	c  redis.UniversalClient // writes and linearizable reads
+	ro redis.UniversalClient // serializable reads: c on one server, replicas in a cluster
+	layout
+	cl *clusterSide // nil on one server
+}
+
+// layout names the keys of one namespace. On one server they are as the package doc says; in a cluster
+// (tagged) every key of a table, and of its collections' member table, starts with the hash tag
+// {prefix+len:table}, so a table lives in one hash slot and a batch within it can be one script; the version
+// counter and the tables set have a tag of their own.
+type layout struct {
 	prefix string
+	tagged bool
+}
+
+func part(t string) string { return strconv.Itoa(len(t)) + ":" + t }
+
+// tag is the hash tag of table t's keys in a cluster: a member table shares its table's.
+func (l *layout) tag(t string) string {
+	if u, ok := engine.UserTable(t); ok {
+		t = u
+	}
+	return "{" + l.prefix + part(t) + "}"
+}
+
+// keyPrefix is what every item key of table t starts with.
+func (l *layout) keyPrefix(t string) string {
+	if l.tagged {
+		return l.tag(t) + "k:" + part(t)
+	}
+	return l.prefix + "k:" + part(t)
+}
+
+func (l *layout) itemKey(s remote.Slot) string { return l.keyPrefix(s.Table) + string(s.Key) }
+
+func (l *layout) indexKey(t string) string {
+	if l.tagged {
+		return l.tag(t) + "i:" + part(t)
+	}
+	return l.prefix + "i:" + part(t)
+}
+
+func (l *layout) global(name string) string {
+	if l.tagged {
+		return "{" + l.prefix + "}" + name
+	}
+	return l.prefix + name
 }
 
 // Open connects to the server at rawURL (redis://[user:pw@]host:port/db, with an optional prefix=P query
@@ -60,40 +105,49 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", remote.ErrBadURL, err)
 	}
-	q := u.Query()
-	prefix := "anykv:"
-	if q.Has("prefix") {
-		prefix = q.Get("prefix")
-		q.Del("prefix")
-		u.RawQuery = q.Encode()
-	}
+	prefix := takePrefix(u)
 	opt, err := redis.ParseURL(u.String())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", remote.ErrBadURL, err)
 	}
-	// Dial once by hand first: an unreachable server is then one error, not go-redis's retry log lines.
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, opt.Network, opt.Addr)
-	if err != nil {
+	if err := reachable(ctx, opt.Network, opt.Addr); err != nil {
 		return nil, err
 	}
-	conn.Close()
 	c := redis.NewClient(opt)
 	if err := c.Ping(ctx).Err(); err != nil {
 		c.Close()
 		return nil, err
 	}
-	b := &backend{c: c, prefix: prefix}
-	s := &Store{Engine: remote.New(b), b: b}
-	s.Engine.Ranger = s // collection ops read ranges of members with the store's own scan
-	return s, nil
+	return newStore(&backend{c: c, ro: c, layout: layout{prefix: prefix}}), nil
 }
 
-func (b *backend) tablePart(t string) string { return strconv.Itoa(len(t)) + ":" + t }
-func (b *backend) itemKey(s remote.Slot) string {
-	return b.prefix + "k:" + b.tablePart(s.Table) + string(s.Key)
+// takePrefix removes the prefix=P query parameter from u and returns P, by default "anykv:".
+func takePrefix(u *url.URL) string {
+	q := u.Query()
+	if !q.Has("prefix") {
+		return "anykv:"
+	}
+	prefix := q.Get("prefix")
+	q.Del("prefix")
+	u.RawQuery = q.Encode()
+	return prefix
 }
-func (b *backend) indexKey(t string) string { return b.prefix + "i:" + b.tablePart(t) }
+
+// reachable dials addr once by hand: an unreachable server is then one error, not go-redis's retry log lines.
+func reachable(ctx context.Context, network, addr string) error {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return err
+	}
+	return conn.Close()
+}
+
+func newStore(b *backend) *Store {
+	s := &Store{Engine: remote.New(b), b: b}
+	s.Engine.Ranger = s // collection ops read ranges of members with the store's own scan
+	return s
+}
 
 var readScript = redis.NewScript(`
 local n = tonumber(ARGV[1])
@@ -106,25 +160,25 @@ end
 if n > 0 then out[nk + 1] = redis.call('INCRBY', KEYS[nk + 1], n) end
 return out`)
 
-// Read implements remote.Backend with one atomic script.
+// Read implements remote.Backend with one atomic script (in a cluster, one per slot: see clusterSide.read).
 func (b *backend) Read(ctx context.Context, slots []remote.Slot, n int) ([]remote.Stored, []uint64, bool, any, error) {
 	keys := make([]string, 0, len(slots)+1)
 	for _, s := range slots {
 		keys = append(keys, b.itemKey(s))
 	}
+	if b.cl != nil { // the counter is in another slot: reserve apart, alongside the read
+		return b.cl.read(ctx, keys, n)
+	}
 	if n > 0 {
-		keys = append(keys, b.prefix+"version")
+		keys = append(keys, b.global("version"))
 	}
 	v, err := readScript.Run(ctx, b.c, keys, n).Slice()
 	if err != nil {
 		return nil, nil, false, nil, err
 	}
-	items := make([]remote.Stored, len(slots))
-	for i := range slots {
-		fields, _ := v[i].([]any)
-		if items[i], err = decode(fields); err != nil {
-			return nil, nil, false, nil, fmt.Errorf("redis: %s: %w", keys[i], err)
-		}
+	items, err := decodeAll(keys[:len(slots)], v)
+	if err != nil {
+		return nil, nil, false, nil, err
 	}
 	var versions []uint64
 	if n > 0 {
@@ -132,11 +186,31 @@ func (b *backend) Read(ctx context.Context, slots []remote.Slot, n int) ([]remot
 		if !ok {
 			return nil, nil, false, nil, fmt.Errorf("redis: version counter answered %v", v[len(slots)])
 		}
-		for i := n - 1; i >= 0; i-- {
-			versions = append(versions, uint64(last)-uint64(i))
-		}
+		versions = reserved(last, n)
 	}
 	return items, versions, true, nil, nil
+}
+
+// decodeAll decodes the read script's answers for keys.
+func decodeAll(keys []string, v []any) ([]remote.Stored, error) {
+	items := make([]remote.Stored, len(keys))
+	for i := range keys {
+		fields, _ := v[i].([]any)
+		var err error
+		if items[i], err = decode(fields); err != nil {
+			return nil, fmt.Errorf("redis: %s: %w", keys[i], err)
+		}
+	}
+	return items, nil
+}
+
+// reserved lists the n versions an INCRBY n that answered last reserved.
+func reserved(last int64, n int) []uint64 {
+	versions := make([]uint64, 0, n)
+	for i := n - 1; i >= 0; i-- {
+		versions = append(versions, uint64(last)-uint64(i))
+	}
+	return versions
 }
 
 // decode turns the answer to HMGET v f e s into a stored item.
@@ -156,67 +230,76 @@ func decode(fields []any) (remote.Stored, error) {
 	return remote.Stored{Item: it, Found: true, Stamp: ver}, nil
 }
 
-// commitScript: KEYS are the checked items, then the deleted, then the put ones. ARGV: prefix, counts (checks,
-// deletes, puts, flushed tables, flush all), the checked stamps, the flushed tables, (table, key) per delete,
-// (table, key, value, flags, expiry, version) per put.
+// commitScript: KEYS are the checked items, then the deleted, then the put ones, then an anchor: on one server
+// the tables set (maintained when ARGV[2] is '1'), in a cluster the table's index, so the script runs in its slot.
+// ARGV: prefix, '1' to maintain the tables set, counts (checks, deletes, puts, flushed tables), flush all, the
+// checked stamps, (table, key prefix, index) per flushed table, (table, key, index) per delete, (table, key,
+// index, value, flags, expiry, version) per put.
 var commitScript = redis.NewScript(`
-local p = ARGV[1]
-local nc, nd, np, nf = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local a = 7
+local p, list = ARGV[1], ARGV[2] == '1'
+local nc, nd, np, nf = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local tables = KEYS[#KEYS]
+local a = 8
 for i = 1, nc do
 	local s = redis.call('HGET', KEYS[i], 's')
 	if (s or '0') ~= ARGV[a] then return 0 end
 	a = a + 1
 end
-local tables = p .. 'tables'
-local function part(t) return #t .. ':' .. t end
-local function flush(t)
-	local idx = p .. 'i:' .. part(t)
+local function flush(t, kp, idx)
 	local ks = redis.call('ZRANGE', idx, 0, -1)
-	for i = 1, #ks do redis.call('DEL', p .. 'k:' .. part(t) .. ks[i]) end
+	for i = 1, #ks do redis.call('DEL', kp .. ks[i]) end
 	redis.call('DEL', idx)
-	redis.call('SREM', tables, t)
+	if list then redis.call('SREM', tables, t) end
 end
-if ARGV[6] == '1' then
+if ARGV[7] == '1' then
 	local ts = redis.call('SMEMBERS', tables)
-	for i = 1, #ts do flush(ts[i]) end
+	for i = 1, #ts do
+		local part = #ts[i] .. ':' .. ts[i]
+		flush(ts[i], p .. 'k:' .. part, p .. 'i:' .. part)
+	end
 end
-for i = 1, nf do flush(ARGV[a]); a = a + 1 end
+for i = 1, nf do flush(ARGV[a], ARGV[a + 1], ARGV[a + 2]); a = a + 3 end
 for i = 1, nd do
-	local t, k = ARGV[a], ARGV[a + 1]
-	local idx = p .. 'i:' .. part(t)
+	local t, k, idx = ARGV[a], ARGV[a + 1], ARGV[a + 2]
 	redis.call('DEL', KEYS[nc + i])
 	redis.call('ZREM', idx, k)
-	if redis.call('ZCARD', idx) == 0 then redis.call('SREM', tables, t) end
-	a = a + 2
+	if list and redis.call('ZCARD', idx) == 0 then redis.call('SREM', tables, t) end
+	a = a + 3
 end
 for i = 1, np do
-	local t, k = ARGV[a], ARGV[a + 1]
-	redis.call('HSET', KEYS[nc + nd + i], 'v', ARGV[a + 2], 'f', ARGV[a + 3], 'e', ARGV[a + 4], 's', ARGV[a + 5])
-	redis.call('ZADD', p .. 'i:' .. part(t), 0, k)
-	redis.call('SADD', tables, t)
-	a = a + 6
+	local t, k, idx = ARGV[a], ARGV[a + 1], ARGV[a + 2]
+	redis.call('HSET', KEYS[nc + nd + i], 'v', ARGV[a + 3], 'f', ARGV[a + 4], 'e', ARGV[a + 5], 's', ARGV[a + 6])
+	redis.call('ZADD', idx, 0, k)
+	if list then redis.call('SADD', tables, t) end
+	a = a + 7
 end
 return 1`)
 
 // Commit implements remote.Backend with one atomic script.
 func (b *backend) Commit(ctx context.Context, checks []remote.Check, w *remote.Writes, _ any) error {
-	keys := make([]string, 0, len(checks)+len(w.Delete)+len(w.Put))
-	flushAll := "0"
+	keys := make([]string, 0, len(checks)+len(w.Delete)+len(w.Put)+1)
+	list, flushAll := "1", "0"
+	if b.tagged {
+		list = "0"
+	}
 	if w.FlushAll {
 		flushAll = "1"
 	}
-	args := []any{b.prefix, len(checks), len(w.Delete), len(w.Put), len(w.Flush), flushAll}
+	args := []any{b.prefix, list, len(checks), len(w.Delete), len(w.Put), len(w.Flush), flushAll}
+	anchor := b.global("tables")
 	for _, c := range checks {
 		keys = append(keys, b.itemKey(c.Slot))
 		args = append(args, strconv.FormatUint(c.Stamp, 10))
+		anchor = b.indexOnTag(anchor, c.Table)
 	}
 	for _, t := range w.Flush {
-		args = append(args, t)
+		args = append(args, t, b.keyPrefix(t), b.indexKey(t))
+		anchor = b.indexOnTag(anchor, t)
 	}
 	for _, d := range w.Delete {
 		keys = append(keys, b.itemKey(d))
-		args = append(args, d.Table, d.Key)
+		args = append(args, d.Table, d.Key, b.indexKey(d.Table))
+		anchor = b.indexOnTag(anchor, d.Table)
 	}
 	for _, p := range w.Put {
 		keys = append(keys, b.itemKey(p.Slot))
@@ -224,10 +307,29 @@ func (b *backend) Commit(ctx context.Context, checks []remote.Check, w *remote.W
 		if v == nil {
 			v = []byte{}
 		}
-		args = append(args, p.Table, p.Key, v, strconv.FormatUint(remote.PackFlags(p.Item), 10), p.Item.Expires,
-			strconv.FormatUint(p.Item.Version, 10))
+		args = append(args, p.Table, p.Key, b.indexKey(p.Table), v, strconv.FormatUint(remote.PackFlags(p.Item), 10),
+			p.Item.Expires, strconv.FormatUint(p.Item.Version, 10))
+		anchor = b.indexOnTag(anchor, p.Table)
+	}
+	keys = append(keys, anchor)
+	if b.cl != nil {
+		return b.cl.commit(ctx, b, w, keys, args)
 	}
 	ok, err := commitScript.Run(ctx, b.c, keys, args...).Int()
+	return commitOutcome(ok, err)
+}
+
+// indexOnTag is the commit's anchor key: in a cluster the index of table t (every key of a batch is in t's
+// slot), else anchor unchanged.
+func (b *backend) indexOnTag(anchor, t string) string {
+	if b.tagged {
+		return b.indexKey(t)
+	}
+	return anchor
+}
+
+// commitOutcome maps the commit script's answer to Commit's.
+func commitOutcome(ok int, err error) error {
 	switch {
 	case err == nil && ok == 1:
 		return nil
@@ -246,7 +348,7 @@ func isServerError(err error) bool {
 
 // Get implements remote.Backend.
 func (b *backend) Get(ctx context.Context, s remote.Slot) (engine.Item, bool, error) {
-	v, err := b.c.HMGet(ctx, b.itemKey(s), "v", "f", "e", "s").Result()
+	v, err := b.at(ctx).HMGet(ctx, b.itemKey(s), "v", "f", "e", "s").Result()
 	if err != nil {
 		return engine.Item{}, false, err
 	}
@@ -255,14 +357,27 @@ func (b *backend) Get(ctx context.Context, s remote.Slot) (engine.Item, bool, er
 }
 
 // Close implements remote.Backend.
-func (b *backend) Close() error { return b.c.Close() }
+func (b *backend) Close() error {
+	if b.ro != b.c {
+		b.ro.Close()
+	}
+	return b.c.Close()
+}
+
+// at is the client for the read level ctx asks: the replicas' for a serializable read in a cluster.
+func (b *backend) at(ctx context.Context) redis.UniversalClient {
+	if c, _ := engine.ConsistencyOf(ctx); c == engine.Serializable {
+		return b.ro
+	}
+	return b.c
+}
 
 const scanPage = 256
 
 // fetch reads the items at keys of table in one pipeline.
 func (b *backend) fetch(ctx context.Context, table string, keys []string) ([]remote.Stored, error) {
 	cmds := make([]*redis.SliceCmd, len(keys))
-	_, err := b.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := b.at(ctx).Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, k := range keys {
 			cmds[i] = p.HMGet(ctx, b.itemKey(remote.Slot{Table: table, Key: []byte(k)}), "v", "f", "e", "s")
 		}
@@ -294,7 +409,7 @@ func (s *Store) Scan(ctx context.Context, table string, r engine.Range, now int6
 		hi = "(" + string(r.End)
 	}
 	for {
-		keys, err := s.b.c.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.b.indexKey(table), Start: lo, Stop: hi, ByLex: true, Count: scanPage}).Result()
+		keys, err := s.b.at(ctx).ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.b.indexKey(table), Start: lo, Stop: hi, ByLex: true, Count: scanPage}).Result()
 		if err != nil || len(keys) == 0 {
 			return err
 		}
@@ -319,17 +434,21 @@ func (s *Store) Tables(ctx context.Context) ([]string, error) {
 	if err := s.Open(); err != nil {
 		return nil, err
 	}
-	names, err := s.b.c.SMembers(ctx, s.b.prefix+"tables").Result()
+	if s.b.cl != nil {
+		return s.b.cl.tables(ctx, s.b)
+	}
+	names, err := s.b.c.SMembers(ctx, s.b.global("tables")).Result()
 	sort.Strings(names)
 	return names, err
 }
 
 // sweepScript deletes one item if its version (ARGV[3]) is still the one the sweeper saw expired.
+// KEYS: the item, its table's index and, on one server, the tables set.
 var sweepScript = redis.NewScript(`
 if redis.call('HGET', KEYS[1], 's') ~= ARGV[3] then return 0 end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[2])
-if redis.call('ZCARD', KEYS[2]) == 0 then redis.call('SREM', KEYS[3], ARGV[1]) end
+if #KEYS > 2 and redis.call('ZCARD', KEYS[2]) == 0 then redis.call('SREM', KEYS[3], ARGV[1]) end
 return 1`)
 
 // Sweep implements engine.Sweeper: it walks the tables' indexes from where the last call stopped, examining
@@ -379,7 +498,11 @@ func (s *Store) Sweep(ctx context.Context, now int64, budget int) (int, error) {
 				continue
 			}
 			ik := s.b.itemKey(remote.Slot{Table: t, Key: []byte(k)})
-			n, err := sweepScript.Run(ctx, s.b.c, []string{ik, s.b.indexKey(t), s.b.prefix + "tables"}, t, k, ver).Int()
+			keys := []string{ik, s.b.indexKey(t)}
+			if !s.b.tagged {
+				keys = append(keys, s.b.global("tables"))
+			}
+			n, err := sweepScript.Run(ctx, s.b.c, keys, t, k, ver).Int()
 			if err != nil {
 				return removed, err
 			}

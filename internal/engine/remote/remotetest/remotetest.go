@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"anykv/internal/bench/deploy"
+	"anykv/internal/cluster"
 	"anykv/internal/engine"
 	"anykv/internal/engine/enginetest"
 	"anykv/internal/engine/remote"
@@ -67,6 +68,26 @@ func Start(t *testing.T, name string) string {
 		}
 	})
 	return s.URL
+}
+
+// StartCluster starts a local cluster of engine ("etcd", "redis-cluster") with n nodes through internal/cluster,
+// removed when the test ends. A cluster that cannot start fails the test when CI=true and skips it otherwise.
+func StartCluster(t *testing.T, engine string, n int) *cluster.State {
+	t.Helper()
+	dir := t.TempDir() + "/cluster"
+	st, err := cluster.Up(engine, n, dir)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("cannot start a %s cluster: %v", engine, err)
+		}
+		t.Skipf("cannot start a %s cluster: %v (CI unset: skipping)", engine, err)
+	}
+	t.Cleanup(func() {
+		if err := cluster.Down(dir); err != nil {
+			t.Logf("cluster down: %v", err)
+		}
+	})
+	return st
 }
 
 // Proxy listens on a free loopback port and, for each connection accepted there, dials target and hands both

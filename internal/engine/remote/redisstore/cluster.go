@@ -1,0 +1,350 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"anykv/internal/engine"
+	"anykv/internal/engine/remote"
+)
+
+// ClusterStore is the Redis Cluster engine (redis-cluster://): the Redis engine's items, scripts and scans with
+// every key of a table (and of its collections' members) in one hash slot ({prefix+len:table}), since Redis Cluster runs a script within one slot
+// only. A batch is atomic within its table; a batch spanning tables, or FLUSHALL, is refused. The cost: one
+// table is one shard, so a table's load and size are bounded by one master.
+//
+// Reads and scans go through go-redis's ClusterClient, which follows MOVED/ASK and failovers. A commit runs on
+// one connection to its slot's master and, unless replicas=0, is followed on that connection by WAIT replicas:
+// Redis replicates asynchronously, so a failover may promote a replica that lacks a write the master
+// acknowledged; after WAIT the write is on a replica. A commit the master refused for being in the wrong place
+// (MOVED, CLUSTERDOWN, ...) ran nowhere and is retried from the read; one whose answer was lost, or that no
+// replica acknowledged in time, is reported as ErrUnknownOutcome. Versions come from a counter in its own slot,
+// reserved with INCRBY and WAIT alike, so a failover never hands out a version twice.
+type ClusterStore struct {
+	*Store
+}
+
+var (
+	_ engine.Engine      = (*ClusterStore)(nil)
+	_ engine.Scanner     = (*ClusterStore)(nil)
+	_ engine.TableScoped = (*ClusterStore)(nil)
+	_ engine.ReadLeveler = (*ClusterStore)(nil)
+)
+
+// clusterSide is what a backend over Redis Cluster does differently.
+type clusterSide struct {
+	cc       *redis.ClusterClient
+	replicas int           // WAIT for this many replicas after each write; 0: do not wait
+	wait     time.Duration // WAIT's timeout
+	counter  string        // the version counter's key
+	listed   sync.Map      // tables this process has added to the tables set
+}
+
+// OpenCluster connects to the Redis Cluster at rawURL (redis-cluster://[user:pw@]h1:p1,h2:p2/ with optional
+// prefix=P, replicas=N (default 1) and wait=D (default 1s) query parameters) and returns the engine once the
+// cluster answers. It refuses a cluster whose shards have fewer than N replicas: their WAIT could never succeed.
+func OpenCluster(ctx context.Context, rawURL string) (*ClusterStore, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", remote.ErrBadURL, err)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("%w: want redis-cluster://host:port[,host:port...]", remote.ErrBadURL)
+	}
+	prefix := takePrefix(u)
+	if strings.ContainsAny(prefix, "{}") {
+		return nil, fmt.Errorf("%w: a redis-cluster prefix may not hold { or }: they make hash tags", remote.ErrBadURL)
+	}
+	side := &clusterSide{replicas: 1, wait: time.Second}
+	for k, v := range u.Query() {
+		switch k {
+		case "replicas":
+			side.replicas, err = strconv.Atoi(v[0])
+			if err == nil && side.replicas < 0 {
+				err = errors.New("negative")
+			}
+		case "wait":
+			side.wait, err = time.ParseDuration(v[0])
+		default:
+			err = errors.New("unknown parameter (prefix, replicas, wait)")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s=%s: %v", remote.ErrBadURL, k, v[0], err)
+		}
+	}
+	addrs := strings.Split(u.Host, ",")
+	if err := reachable(ctx, "tcp", addrs[0]); err != nil {
+		return nil, err
+	}
+	// Maintenance notifications are a Redis Enterprise feature; go-redis's fallback from them when the server
+	// refuses the handshake races (go test -race) with the connections commits take.
+	opt := &redis.ClusterOptions{Addrs: addrs, MaxRedirects: 8,
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}}
+	if u.User != nil {
+		opt.Username = u.User.Username()
+		opt.Password, _ = u.User.Password()
+	}
+	side.cc = redis.NewClusterClient(opt)
+	ro := *opt
+	ro.ReadOnly, ro.RouteByLatency = true, true
+	side.counter = "{" + prefix + "}version"
+	b := &backend{c: side.cc, ro: redis.NewClusterClient(&ro), layout: layout{prefix: prefix, tagged: true}, cl: side}
+	if err := side.check(ctx); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return &ClusterStore{Store: newStore(b)}, nil
+}
+
+// check makes sure every slot is served and has the replicas WAIT will ask for.
+func (c *clusterSide) check(ctx context.Context) error {
+	shards, err := c.cc.ClusterShards(ctx).Result()
+	if err != nil {
+		return fmt.Errorf("redis-cluster: %w", err)
+	}
+	served, replicas := SlotCoverage(shards)
+	if replicas < c.replicas {
+		return fmt.Errorf("redis-cluster: some slots have %d replicas, and each commit waits for %d (WAIT): "+
+			"add replicas, or accept losing acknowledged writes on failover with ?replicas=0", replicas, c.replicas)
+	}
+	if served != 16384 {
+		return fmt.Errorf("redis-cluster: %d of 16384 hash slots are served", served)
+	}
+	return nil
+}
+
+// Apply implements engine.Engine, refusing a batch that spans tables (engine.TableScoped).
+func (s *ClusterStore) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, error) {
+	if err := oneTable(b); err != nil {
+		return nil, err
+	}
+	return s.Store.Apply(ctx, b)
+}
+
+// TableScoped implements engine.TableScoped.
+func (s *ClusterStore) TableScoped() {}
+
+// ReadLevels implements engine.ReadLeveler: linearizable reads from the masters, serializable ones from the
+// replicas (go-redis ReadOnly with RouteByLatency: the nearest node of the slot, master or replica).
+func (s *ClusterStore) ReadLevels() []engine.Consistency {
+	return []engine.Consistency{engine.Linearizable, engine.Serializable}
+}
+
+// oneTable refuses a batch whose mutations name two tables, or that flushes every table.
+func oneTable(b *engine.Batch) error {
+	first, second, all := engine.Span(b.Muts)
+	switch {
+	case all:
+		return fmt.Errorf("redis-cluster engine: %w: flushing every table at once (each table is its own hash slot; flush them one by one)", engine.ErrNotSupported)
+	case second != "":
+		return fmt.Errorf("redis-cluster engine: %w: a batch over tables %q and %q (each table is one hash slot, and a batch is atomic within one table only)",
+			engine.ErrNotSupported, first, second)
+	}
+	return nil
+}
+
+// read is Backend.Read in a cluster: the items in one script on their table's slot and, alongside, n versions
+// from the counter's slot.
+func (c *clusterSide) read(ctx context.Context, keys []string, n int) ([]remote.Stored, []uint64, bool, any, error) {
+	var (
+		wg       sync.WaitGroup
+		versions []uint64
+		verr     error
+		items    []remote.Stored
+		err      error
+	)
+	if n > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			versions, verr = c.reserve(ctx, n)
+		}()
+	}
+	if len(keys) > 0 {
+		var v []any
+		if v, err = readScript.Run(ctx, c.cc, keys, 0).Slice(); err == nil {
+			items, err = decodeAll(keys, v)
+		}
+	}
+	wg.Wait()
+	if err = errors.Join(err, verr); err != nil {
+		return nil, nil, false, nil, err
+	}
+	return items, versions, true, nil, nil
+}
+
+// reserve takes n versions from the counter on its master and waits until a replica has the increment.
+func (c *clusterSide) reserve(ctx context.Context, n int) ([]uint64, error) {
+	key := c.counter
+	conn, err := c.conn(ctx, key)
+	if err != nil {
+		return nil, c.again(ctx, err)
+	}
+	defer conn.Close()
+	last, err := conn.IncrBy(ctx, key, int64(n)).Result()
+	if err != nil {
+		return nil, c.again(ctx, err) // a lost increment only skips versions: safe to retry
+	}
+	if err := c.replicated(ctx, conn); err != nil {
+		return nil, fmt.Errorf("redis-cluster: version counter: %w", err)
+	}
+	return reserved(last, n), nil
+}
+
+// commit is Backend.Commit in a cluster: the commit script on one connection to the master of the batch's slot
+// (keys' last is the table's index), then WAIT on that connection.
+func (c *clusterSide) commit(ctx context.Context, b *backend, w *remote.Writes, keys []string, args []any) error {
+	if len(w.Put) > 0 {
+		if err := c.list(ctx, b, w.Put[0].Table); err != nil {
+			return err
+		}
+	}
+	conn, err := c.conn(ctx, keys[len(keys)-1])
+	if err != nil {
+		return c.again(ctx, err)
+	}
+	defer conn.Close()
+	ok, err := commitScript.Run(ctx, conn, keys, args...).Int()
+	if err != nil && refused(err) {
+		return c.again(ctx, err)
+	}
+	if err := commitOutcome(ok, err); err != nil {
+		return err
+	}
+	return c.replicated(ctx, conn)
+}
+
+// conn is one connection to the master of key's slot (no retries: a commit must not be sent twice).
+func (c *clusterSide) conn(ctx context.Context, key string) (*redis.Conn, error) {
+	m, err := c.cc.MasterForKey(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return m.Conn(), nil
+}
+
+// refused reports whether err says a command was not executed: the node no longer serves the slot or the
+// cluster is down (the state is reloaded and the batch retried), or the node could not be dialled.
+func refused(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	if !isServerError(err) {
+		return false
+	}
+	for _, p := range []string{"MOVED ", "ASK ", "TRYAGAIN", "CLUSTERDOWN", "LOADING", "READONLY", "MASTERDOWN"} {
+		if strings.HasPrefix(err.Error(), p) {
+			return true
+		}
+	}
+	return false
+}
+
+// again turns an error after which nothing was applied into a conflict, which remote.Engine retries from the
+// read (with backoff, through a failover), after asking the client to reload the slot map.
+func (c *clusterSide) again(ctx context.Context, err error) error {
+	if ctx.Err() != nil || !refused(err) && !isNetError(err) {
+		return err
+	}
+	c.cc.ReloadState(ctx)
+	return fmt.Errorf("redis-cluster: %w: %v", remote.ErrConflict, err)
+}
+
+func isNetError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, net.ErrClosed) || strings.Contains(err.Error(), "EOF")
+}
+
+// replicated waits until c.replicas replicas have every write made on conn (WAIT), or its timeout passes.
+func (c *clusterSide) replicated(ctx context.Context, conn *redis.Conn) error {
+	if c.replicas == 0 {
+		return nil
+	}
+	n, err := conn.Do(ctx, "wait", c.replicas, c.wait.Milliseconds()).Int()
+	if err == nil && n >= c.replicas {
+		return nil
+	}
+	if err == nil {
+		err = fmt.Errorf("%d of %d replicas acknowledged within %s", n, c.replicas, c.wait)
+	}
+	return fmt.Errorf("redis-cluster: %w: applied on the master, not known to be on a replica (a failover may lose it): %v",
+		remote.ErrUnknownOutcome, err)
+}
+
+// list adds table t to the tables set before its first write from this process. The set is in its own slot,
+// so it cannot change with the batch: a table stays listed once it was, and tables filters out empty ones.
+func (c *clusterSide) list(ctx context.Context, b *backend, t string) error {
+	if _, ok := c.listed.Load(t); ok {
+		return nil
+	}
+	if err := c.cc.SAdd(ctx, b.global("tables"), t).Err(); err != nil {
+		return err
+	}
+	c.listed.Store(t, true)
+	return nil
+}
+
+// tables lists the tables of the tables set whose index holds a key.
+func (c *clusterSide) tables(ctx context.Context, b *backend) ([]string, error) {
+	names, err := c.cc.SMembers(ctx, b.global("tables")).Result()
+	if err != nil {
+		return nil, err
+	}
+	cmds := make([]*redis.IntCmd, len(names))
+	if _, err := c.cc.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, t := range names {
+			cmds[i] = p.Exists(ctx, b.indexKey(t))
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	var out []string
+	for i, t := range names {
+		if cmds[i].Val() > 0 {
+			out = append(out, t)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// SlotCoverage reads CLUSTER SHARDS: how many of the 16384 hash slots an online master serves, and the fewest
+// online replicas any of those shards has.
+func SlotCoverage(shards []redis.ClusterShard) (served, minReplicas int) {
+	minReplicas = -1
+	for _, sh := range shards {
+		master, replicas := false, 0
+		for _, n := range sh.Nodes {
+			switch {
+			case n.Health != "online":
+			case n.Role == "master":
+				master = true
+			case n.Role == "replica":
+				replicas++
+			}
+		}
+		if !master || len(sh.Slots) == 0 {
+			continue
+		}
+		for _, r := range sh.Slots {
+			served += int(r.End - r.Start + 1)
+		}
+		if minReplicas < 0 || replicas < minReplicas {
+			minReplicas = replicas
+		}
+	}
+	return served, max(minReplicas, 0)
+}

@@ -1,0 +1,120 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"anykv/internal/engine"
+	"anykv/internal/engine/remote"
+	"anykv/internal/engine/remote/redisstore"
+	"anykv/internal/engine/remote/remotetest"
+)
+
+// TestRedisCluster runs the conformance suite and the two-front-end race over a 3-master Redis Cluster (no
+// replicas, so replicas=0: no WAIT), each engine in a fresh key prefix.
+func TestRedisCluster(t *testing.T) {
+	st := remotetest.StartCluster(t, "redis-cluster", 3)
+	fresh := func(*testing.T) string {
+		return fmt.Sprintf("%s&prefix=c%d:", st.URL, prefixes.Add(1))
+	}
+	remotetest.Suite(t, fresh, redisstore.OpenCluster, engine.CanScan|engine.CanTables|engine.CanSweep)
+
+	t.Run("Refusals", func(t *testing.T) {
+		ctx := context.Background()
+		if _, err := redisstore.OpenCluster(ctx, strings.Replace(st.URL, "replicas=0", "replicas=1", 1)); err == nil ||
+			!strings.Contains(err.Error(), "replicas=0") {
+			t.Fatalf("replicas=1 over a cluster without replicas: %v, want a refusal naming replicas=0", err)
+		}
+		if _, err := redisstore.OpenCluster(ctx, st.URL+"&prefix=a{b}"); err == nil {
+			t.Fatal("a prefix with a hash tag was accepted")
+		}
+	})
+}
+
+// TestRedisClusterSlots: the tables of the suite land on more than one master (each table is one slot), which
+// is what makes the engine shard.
+func TestRedisClusterSlots(t *testing.T) {
+	st := remotetest.StartCluster(t, "redis-cluster", 3)
+	s := remotetest.Open(t, redisstore.OpenCluster, st.URL+"&prefix=slots:")
+	defer s.Close()
+	ctx := context.Background()
+	for i := range 12 {
+		m := engine.Mutation{Op: engine.OpSet, Table: fmt.Sprint(i), Key: []byte("k"), Value: []byte("v")}
+		if _, err := s.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{m}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	busy := 0
+	var sizes []int64
+	for _, m := range st.Members { // 3 masters, no replicas
+		c := redis.NewClient(&redis.Options{Addr: m.Addr})
+		n, err := c.DBSize(ctx).Result()
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, n)
+		if n > 0 {
+			busy++
+		}
+	}
+	if busy < 2 {
+		t.Fatalf("12 tables on %d of %d masters (keys per master %v)", busy, len(st.Members), sizes)
+	}
+	_, err := s.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{
+		{Op: engine.OpSet, Table: "0", Key: []byte("a"), Value: []byte("1")},
+		{Op: engine.OpSet, Table: "1", Key: []byte("a"), Value: []byte("1")}}})
+	if !errors.Is(err, engine.ErrNotSupported) || !strings.Contains(err.Error(), "redis-cluster") {
+		t.Fatalf("a batch over two tables: %v, want ErrNotSupported naming the engine", err)
+	}
+	if _, err := s.Get(ctx, "0", []byte("a"), 1); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("the refused batch left 0/a: %v", err)
+	}
+}
+
+// TestRedisClusterWaitsForAReplica: with the replica of a table's master stopped (SIGSTOP), a write to that table
+// is not acknowledged (ErrUnknownOutcome once WAIT times out), since a failover could lose it; once the replica
+// runs again, writes are acknowledged.
+func TestRedisClusterWaitsForAReplica(t *testing.T) {
+	st := remotetest.StartCluster(t, "redis-cluster", 6)
+	s := remotetest.Open(t, redisstore.OpenCluster, st.URL+"/?prefix=wait:&wait=300ms")
+	defer s.Close()
+	ctx := context.Background()
+	set := &engine.Batch{Now: 1, Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t", Key: []byte("k"), Value: []byte("v")}}}
+	if _, err := s.Apply(ctx, set); err != nil {
+		t.Fatal(err)
+	}
+	var replica *os.Process
+	for _, m := range st.Members { // the replica of the master holding t's keys
+		c := redis.NewClient(&redis.Options{Addr: m.Addr})
+		r, err := c.Do(ctx, "role").Slice()
+		n, _ := c.DBSize(ctx).Result()
+		c.Close()
+		if err == nil && r[0] == "slave" && n > 0 && replica == nil {
+			if replica, err = os.FindProcess(m.Pid); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if replica == nil {
+		t.Fatal("no replica holds the table's keys")
+	}
+	if err := replica.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Apply(ctx, set)
+	replica.Signal(syscall.SIGCONT)
+	if !errors.Is(err, remote.ErrUnknownOutcome) {
+		t.Fatalf("a write no replica acknowledged: %v, want ErrUnknownOutcome", err)
+	}
+	if _, err := s.Apply(ctx, set); err != nil {
+		t.Fatalf("after the replica resumed: %v", err)
+	}
+}
