@@ -1,10 +1,14 @@
 package redisstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"anykv/internal/engine"
 	"anykv/internal/engine/remote"
@@ -60,5 +64,73 @@ func TestCommitFaults(t *testing.T) {
 	}
 	if v := value(); v != "11" {
 		t.Fatalf("after conflicts n = %s, want 11", v)
+	}
+}
+
+// TestLostCommitAnswerIsNotResent: the connection drops after the commit script reached Redis and ran, before
+// its answer came back. The client must report the outcome as unknown; go-redis's own retry (on by default)
+// would send the script again on a new connection, meet the versions the first run wrote, and turn a lost
+// answer into a conflict that remote retries: an INCR applied twice.
+func TestLostCommitAnswerIsNotResent(t *testing.T) {
+	target := strings.TrimPrefix(remotetest.Start(t, "redis-nopersist"), "resp://")
+	var armed atomic.Bool
+	ran := make(chan struct{}, 1)
+	addr := remotetest.Proxy(t, target, func(c, s net.Conn) {
+		var cut atomic.Bool
+		go func() { // server to client: the answer to the cut command is dropped with the client's connection
+			defer c.Close()
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := s.Read(buf)
+				if err != nil {
+					return
+				}
+				if cut.Load() {
+					ran <- struct{}{}
+					return
+				}
+				if _, err := c.Write(buf[:n]); err != nil {
+					return
+				}
+			}
+		}()
+		defer s.Close()
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := c.Read(buf)
+			if err != nil {
+				return
+			}
+			if bytes.Contains(buf[:n], []byte(commitScript.Hash())) && armed.CompareAndSwap(true, false) {
+				cut.Store(true)
+			}
+			if _, err := s.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+	})
+	s, err := Open(context.Background(), "redis://"+addr+"/0?prefix=lost:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	incr := &engine.Batch{Now: 1, Muts: []engine.Mutation{{Op: engine.OpIncr, Table: "t", Key: []byte("n"), Incr: engine.IncrArgs{Delta: 1, Create: true}}}}
+	if _, err := s.Apply(ctx, incr); err != nil { // loads the scripts, so the cut commit is an EVALSHA that runs
+		t.Fatal(err)
+	}
+	armed.Store(true)
+	_, err = s.Apply(ctx, incr)
+	select {
+	case <-ran:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the commit never reached the proxy armed to cut it (Apply: %v)", err)
+	}
+	if !errors.Is(err, remote.ErrUnknownOutcome) {
+		t.Errorf("a commit whose answer was lost answered %v, want ErrUnknownOutcome", err)
+	}
+	it, err := s.Get(ctx, "t", []byte("n"), 1)
+	if err != nil || string(it.Value) != "2" {
+		t.Fatalf("n = %q (%v) after one increment and one whose answer was lost, want 2: applied once", it.Value, err)
 	}
 }

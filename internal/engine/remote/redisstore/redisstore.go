@@ -113,6 +113,9 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	if err := reachable(ctx, opt.Network, opt.Addr); err != nil {
 		return nil, err
 	}
+	// go-redis resends a command after a dropped connection unless told not to: a commit script whose answer
+	// was lost would run again, meet its own writes as a conflict, and be retried from the read, applied twice.
+	opt.MaxRetries = -1
 	c := redis.NewClient(opt)
 	if err := c.Ping(ctx).Err(); err != nil {
 		c.Close()
