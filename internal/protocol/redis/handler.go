@@ -149,6 +149,7 @@ func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 	h.sessions[s.id] = s
 	h.mu.Unlock()
 	defer func() {
+		s.unwatch()
 		s.endPubSub()
 		h.mu.Lock()
 		delete(h.sessions, s.id)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"anykv/internal/engine"
+	"anykv/internal/kv"
 	"anykv/internal/membudget"
 	"anykv/internal/metrics"
 	"anykv/internal/protocol/errmap"
@@ -74,13 +75,16 @@ type session struct {
 	dirty   bool       // a command failed to queue: EXEC answers EXECABORT
 	queued  [][][]byte // commands queued by MULTI, copied out of the parser's buffer
 	watched []watch
-	lower   [32]byte // scratch for lower-casing command names without allocating
-	obs     *metrics.Observer
-	cur     *command // the command being compiled, and its arguments
-	curArgs [][]byte
-	start   time.Time
-	readAt  time.Time // when the bytes being parsed were read (set only when metrics are on)
-	group   uint32    // the last guard group this session used (MSETNX)
+	watch   *kv.Watch // the same keys in the store's touched-key registry; nil: none watched
+	// execWatch is the watch EXEC's batch runs under (run applies it with kv.Store.ApplyWatched).
+	execWatch *kv.Watch
+	lower     [32]byte // scratch for lower-casing command names without allocating
+	obs       *metrics.Observer
+	cur       *command // the command being compiled, and its arguments
+	curArgs   [][]byte
+	start     time.Time
+	readAt    time.Time // when the bytes being parsed were read (set only when metrics are on)
+	group     uint32    // the last guard group this session used (MSETNX)
 
 	ctx     context.Context // ends when the server shuts down (blocking commands stop waiting)
 	noBlock bool            // set while EXEC runs: blocking commands answer at once, as in Redis
@@ -283,7 +287,13 @@ func (s *session) run(guards []engine.Mutation) ([]engine.Result, error) {
 	if guards != nil {
 		muts = append(guards, s.muts...)
 	}
-	res, err := s.h.store.Apply(context.Background(), muts)
+	var res []engine.Result
+	var err error
+	if s.execWatch != nil {
+		res, err = s.h.store.ApplyWatched(context.Background(), s.execWatch, muts)
+	} else {
+		res, err = s.h.store.Apply(context.Background(), muts)
+	}
 	if err == nil {
 		s.h.waiters.wake(muts) // connections blocked on a list or sorted set this batch filled
 	}
