@@ -160,6 +160,7 @@ func cmdQuit(s *session, args [][]byte) {
 
 func cmdReset(s *session, args [][]byte) {
 	s.endMulti()
+	s.endMonitor()
 	if s.sub != nil { // leave every channel and pattern; output keeps going through the pusher, in order
 		for ch := range s.channels {
 			s.h.broker.Unsubscribe(ch, s.sub)

@@ -56,17 +56,18 @@ type Options struct {
 
 // Handler serves Redis connections. It implements server.Handler, server.Rejecter and server.Denier.
 type Handler struct {
-	store   *kv.Store
-	opts    Options
-	log     *slog.Logger
-	started time.Time
-	nextID  atomic.Int64
-	conns   *server.Counts
-	cursors cursorTable
-	broker  *pubsub.Broker
-	waiters waiters // connections blocked in BLPOP and the like
-	scripts scriptCache
-	saves   saves
+	store    *kv.Store
+	opts     Options
+	log      *slog.Logger
+	started  time.Time
+	nextID   atomic.Int64
+	conns    *server.Counts
+	cursors  cursorTable
+	broker   *pubsub.Broker
+	waiters  waiters    // connections blocked in BLPOP and the like
+	monitors monitorSet // connections in MONITOR mode (monitor.go)
+	scripts  scriptCache
+	saves    saves
 	// notifyFlags are the keyspace event classes and channel kinds being sent (notify.go).
 	notifyFlags atomic.Int32
 	// Command and error statistics (cmdstats.go) and the slow log (slowlog.go).
@@ -150,6 +151,7 @@ func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 	h.mu.Unlock()
 	defer func() {
 		s.unwatch()
+		s.endMonitor()
 		s.endPubSub()
 		h.mu.Lock()
 		delete(h.sessions, s.id)

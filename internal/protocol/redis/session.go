@@ -65,7 +65,9 @@ type session struct {
 	libVer  string
 	authed  bool
 	closing bool
-	lastCmd string
+	// monitoring: the connection ran MONITOR; its output goes through sub, and it may not touch the keyspace.
+	monitoring bool
+	lastCmd    string
 
 	// The batch being built from the commands of one read: their mutations and replies, in order.
 	muts    []engine.Mutation
@@ -176,10 +178,18 @@ func (s *session) dispatch(args [][]byte) {
 	if s.subscribedContext(cmd) {
 		return
 	}
+	if s.monitoring && monitorRefuses(cmd) {
+		s.reject("ERR Replica can't interact with the keyspace")
+		return
+	}
 	if cmd.data != nil && s.keyTooBig(cmd, args) {
 		return
 	}
 	if s.inMulti && cmd.flags&flagTx == 0 {
+		if cmd.name == "monitor" {
+			s.reject("ERR Command not allowed inside a transaction")
+			return
+		}
 		if len(s.queued) >= maxQueued {
 			s.reject("ERR too many commands in this transaction (" + itoa(maxQueued) + ")")
 			return
