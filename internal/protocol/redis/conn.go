@@ -246,6 +246,11 @@ func cmdClient(s *session, args [][]byte) {
 			return
 		}
 		s.w.SimpleString("OK")
+	case sub == "pause" && (len(args) == 3 || len(args) == 4):
+		s.clientPause(args)
+	case sub == "unpause" && len(args) == 2:
+		s.h.pause.unpause()
+		s.w.SimpleString("OK")
 	case (sub == "no-evict" || sub == "no-touch") && len(args) == 3:
 		s.w.SimpleString("OK")
 	default:

@@ -66,6 +66,7 @@ type Handler struct {
 	broker   *pubsub.Broker
 	waiters  waiters    // connections blocked in BLPOP and the like
 	monitors monitorSet // connections in MONITOR mode (monitor.go)
+	pause    pauseState // CLIENT PAUSE (pause.go)
 	scripts  scriptCache
 	saves    saves
 	// notifyFlags are the keyspace event classes and channel kinds being sent (notify.go).

@@ -185,6 +185,9 @@ func (s *session) dispatch(args [][]byte) {
 	if cmd.data != nil && s.keyTooBig(cmd, args) {
 		return
 	}
+	if s.h.pause.active.Load() { // CLIENT PAUSE (pause.go); one atomic load otherwise
+		s.waitPause(cmd)
+	}
 	if s.inMulti && cmd.flags&flagTx == 0 {
 		if cmd.name == "monitor" {
 			s.reject("ERR Command not allowed inside a transaction")
