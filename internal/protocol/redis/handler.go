@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,19 +57,21 @@ type Options struct {
 
 // Handler serves Redis connections. It implements server.Handler, server.Rejecter and server.Denier.
 type Handler struct {
-	store    *kv.Store
-	opts     Options
-	log      *slog.Logger
-	started  time.Time
-	nextID   atomic.Int64
-	conns    *server.Counts
-	cursors  cursorTable
-	broker   *pubsub.Broker
-	waiters  waiters    // connections blocked in BLPOP and the like
-	monitors monitorSet // connections in MONITOR mode (monitor.go)
-	pause    pauseState // CLIENT PAUSE (pause.go)
-	scripts  scriptCache
-	saves    saves
+	store   *kv.Store
+	opts    Options
+	log     *slog.Logger
+	started time.Time
+	// startupHeap is the Go heap when the handler was made (MEMORY STATS startup.allocated).
+	startupHeap uint64
+	nextID      atomic.Int64
+	conns       *server.Counts
+	cursors     cursorTable
+	broker      *pubsub.Broker
+	waiters     waiters    // connections blocked in BLPOP and the like
+	monitors    monitorSet // connections in MONITOR mode (monitor.go)
+	pause       pauseState // CLIENT PAUSE (pause.go)
+	scripts     scriptCache
+	saves       saves
 	// notifyFlags are the keyspace event classes and channel kinds being sent (notify.go).
 	notifyFlags atomic.Int32
 	// Command and error statistics (cmdstats.go) and the slow log (slowlog.go).
@@ -96,6 +99,9 @@ func New(store *kv.Store, opts Options) *Handler {
 	}
 	h := &Handler{store: store, opts: opts, log: opts.Logger, started: time.Now(), sessions: map[int64]*session{},
 		observers: map[*command]*metrics.Observer{}}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	h.startupHeap = ms.HeapAlloc
 	h.cmdStats = make(map[*command]*cmdStats, len(commands))
 	for _, c := range commands {
 		h.observers[c] = opts.Metrics.Command("resp", c.name) // nil-safe: a nil Metrics gives nil observers

@@ -184,10 +184,11 @@ func (h *Handler) statSection(sec string) [][2]string {
 		return [][2]string{{"connected_clients", itoa(cur)}, {"maxclients", h.opts.Settings["maxclients"]},
 			{"blocked_clients", "0"}}
 	case "memory":
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return [][2]string{{"used_memory", itoa(int64(ms.HeapAlloc))}, {"used_memory_human", human(ms.HeapAlloc)},
-			{"used_memory_rss", itoa(int64(ms.Sys))}, {"maxmemory", "0"}, {"maxmemory_policy", maxmemoryPolicy}}
+		f := h.memFigures()
+		return [][2]string{{"used_memory", itoa(int64(f.heap))}, {"used_memory_human", human(f.heap)},
+			{"used_memory_rss", itoa(int64(f.rss))}, {"used_memory_peak", itoa(int64(f.peak))},
+			{"used_memory_peak_human", human(f.peak)}, {"used_memory_startup", itoa(int64(f.startup))},
+			{"maxmemory", "0"}, {"maxmemory_policy", maxmemoryPolicy}}
 	case "persistence":
 		out := [][2]string{{"loading", "0"}, {"aof_enabled", h.settings()["appendonly"]},
 			{"anykv_engine", h.opts.Settings["engine"]}, {"anykv_fsync", h.opts.Settings["fsync"]}}
