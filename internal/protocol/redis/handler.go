@@ -50,6 +50,14 @@ type Options struct {
 	BackupDir string
 	// Shutdown stops the server as SIGTERM does (SHUTDOWN); nil: SHUTDOWN answers an error.
 	Shutdown func()
+	// SetMaxClients applies CONFIG SET maxclients to every listener (nil: this handler's listener only).
+	SetMaxClients func(n int)
+	// Rewrite writes the config file with the settings in force, given those CONFIG SET changed since start
+	// (CONFIG REWRITE); nil: the server runs without a config file. ConfigFile is its path, for INFO.
+	Rewrite    func(changed map[string]string) error
+	ConfigFile string
+	// Start holds start values of run-time settings with no field of their own (see CheckStartSettings).
+	Start map[string]string
 	// NotifyKeyspaceEvents is the initial notify-keyspace-events value (Redis's class letters; "" sends none).
 	// CONFIG SET changes it while running.
 	NotifyKeyspaceEvents string
@@ -85,6 +93,11 @@ type Handler struct {
 	}
 	mu       sync.Mutex
 	sessions map[int64]*session // for CLIENT LIST
+	// limits are the request limits in force (CONFIG SET proto-max-bulk-len, client-query-buffer-limit); cfgMu
+	// orders their changes and guards changed, the values CONFIG SET applied (config.go).
+	limits  atomic.Pointer[resp.Limits]
+	cfgMu   sync.Mutex
+	changed map[string]string
 	// observers holds each command's metrics, looked up once here rather than per request.
 	observers map[*command]*metrics.Observer
 }
@@ -97,6 +110,9 @@ func New(store *kv.Store, opts Options) *Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
+	if opts.Auth == nil {
+		opts.Auth = auth.New("") // no password, until CONFIG SET requirepass gives one
+	}
 	h := &Handler{store: store, opts: opts, log: opts.Logger, started: time.Now(), sessions: map[int64]*session{},
 		observers: map[*command]*metrics.Observer{}}
 	var ms runtime.MemStats
@@ -108,6 +124,8 @@ func New(store *kv.Store, opts Options) *Handler {
 		h.cmdStats[c] = &cmdStats{}
 	}
 	h.unknownCommand = opts.Metrics.Command("resp", "unknown")
+	lim := resp.NewParser(opts.Limits).Limits() // with the defaults filled in, as CONFIG GET shows them
+	h.limits.Store(&lim)
 	h.slowlog.slowerThan.Store(defaultSlowerThan)
 	h.slowlog.maxLen.Store(defaultSlowlogLen)
 	h.cursors.init()
@@ -115,6 +133,7 @@ func New(store *kv.Store, opts Options) *Handler {
 	if f, err := ParseNotifyEvents(opts.NotifyKeyspaceEvents); err == nil { // the flag was checked by the caller
 		h.notifyFlags.Store(int32(f))
 	}
+	h.applyStart()
 	store.OnExpired(h.expired)
 	return h
 }
@@ -166,6 +185,10 @@ func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 	}()
 	for ctx.Err() == nil {
 		_, err := s.parser.Fill(c)
+		if l := h.limits.Load(); l != s.lim { // CONFIG SET changed the request limits: they apply from this read
+			s.parser.SetLimits(*l)
+			s.lim = l
+		}
 		s.readAt = time.Now()
 		closing := s.runParsed()
 		if werr := s.out(); werr != nil {

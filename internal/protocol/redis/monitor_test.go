@@ -83,13 +83,7 @@ func runMonitorScript(t *testing.T, addr string) []string {
 
 // TestMonitor: MONITOR shows every command that ran, quoted and redacted as Redis 7 does, and (compared with a
 // real redis-server when one is installed) the same lines.
-func TestMonitor(t *testing.T) {
-	ts := startServer(t, Options{}, 0)
-	compareEvents(t, runMonitorScript(t, ts.addr), monitorWant)
-	if addr := startRedisServerIfAny(t); addr != "" {
-		compareEvents(t, runMonitorScript(t, addr), monitorWant)
-	}
-}
+func TestMonitor(t *testing.T) { matchRedis(t, runMonitorScript, monitorWant) }
 
 // monitorSelfWant is what a monitoring connection gets for its own commands: keyspace commands refused, others
 // answered and then shown, RESET ending MONITOR mode.

@@ -53,6 +53,7 @@ type session struct {
 	conn    net.Conn
 	id      int64
 	parser  *resp.Parser
+	lim     *resp.Limits       // the handler's limits the parser enforces
 	acct    *membudget.Account // the parser's share of Options.Budget
 	w       *resp.Writer
 	created time.Time
@@ -101,9 +102,10 @@ type session struct {
 func newSession(h *Handler, c net.Conn) *session {
 	s := &session{
 		h: h, conn: c, id: h.nextID.Add(1), created: h.store.Time(),
-		parser: resp.NewParser(h.opts.Limits), w: resp.NewWriter(2),
+		lim: h.limits.Load(), w: resp.NewWriter(2),
 		authed: !h.opts.Auth.Required(), ctx: context.Background(),
 	}
+	s.parser = resp.NewParser(*s.lim)
 	s.w.OnError = h.onError
 	s.acct = h.opts.Budget.Open(c.RemoteAddr().String(), membudget.EvictConn(c))
 	s.parser.SetAccount(s.acct)
