@@ -74,6 +74,7 @@ func startListeners(srv *server.Server, store *kv.Store, c *config, m *metrics.M
 			return err
 		}
 		h.SetConnCounts(counts)
+		c.allCounts.add(counts)
 		m.Connections("memcache", connFigures(counts))
 	}
 	if e.httpAddr != "" || e.httpTLS != "" {
@@ -91,21 +92,28 @@ func startListeners(srv *server.Server, store *kv.Store, c *config, m *metrics.M
 				return err
 			}
 		}
+		c.allCounts.add(counts)
 		m.Connections("http", connFigures(counts))
 	}
 	// RESP binds last: a client (or a test) that finds it accepting knows every other listener is bound too.
 	if c.respAddr != "" || e.respTLS != "" {
-		h := redis.New(store, redis.Options{Metrics: m,
+		ro := redis.Options{Metrics: m,
 			Auth: c.auth, Databases: c.databases, AnykvVersion: version, Settings: c.settings(), Logger: log,
 			Limits: resp.Limits{MaxBulk: c.maxBulk, MaxArgs: c.maxArgs, MaxInline: c.maxInl, MaxQuery: c.queryLimit},
 			Budget: c.budget, Backup: c.backup, BackupDir: c.backupDir, NotifyKeyspaceEvents: c.notifyEvents,
 			Shutdown: sync.OnceFunc(func() { close(c.shutdown) }),
-		})
+			Start:    c.startSettings(), SetMaxClients: c.allCounts.setMax, ConfigFile: c.configFile,
+		}
+		if c.rewriter != nil {
+			ro.Rewrite = c.rewriter.rewrite
+		}
+		h := redis.New(store, ro)
 		counts, err := listenBoth(srv, "resp", c.respAddr, e.respTLS, e.tls, h, c.maxClients)
 		if err != nil {
 			return err
 		}
 		h.SetConnCounts(counts)
+		c.allCounts.add(counts)
 		m.Connections("resp", connFigures(counts))
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -58,6 +59,11 @@ type config struct {
 	verifyInterval      time.Duration
 	maxmemClients       int64
 	notifyEvents        string            // notify-keyspace-events: Redis's class letters
+	configFile          string            // --config: redis.conf-style settings, rewritten by CONFIG REWRITE
+	slowerThan, slowLen int64             // slowlog-log-slower-than (µs), slowlog-max-len
+	busyThreshold       int64             // busy-reply-threshold (ms): how long a Lua script may run
+	rewriter            *configRewriter   // nil without --config
+	allCounts           countsSet         // every listener's figures: CONFIG SET maxclients changes their limit
 	budget              *membudget.Budget // request buffers of all RESP and memcached connections
 	// auth is the password policy built from password, shared by the server and every protocol.
 	auth *auth.Policy
@@ -113,6 +119,11 @@ func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	str(&c.backupDir, "backup-dir", "", "where SAVE and BGSAVE write their copies of the data (default: --dir with \"-backups\" appended)")
 	str(&c.notifyEvents, "notify-keyspace-events", "", "Redis keyspace notifications to publish, in Redis's letters (e.g. KEA: every event on both\n"+
 		"channel kinds; empty: none); CONFIG SET notify-keyspace-events changes it while running")
+	str(&c.configFile, "config", "", "a config file of \"name value\" lines as redis.conf, with these flags' names (e.g. maxclients 100,\n"+
+		"requirepass \"a b\", fsync interval); flags on the command line win over it; CONFIG REWRITE writes the settings in force back into it")
+	fs.Int64Var(&c.slowerThan, "slowlog-log-slower-than", int64(envInt("slowlog-log-slower-than", 10000)), "SLOWLOG records commands that took at least this many microseconds (negative: none)"+envNote("slowlog-log-slower-than"))
+	fs.Int64Var(&c.slowLen, "slowlog-max-len", int64(envInt("slowlog-max-len", 128)), "most commands SLOWLOG keeps"+envNote("slowlog-max-len"))
+	fs.Int64Var(&c.busyThreshold, "busy-reply-threshold", int64(envInt("busy-reply-threshold", 5000)), "milliseconds a Lua script may run before it is stopped (Redis's busy-reply-threshold, lua-time-limit; 0: never)"+envNote("busy-reply-threshold"))
 	str(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	str(&c.logFormat, "log-format", "text", "log format: text or json")
 	str(&c.pprofAddr, "pprof", "", "serve Go's net/http/pprof profiles on this address (for profiling; off by default)")
@@ -239,6 +250,33 @@ func (c *config) settings() map[string]string {
 	}
 }
 
+// startSettings are the Redis run-time settings the handler takes at start as CONFIG SET would set them.
+func (c *config) startSettings() map[string]string {
+	return map[string]string{"slowlog-log-slower-than": strconv.FormatInt(c.slowerThan, 10),
+		"slowlog-max-len": strconv.FormatInt(c.slowLen, 10), "busy-reply-threshold": strconv.FormatInt(c.busyThreshold, 10)}
+}
+
+// countsSet is every listener's connection figures, so CONFIG SET maxclients reaches them all.
+type countsSet struct {
+	mu   sync.Mutex
+	list []*server.Counts
+}
+
+func (s *countsSet) add(c *server.Counts) {
+	s.mu.Lock()
+	s.list = append(s.list, c)
+	s.mu.Unlock()
+}
+
+// setMax changes every listener's connection limit.
+func (s *countsSet) setMax(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.list {
+		c.Max.Store(int64(n))
+	}
+}
+
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var c config
 	fs := newServeFlags(&c, stderr)
@@ -250,6 +288,20 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "anykv serve: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if c.configFile != "" {
+		if abs, err := filepath.Abs(c.configFile); err == nil {
+			c.configFile = abs // INFO shows it absolute, as Redis does
+		}
+		if err := applyConfigFile(fs, c.configFile); err != nil {
+			fmt.Fprintln(stderr, "anykv serve: --config:", err)
+			return 2
+		}
+		c.rewriter = newConfigRewriter(fs, c.configFile)
+	}
+	if err := redis.CheckStartSettings(c.startSettings()); err != nil {
+		fmt.Fprintln(stderr, "anykv serve:", err)
 		return 2
 	}
 	if _, err := redis.ParseNotifyEvents(c.notifyEvents); err != nil {

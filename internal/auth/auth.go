@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 )
 
 // ProtectedMode explains, in every protocol's refusal, why a client from another host was turned away.
@@ -18,37 +19,53 @@ const ProtectedMode = "anykv is running in protected mode because no password is
 	"--requirepass (ANYKV_REQUIREPASS), or bind to loopback only (the default)."
 
 // Policy holds the password and the exposure rule. A nil *Policy is the policy of no password: loopback only.
-// It is immutable and safe for concurrent use.
+// It is safe for concurrent use; SetPassword (Redis's CONFIG SET requirepass) changes it for every protocol.
 type Policy struct {
+	secret atomic.Pointer[secret]
+}
+
+// secret is one password and its digest, swapped whole.
+type secret struct {
 	password string
 	digest   [sha256.Size]byte
 }
 
 // New returns the policy for password; "" means no password, so only loopback clients are served.
 func New(password string) *Policy {
-	return &Policy{password: password, digest: sha256.Sum256([]byte(password))}
+	p := &Policy{}
+	p.SetPassword(password)
+	return p
+}
+
+// SetPassword replaces the password ("" for none). Clients already authenticated stay so, as in Redis; the
+// exposure rule follows at once for the connections accepted after it.
+func (p *Policy) SetPassword(password string) {
+	p.secret.Store(&secret{password: password, digest: sha256.Sum256([]byte(password))})
+}
+
+func (p *Policy) current() *secret {
+	if p == nil {
+		return &secret{}
+	}
+	return p.secret.Load()
 }
 
 // Required reports whether clients must give a password.
-func (p *Policy) Required() bool { return p != nil && p.password != "" }
+func (p *Policy) Required() bool { return p.current().password != "" }
 
 // Password returns the configured password ("" for none), for CONFIG GET requirepass.
-func (p *Policy) Password() string {
-	if p == nil {
-		return ""
-	}
-	return p.password
-}
+func (p *Policy) Password() string { return p.current().password }
 
 // Check reports whether password opens the server: always when no password is required (as Redis's nopass
 // default user accepts any). Digests are compared in constant time, so neither the password's bytes nor its
 // length leak through timing.
 func (p *Policy) Check(password []byte) bool {
-	if !p.Required() {
+	sec := p.current()
+	if sec.password == "" {
 		return true
 	}
 	got := sha256.Sum256(password)
-	return subtle.ConstantTimeCompare(got[:], p.digest[:]) == 1
+	return subtle.ConstantTimeCompare(got[:], sec.digest[:]) == 1
 }
 
 // CheckBearer reports whether an HTTP Authorization header value ("Bearer <password>") opens the server.

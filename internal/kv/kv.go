@@ -80,6 +80,7 @@ type Store struct {
 	swept    sync.WaitGroup
 	reclaim  reclaimer // the sweeper's position among collections' members (sweep goroutine only)
 	queries  *cache.Queries[answer]
+	watches  watchRegistry // keys WATCHed by Redis clients (watch.go)
 	expired  atomic.Pointer[func(table string, key []byte)]
 	levels   levels
 }
@@ -203,28 +204,39 @@ func (s *Store) GetAnyAt(ctx context.Context, table string, key []byte, now int6
 // the results must not be modified. A batch with an invalid mutation is rejected whole, before the engine sees it.
 // Apply bounds MaxSize of the size-growing ops (APPEND, PREPEND, SETRANGE) in muts by the value limit, in place.
 func (s *Store) Apply(ctx context.Context, muts []engine.Mutation) ([]engine.Result, error) {
+	if err := s.check(muts); err != nil {
+		return nil, err
+	}
+	if s.watches.active.Load() > 0 { // somebody WATCHes keys: mark what this batch writes (watch.go)
+		return s.applyMarking(ctx, muts)
+	}
+	return s.apply(ctx, muts)
+}
+
+// check validates a batch against the limits, bounding the size-growing ops in place.
+func (s *Store) check(muts []engine.Mutation) error {
 	if len(muts) > s.limits.MaxBatch {
-		return nil, ErrBatchTooLarge
+		return ErrBatchTooLarge
 	}
 	for i := range muts {
 		m := &muts[i]
 		if err := s.CheckKey(m.Key); err != nil {
-			return nil, err
+			return err
 		}
 		if err := s.CheckKey(m.Target.Key); err != nil {
-			return nil, err
+			return err
 		}
 		if len(m.Value) > s.limits.MaxValue {
-			return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrValueTooLarge, len(m.Value), s.limits.MaxValue)
+			return fmt.Errorf("%w: %d bytes, limit %d", ErrValueTooLarge, len(m.Value), s.limits.MaxValue)
 		}
 		if m.Table == "" && m.Op != engine.OpFlush {
-			return nil, ErrEmptyTable
+			return ErrEmptyTable
 		}
 		if err := checkTable(m.Table); err != nil {
-			return nil, err
+			return err
 		}
 		if err := checkTable(m.Target.Table); err != nil {
-			return nil, err
+			return err
 		}
 		switch m.Op {
 		case engine.OpAppend, engine.OpPrepend, engine.OpSetRange:
@@ -233,6 +245,11 @@ func (s *Store) Apply(ctx context.Context, muts []engine.Mutation) ([]engine.Res
 			}
 		}
 	}
+	return nil
+}
+
+// apply runs a checked batch: statistics, the query cache's bookkeeping and the engine.
+func (s *Store) apply(ctx context.Context, muts []engine.Mutation) ([]engine.Result, error) {
 	s.stats.batches.Add(1)
 	s.stats.mutations.Add(int64(len(muts)))
 	if s.queries.Enabled() {

@@ -36,7 +36,7 @@ const reclaimMin = 64 << 20
 
 // Budget is the shared account of request-buffer bytes across connections. A nil *Budget accounts nothing.
 type Budget struct {
-	limit int64 // 0: unlimited (bytes are still counted)
+	limit atomic.Int64 // 0: unlimited (bytes are still counted); SetLimit changes it while serving
 	log   *slog.Logger
 	used  atomic.Int64
 	peak  atomic.Int64 // highest used since the last reclaim
@@ -60,7 +60,9 @@ func New(limit int64, log *slog.Logger) *Budget {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Budget{limit: limit, log: log, accounts: map[*Account]struct{}{}, changed: make(chan struct{})}
+	b := &Budget{log: log, accounts: map[*Account]struct{}{}, changed: make(chan struct{})}
+	b.limit.Store(limit)
+	return b
 }
 
 // Limit returns the budget in bytes (0: unlimited).
@@ -68,7 +70,17 @@ func (b *Budget) Limit() int64 {
 	if b == nil {
 		return 0
 	}
-	return b.limit
+	return b.limit.Load()
+}
+
+// SetLimit changes the budget (Redis's CONFIG SET maxmemory-clients; 0 or less: unlimited). Reservations past a
+// lowered limit evict as usual; what connections already hold is not taken back.
+func (b *Budget) SetLimit(limit int64) {
+	if b == nil {
+		return
+	}
+	b.limit.Store(max(limit, 0))
+	b.wake() // reservations waiting for room look again
 }
 
 // Used returns the bytes reserved now across all accounts.
@@ -154,7 +166,7 @@ func (a *Account) Reserve(n int) error {
 	}
 	for {
 		cur := b.used.Load()
-		if b.limit > 0 && cur+n64 > b.limit {
+		if lim := b.limit.Load(); lim > 0 && cur+n64 > lim {
 			return a.reserveSlow(n64)
 		}
 		if b.used.CompareAndSwap(cur, cur+n64) {
@@ -178,7 +190,7 @@ func (a *Account) reserveSlow(n int64) error {
 			b.mu.Unlock()
 			return ErrEvicted
 		}
-		if cur := b.used.Load(); cur+n <= b.limit && b.used.CompareAndSwap(cur, cur+n) {
+		if cur, lim := b.used.Load(), b.limit.Load(); (lim == 0 || cur+n <= lim) && b.used.CompareAndSwap(cur, cur+n) {
 			b.mu.Unlock()
 			a.held.Add(n)
 			b.notePeak(cur + n)
@@ -189,7 +201,7 @@ func (a *Account) reserveSlow(n int64) error {
 			b.mu.Unlock()
 			b.refusals.Add(1)
 			b.log.Warn("maxmemory-clients reached: closing the client whose request buffer would be the largest",
-				"client", a.name, "holds", a.held.Load(), "wants", n, "used", b.used.Load(), "limit", b.limit)
+				"client", a.name, "holds", a.held.Load(), "wants", n, "used", b.used.Load(), "limit", b.limit.Load())
 			return ErrOverBudget
 		}
 		changed := b.changed
@@ -197,7 +209,7 @@ func (a *Account) reserveSlow(n int64) error {
 		for _, v := range victims {
 			b.evictions.Add(1)
 			b.log.Warn("maxmemory-clients reached: evicting the client with the largest request buffer",
-				"client", v.name, "holds", v.held.Load(), "for", a.name, "wants", n, "limit", b.limit)
+				"client", v.name, "holds", v.held.Load(), "for", a.name, "wants", n, "limit", b.limit.Load())
 			if v.evict != nil {
 				v.evict()
 			}
@@ -221,7 +233,7 @@ func (a *Account) reserveSlow(n int64) error {
 // empty, non-nil slice when clients evicted earlier already cover it), or nil when even all of them would
 // not: then a is to be refused. Called with b.mu held.
 func (b *Budget) chooseVictims(a *Account, n int64) []*Account {
-	short := b.used.Load() + n - b.limit
+	short := b.used.Load() + n - b.limit.Load()
 	for v := range b.accounts {
 		if v.evicted.Load() {
 			short -= v.held.Load()

@@ -70,7 +70,8 @@ func (s *Server) serveHTTP(name string, ln net.Listener, h http.Handler, o HTTPO
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = DefaultIdleTimeout
 	}
-	gl := &guardListener{Listener: ln, s: s, h: h, max: o.MaxConns, counts: counts}
+	counts.Max.Store(int64(o.MaxConns))
+	gl := &guardListener{Listener: ln, s: s, h: h, counts: counts}
 	// ReadTimeout runs from the start of each request, so the body gets BodyTimeout after a head that took the
 	// longest allowed; the handler sees the expired deadline as a failed body read.
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: o.HeaderTimeout, ReadTimeout: o.HeaderTimeout + o.BodyTimeout,
@@ -96,7 +97,6 @@ type guardListener struct {
 	net.Listener
 	s      *Server
 	h      http.Handler
-	max    int
 	counts *Counts
 }
 
@@ -106,7 +106,7 @@ func (l *guardListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !l.s.admit(c, l.h, l.max, l.counts, true) {
+		if !l.s.admit(c, l.h, l.counts, true) {
 			continue
 		}
 		l.counts.Current.Add(1)

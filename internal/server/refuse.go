@@ -24,7 +24,7 @@ const (
 // admit applies the exposure policy and the connection limit to an accepted connection. It returns false when c
 // was refused; the refusal (h's Deny or Reject) is then being sent in the background and c will be closed.
 // isHTTP refusals wait for the request's head first, so that the client reads the answer as its response.
-func (s *Server) admit(c net.Conn, h any, maxConns int, counts *Counts, isHTTP bool) bool {
+func (s *Server) admit(c net.Conn, h any, counts *Counts, isHTTP bool) bool {
 	var answer func(net.Conn)
 	switch {
 	case !s.policy.Admits(c.RemoteAddr()):
@@ -34,7 +34,7 @@ func (s *Server) admit(c net.Conn, h any, maxConns int, counts *Counts, isHTTP b
 		} else if isHTTP {
 			answer = plainHTTP(http.StatusForbidden, "forbidden: protected mode, loopback clients only")
 		}
-	case maxConns > 0 && counts.Current.Load() >= int64(maxConns):
+	case counts.Max.Load() > 0 && counts.Current.Load() >= counts.Max.Load():
 		counts.Rejected.Add(1)
 		if r, ok := h.(Rejecter); ok {
 			answer = r.Reject

@@ -55,9 +55,11 @@ type Server struct {
 }
 
 // Counts holds live figures for one listener: connections open now and ever served, connections refused at the
-// limit (Rejected) and by the exposure policy (Denied).
+// limit (Rejected) and by the exposure policy (Denied). Max is the limit itself (0: none), which Redis's CONFIG
+// SET maxclients changes while the listener runs.
 type Counts struct {
 	Current, Total, Rejected, Denied atomic.Int64
+	Max                              atomic.Int64
 }
 
 // New returns a server that logs to log. Until SetAuth says otherwise it serves loopback clients only.
@@ -111,16 +113,17 @@ func (s *Server) Serve(name string, ln net.Listener, h Handler, maxConns int) *C
 }
 
 func (s *Server) serve(name string, ln net.Listener, h Handler, maxConns int, counts *Counts) *Counts {
+	counts.Max.Store(int64(maxConns))
 	s.mu.Lock()
 	s.listeners = append(s.listeners, ln)
 	s.mu.Unlock()
 	s.wg.Add(1)
-	go s.accept(name, ln, h, maxConns, counts)
+	go s.accept(name, ln, h, counts)
 	s.log.Info("listening", "protocol", name, "addr", ln.Addr().String())
 	return counts
 }
 
-func (s *Server) accept(name string, ln net.Listener, h Handler, maxConns int, counts *Counts) {
+func (s *Server) accept(name string, ln net.Listener, h Handler, counts *Counts) {
 	defer s.wg.Done()
 	for {
 		c, err := ln.Accept()
@@ -132,7 +135,7 @@ func (s *Server) accept(name string, ln net.Listener, h Handler, maxConns int, c
 			time.Sleep(10 * time.Millisecond) // e.g. out of file descriptors: do not spin
 			continue
 		}
-		if !s.admit(c, h, maxConns, counts, false) {
+		if !s.admit(c, h, counts, false) {
 			continue
 		}
 		if !s.track(c) {

@@ -451,11 +451,8 @@ func encodingOf(it engine.Item) string {
 
 // cmdMemory serves MEMORY USAGE: the bytes anykv keeps for the key and its value (all members of a collection,
 // as Redis's SAMPLES 0), plus a fixed per-item overhead. It reads the whole collection: O(members).
-func cmdMemory(s *session, args [][]byte) {
-	if !eq(args[1], "usage") || len(args) < 3 {
-		s.fail("ERR unknown subcommand or wrong number of arguments for '" + string(args[1]) + "'. Try MEMORY HELP.")
-		return
-	}
+// memoryUsage is MEMORY USAGE key: the bytes stored for the key and its members, read in the batch.
+func memoryUsage(s *session, args [][]byte) {
 	key := args[2]
 	const overhead = 48 // header, version and index entry of one stored item
 	s.getAny(key)

@@ -60,8 +60,8 @@ func (h *Handler) onError(msg string) {
 	}
 }
 
-// account records one command's outcome once its reply is written: its statistics, and the slow log when it
-// took long. rejected marks a command refused before it ran; failed one that answered an error.
+// account records one command's outcome once its reply is written: its statistics, the slow log when it took
+// long, and the monitors' feed. rejected marks a command refused before it ran; failed one that answered an error.
 func (s *session) account(cmd *command, args [][]byte, took time.Duration, rejected, failed bool) {
 	if cmd == nil {
 		return
@@ -77,6 +77,9 @@ func (s *session) account(cmd *command, args [][]byte, took time.Duration, rejec
 		st.failed.Add(1)
 	}
 	s.h.slowlog.offer(s, cmd, args, took)
+	if s.h.monitors.n.Load() > 0 { // the only cost of MONITOR while nobody monitors
+		s.feedMonitors(cmd, args)
+	}
 }
 
 // commandStatsSection is INFO commandstats: one line per command called at least once, in name order.

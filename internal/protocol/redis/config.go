@@ -1,13 +1,108 @@
 package redis
 
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"anykv/internal/protocol/resp"
+)
+
 // configSetters are the parameters CONFIG SET changes while anykv runs; every other parameter CONFIG GET shows is
 // fixed by a flag at start. A setter checks the value and returns how to apply it, or the reason Redis gives for
-// refusing it.
+// refusing it. Each applied value is also kept in h.changed, for CONFIG GET and CONFIG REWRITE.
 var configSetters = map[string]func(h *Handler, v string) (apply func(), err error){
 	"notify-keyspace-events": func(h *Handler, v string) (func(), error) {
 		f, err := ParseNotifyEvents(v)
 		return func() { h.notifyFlags.Store(int32(f)) }, err
 	},
+	"requirepass": func(h *Handler, v string) (func(), error) {
+		return func() { h.opts.Auth.SetPassword(v) }, nil // every protocol sharing the policy follows
+	},
+	"maxclients": func(h *Handler, v string) (func(), error) {
+		n, err := configInt(v, 1, math.MaxUint32, false)
+		return func() {
+			if h.opts.SetMaxClients != nil {
+				h.opts.SetMaxClients(int(n))
+			} else if h.conns != nil {
+				h.conns.Max.Store(n)
+			}
+		}, err
+	},
+	"maxmemory-clients": func(h *Handler, v string) (func(), error) {
+		if strings.HasSuffix(v, "%") {
+			return nil, configError("a share of maxmemory is not supported: anykv has no maxmemory; give bytes")
+		}
+		n, err := configInt(v, 0, math.MaxInt64, true)
+		return func() { h.opts.Budget.SetLimit(n) }, err
+	},
+	"client-query-buffer-limit": func(h *Handler, v string) (func(), error) {
+		n, err := configInt(v, 1<<20, math.MaxInt64, true)
+		return func() { h.setLimits(func(l *resp.Limits) { l.MaxQuery = int(min(n, math.MaxInt/4)) }) }, err
+	},
+	"proto-max-bulk-len": func(h *Handler, v string) (func(), error) {
+		n, err := configInt(v, 1<<20, math.MaxInt64, true)
+		return func() { h.setLimits(func(l *resp.Limits) { l.MaxBulk = int(min(n, math.MaxInt/4)) }) }, err
+	},
+	"busy-reply-threshold": setScriptLimit,
+	"lua-time-limit":       setScriptLimit, // Redis 7's older name of the same setting
+}
+
+// setScriptLimit sets how long a script may run before it is stopped, in milliseconds (0: never stopped).
+func setScriptLimit(h *Handler, v string) (func(), error) {
+	n, err := configInt(v, 0, math.MaxInt64, false)
+	return func() {
+		luaTimeLimit.Store(int64(time.Duration(min(n, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond))
+	}, err
+}
+
+// configAliases map a parameter to the one it shares its value with.
+var configAliases = map[string]string{"lua-time-limit": "busy-reply-threshold"}
+
+// configInt parses an integer setting within [lo, hi], with Redis's units (1k, 1kb, 1mb, 1gb) for memory values,
+// and Redis's error texts.
+func configInt(v string, lo, hi int64, memory bool) (int64, error) {
+	var n int64
+	var ok bool
+	if memory {
+		n, ok = ParseMemory(v)
+	} else {
+		var err error
+		n, err = strconv.ParseInt(v, 10, 64)
+		ok = err == nil
+	}
+	switch {
+	case !ok && memory:
+		return 0, configError("argument must be a memory value")
+	case !ok:
+		return 0, configError("argument couldn't be parsed into an integer")
+	case n < lo || n > hi:
+		return 0, configError("argument must be between " + itoa(lo) + " and " + strconv.FormatUint(uint64(hi), 10) + " inclusive")
+	}
+	return n, nil
+}
+
+// ParseMemory reads a byte count as Redis's memtoull: digits, then optionally k, kb, m, mb, g or gb (k = 1000,
+// kb = 1024), in any case.
+func ParseMemory(v string) (int64, bool) {
+	s := strings.ToLower(v)
+	mul := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mul    int64
+	}{{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1e3}, {"m", 1e6}, {"g", 1e9}, {"b", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mul = strings.TrimSuffix(s, u.suffix), u.mul
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/mul {
+		return 0, false
+	}
+	return n * mul, true
 }
 
 // configSet applies CONFIG SET's name/value pairs: all of them, or none when one is refused (Redis 7 checks
@@ -24,20 +119,111 @@ func (h *Handler) configSet(pairs [][]byte) string {
 		}
 		seen[name] = true
 		if configSetters[name] == nil {
-			return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - can't set immutable config; restart anykv with the matching flag"
+			return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - can't set immutable config"
 		}
 	}
 	var apply []func()
 	for i := 0; i < len(pairs); i += 2 {
-		name := lower(pairs[i])
-		fn, err := configSetters[name](h, string(pairs[i+1]))
+		name, v := lower(pairs[i]), string(pairs[i+1])
+		fn, err := configSetters[name](h, v)
 		if err != nil {
 			return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + err.Error()
 		}
-		apply = append(apply, fn)
+		apply = append(apply, fn, func() { h.noteChanged(name, v) })
 	}
 	for _, fn := range apply {
 		fn()
 	}
 	return ""
+}
+
+// memorySettings are the settings given in bytes (with Redis's units); a config file gets them as plain numbers.
+var memorySettings = map[string]bool{"maxmemory-clients": true, "client-query-buffer-limit": true, "proto-max-bulk-len": true}
+
+// noteChanged records a value CONFIG SET applied, under the name and in the form a config file uses.
+func (h *Handler) noteChanged(name, v string) {
+	if a, ok := configAliases[name]; ok {
+		name = a
+	}
+	if n, ok := ParseMemory(v); ok && memorySettings[name] {
+		v = itoa(n)
+	}
+	h.cfgMu.Lock()
+	if h.changed == nil {
+		h.changed = map[string]string{}
+	}
+	h.changed[name] = v
+	h.cfgMu.Unlock()
+}
+
+// changedSettings returns the values CONFIG SET applied since start, by name.
+func (h *Handler) changedSettings() map[string]string {
+	h.cfgMu.Lock()
+	defer h.cfgMu.Unlock()
+	out := make(map[string]string, len(h.changed))
+	for k, v := range h.changed {
+		out[k] = v
+	}
+	return out
+}
+
+// configRewrite is CONFIG REWRITE: the config file is rewritten with the settings in force, by Options.Rewrite.
+func (h *Handler) configRewrite() string {
+	if h.opts.Rewrite == nil {
+		return "ERR The server is running without a config file"
+	}
+	if err := h.opts.Rewrite(h.changedSettings()); err != nil {
+		h.log.Warn("CONFIG REWRITE failed", "err", err)
+		return "ERR Rewriting config file: " + err.Error()
+	}
+	return ""
+}
+
+// liveSettings are the values of the run-time settings as they are now, for CONFIG GET.
+func (h *Handler) liveSettings(m map[string]string) {
+	l := h.limits.Load()
+	m["proto-max-bulk-len"] = itoa(int64(l.MaxBulk))
+	m["client-query-buffer-limit"] = itoa(int64(l.MaxQuery))
+	m["requirepass"] = h.opts.Auth.Password()
+	m["maxmemory-clients"] = itoa(h.opts.Budget.Limit())
+	ms := itoa(luaTimeLimit.Load() / int64(time.Millisecond))
+	m["busy-reply-threshold"], m["lua-time-limit"] = ms, ms
+	if h.conns != nil && h.conns.Max.Load() > 0 {
+		m["maxclients"] = itoa(h.conns.Max.Load())
+	}
+}
+
+// setLimits changes the request limits of every connection (each takes them before its next read).
+func (h *Handler) setLimits(change func(l *resp.Limits)) {
+	h.cfgMu.Lock()
+	l := *h.limits.Load()
+	change(&l)
+	h.limits.Store(&l)
+	h.cfgMu.Unlock()
+}
+
+// CheckStartSettings checks Options.Start: the run-time settings that have no Options field of their own (slowlog-log-slower-than,
+// slowlog-max-len, busy-reply-threshold), set at start as CONFIG SET sets them.
+func CheckStartSettings(m map[string]string) error {
+	for name, v := range m {
+		set := configSetters[name]
+		if set == nil {
+			return configError("unknown run-time setting " + name)
+		}
+		if _, err := set(&Handler{}, v); err != nil {
+			return fmt.Errorf("--%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// applyStart applies Options.Start (checked by CheckStartSettings) without counting them as changes.
+func (h *Handler) applyStart() {
+	for name, v := range h.opts.Start {
+		if apply, err := configSetters[name](h, v); err == nil {
+			apply()
+		} else {
+			h.log.Warn("ignoring a bad start setting", "name", name, "err", err)
+		}
+	}
 }

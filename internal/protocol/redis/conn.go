@@ -160,6 +160,7 @@ func cmdQuit(s *session, args [][]byte) {
 
 func cmdReset(s *session, args [][]byte) {
 	s.endMulti()
+	s.endMonitor()
 	if s.sub != nil { // leave every channel and pattern; output keeps going through the pusher, in order
 		for ch := range s.channels {
 			s.h.broker.Unsubscribe(ch, s.sub)
@@ -244,6 +245,11 @@ func cmdClient(s *session, args [][]byte) {
 			s.w.Error("ERR Unrecognized option '" + clip(args[2]) + "'")
 			return
 		}
+		s.w.SimpleString("OK")
+	case sub == "pause" && (len(args) == 3 || len(args) == 4):
+		s.clientPause(args)
+	case sub == "unpause" && len(args) == 2:
+		s.h.pause.unpause()
 		s.w.SimpleString("OK")
 	case (sub == "no-evict" || sub == "no-touch") && len(args) == 3:
 		s.w.SimpleString("OK")

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +50,14 @@ type Options struct {
 	BackupDir string
 	// Shutdown stops the server as SIGTERM does (SHUTDOWN); nil: SHUTDOWN answers an error.
 	Shutdown func()
+	// SetMaxClients applies CONFIG SET maxclients to every listener (nil: this handler's listener only).
+	SetMaxClients func(n int)
+	// Rewrite writes the config file with the settings in force, given those CONFIG SET changed since start
+	// (CONFIG REWRITE); nil: the server runs without a config file. ConfigFile is its path, for INFO.
+	Rewrite    func(changed map[string]string) error
+	ConfigFile string
+	// Start holds start values of run-time settings with no field of their own (see CheckStartSettings).
+	Start map[string]string
 	// NotifyKeyspaceEvents is the initial notify-keyspace-events value (Redis's class letters; "" sends none).
 	// CONFIG SET changes it while running.
 	NotifyKeyspaceEvents string
@@ -62,13 +71,17 @@ type Handler struct {
 	opts       Options
 	log        *slog.Logger
 	started    time.Time
-	nextID     atomic.Int64
-	conns      *server.Counts
-	cursors    cursorTable
-	broker     *pubsub.Broker
-	waiters    waiters // connections blocked in BLPOP and the like
-	scripts    scriptCache
-	saves      saves
+	// startupHeap is the Go heap when the handler was made (MEMORY STATS startup.allocated).
+	startupHeap uint64
+	nextID      atomic.Int64
+	conns       *server.Counts
+	cursors     cursorTable
+	broker      *pubsub.Broker
+	waiters     waiters    // connections blocked in BLPOP and the like
+	monitors    monitorSet // connections in MONITOR mode (monitor.go)
+	pause       pauseState // CLIENT PAUSE (pause.go)
+	scripts     scriptCache
+	saves       saves
 	// notifyFlags are the keyspace event classes and channel kinds being sent (notify.go).
 	notifyFlags atomic.Int32
 	// Command and error statistics (cmdstats.go) and the slow log (slowlog.go).
@@ -82,6 +95,11 @@ type Handler struct {
 	}
 	mu       sync.Mutex
 	sessions map[int64]*session // for CLIENT LIST
+	// limits are the request limits in force (CONFIG SET proto-max-bulk-len, client-query-buffer-limit); cfgMu
+	// orders their changes and guards changed, the values CONFIG SET applied (config.go).
+	limits  atomic.Pointer[resp.Limits]
+	cfgMu   sync.Mutex
+	changed map[string]string
 	// observers holds each command's metrics, looked up once here rather than per request.
 	observers map[*command]*metrics.Observer
 }
@@ -94,14 +112,22 @@ func New(store *kv.Store, opts Options) *Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
+	if opts.Auth == nil {
+		opts.Auth = auth.New("") // no password, until CONFIG SET requirepass gives one
+	}
 	h := &Handler{store: store, opts: opts, log: opts.Logger, started: time.Now(), sessions: map[int64]*session{},
 		observers: map[*command]*metrics.Observer{}, singleItem: store.SingleItem()}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	h.startupHeap = ms.HeapAlloc
 	h.cmdStats = make(map[*command]*cmdStats, len(commands))
 	for _, c := range commands {
 		h.observers[c] = opts.Metrics.Command("resp", c.name) // nil-safe: a nil Metrics gives nil observers
 		h.cmdStats[c] = &cmdStats{}
 	}
 	h.unknownCommand = opts.Metrics.Command("resp", "unknown")
+	lim := resp.NewParser(opts.Limits).Limits() // with the defaults filled in, as CONFIG GET shows them
+	h.limits.Store(&lim)
 	h.slowlog.slowerThan.Store(defaultSlowerThan)
 	h.slowlog.maxLen.Store(defaultSlowlogLen)
 	h.cursors.init()
@@ -109,6 +135,7 @@ func New(store *kv.Store, opts Options) *Handler {
 	if f, err := ParseNotifyEvents(opts.NotifyKeyspaceEvents); err == nil { // the flag was checked by the caller
 		h.notifyFlags.Store(int32(f))
 	}
+	h.applyStart()
 	store.OnExpired(h.expired)
 	return h
 }
@@ -151,6 +178,8 @@ func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 	h.sessions[s.id] = s
 	h.mu.Unlock()
 	defer func() {
+		s.unwatch()
+		s.endMonitor()
 		s.endPubSub()
 		h.mu.Lock()
 		delete(h.sessions, s.id)
@@ -158,6 +187,10 @@ func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 	}()
 	for ctx.Err() == nil {
 		_, err := s.parser.Fill(c)
+		if l := h.limits.Load(); l != s.lim { // CONFIG SET changed the request limits: they apply from this read
+			s.parser.SetLimits(*l)
+			s.lim = l
+		}
 		s.readAt = time.Now()
 		closing := s.runParsed()
 		if werr := s.out(); werr != nil {

@@ -61,14 +61,12 @@ const maxmemoryPolicy = "noeviction"
 // settings returns the configuration CONFIG GET reports.
 func (h *Handler) settings() map[string]string {
 	m := map[string]string{
-		"databases":          itoa(int64(h.opts.Databases)),
-		"proto-max-bulk-len": itoa(int64(max(h.opts.Limits.MaxBulk, 0))),
-		"requirepass":        h.opts.Auth.Password(),
-		"save":               "",
-		"appendonly":         "no",
-		"maxmemory":          "0",
-		"maxmemory-policy":   maxmemoryPolicy, // what INFO memory reports
-		"timeout":            "0",
+		"databases":        itoa(int64(h.opts.Databases)),
+		"save":             "",
+		"appendonly":       "no",
+		"maxmemory":        "0",
+		"maxmemory-policy": maxmemoryPolicy, // what INFO memory reports
+		"timeout":          "0",
 
 		"slowlog-log-slower-than": itoa(h.slowlog.slowerThan.Load()),
 		"slowlog-max-len":         itoa(h.slowlog.maxLen.Load()),
@@ -78,6 +76,7 @@ func (h *Handler) settings() map[string]string {
 	for k, v := range h.opts.Settings {
 		m[k] = v
 	}
+	h.liveSettings(m)
 	return m
 }
 
@@ -102,6 +101,12 @@ func cmdConfig(s *session, args [][]byte) {
 		}
 	case sub == "set" && len(args) >= 4 && len(args)%2 == 0:
 		if msg := s.h.configSet(args[2:]); msg != "" {
+			s.w.Error(msg)
+			return
+		}
+		s.w.SimpleString("OK")
+	case sub == "rewrite" && len(args) == 2:
+		if msg := s.h.configRewrite(); msg != "" {
 			s.w.Error(msg)
 			return
 		}
@@ -174,7 +179,7 @@ func (h *Handler) statSection(sec string) [][2]string {
 			{"redis_version", Version}, {"redis_mode", "standalone"}, {"anykv_version", h.opts.AnykvVersion},
 			{"os", runtime.GOOS + " " + runtime.GOARCH}, {"arch_bits", "64"}, {"process_id", itoa(int64(os.Getpid()))},
 			{"tcp_port", port}, {"uptime_in_seconds", itoa(int64(up.Seconds()))},
-			{"uptime_in_days", itoa(int64(up.Hours() / 24))}, {"executable", exe}, {"config_file", ""},
+			{"uptime_in_days", itoa(int64(up.Hours() / 24))}, {"executable", exe}, {"config_file", h.opts.ConfigFile},
 		}
 	case "clients":
 		cur := int64(0)
@@ -184,10 +189,11 @@ func (h *Handler) statSection(sec string) [][2]string {
 		return [][2]string{{"connected_clients", itoa(cur)}, {"maxclients", h.opts.Settings["maxclients"]},
 			{"blocked_clients", "0"}}
 	case "memory":
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return [][2]string{{"used_memory", itoa(int64(ms.HeapAlloc))}, {"used_memory_human", human(ms.HeapAlloc)},
-			{"used_memory_rss", itoa(int64(ms.Sys))}, {"maxmemory", "0"}, {"maxmemory_policy", maxmemoryPolicy}}
+		f := h.memFigures()
+		return [][2]string{{"used_memory", itoa(int64(f.heap))}, {"used_memory_human", human(f.heap)},
+			{"used_memory_rss", itoa(int64(f.rss))}, {"used_memory_peak", itoa(int64(f.peak))},
+			{"used_memory_peak_human", human(f.peak)}, {"used_memory_startup", itoa(int64(f.startup))},
+			{"maxmemory", "0"}, {"maxmemory_policy", maxmemoryPolicy}}
 	case "persistence":
 		out := [][2]string{{"loading", "0"}, {"aof_enabled", h.settings()["appendonly"]},
 			{"anykv_engine", h.opts.Settings["engine"]}, {"anykv_fsync", h.opts.Settings["fsync"]}}

@@ -186,8 +186,11 @@ func runScript(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 
 	L := newLua()
 	defer L.Close()
+	ctx, cancel := context.WithCancel(context.Background())
 	limit := time.Duration(luaTimeLimit.Load())
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	if limit > 0 { // 0: busy-reply-threshold 0, never stopped
+		ctx, cancel = context.WithTimeout(ctx, limit)
+	}
 	defer cancel()
 	L.SetContext(ctx)
 	strs := func(bs [][]byte) *lua.LTable {

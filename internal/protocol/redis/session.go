@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"anykv/internal/engine"
+	"anykv/internal/kv"
 	"anykv/internal/membudget"
 	"anykv/internal/metrics"
 	"anykv/internal/protocol/errmap"
@@ -52,6 +53,7 @@ type session struct {
 	conn    net.Conn
 	id      int64
 	parser  *resp.Parser
+	lim     *resp.Limits       // the handler's limits the parser enforces
 	acct    *membudget.Account // the parser's share of Options.Budget
 	w       *resp.Writer
 	created time.Time
@@ -64,7 +66,9 @@ type session struct {
 	libVer  string
 	authed  bool
 	closing bool
-	lastCmd string
+	// monitoring: the connection ran MONITOR; its output goes through sub, and it may not touch the keyspace.
+	monitoring bool
+	lastCmd    string
 
 	// The batch being built from the commands of one read: their mutations and replies, in order.
 	batch pipeline.Batch[pending]
@@ -73,13 +77,16 @@ type session struct {
 	dirty   bool       // a command failed to queue: EXEC answers EXECABORT
 	queued  [][][]byte // commands queued by MULTI, copied out of the parser's buffer
 	watched []watch
-	lower   [32]byte // scratch for lower-casing command names without allocating
-	obs     *metrics.Observer
-	cur     *command // the command being compiled, and its arguments
-	curArgs [][]byte
-	start   time.Time
-	readAt  time.Time // when the bytes being parsed were read (set only when metrics are on)
-	group   uint32    // the last guard group this session used (MSETNX)
+	watch   *kv.Watch // the same keys in the store's touched-key registry; nil: none watched
+	// execWatch is the watch EXEC's batch runs under (run applies it with kv.Store.ApplyWatched).
+	execWatch *kv.Watch
+	lower     [32]byte // scratch for lower-casing command names without allocating
+	obs       *metrics.Observer
+	cur       *command // the command being compiled, and its arguments
+	curArgs   [][]byte
+	start     time.Time
+	readAt    time.Time // when the bytes being parsed were read (set only when metrics are on)
+	group     uint32    // the last guard group this session used (MSETNX)
 
 	ctx     context.Context // ends when the server shuts down (blocking commands stop waiting)
 	noBlock bool            // set while EXEC runs: blocking commands answer at once, as in Redis
@@ -94,9 +101,10 @@ type session struct {
 func newSession(h *Handler, c net.Conn) *session {
 	s := &session{
 		h: h, conn: c, id: h.nextID.Add(1), created: h.store.Time(),
-		parser: resp.NewParser(h.opts.Limits), w: resp.NewWriter(2),
+		lim: h.limits.Load(), w: resp.NewWriter(2),
 		authed: !h.opts.Auth.Required(), ctx: context.Background(),
 	}
+	s.parser = resp.NewParser(*s.lim)
 	s.w.OnError = h.onError
 	s.acct = h.opts.Budget.Open(c.RemoteAddr().String(), membudget.EvictConn(c))
 	s.parser.SetAccount(s.acct)
@@ -171,10 +179,21 @@ func (s *session) dispatch(args [][]byte) {
 	if s.subscribedContext(cmd) {
 		return
 	}
+	if s.monitoring && monitorRefuses(cmd) {
+		s.reject("ERR Replica can't interact with the keyspace")
+		return
+	}
 	if cmd.data != nil && s.keyTooBig(cmd, args) {
 		return
 	}
+	if s.h.pause.active.Load() { // CLIENT PAUSE (pause.go); one atomic load otherwise
+		s.waitPause(cmd)
+	}
 	if s.inMulti && cmd.flags&flagTx == 0 {
+		if cmd.name == "monitor" {
+			s.reject("ERR Command not allowed inside a transaction")
+			return
+		}
 		if len(s.queued) >= maxQueued {
 			s.reject("ERR too many commands in this transaction (" + itoa(maxQueued) + ")")
 			return
@@ -283,7 +302,13 @@ func (s *session) run(guards []engine.Mutation) ([]engine.Result, error) {
 	if guards != nil {
 		muts = append(guards, own...)
 	}
-	res, err := s.h.store.Apply(context.Background(), muts)
+	var res []engine.Result
+	var err error
+	if s.execWatch != nil {
+		res, err = s.h.store.ApplyWatched(context.Background(), s.execWatch, muts)
+	} else {
+		res, err = s.h.store.Apply(context.Background(), muts)
+	}
 	if err == nil {
 		s.h.waiters.wake(muts) // connections blocked on a list or sorted set this batch filled
 	}

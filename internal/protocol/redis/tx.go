@@ -27,8 +27,15 @@ func cmdMulti(s *session, args [][]byte) {
 }
 
 func (s *session) endMulti() {
-	s.inMulti, s.dirty, s.queued, s.watched = false, false, nil, nil
+	s.inMulti, s.dirty, s.queued = false, false, nil
+	s.unwatch()
 	s.state.multiMem.Store(0)
+}
+
+// unwatch forgets the watched keys and unregisters them from the store's touched-key registry.
+func (s *session) unwatch() {
+	s.watch.Release()
+	s.watch, s.watched = nil, nil
 }
 
 func cmdDiscard(s *session, args [][]byte) {
@@ -40,14 +47,17 @@ func cmdDiscard(s *session, args [][]byte) {
 	s.w.SimpleString("OK")
 }
 
-// cmdExec runs the queued commands as one atomic batch, guarded by the versions of the WATCHed keys: if any
-// changed, nothing runs and the reply is a null array, as in Redis.
+// cmdExec runs the queued commands as one atomic batch, guarded by the WATCHed keys: if any was written since
+// WATCH (the store's touched-key registry) or its version changed, nothing runs and the reply is a null array,
+// as in Redis.
 func cmdExec(s *session, args [][]byte) {
 	if !s.inMulti {
 		s.w.Error("ERR EXEC without MULTI")
 		return
 	}
-	queued, watched, dirty := s.queued, s.watched, s.dirty
+	queued, watched, dirty, wk := s.queued, s.watched, s.dirty, s.watch
+	s.watch = nil // released below, once the batch ran: writes until then must still abort it
+	defer wk.Release()
 	s.endMulti()
 	s.noBlock = true // blocking commands in the transaction answer at once
 	defer func() { s.noBlock = false }()
@@ -84,7 +94,9 @@ func cmdExec(s *session, args [][]byte) {
 		guards = append(guards, engine.Mutation{Op: engine.OpCheck, Table: wt.table, Key: wt.key,
 			Cond: engine.CondVersion, Version: wt.version, Guard: true})
 	}
+	s.execWatch = wk
 	res, err := s.run(guards)
+	s.execWatch = nil
 	if errors.Is(err, engine.ErrAborted) {
 		s.batch.Reset()
 		s.w.NullArray()
@@ -104,7 +116,11 @@ func cmdWatch(s *session, args [][]byte) {
 		s.w.Error("ERR too many watched keys (" + itoa(maxWatched) + ")")
 		return
 	}
+	if s.watch == nil {
+		s.watch = s.h.store.NewWatch()
+	}
 	for _, k := range args[1:] {
+		s.watch.Add(s.table(), k) // first: a write after this either shows in the version read or marks the watch
 		var v uint64
 		it, err := s.h.store.GetAnyAt(context.Background(), s.table(), k, s.h.store.Now())
 		switch {
@@ -120,6 +136,6 @@ func cmdWatch(s *session, args [][]byte) {
 }
 
 func cmdUnwatch(s *session, args [][]byte) {
-	s.watched = nil
+	s.unwatch()
 	s.w.SimpleString("OK")
 }

@@ -87,6 +87,14 @@ type Parser struct {
 // NewParser returns a parser enforcing l (zero fields take defaults). It
 // allocates its buffer on the first Fill or Feed.
 func NewParser(l Limits) *Parser {
+	p := &Parser{}
+	p.SetLimits(l)
+	return p
+}
+
+// SetLimits changes the limits between commands (zero fields take defaults), as Redis's CONFIG SET
+// proto-max-bulk-len and client-query-buffer-limit do for connections already open.
+func (p *Parser) SetLimits(l Limits) {
 	d := DefaultLimits()
 	if l.MaxBulk <= 0 {
 		l.MaxBulk = d.MaxBulk
@@ -103,7 +111,7 @@ func NewParser(l Limits) *Parser {
 	// Keep index arithmetic (a bulk plus its CRLF plus a read) in range.
 	l.MaxBulk = min(l.MaxBulk, math.MaxInt/4)
 	l.MaxQuery = min(l.MaxQuery, math.MaxInt/4)
-	return &Parser{lim: l}
+	p.lim = l
 }
 
 // SetAccount makes the parser take its big buffers from a, so they count against the budget of all

@@ -1,0 +1,160 @@
+package kv
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"anykv/internal/engine"
+)
+
+// The touched-key registry behind Redis's WATCH: a Watch names keys, and every batch that writes one of them
+// (from any protocol: every write passes through Store.Apply) marks the Watch dirty, even when the key ends as it
+// began (created and deleted again). Versions alone miss that case. While nobody watches, Apply pays one atomic
+// load. While somebody does, writers hold the gate shared across their engine call and mark after it, and
+// ApplyWatched holds it exclusively from its dirty check to the end of its own batch, so no write can slip
+// between the check and the transaction.
+
+// watchRegistry is the Store's set of Watches by table and key.
+type watchRegistry struct {
+	active atomic.Int64 // keys registered by all Watches; 0: Apply skips everything below
+	gate   sync.RWMutex // writers shared, ApplyWatched exclusive
+	mu     sync.Mutex
+	keys   map[string]map[string][]*Watch // table → key → the Watches naming it
+}
+
+// Watch is one client's watched keys (a Redis connection between WATCH and EXEC/UNWATCH). A Watch is used by
+// one goroutine; the Store marks it from others.
+type Watch struct {
+	st    *Store
+	dirty atomic.Bool
+	keys  [][2]string // table, key
+}
+
+// NewWatch returns an empty Watch; Release it when done.
+func (s *Store) NewWatch() *Watch { return &Watch{st: s} }
+
+// Add registers table/key: any write of it from now on makes the Watch dirty. Call it before reading the key's
+// version, so a write either shows in that read or marks the Watch.
+func (w *Watch) Add(table string, key []byte) {
+	r := &w.st.watches
+	k := string(key)
+	r.mu.Lock()
+	if r.keys == nil {
+		r.keys = map[string]map[string][]*Watch{}
+	}
+	t := r.keys[table]
+	if t == nil {
+		t = map[string][]*Watch{}
+		r.keys[table] = t
+	}
+	t[k] = append(t[k], w)
+	r.mu.Unlock()
+	r.active.Add(1)
+	w.keys = append(w.keys, [2]string{table, k})
+}
+
+// Dirty reports whether a watched key was written since it was added.
+func (w *Watch) Dirty() bool { return w.dirty.Load() }
+
+// Release unregisters every key of the Watch (UNWATCH, EXEC, DISCARD, the connection's end). Nil-safe.
+func (w *Watch) Release() {
+	if w == nil || len(w.keys) == 0 {
+		return
+	}
+	r := &w.st.watches
+	r.mu.Lock()
+	for _, tk := range w.keys {
+		t := r.keys[tk[0]]
+		list := t[tk[1]]
+		for i, o := range list {
+			if o == w {
+				list = append(list[:i], list[i+1:]...)
+				break
+			}
+		}
+		if len(list) == 0 {
+			delete(t, tk[1])
+			if len(t) == 0 {
+				delete(r.keys, tk[0])
+			}
+		} else {
+			t[tk[1]] = list
+		}
+	}
+	r.mu.Unlock()
+	r.active.Add(-int64(len(w.keys)))
+	w.keys = nil
+}
+
+// ApplyWatched applies muts as Apply does unless w is dirty, in which case nothing is applied and the error is
+// engine.ErrAborted (EXEC's null reply). No other batch runs between the check and the end of muts.
+func (s *Store) ApplyWatched(ctx context.Context, w *Watch, muts []engine.Mutation) ([]engine.Result, error) {
+	if err := s.check(muts); err != nil {
+		return nil, err
+	}
+	r := &s.watches
+	r.gate.Lock()
+	defer r.gate.Unlock()
+	if w.Dirty() {
+		return nil, engine.ErrAborted
+	}
+	res, err := s.apply(ctx, muts)
+	if err == nil {
+		r.mark(muts, res)
+	}
+	return res, err
+}
+
+// applyMarking runs apply under the shared gate and marks the Watches of what the batch wrote.
+func (s *Store) applyMarking(ctx context.Context, muts []engine.Mutation) ([]engine.Result, error) {
+	r := &s.watches
+	r.gate.RLock()
+	defer r.gate.RUnlock()
+	res, err := s.apply(ctx, muts)
+	if err == nil {
+		r.mark(muts, res)
+	}
+	return res, err
+}
+
+// mark makes dirty every Watch naming a key the applied batch wrote: a write that succeeded and found or left
+// an item (deleting an absent key changes nothing, as in Redis), a function's declared keys, or a flushed table.
+func (r *watchRegistry) mark(muts []engine.Mutation, res []engine.Result) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	hit := func(table string, key []byte) {
+		for _, w := range r.keys[table][string(key)] {
+			w.dirty.Store(true)
+		}
+	}
+	for i := range muts {
+		m := &muts[i]
+		if !m.Writes() || (i < len(res) && res[i].Err != nil) {
+			continue
+		}
+		switch {
+		case m.Op == engine.OpFlush:
+			for table, t := range r.keys {
+				if m.Table == "" || m.Table == table {
+					for _, ws := range t {
+						for _, w := range ws {
+							w.dirty.Store(true)
+						}
+					}
+				}
+			}
+			continue
+		case m.Op == engine.OpCall:
+			hit(m.Table, m.Key)
+			for _, k := range m.Call.Keys {
+				hit(m.Table, k)
+			}
+		case i >= len(res) || res[i].OldFound || res[i].NewFound:
+			hit(m.Table, m.Key)
+		}
+		if m.Target.Key != nil {
+			hit(m.Target.Table, m.Target.Key)
+		}
+	}
+}

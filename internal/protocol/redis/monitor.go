@@ -1,0 +1,170 @@
+package redis
+
+import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// MONITOR, as Redis 7: after +OK the connection receives a line for every command any client runs, once it ran
+// (commands refused before running, such as unknown ones or a wrong arity, are not shown; neither are
+// administrative ones, as in Redis). Lines go through the monitor's pusher (pubsub.go), so a slow monitor never
+// holds up the connection whose command it shows; one that falls pubsubLimit bytes behind is disconnected.
+
+func init() {
+	register(&command{name: "monitor", arity: 1, flags: flagAdmin, imm: cmdMonitor, groupName: "server", since: "1.0.0",
+		summary: "Listens for all requests received by the server in real-time."})
+}
+
+// monitorSet is the handler's monitoring connections. n is all the hot path reads while nobody monitors.
+type monitorSet struct {
+	n    atomic.Int32
+	mu   sync.Mutex
+	list []*pusher
+}
+
+func (m *monitorSet) add(p *pusher) {
+	m.mu.Lock()
+	m.list = append(m.list, p)
+	m.n.Store(int32(len(m.list)))
+	m.mu.Unlock()
+}
+
+func (m *monitorSet) remove(p *pusher) {
+	m.mu.Lock()
+	for i, o := range m.list {
+		if o == p {
+			m.list = append(m.list[:i], m.list[i+1:]...)
+			break
+		}
+	}
+	m.n.Store(int32(len(m.list)))
+	m.mu.Unlock()
+}
+
+func cmdMonitor(s *session, args [][]byte) {
+	if s.monitoring { // Redis ignores a second MONITOR, without a reply
+		return
+	}
+	s.w.SimpleString("OK")
+	if s.sub == nil {
+		s.sub = newPusher(s.conn, s.w.Proto() >= 3)
+	}
+	s.out() // +OK goes before the first line
+	s.monitoring = true
+	s.h.monitors.add(s.sub)
+}
+
+// endMonitor leaves MONITOR mode (RESET, the connection's end).
+func (s *session) endMonitor() {
+	if s.monitoring {
+		s.monitoring = false
+		s.h.monitors.remove(s.sub)
+	}
+}
+
+// monitorRefuses reports whether a monitoring connection may not run cmd: Redis treats a monitor as a replica,
+// which may not touch the keyspace.
+func monitorRefuses(cmd *command) bool {
+	return cmd.data != nil || cmd.flags&(flagWrite|flagReadonly) != 0
+}
+
+// adminClientSubs are the CLIENT subcommands Redis flags admin, and therefore does not show to monitors.
+var adminClientSubs = map[string]bool{"kill": true, "list": true, "pause": true, "unpause": true, "no-evict": true}
+
+// feedMonitors sends one command that ran to every monitor (the caller checked that there is one).
+func (s *session) feedMonitors(cmd *command, args [][]byte) {
+	if cmd.flags&flagAdmin != 0 && cmd.data == nil {
+		return
+	}
+	if cmd.name == "client" && len(args) > 1 && adminClientSubs[lower(args[1])] {
+		return
+	}
+	line := monitorLine(s.h.store.Time(), s.db, s.conn.RemoteAddr().String(), cmd.name, args)
+	if s.monitoring {
+		s.out() // a monitor's own reply goes before the line that shows its command, as in Redis
+	}
+	s.h.monitors.mu.Lock()
+	for _, p := range s.h.monitors.list {
+		p.enqueue(line)
+	}
+	s.h.monitors.mu.Unlock()
+}
+
+// monitorLine is Redis's MONITOR line: +<unix seconds>.<µs> [<db> <addr>] "arg" ... with each argument quoted as
+// Redis's sdscatrepr does and the passwords of AUTH and HELLO AUTH redacted.
+func monitorLine(now time.Time, db int, addr, name string, args [][]byte) []byte {
+	b := make([]byte, 0, 64+argsSize(args)+4*len(args))
+	b = append(b, '+')
+	b = strconv.AppendInt(b, now.Unix(), 10)
+	b = append(b, '.')
+	us := strconv.AppendInt(nil, int64(now.Nanosecond()/1000), 10)
+	for i := len(us); i < 6; i++ {
+		b = append(b, '0')
+	}
+	b = append(b, us...)
+	b = append(b, " ["...)
+	b = strconv.AppendInt(b, int64(db), 10)
+	b = append(b, ' ')
+	b = append(b, addr...)
+	b = append(b, ']')
+	for i, a := range args {
+		b = append(b, ' ')
+		if redacted(name, args, i) {
+			b = append(b, `"(redacted)"`...)
+			continue
+		}
+		b = appendRepr(b, a)
+	}
+	return append(b, '\r', '\n')
+}
+
+// redacted reports whether argument i of a call is a secret Redis hides from monitors: every argument of AUTH,
+// and the user and password after HELLO's AUTH.
+func redacted(name string, args [][]byte, i int) bool {
+	switch name {
+	case "auth":
+		return i > 0
+	case "hello":
+		for j := 2; j+2 < len(args); j++ {
+			if eq(args[j], "auth") {
+				return i == j+1 || i == j+2
+			}
+			if eq(args[j], "setname") {
+				j++
+			}
+		}
+	}
+	return false
+}
+
+// appendRepr quotes a as Redis's sdscatrepr: \\ \" \n \r \t \a \b escaped, printable ASCII as is, other bytes
+// as \xHH.
+func appendRepr(b, a []byte) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for _, c := range a {
+		switch c {
+		case '\\', '"':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		case '\a':
+			b = append(b, '\\', 'a')
+		case '\b':
+			b = append(b, '\\', 'b')
+		default:
+			if c >= ' ' && c <= '~' {
+				b = append(b, c)
+			} else {
+				b = append(b, '\\', 'x', hex[c>>4], hex[c&15])
+			}
+		}
+	}
+	return append(b, '"')
+}

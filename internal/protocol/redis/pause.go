@@ -1,0 +1,150 @@
+package redis
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// CLIENT PAUSE and CLIENT UNPAUSE, as Redis 7.0: while a pause lasts, a command that it covers waits (it is not
+// refused) until the pause ends by its timeout or CLIENT UNPAUSE, then runs. ALL covers every command of every
+// connection, the pausing one and CLIENT UNPAUSE included (so only the timeout, or UNPAUSE from a monitoring
+// connection, ends it, as in Redis); WRITE covers the commands that write (EVAL and an EXEC of queued writes
+// too), and reads go on. Monitoring connections are never paused (Redis never pauses replicas, which monitors
+// are). A second PAUSE keeps the later end and the stricter mode.
+
+// pauseState is the handler's pause. active is all the hot path reads while nothing is paused.
+type pauseState struct {
+	active atomic.Bool
+	mu     sync.Mutex
+	until  time.Time
+	all    bool
+	ended  chan struct{} // closed when the pause is lifted or changed
+	// waiting, when set (tests), hears the name of each command that starts to wait.
+	waiting atomic.Pointer[func(name string)]
+}
+
+// pause starts or extends a pause until end (the later end and the stricter mode win).
+func (p *pauseState) pause(end time.Time, all bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.active.Load() && !time.Now().Before(p.until) {
+		p.lift() // the last pause ran out without anyone noticing: start afresh
+	}
+	if !p.active.Load() {
+		p.until, p.all = end, all
+		p.ended = make(chan struct{})
+		p.active.Store(true)
+		return
+	}
+	if end.After(p.until) {
+		p.until = end
+	}
+	p.all = p.all || all
+	close(p.ended) // waiters look again: a WRITE pause may have become ALL
+	p.ended = make(chan struct{})
+}
+
+// lift ends the pause; the caller holds mu.
+func (p *pauseState) lift() {
+	if p.active.Load() {
+		p.active.Store(false)
+		close(p.ended)
+	}
+}
+
+// unpause ends the pause now (CLIENT UNPAUSE).
+func (p *pauseState) unpause() {
+	p.mu.Lock()
+	p.lift()
+	p.mu.Unlock()
+}
+
+// current returns the pause in force (ended nil: none; an expired one is lifted here).
+func (p *pauseState) current() (ended chan struct{}, until time.Time, all bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.active.Load() {
+		return nil, time.Time{}, false
+	}
+	if !time.Now().Before(p.until) {
+		p.lift()
+		return nil, time.Time{}, false
+	}
+	return p.ended, p.until, p.all
+}
+
+// pausedWrite reports whether a WRITE pause covers cmd: a write command, or an EXEC with queued writes.
+func (s *session) pausedWrite(cmd *command) bool {
+	if cmd.flags&flagWrite != 0 {
+		return true
+	}
+	if cmd.name == "exec" {
+		for _, q := range s.queued {
+			if c := s.lookup(q[0]); c != nil && c.flags&flagWrite != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// waitPause holds a command that the pause covers until the pause ends; the replies of the commands before it
+// are sent first. The caller checked pause.active.
+func (s *session) waitPause(cmd *command) {
+	if s.monitoring {
+		return
+	}
+	p := &s.h.pause
+	for {
+		ended, until, all := p.current()
+		if ended == nil || (!all && !s.pausedWrite(cmd)) {
+			return
+		}
+		s.flush()
+		s.out()
+		s.state.blocked.Store(true)
+		if f := p.waiting.Load(); f != nil {
+			(*f)(cmd.name)
+		}
+		t := time.NewTimer(time.Until(until))
+		select {
+		case <-ended:
+		case <-t.C:
+		case <-s.ctx.Done():
+		}
+		t.Stop()
+		s.state.blocked.Store(false)
+		if s.ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// clientPause is CLIENT PAUSE timeout [WRITE|ALL] (milliseconds; ALL by default).
+func (s *session) clientPause(args [][]byte) {
+	ms, err := strconv.ParseInt(string(args[2]), 10, 64)
+	switch {
+	case err != nil:
+		s.w.Error("ERR timeout is not an integer or out of range")
+		return
+	case ms < 0:
+		s.w.Error("ERR timeout is negative")
+		return
+	}
+	all := true
+	if len(args) == 4 {
+		switch strings.ToLower(string(args[3])) {
+		case "write":
+			all = false
+		case "all":
+		default:
+			s.w.Error("ERR CLIENT PAUSE mode must be WRITE or ALL")
+			return
+		}
+	}
+	s.h.pause.pause(time.Now().Add(time.Duration(ms)*time.Millisecond), all)
+	s.w.SimpleString("OK")
+}

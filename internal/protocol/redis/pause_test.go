@@ -1,0 +1,98 @@
+package redis
+
+import (
+	"strings"
+	"testing"
+)
+
+// pauseWaits makes ts report each command that starts to wait for a pause.
+func pauseWaits(ts *testServer) <-chan string {
+	ch := make(chan string, 16)
+	f := func(name string) { ch <- name }
+	ts.h.pause.waiting.Store(&f)
+	return ch
+}
+
+// TestClientPauseWrite: under CLIENT PAUSE WRITE a write waits (its client gets no error) while reads from
+// other clients go on and do not see it; CLIENT UNPAUSE lets it run.
+func TestClientPauseWrite(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	waits := pauseWaits(ts)
+	p, w, r := ts.raw(t), ts.raw(t), ts.raw(t)
+	p.expect("+OK\r\n", "CLIENT", "PAUSE", "100000", "WRITE")
+	w.send(respCommand("GET", "k") + respCommand("SET", "k", "v"))
+	if got := w.reply(); got != "$-1\r\n" {
+		t.Fatalf("GET before the paused SET: %q", got)
+	}
+	if name := <-waits; name != "set" {
+		t.Fatalf("%s waits, want set", name)
+	}
+	r.expect("$-1\r\n", "GET", "k")
+	r.send(respCommand("CLIENT", "LIST"))
+	if got := r.reply(); !strings.Contains(got, "flags=b db=0") || !strings.Contains(got, "cmd=set ") {
+		t.Errorf("CLIENT LIST does not show the waiting client blocked on set:\n%s", got)
+	}
+	r.expect("+OK\r\n", "CLIENT", "UNPAUSE")
+	if got := w.reply(); got != "+OK\r\n" {
+		t.Fatalf("the paused SET: %q", got)
+	}
+	r.expect("$1\r\nv\r\n", "GET", "k")
+}
+
+// TestClientPauseAll: ALL holds every command, the pausing client's own and CLIENT UNPAUSE included, as Redis
+// 7 does; a monitoring connection is not paused and may lift it; a pause also ends by its timeout.
+func TestClientPauseAll(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	waits := pauseWaits(ts)
+	p, o, mon := ts.raw(t), ts.raw(t), ts.raw(t)
+	mon.send(respCommand("MONITOR"))
+	mon.reply()
+	p.expect("+OK\r\n", "CLIENT", "PAUSE", "100000")
+	p.send(respCommand("PING"))
+	o.send(respCommand("CLIENT", "UNPAUSE"))
+	got := map[string]bool{<-waits: true, <-waits: true}
+	if !got["ping"] || !got["client"] {
+		t.Fatalf("waiting: %v, want ping and client", got)
+	}
+	mon.expect("+OK\r\n", "CLIENT", "UNPAUSE")
+	if r := p.reply(); r != "+PONG\r\n" {
+		t.Fatalf("the paused PING: %q", r)
+	}
+	if r := o.reply(); r != "+OK\r\n" {
+		t.Fatalf("the paused CLIENT UNPAUSE: %q", r)
+	}
+
+	p.send(respCommand("CLIENT", "PAUSE", "1", "ALL") + respCommand("PING"))
+	if r := p.reply() + p.reply(); r != "+OK\r\n+PONG\r\n" { // the read deadline bounds the wait
+		t.Fatalf("a pause that times out: %q", r)
+	}
+}
+
+// TestClientPauseErrors: Redis 7's replies to bad arguments.
+func TestClientPauseErrors(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.raw(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"CLIENT", "PAUSE", "abc"}, "-ERR timeout is not an integer or out of range\r\n"},
+		{[]string{"CLIENT", "PAUSE", "-1"}, "-ERR timeout is negative\r\n"},
+		{[]string{"CLIENT", "PAUSE", "10", "FOO"}, "-ERR CLIENT PAUSE mode must be WRITE or ALL\r\n"},
+		{[]string{"CLIENT", "UNPAUSE"}, "+OK\r\n"},
+	} {
+		c.send(respCommand(tc.args...))
+		if got := c.reply(); got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.args, got, tc.want)
+		}
+	}
+}
+
+// expect sends one command and fails the test unless its reply is want.
+func (rc *rawConn) expect(want string, args ...string) {
+	rc.t.Helper()
+	rc.send(respCommand(args...))
+	if got := rc.reply(); got != want {
+		rc.t.Fatalf("%v: %q, want %q", args, got, want)
+	}
+}
