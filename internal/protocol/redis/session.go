@@ -298,6 +298,11 @@ func (s *session) run(guards []engine.Mutation) ([]engine.Result, error) {
 	if guards == nil && plainReads(own) {
 		return s.readDirect(own), nil
 	}
+	if guards == nil && !s.h.notifying() {
+		if res, err, ok := s.runSplit(own); ok {
+			return res, err
+		}
+	}
 	muts := own
 	if guards != nil {
 		muts = append(guards, own...)

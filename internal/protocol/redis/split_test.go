@@ -1,0 +1,70 @@
+package redis
+
+import (
+	"reflect"
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"anykv/internal/engine"
+)
+
+func TestEarlyReadsAreThoseNoEarlierCommandChanges(t *testing.T) {
+	get := func(k string) engine.Mutation { return engine.Mutation{Op: engine.OpGet, Table: "default", Key: []byte(k)} }
+	set := func(k string) engine.Mutation { return engine.Mutation{Op: engine.OpSet, Table: "default", Key: []byte(k)} }
+	cases := []struct {
+		name string
+		muts []engine.Mutation
+		want []bool
+	}{
+		{"reads around a write of another key", []engine.Mutation{get("a"), set("b"), get("a"), get("c")},
+			[]bool{true, false, true, true}},
+		{"a read after a write of its key", []engine.Mutation{get("b"), set("b"), get("b")},
+			[]bool{true, false, false}},
+		{"same key in another table", []engine.Mutation{set("b"), {Op: engine.OpGet, Table: "db1", Key: []byte("b")}},
+			[]bool{false, true}},
+		{"GETEX writes", []engine.Mutation{{Op: engine.OpGet, Table: "default", Key: []byte("a"), Touch: true}, get("a")},
+			[]bool{false, false}},
+		{"after a rename every read waits", []engine.Mutation{get("x"), {Op: engine.OpRename, Table: "default",
+			Key: []byte("a"), Target: engine.Target{Table: "default", Key: []byte("b")}}, get("x")}, []bool{true, false, false}},
+		{"after a collection move every read waits", []engine.Mutation{{Op: engine.OpCall, Table: "default",
+			Key: []byte("l")}, get("x")}, []bool{false, false}},
+		{"after a flush every read waits", []engine.Mutation{{Op: engine.OpFlush}, get("x")}, []bool{false, false}},
+		{"a guard that aborts the batch", []engine.Mutation{get("x"), {Op: engine.OpCheck, Table: "default",
+			Key: []byte("w"), Guard: true}, set("y")}, []bool{false, false, false}},
+	}
+	for _, c := range cases {
+		early := make([]bool, len(c.muts))
+		earlyReads(c.muts, early)
+		if !reflect.DeepEqual(early, c.want) {
+			t.Errorf("%s: early = %v, want %v", c.name, early, c.want)
+		}
+	}
+}
+
+// TestMixedPipelineReadsInOrder: in a pipeline of reads and writes, each read sees exactly the writes before it
+// on its connection, whether it is answered directly or by the engine.
+func TestMixedPipelineReadsInOrder(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, &goredis.Options{PoolSize: 1})
+	c.Set(ctx, "a", "a0", 0)
+	c.Set(ctx, "b", "b0", 0)
+	p := c.Pipeline()
+	g1 := p.Get(ctx, "a")
+	p.Set(ctx, "a", "a1", 0)
+	g2 := p.Get(ctx, "a")
+	g3 := p.Get(ctx, "b")
+	p.Rename(ctx, "b", "c")
+	g4 := p.Get(ctx, "c")
+	g5 := p.Get(ctx, "b")
+	p.LPush(ctx, "l", "x")
+	g6 := p.Get(ctx, "l")
+	if _, err := p.Exec(ctx); err != nil && err != goredis.Nil {
+		t.Logf("pipeline: %v", err)
+	}
+	got := []string{g1.Val(), g2.Val(), g3.Val(), g4.Val(), g5.Val(), errString(g6.Err())}
+	want := []string{"a0", "a1", "b0", "b0", "", "WRONGTYPE Operation against a key holding the wrong kind of value"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("pipeline reads %q, want %q", got, want)
+	}
+}
