@@ -26,8 +26,8 @@ var configSetters = map[string]func(h *Handler, v string) (apply func(), err err
 		return func() {
 			if h.opts.SetMaxClients != nil {
 				h.opts.SetMaxClients(int(n))
-			} else if h.conns != nil {
-				h.conns.Max.Store(n)
+			} else if c := h.conns.Load(); c != nil {
+				c.Max.Store(n)
 			}
 		}, err
 	},
@@ -188,8 +188,8 @@ func (h *Handler) liveSettings(m map[string]string) {
 	m["maxmemory-clients"] = itoa(h.opts.Budget.Limit())
 	ms := itoa(luaTimeLimit.Load() / int64(time.Millisecond))
 	m["busy-reply-threshold"], m["lua-time-limit"] = ms, ms
-	if h.conns != nil && h.conns.Max.Load() > 0 {
-		m["maxclients"] = itoa(h.conns.Max.Load())
+	if c := h.conns.Load(); c != nil && c.Max.Load() > 0 {
+		m["maxclients"] = itoa(c.Max.Load())
 	}
 }
 

@@ -74,7 +74,7 @@ type Handler struct {
 	// startupHeap is the Go heap when the handler was made (MEMORY STATS startup.allocated).
 	startupHeap uint64
 	nextID      atomic.Int64
-	conns       *server.Counts
+	conns       atomic.Pointer[server.Counts] // set once the listener is up (SetConnCounts); nil before
 	cursors     cursorTable
 	broker      *pubsub.Broker
 	waiters     waiters    // connections blocked in BLPOP and the like
@@ -141,7 +141,8 @@ func New(store *kv.Store, opts Options) *Handler {
 }
 
 // SetConnCounts lets INFO report the listener's connection figures.
-func (h *Handler) SetConnCounts(c *server.Counts) { h.conns = c }
+// It may be called while connections are already being served.
+func (h *Handler) SetConnCounts(c *server.Counts) { h.conns.Store(c) }
 
 // Reject tells a client over the connection limit, as Redis does.
 func (h *Handler) Reject(c net.Conn) {

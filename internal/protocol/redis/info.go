@@ -183,8 +183,8 @@ func (h *Handler) statSection(sec string) [][2]string {
 		}
 	case "clients":
 		cur := int64(0)
-		if h.conns != nil {
-			cur = h.conns.Current.Load()
+		if c := h.conns.Load(); c != nil {
+			cur = c.Current.Load()
 		}
 		return [][2]string{{"connected_clients", itoa(cur)}, {"maxclients", h.opts.Settings["maxclients"]},
 			{"blocked_clients", "0"}}
@@ -204,8 +204,8 @@ func (h *Handler) statSection(sec string) [][2]string {
 		return out
 	case "stats":
 		total, rejected := int64(0), h.stats.rejected.Load()
-		if h.conns != nil {
-			total, rejected = h.conns.Total.Load(), h.conns.Rejected.Load()
+		if c := h.conns.Load(); c != nil {
+			total, rejected = c.Total.Load(), c.Rejected.Load()
 		}
 		return [][2]string{{"total_connections_received", itoa(total)},
 			{"total_commands_processed", itoa(h.stats.commands.Load())}, {"instantaneous_ops_per_sec", "0"},

@@ -10,8 +10,12 @@ import (
 )
 
 func TestEarlyReadsAreThoseNoEarlierCommandChanges(t *testing.T) {
-	get := func(k string) engine.Mutation { return engine.Mutation{Op: engine.OpGet, Table: "default", Key: []byte(k)} }
-	set := func(k string) engine.Mutation { return engine.Mutation{Op: engine.OpSet, Table: "default", Key: []byte(k)} }
+	get := func(k string) engine.Mutation {
+		return engine.Mutation{Op: engine.OpGet, Table: "default", Key: []byte(k)}
+	}
+	set := func(k string) engine.Mutation {
+		return engine.Mutation{Op: engine.OpSet, Table: "default", Key: []byte(k)}
+	}
 	cases := []struct {
 		name string
 		muts []engine.Mutation
