@@ -83,6 +83,7 @@ type Store struct {
 	watches  watchRegistry // keys WATCHed by Redis clients (watch.go)
 	expired  atomic.Pointer[func(table string, key []byte)]
 	levels   levels
+	name     string // the engine, as errors name it (Options.EngineName; "this engine" when unset)
 }
 
 // counters are the store-wide statistics every protocol reports from.
@@ -105,6 +106,10 @@ func New(e engine.Engine, opts Options) *Store {
 	s := &Store{eng: e, limits: l, clock: opts.Clock, log: opts.Logger, stop: make(chan struct{}),
 		queries: cache.NewQueries[answer](opts.QueryCacheBytes)}
 	s.levels = newLevels(e, opts.EngineName, opts.Consistency)
+	s.name = opts.EngineName
+	if s.name == "" {
+		s.name = "this engine"
+	}
 	if s.clock == nil {
 		s.clock = time.Now
 	}

@@ -136,12 +136,13 @@ func TestSweeperReclaimsExpired(t *testing.T) {
 }
 
 func TestNotSupportedWithoutScanner(t *testing.T) {
-	s := kv.New(getOnly{memstore.New()}, kv.Options{SweepInterval: -1})
+	s := kv.New(getOnly{memstore.New()}, kv.Options{SweepInterval: -1, EngineName: "memcached://127.0.0.1:11211"})
 	defer s.Close()
-	if _, err := s.Scan(ctx, "t", kv.Query{}); !errors.Is(err, engine.ErrNotSupported) {
-		t.Fatalf("scan on an engine without Scanner: %v", err)
+	if _, err := s.Scan(ctx, "t", kv.Query{}); !errors.Is(err, engine.ErrNotSupported) ||
+		!strings.Contains(err.Error(), "memcached://127.0.0.1:11211 keeps no ordered keys") {
+		t.Fatalf("scan on an engine without Scanner: %v (want ErrNotSupported naming the engine)", err)
 	}
-	if _, err := s.Tables(ctx); err == nil || !strings.Contains(err.Error(), "not supported") {
+	if _, err := s.Tables(ctx); !errors.Is(err, engine.ErrNotSupported) || !strings.Contains(err.Error(), "memcached://") {
 		t.Fatalf("tables: %v", err)
 	}
 }

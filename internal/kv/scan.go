@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"slices"
 
 	"anykv/internal/engine"
@@ -54,7 +55,8 @@ func (q *Query) rangeOf() engine.Range {
 func (s *Store) scanner() (engine.Scanner, error) {
 	sc, ok := s.eng.(engine.Scanner)
 	if !ok {
-		return nil, engine.ErrNotSupported
+		return nil, fmt.Errorf("%w: %s keeps no ordered keys (KEYS, SCAN, range queries and counts need them)",
+			engine.ErrNotSupported, s.name)
 	}
 	return sc, nil
 }
@@ -216,7 +218,7 @@ func (s *Store) Census(ctx context.Context, table string) (Census, error) {
 func (s *Store) Tables(ctx context.Context) ([]string, error) {
 	tl, ok := s.eng.(engine.TableLister)
 	if !ok {
-		return nil, engine.ErrNotSupported
+		return nil, fmt.Errorf("%w: %s cannot list its tables", engine.ErrNotSupported, s.name)
 	}
 	all, err := tl.Tables(ctx)
 	out := all[:0]
