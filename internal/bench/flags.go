@@ -111,6 +111,7 @@ Examples:
   anykv bench --deploy anykv,anykv-memcache,redis,redis-nopersist,memcached --workload mix \
       --ratio 1:0,0:1,10:1 --pipeline 1,16 --connections 50 --keys 10000 --value-size 100 \
       --duration 10s --runs 3 --server-cpus 0 --client-cpus 1
+  anykv bench --deploy etcd3,anykv+etcd3,redis-cluster,anykv+redis-cluster --kill every=10s
 
 Flags:`)
 	fs.PrintDefaults()
