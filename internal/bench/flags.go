@@ -35,7 +35,8 @@ type options struct {
 	timeout    time.Duration
 	baseline   string
 	anykvBin   string
-	mix        *mixOptions // --workload mix
+	mix        *mixOptions  // --workload mix
+	kill       *killOptions // --kill: the failover load instead of workloads
 	serverCPUs []int
 	clientCPUs []int
 }
@@ -67,6 +68,7 @@ func (t *targetList) Set(v string) error {
 type extraFlags struct {
 	mix                    mixFlags
 	serverCPUs, clientCPUs string
+	kill, killTarget       string
 }
 
 func newFlagSet(o *options, out io.Writer) (*flag.FlagSet, *string, *string, *string, *targetList, *extraFlags) {
@@ -93,6 +95,8 @@ func newFlagSet(o *options, out io.Writer) (*flag.FlagSet, *string, *string, *st
 	x.mix.register(fs)
 	fs.StringVar(&x.serverCPUs, "server-cpus", "", "pin deployed servers to these cores (`LIST`, e.g. 0 or 0-1; taskset -c); anykv gets GOMAXPROCS and memcached -t = their number")
 	fs.StringVar(&x.clientCPUs, "client-cpus", "", "pin the bench itself to these cores (`LIST`) and set its GOMAXPROCS to their number")
+	fs.StringVar(&x.kill, "kill", "", "failover run: kill (SIGKILL) a random node every D and restart it after down=D (`every=D[,down=D]`, down default every/2); runs its own load instead of --workload")
+	fs.StringVar(&x.killTarget, "kill-target", "datastore", "with --kill: kill datastore nodes or anykv front ends (`datastore|front`)")
 	return fs, wl, th, dep, &targets, &x
 }
 
@@ -107,6 +111,7 @@ Examples:
   anykv bench --deploy anykv,anykv-memcache,redis,redis-nopersist,memcached --workload mix \
       --ratio 1:0,0:1,10:1 --pipeline 1,16 --connections 50 --keys 10000 --value-size 100 \
       --duration 10s --runs 3 --server-cpus 0 --client-cpus 1
+  anykv bench --deploy etcd3,anykv+etcd3,redis-cluster,anykv+redis-cluster --kill every=10s
 
 Flags:`)
 	fs.PrintDefaults()
@@ -148,7 +153,24 @@ func parse(args []string, stderr, stdout io.Writer) (o options, code int, done b
 		return fail("unexpected argument %q", fs.Arg(0))
 	}
 	var err error
-	if w := strings.TrimSpace(*wl); w != "mix" && slices.Contains(strings.Split(w, ","), "mix") {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if x.kill != "" {
+		if given["workload"] {
+			return fail("--kill runs its own failover load: leave out --workload")
+		}
+		if len(*targets) > 0 {
+			return fail("--kill kills what the bench deployed: use --deploy, not --target")
+		}
+		if o.kill, err = parseKill(x.kill, x.killTarget); err != nil {
+			return fail("%v", err)
+		}
+	} else if given["kill-target"] {
+		return fail("--kill-target applies with --kill only")
+	}
+	if w := strings.TrimSpace(*wl); o.kill != nil {
+		// the failover load replaces the workloads
+	} else if w != "mix" && slices.Contains(strings.Split(w, ","), "mix") {
 		return fail("--workload mix runs alone: it drives its own load generator")
 	} else if w == "mix" {
 		if o.mix, err = x.mix.parse(); err != nil {
@@ -215,6 +237,12 @@ func parse(args []string, stderr, stdout io.Writer) (o options, code int, done b
 	}
 	if o.records < 1 || o.operations < 1 {
 		return fail("--records and --operations must be positive")
+	}
+	if o.kill != nil {
+		if o.rate > 0 {
+			return fail("--kill runs a closed loop: leave out --rate")
+		}
+		o.killDefaults()
 	}
 	if o.valueSize < 0 || o.rate < 0 || o.duration < 0 || o.timeout <= 0 {
 		return fail("--value-size, --rate and --duration must not be negative, --timeout must be positive")

@@ -24,6 +24,7 @@ import (
 	"anykv/internal/bench/cpuset"
 	"anykv/internal/bench/deploy"
 	"anykv/internal/bench/driver"
+	"anykv/internal/bench/failover"
 	"anykv/internal/bench/report"
 	"anykv/internal/bench/workload"
 )
@@ -56,9 +57,10 @@ type bencher struct {
 	runID  string
 	live   bool
 
-	mu      sync.Mutex
-	notices []string
-	failed  bool
+	mu        sync.Mutex
+	notices   []string
+	failed    bool
+	failovers []*failover.Result // --kill runs, one per target
 }
 
 func (b *bencher) notice(msg string) {
@@ -111,6 +113,10 @@ func (b *bencher) run(ctx context.Context, args []string) int {
 		}
 	}
 
+	if b.o.kill != nil {
+		rep.Workloads = append(rep.Workloads, report.WorkloadInfo{Name: "failover", Summary: failoverSummary, Params: b.killParams()})
+		rep.Mode = fmt.Sprintf("closed loop, %v per target, killing nodes", b.o.duration)
+	}
 	if err := b.pin(); err != nil {
 		fmt.Fprintf(b.stderr, "anykv bench: %v\n", err)
 		return ExitFailed
@@ -143,6 +149,7 @@ func (b *bencher) run(ctx context.Context, args []string) int {
 		}
 	}
 	rep.Notices = b.notices
+	rep.Failover = b.failovers
 	if b.live {
 		fmt.Fprint(b.stdout, "\r\033[K")
 	}
@@ -229,12 +236,19 @@ func (b *bencher) runEach(ctx context.Context, rep *report.Report, jobs []job, b
 // down. The returned error is only ctx's.
 func (b *bencher) runTarget(ctx context.Context, name, url string, dep bool, baseDir string) (report.Target, []*workload.Result, error) {
 	t := report.Target{Name: name, URL: url, Deployed: dep}
+	var nodes []deploy.Node
 	if dep {
-		stop, err := b.deployTarget(ctx, &t, baseDir)
+		srv, stop, err := b.deployTarget(ctx, &t, baseDir)
 		if stop == nil {
 			return t, nil, err
 		}
 		defer stop()
+		if b.o.kill != nil {
+			nodes = srv.Datastore
+			if b.o.kill.front {
+				nodes = srv.Fronts
+			}
+		}
 	}
 	d, err := driver.Open(ctx, t.URL, driver.Options{Conns: b.maxThreads() + 2, Timeout: b.o.timeout})
 	if err != nil {
@@ -249,6 +263,9 @@ func (b *bencher) runTarget(ctx context.Context, name, url string, dep bool, bas
 	}
 	defer d.Close()
 	t.Driver = d.Settings()
+	if b.o.kill != nil {
+		return t, b.runKill(ctx, &t, d, nodes), ctx.Err()
+	}
 	r := workload.NewRunner(name, d, b.cfg())
 	r.Notice = b.notice
 	stop := b.progress(r)
@@ -264,26 +281,26 @@ func (b *bencher) runTarget(ctx context.Context, name, url string, dep bool, bas
 // deployTarget starts the datastore t names and fills in its URL, version
 // and settings. When it cannot start, stop is nil, t.Skipped says why and
 // err is ctx's error if start-up was interrupted. stop tears it down.
-func (b *bencher) deployTarget(ctx context.Context, t *report.Target, baseDir string) (stop func(), err error) {
-	srv, err := deploy.Start(ctx, t.Name, deploy.Options{BaseDir: baseDir, AnykvBin: b.o.anykvBin, Log: b.stderr, CPUs: b.o.serverCPUs})
+func (b *bencher) deployTarget(ctx context.Context, t *report.Target, baseDir string) (srv *deploy.Server, stop func(), err error) {
+	srv, err = deploy.Start(ctx, t.Name, deploy.Options{BaseDir: baseDir, AnykvBin: b.o.anykvBin, Log: b.stderr, CPUs: b.o.serverCPUs})
 	var ni *deploy.NotInstalledError
 	switch {
 	case errors.As(err, &ni):
 		t.Skipped = ni.Error()
 		b.notice(t.Name + ": " + t.Skipped)
-		return nil, nil
+		return nil, nil, nil
 	case err != nil:
 		if ctx.Err() != nil {
 			t.Skipped = "interrupted during start-up"
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
 		t.Skipped = "failed to start: " + err.Error()
 		b.notice(t.Name + ": " + t.Skipped)
 		b.failed = true
-		return nil, nil
+		return nil, nil, nil
 	}
 	t.URL, t.Version, t.Settings = srv.URL, srv.Version, srv.Settings
-	return func() {
+	return srv, func() {
 		if err := srv.Stop(); err != nil {
 			b.notice(fmt.Sprintf("%s: stop: %v", t.Name, err))
 		} else {

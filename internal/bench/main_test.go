@@ -155,6 +155,15 @@ func TestUsageErrors(t *testing.T) {
 		{"--deploy", "redis", "--workload", "mix", "--key-dist", "latest"},
 		{"--deploy", "redis", "--server-cpus", "x"},
 		{"--deploy", "redis", "--client-cpus", "1-0"},
+		{"--deploy", "etcd3", "--kill", "10s"},
+		{"--deploy", "etcd3", "--kill", "down=1s"},
+		{"--deploy", "etcd3", "--kill", "every=0s"},
+		{"--deploy", "etcd3", "--kill", "every=1s,often=2s"},
+		{"--deploy", "etcd3", "--kill", "every=1s", "--kill-target", "client"},
+		{"--deploy", "etcd3", "--kill-target", "front"},
+		{"--deploy", "etcd3", "--kill", "every=1s", "--workload", "ycsb-a"},
+		{"--target", "resp://x:1", "--kill", "every=1s"},
+		{"--deploy", "etcd3", "--kill", "every=1s", "--rate", "100"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := Main(context.Background(), args, &stdout, &stderr); code != ExitUsage {

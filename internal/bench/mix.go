@@ -224,7 +224,7 @@ func (b *bencher) startMix(ctx context.Context, j job, baseDir string) *mixTarge
 	mt := &mixTarget{t: &report.Target{Name: j.name, URL: j.url, Deployed: j.deploy}}
 	t := mt.t
 	if j.deploy {
-		if mt.stop, _ = b.deployTarget(ctx, t, baseDir); mt.stop == nil {
+		if _, mt.stop, _ = b.deployTarget(ctx, t, baseDir); mt.stop == nil {
 			return mt
 		}
 	}

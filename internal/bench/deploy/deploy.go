@@ -41,7 +41,19 @@ type Server struct {
 	Settings []string // durability and other settings, for the report
 	Dir      string   // data directory
 	Pid      int      // server process id (0 when a tool daemonized it, as pg_ctl does)
-	stop     func() error
+	// Datastore are the datastore's processes and Fronts the anykv front ends, for --kill to crash and restart
+	// (empty when the deployment cannot be restarted).
+	Datastore, Fronts []Node
+	stop              func() error
+}
+
+// Node is one process of a deployment that can crash and come back.
+type Node interface {
+	Name() string
+	// Kill ends the process with SIGKILL and waits until it is gone.
+	Kill() error
+	// Restart starts it again with the same ports and data and waits until it accepts connections.
+	Restart(ctx context.Context) error
 }
 
 // Stop shuts the server down and removes its directory. It is safe to call

@@ -25,6 +25,7 @@ type proc struct {
 	logPath string
 	done    chan struct{}
 	err     error
+	again   func() (*proc, error) // starts the same command again
 }
 
 // account is the unprivileged user a server runs as when the bench is root.
@@ -103,7 +104,9 @@ func startProc(bin string, args []string, dir, logPath string, acct *account, cp
 		lf.Close()
 		return nil, err
 	}
-	p := &proc{cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	p := &proc{cmd: cmd, logPath: logPath, done: make(chan struct{}), again: func() (*proc, error) {
+		return startProc(bin, args, dir, logPath, acct, cpus, env...)
+	}}
 	go func() {
 		p.err = cmd.Wait()
 		lf.Close()
@@ -139,6 +142,22 @@ func (p *proc) stop(grace time.Duration) error {
 		return fmt.Errorf("pid %d ignored SIGTERM for %v; killed", pgid, grace)
 	case <-time.After(5 * time.Second):
 		return fmt.Errorf("pid %d survived SIGKILL", pgid)
+	}
+}
+
+// kill sends SIGKILL to the process group, as a crash would, and waits until the process is gone.
+func (p *proc) kill() error {
+	if p.exited() {
+		return fmt.Errorf("pid %d had already exited", p.cmd.Process.Pid)
+	}
+	if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		return err
+	}
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(5 * time.Second):
+		return fmt.Errorf("pid %d survived SIGKILL", p.cmd.Process.Pid)
 	}
 }
 

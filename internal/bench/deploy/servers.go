@@ -3,6 +3,7 @@ package deploy
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -239,6 +240,44 @@ func startAnykv(ctx context.Context, o Options, dir, variant, engineURL string, 
 		settings = append(settings, "data directory on local disk")
 	}
 	settings = append(settings, "benchmarked over "+proto, "binary "+bin)
+	n := &procNode{name: "anykv", p: p, addr: addr(proto)}
 	return &Server{URL: url, Pid: p.cmd.Process.Pid, Version: output(bin, "--version"), Settings: settings,
-		stop: func() error { return p.stop(10 * time.Second) }}, nil
+		Fronts: []Node{n}, stop: func() error { return n.p.stop(10 * time.Second) }}, nil
+}
+
+// procNode is a server process the bench started, restarted with the same command.
+type procNode struct {
+	name string
+	p    *proc
+	addr string // host:port it listens on once ready
+}
+
+func (n *procNode) Name() string { return n.name }
+func (n *procNode) Kill() error  { return n.p.kill() }
+
+func (n *procNode) Restart(ctx context.Context) error {
+	p, err := n.p.again()
+	if err != nil {
+		return err
+	}
+	n.p = p
+	return waitListening(ctx, n.addr, 30*time.Second)
+}
+
+// waitListening polls addr until it accepts a TCP connection.
+func waitListening(ctx context.Context, addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			return c.Close()
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("%s did not accept connections within %v: %w", addr, timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

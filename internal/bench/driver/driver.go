@@ -102,7 +102,7 @@ func (o Options) withDefaults() Options {
 }
 
 // Schemes lists the URL schemes Open understands, with aliases.
-var Schemes = []string{"resp (redis)", "memcache (memcached)", "http (https)", "postgres (postgresql)", "etcd", "mysql (mariadb)", "cassandra"}
+var Schemes = []string{"resp (redis)", "redis-cluster", "memcache (memcached)", "http (https)", "postgres (postgresql)", "etcd", "mysql (mariadb)", "cassandra"}
 
 // Open connects to the datastore named by rawURL. It verifies the
 // connection with a Noop and creates whatever the driver needs (tables).
@@ -119,6 +119,8 @@ func Open(ctx context.Context, rawURL string, opt Options) (Driver, error) {
 	switch u.Scheme {
 	case "resp", "redis":
 		d, err = openRESP(u, opt)
+	case "redis-cluster":
+		d, err = openRedisCluster(u, opt)
 	case "memcache", "memcached":
 		d, err = openMemcache(u, opt)
 	case "http", "https":

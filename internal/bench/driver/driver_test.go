@@ -215,3 +215,38 @@ func TestOpenRejectsBadURLs(t *testing.T) {
 		t.Error("open on a closed port took too long")
 	}
 }
+
+// TestRESPSkipsAFrontEndThatDied: with two addresses, requests alternate; once one server is gone, the request
+// that met it fails and the following ones go to the other.
+func TestRESPSkipsAFrontEndThatDied(t *testing.T) {
+	base := t.TempDir()
+	ctx := context.Background()
+	var urls []string
+	var servers []*deploy.Server
+	for range 2 {
+		s, err := deploy.Start(ctx, "redis-nopersist", deploy.Options{BaseDir: base})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Stop() })
+		servers = append(servers, s)
+		urls = append(urls, strings.TrimPrefix(s.URL, "resp://"))
+	}
+	d, err := driver.Open(ctx, "resp://"+strings.Join(urls, ","), driver.Options{Conns: 2, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := servers[1].Stop(); err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for i := range 10 {
+		if err := d.Put(ctx, "t", fmt.Sprint(i), []byte("v")); err != nil {
+			failed++
+		}
+	}
+	if failed != 1 {
+		t.Errorf("%d of 10 requests failed after one of two servers stopped, want 1", failed)
+	}
+}

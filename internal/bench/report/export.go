@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"anykv/internal/bench/failover"
 	"anykv/internal/bench/workload"
 )
 
@@ -35,15 +36,16 @@ type jsonResult struct {
 }
 
 type jsonReport struct {
-	Command   string         `json:"command"`
-	Started   string         `json:"started"`
-	Seed      uint64         `json:"seed"`
-	Mode      string         `json:"mode"`
-	Baseline  string         `json:"baseline"`
-	Workloads []WorkloadInfo `json:"workloads"`
-	Targets   []Target       `json:"targets"`
-	Results   []jsonResult   `json:"results"`
-	Notices   []string       `json:"notices,omitempty"`
+	Command   string             `json:"command"`
+	Started   string             `json:"started"`
+	Seed      uint64             `json:"seed"`
+	Mode      string             `json:"mode"`
+	Baseline  string             `json:"baseline"`
+	Workloads []WorkloadInfo     `json:"workloads"`
+	Targets   []Target           `json:"targets"`
+	Results   []jsonResult       `json:"results"`
+	Failover  []*failover.Result `json:"failover,omitempty"`
+	Notices   []string           `json:"notices,omitempty"`
 }
 
 func latencies(r *workload.Result) map[string]float64 {
@@ -60,7 +62,7 @@ func latencies(r *workload.Result) map[string]float64 {
 // WriteJSON writes the report as one JSON document.
 func WriteJSON(w io.Writer, rep *Report) error {
 	out := jsonReport{Command: rep.Command, Started: rep.Started.UTC().Format(time.RFC3339), Seed: rep.Seed,
-		Mode: rep.Mode, Baseline: rep.baseline(), Workloads: rep.Workloads, Targets: rep.Targets, Notices: rep.Notices}
+		Mode: rep.Mode, Baseline: rep.baseline(), Workloads: rep.Workloads, Targets: rep.Targets, Failover: rep.Failover, Notices: rep.Notices}
 	for _, r := range rep.Results {
 		j := jsonResult{Target: r.Target, Workload: r.Workload, Test: r.Test(), Phase: r.Phase, Op: r.Op,
 			Threads: r.Threads, Rate: r.Rate, Ops: r.Ops, Errs: r.Errs, Fails: r.Fails, Skipped: r.Skipped,

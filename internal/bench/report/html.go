@@ -39,6 +39,7 @@ func WriteHTML(w io.Writer, rep *Report) error {
 			b.WriteString(comparisonChart(rep, wl.Name))
 		}
 	}
+	failoverHTML(&b, rep)
 	for _, t := range rep.Targets {
 		fmt.Fprintf(&b, "<h2>%s</h2>\n<p><code>%s</code>", e(t.Name), e(t.URL))
 		if t.Deployed {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"anykv/internal/bench/failover"
 	"anykv/internal/bench/workload"
 )
 
@@ -40,6 +41,7 @@ type Report struct {
 	Workloads []WorkloadInfo
 	Targets   []Target
 	Results   []*workload.Result
+	Failover  []*failover.Result // --kill runs
 	Notices   []string
 }
 

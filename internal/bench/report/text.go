@@ -41,6 +41,7 @@ func WriteText(w io.Writer, rep *Report) error {
 	if len(rep.Targets) > 1 {
 		b.WriteString(sideBySide(rep))
 	}
+	b.WriteString(failoverText(rep))
 	if len(rep.Notices) > 0 {
 		b.WriteString("\nnotes:\n")
 		for _, n := range rep.Notices {

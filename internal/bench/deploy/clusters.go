@@ -1,0 +1,109 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"anykv/internal/cluster"
+)
+
+// Clustered targets for the failover evaluation (--kill): a 3-member etcd cluster and a Redis Cluster of 3
+// masters and 3 replicas started by internal/cluster (as `anykv cluster up`), driven directly, and anykv front
+// ends over each.
+func init() {
+	for _, c := range []struct {
+		name, engine, bin, pkg, summary string
+		nodes, fronts                   int
+	}{
+		{"etcd3", "etcd", "etcd", "etcd-server", "3-member etcd cluster (anykv cluster up --engine etcd --nodes 3), driven over all endpoints", 3, 0},
+		{"redis-cluster", "redis-cluster", "redis-server", "redis-server", "Redis Cluster, 3 masters + 3 replicas (anykv cluster up --engine redis-cluster --nodes 6), go-redis ClusterClient", 6, 0},
+		{"anykv+etcd3", "etcd", "etcd", "etcd-server", "two anykv front ends over a 3-member etcd cluster, over RESP (round robin over the front ends)", 3, 2},
+		{"anykv+redis-cluster", "redis-cluster", "redis-server", "redis-server", "two anykv front ends over a Redis Cluster of 3 masters + 3 replicas, over RESP (round robin)", 6, 2},
+	} {
+		register(spec{name: c.name, pkg: c.pkg, summary: c.summary,
+			start: func(ctx context.Context, o Options, dir string) (*Server, error) {
+				if _, ok := findBinary(c.bin); !ok {
+					return nil, notInstalled(c.name, c.pkg)
+				}
+				return startCluster(ctx, o, dir, c.engine, c.nodes, c.fronts)
+			}})
+	}
+}
+
+// startCluster starts a cluster of engine with n members in dir/cluster and, with fronts > 0, that many anykv
+// front ends over it (caches off), whose RESP addresses make the target URL.
+func startCluster(ctx context.Context, o Options, dir, engine string, n, fronts int) (*Server, error) {
+	cdir := filepath.Join(dir, "cluster")
+	st, err := cluster.Up(engine, n, cdir)
+	if err != nil {
+		return nil, err
+	}
+	stopCluster := func() error {
+		if err := st.Save(cdir); err != nil { // Down stops the pids on file; restarts changed them
+			return err
+		}
+		return cluster.Down(cdir)
+	}
+	s := &Server{URL: st.URL, Pid: st.Members[0].Pid, Version: output(st.Bin, "--version"), stop: stopCluster}
+	for i := range st.Members {
+		s.Datastore = append(s.Datastore, &memberNode{st: st, i: i})
+	}
+	if engine == "etcd" {
+		s.Settings = []string{fmt.Sprintf("%d etcd members on 127.0.0.1 (Raft; a write is acknowledged once a majority has it in its fsynced WAL)", n)}
+	} else {
+		s.Settings = []string{fmt.Sprintf("%d redis-server nodes in cluster mode, %d masters with %d replica(s) each, cluster-node-timeout %v, appendonly yes (appendfsync everysec), cluster-require-full-coverage no; replication is asynchronous",
+			n, 3, n/3-1, cluster.NodeTimeout)}
+	}
+	if len(o.CPUs) > 0 {
+		s.Settings = append(s.Settings, "cluster members not pinned (started detached by internal/cluster)")
+	}
+	if fronts == 0 {
+		return s, nil
+	}
+	var addrs []string
+	for i := range fronts {
+		fdir := filepath.Join(dir, fmt.Sprintf("front%d", i+1))
+		if err := os.Mkdir(fdir, 0o755); err != nil {
+			s.stop()
+			return nil, err
+		}
+		f, err := startAnykv(ctx, o, fdir, "always", st.URL, false)
+		if err != nil {
+			s.stop()
+			return nil, err
+		}
+		stopRest := s.stop
+		s.stop = func() error {
+			err := f.stop()
+			if rerr := stopRest(); err == nil {
+				err = rerr
+			}
+			return err
+		}
+		for _, fn := range f.Fronts {
+			fn.(*procNode).name = fmt.Sprintf("anykv%d", i+1)
+		}
+		s.Fronts = append(s.Fronts, f.Fronts...)
+		addrs = append(addrs, strings.TrimPrefix(f.URL, "resp://"))
+		if i == 0 {
+			s.Version, s.Pid = f.Version, f.Pid
+			s.Settings = append(f.Settings, "datastore: "+s.Settings[0])
+		}
+	}
+	s.Settings = append(s.Settings, fmt.Sprintf("%d front ends, each anykv serve --engine %s", fronts, st.URL))
+	s.URL = "resp://" + strings.Join(addrs, ",")
+	return s, nil
+}
+
+// memberNode is member i of a cluster started by internal/cluster.
+type memberNode struct {
+	st *cluster.State
+	i  int
+}
+
+func (m *memberNode) Name() string                  { return m.st.Members[m.i].Name }
+func (m *memberNode) Kill() error                   { return m.st.Kill(m.i) }
+func (m *memberNode) Restart(context.Context) error { return m.st.Restart(m.i) }
