@@ -22,6 +22,8 @@ func init() {
 		{"redis-cluster", "redis-cluster", "redis-server", "redis-server", "Redis Cluster, 3 masters + 3 replicas (anykv cluster up --engine redis-cluster --nodes 6), go-redis ClusterClient", 6, 0},
 		{"anykv+etcd3", "etcd", "etcd", "etcd-server", "two anykv front ends over a 3-member etcd cluster, over RESP (round robin over the front ends)", 3, 2},
 		{"anykv+redis-cluster", "redis-cluster", "redis-server", "redis-server", "two anykv front ends over a Redis Cluster of 3 masters + 3 replicas, over RESP (round robin)", 6, 2},
+		{"redis-cluster9", "redis-cluster", "redis-server", "redis-server", "Redis Cluster, 3 masters + 6 replicas (anykv cluster up --engine redis-cluster --nodes 9), go-redis ClusterClient", 9, 0},
+		{"anykv+redis-cluster9", "redis-cluster", "redis-server", "redis-server", "two anykv front ends over a Redis Cluster of 3 masters + 6 replicas (writes go on through one failure: WAIT 1 still finds a replica), over RESP (round robin)", 9, 2},
 	} {
 		register(spec{name: c.name, pkg: c.pkg, summary: c.summary,
 			start: func(ctx context.Context, o Options, dir string) (*Server, error) {
