@@ -32,6 +32,7 @@ type State struct {
 	URL     string   `json:"url"` // the --engine URL of anykv front ends
 	Bin     string   `json:"bin"`
 	Members []Member `json:"members"`
+	dir     string   // where the state is kept (Up, Load): Restart writes the new pid there at once
 }
 
 const stateFile = "cluster.json"
@@ -64,8 +65,8 @@ func Up(engine string, n int, dir string) (*State, error) {
 		}
 		return nil, err
 	}
-	b, _ := json.MarshalIndent(st, "", "  ")
-	if err := os.WriteFile(filepath.Join(dir, stateFile), b, 0o644); err != nil {
+	st.dir = dir
+	if err := st.Save(dir); err != nil {
 		st.stop()
 		return nil, err
 	}
@@ -82,6 +83,7 @@ func Load(dir string) (*State, error) {
 	if err := json.Unmarshal(b, &st); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, stateFile), err)
 	}
+	st.dir = dir
 	return &st, nil
 }
 
@@ -115,7 +117,8 @@ func (st *State) Kill(i int) error {
 	return nil
 }
 
-// Restart starts member i again with its arguments and data, and waits until it answers.
+// Restart starts member i again with its arguments and data, records its new pid in the state's directory (so
+// Down stops it, whoever calls Down), and waits until it answers.
 func (st *State) Restart(i int) error {
 	m := &st.Members[i]
 	pid, err := spawn(st.Bin, m.Args, m.Log)
@@ -123,10 +126,15 @@ func (st *State) Restart(i int) error {
 		return err
 	}
 	m.Pid = pid
+	if st.dir != "" {
+		if err := st.Save(st.dir); err != nil {
+			return err
+		}
+	}
 	return waitListening(m.Addr, 30*time.Second)
 }
 
-// Save writes the state back (after Restart changed a pid).
+// Save writes the state to dir.
 func (st *State) Save(dir string) error {
 	b, _ := json.MarshalIndent(st, "", "  ")
 	return os.WriteFile(filepath.Join(dir, stateFile), b, 0o644)
