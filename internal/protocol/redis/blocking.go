@@ -32,9 +32,10 @@ func init() {
 
 // waiters are the blocked connections, by table and key.
 type waiters struct {
-	n  atomic.Int64 // registrations, so writers skip the lock when nobody waits
-	mu sync.Mutex
-	m  map[string]map[chan struct{}]struct{}
+	n       atomic.Int64 // registrations, so writers skip the lock when nobody waits
+	clients atomic.Int64 // connections waiting now (INFO's blocked_clients)
+	mu      sync.Mutex
+	m       map[string]map[chan struct{}]struct{}
 }
 
 func waitKey(table string, key []byte) string { return table + "\x00" + string(key) }
@@ -127,6 +128,12 @@ func (s *session) block(keys [][]byte, timeout time.Duration, attempt func() boo
 	ch := make(chan struct{}, 1)
 	s.state.blocked.Store(true)
 	defer s.state.blocked.Store(false)
+	counted := false // counted in blocked_clients from its first wait, as Redis counts a blocked client
+	defer func() {
+		if counted {
+			s.h.waiters.clients.Add(-1)
+		}
+	}()
 	for {
 		s.h.waiters.add(names, ch) // before the attempt: a push after it wakes us
 		if attempt() {
@@ -136,6 +143,10 @@ func (s *session) block(keys [][]byte, timeout time.Duration, attempt func() boo
 		if s.noBlock {
 			s.h.waiters.remove(names, ch)
 			return false
+		}
+		if !counted {
+			counted = true
+			s.h.waiters.clients.Add(1)
 		}
 		woken := false
 		for !woken {

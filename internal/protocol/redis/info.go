@@ -182,7 +182,7 @@ func (h *Handler) statSection(sec string) [][2]string {
 			cur = h.conns.Current.Load()
 		}
 		return [][2]string{{"connected_clients", itoa(cur)}, {"maxclients", h.opts.Settings["maxclients"]},
-			{"blocked_clients", "0"}}
+			{"blocked_clients", itoa(h.waiters.clients.Load())}}
 	case "memory":
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
