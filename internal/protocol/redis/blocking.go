@@ -182,8 +182,10 @@ func (s *session) clientAlive() bool {
 	return err == nil || isTimeout(err)
 }
 
-// popOnce tries one pop on each key in order and writes the reply of the first that had something.
-func (s *session) popOnce(name string, keys [][]byte) bool {
+// popOnce tries one pop on each key in order and writes the reply of the first that had something. Once woken,
+// a key that now holds another type is passed over, as Redis serves a blocked client only from a list or sorted
+// set (before blocking, it answers WRONGTYPE).
+func (s *session) popOnce(name string, keys [][]byte, woken bool) bool {
 	for _, k := range keys {
 		var m engine.Mutation
 		switch name {
@@ -198,7 +200,7 @@ func (s *session) popOnce(name string, keys [][]byte) bool {
 		}
 		from := s.w.Len()
 		switch {
-		case errors.Is(err, engine.ErrNotFound):
+		case errors.Is(err, engine.ErrNotFound), woken && errors.Is(err, engine.ErrWrongType):
 			continue
 		case err != nil:
 			s.w.Error(errText(err))
@@ -230,7 +232,8 @@ func cmdBPop(s *session, args [][]byte) {
 		return
 	}
 	keys := copyArgs(args[1 : len(args)-1]) // waiting may refill the parser's buffer
-	if !s.block(keys, timeout, func() bool { return s.popOnce(name, keys) }) {
+	woken := false
+	if !s.block(keys, timeout, func() bool { ok := s.popOnce(name, keys, woken); woken = true; return ok }) {
 		s.w.NullArray()
 	}
 }

@@ -121,3 +121,33 @@ func TestInfoCountsBlockedClients(t *testing.T) {
 		t.Fatalf("blocked_clients after = %q", v)
 	}
 }
+
+// TestBlockedPopSkipsKeyOfOtherType: a BLPOP already waiting is not answered WRONGTYPE when its key briefly
+// becomes a string (Redis serves blocked clients only from lists); it waits on and pops the next push.
+func TestBlockedPopSkipsKeyOfOtherType(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	waiter := ts.client(t, &goredis.Options{ReadTimeout: -1})
+	other := ts.client(t, nil)
+	got := make(chan []string, 1)
+	go func() {
+		v, err := waiter.BLPop(ctx, 0, "q").Result()
+		if err != nil {
+			v = []string{"error", err.Error()}
+		}
+		got <- v
+	}()
+	waitBlocked(t, ts, 1)
+	if _, err := other.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		p.LPush(ctx, "q", "a")
+		p.Del(ctx, "q")
+		p.Set(ctx, "q", "foo", 0)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	other.Del(ctx, "q")
+	other.LPush(ctx, "q", "b")
+	if v := <-got; len(v) != 2 || v[0] != "q" || v[1] != "b" {
+		t.Fatalf("BLPOP = %v, want [q b]", v)
+	}
+}
