@@ -198,6 +198,7 @@ func (rs *resolver) moveMembers(table string, key []byte, it Item, dst string, d
 		m.it.Value = bytes.Clone(m.it.Value)
 		rs.put(dmt, MemberKey(dstKey, gen, m.name), m.it)
 	}
-	it.Value = AppendCollMeta(nil, CollMeta{Gen: gen, Count: meta.Count})
+	meta.Gen = gen // the rest (a list's head, a stream's last ID) moves with the members
+	it.Value = AppendCollMeta(nil, meta)
 	return it, nil
 }

@@ -32,9 +32,10 @@ func init() {
 
 // waiters are the blocked connections, by table and key.
 type waiters struct {
-	n  atomic.Int64 // registrations, so writers skip the lock when nobody waits
-	mu sync.Mutex
-	m  map[string]map[chan struct{}]struct{}
+	n       atomic.Int64 // registrations, so writers skip the lock when nobody waits
+	clients atomic.Int64 // connections waiting now (INFO's blocked_clients)
+	mu      sync.Mutex
+	m       map[string]map[chan struct{}]struct{}
 }
 
 func waitKey(table string, key []byte) string { return table + "\x00" + string(key) }
@@ -127,6 +128,12 @@ func (s *session) block(keys [][]byte, timeout time.Duration, attempt func() boo
 	ch := make(chan struct{}, 1)
 	s.state.blocked.Store(true)
 	defer s.state.blocked.Store(false)
+	counted := false // counted in blocked_clients from its first wait, as Redis counts a blocked client
+	defer func() {
+		if counted {
+			s.h.waiters.clients.Add(-1)
+		}
+	}()
 	for {
 		s.h.waiters.add(names, ch) // before the attempt: a push after it wakes us
 		if attempt() {
@@ -136,6 +143,10 @@ func (s *session) block(keys [][]byte, timeout time.Duration, attempt func() boo
 		if s.noBlock {
 			s.h.waiters.remove(names, ch)
 			return false
+		}
+		if !counted {
+			counted = true
+			s.h.waiters.clients.Add(1)
 		}
 		woken := false
 		for !woken {
@@ -171,45 +182,75 @@ func (s *session) clientAlive() bool {
 	return err == nil || isTimeout(err)
 }
 
-// popOnce tries one pop on each key in order and writes the reply of the first that had something.
-func (s *session) popOnce(name string, keys [][]byte) bool {
+// popSpec says what a pop of several keys takes and how it answers.
+type popSpec struct {
+	zset, front bool  // a sorted set (else a list); the left end or lowest score
+	count       int64 // up to this many; -1: one element
+	multi       bool  // answer [key, [elements]] (LMPOP, ZMPOP), else [key, element] (BLPOP, BZPOPMIN: [key, member, score])
+}
+
+// popFirst tries one pop on each key in order and writes the reply of the first that had something. Once woken,
+// a key that now holds another type is passed over, as Redis serves a blocked client only from a list or sorted
+// set (before blocking, it answers WRONGTYPE).
+func (s *session) popFirst(keys [][]byte, woken bool, p popSpec) bool {
+	note := map[bool]string{true: "lpop", false: "rpop"}[p.front] // the events are LPOP's, ZPOPMIN's, ...
+	if p.zset {
+		note = map[bool]string{true: "zpopmin", false: "zpopmax"}[p.front]
+	}
 	for _, k := range keys {
-		var m engine.Mutation
-		switch name {
-		case "blpop", "brpop":
-			m = collections.Pop(s.table(), k, name == "blpop", -1)
-		default:
-			m = collections.ZPop(s.table(), k, name == "bzpopmax", 1)
+		m := collections.Pop(s.table(), k, p.front, p.count)
+		if p.zset {
+			m = collections.ZPop(s.table(), k, !p.front, max(p.count, 1))
 		}
-		r, sendNotes, err := s.applyNoted(m, name[1:], [][]byte{[]byte(name[1:]), k}) // BLPOP's events are LPOP's
+		r, sendNotes, err := s.applyNoted(m, note, [][]byte{[]byte(note), k})
 		if err == nil {
 			err = r.Err
 		}
 		from := s.w.Len()
 		switch {
-		case errors.Is(err, engine.ErrNotFound):
+		case errors.Is(err, engine.ErrNotFound), woken && errors.Is(err, engine.ErrWrongType):
 			continue
 		case err != nil:
 			s.w.Error(errText(err))
 			return true
-		case name == "blpop" || name == "brpop":
+		case p.zset && len(r.Members) == 0:
+			continue
+		case !p.zset && !p.multi:
 			s.w.ArrayHeader(2)
 			s.w.Bulk(k)
 			s.w.Bulk(r.New.Value)
-			sendNotes(from)
-			return true
-		case len(r.Members) == 0:
-			continue
-		default:
+		case !p.zset:
+			s.w.ArrayHeader(2)
+			s.w.Bulk(k)
+			writeElems(s.w, r.Members)
+		case !p.multi:
 			s.w.ArrayHeader(3)
 			s.w.Bulk(k)
 			s.w.Bulk(r.Members[0].Name)
 			writeScore(s.w, r.Members[0].Item.Value)
-			sendNotes(from)
-			return true
+		default:
+			s.w.ArrayHeader(2)
+			s.w.Bulk(k)
+			s.w.ArrayHeader(len(r.Members))
+			for _, m := range r.Members {
+				s.w.ArrayHeader(2)
+				s.w.Bulk(m.Name)
+				writeScore(s.w, m.Item.Value)
+			}
 		}
+		sendNotes(from)
+		return true
 	}
 	return false
+}
+
+// blockPop runs a pop of several keys (BLPOP, BLMPOP, ...) until one has something or timeout, answering a null
+// array when none did.
+func (s *session) blockPop(keys [][]byte, timeout time.Duration, p popSpec) {
+	woken := false
+	if !s.block(keys, timeout, func() bool { ok := s.popFirst(keys, woken, p); woken = true; return ok }) {
+		s.w.NullArray()
+	}
 }
 
 func cmdBPop(s *session, args [][]byte) {
@@ -219,9 +260,7 @@ func cmdBPop(s *session, args [][]byte) {
 		return
 	}
 	keys := copyArgs(args[1 : len(args)-1]) // waiting may refill the parser's buffer
-	if !s.block(keys, timeout, func() bool { return s.popOnce(name, keys) }) {
-		s.w.NullArray()
-	}
+	s.blockPop(keys, timeout, popSpec{zset: name[1] == 'z', front: name == "blpop" || name == "bzpopmin", count: -1})
 }
 
 // side names a list end as LMOVE's arguments do.

@@ -92,3 +92,62 @@ func TestBlockedClientThatLeavesIsForgotten(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestInfoCountsBlockedClients: INFO's blocked_clients counts the connections waiting in a blocking pop (what
+// Redis's own tests and monitoring poll to know a client blocked), and drops back once they are served.
+func TestInfoCountsBlockedClients(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	waiter := ts.client(t, &goredis.Options{ReadTimeout: -1})
+	other := ts.client(t, nil)
+	if v := infoField(t, other, "clients", "blocked_clients"); v != "0" {
+		t.Fatalf("blocked_clients before = %q", v)
+	}
+	other.RPush(ctx, "ready", "x")
+	if v := waiter.BLPop(ctx, 0, "ready").Val(); len(v) != 2 || infoField(t, other, "clients", "blocked_clients") != "0" {
+		t.Fatalf("a pop that did not wait: %v, blocked_clients %s", v, infoField(t, other, "clients", "blocked_clients"))
+	}
+	got := make(chan []string, 1)
+	go func() { got <- waiter.BLPop(ctx, 0, "q").Val() }()
+	deadline := time.Now().Add(5 * time.Second)
+	for infoField(t, other, "clients", "blocked_clients") != "1" {
+		if time.Now().After(deadline) {
+			t.Fatal("blocked_clients never became 1")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	other.RPush(ctx, "q", "job")
+	<-got
+	if v := infoField(t, other, "clients", "blocked_clients"); v != "0" {
+		t.Fatalf("blocked_clients after = %q", v)
+	}
+}
+
+// TestBlockedPopSkipsKeyOfOtherType: a BLPOP already waiting is not answered WRONGTYPE when its key briefly
+// becomes a string (Redis serves blocked clients only from lists); it waits on and pops the next push.
+func TestBlockedPopSkipsKeyOfOtherType(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	waiter := ts.client(t, &goredis.Options{ReadTimeout: -1})
+	other := ts.client(t, nil)
+	got := make(chan []string, 1)
+	go func() {
+		v, err := waiter.BLPop(ctx, 0, "q").Result()
+		if err != nil {
+			v = []string{"error", err.Error()}
+		}
+		got <- v
+	}()
+	waitBlocked(t, ts, 1)
+	if _, err := other.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		p.LPush(ctx, "q", "a")
+		p.Del(ctx, "q")
+		p.Set(ctx, "q", "foo", 0)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	other.Del(ctx, "q")
+	other.LPush(ctx, "q", "b")
+	if v := <-got; len(v) != 2 || v[0] != "q" || v[1] != "b" {
+		t.Fatalf("BLPOP = %v, want [q b]", v)
+	}
+}

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"strconv"
 
@@ -287,21 +288,44 @@ func randomMembers(ms []engine.Member, count int64) []engine.Member {
 	return out
 }
 
+// randCount parses the count of HRANDFIELD, SRANDMEMBER and ZRANDMEMBER: any integer but -2^63, as Redis.
+func (s *session) randCount(arg []byte) (int64, bool) {
+	n, ok := argInt(arg)
+	switch {
+	case !ok:
+		s.fail(errNotInt)
+	case n == math.MinInt64:
+		s.fail("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+	default:
+		return n, true
+	}
+	return 0, false
+}
+
+// randArgs parses HRANDFIELD's and ZRANDMEMBER's `[count [flag]]`. With the flag (WITHVALUES, WITHSCORES) the
+// count is bounded by ±2^62 as in Redis, where the doubled reply length must not overflow.
+func (s *session) randArgs(args [][]byte, flag string) (count int64, withCount, paired, ok bool) {
+	if len(args) < 3 {
+		return 1, false, false, true
+	}
+	if count, ok = s.randCount(args[2]); !ok {
+		return 0, false, false, false
+	}
+	switch {
+	case len(args) > 4 || len(args) == 4 && !eq(args[3], flag):
+		s.fail("ERR syntax error")
+		return 0, false, false, false
+	case len(args) == 4 && (count < -math.MaxInt64/2 || count > math.MaxInt64/2):
+		s.fail("ERR value is out of range")
+		return 0, false, false, false
+	}
+	return count, true, len(args) == 4, true
+}
+
 func cmdHRandField(s *session, args [][]byte) {
-	count, withCount, withValues := int64(1), len(args) > 2, false
-	if withCount {
-		n, ok := argInt(args[2])
-		if !ok {
-			s.fail(errNotInt)
-			return
-		}
-		count = n
-		if len(args) == 4 && eq(args[3], "withvalues") {
-			withValues = true
-		} else if len(args) > 3 {
-			s.fail("ERR syntax error")
-			return
-		}
+	count, withCount, withValues, ok := s.randArgs(args, "withvalues")
+	if !ok {
+		return
 	}
 	s.members(engine.KindHash, args[1])
 	s.plan(func(w *resp.Writer, res []engine.Result) {

@@ -187,7 +187,7 @@ func (h *Handler) statSection(sec string) [][2]string {
 			cur = c.Current.Load()
 		}
 		return [][2]string{{"connected_clients", itoa(cur)}, {"maxclients", h.opts.Settings["maxclients"]},
-			{"blocked_clients", "0"}}
+			{"blocked_clients", itoa(h.waiters.clients.Load())}}
 	case "memory":
 		f := h.memFigures()
 		return [][2]string{{"used_memory", itoa(int64(f.heap))}, {"used_memory_human", human(f.heap)},

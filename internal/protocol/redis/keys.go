@@ -2,6 +2,7 @@ package redis
 
 import (
 	"errors"
+	"math"
 
 	"anykv/internal/engine"
 	"anykv/internal/protocol/resp"
@@ -16,6 +17,7 @@ func init() {
 		&command{name: "type", arity: 2, flags: ro | flagFast, data: cmdType, summary: "Determines the type of value stored at a key."},
 		&command{name: "rename", arity: 3, flags: rw, lastKey: 2, data: cmdRename, summary: "Renames a key and overwrites the destination."},
 		&command{name: "renamenx", arity: 3, flags: rw | flagFast, lastKey: 2, data: cmdRename, summary: "Renames a key only when the target key name doesn't exist."},
+		&command{name: "move", arity: 3, flags: rw | flagFast, data: cmdMove, summary: "Moves a key to another database."},
 		&command{name: "copy", arity: -3, flags: rw, lastKey: 2, data: cmdCopy, summary: "Copies the value of a key to a new key."},
 		&command{name: "flushdb", arity: -1, flags: rw | flagAdmin, firstKey: -1, data: cmdFlush, summary: "Remove all keys from the current database."},
 		&command{name: "flushall", arity: -1, flags: rw | flagAdmin, firstKey: -1, data: cmdFlush, summary: "Removes all keys from all databases."},
@@ -96,6 +98,25 @@ func cmdRename(s *session, args [][]byte) {
 			w.Error(errText(r.Err))
 		}
 	})
+}
+
+// cmdMove moves a key, its time to live included, into database n unless a key of that name is there already.
+func cmdMove(s *session, args [][]byte) {
+	n, ok := argInt(args[2])
+	switch {
+	case !ok:
+		s.fail(errNotInt)
+	case n < math.MinInt32 || n > math.MaxInt32:
+		s.fail("ERR value is out of range, value must between -2147483648 and 2147483647")
+	case n < 0 || n >= int64(s.h.opts.Databases):
+		s.fail("ERR DB index is out of range")
+	case int(n) == s.db:
+		s.fail("ERR source and destination objects are the same")
+	default:
+		s.add(engine.Mutation{Op: engine.OpRename, Table: s.table(), Key: args[1],
+			Target: engine.Target{Table: table(int(n)), Key: args[1]}, Cond: engine.CondAbsent})
+		s.plan(replyOneIfOK)
+	}
 }
 
 func cmdCopy(s *session, args [][]byte) {

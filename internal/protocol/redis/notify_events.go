@@ -168,6 +168,13 @@ func init() {
 		"persist":   on(notifyGeneric, "persist", positive),
 		"rename":    noteRename,
 		"renamenx":  func(n *noteCtx) { noteIf(n, positive, noteRename) },
+		"move": func(n *noteCtx) { // the key leaves this database and arrives in the other, as Redis 7.0 says
+			if n.count() > 0 {
+				db, _ := strconv.Atoi(string(n.args[2]))
+				n.h.notify(notifyGeneric, "move_from", n.db, n.args[1])
+				n.h.notify(notifyGeneric, "move_to", db, n.args[1])
+			}
+		},
 		"copy": func(n *noteCtx) {
 			if n.count() > 0 {
 				n.emit(notifyGeneric, "copy_to", n.args[2])

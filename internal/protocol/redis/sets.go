@@ -112,9 +112,8 @@ func cmdSRandMember(s *session, args [][]byte) {
 		return
 	}
 	if withCount {
-		n, ok := argInt(args[2])
+		n, ok := s.randCount(args[2])
 		if !ok {
-			s.fail(errNotInt)
 			return
 		}
 		count = n

@@ -394,20 +394,9 @@ func cmdZPop(s *session, args [][]byte) {
 }
 
 func cmdZRandMember(s *session, args [][]byte) {
-	count, withCount, withScores := int64(1), len(args) > 2, false
-	if withCount {
-		n, ok := argInt(args[2])
-		if !ok {
-			s.fail(errNotInt)
-			return
-		}
-		count = n
-		if len(args) == 4 && eq(args[3], "withscores") {
-			withScores = true
-		} else if len(args) > 3 {
-			s.fail("ERR syntax error")
-			return
-		}
+	count, withCount, withScores, ok := s.randArgs(args, "withscores")
+	if !ok {
+		return
 	}
 	s.add(collections.ZRange(s.table(), args[1], collections.RangeSpec{By: "rank", Min: []byte("0"), Max: []byte("-1"), Count: -1}))
 	s.plan(func(w *resp.Writer, res []engine.Result) {
