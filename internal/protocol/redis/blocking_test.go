@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -149,5 +150,39 @@ func TestBlockedPopSkipsKeyOfOtherType(t *testing.T) {
 	other.LPush(ctx, "q", "b")
 	if v := <-got; len(v) != 2 || v[0] != "q" || v[1] != "b" {
 		t.Fatalf("BLPOP = %v, want [q b]", v)
+	}
+}
+
+// TestBlockedXReadSkipsKeyOfOtherType: as BLPOP, a waiting XREAD BLOCK passes over its key while it holds
+// another type, and answers once a stream is back with new entries.
+func TestBlockedXReadSkipsKeyOfOtherType(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	waiter := ts.client(t, &goredis.Options{ReadTimeout: -1})
+	other := ts.client(t, nil)
+	got := make(chan string, 1)
+	go func() {
+		v, err := waiter.XRead(ctx, &goredis.XReadArgs{Streams: []string{"s", "0-0"}, Block: 0}).Result()
+		switch {
+		case err != nil:
+			got <- "error " + err.Error()
+		case len(v) != 1 || len(v[0].Messages) != 1:
+			got <- fmt.Sprint(v)
+		default:
+			got <- v[0].Messages[0].ID
+		}
+	}()
+	waitBlocked(t, ts, 1)
+	if _, err := other.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		p.XAdd(ctx, &goredis.XAddArgs{Stream: "s", ID: "1-0", Values: []string{"f", "v"}})
+		p.Del(ctx, "s")
+		p.Set(ctx, "s", "foo", 0)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	other.Del(ctx, "s")
+	other.XAdd(ctx, &goredis.XAddArgs{Stream: "s", ID: "2-0", Values: []string{"f", "v"}})
+	if v := <-got; v != "2-0" {
+		t.Fatalf("XREAD BLOCK = %s, want the entry 2-0", v)
 	}
 }

@@ -248,7 +248,9 @@ func cmdXRead(s *session, args [][]byte) {
 		}
 		after[k] = id
 	}
+	woken := false // once woken, a key that now holds another type is passed over, as for BLPOP (blocking.go)
 	attempt := func() bool {
+		defer func() { woken = true }()
 		type got struct {
 			key []byte
 			ms  []engine.Member
@@ -265,7 +267,7 @@ func cmdXRead(s *session, args [][]byte) {
 				err = res[0].Err
 			}
 			switch {
-			case errors.Is(err, engine.ErrNotFound):
+			case errors.Is(err, engine.ErrNotFound), woken && errors.Is(err, engine.ErrWrongType):
 			case err != nil:
 				s.w.Error(errText(err))
 				return true
