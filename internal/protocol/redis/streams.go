@@ -42,7 +42,9 @@ func streamErr(err error) string {
 func (s *session) parseTrimArgs(args [][]byte, i int) (collections.StreamTrim, int, bool) {
 	t := collections.StreamTrim{By: lower(args[i])}
 	i++
+	approx := false
 	if i < len(args) && (string(args[i]) == "=" || string(args[i]) == "~") {
+		approx = string(args[i]) == "~"
 		i++
 	}
 	if i >= len(args) {
@@ -66,7 +68,21 @@ func (s *session) parseTrimArgs(args [][]byte, i int) (collections.StreamTrim, i
 	}
 	i++
 	if i+1 < len(args) && eq(args[i], "limit") {
-		i += 2 // a bound on approximate trimming's work: anykv trims exactly
+		// A bound on approximate trimming's work (anykv trims exactly), checked as Redis checks it.
+		n, ok := argInt(args[i+1])
+		switch {
+		case !ok:
+			s.fail(errNotInt)
+			return t, i, false
+		case n < 0:
+			s.fail("ERR The LIMIT argument must be >= 0.")
+			return t, i, false
+		}
+		if !approx {
+			s.fail("ERR syntax error, LIMIT cannot be used without the special ~ option")
+			return t, i, false
+		}
+		i += 2
 	}
 	return t, i, true
 }
