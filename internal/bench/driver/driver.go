@@ -22,6 +22,8 @@ const (
 	CapScan Caps = 1 << iota
 	// CapCount: Count counts keys by prefix.
 	CapCount
+	// CapIncr: the driver is a Counter (an atomic increment with the datastore's conditional write).
+	CapIncr
 )
 
 // Has reports whether every capability in x is in c.
@@ -36,6 +38,9 @@ func (c Caps) Missing(need Caps) []string {
 	if need.Has(CapCount) && !c.Has(CapCount) {
 		out = append(out, "count")
 	}
+	if need.Has(CapIncr) && !c.Has(CapIncr) {
+		out = append(out, "incr")
+	}
 	return out
 }
 
@@ -46,6 +51,9 @@ func (c Caps) String() string {
 	}
 	if c.Has(CapCount) {
 		s = append(s, "count")
+	}
+	if c.Has(CapIncr) {
+		s = append(s, "incr")
 	}
 	return strings.Join(s, ",")
 }

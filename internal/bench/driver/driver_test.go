@@ -120,6 +120,18 @@ func conformance(t *testing.T, d driver.Driver, wantCaps driver.Caps) {
 	}
 	must(d.Put(ctx, "scan2", "p0-00", []byte("x")))
 
+	if wantCaps.Has(driver.CapIncr) {
+		c := d.(driver.Counter)
+		for want := int64(1); want <= 2; want++ {
+			if n, err := c.Incr(ctx, "ctr", "n"); err != nil || n != want {
+				t.Fatalf("incr %d: %d, %v", want, n, err)
+			}
+		}
+		if v, ok, err := d.Get(ctx, "ctr", "n"); err != nil || !ok || string(v) != "2" {
+			t.Fatalf("counter after two increments: %q %v %v", v, ok, err)
+		}
+	}
+
 	if !wantCaps.Has(driver.CapScan) {
 		if _, err := d.Scan(ctx, "scan", "", 0); !errors.Is(err, driver.ErrUnsupported) {
 			t.Errorf("scan on a driver without CapScan: %v", err)
@@ -169,7 +181,7 @@ func conformance(t *testing.T, d driver.Driver, wantCaps driver.Caps) {
 
 func TestRedis(t *testing.T) {
 	t.Parallel()
-	conformance(t, deployed(t, "redis"), driver.CapScan|driver.CapCount)
+	conformance(t, deployed(t, "redis"), driver.CapScan|driver.CapCount|driver.CapIncr)
 }
 
 func TestMemcached(t *testing.T) {
@@ -179,12 +191,12 @@ func TestMemcached(t *testing.T) {
 
 func TestEtcd(t *testing.T) {
 	t.Parallel()
-	conformance(t, deployed(t, "etcd"), driver.CapScan|driver.CapCount)
+	conformance(t, deployed(t, "etcd"), driver.CapScan|driver.CapCount|driver.CapIncr)
 }
 
 func TestPostgres(t *testing.T) {
 	t.Parallel()
-	conformance(t, deployed(t, "postgres"), driver.CapScan|driver.CapCount)
+	conformance(t, deployed(t, "postgres"), driver.CapScan|driver.CapCount|driver.CapIncr)
 }
 
 func TestMariaDB(t *testing.T) {

@@ -39,7 +39,7 @@ func openEtcd(u *url.URL, opt Options) (Driver, error) {
 }
 
 func (d *etcdDriver) Kind() string { return "etcd" }
-func (d *etcdDriver) Caps() Caps   { return CapScan | CapCount }
+func (d *etcdDriver) Caps() Caps   { return CapScan | CapCount | CapIncr }
 func (d *etcdDriver) Settings() string {
 	return fmt.Sprintf("etcd v3 gRPC to %s, linearizable reads, keys \"/anykv-bench/table/key\"", strings.Join(d.endpoints, ","))
 }

@@ -64,7 +64,7 @@ func openPostgres(ctx context.Context, u *url.URL, opt Options) (Driver, error) 
 }
 
 func (d *pgDriver) Kind() string { return "postgres" }
-func (d *pgDriver) Caps() Caps   { return CapScan | CapCount }
+func (d *pgDriver) Caps() Caps   { return CapScan | CapCount | CapIncr }
 func (d *pgDriver) Settings() string {
 	return fmt.Sprintf("pgx to %s:%d/%s, table %s(tbl, k, v bytea), upsert per put, autocommit", d.cfg.Host, d.cfg.Port, d.cfg.Database, d.table)
 }

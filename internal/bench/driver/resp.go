@@ -114,9 +114,9 @@ func (d *respDriver) Kind() string { return "resp" }
 // Caps: a cluster's SCAN would list one node's keys only.
 func (d *respDriver) Caps() Caps {
 	if d.cluster {
-		return 0
+		return CapIncr
 	}
-	return CapScan | CapCount
+	return CapScan | CapCount | CapIncr
 }
 
 func (d *respDriver) Settings() string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,7 +32,7 @@ type memStore struct {
 }
 
 func newMem() *memStore {
-	return &memStore{data: map[string][]byte{}, prev: map[string][]byte{}, kind: "mem", caps: driver.CapScan | driver.CapCount}
+	return &memStore{data: map[string][]byte{}, prev: map[string][]byte{}, kind: "mem", caps: driver.CapScan | driver.CapCount | driver.CapIncr}
 }
 
 var errInjected = errors.New("injected error")
@@ -87,6 +88,22 @@ func (m *memStore) Put(ctx context.Context, table, key string, value []byte) err
 	}
 	m.data[k] = append([]byte(nil), value...)
 	return nil
+}
+
+// Incr implements driver.Counter; with loseEvery, every n-th increment is acknowledged but dropped.
+func (m *memStore) Incr(ctx context.Context, table, key string) (int64, error) {
+	if err := m.op(ctx); err != nil {
+		return 0, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := table + "/" + key
+	n, _ := strconv.ParseInt(string(m.data[k]), 10, 64)
+	if c := m.puts.Add(1); m.loseEvery > 0 && c%m.loseEvery == 0 {
+		return n + 1, nil
+	}
+	m.data[k] = []byte(strconv.FormatInt(n+1, 10))
+	return n + 1, nil
 }
 
 func (m *memStore) Delete(ctx context.Context, table, key string) (bool, error) {

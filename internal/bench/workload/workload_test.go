@@ -150,6 +150,7 @@ func TestFaultsAreCounted(t *testing.T) {
 		{"lost writes", "nosql-eval", func(m *memStore) { m.loseEvery = 11 }, false, true, "not found"},
 		{"errors", "ycsb-a", func(m *memStore) { m.errEvery = 13 }, true, false, "injected error"},
 		{"phantoms", "acdb", func(m *memStore) { m.phantom = true }, false, true, "never written"},
+		{"lost increments", "incr", func(m *memStore) { m.loseEvery = 11 }, false, true, "lost or invented updates"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -333,7 +334,7 @@ func TestExpand(t *testing.T) {
 		t.Fatalf("%v %v", ws, err)
 	}
 	all, _ := Expand("all")
-	if len(all) != 11 {
+	if len(all) != 12 {
 		t.Errorf("all: %d workloads", len(all))
 	}
 	if _, err := Expand("tpcc"); err == nil || !strings.Contains(err.Error(), "unknown workload") {
