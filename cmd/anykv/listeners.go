@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"anykv/internal/engine/remote/dial"
 	"anykv/internal/kv"
 	"anykv/internal/metrics"
 	"anykv/internal/protocol/httpapi"
@@ -103,6 +104,7 @@ func startListeners(srv *server.Server, store *kv.Store, c *config, m *metrics.M
 			Budget: c.budget, Backup: c.backup, BackupDir: c.backupDir, NotifyKeyspaceEvents: c.notifyEvents,
 			Shutdown: sync.OnceFunc(func() { close(c.shutdown) }),
 			Start:    c.startSettings(), SetMaxClients: c.allCounts.setMax, ConfigFile: c.configFile,
+			RemoteEngine: dial.IsURL(c.engine),
 		}
 		if c.rewriter != nil {
 			ro.Rewrite = c.rewriter.rewrite

@@ -298,7 +298,7 @@ func (s *session) run(guards []engine.Mutation) ([]engine.Result, error) {
 	if guards == nil && plainReads(own) {
 		return s.readDirect(own), nil
 	}
-	if guards == nil && !s.h.notifying() {
+	if guards == nil && !s.h.notifying() && !s.h.opts.RemoteEngine {
 		if res, err, ok := s.runSplit(own); ok {
 			return res, err
 		}

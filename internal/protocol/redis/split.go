@@ -16,7 +16,8 @@ import (
 // still goes out in order, after theirs. Reads that an earlier command may change (the same key, or any key
 // after a RENAME, COPY, FLUSH, script or collection move, or a guard that can abort the whole batch) stay in
 // the batch. Keyspace notifications need their probe reads next to the write they bracket, so with them on
-// nothing is split.
+// nothing is split; nor over a remote engine (Options.RemoteEngine), where each direct read would be a round trip
+// of its own and the batch reads all its keys in one.
 
 // earlyReads marks the plain reads of muts that no earlier mutation can change; it returns how many there are.
 func earlyReads(muts []engine.Mutation, early []bool) int {

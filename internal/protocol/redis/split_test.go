@@ -1,12 +1,16 @@
 package redis
 
 import (
+	"context"
 	"reflect"
+	"sync/atomic"
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"anykv/internal/engine"
+	"anykv/internal/engine/memstore"
+	"anykv/internal/kv"
 )
 
 func TestEarlyReadsAreThoseNoEarlierCommandChanges(t *testing.T) {
@@ -70,5 +74,36 @@ func TestMixedPipelineReadsInOrder(t *testing.T) {
 	want := []string{"a0", "a1", "b0", "b0", "", "WRONGTYPE Operation against a key holding the wrong kind of value"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("pipeline reads %q, want %q", got, want)
+	}
+}
+
+// countingGets counts the engine's point reads (Get), to tell a read answered directly from one read in a batch.
+type countingGets struct {
+	engine.Engine
+	gets atomic.Int64
+}
+
+func (c *countingGets) Get(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
+	c.gets.Add(1)
+	return c.Engine.Get(ctx, table, key, now)
+}
+
+// TestRemoteEngineKeepsReadsInTheBatch: over a local engine a mixed pipeline's reads are answered directly (one
+// engine Get each); over a remote one (where each Get is a round trip) they stay in the batch.
+func TestRemoteEngineKeepsReadsInTheBatch(t *testing.T) {
+	for _, remote := range []bool{false, true} {
+		e := &countingGets{Engine: memstore.New()}
+		ts := startServerOver(t, e, kv.Options{SweepInterval: -1}, Options{RemoteEngine: remote}, 0)
+		c := ts.client(t, &goredis.Options{PoolSize: 1})
+		p := c.Pipeline()
+		p.Get(ctx, "a")
+		p.Set(ctx, "b", "1", 0)
+		p.Get(ctx, "c")
+		if _, err := p.Exec(ctx); err != nil && err != goredis.Nil {
+			t.Fatal(err)
+		}
+		if got, want := e.gets.Load(), map[bool]int64{false: 2, true: 0}[remote]; got != want {
+			t.Errorf("RemoteEngine %v: %d engine Gets for a pipeline of GET, SET, GET; want %d", remote, got, want)
+		}
 	}
 }
