@@ -75,6 +75,9 @@ type CassandraNode struct {
 	Seed    string // host:port of the seed (the node itself for a single node)
 	Token   string // its one token (num_tokens 1)
 	Heap    [2]string
+	// Timeout, if set, is the write and compare-and-set contention timeout (Cassandra's defaults: 2 s and 1 s):
+	// three JVMs sharing two cores stall for longer, and a Paxos round cut short is an unknown outcome.
+	Timeout string
 }
 
 // YAML is the node's cassandra.yaml: everything in Dir, commitlog_sync batch (every acknowledged write waits
@@ -108,7 +111,14 @@ authorizer: AllowAllAuthorizer
 concurrent_reads: 8
 concurrent_writes: 8
 disk_access_mode: standard
-`, n.Dir, n.Addr, n.Native, n.Storage, n.Seed, n.Token)
+`, n.Dir, n.Addr, n.Native, n.Storage, n.Seed, n.Token) + timeouts(n.Timeout)
+}
+
+func timeouts(d string) string {
+	if d == "" {
+		return ""
+	}
+	return "write_request_timeout: " + d + "\ncas_contention_timeout: " + d + "\n"
 }
 
 // Command writes the node's cassandra.yaml and returns the program and arguments that run it in the foreground
@@ -192,7 +202,7 @@ func upCassandra(n int, dir string) (*State, error) {
 			return st, err
 		}
 		node := CassandraNode{Dir: data, Addr: h, Native: native, Storage: storage,
-			Seed: fmt.Sprintf("%s:%d", hosts[0], storage), Token: token(i, n), Heap: [2]string{"256m", "512m"}}
+			Seed: fmt.Sprintf("%s:%d", hosts[0], storage), Token: token(i, n), Heap: [2]string{"256m", "512m"}, Timeout: "5000ms"}
 		bin, args, err := node.Command(java, lib)
 		if err != nil {
 			return st, err
