@@ -160,7 +160,8 @@ func Config(raw string) (*gocql.ClusterConfig, Settings, error) {
 	c.Consistency = gocql.Quorum
 	c.SerialConsistency = gocql.Serial
 	c.Timeout, c.ConnectTimeout = 10*time.Second, 10*time.Second
-	c.RetryPolicy = nil // a commit is never resent: its outcome may be unknown
+	c.ReconnectInterval = time.Second // a node back from a restart serves again within a second, not gocql's 60
+	c.RetryPolicy = nil               // a commit is never resent: its outcome may be unknown
 	c.Logger = gocql.NewLogger(gocql.LogLevelNone)
 	if u.User != nil {
 		pw, _ := u.User.Password()

@@ -7,6 +7,7 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
+	"anykv/internal/engine"
 	"anykv/internal/engine/remote"
 )
 
@@ -38,6 +39,24 @@ func TestConfig(t *testing.T) {
 		"cassandra://a:0/ks", "cassandra://a/k-s", "cassandra://a/ks?pin=yes", "postgres://a/ks"} {
 		if _, _, err := Config(bad); !errors.Is(err, remote.ErrBadURL) {
 			t.Errorf("%s: %v, want ErrBadURL", bad, err)
+		}
+	}
+}
+
+// TestReadLevels: linearizable and serializable reads, or with read=one serializable ones alone, so the command
+// layer refuses a linearizable read rather than serve it at ONE.
+func TestReadLevels(t *testing.T) {
+	for _, c := range []struct {
+		one     bool
+		refused bool
+	}{{false, false}, {true, true}} {
+		s := &Store{b: &backend{one: c.one}}
+		err := engine.CheckConsistency(s, "cassandra://x/ks", engine.Linearizable)
+		if refused := errors.Is(err, engine.ErrNotSupported); refused != c.refused {
+			t.Errorf("read=one %v: linearizable reads: %v", c.one, err)
+		}
+		if err := engine.CheckConsistency(s, "cassandra://x/ks", engine.Serializable); err != nil {
+			t.Errorf("read=one %v: serializable reads: %v", c.one, err)
 		}
 	}
 }
