@@ -41,7 +41,7 @@ func TestEtcdClusterIsLinearizable(t *testing.T) {
 		servertest.Start(t, servertest.Options{Engine: st.URL})}
 
 	t.Run("members killed", func(t *testing.T) {
-		linearizableUnderKills(t, st, fronts, []int{0, 1, 2}, 150)
+		linearizableUnderKills(t, st, fronts, []int{0, 1, 2}, 150, nil, nil)
 	})
 
 	t.Run("negative control: a stale cache is caught", func(t *testing.T) {
@@ -63,8 +63,10 @@ func TestEtcdClusterIsLinearizable(t *testing.T) {
 
 // linearizableUnderKills runs six clients reading, writing and compare-and-setting three keys through fronts
 // while each member in kills is killed with SIGKILL and restarted in turn, perPhase operations apart (the other
-// members keep a quorum), and checks that the history is linearizable.
-func linearizableUnderKills(t *testing.T, st *cluster.State, fronts []*servertest.Server, kills []int, perPhase int) {
+// members keep a quorum), and checks that the history is linearizable. down and up, when not nil, run right
+// after each kill and each restart.
+func linearizableUnderKills(t *testing.T, st *cluster.State, fronts []*servertest.Server, kills []int, perPhase int,
+	down, up func(i int)) {
 	h := lincheck.NewHistory()
 	var stop atomic.Bool
 	var wg sync.WaitGroup
@@ -89,9 +91,15 @@ func linearizableUnderKills(t *testing.T, st *cluster.State, fronts []*servertes
 		if err := st.Kill(i); err != nil {
 			t.Fatal(err)
 		}
+		if down != nil {
+			down(i)
+		}
 		waitOps(h.Len() + perPhase)
 		if err := st.Restart(i); err != nil {
 			t.Fatal(err)
+		}
+		if up != nil {
+			up(i)
 		}
 	}
 	waitOps(h.Len() + perPhase)
