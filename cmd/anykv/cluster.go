@@ -18,8 +18,8 @@ func clusterMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("anykv cluster "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("dir", "anykv-cluster", "directory of the cluster's data, logs and state")
-	engine := fs.String("engine", "etcd", "datastore: etcd or redis-cluster")
-	nodes := fs.Int("nodes", 3, "number of members (redis-cluster: 3 masters alone, 6: with a replica each, 9: with two)")
+	engine := fs.String("engine", "etcd", "datastore: etcd, redis-cluster or cassandra")
+	nodes := fs.Int("nodes", 3, "number of members (redis-cluster: 3 masters alone, 6: with a replica each, 9: with two; cassandra: nodes on 127.0.0.1..N)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
@@ -57,7 +57,7 @@ func clusterMain(args []string, stdout, stderr io.Writer) int {
 }
 
 const clusterUsage = `Usage:
-  anykv cluster up [--engine etcd|redis-cluster] [--nodes 3] [--dir anykv-cluster]
+  anykv cluster up [--engine etcd|redis-cluster|cassandra] [--nodes 3] [--dir anykv-cluster]
                                                                       start a local cluster on 127.0.0.1
   anykv cluster status [--dir anykv-cluster]                          its members and the --engine URL
   anykv cluster down [--dir anykv-cluster]                            stop it and remove its data

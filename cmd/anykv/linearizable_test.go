@@ -41,60 +41,14 @@ func TestEtcdClusterIsLinearizable(t *testing.T) {
 		servertest.Start(t, servertest.Options{Engine: st.URL})}
 
 	t.Run("members killed", func(t *testing.T) {
-		h := lincheck.NewHistory()
-		var stop atomic.Bool
-		var wg sync.WaitGroup
-		for w := 0; w < 6; w++ {
-			c := goredis.NewClient(&goredis.Options{Addr: fronts[w%2].RESP, MaxRetries: -1, PoolSize: 1,
-				DialTimeout: time.Second, ReadTimeout: 3 * time.Second, WriteTimeout: 3 * time.Second})
-			t.Cleanup(func() { c.Close() })
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				registerClient(c, w, h, &stop)
-			}()
-		}
-		waitOps := func(n int) {
-			deadline := time.Now().Add(30 * time.Second)
-			for h.Len() < n && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond)
-			}
-		}
-		for i := 0; i < 3; i++ {
-			waitOps(h.Len() + 150)
-			if err := st.Kill(i); err != nil {
-				t.Fatal(err)
-			}
-			waitOps(h.Len() + 150) // the two other members keep a quorum
-			if err := st.Restart(i); err != nil {
-				t.Fatal(err)
-			}
-		}
-		waitOps(h.Len() + 150)
-		stop.Store(true)
-		wg.Wait()
-		t.Logf("%d operations recorded", h.Len())
-		if h.Len() < 900 {
-			t.Fatalf("only %d operations completed across the kills", h.Len())
-		}
-		if err := h.Check(2*time.Minute, vizPath(t)); err != nil {
-			t.Fatal(err)
-		}
+		linearizableUnderKills(t, st, fronts, []int{0, 1, 2}, 150, nil, nil)
 	})
 
 	t.Run("negative control: a stale cache is caught", func(t *testing.T) {
 		cached := servertest.Start(t, servertest.Options{Engine: st.URL, Args: []string{"--exclusive"}})
 		a, b := client(t, cached.RESP), client(t, fronts[0].RESP)
 		h := lincheck.NewHistory()
-		record := func(id int, c *goredis.Client, in lincheck.Input) string {
-			call := h.Call()
-			out, err := do(c, in)
-			h.Done(id, in, call, out, err)
-			if err != nil {
-				t.Fatalf("%+v: %v", in, err)
-			}
-			return out.Value
-		}
+		record := func(id int, c *goredis.Client, in lincheck.Input) string { return recordOp(t, h, id, c, in) }
 		record(1, b, lincheck.Input{Kind: lincheck.Put, Key: "stale", Value: "v0"})
 		record(0, a, lincheck.Input{Kind: lincheck.Get, Key: "stale"}) // now in a's cache
 		record(1, b, lincheck.Input{Kind: lincheck.Put, Key: "stale", Value: "v1"})
@@ -105,6 +59,72 @@ func TestEtcdClusterIsLinearizable(t *testing.T) {
 			t.Fatal("a history with a stale read passed the linearizability check")
 		}
 	})
+}
+
+// linearizableUnderKills runs six clients reading, writing and compare-and-setting three keys through fronts
+// while each member in kills is killed with SIGKILL and restarted in turn, perPhase operations apart (the other
+// members keep a quorum), and checks that the history is linearizable. down and up, when not nil, run right
+// after each kill and each restart.
+func linearizableUnderKills(t *testing.T, st *cluster.State, fronts []*servertest.Server, kills []int, perPhase int,
+	down, up func(i int)) {
+	h := lincheck.NewHistory()
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for w := 0; w < 6; w++ {
+		c := goredis.NewClient(&goredis.Options{Addr: fronts[w%len(fronts)].RESP, MaxRetries: -1, PoolSize: 1,
+			DialTimeout: time.Second, ReadTimeout: 3 * time.Second, WriteTimeout: 3 * time.Second})
+		t.Cleanup(func() { c.Close() })
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			registerClient(c, w, h, &stop)
+		}()
+	}
+	waitOps := func(n int) {
+		deadline := time.Now().Add(30 * time.Second)
+		for h.Len() < n && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	for _, i := range kills {
+		waitOps(h.Len() + perPhase)
+		if err := st.Kill(i); err != nil {
+			t.Fatal(err)
+		}
+		if down != nil {
+			down(i)
+		}
+		waitOps(h.Len() + perPhase)
+		if err := st.Restart(i); err != nil {
+			t.Fatal(err)
+		}
+		if up != nil {
+			up(i)
+		}
+	}
+	waitOps(h.Len() + perPhase)
+	stop.Store(true)
+	wg.Wait()
+	t.Logf("%d operations recorded", h.Len())
+	if want := perPhase * 2 * len(kills); h.Len() < want {
+		t.Fatalf("only %d operations completed across the kills, want %d", h.Len(), want)
+	}
+	if err := h.Check(2*time.Minute, vizPath(t)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// recordOp sends one operation through c as client id, records it in h and returns the value read; an error
+// fails the test.
+func recordOp(t *testing.T, h *lincheck.History, id int, c *goredis.Client, in lincheck.Input) string {
+	t.Helper()
+	call := h.Call()
+	out, err := do(c, in)
+	h.Done(id, in, call, out, err)
+	if err != nil {
+		t.Fatalf("%+v: %v", in, err)
+	}
+	return out.Value
 }
 
 // registerClient runs random reads, writes and compare-and-sets of three keys until stop, recording each.

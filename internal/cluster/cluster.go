@@ -1,5 +1,5 @@
 // Package cluster starts and stops local clusters of the distributed datastores anykv front ends can serve
-// (etcd and Redis Cluster), for trying and testing anykv beyond one machine on one machine: `anykv cluster up` and
+// (etcd, Redis Cluster and Cassandra), for trying and testing anykv beyond one machine on one machine: `anykv cluster up` and
 // `anykv cluster down`. Members run as detached processes on 127.0.0.1 ports; a state file in the cluster's
 // directory records them, so `down` (another process) can stop them and remove everything.
 package cluster
@@ -56,8 +56,10 @@ func Up(engine string, n int, dir string) (*State, error) {
 		st, err = upEtcd(n, dir)
 	case "redis-cluster":
 		st, err = upRedisCluster(n, dir)
+	case "cassandra":
+		st, err = upCassandra(n, dir)
 	default:
-		return nil, fmt.Errorf("--engine %q: anykv cluster up starts etcd and redis-cluster clusters (cassandra is not built yet)", engine)
+		return nil, fmt.Errorf("--engine %q: anykv cluster up starts etcd, redis-cluster and cassandra clusters", engine)
 	}
 	if err != nil {
 		if st != nil {
@@ -130,6 +132,9 @@ func (st *State) Restart(i int) error {
 		if err := st.Save(st.dir); err != nil {
 			return err
 		}
+	}
+	if st.Engine == "cassandra" { // a JVM: slower to start, and ready once it is back in its peers' ring
+		return waitCassandra(st, []int{i}, len(st.Members), 120*time.Second)
 	}
 	return waitListening(m.Addr, 30*time.Second)
 }
@@ -232,7 +237,8 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-var errNotInstalled = errors.New("not installed")
+// ErrNotInstalled is wrapped by the error of Up (and of CassandraJars) when a datastore's program is missing.
+var ErrNotInstalled = errors.New("not installed")
 
 // Running says "running" or "stopped" for a member's pid.
 func Running(pid int) string {
@@ -240,4 +246,11 @@ func Running(pid int) string {
 		return "running"
 	}
 	return "stopped"
+}
+
+// memberDir names member i (m1, m2, ...) and returns the absolute path of its data directory under dir.
+func memberDir(dir string, i int) (string, string, error) {
+	name := fmt.Sprintf("m%d", i+1)
+	data, err := filepath.Abs(filepath.Join(dir, name))
+	return name, data, err
 }

@@ -16,7 +16,7 @@ import (
 func upEtcd(n int, dir string) (*State, error) {
 	bin, err := exec.LookPath("etcd")
 	if err != nil {
-		return nil, fmt.Errorf("etcd %w: install Debian package etcd-server", errNotInstalled)
+		return nil, fmt.Errorf("etcd %w: install Debian package etcd-server", ErrNotInstalled)
 	}
 	ports, err := freePorts(2 * n)
 	if err != nil {

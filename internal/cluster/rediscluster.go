@@ -25,11 +25,11 @@ const NodeTimeout = 1500 * time.Millisecond
 func upRedisCluster(n int, dir string) (*State, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		return nil, fmt.Errorf("redis-server %w: install Debian package redis-server", errNotInstalled)
+		return nil, fmt.Errorf("redis-server %w: install Debian package redis-server", ErrNotInstalled)
 	}
 	cli, err := exec.LookPath("redis-cli")
 	if err != nil {
-		return nil, fmt.Errorf("redis-cli %w: install Debian package redis-tools", errNotInstalled)
+		return nil, fmt.Errorf("redis-cli %w: install Debian package redis-tools", ErrNotInstalled)
 	}
 	if n < 3 || n%3 != 0 {
 		return nil, fmt.Errorf("--nodes %d: a Redis Cluster here is 3 masters with the same number of replicas each: --nodes 3, 6 or 9", n)
@@ -42,8 +42,7 @@ func upRedisCluster(n int, dir string) (*State, error) {
 	st := &State{Engine: "redis-cluster", Bin: bin}
 	var addrs []string
 	for i, port := range ports {
-		name := fmt.Sprintf("m%d", i+1)
-		data, err := filepath.Abs(filepath.Join(dir, name))
+		name, data, err := memberDir(dir, i)
 		if err != nil {
 			return st, err
 		}

@@ -17,6 +17,9 @@
 // advances the counter, so an unchanged counter proves nothing the batch read has changed: the per-key stamps
 // remote passes are implied by it. Two concurrent writing batches therefore conflict and one retries, like etcd.
 //
+// Reads (Get, Scan, Tables) run at the context's level: linearizable at QUORUM (?read=serial: SERIAL),
+// serializable at ONE; a batch's own reads at QUORUM, checked by its LWT (ReadLevels, level, docs/scale.md).
+//
 // Every write, the sweeper's included, is a lightweight transaction, so every cell's timestamp is a Paxos ballot,
 // ordered per partition: no client clock decides which write wins.
 //
@@ -32,10 +35,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -55,12 +60,16 @@ var (
 	_ engine.Scanner     = (*Store)(nil)
 	_ engine.TableLister = (*Store)(nil)
 	_ engine.Sweeper     = (*Store)(nil)
+	_ engine.ReadLeveler = (*Store)(nil)
 )
 
 type backend struct {
 	s     *gocql.Session
 	items string // keyspace.anykv_items
 	p     string // the partition holding this namespace
+	// linear is the consistency of linearizable reads (QUORUM or SERIAL); one: every read at ONE.
+	linear gocql.Consistency
+	one    bool
 }
 
 // metaTbl is the tbl column of the meta row (k empty), whose version is the counter; items' tbl start with 0x01.
@@ -70,54 +79,118 @@ func tblCol(table string) []byte { return append([]byte{1}, table...) }
 
 var keyspaceName = regexp.MustCompile(`^[A-Za-z0-9_]{1,48}$`)
 
-// Config turns cassandra://[user:pw@]host:port/keyspace[?partition=P] into the driver's configuration, the
-// keyspace and the partition. Errors wrap remote.ErrBadURL.
-func Config(raw string) (*gocql.ClusterConfig, string, string, error) {
-	u, err := url.Parse(raw)
+// Settings is what a cassandra:// URL says beyond the driver's configuration.
+type Settings struct {
+	Keyspace  string
+	Partition string // the partition holding the namespace (?partition=, default anykv)
+	RF        int    // replication factor of a keyspace created at start (?rf=; default 1, 3 with several hosts)
+	// Linearizable is the consistency of linearizable reads (?read=quorum, the default, or serial). ReadOne
+	// (?read=one): the engine offers serializable reads only (at ONE), so front ends refuse linearizable ones.
+	Linearizable gocql.Consistency
+	ReadOne      bool
+}
+
+// Config turns cassandra://[user:pw@]host:port[,host:port...]/keyspace[?partition=P&rf=N&read=quorum|serial|one&pin=true]
+// into the driver's configuration and the Settings. With pin=true the driver talks to the listed hosts only
+// (no others it discovers), so they coordinate every request. Errors wrap remote.ErrBadURL.
+func Config(raw string) (*gocql.ClusterConfig, Settings, error) {
+	var set Settings
+	bad := func(format string, args ...any) (*gocql.ClusterConfig, Settings, error) {
+		return nil, set, fmt.Errorf("%w: "+format, append([]any{remote.ErrBadURL}, args...)...)
+	}
+	// net/url takes one host: the host list is cut out of the authority and parsed here.
+	rest, ok := strings.CutPrefix(raw, "cassandra://")
+	if !ok {
+		return bad("want cassandra://host:port[,host:port...]/keyspace")
+	}
+	authority, path, _ := strings.Cut(rest, "/")
+	user, hostList := "", authority
+	if i := strings.LastIndex(authority, "@"); i >= 0 {
+		user, hostList = authority[:i+1], authority[i+1:]
+	}
+	u, err := url.Parse("cassandra://" + user + "hosts/" + path)
 	if err != nil {
-		return nil, "", "", fmt.Errorf("%w: %v", remote.ErrBadURL, err)
+		return bad("%v", err)
 	}
-	if u.Scheme != "cassandra" {
-		return nil, "", "", fmt.Errorf("%w: scheme %q, want cassandra", remote.ErrBadURL, u.Scheme)
+	set.Keyspace = strings.TrimPrefix(u.Path, "/")
+	if hostList == "" || !keyspaceName.MatchString(set.Keyspace) {
+		return bad("want cassandra://host:port[,host:port...]/keyspace (keyspace: 1-48 letters, digits, _)")
 	}
-	ks := u.Path
-	if len(ks) > 0 && ks[0] == '/' {
-		ks = ks[1:]
-	}
-	if u.Hostname() == "" || !keyspaceName.MatchString(ks) {
-		return nil, "", "", fmt.Errorf("%w: want cassandra://host:port/keyspace (keyspace: 1-48 letters, digits, _)", remote.ErrBadURL)
-	}
-	port := 9042
-	if u.Port() != "" {
-		if port, err = strconv.Atoi(u.Port()); err != nil || port <= 0 || port > 65535 {
-			return nil, "", "", fmt.Errorf("%w: port %q", remote.ErrBadURL, u.Port())
+	var hosts, names []string
+	for _, h := range strings.Split(hostList, ",") {
+		host, port := h, "9042"
+		if strings.Contains(h, ":") {
+			if host, port, err = net.SplitHostPort(h); err != nil {
+				return bad("host %q: %v", h, err)
+			}
 		}
+		if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 || host == "" {
+			return bad("host %q", h)
+		}
+		hosts, names = append(hosts, net.JoinHostPort(host, port)), append(names, host)
 	}
-	part := "anykv"
+	set.Partition, set.RF, set.Linearizable = "anykv", 1, gocql.Quorum
+	if len(hosts) > 1 {
+		set.RF = 3
+	}
+	pin := false
 	for k, v := range u.Query() {
-		if k != "partition" || v[0] == "" {
-			return nil, "", "", fmt.Errorf("%w: unknown parameter %q (only partition, not empty)", remote.ErrBadURL, k)
+		switch {
+		case k == "partition" && v[0] != "":
+			set.Partition = v[0]
+		case k == "rf":
+			if set.RF, err = strconv.Atoi(v[0]); err != nil || set.RF < 1 {
+				return bad("rf=%q: want a replication factor of at least 1", v[0])
+			}
+		case k == "read" && v[0] == "quorum":
+		case k == "read" && v[0] == "serial":
+			set.Linearizable = gocql.Serial
+		case k == "read" && v[0] == "one":
+			set.ReadOne = true
+		case k == "pin" && (v[0] == "true" || v[0] == "false"):
+			pin = v[0] == "true"
+		default:
+			return bad("parameter %s=%q (known: partition, rf, read=quorum|serial|one, pin=true|false)", k, v[0])
 		}
-		part = v[0]
 	}
-	c := gocql.NewCluster(u.Hostname())
-	c.Port = port
+	c := gocql.NewCluster(hosts...)
+	if pin {
+		c.HostFilter = onlyHosts(names)
+	}
 	c.Consistency = gocql.Quorum
 	c.SerialConsistency = gocql.Serial
 	c.Timeout, c.ConnectTimeout = 10*time.Second, 10*time.Second
-	c.RetryPolicy = nil // a commit is never resent: its outcome may be unknown
+	c.ReconnectInterval = time.Second // a node back from a restart serves again within a second, not gocql's 60
+	c.RetryPolicy = nil               // a commit is never resent: its outcome may be unknown
 	c.Logger = gocql.NewLogger(gocql.LogLevelNone)
 	if u.User != nil {
 		pw, _ := u.User.Password()
 		c.Authenticator = gocql.PasswordAuthenticator{Username: u.User.Username(), Password: pw}
 	}
-	return c, ks, part, nil
+	return c, set, nil
 }
 
-// Open connects to the cluster at raw (see Config), creates the keyspace (SimpleStrategy, one replica: create
-// it yourself for more), the table and the namespace's meta row if missing, and returns the engine.
+// onlyHosts is a host filter passing the hosts named (gocql's WhiteListHostFilter panics on a name it cannot
+// resolve; a name here is resolved when the driver asks, and one that does not resolve passes nothing).
+func onlyHosts(names []string) gocql.HostFilter {
+	return gocql.HostFilterFunc(func(h *gocql.HostInfo) bool {
+		for _, n := range names {
+			ips, _ := net.LookupIP(n)
+			for _, ip := range ips {
+				if ip.Equal(h.ConnectAddress()) {
+					return true
+				}
+			}
+		}
+		return false
+	})
+}
+
+// Open connects to the cluster at raw (see Config), creates the keyspace (SimpleStrategy with the URL's
+// replication factor; an existing keyspace is used as it is), the table and the namespace's meta row if
+// missing, and returns the engine.
 func Open(ctx context.Context, raw string) (*Store, error) {
-	cfg, ks, part, err := Config(raw)
+	cfg, set, err := Config(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -125,9 +198,10 @@ func Open(ctx context.Context, raw string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &backend{s: s, items: ks + ".anykv_items", p: part}
+	b := &backend{s: s, items: set.Keyspace + ".anykv_items", p: set.Partition, linear: set.Linearizable, one: set.ReadOne}
 	for _, q := range []string{
-		"CREATE KEYSPACE IF NOT EXISTS " + ks + " WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+		fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d}",
+			set.Keyspace, set.RF),
 		"CREATE TABLE IF NOT EXISTS " + b.items + ` (p text, tbl blob, k blob, v blob, flags bigint, expires bigint,
 			version bigint, PRIMARY KEY (p, tbl, k))`,
 	} {
@@ -137,13 +211,34 @@ func Open(ctx context.Context, raw string) (*Store, error) {
 		}
 	}
 	if _, err := s.Query("INSERT INTO "+b.items+" (p, tbl, k, version) VALUES (?, ?, ?, 0) IF NOT EXISTS",
-		part, metaTbl, []byte{}).MapScanCASContext(ctx, map[string]any{}); err != nil {
+		set.Partition, metaTbl, []byte{}).MapScanCASContext(ctx, map[string]any{}); err != nil {
 		s.Close()
 		return nil, err
 	}
 	st := &Store{Engine: remote.New(b), b: b}
 	st.Engine.Ranger = st // collection ops read ranges of members with the store's own scan
 	return st, nil
+}
+
+// ReadLevels implements engine.ReadLeveler: linearizable reads at QUORUM (or SERIAL with ?read=serial) and
+// serializable ones at ONE; with ?read=one only serializable ones.
+func (s *Store) ReadLevels() []engine.Consistency {
+	if s.b.one {
+		return []engine.Consistency{engine.Serializable}
+	}
+	return []engine.Consistency{engine.Linearizable, engine.Serializable}
+}
+
+// level is the Cassandra consistency of a plain read (Get, Scan, Tables) at ctx's level: ONE for serializable,
+// else QUORUM or SERIAL (?read=). Every write is a Paxos round committed at QUORUM, so a QUORUM read overlaps
+// every acknowledged commit's replicas, and blocking read repair leaves what it returned on a quorum (see
+// docs/scale.md). With ?read=one, ReadLevels keeps clients' linearizable reads out; the batches' own range reads
+// (collections), always linearizable, still run at QUORUM.
+func (b *backend) level(ctx context.Context) gocql.Consistency {
+	if c, _ := engine.ConsistencyOf(ctx); c == engine.Serializable {
+		return gocql.One
+	}
+	return b.linear
 }
 
 // Read implements remote.Backend: one SELECT of the meta row and every slot in the namespace's partition.
@@ -228,7 +323,7 @@ func (b *backend) Get(ctx context.Context, s remote.Slot) (engine.Item, bool, er
 	var it engine.Item
 	var flags int64
 	err := b.s.Query("SELECT v, flags, expires, version FROM "+b.items+" WHERE p = ? AND tbl = ? AND k = ?",
-		b.p, tblCol(s.Table), nonNil(s.Key)).ScanContext(ctx, &it.Value, &flags, &it.Expires, &it.Version)
+		b.p, tblCol(s.Table), nonNil(s.Key)).Consistency(b.level(ctx)).ScanContext(ctx, &it.Value, &flags, &it.Expires, &it.Version)
 	if errors.Is(err, gocql.ErrNotFound) {
 		return engine.Item{}, false, nil
 	}

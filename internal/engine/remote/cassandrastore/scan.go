@@ -19,6 +19,7 @@ func (s *Store) Scan(ctx context.Context, table string, r engine.Range, now int6
 		return err
 	}
 	tbl := tblCol(table)
+	cl := s.b.level(ctx)
 	return remote.ScanPages(r, scanPage, func(from []byte, incl bool) ([]remote.Entry, error) {
 		op := ">"
 		if incl {
@@ -30,7 +31,7 @@ func (s *Store) Scan(ctx context.Context, table string, r engine.Range, now int6
 			q += " AND k < ?"
 			args = append(args, r.End)
 		}
-		iter := s.b.s.Query(q+" LIMIT ?", append(args, scanPage)...).IterContext(ctx)
+		iter := s.b.s.Query(q+" LIMIT ?", append(args, scanPage)...).Consistency(cl).IterContext(ctx)
 		var out []remote.Entry
 		var e remote.Entry
 		var flags int64
@@ -59,7 +60,7 @@ func (s *Store) Tables(ctx context.Context) ([]string, error) {
 	for {
 		var tbl []byte
 		err := s.b.s.Query("SELECT tbl FROM "+s.b.items+" WHERE p = ? AND tbl > ? LIMIT 1", s.b.p, last).
-			ScanContext(ctx, &tbl)
+			Consistency(s.b.level(ctx)).ScanContext(ctx, &tbl)
 		if errors.Is(err, gocql.ErrNotFound) {
 			return names, nil
 		}

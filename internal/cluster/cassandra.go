@@ -1,0 +1,335 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+)
+
+// CassandraVersion is the Apache Cassandra release anykv's clusters, bench and tests run, from Maven Central's jars.
+const CassandraVersion = "5.0.4"
+
+// CassandraJars returns the directory holding cassandra-all and its runtime dependencies, fetching them with
+// Maven into ~/.cache/anykv/cassandra-VERSION/lib the first time (later runs reuse it; scripts/test.sh fetches
+// it ahead). The directory appears whole or not at all: Maven copies into a temporary one that is renamed.
+func CassandraJars(ctx context.Context) (string, error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	lib := filepath.Join(cache, "anykv", "cassandra-"+CassandraVersion, "lib")
+	if _, err := os.Stat(filepath.Join(lib, "cassandra-all-"+CassandraVersion+".jar")); err == nil {
+		return lib, nil
+	}
+	mvn, err := exec.LookPath("mvn")
+	if err != nil {
+		return "", fmt.Errorf("cassandra's jars are not in %s and maven is %w: install Debian package maven", lib, ErrNotInstalled)
+	}
+	if err := os.MkdirAll(filepath.Dir(lib), 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(lib), "fetch-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	pom := `<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>
+<groupId>anykv</groupId><artifactId>cassandra-jars</artifactId><version>1</version><packaging>pom</packaging>
+<dependencies><dependency><groupId>org.apache.cassandra</groupId><artifactId>cassandra-all</artifactId>
+<version>` + CassandraVersion + `</version></dependency></dependencies></project>`
+	if err := os.WriteFile(filepath.Join(tmp, "pom.xml"), []byte(pom), 0o644); err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, mvn, "-q", "-B", "dependency:copy-dependencies", "-DincludeScope=runtime",
+		"-DoutputDirectory="+filepath.Join(tmp, "lib"))
+	cmd.Dir = tmp
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("cassandra: fetching jars with maven: %v: %s", err, lastLines(string(out), 15))
+	}
+	if err := os.Rename(filepath.Join(tmp, "lib"), lib); err != nil && !os.IsExist(err) {
+		if _, serr := os.Stat(lib); serr != nil { // not a concurrent fetch that won
+			return "", err
+		}
+	}
+	return lib, nil
+}
+
+// CassandraNode is one node's configuration: where it listens and keeps its files, and how it finds the ring.
+type CassandraNode struct {
+	Dir     string // data, commit log, logs and cassandra.yaml
+	Addr    string // listen and native (CQL) address, e.g. 127.0.0.2
+	Native  int    // CQL port
+	Storage int    // inter-node port
+	Seed    string // host:port of the seed (the node itself for a single node)
+	Token   string // its one token (num_tokens 1)
+	Heap    [2]string
+	// Timeout, if set, is the write and compare-and-set contention timeout (Cassandra's defaults: 2 s and 1 s):
+	// three JVMs sharing two cores stall for longer, and a Paxos round cut short is an unknown outcome.
+	Timeout string
+}
+
+// YAML is the node's cassandra.yaml: everything in Dir, commitlog_sync batch (every acknowledged write waits
+// for its commit log fsync, like the other targets' durable settings), Paxos v2, and RackInferringSnitch, which
+// orders replicas nearest first (the node itself), so a read at ONE is served by the node the client asked.
+func (n CassandraNode) YAML() string {
+	return fmt.Sprintf(`cluster_name: anykv
+num_tokens: 1
+initial_token: %[6]s
+auto_bootstrap: false
+partitioner: org.apache.cassandra.dht.Murmur3Partitioner
+data_file_directories: [%[1]s/data]
+commitlog_directory: %[1]s/commitlog
+saved_caches_directory: %[1]s/saved_caches
+hints_directory: %[1]s/hints
+cdc_raw_directory: %[1]s/cdc
+commitlog_sync: batch
+seed_provider:
+  - class_name: org.apache.cassandra.locator.SimpleSeedProvider
+    parameters:
+      - seeds: "%[5]s"
+listen_address: %[2]s
+rpc_address: %[2]s
+storage_port: %[4]d
+native_transport_port: %[3]d
+start_native_transport: true
+endpoint_snitch: RackInferringSnitch
+paxos_variant: v2
+authenticator: AllowAllAuthenticator
+authorizer: AllowAllAuthorizer
+concurrent_reads: 8
+concurrent_writes: 8
+disk_access_mode: standard
+`, n.Dir, n.Addr, n.Native, n.Storage, n.Seed, n.Token) + timeouts(n.Timeout)
+}
+
+func timeouts(d string) string {
+	if d == "" {
+		return ""
+	}
+	return "write_request_timeout: " + d + "\ncas_contention_timeout: " + d + "\n"
+}
+
+// Command writes the node's cassandra.yaml and returns the program and arguments that run it in the foreground
+// (java, or setpriv in front of it as root: the JVM would mlockall its heap with CAP_IPC_LOCK, and a local
+// server must not pin memory, so the capability is dropped for it and its children).
+func (n CassandraNode) Command(java, lib string) (string, []string, error) {
+	conf := filepath.Join(n.Dir, "cassandra.yaml")
+	if err := os.MkdirAll(n.Dir, 0o755); err != nil {
+		return "", nil, err
+	}
+	if err := os.WriteFile(conf, []byte(n.YAML()), 0o644); err != nil {
+		return "", nil, err
+	}
+	args := append([]string{"-Xms" + n.Heap[0], "-Xmx" + n.Heap[1], "-XX:+UseG1GC", "-Xss512k",
+		"-Dcassandra.config=file://" + conf, "-Dcassandra-foreground=yes",
+		"-Dcassandra.ring_delay_ms=100", "-Dcassandra.skip_wait_for_gossip_to_settle=0",
+		"-Dcassandra.storagedir=" + n.Dir, "-Dcassandra.logdir=" + filepath.Join(n.Dir, "logs"),
+		"-Dcassandra.jmx.local.port=0"}, javaOpens...)
+	args = append(args, "-cp", filepath.Join(lib, "*"), "org.apache.cassandra.service.CassandraDaemon")
+	if os.Geteuid() == 0 {
+		if sp, err := exec.LookPath("setpriv"); err == nil {
+			return sp, append([]string{"--inh-caps=-ipc_lock", "--bounding-set=-ipc_lock", java}, args...), nil
+		}
+	}
+	return java, args, nil
+}
+
+// javaOpens are the module flags Cassandra's own launcher (conf/jvm17-server.options) gives Java 17.
+var javaOpens = []string{
+	"--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED",
+	"--add-exports", "java.base/jdk.internal.ref=ALL-UNNAMED",
+	"--add-exports", "java.base/sun.nio.ch=ALL-UNNAMED",
+	"--add-exports", "java.management.rmi/com.sun.jmx.remote.internal.rmi=ALL-UNNAMED",
+	"--add-exports", "java.rmi/sun.rmi.registry=ALL-UNNAMED",
+	"--add-exports", "java.rmi/sun.rmi.server=ALL-UNNAMED",
+	"--add-exports", "java.sql/java.sql=ALL-UNNAMED",
+	"--add-opens", "java.base/java.lang.module=ALL-UNNAMED",
+	"--add-opens", "java.base/jdk.internal.loader=ALL-UNNAMED",
+	"--add-opens", "java.base/jdk.internal.ref=ALL-UNNAMED",
+	"--add-opens", "java.base/jdk.internal.reflect=ALL-UNNAMED",
+	"--add-opens", "java.base/jdk.internal.math=ALL-UNNAMED",
+	"--add-opens", "java.base/jdk.internal.module=ALL-UNNAMED",
+	"--add-opens", "java.base/jdk.internal.util.jar=ALL-UNNAMED",
+	"--add-opens", "jdk.management/com.sun.management.internal=ALL-UNNAMED",
+	"--add-opens", "java.base/java.io=ALL-UNNAMED",
+	"--add-opens", "java.base/java.nio=ALL-UNNAMED",
+	"--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
+	"--add-opens", "java.base/java.lang=ALL-UNNAMED",
+	"--add-opens", "java.base/java.util=ALL-UNNAMED",
+	"--add-opens", "java.base/java.util.concurrent=ALL-UNNAMED",
+	"--add-opens", "java.base/java.util.concurrent.atomic=ALL-UNNAMED",
+	"--add-opens", "java.base/java.net=ALL-UNNAMED",
+}
+
+// upCassandra starts n Cassandra nodes on 127.0.0.1, 127.0.0.2, ... (loopback aliases: Linux routes all of
+// 127/8 to lo), each with the same ports and one evenly spaced token, node 1 the seed; node 1 first (the others
+// need a seed to gossip with), then the rest together. It waits until every node sees every other one up.
+func upCassandra(n int, dir string) (*State, error) {
+	java, err := exec.LookPath("java")
+	if err != nil {
+		return nil, fmt.Errorf("java %w: install Debian package openjdk-17-jre-headless", ErrNotInstalled)
+	}
+	lib, err := CassandraJars(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	hosts := make([]string, n)
+	for i := range hosts {
+		hosts[i] = "127.0.0." + strconv.Itoa(i+1)
+	}
+	ports, err := commonFreePorts(hosts, 2)
+	if err != nil {
+		return nil, err
+	}
+	native, storage := ports[0], ports[1]
+	st := &State{Engine: "cassandra", Bin: java}
+	var addrs []string
+	for i, h := range hosts {
+		name, data, err := memberDir(dir, i)
+		if err != nil {
+			return st, err
+		}
+		node := CassandraNode{Dir: data, Addr: h, Native: native, Storage: storage,
+			Seed: fmt.Sprintf("%s:%d", hosts[0], storage), Token: token(i, n), Heap: [2]string{"256m", "512m"}, Timeout: "5000ms"}
+		bin, args, err := node.Command(java, lib)
+		if err != nil {
+			return st, err
+		}
+		st.Bin = bin
+		addr := net.JoinHostPort(h, strconv.Itoa(native))
+		log := filepath.Join(dir, name+".log")
+		st.Members = append(st.Members, Member{Name: name, Addr: addr, Args: args, Log: log})
+		addrs = append(addrs, addr)
+	}
+	for i := range st.Members {
+		m := &st.Members[i]
+		if m.Pid, err = spawn(st.Bin, m.Args, m.Log); err != nil {
+			return st, err
+		}
+		if i == 0 { // the seed first, alone: once it answers CQL the others have someone to gossip with
+			if err := waitCassandra(st, []int{0}, 1, 120*time.Second); err != nil {
+				return st, err
+			}
+		}
+	}
+	st.URL = "cassandra://" + strings.Join(addrs, ",") + "/anykv"
+	all := make([]int, n)
+	for i := range all {
+		all[i] = i
+	}
+	return st, waitCassandra(st, all, n, 120*time.Second)
+}
+
+// token is node i's token of n: the Murmur3 range split evenly.
+func token(i, n int) string {
+	step := new(big.Int).Div(new(big.Int).Lsh(big.NewInt(1), 64), big.NewInt(int64(n)))
+	t := new(big.Int).Add(new(big.Int).Neg(new(big.Int).Lsh(big.NewInt(1), 63)), new(big.Int).Mul(step, big.NewInt(int64(i))))
+	return t.String()
+}
+
+// commonFreePorts returns k ports free on every one of hosts (each node of a Cassandra cluster uses the same).
+func commonFreePorts(hosts []string, k int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var ports []int
+	for tries := 0; len(ports) < k; tries++ {
+		if tries == 100 {
+			return nil, errors.New("no port free on every loopback address")
+		}
+		first, err := net.Listen("tcp", net.JoinHostPort(hosts[0], "0"))
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, first)
+		port := first.Addr().(*net.TCPAddr).Port
+		ok := true
+		for _, h := range hosts[1:] {
+			l, err := net.Listen("tcp", net.JoinHostPort(h, strconv.Itoa(port)))
+			if err != nil {
+				ok = false
+				break
+			}
+			ls = append(ls, l)
+		}
+		if ok {
+			ports = append(ports, port)
+		}
+	}
+	return ports, nil
+}
+
+// waitCassandra waits until each member in idx answers CQL and lists the other members among the first n of st
+// in system.peers (gossip has them in the ring, status normal): what nodetool status shows as UN.
+func waitCassandra(st *State, idx []int, n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for _, i := range idx {
+		m := st.Members[i]
+		var err error
+		for {
+			if !alive(m.Pid) {
+				return fmt.Errorf("cassandra node %s exited during start-up; log %s:\n%s", m.Name, m.Log, logTail(m.Log, 20))
+			}
+			if err = peersSeen(st, i, n); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("cassandra node %s not ready after %s: %v", m.Name, timeout, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// peersSeen connects to member i alone and checks that its system.peers lists the other members among the first n.
+func peersSeen(st *State, i, n int) error {
+	host, port, _ := net.SplitHostPort(st.Members[i].Addr)
+	c := gocql.NewCluster(host)
+	c.Port, _ = strconv.Atoi(port)
+	c.HostFilter = gocql.WhiteListHostFilter(host)
+	c.DisableInitialHostLookup = true
+	c.Timeout, c.ConnectTimeout = 2*time.Second, 2*time.Second
+	c.Logger = gocql.NewLogger(gocql.LogLevelNone)
+	s, err := c.CreateSession()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	iter := s.Query("SELECT peer FROM system.peers").Iter()
+	seen := map[string]bool{}
+	var peer net.IP
+	for iter.Scan(&peer) {
+		seen[peer.String()] = true
+	}
+	if err := iter.Close(); err != nil {
+		return err
+	}
+	for j, m := range st.Members[:n] {
+		if h, _, _ := net.SplitHostPort(m.Addr); j != i && !seen[h] {
+			return fmt.Errorf("%s does not list %s among its peers yet", st.Members[i].Name, m.Name)
+		}
+	}
+	return nil
+}
+
+// logTail is the last n lines of the file at path.
+func logTail(path string, n int) string {
+	b, _ := os.ReadFile(path)
+	return lastLines(string(b), n)
+}
