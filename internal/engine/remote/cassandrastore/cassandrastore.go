@@ -149,8 +149,10 @@ func Config(raw string) (*gocql.ClusterConfig, Settings, error) {
 			set.ReadOne = true
 		case k == "pin" && (v[0] == "true" || v[0] == "false"):
 			pin = v[0] == "true"
+		case k == "partition" || k == "read" || k == "pin":
+			return bad("%s=%q: want partition=NAME, read=quorum|serial|one or pin=true|false", k, v[0])
 		default:
-			return bad("parameter %s=%q (known: partition, rf, read=quorum|serial|one, pin=true|false)", k, v[0])
+			return bad("unknown parameter %q (known: partition, rf, read, pin)", k)
 		}
 	}
 	c := gocql.NewCluster(hosts...)
