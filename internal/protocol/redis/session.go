@@ -298,7 +298,7 @@ func (s *session) run(guards []engine.Mutation) ([]engine.Result, error) {
 	if guards == nil && plainReads(own) {
 		return s.readDirect(own), nil
 	}
-	if guards == nil && !s.h.notifying() && !s.h.opts.RemoteEngine {
+	if guards == nil && s.execWatch == nil && !s.h.notifying() && !s.h.opts.RemoteEngine {
 		if res, err, ok := s.runSplit(own); ok {
 			return res, err
 		}
@@ -307,6 +307,16 @@ func (s *session) run(guards []engine.Mutation) ([]engine.Result, error) {
 	if guards != nil {
 		muts = append(guards, own...)
 	}
+	res, err := s.apply(muts)
+	if err == nil && guards != nil {
+		res = res[len(guards):]
+	}
+	return res, err
+}
+
+// apply applies muts as one batch (under the transaction's WATCH during EXEC) and wakes the connections blocked
+// on a list or sorted set it filled.
+func (s *session) apply(muts []engine.Mutation) ([]engine.Result, error) {
 	var res []engine.Result
 	var err error
 	if s.execWatch != nil {
@@ -315,10 +325,7 @@ func (s *session) run(guards []engine.Mutation) ([]engine.Result, error) {
 		res, err = s.h.store.Apply(context.Background(), muts)
 	}
 	if err == nil {
-		s.h.waiters.wake(muts) // connections blocked on a list or sorted set this batch filled
-	}
-	if err == nil && guards != nil {
-		res = res[len(guards):]
+		s.h.waiters.wake(muts)
 	}
 	return res, err
 }

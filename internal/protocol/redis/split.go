@@ -1,8 +1,6 @@
 package redis
 
 import (
-	"context"
-
 	"anykv/internal/engine"
 )
 
@@ -49,10 +47,20 @@ func earlyReads(muts []engine.Mutation, early []bool) int {
 	return n
 }
 
+// hasPlainRead reports whether muts hold a read runSplit could answer directly.
+func hasPlainRead(muts []engine.Mutation) bool {
+	for i := range muts {
+		if muts[i].Op == engine.OpGet && !muts[i].Touch {
+			return true
+		}
+	}
+	return false
+}
+
 // runSplit applies the batch with its early reads answered directly; ok is false when it has none worth it.
 func (s *session) runSplit(muts []engine.Mutation) (res []engine.Result, err error, ok bool) {
-	if len(muts) < 2 {
-		return nil, nil, false
+	if len(muts) < 2 || !hasPlainRead(muts) {
+		return nil, nil, false // a pipeline of writes alone: nothing to split, nothing to allocate
 	}
 	early := make([]bool, len(muts))
 	n := earlyReads(muts, early)
@@ -69,11 +77,10 @@ func (s *session) runSplit(muts []engine.Mutation) (res []engine.Result, err err
 		}
 	}
 	direct := s.readDirect(reads)
-	applied, err := s.h.store.Apply(context.Background(), rest)
+	applied, err := s.apply(rest)
 	if err != nil {
 		return nil, err, true
 	}
-	s.h.waiters.wake(rest)
 	res = make([]engine.Result, len(muts))
 	for i, r, a := 0, 0, 0; i < len(muts); i++ {
 		if early[i] {
