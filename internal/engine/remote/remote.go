@@ -110,7 +110,15 @@ type Engine struct {
 	// SingleItem, when set, names an engine whose datastore changes one item atomically and no more (memcached):
 	// Apply then refuses, applying nothing, every batch that reads or writes several items or flushes.
 	SingleItem string
-	closed     atomic.Bool
+	// GroupMuts, when > 0, lets concurrent Apply calls share one read and one commit, up to this many mutations
+	// in all (group.go). Adapters set it when their commit is atomic across any keys and has room for them.
+	GroupMuts int
+	// GroupsInFlight is how many groups may be read and committed at once (default 1). More overlap round trips
+	// where concurrent commits rarely conflict; where every commit checks one counter (etcd) they would only
+	// conflict.
+	GroupsInFlight int
+	closed    atomic.Bool
+	group     grouper
 }
 
 // SingleItemBatches implements engine.ItemScoper: true when SingleItem names the engine.
@@ -165,7 +173,8 @@ func (e *Engine) Close() error {
 	return e.b.Close()
 }
 
-// Apply implements engine.Engine: read, Resolve, conditional commit, retried on conflict.
+// Apply implements engine.Engine: read, Resolve, conditional commit, retried on conflict. With GroupMuts set,
+// concurrent calls share one read and one commit (group.go).
 func (e *Engine) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, error) {
 	if err := e.Open(); err != nil {
 		return nil, err
@@ -174,44 +183,82 @@ func (e *Engine) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, e
 		// A batch's reads decide its outcome (and Ranger's scans read members): always linearizable.
 		ctx = engine.WithConsistency(ctx, engine.Linearizable)
 	}
-	slots := touched(b)
 	if e.SingleItem != "" {
 		for i := range b.Muts {
 			if b.Muts[i].Op == engine.OpFlush {
 				return nil, e.tooWide("flushes a table")
 			}
 		}
-		if len(slots) > 1 {
-			return nil, e.tooWide(fmt.Sprintf("touches %d", len(slots)))
+		if n := len(touched(b)); n > 1 {
+			return nil, e.tooWide(fmt.Sprintf("touches %d", n))
 		}
 	}
+	w := &waiter{ctx: ctx, b: b}
+	if e.GroupMuts > 0 && len(b.Muts) <= e.GroupMuts && groupable(b) {
+		return e.enqueue(w)
+	}
+	e.run(ctx, []*waiter{w})
+	return w.res, w.err
+}
+
+// run applies the batches of ws as one read and one commit, retried from the read on conflict, and leaves each
+// batch's results and error in its waiter. A failure of the read or the commit is every batch's error.
+func (e *Engine) run(ctx context.Context, ws []*waiter) {
+	var slots []Slot
+	seen := map[slotKey]bool{}
 	n := 0
-	for i := range b.Muts {
-		if b.Muts[i].Writes() {
-			n++
+	for _, w := range ws {
+		for _, s := range touched(w.b) {
+			if sk := (slotKey{s.Table, string(s.Key)}); !seen[sk] {
+				seen[sk] = true
+				slots = append(slots, s)
+			}
+		}
+		for i := range w.b.Muts {
+			if w.b.Muts[i].Writes() {
+				n++
+			}
+		}
+	}
+	fail := func(err error) {
+		for _, w := range ws {
+			w.res, w.err = nil, err
 		}
 	}
 	backoff := time.Millisecond
 	for attempt := 1; ; attempt++ {
-		res, err := e.attempt(ctx, b, slots, n)
-		if !errors.Is(err, ErrConflict) {
-			return res, err
-		}
-		if attempt >= e.MaxAttempts {
-			return nil, fmt.Errorf("remote: gave up after %d attempts: %w", attempt, err)
+		err := e.attempt(ctx, ws, slots, n)
+		switch {
+		case err == nil:
+			return
+		case errors.Is(err, errSolo):
+			for _, w := range ws { // a batch of the group needs a view the group cannot give: one at a time
+				e.run(ctx, []*waiter{w})
+			}
+			return
+		case !errors.Is(err, ErrConflict):
+			fail(err)
+			return
+		case attempt >= e.MaxAttempts:
+			fail(fmt.Errorf("remote: gave up after %d attempts: %w", attempt, err))
+			return
 		}
 		t := time.NewTimer(backoff/2 + rand.N(backoff))
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, ctx.Err()
+			fail(ctx.Err())
+			return
 		case <-t.C:
 		}
 		backoff = min(2*backoff, 100*time.Millisecond)
 	}
 }
 
-func (e *Engine) attempt(ctx context.Context, b *engine.Batch, slots []Slot, n int) ([]engine.Result, error) {
+// attempt reads slots (and n versions) once, resolves the batches of ws in order, each seeing what the earlier
+// ones wrote, and commits their writes together, checked against the stamps read. It returns the error of the
+// read or the commit; each batch's own outcome is left in its waiter.
+func (e *Engine) attempt(ctx context.Context, ws []*waiter, slots []Slot, n int) error {
 	var (
 		items    []Stored
 		versions []uint64
@@ -222,7 +269,7 @@ func (e *Engine) attempt(ctx context.Context, b *engine.Batch, slots []Slot, n i
 		var err error
 		items, versions, snapshot, token, err = e.b.Read(ctx, slots, n)
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
 	r := &reader{ctx: ctx, b: e.b, ranger: e.Ranger, items: make(map[slotKey]int, len(slots)), slots: slots, stored: items}
@@ -246,36 +293,36 @@ func (e *Engine) attempt(ctx context.Context, b *engine.Batch, slots []Slot, n i
 		}
 		return versions[used-1]
 	}
-	writes, results, rerr := engine.Resolve(r, b, next)
-	if r.err != nil {
-		return nil, r.err
+	var all []engine.Write
+	for _, w := range ws {
+		writes, results, rerr := engine.Resolve(r, w.b, next)
+		if r.err != nil {
+			return r.err
+		}
+		w.res, w.err = results, rerr // on an error (an abort included) Resolve wrote nothing
+		all = append(all, writes...)
+		if len(ws) > 1 {
+			r.remember(writes)
+		}
 	}
 	if used > len(versions) {
-		return nil, fmt.Errorf("remote: batch needed %d versions, %d reserved", used, len(versions))
+		return fmt.Errorf("remote: batch needed %d versions, %d reserved", used, len(versions))
 	}
-	if rerr != nil && !errors.Is(rerr, engine.ErrAborted) {
-		return results, rerr
-	}
-	w := Net(writes)
+	w := Net(all)
 	if e.SingleItem != "" {
 		if n := itemsTouched(r.checks, &w); n > 1 {
-			return nil, e.tooWide(fmt.Sprintf("touches %d", n))
+			return e.tooWide(fmt.Sprintf("touches %d", n))
 		}
 	}
 	if w.Empty() {
 		// Nothing to write: the results stand if the reads were one snapshot; else check they still hold
 		// together (the stamps are validated by an empty commit).
 		if (!snapshot || r.late) && len(r.checks) > 0 {
-			if err := e.b.Commit(ctx, r.checks, &w, token); err != nil {
-				return nil, err
-			}
+			return e.b.Commit(ctx, r.checks, &w, token)
 		}
-		return results, rerr
+		return nil
 	}
-	if err := e.b.Commit(ctx, r.checks, &w, token); err != nil {
-		return nil, err
-	}
-	return results, nil
+	return e.b.Commit(ctx, r.checks, &w, token)
 }
 
 type slotKey struct{ table, key string }
@@ -311,10 +358,28 @@ type reader struct {
 	stored []Stored
 	seen   map[slotKey]bool
 	checks []Check
+	// overlay holds what earlier batches of a group wrote (nil for a batch alone): a later batch reads it instead
+	// of the datastore, with no check of its own, since the group's commit writes it anyway.
+	overlay  map[slotKey]engine.Write
+	ovTables map[string]bool
+}
+
+// remember adds a resolved batch's writes to the overlay.
+func (r *reader) remember(ws []engine.Write) {
+	if r.overlay == nil {
+		r.overlay, r.ovTables = map[slotKey]engine.Write{}, map[string]bool{}
+	}
+	for _, w := range ws {
+		r.overlay[slotKey{w.Table, string(w.Key)}] = w
+		r.ovTables[w.Table] = true
+	}
 }
 
 func (r *reader) Read(table string, key []byte) (engine.Item, bool, error) {
 	k := slotKey{table, string(key)}
+	if w, ok := r.overlay[k]; ok {
+		return w.Item, !w.Delete, nil
+	}
 	i, ok := r.items[k]
 	if !ok {
 		got, _, _, _, err := r.b.Read(r.ctx, []Slot{{table, key}}, 0)
@@ -427,6 +492,10 @@ func Net(ws []engine.Write) Writes {
 func (r *reader) Range(table string, rg engine.Range, fn func([]byte, engine.Item) bool) error {
 	if r.ranger == nil {
 		return fmt.Errorf("%w: this engine cannot read ranges of members", engine.ErrNotSupported)
+	}
+	if r.ovTables[table] {
+		r.err = errSolo // the scan would miss what earlier batches of the group wrote
+		return r.err
 	}
 	r.late = true
 	return r.ranger.Scan(r.ctx, table, rg, math.MinInt64, func(k []byte, it engine.Item) bool {

@@ -121,7 +121,9 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		c.Close()
 		return nil, err
 	}
-	return newStore(&backend{c: c, ro: c, layout: layout{prefix: prefix}}), nil
+	s := newStore(&backend{c: c, ro: c, layout: layout{prefix: prefix}})
+	s.Engine.GroupMuts = 128 // one script commits any keys of the database atomically
+	return s, nil
 }
 
 // takePrefix removes the prefix=P query parameter from u and returns P, by default "anykv:".

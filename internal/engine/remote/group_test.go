@@ -1,0 +1,316 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"anykv/internal/engine"
+)
+
+// stampBackend is a datastore in memory with what group commit relies on: stamps checked at commit (a conflict
+// when one changed), a version counter, and an optional hold on Read so a test can make calls queue up.
+type stampBackend struct {
+	mu      sync.Mutex
+	items   map[slotKey]engine.Item
+	stamps  map[slotKey]uint64
+	ctr     uint64
+	stamp   uint64
+	reads   int
+	commits int
+	hold    chan struct{} // when set, Read waits for it to close
+	delay   time.Duration
+}
+
+func newStampBackend() *stampBackend {
+	return &stampBackend{items: map[slotKey]engine.Item{}, stamps: map[slotKey]uint64{}}
+}
+
+func (b *stampBackend) Read(ctx context.Context, slots []Slot, n int) ([]Stored, []uint64, bool, any, error) {
+	b.mu.Lock()
+	hold := b.hold
+	b.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return nil, nil, false, nil, ctx.Err()
+		}
+	}
+	time.Sleep(b.delay)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.reads++
+	out := make([]Stored, len(slots))
+	for i, s := range slots {
+		k := slotKey{s.Table, string(s.Key)}
+		if it, ok := b.items[k]; ok {
+			out[i] = Stored{Item: it, Found: true, Stamp: b.stamps[k]}
+		}
+	}
+	vs := make([]uint64, n)
+	for i := range vs {
+		b.ctr++
+		vs[i] = b.ctr
+	}
+	return out, vs, true, nil, nil
+}
+
+func (b *stampBackend) Commit(_ context.Context, checks []Check, w *Writes, _ any) error {
+	time.Sleep(b.delay)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, c := range checks {
+		if b.stamps[slotKey{c.Table, string(c.Key)}] != c.Stamp {
+			return ErrConflict
+		}
+	}
+	b.commits++
+	for _, d := range w.Delete {
+		k := slotKey{d.Table, string(d.Key)}
+		delete(b.items, k)
+		b.stamp++
+		b.stamps[k] = 0
+	}
+	for _, p := range w.Put {
+		k := slotKey{p.Table, string(p.Key)}
+		b.items[k] = p.Item
+		b.stamp++
+		b.stamps[k] = b.stamp
+	}
+	return nil
+}
+
+func (b *stampBackend) Get(_ context.Context, s Slot) (engine.Item, bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	it, ok := b.items[slotKey{s.Table, string(s.Key)}]
+	return it, ok, nil
+}
+
+func (b *stampBackend) Close() error { return nil }
+
+// Scan implements engine.Scanner, for the collection ops' range reads.
+func (b *stampBackend) Scan(_ context.Context, table string, r engine.Range, now int64, fn func([]byte, engine.Item) bool) error {
+	b.mu.Lock()
+	var keys []string
+	for k := range b.items {
+		if it := b.items[k]; k.table == table && r.Contains([]byte(k.key)) && it.Live(now) {
+			keys = append(keys, k.key)
+		}
+	}
+	sort.Strings(keys)
+	items := make([]engine.Item, len(keys))
+	for i, k := range keys {
+		items[i] = b.items[slotKey{table, k}]
+	}
+	b.mu.Unlock()
+	for i, k := range keys {
+		if !fn([]byte(k), items[i]) {
+			break
+		}
+	}
+	return nil
+}
+
+func incrBy(key string, d int64) engine.Mutation {
+	return engine.Mutation{Op: engine.OpIncr, Table: "t", Key: []byte(key), Incr: engine.IncrArgs{Delta: d, Create: true}}
+}
+
+// Concurrent increments through two front ends over one datastore, each grouping its own callers: none is lost,
+// and the groups did save commits (the test fails if grouping stops happening).
+func TestGroupedIncrementsLoseNothing(t *testing.T) {
+	b := newStampBackend()
+	b.delay = 200 * time.Microsecond
+	fronts := []*Engine{New(b), New(b)}
+	for _, e := range fronts {
+		e.GroupMuts = 8
+		e.MaxAttempts = 1000
+	}
+	const workers, each = 8, 40
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*len(fronts))
+	for f, e := range fronts {
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range each {
+					key := fmt.Sprint("k", (w+i)%3)
+					res, err := e.Apply(context.Background(), &engine.Batch{Now: 1, Muts: []engine.Mutation{incrBy(key, 1)}})
+					if err == nil {
+						err = res[0].Err
+					}
+					if err != nil {
+						errs <- fmt.Errorf("front %d: %w", f, err)
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	sum := 0
+	for k := range 3 {
+		it, _, _ := b.Get(context.Background(), Slot{"t", []byte(fmt.Sprint("k", k))})
+		n, err := strconv.Atoi(string(it.Value))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum += n
+	}
+	if total := 2 * workers * each; sum != total {
+		t.Fatalf("counters sum to %d after %d increments", sum, total)
+	}
+	if b.commits >= 2*workers*each*3/4 {
+		t.Errorf("%d commits for %d increments: the calls were not grouped", b.commits, 2*workers*each)
+	}
+}
+
+// queued starts calls of e.Apply for each batch, one after another, while the backend holds every Read, so that
+// the first call's group reads alone and the others queue behind it; it then releases the backend and returns
+// the outcomes in the order of the batches.
+func queued(t *testing.T, e *Engine, b *stampBackend, batches ...*engine.Batch) ([][]engine.Result, []error) {
+	t.Helper()
+	b.mu.Lock()
+	b.hold = make(chan struct{})
+	b.mu.Unlock()
+	res, errs := make([][]engine.Result, len(batches)), make([]error, len(batches))
+	var wg sync.WaitGroup
+	for i, bt := range batches {
+		wg.Add(1)
+		go func() { defer wg.Done(); res[i], errs[i] = e.Apply(context.Background(), bt) }()
+		// Wait until this call is queued (the first: taken by a group) before the next, to fix their order.
+		for deadline := time.Now().Add(5 * time.Second); ; {
+			e.group.mu.Lock()
+			n := len(e.group.queue)
+			e.group.mu.Unlock()
+			if (i == 0 && n == 0 && e.groupBusy()) || (i > 0 && n == i) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("call %d never queued", i)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	b.mu.Lock()
+	close(b.hold)
+	b.hold = nil
+	b.mu.Unlock()
+	wg.Wait()
+	return res, errs
+}
+
+// Batches of one group see what the earlier ones wrote, and share one commit; one batch's failure is its own.
+func TestGroupBatchesSeeEarlierOnes(t *testing.T) {
+	b := newStampBackend()
+	e := New(b)
+	e.GroupMuts = 64
+	set := engine.Mutation{Op: engine.OpSet, Table: "t", Key: []byte("k"), Value: []byte("10")}
+	notNum := engine.Mutation{Op: engine.OpSet, Table: "t", Key: []byte("s"), Value: []byte("x")}
+	del := engine.Mutation{Op: engine.OpDelete, Table: "t", Key: []byte("k")}
+	res, errs := queued(t, e, b,
+		&engine.Batch{Now: 1, Muts: []engine.Mutation{incrBy("first", 1)}},
+		&engine.Batch{Now: 1, Muts: []engine.Mutation{set, notNum}},
+		&engine.Batch{Now: 1, Muts: []engine.Mutation{incrBy("k", 5)}},
+		&engine.Batch{Now: 1, Muts: []engine.Mutation{incrBy("s", 1)}},
+		&engine.Batch{Now: 1, Muts: []engine.Mutation{del, incrBy("k", 1)}},
+	)
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("batch %d: %v", i, err)
+		}
+	}
+	if got := string(res[2][0].New.Value); got != "15" {
+		t.Errorf("INCR after a SET of the same group = %q, want 15", got)
+	}
+	if !errors.Is(res[3][0].Err, engine.ErrNotInteger) {
+		t.Errorf("INCR of a group's non-number = %v, want ErrNotInteger", res[3][0].Err)
+	}
+	if got := string(res[4][1].New.Value); !res[4][0].OldFound || got != "1" {
+		t.Errorf("DEL then INCR after the group's writes: %+v, %q", res[4][0], got)
+	}
+	if b.commits != 2 {
+		t.Errorf("%d commits, want 2 (the first call's, then one for the four queued behind it)", b.commits)
+	}
+	it, _, _ := b.Get(context.Background(), Slot{"t", []byte("k")})
+	if string(it.Value) != "1" {
+		t.Errorf("k = %q after the group, want 1", it.Value)
+	}
+	seen := map[uint64]bool{}
+	for _, it := range b.items {
+		if seen[it.Version] {
+			t.Errorf("version %d stored twice", it.Version)
+		}
+		seen[it.Version] = true
+	}
+}
+
+// A range read of a table an earlier batch of the group wrote cannot be served from the datastore: the group is
+// applied one batch at a time instead, and the read sees the member written before it.
+func TestGroupFallsBackForRangeReads(t *testing.T) {
+	b := newStampBackend()
+	e := New(b)
+	e.GroupMuts = 64
+	e.Ranger = b
+	hset := engine.Mutation{Op: engine.OpMemberSet, Table: "t", Key: []byte("h"), Value: []byte("v"),
+		Coll: engine.CollArgs{Kind: engine.KindHash, Member: []byte("f")}}
+	all := engine.Mutation{Op: engine.OpMembers, Table: "t", Key: []byte("h"), Coll: engine.CollArgs{Kind: engine.KindHash}}
+	res, errs := queued(t, e, b,
+		&engine.Batch{Now: 1, Muts: []engine.Mutation{incrBy("first", 1)}},
+		&engine.Batch{Now: 1, Muts: []engine.Mutation{hset}},
+		&engine.Batch{Now: 1, Muts: []engine.Mutation{all}},
+	)
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("batch %d: %v", i, err)
+		}
+	}
+	if m := res[2][0].Members; len(m) != 1 || string(m[0].Name) != "f" || string(m[0].Item.Value) != "v" {
+		t.Errorf("HGETALL after the group's HSET = %+v", res[2][0])
+	}
+}
+
+// A caller whose context ends while its batch waits in the queue leaves at once, and the batch is never applied.
+func TestQueuedCallerLeaves(t *testing.T) {
+	b := newStampBackend()
+	e := New(b)
+	e.GroupMuts = 64
+	b.hold = make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		_, err := e.Apply(context.Background(), &engine.Batch{Now: 1, Muts: []engine.Mutation{incrBy("a", 1)}})
+		first <- err
+	}()
+	for !e.groupBusy() {
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := e.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{incrBy("b", 1)}}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("queued call with an ended context = %v", err)
+	}
+	close(b.hold)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := b.Get(context.Background(), Slot{"t", []byte("b")}); ok {
+		t.Error("the batch of a caller that left was applied")
+	}
+}
+
+func (e *Engine) groupBusy() bool {
+	e.group.mu.Lock()
+	defer e.group.mu.Unlock()
+	return e.group.serving > 0
+}
