@@ -142,6 +142,28 @@ func TestConcurrentIncrAndWatchCAS(t *testing.T) {
 	}
 }
 
+// RANDOMKEY in a small table picks every key about equally often (Redis's own RANDOMKEY test: two keys whose
+// byte positions are close must both come up in 100 calls).
+func TestRandomKeyIsUniformInASmallTable(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, nil)
+	if k, err := c.RandomKey(ctx).Result(); err != goredis.Nil {
+		t.Fatalf("RANDOMKEY of an empty table = %q, %v", k, err)
+	}
+	c.Set(ctx, "foo", "x", 0)
+	c.Set(ctx, "bar", "y", 0)
+	c.Set(ctx, "zzzzzzzzzz", "z", 0)
+	seen := map[string]int{}
+	for range 300 {
+		seen[c.RandomKey(ctx).Val()]++
+	}
+	for _, k := range []string{"foo", "bar", "zzzzzzzzzz"} {
+		if seen[k] < 50 {
+			t.Errorf("RANDOMKEY gave %q %d times in 300 calls over 3 keys: %v", k, seen[k], seen)
+		}
+	}
+}
+
 func TestScanVisitsEveryKeyOnce(t *testing.T) {
 	ts := startServer(t, Options{}, 0)
 	c := ts.client(t, nil)

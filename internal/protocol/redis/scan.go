@@ -3,6 +3,7 @@ package redis
 import (
 	"crypto/rand"
 	"encoding/binary"
+	mrand "math/rand/v2"
 	"strconv"
 	"sync"
 
@@ -176,7 +177,24 @@ func cmdScan(s *session, args [][]byte) {
 	}
 }
 
+// randomKeyExact is up to how many keys RANDOMKEY picks uniformly, from one scan of them all; in a bigger table it
+// seeks to a random position, which favours keys after wide gaps.
+const randomKeyExact = 1024
+
 func cmdRandomKey(s *session, args [][]byte) {
+	p, err := s.h.store.Scan(s.readCtx(), s.table(), kv.Query{Limit: randomKeyExact, KeysOnly: true})
+	if err != nil {
+		s.w.Error(errText(err))
+		return
+	}
+	if p.Next == nil {
+		if len(p.Entries) == 0 {
+			s.w.Null()
+			return
+		}
+		s.w.Bulk(p.Entries[mrand.IntN(len(p.Entries))].Key)
+		return
+	}
 	var start [8]byte
 	rand.Read(start[:])
 	for _, q := range []kv.Query{{Start: start[:], Limit: 1, KeysOnly: true}, {Limit: 1, KeysOnly: true}} {
