@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	_ "net/http/pprof" // profiles on --pprof only: DefaultServeMux is served nowhere else
+	"runtime"
 	"sync"
 	"time"
 
@@ -63,6 +64,10 @@ func startListeners(srv *server.Server, store *kv.Store, c *config, m *metrics.M
 		return err
 	}
 	if c.pprofAddr != "" {
+		// Contention profiles too (/debug/pprof/mutex and /block): one mutex contention event in 100, and
+		// blocking of 10 µs or more. They cost a little, and only when profiling was asked for.
+		runtime.SetMutexProfileFraction(100)
+		runtime.SetBlockProfileRate(10_000)
 		if _, _, err := srv.ListenHTTP("pprof", c.pprofAddr, c.auth.RequireBearer(http.DefaultServeMux), server.HTTPOptions{MaxConns: 4}); err != nil {
 			return err
 		}
