@@ -17,7 +17,7 @@ import (
 func TestFrontEnds(t *testing.T) {
 	t.Parallel()
 	bin := servertest.Binary(t)
-	for _, name := range []string{"anykv+redis", "anykv+redis+cache", "anykv+etcd", "anykv+postgres+cache", "anykv+mariadb", "anykv+cassandra", "anykv+memcached"} {
+	for _, name := range []string{"anykv+redis", "anykv+redis+cache", "anykv+etcd", "anykv+postgres+cache", "anykv+postgres+cache+http", "anykv+mariadb", "anykv+cassandra", "anykv+memcached"} {
 		t.Run(name, func(t *testing.T) {
 			s, err := Start(context.Background(), name, Options{BaseDir: baseDir(t), AnykvBin: bin})
 			if err != nil {
@@ -38,7 +38,10 @@ func TestFrontEnds(t *testing.T) {
 			}
 			d.Close()
 			settings := strings.Join(s.Settings, "; ")
-			wantCache := strings.HasSuffix(name, "+cache")
+			wantCache := strings.Contains(name, "+cache")
+			if wantHTTP := strings.HasSuffix(name, "+http"); wantHTTP != strings.HasPrefix(s.URL, "http://") {
+				t.Errorf("%s serves the bench at %s", name, s.URL)
+			}
 			if got := strings.Contains(settings, "caches on"); got != wantCache {
 				t.Errorf("settings %q: caches on = %v, want %v", settings, got, wantCache)
 			}
