@@ -49,6 +49,15 @@ func groupable(b *engine.Batch) bool {
 	return true
 }
 
+// valueBytes is the size of the values b's mutations carry.
+func valueBytes(b *engine.Batch) int {
+	n := 0
+	for i := range b.Muts {
+		n += len(b.Muts[i].Value)
+	}
+	return n
+}
+
 // enqueue queues w for the next group and waits for its outcome. A caller whose context ends while it is still
 // queued leaves with the context's error and its batch is never applied; once a group has it, the caller waits
 // for the group, so the batch is not reused while the group reads it.
@@ -84,17 +93,18 @@ func (e *Engine) serve() {
 	for {
 		g.mu.Lock()
 		var ws []*waiter
-		muts := 0
+		muts, size := 0, 0
 		for len(g.queue) > 0 {
 			w := g.queue[0]
-			if len(ws) > 0 && muts+len(w.b.Muts) > e.GroupMuts {
+			n := valueBytes(w.b)
+			if len(ws) > 0 && (muts+len(w.b.Muts) > e.GroupMuts || e.GroupBytes > 0 && size+n > e.GroupBytes) {
 				break
 			}
 			g.queue[0] = nil
 			g.queue = g.queue[1:]
 			w.taken = true
 			ws = append(ws, w)
-			muts += len(w.b.Muts)
+			muts, size = muts+len(w.b.Muts), size+n
 		}
 		if len(ws) == 0 {
 			if g.serving--; g.serving == 0 {

@@ -314,3 +314,23 @@ func (e *Engine) groupBusy() bool {
 	defer e.group.mu.Unlock()
 	return e.group.serving > 0
 }
+
+// GroupBytes bounds the values a group carries: queued batches that would exceed it go to the next group.
+func TestGroupBytesSplitsGroups(t *testing.T) {
+	b := newStampBackend()
+	e := New(b)
+	e.GroupMuts, e.GroupBytes = 64, 20
+	set := func(k string) *engine.Batch {
+		return &engine.Batch{Now: 1, Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t", Key: []byte(k), Value: []byte("12345678")}}}
+	}
+	_, errs := queued(t, e, b, set("a"), set("b"), set("c"), set("d"), set("e"))
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("batch %d: %v", i, err)
+		}
+	}
+	// a alone (it was read while the others queued), then b+c (16 bytes), then d+e.
+	if b.commits != 3 {
+		t.Errorf("%d commits, want 3", b.commits)
+	}
+}

@@ -113,6 +113,9 @@ type Engine struct {
 	// GroupMuts, when > 0, lets concurrent Apply calls share one read and one commit, up to this many mutations
 	// in all (group.go). Adapters set it when their commit is atomic across any keys and has room for them.
 	GroupMuts int
+	// GroupBytes, when > 0, also bounds the values a group's mutations carry, in bytes (Cassandra refuses a
+	// BATCH over 50 KiB by default); a batch bigger than that alone is still applied, alone.
+	GroupBytes int
 	// GroupsInFlight is how many groups may be read and committed at once (default 1). More overlap round trips
 	// where concurrent commits rarely conflict; where every commit checks one counter (etcd) they would only
 	// conflict.
