@@ -120,8 +120,8 @@ type Engine struct {
 	// where concurrent commits rarely conflict; where every commit checks one counter (etcd) they would only
 	// conflict.
 	GroupsInFlight int
-	closed    atomic.Bool
-	group     grouper
+	closed         atomic.Bool
+	group          grouper
 }
 
 // SingleItemBatches implements engine.ItemScoper: true when SingleItem names the engine.

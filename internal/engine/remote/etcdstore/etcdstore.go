@@ -97,7 +97,8 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{Engine: remote.New(b), b: b}
-	s.Engine.GroupMuts = 32 // a Txn has room for their checks and puts within etcd's default --max-txn-ops
+	// Group commit: a Txn has room for 32 mutations' checks and puts within etcd's default --max-txn-ops.
+	s.Engine.GroupMuts = 32
 	s.Engine.Ranger = s // collection ops read ranges of members with the store's own scan
 	return s, nil
 }

@@ -137,7 +137,8 @@ func Open(ctx context.Context, raw string) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{Engine: remote.New(b), b: b}
-	s.Engine.GroupMuts = 128 // one transaction commits any keys
+	// Group commit: one transaction commits any keys.
+	s.Engine.GroupMuts = 128
 	s.Engine.Ranger = s // collection ops read ranges of members with the store's own scan
 	return s, nil
 }

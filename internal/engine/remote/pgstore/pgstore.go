@@ -89,7 +89,8 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	}
 	b := &backend{pool: pool}
 	s := &Store{Engine: remote.New(b), b: b}
-	s.Engine.GroupMuts = 128 // one transaction commits any keys
+	// Group commit: one transaction commits any keys.
+	s.Engine.GroupMuts = 128
 	s.Engine.Ranger = s // collection ops read ranges of members with the store's own scan
 	return s, nil
 }
