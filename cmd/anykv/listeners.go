@@ -109,7 +109,7 @@ func startListeners(srv *server.Server, store *kv.Store, c *config, m *metrics.M
 			Budget: c.budget, Backup: c.backup, BackupDir: c.backupDir, NotifyKeyspaceEvents: c.notifyEvents,
 			Shutdown: sync.OnceFunc(func() { close(c.shutdown) }),
 			Start:    c.startSettings(), SetMaxClients: c.allCounts.setMax, ConfigFile: c.configFile,
-			RemoteEngine: dial.IsURL(c.engine),
+			RemoteEngine: dial.IsURL(c.engine) && !c.exclusive, // with --exclusive the read cache answers reads
 		}
 		if c.rewriter != nil {
 			ro.Rewrite = c.rewriter.rewrite

@@ -35,9 +35,9 @@ type Options struct {
 	Databases int
 	// Limits bound each request (bulk length, arguments, inline line, the connection's query buffer).
 	Limits resp.Limits
-	// RemoteEngine: the engine is a datastore behind a URL, where every read is a round trip of its own, so a
-	// mixed pipeline's reads stay in its batch (one read round trip for all) instead of being answered one by
-	// one (split.go).
+	// RemoteEngine: the engine is a datastore behind a URL with no read cache in front, where every read is a
+	// round trip of its own, so a pipeline's reads stay in its batch (one read round trip for all) instead of
+	// being answered one by one (split.go, session.readsInOneTrip).
 	RemoteEngine bool
 	// Budget bounds the request buffers of all connections together (maxmemory-clients); nil: no bound.
 	Budget *membudget.Budget

@@ -295,7 +295,7 @@ func (s *session) run(guards []engine.Mutation) ([]engine.Result, error) {
 	if len(own) == 0 && len(guards) == 0 {
 		return nil, nil
 	}
-	if guards == nil && plainReads(own) {
+	if guards == nil && plainReads(own) && !s.readsInOneTrip(own) {
 		return s.readDirect(own), nil
 	}
 	if guards == nil && s.execWatch == nil && !s.h.notifying() && !s.h.opts.RemoteEngine {
@@ -337,6 +337,17 @@ func plainReads(muts []engine.Mutation) bool {
 		}
 	}
 	return true
+}
+
+// readsInOneTrip reports whether a batch of plain reads goes to the engine as one batch rather than one Get per
+// key: over a datastore (Options.RemoteEngine) that is one round trip for all, where Get would be one each. Reads
+// at a weaker level than linearizable stay Gets (a batch's reads are always linearizable).
+func (s *session) readsInOneTrip(muts []engine.Mutation) bool {
+	if !s.h.opts.RemoteEngine || len(muts) < 2 {
+		return false
+	}
+	c, ok := engine.ConsistencyOf(s.readCtx())
+	return !ok || c == engine.Linearizable
 }
 
 // readDirect answers plain reads with Get, giving the results Resolve would give for OpGet.

@@ -105,5 +105,20 @@ func TestRemoteEngineKeepsReadsInTheBatch(t *testing.T) {
 		if got, want := e.gets.Load(), map[bool]int64{false: 2, true: 0}[remote]; got != want {
 			t.Errorf("RemoteEngine %v: %d engine Gets for a pipeline of GET, SET, GET; want %d", remote, got, want)
 		}
+		// A pipeline of reads alone: one batch over a remote engine (one round trip), Gets over a local one.
+		e.gets.Store(0)
+		p = c.Pipeline()
+		get := p.Get(ctx, "b")
+		p.Get(ctx, "a")
+		p.MGet(ctx, "b", "c")
+		if _, err := p.Exec(ctx); err != nil && err != goredis.Nil {
+			t.Fatal(err)
+		}
+		if get.Val() != "1" {
+			t.Errorf("RemoteEngine %v: GET b in a pipeline of reads = %q", remote, get.Val())
+		}
+		if got, want := e.gets.Load(), map[bool]int64{false: 4, true: 0}[remote]; got != want {
+			t.Errorf("RemoteEngine %v: %d engine Gets for a pipeline of GET, GET, MGET of 2; want %d", remote, got, want)
+		}
 	}
 }
