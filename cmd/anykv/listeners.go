@@ -74,7 +74,7 @@ func startListeners(srv *server.Server, store *kv.Store, c *config, m *metrics.M
 	}
 	if e.memcacheAddr != "" || e.memcacheTLS != "" {
 		h := memcache.New(store, memcache.Options{Table: kv.DefaultTable, MaxItemSize: e.memcacheItem, Version: version, Logger: log,
-			Metrics: m, Auth: c.auth, MaxQuery: c.queryLimit, Budget: c.budget})
+			Metrics: m, Auth: c.auth, MaxQuery: c.queryLimit, Budget: c.budget, RemoteEngine: dial.IsURL(c.engine) && !c.exclusive})
 		counts, err := listenBoth(srv, "memcache", e.memcacheAddr, e.memcacheTLS, e.tls, h, c.maxClients)
 		if err != nil {
 			return err

@@ -327,3 +327,35 @@ func TestGetAllocations(t *testing.T) {
 		t.Fatalf("%.1f allocations for 32 lookups (%.2f each); want about 1 each (the value copy)", allocs, perKey)
 	}
 }
+
+// countingGets counts the engine's Gets.
+type countingGets struct {
+	engine.Engine
+	gets int
+}
+
+func (c *countingGets) Get(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
+	c.gets++
+	return c.Engine.Get(ctx, table, key, now)
+}
+
+// TestRemoteMultiGetIsOneBatch: over a datastore (RemoteEngine) a get of several keys is one batch, one round
+// trip, with the same replies as Gets one by one give over a local engine.
+func TestRemoteMultiGetIsOneBatch(t *testing.T) {
+	for _, remote := range []bool{false, true} {
+		e := &countingGets{Engine: memstore.New()}
+		store := kv.New(e, kv.Options{SweepInterval: -1})
+		h := New(store, Options{RemoteEngine: remote})
+		in := "set a 5 0 1\r\nx\r\nset c 0 0 2\r\nyz\r\nget a b c\r\ngets c\r\n"
+		sc := &scriptConn{chunks: [][]byte{[]byte(in)}}
+		h.ServeConn(context.Background(), sc)
+		want := "STORED\r\nSTORED\r\nVALUE a 5 1\r\nx\r\nVALUE c 0 2\r\nyz\r\nEND\r\nVALUE c 0 2 "
+		if got := sc.out.String(); !strings.HasPrefix(got, want) || !strings.HasSuffix(got, "\r\nyz\r\nEND\r\n") {
+			t.Errorf("remote %v: replies %q", remote, got)
+		}
+		if wantGets := map[bool]int{false: 4, true: 1}[remote]; e.gets != wantGets {
+			t.Errorf("remote %v: %d engine Gets, want %d", remote, e.gets, wantGets)
+		}
+		store.Close()
+	}
+}

@@ -44,6 +44,9 @@ type Options struct {
 	MaxQuery int
 	// Budget bounds the read buffers of all connections together (maxmemory-clients); nil: no bound.
 	Budget *membudget.Budget
+	// RemoteEngine: the engine is a datastore behind a URL with no read cache in front, where every read is a
+	// round trip: a get of several keys reads them as one batch (one round trip).
+	RemoteEngine bool
 }
 
 // Handler serves the memcached text, meta and binary protocols over one table of a kv.Store. It implements
@@ -53,6 +56,7 @@ type Handler struct {
 	store *kv.Store
 	// singleItem: the engine applies batches of one item only, so pipelined requests run one batch each.
 	singleItem bool
+	remote     bool // Options.RemoteEngine
 	table      string
 	maxItem    int
 	// maxGetLine bounds a get/gets key-list line.
@@ -105,6 +109,7 @@ func New(store *kv.Store, opts Options) *Handler {
 	h := &Handler{
 		store:      store,
 		singleItem: store.SingleItem(),
+		remote:     opts.RemoteEngine,
 		table:      opts.Table,
 		maxItem:    min(opts.MaxItemSize, store.Limits().MaxValue),
 		maxGetLine: defaultMaxGetLine,

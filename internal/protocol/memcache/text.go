@@ -206,9 +206,22 @@ func (c *conn) gatAnswer(req *request, rs []engine.Result) {
 func (c *conn) get(req *request) {
 	start := len(c.out)
 	withCas := req.cmd == cmdGets
+	rs, err := c.getBatch(req.keys)
+	if err != nil {
+		c.line(c.serverError(err))
+		return
+	}
+	i := 0
 	for k, rest := nextToken(req.keys); len(k) > 0; k, rest = nextToken(rest) {
 		c.st[sCmdGet]++
-		it, err := c.h.store.Get(c.ctx, c.h.table, k)
+		var it engine.Item
+		var err error
+		if rs != nil {
+			it, err = rs[i].New, rs[i].Err
+			i++
+		} else {
+			it, err = c.h.store.Get(c.ctx, c.h.table, k)
+		}
 		switch {
 		case err == nil:
 			c.st[sGetHits]++
@@ -223,6 +236,26 @@ func (c *conn) get(req *request) {
 		}
 	}
 	c.out = append(c.out, "END\r\n"...)
+}
+
+// getBatch reads the keys of a multi-key get as one batch when the engine is a datastore behind a URL with no
+// read cache (Options.RemoteEngine): one round trip for all, where a Get per key would be one each. It returns
+// nil results when the keys are to be read one by one.
+func (c *conn) getBatch(keys []byte) ([]engine.Result, error) {
+	if !c.h.remote || c.h.singleItem {
+		return nil, nil
+	}
+	if lvl, ok := engine.ConsistencyOf(c.ctx); ok && lvl != engine.Linearizable {
+		return nil, nil // a batch's reads are linearizable: a weaker level reads key by key
+	}
+	var muts []engine.Mutation
+	for k, rest := nextToken(keys); len(k) > 0; k, rest = nextToken(rest) {
+		muts = append(muts, engine.Mutation{Op: engine.OpGet, Table: c.h.table, Key: k})
+	}
+	if len(muts) < 2 {
+		return nil, nil
+	}
+	return c.h.store.Apply(c.ctx, muts)
 }
 
 // appendValue writes "VALUE <key> <flags> <bytes>[ <cas>]\r\n<data>\r\n".
