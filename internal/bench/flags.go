@@ -112,6 +112,7 @@ Examples:
       --ratio 1:0,0:1,10:1 --pipeline 1,16 --connections 50 --keys 10000 --value-size 100 \
       --duration 10s --runs 3 --server-cpus 0 --client-cpus 1
   anykv bench --deploy etcd3,anykv+etcd3,redis-cluster,anykv+redis-cluster --kill every=10s
+  anykv bench --deploy cassandra3,anykv+cassandra3 --kill every=20s,down=5s --duration 80s
 
 Flags:`)
 	fs.PrintDefaults()

@@ -164,6 +164,9 @@ func TestUsageErrors(t *testing.T) {
 		{"--deploy", "etcd3", "--kill", "every=1s", "--workload", "ycsb-a"},
 		{"--target", "resp://x:1", "--kill", "every=1s"},
 		{"--deploy", "etcd3", "--kill", "every=1s", "--rate", "100"},
+		{"--deploy", "cassandra3", "--kill", "every=15s,down=-5s"},
+		{"--deploy", "anykv+cassandra3", "--kill-target", "front"},
+		{"--deploy", "cassandra3,anykv+cassandra3", "--kill", "every=15s", "--kill-target", "cassandra"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := Main(context.Background(), args, &stdout, &stderr); code != ExitUsage {
@@ -171,6 +174,58 @@ func TestUsageErrors(t *testing.T) {
 		}
 		if !strings.Contains(stderr.String(), "anykv bench:") || stdout.Len() != 0 {
 			t.Errorf("%q: stderr %q stdout %q", args, stderr.String(), stdout.String())
+		}
+	}
+}
+
+// TestParseKill: --kill and --kill-target on the clustered targets, with the defaults --kill fills in (a run of
+// four kill periods, four clients, 100-byte values) and a --duration given for Cassandra's slower restarts.
+func TestParseKill(t *testing.T) {
+	for _, c := range []struct {
+		args        []string
+		every, down time.Duration
+		front       bool
+		duration    time.Duration
+	}{
+		{[]string{"--deploy", "etcd3,anykv+etcd3", "--kill", "every=10s"}, 10 * time.Second, 5 * time.Second, false, 40 * time.Second},
+		{[]string{"--deploy", "cassandra3,anykv+cassandra3", "--kill", "every=20s,down=5s", "--duration", "80s"}, 20 * time.Second, 5 * time.Second, false, 80 * time.Second},
+		{[]string{"--deploy", "anykv+cassandra3", "--kill", "down=5s,every=15s", "--kill-target", "front"}, 15 * time.Second, 5 * time.Second, true, 60 * time.Second},
+	} {
+		var stderr bytes.Buffer
+		o, code, done := parse(c.args, &stderr, &stderr)
+		if done {
+			t.Errorf("%q: exit %d: %s", c.args, code, stderr.String())
+			continue
+		}
+		k := o.kill
+		if k == nil || k.every != c.every || k.down != c.down || k.front != c.front || o.duration != c.duration {
+			t.Errorf("%q: kill %+v, duration %v; want every %v down %v front %v duration %v", c.args, k, o.duration, c.every, c.down, c.front, c.duration)
+		}
+		if len(o.threads) != 1 || o.threads[0] != 4 || o.valueSize != 100 {
+			t.Errorf("%q: threads %v, value size %d; want 4 clients of 100-byte values", c.args, o.threads, o.valueSize)
+		}
+		if got := strings.Join(o.deploy, ","); got != c.args[1] {
+			t.Errorf("%q: deploy %s", c.args, got)
+		}
+	}
+}
+
+// TestClusterTargetsListed: the failover evaluation's targets are deployable and described in --help.
+func TestClusterTargetsListed(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	Main(context.Background(), []string{"--help"}, &stdout, &stderr)
+	for _, name := range []string{"etcd3", "anykv+etcd3", "redis-cluster", "anykv+redis-cluster", "redis-cluster9",
+		"anykv+redis-cluster9", "cassandra3", "anykv+cassandra3"} {
+		if !deploy.Known(name) {
+			t.Errorf("%s is not a deployable target", name)
+		}
+		if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(name) + ` +\S`).MatchString(stdout.String()) {
+			t.Errorf("--help does not list %s", name)
+		}
+	}
+	for _, want := range []string{"cassandra3 ", "QUORUM", "SERIAL"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("--help lacks %q", want)
 		}
 	}
 }

@@ -299,25 +299,16 @@ func waitCassandra(st *State, idx []int, n int, timeout time.Duration) error {
 
 // peersSeen connects to member i alone and checks that its system.peers lists the other members among the first n.
 func peersSeen(st *State, i, n int) error {
-	host, port, _ := net.SplitHostPort(st.Members[i].Addr)
-	c := gocql.NewCluster(host)
-	c.Port, _ = strconv.Atoi(port)
-	c.HostFilter = gocql.WhiteListHostFilter(host)
-	c.DisableInitialHostLookup = true
-	c.Timeout, c.ConnectTimeout = 2*time.Second, 2*time.Second
-	c.Logger = gocql.NewLogger(gocql.LogLevelNone)
-	s, err := c.CreateSession()
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	iter := s.Query("SELECT peer FROM system.peers").Iter()
 	seen := map[string]bool{}
-	var peer net.IP
-	for iter.Scan(&peer) {
-		seen[peer.String()] = true
-	}
-	if err := iter.Close(); err != nil {
+	err := withSession(st, i, func(s *gocql.Session) error {
+		iter := s.Query("SELECT peer FROM system.peers").Iter()
+		var peer net.IP
+		for iter.Scan(&peer) {
+			seen[peer.String()] = true
+		}
+		return iter.Close()
+	})
+	if err != nil {
 		return err
 	}
 	for j, m := range st.Members[:n] {
@@ -332,4 +323,102 @@ func peersSeen(st *State, i, n int) error {
 func logTail(path string, n int) string {
 	b, _ := os.ReadFile(path)
 	return lastLines(string(b), n)
+}
+
+// waitRejoined waits until restarted member i has rejoined: it answers CQL (waitCassandra), and every other
+// member still running has its new incarnation in its gossip state (gossipSeen). A node answering CQL may not yet
+// be known to its peers as restarted; until they gossip with it they do not send it writes or hints.
+func waitRejoined(st *State, i int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	if err := waitCassandra(st, []int{i}, len(st.Members), timeout); err != nil {
+		return err
+	}
+	for {
+		err := gossipSeen(st, i)
+		if err == nil {
+			return nil
+		}
+		if !alive(st.Members[i].Pid) {
+			return fmt.Errorf("cassandra node %s exited after its restart; log %s:\n%s", st.Members[i].Name, st.Members[i].Log, logTail(st.Members[i].Log, 20))
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cassandra node %s not rejoined after %s: %v", st.Members[i].Name, timeout, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// gossipSeen checks that member i and every other running member agree, in system_views.gossip_info, on member
+// i's gossip generation (a node picks a new one at each start, so the peers have heard from this incarnation),
+// with its status NORMAL and its CQL port ready.
+func gossipSeen(st *State, i int) error {
+	host, _, _ := net.SplitHostPort(st.Members[i].Addr)
+	self, err := gossipOf(st, i, host)
+	if err != nil {
+		return err
+	}
+	for j, m := range st.Members {
+		if j == i || !alive(m.Pid) {
+			continue
+		}
+		g, err := gossipOf(st, j, host)
+		if err != nil {
+			return err
+		}
+		if g != self {
+			return fmt.Errorf("%s sees %s as %+v, it is %+v", m.Name, st.Members[i].Name, g, self)
+		}
+	}
+	if !strings.HasPrefix(self.status, "NORMAL") || self.ready != "true" {
+		return fmt.Errorf("%s gossips status %q, rpc_ready %q", st.Members[i].Name, self.status, self.ready)
+	}
+	return nil
+}
+
+// gossipState is one endpoint's gossip as a node knows it.
+type gossipState struct {
+	generation int
+	status     string
+	ready      string // "true" once its CQL port serves (gossip_info's columns are text)
+}
+
+// gossipOf returns what member j's gossip says of the node at address host.
+func gossipOf(st *State, j int, host string) (gossipState, error) {
+	var g gossipState
+	found := false
+	err := withSession(st, j, func(s *gocql.Session) error {
+		iter := s.Query("SELECT address, generation, status_with_port, rpc_ready FROM system_views.gossip_info").Iter()
+		var addr net.IP
+		var r gossipState
+		for iter.Scan(&addr, &r.generation, &r.status, &r.ready) {
+			if addr.String() == host {
+				g, found = r, true
+			}
+		}
+		return iter.Close()
+	})
+	if err == nil && !found {
+		err = errors.New("not in its gossip")
+	}
+	if err != nil {
+		return g, fmt.Errorf("%s's gossip of %s: %w", st.Members[j].Name, host, err)
+	}
+	return g, nil
+}
+
+// withSession runs f on a session connected to member i alone.
+func withSession(st *State, i int, f func(*gocql.Session) error) error {
+	host, port, _ := net.SplitHostPort(st.Members[i].Addr)
+	c := gocql.NewCluster(host)
+	c.Port, _ = strconv.Atoi(port)
+	c.HostFilter = gocql.WhiteListHostFilter(host)
+	c.DisableInitialHostLookup = true
+	c.Timeout, c.ConnectTimeout = 2*time.Second, 2*time.Second
+	c.Logger = gocql.NewLogger(gocql.LogLevelNone)
+	s, err := c.CreateSession()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return f(s)
 }

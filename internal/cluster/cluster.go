@@ -134,7 +134,7 @@ func (st *State) Restart(i int) error {
 		}
 	}
 	if st.Engine == "cassandra" { // a JVM: slower to start, and ready once it is back in its peers' ring
-		return waitCassandra(st, []int{i}, len(st.Members), 120*time.Second)
+		return waitRejoined(st, i, 120*time.Second)
 	}
 	return waitListening(m.Addr, 30*time.Second)
 }

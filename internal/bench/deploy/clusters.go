@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,9 +11,9 @@ import (
 	"anykv/internal/cluster"
 )
 
-// Clustered targets for the failover evaluation (--kill): a 3-member etcd cluster and a Redis Cluster of 3
-// masters and 3 replicas started by internal/cluster (as `anykv cluster up`), driven directly, and anykv front
-// ends over each.
+// Clustered targets for the failover evaluation (--kill): a 3-member etcd cluster, a Redis Cluster of 3 masters
+// and 3 replicas (or 6) and a 3-node Cassandra cluster started by internal/cluster (as `anykv cluster up`),
+// driven directly, and anykv front ends over each.
 func init() {
 	for _, c := range []struct {
 		name, engine, bin, pkg, summary string
@@ -24,6 +25,8 @@ func init() {
 		{"anykv+redis-cluster", "redis-cluster", "redis-server", "redis-server", "two anykv front ends over a Redis Cluster of 3 masters + 3 replicas, over RESP (round robin)", 6, 2},
 		{"redis-cluster9", "redis-cluster", "redis-server", "redis-server", "Redis Cluster, 3 masters + 6 replicas (anykv cluster up --engine redis-cluster --nodes 9), go-redis ClusterClient", 9, 0},
 		{"anykv+redis-cluster9", "redis-cluster", "redis-server", "redis-server", "two anykv front ends over a Redis Cluster of 3 masters + 6 replicas (writes go on through one failure: WAIT 1 still finds a replica), over RESP (round robin)", 9, 2},
+		{"cassandra3", "cassandra", "java", "openjdk-17-jre-headless maven", "Apache Cassandra " + CassandraVersion + " 3-node cluster (anykv cluster up --engine cassandra --nodes 3), replication factor 3, gocql over all nodes, QUORUM reads and writes", 3, 0},
+		{"anykv+cassandra3", "cassandra", "java", "openjdk-17-jre-headless maven", "two anykv front ends over a 3-node Cassandra cluster (rf=3, QUORUM reads, SERIAL lightweight-transaction writes), over RESP (round robin)", 3, 2},
 	} {
 		register(spec{name: c.name, pkg: c.pkg, summary: c.summary,
 			start: func(ctx context.Context, o Options, dir string) (*Server, error) {
@@ -40,6 +43,9 @@ func init() {
 func startCluster(ctx context.Context, o Options, dir, engine string, n, fronts int) (*Server, error) {
 	cdir := filepath.Join(dir, "cluster")
 	st, err := cluster.Up(engine, n, cdir)
+	if errors.Is(err, cluster.ErrNotInstalled) {
+		return nil, &NotInstalledError{Name: engine, Hint: err.Error()}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -49,13 +55,24 @@ func startCluster(ctx context.Context, o Options, dir, engine string, n, fronts 
 		}
 		return cluster.Down(cdir)
 	}
-	s := &Server{URL: st.URL, Pid: st.Members[0].Pid, Version: output(st.Bin, "--version"), stop: stopCluster}
+	s := &Server{URL: st.URL, Pid: st.Members[0].Pid, stop: stopCluster}
 	for i := range st.Members {
 		s.Datastore = append(s.Datastore, &memberNode{st: st, i: i})
 	}
-	if engine == "etcd" {
+	engineURL := st.URL
+	switch engine {
+	case "etcd":
+		s.Version = output(st.Bin, "--version")
 		s.Settings = []string{fmt.Sprintf("%d etcd members on 127.0.0.1 (Raft; a write is acknowledged once a majority has it in its fsynced WAL)", n)}
-	} else {
+	case "cassandra":
+		// Direct: the bench's keyspace (anykv_bench, replication factor 3), not the front ends'. Through anykv:
+		// QUORUM reads and SERIAL writes committed at QUORUM, the levels under which an acknowledged write is safe.
+		s.URL = strings.TrimSuffix(st.URL, "/anykv")
+		engineURL = st.URL + "?rf=3&read=quorum"
+		s.Version = "Apache Cassandra " + CassandraVersion
+		s.Settings = []string{fmt.Sprintf("%d Cassandra nodes on 127.0.0.1-127.0.0.%d, replication factor 3, commitlog_sync batch, paxos_variant v2, write and CAS timeouts 5 s, heap 256-512 MiB; a restarted node counts as down until it answers CQL and its peers gossip its new generation", n, n)}
+	default:
+		s.Version = output(st.Bin, "--version")
 		s.Settings = []string{fmt.Sprintf("%d redis-server nodes in cluster mode, %d masters with %d replica(s) each, cluster-node-timeout %v, appendonly yes (appendfsync everysec), cluster-require-full-coverage no; replication is asynchronous",
 			n, 3, n/3-1, cluster.NodeTimeout)}
 	}
@@ -72,7 +89,7 @@ func startCluster(ctx context.Context, o Options, dir, engine string, n, fronts 
 			s.stop()
 			return nil, err
 		}
-		f, err := startAnykv(ctx, o, fdir, "always", st.URL, false)
+		f, err := startAnykv(ctx, o, fdir, "always", engineURL, false)
 		if err != nil {
 			s.stop()
 			return nil, err
@@ -95,7 +112,7 @@ func startCluster(ctx context.Context, o Options, dir, engine string, n, fronts 
 			s.Settings = append(f.Settings, "datastore: "+s.Settings[0])
 		}
 	}
-	s.Settings = append(s.Settings, fmt.Sprintf("%d front ends, each anykv serve --engine %s", fronts, st.URL))
+	s.Settings = append(s.Settings, fmt.Sprintf("%d front ends, each anykv serve --engine %s", fronts, engineURL))
 	s.URL = "resp://" + strings.Join(addrs, ",")
 	return s, nil
 }

@@ -52,7 +52,8 @@ type Node interface {
 	Name() string
 	// Kill ends the process with SIGKILL and waits until it is gone.
 	Kill() error
-	// Restart starts it again with the same ports and data and waits until it accepts connections.
+	// Restart starts it again with the same ports and data and waits until it accepts connections (a Cassandra
+	// node: until it answers CQL and its peers gossip its new incarnation).
 	Restart(ctx context.Context) error
 }
 

@@ -6,20 +6,25 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
-	"strconv"
+	"slices"
+	"strings"
+	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 )
 
 // cassandraDriver stores keys in table kv (tbl, k, v) of keyspace anykv_bench (or the URL's path), created if
-// missing with one replica; (tbl, k) is the partition key, so every key is a partition of its own and reads
-// and writes are single-partition at QUORUM (deletes are lightweight transactions, see Delete). Prefix scans would read every partition: not offered.
+// missing with one replica, or three when the URL lists several hosts (a cluster); (tbl, k) is the partition key,
+// so every key is a partition of its own and reads and writes are single-partition at QUORUM (deletes are
+// lightweight transactions, see Delete). Prefix scans would read every partition: not offered.
 //
-// URL: cassandra://[user:pw@]host:port[/keyspace].
+// URL: cassandra://[user:pw@]host:port[,host:port...][/keyspace]. With several hosts the driver contacts them
+// all and tries a node it lost again every second (gocql's default is a minute), as anykv's Cassandra engine does.
 type cassandraDriver struct {
 	s     *gocql.Session
 	table string
 	addr  string
+	rf    int
 }
 
 var cqlIdent = regexp.MustCompile(`^[A-Za-z0-9_]{1,48}$`)
@@ -35,13 +40,15 @@ func openCassandra(ctx context.Context, u *url.URL, opt Options) (Driver, error)
 	if !cqlIdent.MatchString(ks) {
 		return nil, fmt.Errorf("cassandra: keyspace %q is not a plain CQL identifier", ks)
 	}
-	c := gocql.NewCluster(u.Hostname())
-	if u.Port() != "" {
-		p, err := strconv.Atoi(u.Port())
-		if err != nil {
-			return nil, fmt.Errorf("cassandra: port %q", u.Port())
-		}
-		c.Port = p
+	hosts := strings.Split(u.Host, ",")
+	if slices.Contains(hosts, "") {
+		return nil, fmt.Errorf("cassandra: empty host in %q", u.Host)
+	}
+	c := gocql.NewCluster(hosts...) // a host without a port gets c.Port, 9042
+	rf := 1
+	if len(hosts) > 1 {
+		rf = 3
+		c.ReconnectInterval = time.Second
 	}
 	c.NumConns = max(1, opt.Conns/8) // connections multiplex many streams
 	c.Timeout, c.ConnectTimeout = opt.Timeout, opt.Timeout
@@ -55,9 +62,9 @@ func openCassandra(ctx context.Context, u *url.URL, opt Options) (Driver, error)
 	if err != nil {
 		return nil, fmt.Errorf("cassandra %s: %w", u.Host, err)
 	}
-	d := &cassandraDriver{s: s, table: ks + ".kv", addr: u.Host}
+	d := &cassandraDriver{s: s, table: ks + ".kv", addr: u.Host, rf: rf}
 	for _, q := range []string{
-		"CREATE KEYSPACE IF NOT EXISTS " + ks + " WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+		fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d}", ks, rf),
 		"CREATE TABLE IF NOT EXISTS " + d.table + " (tbl text, k text, v blob, PRIMARY KEY ((tbl, k)))",
 	} {
 		if err := s.Query(q).ExecContext(ctx); err != nil {
@@ -71,7 +78,7 @@ func openCassandra(ctx context.Context, u *url.URL, opt Options) (Driver, error)
 func (d *cassandraDriver) Kind() string { return "cassandra" }
 func (d *cassandraDriver) Caps() Caps   { return 0 }
 func (d *cassandraDriver) Settings() string {
-	return "CQL native protocol to " + d.addr + ", consistency QUORUM, one partition per key (table " + d.table + ")"
+	return fmt.Sprintf("CQL native protocol to %s, consistency QUORUM, replication factor %d, one partition per key (table %s)", d.addr, d.rf, d.table)
 }
 
 func (d *cassandraDriver) Get(ctx context.Context, table, key string) ([]byte, bool, error) {

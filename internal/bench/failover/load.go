@@ -183,8 +183,12 @@ func killer(ctx context.Context, nodes []deploy.Node, cfg Config, start time.Tim
 	return kills
 }
 
-// sleepUntil waits until t; false when ctx ended first.
+// sleepUntil waits until t; false when ctx ended first, or had ended when t had already passed (a kill whose
+// time passed while the previous node was restarting must not happen after the load).
 func sleepUntil(ctx context.Context, t time.Time) bool {
+	if ctx.Err() != nil {
+		return false
+	}
 	select {
 	case <-ctx.Done():
 		return false

@@ -1,0 +1,103 @@
+package cluster
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestCassandraRestartWaitsForRejoin: Restart of a Cassandra node killed with SIGKILL returns only once every
+// other running node gossips its new incarnation, not as soon as it answers CQL (it answers before its peers
+// have heard from it). m2 is frozen (SIGSTOP) while m3 restarts: m3 answers CQL, but Restart must wait until m2
+// runs again and has m3's new generation. Down then stops the restarted node.
+func TestCassandraRestartWaitsForRejoin(t *testing.T) {
+	if _, err := exec.LookPath("java"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("java not installed")
+		}
+		t.Skip("java not installed (CI unset: skipping)")
+	}
+	if _, err := CassandraJars(context.Background()); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skipf("%v (CI unset: skipping)", err)
+	}
+	dir := filepath.Join(t.TempDir(), "c")
+	st, err := Up("cassandra", 3, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("m3's log:\n%s", logTail(st.Members[2].Log, 30))
+		}
+		Down(dir)
+	})
+	const m3 = "127.0.0.3"
+	if err := gossipSeen(st, 2); err != nil {
+		t.Fatalf("healthy cluster: %v", err)
+	}
+	before, err := gossipOf(st, 0, m3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Kill(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := gossipSeen(st, 2); err == nil {
+		t.Fatal("m3 counts as rejoined while it is dead")
+	}
+	m2 := st.Members[1].Pid
+	if err := syscall.Kill(m2, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(m2, syscall.SIGCONT)
+	done := make(chan error, 1)
+	go func() { done <- st.Restart(2) }() // st is not touched here until done
+	if err := waitListening(st.Members[2].Addr, 120*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Restart returned (%v) while m2, frozen, has not heard from the restarted m3", err)
+	case <-time.After(5 * time.Second):
+	}
+	if err := syscall.Kill(m2, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("Restart did not return after m2 resumed")
+	}
+	for j := range 2 {
+		g, err := gossipOf(st, j, m3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.generation == before.generation {
+			t.Errorf("%s still gossips m3's generation from before the kill (%d) after Restart returned", st.Members[j].Name, g.generation)
+		}
+	}
+	var pids []int
+	for _, m := range st.Members {
+		pids = append(pids, m.Pid)
+	}
+	if err := Down(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range pids {
+		if Running(pid) == "running" {
+			stopPid(pid)
+			t.Errorf("pid %d still runs after Down", pid)
+		}
+	}
+}
