@@ -50,11 +50,13 @@ func (m SyncMode) String() string {
 }
 
 // Defaults of Options and the Pebble tuning. The workload is small items, point reads and writes, on a small
-// machine (2 cores, 24 GiB): a large block cache serves reads, a 16 MiB memtable absorbs write bursts and makes
-// flushes rare, and bloom filters on every level (L0 included) spare most disk reads for absent keys.
+// machine (2 cores, 24 GiB): a large block cache serves reads, and bloom filters on every level (L0 included)
+// spare most disk reads for absent keys. The memtable is 4 MiB: every write is a skiplist insertion whose cost
+// grows with the memtable (a third of a durable SET's CPU at 16 MiB), and SET at pipeline 16 ran 20% faster
+// with 4 than with 16 (docs/benchmarks.md), more frequent flushes included.
 const (
 	DefaultCacheBytes = 256 << 20
-	memTableSize      = 16 << 20
+	memTableSize      = 4 << 20
 	bloomBitsPerKey   = 10 // ~1% false positives
 	// syncInterval is the background fsync period of SyncInterval.
 	syncInterval = time.Second

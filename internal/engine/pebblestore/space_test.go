@@ -3,6 +3,7 @@ package pebblestore
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -87,7 +88,11 @@ func TestReserveRefusesWritesAndRecovers(t *testing.T) {
 	fs := smallfs.New(64 << 20)
 	s := openLimited(t, fs, 8<<20, 10*time.Millisecond)
 	acked := map[string]string{}
-	val := strings.Repeat("v", 64<<10)
+	// Incompressible values: sstables are Snappy-compressed, and a repeated byte would shrink to nothing once
+	// the memtable is flushed.
+	rnd := make([]byte, 64<<10)
+	_, _ = rand.NewChaCha8([32]byte{1}).Read(rnd)
+	val := string(rnd)
 	var refused error
 	for i := 0; i < 2000 && refused == nil; i++ {
 		k := fmt.Sprintf("k%04d", i)
