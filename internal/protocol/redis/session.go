@@ -343,8 +343,8 @@ func plainReads(muts []engine.Mutation) bool {
 // key: over a datastore (Options.RemoteEngine) that is one round trip for all, where Get would be one each. Reads
 // at a weaker level than linearizable stay Gets (a batch's reads are always linearizable).
 func (s *session) readsInOneTrip(muts []engine.Mutation) bool {
-	if !s.h.opts.RemoteEngine || len(muts) < 2 {
-		return false
+	if !s.h.opts.RemoteEngine || len(muts) < 2 || s.h.store.SingleItem() {
+		return false // an engine of one-item batches (memcached) would refuse a batch of several reads
 	}
 	c, ok := engine.ConsistencyOf(s.readCtx())
 	return !ok || c == engine.Linearizable
