@@ -345,6 +345,7 @@ func lrange(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	if done {
 		return res, err
 	}
+	res.Members = make([]engine.Member, 0, min(max(to-from, 0), 1<<12)) // most ranges are short: no regrowth
 	err = l.scanElems(from, to, func(_ int64, v []byte) bool {
 		res.Members = append(res.Members, engine.Member{Item: engine.Item{Value: v}})
 		return true

@@ -1,7 +1,6 @@
 package pebblestore
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"sort"
@@ -423,6 +422,19 @@ func (w *writer) Range(table string, r engine.Range, fn func([]byte, engine.Item
 		}
 	}
 	sort.Strings(mine)
+	// The copies are carved out of shared slabs, each capped so that an append to one cannot reach the next:
+	// one allocation per few KiB instead of two per item (they were a sixth of an LRANGE's CPU).
+	var slab []byte
+	clone := func(b []byte) []byte {
+		if b == nil {
+			return nil
+		}
+		if len(b) > cap(slab)-len(slab) {
+			slab = make([]byte, 0, max(4096, len(b)))
+		}
+		slab = append(slab, b...)
+		return slab[len(slab)-len(b) : len(slab) : len(slab)]
+	}
 	i := 0
 	emit := func(k string) bool {
 		e := w.keys[k]
@@ -430,7 +442,7 @@ func (w *writer) Range(table string, r engine.Range, fn func([]byte, engine.Item
 			return true
 		}
 		it := e.item
-		it.Value = bytes.Clone(it.Value)
+		it.Value = clone(it.Value)
 		return fn([]byte(k[len(prefix):]), it)
 	}
 	_, flushed := w.flushed[table]
@@ -459,8 +471,8 @@ func (w *writer) Range(table string, r engine.Range, fn func([]byte, engine.Item
 			if err != nil {
 				return err
 			}
-			it.Value = bytes.Clone(it.Value)
-			if !fn(bytes.Clone(k[len(prefix):]), it) {
+			it.Value = clone(it.Value)
+			if !fn(clone(k[len(prefix):]), it) {
 				return nil
 			}
 		}
