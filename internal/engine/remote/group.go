@@ -34,9 +34,11 @@ type waiter struct {
 
 // grouper is the queue of Apply calls waiting for the next group, and whether a goroutine serves it.
 type grouper struct {
-	mu      sync.Mutex
-	queue   []*waiter
-	serving int // goroutines serving the queue, at most Engine.GroupsInFlight
+	mu    sync.Mutex
+	queue []*waiter
+	// serving: a goroutine serves the queue. One group is in flight at a time: two or four were slower on 2
+	// cores (docs/benchmarks.md), and on etcd and Cassandra concurrent groups would only conflict on the counter.
+	serving bool
 }
 
 // groupable reports whether b may share a group: a flush is applied alone.
@@ -66,8 +68,8 @@ func (e *Engine) enqueue(w *waiter) ([]engine.Result, error) {
 	g := &e.group
 	g.mu.Lock()
 	g.queue = append(g.queue, w)
-	if g.serving < max(e.GroupsInFlight, 1) {
-		g.serving++
+	if !g.serving {
+		g.serving = true
 		go e.serve()
 	}
 	g.mu.Unlock()
@@ -107,9 +109,7 @@ func (e *Engine) serve() {
 			muts, size = muts+len(w.b.Muts), size+n
 		}
 		if len(ws) == 0 {
-			if g.serving--; g.serving == 0 {
-				g.queue = nil
-			}
+			g.serving, g.queue = false, nil
 			g.mu.Unlock()
 			return
 		}

@@ -312,7 +312,7 @@ func TestQueuedCallerLeaves(t *testing.T) {
 func (e *Engine) groupBusy() bool {
 	e.group.mu.Lock()
 	defer e.group.mu.Unlock()
-	return e.group.serving > 0
+	return e.group.serving
 }
 
 // GroupBytes bounds the values a group carries: queued batches that would exceed it go to the next group.

@@ -116,12 +116,8 @@ type Engine struct {
 	// GroupBytes, when > 0, also bounds the values a group's mutations carry, in bytes (Cassandra refuses a
 	// BATCH over 50 KiB by default); a batch bigger than that alone is still applied, alone.
 	GroupBytes int
-	// GroupsInFlight is how many groups may be read and committed at once (default 1). More overlap round trips
-	// where concurrent commits rarely conflict; where every commit checks one counter (etcd) they would only
-	// conflict.
-	GroupsInFlight int
-	closed         atomic.Bool
-	group          grouper
+	closed     atomic.Bool
+	group      grouper
 }
 
 // SingleItemBatches implements engine.ItemScoper: true when SingleItem names the engine.
