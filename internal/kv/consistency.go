@@ -38,6 +38,16 @@ func (l *levels) read(ctx context.Context) (context.Context, error) {
 	return ctx, nil
 }
 
+// ReadsLinearizable reports whether reads at ctx's level (the request's, else Options.Consistency) are
+// linearizable: a protocol may then serve several of them as one batch, whose reads always are.
+func (s *Store) ReadsLinearizable(ctx context.Context) bool {
+	c, asked := engine.ConsistencyOf(ctx)
+	if !asked {
+		c = s.levels.def
+	}
+	return c == engine.Linearizable
+}
+
 // Consistency returns the read level of requests that ask for none (Options.Consistency).
 func (s *Store) Consistency() engine.Consistency { return s.levels.def }
 

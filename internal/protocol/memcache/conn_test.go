@@ -358,4 +358,14 @@ func TestRemoteMultiGetIsOneBatch(t *testing.T) {
 		}
 		store.Close()
 	}
+	// With serializable reads as the server's default (--consistency) the keys are read one by one: a batch's
+	// reads would be linearizable, dearer than asked.
+	e := &countingGets{Engine: memstore.New()}
+	store := kv.New(e, kv.Options{SweepInterval: -1, Consistency: engine.Serializable})
+	defer store.Close()
+	sc := &scriptConn{chunks: [][]byte{[]byte("get a b c\r\n")}}
+	New(store, Options{RemoteEngine: true}).ServeConn(context.Background(), sc)
+	if sc.out.String() != "END\r\n" || e.gets != 3 {
+		t.Errorf("serializable default: replies %q after %d engine Gets, want END after 3", sc.out.String(), e.gets)
+	}
 }

@@ -245,8 +245,8 @@ func (c *conn) getBatch(keys []byte) ([]engine.Result, error) {
 	if !c.h.remote || c.h.singleItem {
 		return nil, nil
 	}
-	if lvl, ok := engine.ConsistencyOf(c.ctx); ok && lvl != engine.Linearizable {
-		return nil, nil // a batch's reads are linearizable: a weaker level reads key by key
+	if !c.h.store.ReadsLinearizable(c.ctx) {
+		return nil, nil // a batch's reads are linearizable: a weaker level (--consistency) reads key by key
 	}
 	var muts []engine.Mutation
 	for k, rest := nextToken(keys); len(k) > 0; k, rest = nextToken(rest) {

@@ -341,13 +341,13 @@ func plainReads(muts []engine.Mutation) bool {
 
 // readsInOneTrip reports whether a batch of plain reads goes to the engine as one batch rather than one Get per
 // key: over a datastore (Options.RemoteEngine) that is one round trip for all, where Get would be one each. Reads
-// at a weaker level than linearizable stay Gets (a batch's reads are always linearizable).
+// at a weaker level than linearizable (READONLY, or the server's --consistency) stay Gets: a batch's reads are
+// always linearizable.
 func (s *session) readsInOneTrip(muts []engine.Mutation) bool {
 	if !s.h.opts.RemoteEngine || len(muts) < 2 || s.h.store.SingleItem() {
 		return false // an engine of one-item batches (memcached) would refuse a batch of several reads
 	}
-	c, ok := engine.ConsistencyOf(s.readCtx())
-	return !ok || c == engine.Linearizable
+	return s.h.store.ReadsLinearizable(s.readCtx())
 }
 
 // readDirect answers plain reads with Get, giving the results Resolve would give for OpGet.

@@ -122,3 +122,20 @@ func TestRemoteEngineKeepsReadsInTheBatch(t *testing.T) {
 		}
 	}
 }
+
+// With serializable reads as the server's default (--consistency), a pipeline of reads over a remote engine is
+// read key by key (Gets), as READONLY's are: one batch would read them linearizably, dearer than asked.
+func TestRemoteEngineReadsAtTheDefaultLevel(t *testing.T) {
+	e := &countingGets{Engine: memstore.New()}
+	ts := startServerOver(t, e, kv.Options{SweepInterval: -1, Consistency: engine.Serializable}, Options{RemoteEngine: true}, 0)
+	c := ts.client(t, &goredis.Options{PoolSize: 1})
+	p := c.Pipeline()
+	p.Get(ctx, "a")
+	p.Get(ctx, "b")
+	if _, err := p.Exec(ctx); err != nil && err != goredis.Nil {
+		t.Fatal(err)
+	}
+	if got := e.gets.Load(); got != 2 {
+		t.Errorf("%d engine Gets for a pipeline of two GETs at the serializable default, want 2", got)
+	}
+}
