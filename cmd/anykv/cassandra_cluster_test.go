@@ -25,7 +25,9 @@ import (
 func TestCassandraCluster(t *testing.T) {
 	needCassandra(t)
 	began := time.Now()
-	st, dir, out := clusterUp(t, "cassandra", 3)
+	// Hinted handoff off: the negative control needs node 3 still stale when it is read after its restart, and
+	// hints, replayed as soon as the others see it up, raced that read (CI once saw 0 of 3 keys stale).
+	st, dir, out := clusterUp(t, "cassandra", 3, "--hints=false")
 	t.Cleanup(func() { st.Save(dir) }) // before clusterUp's cluster down: restarts changed pids
 	t.Logf("cluster up in %v", time.Since(began).Round(100*time.Millisecond))
 	if !strings.Contains(string(out), "--engine "+st.URL) {
@@ -59,8 +61,9 @@ func TestCassandraCluster(t *testing.T) {
 // staleControl is the negative control: a read at ONE from a node that missed a write must make the history
 // fail the check. A front end pinned to nodes 1 and 2 writes v0 to three keys, a front end pinned to node 3
 // reads them at ONE (READONLY) until node 3 has them; while node 3 is down (SIGKILL) v1 is written and
-// acknowledged (QUORUM of nodes 1 and 2); right after node 3 is back, before hints (sent every 10 s) or a
-// QUORUM read repair it, the keys are read at ONE there again and at least one must still be v0.
+// acknowledged (QUORUM of nodes 1 and 2); after node 3 is back the keys are read at ONE there again and at least
+// one must still be v0: the cluster runs without hinted handoff, and nothing reads these keys at QUORUM, so
+// nothing repairs node 3 before that read.
 type staleControl struct {
 	t              *testing.T
 	h              *lincheck.History

@@ -20,12 +20,13 @@ func clusterMain(args []string, stdout, stderr io.Writer) int {
 	dir := fs.String("dir", "anykv-cluster", "directory of the cluster's data, logs and state")
 	engine := fs.String("engine", "etcd", "datastore: etcd, redis-cluster or cassandra")
 	nodes := fs.Int("nodes", 3, "number of members (redis-cluster: 3 masters alone, 6: with a replica each, 9: with two; cassandra: nodes on 127.0.0.1..N)")
+	hints := fs.Bool("hints", true, "cassandra: hinted handoff; false leaves a restarted node stale until a read repairs it (to see what reads at ONE return)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
 	switch args[0] {
 	case "up":
-		st, err := cluster.Up(*engine, *nodes, *dir)
+		st, err := cluster.Up(*engine, *nodes, *dir, cluster.Options{NoHints: !*hints})
 		if err != nil {
 			fmt.Fprintln(stderr, "anykv cluster up:", err)
 			return 1
@@ -57,7 +58,7 @@ func clusterMain(args []string, stdout, stderr io.Writer) int {
 }
 
 const clusterUsage = `Usage:
-  anykv cluster up [--engine etcd|redis-cluster|cassandra] [--nodes 3] [--dir anykv-cluster]
+  anykv cluster up [--engine etcd|redis-cluster|cassandra] [--nodes 3] [--dir anykv-cluster] [--hints=false]
                                                                       start a local cluster on 127.0.0.1
   anykv cluster status [--dir anykv-cluster]                          its members and the --engine URL
   anykv cluster down [--dir anykv-cluster]                            stop it and remove its data

@@ -131,10 +131,11 @@ func (l *ackLoad) finish(t *testing.T, fronts []*servertest.Server) {
 
 // clusterUp runs `anykv cluster up` of nodes members of engine in a temporary directory, removed when the test
 // ends, and returns the cluster, its directory and what the command printed.
-func clusterUp(t *testing.T, engine string, nodes int) (*cluster.State, string, []byte) {
+func clusterUp(t *testing.T, engine string, nodes int, flags ...string) (*cluster.State, string, []byte) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "cluster")
-	out, err := exec.Command(servertest.Binary(t), "cluster", "up", "--engine", engine, "--nodes", strconv.Itoa(nodes), "--dir", dir).CombinedOutput()
+	args := append([]string{"cluster", "up", "--engine", engine, "--nodes", strconv.Itoa(nodes), "--dir", dir}, flags...)
+	out, err := exec.Command(servertest.Binary(t), args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("cluster up: %v: %s", err, out)
 	}

@@ -42,7 +42,7 @@ func needBin(t *testing.T, bin string) {
 func TestSerializableReadsSurviveAnIsolatedMember(t *testing.T) {
 	needEtcd(t)
 	dir := filepath.Join(t.TempDir(), "cluster")
-	st, err := cluster.Up("etcd", 3, dir)
+	st, err := cluster.Up("etcd", 3, dir, cluster.Options{})
 	t.Cleanup(func() { cluster.Down(dir) })
 	if err != nil {
 		t.Fatal(err)

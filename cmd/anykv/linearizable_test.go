@@ -32,7 +32,7 @@ return 0`
 func TestEtcdClusterIsLinearizable(t *testing.T) {
 	needEtcd(t)
 	dir := filepath.Join(t.TempDir(), "cluster")
-	st, err := cluster.Up("etcd", 3, dir)
+	st, err := cluster.Up("etcd", 3, dir, cluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,6 +78,7 @@ type CassandraNode struct {
 	// Timeout, if set, is the write and compare-and-set contention timeout (Cassandra's defaults: 2 s and 1 s):
 	// three JVMs sharing two cores stall for longer, and a Paxos round cut short is an unknown outcome.
 	Timeout string
+	NoHints bool // hinted_handoff_enabled: false (Options.NoHints)
 }
 
 // YAML is the node's cassandra.yaml: everything in Dir, commitlog_sync batch (every acknowledged write waits
@@ -111,7 +112,8 @@ authorizer: AllowAllAuthorizer
 concurrent_reads: 8
 concurrent_writes: 8
 disk_access_mode: standard
-`, n.Dir, n.Addr, n.Native, n.Storage, n.Seed, n.Token) + timeouts(n.Timeout)
+hinted_handoff_enabled: %[7]t
+`, n.Dir, n.Addr, n.Native, n.Storage, n.Seed, n.Token, !n.NoHints) + timeouts(n.Timeout)
 }
 
 func timeouts(d string) string {
@@ -176,7 +178,7 @@ var javaOpens = []string{
 // upCassandra starts n Cassandra nodes on 127.0.0.1, 127.0.0.2, ... (loopback aliases: Linux routes all of
 // 127/8 to lo), each with the same ports and one evenly spaced token, node 1 the seed; node 1 first (the others
 // need a seed to gossip with), then the rest together. It waits until every node sees every other one up.
-func upCassandra(n int, dir string) (*State, error) {
+func upCassandra(n int, dir string, noHints bool) (*State, error) {
 	java, err := exec.LookPath("java")
 	if err != nil {
 		return nil, fmt.Errorf("java %w: install Debian package openjdk-17-jre-headless", ErrNotInstalled)
@@ -202,7 +204,8 @@ func upCassandra(n int, dir string) (*State, error) {
 			return st, err
 		}
 		node := CassandraNode{Dir: data, Addr: h, Native: native, Storage: storage,
-			Seed: fmt.Sprintf("%s:%d", hosts[0], storage), Token: token(i, n), Heap: [2]string{"256m", "512m"}, Timeout: "5000ms"}
+			Seed: fmt.Sprintf("%s:%d", hosts[0], storage), Token: token(i, n), Heap: [2]string{"256m", "512m"}, Timeout: "5000ms",
+			NoHints: noHints}
 		bin, args, err := node.Command(java, lib)
 		if err != nil {
 			return st, err

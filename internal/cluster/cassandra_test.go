@@ -8,12 +8,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
 )
 
 // TestCassandraRestartWaitsForRejoin: Restart of a Cassandra node killed with SIGKILL returns only once every
 // other running node gossips its new incarnation, not as soon as it answers CQL (it answers before its peers
 // have heard from it). m2 is frozen (SIGSTOP) while m3 restarts: m3 answers CQL, but Restart must wait until m2
-// runs again and has m3's new generation. Down then stops the restarted node.
+// runs again and has m3's new generation. Down then stops the restarted node. The cluster runs with
+// Options.NoHints, which the nodes' own settings table must show.
 func TestCassandraRestartWaitsForRejoin(t *testing.T) {
 	if _, err := exec.LookPath("java"); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -28,7 +31,7 @@ func TestCassandraRestartWaitsForRejoin(t *testing.T) {
 		t.Skipf("%v (CI unset: skipping)", err)
 	}
 	dir := filepath.Join(t.TempDir(), "c")
-	st, err := Up("cassandra", 3, dir)
+	st, err := Up("cassandra", 3, dir, Options{NoHints: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,6 +41,12 @@ func TestCassandraRestartWaitsForRejoin(t *testing.T) {
 		}
 		Down(dir)
 	})
+	var hints string
+	if err := withSession(st, 0, func(s *gocql.Session) error {
+		return s.Query("SELECT value FROM system_views.settings WHERE name = 'hinted_handoff_enabled'").Scan(&hints)
+	}); err != nil || hints != "false" {
+		t.Fatalf("hinted_handoff_enabled is %q (%v), want false", hints, err)
+	}
 	const m3 = "127.0.0.3"
 	if err := gossipSeen(st, 2); err != nil {
 		t.Fatalf("healthy cluster: %v", err)

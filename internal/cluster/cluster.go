@@ -37,9 +37,16 @@ type State struct {
 
 const stateFile = "cluster.json"
 
+// Options are the settings of Up beyond the engine, the member count and the directory.
+type Options struct {
+	// NoHints turns Cassandra's hinted handoff off: a node that was down stays stale until a read repairs it,
+	// which is what a test of reads at ONE needs to see deterministically. Other engines ignore it.
+	NoHints bool
+}
+
 // Up starts a cluster of engine with n members in dir (created; it must not hold a running cluster) and returns
 // its state once every member answers. On failure, whatever started is stopped.
-func Up(engine string, n int, dir string) (*State, error) {
+func Up(engine string, n int, dir string, opt Options) (*State, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("--nodes must be at least 1")
 	}
@@ -57,7 +64,7 @@ func Up(engine string, n int, dir string) (*State, error) {
 	case "redis-cluster":
 		st, err = upRedisCluster(n, dir)
 	case "cassandra":
-		st, err = upCassandra(n, dir)
+		st, err = upCassandra(n, dir, opt.NoHints)
 	default:
 		return nil, fmt.Errorf("--engine %q: anykv cluster up starts etcd, redis-cluster and cassandra clusters", engine)
 	}

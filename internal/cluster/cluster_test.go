@@ -18,7 +18,7 @@ func TestDownStopsARestartedMember(t *testing.T) {
 		t.Skip("etcd not installed (CI unset: skipping)")
 	}
 	dir := filepath.Join(t.TempDir(), "c")
-	st, err := Up("etcd", 1, dir)
+	st, err := Up("etcd", 1, dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func init() {
 // front ends over it (caches off), whose RESP addresses make the target URL.
 func startCluster(ctx context.Context, o Options, dir, engine string, n, fronts int) (*Server, error) {
 	cdir := filepath.Join(dir, "cluster")
-	st, err := cluster.Up(engine, n, cdir)
+	st, err := cluster.Up(engine, n, cdir, cluster.Options{})
 	if errors.Is(err, cluster.ErrNotInstalled) {
 		return nil, &NotInstalledError{Name: engine, Hint: err.Error()}
 	}

@@ -75,7 +75,7 @@ func Start(t *testing.T, name string) string {
 func StartCluster(t *testing.T, engine string, n int) *cluster.State {
 	t.Helper()
 	dir := t.TempDir() + "/cluster"
-	st, err := cluster.Up(engine, n, dir)
+	st, err := cluster.Up(engine, n, dir, cluster.Options{})
 	if err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("cannot start a %s cluster: %v", engine, err)
