@@ -35,32 +35,57 @@ type waiters struct {
 	n       atomic.Int64 // registrations, so writers skip the lock when nobody waits
 	clients atomic.Int64 // connections waiting now (INFO's blocked_clients)
 	mu      sync.Mutex
-	m       map[string]map[chan struct{}]struct{}
+	m       map[string]map[*blocked]struct{}
 }
+
+// blocked is one waiting connection. A wake sends it an ack to close once its next try is over, and the waker
+// waits for that before it answers its own client: as in Redis, a push that serves a blocked client is
+// answered after that client was served, and a chain (a BLMOVE whose push serves another BLMOVE) is served
+// through before the first push is answered.
+type blocked struct {
+	ch     chan chan struct{} // capacity 1: the next try's ack, or nil for a wake nobody waits for
+	parked bool               // under waiters.mu: waiting in select, not trying
+}
+
+// wakeWait bounds how long a push waits for the clients it woke to finish their tries (a var: tests lengthen it).
+var wakeWait = time.Second
+
+// beforeRetry runs when a woken connection is about to try again (tests slow it down, to show that the push
+// waits for it).
+var beforeRetry = func() {}
 
 func waitKey(table string, key []byte) string { return table + "\x00" + string(key) }
 
-func (w *waiters) add(keys []string, ch chan struct{}) {
+// add registers b for keys, as trying (not parked).
+func (w *waiters) add(keys []string, b *blocked) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.m == nil {
-		w.m = map[string]map[chan struct{}]struct{}{}
+		w.m = map[string]map[*blocked]struct{}{}
 	}
+	b.parked = false
 	for _, k := range keys {
 		if w.m[k] == nil {
-			w.m[k] = map[chan struct{}]struct{}{}
+			w.m[k] = map[*blocked]struct{}{}
 		}
-		w.m[k][ch] = struct{}{}
+		w.m[k][b] = struct{}{}
 		w.n.Add(1)
 	}
 }
 
-func (w *waiters) remove(keys []string, ch chan struct{}) {
+// park marks b as waiting for a wake: from now on a waker waits for its next try.
+func (w *waiters) park(b *blocked) {
+	w.mu.Lock()
+	b.parked = true
+	w.mu.Unlock()
+}
+
+func (w *waiters) remove(keys []string, b *blocked) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, k := range keys {
-		if _, ok := w.m[k][ch]; ok {
-			delete(w.m[k], ch)
+		if _, ok := w.m[k][b]; ok {
+			delete(w.m[k], b)
 			w.n.Add(-1)
 			if len(w.m[k]) == 0 {
 				delete(w.m, k)
@@ -69,18 +94,28 @@ func (w *waiters) remove(keys []string, ch chan struct{}) {
 	}
 }
 
-// wake signals everyone waiting on the keys a batch may have filled: the targets of pushes, moves, adds and stores.
+// wake signals everyone waiting on the keys a batch may have filled (the targets of pushes, moves, adds and
+// stores), then waits until each woken client that was parked has tried again. One that is trying already is
+// only signalled, never waited for: it may be the waker itself, or be waiting for it.
 func (w *waiters) wake(muts []engine.Mutation) {
 	if w.n.Load() == 0 {
 		return
 	}
+	var acks []chan struct{}
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	signal := func(table string, key []byte) {
-		for ch := range w.m[waitKey(table, key)] {
+		for b := range w.m[waitKey(table, key)] {
+			var ack chan struct{}
+			if b.parked {
+				ack = make(chan struct{})
+			}
 			select {
-			case ch <- struct{}{}:
-			default:
+			case b.ch <- ack:
+				if ack != nil {
+					acks = append(acks, ack)
+					b.parked = false
+				}
+			default: // woken already
 			}
 		}
 	}
@@ -92,6 +127,19 @@ func (w *waiters) wake(muts []engine.Mutation) {
 			if m.Target.Table != "" {
 				signal(m.Target.Table, m.Target.Key)
 			}
+		}
+	}
+	w.mu.Unlock()
+	if len(acks) == 0 {
+		return
+	}
+	limit := time.NewTimer(wakeWait)
+	defer limit.Stop()
+	for _, ack := range acks {
+		select {
+		case <-ack:
+		case <-limit.C:
+			return
 		}
 	}
 }
@@ -125,7 +173,22 @@ func (s *session) block(keys [][]byte, timeout time.Duration, attempt func() boo
 	}
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
-	ch := make(chan struct{}, 1)
+	b := &blocked{ch: make(chan chan struct{}, 1)}
+	var ack chan struct{} // the waker waiting for the try in progress
+	defer func() {
+		// Unregistered first, so no waker sends more; then every waker still waiting is released.
+		s.h.waiters.remove(names, b)
+		if ack != nil {
+			close(ack)
+		}
+		select {
+		case a := <-b.ch:
+			if a != nil {
+				close(a)
+			}
+		default:
+		}
+	}()
 	s.state.blocked.Store(true)
 	defer s.state.blocked.Store(false)
 	counted := false // counted in blocked_clients from its first wait, as Redis counts a blocked client
@@ -135,39 +198,41 @@ func (s *session) block(keys [][]byte, timeout time.Duration, attempt func() boo
 		}
 	}()
 	for {
-		s.h.waiters.add(names, ch) // before the attempt: a push after it wakes us
-		if attempt() {
-			s.h.waiters.remove(names, ch)
+		s.h.waiters.add(names, b) // before the attempt: a push after it wakes us
+		ok := attempt()
+		if ack != nil {
+			close(ack) // the try its waker waited for is over
+			ack = nil
+		}
+		if ok {
 			return true
 		}
 		if s.noBlock {
-			s.h.waiters.remove(names, ch)
 			return false
 		}
 		if !counted {
 			counted = true
 			s.h.waiters.clients.Add(1)
 		}
+		s.h.waiters.park(b)
 		woken := false
 		for !woken {
 			select {
-			case <-ch:
+			case ack = <-b.ch:
 				woken = true
 			case <-expired:
-				s.h.waiters.remove(names, ch)
 				return false
 			case <-s.ctx.Done():
-				s.h.waiters.remove(names, ch)
 				return false
 			case <-tick.C:
 				if !s.clientAlive() {
-					s.h.waiters.remove(names, ch)
 					s.closing = true
 					return false
 				}
 			}
 		}
-		s.h.waiters.remove(names, ch)
+		s.h.waiters.remove(names, b)
+		beforeRetry()
 	}
 }
 

@@ -186,3 +186,88 @@ func TestBlockedXReadSkipsKeyOfOtherType(t *testing.T) {
 		t.Fatalf("XREAD BLOCK = %s, want the entry 2-0", v)
 	}
 }
+
+// waitParked waits until n blocked connections wait for a wake (not trying).
+func waitParked(t *testing.T, ts *testServer, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		w := &ts.h.waiters
+		w.mu.Lock()
+		parked := map[*blocked]bool{}
+		for _, bs := range w.m {
+			for b := range bs {
+				if b.parked {
+					parked[b] = true
+				}
+			}
+		}
+		w.mu.Unlock()
+		if len(parked) >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections parked, want %d", len(parked), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestPushServesBlockedChainFirst: as in Redis ("Linked LMOVEs" in its list tests), a push that serves a
+// blocked BLMOVE, whose own push serves another, is answered only after both were served: right after RPUSH the
+// element has moved through list2 to list3. Before, the blocked clients were served after the push's reply, and
+// list1 or list2 still held it. A woken connection sleeps 20 ms before it tries again, so that the old order
+// loses every time rather than only a race.
+func TestPushServesBlockedChainFirst(t *testing.T) {
+	beforeRetry = func() { time.Sleep(20 * time.Millisecond) }
+	t.Cleanup(func() { beforeRetry = func() {} })
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, nil)
+	for i := 0; i < 5; i++ {
+		rd1 := ts.client(t, &goredis.Options{ReadTimeout: -1})
+		rd2 := ts.client(t, &goredis.Options{ReadTimeout: -1})
+		done := make(chan string, 2)
+		go func() { done <- rd1.BLMove(ctx, "list1", "list2", "RIGHT", "LEFT", 0).Val() }()
+		waitParked(t, ts, 1)
+		go func() { done <- rd2.BLMove(ctx, "list2", "list3", "LEFT", "RIGHT", 0).Val() }()
+		waitParked(t, ts, 2)
+		c.RPush(ctx, "list1", "foo")
+		l1, l2, l3 := c.LRange(ctx, "list1", 0, -1).Val(), c.LRange(ctx, "list2", 0, -1).Val(), c.LRange(ctx, "list3", 0, -1).Val()
+		if len(l1) != 0 || len(l2) != 0 || fmt.Sprint(l3) != "[foo]" {
+			t.Fatalf("round %d, right after RPUSH: list1 %v, list2 %v, list3 %v; want [] [] [foo]", i, l1, l2, l3)
+		}
+		if a, b := <-done, <-done; a != "foo" || b != "foo" {
+			t.Fatalf("round %d: BLMOVEs answered %q and %q", i, a, b)
+		}
+		c.Del(ctx, "list3")
+	}
+}
+
+// TestBlockedMoveCycleDoesNotDeadlock: BLMOVE a→b and BLMOVE b→a are both blocked; a push to a serves the first,
+// whose push to b serves the second, whose push to a finds the first trying already and does not wait for it.
+// With the wait bound raised to a minute, a wait in a cycle would hold RPUSH for that minute.
+func TestBlockedMoveCycleDoesNotDeadlock(t *testing.T) {
+	old := wakeWait
+	wakeWait = time.Minute
+	t.Cleanup(func() { wakeWait = old })
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, nil)
+	rd1 := ts.client(t, &goredis.Options{ReadTimeout: -1})
+	rd2 := ts.client(t, &goredis.Options{ReadTimeout: -1})
+	done := make(chan string, 2)
+	go func() { done <- rd1.BLMove(ctx, "a", "b", "LEFT", "LEFT", 0).Val() }()
+	waitParked(t, ts, 1)
+	go func() { done <- rd2.BLMove(ctx, "b", "a", "LEFT", "LEFT", 0).Val() }()
+	waitParked(t, ts, 2)
+	began := time.Now()
+	c.RPush(ctx, "a", "x")
+	if took := time.Since(began); took > 20*time.Second {
+		t.Fatalf("RPUSH took %v: a wake waited in a cycle", took)
+	}
+	if a, b := <-done, <-done; a != "x" || b != "x" {
+		t.Fatalf("BLMOVEs answered %q and %q", a, b)
+	}
+	if l := c.LRange(ctx, "a", 0, -1).Val(); fmt.Sprint(l) != "[x]" || c.Exists(ctx, "b").Val() != 0 {
+		t.Fatalf("a = %v, b exists %d; want [x] and gone", l, c.Exists(ctx, "b").Val())
+	}
+}
