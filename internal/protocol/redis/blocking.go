@@ -1,8 +1,10 @@
 package redis
 
 import (
+	"cmp"
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -32,19 +34,34 @@ func init() {
 
 // waiters are the blocked connections, by table and key.
 type waiters struct {
-	n       atomic.Int64 // registrations, so writers skip the lock when nobody waits
-	clients atomic.Int64 // connections waiting now (INFO's blocked_clients)
+	n       atomic.Int64  // registrations, so writers skip the lock when nobody waits
+	clients atomic.Int64  // connections waiting now (INFO's blocked_clients)
+	seq     atomic.Uint64 // order of blocking, for first come, first served
 	mu      sync.Mutex
 	m       map[string]map[*blocked]struct{}
 }
 
 // blocked is one waiting connection. A wake sends it an ack to close once its next try is over, and the waker
-// waits for that before it answers its own client: as in Redis, a push that serves a blocked client is
-// answered after that client was served, and a chain (a BLMOVE whose push serves another BLMOVE) is served
-// through before the first push is answered.
+// waits for that before it answers its own client: as in Redis, a push that serves a blocked client is answered
+// after that client was served, and a chain (a BLMOVE whose push serves another BLMOVE) is served through
+// before the first push is answered. Clients that take what they wait for (pops, moves) are woken one at a
+// time, in the order they blocked, until one finds nothing: first come, first served, as Redis serves them.
 type blocked struct {
-	ch     chan chan struct{} // capacity 1: the next try's ack, or nil for a wake nobody waits for
-	parked bool               // under waiters.mu: waiting in select, not trying
+	ch       chan *wakeAck // capacity 1: the next try's ack, or nil for a wake nobody waits for
+	seq      uint64        // when it blocked
+	consumes bool          // a pop or move (XREAD takes nothing: every reader is served)
+	parked   bool          // under waiters.mu: waiting in select, not trying
+}
+
+// wakeAck is closed (done) by the woken client once its try is over; served says whether it was answered.
+type wakeAck struct {
+	done   chan struct{}
+	served bool
+}
+
+func (a *wakeAck) finish(served bool) {
+	a.served = served
+	close(a.done)
 }
 
 // wakeWait bounds how long a push waits for the clients it woke to finish their tries (a var: tests lengthen it).
@@ -94,53 +111,94 @@ func (w *waiters) remove(keys []string, b *blocked) {
 	}
 }
 
-// wake signals everyone waiting on the keys a batch may have filled (the targets of pushes, moves, adds and
-// stores), then waits until each woken client that was parked has tried again. One that is trying already is
-// only signalled, never waited for: it may be the waker itself, or be waiting for it.
+// send hands b a wake under w.mu: an ack to wait for if b is parked (it then counts as trying), else a bare
+// signal, which a trying client (the waker itself, or one waiting for it) is never waited for through. nil if
+// nothing is to be waited for.
+func (w *waiters) send(b *blocked) *wakeAck {
+	var ack *wakeAck
+	if b.parked {
+		ack = &wakeAck{done: make(chan struct{})}
+	}
+	select {
+	case b.ch <- ack:
+		b.parked = false
+		return ack
+	default: // woken already
+		return nil
+	}
+}
+
+// wake wakes the clients waiting on the keys a batch may have filled (the targets of pushes, moves, adds and
+// stores) and waits until they have tried again, within wakeWait: those that take what they wait for one at a
+// time in the order they blocked, stopping at the first that finds nothing; the others (XREAD) all at once.
 func (w *waiters) wake(muts []engine.Mutation) {
 	if w.n.Load() == 0 {
 		return
 	}
-	var acks []chan struct{}
-	w.mu.Lock()
-	signal := func(table string, key []byte) {
-		for b := range w.m[waitKey(table, key)] {
-			var ack chan struct{}
-			if b.parked {
-				ack = make(chan struct{})
-			}
-			select {
-			case b.ch <- ack:
-				if ack != nil {
-					acks = append(acks, ack)
-					b.parked = false
-				}
-			default: // woken already
-			}
-		}
-	}
+	var keys []string
 	for i := range muts {
 		m := &muts[i]
 		switch m.Op {
 		case engine.OpCall, engine.OpRename, engine.OpCopy:
-			signal(m.Table, m.Key)
+			keys = append(keys, waitKey(m.Table, m.Key))
 			if m.Target.Table != "" {
-				signal(m.Target.Table, m.Target.Key)
+				keys = append(keys, waitKey(m.Target.Table, m.Target.Key))
 			}
 		}
 	}
-	w.mu.Unlock()
-	if len(acks) == 0 {
+	if len(keys) == 0 {
 		return
 	}
+	var readers []*wakeAck
+	queues := make([][]*blocked, len(keys)) // each key's parked consumers, first blocked first
+	w.mu.Lock()
+	for i, k := range keys {
+		for b := range w.m[k] {
+			switch {
+			case b.parked && b.consumes:
+				queues[i] = append(queues[i], b)
+			case b.parked:
+				if ack := w.send(b); ack != nil {
+					readers = append(readers, ack)
+				}
+			default:
+				w.send(b)
+			}
+		}
+		slices.SortFunc(queues[i], func(a, b *blocked) int { return cmp.Compare(a.seq, b.seq) })
+	}
+	w.mu.Unlock()
+
 	limit := time.NewTimer(wakeWait)
 	defer limit.Stop()
-	for _, ack := range acks {
-		select {
-		case <-ack:
-		case <-limit.C:
-			return
+	late := false // past wakeWait: the rest are woken without waiting
+	wait := func(ack *wakeAck) bool {
+		if late {
+			return true
 		}
+		select {
+		case <-ack.done:
+			return ack.served
+		case <-limit.C:
+			late = true
+			return true
+		}
+	}
+	for i, q := range queues {
+		for _, b := range q {
+			w.mu.Lock()
+			var ack *wakeAck
+			if _, ok := w.m[keys[i]][b]; ok { // it may have left, or been woken by another key
+				ack = w.send(b)
+			}
+			w.mu.Unlock()
+			if ack != nil && !wait(ack) {
+				break // it found nothing: the key is empty again, the others would find nothing either
+			}
+		}
+	}
+	for _, ack := range readers {
+		wait(ack)
 	}
 }
 
@@ -160,7 +218,9 @@ func (s *session) blockTimeout(arg []byte) (time.Duration, bool) {
 
 // block runs attempt until it reports success, waiting between tries for a wake-up on keys, until timeout (0:
 // none). It reports whether an attempt succeeded; false after the timeout, a shutdown or a vanished client.
-func (s *session) block(keys [][]byte, timeout time.Duration, attempt func() bool) bool {
+// consumes says the attempt takes what it waits for (a pop or move), so clients are woken first come, first
+// served.
+func (s *session) block(keys [][]byte, timeout time.Duration, consumes bool, attempt func() bool) bool {
 	names := make([]string, len(keys))
 	for i, k := range keys {
 		names[i] = waitKey(s.table(), k)
@@ -173,18 +233,19 @@ func (s *session) block(keys [][]byte, timeout time.Duration, attempt func() boo
 	}
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
-	b := &blocked{ch: make(chan chan struct{}, 1)}
-	var ack chan struct{} // the waker waiting for the try in progress
+	b := &blocked{ch: make(chan *wakeAck, 1), seq: s.h.waiters.seq.Add(1), consumes: consumes}
+	var ack *wakeAck // the waker waiting for the try in progress
 	defer func() {
-		// Unregistered first, so no waker sends more; then every waker still waiting is released.
+		// Unregistered first, so no waker sends more; then every waker still waiting is released, as if the
+		// client had been served (it leaves: the next in line should be tried).
 		s.h.waiters.remove(names, b)
 		if ack != nil {
-			close(ack)
+			ack.finish(true)
 		}
 		select {
 		case a := <-b.ch:
 			if a != nil {
-				close(a)
+				a.finish(true)
 			}
 		default:
 		}
@@ -201,7 +262,7 @@ func (s *session) block(keys [][]byte, timeout time.Duration, attempt func() boo
 		s.h.waiters.add(names, b) // before the attempt: a push after it wakes us
 		ok := attempt()
 		if ack != nil {
-			close(ack) // the try its waker waited for is over
+			ack.finish(ok) // the try its waker waited for is over
 			ack = nil
 		}
 		if ok {
@@ -313,7 +374,7 @@ func (s *session) popFirst(keys [][]byte, woken bool, p popSpec) bool {
 // array when none did.
 func (s *session) blockPop(keys [][]byte, timeout time.Duration, p popSpec) {
 	woken := false
-	if !s.block(keys, timeout, func() bool { ok := s.popFirst(keys, woken, p); woken = true; return ok }) {
+	if !s.block(keys, timeout, true, func() bool { ok := s.popFirst(keys, woken, p); woken = true; return ok }) {
 		s.w.NullArray()
 	}
 }
@@ -354,7 +415,7 @@ func cmdBMove(s *session, args [][]byte) {
 	a := copyArgs(args[1:3])
 	m := collections.Move(s.table(), a[0], s.table(), a[1], fromLeft, toLeft)
 	noteArgs := [][]byte{[]byte("lmove"), a[0], a[1], []byte(side(fromLeft)), []byte(side(toLeft))} // LMOVE's events
-	moved := s.block(a[:1], timeout, func() bool {
+	moved := s.block(a[:1], timeout, true, func() bool {
 		r, sendNotes, err := s.applyNoted(m, "lmove", noteArgs)
 		if err == nil {
 			err = r.Err

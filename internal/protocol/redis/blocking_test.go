@@ -271,3 +271,48 @@ func TestBlockedMoveCycleDoesNotDeadlock(t *testing.T) {
 		t.Fatalf("a = %v, b exists %d; want [x] and gone", l, c.Exists(ctx, "b").Val())
 	}
 }
+
+// TestBlockedClientsServedInOrder: clients blocked on one list are served first come, first served, one element
+// each, as Redis serves them; the one left over stays blocked until the next push. Woken all at once they would
+// race for the elements (each round has a 1 in 6 chance of the right order by luck: ten rounds).
+func TestBlockedClientsServedInOrder(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, nil)
+	for round := 0; round < 10; round++ {
+		got := make([]chan string, 3)
+		for i := range got {
+			got[i] = make(chan string, 1)
+			w := ts.client(t, &goredis.Options{ReadTimeout: -1})
+			go func() {
+				v, err := w.BLPop(ctx, 0, "q").Result()
+				if err != nil {
+					got[i] <- err.Error()
+					return
+				}
+				got[i] <- v[1]
+			}()
+			waitParked(t, ts, i+1)
+		}
+		c.RPush(ctx, "q", "a", "b")
+		recv := func(i int) string {
+			select {
+			case v := <-got[i]:
+				return v
+			case <-time.After(5 * time.Second):
+				return "nothing"
+			}
+		}
+		if a, b := recv(0), recv(1); a != "a" || b != "b" {
+			t.Fatalf("round %d: first two blocked got %q and %q, want a and b", round, a, b)
+		}
+		select {
+		case v := <-got[2]:
+			t.Fatalf("round %d: the third was served %q with the list empty", round, v)
+		default:
+		}
+		c.RPush(ctx, "q", "c")
+		if v := recv(2); v != "c" {
+			t.Fatalf("round %d: third got %q, want c", round, v)
+		}
+	}
+}

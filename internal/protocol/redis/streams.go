@@ -314,7 +314,7 @@ func cmdXRead(s *session, args [][]byte) {
 		}
 		return
 	}
-	if !s.block(keys, block, attempt) {
+	if !s.block(keys, block, false, attempt) {
 		s.w.NullArray()
 	}
 }
