@@ -10,6 +10,8 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"anykv/internal/servertest"
 )
 
 // TestCassandraRestartWaitsForRejoin: Restart of a Cassandra node killed with SIGKILL returns only once every
@@ -30,6 +32,7 @@ func TestCassandraRestartWaitsForRejoin(t *testing.T) {
 		}
 		t.Skipf("%v (CI unset: skipping)", err)
 	}
+	servertest.CassandraSlot(t)
 	dir := filepath.Join(t.TempDir(), "c")
 	st, err := Up("cassandra", 3, dir, Options{NoHints: true})
 	if err != nil {

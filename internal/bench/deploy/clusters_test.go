@@ -23,6 +23,9 @@ func TestClusterTargetsRestartAndStop(t *testing.T) {
 	ctx := context.Background()
 	for _, name := range []string{"anykv+etcd3", "redis-cluster", "anykv+cassandra3"} {
 		t.Run(name, func(t *testing.T) {
+			if strings.Contains(name, "cassandra") {
+				servertest.CassandraSlot(t)
+			}
 			began := time.Now()
 			s, err := Start(ctx, name, Options{BaseDir: baseDir(t), AnykvBin: bin})
 			if err != nil {
