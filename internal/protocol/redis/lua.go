@@ -62,6 +62,7 @@ func newLua() *lua.LState {
 	}))
 	math.RawSetString("randomseed", L.NewFunction(func(L *lua.LState) int { seed = uint64(L.CheckInt64(1)); return 0 }))
 	openCJSON(L)
+	openCMsgpack(L)
 	return L
 }
 
