@@ -280,11 +280,11 @@ func runScript(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	}
 	L.SetGlobal("redis", r)
 
-	fn, err := L.LoadString(string(args[0]))
+	compiled, err := compileScript(sha, args[0])
 	if err != nil {
 		return engine.Result{Err: scriptError{"ERR Error compiling script (new function): user_script: " + firstLine(err.Error())}}, nil
 	}
-	L.Push(fn)
+	L.Push(L.NewFunctionFromProto(compiled))
 	if err := L.PCall(0, 1, nil); err != nil {
 		if fatal != nil {
 			return engine.Result{}, fatal
