@@ -10,6 +10,11 @@
 // are read from the engine alone, and the cache never answers with an item older than one the engine already
 // showed a reader: reads stay linearizable.
 //
+// A function call that may write any key of its table (engine.CallArgs.AnyKey: a Lua script) names its keys only
+// once it ran. While one is in flight the cache answers nothing from memory and fills nothing: every read goes
+// to the engine; afterwards the keys the call reports (engine.Result.Wrote) leave the cache, and the rest of it
+// stays.
+//
 // Queries (pages of a scan, counts) are cached by Queries (query.go), which the command layer uses.
 package cache
 
@@ -39,6 +44,9 @@ type Cache struct {
 	shardBytes int64
 	shards     [shards]shard
 	closed     atomic.Bool // after Close, Get answers ErrClosed rather than from memory
+	// wide counts batches in flight with a call that may write any key (AnyKey): while it is not zero no entry
+	// answers a read, since any of them may be one the call is changing.
+	wide atomic.Int64
 
 	hits, misses, evictions, invalidations, writeThroughs atomic.Int64
 }
@@ -93,6 +101,9 @@ func (c *Cache) Get(ctx context.Context, table string, key []byte, now int64) (e
 		cached = e.val
 	}
 	gen := sh.gen
+	if ok && c.wide.Load() > 0 { // checked under the shard's lock, which a wide batch takes before it runs
+		ok = false
+	}
 	sh.mu.RUnlock()
 	if ok && !c.closed.Load() {
 		c.hits.Add(1)
@@ -141,12 +152,15 @@ type touch struct {
 // before the engine applies it until after; a flush makes every shard so. Afterwards the value of a plain SET
 // is kept, unless another batch touched its shard meanwhile.
 func (c *Cache) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, error) {
-	ts, all := c.touched(b)
-	if all {
+	ts, all, wide := c.touched(b)
+	switch {
+	case all:
 		c.markAll(+1)
 		res, err := c.eng.Apply(ctx, b)
 		c.markAll(-1)
 		return res, err
+	case wide:
+		return c.applyWide(ctx, b, ts)
 	}
 	gens := c.begin(ts)
 	res, err := c.eng.Apply(ctx, b)
@@ -154,14 +168,15 @@ func (c *Cache) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, er
 	return res, err
 }
 
-// touched lists the cache slots a batch may change, grouped by shard, or reports that it flushes.
-func (c *Cache) touched(b *engine.Batch) (ts []touch, all bool) {
+// touched lists the cache slots a batch may change, grouped by shard, or reports that it flushes (all), or that
+// it has a call that may write keys it does not name (wide).
+func (c *Cache) touched(b *engine.Batch) (ts []touch, all, wide bool) {
 	add := func(s string, through int) { ts = append(ts, touch{slot: s, shard: c.shardOf(s), through: through}) }
 	for i := range b.Muts {
 		m := &b.Muts[i]
 		switch {
 		case m.Op == engine.OpFlush:
-			return nil, true
+			return nil, true, false
 		case !m.Writes():
 			continue
 		}
@@ -176,6 +191,7 @@ func (c *Cache) touched(b *engine.Batch) (ts []touch, all bool) {
 		for _, k := range m.Call.Keys { // further keys a function may write
 			add(slot(m.Table, k), -1)
 		}
+		wide = wide || m.Op == engine.OpCall && m.Call.AnyKey
 	}
 	slices.SortStableFunc(ts, func(a, b touch) int {
 		if a.shard != b.shard {
@@ -188,7 +204,52 @@ func (c *Cache) touched(b *engine.Batch) (ts []touch, all bool) {
 			ts[i].through, ts[i-1].through = -1, -1
 		}
 	}
-	return ts, false
+	return ts, false, wide
+}
+
+// applyWide applies a batch with a call that may write keys it does not name. From before the engine applies it
+// until after, no entry answers a read (wide) and no shard is filled (pending); afterwards the slots it named
+// and those its calls report having written leave the cache. If it failed, the keys it wrote are unknown (the
+// engine may not know whether it applied), so every entry goes.
+func (c *Cache) applyWide(ctx context.Context, b *engine.Batch, ts []touch) ([]engine.Result, error) {
+	c.wide.Add(1)
+	defer c.wide.Add(-1) // after the slots left: until then no stale entry may answer
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		sh.gen++
+		sh.pending++
+		sh.mu.Unlock()
+	}
+	res, err := c.eng.Apply(ctx, b)
+	var drop [shards][]string
+	for _, t := range ts {
+		drop[t.shard] = append(drop[t.shard], t.slot)
+	}
+	for i := range b.Muts {
+		if i < len(res) && b.Muts[i].Op == engine.OpCall {
+			for _, k := range res[i].Wrote {
+				s := slot(b.Muts[i].Table, k)
+				drop[c.shardOf(s)] = append(drop[c.shardOf(s)], s)
+			}
+		}
+	}
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		sh.gen++
+		sh.pending--
+		if err != nil {
+			c.invalidations.Add(int64(sh.m.reset()))
+		}
+		for _, s := range drop[i] {
+			if sh.m.remove(s) {
+				c.invalidations.Add(1)
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return res, err
 }
 
 // groups calls fn for each run of ts in one shard.

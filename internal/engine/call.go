@@ -57,15 +57,24 @@ type CallArgs struct {
 	Args [][]byte
 	// Keys are further keys of Table the Func may write (a script's declared KEYS).
 	Keys [][]byte
+	// AnyKey lets the Func write any key of Table (and its collections' members), not only Key and Keys: a
+	// script that names keys as it runs, as Redis allows outside cluster mode (BullMQ writes each job's hash by a
+	// name it builds from an ID it reads). The keys of Table it wrote beyond Key and Keys come back in the
+	// Result's Wrote, so whoever tracks changed keys (a cache, WATCH, blocked clients) can learn them afterwards;
+	// before the batch runs they are unknown, so a cache must treat such a call as one that may change any key.
+	AnyKey bool
 }
 
 // Tx is what a Func sees of the batch: reads see the batch's earlier writes, writes join the batch. A Func may
-// read anything but writes only the item at the mutation's Table/Key, at its Target (LMOVE's destination), and
-// their collections' members: so a cache in front of the engine knows exactly which keys a call changes.
+// read anything but writes only the item at the mutation's Table/Key, at its Target (LMOVE's destination), at
+// its Call.Keys (or, with Call.AnyKey, at any key of its Table), and their collections' members: so a cache in
+// front of the engine knows which keys a call changes (with AnyKey, only afterwards, from Result.Wrote).
 type Tx struct {
-	rs  *resolver
-	m   *Mutation
-	err error // a write outside what the mutation names
+	rs    *resolver
+	m     *Mutation
+	err   error    // a write outside what the mutation names
+	wrote [][]byte // with Call.AnyKey: the keys of Table written beyond Key and Call.Keys, in first-write order
+	seen  map[string]bool
 }
 
 // writable reports whether the Func may write table/key, recording a violation otherwise.
@@ -83,6 +92,16 @@ func (tx *Tx) writable(table string, key []byte) bool {
 			if string(k) == string(key) {
 				return true
 			}
+		}
+		if tx.m.Call.AnyKey {
+			if !tx.seen[string(key)] {
+				if tx.seen == nil {
+					tx.seen = map[string]bool{}
+				}
+				tx.seen[string(key)] = true
+				tx.wrote = append(tx.wrote, append([]byte(nil), key...))
+			}
+			return true
 		}
 	}
 	if tx.err == nil {
@@ -169,5 +188,6 @@ func (rs *resolver) call(m *Mutation) (Result, error) {
 	if err == nil {
 		err = tx.err
 	}
+	res.Wrote = tx.wrote
 	return res, err
 }

@@ -27,6 +27,10 @@ const (
 	fAnyKind
 )
 
+// fAnyKey is OpCall's Call.AnyKey; it reuses fAnyKind's bit, which only OpGet, OpSet and OpDelete read, so
+// version-2 encodings made before AnyKey existed decode as before.
+const fAnyKey = fAnyKind
+
 // AppendBatch appends the binary encoding of b to dst. The encoding is what a replication log carries; it is
 // versioned so that a newer anykv can read an older log. Fields a mutation's op does not read are not encoded,
 // so they decode as zero.
@@ -85,6 +89,8 @@ func appendMutation(dst []byte, m *Mutation) []byte {
 		set(fCreate, m.Incr.Create)
 	case OpAppend, OpPrepend:
 		set(fCreate, m.Edit.Create)
+	case OpCall:
+		set(fAnyKey, m.Call.AnyKey)
 	}
 	dst = append(dst, byte(m.Op), byte(m.Cond), f)
 	dst = appendBytes(dst, []byte(m.Table))
@@ -252,6 +258,8 @@ func (d *decoder) mutation(m *Mutation) {
 		m.Incr.Unsigned, m.Incr.Decr = f&fUnsigned != 0, f&fDecr != 0
 	case OpAppend, OpPrepend:
 		m.Edit.Create = f&fCreate != 0
+	case OpCall:
+		m.Call.AnyKey = f&fAnyKey != 0
 	}
 	m.Table = string(d.bytes())
 	m.Key = d.bytes()

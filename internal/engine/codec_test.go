@@ -31,7 +31,8 @@ func randomBatch(rng *rand.Rand) *Batch {
 			m.AnyKind = coin()
 		}
 		if m.Op == OpCall {
-			m.Call = CallArgs{Name: string(bytesOrNil(rng.Intn(6))), Args: [][]byte{bytesOrNil(rng.Intn(3)), bytesOrNil(rng.Intn(3))}}
+			m.Call = CallArgs{Name: string(bytesOrNil(rng.Intn(6))), Args: [][]byte{bytesOrNil(rng.Intn(3)), bytesOrNil(rng.Intn(3))},
+				AnyKey: coin()}
 			if coin() {
 				m.Call.Keys = [][]byte{bytesOrNil(rng.Intn(3))}
 			}

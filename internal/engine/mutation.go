@@ -178,6 +178,9 @@ type Result struct {
 	NewFound bool
 	// Members are what OpMembers read: each member's name and item, in member order.
 	Members []Member
+	// Wrote, for an OpCall with Call.AnyKey, lists the keys of its Table the function may have written beyond
+	// Key and Call.Keys (each once, in the order first written; a write that then failed may be listed).
+	Wrote [][]byte
 }
 
 // Member is one member of a collection: its name (hash field, set member) and its item (the value).

@@ -119,7 +119,8 @@ func (s *Store) applyMarking(ctx context.Context, muts []engine.Mutation) ([]eng
 }
 
 // mark makes dirty every Watch naming a key the applied batch wrote: a write that succeeded and found or left
-// an item (deleting an absent key changes nothing, as in Redis), a function's declared keys, or a flushed table.
+// an item (deleting an absent key changes nothing, as in Redis), a function's declared keys and those it reports
+// having written (Result.Wrote), or a flushed table.
 func (r *watchRegistry) mark(muts []engine.Mutation, res []engine.Result) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -149,6 +150,11 @@ func (r *watchRegistry) mark(muts []engine.Mutation, res []engine.Result) {
 			hit(m.Table, m.Key)
 			for _, k := range m.Call.Keys {
 				hit(m.Table, k)
+			}
+			if i < len(res) {
+				for _, k := range res[i].Wrote { // keys a call that may write any key (a script) reports
+					hit(m.Table, k)
+				}
 			}
 		case i >= len(res) || res[i].OldFound || res[i].NewFound:
 			hit(m.Table, m.Key)

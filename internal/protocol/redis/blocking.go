@@ -129,9 +129,10 @@ func (w *waiters) send(b *blocked) *wakeAck {
 }
 
 // wake wakes the clients waiting on the keys a batch may have filled (the targets of pushes, moves, adds and
-// stores) and waits until they have tried again, within wakeWait: those that take what they wait for one at a
-// time in the order they blocked, stopping at the first that finds nothing; the others (XREAD) all at once.
-func (w *waiters) wake(muts []engine.Mutation) {
+// stores; every key a script declared or wrote, from its result) and waits until they have tried again, within
+// wakeWait: those that take what they wait for one at a time in the order they blocked, stopping at the first
+// that finds nothing; the others (XREAD) all at once. res are the batch's results (nil: none needed).
+func (w *waiters) wake(muts []engine.Mutation, res []engine.Result) {
 	if w.n.Load() == 0 {
 		return
 	}
@@ -144,7 +145,19 @@ func (w *waiters) wake(muts []engine.Mutation) {
 			if m.Target.Table != "" {
 				keys = append(keys, waitKey(m.Target.Table, m.Target.Key))
 			}
+			for _, k := range m.Call.Keys {
+				keys = append(keys, waitKey(m.Table, k))
+			}
+			if i < len(res) {
+				for _, k := range res[i].Wrote {
+					keys = append(keys, waitKey(m.Table, k))
+				}
+			}
 		}
+	}
+	if len(keys) > 1 { // each key once, in the batch's order: a key named twice would be served twice
+		seen := make(map[string]bool, len(keys))
+		keys = slices.DeleteFunc(keys, func(k string) bool { dup := seen[k]; seen[k] = true; return dup })
 	}
 	if len(keys) == 0 {
 		return
@@ -426,7 +439,7 @@ func cmdBMove(s *session, args [][]byte) {
 		case err != nil:
 			s.w.Error(errText(err))
 		default:
-			s.h.waiters.wake([]engine.Mutation{m})
+			s.h.waiters.wake([]engine.Mutation{m}, nil)
 			from := s.w.Len()
 			s.w.Bulk(r.New.Value)
 			sendNotes(from)

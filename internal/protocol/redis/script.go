@@ -19,9 +19,13 @@ import (
 // Scripting (EVAL, EVALSHA, SCRIPT). A script runs inside the engine's batch as the function "redis.eval": its
 // redis.call compiles the Redis command exactly as a connection would (the same command table), applies the
 // mutations through the function's Tx, and converts the reply for Lua. So a script is atomic and durable as one
-// batch, sees its own writes, and runs on every engine. A script may write only the keys it declares in KEYS
-// (as Redis requires for cluster mode); writing another fails the whole script with nothing applied. As in Redis,
-// a script that fails after writing keeps its writes. A script still running after luaTimeLimit is stopped.
+// batch, sees its own writes, and runs on every engine. As in Redis (outside cluster mode), a script may write
+// keys of its database that it does not declare in KEYS: BullMQ, for one, writes each job's hash under a name
+// built from an ID it reads. Such keys are known only once the script ran, which costs the read cache (it answers
+// nothing from memory while the script runs), so a script first runs declaring only its KEYS; if it writes
+// another key, that run fails with nothing applied, the script is remembered as one that does (by SHA1), and it
+// runs again, now and from then on, allowed to write any key (engine.CallArgs.AnyKey). As in Redis, a script
+// that fails after writing keeps its writes. A script still running after luaTimeLimit is stopped.
 
 func init() {
 	sc := func(c *command) *command { c.groupName = "scripting"; c.firstKey = -1; return c }
@@ -42,10 +46,28 @@ var luaTimeLimit atomic.Int64
 
 func init() { luaTimeLimit.Store(int64(5 * time.Second)) }
 
-// scriptCache holds the scripts EVAL ran or SCRIPT LOAD loaded, by SHA1.
+// scriptCache holds the scripts EVAL ran or SCRIPT LOAD loaded, by SHA1, and which of them write keys they do
+// not declare (wide).
 type scriptCache struct {
-	mu sync.Mutex
-	m  map[string][]byte
+	mu   sync.Mutex
+	m    map[string][]byte
+	wide map[string]bool
+}
+
+// isWide reports whether the script with this SHA1 was seen writing a key it did not declare.
+func (c *scriptCache) isWide(sha string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.wide[sha]
+}
+
+func (c *scriptCache) setWide(sha string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.wide == nil {
+		c.wide = map[string]bool{}
+	}
+	c.wide[sha] = true
 }
 
 func (c *scriptCache) put(src []byte) string {
@@ -113,16 +135,24 @@ func cmdEval(s *session, args [][]byte) {
 	if len(keys) > 0 {
 		m.Key = m.Call.Keys[0]
 	}
+	sha := sha1hex(src)
+	m.Call.AnyKey = readOnly[0] == '0' && s.h.scripts.isWide(sha)
 	res, err := s.h.store.Apply(context.Background(), []engine.Mutation{m})
+	if errors.Is(err, engine.ErrInvalid) && !m.Call.AnyKey && readOnly[0] == '0' {
+		// It wrote a key it did not declare, and nothing applied: again, allowed to (see the top of this file).
+		s.h.scripts.setWide(sha)
+		m.Call.AnyKey = true
+		res, err = s.h.store.Apply(context.Background(), []engine.Mutation{m})
+	}
 	switch {
 	case errors.Is(err, engine.ErrInvalid):
-		s.w.Error("ERR " + strings.TrimPrefix(err.Error(), engine.ErrInvalid.Error()+": ") + " (a script may write only the keys it declares in KEYS)")
+		s.w.Error("ERR " + strings.TrimPrefix(err.Error(), engine.ErrInvalid.Error()+": ") + " (a script may write keys of its own database only, and may not flush)")
 	case err != nil:
 		s.w.Error(errText(err))
 	case res[0].Err != nil:
 		s.w.Error(res[0].Err.Error())
 	default:
-		s.h.waiters.wake([]engine.Mutation{m})
+		s.h.waiters.wake([]engine.Mutation{m}, res)
 		s.w.Raw(res[0].New.Value)
 	}
 }
@@ -142,7 +172,7 @@ func cmdScript(s *session, args [][]byte) {
 		}
 	case sub == "flush" && len(args) <= 3:
 		s.h.scripts.mu.Lock()
-		s.h.scripts.m = nil
+		s.h.scripts.m, s.h.scripts.wide = nil, nil
 		s.h.scripts.mu.Unlock()
 		s.w.SimpleString("OK")
 	case sub == "kill" && len(args) == 2:
@@ -250,11 +280,11 @@ func runScript(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	}
 	L.SetGlobal("redis", r)
 
-	fn, err := L.LoadString(string(args[0]))
+	compiled, err := compileScript(sha, args[0])
 	if err != nil {
 		return engine.Result{Err: scriptError{"ERR Error compiling script (new function): user_script: " + firstLine(err.Error())}}, nil
 	}
-	L.Push(fn)
+	L.Push(L.NewFunctionFromProto(compiled))
 	if err := L.PCall(0, 1, nil); err != nil {
 		if fatal != nil {
 			return engine.Result{}, fatal

@@ -325,7 +325,7 @@ func (s *session) apply(muts []engine.Mutation) ([]engine.Result, error) {
 		res, err = s.h.store.Apply(context.Background(), muts)
 	}
 	if err == nil {
-		s.h.waiters.wake(muts)
+		s.h.waiters.wake(muts, res)
 	}
 	return res, err
 }
