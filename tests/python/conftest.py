@@ -89,3 +89,20 @@ def anykv():
     server = Anykv(anykv_binary()).start()
     yield server
     server.close()
+
+
+NODE_PATH = os.path.expanduser("~/.cache/anykv/node/node_modules")
+
+
+def run_node(script, arg, packages, timeout):
+    """Runs a Node script with the npm packages scripts/test.sh installs (skipped without them unless CI is set,
+    where their absence fails) and returns its standard output; a non-zero exit fails the test."""
+    if shutil.which("node") is None or not all(os.path.isdir(os.path.join(NODE_PATH, p)) for p in packages):
+        missing = "node or " + ", ".join(packages) + " missing (scripts/test.sh installs them with npm)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(missing)
+        pytest.skip(missing + " (CI unset: skipping)")
+    r = subprocess.run(["node", "-e", script, arg], env=dict(os.environ, NODE_PATH=NODE_PATH),
+                       capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0, r.stderr
+    return r.stdout

@@ -4,13 +4,9 @@ KEYS), blocks its worker in BZPOPMIN on a marker key and reads its events with X
 installs bullmq and ioredis with npm into ~/.cache/anykv/node; without them the test fails under CI and is
 skipped otherwise."""
 import json
-import os
-import shutil
-import subprocess
 
-import pytest
+from conftest import run_node
 
-NODE_PATH = os.path.expanduser("~/.cache/anykv/node/node_modules")
 
 SCRIPT = r"""
 const { Queue, Worker, QueueEvents } = require('bullmq');
@@ -68,16 +64,8 @@ const sleep = ms => new Promise(r => setTimeout(r, ms));
 
 
 def test_bullmq(anykv):
-    if shutil.which("node") is None or not all(
-            os.path.isdir(os.path.join(NODE_PATH, p)) for p in ("bullmq", "ioredis")):
-        if os.environ.get("CI") == "true":
-            pytest.fail("node, bullmq or ioredis missing (scripts/test.sh installs them with npm)")
-        pytest.skip("node, bullmq or ioredis missing (CI unset: skipping)")
-    env = dict(os.environ, NODE_PATH=NODE_PATH)
-    r = subprocess.run(["node", "-e", SCRIPT, f"{anykv.host}:{anykv.resp_port}"], env=env,
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    out = json.loads(r.stdout.strip().splitlines()[-1])
+    stdout = run_node(SCRIPT, f"{anykv.host}:{anykv.resp_port}", ("bullmq", "ioredis"), 60)
+    out = json.loads(stdout.strip().splitlines()[-1])
     assert out["countsBefore"] == {"waiting": 2, "delayed": 1, "active": 0, "completed": 0, "failed": 0}
     assert out["states"] == ["completed", "failed", "completed"]
     assert out["returnvalues"] == [5, 30]

@@ -1,13 +1,8 @@
 """memjs, the Node.js memcached client that speaks only the binary protocol, against the real anykv binary
 (issue 15: a binary-only client must work, not hang until its timeout). scripts/test.sh installs memjs with npm
 into ~/.cache/anykv/node; without it the test fails under CI and is skipped otherwise."""
-import os
-import shutil
-import subprocess
+from conftest import run_node
 
-import pytest
-
-NODE_PATH = os.path.expanduser("~/.cache/anykv/node/node_modules")
 
 SCRIPT = r"""
 const memjs = require('memjs');
@@ -32,16 +27,9 @@ const c = memjs.Client.create(process.argv[1], {retries: 0, timeout: 5, logger: 
 
 
 def test_memjs(anykv):
-    if shutil.which("node") is None or not os.path.isdir(os.path.join(NODE_PATH, "memjs")):
-        if os.environ.get("CI") == "true":
-            pytest.fail("node or memjs missing (scripts/test.sh installs memjs with npm)")
-        pytest.skip("node or memjs missing (CI unset: skipping)")
-    env = dict(os.environ, NODE_PATH=NODE_PATH)
-    r = subprocess.run(["node", "-e", SCRIPT, f"{anykv.host}:{anykv.memcache_port}"], env=env,
-                       capture_output=True, text=True, timeout=30)
-    assert r.returncode == 0, r.stderr
+    stdout = run_node(SCRIPT, f"{anykv.host}:{anykv.memcache_port}", ("memjs",), 30)
     # set/get, a miss, add of an existing and a new key, incr with an initial value then +5, delete, a 100 kB value
-    assert r.stdout.strip() == "one,null,false,true,10,15,true,null,100000"
+    assert stdout.strip() == "one,null,false,true,10,15,true,null,100000"
     # and the same data answers the Redis protocol
     import redis
     rc = redis.Redis(host=anykv.host, port=anykv.resp_port)
