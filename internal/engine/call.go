@@ -105,7 +105,7 @@ func (tx *Tx) writable(table string, key []byte) bool {
 		}
 	}
 	if tx.err == nil {
-		tx.err = fmt.Errorf("%w: function %q wrote %s/%q, which its mutation does not name", ErrInvalid, tx.m.Call.Name, table, key)
+		tx.err = fmt.Errorf("%w: function %q wrote %s/%q", ErrUndeclaredWrite, tx.m.Call.Name, table, key)
 	}
 	return false
 }

@@ -1,6 +1,9 @@
 package engine
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors shared by every engine and the command layer. Protocols map them to their own replies in one
 // table each; callers test them with errors.Is because engines wrap them with context.
@@ -40,4 +43,7 @@ var (
 	ErrNoSpace = errors.New("disk full: writes are refused until space is freed; reads still work")
 	// ErrInvalid: a malformed mutation (unknown op, missing key, bad range).
 	ErrInvalid = errors.New("invalid mutation")
+	// ErrUndeclaredWrite: a function wrote a key its mutation does not name (see Tx); it is an ErrInvalid, and
+	// tells a caller that the same call with Call.AnyKey would be allowed.
+	ErrUndeclaredWrite = fmt.Errorf("%w: a function wrote a key its mutation does not name", ErrInvalid)
 )

@@ -138,7 +138,7 @@ func cmdEval(s *session, args [][]byte) {
 	sha := sha1hex(src)
 	m.Call.AnyKey = readOnly[0] == '0' && s.h.scripts.isWide(sha)
 	res, err := s.h.store.Apply(context.Background(), []engine.Mutation{m})
-	if errors.Is(err, engine.ErrInvalid) && !m.Call.AnyKey && readOnly[0] == '0' {
+	if errors.Is(err, engine.ErrUndeclaredWrite) && !m.Call.AnyKey && readOnly[0] == '0' {
 		// It wrote a key it did not declare, and nothing applied: again, allowed to (see the top of this file).
 		s.h.scripts.setWide(sha)
 		m.Call.AnyKey = true

@@ -103,3 +103,21 @@ func TestScriptWakesClientsOnEveryDeclaredKey(t *testing.T) {
 		t.Fatalf("BZPOPMIN on the script's second key = %+v after %v", v, time.Since(start))
 	}
 }
+
+// TestScriptRefusedForOtherReasonsIsNotWide: a script refused for something other than writing an undeclared key
+// (here a flush, which no script may do) is not rerun and not remembered as one that writes any key: only
+// ErrUndeclaredWrite costs a script the read cache.
+func TestScriptRefusedForOtherReasonsIsNotWide(t *testing.T) {
+	ts := startServerOver(t, cache.New(memstore.New(), 1<<20), kv.Options{}, Options{}, 0)
+	c := ts.client(t, nil)
+	const flush = `redis.call('SET', KEYS[1], 'x') redis.call('FLUSHDB') return 1`
+	if err := c.Eval(ctx, flush, []string{"k"}).Err(); err == nil {
+		t.Fatal("a script that flushes ran")
+	}
+	if ts.h.scripts.isWide(sha1hex([]byte(flush))) {
+		t.Fatal("a script refused for flushing is remembered as writing undeclared keys")
+	}
+	if v := c.Exists(ctx, "k").Val(); v != 0 {
+		t.Fatal("the refused script's SET was applied")
+	}
+}
