@@ -52,6 +52,7 @@ func Run(t *testing.T, open Opener, has engine.Ability) {
 		{"Closed", testClosed, 0, false},
 		{"Collections", testCollections, 0, true},
 		{"Lists", testLists, 0, true},
+		{"CallAnyKey", testCallAnyKey, 0, true},
 		{"Model", testModel, 0, false},
 		{"Scan", testScan, engine.CanScan, false},
 		{"Tables", testTables, engine.CanTables, false},
