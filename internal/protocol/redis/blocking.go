@@ -164,6 +164,7 @@ func (w *waiters) wake(muts []engine.Mutation, res []engine.Result) {
 	}
 	var readers []*wakeAck
 	queues := make([][]*blocked, len(keys)) // each key's parked consumers, first blocked first
+	parked := false
 	w.mu.Lock()
 	for i, k := range keys {
 		for b := range w.m[k] {
@@ -179,8 +180,12 @@ func (w *waiters) wake(muts []engine.Mutation, res []engine.Result) {
 			}
 		}
 		slices.SortFunc(queues[i], func(a, b *blocked) int { return cmp.Compare(a.seq, b.seq) })
+		parked = parked || len(queues[i]) > 0
 	}
 	w.mu.Unlock()
+	if !parked && len(readers) == 0 {
+		return // nobody to wait for (the usual case: clients are blocked, but on other keys)
+	}
 
 	limit := time.NewTimer(wakeWait)
 	defer limit.Stop()
