@@ -180,7 +180,8 @@ var javaOpens = []string{
 
 // upCassandra starts n Cassandra nodes on 127.0.0.1, 127.0.0.2, ... (loopback aliases: Linux routes all of
 // 127/8 to lo), each with the same ports and one evenly spaced token, node 1 the seed; node 1 first (the others
-// need a seed to gossip with), then the rest together. It waits until every node sees every other one up.
+// need a seed to gossip with), then the rest together. It waits until every node sees every other one up and
+// ready in its gossip.
 func upCassandra(n int, dir string, noHints bool) (*State, error) {
 	java, err := exec.LookPath("java")
 	if err != nil {
@@ -231,11 +232,15 @@ func upCassandra(n int, dir string, noHints bool) (*State, error) {
 		}
 	}
 	st.URL = "cassandra://" + strings.Join(addrs, ",") + "/anykv"
-	all := make([]int, n)
-	for i := range all {
-		all[i] = i
+	// Each member answers CQL, lists the others as peers, and every member gossips the same state of it, ready:
+	// a cluster handed over before gossip converges still routes around a member the others think not ready.
+	deadline := time.Now().Add(120 * time.Second)
+	for i := range st.Members {
+		if err := waitRejoined(st, i, time.Until(deadline)); err != nil {
+			return st, err
+		}
 	}
-	return st, waitCassandra(st, all, n, 120*time.Second)
+	return st, nil
 }
 
 // token is node i's token of n: the Murmur3 range split evenly.
@@ -331,8 +336,8 @@ func logTail(path string, n int) string {
 	return lastLines(string(b), n)
 }
 
-// waitRejoined waits until restarted member i has rejoined: it answers CQL (waitCassandra), and every other
-// member still running has its new incarnation in its gossip state (gossipSeen). A node answering CQL may not yet
+// waitRejoined waits until (re)started member i has joined: it answers CQL (waitCassandra), and every other
+// member still running has this incarnation in its gossip state (gossipSeen). A node answering CQL may not yet
 // be known to its peers as restarted; until they gossip with it they do not send it writes or hints.
 func waitRejoined(st *State, i int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
