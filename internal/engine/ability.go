@@ -1,6 +1,10 @@
 package engine
 
-import "strings"
+import (
+	"bytes"
+	"hash/crc32"
+	"strings"
+)
 
 // Ability is a set of the optional interfaces an engine implements. Callers learn an engine's abilities by type
 // assertion (e.(Scanner)) or, all at once, with AbilitiesOf; decorators use Expose so they offer exactly the
@@ -202,6 +206,46 @@ func Expose(d Decorator, has Ability) Engine {
 // hash slot and runs a transaction within one slot only). Its Apply refuses a batch that touches two tables, or
 // flushes every table, with an error wrapping ErrNotSupported, and applies nothing of it.
 type TableScoped interface{ TableScoped() }
+
+// SlotScoped is implemented by an engine whose namespace is spread over several slots (a Cassandra namespace
+// over several partitions, ?slots=N): each batch must stay within one slot (SlotOf), and its Apply refuses one
+// that does not with an error wrapping ErrCrossSlot (and so ErrNotSupported), applying nothing. A flush of every
+// table runs slot by slot. Versions grow per slot: every key's versions grow and none is reused, but versions
+// of keys in different slots are not ordered by time.
+type SlotScoped interface{ Slots() int }
+
+// SlotsOf returns e's number of slots: 1 unless e is SlotScoped.
+func SlotsOf(e Engine) int {
+	if s, ok := e.(SlotScoped); ok {
+		return max(s.Slots(), 1)
+	}
+	return 1
+}
+
+// SlotOf returns the slot, of n, of key in table: a hash of the key's hash tag (HashTag); a member table's key
+// counts as its collection's key, so a collection's members share its slot.
+func SlotOf(table string, key []byte, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	if _, ok := UserTable(table); ok {
+		if k, _, _, err := SplitMemberKey(key); err == nil {
+			key = k
+		}
+	}
+	return int(crc32.ChecksumIEEE(HashTag(key)) % uint32(n))
+}
+
+// HashTag returns the part of key that decides its slot: what lies between its first '{' and the next '}'
+// when that is not empty, else the whole key (as Redis Cluster does: "{user1}:a" and "{user1}:b" share one).
+func HashTag(key []byte) []byte {
+	if i := bytes.IndexByte(key, '{'); i >= 0 {
+		if j := bytes.IndexByte(key[i+1:], '}'); j > 0 {
+			return key[i+1 : i+1+j]
+		}
+	}
+	return key
+}
 
 // Span tells whether muts stay within one table, for TableScoped engines: it returns the first two tables they
 // name (a member table counts as its table; second is "" if there is one) and whether one flushes every table.

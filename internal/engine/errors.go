@@ -30,6 +30,9 @@ var (
 	ErrConditionFailed = errors.New("condition not met")
 	// ErrNotSupported: the engine lacks an ability the request needs.
 	ErrNotSupported = errors.New("not supported by this engine")
+	// ErrCrossSlot: the batch touches keys in several slots of a sharded namespace (a Cassandra namespace spread
+	// over several partitions), which no single atomic commit covers; nothing was applied.
+	ErrCrossSlot = fmt.Errorf("CROSSSLOT Keys in request don't hash to the same slot: %w", ErrNotSupported)
 	// ErrClosed: the engine was closed.
 	ErrClosed = errors.New("engine closed")
 	// ErrUnknownOutcome: a commit was sent but its outcome could not be learned (a remote datastore's connection

@@ -82,6 +82,13 @@ func Run(t *testing.T, open Opener, has engine.Ability) {
 					t.Errorf("Close: %v", err)
 				}
 			})
+			if tc.wide && engine.SlotsOf(e) > 1 {
+				if tc.name == "CallAnyKey" {
+					t.Skip("its functions write keys of their own choosing, in other slots: refused, as the adapter's tests prove")
+				}
+				tc.fn(t, tagged{e}) // in one slot: the adapter's tests prove batches across slots are refused
+				return
+			}
 			tc.fn(t, e)
 		})
 	}
@@ -92,7 +99,7 @@ var ctx = context.Background()
 // apply runs a batch at the suite's time and fails the test on a batch-level error.
 func apply(t *testing.T, e engine.Engine, muts ...engine.Mutation) []engine.Result {
 	t.Helper()
-	if scoped(e) && spansTables(muts) {
+	if scoped(e) && spansTables(muts) || len(muts) > 1 && spansSlots(e, muts) {
 		return applyEach(t, e, muts)
 	}
 	res, err := e.Apply(ctx, &engine.Batch{Now: now, Muts: muts})
@@ -196,23 +203,28 @@ func testVersions(t *testing.T, e engine.Engine) {
 	seen := map[uint64]bool{}
 	var last uint64
 	single := engine.SingleItemOnly(e)
+	slotted := engine.SlotsOf(e) > 1 // versions grow per slot: per key, not across keys
+	lastOf := map[string]uint64{}
 	for i := 0; i < 50; i++ {
 		batches := [][]engine.Mutation{{set("default", fmt.Sprintf("k%d", i%7), "v"), set("t2", "k", "v")}}
-		if single {
+		if single || slotted {
 			batches = [][]engine.Mutation{batches[0][:1], batches[0][1:]}
 		}
 		for _, b := range batches {
-			for _, x := range apply(t, e, b...) {
-				v := x.New.Version
-				if v <= last || seen[v] {
-					t.Fatalf("version %d not fresh (last %d)", v, last)
+			for j, x := range apply(t, e, b...) {
+				v, key := x.New.Version, b[j].Table+"/"+string(b[j].Key)
+				if slotted {
+					last = lastOf[key]
 				}
-				seen[v], last = true, v
+				if v <= last || seen[v] {
+					t.Fatalf("version %d of %s not fresh (last %d)", v, key, last)
+				}
+				seen[v], last, lastOf[key] = true, v, v
 			}
 		}
 	}
-	if single {
-		return // the rest writes hashes, which take several items
+	if single || slotted {
+		return // the rest writes hashes, which take several items, and compares versions across keys
 	}
 	// A collection op takes several versions (generation, member, meta) for one mutation; a later write must
 	// still get a version above all of them.

@@ -35,6 +35,9 @@ func testModel(t *testing.T, e engine.Engine) {
 		if scoped(e) {
 			oneTable(muts)
 		}
+		if engine.SlotsOf(e) > 1 {
+			muts = oneSlot(muts)
+		}
 		ts := now + int64(round)*10
 		got, gerr := applyModel(t, e, ts, muts)
 		want, werr := applyModel(t, model, ts, muts)

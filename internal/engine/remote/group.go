@@ -32,12 +32,25 @@ type waiter struct {
 	taken bool // a group took it: its caller must wait for done before reusing the batch
 }
 
+// groupers holds a grouper per shard (one for an unsharded engine), made on first use.
+type groupers struct {
+	once sync.Once
+	g    []grouper
+}
+
+// of returns shard i's grouper.
+func (gs *groupers) of(e *Engine, i int) *grouper {
+	gs.once.Do(func() { gs.g = make([]grouper, max(e.Shards, 1)) })
+	return &gs.g[i]
+}
+
 // grouper is the queue of Apply calls waiting for the next group, and whether a goroutine serves it.
 type grouper struct {
 	mu    sync.Mutex
 	queue []*waiter
-	// serving: a goroutine serves the queue. One group is in flight at a time: two or four were slower on 2
-	// cores (docs/benchmarks.md), and on etcd and Cassandra concurrent groups would only conflict on the counter.
+	// serving: a goroutine serves the queue. One group is in flight at a time per shard: two or four were
+	// slower on 2 cores (docs/benchmarks.md), and on etcd and Cassandra concurrent groups would only conflict on
+	// the counter. Shards have counters of their own, so their groups run side by side.
 	serving bool
 }
 
@@ -63,14 +76,14 @@ func valueBytes(b *engine.Batch) int {
 // enqueue queues w for the next group and waits for its outcome. A caller whose context ends while it is still
 // queued leaves with the context's error and its batch is never applied; once a group has it, the caller waits
 // for the group, so the batch is not reused while the group reads it.
-func (e *Engine) enqueue(w *waiter) ([]engine.Result, error) {
+func (e *Engine) enqueue(w *waiter, shard int) ([]engine.Result, error) {
 	w.done = make(chan struct{})
-	g := &e.group
+	g := e.groups.of(e, shard)
 	g.mu.Lock()
 	g.queue = append(g.queue, w)
 	if !g.serving {
 		g.serving = true
-		go e.serve()
+		go e.serve(shard)
 	}
 	g.mu.Unlock()
 	select {
@@ -89,9 +102,9 @@ func (e *Engine) enqueue(w *waiter) ([]engine.Result, error) {
 	return w.res, w.err
 }
 
-// serve runs groups until the queue is empty.
-func (e *Engine) serve() {
-	g := &e.group
+// serve runs groups of shard's queue until it is empty.
+func (e *Engine) serve(shard int) {
+	g := e.groups.of(e, shard)
 	for {
 		g.mu.Lock()
 		var ws []*waiter
@@ -115,6 +128,9 @@ func (e *Engine) serve() {
 		}
 		g.mu.Unlock()
 		ctx, stop := groupContext(ws)
+		if e.Shards > 1 {
+			ctx = WithShard(ctx, shard)
+		}
 		e.run(ctx, ws)
 		stop()
 		for _, w := range ws {

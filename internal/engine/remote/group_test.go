@@ -191,9 +191,10 @@ func queued(t *testing.T, e *Engine, b *stampBackend, batches ...*engine.Batch) 
 		go func() { defer wg.Done(); res[i], errs[i] = e.Apply(context.Background(), bt) }()
 		// Wait until this call is queued (the first: taken by a group) before the next, to fix their order.
 		for deadline := time.Now().Add(5 * time.Second); ; {
-			e.group.mu.Lock()
-			n := len(e.group.queue)
-			e.group.mu.Unlock()
+			g := e.groups.of(e, 0)
+			g.mu.Lock()
+			n := len(g.queue)
+			g.mu.Unlock()
 			if (i == 0 && n == 0 && e.groupBusy()) || (i > 0 && n == i) {
 				break
 			}
@@ -310,9 +311,10 @@ func TestQueuedCallerLeaves(t *testing.T) {
 }
 
 func (e *Engine) groupBusy() bool {
-	e.group.mu.Lock()
-	defer e.group.mu.Unlock()
-	return e.group.serving
+	g := e.groups.of(e, 0)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.serving
 }
 
 // GroupBytes bounds the values a group carries: queued batches that would exceed it go to the next group.

@@ -116,8 +116,12 @@ type Engine struct {
 	// GroupBytes, when > 0, also bounds the values a group's mutations carry, in bytes (Cassandra refuses a
 	// BATCH over 50 KiB by default); a batch bigger than that alone is still applied, alone.
 	GroupBytes int
-	closed     atomic.Bool
-	group      grouper
+	// Shards, when > 1, spreads the namespace over that many shards, each with a commit of its own (shard.go):
+	// a batch must stay in one, and Apply runs it under WithShard so that the Backend reads and commits there.
+	// Set it before the first Apply.
+	Shards int
+	closed atomic.Bool
+	groups groupers
 }
 
 // SingleItemBatches implements engine.ItemScoper: true when SingleItem names the engine.
@@ -192,9 +196,12 @@ func (e *Engine) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, e
 			return nil, e.tooWide(fmt.Sprintf("touches %d", n))
 		}
 	}
+	if e.Shards > 1 {
+		return e.applySharded(ctx, b)
+	}
 	w := &waiter{ctx: ctx, b: b}
 	if e.GroupMuts > 0 && len(b.Muts) <= e.GroupMuts && groupable(b) {
-		return e.enqueue(w)
+		return e.enqueue(w, 0)
 	}
 	e.run(ctx, []*waiter{w})
 	return w.res, w.err

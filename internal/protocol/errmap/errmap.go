@@ -53,6 +53,7 @@ var table = []struct {
 	{kv.ErrReservedTable, Answer{Status: http.StatusBadRequest, Code: "bad_request"}},
 	{kv.ErrBatchTooLarge, Answer{Redis: "ERR too many commands in one transaction", Status: http.StatusRequestEntityTooLarge, Code: "too_large"}},
 	{engine.ErrInvalid, Answer{Status: http.StatusBadRequest, Code: "bad_request"}},
+	{engine.ErrCrossSlot, Answer{Redis: "%s", Status: http.StatusBadRequest, Code: "cross_slot"}},
 	{engine.ErrNotSupported, Answer{Status: http.StatusNotImplemented, Code: "not_supported"}},
 	{engine.ErrClosed, Answer{Redis: "ERR server is shutting down", Status: http.StatusServiceUnavailable, Code: "unavailable"}},
 	{engine.ErrNoSpace, Answer{Redis: "MISCONF disk is full (free space below --min-free-space): writes are refused until space is freed; reads still work",

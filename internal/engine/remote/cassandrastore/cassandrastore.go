@@ -7,6 +7,10 @@
 // one partition: every batch, whatever tables and keys it touches, commits with one conditional BATCH on it, and
 // blob clustering (bytewise order) gives ordered scans and the sorted table list. The price is that a namespace
 // does not scale past one partition's replica set, and all writes to it go through Paxos on that partition.
+// With ?slots=N (N > 1) the namespace is spread over N partitions ("P\x00i"), each with a meta row of its own,
+// and a batch must stay in one of them (remote's shards: keys hash to a slot, {hash tags} keep keys together,
+// a collection's members go with it); writes of different slots run their Paxos rounds side by side. A
+// namespace keeps the slot count it was created with (the "slots" row of partition P).
 // Several namespaces (partitions) may share the table. tbl holds 0x01+table so that the meta row (tbl 0x00,
 // k empty), which no item can collide with, sorts first.
 //
@@ -66,7 +70,8 @@ var (
 type backend struct {
 	s     *gocql.Session
 	items string // keyspace.anykv_items
-	p     string // the partition holding this namespace
+	p     string // the partition holding this namespace (with slots > 1, the prefix of its partitions)
+	slots int    // partitions the namespace is spread over (1: p alone)
 	// linear is the consistency of linearizable reads (QUORUM or SERIAL); one: every read at ONE.
 	linear gocql.Consistency
 	one    bool
@@ -83,6 +88,7 @@ var keyspaceName = regexp.MustCompile(`^[A-Za-z0-9_]{1,48}$`)
 type Settings struct {
 	Keyspace  string
 	Partition string // the partition holding the namespace (?partition=, default anykv)
+	Slots     int    // partitions the namespace is spread over (?slots=, default 1; see the package comment)
 	RF        int    // replication factor of a keyspace created at start (?rf=; default 1, 3 with several hosts)
 	// Linearizable is the consistency of linearizable reads (?read=quorum, the default, or serial). ReadOne
 	// (?read=one): the engine offers serializable reads only (at ONE), so front ends refuse linearizable ones.
@@ -90,7 +96,7 @@ type Settings struct {
 	ReadOne      bool
 }
 
-// Config turns cassandra://[user:pw@]host:port[,host:port...]/keyspace[?partition=P&rf=N&read=quorum|serial|one&pin=true]
+// Config turns cassandra://[user:pw@]host:port[,host:port...]/keyspace[?partition=P&slots=N&rf=N&read=quorum|serial|one&pin=true]
 // into the driver's configuration and the Settings. With pin=true the driver talks to the listed hosts only
 // (no others it discovers), so they coordinate every request. Errors wrap remote.ErrBadURL.
 func Config(raw string) (*gocql.ClusterConfig, Settings, error) {
@@ -129,7 +135,7 @@ func Config(raw string) (*gocql.ClusterConfig, Settings, error) {
 		}
 		hosts, names = append(hosts, net.JoinHostPort(host, port)), append(names, host)
 	}
-	set.Partition, set.RF, set.Linearizable = "anykv", 1, gocql.Quorum
+	set.Partition, set.Slots, set.RF, set.Linearizable = "anykv", 1, 1, gocql.Quorum
 	if len(hosts) > 1 {
 		set.RF = 3
 	}
@@ -138,6 +144,10 @@ func Config(raw string) (*gocql.ClusterConfig, Settings, error) {
 		switch {
 		case k == "partition" && v[0] != "":
 			set.Partition = v[0]
+		case k == "slots":
+			if set.Slots, err = strconv.Atoi(v[0]); err != nil || set.Slots < 1 || set.Slots > maxSlots {
+				return bad("slots=%q: want a number of partitions from 1 to %d", v[0], maxSlots)
+			}
 		case k == "rf":
 			if set.RF, err = strconv.Atoi(v[0]); err != nil || set.RF < 1 {
 				return bad("rf=%q: want a replication factor of at least 1", v[0])
@@ -152,7 +162,7 @@ func Config(raw string) (*gocql.ClusterConfig, Settings, error) {
 		case k == "partition" || k == "read" || k == "pin":
 			return bad("%s=%q: want partition=NAME, read=quorum|serial|one or pin=true|false", k, v[0])
 		default:
-			return bad("unknown parameter %q (known: partition, rf, read, pin)", k)
+			return bad("unknown parameter %q (known: partition, slots, rf, read, pin)", k)
 		}
 	}
 	c := gocql.NewCluster(hosts...)
@@ -200,7 +210,7 @@ func Open(ctx context.Context, raw string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &backend{s: s, items: set.Keyspace + ".anykv_items", p: set.Partition, linear: set.Linearizable, one: set.ReadOne}
+	b := &backend{s: s, items: set.Keyspace + ".anykv_items", p: set.Partition, slots: set.Slots, linear: set.Linearizable, one: set.ReadOne}
 	for _, q := range []string{
 		fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d}",
 			set.Keyspace, set.RF),
@@ -212,17 +222,77 @@ func Open(ctx context.Context, raw string) (*Store, error) {
 			return nil, err
 		}
 	}
-	if _, err := s.Query("INSERT INTO "+b.items+" (p, tbl, k, version) VALUES (?, ?, ?, 0) IF NOT EXISTS",
-		set.Partition, metaTbl, []byte{}).MapScanCASContext(ctx, map[string]any{}); err != nil {
+	if err := b.claimSlots(ctx); err != nil {
 		s.Close()
 		return nil, err
 	}
+	for i := range b.slots {
+		if _, err := s.Query("INSERT INTO "+b.items+" (p, tbl, k, version) VALUES (?, ?, ?, 0) IF NOT EXISTS",
+			b.partition(i), metaTbl, []byte{}).MapScanCASContext(ctx, map[string]any{}); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	st := &Store{Engine: remote.New(b), b: b}
+	st.Engine.Shards = b.slots
 	// Group commit: one Paxos round for the batches of a group instead of one each, which would conflict on the
 	// namespace's counter. The group stays well under Cassandra's default BATCH limit of 50 KiB.
 	st.Engine.GroupMuts, st.Engine.GroupBytes = 32, 16<<10
 	st.Engine.Ranger = st // collection ops read ranges of members with the store's own scan
 	return st, nil
+}
+
+// maxSlots bounds ?slots=: a scan or table listing outside a batch reads every slot's partition.
+const maxSlots = 256
+
+// slotsKey is the k of the row, in partition P, whose version is the namespace's slot count.
+var slotsKey = []byte("slots")
+
+// partition is the Cassandra partition of slot i: P itself for a namespace of one slot.
+func (b *backend) partition(i int) string {
+	if b.slots <= 1 {
+		return b.p
+	}
+	return b.p + "\x00" + strconv.Itoa(i)
+}
+
+// claimSlots records the namespace's slot count when it is new and refuses a URL asking for another count
+// than the one it was created with (the keys would be looked for in other partitions). A namespace made before
+// slots existed has its counter at P and no slots row: it has one slot.
+func (b *backend) claimSlots(ctx context.Context) error {
+	if b.slots > 1 {
+		var v int64
+		err := b.s.Query("SELECT version FROM "+b.items+" WHERE p = ? AND tbl = ? AND k = ?", b.p, metaTbl, []byte{}).
+			Consistency(gocql.Serial).ScanContext(ctx, &v)
+		switch {
+		case err == nil:
+			return fmt.Errorf("cassandra: %w: namespace %q was created with one slot; the URL asks for slots=%d",
+				remote.ErrBadURL, b.p, b.slots)
+		case !errors.Is(err, gocql.ErrNotFound):
+			return err
+		}
+	}
+	got := map[string]any{}
+	applied, err := b.s.Query("INSERT INTO "+b.items+" (p, tbl, k, version) VALUES (?, ?, ?, ?) IF NOT EXISTS",
+		b.p, metaTbl, slotsKey, int64(b.slots)).MapScanCASContext(ctx, got)
+	if err != nil || applied {
+		return err
+	}
+	if n, _ := got["version"].(int64); n != int64(b.slots) {
+		return fmt.Errorf("cassandra: %w: namespace %q was created with slots=%d; the URL asks for slots=%d",
+			remote.ErrBadURL, b.p, n, b.slots)
+	}
+	return nil
+}
+
+// shard returns the slot a batch's read or commit works in: the one Apply confined ctx to, else the one of the
+// slots given (which must share it), else 0. Every slot given must be in it.
+func (b *backend) shard(ctx context.Context, slots []remote.Slot) (int, error) {
+	i, ok := remote.ShardFrom(ctx)
+	if !ok && len(slots) > 0 {
+		i = remote.ShardOf(slots[0], b.slots)
+	}
+	return i, remote.InShard(slots, i, b.slots)
 }
 
 // ReadLevels implements engine.ReadLeveler: linearizable reads at QUORUM (or SERIAL with ?read=serial) and
@@ -248,9 +318,14 @@ func (b *backend) level(ctx context.Context) gocql.Consistency {
 
 // Read implements remote.Backend: one SELECT of the meta row and every slot in the namespace's partition.
 func (b *backend) Read(ctx context.Context, slots []remote.Slot, n int) ([]remote.Stored, []uint64, bool, any, error) {
+	shard, err := b.shard(ctx, slots)
+	if err != nil {
+		return nil, nil, false, nil, err
+	}
+	p := b.partition(shard)
 	var q bytes.Buffer
 	q.WriteString("SELECT tbl, k, v, flags, expires, version FROM " + b.items + " WHERE p = ? AND (tbl, k) IN ((?, ?)")
-	args := []any{b.p, metaTbl, []byte{}}
+	args := []any{p, metaTbl, []byte{}}
 	at := make(map[string]int, len(slots))
 	for i, s := range slots {
 		id := remote.SlotID(s.Table, s.Key)
@@ -297,13 +372,13 @@ func (b *backend) Read(ctx context.Context, slots []remote.Slot, n int) ([]remot
 	// in several pages, which together are no snapshot.
 	snapshot := len(at)+1 <= readPage
 	if ctr < 0 {
-		return nil, nil, false, nil, fmt.Errorf("cassandra: the version counter of partition %q is missing", b.p)
+		return nil, nil, false, nil, fmt.Errorf("cassandra: the version counter of partition %q is missing", p)
 	}
 	versions := make([]uint64, n)
 	for i := range versions {
-		versions[i] = uint64(ctr) + uint64(i) + 1
+		versions[i] = b.version(shard, uint64(ctr)+uint64(i)+1)
 	}
-	return items, versions, snapshot, &counter{value: uint64(ctr), n: n}, nil
+	return items, versions, snapshot, &counter{shard: shard, value: uint64(ctr), n: n}, nil
 }
 
 // readPage is the number of rows a batch's read fetches per round trip.
@@ -311,6 +386,7 @@ const readPage = 5000
 
 // counter is the version counter as Read saw it: Commit advances it only if it is unchanged.
 type counter struct {
+	shard int // the slot whose counter it is
 	value uint64
 	n     int
 }
@@ -328,7 +404,7 @@ func (b *backend) Get(ctx context.Context, s remote.Slot) (engine.Item, bool, er
 	var it engine.Item
 	var flags int64
 	err := b.s.Query("SELECT v, flags, expires, version FROM "+b.items+" WHERE p = ? AND tbl = ? AND k = ?",
-		b.p, tblCol(s.Table), nonNil(s.Key)).Consistency(b.level(ctx)).ScanContext(ctx, &it.Value, &flags, &it.Expires, &it.Version)
+		b.partition(remote.ShardOf(s, b.slots)), tblCol(s.Table), nonNil(s.Key)).Consistency(b.level(ctx)).ScanContext(ctx, &it.Value, &flags, &it.Expires, &it.Version)
 	if errors.Is(err, gocql.ErrNotFound) {
 		return engine.Item{}, false, nil
 	}
@@ -345,14 +421,18 @@ func (b *backend) Close() error { b.s.Close(); return nil }
 // Commit implements remote.Backend with one conditional BATCH on the partition: IF the counter is still what Read
 // saw, advance it past every version used and apply w. With nothing to write it re-reads the counter at SERIAL
 // consistency: unchanged, the batch's reads still hold together.
-func (b *backend) Commit(ctx context.Context, _ []remote.Check, w *remote.Writes, token any) error {
+func (b *backend) Commit(ctx context.Context, checks []remote.Check, w *remote.Writes, token any) error {
 	ctr, _ := token.(*counter)
 	if ctr == nil {
 		return errors.New("cassandra: commit without a read")
 	}
+	if err := b.inShard(ctr.shard, checks, w); err != nil {
+		return err
+	}
+	p := b.partition(ctr.shard)
 	if w.Empty() {
 		var now int64
-		err := b.s.Query("SELECT version FROM "+b.items+" WHERE p = ? AND tbl = ? AND k = ?", b.p, metaTbl, []byte{}).
+		err := b.s.Query("SELECT version FROM "+b.items+" WHERE p = ? AND tbl = ? AND k = ?", p, metaTbl, []byte{}).
 			Consistency(gocql.Serial).ScanContext(ctx, &now)
 		if err != nil {
 			return err
@@ -367,22 +447,22 @@ func (b *backend) Commit(ctx context.Context, _ []remote.Check, w *remote.Writes
 			engine.ErrTooLarge, size, maxBatch)
 	}
 	next := ctr.value + uint64(ctr.n)
-	for _, p := range w.Put {
-		next = max(next, p.Item.Version)
+	for _, put := range w.Put {
+		next = max(next, put.Item.Version/uint64(b.slots))
 	}
 	if next == ctr.value {
 		next++ // every commit moves the counter: it is the stamp of the whole namespace
 	}
 	batch := b.s.Batch(gocql.UnloggedBatch)
 	batch.Query("UPDATE "+b.items+" SET version = ? WHERE p = ? AND tbl = ? AND k = ? IF version = ?",
-		int64(next), b.p, metaTbl, []byte{}, int64(ctr.value))
-	b.flushes(batch, w)
+		int64(next), p, metaTbl, []byte{}, int64(ctr.value))
+	b.flushes(batch, p, w)
 	for _, d := range w.Delete {
-		batch.Query("DELETE FROM "+b.items+" WHERE p = ? AND tbl = ? AND k = ?", b.p, tblCol(d.Table), nonNil(d.Key))
+		batch.Query("DELETE FROM "+b.items+" WHERE p = ? AND tbl = ? AND k = ?", p, tblCol(d.Table), nonNil(d.Key))
 	}
-	for _, p := range w.Put {
+	for _, put := range w.Put {
 		batch.Query("INSERT INTO "+b.items+" (p, tbl, k, v, flags, expires, version) VALUES (?, ?, ?, ?, ?, ?, ?)",
-			b.p, tblCol(p.Table), nonNil(p.Key), nonNil(p.Item.Value), int64(remote.PackFlags(p.Item)), p.Item.Expires, int64(p.Item.Version))
+			p, tblCol(put.Table), nonNil(put.Key), nonNil(put.Item.Value), int64(remote.PackFlags(put.Item)), put.Item.Expires, int64(put.Item.Version))
 	}
 	if err := ctx.Err(); err != nil {
 		return err // not sent
@@ -400,6 +480,31 @@ func (b *backend) Commit(ctx context.Context, _ []remote.Check, w *remote.Writes
 		return fmt.Errorf("cassandra: commit refused: %w", err)
 	}
 	return fmt.Errorf("cassandra: %w: %v", remote.ErrUnknownOutcome, err)
+}
+
+// version is the item version that value c of slot shard's counter stands for: c itself with one slot, else c
+// interleaved with the other slots' (c*slots+shard), so no two slots hand out the same version. A key's
+// versions grow with its slot's counter; versions of keys in different slots are not ordered by time.
+func (b *backend) version(shard int, c uint64) uint64 { return c*uint64(b.slots) + uint64(shard) }
+
+// inShard checks that every slot a commit checks or writes is in shard (a key a script read late may not be).
+func (b *backend) inShard(shard int, checks []remote.Check, w *remote.Writes) error {
+	for _, c := range checks {
+		if err := remote.InShard([]remote.Slot{c.Slot}, shard, b.slots); err != nil {
+			return err
+		}
+	}
+	for _, d := range w.Delete {
+		if err := remote.InShard([]remote.Slot{d}, shard, b.slots); err != nil {
+			return err
+		}
+	}
+	for _, p := range w.Put {
+		if err := remote.InShard([]remote.Slot{p.Slot}, shard, b.slots); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // maxBatch bounds the bytes of a commit: Cassandra refuses a mutation over half a commit log segment (16 MiB with
@@ -437,7 +542,7 @@ func refused(err error) bool {
 
 // flushes adds the range deletes of w's flushes: every row of a flushed table (all tables for FlushAll) except
 // the keys w puts there, as the gaps between them.
-func (b *backend) flushes(batch *gocql.Batch, w *remote.Writes) {
+func (b *backend) flushes(batch *gocql.Batch, part string, w *remote.Writes) {
 	if !w.FlushAll && len(w.Flush) == 0 {
 		return
 	}
@@ -452,7 +557,7 @@ func (b *backend) flushes(batch *gocql.Batch, w *remote.Writes) {
 	}
 	sort.Strings(putTables)
 	flushTable := func(t string) {
-		b.gaps(batch, "tbl = ? AND ", []any{[]byte(t)}, "k", puts[t], nil)
+		b.gaps(batch, part, "tbl = ? AND ", []any{[]byte(t)}, "k", puts[t], nil)
 	}
 	if !w.FlushAll {
 		for _, t := range w.Flush {
@@ -466,14 +571,14 @@ func (b *backend) flushes(batch *gocql.Batch, w *remote.Writes) {
 		flushTable(t)
 	}
 	// Every table but the ones holding puts, and never the meta row (tbl 0x00).
-	b.gaps(batch, "", nil, "tbl", keep, metaTbl)
+	b.gaps(batch, part, "", nil, "tbl", keep, metaTbl)
 }
 
 // gaps deletes the rows (restricted by pre and its args) whose col lies above from (nil: unbounded) but outside
 // keep (sorted): below the first, between two, above the last.
-func (b *backend) gaps(batch *gocql.Batch, pre string, args []any, col string, keep [][]byte, from []byte) {
+func (b *backend) gaps(batch *gocql.Batch, part, pre string, args []any, col string, keep [][]byte, from []byte) {
 	del := func(cond string, vals ...any) {
-		batch.Query("DELETE FROM "+b.items+" WHERE p = ? AND "+pre+cond, append(append([]any{b.p}, args...), vals...)...)
+		batch.Query("DELETE FROM "+b.items+" WHERE p = ? AND "+pre+cond, append(append([]any{part}, args...), vals...)...)
 	}
 	lo := from
 	for _, k := range keep {
@@ -489,5 +594,5 @@ func (b *backend) gaps(batch *gocql.Batch, pre string, args []any, col string, k
 		del(col+" > ?", lo)
 		return
 	}
-	batch.Query("DELETE FROM "+b.items+" WHERE p = ? AND "+pre[:len(pre)-len(" AND ")], append([]any{b.p}, args...)...)
+	batch.Query("DELETE FROM "+b.items+" WHERE p = ? AND "+pre[:len(pre)-len(" AND ")], append([]any{part}, args...)...)
 }

@@ -1,8 +1,11 @@
 package cassandrastore
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"slices"
+	"sort"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
@@ -13,35 +16,30 @@ import (
 const scanPage = 256
 
 // Scan implements engine.Scanner in pages of 256 keys in clustering (byte) order. Each page is one
-// single-partition read, a snapshot; a write between pages may or may not be seen.
+// single-partition read, a snapshot; a write between pages may or may not be seen. Over several slots a page
+// is the first 256 keys of every slot's next 256, merged: each slot's read is a snapshot, the page is not.
 func (s *Store) Scan(ctx context.Context, table string, r engine.Range, now int64, fn func([]byte, engine.Item) bool) error {
 	if err := s.Open(); err != nil {
 		return err
 	}
-	tbl := tblCol(table)
-	cl := s.b.level(ctx)
+	parts, err := s.b.scanParts(ctx, table, r)
+	if err != nil {
+		return err
+	}
 	return remote.ScanPages(r, scanPage, func(from []byte, incl bool) ([]remote.Entry, error) {
-		op := ">"
-		if incl {
-			op = ">="
-		}
-		q := "SELECT k, v, flags, expires, version FROM " + s.b.items + " WHERE p = ? AND tbl = ? AND k " + op + " ?"
-		args := []any{s.b.p, tbl, from}
-		if r.End != nil {
-			q += " AND k < ?"
-			args = append(args, r.End)
-		}
-		iter := s.b.s.Query(q+" LIMIT ?", append(args, scanPage)...).Consistency(cl).IterContext(ctx)
 		var out []remote.Entry
-		var e remote.Entry
-		var flags int64
-		for iter.Scan(&e.Key, &e.Item.Value, &flags, &e.Item.Expires, &e.Item.Version) {
-			got := remote.Entry{Key: append([]byte(nil), e.Key...), Item: e.Item}
-			got.Item.Value = append([]byte(nil), e.Item.Value...)
-			remote.UnpackFlags(uint64(flags), &got.Item)
-			out = append(out, got)
+		for _, p := range parts {
+			got, err := s.page(ctx, p, table, r, from, incl)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, got...)
 		}
-		return out, iter.Close()
+		if len(parts) > 1 {
+			sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i].Key, out[j].Key) < 0 })
+			out = out[:min(len(out), scanPage)]
+		}
+		return out, nil
 	}, func(k []byte, it engine.Item) bool {
 		if !it.Live(now) { // filtered here, not in the page: a short page would end the walk
 			return true
@@ -50,16 +48,82 @@ func (s *Store) Scan(ctx context.Context, table string, r engine.Range, now int6
 	})
 }
 
-// Tables implements engine.TableLister: one read per table, each skipping to the next table's first row.
+// scanParts returns the partitions a scan of table over r reads: every slot's outside a batch; inside one
+// (Apply confined ctx to a slot), that slot's, which must hold the range: the members of one collection.
+func (b *backend) scanParts(ctx context.Context, table string, r engine.Range) ([]string, error) {
+	if b.slots <= 1 {
+		return []string{b.p}, nil
+	}
+	shard, inBatch := remote.ShardFrom(ctx)
+	if !inBatch {
+		parts := make([]string, b.slots)
+		for i := range parts {
+			parts[i] = b.partition(i)
+		}
+		return parts, nil
+	}
+	// Batches read ranges of members, each within one collection, whose members all live in its slot.
+	if _, members := engine.UserTable(table); members {
+		if _, _, _, err := engine.SplitMemberKey(r.Start); err == nil {
+			if err := remote.InShard([]remote.Slot{{Table: table, Key: r.Start}}, shard, b.slots); err != nil {
+				return nil, err
+			}
+			return []string{b.partition(shard)}, nil
+		}
+	}
+	return nil, remote.CrossSlot(b.slots, "a range of keys in a transaction or script")
+}
+
+// page reads up to scanPage items of table in partition p from from (incl: included) to r.End.
+func (s *Store) page(ctx context.Context, p, table string, r engine.Range, from []byte, incl bool) ([]remote.Entry, error) {
+	op := ">"
+	if incl {
+		op = ">="
+	}
+	q := "SELECT k, v, flags, expires, version FROM " + s.b.items + " WHERE p = ? AND tbl = ? AND k " + op + " ?"
+	args := []any{p, tblCol(table), from}
+	if r.End != nil {
+		q += " AND k < ?"
+		args = append(args, r.End)
+	}
+	iter := s.b.s.Query(q+" LIMIT ?", append(args, scanPage)...).Consistency(s.b.level(ctx)).IterContext(ctx)
+	var out []remote.Entry
+	var e remote.Entry
+	var flags int64
+	for iter.Scan(&e.Key, &e.Item.Value, &flags, &e.Item.Expires, &e.Item.Version) {
+		got := remote.Entry{Key: append([]byte(nil), e.Key...), Item: e.Item}
+		got.Item.Value = append([]byte(nil), e.Item.Value...)
+		remote.UnpackFlags(uint64(flags), &got.Item)
+		out = append(out, got)
+	}
+	return out, iter.Close()
+}
+
+// Tables implements engine.TableLister: per slot, one read per table, each skipping to the next table's first
+// row; the slots' lists merged.
 func (s *Store) Tables(ctx context.Context) ([]string, error) {
 	if err := s.Open(); err != nil {
 		return nil, err
 	}
 	var names []string
+	for i := range s.b.slots {
+		got, err := s.tables(ctx, s.b.partition(i))
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, got...)
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
+
+// tables lists the tables with rows in partition p.
+func (s *Store) tables(ctx context.Context, p string) ([]string, error) {
+	var names []string
 	last := metaTbl
 	for {
 		var tbl []byte
-		err := s.b.s.Query("SELECT tbl FROM "+s.b.items+" WHERE p = ? AND tbl > ? LIMIT 1", s.b.p, last).
+		err := s.b.s.Query("SELECT tbl FROM "+s.b.items+" WHERE p = ? AND tbl > ? LIMIT 1", p, last).
 			Consistency(s.b.level(ctx)).ScanContext(ctx, &tbl)
 		if errors.Is(err, gocql.ErrNotFound) {
 			return names, nil
@@ -75,22 +139,35 @@ func (s *Store) Tables(ctx context.Context) ([]string, error) {
 	}
 }
 
-// Sweep implements engine.Sweeper: it finds up to budget items expired at now (a filtered read of the partition)
-// and deletes them in one conditional BATCH, each IF its version is still the one examined. If one was rewritten
-// meanwhile nothing is deleted, and the next Sweep tries again.
+// Sweep implements engine.Sweeper: in each slot's partition it finds up to the budget left of items expired at
+// now (a filtered read) and deletes them in one conditional BATCH, each IF its version is still the one
+// examined. If one was rewritten meanwhile nothing of that slot is deleted, and the next Sweep tries again.
 func (s *Store) Sweep(ctx context.Context, now int64, budget int) (int, error) {
 	if err := s.Open(); err != nil {
 		return 0, err
 	}
+	total := 0
+	for i := 0; i < s.b.slots && total < budget; i++ {
+		n, err := s.sweep(ctx, s.b.partition(i), now, budget-total)
+		if err != nil {
+			return total, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// sweep deletes up to budget items of partition p expired at now.
+func (s *Store) sweep(ctx context.Context, p string, now int64, budget int) (int, error) {
 	iter := s.b.s.Query("SELECT tbl, k, version FROM "+s.b.items+" WHERE p = ? AND expires > 0 AND expires <= ? LIMIT ? ALLOW FILTERING",
-		s.b.p, now, budget).IterContext(ctx)
+		p, now, budget).IterContext(ctx)
 	batch := s.b.s.Batch(gocql.UnloggedBatch)
 	var tbl, k []byte
 	var version int64
 	n := 0
 	for iter.Scan(&tbl, &k, &version) {
 		batch.Query("DELETE FROM "+s.b.items+" WHERE p = ? AND tbl = ? AND k = ? IF version = ?",
-			s.b.p, append([]byte(nil), tbl...), append([]byte(nil), k...), version)
+			p, append([]byte(nil), tbl...), append([]byte(nil), k...), version)
 		n++
 	}
 	if err := iter.Close(); err != nil {
