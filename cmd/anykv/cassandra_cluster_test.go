@@ -35,6 +35,8 @@ func TestCassandraCluster(t *testing.T) {
 		t.Fatalf("cluster up did not print the URL %s: %s", st.URL, out)
 	}
 	in := func(part string) string { return st.URL + "?partition=" + part }
+	// The writers and the linearizability check run over 8 slots, as `cluster up` suggests (16 there).
+	slotted := func(part string) string { return in(part) + "&slots=8" }
 
 	t.Run("TwoFrontEnds", func(t *testing.T) {
 		remotetest.RaceFrontEnds(t, func(t *testing.T) engine.Engine {
@@ -46,11 +48,11 @@ func TestCassandraCluster(t *testing.T) {
 	// through two front ends, while node 3 is killed with SIGKILL and restarted (one kill: a restart takes 20-30
 	// s here). The negative control uses the same kill.
 	t.Run("NodeKilled", func(t *testing.T) {
-		ackFronts := []*servertest.Server{servertest.Start(t, servertest.Options{Engine: in("ack")}),
-			servertest.Start(t, servertest.Options{Engine: in("ack")})}
+		ackFronts := []*servertest.Server{servertest.Start(t, servertest.Options{Engine: slotted("ack")}),
+			servertest.Start(t, servertest.Options{Engine: slotted("ack")})}
 		// One front end reads at QUORUM (the default), the other at SERIAL: both claim linearizable reads.
-		linFronts := []*servertest.Server{servertest.Start(t, servertest.Options{Engine: in("lin")}),
-			servertest.Start(t, servertest.Options{Engine: in("lin") + "&read=serial"})}
+		linFronts := []*servertest.Server{servertest.Start(t, servertest.Options{Engine: slotted("lin")}),
+			servertest.Start(t, servertest.Options{Engine: slotted("lin") + "&read=serial"})}
 		stale := newStaleControl(t, st)
 		load := startLoad(t, ackFronts, 1)
 		linearizableUnderKills(t, st, linFronts, []int{2}, 100, stale.down, stale.up)

@@ -26,7 +26,7 @@ func init() {
 		{"redis-cluster9", "redis-cluster", "redis-server", "redis-server", "Redis Cluster, 3 masters + 6 replicas (anykv cluster up --engine redis-cluster --nodes 9), go-redis ClusterClient", 9, 0},
 		{"anykv+redis-cluster9", "redis-cluster", "redis-server", "redis-server", "two anykv front ends over a Redis Cluster of 3 masters + 6 replicas (writes go on through one failure: WAIT 1 still finds a replica), over RESP (round robin)", 9, 2},
 		{"cassandra3", "cassandra", "java", "openjdk-17-jre-headless maven", "Apache Cassandra " + CassandraVersion + " 3-node cluster (anykv cluster up --engine cassandra --nodes 3), replication factor 3, gocql over all nodes, QUORUM reads and writes", 3, 0},
-		{"anykv+cassandra3", "cassandra", "java", "openjdk-17-jre-headless maven", "two anykv front ends over a 3-node Cassandra cluster (rf=3, QUORUM reads, SERIAL lightweight-transaction writes), over RESP (round robin)", 3, 2},
+		{"anykv+cassandra3", "cassandra", "java", "openjdk-17-jre-headless maven", "two anykv front ends over a 3-node Cassandra cluster (rf=3, QUORUM reads, SERIAL lightweight-transaction writes, 16 slots), over RESP (round robin)", 3, 2},
 	} {
 		register(spec{name: c.name, pkg: c.pkg, summary: c.summary,
 			start: func(ctx context.Context, o Options, dir string) (*Server, error) {
@@ -68,7 +68,7 @@ func startCluster(ctx context.Context, o Options, dir, engine string, n, fronts 
 		// Direct: the bench's keyspace (anykv_bench, replication factor 3), not the front ends'. Through anykv:
 		// QUORUM reads and SERIAL writes committed at QUORUM, the levels under which an acknowledged write is safe.
 		s.URL = strings.TrimSuffix(st.URL, "/anykv")
-		engineURL = st.URL + "?rf=3&read=quorum"
+		engineURL = st.URL + "?rf=3&read=quorum&slots=16"
 		s.Version = "Apache Cassandra " + CassandraVersion
 		s.Settings = []string{fmt.Sprintf("%d Cassandra nodes on 127.0.0.1-127.0.0.%d, replication factor 3, commitlog_sync batch, paxos_variant v2, write and CAS timeouts 5 s, heap 256-512 MiB; a restarted node counts as down until it answers CQL and its peers gossip its new generation", n, n)}
 	default:
