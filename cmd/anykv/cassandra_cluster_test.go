@@ -44,6 +44,34 @@ func TestCassandraCluster(t *testing.T) {
 		})
 	})
 
+	// Over several slots a command across two is refused whole with Redis Cluster's CROSSSLOT error, and keys
+	// with one {hash tag} go together.
+	t.Run("CrossSlot", func(t *testing.T) {
+		c := client(t, servertest.Start(t, servertest.Options{Engine: slotted("xs")}).RESP)
+		a, b := "a", ""
+		for i := 0; b == ""; i++ {
+			if k := "b" + strings.Repeat("x", i); engine.SlotOf("default", []byte(k), 8) != engine.SlotOf("default", []byte(a), 8) {
+				b = k
+			}
+		}
+		if err := c.MSet(ctx, a, "1", b, "2").Err(); err == nil || !strings.HasPrefix(err.Error(), "CROSSSLOT ") {
+			t.Fatalf("MSET across slots: %v, want CROSSSLOT", err)
+		}
+		if n := c.Exists(ctx, a, b).Val(); n != 0 {
+			t.Fatalf("%d keys of the refused MSET exist", n)
+		}
+		if err := c.MSet(ctx, "{u}"+a, "1", "{u}"+b, "2").Err(); err != nil {
+			t.Fatalf("MSET with one hash tag: %v", err)
+		}
+		if got := c.MGet(ctx, "{u}"+a, "{u}"+b).Val(); len(got) != 2 || got[0] != "1" || got[1] != "2" {
+			t.Fatalf("MGET = %v", got)
+		}
+		if err := c.Eval(ctx, "return redis.call('set', KEYS[1], redis.call('get', KEYS[2]))", []string{a, "{u}" + a}).Err(); err == nil ||
+			!strings.Contains(err.Error(), "CROSSSLOT") {
+			t.Fatalf("a script across slots: %v, want CROSSSLOT", err)
+		}
+	})
+
 	// Writers that count acknowledged writes and register clients checked for linearizability run at once, each
 	// through two front ends, while node 3 is killed with SIGKILL and restarted (one kill: a restart takes 20-30
 	// s here). The negative control uses the same kill.
