@@ -24,7 +24,9 @@ func TestCassandra(t *testing.T) {
 	t.Run("StaleReadConflicts", func(t *testing.T) { testStaleReadConflicts(t, fresh(t)) })
 	t.Run("SlotsDoNotCollide", func(t *testing.T) { testSlotsDoNotCollide(t, fresh(t)) })
 	t.Run("FlushAroundAdjacentPuts", func(t *testing.T) { testFlushAroundAdjacentPuts(t, fresh(t)) })
-	slotted := func(*testing.T) string { return fmt.Sprintf("%s/anykv_test?partition=t%d&slots=4", server, parts.Add(1)) }
+	slotted := func(*testing.T) string {
+		return fmt.Sprintf("%s/anykv_test?partition=t%d&slots=4", server, parts.Add(1))
+	}
 	t.Run("Slots", func(t *testing.T) {
 		remotetest.Suite(t, slotted, Open, engine.CanScan|engine.CanTables|engine.CanSweep)
 		t.Run("CrossSlot", func(t *testing.T) { testCrossSlot(t, slotted(t)) })
