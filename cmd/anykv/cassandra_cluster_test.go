@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -65,6 +66,15 @@ func TestCassandraCluster(t *testing.T) {
 		}
 		if got := c.MGet(ctx, "{u}"+a, "{u}"+b).Val(); len(got) != 2 || got[0] != "1" || got[1] != "2" {
 			t.Fatalf("MGET = %v", got)
+		}
+		// Pipelined commands are independent: keys of every slot in one pipeline all succeed.
+		pipe := c.Pipeline()
+		for i := range 32 {
+			pipe.Set(ctx, fmt.Sprintf("p%d", i), i, 0)
+			pipe.Get(ctx, fmt.Sprintf("p%d", i))
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			t.Fatalf("a pipeline over every slot: %v", err)
 		}
 		if err := c.Eval(ctx, "return redis.call('set', KEYS[1], redis.call('get', KEYS[2]))", []string{a, "{u}" + a}).Err(); err == nil ||
 			!strings.Contains(err.Error(), "CROSSSLOT") {

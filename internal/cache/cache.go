@@ -378,6 +378,9 @@ func (c *Cache) ReadLevels() []engine.Consistency { return engine.ReadLevelsOf(c
 // SingleItemBatches implements engine.ItemScoper with the limit of the engine beneath.
 func (c *Cache) SingleItemBatches() bool { return engine.SingleItemOnly(c.eng) }
 
+// Slots implements engine.SlotScoped with the slots of the engine beneath.
+func (c *Cache) Slots() int { return engine.SlotsOf(c.eng) }
+
 // Stats forwards engine.Statser and adds the cache's own figures.
 func (c *Cache) Stats() map[string]int64 {
 	out := map[string]int64{}

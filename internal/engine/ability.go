@@ -87,6 +87,7 @@ type Decorator interface {
 	Statser
 	ReadLeveler // the wrapped engine's levels (ReadLevelsOf), so a decorator never claims a level it cannot serve
 	ItemScoper  // the wrapped engine's limit (SingleItemOnly), so callers learn that multi-item batches are refused
+	SlotScoped  // the wrapped engine's slots (SlotsOf), so callers learn that batches across slots are refused
 }
 
 // leveledEngine is what every engine Expose hands out has: the Engine methods, the read levels and the batch scope.
@@ -94,6 +95,7 @@ type leveledEngine interface {
 	Engine
 	ReadLeveler
 	ItemScoper
+	SlotScoped
 }
 
 // Expose returns d as an Engine whose optional interfaces are exactly those in has: d's methods for those, and no

@@ -136,6 +136,11 @@ func (s *Store) Abilities() engine.Ability { return engine.AbilitiesOf(s.eng) }
 // each pipelined command as a batch of its own rather than merging them.
 func (s *Store) SingleItem() bool { return engine.SingleItemOnly(s.eng) }
 
+// CommandPerBatch reports whether protocols must run each pipelined command as a batch of its own: the engine
+// takes one item per batch (SingleItem), or one slot of several (engine.SlotScoped), where merging independent
+// commands on keys of different slots would make the engine refuse them.
+func (s *Store) CommandPerBatch() bool { return s.SingleItem() || engine.SlotsOf(s.eng) > 1 }
+
 // DefaultTable is the table every protocol shares by default: RESP database 0, memcached, and the HTTP Active
 // Cloud DB routes.
 const DefaultTable = "default"

@@ -343,3 +343,48 @@ func TestScanPageEndingAtTheEmptyKey(t *testing.T) {
 		t.Fatalf("paging one key at a time: %q", got)
 	}
 }
+
+// slottedMem is memstore spread, for the test, over 4 slots: like a slotted remote engine it refuses a batch whose
+// keys are in two of them.
+type slottedMem struct{ *memstore.Store }
+
+func (slottedMem) Slots() int { return 4 }
+
+func (s slottedMem) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, error) {
+	for _, m := range b.Muts {
+		if engine.SlotOf(m.Table, m.Key, 4) != engine.SlotOf(b.Muts[0].Table, b.Muts[0].Key, 4) {
+			return nil, engine.ErrCrossSlot
+		}
+	}
+	return s.Store.Apply(ctx, b)
+}
+
+// Over an engine spread over slots, members of deleted collections in different slots are reclaimed too: each
+// slot's in a batch of its own.
+func TestReclaimKeepsBatchesInOneSlot(t *testing.T) {
+	eng := slottedMem{memstore.New()}
+	s := kv.New(eng, kv.Options{SweepInterval: -1})
+	defer s.Close()
+	slots := map[int]bool{}
+	for i := 0; i < 8; i++ {
+		key := fmt.Sprintf("h%d", i)
+		slots[engine.SlotOf("t", []byte(key), 4)] = true
+		m := engine.Mutation{Op: engine.OpMemberSet, Table: "t", Key: []byte(key), Value: []byte("v"),
+			Coll: engine.CollArgs{Kind: engine.KindHash, Member: []byte("f")}}
+		if _, err := s.Apply(ctx, []engine.Mutation{m}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Apply(ctx, []engine.Mutation{{Op: engine.OpDelete, Table: "t", Key: []byte(key), AnyKind: true}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(slots) < 2 {
+		t.Fatalf("the hashes fell in %d slot(s): the test needs several", len(slots))
+	}
+	s.SweepOnce(ctx)
+	n := 0
+	eng.Scan(ctx, engine.MemberTable("t"), engine.Range{}, s.Now(), func([]byte, engine.Item) bool { n++; return true })
+	if n != 0 {
+		t.Fatalf("%d member items of deleted hashes left after the sweep", n)
+	}
+}

@@ -117,11 +117,17 @@ func (s *Store) reclaimStep(ctx context.Context, budget int) (int, error) {
 				dead = append(dead, engine.Mutation{Op: engine.OpDelete, Table: mt, Key: m.mk, AnyKind: true})
 			}
 		}
-		if len(dead) > 0 {
-			if _, err := s.eng.Apply(ctx, &engine.Batch{Now: now, Muts: dead}); err != nil {
+		// One batch per slot: an engine spread over slots (engine.SlotScoped) refuses a batch across them.
+		bySlot := map[int][]engine.Mutation{}
+		for _, d := range dead {
+			i := engine.SlotOf(d.Table, d.Key, engine.SlotsOf(s.eng))
+			bySlot[i] = append(bySlot[i], d)
+		}
+		for _, muts := range bySlot {
+			if _, err := s.eng.Apply(ctx, &engine.Batch{Now: now, Muts: muts}); err != nil {
 				return removed, err
 			}
-			removed += len(dead)
+			removed += len(muts)
 		}
 		if budget <= 0 { // stopped inside this table: resume after the last key examined
 			rc.table, rc.after = mt, append(rc.after[:0], last...)

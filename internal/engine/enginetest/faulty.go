@@ -116,5 +116,8 @@ func (f *Faulty) ReadLevels() []engine.Consistency { return engine.ReadLevelsOf(
 // SingleItemBatches implements engine.ItemScoper with the wrapped engine's limit.
 func (f *Faulty) SingleItemBatches() bool { return engine.SingleItemOnly(f.inner) }
 
+// Slots implements engine.SlotScoped with the wrapped engine's slots.
+func (f *Faulty) Slots() int { return engine.SlotsOf(f.inner) }
+
 // Stats forwards engine.Statser.
 func (f *Faulty) Stats() map[string]int64 { return f.inner.(engine.Statser).Stats() }

@@ -87,6 +87,9 @@ func (l *Levels) Stats() map[string]int64 { return l.inner.(engine.Statser).Stat
 // SingleItemBatches implements engine.ItemScoper with the wrapped engine's limit.
 func (l *Levels) SingleItemBatches() bool { return engine.SingleItemOnly(l.inner) }
 
+// Slots implements engine.SlotScoped with the wrapped engine's slots.
+func (l *Levels) Slots() int { return engine.SlotsOf(l.inner) }
+
 // ReadLevels implements engine.ReadLeveler: Serves, or the wrapped engine's levels.
 func (l *Levels) ReadLevels() []engine.Consistency {
 	if l.Serves != nil {

@@ -271,6 +271,9 @@ func (s *Store) ReadLevels() []engine.Consistency { return []engine.Consistency{
 // SingleItemBatches implements engine.ItemScoper: a batch may touch any number of items.
 func (s *Store) SingleItemBatches() bool { return false }
 
+// Slots implements engine.SlotScoped: one slot, any batch.
+func (s *Store) Slots() int { return 1 }
+
 // Stats implements engine.Statser.
 func (s *Store) Stats() map[string]int64 {
 	s.mu.RLock()

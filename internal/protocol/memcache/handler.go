@@ -54,7 +54,8 @@ type Options struct {
 // handler shares only counters and the pending delayed flush_all.
 type Handler struct {
 	store *kv.Store
-	// singleItem: the engine applies batches of one item only, so pipelined requests run one batch each.
+	// singleItem: the engine applies batches of one item (or one slot) only, so pipelined requests run one
+	// batch each (kv.Store.CommandPerBatch).
 	singleItem bool
 	remote     bool // Options.RemoteEngine
 	table      string
@@ -108,7 +109,7 @@ func New(store *kv.Store, opts Options) *Handler {
 	}
 	h := &Handler{
 		store:      store,
-		singleItem: store.SingleItem(),
+		singleItem: store.CommandPerBatch(),
 		remote:     opts.RemoteEngine,
 		table:      opts.Table,
 		maxItem:    min(opts.MaxItemSize, store.Limits().MaxValue),

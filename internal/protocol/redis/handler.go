@@ -70,7 +70,8 @@ type Options struct {
 // Handler serves Redis connections. It implements server.Handler, server.Rejecter and server.Denier.
 type Handler struct {
 	store *kv.Store
-	// singleItem: the engine applies batches of one item only, so pipelined commands run one batch each.
+	// singleItem: the engine applies batches of one item (or one slot) only, so pipelined commands run one
+	// batch each (kv.Store.CommandPerBatch).
 	singleItem bool
 	opts       Options
 	log        *slog.Logger
@@ -120,7 +121,7 @@ func New(store *kv.Store, opts Options) *Handler {
 		opts.Auth = auth.New("") // no password, until CONFIG SET requirepass gives one
 	}
 	h := &Handler{store: store, opts: opts, log: opts.Logger, started: time.Now(), sessions: map[int64]*session{},
-		observers: map[*command]*metrics.Observer{}, singleItem: store.SingleItem()}
+		observers: map[*command]*metrics.Observer{}, singleItem: store.CommandPerBatch()}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	h.startupHeap = ms.HeapAlloc

@@ -344,8 +344,8 @@ func plainReads(muts []engine.Mutation) bool {
 // at a weaker level than linearizable (READONLY, or the server's --consistency) stay Gets: a batch's reads are
 // always linearizable.
 func (s *session) readsInOneTrip(muts []engine.Mutation) bool {
-	if !s.h.opts.RemoteEngine || len(muts) < 2 || s.h.store.SingleItem() {
-		return false // an engine of one-item batches (memcached) would refuse a batch of several reads
+	if !s.h.opts.RemoteEngine || len(muts) < 2 || s.h.singleItem {
+		return false // an engine of one-item (memcached) or one-slot batches would refuse a batch of several reads
 	}
 	return s.h.store.ReadsLinearizable(s.readCtx())
 }
