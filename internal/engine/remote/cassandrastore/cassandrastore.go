@@ -37,6 +37,7 @@ package cassandrastore
 import (
 	"bytes"
 	"context"
+	"crypto/sha1"
 	"errors"
 	"fmt"
 	"net"
@@ -215,23 +216,27 @@ func Open(ctx context.Context, raw string) (*Store, error) {
 		fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d}",
 			set.Keyspace, set.RF),
 		"CREATE TABLE IF NOT EXISTS " + b.items + ` (p text, tbl blob, k blob, v blob, flags bigint, expires bigint,
-			version bigint, PRIMARY KEY (p, tbl, k))`,
+			version bigint, PRIMARY KEY (p, tbl, k)) WITH ID = '` + tableID(set.Keyspace) + `'`,
 	} {
 		if err := s.Query(q).ExecContext(ctx); err != nil {
 			s.Close()
 			return nil, err
 		}
 	}
-	if err := b.claimSlots(ctx); err != nil {
+	if err := awaitTable(ctx, s, func() error {
+		if err := b.claimSlots(ctx); err != nil {
+			return err
+		}
+		for i := range b.slots {
+			if _, err := s.Query("INSERT INTO "+b.items+" (p, tbl, k, version) VALUES (?, ?, ?, 0) IF NOT EXISTS",
+				b.partition(i), metaTbl, []byte{}).MapScanCASContext(ctx, map[string]any{}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
 		s.Close()
 		return nil, err
-	}
-	for i := range b.slots {
-		if _, err := s.Query("INSERT INTO "+b.items+" (p, tbl, k, version) VALUES (?, ?, ?, 0) IF NOT EXISTS",
-			b.partition(i), metaTbl, []byte{}).MapScanCASContext(ctx, map[string]any{}); err != nil {
-			s.Close()
-			return nil, err
-		}
 	}
 	st := &Store{Engine: remote.New(b), b: b}
 	st.Engine.Shards = b.slots
@@ -240,6 +245,37 @@ func Open(ctx context.Context, raw string) (*Store, error) {
 	st.Engine.GroupMuts, st.Engine.GroupBytes = 32, 16<<10
 	st.Engine.Ranger = st // collection ops read ranges of members with the store's own scan
 	return st, nil
+}
+
+// tableID is the id every front end creates keyspace's anykv_items with: a name-based UUID (SHA-1, version 5) of
+// the keyspace. Front ends starting at once on a new keyspace each run CREATE TABLE IF NOT EXISTS, possibly on
+// different coordinators; with one id they create the same table, not two that the schema merge must choose
+// between (one front end was seen failing with "table anykv_items does not exist").
+func tableID(keyspace string) string {
+	h := sha1.Sum([]byte("anykv_items." + keyspace))
+	h[6] = h[6]&0x0f | 0x50 // version 5
+	h[8] = h[8]&0x3f | 0x80 // RFC 4122 variant
+	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
+}
+
+// awaitTable runs f once the nodes agree on the schema, again while it fails because a node does not know the
+// table yet (a front end that did not create it may reach such a node first), for up to 30 s.
+func awaitTable(ctx context.Context, s *gocql.Session, f func() error) error {
+	if err := s.AwaitSchemaAgreement(ctx); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := f()
+		if err == nil || !strings.Contains(err.Error(), "does not exist") || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // maxSlots bounds ?slots=: a scan or table listing outside a batch reads every slot's partition.
