@@ -46,7 +46,9 @@
 // Versions. Every written item gets a version greater than every version the engine handed out before, also
 // across restarts and, for a shared remote datastore, across every anykv process using it. Versions are never
 // reused; version 0 is never an item's (it means "absent" in CondVersion). The version is the CAS token of every
-// protocol (memcached cas unique, HTTP ETag, WATCH).
+// protocol (memcached cas unique, HTTP ETag, WATCH), which compare versions of one key only. An engine spread over
+// several slots (SlotScoped) orders versions per slot: each key's versions still grow and none repeats, but
+// versions of keys in different slots are not ordered by time.
 //
 // Expiry. Expiry is an absolute unix-ms time judged at the time the caller passes (Get's now, Batch.Now), never
 // the engine's own clock: an item with Expires <= now is invisible to every read and is absent to Resolve, the

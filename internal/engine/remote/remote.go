@@ -237,8 +237,10 @@ func (e *Engine) run(ctx context.Context, ws []*waiter) {
 		switch {
 		case err == nil:
 			return
-		case errors.Is(err, errSolo):
-			for _, w := range ws { // a batch of the group needs a view the group cannot give: one at a time
+		case errors.Is(err, errSolo) || len(ws) > 1 && errors.Is(err, engine.ErrCrossSlot):
+			// A batch of the group needs a view the group cannot give, or reached into another shard (a script's
+			// undeclared key): one at a time, so that only that batch fails.
+			for _, w := range ws {
 				e.run(ctx, []*waiter{w})
 			}
 			return

@@ -12,8 +12,9 @@ import (
 // their commits side by side instead of contending on one. A key's shard is its engine.SlotOf: a hash of the
 // key or of its {hash tag}; a collection's members go with the collection's key. A batch must stay in one shard:
 // one that touches keys of two is refused with engine.ErrCrossSlot before anything is read, and a key read
-// late (by a script) in another shard fails the batch the same way. A flush runs on each shard in turn,
-// atomically per shard only: a batch that flushes and writes runs whole in its keys' shard, after the others.
+// late (by a script) in another shard fails that batch the same way (a group it shared is rerun batch by batch).
+// A flush runs on each shard in turn, atomically per shard only: a batch that flushes runs whole in its keys'
+// shard first, then the others are flushed if it took effect.
 
 // ShardOf returns the shard of s among n (engine.SlotOf).
 func ShardOf(s Slot, n int) int { return engine.SlotOf(s.Table, s.Key, n) }
@@ -75,36 +76,41 @@ func touchedAll(b *engine.Batch) []Slot {
 	return out
 }
 
-// applySharded applies b in its one shard. A batch that flushes first flushes every other shard (its flushes
-// alone, shard by shard), then runs whole in its own: atomic within that shard, not across shards.
+// applySharded applies b in its one shard. A batch that flushes runs whole in its own shard first, and only then,
+// for each flush that took effect there (not aborted by a guard), flushes every other shard: atomic within a
+// shard, not across shards, and a batch that fails or aborts flushes nothing beyond its own.
 func (e *Engine) applySharded(ctx context.Context, b *engine.Batch) ([]engine.Result, error) {
 	shard, flushes, err := e.shardOfBatch(b)
 	if err != nil {
 		return nil, err
 	}
-	if flushes {
-		only := &engine.Batch{Now: b.Now}
-		for _, m := range b.Muts {
-			if m.Op == engine.OpFlush {
-				only.Muts = append(only.Muts, m)
-			}
-		}
-		for i := range e.Shards {
-			if i == shard {
-				continue
-			}
-			w := &waiter{ctx: ctx, b: only}
-			if e.run(WithShard(ctx, i), []*waiter{w}); w.err != nil {
-				return nil, w.err
-			}
-		}
-	}
 	w := &waiter{ctx: ctx, b: b}
-	if e.GroupMuts > 0 && len(b.Muts) <= e.GroupMuts && !flushes {
+	if !flushes && e.GroupMuts > 0 && len(b.Muts) <= e.GroupMuts {
 		return e.enqueue(w, shard)
 	}
 	e.run(WithShard(ctx, shard), []*waiter{w})
-	return w.res, w.err
+	if w.err != nil || !flushes {
+		return w.res, w.err
+	}
+	only := &engine.Batch{Now: b.Now}
+	for i, m := range b.Muts {
+		if m.Op == engine.OpFlush && w.res[i].Err == nil {
+			only.Muts = append(only.Muts, engine.Mutation{Op: engine.OpFlush, Table: m.Table})
+		}
+	}
+	if len(only.Muts) == 0 {
+		return w.res, nil
+	}
+	for i := range e.Shards {
+		if i == shard {
+			continue
+		}
+		o := &waiter{ctx: ctx, b: only}
+		if e.run(WithShard(ctx, i), []*waiter{o}); o.err != nil {
+			return nil, fmt.Errorf("remote: flushed slot %d of %d, then slot %d failed: %w", shard, e.Shards, i, o.err)
+		}
+	}
+	return w.res, nil
 }
 
 // Slots implements engine.SlotScoped: the number of shards (1 when not sharded).

@@ -46,6 +46,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -57,7 +58,8 @@ import (
 // Store is the Cassandra engine: remote's optimistic Apply plus ordered scans, table listing and sweeping.
 type Store struct {
 	*remote.Engine
-	b *backend
+	b         *backend
+	sweepFrom atomic.Uint32 // the slot the next Sweep starts at (modulo the slots)
 }
 
 var (
@@ -143,8 +145,8 @@ func Config(raw string) (*gocql.ClusterConfig, Settings, error) {
 	pin := false
 	for k, v := range u.Query() {
 		switch {
-		case k == "partition" && v[0] != "":
-			set.Partition = v[0]
+		case k == "partition" && v[0] != "" && !strings.Contains(v[0], "\x00"):
+			set.Partition = v[0] // no NUL: it separates a namespace's name from its slot's number
 		case k == "slots":
 			if set.Slots, err = strconv.Atoi(v[0]); err != nil || set.Slots < 1 || set.Slots > maxSlots {
 				return bad("slots=%q: want a number of partitions from 1 to %d", v[0], maxSlots)

@@ -21,6 +21,7 @@ func TestConfig(t *testing.T) {
 		{"cassandra://h1:9001,h2:9002,h3/ks?partition=p", "[h1:9001 h2:9002 h3:9042] ks p rf=3 QUORUM one=false pin=false"},
 		{"cassandra://h1,h2/ks?rf=2&read=serial", "[h1:9042 h2:9042] ks anykv rf=2 SERIAL one=false pin=false"},
 		{"cassandra://h3:9/ks?read=one&pin=true", "[h3:9] ks anykv rf=1 QUORUM one=true pin=true"},
+		{"cassandra://h3:9/ks?slots=16", "[h3:9] ks anykv rf=1 QUORUM one=false pin=false slots=16"},
 	} {
 		cfg, set, err := Config(c.url)
 		if err != nil {
@@ -28,6 +29,9 @@ func TestConfig(t *testing.T) {
 		}
 		got := fmt.Sprintf("%v %s %s rf=%d %v one=%v pin=%v", cfg.Hosts, set.Keyspace, set.Partition, set.RF,
 			set.Linearizable, set.ReadOne, cfg.HostFilter != nil)
+		if set.Slots != 1 {
+			got += fmt.Sprintf(" slots=%d", set.Slots)
+		}
 		if got != c.want {
 			t.Errorf("%s: %s, want %s", c.url, got, c.want)
 		}
@@ -36,7 +40,8 @@ func TestConfig(t *testing.T) {
 		t.Errorf("read=serial: %v", set.Linearizable)
 	}
 	for _, bad := range []string{"cassandra://a/ks?rf=0", "cassandra://a/ks?read=all", "cassandra://a,/ks",
-		"cassandra://a:0/ks", "cassandra://a/k-s", "cassandra://a/ks?pin=yes", "postgres://a/ks"} {
+		"cassandra://a:0/ks", "cassandra://a/k-s", "cassandra://a/ks?pin=yes", "postgres://a/ks",
+		"cassandra://a/ks?slots=0", "cassandra://a/ks?slots=257", "cassandra://a/ks?slots=x", "cassandra://a/ks?partition=a%000"} {
 		if _, _, err := Config(bad); !errors.Is(err, remote.ErrBadURL) {
 			t.Errorf("%s: %v, want ErrBadURL", bad, err)
 		}

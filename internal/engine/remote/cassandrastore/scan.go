@@ -139,22 +139,25 @@ func (s *Store) tables(ctx context.Context, p string) ([]string, error) {
 	}
 }
 
-// Sweep implements engine.Sweeper: in each slot's partition it finds up to the budget left of items expired at
+// Sweep implements engine.Sweeper: in each slot's partition, starting one further each call, it finds up to the budget left of items expired at
 // now (a filtered read) and deletes them in one conditional BATCH, each IF its version is still the one
 // examined. If one was rewritten meanwhile nothing of that slot is deleted, and the next Sweep tries again.
 func (s *Store) Sweep(ctx context.Context, now int64, budget int) (int, error) {
 	if err := s.Open(); err != nil {
 		return 0, err
 	}
-	total := 0
-	for i := 0; i < s.b.slots && total < budget; i++ {
-		n, err := s.sweep(ctx, s.b.partition(i), now, budget-total)
-		if err != nil {
-			return total, err
+	// Each call starts at the next slot, and a slot that fails does not stop the others: no slot is starved by
+	// one that holds a whole budget of expired rows or keeps failing.
+	total, start := 0, int(s.sweepFrom.Add(1))
+	var first error
+	for j := 0; j < s.b.slots && total < budget; j++ {
+		n, err := s.sweep(ctx, s.b.partition((start+j)%s.b.slots), now, budget-total)
+		if err != nil && first == nil {
+			first = err
 		}
 		total += n
 	}
-	return total, nil
+	return total, first
 }
 
 // sweep deletes up to budget items of partition p expired at now.
