@@ -34,7 +34,10 @@
 // returns an error wrapping ErrClosed, and a second Close returns nil.
 //
 // Ownership. Get returns a Value the caller owns. Results' Old and New values must stay valid and unchanged
-// after Apply returns (an engine hands out copies or memory it never reuses); callers must not modify them.
+// after Apply returns (an engine hands out copies or memory it never reuses); callers must not modify them. One
+// exception: the New value of a write may be the very slice the batch gave it (a SET's Value), valid only while
+// the caller keeps that slice; every value read, Old included, is the engine's (Resolve copies a value the same
+// batch wrote before handing it to a later mutation).
 // Apply keeps no reference to the batch or its byte slices after it returns, so a caller may reuse them. Scan's
 // key and Item.Value are valid only during fn; fn copies what it keeps.
 //

@@ -105,7 +105,11 @@ func (rs *resolver) get(table string, key []byte) (Item, bool, error) {
 		if wr.Delete || !wr.Item.Live(rs.now) { // written earlier in this batch, possibly already expired
 			return Item{}, false, nil
 		}
-		return wr.Item, true, nil
+		// A copy: the write's value may be the batch's own slice (a SET's Value), which the caller reuses once
+		// Apply returned, and what this read returns becomes a result (GET after SET in one pipeline).
+		it := wr.Item
+		it.Value = append([]byte(nil), it.Value...)
+		return it, true, nil
 	}
 	if rs.flushedAll || rs.flushed[table] {
 		return Item{}, false, nil

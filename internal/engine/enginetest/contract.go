@@ -29,6 +29,17 @@ func testOwnership(t *testing.T, e engine.Engine) {
 	if string(kept) != "original+1" {
 		t.Fatalf("a result's value changed after later writes: %q", kept)
 	}
+
+	// Read results must not alias the batch: a GET after a SET of the same key in one batch answers the SET's
+	// value, and the caller reuses the SET's buffer once Apply returned (a pipelined RESP connection reads its
+	// next commands into it before it writes the replies). A write's own New may alias it (the contract says so).
+	buf := []byte("pipelined")
+	res = apply(t, e, engine.Mutation{Op: engine.OpSet, Table: "t", Key: []byte("own2"), Value: buf},
+		engine.Mutation{Op: engine.OpGet, Table: "t", Key: []byte("own2")})
+	copy(buf, "XXXXXXXXX")
+	if !res[1].OldFound || string(res[1].Old.Value) != "pipelined" {
+		t.Fatalf("GET after SET in one batch, once the SET's buffer was reused: %q (found %v)", res[1].Old.Value, res[1].OldFound)
+	}
 }
 
 // testClosed: after Close every call fails with ErrClosed, and a second Close returns nil.

@@ -336,3 +336,22 @@ func TestGroupBytesSplitsGroups(t *testing.T) {
 		t.Errorf("%d commits, want 3", b.commits)
 	}
 }
+
+// A batch of a group reading what an earlier batch of the group wrote gets its own copy: the earlier batch's
+// caller reuses its buffers once Apply returned, while the later one may still be writing its reply (a pipelined
+// GET on another connection answered bytes of the first connection's next commands).
+func TestGroupReadsDoNotAliasOtherBatches(t *testing.T) {
+	e := New(newStampBackend())
+	e.GroupMuts = 8
+	buf := []byte("from A")
+	a := &waiter{ctx: context.Background(), b: &engine.Batch{Now: 1, Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t", Key: []byte("k"), Value: buf}}}}
+	b := &waiter{ctx: context.Background(), b: &engine.Batch{Now: 1, Muts: []engine.Mutation{{Op: engine.OpGet, Table: "t", Key: []byte("k")}}}}
+	e.run(context.Background(), []*waiter{a, b})
+	if a.err != nil || b.err != nil {
+		t.Fatal(a.err, b.err)
+	}
+	copy(buf, "XXXXXX") // A's connection reads its next commands into its buffer
+	if got := b.res[0].Old.Value; string(got) != "from A" {
+		t.Fatalf("B's GET, once A reused its buffer: %q", got)
+	}
+}

@@ -386,7 +386,11 @@ func (r *reader) remember(ws []engine.Write) {
 func (r *reader) Read(table string, key []byte) (engine.Item, bool, error) {
 	k := slotKey{table, string(key)}
 	if w, ok := r.overlay[k]; ok {
-		return w.Item, !w.Delete, nil
+		// A copy: the value may be another caller's batch slice (its SET's Value), which that caller reuses
+		// once its Apply returned, while this batch's result (a GET's reply) may still be waiting to be written.
+		it := w.Item
+		it.Value = append([]byte(nil), it.Value...)
+		return it, !w.Delete, nil
 	}
 	i, ok := r.items[k]
 	if !ok {
