@@ -118,9 +118,9 @@ func (s *Store) reclaimStep(ctx context.Context, budget int) (int, error) {
 			}
 		}
 		// One batch per slot: an engine spread over slots (engine.SlotScoped) refuses a batch across them.
-		bySlot := map[int][]engine.Mutation{}
+		bySlot, slots := map[int][]engine.Mutation{}, engine.SlotsOf(s.eng)
 		for _, d := range dead {
-			i := engine.SlotOf(d.Table, d.Key, engine.SlotsOf(s.eng))
+			i := engine.SlotOf(d.Table, d.Key, slots)
 			bySlot[i] = append(bySlot[i], d)
 		}
 		for _, muts := range bySlot {

@@ -1,6 +1,7 @@
 package enginetest
 
 import (
+	"bytes"
 	"errors"
 	"strconv"
 	"testing"
@@ -9,7 +10,8 @@ import (
 )
 
 // fnWide is the suite's own function, shaped like a job queue's script: it increments the counter at its key and
-// writes its argument at "job:<n>", a key its mutation does not name.
+// writes its argument at "job:<n>", a key its mutation does not name (with the key's {hash tag} in front, if it
+// has one, as a script over a slotted namespace would keep its keys in one slot).
 const fnWide = "enginetest.wide"
 
 func init() {
@@ -24,7 +26,13 @@ func init() {
 		}
 		n++
 		tx.Put(tx.Table(), tx.Key(), engine.Item{Value: []byte(strconv.Itoa(n))})
-		tx.Put(tx.Table(), []byte("job:"+strconv.Itoa(n)), engine.Item{Value: args[0]})
+		job := []byte("job:" + strconv.Itoa(n))
+		if k := tx.Key(); len(k) > 0 && k[0] == '{' {
+			if j := bytes.IndexByte(k, '}'); j > 0 {
+				job = append(append([]byte(nil), k[:j+1]...), job...)
+			}
+		}
+		tx.Put(tx.Table(), job, engine.Item{Value: args[0]})
 		return engine.Result{}, nil
 	})
 }

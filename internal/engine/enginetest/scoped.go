@@ -1,6 +1,7 @@
 package enginetest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"slices"
@@ -110,8 +111,8 @@ func oneTable(muts []engine.Mutation) {
 }
 
 // tagged runs the suite's wide tests on a SlotScoped engine: it gives every key one hash tag, so a test's
-// batches stay in one slot (the adapter's own tests prove batches across slots are refused). Only Get and
-// Apply, which the wide tests use.
+// batches stay in one slot (the adapter's own tests prove batches across slots are refused), and takes it off
+// the keys results name. Only Get and Apply, which the wide tests use.
 type tagged struct{ e engine.Engine }
 
 func tag(k []byte) []byte { return append([]byte("{w}"), k...) }
@@ -134,7 +135,13 @@ func (t tagged) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, er
 		}
 		c.Muts[i] = m
 	}
-	return t.e.Apply(ctx, &c)
+	res, err := t.e.Apply(ctx, &c)
+	for i := range res {
+		for j, k := range res[i].Wrote {
+			res[i].Wrote[j] = bytes.TrimPrefix(k, tag(nil))
+		}
+	}
+	return res, err
 }
 
 func (t tagged) Close() error { return t.e.Close() }

@@ -527,22 +527,17 @@ func (b *backend) version(shard int, c uint64) uint64 { return c*uint64(b.slots)
 
 // inShard checks that every slot a commit checks or writes is in shard (a key a script read late may not be).
 func (b *backend) inShard(shard int, checks []remote.Check, w *remote.Writes) error {
-	for _, c := range checks {
-		if err := remote.InShard([]remote.Slot{c.Slot}, shard, b.slots); err != nil {
-			return err
-		}
+	if b.slots <= 1 {
+		return nil
 	}
-	for _, d := range w.Delete {
-		if err := remote.InShard([]remote.Slot{d}, shard, b.slots); err != nil {
-			return err
-		}
+	slots := append([]remote.Slot(nil), w.Delete...)
+	for _, c := range checks {
+		slots = append(slots, c.Slot)
 	}
 	for _, p := range w.Put {
-		if err := remote.InShard([]remote.Slot{p.Slot}, shard, b.slots); err != nil {
-			return err
-		}
+		slots = append(slots, p.Slot)
 	}
-	return nil
+	return remote.InShard(slots, shard, b.slots)
 }
 
 // maxBatch bounds the bytes of a commit: Cassandra refuses a mutation over half a commit log segment (16 MiB with
