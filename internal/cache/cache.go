@@ -27,6 +27,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"anykv/internal/engine"
 )
@@ -171,6 +172,23 @@ func (c *Cache) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, er
 // touched lists the cache slots a batch may change, grouped by shard, or reports that it flushes (all), or that
 // it has a call that may write keys it does not name (wide).
 func (c *Cache) touched(b *engine.Batch) (ts []touch, all, wide bool) {
+	// The slots are carved out of one buffer per batch, never changed after: one allocation instead of two per
+	// slot. Its size is known before the first is written, so the strings never move.
+	n := 0
+	for i := range b.Muts {
+		m := &b.Muts[i]
+		n += 2*binary.MaxVarintLen64 + len(m.Table) + len(m.Key) + len(m.Target.Table) + len(m.Target.Key)
+		for _, k := range m.Call.Keys {
+			n += binary.MaxVarintLen64 + len(m.Table) + len(k)
+		}
+	}
+	buf := make([]byte, 0, n)
+	slot := func(table string, key []byte) string {
+		start := len(buf)
+		buf = appendSlot(buf, table, key)
+		return unsafe.String(unsafe.SliceData(buf[start:]), len(buf)-start)
+	}
+	ts = make([]touch, 0, len(b.Muts))
 	add := func(s string, through int) { ts = append(ts, touch{slot: s, shard: c.shardOf(s), through: through}) }
 	for i := range b.Muts {
 		m := &b.Muts[i]
@@ -310,7 +328,9 @@ func (c *Cache) end(ts []touch, gens []uint64, res []engine.Result, err error) {
 				continue
 			}
 			it.Value = append([]byte(nil), it.Value...) // the result's value may alias the caller's batch
-			c.evictions.Add(int64(sh.m.put(t.slot, it, size, c.shardBytes)))
+			// A copy of the slot too: touched carved it out of a buffer of the whole batch's slots, which an
+			// entry must not keep alive beyond its own size.
+			c.evictions.Add(int64(sh.m.put(strings.Clone(t.slot), it, size, c.shardBytes)))
 			c.writeThroughs.Add(1)
 		}
 		sh.mu.Unlock()

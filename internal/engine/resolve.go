@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -40,7 +41,10 @@ type resolver struct {
 	// overlay indexes the batch's own writes by key: writes[overlay[k]] is the key's latest write (a put or a
 	// delete). A key written again replaces its write in place, so a batch that rewrites one key many times (a
 	// collection's meta item under a pipeline of pushes) hands the engine one write for it, not one per change.
+	// Until the batch has written scanWrites keys there is no map: own scans writes[scanFrom:] (the writes since
+	// the last FLUSHALL), which for the common small batch is faster than hashing and allocates nothing.
 	overlay    map[slot]int
+	scanFrom   int
 	flushedAll bool
 	flushed    map[string]bool
 	writes     []Write
@@ -50,7 +54,7 @@ type resolver struct {
 // definition of every Op's meaning, shared by all engines. next allocates a fresh version for each written item.
 // When a Guard fails it returns the results so far and ErrAborted, and the caller must apply no write.
 func Resolve(r Reader, b *Batch, next func() uint64) ([]Write, []Result, error) {
-	rs := resolver{r: r, now: b.Now, next: next}
+	rs := resolver{r: r, now: b.Now, next: next, writes: make([]Write, 0, len(b.Muts))}
 	results := make([]Result, len(b.Muts))
 	if err := rs.applyAll(b.Muts, results, nil); err != nil {
 		return nil, results, err
@@ -101,7 +105,7 @@ func IsConditionFailure(err error) bool {
 
 // get returns the live item at table/key as this batch sees it.
 func (rs *resolver) get(table string, key []byte) (Item, bool, error) {
-	if wr, ok := rs.own(table, string(key)); ok {
+	if wr, ok := rs.own(table, key); ok {
 		if wr.Delete || !wr.Item.Live(rs.now) { // written earlier in this batch, possibly already expired
 			return Item{}, false, nil
 		}
@@ -121,9 +125,20 @@ func (rs *resolver) get(table string, key []byte) (Item, bool, error) {
 	return it, true, nil
 }
 
+// scanWrites is the number of written keys up to which own scans the batch's writes instead of a map.
+const scanWrites = 8
+
 // own returns the batch's latest write of table/key, if it wrote the key.
-func (rs *resolver) own(table, key string) (*Write, bool) {
-	i, ok := rs.overlay[slot{table, key}]
+func (rs *resolver) own(table string, key []byte) (*Write, bool) {
+	if rs.overlay == nil {
+		for i := rs.scanFrom; i < len(rs.writes); i++ {
+			if w := &rs.writes[i]; !w.Flush && w.Table == table && bytes.Equal(w.Key, key) {
+				return w, true
+			}
+		}
+		return nil, false
+	}
+	i, ok := rs.overlay[slot{table, string(key)}]
 	if !ok {
 		return nil, false
 	}
@@ -142,26 +157,41 @@ func (rs *resolver) del(table string, key []byte) {
 
 // record makes wr the batch's latest write of its key: in place of the key's earlier write, or appended.
 func (rs *resolver) record(wr Write) {
-	if prev, ok := rs.own(wr.Table, string(wr.Key)); ok {
+	if prev, ok := rs.own(wr.Table, wr.Key); ok {
 		*prev = wr
 		return
 	}
-	if rs.overlay == nil {
-		rs.overlay = make(map[slot]int)
-	}
-	rs.overlay[slot{wr.Table, string(wr.Key)}] = len(rs.writes)
 	rs.writes = append(rs.writes, wr)
+	if rs.overlay != nil {
+		rs.overlay[slot{wr.Table, string(wr.Key)}] = len(rs.writes) - 1
+	} else if len(rs.writes)-rs.scanFrom > scanWrites {
+		rs.index()
+	}
+}
+
+// index builds the overlay map from the writes own would scan; own uses the map from then on.
+func (rs *resolver) index() {
+	rs.overlay = make(map[slot]int, 2*(len(rs.writes)-rs.scanFrom))
+	for i := rs.scanFrom; i < len(rs.writes); i++ {
+		if w := &rs.writes[i]; !w.Flush {
+			rs.overlay[slot{w.Table, string(w.Key)}] = i
+		}
+	}
 }
 
 func (rs *resolver) flush(table string) {
 	if table == "" {
 		rs.flushedAll = true
 		rs.overlay = nil
+		rs.scanFrom = len(rs.writes) + 1 // the writes after the flush's own, appended below
 	} else {
 		if rs.flushed == nil {
 			rs.flushed = make(map[string]bool)
 		}
 		rs.flushed[table] = true
+		if rs.overlay == nil {
+			rs.index() // the table's earlier writes must leave the batch's view: the map can forget them
+		}
 		for s := range rs.overlay {
 			if s.table == table {
 				delete(rs.overlay, s)

@@ -30,6 +30,9 @@ func (rs *resolver) scanRange(table string, r Range, fn func(key []byte, it Item
 		return fmt.Errorf("%w: reading a range of members", ErrNotSupported)
 	}
 	// The batch's own writes in the range, sorted; nil items are deletions.
+	if rs.overlay == nil {
+		rs.index()
+	}
 	var mine []string
 	for s := range rs.overlay {
 		if s.table == table && r.Contains([]byte(s.key)) {
@@ -39,7 +42,7 @@ func (rs *resolver) scanRange(table string, r Range, fn func(key []byte, it Item
 	sort.Strings(mine)
 	i := 0
 	emit := func(k string) bool { // an overlay entry
-		wr, _ := rs.own(table, k)
+		wr, _ := rs.own(table, []byte(k))
 		if wr.Delete || !wr.Item.Live(rs.now) {
 			return true
 		}

@@ -263,7 +263,8 @@ func (s *Store) apply(ctx context.Context, muts []engine.Mutation) ([]engine.Res
 	s.stats.batches.Add(1)
 	s.stats.mutations.Add(int64(len(muts)))
 	if s.queries.Enabled() {
-		tables, all := tablesWritten(muts)
+		var one [2]string // most batches write one table (two with a RENAME's target): no allocation for them
+		tables, all := tablesWritten(muts, one[:0])
 		s.queries.Begin(tables, all)
 		defer s.queries.End(tables, all)
 	}
@@ -272,7 +273,7 @@ func (s *Store) apply(ctx context.Context, muts []engine.Mutation) ([]engine.Res
 
 // tablesWritten lists the tables a batch may change (with repeats), or reports that it flushes every table: the
 // query cache's answers over them become stale.
-func tablesWritten(muts []engine.Mutation) (tables []string, all bool) {
+func tablesWritten(muts []engine.Mutation, tables []string) ([]string, bool) {
 	for i := range muts {
 		m := &muts[i]
 		switch {

@@ -35,10 +35,10 @@ var fullNames sync.Map
 
 // fullName is the name CLIENT LIST shows for a call of cmd with args.
 func fullName(cmd *command, args [][]byte) *string {
-	name := cmd.name
-	if containers[name] && len(args) > 1 && len(args[1]) <= 32 {
-		name += "|" + lower(args[1])
+	if !containers[cmd.name] || len(args) < 2 || len(args[1]) > 32 {
+		return &cmd.name // the command table outlives every session: no allocation per command
 	}
+	name := cmd.name + "|" + lower(args[1])
 	if p, ok := fullNames.Load(name); ok {
 		return p.(*string)
 	}

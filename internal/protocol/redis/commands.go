@@ -169,18 +169,23 @@ func cmdCommand(s *session, args [][]byte) {
 
 // keys returns the key arguments of a call of c (args[0] is the command name), by its key specification.
 func (c *command) keys(args [][]byte) [][]byte {
-	if c.firstKey <= 0 {
-		return nil
-	}
-	last := c.lastKey
-	if last < 0 {
-		last = len(args) + last
-	}
 	var keys [][]byte
-	for i := c.firstKey; i <= last && i < len(args); i += max(c.step, 1) {
+	for i, last, step := c.keySpan(args); i <= last; i += step {
 		keys = append(keys, args[i])
 	}
 	return keys
+}
+
+// keySpan gives the indexes of args that are keys: first, first+step, ... up to last (first > last: none).
+func (c *command) keySpan(args [][]byte) (first, last, step int) {
+	if c.firstKey <= 0 {
+		return 1, 0, 1
+	}
+	last = c.lastKey
+	if last < 0 {
+		last = len(args) + last
+	}
+	return c.firstKey, min(last, len(args)-1), max(c.step, 1)
 }
 
 func orDefault(s, d string) string {
