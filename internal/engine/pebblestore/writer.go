@@ -74,6 +74,7 @@ type writer struct {
 	// The overlay: what earlier batches of the current group wrote, so a batch sees them (Pebble has not got them
 	// yet). keys doubles as the group's set of in-flight keys for the guard, so it is a new map per group.
 	keys     map[string]ovEntry
+	keysHint int // the group's mutations: the size keys is made with, so that it does not grow step by step
 	tables   map[string]struct{}
 	flushed  map[string]struct{}
 	flushAll bool
@@ -153,6 +154,12 @@ func (w *writer) commitGroup() {
 	w.net, w.netReset = 0, false
 	firstVersion := w.version + 1
 	taken := 0
+	w.keysHint = 0
+	for _, r := range w.reqs {
+		if r.batch != nil {
+			w.keysHint += len(r.batch.Muts)
+		}
+	}
 	for i, r := range w.reqs {
 		if !r.state.CompareAndSwap(reqQueued, reqTaken) {
 			continue // its Apply returned already
@@ -355,7 +362,7 @@ func (w *writer) remember(k []byte, table string, e ovEntry) {
 		return
 	}
 	if w.keys == nil {
-		w.keys = make(map[string]ovEntry)
+		w.keys = make(map[string]ovEntry, min(w.keysHint, 4096)) // mutations that only read leave it unused
 	}
 	w.keys[string(k)] = e
 	w.touch(table)
