@@ -200,7 +200,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	po := &pebble.Options{
 		Cache:                       cache,
-		FS:                          spaceFS{opts.FS, s.space},
+		FS:                          spaceFS{FS: opts.FS, sp: s.space},
 		FormatMajorVersion:          pebble.FormatValueSeparation, // newest format of pebble v2.1; explicit on purpose
 		MemTableSize:                memTableSize,
 		MemTableStopWritesThreshold: 4,
@@ -219,7 +219,7 @@ func Open(opts Options) (*Store, error) {
 		},
 	}
 	if opts.FS == nil {
-		po.FS = spaceFS{vfs.Default, s.space}
+		po.FS = spaceFS{FS: vfs.Default, sp: s.space, osFiles: true}
 		po.WithFSDefaults() // Pebble's disk health checks, as with the default file system
 	}
 	for i := range po.Levels {

@@ -406,7 +406,8 @@ func isENOSPC(err error) bool { return errors.Is(err, syscall.ENOSPC) }
 // spaceFS is the file system Pebble sees: writes that meet ENOSPC go through space.outOfSpace.
 type spaceFS struct {
 	vfs.FS
-	sp *space
+	sp      *space
+	osFiles bool // FS is the operating system's, with nothing between: its WALs may sync on the helper thread
 }
 
 func (fs spaceFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
@@ -431,15 +432,16 @@ func (fs spaceFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &spaceFile{File: f, name: name, sp: fs.sp}, nil
+	return &spaceFile{File: f, name: name, sp: fs.sp, threadSync: fs.osFiles && strings.HasSuffix(name, ".log")}, nil
 }
 
 // spaceFile retries Write and WriteAt from the first byte not written when space.outOfSpace says so. Sync is
 // not retried: after a failed fsync the kernel may have dropped the dirty pages, so Pebble's fatal error stands.
 type spaceFile struct {
 	vfs.File
-	name string
-	sp   *space
+	name       string
+	sp         *space
+	threadSync bool // a WAL of the OS file system: SyncData runs on the helper thread
 }
 
 func (f *spaceFile) Write(p []byte) (int, error) {
@@ -463,9 +465,10 @@ func (f *spaceFile) WriteAt(p []byte, off int64) (int, error) {
 }
 
 // SyncData syncs a WAL file on the helper thread of syncthread_cgo.go where there is one, so that the P is free
-// to run connections during the fsync; every other file, and a WAL without it, syncs as the file system does.
+// to run connections during the fsync; every other file, a WAL without the thread and every file of a file
+// system given in Options.FS (which may add behaviour of its own to SyncData) sync as the file system does.
 func (f *spaceFile) SyncData() error {
-	if strings.HasSuffix(f.name, ".log") {
+	if f.threadSync {
 		if fd := f.File.Fd(); fd != vfs.InvalidFd {
 			if handled, err := threadSync(fd); handled {
 				return err

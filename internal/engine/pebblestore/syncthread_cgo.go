@@ -36,9 +36,12 @@ static void* sync_loop(void* arg) {
 static int start_sync_thread(void) {
 	req_efd = eventfd(0, EFD_CLOEXEC);
 	done_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (req_efd < 0 || done_efd < 0) return -1;
 	pthread_t t;
-	if (pthread_create(&t, 0, sync_loop, 0) != 0) return -1;
+	if (req_efd < 0 || done_efd < 0 || pthread_create(&t, 0, sync_loop, 0) != 0) {
+		if (req_efd >= 0) close(req_efd);
+		if (done_efd >= 0) close(done_efd);
+		return -1;
+	}
 	pthread_detach(t);
 	return done_efd;
 }
@@ -63,9 +66,10 @@ import (
 
 // syncThread is the one helper thread: it serves one fdatasync at a time (mu), which is what Pebble asks of a WAL.
 var syncThread struct {
-	once sync.Once
-	mu   sync.Mutex
-	done *os.File // the eventfd the thread signals, read through the netpoller
+	once   sync.Once
+	mu     sync.Mutex
+	done   *os.File // the eventfd the thread signals, read through the netpoller
+	broken bool     // a wait for the thread failed: its replies can no longer be matched to requests
 }
 
 // threadSync runs fdatasync(fd) on the helper thread and parks the calling goroutine until it returned;
@@ -82,10 +86,16 @@ func threadSync(fd uintptr) (handled bool, err error) {
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if st.broken {
+		return false, nil
+	}
 	C.request_sync(C.int(fd))
 	var buf [8]byte
 	if _, err := st.done.Read(buf[:]); err != nil {
-		return true, err
+		// The request is still out: a later reply could be taken for another request's, so nobody uses the
+		// thread again, and this caller syncs as usual.
+		st.broken = true
+		return false, nil
 	}
 	if e := C.sync_result(); e != 0 {
 		return true, syscall.Errno(e)

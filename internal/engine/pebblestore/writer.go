@@ -154,14 +154,20 @@ func (w *writer) commitGroup() {
 	w.net, w.netReset = 0, false
 	firstVersion := w.version + 1
 	taken := 0
+	// Take every request first (an Apply that returned already is skipped), so that their batches, which stay
+	// unchanged only while taken, size the group's key map before the first write makes it.
 	w.keysHint = 0
 	for _, r := range w.reqs {
-		if r.batch != nil {
-			w.keysHint += len(r.batch.Muts)
+		if r.state.CompareAndSwap(reqQueued, reqTaken) && r.batch != nil {
+			for i := range r.batch.Muts {
+				if r.batch.Muts[i].Writes() {
+					w.keysHint++
+				}
+			}
 		}
 	}
 	for i, r := range w.reqs {
-		if !r.state.CompareAndSwap(reqQueued, reqTaken) {
+		if r.state.Load() != reqTaken {
 			continue // its Apply returned already
 		}
 		w.track = w.guard || i < len(w.reqs)-1
