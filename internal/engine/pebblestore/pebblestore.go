@@ -415,6 +415,7 @@ func (s *Store) submit(ctx context.Context, r *request) error {
 	if s.space.full.Load() {
 		return s.space.refuse()
 	}
+	r.bytes = r.size() // here, while the batch is surely the caller's: once it gave up, it may reuse the batch
 	select {
 	case s.queue <- r:
 	case <-ctx.Done():

@@ -31,6 +31,7 @@ type request struct {
 	sweep []sweepTarget // a Sweep's conditional deletes, when batch is nil
 
 	state   atomic.Int32
+	bytes   int // size(), computed by submit: the writer reads the batch only once it took the request
 	results []engine.Result
 	removed int // Sweep: items deleted
 	err     error
@@ -117,7 +118,7 @@ func (w *writer) run() {
 			return
 		}
 		w.reqs = append(w.reqs[:0], r)
-		size := r.size()
+		size := r.bytes
 	fill:
 		for len(w.reqs) < maxGroupReqs && size < maxGroupBytes {
 			select {
@@ -126,7 +127,7 @@ func (w *writer) run() {
 					break fill
 				}
 				w.reqs = append(w.reqs, r)
-				size += r.size()
+				size += r.bytes
 			default:
 				break fill
 			}
@@ -176,7 +177,7 @@ func (w *writer) commitGroup() {
 			r.err = *p
 			continue
 		}
-		if err := w.s.space.admit(int64(r.size())); err != nil {
+		if err := w.s.space.admit(int64(r.bytes)); err != nil {
 			r.err = err // refused before it reaches Pebble: the disk is (nearly) full
 			continue
 		}
