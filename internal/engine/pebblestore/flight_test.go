@@ -1,6 +1,8 @@
 package pebblestore
 
 import (
+	"context"
+	"errors"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -64,4 +66,40 @@ func errString(err error) string {
 		return "<nil>"
 	}
 	return err.Error()
+}
+
+// An Apply that gave up while its request was queued is never read by the writer, so its caller may reuse the
+// batch at once, as a connection reuses its mutations for the next pipeline (under -race, a read of the
+// reused batch is reported; before, the writer measured every queued batch's size as it took it).
+func TestGivenUpApplyIsNotRead(t *testing.T) {
+	gfs := newGateFS(vfs.NewMem())
+	s := openSerial(t, gfs)
+	gfs.hold()
+	defer gfs.release()
+	first := applyAsync(s, set("t", "a", "1"))
+	waitFor(t, func() bool { return gfs.blocked() > 0 })
+
+	cctx, cancel := context.WithCancel(ctx)
+	muts := []engine.Mutation{set("t", "b", "2")}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Apply(cctx, &engine.Batch{Now: now, Muts: muts})
+		done <- err
+	}()
+	waitFor(t, func() bool { return len(s.queue) == 1 }) // queued: the writer waits for the held group
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cancelled Apply returned %v", err)
+	}
+	gfs.release() // the writer goes on and takes the queue, while the caller reuses its batch
+	muts[0].Key, muts[0].Value = []byte("reused"), []byte("x")
+	if o := <-first; o.err != nil {
+		t.Fatal(o.err)
+	}
+	mustApply(t, s, set("t", "c", "3")) // the writer has gone past the given-up request
+	for _, k := range []string{"b", "reused"} {
+		if it, err := s.Get(ctx, "t", []byte(k), now); !errors.Is(err, engine.ErrNotFound) {
+			t.Fatalf("t/%s = %q, %v after its Apply gave up", k, it.Value, err)
+		}
+	}
 }
