@@ -69,8 +69,16 @@ func newConn(h *Handler, nc net.Conn) *conn {
 	}
 }
 
+// detached carries ctx's values without its cancellation, as context.WithoutCancel does; that one's Value
+// allocates on every call (its value receiver becomes an interface), and every read of a request asks for one.
+type detached struct{ context.Context }
+
+func (*detached) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (*detached) Done() <-chan struct{}       { return nil }
+func (*detached) Err() error                  { return nil }
+
 func (c *conn) serve(ctx context.Context) {
-	c.ctx = context.WithoutCancel(ctx)
+	c.ctx = &detached{ctx}
 	defer c.h.stats.add(&c.st)
 	defer c.releaseBuffers()
 	for {
