@@ -183,7 +183,7 @@ func (c *Cache) touched(b *engine.Batch) (ts []touch, all, wide bool) {
 		}
 	}
 	buf := make([]byte, 0, n)
-	slot := func(table string, key []byte) string {
+	carve := func(table string, key []byte) string {
 		start := len(buf)
 		buf = appendSlot(buf, table, key)
 		return unsafe.String(unsafe.SliceData(buf[start:]), len(buf)-start)
@@ -202,12 +202,12 @@ func (c *Cache) touched(b *engine.Batch) (ts []touch, all, wide bool) {
 		if m.Op == engine.OpSet && c.shardBytes > 0 {
 			through = i
 		}
-		add(slot(m.Table, m.Key), through)
+		add(carve(m.Table, m.Key), through)
 		if m.Op == engine.OpRename || m.Op == engine.OpCopy || m.Op == engine.OpCall && m.Target.Table != "" {
-			add(slot(m.Target.Table, m.Target.Key), -1)
+			add(carve(m.Target.Table, m.Target.Key), -1)
 		}
 		for _, k := range m.Call.Keys { // further keys a function may write
-			add(slot(m.Table, k), -1)
+			add(carve(m.Table, k), -1)
 		}
 		wide = wide || m.Op == engine.OpCall && m.Call.AnyKey
 	}

@@ -53,10 +53,7 @@ func InShard(slots []Slot, i, n int) error {
 
 // shardOfBatch returns the one shard b's keys are in (0 if it names none), whether b flushes, or ErrCrossSlot.
 func (e *Engine) shardOfBatch(b *engine.Batch) (shard int, flushes bool, err error) {
-	shard = -1
-	for i := range b.Muts {
-		flushes = flushes || b.Muts[i].Op == engine.OpFlush
-	}
+	shard, flushes = -1, !groupable(b)
 	for _, s := range touchedAll(b) {
 		switch i := ShardOf(s, e.Shards); {
 		case shard < 0:

@@ -139,9 +139,10 @@ func (s *Store) tables(ctx context.Context, p string) ([]string, error) {
 	}
 }
 
-// Sweep implements engine.Sweeper: in each slot's partition, starting one further each call, it finds up to the budget left of items expired at
-// now (a filtered read) and deletes them in one conditional BATCH, each IF its version is still the one
-// examined. If one was rewritten meanwhile nothing of that slot is deleted, and the next Sweep tries again.
+// Sweep implements engine.Sweeper: in each slot's partition, starting one further each call, it finds up to
+// the budget left of items expired at now (a filtered read) and deletes them in one conditional BATCH, each IF
+// its version is still the one examined. If one was rewritten meanwhile nothing of that slot is deleted, and
+// the next Sweep tries again.
 func (s *Store) Sweep(ctx context.Context, now int64, budget int) (int, error) {
 	if err := s.Open(); err != nil {
 		return 0, err
