@@ -234,7 +234,7 @@ func (c *conn) queue(req *request, muts ...engine.Mutation) {
 // reserve applies the pending batch first if n more mutations would take it past its bounds.
 func (c *conn) reserve(n int) {
 	// An engine of one-item batches would refuse pipelined requests on two keys merged into one batch.
-	if !c.batch.Fits(n, min(maxPipeline, c.h.store.Limits().MaxBatch)) || c.h.singleItem {
+	if !c.batch.Fits(n, min(maxPipeline, c.h.store.Limits().MaxBatch)) || c.h.commandPerBatch {
 		c.flush()
 	}
 }

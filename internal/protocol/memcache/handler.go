@@ -54,12 +54,12 @@ type Options struct {
 // handler shares only counters and the pending delayed flush_all.
 type Handler struct {
 	store *kv.Store
-	// singleItem: the engine applies batches of one item (or one slot) only, so pipelined requests run one
+	// commandPerBatch: the engine applies batches of one item (or one slot) only, so pipelined requests run one
 	// batch each (kv.Store.CommandPerBatch).
-	singleItem bool
-	remote     bool // Options.RemoteEngine
-	table      string
-	maxItem    int
+	commandPerBatch bool
+	remote          bool // Options.RemoteEngine
+	table           string
+	maxItem         int
 	// maxGetLine bounds a get/gets key-list line.
 	maxGetLine int
 	budget     *membudget.Budget
@@ -108,17 +108,17 @@ func New(store *kv.Store, opts Options) *Handler {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	h := &Handler{
-		store:      store,
-		singleItem: store.CommandPerBatch(),
-		remote:     opts.RemoteEngine,
-		table:      opts.Table,
-		maxItem:    min(opts.MaxItemSize, store.Limits().MaxValue),
-		maxGetLine: defaultMaxGetLine,
-		budget:     opts.Budget,
-		version:    version,
-		log:        opts.Logger,
-		started:    store.Time(),
-		auth:       opts.Auth,
+		store:           store,
+		commandPerBatch: store.CommandPerBatch(),
+		remote:          opts.RemoteEngine,
+		table:           opts.Table,
+		maxItem:         min(opts.MaxItemSize, store.Limits().MaxValue),
+		maxGetLine:      defaultMaxGetLine,
+		budget:          opts.Budget,
+		version:         version,
+		log:             opts.Logger,
+		started:         store.Time(),
+		auth:            opts.Auth,
 		afterFunc: func(d time.Duration, f func()) stopper {
 			return time.AfterFunc(d, f)
 		},

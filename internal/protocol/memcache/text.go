@@ -242,7 +242,7 @@ func (c *conn) get(req *request) {
 // read cache (Options.RemoteEngine): one round trip for all, where a Get per key would be one each. It returns
 // nil results when the keys are to be read one by one.
 func (c *conn) getBatch(keys []byte) ([]engine.Result, error) {
-	if !c.h.remote || c.h.singleItem {
+	if !c.h.remote || c.h.commandPerBatch {
 		return nil, nil
 	}
 	if !c.h.store.ReadsLinearizable(c.ctx) {

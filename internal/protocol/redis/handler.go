@@ -70,12 +70,12 @@ type Options struct {
 // Handler serves Redis connections. It implements server.Handler, server.Rejecter and server.Denier.
 type Handler struct {
 	store *kv.Store
-	// singleItem: the engine applies batches of one item (or one slot) only, so pipelined commands run one
+	// commandPerBatch: the engine applies batches of one item (or one slot) only, so pipelined commands run one
 	// batch each (kv.Store.CommandPerBatch).
-	singleItem bool
-	opts       Options
-	log        *slog.Logger
-	started    time.Time
+	commandPerBatch bool
+	opts            Options
+	log             *slog.Logger
+	started         time.Time
 	// startupHeap is the Go heap when the handler was made (MEMORY STATS startup.allocated).
 	startupHeap uint64
 	nextID      atomic.Int64
@@ -121,7 +121,7 @@ func New(store *kv.Store, opts Options) *Handler {
 		opts.Auth = auth.New("") // no password, until CONFIG SET requirepass gives one
 	}
 	h := &Handler{store: store, opts: opts, log: opts.Logger, started: time.Now(), sessions: map[int64]*session{},
-		observers: map[*command]*metrics.Observer{}, singleItem: store.CommandPerBatch()}
+		observers: map[*command]*metrics.Observer{}, commandPerBatch: store.CommandPerBatch()}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	h.startupHeap = ms.HeapAlloc

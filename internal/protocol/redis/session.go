@@ -205,7 +205,7 @@ func (s *session) dispatch(args [][]byte) {
 	}
 	switch {
 	case cmd.data != nil:
-		if !s.batch.Fits(3*len(args), s.h.store.Limits().MaxBatch) || s.h.singleItem {
+		if !s.batch.Fits(3*len(args), s.h.store.Limits().MaxBatch) || s.h.commandPerBatch {
 			// An engine of one-item batches would refuse pipelined commands on two keys merged into one batch.
 			s.flush() // keep each engine batch within the store's limit; a command's own mutations stay together
 		}
@@ -344,7 +344,7 @@ func plainReads(muts []engine.Mutation) bool {
 // at a weaker level than linearizable (READONLY, or the server's --consistency) stay Gets: a batch's reads are
 // always linearizable.
 func (s *session) readsInOneTrip(muts []engine.Mutation) bool {
-	if !s.h.opts.RemoteEngine || len(muts) < 2 || s.h.singleItem {
+	if !s.h.opts.RemoteEngine || len(muts) < 2 || s.h.commandPerBatch {
 		return false // an engine of one-item (memcached) or one-slot batches would refuse a batch of several reads
 	}
 	return s.h.store.ReadsLinearizable(s.readCtx())
