@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -261,6 +262,12 @@ func (s *Store) prepareClean(closeErr error) (st cleanState, ok bool) {
 	if s.space.full.Load() || s.space.readOnly.Load() {
 		// A flush needs room the disk does not have, and Pebble would retry it until space returns.
 		s.log.Warn("disk full at close: no flush and no clean-shutdown record; the next start checks as after a crash")
+		return st, false
+	}
+	// The version record, a ceiling while the store ran without a journal, becomes exact again (the writer has
+	// stopped), so that a clean restart goes on from the last version allocated.
+	if err := s.db.Set(metaVersionKey, beUint64(s.version.Load()), pebble.NoSync); err != nil {
+		s.log.Warn("version record at close failed: no clean-shutdown record", "err", err)
 		return st, false
 	}
 	if err := s.db.Flush(); err != nil {

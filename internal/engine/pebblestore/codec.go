@@ -36,8 +36,10 @@ const (
 )
 
 var (
-	// metaVersionKey holds the highest version ever allocated (8 bytes, big endian). Every committed batch that
-	// writes items rewrites it in the same Pebble batch, so it is never behind the items it covers.
+	// metaVersionKey holds a version at least as high as any allocated (8 bytes, big endian), written in the same
+	// Pebble batch as the items whose versions pass it, so it is never behind the items it covers. With a journal
+	// (SyncInterval) every group rewrites it with its exact version; otherwise it is a ceiling the writer raises
+	// by versionReserve at a time (writer.recordVersion).
 	metaVersionKey = []byte{nsMeta, 'v', 'e', 'r', 's', 'i', 'o', 'n'}
 	// metaFormatKey holds formatVersion (8 bytes, big endian).
 	metaFormatKey = []byte{nsMeta, 'f', 'o', 'r', 'm', 'a', 't'}

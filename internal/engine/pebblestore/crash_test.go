@@ -47,7 +47,9 @@ func (l *ackLog) snapshot() []ack {
 func crashRun(t *testing.T, mode SyncMode, seed int64, clones int) (lost []string) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0))
 	mem := vfs.NewCrashableMem()
-	s, err := Open(Options{Dir: "/db", FS: mem, Sync: mode, Logger: quiet, CacheBytes: 4 << 20})
+	// A small version reserve makes the writer raise its version record every few groups, so crashes land
+	// between raises too.
+	s, err := Open(Options{Dir: "/db", FS: mem, Sync: mode, Logger: quiet, CacheBytes: 4 << 20, versionReserve: 5})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,6 +89,9 @@ type Options struct {
 	// maxInFlight, for tests, bounds the groups committed but not yet durable (0: the default; 1: the writer waits
 	// for each group's fsync before it takes more requests, as before pipelined commits).
 	maxInFlight int
+	// versionReserve, for tests, replaces the const versionReserve (0: the default), so that a short run raises
+	// the version record many times.
+	versionReserve uint64
 	// tune, for tests, adjusts Pebble's options (no automatic compactions, for a MANIFEST that ends as expected).
 	tune func(*pebble.Options)
 }
@@ -294,7 +297,8 @@ func Open(opts Options) (*Store, error) {
 	return s, nil
 }
 
-// readMeta checks the format record (writing it into a new store) and returns the highest allocated version.
+// readMeta checks the format record (writing it into a new store) and returns the version record: no allocated
+// version is above it.
 func readMeta(db *pebble.DB) (uint64, error) {
 	format, ok, err := getUint64(db, metaFormatKey)
 	if err != nil {

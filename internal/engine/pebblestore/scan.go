@@ -194,36 +194,40 @@ func (s *Store) Stats() map[string]int64 {
 	if groups > 0 {
 		mean = (batches + groups/2) / groups
 	}
-	var readAmp int64
+	var readAmp, flushed, compacted int64
 	for _, l := range m.Levels {
 		readAmp += int64(l.Sublevels)
+		flushed += int64(l.TableBytesFlushed)
+		compacted += int64(l.TableBytesCompacted)
 	}
 	st := map[string]int64{
-		"keys_estimate":           s.keysEstimate(),
-		"version":                 int64(s.version.Load()),
-		"disk_bytes":              int64(m.DiskSpaceUsage()),
-		"memtable_bytes":          int64(m.MemTable.Size),
-		"wal_files":               m.WAL.Files,
-		"wal_bytes":               int64(m.WAL.Size),
-		"wal_bytes_written":       int64(m.WAL.BytesWritten),
-		"fsyncs":                  s.fsyncs.Load(),
-		"apply_batches":           batches,
-		"commit_groups":           groups,
-		"group_size_mean":         mean,
-		"group_size_max":          s.maxGroup.Load(),
-		"guard_waits":             s.guardWaits.Load(),
-		"sweep_removed":           s.sweepRemoved.Load(),
-		"flushes":                 m.Flush.Count,
-		"compactions":             m.Compact.Count,
-		"compaction_debt_bytes":   int64(m.Compact.EstimatedDebt),
-		"read_amplification":      readAmp,
-		"block_cache_bytes":       m.BlockCache.Size,
-		"block_cache_hits":        m.BlockCache.Hits,
-		"block_cache_misses":      m.BlockCache.Misses,
-		"bloom_filter_hits":       m.Filter.Hits,
-		"bloom_filter_misses":     m.Filter.Misses,
-		"sstables":                tableCount(m),
-		"range_deletions_pending": int64(m.Keys.TombstoneCount),
+		"keys_estimate":            s.keysEstimate(),
+		"version":                  int64(s.version.Load()),
+		"disk_bytes":               int64(m.DiskSpaceUsage()),
+		"memtable_bytes":           int64(m.MemTable.Size),
+		"wal_files":                m.WAL.Files,
+		"wal_bytes":                int64(m.WAL.Size),
+		"wal_bytes_written":        int64(m.WAL.BytesWritten),
+		"fsyncs":                   s.fsyncs.Load(),
+		"apply_batches":            batches,
+		"commit_groups":            groups,
+		"group_size_mean":          mean,
+		"group_size_max":           s.maxGroup.Load(),
+		"guard_waits":              s.guardWaits.Load(),
+		"sweep_removed":            s.sweepRemoved.Load(),
+		"flushes":                  m.Flush.Count,
+		"compactions":              m.Compact.Count,
+		"flush_bytes_written":      flushed,
+		"compaction_bytes_written": compacted,
+		"compaction_debt_bytes":    int64(m.Compact.EstimatedDebt),
+		"read_amplification":       readAmp,
+		"block_cache_bytes":        m.BlockCache.Size,
+		"block_cache_hits":         m.BlockCache.Hits,
+		"block_cache_misses":       m.BlockCache.Misses,
+		"bloom_filter_hits":        m.Filter.Hits,
+		"bloom_filter_misses":      m.Filter.Misses,
+		"sstables":                 tableCount(m),
+		"range_deletions_pending":  int64(m.Keys.TombstoneCount),
 	}
 	s.space.stats(st)
 	s.addVerifyStats(st)

@@ -16,6 +16,11 @@ const (
 	queueLen      = 1024
 	maxGroupReqs  = 512
 	maxGroupBytes = 32 << 20 // approximate: sum of keys and values of the group's mutations
+
+	// versionReserve is how far past the allocated versions a store without a journal sets its version record,
+	// so that the record is rewritten once per versionReserve versions; a restart after a crash skips at most
+	// that many (versions stay unique and increasing, and far below 2^56).
+	versionReserve = 1 << 20
 )
 
 // Request states: the writer takes a queued request unless its Apply gave up first (ctx done).
@@ -60,6 +65,7 @@ type ovEntry struct {
 type writer struct {
 	s        *Store
 	version  uint64 // highest allocated
+	ceiling  uint64 // the version record as this writer last wrote or found it: never below version once committed
 	next     func() uint64
 	pb       *pebble.Batch
 	reqs     []*request
@@ -85,7 +91,7 @@ type writer struct {
 }
 
 func newWriter(s *Store, version uint64) *writer {
-	w := &writer{s: s, version: version, pb: s.db.NewBatch(), syncOpt: pebble.NoSync, guard: s.opts.Sync == SyncAlways}
+	w := &writer{s: s, version: version, ceiling: version, pb: s.db.NewBatch(), syncOpt: pebble.NoSync, guard: s.opts.Sync == SyncAlways}
 	if w.guard {
 		w.syncOpt = pebble.Sync
 	}
@@ -209,10 +215,7 @@ func (w *writer) commitGroup() {
 		if int64(taken) > w.s.maxGroup.Load() {
 			w.s.maxGroup.Store(int64(taken))
 		}
-		if w.s.journal != nil && w.version < firstVersion {
-			w.version++ // every journaled group has a version of its own (see journal.go)
-		}
-		_ = w.pb.Set(metaVersionKey, beUint64(w.version), nil)
+		w.recordVersion(firstVersion)
 	}
 	if w.guard {
 		w.land(firstVersion)
@@ -231,6 +234,30 @@ func (w *writer) commitGroup() {
 	w.s.version.Store(w.version)
 	answer(w.taken(), err)
 	w.keys, w.tables, w.flushed = nil, nil, nil
+}
+
+// recordVersion writes the version record into the group's batch when it must change (see metaVersionKey).
+// With a journal it is every group's exact version, which the journal's replay compares against; without one
+// it is a ceiling, raised versionReserve past the group's versions only when they pass it: rewriting the first
+// key of the store in every group would make every flushed sstable span from it to the group's keys, and every
+// compaction of keys written in key order would then rewrite the whole store.
+func (w *writer) recordVersion(firstVersion uint64) {
+	if w.s.journal != nil {
+		if w.version < firstVersion {
+			w.version++ // every journaled group has a version of its own (see journal.go)
+		}
+		_ = w.pb.Set(metaVersionKey, beUint64(w.version), nil)
+		w.ceiling = w.version
+		return
+	}
+	if w.version > w.ceiling {
+		reserve := uint64(versionReserve)
+		if w.s.opts.versionReserve > 0 {
+			reserve = w.s.opts.versionReserve
+		}
+		w.ceiling = w.version + reserve
+		_ = w.pb.Set(metaVersionKey, beUint64(w.ceiling), nil)
+	}
 }
 
 // taken returns the requests of the group the writer took (not withdrawn by their callers).
