@@ -35,7 +35,7 @@ var fullNames sync.Map
 
 // fullName is the name CLIENT LIST shows for a call of cmd with args.
 func fullName(cmd *command, args [][]byte) *string {
-	if !containers[cmd.name] || len(args) < 2 || len(args[1]) > 32 {
+	if !cmd.container || len(args) < 2 || len(args[1]) > 32 {
 		return &cmd.name // the command table outlives every session: no allocation per command
 	}
 	name := cmd.name + "|" + lower(args[1])

@@ -66,7 +66,7 @@ func (s *session) account(cmd *command, args [][]byte, took time.Duration, rejec
 	if cmd == nil {
 		return
 	}
-	st := s.h.cmdStats[cmd]
+	st := &s.h.cmdStats[cmd.id]
 	if rejected {
 		st.rejected.Add(1)
 		return
@@ -86,7 +86,7 @@ func (s *session) account(cmd *command, args [][]byte, took time.Duration, rejec
 func (h *Handler) commandStatsSection() [][2]string {
 	var out [][2]string
 	for _, c := range sortedCommands() {
-		st := h.cmdStats[c]
+		st := &h.cmdStats[c.id]
 		calls, usec, rej, failed := st.calls.Load(), st.usec.Load(), st.rejected.Load(), st.failed.Load()
 		if calls == 0 && rej == 0 {
 			continue
@@ -120,7 +120,8 @@ func (h *Handler) errorStatsSection() [][2]string {
 
 // resetStats zeroes the command and error statistics and the slow log's counters (CONFIG RESETSTAT).
 func (h *Handler) resetStats() {
-	for _, st := range h.cmdStats {
+	for i := range h.cmdStats {
+		st := &h.cmdStats[i]
 		st.calls.Store(0)
 		st.usec.Store(0)
 		st.rejected.Store(0)

@@ -28,13 +28,22 @@ type command struct {
 	data                      func(s *session, args [][]byte)
 	imm                       func(s *session, args [][]byte)
 	summary, since, groupName string
+	container                 bool // in containers: CLIENT LIST names it with its subcommand (set by register)
+	id                        int  // its index in a handler's per-command figures (set by register)
 }
 
 // commands is the command table, keyed by lower-case name; filled by init in each file.
 var commands = map[string]*command{}
 
+// commandIDs counts the commands register numbered: a handler's per-command figures are slices of this length,
+// indexed by command.id, so a request finds them without a map lookup.
+var commandIDs int
+
 func register(cs ...*command) {
 	for _, c := range cs {
+		c.container = containers[c.name]
+		c.id = commandIDs
+		commandIDs++
 		if c.firstKey == 0 && c.flags&(flagWrite|flagReadonly) != 0 { // default: one key, the first argument
 			c.firstKey = 1
 			if c.lastKey == 0 {

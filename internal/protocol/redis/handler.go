@@ -90,7 +90,7 @@ type Handler struct {
 	// notifyFlags are the keyspace event classes and channel kinds being sent (notify.go).
 	notifyFlags atomic.Int32
 	// Command and error statistics (cmdstats.go) and the slow log (slowlog.go).
-	cmdStats       map[*command]*cmdStats
+	cmdStats       []cmdStats // by command.id
 	errs           errorStats
 	slowlog        slowlog
 	unknownCommand *metrics.Observer // the metrics of commands anykv does not know
@@ -105,8 +105,8 @@ type Handler struct {
 	limits  atomic.Pointer[resp.Limits]
 	cfgMu   sync.Mutex
 	changed map[string]string
-	// observers holds each command's metrics, looked up once here rather than per request.
-	observers map[*command]*metrics.Observer
+	// observers holds each command's metrics by command.id, looked up once here rather than per request.
+	observers []*metrics.Observer
 }
 
 // New returns a handler over store.
@@ -121,14 +121,13 @@ func New(store *kv.Store, opts Options) *Handler {
 		opts.Auth = auth.New("") // no password, until CONFIG SET requirepass gives one
 	}
 	h := &Handler{store: store, opts: opts, log: opts.Logger, started: time.Now(), sessions: map[int64]*session{},
-		observers: map[*command]*metrics.Observer{}, commandPerBatch: store.CommandPerBatch()}
+		observers: make([]*metrics.Observer, commandIDs), commandPerBatch: store.CommandPerBatch()}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	h.startupHeap = ms.HeapAlloc
-	h.cmdStats = make(map[*command]*cmdStats, len(commands))
+	h.cmdStats = make([]cmdStats, commandIDs)
 	for _, c := range commands {
-		h.observers[c] = opts.Metrics.Command("resp", c.name) // nil-safe: a nil Metrics gives nil observers
-		h.cmdStats[c] = &cmdStats{}
+		h.observers[c.id] = opts.Metrics.Command("resp", c.name) // nil-safe: a nil Metrics gives nil observers
 	}
 	h.unknownCommand = opts.Metrics.Command("resp", "unknown")
 	lim := resp.NewParser(opts.Limits).Limits() // with the defaults filled in, as CONFIG GET shows them

@@ -167,7 +167,7 @@ func (s *session) dispatch(args [][]byte) {
 	}
 	s.lastCmd = cmd.name
 	s.state.cmd.Store(fullName(cmd, args))
-	s.obs, s.cur = s.h.observers[cmd], cmd // latency counts from when the command was read (s.start)
+	s.obs, s.cur = s.h.observers[cmd.id], cmd // latency counts from when the command was read (s.start)
 	if !s.authed && cmd.flags&flagNoAuth == 0 {
 		s.reject("NOAUTH Authentication required.")
 		return
@@ -373,11 +373,12 @@ func (s *session) readDirect(muts []engine.Mutation) []engine.Result {
 // writeReplies writes every pending reply and empties the batch; err is a batch-level failure that every
 // mutating command reports.
 func (s *session) writeReplies(res []engine.Result, err error) {
+	answered := time.Now() // one clock read for the batch: its replies leave together
 	s.batch.Answer(res, err, func(p *pending, own []engine.Result, muts []engine.Mutation, err error) {
 		before := s.w.Len()
 		s.writeReply(p, own, err)
 		out := s.w.Bytes()
-		failed, took := len(out) > before && (out[before] == '-' || err != nil), time.Since(p.start)
+		failed, took := len(out) > before && (out[before] == '-' || err != nil), answered.Sub(p.start)
 		p.obs.Observe(took, failed)
 		s.account(p.cmd, p.args, took, p.rejected, failed)
 		if p.note != nil && err == nil {
