@@ -35,8 +35,8 @@ func (c *conn) handleBinary(req *request) {
 	direct := h.base == opGet || h.base == opStat || h.base == opQuit || h.base >= opSASLList && h.base <= opSASLStep
 	if c.h.metered && direct { // answered at once rather than through the batch
 		c.flush()
-		start, before := time.Now(), len(c.out)
-		defer c.observe(cmdBin, start, before)
+		before := len(c.out)
+		defer func() { c.observe(cmdBin, time.Since(c.readAt), before) }()
 	}
 	switch h.base {
 	case opGet:

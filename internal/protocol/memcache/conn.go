@@ -43,17 +43,18 @@ type conn struct {
 	batch   pipeline.Batch[pending] // the pending writes and the requests awaiting their replies, in order
 	st      localCounters
 	closing bool
-	authed  bool  // the password was given, or none is required
-	sniffed bool  // the first byte has been seen: it tells the binary protocol from the text one
-	bin     bool  // the connection speaks the binary protocol (binary.go, binconn.go)
-	now     int64 // the store's time when the round began, for converting exptimes
+	authed  bool      // the password was given, or none is required
+	sniffed bool      // the first byte has been seen: it tells the binary protocol from the text one
+	bin     bool      // the connection speaks the binary protocol (binary.go, binconn.go)
+	now     int64     // the store's time when the round began, for converting exptimes
+	readAt  time.Time // when the round's bytes were read (metered only): its requests' latency counts from it
 }
 
 // pending is a request whose reply waits for the batch (it may own no mutation: a request that needs no write
 // but must be answered in order).
 type pending struct {
 	req   request
-	start time.Time // when the request was handled, for metrics (zero without them)
+	start time.Time // when the request was read, for metrics (zero without them)
 }
 
 func newConn(h *Handler, nc net.Conn) *conn {
@@ -87,6 +88,9 @@ func (c *conn) serve(ctx context.Context) {
 		c.st[sBytesRead] += int64(n)
 		if n > 0 {
 			c.now = c.h.store.Now()
+			if c.h.metered {
+				c.readAt = time.Now()
+			}
 			c.process()
 		}
 		if err != nil && c.acct.Evicted() {
@@ -241,11 +245,7 @@ func (c *conn) reserve(n int) {
 
 // plan registers a request that owns the mutations added since the previous one.
 func (c *conn) plan(req *request) {
-	op := pending{req: *req}
-	if c.h.metered {
-		op.start = time.Now()
-	}
-	c.batch.Plan(op)
+	c.batch.Plan(pending{req: *req, start: c.readAt})
 }
 
 // expires converts an exptime of the request being handled to an absolute expiry. An item written already
@@ -274,6 +274,10 @@ func (c *conn) flush() {
 		results, err = c.h.store.Apply(c.ctx, muts)
 		c.st[sBatches]++
 	}
+	var answered time.Time // one clock read for the batch: its replies leave together
+	if c.h.metered {
+		answered = time.Now()
+	}
 	c.batch.Answer(results, err, func(op *pending, rs []engine.Result, muts []engine.Mutation, err error) {
 		before := len(c.out)
 		if len(muts) == 0 { // nothing of it was in the batch
@@ -281,7 +285,7 @@ func (c *conn) flush() {
 		}
 		c.answer(&op.req, rs, err)
 		if c.h.metered {
-			c.observe(op.req.cmd, op.start, before)
+			c.observe(op.req.cmd, answered.Sub(op.start), before)
 		}
 	})
 	// The arena may be reused now; a request being handled that decoded its key keeps reading the bytes
@@ -293,8 +297,8 @@ func (c *conn) flush() {
 func (c *conn) handle(req *request) {
 	if c.h.metered && isRead(req) {
 		c.flush()
-		start, before := time.Now(), len(c.out)
-		defer c.observe(req.cmd, start, before)
+		before := len(c.out)
+		defer func() { c.observe(req.cmd, time.Since(c.readAt), before) }()
 	}
 	switch req.cmd {
 	case cmdError:
@@ -397,10 +401,10 @@ func isRead(req *request) bool {
 	return false
 }
 
-// observe records a request's latency and whether its reply, written from out[before:], is an error (for a
+// observe records a request's latency (from when its bytes were read) and whether its reply, written from out[before:], is an error (for a
 // binary request, a status binFailure counts).
 // out may have been sent (and emptied) meanwhile; such a reply counts as a success.
-func (c *conn) observe(cmd command, start time.Time, before int) {
+func (c *conn) observe(cmd command, took time.Duration, before int) {
 	failed := false
 	if before < len(c.out) {
 		r := c.out[before:]
@@ -410,7 +414,7 @@ func (c *conn) observe(cmd command, start time.Time, before int) {
 			failed = hasPrefix(r, "ERROR") || hasPrefix(r, "CLIENT_ERROR") || hasPrefix(r, "SERVER_ERROR")
 		}
 	}
-	c.h.obs[cmd].Observe(time.Since(start), failed)
+	c.h.obs[cmd].Observe(took, failed)
 }
 
 func hasPrefix(b []byte, s string) bool { return len(b) >= len(s) && string(b[:len(s)]) == s }
