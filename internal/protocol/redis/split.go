@@ -25,14 +25,19 @@ func earlyReads(muts []engine.Mutation, early []bool) int {
 		}
 	}
 	n := 0
-	written := map[string]struct{}{}
+	var written map[string]struct{} // for long batches; a short one scans its earlier mutations instead
+	if len(muts) > scanLimit {
+		written = map[string]struct{}{}
+	}
 	barrier := false // an earlier mutation may write keys it does not name
 	var kbuf []byte
 	for i := range muts {
 		m := &muts[i]
-		kbuf = append(append(append(kbuf[:0], m.Table...), 0), m.Key...)
-		if m.Op == engine.OpGet && !m.Touch {
-			if _, w := written[string(kbuf)]; !w && !barrier {
+		if written != nil {
+			kbuf = append(append(append(kbuf[:0], m.Table...), 0), m.Key...)
+		}
+		if plainRead(m) {
+			if !barrier && !writtenBefore(muts[:i], m, written, kbuf) {
 				early[i] = true
 				n++
 			}
@@ -42,15 +47,38 @@ func earlyReads(muts []engine.Mutation, early []bool) int {
 		case engine.OpRename, engine.OpCopy, engine.OpFlush, engine.OpCall:
 			barrier = true
 		}
-		written[string(kbuf)] = struct{}{}
+		if written != nil {
+			written[string(kbuf)] = struct{}{}
+		}
 	}
 	return n
+}
+
+// scanLimit is the longest batch earlyReads checks by scanning (quadratic, but no map and no key strings).
+const scanLimit = 64
+
+func plainRead(m *engine.Mutation) bool { return m.Op == engine.OpGet && !m.Touch }
+
+// writtenBefore reports whether a mutation of earlier other than a plain read names m's key: from the map of
+// such keys (kbuf is m's key in it) when there is one, else by scanning earlier.
+func writtenBefore(earlier []engine.Mutation, m *engine.Mutation, written map[string]struct{}, kbuf []byte) bool {
+	if written != nil {
+		_, w := written[string(kbuf)]
+		return w
+	}
+	for j := range earlier {
+		e := &earlier[j]
+		if !plainRead(e) && e.Table == m.Table && string(e.Key) == string(m.Key) {
+			return true
+		}
+	}
+	return false
 }
 
 // hasPlainRead reports whether muts hold a read runSplit could answer directly.
 func hasPlainRead(muts []engine.Mutation) bool {
 	for i := range muts {
-		if muts[i].Op == engine.OpGet && !muts[i].Touch {
+		if plainRead(&muts[i]) {
 			return true
 		}
 	}
@@ -62,13 +90,19 @@ func (s *session) runSplit(muts []engine.Mutation) (res []engine.Result, err err
 	if len(muts) < 2 || !hasPlainRead(muts) {
 		return nil, nil, false // a pipeline of writes alone: nothing to split, nothing to allocate
 	}
-	early := make([]bool, len(muts))
+	early := append(s.split.early[:0], make([]bool, len(muts))...)
+	s.split.early = early
 	n := earlyReads(muts, early)
 	if n == 0 {
 		return nil, nil, false
 	}
-	rest := make([]engine.Mutation, 0, len(muts)-n)
-	reads := make([]engine.Mutation, 0, n)
+	// The batch is answered before the next one is split: its slices can be the session's, reused.
+	rest, reads := s.split.rest[:0], s.split.reads[:0]
+	defer func() {
+		clear(rest) // no reference to this batch's keys and values outlives it
+		clear(reads)
+		s.split.rest, s.split.reads = rest[:0], reads[:0]
+	}()
 	for i := range muts {
 		if early[i] {
 			reads = append(reads, muts[i])

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"math/rand/v2"
 	"reflect"
 	"sync/atomic"
 	"testing"
@@ -46,6 +47,42 @@ func TestEarlyReadsAreThoseNoEarlierCommandChanges(t *testing.T) {
 		earlyReads(c.muts, early)
 		if !reflect.DeepEqual(early, c.want) {
 			t.Errorf("%s: early = %v, want %v", c.name, early, c.want)
+		}
+	}
+}
+
+// TestEarlyReadsLongAndShort: batches short enough to be scanned and long ones checked through a map of keys
+// mark the same reads as the definition does (a plain read no earlier non-read names, before any barrier).
+func TestEarlyReadsLongAndShort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	ops := []engine.Op{engine.OpGet, engine.OpGet, engine.OpGet, engine.OpSet, engine.OpDelete, engine.OpRename}
+	for round := 0; round < 2000; round++ {
+		muts := make([]engine.Mutation, 1+rng.IntN(2*scanLimit))
+		for i := range muts {
+			m := &muts[i]
+			m.Op, m.Table = ops[rng.IntN(len(ops))], []string{"default", "db1"}[rng.IntN(2)]
+			m.Key = []byte{byte('a' + rng.IntN(40))}
+			if m.Op == engine.OpRename && rng.IntN(8) != 0 {
+				m.Op = engine.OpIncr // renames rarely, or nothing after one is early
+			}
+		}
+		want := make([]bool, len(muts))
+		for i := range muts {
+			if !plainRead(&muts[i]) {
+				continue
+			}
+			want[i] = true
+			for j := 0; j < i; j++ {
+				e := &muts[j]
+				if e.Op == engine.OpRename || !plainRead(e) && e.Table == muts[i].Table && string(e.Key) == string(muts[i].Key) {
+					want[i] = false
+				}
+			}
+		}
+		early := make([]bool, len(muts))
+		earlyReads(muts, early)
+		if !reflect.DeepEqual(early, want) {
+			t.Fatalf("batch of %d: early = %v, want %v", len(muts), early, want)
 		}
 	}
 }
