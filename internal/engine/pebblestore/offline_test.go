@@ -41,7 +41,7 @@ func TestVerify(t *testing.T) {
 		{live, fileKinds[0], damageKinds[0]},    // last WAL, after a clean shutdown
 		{live, fileKinds[3], damageKinds[2]},    // OPTIONS
 		{live, fileKinds[4], damageKinds[1]},    // the record itself
-		{crashed, fileKinds[0], damageKinds[1]}, // last WAL middle, after a crash
+		{crashed, fileKinds[0], walEarly},       // last WAL, a third in, after a crash
 		{crashed, fileKinds[1], damageKinds[1]}, // MANIFEST middle, after a crash
 		{crashed, fileKinds[2], damageKinds[1]}, // sstable data block
 		{crashed, fileKinds[2], damageKinds[2]}, // truncated sstable
