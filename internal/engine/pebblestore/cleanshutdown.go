@@ -265,10 +265,18 @@ func (s *Store) prepareClean(closeErr error) (st cleanState, ok bool) {
 		return st, false
 	}
 	// The version record, a ceiling while the store ran without a journal, becomes exact again (the writer has
-	// stopped), so that a clean restart goes on from the last version allocated.
-	if err := s.db.Set(metaVersionKey, beUint64(s.version.Load()), pebble.NoSync); err != nil {
-		s.log.Warn("version record at close failed: no clean-shutdown record", "err", err)
+	// stopped), so that a clean restart goes on from the last version allocated. A store that wrote nothing has
+	// it exact already, and its close writes nothing (no sstable of one record per open and close).
+	recorded, _, err := getUint64(s.db, metaVersionKey)
+	if err != nil {
+		s.log.Warn("no clean-shutdown record", "err", err)
 		return st, false
+	}
+	if v := s.version.Load(); recorded != v {
+		if err := s.db.Set(metaVersionKey, beUint64(v), pebble.NoSync); err != nil {
+			s.log.Warn("version record at close failed: no clean-shutdown record", "err", err)
+			return st, false
+		}
 	}
 	if err := s.db.Flush(); err != nil {
 		s.log.Warn("flush at close failed: no clean-shutdown record", "err", err)
