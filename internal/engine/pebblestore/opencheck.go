@@ -229,6 +229,45 @@ func (c *openCheck) afterOpen(db *pebble.DB, skipTables bool) (version uint64, e
 	return version, nil
 }
 
+// versionAfterRecovery is the version a store goes on from (after its journal's replay). When Recover went past
+// damage, the version record may have been in what was dropped (after compactions it lives in one sstable), or
+// be older than items a dropped file or WAL tail held: versions then go on above every item left, by a margin
+// no lost item's version can be near, so that none is ever handed out twice.
+func (c *openCheck) versionAfterRecovery(db *pebble.DB, version uint64) (uint64, error) {
+	if !c.recover || len(c.damage) == 0 {
+		return version, nil
+	}
+	top, err := highestItemVersion(db)
+	if err != nil {
+		return 0, namedDamage(c.fs, c.dir, err)
+	}
+	version = max(version, top) + recoverMargin
+	// Recorded at once: a crash before the first write must not take the store back to the record it had.
+	if err := db.Set(metaVersionKey, beUint64(version), pebble.Sync); err != nil {
+		return 0, fmt.Errorf("pebblestore: version record: %w", err)
+	}
+	return version, nil
+}
+
+// recoverMargin is how far above the stored items a recovering Open that went past damage starts its versions:
+// more than the writes of any one lost file, and 2^24 such opens still stay below 2^56.
+const recoverMargin = 1 << 32
+
+// highestItemVersion reads every stored item for the highest version (a recovering Open's, once).
+func highestItemVersion(db *pebble.DB) (uint64, error) {
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: dataStart, UpperBound: dataEnd})
+	if err != nil {
+		return 0, err
+	}
+	var top uint64
+	for ok := it.First(); ok; ok = it.Next() {
+		if item, err := decodeValue(it.Value()); err == nil {
+			top = max(top, item.Version)
+		}
+	}
+	return top, errors.Join(it.Error(), it.Close())
+}
+
 // judge returns the DamageError unless recovering.
 func (c *openCheck) judge() error {
 	if len(c.damage) > 0 && !c.recover {

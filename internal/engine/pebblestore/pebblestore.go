@@ -279,6 +279,11 @@ func Open(opts Options) (*Store, error) {
 		}
 		log.Info("replayed journaled groups a killed process had acknowledged", "groups", n)
 	}
+	if !po.ReadOnly { // a read-only store writes nothing, so it hands out no version
+		if version, err = check.versionAfterRecovery(db, version); err != nil {
+			return fail(err)
+		}
+	}
 	if opts.Sync == SyncInterval && !po.ReadOnly {
 		if s.journal, err = openJournal(fs, opts.Dir); err != nil {
 			return fail(err)
