@@ -50,7 +50,7 @@ func verifyMain(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%s: healthy\n  %s\n  %s: %d records, read to its end\n"+
 		"  %d sstables, %d bytes: every block checksum verified\n"+
-		"  %d items (expired included): every key and value decodes, highest version %d\n",
+		"  %d items (expired included): every key and value decodes, none above the version record %d\n",
 		dir, shutdown, rep.Manifest, rep.ManifestRecords, rep.Tables, rep.TableBytes, rep.Items, rep.Version)
 	return 0
 }

@@ -15,10 +15,10 @@ type VerifyReport struct {
 	Clean           bool
 	Manifest        string // the current MANIFEST's name
 	ManifestRecords int
-	Tables          int   // sstables whose every block checksum was verified
-	TableBytes      int64 // their size
-	Items           int64 // stored items (expired ones included), every key and value decoded
-	Version         uint64
+	Tables          int    // sstables whose every block checksum was verified
+	TableBytes      int64  // their size
+	Items           int64  // stored items (expired ones included), every key and value decoded
+	Version         uint64 // the version record: exact after a clean shutdown, a ceiling after a crash
 	// Damage is every problem found, each naming its file; empty for a healthy store.
 	Damage []Damage
 }

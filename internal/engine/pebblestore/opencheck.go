@@ -173,7 +173,7 @@ func (c *openCheck) keepTables() error {
 }
 
 // afterOpen checks the opened store: against the clean-shutdown record (its sstables, its version), and every
-// sstable's checksums unless skipTables. It reads the meta records (readMeta) and returns the highest version.
+// sstable's checksums unless skipTables. It reads the meta records (readMeta) and returns the version record.
 //
 // It removes the record whatever the outcome, since Pebble has changed the directory (a new WAL and OPTIONS
 // file, obsolete files deleted) and a later Open could not compare the two any more; but it keeps the record
