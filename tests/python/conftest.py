@@ -16,6 +16,10 @@ def free_port():
         return s.getsockname()[1]
 
 
+class PortTaken(RuntimeError):
+    """The server could not listen: another process holds one of its ports."""
+
+
 class Anykv:
     """One anykv process with RESP, memcached and HTTP listeners; kill() and start() keep ports and data."""
 
@@ -36,12 +40,28 @@ class Anykv:
                 "--http", f"{self.host}:{self.http_port}", "--log-level", "warn"] + self.extra
 
     def start(self):
+        """Start the server. A first start whose free port another process took meanwhile (between free_port and
+        the server's bind) retries on new ports; a restart keeps its ports, as clients expect."""
+        first = self.proc is None
+        for attempt in range(3):
+            try:
+                return self._start()
+            except PortTaken:
+                if not first or attempt == 2:
+                    raise
+                self.resp_port, self.memcache_port, self.http_port = free_port(), free_port(), free_port()
+
+    def _start(self):
+        before = len(self.output())
         self.proc = subprocess.Popen(self.args(), stdout=self.log, stderr=self.log)
         deadline = time.time() + 20
         for port in (self.resp_port, self.memcache_port, self.http_port):
             while True:
                 if self.proc.poll() is not None:
-                    raise RuntimeError(f"anykv exited with {self.proc.returncode}: {self.output()}")
+                    out = self.output()
+                    if "address already in use" in out[before:]:
+                        raise PortTaken(out[before:])
+                    raise RuntimeError(f"anykv exited with {self.proc.returncode}: {out}")
                 try:
                     socket.create_connection((self.host, port), timeout=0.2).close()
                     break
