@@ -272,19 +272,15 @@ func (s *Store) prepareClean(closeErr error) (st cleanState, ok bool) {
 		s.log.Warn("no clean-shutdown record", "err", err)
 		return st, false
 	}
-	if v := s.version.Load(); recorded != v {
-		if err := s.db.Set(metaVersionKey, beUint64(v), pebble.NoSync); err != nil {
+	version := s.version.Load()
+	if recorded != version {
+		if err := s.db.Set(metaVersionKey, beUint64(version), pebble.NoSync); err != nil {
 			s.log.Warn("version record at close failed: no clean-shutdown record", "err", err)
 			return st, false
 		}
 	}
 	if err := s.db.Flush(); err != nil {
 		s.log.Warn("flush at close failed: no clean-shutdown record", "err", err)
-		return st, false
-	}
-	version, _, err := getUint64(s.db, metaVersionKey)
-	if err != nil {
-		s.log.Warn("no clean-shutdown record", "err", err)
 		return st, false
 	}
 	ts, err := liveTables(s.db, true)

@@ -140,22 +140,28 @@ var damageKinds = []damageKind{
 // records carry, so the next group can be written with the offset of the sync before (seen in about one of
 // three runs). With the second damaged, the fourth is written after the third's sync, whose waiters woke only
 // after the second's offset was recorded.
-var walEarly = damageKind{"flip byte a third of the way in", func(t *testing.T, p string) { flipByte(t, p, 3) }}
+var walEarly = damageKind{"flip byte a third of the way in", func(t *testing.T, p string) {
+	flipAt(t, p, func(size int) int { return size / 3 })
+}}
 
-// flipByte inverts one byte: fromEnd bytes before the end if fromEnd < 0 and the file is long enough, a third of
-// the way in if fromEnd is 3, else the middle one.
+// flipByte inverts one byte: fromEnd bytes before the end if fromEnd < 0 and the file is long enough, else the
+// middle one.
 func flipByte(t *testing.T, path string, fromEnd int) {
+	flipAt(t, path, func(size int) int {
+		if fromEnd < 0 && size >= -fromEnd {
+			return size + fromEnd
+		}
+		return size / 2
+	})
+}
+
+// flipAt inverts the byte at the offset pick chooses for the file's size.
+func flipAt(t *testing.T, path string, pick func(size int) int) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	off := len(data) / 2
-	if fromEnd == 3 {
-		off = len(data) / 3
-	}
-	if fromEnd < 0 && len(data) >= -fromEnd {
-		off = len(data) + fromEnd
-	}
+	off := pick(len(data))
 	data[off] ^= 0xff
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)

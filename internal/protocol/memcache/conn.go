@@ -401,8 +401,8 @@ func isRead(req *request) bool {
 	return false
 }
 
-// observe records a request's latency (from when its bytes were read) and whether its reply, written from out[before:], is an error (for a
-// binary request, a status binFailure counts).
+// observe records a request's latency (from when its bytes were read) and whether its reply, written from
+// out[before:], is an error (for a binary request, a status binFailure counts).
 // out may have been sent (and emptied) meanwhile; such a reply counts as a success.
 func (c *conn) observe(cmd command, took time.Duration, before int) {
 	failed := false
