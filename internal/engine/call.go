@@ -145,7 +145,12 @@ func (tx *Tx) NextVersion() uint64 { return tx.rs.next() }
 
 // Scan calls fn for each live item of table whose key lies in r, in key order, as the batch sees them.
 func (tx *Tx) Scan(table string, r Range, fn func(key []byte, it Item) bool) error {
-	return tx.rs.scanRange(table, r, fn)
+	return tx.rs.scanRange(table, r, false, fn)
+}
+
+// ScanReverse is Scan in descending key order.
+func (tx *Tx) ScanReverse(table string, r Range, fn func(key []byte, it Item) bool) error {
+	return tx.rs.scanRange(table, r, true, fn)
 }
 
 // Apply applies mutations inside the function, in order and with the guard rules of a batch, and returns their

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -17,17 +18,44 @@ type RangeReader interface {
 	Range(table string, r Range, fn func(key []byte, it Item) bool) error
 }
 
-// scan calls fn for each live item of table with the prefix, in key order, as this batch sees them.
-func (rs *resolver) scan(table string, prefix []byte, fn func(key []byte, it Item) bool) error {
-	return rs.scanRange(table, PrefixRange(prefix), fn)
+// ReverseRangeReader is a RangeReader that can also list items in descending key order, so that a reverse read
+// of a few members at the top of a big collection (ZREVRANGE 0 9, ZPOPMAX) does not read all of them. Without
+// it a reverse scan reads the range forward first.
+type ReverseRangeReader interface {
+	RangeReader
+	// RangeReverse is Range in descending key order.
+	RangeReverse(table string, r Range, fn func(key []byte, it Item) bool) error
 }
 
-// scanRange calls fn for each live item of table whose key lies in r, in key order, as this batch sees them: the
-// engine's items merged with the batch's own writes.
-func (rs *resolver) scanRange(table string, r Range, fn func(key []byte, it Item) bool) error {
+// scan calls fn for each live item of table with the prefix, in key order, as this batch sees them.
+func (rs *resolver) scan(table string, prefix []byte, fn func(key []byte, it Item) bool) error {
+	return rs.scanRange(table, PrefixRange(prefix), false, fn)
+}
+
+// scanRange calls fn for each live item of table whose key lies in r, in key order (descending if reverse), as
+// this batch sees them: the engine's items merged with the batch's own writes.
+func (rs *resolver) scanRange(table string, r Range, reverse bool, fn func(key []byte, it Item) bool) error {
 	rr, ok := rs.r.(RangeReader)
 	if !ok {
 		return fmt.Errorf("%w: reading a range of members", ErrNotSupported)
+	}
+	read := rr.Range
+	if rv, ok := rr.(ReverseRangeReader); ok && reverse {
+		read = rv.RangeReverse
+	} else if reverse {
+		read = func(table string, r Range, fn func(key []byte, it Item) bool) error {
+			var keys [][]byte
+			var items []Item
+			if err := rr.Range(table, r, func(k []byte, it Item) bool {
+				keys, items = append(keys, k), append(items, it)
+				return true
+			}); err != nil {
+				return err
+			}
+			for i := len(keys) - 1; i >= 0 && fn(keys[i], items[i]); i-- {
+			}
+			return nil
+		}
 	}
 	// The batch's own writes in the range, sorted; nil items are deletions.
 	if rs.overlay == nil {
@@ -40,6 +68,11 @@ func (rs *resolver) scanRange(table string, r Range, fn func(key []byte, it Item
 		}
 	}
 	sort.Strings(mine)
+	before := func(a, b string) bool { return a < b } // a comes before b in the scan's order
+	if reverse {
+		slices.Reverse(mine)
+		before = func(a, b string) bool { return a > b }
+	}
 	i := 0
 	emit := func(k string) bool { // an overlay entry
 		wr, _ := rs.own(table, []byte(k))
@@ -50,8 +83,8 @@ func (rs *resolver) scanRange(table string, r Range, fn func(key []byte, it Item
 	}
 	stopped := false
 	if !rs.flushedAll && !rs.flushed[table] {
-		err := rr.Range(table, r, func(key []byte, it Item) bool {
-			for i < len(mine) && mine[i] < string(key) {
+		err := read(table, r, func(key []byte, it Item) bool {
+			for i < len(mine) && before(mine[i], string(key)) {
 				if !emit(mine[i]) {
 					stopped = true
 					return false

@@ -93,6 +93,31 @@ func (r reader) Range(table string, rg engine.Range, fn func([]byte, engine.Item
 	return nil
 }
 
+var _ engine.ReverseRangeReader = reader{}
+
+// RangeReverse implements engine.ReverseRangeReader.
+func (r reader) RangeReverse(table string, rg engine.Range, fn func([]byte, engine.Item) bool) error {
+	t := r.s.tables[table]
+	if t == nil {
+		return nil
+	}
+	visit := func(e entry) bool {
+		if rg.End != nil && bytes.Compare(e.key, rg.End) >= 0 {
+			return true // the exclusive end itself
+		}
+		if bytes.Compare(e.key, rg.Start) < 0 {
+			return false
+		}
+		return fn(e.key, e.item)
+	}
+	if rg.End == nil {
+		t.Descend(visit)
+	} else {
+		t.DescendLessOrEqual(entry{key: rg.End}, visit)
+	}
+	return nil
+}
+
 // Apply implements engine.Engine. Values in the results alias stored memory and must not be modified.
 func (s *Store) Apply(_ context.Context, b *engine.Batch) ([]engine.Result, error) {
 	s.mu.Lock()

@@ -3,6 +3,7 @@ package pebblestore
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync/atomic"
 
@@ -466,6 +467,18 @@ func (w *writer) read(k []byte, table string) (engine.Item, bool, error) {
 // Range implements engine.RangeReader: the committed items of table in r merged with what earlier batches of the
 // group wrote (the overlay), in key order. Keys and values are copies the caller may keep.
 func (w *writer) Range(table string, r engine.Range, fn func([]byte, engine.Item) bool) error {
+	return w.scan(table, r, false, fn)
+}
+
+var _ engine.ReverseRangeReader = (*writer)(nil)
+
+// RangeReverse implements engine.ReverseRangeReader: Range in descending key order.
+func (w *writer) RangeReverse(table string, r engine.Range, fn func([]byte, engine.Item) bool) error {
+	return w.scan(table, r, true, fn)
+}
+
+// scan is Range in either order.
+func (w *writer) scan(table string, r engine.Range, reverse bool, fn func([]byte, engine.Item) bool) error {
 	prefix := appendTablePrefix(nil, table)
 	lower := append(prefix[:len(prefix):len(prefix)], r.Start...)
 	upper := prefixEnd(prefix)
@@ -479,6 +492,11 @@ func (w *writer) Range(table string, r engine.Range, fn func([]byte, engine.Item
 		}
 	}
 	sort.Strings(mine)
+	before := func(a, b string) bool { return a < b } // a comes before b in the scan's order
+	if reverse {
+		slices.Reverse(mine)
+		before = func(a, b string) bool { return a > b }
+	}
 	// The copies are carved out of shared slabs, each capped so that an append to one cannot reach the next:
 	// one allocation per few KiB instead of two per item (they were a sixth of an LRANGE's CPU).
 	var slab []byte
@@ -509,9 +527,13 @@ func (w *writer) Range(table string, r engine.Range, fn func([]byte, engine.Item
 			return fmt.Errorf("pebblestore: range: %w", err)
 		}
 		defer iter.Close()
-		for valid := iter.First(); valid; valid = iter.Next() {
+		first, next := iter.First, iter.Next
+		if reverse {
+			first, next = iter.Last, iter.Prev
+		}
+		for valid := first(); valid; valid = next() {
 			k := iter.Key()
-			for i < len(mine) && mine[i] < string(k) {
+			for i < len(mine) && before(mine[i], string(k)) {
 				if !emit(mine[i]) {
 					return nil
 				}
