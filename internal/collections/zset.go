@@ -1,6 +1,7 @@
 package collections
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"math"
@@ -194,6 +195,16 @@ func (z *zset) set(member []byte, score float64, old float64, had bool) {
 	}
 	z.tx.Put(z.mt(), z.scoreKey(member), engine.Item{Value: binary.BigEndian.AppendUint64(nil, math.Float64bits(score))})
 	z.tx.Put(z.mt(), z.indexKey(score, member), engine.Item{Value: []byte{}})
+	if z.meta.Floor != nil {
+		if sfx := indexSuffix(score, member); bytes.Compare(sfx, z.meta.Floor) < 0 {
+			z.meta.Floor = sfx // the new entry is now the lowest
+		}
+	}
+}
+
+// indexSuffix is what follows the index's prefix in an entry's key: the sortable score, then the member.
+func indexSuffix(score float64, member []byte) []byte {
+	return append(sortable(score), member...)
 }
 
 func (z *zset) remove(member []byte, score float64) {
@@ -209,12 +220,43 @@ type entry struct {
 }
 
 // each calls fn for every member in (score, member) order until fn returns false.
-func (z *zset) each(fn func(e entry) bool) error {
+func (z *zset) each(fn func(e entry) bool) error { return z.scan(nil, nil, fn) }
+
+// scan calls fn, in (score, member) order until it returns false, for the members from the first whose index
+// suffix is at least from (nil: the first) to the last whose score is at most upTo's (a sortable score; nil:
+// the last): one range scan of the index, which starts at the meta's floor when that lies higher.
+func (z *zset) scan(from, upTo []byte, fn func(e entry) bool) error {
+	return z.scanDir(from, upTo, false, fn)
+}
+
+// scanDown is scan from the highest entry down.
+func (z *zset) scanDown(from, upTo []byte, fn func(e entry) bool) error {
+	return z.scanDir(from, upTo, true, fn)
+}
+
+func (z *zset) scanDir(from, upTo []byte, down bool, fn func(e entry) bool) error {
 	if !z.exists {
 		return nil
 	}
 	prefix := append(engine.MemberPrefix(nil, z.key, z.meta.Gen), 's')
-	return z.tx.Scan(z.mt(), engine.PrefixRange(prefix), func(k []byte, _ engine.Item) bool {
+	r := engine.PrefixRange(prefix)
+	if bytes.Compare(z.meta.Floor, from) > 0 {
+		from = z.meta.Floor
+	}
+	if from != nil {
+		r.Start = append(prefix[:len(prefix):len(prefix)], from...)
+	}
+	if upTo != nil {
+		r.End = engine.PrefixEnd(append(prefix[:len(prefix):len(prefix)], upTo...))
+	}
+	if r.End != nil && bytes.Compare(r.Start, r.End) >= 0 {
+		return nil
+	}
+	read := z.tx.Scan
+	if down {
+		read = z.tx.ScanReverse
+	}
+	return read(z.mt(), r, func(k []byte, _ engine.Item) bool {
 		rest := k[len(prefix):]
 		if len(rest) < 8 {
 			return true
@@ -222,6 +264,9 @@ func (z *zset) each(fn func(e entry) bool) error {
 		return fn(entry{member: append([]byte(nil), rest[8:]...), score: unsortable(rest[:8])})
 	})
 }
+
+// raiseFloor records that no live entry sorts below e (the last of the lowest entries just removed).
+func (z *zset) raiseFloor(e entry) { z.meta.Floor = indexSuffix(e.score, e.member) }
 
 func (z *zset) all() ([]entry, error) {
 	var out []entry
@@ -411,21 +456,23 @@ func inRange(e entry, lo, hi Bound) (above, below bool) {
 	return above, below
 }
 
-// selectRange returns the entries spec selects, in the order a reply lists them.
-func (z *zset) selectRange(spec RangeSpec) ([]entry, error) {
-	all, err := z.all()
-	if err != nil {
-		return nil, err
-	}
-	var picked []entry
+// selectRange returns the entries spec selects, in the order a reply lists them, and whether they are the set's
+// lowest entries (what a removal may raise the floor past). A rank range reads the index up to its last rank
+// (negative ranks count from the meta's count), a score range reads only the index span of its scores, and a
+// forward range with a LIMIT stops once it has its entries. A lex range reads every entry: its order is only
+// the index's when all scores are equal.
+func (z *zset) selectRange(spec RangeSpec) (picked []entry, lowest bool, err error) {
 	switch spec.By {
 	case "rank":
 		start, e1 := parseNum(spec.Min)
 		stop, e2 := parseNum(spec.Max)
 		if e1 != nil || e2 != nil {
-			return nil, engine.ErrInvalid
+			return nil, false, engine.ErrInvalid
 		}
-		n := int64(len(all))
+		n := int64(0)
+		if z.exists {
+			n = z.meta.Count
+		}
 		if start < 0 {
 			start = max(start+n, 0)
 		}
@@ -434,16 +481,30 @@ func (z *zset) selectRange(spec RangeSpec) ([]entry, error) {
 		}
 		stop = min(stop, n-1)
 		if start > stop || start >= n {
-			return nil, nil
+			return nil, false, nil
 		}
+		lo, hi := start, stop // ranks in index order
 		if spec.Rev {
-			for i := n - 1 - start; i >= n-1-stop; i-- {
-				picked = append(picked, all[i])
-			}
-		} else {
-			picked = all[start : stop+1]
+			lo, hi = n-1-stop, n-1-start
 		}
-		return picked, nil
+		// Read from the end nearer the range: skip, then take the ranks wanted.
+		down := n-1-hi < lo
+		skip, take, read := lo, hi-lo+1, z.scan
+		if down {
+			skip, read = n-1-hi, z.scanDown
+		}
+		i := int64(0)
+		err = read(nil, nil, func(e entry) bool {
+			if i >= skip {
+				picked = append(picked, e)
+			}
+			i++
+			return i < skip+take
+		})
+		if spec.Rev != down {
+			reverse(picked)
+		}
+		return picked, lo == 0, err
 	case "score", "lex":
 		var lo, hi Bound
 		var ok1, ok2 bool
@@ -455,31 +516,58 @@ func (z *zset) selectRange(spec RangeSpec) ([]entry, error) {
 			hi, ok2 = ParseLexBound(spec.Max)
 		}
 		if !ok1 || !ok2 {
-			return nil, engine.ErrInvalid
+			return nil, false, engine.ErrInvalid
 		}
-		for _, e := range all {
+		if spec.Offset < 0 {
+			return nil, false, nil
+		}
+		var from, upTo []byte
+		if !lo.IsLexType {
+			if lo.Score > hi.Score {
+				return nil, false, nil
+			}
+			from, upTo = sortable(lo.Score), sortable(hi.Score)
+		}
+		want := int64(-1) // entries enough for the reply; -1: all in range
+		if spec.Count >= 0 && !lo.IsLexType {
+			want = spec.Offset + spec.Count
+		}
+		read := z.scan // in the reply's order
+		if spec.Rev && !lo.IsLexType {
+			read = z.scanDown
+		}
+		err = read(from, upTo, func(e entry) bool {
+			if want >= 0 && int64(len(picked)) >= want {
+				return false
+			}
 			if above, below := inRange(e, lo, hi); above && below {
 				picked = append(picked, e)
 			}
+			return true
+		})
+		if err != nil {
+			return nil, false, err
 		}
-		if spec.Rev {
-			for i, j := 0, len(picked)-1; i < j; i, j = i+1, j-1 {
-				picked[i], picked[j] = picked[j], picked[i]
-			}
-		}
-		if spec.Offset < 0 {
-			return nil, nil
+		lowest = !lo.IsLexType && math.IsInf(lo.Score, -1) && !lo.Excl
+		if spec.Rev && lo.IsLexType {
+			reverse(picked)
 		}
 		if spec.Offset >= int64(len(picked)) {
-			return nil, nil
+			return nil, false, nil
 		}
 		picked = picked[spec.Offset:]
 		if spec.Count >= 0 && spec.Count < int64(len(picked)) {
 			picked = picked[:spec.Count]
 		}
-		return picked, nil
+		return picked, lowest && spec.Offset == 0 && spec.Count < 0, nil
 	}
-	return nil, engine.ErrInvalid
+	return nil, false, engine.ErrInvalid
+}
+
+func reverse(es []entry) {
+	for i, j := 0, len(es)-1; i < j; i, j = i+1, j-1 {
+		es[i], es[j] = es[j], es[i]
+	}
 }
 
 func zrange(tx *engine.Tx, args [][]byte) (engine.Result, error) {
@@ -496,7 +584,7 @@ func zrange(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	if err != nil || wrong {
 		return wrongOr(err)
 	}
-	picked, err := z.selectRange(spec)
+	picked, _, err := z.selectRange(spec)
 	if err != nil {
 		return engine.Result{}, err
 	}
@@ -575,14 +663,21 @@ func zremrange(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	if err != nil || wrong {
 		return wrongOr(err)
 	}
-	picked, err := z.selectRange(spec)
+	picked, lowest, err := z.selectRange(spec)
 	if err != nil {
 		return engine.Result{}, err
 	}
-	for _, e := range picked {
+	top := entry{}
+	for i, e := range picked {
 		z.remove(e.member, e.score)
+		if i == 0 || bytes.Compare(indexSuffix(e.score, e.member), indexSuffix(top.score, top.member)) > 0 {
+			top = e
+		}
 	}
 	if len(picked) > 0 {
+		if lowest {
+			z.raiseFloor(top)
+		}
 		z.save()
 	}
 	return intResult(int64(len(picked))), nil
@@ -612,11 +707,13 @@ func zpop(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 			return true
 		})
 	} else {
-		var all []entry
-		all, err = z.all()
-		for i := len(all) - 1; i >= 0 && int64(len(picked)) < count; i-- {
-			picked = append(picked, all[i])
-		}
+		err = z.scanDown(nil, nil, func(e entry) bool {
+			if int64(len(picked)) >= count {
+				return false
+			}
+			picked = append(picked, e)
+			return true
+		})
 	}
 	if err != nil {
 		return engine.Result{}, err
@@ -627,6 +724,9 @@ func zpop(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		res.Members = append(res.Members, engine.Member{Name: e.member, Item: engine.Item{Value: FormatScore(e.score)}})
 	}
 	if len(picked) > 0 {
+		if string(args[0]) == "L" {
+			z.raiseFloor(picked[len(picked)-1])
+		}
 		z.save()
 	}
 	return res, nil

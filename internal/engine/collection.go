@@ -81,20 +81,30 @@ type CollMeta struct {
 	Head int64
 	// LastMS and LastSeq are a stream's last entry ID, which new IDs must exceed (0 for other kinds).
 	LastMS, LastSeq uint64
+	// Floor is a sorted set's seek hint: no live index entry sorts below it (nil: none known). Popping from the
+	// low end raises it, so the next pop seeks past the deletions instead of stepping over each (a queue's
+	// ZPOPMIN would otherwise slow down with every pop until a compaction).
+	Floor []byte
 }
 
-// AppendCollMeta encodes m: gen (8 bytes), count (varint), then head (varint) when it or a stream's last ID is
-// not 0, then the last ID (two uvarints) when it is not 0.
+// AppendCollMeta encodes m: gen (8 bytes), count (varint), then head (varint) when it, a stream's last ID or
+// the floor is not 0, then the last ID (two uvarints) when it or the floor is not 0, then the floor's length
+// (uvarint) and bytes when it is not empty. Each field is optional at the end, so older metas still decode.
 func AppendCollMeta(dst []byte, m CollMeta) []byte {
 	dst = binary.BigEndian.AppendUint64(dst, m.Gen)
 	dst = binary.AppendVarint(dst, m.Count)
-	last := m.LastMS != 0 || m.LastSeq != 0
+	floor := len(m.Floor) > 0
+	last := m.LastMS != 0 || m.LastSeq != 0 || floor
 	if m.Head != 0 || last {
 		dst = binary.AppendVarint(dst, m.Head)
 	}
 	if last {
 		dst = binary.AppendUvarint(dst, m.LastMS)
 		dst = binary.AppendUvarint(dst, m.LastSeq)
+	}
+	if floor {
+		dst = binary.AppendUvarint(dst, uint64(len(m.Floor)))
+		dst = append(dst, m.Floor...)
 	}
 	return dst
 }
@@ -124,10 +134,17 @@ func DecodeCollMeta(v []byte) (CollMeta, error) {
 			return CollMeta{}, fmt.Errorf("%w: collection meta", ErrCorrupt)
 		}
 		seq, w2 := binary.Uvarint(rest[w1:])
-		if w2 <= 0 || w1+w2 != len(rest) {
+		if w2 <= 0 {
 			return CollMeta{}, fmt.Errorf("%w: collection meta", ErrCorrupt)
 		}
-		m.LastMS, m.LastSeq = ms, seq
+		m.LastMS, m.LastSeq, rest = ms, seq, rest[w1+w2:]
+	}
+	if len(rest) > 0 {
+		n, w := binary.Uvarint(rest)
+		if w <= 0 || n == 0 || uint64(len(rest)-w) != n {
+			return CollMeta{}, fmt.Errorf("%w: collection meta", ErrCorrupt)
+		}
+		m.Floor = append([]byte(nil), rest[w:]...)
 	}
 	return m, nil
 }

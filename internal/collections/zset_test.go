@@ -1,0 +1,196 @@
+package collections
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"testing"
+
+	"anykv/internal/engine"
+	"anykv/internal/engine/memstore"
+)
+
+// zmodel is a sorted set as a map, with Redis's range rules written out plainly: the reference the range scans
+// and the floor are checked against.
+type zmodel map[string]float64
+
+func (m zmodel) sorted() []entry {
+	out := make([]entry, 0, len(m))
+	for k, s := range m {
+		out = append(out, entry{member: []byte(k), score: s})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].score != out[j].score {
+			return out[i].score < out[j].score
+		}
+		return bytes.Compare(out[i].member, out[j].member) < 0
+	})
+	return out
+}
+
+// selectRank is ZRANGE start stop [REV] over the model.
+func (m zmodel) selectRank(start, stop int64, rev bool) []entry {
+	es := m.sorted()
+	if rev {
+		reverse(es)
+	}
+	n := int64(len(es))
+	if start < 0 {
+		start = max(start+n, 0)
+	}
+	if stop < 0 {
+		stop += n
+	}
+	stop = min(stop, n-1)
+	if start > stop || start >= n {
+		return nil
+	}
+	return es[start : stop+1]
+}
+
+// selectScore is ZRANGE lo hi BYSCORE [REV] [LIMIT offset count] over the model.
+func (m zmodel) selectScore(lo, hi float64, loEx, hiEx, rev bool, offset, count int64) []entry {
+	var in []entry
+	for _, e := range m.sorted() {
+		if (e.score > lo || !loEx && e.score == lo) && (e.score < hi || !hiEx && e.score == hi) {
+			in = append(in, e)
+		}
+	}
+	if rev {
+		reverse(in)
+	}
+	if offset < 0 || offset >= int64(len(in)) {
+		return nil
+	}
+	in = in[offset:]
+	if count >= 0 && count < int64(len(in)) {
+		in = in[:count]
+	}
+	return in
+}
+
+func bound(f float64, excl bool) []byte {
+	b := FormatScore(f)
+	if excl {
+		return append([]byte("("), b...)
+	}
+	return b
+}
+
+// TestZSetRangesMatchModel drives random writes, pops, range removals and range reads at one sorted set and
+// checks each reply against the model: the bounded index scans (rank up to its end, score span, early stop at
+// a LIMIT) and the floor that pops raise and lower entries pull down must select exactly what Redis would.
+func TestZSetRangesMatchModel(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	var pending []engine.Mutation // writes applied in the same batch as the next mutation: its reads see them
+	apply := func(m engine.Mutation) engine.Result {
+		t.Helper()
+		res, err := st.Apply(ctx, &engine.Batch{Now: 1, Muts: append(pending, m)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending = nil
+		last := res[len(res)-1]
+		if last.Err != nil && last.Err != engine.ErrNotFound {
+			t.Fatalf("%v", last.Err)
+		}
+		return last
+	}
+	scores := []float64{math.Inf(-1), -2, 0, 0, 1, 1, 1, 2.5, 7, math.Inf(1)}
+	key := []byte("z")
+	model := zmodel{}
+	rng := rand.New(rand.NewPCG(7, 16))
+	for step := 0; step < 6000; step++ {
+		pick := func() float64 { return scores[rng.IntN(len(scores))] }
+		var want []entry
+		var got engine.Result
+		op := rng.IntN(10)
+		var what string
+		switch op {
+		case 0, 1, 2: // ZADD, often several members, often at equal scores
+			var pairs [][]byte
+			for i := rng.IntN(4); i >= 0; i-- {
+				s, mem := pick(), fmt.Sprintf("m%02d", rng.IntN(40))
+				pairs = append(pairs, FormatScore(s), []byte(mem))
+				model[mem] = s
+			}
+			if rng.IntN(2) == 0 {
+				pending = append(pending, ZAdd("t", key, 0, pairs...))
+			} else {
+				apply(ZAdd("t", key, 0, pairs...))
+			}
+			continue
+		case 3: // ZPOPMIN / ZPOPMAX
+			high, count := rng.IntN(3) == 0, int64(rng.IntN(4))
+			if count > 0 {
+				want = model.selectRank(0, count-1, high)
+			}
+			what = fmt.Sprintf("ZPOP high=%v %d", high, count)
+			got = apply(ZPop("t", key, high, count))
+			for _, e := range want {
+				delete(model, string(e.member))
+			}
+			if it, err := st.Get(ctx, "t", key, 1); !high && len(want) > 0 && err == nil { // the floor is raised
+				meta, _ := engine.DecodeCollMeta(it.Value)
+				last := want[len(want)-1]
+				if string(meta.Floor) != string(indexSuffix(last.score, last.member)) {
+					t.Fatalf("step %d %s: floor %x, want the last popped entry's %x", step, what, meta.Floor, indexSuffix(last.score, last.member))
+				}
+			}
+		case 4: // ZREMRANGEBYSCORE, half of them from -inf (what raises the floor)
+			lo, hi := pick(), pick()
+			if rng.IntN(2) == 0 {
+				lo = math.Inf(-1)
+			}
+			want = model.selectScore(lo, hi, false, false, false, 0, -1)
+			what = fmt.Sprintf("ZREMRANGEBYSCORE %v %v", lo, hi)
+			got = apply(ZRemRange("t", key, RangeSpec{By: "score", Min: FormatScore(lo), Max: FormatScore(hi)}))
+			if n, _ := strconv.Atoi(string(got.New.Value)); n != len(want) {
+				t.Fatalf("step %d %s: removed %d, want %d", step, what, n, len(want))
+			}
+			for _, e := range want {
+				delete(model, string(e.member))
+			}
+			got = apply(ZRange("t", key, RangeSpec{By: "rank", Min: []byte("0"), Max: []byte("-1"), Count: -1}))
+			want, what = model.selectRank(0, -1, false), what+", then ZRANGE 0 -1"
+		case 5: // ZREMRANGEBYRANK, half of them from rank 0
+			start, stop := int64(rng.IntN(5)-2), int64(rng.IntN(5)-1)
+			if rng.IntN(2) == 0 {
+				start = 0
+			}
+			for _, e := range model.selectRank(start, stop, false) {
+				delete(model, string(e.member))
+			}
+			what = fmt.Sprintf("ZREMRANGEBYRANK %d %d, then ZRANGE 0 -1", start, stop)
+			apply(ZRemRange("t", key, RangeSpec{By: "rank", Min: num(start), Max: num(stop)}))
+			got = apply(ZRange("t", key, RangeSpec{By: "rank", Min: []byte("0"), Max: []byte("-1"), Count: -1}))
+			want = model.selectRank(0, -1, false)
+		case 6, 7: // ZRANGE by rank, either direction, negative ranks too
+			start, stop, rev := int64(rng.IntN(9)-4), int64(rng.IntN(9)-4), rng.IntN(2) == 0
+			want = model.selectRank(start, stop, rev)
+			what = fmt.Sprintf("ZRANGE %d %d rev=%v", start, stop, rev)
+			got = apply(ZRange("t", key, RangeSpec{By: "rank", Min: num(start), Max: num(stop), Rev: rev, Count: -1}))
+		default: // ZRANGE BYSCORE, exclusive ends, REV, LIMIT
+			lo, hi := pick(), pick()
+			loEx, hiEx, rev := rng.IntN(3) == 0, rng.IntN(3) == 0, rng.IntN(2) == 0
+			off, cnt := int64(rng.IntN(3)), int64(rng.IntN(5)-1)
+			want = model.selectScore(lo, hi, loEx, hiEx, rev, off, cnt)
+			what = fmt.Sprintf("ZRANGE %s %s BYSCORE rev=%v LIMIT %d %d", bound(lo, loEx), bound(hi, hiEx), rev, off, cnt)
+			got = apply(ZRange("t", key, RangeSpec{By: "score", Min: bound(lo, loEx), Max: bound(hi, hiEx), Rev: rev, Offset: off, Count: cnt}))
+		}
+		if len(got.Members) != len(want) {
+			t.Fatalf("step %d %s: %d members, want %d (%v)", step, what, len(got.Members), len(want), want)
+		}
+		for i, e := range want {
+			g := got.Members[i]
+			if string(g.Name) != string(e.member) || string(g.Item.Value) != string(FormatScore(e.score)) {
+				t.Fatalf("step %d %s: member %d is %s %s, want %s %v", step, what, i, g.Name, g.Item.Value, e.member, e.score)
+			}
+		}
+	}
+}
