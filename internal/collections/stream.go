@@ -1,6 +1,7 @@
 package collections
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"strconv"
@@ -142,19 +143,31 @@ func openStream(tx *engine.Tx, table string, key []byte) (stream, bool, error) {
 	return stream{c}, wrong, err
 }
 
-// entries calls fn for the entries with IDs in [from, to], oldest first.
-func (st *stream) entries(from, to ID, fn func(id ID, value []byte) bool) error {
+// entries calls fn for the entries with IDs in [from, to], oldest first (newest first if rev). The scan starts
+// at the meta's floor when that lies higher: trims leave their deletions below it.
+func (st *stream) entries(from, to ID, rev bool, fn func(id ID, value []byte) bool) error {
 	if !st.exists {
 		return nil
 	}
 	prefix := engine.MemberPrefix(nil, st.key, st.meta.Gen)
-	r := engine.Range{Start: append(prefix[:len(prefix):len(prefix)], from.key()...)}
+	start := from.key()
+	if bytes.Compare(st.meta.Floor, start) > 0 {
+		start = st.meta.Floor
+	}
+	r := engine.Range{Start: append(prefix[:len(prefix):len(prefix)], start...)}
 	if end, ok := to.Next(); ok {
 		r.End = append(prefix[:len(prefix):len(prefix)], end.key()...)
 	} else {
 		r.End = engine.PrefixEnd(prefix)
 	}
-	return st.tx.Scan(engine.MemberTable(st.table), r, func(k []byte, it engine.Item) bool {
+	if bytes.Compare(r.Start, r.End) >= 0 {
+		return nil
+	}
+	read := st.tx.Scan
+	if rev {
+		read = st.tx.ScanReverse
+	}
+	return read(engine.MemberTable(st.table), r, func(k []byte, it engine.Item) bool {
 		return fn(idOf(k[len(prefix):]), it.Value)
 	})
 }
@@ -173,7 +186,7 @@ func (st *stream) trim(t StreamTrim) (int64, error) {
 		if excess <= 0 {
 			return 0, nil
 		}
-		err := st.entries(ID{}, ID{^uint64(0), ^uint64(0)}, func(id ID, _ []byte) bool {
+		err := st.entries(ID{}, ID{^uint64(0), ^uint64(0)}, false, func(id ID, _ []byte) bool {
 			drop = append(drop, id)
 			return int64(len(drop)) < excess
 		})
@@ -181,7 +194,7 @@ func (st *stream) trim(t StreamTrim) (int64, error) {
 			return 0, err
 		}
 	case "minid":
-		err := st.entries(ID{}, ID{^uint64(0), ^uint64(0)}, func(id ID, _ []byte) bool {
+		err := st.entries(ID{}, ID{^uint64(0), ^uint64(0)}, false, func(id ID, _ []byte) bool {
 			if !id.less(t.MinID) {
 				return false
 			}
@@ -194,6 +207,9 @@ func (st *stream) trim(t StreamTrim) (int64, error) {
 	}
 	for _, id := range drop {
 		st.del(id)
+	}
+	if len(drop) > 0 { // the oldest entries went: new IDs only come above them
+		st.meta.Floor = drop[len(drop)-1].key()
 	}
 	return int64(len(drop)), nil
 }
@@ -364,20 +380,15 @@ func xrange(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	}
 	rev := string(args[2]) == "1"
 	var res engine.Result
-	err = st.entries(from, to, func(id ID, v []byte) bool {
+	err = st.entries(from, to, rev, func(id ID, v []byte) bool {
+		if count >= 0 && int64(len(res.Members)) >= count {
+			return false // COUNT 0 answers none, as Redis
+		}
 		res.Members = append(res.Members, engine.Member{Name: []byte(id.String()), Item: engine.Item{Value: v}})
-		return rev || count < 0 || int64(len(res.Members)) < count
+		return true
 	})
 	if err != nil {
 		return engine.Result{}, err
-	}
-	if rev {
-		for i, j := 0, len(res.Members)-1; i < j; i, j = i+1, j-1 {
-			res.Members[i], res.Members[j] = res.Members[j], res.Members[i]
-		}
-		if count >= 0 && int64(len(res.Members)) > count {
-			res.Members = res.Members[:count]
-		}
 	}
 	res.New, res.NewFound = engine.Item{Value: []byte(ID{st.meta.LastMS, st.meta.LastSeq}.String())}, true
 	return res, nil

@@ -81,9 +81,10 @@ type CollMeta struct {
 	Head int64
 	// LastMS and LastSeq are a stream's last entry ID, which new IDs must exceed (0 for other kinds).
 	LastMS, LastSeq uint64
-	// Floor is a sorted set's seek hint: no live index entry sorts below it (nil: none known). Popping from the
-	// low end raises it, so the next pop seeks past the deletions instead of stepping over each (a queue's
-	// ZPOPMIN would otherwise slow down with every pop until a compaction).
+	// Floor is a seek hint of sorted sets and streams: no live member key (a sorted set's index entry, a stream's
+	// entry ID) sorts below it (nil: none known). Popping or trimming from the low end raises it, so the next pop
+	// or trim seeks past the deletions instead of stepping over each (a queue's ZPOPMIN, a capped stream's
+	// XADD MAXLEN would otherwise slow down with every pop until a compaction).
 	Floor []byte
 }
 

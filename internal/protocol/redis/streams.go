@@ -175,6 +175,8 @@ func cmdXRange(s *session, args [][]byte) {
 			w.ArrayHeader(0)
 		case r.Err != nil:
 			w.Error(errText(r.Err))
+		case count == 0: // a stream and COUNT 0: Redis 7.0 answers a null array
+			w.NullArray()
 		default:
 			writeEntries(w, r.Members)
 		}
@@ -222,7 +224,9 @@ func cmdXRead(s *session, args [][]byte) {
 				s.w.Error(errNotInt)
 				return
 			}
-			count = max(n, 0)
+			if count = n; n <= 0 {
+				count = -1 // as Redis: COUNT 0 (or below) reads without a limit
+			}
 			i++
 		case eq(args[i], "block") && i+1 < len(args):
 			n, ok := argInt(args[i+1])
