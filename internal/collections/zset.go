@@ -195,9 +195,13 @@ func (z *zset) set(member []byte, score float64, old float64, had bool) {
 	}
 	z.tx.Put(z.mt(), z.scoreKey(member), engine.Item{Value: binary.BigEndian.AppendUint64(nil, math.Float64bits(score))})
 	z.tx.Put(z.mt(), z.indexKey(score, member), engine.Item{Value: []byte{}})
-	if z.meta.Floor != nil {
-		if sfx := indexSuffix(score, member); bytes.Compare(sfx, z.meta.Floor) < 0 {
+	if z.meta.Floor != nil || z.meta.Ceil != nil {
+		sfx := indexSuffix(score, member)
+		if z.meta.Floor != nil && bytes.Compare(sfx, z.meta.Floor) < 0 {
 			z.meta.Floor = sfx // the new entry is now the lowest
+		}
+		if z.meta.Ceil != nil && bytes.Compare(sfx, z.meta.Ceil) > 0 {
+			z.meta.Ceil = sfx // or the highest
 		}
 	}
 }
@@ -249,6 +253,12 @@ func (z *zset) scanDir(from, upTo []byte, down bool, fn func(e entry) bool) erro
 	if upTo != nil {
 		r.End = engine.PrefixEnd(append(prefix[:len(prefix):len(prefix)], upTo...))
 	}
+	if z.meta.Ceil != nil { // the smallest key above the ceiling's entry
+		ceil := append(append(prefix[:len(prefix):len(prefix)], z.meta.Ceil...), 0)
+		if r.End == nil || bytes.Compare(ceil, r.End) < 0 {
+			r.End = ceil
+		}
+	}
 	if r.End != nil && bytes.Compare(r.Start, r.End) >= 0 {
 		return nil
 	}
@@ -267,6 +277,9 @@ func (z *zset) scanDir(from, upTo []byte, down bool, fn func(e entry) bool) erro
 
 // raiseFloor records that no live entry sorts below e (the last of the lowest entries just removed).
 func (z *zset) raiseFloor(e entry) { z.meta.Floor = indexSuffix(e.score, e.member) }
+
+// lowerCeil records that no live entry sorts above e (the last of the highest entries just removed).
+func (z *zset) lowerCeil(e entry) { z.meta.Ceil = indexSuffix(e.score, e.member) }
 
 func (z *zset) all() ([]entry, error) {
 	var out []entry
@@ -457,17 +470,17 @@ func inRange(e entry, lo, hi Bound) (above, below bool) {
 }
 
 // selectRange returns the entries spec selects, in the order a reply lists them, and whether they are the set's
-// lowest entries (what a removal may raise the floor past). A rank range reads the index up to its last rank
+// lowest or highest entries (what a removal may move the floor or the ceiling past). A rank range reads the index up to its last rank
 // (negative ranks count from the meta's count), a score range reads only the index span of its scores, and a
 // forward range with a LIMIT stops once it has its entries. A lex range reads every entry: its order is only
 // the index's when all scores are equal.
-func (z *zset) selectRange(spec RangeSpec) (picked []entry, lowest bool, err error) {
+func (z *zset) selectRange(spec RangeSpec) (picked []entry, lowest, highest bool, err error) {
 	switch spec.By {
 	case "rank":
 		start, e1 := parseNum(spec.Min)
 		stop, e2 := parseNum(spec.Max)
 		if e1 != nil || e2 != nil {
-			return nil, false, engine.ErrInvalid
+			return nil, false, false, engine.ErrInvalid
 		}
 		n := int64(0)
 		if z.exists {
@@ -481,7 +494,7 @@ func (z *zset) selectRange(spec RangeSpec) (picked []entry, lowest bool, err err
 		}
 		stop = min(stop, n-1)
 		if start > stop || start >= n {
-			return nil, false, nil
+			return nil, false, false, nil
 		}
 		lo, hi := start, stop // ranks in index order
 		if spec.Rev {
@@ -504,7 +517,7 @@ func (z *zset) selectRange(spec RangeSpec) (picked []entry, lowest bool, err err
 		if spec.Rev != down {
 			reverse(picked)
 		}
-		return picked, lo == 0, err
+		return picked, lo == 0, hi == n-1, err
 	case "score", "lex":
 		var lo, hi Bound
 		var ok1, ok2 bool
@@ -516,15 +529,15 @@ func (z *zset) selectRange(spec RangeSpec) (picked []entry, lowest bool, err err
 			hi, ok2 = ParseLexBound(spec.Max)
 		}
 		if !ok1 || !ok2 {
-			return nil, false, engine.ErrInvalid
+			return nil, false, false, engine.ErrInvalid
 		}
 		if spec.Offset < 0 {
-			return nil, false, nil
+			return nil, false, false, nil
 		}
 		var from, upTo []byte
 		if !lo.IsLexType {
 			if lo.Score > hi.Score {
-				return nil, false, nil
+				return nil, false, false, nil
 			}
 			from, upTo = sortable(lo.Score), sortable(hi.Score)
 		}
@@ -546,22 +559,24 @@ func (z *zset) selectRange(spec RangeSpec) (picked []entry, lowest bool, err err
 			return true
 		})
 		if err != nil {
-			return nil, false, err
+			return nil, false, false, err
 		}
 		lowest = !lo.IsLexType && math.IsInf(lo.Score, -1) && !lo.Excl
+		highest = !lo.IsLexType && math.IsInf(hi.Score, 1) && !hi.Excl
 		if spec.Rev && lo.IsLexType {
 			reverse(picked)
 		}
 		if spec.Offset >= int64(len(picked)) {
-			return nil, false, nil
+			return nil, false, false, nil
 		}
 		picked = picked[spec.Offset:]
 		if spec.Count >= 0 && spec.Count < int64(len(picked)) {
 			picked = picked[:spec.Count]
 		}
-		return picked, lowest && spec.Offset == 0 && spec.Count < 0, nil
+		whole := spec.Offset == 0 && spec.Count < 0
+		return picked, lowest && whole, highest && whole, nil
 	}
-	return nil, false, engine.ErrInvalid
+	return nil, false, false, engine.ErrInvalid
 }
 
 func reverse(es []entry) {
@@ -584,7 +599,7 @@ func zrange(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	if err != nil || wrong {
 		return wrongOr(err)
 	}
-	picked, _, err := z.selectRange(spec)
+	picked, _, _, err := z.selectRange(spec)
 	if err != nil {
 		return engine.Result{}, err
 	}
@@ -663,20 +678,27 @@ func zremrange(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	if err != nil || wrong {
 		return wrongOr(err)
 	}
-	picked, lowest, err := z.selectRange(spec)
+	picked, lowest, highest, err := z.selectRange(spec)
 	if err != nil {
 		return engine.Result{}, err
 	}
-	top := entry{}
+	var top, bottom entry
 	for i, e := range picked {
 		z.remove(e.member, e.score)
-		if i == 0 || bytes.Compare(indexSuffix(e.score, e.member), indexSuffix(top.score, top.member)) > 0 {
+		sfx := indexSuffix(e.score, e.member)
+		if i == 0 || bytes.Compare(sfx, indexSuffix(top.score, top.member)) > 0 {
 			top = e
+		}
+		if i == 0 || bytes.Compare(sfx, indexSuffix(bottom.score, bottom.member)) < 0 {
+			bottom = e
 		}
 	}
 	if len(picked) > 0 {
 		if lowest {
 			z.raiseFloor(top)
+		}
+		if highest {
+			z.lowerCeil(bottom)
 		}
 		z.save()
 	}
@@ -726,6 +748,8 @@ func zpop(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	if len(picked) > 0 {
 		if string(args[0]) == "L" {
 			z.raiseFloor(picked[len(picked)-1])
+		} else {
+			z.lowerCeil(picked[len(picked)-1])
 		}
 		z.save()
 	}

@@ -86,15 +86,19 @@ type CollMeta struct {
 	// or trim seeks past the deletions instead of stepping over each (a queue's ZPOPMIN, a capped stream's
 	// XADD MAXLEN would otherwise slow down with every pop until a compaction).
 	Floor []byte
+	// Ceil is Floor's mirror for sorted sets: no live index entry sorts above it (nil: none known), raised by
+	// pops from the high end (ZPOPMAX).
+	Ceil []byte
 }
 
-// AppendCollMeta encodes m: gen (8 bytes), count (varint), then head (varint) when it, a stream's last ID or
-// the floor is not 0, then the last ID (two uvarints) when it or the floor is not 0, then the floor's length
-// (uvarint) and bytes when it is not empty. Each field is optional at the end, so older metas still decode.
+// AppendCollMeta encodes m: gen (8 bytes), count (varint), then head (varint) when it or any field after it is
+// not 0, then the last ID (two uvarints) when it or a hint is set, then the floor's length (uvarint) and bytes
+// when a hint is set, then the ceiling's when it is. Each field is optional at the end, so older metas still
+// decode.
 func AppendCollMeta(dst []byte, m CollMeta) []byte {
 	dst = binary.BigEndian.AppendUint64(dst, m.Gen)
 	dst = binary.AppendVarint(dst, m.Count)
-	floor := len(m.Floor) > 0
+	floor := len(m.Floor) > 0 || len(m.Ceil) > 0
 	last := m.LastMS != 0 || m.LastSeq != 0 || floor
 	if m.Head != 0 || last {
 		dst = binary.AppendVarint(dst, m.Head)
@@ -106,6 +110,10 @@ func AppendCollMeta(dst []byte, m CollMeta) []byte {
 	if floor {
 		dst = binary.AppendUvarint(dst, uint64(len(m.Floor)))
 		dst = append(dst, m.Floor...)
+	}
+	if len(m.Ceil) > 0 {
+		dst = binary.AppendUvarint(dst, uint64(len(m.Ceil)))
+		dst = append(dst, m.Ceil...)
 	}
 	return dst
 }
@@ -140,12 +148,21 @@ func DecodeCollMeta(v []byte) (CollMeta, error) {
 		}
 		m.LastMS, m.LastSeq, rest = ms, seq, rest[w1+w2:]
 	}
-	if len(rest) > 0 {
+	for i, hint := range []*[]byte{&m.Floor, &m.Ceil} {
+		if len(rest) == 0 {
+			break
+		}
 		n, w := binary.Uvarint(rest)
-		if w <= 0 || n == 0 || uint64(len(rest)-w) != n {
+		if w <= 0 || uint64(len(rest)-w) < n || n == 0 && (i == 1 || len(rest) == w) {
 			return CollMeta{}, fmt.Errorf("%w: collection meta", ErrCorrupt)
 		}
-		m.Floor = append([]byte(nil), rest[w:]...)
+		if n > 0 {
+			*hint = append([]byte(nil), rest[w:w+int(n)]...)
+		}
+		rest = rest[w+int(n):]
+	}
+	if len(rest) > 0 {
+		return CollMeta{}, fmt.Errorf("%w: collection meta", ErrCorrupt)
 	}
 	return m, nil
 }

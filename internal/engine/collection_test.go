@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -16,6 +17,8 @@ func TestCollMetaRoundTrip(t *testing.T) {
 		{Gen: 3, Count: 0, LastMS: 7, LastSeq: 1},
 		{Gen: 4, Count: 9, Floor: []byte("\x80\x00\x00\x00\x00\x00\x00\x00m1")},
 		{Gen: 5, Count: 2, Head: 4, LastMS: 1, Floor: []byte{0}},
+		{Gen: 6, Count: 2, Ceil: []byte("\xc0top")},
+		{Gen: 7, Count: 5, Floor: []byte("lo"), Ceil: []byte("hi")},
 	} {
 		got, err := DecodeCollMeta(AppendCollMeta(nil, m))
 		if err != nil || !reflect.DeepEqual(got, m) {
@@ -27,7 +30,8 @@ func TestCollMetaRoundTrip(t *testing.T) {
 		t.Errorf("an older meta decodes as %+v, %v", got, err)
 	}
 	full := AppendCollMeta(nil, CollMeta{Gen: 1, Count: 1, Floor: []byte("abc")})
-	for _, bad := range [][]byte{full[:len(full)-1], append(full, 'x')} {
+	both := AppendCollMeta(nil, CollMeta{Gen: 1, Count: 1, Floor: []byte("abc"), Ceil: []byte("xyz")})
+	for _, bad := range [][]byte{full[:len(full)-1], append(slices.Clone(full), 'x'), both[:len(both)-1], append(slices.Clone(both), 'x'), append(slices.Clone(full), 0)} {
 		if _, err := DecodeCollMeta(bad); err == nil {
 			t.Errorf("%x decodes", bad)
 		}
