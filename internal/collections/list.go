@@ -34,9 +34,9 @@ const (
 func init() {
 	engine.RegisterFunc(fnPush, push)
 	engine.RegisterFunc(fnPop, pop)
-	engine.RegisterFunc(fnIndex, index)
+	engine.RegisterReadFunc(fnIndex, index)
 	engine.RegisterFunc(fnSet, setAt)
-	engine.RegisterFunc(fnRange, lrange)
+	engine.RegisterReadFunc(fnRange, lrange)
 	engine.RegisterFunc(fnTrim, trim)
 	engine.RegisterFunc(fnRem, rem)
 	engine.RegisterFunc(fnInsert, insert)

@@ -23,8 +23,38 @@ type Func func(tx *Tx, args [][]byte) (Result, error)
 
 var funcs = struct {
 	sync.RWMutex
-	m map[string]Func
-}{m: map[string]Func{}}
+	m        map[string]Func
+	readOnly map[string]bool
+}{m: map[string]Func{}, readOnly: map[string]bool{}}
+
+// RegisterReadFunc is RegisterFunc for a function that usually writes nothing (ZRANGE, LRANGE, XRANGE): an engine
+// may resolve a batch of such calls and other reads without its writer (ReadsOnly), and falls back to the writer
+// when the resolution wrote after all.
+func RegisterReadFunc(name string, fn Func) {
+	RegisterFunc(name, fn)
+	funcs.Lock()
+	defer funcs.Unlock()
+	funcs.readOnly[name] = true
+}
+
+// ReadsOnly reports whether every mutation of muts is a read: a Get without Touch, a Check, a member read, or a
+// call of a function registered with RegisterReadFunc.
+func ReadsOnly(muts []Mutation) bool {
+	for i := range muts {
+		m := &muts[i]
+		if m.Op == OpCall {
+			funcs.RLock()
+			ro := funcs.readOnly[m.Call.Name]
+			funcs.RUnlock()
+			if !ro {
+				return false
+			}
+		} else if m.Writes() {
+			return false
+		}
+	}
+	return true
+}
 
 // RegisterFunc makes fn callable as OpCall with Call.Name = name. Packages register their functions at init;
 // registering a name twice panics.

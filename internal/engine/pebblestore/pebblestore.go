@@ -409,6 +409,11 @@ func (s *Store) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, er
 		return nil, err
 	}
 	defer s.exit()
+	if engine.ReadsOnly(b.Muts) {
+		if res, ok, err := s.applyReads(ctx, b); ok {
+			return res, err
+		}
+	}
 	r := &request{batch: b, done: make(chan struct{})}
 	if err := s.submit(ctx, r); err != nil {
 		return nil, err

@@ -89,6 +89,19 @@ type writer struct {
 
 	// iter serves the group's point reads (read): one Pebble iterator per group instead of one per read.
 	iter *pebble.Iterator
+
+	// snap, for a writer that only reads (readbatch.go), is the state it reads instead of the DB's latest, and
+	// seen records what it read, for the durability guard.
+	snap *pebble.Snapshot
+	seen *readSet
+}
+
+// newIter opens an iterator over what the writer reads: its snapshot, or the DB.
+func (w *writer) newIter(o *pebble.IterOptions) (*pebble.Iterator, error) {
+	if w.snap != nil {
+		return w.snap.NewIter(o)
+	}
+	return w.s.db.NewIter(o)
 }
 
 func newWriter(s *Store, version uint64) *writer {
@@ -439,8 +452,17 @@ func (w *writer) read(k []byte, table string) (engine.Item, bool, error) {
 	if _, ok := w.flushed[table]; ok {
 		return engine.Item{}, false, nil
 	}
+	it, found, err := w.readDB(k)
+	if w.seen != nil {
+		w.seen.point(k, table, found, it.Version)
+	}
+	return it, found, err
+}
+
+// readDB reads Pebble key k through the writer's iterator.
+func (w *writer) readDB(k []byte) (engine.Item, bool, error) {
 	if w.iter == nil {
-		iter, err := w.s.db.NewIter(nil)
+		iter, err := w.newIter(nil)
 		if err != nil {
 			return engine.Item{}, false, fmt.Errorf("pebblestore: read: %w", err)
 		}
@@ -521,8 +543,11 @@ func (w *writer) scan(table string, r engine.Range, reverse bool, fn func([]byte
 		return fn([]byte(k[len(prefix):]), it)
 	}
 	_, flushed := w.flushed[table]
+	if w.seen != nil {
+		w.seen.span(lower, upper, table)
+	}
 	if !w.flushAll && !flushed {
-		iter, err := w.s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+		iter, err := w.newIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 		if err != nil {
 			return fmt.Errorf("pebblestore: range: %w", err)
 		}
