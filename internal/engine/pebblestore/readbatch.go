@@ -9,7 +9,7 @@ import (
 )
 
 // Batches that only read (engine.ReadsOnly: GETs, member reads, ZRANGE, LRANGE, XRANGE) are resolved without the
-// writer: on a Pebble snapshot taken by the caller, so they neither wait in the writer's queue nor for the next
+// writer: on a Pebble snapshot of their own, so they neither wait in the writer's queue nor for the next
 // group's commit and fsync, and they cost the writer's goroutine nothing. The snapshot is one consistent state
 // (a collection's meta and its members agree). What it read is then checked against the groups in flight as a
 // point read is (guard.go): the snapshot is taken first, the set of groups in flight loaded after, and the batch
@@ -23,7 +23,7 @@ type readSet struct {
 }
 
 type pointRead struct {
-	key     string
+	key     []byte
 	table   string
 	found   bool
 	version uint64
@@ -35,7 +35,7 @@ type keySpan struct {
 }
 
 func (rs *readSet) point(k []byte, table string, found bool, version uint64) {
-	rs.points = append(rs.points, pointRead{string(k), table, found, version})
+	rs.points = append(rs.points, pointRead{append([]byte(nil), k...), table, found, version})
 }
 
 func (rs *readSet) span(lower, upper []byte, table string) {
@@ -55,16 +55,16 @@ func (rs *readSet) hiddenBy(gs []*group) *group {
 
 func (rs *readSet) observes(g *group) bool {
 	for _, p := range rs.points {
-		if g.hides([]byte(p.key), p.table, p.found, p.version) {
+		if g.hides(p.key, p.table, p.found, p.version) {
 			return true
 		}
 	}
 	for _, sp := range rs.spans {
-		if g.flushAll {
-			return true
+		if !g.touches(sp.table, false) {
+			continue // flushAll, a flush of the table and every key written count as touching it
 		}
-		if _, ok := g.flushed[sp.table]; ok {
-			return true
+		if _, ok := g.flushed[sp.table]; ok || g.flushAll || len(g.keys) > spanCheckLimit {
+			return true // a big group: waiting for its fsync costs less than looking through its keys
 		}
 		for k := range g.keys {
 			if k >= sp.lower && k < sp.upper {
@@ -74,6 +74,10 @@ func (rs *readSet) observes(g *group) bool {
 	}
 	return false
 }
+
+// spanCheckLimit is the most keys of a group a scanned span is compared with; a bigger group that touches the
+// span's table is waited for (at most one fsync) rather than searched.
+const spanCheckLimit = 1024
 
 // applyReads resolves a batch that only reads, as the package comment above says; ok is false when the batch
 // must go to the writer instead.

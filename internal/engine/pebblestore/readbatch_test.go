@@ -73,3 +73,38 @@ func TestReadBatchesWaitOnlyForWhatTheyRead(t *testing.T) {
 		t.Fatal(o.err)
 	}
 }
+
+// What a scanned span waits for: a group that wrote inside it or flushed its table, not one that wrote elsewhere
+// or only other tables; a group too big to search that writes the table is waited for whatever its keys.
+func TestSpanObservesOnlyWhatCouldChangeIt(t *testing.T) {
+	key := func(table, k string) string { return string(appendKey(nil, table, []byte(k))) }
+	mk := func(n int, table string, ks ...string) *group {
+		g := &group{keys: map[string]ovEntry{}, tables: map[string]struct{}{table: {}}}
+		for _, k := range ks {
+			g.keys[key(table, k)] = ovEntry{}
+		}
+		for i := 0; i < n; i++ {
+			g.keys[key(table, fmt.Sprintf("z%05d", i))] = ovEntry{}
+		}
+		return g
+	}
+	rs := &readSet{}
+	rs.span([]byte(key("t", "b")), []byte(key("t", "d")), "t")
+	for _, c := range []struct {
+		name string
+		g    *group
+		want bool
+	}{
+		{"a key inside", mk(0, "t", "c"), true},
+		{"keys outside", mk(0, "t", "a", "d", "e"), false},
+		{"another table", mk(0, "u", "c"), false},
+		{"the table flushed", &group{flushed: map[string]struct{}{"t": {}}, tables: map[string]struct{}{"t": {}}}, true},
+		{"everything flushed", &group{flushAll: true}, true},
+		{"a big group of the table", mk(spanCheckLimit+1, "t", "a"), true},
+		{"a big group of another table", mk(spanCheckLimit+1, "u", "c"), false},
+	} {
+		if got := rs.observes(c.g); got != c.want {
+			t.Errorf("%s: observes = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
