@@ -181,7 +181,8 @@ const keysEstimateTTL = 5 * time.Second
 //	keys_estimate    stored items, estimated (see keysEstimate)
 //	version          highest allocated version
 //	fsyncs           WAL syncs the store asked for (one per SyncAlways group, one per SyncInterval tick)
-//	apply_batches, commit_groups, group_size_mean, group_size_max   group commit figures
+//	apply_batches, commit_groups, group_size_mean, group_size_max   group commit figures (batches the writer
+//	                 took: batches that only read are resolved outside it, readbatch.go)
 //	guard_waits      reads that waited for an in-flight fsync
 func (s *Store) Stats() map[string]int64 {
 	if s.enter() != nil {
