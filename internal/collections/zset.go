@@ -647,17 +647,18 @@ func zrank(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	if err != nil || !had {
 		return engine.Result{Err: engine.ErrNotFound}, err
 	}
+	read := z.scan // counts the entries before the member from its end: O(rank), from the top for ZREVRANK
+	if string(args[1]) == "1" {
+		read = z.scanDown
+	}
 	rank := int64(0)
-	err = z.each(func(e entry) bool {
+	err = read(nil, nil, func(e entry) bool {
 		if e.score == s && string(e.member) == string(args[0]) {
 			return false
 		}
 		rank++
 		return true
 	})
-	if string(args[1]) == "1" { // from the highest score
-		rank = z.meta.Count - 1 - rank
-	}
 	r := intResult(rank)
 	r.Old = engine.Item{Value: FormatScore(s)}
 	return r, err

@@ -109,7 +109,7 @@ func TestZSetRangesMatchModel(t *testing.T) {
 		pick := func() float64 { return scores[rng.IntN(len(scores))] }
 		var want []entry
 		var got engine.Result
-		op := rng.IntN(10)
+		op := rng.IntN(11)
 		var what string
 		switch op {
 		case 0, 1, 2: // ZADD, often several members, often at equal scores
@@ -179,6 +179,23 @@ func TestZSetRangesMatchModel(t *testing.T) {
 			apply(ZRemRange("t", key, RangeSpec{By: "rank", Min: num(start), Max: num(stop)}))
 			got = apply(ZRange("t", key, RangeSpec{By: "rank", Min: []byte("0"), Max: []byte("-1"), Count: -1}))
 			want = model.selectRank(0, -1, false)
+		case 9: // ZRANK / ZREVRANK of a member, present or not
+			mem, rev := fmt.Sprintf("m%02d", rng.IntN(40)), rng.IntN(2) == 0
+			r := apply(ZRank("t", key, []byte(mem), rev))
+			wantRank := -1
+			for i, e := range model.selectRank(0, -1, rev) {
+				if string(e.member) == mem {
+					wantRank = i
+				}
+			}
+			gotRank := -1
+			if r.Err == nil {
+				gotRank, _ = strconv.Atoi(string(r.New.Value))
+			}
+			if gotRank != wantRank {
+				t.Fatalf("step %d ZRANK %s rev=%v: %d, want %d", step, mem, rev, gotRank, wantRank)
+			}
+			continue
 		case 6, 7: // ZRANGE by rank, either direction, negative ranks too
 			start, stop, rev := int64(rng.IntN(9)-4), int64(rng.IntN(9)-4), rng.IntN(2) == 0
 			want = model.selectRank(start, stop, rev)
