@@ -221,6 +221,7 @@ func Open(opts Options) (*Store, error) {
 			FlushEnd: s.flushEnded,
 		},
 	}
+	po.Experimental.SpanPolicyFunc = memberTableSpans // spans.go: no sstable holds members and other keys
 	if opts.FS == nil {
 		po.FS = spaceFS{FS: vfs.Default, sp: s.space, osFiles: true}
 		po.WithFSDefaults() // Pebble's disk health checks, as with the default file system
