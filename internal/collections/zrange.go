@@ -53,6 +53,9 @@ type RangeSpec struct {
 	Min, Max      []byte // as the client wrote them (for REV, still min then max)
 	Rev           bool
 	Offset, Count int64
+	// Tally asks for the number of members selected instead of the members (ZCOUNT, ZLEXCOUNT): no score
+	// is formatted and no reply list is built.
+	Tally bool
 }
 
 func (r RangeSpec) args() [][]byte {
@@ -60,7 +63,11 @@ func (r RangeSpec) args() [][]byte {
 	if r.Rev {
 		rev = []byte("1")
 	}
-	return [][]byte{[]byte(r.By), r.Min, r.Max, rev, num(r.Offset), num(r.Count)}
+	a := [][]byte{[]byte(r.By), r.Min, r.Max, rev, num(r.Offset), num(r.Count)}
+	if r.Tally {
+		a = append(a, []byte("tally"))
+	}
+	return a
 }
 
 func parseSpec(a [][]byte) (RangeSpec, error) {
@@ -72,10 +79,12 @@ func parseSpec(a [][]byte) (RangeSpec, error) {
 	if err1 != nil || err2 != nil {
 		return RangeSpec{}, engine.ErrInvalid
 	}
-	return RangeSpec{By: string(a[0]), Min: a[1], Max: a[2], Rev: string(a[3]) == "1", Offset: off, Count: cnt}, nil
+	return RangeSpec{By: string(a[0]), Min: a[1], Max: a[2], Rev: string(a[3]) == "1", Offset: off, Count: cnt,
+		Tally: len(a) == 7 && string(a[6]) == "tally"}, nil
 }
 
-// ZRange reads the members spec selects into Members (Name the member, Item.Value the score text).
+// ZRange reads the members spec selects into Members (Name the member, Item.Value the score text), or with
+// spec.Tally their number (Result.New, as ZRANGESTORE's).
 func ZRange(table string, key []byte, spec RangeSpec) engine.Mutation {
 	return call(table, key, fnZRange, spec.args()...)
 }
@@ -233,6 +242,9 @@ func zrange(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	}
 	if store {
 		return storeEntries(tx, picked)
+	}
+	if spec.Tally {
+		return intResult(int64(len(picked))), nil
 	}
 	var res engine.Result
 	for _, e := range picked {

@@ -229,14 +229,8 @@ func cmdZCount(s *session, args [][]byte) {
 	if !s.parseBounds(by, args[2], args[3]) {
 		return
 	}
-	s.add(collections.ZRange(s.table(), args[1], collections.RangeSpec{By: by, Min: args[2], Max: args[3], Count: -1}))
-	s.plan(func(w *resp.Writer, res []engine.Result) {
-		if r := res[0]; r.Err != nil {
-			w.Error(errText(r.Err))
-			return
-		}
-		w.Int(int64(len(res[0].Members)))
-	})
+	s.add(collections.ZRange(s.table(), args[1], collections.RangeSpec{By: by, Min: args[2], Max: args[3], Count: -1, Tally: true}))
+	s.plan(replyNewInt)
 }
 
 func cmdZRank(s *session, args [][]byte) {
