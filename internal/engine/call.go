@@ -2,8 +2,10 @@ package engine
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
+	"sync/atomic"
 )
 
 // Functions: operations written in Go that run inside Resolve.
@@ -21,32 +23,55 @@ import (
 // returns fails the whole batch (use Result.Err for the operation's own failures, such as ErrWrongType).
 type Func func(tx *Tx, args [][]byte) (Result, error)
 
-var funcs = struct {
-	sync.RWMutex
-	m        map[string]Func
+// The registry is copied on write: registrations happen at init (and in tests), lookups on every OpCall of every
+// batch, so a lookup is one atomic load with no lock that all connections share (a read lock's counter is a
+// cache line every core writes).
+type registry struct {
+	fn       map[string]Func
 	readOnly map[string]bool
-}{m: map[string]Func{}, readOnly: map[string]bool{}}
+}
+
+var (
+	registerMu sync.Mutex // serializes registrations
+	funcs      = func() *atomic.Pointer[registry] {
+		var p atomic.Pointer[registry]
+		p.Store(&registry{fn: map[string]Func{}, readOnly: map[string]bool{}})
+		return &p
+	}() // set before any init function runs
+)
+
+// register adds fn under name to a copy of the registry and publishes the copy.
+func register(name string, fn Func, readOnly bool) {
+	registerMu.Lock()
+	defer registerMu.Unlock()
+	old := funcs.Load()
+	if _, dup := old.fn[name]; dup {
+		panic("engine: function registered twice: " + name)
+	}
+	r := &registry{fn: maps.Clone(old.fn), readOnly: maps.Clone(old.readOnly)}
+	r.fn[name] = fn
+	if readOnly {
+		r.readOnly[name] = true
+	}
+	funcs.Store(r)
+}
 
 // RegisterReadFunc is RegisterFunc for a function that usually writes nothing (ZRANGE, LRANGE, XRANGE): an engine
 // may resolve a batch of such calls and other reads without its writer (ReadsOnly), and falls back to the writer
 // when the resolution wrote after all.
-func RegisterReadFunc(name string, fn Func) {
-	RegisterFunc(name, fn)
-	funcs.Lock()
-	defer funcs.Unlock()
-	funcs.readOnly[name] = true
-}
+func RegisterReadFunc(name string, fn Func) { register(name, fn, true) }
 
 // ReadsOnly reports whether every mutation of muts is a read: a Get without Touch, a Check, a member read, or a
 // call of a function registered with RegisterReadFunc.
 func ReadsOnly(muts []Mutation) bool {
+	var r *registry
 	for i := range muts {
 		m := &muts[i]
 		if m.Op == OpCall {
-			funcs.RLock()
-			ro := funcs.readOnly[m.Call.Name]
-			funcs.RUnlock()
-			if !ro {
+			if r == nil {
+				r = funcs.Load()
+			}
+			if !r.readOnly[m.Call.Name] {
 				return false
 			}
 		} else if m.Writes() {
@@ -58,21 +83,13 @@ func ReadsOnly(muts []Mutation) bool {
 
 // RegisterFunc makes fn callable as OpCall with Call.Name = name. Packages register their functions at init;
 // registering a name twice panics.
-func RegisterFunc(name string, fn Func) {
-	funcs.Lock()
-	defer funcs.Unlock()
-	if _, dup := funcs.m[name]; dup {
-		panic("engine: function registered twice: " + name)
-	}
-	funcs.m[name] = fn
-}
+func RegisterFunc(name string, fn Func) { register(name, fn, false) }
 
 // Funcs lists the registered function names, sorted.
 func Funcs() []string {
-	funcs.RLock()
-	defer funcs.RUnlock()
-	out := make([]string, 0, len(funcs.m))
-	for n := range funcs.m {
+	r := funcs.Load()
+	out := make([]string, 0, len(r.fn))
+	for n := range r.fn {
 		out = append(out, n)
 	}
 	sort.Strings(out)
@@ -212,9 +229,7 @@ func (tx *Tx) Apply(muts []Mutation) ([]Result, error) {
 
 // call runs OpCall.
 func (rs *resolver) call(m *Mutation) (Result, error) {
-	funcs.RLock()
-	fn := funcs.m[m.Call.Name]
-	funcs.RUnlock()
+	fn := funcs.Load().fn[m.Call.Name]
 	if fn == nil {
 		return Result{}, fmt.Errorf("%w: no function %q", ErrInvalid, m.Call.Name)
 	}
