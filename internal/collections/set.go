@@ -58,39 +58,29 @@ func spop(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	if err1 != nil || err2 != nil {
 		return engine.Result{}, engine.ErrInvalid
 	}
-	names, meta, wrong, err := setMembers(tx, tx.Table(), tx.Key())
-	switch {
-	case err != nil:
-		return engine.Result{}, err
-	case wrong:
-		return wrongType, nil
-	case len(names) == 0:
-		return engine.Result{Err: engine.ErrNotFound}, nil
+	c, wrong, err := openColl(tx, tx.Table(), tx.Key(), engine.KindSet)
+	if res, done, err := settle(c.exists, wrong, err, engine.Result{Err: engine.ErrNotFound}); done {
+		return res, err
 	}
 	single := count < 0
 	if single {
 		count = 1
 	}
-	rng := rand.New(rand.NewPCG(uint64(seed), 0))
-	rng.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
-	if count < int64(len(names)) {
-		names = names[:count]
+	picked, err := c.pick(rand.New(rand.NewPCG(uint64(seed), 0)), count)
+	if err != nil {
+		return engine.Result{}, err
 	}
 	var res engine.Result
-	for _, n := range names {
-		tx.Delete(engine.MemberTable(tx.Table()), engine.MemberKey(tx.Key(), meta.Gen, n))
-		res.Members = append(res.Members, engine.Member{Name: n})
+	for _, m := range picked {
+		tx.Delete(engine.MemberTable(tx.Table()), engine.MemberKey(tx.Key(), c.meta.Gen, m.Name))
+		res.Members = append(res.Members, engine.Member{Name: m.Name})
 	}
-	meta.Count -= int64(len(names))
-	it, _, _ := tx.Get(tx.Table(), tx.Key())
-	if meta.Count <= 0 {
-		tx.Delete(tx.Table(), tx.Key())
-	} else {
-		it.Value = engine.AppendCollMeta(nil, meta)
-		tx.Put(tx.Table(), tx.Key(), it)
+	if len(picked) > 0 {
+		c.meta.Count -= int64(len(picked))
+		c.save()
 	}
-	if single {
-		res.New, res.NewFound, res.Members = engine.Item{Value: names[0]}, true, nil
+	if single && len(picked) > 0 {
+		res.New, res.NewFound, res.Members = engine.Item{Value: picked[0].Name}, true, nil
 	}
 	return res, nil
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 
+	"anykv/internal/collections"
 	"anykv/internal/engine"
 	"anykv/internal/protocol/resp"
 )
@@ -270,7 +271,7 @@ func cmdHGetAll(s *session, args [][]byte) {
 	})
 }
 
-// randomMembers picks count members as Redis's HRANDFIELD and SRANDMEMBER do: distinct members (at most all of
+// randomMembers picks count members of a whole sorted set as ZRANDMEMBER does: distinct members (at most all of
 // them) for a positive count, count picks that may repeat for a negative one.
 func randomMembers(ms []engine.Member, count int64) []engine.Member {
 	if count < 0 {
@@ -327,13 +328,13 @@ func cmdHRandField(s *session, args [][]byte) {
 	if !ok {
 		return
 	}
-	s.members(engine.KindHash, args[1])
+	s.add(collections.RandMembers(s.table(), args[1], engine.KindHash, count, rand.Uint64()))
 	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if r := res[0]; r.Err != nil {
 			w.Error(errText(r.Err))
 			return
 		}
-		picked := randomMembers(res[0].Members, count)
+		picked := res[0].Members
 		switch {
 		case !withCount && len(picked) == 0:
 			w.Null()

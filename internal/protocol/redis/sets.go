@@ -118,13 +118,13 @@ func cmdSRandMember(s *session, args [][]byte) {
 		}
 		count = n
 	}
-	s.members(engine.KindSet, args[1])
+	s.add(collections.RandMembers(s.table(), args[1], engine.KindSet, count, rand.Uint64()))
 	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if r := res[0]; r.Err != nil {
 			w.Error(errText(r.Err))
 			return
 		}
-		picked := randomMembers(res[0].Members, count)
+		picked := res[0].Members
 		switch {
 		case !withCount && len(picked) == 0:
 			w.Null()
