@@ -27,33 +27,44 @@ func memberTableSpans(start []byte) (pebble.SpanPolicy, []byte, error) {
 }
 
 // memberTableEdge returns the first key after start at which a member table begins or ends, or nil if there is
-// none (the rest of the keyspace is one span).
+// none it can name (the rest of the keyspace is one span). start need not be a whole key: a range deletion's
+// piece may begin at a bare table prefix (FLUSHALL's begins at the data namespace itself) or at an earlier edge.
 func memberTableEdge(start []byte) []byte {
-	if len(start) == 0 || start[0] != nsData {
+	switch {
+	case len(start) == 0 || start[0] < nsData:
 		return dataStart // the store's meta records: their own span
-	}
-	table, _, plen, err := splitKey(start)
-	if err != nil {
+	case start[0] > nsData:
 		return nil
 	}
-	if _, member := engine.UserTable(string(table)); member {
-		return prefixEnd(start[:plen])
+	// Tables of names up to 127 bytes (a one-byte length) sort by the length of their name, then by name; past
+	// 127 the order of lengths is not the order of their encodings: no more cuts.
+	n, name := 0, start[1:] // the table's name length, and as much of its name as start holds
+	if len(start) > 1 {
+		if start[1] > 127 {
+			return nil
+		}
+		n, name = int(start[1]), start[2:]
 	}
-	// Tables of names up to 127 bytes (a one-byte length) sort by the length of their name, then by name. The
-	// first member table after this one has a name of the same length if this name sorts below the member
-	// tables' common prefix, else one byte longer (or of the prefix's own length, for shorter names). Past 127
-	// bytes the order of lengths is not the order of their encodings: no more cuts.
+	complete := len(name) >= n
+	if complete {
+		name = name[:n]
+	}
 	mp := []byte(engine.MemberTable(""))
-	n := len(table)
-	if n < len(mp) {
-		n = len(mp)
-	} else if bytes.Compare(table[:len(mp)], mp) > 0 {
-		n++
+	var edge []byte
+	switch {
+	case n >= len(mp) && bytes.HasPrefix(name, mp) && complete: // in a member table: its end
+		edge = prefixEnd(start[:2+n])
+	case n >= len(mp) && bytes.HasPrefix(name, mp): // among the member tables of this length: after all of them
+		edge = append([]byte{nsData, byte(n)}, mp[0], mp[1]+1)
+	case n >= len(mp) && bytes.Compare(name, mp) < 0: // below them: the first of them
+		edge = append([]byte{nsData, byte(n)}, mp...)
+	default: // past them, or a name too short to be one: the first member table one byte longer
+		n = max(n+1, len(mp))
+		if n > 127 {
+			return nil
+		}
+		edge = append([]byte{nsData, byte(n)}, mp...)
 	}
-	if n > 127 {
-		return nil
-	}
-	edge := append([]byte{nsData, byte(n)}, mp...)
 	if bytes.Compare(edge, start) <= 0 {
 		return nil // cannot happen with the layout above; an edge must lie after start
 	}

@@ -11,13 +11,15 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"anykv/internal/engine"
 )
 
 // TestMemberTableEdgeSeparatesMembers: for keys of many tables (client tables of every length up to 130 bytes,
 // names below and above the member tables' prefix, and member tables), the span from a key to its edge holds only
-// keys of its own member table, or only keys outside every member table, and the edge lies after the key.
+// keys of its own member table, or only keys outside every member table, and the edge lies after the key; from a
+// start that is only part of a key, the span holds member-table keys or other keys, never both.
 func TestMemberTableEdgeSeparatesMembers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	var tables []string
@@ -75,6 +77,36 @@ func TestMemberTableEdgeSeparatesMembers(t *testing.T) {
 	}
 	if cuts < len(tables)/2 {
 		t.Fatalf("only %d spans ended before the last key", cuts)
+	}
+	// Starts that are not whole keys (a range deletion's piece from a bare prefix, an earlier edge): the span
+	// holds member-table keys only, or none.
+	for _, s := range keys {
+		for cut := 1; cut < len(s.k); cut++ {
+			start := s.k[:cut]
+			edge := memberTableEdge(start)
+			if edge == nil {
+				if cut >= 2 && start[0] == nsData && start[1] < 126 {
+					t.Fatalf("no edge after %q", start)
+				}
+				continue
+			}
+			if bytes.Compare(edge, start) <= 0 {
+				t.Fatalf("edge %q at or before its start %q", edge, start)
+			}
+			var member, other bool
+			from, _ := slices.BinarySearchFunc(keys, start, func(k key, t []byte) int { return bytes.Compare(k.k, t) })
+			for _, o := range keys[from:] {
+				if bytes.Compare(o.k, edge) >= 0 {
+					break
+				}
+				if o.k[0] == nsData {
+					member, other = member || o.member, other || !o.member
+				}
+			}
+			if member && other {
+				t.Fatalf("span from %q to %q holds member and other keys", start, edge)
+			}
+		}
 	}
 }
 
@@ -137,4 +169,137 @@ func settle(t *testing.T, s *Store) (flushed, compacted int64) {
 	}
 	st := s.Stats()
 	return st["flush_bytes_written"], st["compaction_bytes_written"]
+}
+
+// TestSpanCutsKeepEveryItem: writes, deletions, table flushes and FLUSHALL over client tables and member tables
+// of many name lengths (up to 200 bytes), through small memtables, compactions and reopens, keep exactly what a
+// model keeps; and no sstable holds keys of a member table with others, but for range deletions ending at their
+// exclusive end and tables of names too long to cut around.
+func TestSpanCutsKeepEveryItem(t *testing.T) {
+	for _, mode := range []SyncMode{SyncNever, SyncInterval} {
+		t.Run(mode.String(), func(t *testing.T) {
+			fs := vfs.NewCrashableMem()
+			opts := Options{Dir: "/db", FS: fs, Sync: mode, CacheBytes: 8 << 20, Logger: quiet,
+				tune: func(o *pebble.Options) { o.MemTableSize = 64 << 10; o.FlushDelayDeleteRange = 0 }}
+			s, err := Open(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			base := []string{"t", "u", "\xff", strings.Repeat("a", 60), strings.Repeat("b", 124), strings.Repeat("c", 125), strings.Repeat("d", 126), strings.Repeat("z", 127), strings.Repeat("e", 128), strings.Repeat("f", 200)}
+			var tables []string
+			for _, b := range base {
+				tables = append(tables, b, engine.MemberTable(b))
+			}
+			tables = append(tables, engine.MemberTable(""))
+			model := map[string]map[string]string{}
+			rng := rand.New(rand.NewPCG(7, 8))
+			val := make([]byte, 100)
+			for round := 0; round < 6; round++ {
+				for b := 0; b < 400; b++ {
+					var muts []engine.Mutation
+					for i := 0; i < 20; i++ {
+						tb := tables[rng.IntN(len(tables))]
+						k := fmt.Sprintf("k%04d", rng.IntN(300))
+						switch r := rng.IntN(1000); {
+						case r < 3:
+							muts = append(muts, engine.Mutation{Op: engine.OpFlush, Table: tb})
+							delete(model, tb)
+							delete(model, engine.MemberTable(tb))
+						case r == 3 && b%50 == 0:
+							muts = append(muts, engine.Mutation{Op: engine.OpFlush})
+							clear(model)
+						case r < 150:
+							if model[tb] != nil {
+								if _, ok := model[tb][k]; ok {
+									muts = append(muts, engine.Mutation{Op: engine.OpDelete, Table: tb, Key: []byte(k)})
+									delete(model[tb], k)
+								}
+							}
+						default:
+							for j := range val {
+								val[j] = byte(rng.Uint32())
+							}
+							muts = append(muts, set(tb, k, string(val)))
+							if model[tb] == nil {
+								model[tb] = map[string]string{}
+							}
+							model[tb][k] = string(val)
+						}
+					}
+					if len(muts) > 0 {
+						mustApply(t, s, muts...)
+					}
+				}
+				if err := s.db.Flush(); err != nil {
+					t.Fatal(err)
+				}
+				if round%2 == 1 {
+					if err := s.db.Compact(ctx, []byte{0}, []byte{2}, true); err != nil {
+						t.Fatal(err)
+					}
+				}
+				lvls, err := s.db.SSTables()
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Every live key of a table named in at most 120 bytes (cuts are certain there), in key order.
+				type live struct {
+					k      []byte
+					member bool
+				}
+				var keys []live
+				for tb, items := range model {
+					if len(tb) > 120 {
+						continue
+					}
+					_, member := engine.UserTable(tb)
+					for k := range items {
+						keys = append(keys, live{appendKey(nil, tb, []byte(k)), member})
+					}
+				}
+				slices.SortFunc(keys, func(a, b live) int { return bytes.Compare(a.k, b.k) })
+				nfiles, bad := 0, 0
+				for lvl, files := range lvls {
+					for _, f := range files {
+						nfiles++
+						sm, lg := f.Smallest.UserKey, f.Largest.UserKey
+						i, _ := slices.BinarySearchFunc(keys, sm, func(l live, k []byte) int { return bytes.Compare(l.k, k) })
+						var member, other bool
+						for ; i < len(keys); i++ {
+							if c := bytes.Compare(keys[i].k, lg); c > 0 || c == 0 && f.Largest.IsExclusiveSentinel() {
+								break
+							}
+							member, other = member || keys[i].member, other || !keys[i].member
+						}
+						if member && other {
+							bad++
+							t.Errorf("L%d file %s spans %q .. %q: keys of member tables and of others", lvl, f.FileNum, sm, lg)
+						}
+					}
+				}
+				if bad > 0 {
+					t.Fatalf("round %d: %d of %d sstables mix member tables with other keys", round, bad, nfiles)
+				}
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if s, err = Open(opts); err != nil {
+					t.Fatal(err)
+				}
+				for _, tb := range tables {
+					got := dump(t, s, tb)
+					want := model[tb]
+					if len(got) != len(want) {
+						t.Fatalf("round %d table %q: %d items, want %d", round, tb, len(got), len(want))
+					}
+					for k, v := range want {
+						if !bytes.Equal(got[k].Value, []byte(v)) {
+							t.Fatalf("table %q key %q differs", tb, k)
+						}
+					}
+				}
+			}
+			_ = s.Close()
+		})
+	}
 }
