@@ -3,6 +3,8 @@ package collections
 import (
 	"bytes"
 	"math"
+	"strconv"
+	"strings"
 
 	"anykv/internal/engine"
 )
@@ -19,15 +21,27 @@ type Bound struct {
 	IsLexType bool
 }
 
-// ParseScoreBound parses ZRANGEBYSCORE's min or max: a score, or "(" and a score for an exclusive end.
+// ParseScoreBound parses ZRANGEBYSCORE's min or max: a score, or "(" and a score for an exclusive end. The score
+// is read as Redis reads range ends, with C's strtod: leading white space is skipped, an empty score is 0, a
+// score beyond the doubles is an infinity; trailing bytes and NaN are errors.
 func ParseScoreBound(b []byte) (Bound, bool) {
 	var bd Bound
 	if len(b) > 0 && b[0] == '(' {
 		bd.Excl, b = true, b[1:]
 	}
-	f, ok := ParseScore(b)
+	if len(b) == 0 {
+		return bd, true // strtod converts nothing and stops at the end
+	}
+	s := strings.TrimLeft(string(b), " \t\n\v\f\r")
+	f, err := strconv.ParseFloat(s, 64)
+	if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+		err = nil // ±Inf or 0, as strtod
+	}
+	if s == "" || err != nil || math.IsNaN(f) || strings.Contains(s, "_") {
+		return bd, false
+	}
 	bd.Score = f
-	return bd, ok
+	return bd, true
 }
 
 // ParseLexBound parses ZRANGEBYLEX's min or max: "-", "+", "[member" or "(member".
@@ -172,18 +186,27 @@ func (z *zset) selectRange(spec RangeSpec) (picked []entry, lowest, highest bool
 			return nil, false, false, nil
 		}
 		var from, upTo []byte
+		ordered := !lo.IsLexType // the index order is the range's order
 		if !lo.IsLexType {
 			if lo.Score > hi.Score {
 				return nil, false, false, nil
 			}
 			from, upTo = sortable(lo.Score), sortable(hi.Score)
+		} else if score, same, err := z.oneScore(); err != nil {
+			return nil, false, false, err
+		} else if same {
+			if lo.Inf == 1 || hi.Inf == -1 {
+				return nil, false, false, nil // '+' as the minimum or '-' as the maximum: nothing in range
+			}
+			from, upTo = lexSpan(score, lo, hi)
+			ordered = true
 		}
 		want := int64(-1) // entries enough for the reply; -1: all in range
-		if spec.Count >= 0 && !lo.IsLexType {
+		if spec.Count >= 0 && ordered {
 			want = spec.Offset + spec.Count
 		}
 		read := z.scan // in the reply's order
-		if spec.Rev && !lo.IsLexType {
+		if spec.Rev && ordered {
 			read = z.scanDown
 		}
 		err = read(from, upTo, func(e entry) bool {
@@ -200,7 +223,7 @@ func (z *zset) selectRange(spec RangeSpec) (picked []entry, lowest, highest bool
 		}
 		lowest = !lo.IsLexType && math.IsInf(lo.Score, -1) && !lo.Excl
 		highest = !lo.IsLexType && math.IsInf(hi.Score, 1) && !hi.Excl
-		if spec.Rev && lo.IsLexType {
+		if spec.Rev && !ordered {
 			reverse(picked)
 		}
 		if spec.Offset >= int64(len(picked)) {
@@ -214,6 +237,34 @@ func (z *zset) selectRange(spec RangeSpec) (picked []entry, lowest, highest bool
 		return picked, lowest && whole, highest && whole, nil
 	}
 	return nil, false, false, engine.ErrInvalid
+}
+
+// oneScore reports whether every entry of the set has the same score (the lex ranges' premise), and which: the
+// index sorts by score first, so its first and last entries tell.
+func (z *zset) oneScore() (score float64, same bool, err error) {
+	var first, last entry
+	var n int
+	err = z.scan(nil, nil, func(e entry) bool { first, n = e, n+1; return false })
+	if err == nil && n > 0 {
+		err = z.scanDown(nil, nil, func(e entry) bool { last = e; return false })
+	}
+	return first.score, err == nil && n > 0 && first.score == last.score, err
+}
+
+// lexSpan turns a lex range over a set whose entries all have the given score into the index span to read: the
+// score followed by the bounds' strings. A bound's string sorts at or below the members in range above it, and
+// is a prefix of the members it ends at or just above, so the span holds every member in range; inRange drops
+// the exclusive ends and the longer members past the upper bound.
+func lexSpan(score float64, lo, hi Bound) (from, upTo []byte) {
+	s := sortable(score)
+	from, upTo = s, s
+	if lo.Inf == 0 {
+		from = append(s[:len(s):len(s)], lo.Lex...)
+	}
+	if hi.Inf == 0 {
+		upTo = append(s[:len(s):len(s)], hi.Lex...)
+	}
+	return from, upTo
 }
 
 func reverse(es []entry) {
