@@ -4,7 +4,6 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
-	"strconv"
 
 	"anykv/internal/collections"
 	"anykv/internal/engine"
@@ -362,61 +361,4 @@ func cmdHRandField(s *session, args [][]byte) {
 	})
 }
 
-// cmdHScan and cmdSScan answer the whole collection in one reply with cursor 0, as Redis does for small
-// collections: a valid SCAN answer whatever the size (docs/resp.md names the cost).
 func cmdHScan(s *session, args [][]byte) { collScan(s, args, engine.KindHash) }
-
-func collScan(s *session, args [][]byte, kind engine.Kind) {
-	if _, err := strconv.ParseUint(string(args[2]), 10, 64); err != nil {
-		s.fail("ERR invalid cursor")
-		return
-	}
-	var match []byte
-	noValues := false
-	for i := 3; i < len(args); i++ {
-		switch {
-		case eq(args[i], "match") && i+1 < len(args):
-			match = args[i+1]
-			i++
-		case eq(args[i], "count") && i+1 < len(args):
-			n, ok := argInt(args[i+1])
-			if !ok {
-				s.fail(errNotInt)
-				return
-			}
-			if n < 1 {
-				s.fail("ERR syntax error")
-				return
-			}
-			i++
-		case eq(args[i], "novalues") && kind == engine.KindHash:
-			noValues = true
-		default:
-			s.fail("ERR syntax error")
-			return
-		}
-	}
-	s.members(kind, args[1])
-	s.plan(func(w *resp.Writer, res []engine.Result) {
-		if r := res[0]; r.Err != nil {
-			w.Error(errText(r.Err))
-			return
-		}
-		var out [][]byte
-		for _, m := range res[0].Members {
-			if match != nil && !globMatch(match, m.Name) {
-				continue
-			}
-			out = append(out, m.Name)
-			if kind == engine.KindHash && !noValues {
-				out = append(out, m.Item.Value)
-			}
-		}
-		w.ArrayHeader(2)
-		w.BulkString("0")
-		w.ArrayHeader(len(out))
-		for _, b := range out {
-			w.Bulk(b)
-		}
-	})
-}

@@ -34,6 +34,9 @@ type cursorTable struct {
 type cursor struct {
 	table string
 	after []byte
+	// inColl marks a cursor of HSCAN, SSCAN or ZSCAN over the collection at coll: after is a member.
+	inColl bool
+	coll   []byte
 }
 
 const (
@@ -58,10 +61,10 @@ func (t *cursorTable) put(c cursor) uint64 {
 	}
 	t.m[id] = c
 	t.order = append(t.order, id)
-	t.bytes += len(c.table) + len(c.after)
+	t.bytes += len(c.table) + len(c.after) + len(c.coll)
 	for len(t.order) > maxCursors || t.bytes > maxCursorBytes {
 		old := t.m[t.order[0]]
-		t.bytes -= len(old.table) + len(old.after)
+		t.bytes -= len(old.table) + len(old.after) + len(old.coll)
 		delete(t.m, t.order[0])
 		t.order = t.order[1:]
 	}
@@ -147,7 +150,7 @@ func cmdScan(s *session, args [][]byte) {
 	q := kv.Query{Prefix: literalPrefix(pat), KeysOnly: true, Limit: int(min(count, 100000))}
 	if id != 0 {
 		c, ok := s.h.cursors.get(id)
-		if !ok || c.table != s.table() {
+		if !ok || c.table != s.table() || c.inColl {
 			// An unknown or expired cursor: Redis would return whatever; we say so.
 			s.w.Error("ERR invalid cursor")
 			return

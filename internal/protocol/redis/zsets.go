@@ -494,38 +494,4 @@ func cmdZCombine(s *session, args [][]byte) {
 	})
 }
 
-func cmdZScan(s *session, args [][]byte) {
-	// As HSCAN: the whole sorted set in one reply with cursor 0, members with their scores.
-	var match []byte
-	for i := 3; i < len(args); i++ {
-		switch {
-		case eq(args[i], "match") && i+1 < len(args):
-			match = args[i+1]
-			i++
-		case eq(args[i], "count") && i+1 < len(args):
-			i++
-		default:
-			s.fail("ERR syntax error")
-			return
-		}
-	}
-	s.add(collections.ZRange(s.table(), args[1], collections.RangeSpec{By: "rank", Min: []byte("0"), Max: []byte("-1"), Count: -1}))
-	s.plan(func(w *resp.Writer, res []engine.Result) {
-		if r := res[0]; r.Err != nil {
-			w.Error(errText(r.Err))
-			return
-		}
-		var out [][]byte
-		for _, m := range res[0].Members {
-			if match == nil || globMatch(match, m.Name) {
-				out = append(out, m.Name, m.Item.Value)
-			}
-		}
-		w.ArrayHeader(2)
-		w.BulkString("0")
-		w.ArrayHeader(len(out))
-		for _, b := range out {
-			w.Bulk(b)
-		}
-	})
-}
+func cmdZScan(s *session, args [][]byte) { collScan(s, args, engine.KindZSet) }

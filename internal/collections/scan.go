@@ -1,0 +1,77 @@
+package collections
+
+import (
+	"encoding/binary"
+	"math"
+
+	"anykv/internal/engine"
+)
+
+// HSCAN, SSCAN and ZSCAN: a page of members in member order from where the previous page ended, so iterating a
+// collection of a million members holds one page at a time (the protocol keeps the resume member behind its
+// integer cursor). Every member present for the whole iteration is returned exactly once.
+
+const fnScan = "coll.scan"
+
+func init() { engine.RegisterReadFunc(fnScan, scanMembers) }
+
+// ScanMembers reads up to count members of the hash, set or sorted set (kind) at the key that sort after the
+// member after (from the first member if !resume), in member order, into Members with their values (a sorted
+// set's: its score text). If members follow, Result.New.Value is the last member returned (NewFound), where the
+// next page resumes. Result.Old.Value is the collection's size (for the protocol's small-collection rule).
+func ScanMembers(table string, key []byte, kind engine.Kind, resume bool, after []byte, count int64) engine.Mutation {
+	r := []byte("0")
+	if resume {
+		r = []byte("1")
+	}
+	return call(table, key, fnScan, num(int64(kind)), num(count), r, after)
+}
+
+func scanMembers(tx *engine.Tx, args [][]byte) (engine.Result, error) {
+	if len(args) != 4 {
+		return engine.Result{}, engine.ErrInvalid
+	}
+	kind, err1 := parseNum(args[0])
+	count, err2 := parseNum(args[1])
+	if err1 != nil || err2 != nil || count < 1 ||
+		kind != int64(engine.KindHash) && kind != int64(engine.KindSet) && kind != int64(engine.KindZSet) {
+		return engine.Result{}, engine.ErrInvalid
+	}
+	c, wrong, err := openColl(tx, tx.Table(), tx.Key(), engine.Kind(kind))
+	if res, done, err := settle(c.exists, wrong, err, engine.Result{}); done {
+		return res, err
+	}
+	prefix := engine.MemberPrefix(nil, c.key, c.meta.Gen)
+	if kind == int64(engine.KindZSet) {
+		prefix = append(prefix, 'm') // the member → score items, in member order
+	}
+	r := engine.PrefixRange(prefix)
+	if string(args[2]) == "1" {
+		r.Start = append(append(prefix[:len(prefix):len(prefix)], args[3]...), 0) // just after the resume member
+	}
+	var res engine.Result
+	more := false
+	err = tx.Scan(engine.MemberTable(c.table), r, func(k []byte, it engine.Item) bool {
+		if int64(len(res.Members)) == count {
+			more = true
+			return false
+		}
+		m := engine.Member{Name: append([]byte(nil), k[len(prefix):]...)}
+		if kind == int64(engine.KindZSet) {
+			if len(it.Value) != 8 {
+				err = engine.ErrCorrupt
+				return false
+			}
+			m.Item.Value = FormatScore(math.Float64frombits(binary.BigEndian.Uint64(it.Value)))
+		} else {
+			m.Item.Value = append([]byte(nil), it.Value...)
+		}
+		res.Members = append(res.Members, m)
+		return true
+	})
+	if more {
+		res.New, res.NewFound = engine.Item{Value: res.Members[len(res.Members)-1].Name}, true
+	}
+	res.Old.Value = num(c.meta.Count)
+	return res, err
+}

@@ -1,0 +1,114 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// TestCollScanPages: HSCAN, SSCAN and ZSCAN page a big collection by COUNT with cursors, and return every member
+// present for the whole iteration exactly once while others come and go; a small collection comes whole with
+// cursor 0; a cursor belongs to its collection.
+func TestCollScanPages(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, &goredis.Options{Protocol: 2})
+	ctx := context.Background()
+	const n = 1000
+	for i := 0; i < n; i += 100 {
+		var fields []any
+		var members []any
+		var zs []goredis.Z
+		for j := i; j < i+100; j++ {
+			f := fmt.Sprintf("f%04d", j)
+			fields = append(fields, f, "v"+f)
+			members = append(members, f)
+			zs = append(zs, goredis.Z{Score: float64(j) / 2, Member: f})
+		}
+		c.HSet(ctx, "h", fields...)
+		c.SAdd(ctx, "s", members...)
+		c.ZAdd(ctx, "z", zs...)
+	}
+	for _, kind := range []string{"HSCAN", "SSCAN", "ZSCAN"} {
+		key := map[string]string{"HSCAN": "h", "SSCAN": "s", "ZSCAN": "z"}[kind]
+		seen := map[string]int{}
+		cursor, pages := "0", 0
+		for {
+			res, err := c.Do(ctx, kind, key, cursor, "COUNT", 7).Slice()
+			if err != nil {
+				t.Fatalf("%s %s: %v", kind, cursor, err)
+			}
+			items := res[1].([]any)
+			step := 2
+			if kind == "SSCAN" {
+				step = 1
+			}
+			if len(items) > 7*step {
+				t.Fatalf("%s page of %d items for COUNT 7", kind, len(items)/step)
+			}
+			for i := 0; i < len(items); i += step {
+				m := items[i].(string)
+				seen[m]++
+				switch {
+				case m == "new":
+				case kind == "HSCAN" && items[i+1].(string) != "v"+m:
+					t.Fatalf("HSCAN %s = %v", m, items[i+1])
+				case kind == "ZSCAN":
+					var j int
+					fmt.Sscanf(m, "f%04d", &j)
+					if items[i+1].(string) != fmt.Sprint(float64(j)/2) {
+						t.Fatalf("ZSCAN %s score %v", m, items[i+1])
+					}
+				}
+			}
+			// Members come and go during the iteration: the odd ones above 500 are removed, new ones added.
+			if pages == 20 {
+				for j := 501; j < n; j += 2 {
+					f := fmt.Sprintf("f%04d", j)
+					c.HDel(ctx, "h", f)
+					c.SRem(ctx, "s", f)
+					c.ZRem(ctx, "z", f)
+				}
+				c.HSet(ctx, "h", "new", "x")
+				c.SAdd(ctx, "s", "new")
+				c.ZAdd(ctx, "z", goredis.Z{Score: 1, Member: "new"})
+			}
+			pages++
+			cursor = res[0].(string)
+			if cursor == "0" {
+				break
+			}
+		}
+		if pages < 700/7 { // about 750 members stay
+			t.Fatalf("%s: %d pages for %d members at COUNT 7", kind, pages, n)
+		}
+		for j := 0; j < n; j++ {
+			f := fmt.Sprintf("f%04d", j)
+			if (j <= 500 || j%2 == 0) && seen[f] != 1 {
+				t.Fatalf("%s: %s, present throughout, seen %d times", kind, f, seen[f])
+			}
+			if seen[f] > 1 {
+				t.Fatalf("%s: %s seen %d times", kind, f, seen[f])
+			}
+		}
+	}
+	// A small collection comes whole, whatever COUNT says.
+	c.HSet(ctx, "small", "a", "1", "b", "2", "c", "3")
+	res, err := c.Do(ctx, "HSCAN", "small", "0", "COUNT", 1).Slice()
+	if err != nil || res[0].(string) != "0" || len(res[1].([]any)) != 6 {
+		t.Fatalf("HSCAN of a small hash: %v %v", res, err)
+	}
+	// A cursor belongs to its collection and its kind of scan.
+	res, _ = c.Do(ctx, "SSCAN", "s", "0").Slice()
+	cur := res[0].(string)
+	for _, args := range [][]any{{"SSCAN", "h", cur}, {"SCAN", cur}, {"SSCAN", "s", "123456789"}} {
+		if err := c.Do(ctx, args...).Err(); err == nil || !strings.Contains(err.Error(), "invalid cursor") {
+			t.Fatalf("%v: %v, want invalid cursor", args, err)
+		}
+	}
+	if err := c.Do(ctx, "SSCAN", "s", cur).Err(); err != nil {
+		t.Fatalf("SSCAN with its own cursor: %v", err)
+	}
+}
