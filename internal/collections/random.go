@@ -1,13 +1,15 @@
 package collections
 
 import (
+	"encoding/binary"
+	"math"
 	"math/rand/v2"
 	"slices"
 
 	"anykv/internal/engine"
 )
 
-// Random members of sets and hashes (SRANDMEMBER, HRANDFIELD, SPOP).
+// Random members of sets, hashes and sorted sets (SRANDMEMBER, HRANDFIELD, ZRANDMEMBER, SPOP).
 //
 // Members are stored in member order and an LSM has no rank index, so a uniform pick cannot seek to its member.
 // It can count to it: a pick draws ranks from the meta's exact count and reads up to the farthest of them from
@@ -18,9 +20,10 @@ const fnRand = "coll.rand"
 
 func init() { engine.RegisterReadFunc(fnRand, randMembers) }
 
-// RandMembers picks members of the set or hash (kind) at the key as SRANDMEMBER and HRANDFIELD do: min(count, n)
-// distinct members for count ≥ 0, -count picks that may repeat for count < 0, in random order, into Members (with
-// their values). The draw comes from seed, so the mutation stays deterministic.
+// RandMembers picks members of the set, hash or sorted set (kind) at the key as SRANDMEMBER, HRANDFIELD and
+// ZRANDMEMBER do: min(count, n) distinct members for count ≥ 0, -count picks that may repeat for count < 0, in
+// random order, into Members (with their values; a sorted set's: the score text). The draw comes from seed, so
+// the mutation stays deterministic.
 func RandMembers(table string, key []byte, kind engine.Kind, count int64, seed uint64) engine.Mutation {
 	return call(table, key, fnRand, num(int64(kind)), num(count), num(int64(seed)))
 }
@@ -32,7 +35,8 @@ func randMembers(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	kind, err1 := parseNum(args[0])
 	count, err2 := parseNum(args[1])
 	seed, err3 := parseNum(args[2])
-	if err1 != nil || err2 != nil || err3 != nil || kind != int64(engine.KindSet) && kind != int64(engine.KindHash) {
+	if err1 != nil || err2 != nil || err3 != nil ||
+		kind != int64(engine.KindSet) && kind != int64(engine.KindHash) && kind != int64(engine.KindZSet) {
 		return engine.Result{}, engine.ErrInvalid
 	}
 	c, wrong, err := openColl(tx, tx.Table(), tx.Key(), engine.Kind(kind))
@@ -41,6 +45,14 @@ func randMembers(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	}
 	rng := rand.New(rand.NewPCG(uint64(seed), 1))
 	ms, err := c.pick(rng, count)
+	if err == nil && kind == int64(engine.KindZSet) {
+		for i := range ms { // the member → score items hold the float's bits
+			if len(ms[i].Item.Value) != 8 {
+				return engine.Result{}, engine.ErrCorrupt
+			}
+			ms[i].Item.Value = FormatScore(math.Float64frombits(binary.BigEndian.Uint64(ms[i].Item.Value)))
+		}
+	}
 	return engine.Result{Members: ms}, err
 }
 
@@ -114,6 +126,9 @@ func (c *coll) pickAll(rng *rand.Rand, count int64) ([]engine.Member, error) {
 // of the collection nearer to the ranks, copying only those it returns.
 func (c *coll) members(ranks []int64) ([]engine.Member, error) {
 	prefix := engine.MemberPrefix(nil, c.key, c.meta.Gen)
+	if c.item.Kind == engine.KindZSet {
+		prefix = append(prefix, 'm') // a sorted set's member → score items, one per member in member order
+	}
 	mt := engine.MemberTable(c.table)
 	var out []engine.Member
 	take := func(k []byte, it engine.Item) {

@@ -30,6 +30,17 @@ func TestRandMembersAreUniform(t *testing.T) {
 		m := engine.Mutation{Op: engine.OpMemberSet, Table: "t", Key: []byte("h"), Value: []byte(fmt.Sprint("v", i)),
 			Coll: engine.CollArgs{Kind: engine.KindHash, Member: []byte(fmt.Sprintf("f%02d", i))}}
 		applyOne(t, st, m)
+		applyOne(t, st, ZAdd("t", []byte("z"), 0, []byte(fmt.Sprint(i)), []byte(fmt.Sprintf("f%02d", i))))
+	}
+	// The sorted set's picks carry their scores.
+	for _, count := range []int64{2, -7, 60} {
+		res := applyOne(t, st, RandMembers("t", []byte("z"), engine.KindZSet, count, 9))
+		for _, m := range res.Members {
+			var i int
+			if _, err := fmt.Sscanf(string(m.Name), "f%02d", &i); err != nil || string(m.Item.Value) != fmt.Sprint(i) {
+				t.Fatalf("ZRANDMEMBER %d: %q with score %q", count, m.Name, m.Item.Value)
+			}
+		}
 	}
 	for _, count := range []int64{1, 3, 20, -1, -25, 45, -200, 60, 100} {
 		seen := map[string]int{}

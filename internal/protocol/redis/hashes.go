@@ -270,24 +270,6 @@ func cmdHGetAll(s *session, args [][]byte) {
 	})
 }
 
-// randomMembers picks count members of a whole sorted set as ZRANDMEMBER does: distinct members (at most all of
-// them) for a positive count, count picks that may repeat for a negative one.
-func randomMembers(ms []engine.Member, count int64) []engine.Member {
-	if count < 0 {
-		out := make([]engine.Member, 0, min(-count, 1<<20))
-		for i := int64(0); i < -count && len(ms) > 0; i++ {
-			out = append(out, ms[rand.IntN(len(ms))])
-		}
-		return out
-	}
-	perm := rand.Perm(len(ms))
-	out := make([]engine.Member, 0, min(count, int64(len(ms))))
-	for _, i := range perm[:min(int(min(count, int64(len(ms)))), len(ms))] {
-		out = append(out, ms[i])
-	}
-	return out
-}
-
 // randCount parses the count of HRANDFIELD, SRANDMEMBER and ZRANDMEMBER: any integer but -2^63, as Redis.
 func (s *session) randCount(arg []byte) (int64, bool) {
 	n, ok := argInt(arg)

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"errors"
+	"math/rand/v2"
 
 	"anykv/internal/collections"
 	"anykv/internal/engine"
@@ -392,13 +393,13 @@ func cmdZRandMember(s *session, args [][]byte) {
 	if !ok {
 		return
 	}
-	s.add(collections.ZRange(s.table(), args[1], collections.RangeSpec{By: "rank", Min: []byte("0"), Max: []byte("-1"), Count: -1}))
+	s.add(collections.RandMembers(s.table(), args[1], engine.KindZSet, count, rand.Uint64()))
 	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if r := res[0]; r.Err != nil {
 			w.Error(errText(r.Err))
 			return
 		}
-		picked := randomMembers(res[0].Members, count)
+		picked := res[0].Members
 		switch {
 		case !withCount && len(picked) == 0:
 			w.Null()
