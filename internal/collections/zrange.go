@@ -22,17 +22,25 @@ type Bound struct {
 }
 
 // ParseScoreBound parses ZRANGEBYSCORE's min or max: a score, or "(" and a score for an exclusive end. The score
-// is read as Redis reads range ends, with C's strtod: leading white space is skipped, an empty score is 0, a
-// score beyond the doubles is an infinity; trailing bytes and NaN are errors.
+// is read as Redis reads range ends, with C's strtod on a C string: it ends at a NUL byte, leading white space
+// is skipped, an empty score is 0, hexadecimal needs no exponent ("0x10"), a score beyond the doubles is an
+// infinity; trailing bytes and NaN are errors.
 func ParseScoreBound(b []byte) (Bound, bool) {
 	var bd Bound
 	if len(b) > 0 && b[0] == '(' {
 		bd.Excl, b = true, b[1:]
 	}
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
 	if len(b) == 0 {
 		return bd, true // strtod converts nothing and stops at the end
 	}
 	s := strings.TrimLeft(string(b), " \t\n\v\f\r")
+	if u := strings.TrimLeft(s, "+-"); len(s)-len(u) <= 1 && len(u) > 2 && (u[:2] == "0x" || u[:2] == "0X") &&
+		!strings.ContainsAny(u, "pP") {
+		s += "p0" // Go reads hexadecimal floats only with a binary exponent
+	}
 	f, err := strconv.ParseFloat(s, 64)
 	if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
 		err = nil // ±Inf or 0, as strtod

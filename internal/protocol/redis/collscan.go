@@ -13,9 +13,10 @@ import (
 const smallCollection = 128
 
 // collScan answers HSCAN, SSCAN and ZSCAN. A page reads COUNT members (10 by default) in member order after the
-// cursor's resume member; the cursor lives in the table SCAN's cursors use, bound to the collection's key, so every
+// cursor's resume member; the cursor is bound to the collection's key, so every
 // member present for the whole iteration is returned exactly once. MATCH filters each page, as in Redis (a page
-// may come back empty with a cursor that goes on).
+// may come back empty with a cursor that goes on). Collection cursors have a table of their own, so the pages of
+// a million-member hash do not evict the cursor of a SCAN paused meanwhile.
 func collScan(s *session, args [][]byte, kind engine.Kind) {
 	key := args[1]
 	id, err := strconv.ParseUint(string(args[2]), 10, 64)
@@ -52,7 +53,7 @@ func collScan(s *session, args [][]byte, kind engine.Kind) {
 	}
 	var after []byte
 	if id != 0 {
-		c, ok := s.h.cursors.get(id)
+		c, ok := s.h.collCursors.get(id)
 		if !ok || c.table != s.table() || !c.inColl || string(c.coll) != string(key) {
 			s.fail("ERR invalid cursor")
 			return
@@ -77,7 +78,7 @@ func collScan(s *session, args [][]byte, kind engine.Kind) {
 			if id == 0 && int64(len(ms)) > count { // a big collection: its first page is COUNT long too
 				ms = ms[:count]
 			}
-			next = s.h.cursors.put(cursor{table: table, inColl: true, coll: append([]byte(nil), key...), after: ms[len(ms)-1].Name})
+			next = s.h.collCursors.put(cursor{table: table, inColl: true, coll: append([]byte(nil), key...), after: ms[len(ms)-1].Name})
 		}
 		var out [][]byte
 		for _, m := range ms {

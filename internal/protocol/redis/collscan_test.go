@@ -112,3 +112,30 @@ func TestCollScanPages(t *testing.T) {
 		t.Fatalf("SSCAN with its own cursor: %v", err)
 	}
 }
+
+// TestCollScanKeepsScanCursors: thousands of HSCAN pages do not evict the cursor of a SCAN paused meanwhile
+// (collection cursors have a table of their own; found by review, where 70,000 pages broke a paused SCAN).
+func TestCollScanKeepsScanCursors(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, &goredis.Options{Protocol: 2})
+	ctx := context.Background()
+	for i := 0; i < 300; i++ {
+		c.Set(ctx, fmt.Sprint("k", i), "v", 0)
+		c.HSet(ctx, "big", fmt.Sprint("f", i), "v")
+	}
+	_, scanCursor, err := c.Scan(ctx, 0, "", 5).Result()
+	if err != nil || scanCursor == 0 {
+		t.Fatalf("SCAN: %d %v", scanCursor, err)
+	}
+	cur := uint64(0)
+	for pages := 0; pages < maxCursors+1000; pages++ {
+		_, next, err := c.HScan(ctx, "big", cur, "", 1).Result()
+		if err != nil {
+			t.Fatalf("HSCAN page %d: %v", pages, err)
+		}
+		cur = next
+	}
+	if _, _, err := c.Scan(ctx, scanCursor, "", 5).Result(); err != nil {
+		t.Fatalf("the paused SCAN after %d HSCAN pages: %v", maxCursors+1000, err)
+	}
+}

@@ -81,6 +81,7 @@ type Handler struct {
 	nextID      atomic.Int64
 	conns       atomic.Pointer[server.Counts] // set once the listener is up (SetConnCounts); nil before
 	cursors     cursorTable
+	collCursors cursorTable // HSCAN, SSCAN and ZSCAN's, apart: paging a big collection never evicts a SCAN's
 	broker      *pubsub.Broker
 	waiters     waiters    // connections blocked in BLPOP and the like
 	monitors    monitorSet // connections in MONITOR mode (monitor.go)
@@ -135,6 +136,7 @@ func New(store *kv.Store, opts Options) *Handler {
 	h.slowlog.slowerThan.Store(defaultSlowerThan)
 	h.slowlog.maxLen.Store(defaultSlowlogLen)
 	h.cursors.init()
+	h.collCursors.init()
 	h.broker = pubsub.New(globMatch)
 	if f, err := ParseNotifyEvents(opts.NotifyKeyspaceEvents); err == nil { // the flag was checked by the caller
 		h.notifyFlags.Store(int32(f))

@@ -62,7 +62,7 @@ func (t *cursorTable) put(c cursor) uint64 {
 	t.m[id] = c
 	t.order = append(t.order, id)
 	t.bytes += len(c.table) + len(c.after) + len(c.coll)
-	for len(t.order) > maxCursors || t.bytes > maxCursorBytes {
+	for len(t.order) > 1 && (len(t.order) > maxCursors || t.bytes > maxCursorBytes) { // never the one just made
 		old := t.m[t.order[0]]
 		t.bytes -= len(old.table) + len(old.after) + len(old.coll)
 		delete(t.m, t.order[0])
