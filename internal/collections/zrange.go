@@ -37,11 +37,7 @@ func ParseScoreBound(b []byte) (Bound, bool) {
 		return bd, true // strtod converts nothing and stops at the end
 	}
 	s := strings.TrimLeft(string(b), " \t\n\v\f\r")
-	if u := strings.TrimLeft(s, "+-"); len(s)-len(u) <= 1 && len(u) > 2 && (u[:2] == "0x" || u[:2] == "0X") &&
-		!strings.ContainsAny(u, "pP") {
-		s += "p0" // Go reads hexadecimal floats only with a binary exponent
-	}
-	f, err := strconv.ParseFloat(s, 64)
+	f, err := strconv.ParseFloat(hexExponent(s), 64)
 	if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
 		err = nil // ±Inf or 0, as strtod
 	}

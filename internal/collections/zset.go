@@ -50,20 +50,47 @@ func init() {
 	engine.RegisterFunc(fnZCombine, zcombine)
 }
 
-// ParseScore parses a score as Redis does: a float, "inf", "+inf" or "-inf"; never NaN.
+// ParseScore parses a score (ZADD, ZINCRBY, WEIGHTS) as Redis's getDoubleFromObject does: C's strtod over the
+// whole argument, "inf" and "infinity" in any case and sign, hexadecimal with or without an exponent; never
+// empty, a leading blank, NaN, or a number out of the doubles' range (overflow, or underflow to zero).
 func ParseScore(b []byte) (float64, bool) {
 	s := string(b)
-	switch strings.ToLower(s) {
-	case "inf", "+inf":
-		return math.Inf(1), true
-	case "-inf":
-		return math.Inf(-1), true
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(f) || strings.ContainsAny(s, " \t\n") || strings.EqualFold(strings.TrimLeft(s, "+-"), "infinity") {
+	if s == "" || strings.ContainsAny(s[:1], " \t\n\v\f\r") || strings.Contains(s, "_") {
 		return 0, false
 	}
+	f, err := strconv.ParseFloat(hexExponent(s), 64)
+	if err != nil || math.IsNaN(f) || f == 0 && !zeroMantissa(s) {
+		return 0, false // ErrRange included, and an underflow to zero: strtod's ERANGE, which Redis refuses
+	}
 	return f, true
+}
+
+// zeroMantissa reports whether the digits of a float's text before its exponent are all zero (a zero, not a
+// number too small for a double).
+func zeroMantissa(s string) bool {
+	s = strings.TrimLeft(s, "+-")
+	hex := len(s) > 1 && (s[:2] == "0x" || s[:2] == "0X")
+	if hex {
+		s = s[2:]
+	}
+	for _, c := range s {
+		switch {
+		case c == 'p' || c == 'P' || !hex && (c == 'e' || c == 'E'):
+			return true
+		case c >= '1' && c <= '9' || hex && (c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'):
+			return false
+		}
+	}
+	return true
+}
+
+// hexExponent gives a C hexadecimal float without a binary exponent ("0x10") the "p0" Go needs to read it.
+func hexExponent(s string) string {
+	if u := strings.TrimLeft(s, "+-"); len(s)-len(u) <= 1 && len(u) > 2 && (u[:2] == "0x" || u[:2] == "0X") &&
+		!strings.ContainsAny(u, "pP") {
+		return s + "p0"
+	}
+	return s
 }
 
 // FormatScore prints a score as Redis 7.2 does: the shortest text that reads back as the same double, in %g style
