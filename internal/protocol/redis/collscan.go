@@ -16,7 +16,9 @@ const smallCollection = 128
 // cursor's resume member; the cursor is bound to the collection's key, so every
 // member present for the whole iteration is returned exactly once. MATCH filters each page, as in Redis (a page
 // may come back empty with a cursor that goes on). Collection cursors have a table of their own, so the pages of
-// a million-member hash do not evict the cursor of a SCAN paused meanwhile.
+// a million-member hash do not evict the cursor of a SCAN paused meanwhile. A cursor anykv did not make for the
+// key is answered as Redis answers any cursor over a small or missing collection (all of it, cursor 0), and over
+// a big one with ERR invalid cursor.
 func collScan(s *session, args [][]byte, kind engine.Kind) {
 	key := args[1]
 	id, err := strconv.ParseUint(string(args[2]), 10, 64)
@@ -52,24 +54,28 @@ func collScan(s *session, args [][]byte, kind engine.Kind) {
 		}
 	}
 	var after []byte
+	unknown := false // a cursor this server did not make for this key: a restart's, another key's, garbage
 	if id != 0 {
 		c, ok := s.h.collCursors.get(id)
 		if !ok || c.table != s.table() || !c.inColl || string(c.coll) != string(key) {
-			s.fail("ERR invalid cursor")
-			return
+			unknown = true
 		}
 		after = c.after
 	}
 	page := count
-	if id == 0 {
+	if id == 0 || unknown {
 		page = max(count, smallCollection) // a small collection comes whole, as Redis's small encodings
 	}
-	s.add(collections.ScanMembers(s.table(), key, kind, id != 0, after, page))
+	s.add(collections.ScanMembers(s.table(), key, kind, id != 0 && !unknown, after, page))
 	table := s.table()
 	s.plan(func(w *resp.Writer, res []engine.Result) {
 		r := res[0]
 		if r.Err != nil {
 			w.Error(errText(r.Err))
+			return
+		}
+		if unknown && r.NewFound { // a big collection: where to go on is unknown
+			w.Error("ERR invalid cursor")
 			return
 		}
 		ms := r.Members

@@ -103,7 +103,8 @@ func TestCollScanPages(t *testing.T) {
 	// A cursor belongs to its collection and its kind of scan.
 	res, _ = c.Do(ctx, "SSCAN", "s", "0").Slice()
 	cur := res[0].(string)
-	for _, args := range [][]any{{"SSCAN", "h", cur}, {"SCAN", cur}, {"SSCAN", "s", "123456789"}} {
+	c.SAdd(ctx, "s2", members(300)...)
+	for _, args := range [][]any{{"SSCAN", "s2", cur}, {"SCAN", cur}, {"SSCAN", "s", "123456789"}} {
 		if err := c.Do(ctx, args...).Err(); err == nil || !strings.Contains(err.Error(), "invalid cursor") {
 			t.Fatalf("%v: %v, want invalid cursor", args, err)
 		}
@@ -111,6 +112,21 @@ func TestCollScanPages(t *testing.T) {
 	if err := c.Do(ctx, "SSCAN", "s", cur).Err(); err != nil {
 		t.Fatalf("SSCAN with its own cursor: %v", err)
 	}
+	// An unknown cursor over a small or missing collection: all of it with cursor 0, as Redis.
+	for _, key := range []string{"small", "nokey"} {
+		res, err := c.Do(ctx, "HSCAN", key, "987654321").Slice()
+		if err != nil || res[0].(string) != "0" || len(res[1].([]any)) != map[string]int{"small": 6, "nokey": 0}[key] {
+			t.Fatalf("HSCAN %s with an unknown cursor: %v %v", key, res, err)
+		}
+	}
+}
+
+func members(n int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = fmt.Sprint("m", i)
+	}
+	return out
 }
 
 // TestCollScanKeepsScanCursors: thousands of HSCAN pages do not evict the cursor of a SCAN paused meanwhile
