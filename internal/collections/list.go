@@ -25,6 +25,7 @@ const (
 	fnIndex  = "list.index"
 	fnSet    = "list.set"
 	fnRange  = "list.range"
+	fnValues = "list.values"
 	fnTrim   = "list.trim"
 	fnRem    = "list.rem"
 	fnInsert = "list.insert"
@@ -37,6 +38,7 @@ func init() {
 	engine.RegisterReadFunc(fnIndex, index)
 	engine.RegisterFunc(fnSet, setAt)
 	engine.RegisterReadFunc(fnRange, lrange)
+	engine.RegisterReadFunc(fnValues, lrangeValues)
 	engine.RegisterFunc(fnTrim, trim)
 	engine.RegisterFunc(fnRem, rem)
 	engine.RegisterFunc(fnInsert, insert)
@@ -351,6 +353,49 @@ func lrange(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		return true
 	})
 	return res, err
+}
+
+// RangeValues is Range with the elements packed into Result.New.Value, each as a uvarint length and its bytes
+// (read them with NextValue): one buffer for a reply of any length instead of an 80-byte Member per element
+// (LRANGE's allocations were a third of its CPU, with the collector).
+func RangeValues(table string, key []byte, start, stop int64) engine.Mutation {
+	return call(table, key, fnValues, num(start), num(stop))
+}
+
+// CountValues counts the elements of a RangeValues result.
+func CountValues(packed []byte) int {
+	n := 0
+	for _, rest, ok := NextValue(packed); ok; _, rest, ok = NextValue(rest) {
+		n++
+	}
+	return n
+}
+
+// NextValue splits the first element off a RangeValues result: ok is false at the end (or on bytes that are not
+// one).
+func NextValue(packed []byte) (v, rest []byte, ok bool) {
+	n, w := binary.Uvarint(packed)
+	if w <= 0 || uint64(len(packed)-w) < n {
+		return nil, nil, false
+	}
+	return packed[w : w+int(n)], packed[w+int(n):], true
+}
+
+func lrangeValues(tx *engine.Tx, args [][]byte) (engine.Result, error) {
+	l, from, to, res, done, err := openSpan(tx, args)
+	if done {
+		return res, err
+	}
+	var out []byte
+	err = l.scanElems(from, to, func(_ int64, v []byte) bool {
+		if out == nil { // room for the whole range at this element's size, up to 64 KiB
+			out = make([]byte, 0, min(max(to-from, 1)*int64(len(v)+2), 64<<10))
+		}
+		out = binary.AppendUvarint(out, uint64(len(v)))
+		out = append(out, v...)
+		return true
+	})
+	return engine.Result{New: engine.Item{Value: out}, NewFound: true}, err
 }
 
 func trim(tx *engine.Tx, args [][]byte) (engine.Result, error) {

@@ -109,13 +109,17 @@ func cmdLRange(s *session, args [][]byte) {
 	if !ok {
 		return
 	}
-	s.add(collections.Range(s.table(), args[1], n[0], n[1]))
+	s.add(collections.RangeValues(s.table(), args[1], n[0], n[1]))
 	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if r := res[0]; r.Err != nil {
 			w.Error(errText(r.Err))
 			return
 		}
-		writeElems(w, res[0].Members)
+		packed := res[0].New.Value
+		w.ArrayHeader(collections.CountValues(packed))
+		for v, rest, ok := collections.NextValue(packed); ok; v, rest, ok = collections.NextValue(rest) {
+			w.Bulk(v)
+		}
 	})
 }
 
