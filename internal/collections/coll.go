@@ -28,6 +28,26 @@ func openColl(tx *engine.Tx, table string, key []byte, kind engine.Kind) (c coll
 	return c, false, err
 }
 
+// memberPrefix is the key prefix of the collection's items, one per member in member order: the members
+// themselves for hashes and sets, the member → score items ("m"+member) for sorted sets.
+func (c *coll) memberPrefix() []byte {
+	p := engine.MemberPrefix(nil, c.key, c.meta.Gen)
+	if c.item.Kind == engine.KindZSet {
+		p = append(p, 'm')
+	}
+	return p
+}
+
+// memberValue is what a reply shows of a member item's value: the value itself (copied), or for a sorted set
+// the score's text.
+func (c *coll) memberValue(v []byte) ([]byte, error) {
+	if c.item.Kind != engine.KindZSet {
+		return append([]byte(nil), v...), nil
+	}
+	f, err := decodeScore(v)
+	return FormatScore(f), err
+}
+
 // save writes the meta back (its version follows every change), or deletes the collection once it is empty.
 func (c *coll) save() {
 	if c.meta.Count <= 0 {

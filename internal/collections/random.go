@@ -1,8 +1,7 @@
 package collections
 
 import (
-	"encoding/binary"
-	"math"
+	"cmp"
 	"math/rand/v2"
 	"slices"
 
@@ -43,16 +42,7 @@ func randMembers(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	if res, done, err := settle(c.exists, wrong, err, engine.Result{}); done {
 		return res, err
 	}
-	rng := rand.New(rand.NewPCG(uint64(seed), 1))
-	ms, err := c.pick(rng, count)
-	if err == nil && kind == int64(engine.KindZSet) {
-		for i := range ms { // the member → score items hold the float's bits
-			if len(ms[i].Item.Value) != 8 {
-				return engine.Result{}, engine.ErrCorrupt
-			}
-			ms[i].Item.Value = FormatScore(math.Float64frombits(binary.BigEndian.Uint64(ms[i].Item.Value)))
-		}
-	}
+	ms, err := c.pick(rand.New(rand.NewPCG(uint64(seed), 1)), count)
 	return engine.Result{Members: ms}, err
 }
 
@@ -123,24 +113,20 @@ func (c *coll) pickAll(rng *rand.Rand, count int64) ([]engine.Member, error) {
 }
 
 // members reads the members at the given ranks (sorted, distinct; nil: all of them), in rank order, from the end
-// of the collection nearer to the ranks, copying only those it returns.
+// of the collection nearer to the ranks, copying only those it returns (a sorted set's values: score texts).
 func (c *coll) members(ranks []int64) ([]engine.Member, error) {
-	prefix := engine.MemberPrefix(nil, c.key, c.meta.Gen)
-	if c.item.Kind == engine.KindZSet {
-		prefix = append(prefix, 'm') // a sorted set's member → score items, one per member in member order
-	}
+	prefix := c.memberPrefix()
 	mt := engine.MemberTable(c.table)
 	var out []engine.Member
-	take := func(k []byte, it engine.Item) {
-		it.Value = append([]byte(nil), it.Value...)
+	var bad error // a member item that does not decode
+	take := func(k []byte, it engine.Item) bool {
+		it.Value, bad = c.memberValue(it.Value)
 		out = append(out, engine.Member{Name: append([]byte(nil), k[len(prefix):]...), Item: it})
+		return bad == nil
 	}
 	if ranks == nil {
-		err := c.tx.Scan(mt, engine.PrefixRange(prefix), func(k []byte, it engine.Item) bool {
-			take(k, it)
-			return true
-		})
-		return out, err
+		err := c.tx.Scan(mt, engine.PrefixRange(prefix), func(k []byte, it engine.Item) bool { return take(k, it) })
+		return out, cmp.Or(err, bad)
 	}
 	n := c.meta.Count
 	lo, hi := ranks[0], ranks[len(ranks)-1]
@@ -148,23 +134,27 @@ func (c *coll) members(ranks []int64) ([]engine.Member, error) {
 		next, i := len(ranks)-1, n-1
 		err := c.tx.ScanReverse(mt, engine.PrefixRange(prefix), func(k []byte, it engine.Item) bool {
 			if i == ranks[next] {
-				take(k, it)
+				if !take(k, it) {
+					return false
+				}
 				next--
 			}
 			i--
 			return next >= 0
 		})
 		slices.Reverse(out)
-		return out, err
+		return out, cmp.Or(err, bad)
 	}
 	next, i := 0, int64(0)
 	err := c.tx.Scan(mt, engine.PrefixRange(prefix), func(k []byte, it engine.Item) bool {
 		if i == ranks[next] {
-			take(k, it)
+			if !take(k, it) {
+				return false
+			}
 			next++
 		}
 		i++
 		return next < len(ranks)
 	})
-	return out, err
+	return out, cmp.Or(err, bad)
 }

@@ -2,6 +2,7 @@ package collections
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -137,5 +138,30 @@ func TestSPopTakesEveryMemberOnce(t *testing.T) {
 	}
 	if len(popped) != n {
 		t.Fatalf("popped %d distinct members of %d", len(popped), n)
+	}
+}
+
+// TestCorruptScoreIsAnError: a sorted set's member item that does not hold a score fails ZRANDMEMBER and ZSCAN
+// with ErrCorrupt, never a short or absent answer (ZSCAN's page once dropped the error and came back short).
+func TestCorruptScoreIsAnError(t *testing.T) {
+	st := memstore.New()
+	key := []byte("z")
+	for i := 0; i < 10; i++ {
+		applyOne(t, st, ZAdd("t", key, 0, []byte(fmt.Sprint(i)), []byte(fmt.Sprintf("m%d", i))))
+	}
+	meta := applyOne(t, st, engine.Mutation{Op: engine.OpGet, Table: "t", Key: key, AnyKind: true})
+	cm, err := engine.DecodeCollMeta(meta.New.Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyOne(t, st, engine.Mutation{Op: engine.OpSet, Table: engine.MemberTable("t"),
+		Key: engine.MemberKey(key, cm.Gen, []byte("mm5")), Value: []byte("bad")})
+	for name, m := range map[string]engine.Mutation{
+		"ZRANDMEMBER": RandMembers("t", key, engine.KindZSet, 10, 1),
+		"ZSCAN":       ScanMembers("t", key, engine.KindZSet, false, nil, 100),
+	} {
+		if _, err := st.Apply(context.Background(), &engine.Batch{Now: 1, Muts: []engine.Mutation{m}}); !errors.Is(err, engine.ErrCorrupt) {
+			t.Errorf("%s over a corrupt score: %v, want ErrCorrupt", name, err)
+		}
 	}
 }

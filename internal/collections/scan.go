@@ -1,8 +1,7 @@
 package collections
 
 import (
-	"encoding/binary"
-	"math"
+	"cmp"
 
 	"anykv/internal/engine"
 )
@@ -18,7 +17,7 @@ func init() { engine.RegisterReadFunc(fnScan, scanMembers) }
 // ScanMembers reads up to count members of the hash, set or sorted set (kind) at the key that sort after the
 // member after (from the first member if !resume), in member order, into Members with their values (a sorted
 // set's: its score text). If members follow, Result.New.Value is the last member returned (NewFound), where the
-// next page resumes. Result.Old.Value is the collection's size (for the protocol's small-collection rule).
+// next page resumes.
 func ScanMembers(table string, key []byte, kind engine.Kind, resume bool, after []byte, count int64) engine.Mutation {
 	r := []byte("0")
 	if resume {
@@ -41,15 +40,13 @@ func scanMembers(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	if res, done, err := settle(c.exists, wrong, err, engine.Result{}); done {
 		return res, err
 	}
-	prefix := engine.MemberPrefix(nil, c.key, c.meta.Gen)
-	if kind == int64(engine.KindZSet) {
-		prefix = append(prefix, 'm') // the member → score items, in member order
-	}
+	prefix := c.memberPrefix()
 	r := engine.PrefixRange(prefix)
 	if string(args[2]) == "1" {
 		r.Start = append(append(prefix[:len(prefix):len(prefix)], args[3]...), 0) // just after the resume member
 	}
 	var res engine.Result
+	var bad error // a member item that does not decode: the page fails, never comes back short
 	more := false
 	err = tx.Scan(engine.MemberTable(c.table), r, func(k []byte, it engine.Item) bool {
 		if int64(len(res.Members)) == count {
@@ -57,21 +54,15 @@ func scanMembers(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 			return false
 		}
 		m := engine.Member{Name: append([]byte(nil), k[len(prefix):]...)}
-		if kind == int64(engine.KindZSet) {
-			if len(it.Value) != 8 {
-				err = engine.ErrCorrupt
-				return false
-			}
-			m.Item.Value = FormatScore(math.Float64frombits(binary.BigEndian.Uint64(it.Value)))
-		} else {
-			m.Item.Value = append([]byte(nil), it.Value...)
-		}
+		m.Item.Value, bad = c.memberValue(it.Value)
 		res.Members = append(res.Members, m)
-		return true
+		return bad == nil
 	})
+	if err = cmp.Or(err, bad); err != nil {
+		return engine.Result{}, err
+	}
 	if more {
 		res.New, res.NewFound = engine.Item{Value: res.Members[len(res.Members)-1].Name}, true
 	}
-	res.Old.Value = num(c.meta.Count)
-	return res, err
+	return res, nil
 }

@@ -163,10 +163,16 @@ func (z *zset) score(member []byte) (float64, bool, error) {
 	if err != nil || !found {
 		return 0, false, err
 	}
-	if len(it.Value) != 8 {
-		return 0, false, engine.ErrCorrupt
+	f, err := decodeScore(it.Value)
+	return f, err == nil, err
+}
+
+// decodeScore decodes a member → score item's value: the float's 8 bits, big endian.
+func decodeScore(v []byte) (float64, error) {
+	if len(v) != 8 {
+		return 0, engine.ErrCorrupt
 	}
-	return math.Float64frombits(binary.BigEndian.Uint64(it.Value)), true, nil
+	return math.Float64frombits(binary.BigEndian.Uint64(v)), nil
 }
 
 // set stores a member's score (replacing its index entry) and counts a new member.

@@ -57,10 +57,8 @@ func collScan(s *session, args [][]byte, kind engine.Kind) {
 	unknown := false // a cursor this server did not make for this key: a restart's, another key's, garbage
 	if id != 0 {
 		c, ok := s.h.collCursors.get(id)
-		if !ok || c.table != s.table() || !c.inColl || string(c.coll) != string(key) {
-			unknown = true
-		}
-		after = c.after
+		unknown = !ok || c.table != s.table() || !c.inColl || string(c.coll) != string(key)
+		after = c.after // unused if unknown
 	}
 	page := count
 	if id == 0 || unknown {
