@@ -48,6 +48,19 @@ func (c *coll) memberValue(v []byte) ([]byte, error) {
 	return FormatScore(f), err
 }
 
+// clampRanks turns Redis's start and stop indexes (inclusive, negative from the end) over n entries into the
+// ranks they select, first..last; ok is false when they select none (LRANGE, LTRIM, ZRANGE by rank).
+func clampRanks(start, stop, n int64) (first, last int64, ok bool) {
+	if start < 0 {
+		start = max(start+n, 0)
+	}
+	if stop < 0 {
+		stop += n
+	}
+	stop = min(stop, n-1)
+	return start, stop, start <= stop && start < n
+}
+
 // save writes the meta back (its version follows every change), or deletes the collection once it is empty.
 func (c *coll) save() {
 	if c.meta.Count <= 0 {

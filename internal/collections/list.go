@@ -184,18 +184,11 @@ func (l *list) pos(i int64) (int64, bool) {
 
 // bounds clamps LRANGE/LTRIM's start..stop to the list, as Redis does: it returns the positions [from, to) kept.
 func (l *list) bounds(start, stop int64) (int64, int64) {
-	n := l.meta.Count
-	if start < 0 {
-		start = max(start+n, 0)
-	}
-	if stop < 0 {
-		stop += n
-	}
-	stop = min(stop, n-1)
-	if start > stop || start >= n {
+	first, last, ok := clampRanks(start, stop, l.meta.Count)
+	if !ok {
 		return l.meta.Head, l.meta.Head
 	}
-	return l.meta.Head + start, l.meta.Head + stop + 1
+	return l.meta.Head + first, l.meta.Head + last + 1
 }
 
 func (l *list) pushOne(left bool, v []byte) {

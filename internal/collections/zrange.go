@@ -141,14 +141,8 @@ func (z *zset) selectRange(spec RangeSpec) (picked []entry, lowest, highest bool
 		if z.exists {
 			n = z.meta.Count
 		}
-		if start < 0 {
-			start = max(start+n, 0)
-		}
-		if stop < 0 {
-			stop += n
-		}
-		stop = min(stop, n-1)
-		if start > stop || start >= n {
+		start, stop, ok := clampRanks(start, stop, n)
+		if !ok {
 			return nil, false, false, nil
 		}
 		lo, hi := start, stop // ranks in index order

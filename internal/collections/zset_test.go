@@ -226,16 +226,8 @@ func TestZSetRangesMatchModel(t *testing.T) {
 // undefined) filter every entry in index order as before; both must select what the model selects. Members are
 // short strings over a small alphabet, so bounds are often prefixes of members, and both ends are often exclusive.
 func TestLexRangesMatchModel(t *testing.T) {
-	ctx := context.Background()
 	st := memstore.New()
-	apply := func(m engine.Mutation) engine.Result {
-		t.Helper()
-		res, err := st.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{m}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res[0]
-	}
+	apply := func(m engine.Mutation) engine.Result { t.Helper(); return applyOne(t, st, m) }
 	rng := rand.New(rand.NewPCG(11, 12))
 	word := func() string {
 		b := make([]byte, 1+rng.IntN(3))
