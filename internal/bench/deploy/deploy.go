@@ -152,6 +152,17 @@ func logf(w io.Writer, format string, args ...any) {
 	}
 }
 
+// startFailure is the error of a server that exited during start-up: errPortInUse (Start tries again on other
+// ports) if its log says it lost a race for a port, else its exit and the end of its log. The clash is looked
+// for in the last 200 lines: a JVM logs a stack trace and its shutdown after the bind error (Cassandra's fell
+// out of the last 20 lines, and a lost race failed the deployment instead of being retried).
+func startFailure(logPath string, exit error) error {
+	if portClash(logTail(logPath, 200)) {
+		return fmt.Errorf("%w: %s", errPortInUse, logTail(logPath, 20))
+	}
+	return fmt.Errorf("server exited during start-up (%v); log %s:\n%s", exit, logPath, logTail(logPath, 20))
+}
+
 // waitReady polls the target with its driver until it answers, the process
 // dies or the timeout passes. On failure the process is stopped.
 func waitReady(ctx context.Context, p *proc, url string, timeout time.Duration) error {
@@ -159,11 +170,7 @@ func waitReady(ctx context.Context, p *proc, url string, timeout time.Duration) 
 	var lastErr error
 	for {
 		if p != nil && p.exited() {
-			log := logTail(p.logPath, 20)
-			if portClash(log) {
-				return fmt.Errorf("%w: %s", errPortInUse, log)
-			}
-			return fmt.Errorf("server exited during start-up (%v); log %s:\n%s", p.err, p.logPath, log)
+			return startFailure(p.logPath, p.err)
 		}
 		octx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		d, err := driver.Open(octx, url, driver.Options{Conns: 1, Timeout: 2 * time.Second})

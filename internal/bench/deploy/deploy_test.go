@@ -254,3 +254,25 @@ func TestPinning(t *testing.T) {
 		}
 	}
 }
+
+// TestStartFailureSeesAPortClashUnderAStackTrace: a bind error followed by a JVM's stack trace and shutdown log
+// (more than 20 lines) is still a lost race for a port, which Start retries; another failure is not.
+func TestStartFailureSeesAPortClashUnderAStackTrace(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, first string) string {
+		path := filepath.Join(dir, name)
+		log := first + "\n" + strings.Repeat("\tat org.apache.cassandra.net.InboundSockets.open(InboundSockets.java:103)\n", 40)
+		if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	clash := write("clash.log", "ERROR Failed to bind port 45181 on 127.0.0.1: Address already in use")
+	if err := startFailure(clash, nil); !errors.Is(err, errPortInUse) {
+		t.Fatalf("a bind error 41 lines up: %v, want errPortInUse", err)
+	}
+	other := write("other.log", "ERROR Invalid yaml")
+	if err := startFailure(other, nil); errors.Is(err, errPortInUse) || err == nil {
+		t.Fatalf("another failure: %v", err)
+	}
+}
