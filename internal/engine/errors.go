@@ -44,6 +44,9 @@ var (
 	ErrCorrupt = errors.New("corrupt data")
 	// ErrNoSpace: the disk is (nearly) full, so the engine refuses writes until space returns; reads still work.
 	ErrNoSpace = errors.New("disk full: writes are refused until space is freed; reads still work")
+	// ErrInternal: resolving the batch hit a defect of anykv's own (a panic in an op or function); nothing of
+	// the batch was applied, the server keeps running, and the log has the stack.
+	ErrInternal = errors.New("internal error")
 	// ErrInvalid: a malformed mutation (unknown op, missing key, bad range).
 	ErrInvalid = errors.New("invalid mutation")
 	// ErrUndeclaredWrite: a function wrote a key its mutation does not name (see Tx); it is an ErrInvalid, and

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"math/big"
+	"runtime/debug"
 	"strconv"
 	"strings"
 )
@@ -53,9 +55,20 @@ type resolver struct {
 // Resolve computes the effect of a batch: per-mutation results and the writes that carry them out. It is the one
 // definition of every Op's meaning, shared by all engines. next allocates a fresh version for each written item.
 // When a Guard fails it returns the results so far and ErrAborted, and the caller must apply no write.
-func Resolve(r Reader, b *Batch, next func() uint64) ([]Write, []Result, error) {
+//
+// A panic while resolving (a defect in an op or a registered function, say an unchecked index on a client's
+// argument) becomes ErrInternal for this batch alone, with no writes: Resolve runs on an engine's single writer
+// (pebblestore), where an unrecovered panic would end the process and every other client's batch with it.
+func Resolve(r Reader, b *Batch, next func() uint64) (writes []Write, results []Result, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			slog.Error("panic resolving a batch; the batch is refused, nothing of it applied", "panic", p,
+				"stack", string(debug.Stack()))
+			writes, results, err = nil, nil, fmt.Errorf("%w: %v", ErrInternal, p)
+		}
+	}()
 	rs := resolver{r: r, now: b.Now, next: next, writes: make([]Write, 0, len(b.Muts))}
-	results := make([]Result, len(b.Muts))
+	results = make([]Result, len(b.Muts))
 	if err := rs.applyAll(b.Muts, results, nil); err != nil {
 		return nil, results, err
 	}

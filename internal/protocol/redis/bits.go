@@ -219,7 +219,7 @@ func cmdBitField(s *session, args [][]byte) {
 			offArg, mult = offArg[1:], int64(width)
 		}
 		off, err := strconv.ParseInt(offArg, 10, 64)
-		if err != nil || off < 0 || off*mult >= 1<<32 {
+		if err != nil || off < 0 || off > (1<<32-1)/mult { // off*mult < 2^32, compared without overflowing
 			s.fail(errBitOffset)
 			return
 		}
