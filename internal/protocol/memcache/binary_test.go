@@ -167,28 +167,7 @@ op=00 st=4 opq=150 val="Invalid arguments"
 func TestBinarySASL(t *testing.T) {
 	ts := startServer(t, withPassword("s3cret pw"))
 	cl := dial(t, ts.addr)
-	exchange := func(req []byte, want string) {
-		t.Helper()
-		if _, err := cl.c.Write(req); err != nil {
-			t.Fatal(err)
-		}
-		cl.c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		var out []byte
-		for {
-			buf := make([]byte, 4096)
-			n, err := cl.c.Read(buf)
-			out = append(out, buf[:n]...)
-			if err != nil {
-				t.Fatalf("read: %v after %x", err, out)
-			}
-			if got := renderBin(t, out); strings.Count(got, "\n") >= strings.Count(want, "\n") {
-				if got != want {
-					t.Fatalf("got:\n%s\nwant:\n%s", got, want)
-				}
-				return
-			}
-		}
-	}
+	exchange := func(req []byte, want string) { t.Helper(); binExchange(t, cl, req, want) }
 	exchange(append(binReq(opGet, 1, 0, nil, []byte("k"), nil), binReq(opVersion, 2, 0, nil, nil, nil)...),
 		"op=00 st=20 opq=1 val=\"Auth failure.\"\nop=0b st=0 opq=2 val=\"1.6.18-anykv\"\n")
 	exchange(binReq(opSASLList, 3, 0, nil, nil, nil), "op=20 st=0 opq=3 val=\"PLAIN\"\n")
@@ -198,6 +177,45 @@ func TestBinarySASL(t *testing.T) {
 		"op=21 st=0 opq=5 val=\"Authenticated\"\n")
 	exchange(binReq(opSet, 6, 0, u32(0, 0), []byte("k"), []byte("v")), "op=01 st=0 opq=6 cas\n")
 	exchange(binReq(opGetK, 7, 0, nil, []byte("k"), nil), "op=0c st=0 opq=7 cas ext=00000000 key=k val=\"v\"\n")
+}
+
+// binExchange sends req and reads until as many responses as want has lines came, which must render as want.
+func binExchange(t *testing.T, cl *client, req []byte, want string) {
+	t.Helper()
+	if _, err := cl.c.Write(req); err != nil {
+		t.Fatal(err)
+	}
+	cl.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var out []byte
+	for {
+		buf := make([]byte, 4096)
+		n, err := cl.c.Read(buf)
+		out = append(out, buf[:n]...)
+		if err != nil {
+			t.Fatalf("read: %v after %x", err, out)
+		}
+		if got := renderBin(t, out); strings.Count(got, "\n") >= strings.Count(want, "\n") {
+			if got != want {
+				t.Fatalf("got:\n%s\nwant:\n%s", got, want)
+			}
+			return
+		}
+	}
+}
+
+// TestBinaryTooLargeNeedsAuth: a store too large for the item limit makes memcached drop the stored item; from
+// a client that has not authenticated it is an auth failure like any other write, and the item stays.
+func TestBinaryTooLargeNeedsAuth(t *testing.T) {
+	ts := startServer(t, withPassword("s3cret pw"), func(o *Options, _ *kv.Options) { o.MaxItemSize = 4096 })
+	owner := dial(t, ts.addr)
+	binExchange(t, owner, binReq(opSASLAuth, 1, 0, nil, []byte("PLAIN"), []byte("\x00alice\x00s3cret pw")),
+		"op=21 st=0 opq=1 val=\"Authenticated\"\n")
+	binExchange(t, owner, binReq(opSet, 2, 0, u32(0, 0), []byte("victim"), []byte("precious")), "op=01 st=0 opq=2 cas\n")
+	stranger := dial(t, ts.addr)
+	big := bytes.Repeat([]byte("x"), 5000) // over the test server's 4096-byte items
+	binExchange(t, stranger, binReq(opSet, 3, 0, u32(0, 0), []byte("victim"), big), "op=01 st=20 opq=3 val=\"Auth failure.\"\n")
+	binExchange(t, owner, binReq(opGetK, 4, 0, nil, []byte("victim"), nil),
+		"op=0c st=0 opq=4 cas ext=00000000 key=victim val=\"precious\"\n")
 }
 
 // TestBinaryStatsAndClose checks stat (one response per figure, an empty one last) and that a byte other

@@ -16,8 +16,10 @@ import (
 // handleBinary runs one binary request.
 func (c *conn) handleBinary(req *request) {
 	h := &req.bin
-	if h.status == stOK && !c.authed && !authFree(h.base) {
-		h.status = stAuthError
+	if h.status != stInvalid && !c.authed && !authFree(h.base) {
+		// Before a too-large store's own answer too: that answer drops the stored item, a write that only an
+		// authenticated client may cause.
+		h.status, req.tooLarge = stAuthError, cmdNone
 		c.st[sAuthErrors]++
 	}
 	if h.status == stInvalid {
