@@ -65,7 +65,7 @@ func cmdAuth(s *session, args [][]byte) {
 		s.w.Error("WRONGPASS invalid username-password pair or user is disabled.")
 		return
 	}
-	s.authed = true
+	s.setAuthed(true)
 	s.w.SimpleString("OK")
 }
 
@@ -92,7 +92,7 @@ func cmdHello(s *session, args [][]byte) {
 				s.w.Error("WRONGPASS invalid username-password pair or user is disabled.")
 				return
 			}
-			s.authed = true
+			s.setAuthed(true)
 			i += 2
 		case eq(args[i], "setname") && i+1 < len(args):
 			name, setName = args[i+1], true
@@ -171,7 +171,7 @@ func cmdReset(s *session, args [][]byte) {
 		s.channels, s.patterns = map[string]bool{}, map[string]bool{}
 	}
 	s.w.SetProto(2)
-	s.authed = !s.h.opts.Auth.Required()
+	s.setAuthed(!s.h.opts.Auth.Required())
 	s.reads = nil // READWRITE
 	s.setInfo(func() { s.db, s.name = 0, "" })
 	s.w.SimpleString("RESET")

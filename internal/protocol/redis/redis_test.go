@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -197,6 +198,42 @@ func TestScanVisitsEveryKeyOnce(t *testing.T) {
 	}
 	if err := c.Do(ctx, "SCAN", "12345").Err(); err == nil || !strings.Contains(err.Error(), "invalid cursor") {
 		t.Fatalf("unknown cursor: %v", err)
+	}
+}
+
+// TestUnauthenticatedBounds: before AUTH a client may send at most 10 arguments and bulks of 16 KiB, with Redis
+// 6.2's errors (then the connection closes), so it cannot make the server buffer a big request it would only
+// refuse with NOAUTH; AUTH lifts the bounds, RESET brings them back.
+func TestUnauthenticatedBounds(t *testing.T) {
+	ts := startServer(t, Options{Auth: auth.New("s3cret")}, 0)
+	big := strings.Repeat("v", 16<<10+1)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"SET", "k", big}, "-ERR Protocol error: unauthenticated bulk length\r\n"},
+		{[]string{"DEL", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10"}, "-ERR Protocol error: unauthenticated multibulk length\r\n"},
+	} {
+		c := ts.raw(t)
+		c.send(respCommand(tc.args...))
+		if got := c.reply(); got != tc.want {
+			t.Fatalf("unauthenticated %s of %d arguments: %q, want %q", tc.args[0], len(tc.args), got, tc.want)
+		}
+		c.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if b, err := c.r.ReadByte(); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			// EOF, or a reset: the server closed with the unread rest of the request in its buffer
+			t.Fatalf("the connection stayed open after %q: %q, %v", tc.want, b, err)
+		}
+	}
+	c := ts.raw(t)
+	c.expect("-NOAUTH Authentication required.\r\n", "SET", "k", big[:16<<10]) // at the bound: parsed, then refused
+	c.expect("+OK\r\n", "AUTH", "s3cret")
+	c.expect("+OK\r\n", "SET", "k", big)
+	c.expect(":0\r\n", "DEL", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10")
+	c.expect("+RESET\r\n", "RESET")
+	c.send(respCommand("SET", "k", big))
+	if got := c.reply(); got != "-ERR Protocol error: unauthenticated bulk length\r\n" {
+		t.Fatalf("after RESET: %q", got)
 	}
 }
 

@@ -109,12 +109,20 @@ func newSession(h *Handler, c net.Conn) *session {
 		authed: !h.opts.Auth.Required(), ctx: context.Background(),
 	}
 	s.parser = resp.NewParser(*s.lim)
+	s.setAuthed(s.authed)
 	s.w.OnError = h.onError
 	s.acct = h.opts.Budget.Open(c.RemoteAddr().String(), membudget.EvictConn(c))
 	s.parser.SetAccount(s.acct)
 	s.fd = connFD(c)
 	s.publishState(true)
 	return s
+}
+
+// setAuthed records whether the client has authenticated; until it has, the parser holds it to Redis's bounds
+// for unauthenticated clients (10 arguments, 16 KiB bulks), so it cannot make the server buffer much.
+func (s *session) setAuthed(on bool) {
+	s.authed = on
+	s.parser.SetUnauthenticated(!on)
 }
 
 // releaseBuffers gives the parser's big buffer back and closes the budget account; ServeConn defers it.

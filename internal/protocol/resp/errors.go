@@ -21,6 +21,11 @@ var (
 	// ErrInvalidBulkLength: a "$<n>" length that is not a canonical
 	// integer, is negative, or exceeds Limits.MaxBulk.
 	ErrInvalidBulkLength = &ProtocolError{"ERR Protocol error: invalid bulk length"}
+	// ErrUnauthMultibulkLength: a count over 10 from a client that has not authenticated (SetUnauthenticated),
+	// Redis's bound since 6.2 (CVE-2021-32675).
+	ErrUnauthMultibulkLength = &ProtocolError{"ERR Protocol error: unauthenticated multibulk length"}
+	// ErrUnauthBulkLength: a bulk over 16 KiB from a client that has not authenticated.
+	ErrUnauthBulkLength = &ProtocolError{"ERR Protocol error: unauthenticated bulk length"}
 	// ErrTooBigInline: an inline command line longer than Limits.MaxInline.
 	ErrTooBigInline = &ProtocolError{"ERR Protocol error: too big inline request"}
 	// ErrTooBigMbulkCount: a "*" count line with no '\r' within Limits.MaxInline bytes.

@@ -82,7 +82,20 @@ type Parser struct {
 	args  [][]byte // reused result of Next
 
 	err *ProtocolError // sticky: once set, the stream is unusable
+
+	unauth bool // SetUnauthenticated: counts over unauthMaxArgs and bulks over unauthMaxBulk fail
 }
+
+// What a client that has not authenticated may send in one multibulk, Redis's bounds since 6.2: enough for AUTH
+// and HELLO, not enough to make the server buffer much before the password is checked.
+const (
+	unauthMaxArgs = 10
+	unauthMaxBulk = 16 << 10
+)
+
+// SetUnauthenticated turns the bounds for a client that has not authenticated on or off (between commands):
+// while on, a multibulk of more than 10 arguments or a bulk over 16 KiB is a protocol error, as in Redis.
+func (p *Parser) SetUnauthenticated(on bool) { p.unauth = on }
 
 // NewParser returns a parser enforcing l (zero fields take defaults). It
 // allocates its buffer on the first Fill or Feed.
@@ -321,6 +334,9 @@ func (p *Parser) Next() ([][]byte, error) {
 			if !ok || n > int64(p.lim.MaxArgs) {
 				return p.fail(ErrInvalidMultibulkLength)
 			}
+			if p.unauth && n > unauthMaxArgs {
+				return p.fail(ErrUnauthMultibulkLength)
+			}
 			p.pos = cr + 2
 			if n <= 0 {
 				p.r = p.pos
@@ -346,6 +362,9 @@ func (p *Parser) Next() ([][]byte, error) {
 			n, ok := parseInt(p.buf[p.pos+1 : cr])
 			if !ok || n < 0 || n > int64(p.lim.MaxBulk) {
 				return p.fail(ErrInvalidBulkLength)
+			}
+			if p.unauth && n > unauthMaxBulk {
+				return p.fail(ErrUnauthBulkLength)
 			}
 			p.pos = cr + 2
 			p.bulk = int(n)
