@@ -240,7 +240,9 @@ func cmdSetNX(s *session, args [][]byte) {
 	if s.valueTooBig(args[2]) {
 		return
 	}
-	s.add(engine.Mutation{Op: engine.OpSet, Table: s.table(), Key: args[1], Value: args[2], Cond: engine.CondAbsent})
+	// AnyKind: as SET NX, a key of any kind is there (0), not of the wrong type
+	s.add(engine.Mutation{Op: engine.OpSet, Table: s.table(), Key: args[1], Value: args[2], Cond: engine.CondAbsent,
+		AnyKind: true, Set: engine.SetArgs{Blind: true}})
 	s.plan(replyOneIfOK)
 }
 
