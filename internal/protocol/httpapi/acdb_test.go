@@ -16,7 +16,7 @@ import (
 // form sends a urlencoded form body.
 func (f *fixture) form(method, target string, v url.Values) *httptest.ResponseRecorder {
 	f.t.Helper()
-	req := httptest.NewRequest(method, target, strings.NewReader(v.Encode()))
+	req := newRequest(method, target, strings.NewReader(v.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	rec := httptest.NewRecorder()
 	f.h.ServeHTTP(rec, req)
@@ -72,7 +72,7 @@ func TestACDBMultipartForm(t *testing.T) {
 	mw.WriteField("key", "m")
 	mw.WriteField("val", "multi")
 	mw.Close()
-	req := httptest.NewRequest("POST", "/put", &body)
+	req := newRequest("POST", "/put", &body)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	rec := httptest.NewRecorder()
 	f.h.ServeHTTP(rec, req)
@@ -130,7 +130,7 @@ func TestACDBErrors(t *testing.T) {
 		{"POST", "/put", strings.Repeat("x", 30), 413}, // body over MaxBody
 	}
 	for _, c := range cases {
-		req := httptest.NewRequest(c.method, c.target, strings.NewReader(c.body))
+		req := newRequest(c.method, c.target, strings.NewReader(c.body))
 		if c.body != "" {
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		}

@@ -60,15 +60,27 @@ func newFixture(t *testing.T, opts Options, limits kv.Limits) *fixture {
 	return &fixture{t: t, store: s, clock: clock, metrics: opts.Metrics, h: New(s, opts)}
 }
 
-// do sends one request; hdr holds header name/value pairs.
+// newRequest is httptest.NewRequest addressed to localhost, as a local client addresses the server (without a
+// password, a Host such as httptest's example.com is refused: see browser.go).
+func newRequest(method, target string, body io.Reader) *http.Request {
+	req := httptest.NewRequest(method, target, body)
+	req.Host = "localhost:8080"
+	return req
+}
+
+// do sends one request; hdr holds header name/value pairs ("Host" sets the request's Host).
 func (f *fixture) do(method, target, body string, hdr ...string) *httptest.ResponseRecorder {
 	f.t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req := httptest.NewRequest(method, target, rd)
+	req := newRequest(method, target, rd)
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if http.CanonicalHeaderKey(hdr[i]) == "Host" {
+			req.Host = hdr[i+1]
+			continue
+		}
 		req.Header.Add(hdr[i], hdr[i+1])
 	}
 	rec := httptest.NewRecorder()

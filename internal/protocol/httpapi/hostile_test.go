@@ -100,7 +100,7 @@ func TestSlowBodiesDoNotStarveOthers(t *testing.T) {
 			defer c.Close()
 			c.SetDeadline(time.Now().Add(30 * time.Second))
 			start := time.Now()
-			fmt.Fprintf(c, "PUT /v1/tables/t/keys/slow%d HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n", i)
+			fmt.Fprintf(c, "PUT /v1/tables/t/keys/slow%d HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000\r\n\r\n", i)
 			started <- struct{}{}
 			reply := make(chan string, 1)
 			go func() {
@@ -171,7 +171,7 @@ func TestLimitAnswersJSON503(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held.Close()
-	fmt.Fprint(held, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	fmt.Fprint(held, "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
 	if line, _ := bufio.NewReader(held).ReadString('\n'); !strings.HasPrefix(line, "HTTP/1.1 200") {
 		t.Fatalf("held connection: %q", line)
 	}
@@ -203,7 +203,7 @@ func TestClientGoneIsNotAnError(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fmt.Fprintf(c, "PUT /v1/tables/t/keys/k HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nonly part")
+		fmt.Fprintf(c, "PUT /v1/tables/t/keys/k HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\nonly part")
 		c.Close()
 		deadline := time.Now().Add(10 * time.Second)
 		for obs.Requests() < uint64(i+1) && time.Now().Before(deadline) {

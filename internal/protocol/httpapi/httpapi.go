@@ -175,7 +175,8 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.unknown.Observe(time.Since(start), rw.status >= 400 && rw.status != http.StatusNotFound)
 }
 
-// wrap adds what every route shares: the password check, the error reply and the metrics.
+// wrap adds what every route shares: the refusal of cross-site and DNS-rebinding requests (browser.go), the
+// password check, the error reply and the metrics.
 func (a *api) wrap(rt route) http.Handler {
 	obs := a.metrics.Command("http", rt.command)
 	write := writeError
@@ -189,12 +190,17 @@ func (a *api) wrap(rt route) http.Handler {
 			rw = &respWriter{ResponseWriter: w}
 		}
 		rw.routed = true
-		var err error
-		if !rt.open && !a.authorized(r) {
+		// The browser checks come first: a cross-site page is refused whether or not it could give the password.
+		err := a.checkBrowser(r)
+		switch {
+		case err != nil:
+		case !rt.open && !a.authorized(r):
 			rw.Header().Set("WWW-Authenticate", `Bearer realm="anykv"`)
 			err = errUnauthorized
-		} else if err = checkParams(r, rt); err == nil {
-			err = rt.h(a, rw, r)
+		default:
+			if err = checkParams(r, rt); err == nil {
+				err = rt.h(a, rw, r)
+			}
 		}
 		if err != nil {
 			// A client that went away is its own business: logged for debugging only.

@@ -345,7 +345,7 @@ func TestLimits(t *testing.T) {
 	wantStatus(t, f.do("PUT", "/v1/tables/default/keys/k", "0123456789"), http.StatusCreated)
 	wantError(t, f.do("PUT", "/v1/tables/default/keys/k", "0123456789A"), http.StatusRequestEntityTooLarge, "value_too_large")
 	// Without a Content-Length (chunked), the limit holds while reading.
-	req := httptest.NewRequest("PUT", "/v1/tables/default/keys/k", strings.NewReader(strings.Repeat("x", 50)))
+	req := newRequest("PUT", "/v1/tables/default/keys/k", strings.NewReader(strings.Repeat("x", 50)))
 	req.ContentLength = -1
 	rec := httptest.NewRecorder()
 	f.h.ServeHTTP(rec, req)
