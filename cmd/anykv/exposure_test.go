@@ -357,13 +357,20 @@ func (ns *netns) probe(t *testing.T, probes []string) []string {
 	return got
 }
 
-// TestPprofFollowsThePolicy: --pprof has no login of its own, so with a password it wants the Bearer token too.
+// TestPprofFollowsThePolicy: --pprof has no login of its own, so with a password it wants the Bearer token too;
+// like the HTTP API it refuses browsers' cross-site requests and, without a password, a Host that a DNS-rebinding
+// page would send.
 func TestPprofFollowsThePolicy(t *testing.T) {
 	for _, tc := range []struct {
 		password, header string
 		want             int
-	}{{"", "", http.StatusOK}, {matrixPassword, "", http.StatusUnauthorized},
-		{matrixPassword, "Bearer wrong", http.StatusUnauthorized}, {matrixPassword, "Bearer " + matrixPassword, http.StatusOK}} {
+		host, origin     string
+	}{{"", "", http.StatusOK, "", ""}, {matrixPassword, "", http.StatusUnauthorized, "", ""},
+		{matrixPassword, "Bearer wrong", http.StatusUnauthorized, "", ""},
+		{matrixPassword, "Bearer " + matrixPassword, http.StatusOK, "", ""},
+		{"", "", http.StatusForbidden, "evil.example", ""}, {"", "", http.StatusOK, "localhost", ""},
+		{"", "", http.StatusForbidden, "", "http://evil.example"},
+		{matrixPassword, "Bearer " + matrixPassword, http.StatusOK, "evil.example", ""}} {
 		pprof := servertest.FreePort(t)
 		args := []string{"--pprof", pprof}
 		if tc.password != "" {
@@ -374,13 +381,20 @@ func TestPprofFollowsThePolicy(t *testing.T) {
 		if tc.header != "" {
 			req.Header.Set("Authorization", tc.header)
 		}
+		if tc.host != "" {
+			req.Host = tc.host
+		}
+		if tc.origin != "" {
+			req.Header.Set("Origin", tc.origin)
+		}
 		resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
 		if resp.StatusCode != tc.want {
-			t.Errorf("requirepass %q, Authorization %q: %d, want %d", tc.password, tc.header, resp.StatusCode, tc.want)
+			t.Errorf("requirepass %q, Authorization %q, Host %q, Origin %q: %d, want %d", tc.password, tc.header,
+				tc.host, tc.origin, resp.StatusCode, tc.want)
 		}
 	}
 }

@@ -68,7 +68,7 @@ func startListeners(srv *server.Server, store *kv.Store, c *config, m *metrics.M
 		// blocking of 10 µs or more. They cost a little, and only when profiling was asked for.
 		runtime.SetMutexProfileFraction(100)
 		runtime.SetBlockProfileRate(10_000)
-		if _, _, err := srv.ListenHTTP("pprof", c.pprofAddr, c.auth.RequireBearer(http.DefaultServeMux), server.HTTPOptions{MaxConns: 4}); err != nil {
+		if _, _, err := srv.ListenHTTP("pprof", c.pprofAddr, httpapi.GuardBrowsers(c.auth.RequireBearer(http.DefaultServeMux), c.auth.Required), server.HTTPOptions{MaxConns: 4}); err != nil {
 			return err
 		}
 	}

@@ -26,24 +26,43 @@ import (
 // checkBrowser refuses cross-site browser requests always, and, while no password is set, requests addressed to a
 // host name that could be an attacker's (DNS rebinding).
 func (a *api) checkBrowser(r *http.Request) error {
+	if why := BrowserRefusal(r, a.opts.Auth.Required()); why != "" {
+		return newError(http.StatusForbidden, "forbidden", why)
+	}
+	return nil
+}
+
+// BrowserRefusal is the rule of checkBrowser for any HTTP handler (the --pprof listener uses it too): the reason a
+// request is refused, or "" if it is served. passwordRequired tells whether a password protects the handler.
+func BrowserRefusal(r *http.Request, passwordRequired bool) string {
 	switch site := strings.ToLower(strings.TrimSpace(r.Header.Get("Sec-Fetch-Site"))); site {
 	case "", "same-origin", "none":
 	default:
-		return newError(http.StatusForbidden, "forbidden", "cross-site request refused (Sec-Fetch-Site: "+site+
-			"): the API does not serve web pages of other origins; a page may call it only from its own origin")
+		return "cross-site request refused (Sec-Fetch-Site: " + site + "): the API does not serve web pages of " +
+			"other origins; a page may call it only from its own origin"
 	}
 	if origin, ok := r.Header["Origin"]; ok && (len(origin) != 1 || !sameOrigin(origin[0], r)) {
-		return newError(http.StatusForbidden, "forbidden", "cross-origin request refused: Origin "+
-			strings.Join(origin, ", ")+" does not match Host "+r.Host+"; the API does not serve web pages of other "+
-			"origins (clients that are not browsers send no Origin)")
+		return "cross-origin request refused: Origin " + strings.Join(origin, ", ") + " does not match Host " +
+			r.Host + "; the API does not serve web pages of other origins (clients that are not browsers send no Origin)"
 	}
-	if !a.opts.Auth.Required() && !localHost(r) {
-		return newError(http.StatusForbidden, "forbidden", "Host "+r.Host+" refused: without a password "+
-			"(--requirepass) the API answers only requests addressed to localhost, a loopback address or the "+
-			"listener's own address, so that no web page can reach it by DNS rebinding; use http://127.0.0.1:PORT or "+
-			"http://localhost:PORT, or set a password")
+	if !passwordRequired && !localHost(r) {
+		return "Host " + r.Host + " refused: without a password (--requirepass) the API answers only requests " +
+			"addressed to localhost, a loopback address or the listener's own address, so that no web page can reach " +
+			"it by DNS rebinding; use http://127.0.0.1:PORT or http://localhost:PORT, or set a password"
 	}
-	return nil
+	return ""
+}
+
+// GuardBrowsers serves next only to requests BrowserRefusal lets through; others get a plain-text 403.
+// passwordRequired is asked per request (CONFIG SET requirepass acts at once).
+func GuardBrowsers(next http.Handler, passwordRequired func() bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if why := BrowserRefusal(r, passwordRequired()); why != "" {
+			http.Error(w, why, http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // sameOrigin reports whether origin (an Origin header: scheme://host[:port], or "null") names the host and port
