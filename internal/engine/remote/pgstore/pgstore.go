@@ -8,11 +8,15 @@
 // come from the sequence anykv_version, so they keep growing across restarts and across front ends; the version
 // column doubles as the key's stamp for remote's optimistic check.
 //
-// A commit is one pipelined round trip, one implicit transaction: anykv_check takes transaction-scoped advisory
-// locks on every key read or written (in hash order, so two commits never deadlock on them), locks the rows read
-// (FOR UPDATE, so a concurrent flush is ordered before or after), and raises serialization_failure if a version
-// changed; then the deletes and one INSERT ... ON CONFLICT DO UPDATE of all puts. An error raised by the server
-// rolls everything back. Expired rows stay invisible (anykv judges expiry) and are reclaimed by Sweep.
+// A commit is one pipelined round trip, one implicit transaction: anykv_lock takes transaction-scoped advisory
+// locks, first on the tables (shared for every table the commit reads or writes and for "all tables",
+// exclusive for a table it flushes or, with FLUSHALL, for "all tables"), then on every key read or written,
+// each phase in hash order so that two commits never deadlock on them; it locks the rows read (FOR UPDATE) and
+// raises serialization_failure if a version changed; then the deletes and one INSERT ... ON CONFLICT DO UPDATE
+// of all puts. The table locks order a flush against every commit touching its table: a flush's DELETE, at READ
+// COMMITTED, sees only rows committed before it began, so without them a RENAME's new key committed meanwhile
+// survived a FLUSHDB both reported as done. An error raised by the server rolls everything back. Expired rows
+// stay invisible (anykv judges expiry) and are reclaimed by Sweep.
 package pgstore
 
 import (
@@ -66,6 +70,18 @@ BEGIN
 			WHERE coalesce(i.version, 0) <> w.ver) THEN
 		RAISE EXCEPTION 'anykv: concurrent write' USING ERRCODE = 'serialization_failure';
 	END IF;
+END $$;
+CREATE OR REPLACE FUNCTION anykv_lock(tl bigint[], excl boolean[], locks bigint[], t bytea[], k bytea[], v bigint[])
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+	FOR i IN 1 .. coalesce(array_length(tl, 1), 0) LOOP
+		IF excl[i] THEN
+			PERFORM pg_advisory_xact_lock(tl[i]);
+		ELSE
+			PERFORM pg_advisory_xact_lock_shared(tl[i]);
+		END IF;
+	END LOOP;
+	PERFORM anykv_check(locks, t, k, v);
 END $$;`
 
 // Open connects to the database at url (postgres://user:pw@host:port/db?...), creates the table, sequence and
@@ -162,6 +178,49 @@ func lockOf(s remote.Slot) int64 {
 	return int64(h.Sum64())
 }
 
+// allTablesLock is the advisory lock every commit takes shared and FLUSHALL exclusively.
+const allTablesLock = int64(4242424243)
+
+// tableLockOf is the advisory lock of a table (flushes take it exclusively, other commits shared).
+func tableLockOf(table string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("anykv table\x00"))
+	h.Write([]byte(table))
+	return int64(h.Sum64())
+}
+
+// tableLocks lists the table locks of a commit in lock order, each with whether it is taken exclusively.
+func tableLocks(checks []remote.Check, w *remote.Writes) ([]int64, []bool) {
+	mode := map[int64]bool{allTablesLock: w.FlushAll}
+	shared := func(table string) {
+		if l := tableLockOf(table); !mode[l] {
+			mode[l] = false
+		}
+	}
+	for _, t := range w.Flush {
+		mode[tableLockOf(t)] = true
+	}
+	for _, c := range checks {
+		shared(c.Table)
+	}
+	for _, p := range w.Put {
+		shared(p.Table)
+	}
+	for _, d := range w.Delete {
+		shared(d.Table)
+	}
+	ids := make([]int64, 0, len(mode))
+	for l := range mode {
+		ids = append(ids, l)
+	}
+	slices.Sort(ids)
+	excl := make([]bool, len(ids))
+	for i, l := range ids {
+		excl[i] = mode[l]
+	}
+	return ids, excl
+}
+
 // Commit implements remote.Backend.
 func (b *backend) Commit(ctx context.Context, checks []remote.Check, w *remote.Writes, _ any) error {
 	batch := &pgx.Batch{}
@@ -179,9 +238,8 @@ func (b *backend) Commit(ctx context.Context, checks []remote.Check, w *remote.W
 	}
 	slices.Sort(locks)
 	locks = slices.Compact(locks)
-	if len(locks) > 0 {
-		batch.Queue(`SELECT anykv_check($1, $2, $3, $4)`, locks, ct, ck, cv)
-	}
+	tl, excl := tableLocks(checks, w)
+	batch.Queue(`SELECT anykv_lock($1, $2, $3, $4, $5, $6)`, tl, excl, locks, ct, ck, cv)
 	switch {
 	case w.FlushAll:
 		batch.Queue(`DELETE FROM anykv_items`)
@@ -212,8 +270,8 @@ func (b *backend) Commit(ctx context.Context, checks []remote.Check, w *remote.W
 			ON CONFLICT (tbl, key) DO UPDATE SET value = EXCLUDED.value, flags = EXCLUDED.flags,
 				expires = EXCLUDED.expires, version = EXCLUDED.version`, t, k, v, f, e, ver)
 	}
-	if batch.Len() == 0 {
-		return nil
+	if batch.Len() == 1 && len(checks) == 0 {
+		return nil // nothing to check or write: the locks alone would order nothing
 	}
 	return classify(b.pool.SendBatch(ctx, batch).Close())
 }
