@@ -104,7 +104,24 @@ func OpenCluster(ctx context.Context, rawURL string) (*ClusterStore, error) {
 		b.Close()
 		return nil, err
 	}
-	return &ClusterStore{Store: newStore(b)}, nil
+	var mu sync.Mutex
+	var warnings []string
+	err = side.cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		w, err := checkEviction(ctx, m, m.Options().Addr)
+		mu.Lock()
+		if w != "" {
+			warnings = append(warnings, w)
+		}
+		mu.Unlock()
+		return err
+	})
+	if err != nil {
+		b.Close()
+		return nil, fmt.Errorf("redis-cluster: %w", err)
+	}
+	s := &ClusterStore{Store: newStore(b)}
+	s.warning = strings.Join(warnings, "; ")
+	return s, nil
 }
 
 // check makes sure every slot is served and has the replicas WAIT will ask for.

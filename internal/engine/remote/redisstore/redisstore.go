@@ -35,6 +35,7 @@ type Store struct {
 	*remote.Engine
 	b *backend
 
+	warning     string // from checkEviction, logged at start
 	mu          sync.Mutex
 	sweepTable  string
 	sweepAfter  string
@@ -121,10 +122,19 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		c.Close()
 		return nil, err
 	}
+	warning, err := checkEviction(ctx, c, opt.Addr)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
 	s := newStore(&backend{c: c, ro: c, layout: layout{prefix: prefix}})
+	s.warning = warning
 	s.Engine.GroupMuts = 128 // one script commits any keys of the database atomically
 	return s, nil
 }
+
+// Warning is what the operator must know before serving from this server ("" if nothing): see checkEviction.
+func (s *Store) Warning() string { return s.warning }
 
 // takePrefix removes the prefix=P query parameter from u and returns P, by default "anykv:".
 func takePrefix(u *url.URL) string {

@@ -1,0 +1,55 @@
+package redisstore_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"anykv/internal/engine/remote/redisstore"
+	"anykv/internal/engine/remote/remotetest"
+)
+
+// TestEvictingRedisRefused: a Redis that evicts any key when its memory is full would lose acknowledged items
+// and the version counter (versions would repeat), so Open refuses it; evicting only keys with a TTL, or an
+// evicting policy without a memory limit, is served with a warning; noeviction is served quietly.
+func TestEvictingRedisRefused(t *testing.T) {
+	url := "redis://" + strings.TrimPrefix(remotetest.Start(t, "redis-nopersist"), "resp://") + "/0"
+	ctx := context.Background()
+	opt, _ := redis.ParseURL(url)
+	admin := redis.NewClient(opt)
+	defer admin.Close()
+	for _, tc := range []struct {
+		maxmemory, policy string
+		refused, warned   bool
+	}{
+		{"3mb", "allkeys-lru", true, false},
+		{"3mb", "allkeys-random", true, false},
+		{"0", "allkeys-lfu", false, true},
+		{"3mb", "volatile-lru", false, true},
+		{"3mb", "noeviction", false, false},
+	} {
+		if err := admin.ConfigSet(ctx, "maxmemory", tc.maxmemory).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.ConfigSet(ctx, "maxmemory-policy", tc.policy).Err(); err != nil {
+			t.Fatal(err)
+		}
+		s, err := redisstore.Open(ctx, url)
+		switch {
+		case tc.refused:
+			if err == nil || !strings.Contains(err.Error(), "noeviction") {
+				s.Close()
+				t.Fatalf("maxmemory %s, %s: Open = %v, want a refusal naming noeviction", tc.maxmemory, tc.policy, err)
+			}
+			continue
+		case err != nil:
+			t.Fatalf("maxmemory %s, %s: %v", tc.maxmemory, tc.policy, err)
+		}
+		if w := s.Warning(); (w != "") != tc.warned || tc.warned && !strings.Contains(w, tc.policy) {
+			t.Errorf("maxmemory %s, %s: warning %q, want one: %v", tc.maxmemory, tc.policy, w, tc.warned)
+		}
+		s.Close()
+	}
+}
