@@ -2,11 +2,13 @@ package redisstore_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
+	"anykv/internal/engine"
 	"anykv/internal/engine/remote/redisstore"
 	"anykv/internal/engine/remote/remotetest"
 )
@@ -51,5 +53,37 @@ func TestEvictingRedisRefused(t *testing.T) {
 			t.Errorf("maxmemory %s, %s: warning %q, want one: %v", tc.maxmemory, tc.policy, w, tc.warned)
 		}
 		s.Close()
+	}
+}
+
+// TestForeignValueWritesNothing: a batch whose keys include one holding a foreign value (a string where anykv keeps
+// a hash) fails before its first write; before, the commit script had written the keys before it, and reported
+// failure.
+func TestForeignValueWritesNothing(t *testing.T) {
+	url := "redis://" + strings.TrimPrefix(remotetest.Start(t, "redis-nopersist"), "resp://") + "/0?prefix=fv:"
+	ctx := context.Background()
+	opt, _ := redis.ParseURL(strings.TrimSuffix(url, "?prefix=fv:"))
+	admin := redis.NewClient(opt)
+	defer admin.Close()
+	if err := admin.Set(ctx, "fv:k:7:defaultb", "foreign", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := redisstore.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	set := func(k string) engine.Mutation {
+		return engine.Mutation{Op: engine.OpSet, Table: "default", Key: []byte(k), Value: []byte("1"), AnyKind: true,
+			Set: engine.SetArgs{Blind: true}} // as MSET: no read before the write
+	}
+	if _, err := s.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{set("a"), set("b")}}); err == nil {
+		t.Fatal("a batch writing over a foreign value succeeded")
+	}
+	if _, err := s.Get(ctx, "default", []byte("a"), 1); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("a, written before the foreign key in the failed batch: %v, want not found", err)
+	}
+	if v, _ := admin.Get(ctx, "fv:k:7:defaulta").Result(); v != "" {
+		t.Fatalf("the failed batch left %q in Redis", v)
 	}
 }

@@ -260,6 +260,18 @@ for i = 1, nc do
 	if (s or '0') ~= ARGV[a] then return 0 end
 	a = a + 1
 end
+-- Every key the commit writes must hold anykv's kind of value (or nothing) before the first write: a foreign
+-- value would fail a write halfway, and a script's earlier writes stay.
+local function foreign(k, kind)
+	local t = redis.call('TYPE', k)['ok']
+	if t ~= 'none' and t ~= kind then return k .. ' holds a ' .. t end
+end
+local bad = list and foreign(tables, 'set')
+local b = a
+for i = 1, nf do bad = bad or foreign(ARGV[b + 2], 'zset'); b = b + 3 end
+for i = 1, nd do bad = bad or foreign(KEYS[nc + i], 'hash') or foreign(ARGV[b + 2], 'zset'); b = b + 3 end
+for i = 1, np do bad = bad or foreign(KEYS[nc + nd + i], 'hash') or foreign(ARGV[b + 2], 'zset'); b = b + 7 end
+if bad then return redis.error_reply('WRONGTYPE anykv: ' .. bad .. ', not anykv data; nothing was written') end
 local function flush(t, kp, idx)
 	local ks = redis.call('ZRANGE', idx, 0, -1)
 	for i = 1, #ks do redis.call('DEL', kp .. ks[i]) end
