@@ -222,8 +222,8 @@ func (c *clusterSide) reserve(ctx context.Context, n int) ([]uint64, error) {
 // commit is Backend.Commit in a cluster: the commit script on one connection to the master of the batch's slot
 // (keys' last is the table's index), then WAIT on that connection.
 func (c *clusterSide) commit(ctx context.Context, b *backend, w *remote.Writes, keys []string, args []any) error {
-	if len(w.Put) > 0 {
-		if err := c.list(ctx, b, w.Put[0].Table); err != nil {
+	for i := range w.Put { // every table put to: a collection's batch puts to its table and its member table
+		if err := c.list(ctx, b, w.Put[i].Table); err != nil {
 			return err
 		}
 	}

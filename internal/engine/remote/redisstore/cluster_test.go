@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
+	"anykv/internal/collections"
 	"anykv/internal/engine"
 	"anykv/internal/engine/remote"
 	"anykv/internal/engine/remote/redisstore"
@@ -116,5 +118,30 @@ func TestRedisClusterWaitsForAReplica(t *testing.T) {
 	}
 	if _, err := s.Apply(ctx, set); err != nil {
 		t.Fatalf("after the replica resumed: %v", err)
+	}
+}
+
+// TestRedisClusterListsCollectionTables: a table whose first write is a collection's (a list: its meta item and
+// its members, which sort in the table's member table) is listed. The commit listed only its first put's table,
+// the member table, so the table was missing from Tables and the sweeper never visited it.
+func TestRedisClusterListsCollectionTables(t *testing.T) {
+	st := remotetest.StartCluster(t, "redis-cluster", 3)
+	s := remotetest.Open(t, redisstore.OpenCluster, st.URL+"&prefix=colltables:")
+	defer s.Close()
+	ctx := context.Background()
+	for _, table := range []string{"db1", "db2"} {
+		m := collections.Push(table, []byte("l"), true, false, []byte("a"), []byte("b"))
+		if _, err := s.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{m}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Tables(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"db1", "db2"} {
+		if !slices.Contains(got, want) {
+			t.Fatalf("Tables = %q: %s, written only by a list push, is missing", got, want)
+		}
 	}
 }
