@@ -384,6 +384,10 @@ static int read_line(struct anykv *h, const char **line, size_t *len)
         const char *nl = avail > scanned ? memchr(start + scanned, '\n', avail - scanned)
                                          : NULL;
         if (nl != NULL) {
+            /* The read that brought the '\n' may have run past the cap: check the line itself too. */
+            if ((size_t)(nl - start) > KV_MAX_LINE + 1)
+                return kv_seterr(h, ANYKV_ERR_PROTOCOL, "reply line longer than %d bytes",
+                                 KV_MAX_LINE);
             if (nl == start || nl[-1] != '\r')
                 return kv_seterr(h, ANYKV_ERR_PROTOCOL, "reply line not ended by CRLF");
             *line = start;

@@ -350,6 +350,13 @@ static void test_bad_replies(void)
     longline[n] = '\0';
     CHECK_EQ(get_from_fake(longline, NULL, err, sizeof err), ANYKV_ERR_PROTOCOL);
     CHECK(strstr(err, "longer than") != NULL);
+    /* So is one that ends, but past the cap, and arrives in one read with its end (120000 bytes). */
+    n = 120000;
+    memset(longline, 'a', n);
+    longline[0] = '+';
+    memcpy(longline + n - 2, "\r\n", 3);
+    CHECK_EQ(get_from_fake(longline, NULL, err, sizeof err), ANYKV_ERR_PROTOCOL);
+    CHECK(strstr(err, "longer than") != NULL);
     free(longline);
     /* The peer closes without answering. */
     CHECK_EQ(get_from_fake(FAKE_CLOSE, NULL, err, sizeof err), ANYKV_ERR_IO);
