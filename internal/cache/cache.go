@@ -87,10 +87,27 @@ func entrySize(slot int, it engine.Item) int64 { return int64(slot + len(it.Valu
 // Absent keys are cached too (as an item with version 0, which no stored item has): reads of missing keys are
 // as common as reads of present ones in a cache workload.
 func (c *Cache) Get(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
+	it, shared, err := c.get(ctx, table, key, now)
+	if shared {
+		it.Value = append(make([]byte, 0, len(it.Value)), it.Value...)
+	}
+	return it, err
+}
+
+// View implements engine.Viewer: Get, but a hit answers the stored value itself, which entries never change
+// (a new value is a new entry), clipped so that an append copies.
+func (c *Cache) View(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
+	it, _, err := c.get(ctx, table, key, now)
+	return it, err
+}
+
+// get is Get; shared reports that the value is the cache's own.
+func (c *Cache) get(ctx context.Context, table string, key []byte, now int64) (it engine.Item, shared bool, err error) {
 	if engine.IsInternalTable(table) {
 		// Members of collections are written by ops addressed to their collection's key, so the cache could not
 		// tell which member slots a batch changes: they are always read from the engine.
-		return c.eng.Get(ctx, table, key, now)
+		it, err := c.eng.Get(ctx, table, key, now)
+		return it, false, err
 	}
 	var buf [128]byte
 	b := appendSlot(buf[:0], table, key)
@@ -109,21 +126,23 @@ func (c *Cache) Get(ctx context.Context, table string, key []byte, now int64) (e
 	if ok && !c.closed.Load() {
 		c.hits.Add(1)
 		if cached.Version == 0 || !cached.Live(now) {
-			return engine.Item{}, engine.ErrNotFound
+			return engine.Item{}, false, engine.ErrNotFound
 		}
-		it := cached
-		it.Value = append(make([]byte, 0, len(it.Value)), it.Value...)
-		return it, nil
+		if cached.Value == nil {
+			cached.Value = []byte{} // a found item's value is never nil (the engine contract); no allocation
+		}
+		cached.Value = cached.Value[:len(cached.Value):len(cached.Value)]
+		return cached, true, nil
 	}
 	c.misses.Add(1)
-	it, err := c.eng.Get(ctx, table, key, now)
+	it, err = c.eng.Get(ctx, table, key, now)
 	absent := errors.Is(err, engine.ErrNotFound)
 	if lvl, _ := engine.ConsistencyOf(ctx); (err != nil && !absent) || c.shardBytes <= 0 || lvl != engine.Linearizable {
-		return it, err // a read allowed to be stale must not become a later linearizable read's answer
+		return it, false, err // a read allowed to be stale must not become a later linearizable read's answer
 	}
 	size := entrySize(len(b), it)
 	if size > c.shardBytes/4 {
-		return it, err // too big to be worth a slot
+		return it, false, err // too big to be worth a slot
 	}
 	cp := engine.Item{} // the absent marker
 	if !absent {
@@ -137,7 +156,7 @@ func (c *Cache) Get(ctx context.Context, table string, key []byte, now int64) (e
 		}
 	}
 	sh.mu.Unlock()
-	return it, err
+	return it, false, err
 }
 
 // touch is a cache slot a batch may change.

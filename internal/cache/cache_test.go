@@ -313,3 +313,41 @@ func (s slowApply) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result,
 	time.Sleep(time.Duration(len(b.Muts)) * 30 * time.Microsecond)
 	return res, err
 }
+
+// TestViewSharesGetCopies: View answers a hit with the stored value itself (no copy), clipped so that a caller's
+// append cannot write into the entry; Get answers a copy the caller may change without changing later reads.
+func TestViewSharesGetCopies(t *testing.T) {
+	c := cache.New(memstore.New(), 1<<20)
+	defer c.Close()
+	c.Apply(ctx, &engine.Batch{Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t", Key: []byte("k"), Value: []byte("abc")}}})
+	v := c.(engine.Viewer)
+	a, err := v.View(ctx, "t", []byte("k"), 0)
+	if err != nil || string(a.Value) != "abc" {
+		t.Fatalf("view = %q, %v", a.Value, err)
+	}
+	b, _ := v.View(ctx, "t", []byte("k"), 0)
+	if &a.Value[0] != &b.Value[0] {
+		t.Fatal("two views of a cached item answered different buffers: View copies")
+	}
+	if cap(a.Value) != len(a.Value) {
+		t.Fatalf("view's capacity %d past its length %d: an append would write into the cache", cap(a.Value), len(a.Value))
+	}
+	_ = append(a.Value, 'x')
+	g, _ := c.Get(ctx, "t", []byte("k"), 0)
+	if &g.Value[0] == &a.Value[0] {
+		t.Fatal("Get answered the cache's own buffer")
+	}
+	g.Value[0] = 'z'
+	if again, _ := v.View(ctx, "t", []byte("k"), 0); string(again.Value) != "abc" {
+		t.Fatalf("after changing Get's copy, view = %q", again.Value)
+	}
+	c.Apply(ctx, &engine.Batch{Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t", Key: []byte("e"), Value: []byte{}}}})
+	for i := 0; i < 2; i++ { // the miss, then the hit
+		if e, err := v.View(ctx, "t", []byte("e"), 0); err != nil || e.Value == nil {
+			t.Fatalf("view of an empty value = %#v, %v: want a found, non-nil empty value", e.Value, err)
+		}
+	}
+	if _, err := v.View(ctx, "t", []byte("missing"), 0); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("view of a missing key: %v", err)
+	}
+}

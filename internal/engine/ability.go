@@ -88,14 +88,17 @@ type Decorator interface {
 	ReadLeveler // the wrapped engine's levels (ReadLevelsOf), so a decorator never claims a level it cannot serve
 	ItemScoper  // the wrapped engine's limit (SingleItemOnly), so callers learn that multi-item batches are refused
 	SlotScoped  // the wrapped engine's slots (SlotsOf), so callers learn that batches across slots are refused
+	Viewer      // Get without the copy where the decorator keeps values (a cache), else the wrapped engine's (ViewOf)
 }
 
-// leveledEngine is what every engine Expose hands out has: the Engine methods, the read levels and the batch scope.
+// leveledEngine is what every engine Expose hands out has: the Engine methods, the read levels, the batch scope
+// and View.
 type leveledEngine interface {
 	Engine
 	ReadLeveler
 	ItemScoper
 	SlotScoped
+	Viewer
 }
 
 // Expose returns d as an Engine whose optional interfaces are exactly those in has: d's methods for those, and no

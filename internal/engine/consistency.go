@@ -84,3 +84,18 @@ func CheckConsistency(e Engine, name string, c Consistency) error {
 	}
 	return fmt.Errorf("%w: %s reads on engine %s (it serves %s)", ErrNotSupported, c, name, strings.Join(names, ", "))
 }
+
+// Viewer is an engine whose reads can skip the copy Get makes of the value: View is Get, but the returned Value
+// may be shared with the engine (a cache's stored copy) and other readers, so the caller must not modify it (its
+// capacity is its length: an append copies). Readers that only format the value into a reply use it.
+type Viewer interface {
+	View(ctx context.Context, table string, key []byte, now int64) (Item, error)
+}
+
+// ViewOf reads as Viewer.View if e has it, else with Get; either way the caller must not modify the Value.
+func ViewOf(e Engine, ctx context.Context, table string, key []byte, now int64) (Item, error) {
+	if v, ok := e.(Viewer); ok {
+		return v.View(ctx, table, key, now)
+	}
+	return e.Get(ctx, table, key, now)
+}

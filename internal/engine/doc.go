@@ -33,7 +33,10 @@
 // Stats must not block on I/O. Close waits for operations in progress; every method called after Close
 // returns an error wrapping ErrClosed, and a second Close returns nil.
 //
-// Ownership. Get returns a Value the caller owns. Results' Old and New values must stay valid and unchanged
+// Ownership. Get returns a Value the caller owns; View (Viewer, which every decorator Expose hands out has)
+// returns one the caller must only read, since it may be a cache's stored copy shared with other readers; the
+// RESP and memcached read paths, which copy it into a reply at once, use it and save an allocation per read.
+// Results' Old and New values must stay valid and unchanged
 // after Apply returns (an engine hands out copies or memory it never reuses); callers must not modify them. One
 // exception: the New value of a write may be the very slice the batch gave it (a SET's Value), valid only while
 // the caller keeps that slice; every value read, Old included, is the engine's (Resolve copies a value the same

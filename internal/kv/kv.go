@@ -181,6 +181,11 @@ func (s *Store) Get(ctx context.Context, table string, key []byte) (engine.Item,
 	return s.GetAt(ctx, table, key, s.Now())
 }
 
+// View is Get whose Value the caller must not modify (see ViewAt).
+func (s *Store) View(ctx context.Context, table string, key []byte) (engine.Item, error) {
+	return s.ViewAt(ctx, table, key, s.Now())
+}
+
 // GetAt is Get judged at now (unix ms, from Now): a batch of reads takes the clock once.
 func (s *Store) GetAt(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
 	it, err := s.GetAnyAt(ctx, table, key, now)
@@ -192,6 +197,25 @@ func (s *Store) GetAt(ctx context.Context, table string, key []byte, now int64) 
 
 // GetAnyAt returns the live item of any kind at table/key (a collection's meta item for a hash or a set).
 func (s *Store) GetAnyAt(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
+	return s.read(ctx, table, key, now, false)
+}
+
+// ViewAt is GetAt whose Value the caller must not modify (engine.Viewer): readers that format it into a reply
+// and drop it save a copy.
+func (s *Store) ViewAt(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
+	it, err := s.read(ctx, table, key, now, true)
+	if err == nil && it.Kind != engine.KindString {
+		return engine.Item{}, fmt.Errorf("%w: %s", engine.ErrWrongType, it.Kind)
+	}
+	return it, err
+}
+
+// ViewAnyAt is GetAnyAt whose Value the caller must not modify (engine.Viewer).
+func (s *Store) ViewAnyAt(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
+	return s.read(ctx, table, key, now, true)
+}
+
+func (s *Store) read(ctx context.Context, table string, key []byte, now int64, view bool) (engine.Item, error) {
 	if err := checkTable(table); err != nil {
 		return engine.Item{}, err
 	}
@@ -200,7 +224,12 @@ func (s *Store) GetAnyAt(ctx context.Context, table string, key []byte, now int6
 		return engine.Item{}, err
 	}
 	s.stats.gets.Add(1)
-	it, err := s.eng.Get(ctx, table, key, now)
+	var it engine.Item
+	if view {
+		it, err = engine.ViewOf(s.eng, ctx, table, key, now)
+	} else {
+		it, err = s.eng.Get(ctx, table, key, now)
+	}
 	switch {
 	case err == nil:
 		s.stats.hits.Add(1)

@@ -55,6 +55,11 @@ func (l *Levels) Get(ctx context.Context, table string, key []byte, now int64) (
 	return l.inner.Get(ctx, table, key, now)
 }
 
+// View implements engine.Viewer as Get, recorded the same way.
+func (l *Levels) View(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
+	return l.Get(ctx, table, key, now)
+}
+
 // Apply implements engine.Engine: batches are not recorded (their reads are always linearizable).
 func (l *Levels) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, error) {
 	return l.inner.Apply(ctx, b)

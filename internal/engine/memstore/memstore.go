@@ -61,6 +61,11 @@ func (s *Store) Get(_ context.Context, table string, key []byte, now int64) (eng
 	return it, nil
 }
 
+// View implements engine.Viewer as Get (a copy): memstore is the decorators' stand-in in tests, not a hot path.
+func (s *Store) View(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
+	return s.Get(ctx, table, key, now)
+}
+
 func (s *Store) read(table string, key []byte) (engine.Item, bool) {
 	t := s.tables[table]
 	if t == nil {

@@ -220,7 +220,7 @@ func (c *conn) get(req *request) {
 			it, err = rs[i].New, rs[i].Err
 			i++
 		} else {
-			it, err = c.h.store.Get(c.ctx, c.h.table, k)
+			it, err = c.h.store.View(c.ctx, c.h.table, k) // copied into the reply at once
 		}
 		switch {
 		case err == nil:

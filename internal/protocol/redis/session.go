@@ -368,7 +368,7 @@ func (s *session) readDirect(muts []engine.Mutation) []engine.Result {
 	now := s.h.store.Now()
 	for i := range muts {
 		m := &muts[i]
-		it, err := s.h.store.GetAnyAt(s.readCtx(), m.Table, m.Key, now)
+		it, err := s.h.store.ViewAnyAt(s.readCtx(), m.Table, m.Key, now) // replies only read the value
 		if err != nil {
 			res[i].Err = err
 			continue
