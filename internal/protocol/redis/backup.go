@@ -3,8 +3,10 @@ package redis
 import (
 	"context"
 	"fmt"
+	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -105,6 +107,13 @@ func cmdBackup(s *session, args [][]byte) {
 		s.w.Error("ERR BACKUP needs an absolute directory path (the server's working directory is not the client's)")
 		return
 	}
+	// Writing files where a client names is the server's file system opened to it (Redis keeps `dir` a
+	// protected config for that reason): a client on another host may write only under the backup directory.
+	if !loopbackConn(s.conn) && !within(dest, s.h.opts.BackupDir) {
+		s.w.Error("ERR BACKUP from another host writes only under the server's backup directory (--backup-dir " +
+			s.h.opts.BackupDir + "); a client on the server's own host may name any directory")
+		return
+	}
 	if err := s.h.backupTo(dest); err != nil {
 		s.w.Error("ERR " + err.Error())
 		return
@@ -128,4 +137,27 @@ func (h *Handler) saveInfo() [][2]string {
 	}
 	return [][2]string{{"rdb_bgsave_in_progress", running}, {"rdb_last_save_time", strconv.FormatInt(last.Unix(), 10)},
 		{"rdb_last_bgsave_status", status}}
+}
+
+// loopbackConn reports whether c comes from this host (a loopback address or a Unix socket).
+func loopbackConn(c net.Conn) bool {
+	if c == nil {
+		return false
+	}
+	switch a := c.RemoteAddr().(type) {
+	case *net.TCPAddr:
+		return a.IP.IsLoopback()
+	case *net.UnixAddr:
+		return true
+	}
+	return false
+}
+
+// within reports whether path lies inside dir (both absolute and cleaned; dir "" holds nothing).
+func within(path, dir string) bool {
+	if dir == "" {
+		return false
+	}
+	rel, err := filepath.Rel(filepath.Clean(dir), filepath.Clean(path))
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../")
 }
