@@ -25,7 +25,7 @@ func checkEviction(ctx context.Context, c redis.Cmdable, where string) (warning 
 	case policy == "" || policy == "noeviction":
 		return "", nil
 	case strings.HasPrefix(policy, "allkeys-") && bounded:
-		return "", fmt.Errorf("Redis at %s evicts any key when its %s bytes of memory are full (maxmemory-policy %s): "+
+		return "", fmt.Errorf("redis at %s evicts any key when its %s bytes of memory are full (maxmemory-policy %s): "+
 			"anykv items, acknowledged as durable, would be lost; set maxmemory-policy noeviction (see docs/engines.md)",
 			where, limit, policy)
 	case strings.HasPrefix(policy, "allkeys-"):
