@@ -2,6 +2,7 @@ package redis
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha1"
 	"encoding/hex"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	lua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/parse"
@@ -46,7 +48,8 @@ const (
 )
 
 // compileScript returns the compiled script src, whose SHA1 is sha, from the cache or compiled now (as
-// LoadString compiles it: a compile error's text is the same).
+// LoadString compiles it: a compile error's text is the same). Its `..` operators are calls of luaConcat, the
+// function's one upvalue if it has any (see luaConcatAST).
 func compileScript(sha string, src []byte) (*lua.FunctionProto, error) {
 	protoCache.mu.Lock()
 	p := protoCache.m[sha]
@@ -58,9 +61,10 @@ func compileScript(sha string, src []byte) (*lua.FunctionProto, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p, err = lua.Compile(chunk, "<string>"); err != nil {
+	if p, err = lua.Compile(luaConcatAST(chunk), "<string>"); err != nil {
 		return nil, err
 	}
+	p = p.FunctionPrototypes[0] // the script, inside the chunk that declares its upvalue
 	protoCache.mu.Lock()
 	defer protoCache.mu.Unlock()
 	if len(protoCache.m) >= protoCacheMax || protoCache.bytes+len(src) > protoCacheBytes {
@@ -78,7 +82,8 @@ func compileScript(sha string, src []byte) (*lua.FunctionProto, error) {
 
 // newLua returns an interpreter with only the libraries a script may use: no files, no OS, no module loading,
 // and a math.random that is deterministic (as Redis seeds it), so a script's effect depends only on its input.
-func newLua() *lua.LState {
+// lim bounds what its library functions may build and how long they may run (lua_limits.go).
+func newLua(lim *luaLimits) *lua.LState {
 	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: 200, RegistrySize: 256 * 20})
 	for _, lib := range []struct {
 		name string
@@ -88,10 +93,6 @@ func newLua() *lua.LState {
 		L.Push(L.NewFunction(lib.fn))
 		L.Push(lua.LString(lib.name))
 		L.Call(1, 0)
-	}
-	for _, name := range []string{"dofile", "loadfile", "load", "loadstring", "require", "module", "collectgarbage",
-		"print", "getfenv", "setfenv", "newproxy"} {
-		L.SetGlobal(name, lua.LNil)
 	}
 	seed := uint64(0x5eed)
 	math := L.GetGlobal("math").(*lua.LTable)
@@ -110,8 +111,9 @@ func newLua() *lua.LState {
 		return 1
 	}))
 	math.RawSetString("randomseed", L.NewFunction(func(L *lua.LState) int { seed = uint64(L.CheckInt64(1)); return 0 }))
-	openCJSON(L)
+	openCJSON(L, lim)
 	openCMsgpack(L)
+	installLimits(L, lim)
 	return L
 }
 
@@ -192,14 +194,48 @@ func respToLua(L *lua.LState, b []byte) (lua.LValue, []byte, error) {
 	return nil, nil, fmt.Errorf("unexpected reply type %q", b[0])
 }
 
+// luaReplyMaxDepth is how deeply nested a script's result may be: a table that holds itself would be nested
+// without end (Redis answers the error when its Lua stack runs out).
+const luaReplyMaxDepth = 1000
+
+var (
+	errLuaStackLimit = errors.New("ERR reached lua stack limit")
+	errReplyTooLarge = errors.New("ERR the script's reply is too large")
+)
+
 // luaToRESP writes a script's result as Redis converts it: a number as an integer (truncated), a string as a
 // bulk string, true as 1, false and nil as a null, an {ok=} table as a status, an {err=} table as an error, and
-// any other table as an array of its elements up to the first nil.
-func luaToRESP(w *resp.Writer, v lua.LValue) {
+// any other table as an array of its elements up to the first nil. Nested deeper than luaReplyMaxDepth it fails
+// with errLuaStackLimit, past luaMaxStringCap bytes with errReplyTooLarge (a few levels of t = {t, t} stand for
+// billions of elements), and it checks ctx (the script's time limit) as it goes, failing with its error.
+func luaToRESP(ctx context.Context, w *resp.Writer, v lua.LValue) error {
+	c := respConv{ctx: ctx, w: w}
+	return c.write(v, 0)
+}
+
+type respConv struct {
+	ctx   context.Context
+	w     *resp.Writer
+	count int
+}
+
+func (c *respConv) write(v lua.LValue, depth int) error {
+	if c.count++; c.count%luaCheckEvery == 0 {
+		if err := c.ctx.Err(); err != nil {
+			return err
+		}
+		if c.w.Len() > luaMaxStringCap {
+			return errReplyTooLarge
+		}
+	}
+	w := c.w
 	switch v := v.(type) {
 	case lua.LNumber:
 		w.Int(int64(v))
 	case lua.LString:
+		if w.Len()+len(v) > luaMaxStringCap {
+			return errReplyTooLarge
+		}
 		w.Bulk([]byte(v))
 	case lua.LBool:
 		if v {
@@ -210,11 +246,14 @@ func luaToRESP(w *resp.Writer, v lua.LValue) {
 	case *lua.LTable:
 		if ok, isStr := v.RawGetString("ok").(lua.LString); isStr {
 			w.SimpleString(string(ok))
-			return
+			return nil
 		}
 		if e, isStr := v.RawGetString("err").(lua.LString); isStr {
 			w.Error(string(e))
-			return
+			return nil
+		}
+		if depth >= luaReplyMaxDepth {
+			return errLuaStackLimit
 		}
 		n := 0
 		for v.RawGetInt(n+1) != lua.LNil {
@@ -222,18 +261,26 @@ func luaToRESP(w *resp.Writer, v lua.LValue) {
 		}
 		w.ArrayHeader(n)
 		for k := 1; k <= n; k++ {
-			luaToRESP(w, v.RawGetInt(k))
+			if err := c.write(v.RawGetInt(k), depth+1); err != nil {
+				return err
+			}
 		}
 	default:
 		w.Null()
 	}
+	return nil
 }
 
-// openCJSON installs cjson.encode and cjson.decode.
-func openCJSON(L *lua.LState) {
+// openCJSON installs cjson.encode and cjson.decode. Both are bounded by lim: encode in the size of what it
+// builds (a table referenced twice is encoded twice, so 30 levels of t={t,t} would be a billion leaves) and in
+// time; decode in memory, by the number of values its text can hold.
+func openCJSON(L *lua.LState, lim *luaLimits) {
 	t := L.NewTable()
 	t.RawSetString("encode", L.NewFunction(func(L *lua.LState) int {
-		b, err := json.Marshal(luaToGo(L.CheckAny(1), 0))
+		c := luaToGoConv{L: L, lim: lim}
+		v := c.conv(L.CheckAny(1), 0)
+		lim.alloc(L, c.size)
+		b, err := json.Marshal(v)
 		if err != nil {
 			L.RaiseError("Cannot serialise: %v", err)
 		}
@@ -241,27 +288,47 @@ func openCJSON(L *lua.LState) {
 		return 1
 	}))
 	t.RawSetString("decode", L.NewFunction(func(L *lua.LState) int {
+		s := L.CheckString(1)
+		values := 1
+		for _, c := range []byte("[{,:") {
+			values += strings.Count(s, string(c))
+		}
+		lim.mem(L, 2*len(s)+values*luaValueCost)
 		var v any
-		d := json.NewDecoder(strings.NewReader(L.CheckString(1)))
+		d := json.NewDecoder(strings.NewReader(s))
 		d.UseNumber()
 		if err := d.Decode(&v); err != nil {
 			L.RaiseError("Expected value but found invalid token: %v", err)
 		}
-		L.Push(goToLua(L, v))
+		L.Push(goToLua(L, lim, v))
 		return 1
 	}))
 	L.SetGlobal("cjson", t)
 }
 
-// luaToGo converts for cjson.encode: a table with keys 1..n only is an array, any other a map.
-func luaToGo(v lua.LValue, depth int) any {
+// luaToGoConv converts for cjson.encode, counting the bytes of JSON it stands for (size) so that a result over
+// the string limit fails as soon as it is seen, and checking the time limit as it goes.
+type luaToGoConv struct {
+	L    *lua.LState
+	lim  *luaLimits
+	size int
+}
+
+// conv converts v: a table with keys 1..n only is an array, any other a map.
+func (c *luaToGoConv) conv(v lua.LValue, depth int) any {
 	if depth > 1000 {
 		return nil
 	}
+	c.lim.step(c.L)
+	if c.size += 8; c.size > c.lim.maxString {
+		c.lim.alloc(c.L, c.size)
+	}
 	switch v := v.(type) {
 	case lua.LString:
+		c.size += jsonStringSize(string(v))
 		return string(v)
 	case lua.LNumber:
+		c.size += 24 // the longest float64 encoding/json writes: -1.2345678901234567e-308
 		return float64(v)
 	case lua.LBool:
 		return bool(v)
@@ -277,12 +344,15 @@ func luaToGo(v lua.LValue, depth int) any {
 		if isArray && count > 0 {
 			out := make([]any, n)
 			for i := 1; i <= n; i++ {
-				out[i-1] = luaToGo(v.RawGetInt(i), depth+1)
+				out[i-1] = c.conv(v.RawGetInt(i), depth+1)
 			}
 			return out
 		}
 		out := map[string]any{}
-		v.ForEach(func(k, val lua.LValue) { out[k.String()] = luaToGo(val, depth+1) })
+		v.ForEach(func(k, val lua.LValue) {
+			c.size += jsonStringSize(k.String())
+			out[k.String()] = c.conv(val, depth+1)
+		})
 		if count == 0 {
 			return map[string]any{}
 		}
@@ -291,7 +361,38 @@ func luaToGo(v lua.LValue, depth int) any {
 	return nil
 }
 
-func goToLua(L *lua.LState, v any) lua.LValue {
+// jsonStringSize is the length of s as encoding/json writes it, quoted and escaped: a control character or
+// one of <>& as \u00XX (six bytes, or two for \n \r \t), a quote or backslash as two, a byte that is not
+// UTF-8 and U+2028/U+2029 as \uXXXX.
+func jsonStringSize(s string) int {
+	n := 2
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
+				n += 2
+			case c < 0x20 || c == '<' || c == '>' || c == '&':
+				n += 6
+			default:
+				n++
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
+			n += 6
+		} else {
+			n += size
+		}
+		i += size
+	}
+	return n
+}
+
+func goToLua(L *lua.LState, lim *luaLimits, v any) lua.LValue {
+	lim.step(L)
 	switch v := v.(type) {
 	case string:
 		return lua.LString(v)
@@ -303,7 +404,7 @@ func goToLua(L *lua.LState, v any) lua.LValue {
 	case []any:
 		t := L.NewTable()
 		for i, e := range v {
-			t.RawSetInt(i+1, goToLua(L, e))
+			t.RawSetInt(i+1, goToLua(L, lim, e))
 		}
 		return t
 	case map[string]any:
@@ -314,7 +415,7 @@ func goToLua(L *lua.LState, v any) lua.LValue {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			t.RawSetString(k, goToLua(L, v[k]))
+			t.RawSetString(k, goToLua(L, lim, v[k]))
 		}
 		return t
 	}

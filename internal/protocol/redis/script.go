@@ -1,8 +1,10 @@
 package redis
 
 import (
+	"container/list"
 	"context"
 	"errors"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,12 +49,23 @@ var luaTimeLimit atomic.Int64
 func init() { luaTimeLimit.Store(int64(5 * time.Second)) }
 
 // scriptCache holds the scripts EVAL ran or SCRIPT LOAD loaded, by SHA1, and which of them write keys they do
-// not declare (wide).
+// not declare (wide). As in Redis 7.4, the scripts EVAL brought are evicted, least recently used first, past
+// scriptCacheEvalMax of them (and here also past scriptCacheEvalBytes of source), so that a client sending
+// ever new scripts (values built into the script text) cannot fill the memory; SCRIPT LOAD's are kept until
+// SCRIPT FLUSH, since a client that loads a script expects EVALSHA to find it.
 type scriptCache struct {
-	mu   sync.Mutex
-	m    map[string][]byte
-	wide map[string]bool
+	mu        sync.Mutex
+	m         map[string][]byte        // every script (memory.go sums them for INFO)
+	evals     list.List                // the EVAL-brought scripts' SHA1s, most recently used first
+	evalElem  map[string]*list.Element // their elements in evals
+	evalBytes int
+	wide      map[string]bool
 }
+
+const (
+	scriptCacheEvalMax   = 500
+	scriptCacheEvalBytes = 64 << 20
+)
 
 // isWide reports whether the script with this SHA1 was seen writing a key it did not declare.
 func (c *scriptCache) isWide(sha string) bool {
@@ -64,30 +77,66 @@ func (c *scriptCache) isWide(sha string) bool {
 func (c *scriptCache) setWide(sha string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if _, ok := c.m[sha]; !ok {
+		return // evicted meanwhile: it will be found wide again if it runs again
+	}
 	if c.wide == nil {
 		c.wide = map[string]bool{}
 	}
 	c.wide[sha] = true
 }
 
-func (c *scriptCache) put(src []byte) string {
+// put adds src (EVAL's if eval, else SCRIPT LOAD's) and returns its SHA1.
+func (c *scriptCache) put(src []byte, eval bool) string {
 	sha := sha1hex(src)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
-		c.m = map[string][]byte{}
+		c.m, c.evalElem = map[string][]byte{}, map[string]*list.Element{}
 	}
-	if _, ok := c.m[sha]; !ok {
+	_, known := c.m[sha]
+	e := c.evalElem[sha]
+	switch {
+	case !known:
 		c.m[sha] = append([]byte(nil), src...)
+		if eval {
+			c.evalElem[sha] = c.evals.PushFront(sha)
+			c.evalBytes += len(src)
+		}
+	case e != nil && !eval: // loaded now: kept from now on
+		c.evals.Remove(e)
+		delete(c.evalElem, sha)
+		c.evalBytes -= len(src)
+	case e != nil:
+		c.evals.MoveToFront(e)
+	}
+	for c.evals.Len() > 1 && (c.evals.Len() > scriptCacheEvalMax || c.evalBytes > scriptCacheEvalBytes) {
+		old := c.evals.Remove(c.evals.Back()).(string)
+		c.evalBytes -= len(c.m[old])
+		delete(c.m, old)
+		delete(c.evalElem, old)
+		delete(c.wide, old)
 	}
 	return sha
 }
 
-func (c *scriptCache) get(sha string) ([]byte, bool) {
+// get returns the script with this SHA1 (any case); touch marks it used (EVALSHA), for the eviction order.
+func (c *scriptCache) get(sha string, touch bool) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	src, ok := c.m[strings.ToLower(sha)]
+	sha = strings.ToLower(sha)
+	src, ok := c.m[sha]
+	if e := c.evalElem[sha]; touch && e != nil {
+		c.evals.MoveToFront(e)
+	}
 	return src, ok
+}
+
+func (c *scriptCache) flush() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m, c.evalElem, c.wide, c.evalBytes = nil, nil, nil, 0
+	c.evals.Init()
 }
 
 func cmdEval(s *session, args [][]byte) {
@@ -95,12 +144,12 @@ func cmdEval(s *session, args [][]byte) {
 	src := args[1]
 	if strings.HasPrefix(name, "evalsha") {
 		var ok bool
-		if src, ok = s.h.scripts.get(string(args[1])); !ok {
+		if src, ok = s.h.scripts.get(string(args[1]), true); !ok {
 			s.w.Error("NOSCRIPT No matching script. Please use EVAL.")
 			return
 		}
 	} else {
-		s.h.scripts.put(src)
+		s.h.scripts.put(src, true)
 	}
 	n, ok := argInt(args[2])
 	switch {
@@ -160,20 +209,18 @@ func cmdEval(s *session, args [][]byte) {
 func cmdScript(s *session, args [][]byte) {
 	switch sub := lower(args[1]); {
 	case sub == "load" && len(args) == 3:
-		s.w.BulkString(s.h.scripts.put(args[2]))
+		s.w.BulkString(s.h.scripts.put(args[2], false))
 	case sub == "exists" && len(args) >= 3:
 		s.w.ArrayHeader(len(args) - 2)
 		for _, sha := range args[2:] {
-			if _, ok := s.h.scripts.get(string(sha)); ok {
+			if _, ok := s.h.scripts.get(string(sha), false); ok {
 				s.w.Int(1)
 			} else {
 				s.w.Int(0)
 			}
 		}
 	case sub == "flush" && len(args) <= 3:
-		s.h.scripts.mu.Lock()
-		s.h.scripts.m, s.h.scripts.wide = nil, nil
-		s.h.scripts.mu.Unlock()
+		s.h.scripts.flush()
 		s.w.SimpleString("OK")
 	case sub == "kill" && len(args) == 2:
 		s.w.Error("NOTBUSY No scripts in execution right now.")
@@ -191,6 +238,16 @@ func (e scriptError) Error() string { return e.msg }
 // databases, the mode ("0" or "1" for read-only, then "3" if the caller speaks RESP3), numkeys, the keys and the
 // other arguments.
 func runScript(tx *engine.Tx, args [][]byte) (engine.Result, error) {
+	var lim *luaLimits
+	res, err := runScriptLua(tx, args, &lim)
+	if lim != nil && lim.collectAfter() { // once the script's data is garbage: see collectAfter
+		runtime.GC()
+	}
+	return res, err
+}
+
+// runScriptLua is runScript but for the collection after it; it sets *limp to the script's limits.
+func runScriptLua(tx *engine.Tx, args [][]byte, limp **luaLimits) (engine.Result, error) {
 	if len(args) < 6 {
 		return engine.Result{}, engine.ErrInvalid
 	}
@@ -214,14 +271,16 @@ func runScript(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		opts: Options{Databases: databases}}
 	var fatal error // a failure of the batch itself (a write outside KEYS): the script stops and nothing applies
 
-	L := newLua()
-	defer L.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	limit := time.Duration(luaTimeLimit.Load())
 	if limit > 0 { // 0: busy-reply-threshold 0, never stopped
 		ctx, cancel = context.WithTimeout(ctx, limit)
 	}
 	defer cancel()
+	lim := newLuaLimits(ctx, maxValue)
+	*limp = lim
+	L := newLua(lim)
+	defer L.Close()
 	L.SetContext(ctx)
 	strs := func(bs [][]byte) *lua.LTable {
 		t := L.NewTable()
@@ -284,19 +343,34 @@ func runScript(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	if err != nil {
 		return engine.Result{Err: scriptError{"ERR Error compiling script (new function): user_script: " + firstLine(err.Error())}}, nil
 	}
-	L.Push(L.NewFunctionFromProto(compiled))
+	fn := L.NewFunctionFromProto(compiled)
+	if len(fn.Upvalues) > 0 { // luaConcatName, what `..` calls (see luaConcatAST)
+		uv := &lua.Upvalue{}
+		uv.Close()
+		uv.SetValue(L.NewFunction(func(L *lua.LState) int { return luaConcat(L, lim) }))
+		fn.Upvalues[0] = uv
+	}
+	killed := func() engine.Result {
+		return engine.Result{Err: scriptError{"ERR Script killed: it ran longer than the script time limit (" +
+			limit.String() + "); its writes before that are kept"}}
+	}
+	L.Push(fn)
 	if err := L.PCall(0, 1, nil); err != nil {
 		if fatal != nil {
 			return engine.Result{}, fatal
 		}
 		if ctx.Err() != nil {
-			return engine.Result{Err: scriptError{"ERR Script killed: it ran longer than the script time limit (" +
-				limit.String() + "); its writes before that are kept"}}, nil
+			return killed(), nil
 		}
 		return engine.Result{Err: scriptError{scriptErrorText(err) + " script: " + sha}}, nil
 	}
 	w := resp.NewWriter(proto)
-	luaToRESP(w, L.Get(-1))
+	if err := luaToRESP(ctx, w, L.Get(-1)); err != nil {
+		if ctx.Err() != nil {
+			return killed(), nil
+		}
+		return engine.Result{Err: scriptError{err.Error()}}, nil
+	}
 	return engine.Result{New: engine.Item{Value: append([]byte(nil), w.Bytes()...)}, NewFound: true}, nil
 }
 

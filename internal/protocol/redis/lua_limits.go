@@ -1,0 +1,586 @@
+package redis
+
+import (
+	"context"
+	"runtime"
+	"runtime/metrics"
+	"strings"
+	"sync/atomic"
+
+	lua "github.com/yuin/gopher-lua"
+	"github.com/yuin/gopher-lua/ast"
+)
+
+// Bounds on what one script may do inside a single Go-implemented call. The VM checks the script's context
+// (its time limit) between instructions, so a Lua loop is bounded in time; but a library function written in Go
+// runs to its end in one instruction. So every such function that can build something large or run long is
+// replaced or wrapped here:
+//
+//   - A string a call builds (string.rep, string.format, table.concat, string.gsub, upper/lower/reverse, the `..`
+//     operator, cjson.encode, cmsgpack.pack) may not be longer than luaLimits.maxString: the server's value
+//     limit (kv MaxValue, 64 MiB by default), at most luaMaxStringCap. Past it the call raises "string too
+//     large". cjson.decode and cmsgpack.unpack are bounded by the size of their input string.
+//   - The bytes those calls build are added up over the script, and each time the total passes another MiB
+//     (so also at every call that builds a MiB or more) the Go heap is checked: if it would be more than
+//     luaMemoryLimit (1 GiB) over the live heap when the script started (measured after the last garbage
+//     collection, so without garbage), a collection runs, and if what is live still is, the call raises
+//     "script memory limit exceeded". The heap is the whole process's, so this is approximate; it is a guard
+//     against a script killing the server, not an accounting.
+//   - Pattern matching (lua_pattern.go), cjson and cmsgpack count their steps (weighted by the bytes a step
+//     scans) and check the context every luaCheckEvery of them: past the deadline they raise the error the VM
+//     raises, so the script ends as any script over its time limit does.
+//
+// The `..` operator is one VM instruction, but doubling a string 40 times in a loop is 40 instructions and a
+// terabyte, so the compiler is handed a script whose `..` are calls to a bounded concatenation (luaConcatAST).
+
+// luaMaxStringCap caps luaLimits.maxString whatever the value limit: Redis's proto-max-bulk-len default.
+const luaMaxStringCap = 512 << 20
+
+// luaMemoryLimit is how far (bytes) the heap may grow during a script before a large allocation fails; tests
+// lower it.
+var luaMemoryLimit atomic.Int64
+
+func init() { luaMemoryLimit.Store(1 << 30) }
+
+const (
+	luaCheckEvery = 1 << 12 // steps between two checks of the context
+	luaHeapEvery  = 1 << 20 // bytes built between two checks of the heap
+)
+
+// luaLimits are one script run's bounds.
+type luaLimits struct {
+	ctx       context.Context
+	maxString int
+	heapBase  uint64 // the live heap that is not the script's (see checkHeap)
+	steps     int    // work done, in steps
+	nextCtx   int    // steps at which the context is next checked
+	built     int    // bytes the bounded calls built
+	nextHeap  int    // built at which the heap is next checked
+	noGCUntil int    // built up to which the last collection proved the script within the limit
+	heavy     bool   // the heap had to be collected: see collectAfter
+}
+
+func newLuaLimits(ctx context.Context, maxValue int) *luaLimits {
+	if maxValue <= 0 || maxValue > luaMaxStringCap {
+		maxValue = luaMaxStringCap
+	}
+	return &luaLimits{ctx: ctx, maxString: maxValue, heapBase: heapLive(), nextCtx: luaCheckEvery,
+		nextHeap: luaHeapEvery}
+}
+
+// heapLive is the bytes of heap objects the last garbage collection found live.
+func heapLive() uint64 { return readHeapMetric("/gc/heap/live:bytes") }
+
+// heapObjects is the bytes of heap objects now, live or not yet swept.
+func heapObjects() uint64 { return readHeapMetric("/memory/classes/heap/objects:bytes") }
+
+func readHeapMetric(name string) uint64 {
+	s := []metrics.Sample{{Name: name}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
+// collectAfter reports whether a garbage collection should run once the script is over (and its data is
+// garbage): when its checks had to collect, or it built more than half the memory limit. The next script's
+// base is the live heap of the last collection: had that one run while this script's data was live, the next
+// script could grow that much further, and so on. A collection costs in proportion to the whole live heap, so
+// a script that builds little never causes one; one that builds much but keeps it is then caught by the next
+// script's own checks (which collect), a step further at most.
+func (lim *luaLimits) collectAfter() bool {
+	return lim.heavy || lim.built > int(luaMemoryLimit.Load()/2)
+}
+
+// step counts one unit of work, raising the time-limit error once the context is done.
+func (lim *luaLimits) step(L *lua.LState) { lim.stepN(L, 1) }
+
+// stepN counts n units of work (a step that scans n bytes), checking the context each luaCheckEvery of them.
+func (lim *luaLimits) stepN(L *lua.LState, n int) {
+	if lim.steps += n; lim.steps >= lim.nextCtx {
+		lim.nextCtx = lim.steps + luaCheckEvery
+		lim.checkCtx(L)
+	}
+}
+
+func (lim *luaLimits) checkCtx(L *lua.LState) {
+	if err := lim.ctx.Err(); err != nil {
+		L.RaiseError("%s", err.Error()) // the VM's own text: runScript sees ctx.Err and answers the time limit
+	}
+}
+
+// alloc is called before building a string (or structure) of about n bytes: too large, or past the memory
+// limit, it raises an error.
+func (lim *luaLimits) alloc(L *lua.LState, n int) {
+	if n < 0 || n > lim.maxString {
+		L.RaiseError("string too large: a script may build at most %d bytes in one call", lim.maxString)
+	}
+	lim.mem(L, n)
+}
+
+// mem is called before allocating about n bytes (of anything): it adds them to what the script built, and each
+// time that passes another luaHeapEvery bytes it checks the context and the heap.
+func (lim *luaLimits) mem(L *lua.LState, n int) {
+	n = max(n, 0)
+	if lim.built += n; lim.built < lim.nextHeap {
+		return
+	}
+	lim.nextHeap = lim.built + luaHeapEvery
+	lim.checkCtx(L)
+	lim.checkHeap(L, n)
+}
+
+// checkHeap raises an error if the heap, plus n, is more than luaMemoryLimit over the base, even after a
+// collection. A collection is only run when what the script built since the last one could have taken it over
+// the limit, so a script near the limit does not collect at every MiB.
+func (lim *luaLimits) checkHeap(L *lua.LState, n int) {
+	limit := uint64(luaMemoryLimit.Load())
+	if heapObjects()+uint64(n) <= lim.heapBase+limit || lim.built <= lim.noGCUntil {
+		return
+	}
+	lim.heavy = true
+	runtime.GC() // what looked like too much may be garbage
+	live := heapObjects()
+	// What is live but the script's is at most all of it (the base may hold garbage of a script before, live
+	// at the last collection), and at least what the script did not build (other clients' data may have grown
+	// since that collection; the script's other allocations, tables and small strings, are not counted).
+	lim.heapBase = min(lim.heapBase, live)
+	if own := uint64(lim.built - n); live > own {
+		lim.heapBase = max(lim.heapBase, live-own)
+	}
+	if live+uint64(n) > lim.heapBase+limit {
+		L.RaiseError("script memory limit exceeded: it may use at most %d MiB", limit>>20)
+	}
+	// Until the script has built the room left, what is live cannot be over the limit (but for other clients').
+	lim.noGCUntil = lim.built + int(lim.heapBase+limit-live-uint64(n))
+}
+
+// installLimits replaces or wraps the stock library functions that could build unbounded results or run
+// unbounded time, and removes the base functions a script must not reach.
+func installLimits(L *lua.LState, lim *luaLimits) {
+	for _, name := range []string{"dofile", "loadfile", "load", "loadstring", "require", "module", "collectgarbage",
+		"print", "_printregs", "getfenv", "setfenv", "newproxy"} {
+		L.SetGlobal(name, lua.LNil)
+	}
+	str := L.GetGlobal("string").(*lua.LTable)
+	set := func(t *lua.LTable, name string, fn lua.LGFunction) { t.RawSetString(name, L.NewFunction(fn)) }
+	set(str, "rep", func(L *lua.LState) int {
+		s, n := L.CheckString(1), L.CheckInt(2)
+		if n <= 0 || len(s) == 0 {
+			L.Push(lua.LString(""))
+			return 1
+		}
+		if n > lim.maxString/len(s) {
+			lim.alloc(L, -1)
+		}
+		lim.alloc(L, len(s)*n)
+		L.Push(lua.LString(strings.Repeat(s, n)))
+		return 1
+	})
+	// The same length as their argument: only the memory check applies.
+	for _, name := range []string{"upper", "lower", "reverse"} {
+		orig := str.RawGetString(name).(*lua.LFunction).GFunction
+		set(str, name, func(L *lua.LState) int { lim.alloc(L, len(L.CheckString(1))); return orig(L) })
+	}
+	origFormat := str.RawGetString("format").(*lua.LFunction).GFunction
+	set(str, "format", func(L *lua.LState) int {
+		lim.alloc(L, formatSize(L))
+		return origFormat(L)
+	})
+	installPatterns(L, str, lim)
+	tab := L.GetGlobal("table").(*lua.LTable)
+	set(tab, "concat", func(L *lua.LState) int { return tableConcat(L, lim) })
+	msgpack := L.GetGlobal("cmsgpack").(*lua.LTable)
+	origPack := msgpack.RawGetString("pack").(*lua.LFunction).GFunction
+	set(msgpack, "pack", func(L *lua.LState) int {
+		n := 0
+		for i := 1; i <= L.GetTop(); i++ {
+			n += msgpackSize(L, lim, L.Get(i), 0)
+			if n > lim.maxString {
+				lim.alloc(L, n)
+			}
+		}
+		lim.alloc(L, n)
+		return origPack(L)
+	})
+	for _, name := range []string{"unpack", "unpack_one", "unpack_limit"} {
+		orig := msgpack.RawGetString(name).(*lua.LFunction).GFunction
+		set(msgpack, name, func(L *lua.LState) int {
+			lim.mem(L, msgpackObjects(L, lim, L.CheckString(1))*luaValueCost)
+			return orig(L)
+		})
+	}
+}
+
+// luaValueCost is about what one decoded value costs in memory (a table: more, a number: less).
+const luaValueCost = 128
+
+// formatSize is an upper bound on string.format's result: Go's fmt, which gopher-lua's string.format uses,
+// caps a width or precision at 1e6, so each directive costs at most that plus its argument (escaped, for %q).
+func formatSize(L *lua.LState) int {
+	f := L.CheckString(1)
+	argCost := func(i int) int {
+		if i < 2 || i > L.GetTop() {
+			return 32
+		}
+		if s, ok := L.Get(i).(lua.LString); ok {
+			return 4*len(s) + 2
+		}
+		return 64 // a number, or "table: 0x..."
+	}
+	size, arg := len(f), 2
+	num := func(i int) (int, int) { // digits at i, capped as fmt caps them
+		n := 0
+		for ; i < len(f) && f[i] >= '0' && f[i] <= '9'; i++ {
+			n = min(n*10+int(f[i]-'0'), 1e6)
+		}
+		return n, i
+	}
+	index := func(i int) int { // an explicit argument index, [n]
+		if i < len(f) && f[i] == '[' {
+			n, j := num(i + 1)
+			if j < len(f) && f[j] == ']' {
+				arg = n + 1
+				return j + 1
+			}
+		}
+		return i
+	}
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' {
+			continue
+		}
+		i++
+		for i < len(f) && strings.IndexByte("+-# 0", f[i]) >= 0 {
+			i++
+		}
+		w, p := 0, 0
+		i = index(i)
+		if i < len(f) && f[i] == '*' {
+			arg, i = arg+1, i+1
+		} else {
+			w, i = num(i)
+		}
+		if i < len(f) && f[i] == '.' {
+			if i = index(i + 1); i < len(f) && f[i] == '*' {
+				arg, i = arg+1, i+1
+			} else {
+				p, i = num(i)
+			}
+		}
+		i = index(i)
+		if i < len(f) && f[i] != '%' {
+			size += max(w, p) + argCost(arg) + 16
+			arg++
+		}
+	}
+	return size
+}
+
+// tableConcat is table.concat(t [, sep [, i [, j]]]) as gopher-lua has it, with its result bounded.
+func tableConcat(L *lua.LState, lim *luaLimits) int {
+	tbl := L.CheckTable(1)
+	sep := L.OptString(2, "")
+	n := tbl.Len()
+	i, j := L.OptInt(3, 1), L.OptInt(4, n)
+	if L.GetTop() == 3 && (i > n || i < 1) {
+		L.Push(lua.LString(""))
+		return 1
+	}
+	i, j = max(min(i, n), 1), min(j, n)
+	var parts []string
+	size := 0
+	for k := i; k <= j; k++ {
+		v := tbl.RawGetInt(k)
+		if !lua.LVCanConvToString(v) {
+			L.RaiseError("invalid value (%s) at index %d in table for concat", v.Type().String(), k)
+		}
+		s := lua.LVAsString(v)
+		if size += len(s) + len(sep); size > lim.maxString {
+			lim.alloc(L, size)
+		}
+		parts = append(parts, s)
+		lim.step(L)
+	}
+	lim.alloc(L, size)
+	L.Push(lua.LString(strings.Join(parts, sep)))
+	return 1
+}
+
+// luaConcat is what the `..` operator calls (see luaConcatAST): Lua's concatenation of its arguments, right to
+// left, with the __concat metamethod for operands that are not strings or numbers, and its result bounded.
+//
+// Called with no arguments it returns none: that is what a script's top-level `...` becomes (see
+// luaConcatAST).
+func luaConcat(L *lua.LState, lim *luaLimits) int {
+	n := L.GetTop()
+	if n == 0 {
+		return 0
+	}
+	rhs := L.Get(n)
+	for i := n - 1; i >= 1; i-- {
+		lhs := L.Get(i)
+		if lua.LVCanConvToString(lhs) && lua.LVCanConvToString(rhs) {
+			// The run of strings ending at i joins at once, as the VM's OP_CONCAT does.
+			k := i
+			for k > 1 && lua.LVCanConvToString(L.Get(k-1)) {
+				k--
+			}
+			parts, size := make([]string, 0, i-k+2), 0
+			for m := k; m <= i; m++ {
+				parts = append(parts, lua.LVAsString(L.Get(m)))
+				size += len(parts[len(parts)-1])
+			}
+			parts = append(parts, lua.LVAsString(rhs))
+			lim.alloc(L, size+len(parts[len(parts)-1]))
+			rhs, i = lua.LString(strings.Join(parts, "")), k
+			continue
+		}
+		op := L.GetMetaField(lhs, "__concat")
+		if op == lua.LNil {
+			op = L.GetMetaField(rhs, "__concat")
+		}
+		if op.Type() != lua.LTFunction {
+			L.RaiseError("cannot perform concat operation between %v and %v", lhs.Type().String(), rhs.Type().String())
+		}
+		L.Push(op)
+		L.Push(lhs)
+		L.Push(rhs)
+		L.Call(2, 1)
+		rhs = L.Get(-1)
+		L.Pop(1)
+	}
+	L.Push(rhs)
+	return 1
+}
+
+// luaConcatName is the upvalue the rewritten script calls for `..`: not a Lua name, so no script can touch it.
+const luaConcatName = "(concat)"
+
+// luaConcatAST rewrites a parsed script so that every `a .. b .. c` is a call luaConcatName(a, b, c), and
+// wraps it in a chunk whose function prototype FunctionPrototypes[0] is the script, luaConcatName its only
+// possible upvalue (runScript sets it):
+//
+//	local (concat)
+//	return function() <the script> end
+//
+// The script's function is not declared vararg, as the chunk would be: gopher-lua gives a vararg function
+// other than the main chunk a hidden local `arg` (taking one of the 200 locals, and a table at each run), so
+// the script's top-level `...` (which is empty: a script is called with no arguments) becomes a call of
+// luaConcatName with none, which returns none.
+func luaConcatAST(chunk []ast.Stmt) []ast.Stmt {
+	w := concatWalker{}
+	w.stmts(chunk)
+	line := 1
+	if len(chunk) > 0 {
+		line = chunk[0].Line()
+	}
+	local := &ast.LocalAssignStmt{Names: []string{luaConcatName}}
+	fn := &ast.FunctionExpr{ParList: &ast.ParList{}, Stmts: chunk}
+	ret := &ast.ReturnStmt{Exprs: []ast.Expr{fn}}
+	for _, n := range []interface{ SetLine(int) }{local, fn, ret} {
+		n.SetLine(line)
+	}
+	fn.SetLastLine(line)
+	if len(chunk) > 0 {
+		fn.SetLastLine(chunk[len(chunk)-1].LastLine())
+	}
+	return []ast.Stmt{local, ret}
+}
+
+// concatWalker rewrites `..` and the top-level `...`; nested counts the functions it is inside.
+type concatWalker struct{ nested int }
+
+func concatIdent(e ast.Expr) *ast.IdentExpr {
+	f := &ast.IdentExpr{Value: luaConcatName}
+	f.SetLine(e.Line())
+	f.SetLastLine(e.LastLine())
+	return f
+}
+
+func (w *concatWalker) stmts(stmts []ast.Stmt) {
+	for _, s := range stmts {
+		switch s := s.(type) {
+		case *ast.AssignStmt:
+			w.exprs(s.Lhs)
+			w.exprs(s.Rhs)
+		case *ast.LocalAssignStmt:
+			w.exprs(s.Exprs)
+		case *ast.FuncCallStmt:
+			s.Expr = w.expr(s.Expr)
+		case *ast.DoBlockStmt:
+			w.stmts(s.Stmts)
+		case *ast.WhileStmt:
+			s.Condition = w.expr(s.Condition)
+			w.stmts(s.Stmts)
+		case *ast.RepeatStmt:
+			s.Condition = w.expr(s.Condition)
+			w.stmts(s.Stmts)
+		case *ast.IfStmt:
+			s.Condition = w.expr(s.Condition)
+			w.stmts(s.Then)
+			w.stmts(s.Else)
+		case *ast.NumberForStmt:
+			s.Init, s.Limit = w.expr(s.Init), w.expr(s.Limit)
+			if s.Step != nil {
+				s.Step = w.expr(s.Step)
+			}
+			w.stmts(s.Stmts)
+		case *ast.GenericForStmt:
+			w.exprs(s.Exprs)
+			w.stmts(s.Stmts)
+		case *ast.FuncDefStmt:
+			w.expr(s.Func)
+		case *ast.ReturnStmt:
+			w.exprs(s.Exprs)
+		}
+	}
+}
+
+func (w *concatWalker) exprs(es []ast.Expr) {
+	for i, e := range es {
+		es[i] = w.expr(e)
+	}
+}
+
+func (w *concatWalker) expr(e ast.Expr) ast.Expr {
+	switch e := e.(type) {
+	case *ast.StringConcatOpExpr:
+		ops := []ast.Expr{e.Lhs} // a .. (b .. c) is one call with three arguments
+		rhs := e.Rhs
+		for {
+			c, ok := rhs.(*ast.StringConcatOpExpr)
+			if !ok {
+				break
+			}
+			ops, rhs = append(ops, c.Lhs), c.Rhs
+		}
+		ops = append(ops, rhs)
+		for i, op := range ops {
+			// An operand is one value: a call or `...` giving several gives its first, giving none nil.
+			switch op := w.expr(op).(type) {
+			case *ast.FuncCallExpr:
+				op.AdjustRet = true
+				ops[i] = op
+			case *ast.Comma3Expr:
+				op.AdjustRet = true
+				ops[i] = op
+			default:
+				ops[i] = op
+			}
+		}
+		call := &ast.FuncCallExpr{Func: concatIdent(e), Args: ops, AdjustRet: true}
+		call.SetLine(e.Line())
+		call.SetLastLine(e.LastLine())
+		return call
+	case *ast.Comma3Expr:
+		if w.nested == 0 { // the script's own `...`: no values (see luaConcatAST)
+			call := &ast.FuncCallExpr{Func: concatIdent(e), AdjustRet: e.AdjustRet}
+			call.SetLine(e.Line())
+			call.SetLastLine(e.LastLine())
+			return call
+		}
+	case *ast.AttrGetExpr:
+		e.Object, e.Key = w.expr(e.Object), w.expr(e.Key)
+	case *ast.TableExpr:
+		for _, f := range e.Fields {
+			if f.Key != nil {
+				f.Key = w.expr(f.Key)
+			}
+			f.Value = w.expr(f.Value)
+		}
+	case *ast.FuncCallExpr:
+		if e.Func != nil {
+			e.Func = w.expr(e.Func)
+		}
+		if e.Receiver != nil {
+			e.Receiver = w.expr(e.Receiver)
+		}
+		w.exprs(e.Args)
+	case *ast.LogicalOpExpr:
+		e.Lhs, e.Rhs = w.expr(e.Lhs), w.expr(e.Rhs)
+	case *ast.RelationalOpExpr:
+		e.Lhs, e.Rhs = w.expr(e.Lhs), w.expr(e.Rhs)
+	case *ast.ArithmeticOpExpr:
+		e.Lhs, e.Rhs = w.expr(e.Lhs), w.expr(e.Rhs)
+	case *ast.UnaryMinusOpExpr:
+		e.Expr = w.expr(e.Expr)
+	case *ast.UnaryNotOpExpr:
+		e.Expr = w.expr(e.Expr)
+	case *ast.UnaryLenOpExpr:
+		e.Expr = w.expr(e.Expr)
+	case *ast.FunctionExpr:
+		w.nested++
+		w.stmts(e.Stmts)
+		w.nested--
+	}
+	return e
+}
+
+// msgpackSize is an upper bound on the bytes cmsgpack.pack writes for v, walking as msgpackEncode does (tables
+// nested deeper than cmsgpackMaxNesting are nil) and stopping as soon as it passes the string limit.
+func msgpackSize(L *lua.LState, lim *luaLimits, v lua.LValue, level int) int {
+	lim.step(L)
+	switch v := v.(type) {
+	case lua.LString:
+		return 5 + len(v)
+	case *lua.LTable:
+		if level == cmsgpackMaxNesting {
+			return 1
+		}
+		n := 5
+		for k, val := v.Next(lua.LNil); k != lua.LNil; k, val = v.Next(k) {
+			n += msgpackSize(L, lim, k, level+1) + msgpackSize(L, lim, val, level+1)
+			if n > lim.maxString {
+				return n
+			}
+		}
+		return n
+	}
+	return 9
+}
+
+// msgpackObjects counts the objects in s (stopping at anything malformed, which unpack then reports), so that
+// unpack's memory can be checked before it builds them.
+func msgpackObjects(L *lua.LState, lim *luaLimits, s string) int {
+	count := 0
+	for i := 0; i < len(s); count++ {
+		lim.step(L)
+		b := s[i]
+		i++
+		size := func(n int) int { // a big-endian length of n bytes at i
+			if i+n > len(s) {
+				return len(s)
+			}
+			u := 0
+			for _, c := range []byte(s[i : i+n]) {
+				u = u<<8 | int(c)
+			}
+			i += n
+			return min(u, len(s))
+		}
+		switch {
+		case b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3 || b&0xf0 == 0x90 || b&0xf0 == 0x80:
+		case b&0xe0 == 0xa0:
+			i += int(b & 0x1f)
+		case b >= 0xcc && b <= 0xcf:
+			i += 1 << (b - 0xcc)
+		case b >= 0xd0 && b <= 0xd3:
+			i += 1 << (b - 0xd0)
+		case b == 0xca:
+			i += 4
+		case b == 0xcb:
+			i += 8
+		case b >= 0xd9 && b <= 0xdb:
+			i += size(1 << (b - 0xd9))
+		case b == 0xdc || b == 0xde:
+			i += 2
+		case b == 0xdd || b == 0xdf:
+			i += 4
+		default: // bin and ext: unpack fails on them
+			return count + 1
+		}
+	}
+	return count
+}
