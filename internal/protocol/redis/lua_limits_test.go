@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 )
 
 // TestScriptBuildsNoHugeString: each way a script could build a huge string in one Go call (or a few VM
@@ -63,31 +65,18 @@ func TestScriptMemoryLimit(t *testing.T) {
 	}
 }
 
-// TestScriptTimeLimitStopsLibraryCalls: pattern matching that backtracks for hours, and cjson/cmsgpack over
+// TestScriptTimeLimitStopsLibraryCalls: pattern matching that backtracks without end, and cjson/cmsgpack over
 // big shared tables, stop at the script's time limit with its error, as a Lua loop does.
 func TestScriptTimeLimitStopsLibraryCalls(t *testing.T) {
-	old := luaTimeLimit.Load()
-	luaTimeLimit.Store(int64(100 * time.Millisecond))
-	t.Cleanup(func() { luaTimeLimit.Store(old) })
-	ts := startServer(t, Options{}, 0)
-	c := ts.client(t, nil)
-	for _, script := range []string{
+	c := withTimeLimit(t, 100*time.Millisecond)
+	killedWithin(t, c, 5*time.Second,
 		"local s = string.rep('a', 3000) return string.find(s, '.-.-.-b')",
 		"local s = string.rep('a', 3000) return s:match('.-.-.-b')",
 		"local s = string.rep('a', 3000) return string.gsub(s, '.-.-.-b', '')",
 		"local s = string.rep('a', 3000) for m in s:gmatch('.-.-.-b') do end return 1",
 		"local s = string.rep('a', 3000) return string.find(s, '(.*)(.*)(.*)(.*)b')",
 		"local s = string.rep('a', 3000) while true do pcall(string.find, s, '.-.-.-b') end",
-	} {
-		start := time.Now()
-		_, err := c.Eval(ctx, script, nil).Result()
-		if err == nil || !strings.Contains(err.Error(), "Script killed") {
-			t.Errorf("%s: %v, want the time limit's error", script, err)
-		}
-		if d := time.Since(start); d > 5*time.Second {
-			t.Errorf("%s: stopped after %v", script, d)
-		}
-	}
+	)
 	// One call over 2^15 shared tables builds less than the 1 MiB limit, but takes longer than 2 ms.
 	luaTimeLimit.Store(int64(2 * time.Millisecond))
 	for _, f := range []string{"cjson.encode", "cmsgpack.pack"} {
@@ -366,24 +355,33 @@ func TestScriptMemoryLimitNoRatchet(t *testing.T) {
 // TestScriptTimeLimitWeighsSteps: a pattern step scanning a long class, a long capture compared again, and a
 // long gsub replacement expanded at each match count as the bytes they scan: they stop near the time limit.
 func TestScriptTimeLimitWeighsSteps(t *testing.T) {
-	old := luaTimeLimit.Load()
-	luaTimeLimit.Store(int64(100 * time.Millisecond))
-	t.Cleanup(func() { luaTimeLimit.Store(old) })
-	ts := startServer(t, Options{}, 0)
-	c := ts.client(t, nil)
-	for _, script := range []string{
+	killedWithin(t, withTimeLimit(t, 100*time.Millisecond), 3*time.Second,
 		"local p = '[' .. string.rep('b', 1e6) .. ']' return string.find(string.rep('a', 20000), p)",
 		"local p = '%f[' .. string.rep('b', 1e6) .. ']' return string.find(string.rep('a', 20000), p)",
 		"return string.gsub(string.rep('a', 5000), '(x*)', string.rep('%1', 5e5))",
 		"return string.find(string.rep('a', 2^19), '(.*)%1b')",
-	} {
+	)
+}
+
+// withTimeLimit sets the script time limit for the test and returns a client of a fresh server.
+func withTimeLimit(t *testing.T, d time.Duration) *goredis.Client {
+	old := luaTimeLimit.Load()
+	luaTimeLimit.Store(int64(d))
+	t.Cleanup(func() { luaTimeLimit.Store(old) })
+	return startServer(t, Options{}, 0).client(t, nil)
+}
+
+// killedWithin runs each script and wants the time limit's error within d.
+func killedWithin(t *testing.T, c *goredis.Client, d time.Duration, scripts ...string) {
+	t.Helper()
+	for _, script := range scripts {
 		start := time.Now()
 		_, err := c.Eval(ctx, script, nil).Result()
 		if err == nil || !strings.Contains(err.Error(), "Script killed") {
 			t.Errorf("%.60s: %v, want the time limit's error", script, err)
 		}
-		if d := time.Since(start); d > 3*time.Second {
-			t.Errorf("%.60s: stopped after %v", script, d)
+		if took := time.Since(start); took > d {
+			t.Errorf("%.60s: stopped after %v", script, took)
 		}
 	}
 }
