@@ -267,6 +267,11 @@ local function foreign(k, kind)
 	if t ~= 'none' and t ~= kind then return k .. ' holds a ' .. t end
 end
 local bad = list and foreign(tables, 'set')
+local all = {}
+if ARGV[7] == '1' then
+	all = redis.call('SMEMBERS', tables)
+	for i = 1, #all do bad = bad or foreign(p .. 'i:' .. #all[i] .. ':' .. all[i], 'zset') end
+end
 local b = a
 for i = 1, nf do bad = bad or foreign(ARGV[b + 2], 'zset'); b = b + 3 end
 for i = 1, nd do bad = bad or foreign(KEYS[nc + i], 'hash') or foreign(ARGV[b + 2], 'zset'); b = b + 3 end
@@ -278,12 +283,9 @@ local function flush(t, kp, idx)
 	redis.call('DEL', idx)
 	if list then redis.call('SREM', tables, t) end
 end
-if ARGV[7] == '1' then
-	local ts = redis.call('SMEMBERS', tables)
-	for i = 1, #ts do
-		local part = #ts[i] .. ':' .. ts[i]
-		flush(ts[i], p .. 'k:' .. part, p .. 'i:' .. part)
-	end
+for i = 1, #all do
+	local part = #all[i] .. ':' .. all[i]
+	flush(all[i], p .. 'k:' .. part, p .. 'i:' .. part)
 end
 for i = 1, nf do flush(ARGV[a], ARGV[a + 1], ARGV[a + 2]); a = a + 3 end
 for i = 1, nd do
