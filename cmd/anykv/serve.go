@@ -227,6 +227,11 @@ func openEngine(c *config, log *slog.Logger) (engine.Engine, error) {
 		if c.backupDir == "" {
 			c.backupDir = filepath.Clean(c.dir) + "-backups"
 		}
+		// Absolute, since BACKUP's directories are (a remote client's must lie under it), and SAVE's names are
+		// then the same whatever the working directory later.
+		if abs, err := filepath.Abs(c.backupDir); err == nil {
+			c.backupDir = abs
+		}
 		if c.readCache <= 0 {
 			return ps, nil
 		}

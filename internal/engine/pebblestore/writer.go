@@ -207,6 +207,10 @@ func (w *writer) commitGroup() {
 		}
 		writes, results, err := engine.Resolve(w, r.batch, w.next)
 		r.results = results
+		if errors.Is(err, engine.ErrInternal) && w.iter != nil {
+			_ = w.iter.Close() // the panic may have left it mid-step: the group's next read opens another
+			w.iter = nil
+		}
 		if err != nil {
 			if !errors.Is(err, engine.ErrAborted) {
 				err = fmt.Errorf("pebblestore: apply: %w", err)
