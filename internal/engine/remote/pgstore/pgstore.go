@@ -192,7 +192,7 @@ func tableLockOf(table string) int64 {
 // tableLocks lists the table locks of a commit in lock order, each with whether it is taken exclusively.
 func tableLocks(checks []remote.Check, w *remote.Writes) ([]int64, []bool) {
 	mode := map[int64]bool{allTablesLock: w.FlushAll}
-	shared := func(table string) {
+	shared := func(table string) { // unless it is taken exclusively already
 		if l := tableLockOf(table); !mode[l] {
 			mode[l] = false
 		}
