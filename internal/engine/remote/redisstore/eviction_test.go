@@ -60,19 +60,11 @@ func TestEvictingRedisRefused(t *testing.T) {
 // a hash) fails before its first write; before, the commit script had written the keys before it, and reported
 // failure.
 func TestForeignValueWritesNothing(t *testing.T) {
-	url := "redis://" + strings.TrimPrefix(remotetest.Start(t, "redis-nopersist"), "resp://") + "/0?prefix=fv:"
+	admin, s := underPrefix(t, "fv:")
 	ctx := context.Background()
-	opt, _ := redis.ParseURL(strings.TrimSuffix(url, "?prefix=fv:"))
-	admin := redis.NewClient(opt)
-	defer admin.Close()
 	if err := admin.Set(ctx, "fv:k:7:defaultb", "foreign", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	s, err := redisstore.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	set := func(k string) engine.Mutation {
 		return engine.Mutation{Op: engine.OpSet, Table: "default", Key: []byte(k), Value: []byte("1"), AnyKind: true,
 			Set: engine.SetArgs{Blind: true}} // as MSET: no read before the write
@@ -91,16 +83,8 @@ func TestForeignValueWritesNothing(t *testing.T) {
 // TestForeignIndexFlushAllWritesNothing: FLUSHALL checks every table's index before it deletes anything; with a
 // foreign value where one table's index belongs it failed after flushing the tables before it.
 func TestForeignIndexFlushAllWritesNothing(t *testing.T) {
-	url := "redis://" + strings.TrimPrefix(remotetest.Start(t, "redis-nopersist"), "resp://") + "/0?prefix=fa:"
+	admin, s := underPrefix(t, "fa:")
 	ctx := context.Background()
-	opt, _ := redis.ParseURL(strings.TrimSuffix(url, "?prefix=fa:"))
-	admin := redis.NewClient(opt)
-	defer admin.Close()
-	s, err := redisstore.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	for _, table := range []string{"db1", "db2", "db3"} {
 		m := engine.Mutation{Op: engine.OpSet, Table: table, Key: []byte("k"), Value: []byte("v")}
 		if _, err := s.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{m}}); err != nil {
@@ -119,4 +103,18 @@ func TestForeignIndexFlushAllWritesNothing(t *testing.T) {
 			t.Fatalf("%s/k after the refused FLUSHALL: %v, want it kept", table, err)
 		}
 	}
+}
+
+// underPrefix starts a Redis and returns a client of its own on it and the engine over key prefix p; both are
+// closed when the test ends.
+func underPrefix(t *testing.T, p string) (*redis.Client, *redisstore.Store) {
+	addr := strings.TrimPrefix(remotetest.Start(t, "redis-nopersist"), "resp://")
+	admin := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { admin.Close() })
+	s, err := redisstore.Open(context.Background(), "redis://"+addr+"/0?prefix="+p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return admin, s
 }
