@@ -318,6 +318,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "anykv serve:", err)
 		return 2
 	}
+	slog.SetDefault(log) // what packages without a logger of their own log (engine.Resolve's recovered panics) keeps --log-format
 	if err := runServer(ctx, &c, log); err != nil {
 		log.Error("anykv stopped", "err", err)
 		fmt.Fprintln(stderr, "anykv serve:", err)
