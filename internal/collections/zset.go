@@ -346,7 +346,9 @@ func zadd(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		}
 		last = engine.Result{New: engine.Item{Value: FormatScore(score)}, NewFound: true}
 	}
-	z.save()
+	if touched > 0 {
+		z.save() // as Redis, a ZADD that changes nothing leaves the key as it was (WATCH, versions)
+	}
 	if flags&ZIncr != 0 {
 		return last, nil
 	}

@@ -234,10 +234,12 @@ func (rs *resolver) call(m *Mutation) (Result, error) {
 		return Result{}, fmt.Errorf("%w: no function %q", ErrInvalid, m.Call.Name)
 	}
 	tx := &Tx{rs: rs, m: m}
+	before := rs.recorded
 	res, err := fn(tx, m.Call.Args)
 	if err == nil {
 		err = tx.err
 	}
 	res.Wrote = tx.wrote
+	res.Unchanged = rs.recorded == before
 	return res, err
 }

@@ -181,6 +181,9 @@ type Result struct {
 	// Wrote, for an OpCall with Call.AnyKey, lists the keys of its Table the function may have written beyond
 	// Key and Call.Keys (each once, in the order first written; a write that then failed may be listed).
 	Wrote [][]byte
+	// Unchanged, for an OpCall, says the function wrote nothing (a ZADD of the scores members have): WATCH
+	// need not count its keys as changed, as Redis does not.
+	Unchanged bool
 }
 
 // Member is one member of a collection: its name (hash field, set member) and its item (the value).

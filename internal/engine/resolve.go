@@ -50,6 +50,7 @@ type resolver struct {
 	flushedAll bool
 	flushed    map[string]bool
 	writes     []Write
+	recorded   int // writes and flushes recorded, each time (a call that adds none wrote nothing)
 }
 
 // Resolve computes the effect of a batch: per-mutation results and the writes that carry them out. It is the one
@@ -170,6 +171,7 @@ func (rs *resolver) del(table string, key []byte) {
 
 // record makes wr the batch's latest write of its key: in place of the key's earlier write, or appended.
 func (rs *resolver) record(wr Write) {
+	rs.recorded++
 	if prev, ok := rs.own(wr.Table, wr.Key); ok {
 		*prev = wr
 		return
@@ -212,6 +214,7 @@ func (rs *resolver) flush(table string) {
 		}
 	}
 	rs.writes = append(rs.writes, Write{Table: table, Flush: true})
+	rs.recorded++
 }
 
 // check evaluates a key condition against the live item (found tells whether there is one).

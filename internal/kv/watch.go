@@ -147,6 +147,9 @@ func (r *watchRegistry) mark(muts []engine.Mutation, res []engine.Result) {
 			}
 			continue
 		case m.Op == engine.OpCall:
+			if i < len(res) && res[i].Unchanged {
+				continue // it wrote nothing (a ZADD of the scores members have)
+			}
 			hit(m.Table, m.Key)
 			for _, k := range m.Call.Keys {
 				hit(m.Table, k)

@@ -558,3 +558,67 @@ func TestTransactionQueueIsBounded(t *testing.T) {
 		t.Fatalf("EXEC after an over-long queue: %q", got)
 	}
 }
+
+// TestNoOpWritesKeepWatch: a command that changes nothing (SADD of a member the set holds, ZADD of the score a
+// member has, removals of missing members) leaves the key as Redis leaves it: a WATCH on it still lets EXEC
+// through, and nothing is written. A command that changes the key makes EXEC fail (the control).
+func TestNoOpWritesKeepWatch(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, &goredis.Options{PoolSize: 4})
+	other := ts.client(t, &goredis.Options{})
+	if err := c.SAdd(ctx, "s", "a", "b").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ZAdd(ctx, "z", goredis.Z{Score: 1, Member: "a"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.HSet(ctx, "h", "f", "v").Err(); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		key     string
+		cmd     []any
+		changes bool
+	}{
+		{"s", []any{"sadd", "s", "a"}, false},
+		{"s", []any{"sadd", "s", "a", "b"}, false},
+		{"s", []any{"srem", "s", "nope"}, false},
+		{"z", []any{"zadd", "z", "1", "a"}, false},
+		{"z", []any{"zadd", "z", "xx", "5", "nope"}, false},
+		{"z", []any{"zadd", "z", "nx", "5", "a"}, false},
+		{"z", []any{"zadd", "z", "gt", "0", "a"}, false},
+		{"z", []any{"zincrby", "z", "0", "a"}, false},
+		{"z", []any{"zrem", "z", "nope"}, false},
+		{"h", []any{"hdel", "h", "nope"}, false},
+		{"s", []any{"sadd", "s", "a", "c"}, true},
+		{"z", []any{"zadd", "z", "2", "a"}, true},
+		{"h", []any{"hset", "h", "f", "v"}, true}, // Redis counts an HSET of the same value as a change
+	}
+	for _, tc := range cases {
+		err := c.Watch(ctx, func(tx *goredis.Tx) error {
+			if err := other.Do(ctx, tc.cmd...).Err(); err != nil {
+				return err
+			}
+			_, err := tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+				p.Set(ctx, "marker", 1, 0)
+				return nil
+			})
+			return err
+		}, tc.key)
+		switch {
+		case tc.changes && !errors.Is(err, goredis.TxFailedErr):
+			t.Errorf("%v: EXEC after a change = %v, want it aborted", tc.cmd, err)
+		case !tc.changes && err != nil:
+			t.Errorf("%v: EXEC after a command that changed nothing = %v, want it through", tc.cmd, err)
+		}
+	}
+	if got := c.SMembers(ctx, "s").Val(); len(got) != 3 {
+		t.Errorf("SMEMBERS s = %v, want a b c", got)
+	}
+	if n := c.SCard(ctx, "s").Val(); n != 3 {
+		t.Errorf("SCARD s = %d, want 3", n)
+	}
+	if got := c.ZRangeWithScores(ctx, "z", 0, -1).Val(); len(got) != 1 || got[0].Score != 2 {
+		t.Errorf("ZRANGE z = %v, want a at 2", got)
+	}
+}

@@ -40,7 +40,8 @@ var setMember = []byte{}
 func cmdSAdd(s *session, args [][]byte) {
 	for _, m := range args[2:] {
 		mut := s.member(engine.OpMemberSet, engine.KindSet, args[1], m)
-		mut.Value = setMember
+		// An existing member is left alone, as Redis leaves the set: no write, no new version (WATCH).
+		mut.Value, mut.Cond = setMember, engine.CondAbsent
 		s.add(mut)
 	}
 	s.plan(replyAdded)
