@@ -85,11 +85,7 @@ func (s *Store) applyReads(ctx context.Context, b *engine.Batch) (res []engine.R
 	snap := s.db.NewSnapshot()
 	defer snap.Close()
 	r := &writer{s: s, snap: snap, seen: &readSet{}}
-	defer func() {
-		if r.iter != nil {
-			_ = r.iter.Close()
-		}
-	}()
+	defer r.closeIters()
 	writes, res, err := engine.Resolve(r, b, func() uint64 { return 0 })
 	if err == nil && len(writes) > 0 {
 		return nil, false, nil

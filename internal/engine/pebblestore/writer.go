@@ -87,8 +87,11 @@ type writer struct {
 	flushed  map[string]struct{}
 	flushAll bool
 
-	// iter serves the group's point reads (read): one Pebble iterator per group instead of one per read.
-	iter *pebble.Iterator
+	// iters serve the group's point reads (read): Pebble iterators per group instead of one per read, one for
+	// the member tables and one for the rest. A command on a collection reads its meta and then a member, which
+	// lie in different sstables (spans.go): one iterator alternating between them would reopen an sstable in
+	// every level at every read, where each of two stays on the sstables it last read.
+	iters [2]*pebble.Iterator
 
 	// snap, for a writer that only reads (readbatch.go), is the state it reads instead of the DB's latest, and
 	// seen records what it read, for the durability guard.
@@ -207,9 +210,8 @@ func (w *writer) commitGroup() {
 		}
 		writes, results, err := engine.Resolve(w, r.batch, w.next)
 		r.results = results
-		if errors.Is(err, engine.ErrInternal) && w.iter != nil {
-			_ = w.iter.Close() // the panic may have left it mid-step: the group's next read opens another
-			w.iter = nil
+		if errors.Is(err, engine.ErrInternal) {
+			w.closeIters() // the panic may have left one mid-step: the group's next read opens another
 		}
 		if err != nil {
 			if !errors.Is(err, engine.ErrAborted) {
@@ -223,10 +225,7 @@ func (w *writer) commitGroup() {
 		}
 	}
 	w.s.batches.Add(int64(taken))
-	if w.iter != nil {
-		_ = w.iter.Close()
-		w.iter = nil
-	}
+	w.closeIters()
 
 	if !w.pb.Empty() {
 		w.s.groups.Add(1)
@@ -456,29 +455,34 @@ func (w *writer) read(k []byte, table string) (engine.Item, bool, error) {
 	if _, ok := w.flushed[table]; ok {
 		return engine.Item{}, false, nil
 	}
-	it, found, err := w.readDB(k)
+	it, found, err := w.readDB(k, table)
 	if w.seen != nil {
 		w.seen.point(k, table, found, it.Version)
 	}
 	return it, found, err
 }
 
-// readDB reads Pebble key k through the writer's iterator.
-func (w *writer) readDB(k []byte) (engine.Item, bool, error) {
-	if w.iter == nil {
-		iter, err := w.newIter(nil)
-		if err != nil {
+// readDB reads Pebble key k, of table, through the writer's iterator for table's kind.
+func (w *writer) readDB(k []byte, table string) (engine.Item, bool, error) {
+	i := 0
+	if _, member := engine.UserTable(table); member {
+		i = 1
+	}
+	iter := w.iters[i]
+	if iter == nil {
+		var err error
+		if iter, err = w.newIter(nil); err != nil {
 			return engine.Item{}, false, fmt.Errorf("pebblestore: read: %w", err)
 		}
-		w.iter = iter
+		w.iters[i] = iter
 	}
-	if !w.iter.SeekPrefixGE(k) {
-		if err := w.iter.Error(); err != nil {
+	if !iter.SeekPrefixGE(k) {
+		if err := iter.Error(); err != nil {
 			return engine.Item{}, false, fmt.Errorf("pebblestore: read: %w", err)
 		}
 		return engine.Item{}, false, nil
 	}
-	v, err := w.iter.ValueAndErr()
+	v, err := iter.ValueAndErr()
 	if err != nil {
 		return engine.Item{}, false, fmt.Errorf("pebblestore: read: %w", err)
 	}
@@ -488,6 +492,16 @@ func (w *writer) readDB(k []byte) (engine.Item, bool, error) {
 	}
 	it.Value = append([]byte{}, it.Value...)
 	return it, true, nil
+}
+
+// closeIters closes the group's read iterators.
+func (w *writer) closeIters() {
+	for i, it := range w.iters {
+		if it != nil {
+			_ = it.Close()
+			w.iters[i] = nil
+		}
+	}
 }
 
 // Range implements engine.RangeReader: the committed items of table in r merged with what earlier batches of the
