@@ -282,6 +282,12 @@ func (s *Store) check(muts []engine.Mutation) error {
 			if m.Edit.MaxSize <= 0 || m.Edit.MaxSize > s.limits.MaxValue { // a protocol may bound it tighter (memcached -I)
 				m.Edit.MaxSize = s.limits.MaxValue
 			}
+		case engine.OpDelete, engine.OpRename, engine.OpCopy, engine.OpFlush, engine.OpExpire:
+			s.reclaim.wake() // may leave members of a collection behind: the sweep should look soon (reclaim.go)
+		case engine.OpSet:
+			if m.AnyKind {
+				s.reclaim.wake()
+			}
 		}
 	}
 	return nil
@@ -367,7 +373,7 @@ func (s *Store) sweep(every time.Duration) {
 			return
 		case <-t.C:
 		}
-		err := s.SweepOnce(context.Background())
+		err := s.sweepStep(context.Background(), false)
 		switch {
 		case err == nil && failing:
 			s.log.Info("kv: sweeping works again")
@@ -380,7 +386,11 @@ func (s *Store) sweep(every time.Duration) {
 
 // SweepOnce runs one step of the background sweep: expired items (if the engine is a Sweeper), then members of
 // deleted collections, and returns the first error. Tests call it to sweep without waiting for the ticker.
-func (s *Store) SweepOnce(ctx context.Context) error {
+func (s *Store) SweepOnce(ctx context.Context) error { return s.sweepStep(ctx, true) }
+
+// sweepStep is one step of the sweep; the ticker's steps (always false) leave members alone while the reclaimer
+// rests (reclaim.go).
+func (s *Store) sweepStep(ctx context.Context, always bool) error {
 	var first error
 	if sw, ok := s.eng.(engine.Sweeper); ok {
 		var n int
@@ -392,6 +402,12 @@ func (s *Store) SweepOnce(ctx context.Context) error {
 		}
 		s.stats.expiredSwept.Add(int64(n))
 		first = err
+		if n > 0 {
+			s.reclaim.wake() // expired collections leave their members behind
+		}
+	}
+	if !always && s.reclaim.resting(s.clock()) {
+		return first
 	}
 	n, err := s.reclaimStep(ctx, 2000)
 	s.stats.membersReclaimed.Add(int64(n))

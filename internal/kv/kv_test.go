@@ -388,3 +388,56 @@ func TestReclaimKeepsBatchesInOneSlot(t *testing.T) {
 		t.Fatalf("%d member items of deleted hashes left after the sweep", n)
 	}
 }
+
+// scanCounter counts the engine's scans of member tables (the reclaimer's walks).
+type scanCounter struct {
+	*memstore.Store
+	n atomic.Int64
+}
+
+func (c *scanCounter) Scan(ctx context.Context, table string, r engine.Range, now int64, fn func([]byte, engine.Item) bool) error {
+	if _, ok := engine.UserTable(table); ok {
+		c.n.Add(1)
+	}
+	return c.Store.Scan(ctx, table, r, now, fn)
+}
+
+// TestReclaimRestsUntilWoken: once a whole pass found nothing to delete, the background sweep stops walking the
+// members of live collections (it read every member ten times a second before); a DEL wakes it, and the deleted
+// hash's members go at the next tick.
+func TestReclaimRestsUntilWoken(t *testing.T) {
+	eng := &scanCounter{Store: memstore.New()}
+	s := kv.New(eng, kv.Options{SweepInterval: 5 * time.Millisecond})
+	defer s.Close()
+	for _, key := range []string{"live", "gone"} {
+		m := engine.Mutation{Op: engine.OpMemberSet, Table: "t", Key: []byte(key), Value: []byte("v"),
+			Coll: engine.CollArgs{Kind: engine.KindHash, Member: []byte("f")}}
+		if _, err := s.Apply(ctx, []engine.Mutation{m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	members := func() int {
+		n := 0
+		eng.Store.Scan(ctx, engine.MemberTable("t"), engine.Range{}, s.Now(), func([]byte, engine.Item) bool { n++; return true })
+		return n
+	}
+	waitUntil := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !ok(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+		}
+	}
+	waitUntil("a first pass", func() bool { return eng.n.Load() > 0 })
+	time.Sleep(50 * time.Millisecond) // ten ticks: the first pass found nothing, so the reclaimer rests
+	before := eng.n.Load()
+	time.Sleep(200 * time.Millisecond) // forty ticks, within the first rest (1 s)
+	if walks := eng.n.Load() - before; walks > 1 {
+		t.Fatalf("%d walks of the members in 40 ticks with nothing to reclaim, want at most 1", walks)
+	}
+	if _, err := s.Apply(ctx, []engine.Mutation{{Op: engine.OpDelete, Table: "t", Key: []byte("gone"), AnyKind: true}}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil("the deleted hash's member to be reclaimed", func() bool { return members() == 1 })
+}
