@@ -165,6 +165,10 @@ func (c *conn) process() {
 		}
 	}
 	c.flush()
+	// Only now may the arena's decoded keys be overwritten: every request of the round is answered. A flush
+	// inside the round (a full batch, a read, an engine of one-item batches) runs while the request that caused
+	// it, whose key may lie in the arena, is still to join the next batch.
+	c.p.reset()
 }
 
 // send writes the replies gathered so far; false if the connection failed.
@@ -288,9 +292,6 @@ func (c *conn) flush() {
 			c.observe(op.req.cmd, answered.Sub(op.start), before)
 		}
 	})
-	// The arena may be reused now; a request being handled that decoded its key keeps reading the bytes
-	// until the next parse, which is the only writer.
-	c.p.reset()
 }
 
 // handle runs one request: a write joins the pending batch, a read first flushes it.

@@ -369,3 +369,37 @@ func TestRemoteMultiGetIsOneBatch(t *testing.T) {
 		t.Errorf("serializable default: replies %q after %d engine Gets, want END after 3", sc.out.String(), e.gets)
 	}
 }
+
+// TestDecodedKeysSurviveABatchSplit: a meta write with a base64 key (b) that arrives when the pending batch is
+// full flushes that batch first; the key, decoded into the parser's arena, must still name the same key when
+// its write joins the next batch. The arena was reset by that flush, and the next request's key was decoded
+// over it: "ms YWFh" (aaa) was acknowledged and written to "bbb", the key of the mg that followed. The same
+// held for every pipelined b write over an engine of one-item batches.
+func TestDecodedKeysSurviveABatchSplit(t *testing.T) {
+	for _, single := range []bool{false, true} {
+		var e engine.Engine = memstore.New()
+		if single {
+			e = oneItemEngine{memstore.New()}
+		}
+		store := kv.New(e, kv.Options{SweepInterval: -1})
+		h := New(store, Options{})
+		var in bytes.Buffer
+		for range min(maxPipeline, store.Limits().MaxBatch) {
+			in.WriteString("ms z 1 q\r\nz\r\n") // fills the pending batch (quiet: no reply)
+		}
+		in.WriteString("ms YWFh 1 b\r\nA\r\nms YmI= 1 b\r\nB\r\nmg YmJi b v\r\nmn\r\n")
+		in.WriteString("mg aaa v\r\nmg bb v\r\nmg bbb v\r\nmn\r\n")
+		sc := &scriptConn{chunks: [][]byte{in.Bytes()}}
+		h.ServeConn(context.Background(), sc)
+		want := "HD\r\nHD\r\nEN\r\nMN\r\nVA 1\r\nA\r\nVA 1\r\nB\r\nEN\r\nMN\r\n"
+		if got := sc.out.String(); got != want {
+			t.Errorf("one-item batches %v: replies\n%q\nwant\n%q", single, got, want)
+		}
+		store.Close()
+	}
+}
+
+// oneItemEngine is memstore declaring batches of one item, as the memcached engine does.
+type oneItemEngine struct{ *memstore.Store }
+
+func (oneItemEngine) SingleItemBatches() bool { return true }
