@@ -180,6 +180,8 @@ func (p *parser) nextBinary(buf []byte, r *request) (int, status) {
 		h.status = stInvalid
 	case hasValue && valueLen > p.maxValue:
 		h.status = stTooLarge
+	case p.unauthed && bodyLen > 0 && (!authFree(h.base) || bodyLen > maxAuthData):
+		h.status = stAuthError // refused from its header: an unauthenticated client's body is never held
 	}
 	if h.status != stOK { // the body is bounded only when the status is OK: discard it
 		if h.status == stTooLarge && h.base == opSet {

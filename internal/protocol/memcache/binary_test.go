@@ -258,3 +258,24 @@ func TestBinaryMetrics(t *testing.T) {
 		t.Fatalf("%d requests, %d errors; want 4, 1", o.Requests(), o.Errors())
 	}
 }
+
+// TestBinaryUnauthenticatedBodiesAreNotHeld: before authenticating, a binary request other than SASL is refused
+// from its header, its body discarded as it arrives: a set announcing an item-sized body is answered before the
+// body is sent, so the server never holds it (300 such connections held 400 MB). A SASL request may carry at most
+// maxAuthData bytes.
+func TestBinaryUnauthenticatedBodiesAreNotHeld(t *testing.T) {
+	ts := startServer(t, withPassword("s3cret pw"))
+	cl := dial(t, ts.addr)
+	set := binReq(opSet, 1, 0, u32(0, 0), []byte("k"), bytes.Repeat([]byte("x"), 1<<20))
+	binExchange(t, cl, set[:binaryHeaderLen+100], "op=01 st=20 opq=1 val=\"Auth failure.\"\n")
+	if _, err := cl.c.Write(set[binaryHeaderLen+100:]); err != nil { // the rest is discarded, not parsed
+		t.Fatal(err)
+	}
+	binExchange(t, cl, binReq(opGet, 2, 0, nil, []byte("k"), nil), "op=00 st=20 opq=2 val=\"Auth failure.\"\n")
+	big := binReq(opSASLAuth, 3, 0, nil, []byte("PLAIN"), bytes.Repeat([]byte("p"), maxAuthData+1))
+	binExchange(t, cl, big[:binaryHeaderLen], "op=21 st=20 opq=3 val=\"Auth failure.\"\n")
+	cl.c.Write(big[binaryHeaderLen:])
+	binExchange(t, cl, binReq(opSASLAuth, 4, 0, nil, []byte("PLAIN"), []byte("\x00alice\x00s3cret pw")),
+		"op=21 st=0 opq=4 val=\"Authenticated\"\n")
+	binExchange(t, cl, set, "op=01 st=0 opq=1 cas\n") // authenticated: the same set is stored
+}

@@ -141,6 +141,7 @@ func (c *conn) process() {
 		var n int
 		var st status
 		if c.bin {
+			c.p.unauthed = !c.authed
 			n, st = c.p.nextBinary(c.buf[c.r:c.w], &req)
 		} else {
 			n, st = c.p.next(c.buf[c.r:c.w], &req)

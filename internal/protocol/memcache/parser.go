@@ -99,6 +99,9 @@ type parser struct {
 	swallow    int // bytes of a refused data block still to discard
 	scanned    int // leading bytes of the pending input known to hold no '\n'
 	need       int // when needMore: total bytes the pending request needs, if known (0: unknown)
+	// unauthed: the connection has not authenticated, so a binary request's body is not buffered unless it
+	// is a SASL exchange of at most maxAuthData bytes (the others are answered from their header).
+	unauthed bool
 	// arena holds base64-decoded meta keys until reset; slices taken from it stay valid when it grows.
 	arena []byte
 	tok   [maxTokens][]byte
