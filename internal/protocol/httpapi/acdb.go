@@ -131,7 +131,9 @@ func (a *api) acdbQuery(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := make(map[string]string, len(entries))
 	for _, e := range entries {
-		out[string(e.Key)] = string(e.Item.Value)
+		if e.Item.Kind == engine.KindString { // a Redis collection has no value to show here
+			out[string(e.Key)] = string(e.Item.Value)
+		}
 	}
 	return writeJSON(w, http.StatusOK, out)
 }

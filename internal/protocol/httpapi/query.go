@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"anykv/internal/engine"
 	"anykv/internal/kv"
 )
 
@@ -42,10 +43,12 @@ func rangeQuery(r *http.Request) kv.Query {
 
 // itemJSON is one item of a query page. Keys and values that are valid UTF-8 travel as JSON strings in key and
 // value; any other bytes, or all of them with encoding=base64, travel in key_b64 and value_b64 (standard base64
-// with padding), so that no byte is ever lost or replaced.
+// with padding), so that no byte is ever lost or replaced. A key holding a Redis collection has Kind ("hash",
+// "list", "set", "zset", "stream") and never a value.
 type itemJSON struct {
 	Key      *string `json:"key,omitempty"`
 	KeyB64   *string `json:"key_b64,omitempty"`
+	Kind     string  `json:"kind,omitempty"`
 	Value    *string `json:"value,omitempty"`
 	ValueB64 *string `json:"value_b64,omitempty"`
 	Version  uint64  `json:"version"`
@@ -122,6 +125,10 @@ func (a *api) page(ctx context.Context, table string, q kv.Query, limit int, val
 		if i > 0 && size >= maxBytes {
 			return out, out[len(out)-1].Key, nil
 		}
+		if e.Item.Kind != engine.KindString {
+			out = append(out, e) // a collection: listed with its kind, without a value (Get would refuse it)
+			continue
+		}
 		it, err := a.store.Get(ctx, table, e.Key)
 		if isNotFound(err) {
 			continue
@@ -160,7 +167,9 @@ func (a *api) scan(w http.ResponseWriter, r *http.Request) error {
 	for i, e := range entries {
 		it := &out.Items[i]
 		encodeBytes(e.Key, p.b64, &it.Key, &it.KeyB64)
-		if p.values {
+		if e.Item.Kind != engine.KindString {
+			it.Kind = e.Item.Kind.String()
+		} else if p.values {
 			encodeBytes(e.Item.Value, p.b64, &it.Value, &it.ValueB64)
 		}
 		it.Version, it.Flags, it.Expires = e.Item.Version, e.Item.Flags, e.Item.Expires

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"anykv/internal/engine"
 	"anykv/internal/kv"
 )
 
@@ -247,5 +248,36 @@ func TestCursorsCannotCollide(t *testing.T) {
 	}
 	if got := allKeys(t, f, "/v1/tables/t/keys?encoding=text", 1); fmt.Sprintf("%q", got) != `["" "\x01" "a"]` {
 		t.Fatalf("paging one key at a time: %q", got)
+	}
+}
+
+// TestQueryOverCollections: a Redis collection among the keys is listed with its kind and no value, with or
+// without values=true; a values page over it used to fail whole with 409 wrong_type, as did Active Cloud DB's
+// /query, which now answers the table's values and leaves the collection out.
+func TestQueryOverCollections(t *testing.T) {
+	f := newFixture(t, Options{}, kv.Limits{})
+	f.set("default", "a", "1", 0, 0)
+	hset := engine.Mutation{Op: engine.OpMemberSet, Table: "default", Key: []byte("h"), Value: []byte("v"),
+		Coll: engine.CollArgs{Kind: engine.KindHash, Member: []byte("f")}}
+	if res := f.store.Apply1(ctx, hset); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	f.set("default", "z", "2", 0, 0)
+	for _, q := range []string{"", "?values=true", "?values=true&encoding=base64"} {
+		rec := f.do("GET", "/v1/tables/default/keys"+q, "")
+		wantStatus(t, rec, 200)
+		items := decodeJSON[pageJSON](t, rec).Items
+		if len(items) != 3 {
+			t.Fatalf("%s: items %+v", q, items)
+		}
+		if h := items[1]; h.Kind != "hash" || h.Value != nil || h.ValueB64 != nil || h.Version == 0 {
+			t.Errorf("%s: the hash's item %+v", q, h)
+		}
+		if a := items[0]; a.Kind != "" || (q != "" && a.Value == nil && a.ValueB64 == nil) {
+			t.Errorf("%s: a string's item %+v", q, a)
+		}
+	}
+	if r := compatReply(t, f.do("GET", "/query", ""), 200); len(r) != 2 || r["a"] != "1" || r["z"] != "2" {
+		t.Fatalf("/query: %v", r)
 	}
 }
