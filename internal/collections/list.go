@@ -48,27 +48,38 @@ func init() {
 // call builds an OpCall. It copies the argument list (not the bytes): a protocol's argument array may be reused
 // for the next command before the batch runs.
 func call(table string, key []byte, name string, args ...[]byte) engine.Mutation {
-	return engine.Mutation{Op: engine.OpCall, Table: table, Key: key,
-		Call: engine.CallArgs{Name: name, Args: append([][]byte(nil), args...)}}
+	return callOwning(table, key, name, append([][]byte(nil), args...))
+}
+
+// callOwning is call with an args slice the mutation may keep (the caller built it and keeps no reference).
+func callOwning(table string, key []byte, name string, args [][]byte) engine.Mutation {
+	return engine.Mutation{Op: engine.OpCall, Table: table, Key: key, Call: engine.CallArgs{Name: name, Args: args}}
 }
 
 func num(n int64) []byte { return strconv.AppendInt(nil, n, 10) }
 
 func side(left bool) []byte {
 	if left {
-		return []byte("L")
+		return sideLeft
 	}
-	return []byte("R")
+	return sideRight
 }
+
+// The one-byte arguments, shared: a function never changes its arguments.
+var (
+	sideLeft, sideRight = []byte("L"), []byte("R")
+	flagNo, flagYes     = []byte("0"), []byte("1")
+)
 
 // Push adds values at the head (left) or tail of the list at key, creating it unless onlyIfExists (LPUSHX);
 // the result is the new length (Int), 0 for LPUSHX of a missing list.
 func Push(table string, key []byte, left, onlyIfExists bool, values ...[]byte) engine.Mutation {
-	flag := []byte("0")
+	flag := flagNo
 	if onlyIfExists {
-		flag = []byte("1")
+		flag = flagYes
 	}
-	return call(table, key, fnPush, append([][]byte{side(left), flag}, values...)...)
+	args := make([][]byte, 0, 2+len(values))
+	return callOwning(table, key, fnPush, append(append(args, side(left), flag), values...))
 }
 
 // Pop removes up to count elements (count < 0: one, reported in Result.New) from the head or tail; they are

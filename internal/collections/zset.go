@@ -113,7 +113,10 @@ func FormatScore(f float64) []byte {
 }
 
 // sortable encodes a score so that byte order is numeric order.
-func sortable(f float64) []byte {
+func sortable(f float64) []byte { return appendSortable(nil, f) }
+
+// appendSortable appends sortable(f) to dst.
+func appendSortable(dst []byte, f float64) []byte {
 	if f == 0 {
 		f = 0 // -0 sorts and reads as 0
 	}
@@ -123,7 +126,7 @@ func sortable(f float64) []byte {
 	} else {
 		bits |= 1 << 63
 	}
-	return binary.BigEndian.AppendUint64(nil, bits)
+	return binary.BigEndian.AppendUint64(dst, bits)
 }
 
 func unsortable(b []byte) float64 {
@@ -146,12 +149,15 @@ func openZSet(tx *engine.Tx, table string, key []byte) (zset, bool, error) {
 
 func (z *zset) mt() string { return engine.MemberTable(z.table) }
 
+// scoreKey and indexKey build a member's keys in one allocation each (ZADD writes three keys a member).
 func (z *zset) scoreKey(member []byte) []byte {
-	return engine.MemberKey(z.key, z.meta.Gen, append([]byte{'m'}, member...))
+	k := engine.MemberPrefix(make([]byte, 0, 10+len(z.key)+1+len(member)), z.key, z.meta.Gen)
+	return append(append(k, 'm'), member...)
 }
 
 func (z *zset) indexKey(score float64, member []byte) []byte {
-	return engine.MemberKey(z.key, z.meta.Gen, append(append([]byte{'s'}, sortable(score)...), member...))
+	k := engine.MemberPrefix(make([]byte, 0, 10+len(z.key)+9+len(member)), z.key, z.meta.Gen)
+	return append(appendSortable(append(k, 's'), score), member...)
 }
 
 // score reads a member's score.
@@ -299,7 +305,8 @@ const (
 // prevented the update). Without ZIncr, Result.Old.Value is the number added or updated whatever ZCH says (what
 // decides Redis's "zadd" keyspace event), as Int text.
 func ZAdd(table string, key []byte, flags int, pairs ...[]byte) engine.Mutation {
-	return call(table, key, fnZAdd, append([][]byte{num(int64(flags))}, pairs...)...)
+	args := make([][]byte, 0, 1+len(pairs))
+	return callOwning(table, key, fnZAdd, append(append(args, num(int64(flags))), pairs...))
 }
 
 func zadd(tx *engine.Tx, args [][]byte) (engine.Result, error) {

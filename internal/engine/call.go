@@ -233,9 +233,15 @@ func (rs *resolver) call(m *Mutation) (Result, error) {
 	if fn == nil {
 		return Result{}, fmt.Errorf("%w: no function %q", ErrInvalid, m.Call.Name)
 	}
-	tx := &Tx{rs: rs, m: m}
+	if rs.depth == len(rs.txs) { // a Tx per nesting level (a script's calls), reused by the batch's later calls
+		rs.txs = append(rs.txs, new(Tx))
+	}
+	tx := rs.txs[rs.depth]
+	*tx = Tx{rs: rs, m: m}
 	before := rs.recorded
+	rs.depth++
 	res, err := fn(tx, m.Call.Args)
+	rs.depth--
 	if err == nil {
 		err = tx.err
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"fmt"
+	"sync/atomic"
 )
 
 // Kind is the type of an item: a string (a plain value, the zero Kind) or one of Redis's collections.
@@ -58,7 +59,17 @@ func (k Kind) String() string {
 const memberTablePrefix = "\x00m"
 
 // MemberTable returns the name of the hidden table that holds the members of table's collections.
-func MemberTable(table string) string { return memberTablePrefix + table }
+func MemberTable(table string) string {
+	if p := lastMemberTable.Load(); p != nil && p[0] == table {
+		return p[1] // most servers use one table: every collection command asked, and built a new string
+	}
+	mt := memberTablePrefix + table
+	lastMemberTable.Store(&[2]string{table, mt})
+	return mt
+}
+
+// lastMemberTable is the last table MemberTable was asked for, and its answer.
+var lastMemberTable atomic.Pointer[[2]string]
 
 // IsInternalTable reports whether a table name is reserved for the engine's own use (member tables).
 func IsInternalTable(table string) bool { return len(table) > 0 && table[0] == 0 }
@@ -96,10 +107,17 @@ type CollMeta struct {
 // when a hint is set, then the ceiling's when it is. Each field is optional at the end, so older metas still
 // decode.
 func AppendCollMeta(dst []byte, m CollMeta) []byte {
-	dst = binary.BigEndian.AppendUint64(dst, m.Gen)
-	dst = binary.AppendVarint(dst, m.Count)
 	floor := len(m.Floor) > 0 || len(m.Ceil) > 0
 	last := m.LastMS != 0 || m.LastSeq != 0 || floor
+	if dst == nil { // one allocation, not one per field appended
+		n := 8 + 2*binary.MaxVarintLen64
+		if last {
+			n += 4*binary.MaxVarintLen64 + len(m.Floor) + len(m.Ceil)
+		}
+		dst = make([]byte, 0, n)
+	}
+	dst = binary.BigEndian.AppendUint64(dst, m.Gen)
+	dst = binary.AppendVarint(dst, m.Count)
 	if m.Head != 0 || last {
 		dst = binary.AppendVarint(dst, m.Head)
 	}

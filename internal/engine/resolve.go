@@ -51,6 +51,8 @@ type resolver struct {
 	flushed    map[string]bool
 	writes     []Write
 	recorded   int // writes and flushes recorded, each time (a call that adds none wrote nothing)
+	txs        []*Tx
+	depth      int // calls running: txs[depth] is the next call's Tx
 }
 
 // Resolve computes the effect of a batch: per-mutation results and the writes that carry them out. It is the one
@@ -68,7 +70,7 @@ func Resolve(r Reader, b *Batch, next func() uint64) (writes []Write, results []
 			writes, results, err = nil, nil, fmt.Errorf("%w: %v", ErrInternal, p)
 		}
 	}()
-	rs := resolver{r: r, now: b.Now, next: next, writes: make([]Write, 0, len(b.Muts))}
+	rs := resolver{r: r, now: b.Now, next: next, writes: make([]Write, 0, len(b.Muts)+len(b.Muts)/2+2)}
 	results = make([]Result, len(b.Muts))
 	if err := rs.applyAll(b.Muts, results, nil); err != nil {
 		return nil, results, err
@@ -124,9 +126,15 @@ func (rs *resolver) get(table string, key []byte) (Item, bool, error) {
 			return Item{}, false, nil
 		}
 		// A copy: the write's value may be the batch's own slice (a SET's Value), which the caller reuses once
-		// Apply returned, and what this read returns becomes a result (GET after SET in one pipeline).
+		// Apply returned, and what this read returns becomes a result (GET after SET in one pipeline). A
+		// collection's meta is always a value Resolve encoded itself, which nothing changes: shared, clipped so
+		// that an append copies.
 		it := wr.Item
-		it.Value = append([]byte(nil), it.Value...)
+		if it.Kind == KindString {
+			it.Value = append([]byte(nil), it.Value...)
+		} else {
+			it.Value = it.Value[:len(it.Value):len(it.Value)]
+		}
 		return it, true, nil
 	}
 	if rs.flushedAll || rs.flushed[table] {
@@ -140,7 +148,7 @@ func (rs *resolver) get(table string, key []byte) (Item, bool, error) {
 }
 
 // scanWrites is the number of written keys up to which own scans the batch's writes instead of a map.
-const scanWrites = 8
+const scanWrites = 32
 
 // own returns the batch's latest write of table/key, if it wrote the key.
 func (rs *resolver) own(table string, key []byte) (*Write, bool) {
