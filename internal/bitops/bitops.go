@@ -119,7 +119,7 @@ func Span(start, end, n int64) (int64, int64, bool) {
 		start = max(start+n, 0)
 	}
 	if end < 0 {
-		end += n
+		end = max(end+n, 0) // an end before the first unit is the first unit, as in Redis
 	}
 	end = min(end, n-1)
 	if start > end || n == 0 {
@@ -133,6 +133,9 @@ func Count(v []byte, start, end int64, bitUnit bool) int64 {
 	n := int64(len(v))
 	if bitUnit {
 		n *= 8
+	}
+	if start < 0 && end < 0 && start > end {
+		return 0 // Redis's BITCOUNT (not BITPOS) answers this case before clamping
 	}
 	from, to, empty := Span(start, end, n)
 	if empty {
@@ -152,17 +155,15 @@ func Count(v []byte, start, end int64, bitUnit bool) int64 {
 }
 
 // Pos finds the first bit equal to bit within the span, as BITPOS does: -1 if none; looking for 0 without an
-// explicit end, the first bit past the value counts as 0.
+// explicit end, the first bit past the value counts as 0. An empty string has no bit at all (-1); a missing
+// key, which the caller answers itself, counts as all zeros.
 func Pos(v []byte, bit int64, start, end int64, hasEnd, bitUnit bool) int64 {
 	n := int64(len(v))
 	if bitUnit {
 		n *= 8
 	}
 	if n == 0 {
-		if bit == 1 {
-			return -1
-		}
-		return 0
+		return -1
 	}
 	from, to, empty := Span(start, end, n)
 	if empty {
@@ -311,7 +312,8 @@ func bitField(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		}
 		res.Members = append(res.Members, out)
 	}
-	if wrote {
+	// A write op made room for itself even if it then failed (OVERFLOW FAIL): Redis creates or pads the string.
+	if wrote || len(v) > len(it.Value) || !found && len(v) > 0 {
 		if !found {
 			it = engine.Item{}
 		}
@@ -378,14 +380,10 @@ func fit(n int64, f Field) (int64, bool) {
 		shift := 64 - f.Width
 		return n << shift >> shift, true // wrap: keep the low bits, sign-extended
 	}
-	if n >= 0 && uint64(n) <= uhi {
+	if uint64(n) <= uhi { // a negative value reads as the unsigned integer of its bits, as in Redis: too big
 		return n, false
 	}
-	switch f.Overflow {
-	case "sat":
-		if n < 0 {
-			return 0, true
-		}
+	if f.Overflow == "sat" {
 		return int64(uhi), true
 	}
 	return int64(uint64(n) & uhi), true

@@ -330,6 +330,10 @@ func zadd(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		if err != nil {
 			return engine.Result{}, err
 		}
+		if flags&ZNX != 0 && had {
+			last = engine.Result{Err: engine.ErrNotFound} // before the increment's NaN check, as in Redis
+			continue
+		}
 		if flags&ZIncr != 0 {
 			if had {
 				score += old

@@ -434,6 +434,13 @@ func parseLongDouble(b []byte) (*big.Float, bool) {
 	return f, true
 }
 
+// IsFloatText reports whether b is an increment OpIncrFloat and OpMemberIncrFloat accept (strtold's syntax), so
+// that a protocol can refuse a bad one before it looks at the key, in Redis's order.
+func IsFloatText(b []byte) bool {
+	_, ok := parseLongDouble(b)
+	return ok
+}
+
 // IsInfText reports whether s spells an infinity as strtold reads one ("inf", "-Infinity", ...), and its sign.
 func IsInfText(s string) (inf, neg bool) {
 	if s != "" && (s[0] == '+' || s[0] == '-') {

@@ -61,6 +61,8 @@ func (s *session) readValue(key []byte, fn func(w *resp.Writer, v []byte)) {
 	s.get(key)
 	s.plan(func(w *resp.Writer, res []engine.Result) {
 		switch r := res[0]; {
+		case r.Err == nil && r.New.Value == nil:
+			fn(w, []byte{}) // an empty string is not a missing key (BITPOS tells them apart)
 		case r.Err == nil:
 			fn(w, r.New.Value)
 		case errors.Is(r.Err, engine.ErrNotFound):

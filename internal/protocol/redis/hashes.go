@@ -220,6 +220,10 @@ func cmdHIncrByFloat(s *session, args [][]byte) {
 		s.fail("ERR value is NaN or Infinity")
 		return
 	}
+	if !engine.IsFloatText(args[3]) { // then a bad one, before the key's kind or the field's value
+		s.fail("ERR value is not a valid float")
+		return
+	}
 	m := s.member(engine.OpMemberIncrFloat, engine.KindHash, args[1], args[2])
 	m.Value = args[3]
 	s.add(m)

@@ -319,7 +319,7 @@ func noteLMove(n *noteCtx) {
 }
 
 // noteSMove: "srem" and maybe "del" on the source, then "sadd" on the destination unless it held the member
-// already (its OpMemberSet, the third mutation, found it). Moving within one set sends nothing.
+// already (its OpMemberSet, the fourth mutation, found it). Moving within one set sends nothing.
 func noteSMove(n *noteCtx) {
 	src, dst := n.args[1], n.args[2]
 	if n.count() == 0 || bytes.Equal(src, dst) {
@@ -327,7 +327,7 @@ func noteSMove(n *noteCtx) {
 	}
 	n.emit(notifySet, "srem", src)
 	n.emptied(src)
-	if !n.res[2].OldFound {
+	if !n.res[3].OldFound {
 		n.emit(notifySet, "sadd", dst)
 	}
 }

@@ -140,8 +140,10 @@ func cmdSRandMember(s *session, args [][]byte) {
 	})
 }
 
-// cmdSMove moves a member atomically: the target's kind is checked and the member removed from the source as
-// guards of one group, so the add to the target happens only if both held, even inside a pipeline batch.
+// cmdSMove moves a member atomically, in Redis's order: a missing source answers 0 whatever the target holds;
+// then the source's and the target's kinds are checked and the member removed from the source, as guards of one
+// group, so the add to the target happens only if all held, even inside a pipeline batch. A target that holds
+// the member already is left as it was (a WATCH on it stays clean, as in Redis).
 func cmdSMove(s *session, args [][]byte) {
 	src, dst, member := args[1], args[2], args[3]
 	if string(src) == string(dst) {
@@ -150,28 +152,35 @@ func cmdSMove(s *session, args [][]byte) {
 		return
 	}
 	s.group++
-	check := engine.Mutation{Op: engine.OpCheck, Table: s.table(), Key: dst, Coll: engine.CollArgs{Kind: engine.KindSet},
+	source := engine.Mutation{Op: engine.OpCheck, Table: s.table(), Key: src, Coll: engine.CollArgs{Kind: engine.KindSet},
+		Cond: engine.CondPresent, Guard: true, Group: s.group}
+	target := engine.Mutation{Op: engine.OpCheck, Table: s.table(), Key: dst, Coll: engine.CollArgs{Kind: engine.KindSet},
 		Guard: true, Group: s.group}
 	del := s.member(engine.OpMemberDel, engine.KindSet, src, member)
 	del.Guard, del.Group = true, s.group
 	add := s.member(engine.OpMemberSet, engine.KindSet, dst, member)
-	add.Value, add.Group = setMember, s.group
-	s.add(check)
+	add.Value, add.Cond, add.Group = setMember, engine.CondAbsent, s.group
+	s.add(source)
+	s.add(target)
 	s.add(del)
 	s.add(add)
 	s.plan(func(w *resp.Writer, res []engine.Result) {
-		for _, r := range res[:2] {
+		if errors.Is(res[0].Err, engine.ErrNotFound) {
+			w.Int(0) // no source: the rest of the group was aborted
+			return
+		}
+		for _, r := range res[:3] {
 			if r.Err != nil && !errors.Is(r.Err, engine.ErrNotFound) {
 				w.Error(errText(r.Err))
 				return
 			}
 		}
-		if res[1].Err != nil {
+		if res[2].Err != nil {
 			w.Int(0)
 			return
 		}
-		if res[2].Err != nil {
-			w.Error(errText(res[2].Err))
+		if r := res[3]; r.Err != nil && !engine.IsConditionFailure(r.Err) {
+			w.Error(errText(r.Err))
 			return
 		}
 		w.Int(1)
