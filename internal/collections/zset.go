@@ -527,8 +527,11 @@ func zcombine(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 			weights[i] = w
 		}
 	}
-	scores := map[string]float64{}
-	counts := map[string]int{}
+	type source struct {
+		es []entry
+		w  float64
+	}
+	srcs := make([]source, len(keys))
 	for i, k := range keys {
 		it, found, err := tx.Get(tx.Table(), k)
 		if err != nil {
@@ -561,10 +564,18 @@ func zcombine(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		default:
 			return wrongType, nil
 		}
-		for _, e := range es {
-			m, s := string(e.member), e.score*weights[i]
-			if math.IsNaN(s) {
-				s = 0 // Redis: inf * 0 is 0
+		srcs[i] = source{es, weights[i]}
+	}
+	if op != "diff" { // Redis aggregates the smallest source first; with infinities the order shows in sums
+		sort.SliceStable(srcs, func(i, j int) bool { return len(srcs[i].es) < len(srcs[j].es) })
+	}
+	scores := map[string]float64{}
+	counts := map[string]int{}
+	for i, src := range srcs {
+		for _, e := range src.es {
+			m, s := string(e.member), e.score*src.w
+			if math.IsNaN(s) && (op != "inter" || i == 0) {
+				s = 0 // Redis: inf * 0 is 0, but for ZINTER only in the first source; later ones aggregate the NaN
 			}
 			switch {
 			case op == "diff" && i > 0:
@@ -573,9 +584,13 @@ func zcombine(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 			case op == "diff" && i == 0, counts[m] == 0:
 				scores[m] = s
 			case agg == "min":
-				scores[m] = math.Min(scores[m], s)
+				if s < scores[m] { // as Redis compares: a NaN changes nothing
+					scores[m] = s
+				}
 			case agg == "max":
-				scores[m] = math.Max(scores[m], s)
+				if s > scores[m] {
+					scores[m] = s
+				}
 			default:
 				scores[m] += s
 				if math.IsNaN(scores[m]) {
