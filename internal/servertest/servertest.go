@@ -102,14 +102,25 @@ func Start(t testing.TB, opts Options) *Server {
 	if opts.Host == "" {
 		opts.Host = "127.0.0.1"
 	}
-	s := &Server{t: t, opts: opts, Dir: opts.Dir, RESP: FreePortOn(t, opts.Host)}
-	if opts.Memcache {
-		s.Memcache = FreePortOn(t, opts.Host)
+	s := &Server{t: t, opts: opts, Dir: opts.Dir}
+	// A port free a moment ago may be taken by a test running in parallel before anykv binds it: then the
+	// server is started again on fresh ports, a few times.
+	for attempt := 1; ; attempt++ {
+		s.RESP, s.Memcache, s.HTTP = FreePortOn(t, opts.Host), "", ""
+		if opts.Memcache {
+			s.Memcache = FreePortOn(t, opts.Host)
+		}
+		if opts.HTTP {
+			s.HTTP = FreePortOn(t, opts.Host)
+		}
+		out, ok := s.launch()
+		if ok {
+			break
+		}
+		if attempt == 5 || !s.lostItsPort(out) {
+			t.Fatalf("anykv exited during start-up:\n%s", out)
+		}
 	}
-	if opts.HTTP {
-		s.HTTP = FreePortOn(t, opts.Host)
-	}
-	s.start()
 	t.Cleanup(func() {
 		if s.running() {
 			s.cmd.Process.Kill()
@@ -131,7 +142,25 @@ func (s *Server) args() []string {
 	return append(a, s.opts.Args...)
 }
 
+// lostItsPort reports whether out says one of the ports Start chose was taken.
+func (s *Server) lostItsPort(out string) bool {
+	for _, a := range []string{s.RESP, s.Memcache, s.HTTP} {
+		if a != "" && strings.Contains(out, "cannot listen on "+a) && strings.Contains(out, "address already in use") {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *Server) start() {
+	s.t.Helper()
+	if out, ok := s.launch(); !ok {
+		s.t.Fatalf("anykv exited during start-up:\n%s", out)
+	}
+}
+
+// launch runs the process and waits until it accepts connections; false, with its output, if it exited first.
+func (s *Server) launch() (string, bool) {
 	s.t.Helper()
 	s.out = &SyncBuffer{}
 	s.cmd = exec.Command(Binary(s.t), s.args()...)
@@ -147,10 +176,10 @@ func (s *Server) start() {
 		c, err := net.DialTimeout("tcp", s.RESP, 200*time.Millisecond)
 		if err == nil {
 			c.Close()
-			return
+			return "", true
 		}
 		if !s.running() {
-			s.t.Fatalf("anykv exited during start-up:\n%s", s.Output())
+			return s.Output(), false
 		}
 		if time.Now().After(deadline) {
 			s.t.Fatalf("anykv did not accept connections within 20s:\n%s", s.Output())
