@@ -124,20 +124,42 @@ func cmdLRange(s *session, args [][]byte) {
 }
 
 func cmdLIndex(s *session, args [][]byte) {
-	n, ok := s.intArgs(args[2])
+	n, ok := argInt(args[2])
 	if !ok {
+		s.badArgAfterKey(args[1], engine.KindList, (*resp.Writer).Null, errNotInt)
 		return
 	}
-	s.add(collections.Index(s.table(), args[1], n[0]))
+	s.add(collections.Index(s.table(), args[1], n))
 	s.plan(replyBulkOrNil)
 }
 
+// badArgAfterKey answers a bad argument of a command that, in Redis, looks at its key first: the reply for a
+// missing key (missing), WRONGTYPE for a key of another kind than kind (a collection), and only then msg.
+func (s *session) badArgAfterKey(key []byte, kind engine.Kind, missing func(*resp.Writer), msg string) {
+	s.add(engine.Mutation{Op: engine.OpCheck, Table: s.table(), Key: key, Coll: engine.CollArgs{Kind: kind},
+		Cond: engine.CondPresent})
+	s.plan(func(w *resp.Writer, res []engine.Result) {
+		switch r := res[0]; {
+		case errors.Is(r.Err, engine.ErrNotFound):
+			missing(w)
+		case r.Err != nil:
+			w.Error(errText(r.Err))
+		default:
+			w.Error(msg)
+		}
+	})
+}
+
 func cmdLSet(s *session, args [][]byte) {
-	n, ok := s.intArgs(args[2])
-	if !ok || s.valueTooBig(args[3]) {
+	n, ok := argInt(args[2])
+	if !ok {
+		s.badArgAfterKey(args[1], engine.KindList, func(w *resp.Writer) { w.Error("ERR no such key") }, errNotInt)
 		return
 	}
-	s.add(collections.Set(s.table(), args[1], n[0], args[3]))
+	if s.valueTooBig(args[3]) {
+		return
+	}
+	s.add(collections.Set(s.table(), args[1], n, args[3]))
 	s.plan(func(w *resp.Writer, res []engine.Result) {
 		switch r := res[0]; {
 		case r.Err == nil:
