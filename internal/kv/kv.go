@@ -285,7 +285,7 @@ func (s *Store) check(muts []engine.Mutation) error {
 		case engine.OpDelete, engine.OpRename, engine.OpCopy, engine.OpFlush, engine.OpExpire:
 			s.reclaim.wake() // may leave members of a collection behind: the sweep should look soon (reclaim.go)
 		case engine.OpSet:
-			if m.AnyKind {
+			if m.AnyKind || m.Set.Blind { // both replace a collection (MSET, SETEX and memcached's set are blind)
 				s.reclaim.wake()
 			}
 		}

@@ -210,7 +210,7 @@ func init() {
 		"sdiffstore":  storeInto(notifySet, "sdiffstore", firstArg),
 
 		"zadd":             noteZAdd,
-		"zincrby":          on(notifyZSet, "zincr", always),
+		"zincrby":          noteZAdd,
 		"zrem":             onThenEmptied(notifyZSet, "zrem", positive),
 		"zremrangebyscore": onThenEmptied(notifyZSet, "zremrangebyscore", positive),
 		"zremrangebyrank":  onThenEmptied(notifyZSet, "zremrangebyrank", positive),
@@ -332,10 +332,11 @@ func noteSMove(n *noteCtx) {
 	}
 }
 
-// noteZAdd: "zincr" for INCR, else "zadd" when a member was added or its score changed.
+// noteZAdd: "zincr" for INCR and ZINCRBY, else "zadd", when a member was added or its score changed (an
+// increment of 0 changes nothing and sends nothing, as in Redis).
 func noteZAdd(n *noteCtx) {
-	if n.hasArg("incr") {
-		if !n.null() {
+	if n.hasArg("incr") || eq(n.args[0], "zincrby") {
+		if !n.null() && !n.res[0].Unchanged {
 			n.emit(notifyZSet, "zincr", n.args[1])
 		}
 		return
