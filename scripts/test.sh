@@ -63,6 +63,14 @@ rc=${PIPESTATUS[0]}
 set -e
 [ "$rc" = 0 ] || { echo "pytest failed"; exit 1; }
 
+echo "== differential fuzzing against redis-server (tests/difffuzz: fixed seeds, pipelines, MULTI, RESP3, SIGKILL restarts)"
+for run in "--seeds 0:300" "--seeds 1000:1100 --pipeline 0.3 --restart 0.05" "--seeds 2000:2300 --resp3 --members 16 --multi 0.2"; do
+  # shellcheck disable=SC2086 # $run holds several flags
+  python3 tests/difffuzz/difffuzz.py --anykv bin/anykv $run > /tmp/anykv-difffuzz.log 2>&1 ||
+    { tail -n 80 /tmp/anykv-difffuzz.log; echo "difffuzz $run failed"; exit 1; }
+  grep '^done' /tmp/anykv-difffuzz.log
+done
+
 echo "== Redis 7.0.15's own tests of the data types, against anykv (scripts/redis_type_tests.sh)"
 # A timing-sensitive test of the suite has failed once in a few runs before: a failed run is shown and run once
 # more, and CI fails if the second run fails too.
@@ -74,4 +82,4 @@ else
   scripts/redis_type_tests.sh
 fi
 
-echo "== all tests passed ($go_ok Go packages, C client, Python clients, Redis's type suites)"
+echo "== all tests passed ($go_ok Go packages, C client, Python clients, the differential fuzzer, Redis's type suites)"
