@@ -137,11 +137,18 @@ class AnyKV:
     def __init__(self, tag, extra=()):
         self.dir = os.path.join(BASE, 'data-' + tag)
         shutil.rmtree(self.dir, ignore_errors=True)
-        self.port = free_port()
         self.extra = list(extra)
         self.log = open(os.path.join(BASE, 'anykv-%s.log' % tag), 'ab')
         self.proc = None
-        self.start()
+        for attempt in range(5):  # a port free a moment ago may be taken before the server binds it
+            self.port = free_port()
+            try:
+                self.start()
+                return
+            except RuntimeError:
+                self.stop()
+                if attempt == 4:
+                    raise
 
     def start(self):
         self.proc = subprocess.Popen([ANYKV, 'serve', '--dir', self.dir, '--resp', '127.0.0.1:%d' % self.port,
@@ -161,11 +168,18 @@ class AnyKV:
 
 class Redis:
     def __init__(self, tag):
-        self.port = free_port()
-        self.proc = subprocess.Popen(['redis-server', '--port', str(self.port), '--save', '', '--appendonly', 'no',
-                                      '--bind', '127.0.0.1', '--dir', BASE],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_port(self.port, self.proc)
+        for attempt in range(5):  # as AnyKV's
+            self.port = free_port()
+            self.proc = subprocess.Popen(['redis-server', '--port', str(self.port), '--save', '', '--appendonly', 'no',
+                                          '--bind', '127.0.0.1', '--dir', BASE],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                wait_port(self.port, self.proc)
+                return
+            except RuntimeError:
+                self.stop()
+                if attempt == 4:
+                    raise
 
     def stop(self):
         if self.proc.poll() is None:
