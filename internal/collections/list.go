@@ -278,7 +278,9 @@ func pop(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	if single {
 		res.New, res.NewFound, res.Members = res.Members[0].Item, true, nil
 	}
-	l.save()
+	if len(res.Members) > 0 || single {
+		l.save() // a count of 0 pops nothing and leaves the list as it was (WATCH), as in Redis
+	}
 	return res, nil
 }
 

@@ -238,7 +238,6 @@ func (rs *resolver) call(m *Mutation) (Result, error) {
 	}
 	tx := rs.txs[rs.depth]
 	*tx = Tx{rs: rs, m: m}
-	before := rs.recorded
 	rs.depth++
 	res, err := fn(tx, m.Call.Args)
 	rs.depth--
@@ -246,6 +245,5 @@ func (rs *resolver) call(m *Mutation) (Result, error) {
 		err = tx.err
 	}
 	res.Wrote = tx.wrote
-	res.Unchanged = rs.recorded == before
 	return res, err
 }

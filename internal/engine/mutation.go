@@ -181,8 +181,8 @@ type Result struct {
 	// Wrote, for an OpCall with Call.AnyKey, lists the keys of its Table the function may have written beyond
 	// Key and Call.Keys (each once, in the order first written; a write that then failed may be listed).
 	Wrote [][]byte
-	// Unchanged, for an OpCall, says the function wrote nothing (a ZADD of the scores members have): WATCH
-	// need not count its keys as changed, as Redis does not.
+	// Unchanged says the mutation wrote nothing (a ZADD of the scores members have, a SETRANGE of nothing, a
+	// DEL of an absent key): WATCH need not count its keys as changed, as Redis does not.
 	Unchanged bool
 }
 

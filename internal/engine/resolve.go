@@ -94,10 +94,12 @@ func (rs *resolver) applyAll(muts []Mutation, results []Result, check func(*Muta
 				return err
 			}
 		}
+		before := rs.recorded
 		res, err := rs.apply(m)
 		if err != nil {
 			return err
 		}
+		res.Unchanged = rs.recorded == before
 		results[i] = res
 		if res.Err != nil && m.Guard && (IsConditionFailure(res.Err) || errors.Is(res.Err, ErrWrongType)) {
 			if m.Group == 0 {

@@ -131,8 +131,8 @@ func (r *watchRegistry) mark(muts []engine.Mutation, res []engine.Result) {
 	}
 	for i := range muts {
 		m := &muts[i]
-		if !m.Writes() || (i < len(res) && res[i].Err != nil) {
-			continue
+		if !m.Writes() || (i < len(res) && (res[i].Err != nil || res[i].Unchanged)) {
+			continue // refused, or it wrote nothing (a SETRANGE of nothing, a ZADD of the scores there)
 		}
 		switch {
 		case m.Op == engine.OpFlush:
@@ -147,9 +147,6 @@ func (r *watchRegistry) mark(muts []engine.Mutation, res []engine.Result) {
 			}
 			continue
 		case m.Op == engine.OpCall:
-			if i < len(res) && res[i].Unchanged {
-				continue // it wrote nothing (a ZADD of the scores members have)
-			}
 			hit(m.Table, m.Key)
 			for _, k := range m.Call.Keys {
 				hit(m.Table, k)

@@ -78,6 +78,22 @@ func cmdType(s *session, args [][]byte) {
 
 func cmdRename(s *session, args [][]byte) {
 	nx := eq(args[0], "renamenx")
+	if string(args[1]) == string(args[2]) { // Redis: no change, only the key's existence is checked
+		s.add(engine.Mutation{Op: engine.OpCheck, Table: s.table(), Key: args[1], Cond: engine.CondPresent})
+		s.plan(func(w *resp.Writer, res []engine.Result) {
+			switch r := res[0]; {
+			case errors.Is(r.Err, engine.ErrNotFound):
+				w.Error("ERR no such key")
+			case r.Err != nil:
+				w.Error(errText(r.Err))
+			case nx:
+				w.Int(0)
+			default:
+				w.SimpleString("OK")
+			}
+		})
+		return
+	}
 	m := engine.Mutation{Op: engine.OpRename, Table: s.table(), Key: args[1], Target: engine.Target{Table: s.table(), Key: args[2]}}
 	if nx {
 		m.Cond = engine.CondAbsent

@@ -560,7 +560,8 @@ func TestTransactionQueueIsBounded(t *testing.T) {
 }
 
 // TestNoOpWritesKeepWatch: a command that changes nothing (SADD of a member the set holds, ZADD of the score a
-// member has, removals of missing members) leaves the key as Redis leaves it: a WATCH on it still lets EXEC
+// member has, removals of missing members, SETRANGE of nothing, RENAME onto itself, a pop of 0 elements) leaves
+// the key as Redis leaves it: a WATCH on it still lets EXEC
 // through, and nothing is written. A command that changes the key makes EXEC fail (the control).
 func TestNoOpWritesKeepWatch(t *testing.T) {
 	ts := startServer(t, Options{}, 0)
@@ -573,6 +574,12 @@ func TestNoOpWritesKeepWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := c.HSet(ctx, "h", "f", "v").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set(ctx, "str", "abc", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RPush(ctx, "l", "a", "b", "c").Err(); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
@@ -590,6 +597,14 @@ func TestNoOpWritesKeepWatch(t *testing.T) {
 		{"z", []any{"zincrby", "z", "0", "a"}, false},
 		{"z", []any{"zrem", "z", "nope"}, false},
 		{"h", []any{"hdel", "h", "nope"}, false},
+		{"str", []any{"setrange", "str", "0", ""}, false},
+		{"str", []any{"rename", "str", "str"}, false},
+		{"str", []any{"renamenx", "str", "str"}, false},
+		{"l", []any{"lpop", "l", "0"}, false},
+		{"l", []any{"rpop", "l", "0"}, false},
+		{"nokey", []any{"del", "nokey"}, false},
+		{"str", []any{"setrange", "str", "0", "x"}, true},
+		{"l", []any{"lpop", "l", "1"}, true},
 		{"s", []any{"sadd", "s", "a", "c"}, true},
 		{"z", []any{"zadd", "z", "2", "a"}, true},
 		{"h", []any{"hset", "h", "f", "v"}, true}, // Redis counts an HSET of the same value as a change
