@@ -19,171 +19,12 @@ tolerate the documented deviations: error texts and the order of argument checks
 mixed scores, LMPOP/ZMPOP inside MULTI, -0 scores). Failures print as "FAIL seed=S step=I ..." with the command
 history; the exit status is 1 if any seed failed.
 """
-import argparse, os, random, signal, socket, subprocess, sys, tempfile, time, math, shutil
+import argparse, os, random, signal, sys, tempfile, time, math, shutil
+
+from respserver import AnyKV, Conn, Err, ErrReply, Redis
 
 ANYKV = 'bin/anykv'  # --anykv
 BASE = ''  # --workdir: the servers' directories and anykv's logs (default: a fresh temporary directory)
-
-# ---------------------------------------------------------------- RESP client
-class Err(Exception):
-    pass
-
-class ErrReply:
-    def __init__(self, s): self.s = s
-    def __repr__(self): return 'ERR<%s>' % self.s
-    def __eq__(self, o): return isinstance(o, ErrReply) and o.s.split(' ')[0] == self.s.split(' ')[0]
-    def __hash__(self): return hash(self.s.split(' ')[0])
-
-class Push(list):
-    pass
-
-class Conn:
-    def __init__(self, port, timeout=10):
-        self.port = port
-        self.s = socket.create_connection(('127.0.0.1', port), timeout=timeout)
-        self.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.buf = b''
-
-    def close(self):
-        try: self.s.close()
-        except Exception: pass
-
-    def send(self, args):
-        out = [b'*%d\r\n' % len(args)]
-        for a in args:
-            if isinstance(a, str): a = a.encode()
-            elif isinstance(a, int) or isinstance(a, float): a = str(a).encode()
-            out.append(b'$%d\r\n%s\r\n' % (len(a), a))
-        self.s.sendall(b''.join(out))
-
-    def _fill(self):
-        d = self.s.recv(65536)
-        if not d:
-            raise Err('connection closed')
-        self.buf += d
-
-    def _line(self):
-        while True:
-            i = self.buf.find(b'\r\n')
-            if i >= 0:
-                l = self.buf[:i]; self.buf = self.buf[i+2:]
-                return l
-            self._fill()
-
-    def _n(self, n):
-        while len(self.buf) < n + 2:
-            self._fill()
-        d = self.buf[:n]; self.buf = self.buf[n+2:]
-        return d
-
-    def read(self):
-        l = self._line()
-        t, r = l[:1], l[1:]
-        if t == b'+': return r.decode('latin1')
-        if t == b'-': return ErrReply(r.decode('latin1'))
-        if t == b':': return int(r)
-        if t == b'$':
-            n = int(r)
-            if n < 0: return None
-            return self._n(n).decode('latin1')
-        if t == b'*':
-            n = int(r)
-            if n < 0: return None
-            return [self.read() for _ in range(n)]
-        if t == b'_': return None
-        if t == b',':
-            return ('double', r.decode())
-        if t == b'#': return r == b't'
-        if t == b'(': return int(r)
-        if t == b'=':
-            n = int(r); d = self._n(n); return d[4:].decode('latin1')
-        if t == b'!':
-            n = int(r); return ErrReply(self._n(n).decode('latin1'))
-        if t == b'%':
-            n = int(r)
-            return ('map', [(self.read(), self.read()) for _ in range(n)])
-        if t == b'~':
-            n = int(r)
-            return ('set', [self.read() for _ in range(n)])
-        if t == b'>':
-            n = int(r)
-            return Push([self.read() for _ in range(n)])
-        raise Err('bad reply type %r' % l)
-
-    def cmd(self, *args):
-        self.send(args)
-        return self.read()
-
-# ---------------------------------------------------------------- servers
-def free_port():
-    s = socket.socket(); s.bind(('127.0.0.1', 0)); p = s.getsockname()[1]; s.close(); return p
-
-def wait_port(port, proc, t=20):
-    end = time.time() + t
-    while time.time() < end:
-        if proc.poll() is not None:
-            raise RuntimeError('server exited rc=%s' % proc.returncode)
-        try:
-            c = Conn(port, timeout=2)
-            if c.cmd('PING') == 'PONG':
-                c.close(); return
-            c.close()
-        except OSError:
-            pass
-        time.sleep(0.05)
-    raise RuntimeError('server on %d did not come up' % port)
-
-class AnyKV:
-    def __init__(self, tag, extra=()):
-        self.dir = os.path.join(BASE, 'data-' + tag)
-        shutil.rmtree(self.dir, ignore_errors=True)
-        self.extra = list(extra)
-        self.log = open(os.path.join(BASE, 'anykv-%s.log' % tag), 'ab')
-        self.proc = None
-        for attempt in range(5):  # a port free a moment ago may be taken before the server binds it
-            self.port = free_port()
-            try:
-                self.start()
-                return
-            except RuntimeError:
-                self.stop()
-                if attempt == 4:
-                    raise
-
-    def start(self):
-        self.proc = subprocess.Popen([ANYKV, 'serve', '--dir', self.dir, '--resp', '127.0.0.1:%d' % self.port,
-                                      '--memcache', '', '--http', '', '--log-level', 'warn'] + self.extra,
-                                     stdout=self.log, stderr=self.log)
-        wait_port(self.port, self.proc)
-
-    def kill9(self):
-        self.proc.send_signal(signal.SIGKILL); self.proc.wait()
-
-    def alive(self):
-        return self.proc.poll() is None
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL); self.proc.wait()
-
-class Redis:
-    def __init__(self, tag):
-        for attempt in range(5):  # as AnyKV's
-            self.port = free_port()
-            self.proc = subprocess.Popen(['redis-server', '--port', str(self.port), '--save', '', '--appendonly', 'no',
-                                          '--bind', '127.0.0.1', '--dir', BASE],
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            try:
-                wait_port(self.port, self.proc)
-                return
-            except RuntimeError:
-                self.stop()
-                if attempt == 4:
-                    raise
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL); self.proc.wait()
 
 # ---------------------------------------------------------------- generator
 KEYS = ['k%d' % i for i in range(6)]
@@ -615,8 +456,8 @@ class Runner:
     def __init__(self, args):
         self.args = args
         tag = 'p%d' % os.getpid()
-        self.a = AnyKV(tag)
-        self.r = Redis(tag)
+        self.a = AnyKV(ANYKV, BASE, tag)
+        self.r = Redis(BASE)
         self.connect()
         self.fails = 0
         self.errtext = {}
@@ -678,11 +519,8 @@ class Runner:
                 if bad:
                     self.report(seed, step, hist, 'pipelined reply differs')
                     return False
-                if step % self.args.dump_every == 0 or step == n:
-                    d = dump_diff(dump(self.ca), dump(self.cr))
-                    if d:
-                        self.report(seed, step, hist, 'state differs: %r' % d)
-                        return False
+                if (step % self.args.dump_every == 0 or step == n) and not self.same_state(seed, step, hist, ''):
+                    return False
                 continue
             if r.random() < self.args.multi:
                 cmds = [gen_cmd(r, groups) for _ in range(r.randint(1, 5))]
@@ -744,16 +582,18 @@ class Runner:
             if self.args.restart and r.random() < self.args.restart:
                 hist.append('*** SIGKILL + restart anykv')
                 self.restart()
-                d = dump_diff(dump(self.ca), dump(self.cr))
-                if d:
-                    self.report(seed, step, hist, 'state differs after restart: %r' % d)
+                if not self.same_state(seed, step, hist, ' after restart'):
                     return False
-            if step % self.args.dump_every == 0 or step == n:
-                d = dump_diff(dump(self.ca), dump(self.cr))
-                if d:
-                    self.report(seed, step, hist, 'state differs: %r' % d)
-                    return False
+            if (step % self.args.dump_every == 0 or step == n) and not self.same_state(seed, step, hist, ''):
+                return False
         return True
+
+    def same_state(self, seed, step, hist, when):
+        """Compares the whole key space of both servers; a difference is reported as a failure."""
+        d = dump_diff(dump(self.ca), dump(self.cr))
+        if d:
+            self.report(seed, step, hist, 'state differs%s: %r' % (when, d))
+        return not d
 
     def lex_unspecified(self, cmd):
         # Redis: lex ranges over members of different scores are unspecified
