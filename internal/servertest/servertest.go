@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -251,10 +252,11 @@ func (b *SyncBuffer) String() string {
 // or a server in another network namespace).
 func listensOn(pid int, addr string) bool {
 	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
+	n, perr := strconv.Atoi(port)
+	if err != nil || perr != nil {
 		return true
 	}
-	want := fmt.Sprintf(":%04X", mustAtoi(port))
+	want := fmt.Sprintf(":%04X", n)
 	inodes := map[string]bool{}
 	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		data, err := os.ReadFile(f)
@@ -281,10 +283,4 @@ func listensOn(pid int, addr string) bool {
 		}
 	}
 	return false
-}
-
-func mustAtoi(s string) int {
-	n := 0
-	fmt.Sscan(s, &n)
-	return n
 }
