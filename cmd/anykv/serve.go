@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -45,6 +46,7 @@ type config struct {
 	shutdownTimeout          time.Duration
 	pprofAddr                string
 	readCache                int64
+	writerCache              int64
 	queryCache               int64
 	exclusive                bool   // no other process writes the datastore: caches stay on over a URL
 	consistency              string // --consistency: the read level of requests that ask for none
@@ -109,6 +111,7 @@ func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	num(&c.databases, "databases", 16, "number of Redis databases (SELECT 0..N-1); database 0 is table \"default\", N is \"dbN\"")
 	fs.Int64Var(&c.cacheBytes, "cache-size", int64(envInt("cache-size", pebblestore.DefaultCacheBytes)), "pebble block cache in bytes"+envNote("cache-size"))
 	fs.Int64Var(&c.readCache, "read-cache", int64(envInt("read-cache", 256<<20)), "bytes of recently read and written items kept in memory in front of the pebble engine (0: off)"+envNote("read-cache"))
+	fs.Int64Var(&c.writerCache, "writer-cache", int64(envInt("writer-cache", pebblestore.DefaultWriterCacheBytes)), "bytes of items the pebble engine's writer keeps to resolve writes without reading the disk (0: off)"+envNote("writer-cache"))
 	fs.Int64Var(&c.queryCache, "query-cache", int64(envInt("query-cache", 64<<20)), "bytes of query answers (scan pages, counts, DBSIZE) kept until a write to their table (0: off;\n"+
 		"off over a datastore URL, which other front ends may write, unless --exclusive)"+envNote("query-cache"))
 	fs.BoolVar(&c.exclusive, "exclusive", envBool("exclusive"), "this anykv is the only writer of the datastore behind --engine URL: keep the read and query\n"+
@@ -218,7 +221,7 @@ func openEngine(c *config, log *slog.Logger) (engine.Engine, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--min-free-space: %w", err)
 		}
-		ps, err := pebblestore.OpenServing(pebblestore.Options{Dir: c.dir, Sync: mode, CacheBytes: c.cacheBytes, Logger: log,
+		ps, err := pebblestore.OpenServing(pebblestore.Options{Dir: c.dir, Sync: mode, CacheBytes: c.cacheBytes, Logger: log, WriterCacheBytes: cmp.Or(c.writerCache, -1),
 			MinFreeSpace: minFree, FS: c.fs, Recover: c.recover, SkipOpenVerify: !c.openVerify, VerifyInterval: c.verifyInterval})
 		if err != nil {
 			return nil, err

@@ -19,6 +19,7 @@
 package cache
 
 import (
+	"anykv/internal/clockmap"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -56,7 +57,7 @@ type shard struct {
 	mu      sync.RWMutex
 	gen     uint64 // bumped by every batch that touches the shard, when it starts and when it ends
 	pending int    // batches in flight that write to this shard
-	m       clockMap[engine.Item]
+	m       clockmap.Map[engine.Item]
 }
 
 // New wraps e with a cache of about maxBytes of keys and values (0 disables caching but keeps the wrapper). The
@@ -64,7 +65,7 @@ type shard struct {
 func New(e engine.Engine, maxBytes int64) engine.Engine {
 	c := &Cache{eng: e, seed: maphash.MakeSeed(), shardBytes: maxBytes / shards}
 	for i := range c.shards {
-		c.shards[i].m = newClockMap[engine.Item]()
+		c.shards[i].m = clockmap.New[engine.Item]()
 	}
 	return engine.Expose(c, engine.AbilitiesOf(e)|engine.CanStats)
 }
@@ -113,10 +114,10 @@ func (c *Cache) get(ctx context.Context, table string, key []byte, now int64) (i
 	b := appendSlot(buf[:0], table, key)
 	sh := &c.shards[maphash.Bytes(c.seed, b)%shards]
 	sh.mu.RLock()
-	e, ok := sh.m.get(b) // no allocation for the lookup
+	e, ok := sh.m.Get(b) // no allocation for the lookup
 	var cached engine.Item
 	if ok {
-		cached = e.val
+		cached = e.Val
 	}
 	gen := sh.gen
 	if ok && c.wide.Load() > 0 { // checked under the shard's lock, which a wide batch takes before it runs
@@ -151,8 +152,8 @@ func (c *Cache) get(ctx context.Context, table string, key []byte, now int64) (i
 	}
 	sh.mu.Lock()
 	if sh.gen == gen && sh.pending == 0 { // no write touched this shard since the read began: the item is current
-		if _, dup := sh.m.items[string(b)]; !dup {
-			c.evictions.Add(int64(sh.m.put(string(b), cp, size, c.shardBytes)))
+		if !sh.m.Has(b) {
+			c.evictions.Add(int64(sh.m.Put(string(b), cp, size, c.shardBytes)))
 		}
 	}
 	sh.mu.Unlock()
@@ -277,10 +278,10 @@ func (c *Cache) applyWide(ctx context.Context, b *engine.Batch, ts []touch) ([]e
 		sh.gen++
 		sh.pending--
 		if err != nil {
-			c.invalidations.Add(int64(sh.m.reset()))
+			c.invalidations.Add(int64(sh.m.Reset()))
 		}
 		for _, s := range drop[i] {
-			if sh.m.remove(s) {
+			if sh.m.Remove(s) {
 				c.invalidations.Add(1)
 			}
 		}
@@ -311,7 +312,7 @@ func (c *Cache) begin(ts []touch) []uint64 {
 		sh.gen++
 		sh.pending++
 		for _, t := range run {
-			if sh.m.remove(t.slot) {
+			if sh.m.Remove(t.slot) {
 				c.invalidations.Add(1)
 			}
 		}
@@ -333,7 +334,7 @@ func (c *Cache) end(ts []touch, gens []uint64, res []engine.Result, err error) {
 		g++
 		sh.gen++
 		for _, t := range run {
-			sh.m.remove(t.slot)
+			sh.m.Remove(t.slot)
 			if !alone || t.through < 0 || t.through >= len(res) {
 				continue
 			}
@@ -349,7 +350,7 @@ func (c *Cache) end(ts []touch, gens []uint64, res []engine.Result, err error) {
 			it.Value = append([]byte(nil), it.Value...) // the result's value may alias the caller's batch
 			// A copy of the slot too: touched carved it out of a buffer of the whole batch's slots, which an
 			// entry must not keep alive beyond its own size.
-			c.evictions.Add(int64(sh.m.put(strings.Clone(t.slot), it, size, c.shardBytes)))
+			c.evictions.Add(int64(sh.m.Put(strings.Clone(t.slot), it, size, c.shardBytes)))
 			c.writeThroughs.Add(1)
 		}
 		sh.mu.Unlock()
@@ -363,7 +364,7 @@ func (c *Cache) markAll(delta int) {
 		sh.mu.Lock()
 		sh.gen++
 		sh.pending += delta
-		c.invalidations.Add(int64(sh.m.reset()))
+		c.invalidations.Add(int64(sh.m.Reset()))
 		sh.mu.Unlock()
 	}
 }
@@ -432,7 +433,7 @@ func (c *Cache) Stats() map[string]int64 {
 	for i := range c.shards {
 		sh := &c.shards[i]
 		sh.mu.RLock()
-		n, bytes = n+int64(sh.m.len()), bytes+sh.m.bytes
+		n, bytes = n+int64(sh.m.Len()), bytes+sh.m.Bytes()
 		sh.mu.RUnlock()
 	}
 	out["cache_items"], out["cache_bytes"] = n, bytes

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"anykv/internal/clockmap"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
@@ -26,7 +27,7 @@ type Queries[V any] struct {
 	all   atomic.Uint64 // flushes of every table
 
 	mu sync.Mutex
-	m  clockMap[answer[V]]
+	m  clockmap.Map[answer[V]]
 
 	hits, misses, evictions, fills atomic.Int64
 }
@@ -48,7 +49,7 @@ type answer[V any] struct {
 
 // NewQueries returns a query cache of about maxBytes; 0 or less gives one that stores nothing.
 func NewQueries[V any](maxBytes int64) *Queries[V] {
-	return &Queries[V]{max: maxBytes, seed: maphash.MakeSeed(), m: newClockMap[answer[V]]()}
+	return &Queries[V]{max: maxBytes, seed: maphash.MakeSeed(), m: clockmap.New[answer[V]]()}
 }
 
 func (q *Queries[V]) word(table string) *atomic.Uint64 {
@@ -95,10 +96,10 @@ func (q *Queries[V]) Lookup(table string, key []byte, now int64) (V, bool, Token
 	var buf [128]byte
 	b := appendSlot(buf[:0], table, key)
 	q.mu.Lock()
-	e, ok := q.m.get(b)
+	e, ok := q.m.Get(b)
 	var a answer[V]
 	if ok {
-		a = e.val
+		a = e.Val
 	}
 	q.mu.Unlock()
 	if ok && a.word == tok.word && a.all == tok.all && now >= a.from && now < a.until {
@@ -129,14 +130,14 @@ func (q *Queries[V]) Fill(tok Token, table string, key []byte, val V, size, now,
 	if tok.w.Load() != tok.word || q.all.Load() != tok.all {
 		return // a batch began since: the answer may already be old
 	}
-	q.evictions.Add(int64(q.m.put(s, answer[V]{word: tok.word, all: tok.all, from: now, until: until, val: val}, size, q.max)))
+	q.evictions.Add(int64(q.m.Put(s, answer[V]{word: tok.word, all: tok.all, from: now, until: until, val: val}, size, q.max)))
 	q.fills.Add(1)
 }
 
 // Stats reports the cache's figures under names prefixed with prefix.
 func (q *Queries[V]) Stats(prefix string, out map[string]int64) {
 	q.mu.Lock()
-	n, bytes := q.m.len(), q.m.bytes
+	n, bytes := q.m.Len(), q.m.Bytes()
 	q.mu.Unlock()
 	out[prefix+"items"], out[prefix+"bytes"] = int64(n), bytes
 	out[prefix+"hits"], out[prefix+"misses"] = q.hits.Load(), q.misses.Load()

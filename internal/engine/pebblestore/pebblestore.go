@@ -80,6 +80,9 @@ type Options struct {
 	// Recover opens a damaged store anyway (Open fails with a DamageError otherwise) and reports what was
 	// dropped (Store.Recovered); see opencheck.go.
 	Recover bool
+	// WriterCacheBytes bounds the items the writer keeps in memory to resolve writes without reading Pebble
+	// (itemcache.go); 0 means DefaultWriterCacheBytes, a negative value turns it off.
+	WriterCacheBytes int64
 	// SkipOpenVerify skips checking every sstable block's checksum at Open (see verify.go for the cost).
 	SkipOpenVerify bool
 	// VerifyInterval is the period of the background sstable verification; 0 disables it.
@@ -150,6 +153,7 @@ type Store struct {
 	fsyncs       atomic.Int64
 	batches      atomic.Int64
 	groups       atomic.Int64
+	itemCache    *itemCache // the writer's (nil when off), for Stats
 	maxGroup     atomic.Int64
 	guardWaits   atomic.Int64
 	sweepRemoved atomic.Int64

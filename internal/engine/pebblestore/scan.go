@@ -184,6 +184,7 @@ const keysEstimateTTL = 5 * time.Second
 //	apply_batches, commit_groups, group_size_mean, group_size_max   group commit figures (batches the writer
 //	                 took: batches that only read are resolved outside it, readbatch.go)
 //	guard_waits      reads that waited for an in-flight fsync
+//	writer_cache_hits, writer_cache_misses   reads of the writer answered by its item cache or not (itemcache.go)
 func (s *Store) Stats() map[string]int64 {
 	if s.enter() != nil {
 		return map[string]int64{}
@@ -229,6 +230,9 @@ func (s *Store) Stats() map[string]int64 {
 		"bloom_filter_misses":      m.Filter.Misses,
 		"sstables":                 tableCount(m),
 		"range_deletions_pending":  int64(m.Keys.TombstoneCount),
+	}
+	if c := s.itemCache; c != nil {
+		st["writer_cache_hits"], st["writer_cache_misses"] = c.hits.Load(), c.misses.Load()
 	}
 	s.space.stats(st)
 	s.addVerifyStats(st)

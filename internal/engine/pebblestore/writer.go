@@ -1,6 +1,7 @@
 package pebblestore
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -92,6 +93,8 @@ type writer struct {
 	// lie in different sstables (spans.go): one iterator alternating between them would reopen an sstable in
 	// every level at every read, where each of two stays on the sstables it last read.
 	iters [2]*pebble.Iterator
+	// cache holds items the writer read or wrote lately (itemcache.go); nil when off, and in snapshot readers.
+	cache *itemCache
 
 	// snap, for a writer that only reads (readbatch.go), is the state it reads instead of the DB's latest, and
 	// seen records what it read, for the durability guard.
@@ -114,6 +117,10 @@ func newWriter(s *Store, version uint64) *writer {
 	}
 	// Versions stay far below maxVersion (2^56: centuries at millions of writes a second).
 	w.next = func() uint64 { w.version++; return w.version }
+	if s.opts.WriterCacheBytes >= 0 {
+		w.cache = newItemCache(cmp.Or(s.opts.WriterCacheBytes, DefaultWriterCacheBytes))
+		s.itemCache = w.cache
+	}
 	return w
 }
 
@@ -323,6 +330,7 @@ func (w *writer) land(firstVersion uint64) {
 		// all further writes; the group stays published so that readers of its keys get the error too.
 		err = fmt.Errorf("pebblestore: commit: %w", err)
 		w.s.failed.Store(&err)
+		w.cacheReset() // the group may or may not have reached Pebble
 		w.s.log.Error("commit failed; the store refuses further writes", "err", err)
 		w.s.version.Store(w.version)
 		w.flight <- landing{g: g, reqs: reqs, err: err}
@@ -356,6 +364,7 @@ func (w *writer) commit() error {
 		// errors Pebble returns, such as an invalid batch: refuse all further writes.
 		err = fmt.Errorf("pebblestore: commit: %w", err)
 		w.s.failed.Store(&err)
+		w.cacheReset() // the group may or may not have reached Pebble
 		w.s.log.Error("commit failed; the store refuses further writes", "err", err)
 		return err
 	}
@@ -367,6 +376,7 @@ func (w *writer) add(wr *engine.Write) {
 	switch {
 	case wr.Flush && wr.Table == "":
 		_ = w.pb.DeleteRange(dataStart, dataEnd, nil)
+		w.cacheReset()
 		w.flushAll = true
 		w.net, w.netReset = 0, true
 		w.keys, w.flushed = nil, nil
@@ -374,6 +384,7 @@ func (w *writer) add(wr *engine.Write) {
 	case wr.Flush:
 		p := appendTablePrefix(nil, wr.Table)
 		_ = w.pb.DeleteRange(p, prefixEnd(p), nil)
+		w.cacheReset() // rare: not worth finding the table's entries
 		if w.flushed == nil {
 			w.flushed = make(map[string]struct{})
 		}
@@ -393,6 +404,9 @@ func (w *writer) add(wr *engine.Write) {
 		k := appendKey(w.kbuf[:0], wr.Table, wr.Key)
 		w.kbuf = k
 		_ = w.pb.Delete(k, nil)
+		if w.cache != nil {
+			w.cache.del(k)
+		}
 		w.net--
 		w.remember(k, wr.Table, ovEntry{deleted: true})
 	default:
@@ -403,6 +417,9 @@ func (w *writer) add(wr *engine.Write) {
 		putHeader(op.Value, &wr.Item)
 		copy(op.Value[headerLen:], wr.Item.Value)
 		_ = op.Finish()
+		if w.cache != nil {
+			w.cache.set(k, wr.Item)
+		}
 		w.net++
 		w.remember(k, wr.Table, ovEntry{item: wr.Item})
 	}
@@ -437,10 +454,11 @@ func (w *writer) touch(table string) {
 func (w *writer) Read(table string, key []byte) (engine.Item, bool, error) {
 	k := appendKey(w.kbuf[:0], table, key)
 	w.kbuf = k
-	return w.read(k, table)
+	return w.read(k, table, true)
 }
 
-func (w *writer) read(k []byte, table string) (engine.Item, bool, error) {
+// read serves Read and sweep; fill says whether what it reads from Pebble enters the item cache.
+func (w *writer) read(k []byte, table string, fill bool) (engine.Item, bool, error) {
 	if e, ok := w.keys[string(k)]; ok {
 		if e.deleted {
 			return engine.Item{}, false, nil
@@ -455,7 +473,15 @@ func (w *writer) read(k []byte, table string) (engine.Item, bool, error) {
 	if _, ok := w.flushed[table]; ok {
 		return engine.Item{}, false, nil
 	}
+	if w.cache != nil {
+		if it, found, known := w.cache.get(k); known {
+			return it, found, nil
+		}
+	}
 	it, found, err := w.readDB(k, table)
+	if err == nil && fill && w.cache != nil {
+		w.cache.fill(k, it, found)
+	}
 	if w.seen != nil {
 		w.seen.point(k, table, found, it.Version)
 	}
@@ -492,6 +518,13 @@ func (w *writer) readDB(k []byte, table string) (engine.Item, bool, error) {
 	}
 	it.Value = append([]byte{}, it.Value...)
 	return it, true, nil
+}
+
+// cacheReset empties the item cache, if any.
+func (w *writer) cacheReset() {
+	if w.cache != nil {
+		w.cache.reset()
+	}
 }
 
 // closeIters closes the group's read iterators.
@@ -613,7 +646,7 @@ func (w *writer) scan(table string, r engine.Range, reverse bool, fn func([]byte
 // sweep deletes each target still stored with the version Sweep saw (a rewrite since then survives).
 func (w *writer) sweep(r *request) {
 	for _, t := range r.sweep {
-		it, ok, err := w.read(t.key, t.table)
+		it, ok, err := w.read(t.key, t.table, false) // what a sweep deletes is not read again: it does not fill the cache
 		if err != nil {
 			r.err = err
 			return
@@ -622,6 +655,9 @@ func (w *writer) sweep(r *request) {
 			continue
 		}
 		_ = w.pb.Delete(t.key, nil)
+		if w.cache != nil {
+			w.cache.del(t.key)
+		}
 		w.net--
 		w.remember(t.key, t.table, ovEntry{deleted: true})
 		r.removed++

@@ -1,4 +1,4 @@
-package cache
+package clockmap
 
 import (
 	"fmt"
@@ -9,46 +9,46 @@ import (
 // the stream, while the cold entries are evicted to stay within the bound (random eviction loses the hot entry
 // within a few turns).
 func TestClockKeepsHotEntries(t *testing.T) {
-	m := newClockMap[int]()
+	m := New[int]()
 	const max = 10 * 100
-	m.put("hot", 0, 100, max)
+	m.Put("hot", 0, 100, max)
 	evicted := 0
 	for i := 0; i < 1000; i++ {
-		if _, ok := m.get([]byte("hot")); !ok {
+		if _, ok := m.Get([]byte("hot")); !ok {
 			t.Fatalf("hot entry evicted after %d cold insertions", i)
 		}
-		evicted += m.put(fmt.Sprint("cold", i), i, 100, max)
+		evicted += m.Put(fmt.Sprint("cold", i), i, 100, max)
 		if m.bytes > max {
 			t.Fatalf("%d bytes held, bound %d", m.bytes, max)
 		}
 	}
-	if m.len() != 10 || evicted != 1001-10 {
-		t.Fatalf("%d entries held, %d evicted", m.len(), evicted)
+	if m.Len() != 10 || evicted != 1001-10 {
+		t.Fatalf("%d entries held, %d evicted", m.Len(), evicted)
 	}
 }
 
 // TestClockRemoveKeepsTheRingConsistent: removing entries anywhere leaves every remaining entry findable through
 // the map and the ring, with the byte count right.
 func TestClockRemoveKeepsTheRingConsistent(t *testing.T) {
-	m := newClockMap[int]()
+	m := New[int]()
 	for i := 0; i < 50; i++ {
-		m.put(fmt.Sprint(i), i, 10, 1<<20)
+		m.Put(fmt.Sprint(i), i, 10, 1<<20)
 	}
 	for i := 0; i < 50; i += 3 {
-		if !m.remove(fmt.Sprint(i)) {
+		if !m.Remove(fmt.Sprint(i)) {
 			t.Fatalf("remove %d: not found", i)
 		}
 	}
-	m.put("7", 700, 10, 1<<20) // replaces
-	if len(m.ring) != m.len() || m.bytes != int64(10*m.len()) {
-		t.Fatalf("ring %d, map %d, bytes %d", len(m.ring), m.len(), m.bytes)
+	m.Put("7", 700, 10, 1<<20) // replaces
+	if len(m.ring) != m.Len() || m.bytes != int64(10*m.Len()) {
+		t.Fatalf("ring %d, map %d, bytes %d", len(m.ring), m.Len(), m.bytes)
 	}
 	for i, e := range m.ring {
 		if e.pos != i || m.items[e.key] != e {
 			t.Fatalf("ring[%d] = %q at pos %d", i, e.key, e.pos)
 		}
 	}
-	if e, ok := m.get([]byte("7")); !ok || e.val != 700 {
+	if e, ok := m.Get([]byte("7")); !ok || e.Val != 700 {
 		t.Fatalf("replaced entry: %v %v", e, ok)
 	}
 }

@@ -1,0 +1,110 @@
+// Package clockmap is a map bounded by bytes that evicts with CLOCK: the read cache's items and query answers
+// (internal/cache), and the items the pebblestore writer keeps to resolve writes without reading Pebble.
+package clockmap
+
+import "sync/atomic"
+
+// Map is a map bounded by bytes that evicts with the CLOCK algorithm (second chance): every entry has a
+// reference bit set by hits; the hand sweeps the ring of entries, clearing set bits and evicting the first entry
+// whose bit is clear. Hot entries survive, an entry read once and never again goes within one turn of the hand,
+// and a hit costs one atomic store under the owner's read lock (LRU would need the write lock to reorder a list).
+//
+// Map does no locking itself: the owner holds its lock for writing around Put, Remove, Resize and Reset, and at
+// least for reading around Get and Has.
+type Map[V any] struct {
+	items map[string]*Entry[V]
+	ring  []*Entry[V]
+	hand  int
+	bytes int64
+}
+
+// Entry is one key's value; the owner may change Val in place (under its write lock), and then Resize it.
+type Entry[V any] struct {
+	key  string
+	Val  V
+	size int64
+	pos  int // index in ring
+	ref  atomic.Bool
+}
+
+// New returns an empty map.
+func New[V any]() Map[V] { return Map[V]{items: make(map[string]*Entry[V])} }
+
+// Get returns the entry of key and marks it referenced. It takes the key as bytes: the lookup does not allocate.
+func (m *Map[V]) Get(key []byte) (*Entry[V], bool) {
+	e, ok := m.items[string(key)]
+	if ok && !e.ref.Load() {
+		e.ref.Store(true)
+	}
+	return e, ok
+}
+
+// Put stores val under key (replacing an entry there), first evicting until the map holds at most max bytes
+// with it. It returns the number of entries evicted to make room.
+func (m *Map[V]) Put(key string, val V, size, max int64) (evicted int) {
+	m.Remove(key)
+	for m.bytes+size > max && len(m.ring) > 0 {
+		if m.hand >= len(m.ring) {
+			m.hand = 0
+		}
+		e := m.ring[m.hand]
+		if e.ref.Load() {
+			e.ref.Store(false)
+			m.hand++
+			continue
+		}
+		m.drop(e)
+		evicted++
+	}
+	e := &Entry[V]{key: key, Val: val, size: size, pos: len(m.ring)}
+	m.items[key] = e
+	m.ring = append(m.ring, e)
+	m.bytes += size
+	return evicted
+}
+
+// Remove deletes key's entry, reporting whether there was one.
+func (m *Map[V]) Remove(key string) bool {
+	e, ok := m.items[key]
+	if ok {
+		m.drop(e)
+	}
+	return ok
+}
+
+// drop takes e out of the map and the ring; the ring's last entry takes its place, so the hand, pointing at
+// e's position, looks at that entry next.
+func (m *Map[V]) drop(e *Entry[V]) {
+	delete(m.items, e.key)
+	last := len(m.ring) - 1
+	m.ring[e.pos] = m.ring[last]
+	m.ring[e.pos].pos = e.pos
+	m.ring[last] = nil
+	m.ring = m.ring[:last]
+	m.bytes -= e.size
+}
+
+// Reset empties the map and returns how many entries it held.
+func (m *Map[V]) Reset() int {
+	n := len(m.items)
+	*m = New[V]()
+	return n
+}
+
+// Has reports whether key has an entry, without marking it referenced.
+func (m *Map[V]) Has(key []byte) bool {
+	_, ok := m.items[string(key)]
+	return ok
+}
+
+// Resize records that e, changed in place, now weighs size bytes. It evicts nothing: the next Put makes room.
+func (m *Map[V]) Resize(e *Entry[V], size int64) {
+	m.bytes += size - e.size
+	e.size = size
+}
+
+// Len is the number of entries.
+func (m *Map[V]) Len() int { return len(m.items) }
+
+// Bytes is the sum of the entries' sizes.
+func (m *Map[V]) Bytes() int64 { return m.bytes }

@@ -1,0 +1,93 @@
+package pebblestore
+
+import (
+	"sync/atomic"
+
+	"anykv/internal/clockmap"
+	"anykv/internal/engine"
+)
+
+// DefaultWriterCacheBytes bounds the writer's item cache when Options.WriterCacheBytes is 0.
+const DefaultWriterCacheBytes = 64 << 20
+
+// itemCacheOverhead is what an entry costs beside its key and value: the entry, its map slot and ring slot.
+const itemCacheOverhead = 128
+
+// itemCache is what the writer knows of the committed state: the items it read or wrote lately, and the keys it
+// found absent. Resolving a write reads the state it changes (a collection's meta, the member SADD or HSET asks
+// about, the old score ZADD replaces); from the cache that read is a map lookup, where Pebble seeks through the
+// memtable and every level (65% of SADD's CPU before it). Only the main writer goroutine uses it, and every
+// write reaches Pebble through that writer (add, sweep), which updates it first, so it is never stale; a flush
+// of any table empties it, and so does a failed commit. Writers that read a snapshot (readbatch.go) have none.
+type itemCache struct {
+	m   clockmap.Map[cachedItem]
+	max int64
+	// Figures for Stats: the writer adds, Stats loads.
+	hits, misses atomic.Int64
+}
+
+// cachedItem is a key's committed state: its item (Value owned by the cache), or its absence.
+type cachedItem struct {
+	item   engine.Item
+	absent bool
+}
+
+func newItemCache(max int64) *itemCache {
+	return &itemCache{m: clockmap.New[cachedItem](), max: max}
+}
+
+// get returns k's state if the cache knows it; the item's Value is a copy the caller owns.
+func (c *itemCache) get(k []byte) (it engine.Item, found, known bool) {
+	e, ok := c.m.Get(k)
+	if !ok {
+		c.misses.Add(1)
+		return engine.Item{}, false, false
+	}
+	c.hits.Add(1)
+	if e.Val.absent {
+		return engine.Item{}, false, true
+	}
+	it = e.Val.item
+	it.Value = append([]byte{}, it.Value...)
+	return it, true, true
+}
+
+// fill records what a read of Pebble found for k (the cache keeps its own copy of the value).
+func (c *itemCache) fill(k []byte, it engine.Item, found bool) {
+	if !found {
+		c.m.Put(string(k), cachedItem{absent: true}, int64(len(k))+itemCacheOverhead, c.max)
+		return
+	}
+	it.Value = append([]byte{}, it.Value...)
+	c.m.Put(string(k), cachedItem{item: it}, int64(len(k)+len(it.Value))+itemCacheOverhead, c.max)
+}
+
+// set records a write of it at k, if the cache knows k. A key enters the cache only by being read: most keys
+// written without a read (a list's pushed elements, a sorted set's score index, a plain SET) are not read soon,
+// and would push out those that are. A cached key keeps its entry and, when it fits, its value's buffer:
+// rewriting a hot key (a collection's meta at every member write) allocates nothing.
+func (c *itemCache) set(k []byte, it engine.Item) {
+	e, ok := c.m.Get(k)
+	if !ok {
+		return
+	}
+	buf := e.Val.item.Value
+	if cap(buf) < len(it.Value) || cap(buf) > 2*len(it.Value)+64 {
+		buf = make([]byte, len(it.Value)) // a value that shrank a lot does not keep its old buffer
+	}
+	buf = append(buf[:0], it.Value...)
+	it.Value = buf
+	e.Val = cachedItem{item: it}
+	c.m.Resize(e, int64(len(k)+cap(buf))+itemCacheOverhead)
+}
+
+// del records that k was deleted: it drops k's entry rather than keep its absence, since most deleted keys are
+// not read again (a popped element, a swept member or expired item) and would take the place of hot ones.
+func (c *itemCache) del(k []byte) {
+	if c.m.Has(k) {
+		c.m.Remove(string(k))
+	}
+}
+
+// reset empties the cache.
+func (c *itemCache) reset() { c.m.Reset() }

@@ -1,0 +1,81 @@
+package pebblestore
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+
+	"anykv/internal/engine"
+	"anykv/internal/engine/enginetest"
+)
+
+// TestConformanceWriterCacheSizes runs the conformance suite with the writer's item cache off, and so small that
+// it evicts at almost every read: each answer must be what Pebble holds.
+func TestConformanceWriterCacheSizes(t *testing.T) {
+	for _, size := range []int64{-1, 1024} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			enginetest.Run(t, func(t *testing.T) engine.Engine {
+				return openWith(t, Options{Dir: "/db", CacheBytes: 8 << 20, Logger: quiet, WriterCacheBytes: size})
+			}, engine.AllAbilities)
+		})
+	}
+}
+
+func incr(table, key string) engine.Mutation {
+	return engine.Mutation{Op: engine.OpIncr, Table: table, Key: []byte(key), Incr: engine.IncrArgs{Delta: 1, Create: true}}
+}
+
+// TestWriterCacheAnswersRepeatedReads: a key read again and again (a counter, a collection's meta) is read from
+// Pebble once; the cache's answers are the current values.
+func TestWriterCacheAnswersRepeatedReads(t *testing.T) {
+	s := open(t, nil, SyncAlways)
+	for i := 1; i <= 100; i++ {
+		res := mustApply(t, s, incr("t", "n"))
+		if got := string(res[0].New.Value); got != strconv.Itoa(i) {
+			t.Fatalf("incr %d answered %q", i, got)
+		}
+	}
+	st := s.Stats()
+	if st["writer_cache_misses"] != 1 || st["writer_cache_hits"] != 99 {
+		t.Fatalf("hits %d, misses %d; want 99 and 1", st["writer_cache_hits"], st["writer_cache_misses"])
+	}
+}
+
+// TestWriterCacheForgetsFlushesAndDeletes: what a flush of one table, a flush of everything and a delete removed
+// is not answered from the cache afterwards (each case counts from 0 again). A sweep removes only items no read
+// can see (expired, or members of a dead generation), so whether it updates the cache shows in no answer.
+func TestWriterCacheForgetsFlushesAndDeletes(t *testing.T) {
+	s := open(t, nil, SyncAlways)
+	wipes := map[string]engine.Mutation{
+		"flush table": {Op: engine.OpFlush, Table: "t"},
+		"flush all":   {Op: engine.OpFlush},
+		"delete":      {Op: engine.OpDelete, Table: "t", Key: []byte("n")},
+	}
+	for name, wipe := range wipes {
+		mustApply(t, s, incr("t", "n"))
+		mustApply(t, s, incr("t", "n")) // read through the cache
+		mustApply(t, s, wipe)
+		if got := string(mustApply(t, s, incr("t", "n"))[0].New.Value); got != "1" {
+			t.Fatalf("after %s, incr answered %q, want 1", name, got)
+		}
+		mustApply(t, s, engine.Mutation{Op: engine.OpDelete, Table: "t", Key: []byte("n")})
+	}
+
+}
+
+// TestWriterCacheStaysWithinItsBound: reading many more keys than fit keeps the cache within its bytes.
+func TestWriterCacheStaysWithinItsBound(t *testing.T) {
+	const max = 16 << 10
+	s := openWith(t, Options{Dir: "/db", CacheBytes: 8 << 20, Logger: quiet, WriterCacheBytes: max})
+	for i := 0; i < 2000; i++ {
+		mustApply(t, s, incr("t", fmt.Sprint(i)))
+	}
+	for i := 0; i < 2000; i++ {
+		if got := string(mustApply(t, s, incr("t", fmt.Sprint(i)))[0].New.Value); got != "2" {
+			t.Fatalf("key %d: incr answered %q, want 2", i, got)
+		}
+	}
+	if b := s.itemCache.m.Bytes(); b > max || b < max/2 {
+		t.Fatalf("cache holds %d bytes, bound %d", b, max)
+	}
+}
