@@ -28,6 +28,9 @@ const (
 	DefaultMaxKey   = 64 << 10
 	DefaultMaxValue = 64 << 20
 	DefaultMaxBatch = 1 << 20
+	// MaxTable bounds a table name: only HTTP clients name tables, in the URL, and the name is part of every
+	// stored key of the table (without a bound a name of up to a MiB would slip past the key limit).
+	MaxTable = 255
 )
 
 // Errors of the command layer itself, beside engine's sentinels.
@@ -38,12 +41,16 @@ var (
 	ErrEmptyTable    = errors.New("empty table name")
 	// ErrReservedTable: table names starting with a zero byte belong to the engine (collections' members).
 	ErrReservedTable = errors.New("table names starting with a zero byte are reserved")
+	ErrTableTooLong  = errors.New("table name too long")
 )
 
-// checkTable refuses the engine's own tables to clients.
+// checkTable refuses the engine's own tables to clients, and names over MaxTable bytes.
 func checkTable(table string) error {
 	if engine.IsInternalTable(table) {
 		return ErrReservedTable
+	}
+	if len(table) > MaxTable {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrTableTooLong, len(table), MaxTable)
 	}
 	return nil
 }

@@ -357,6 +357,14 @@ func TestLimits(t *testing.T) {
 		wantError(t, f.do(m, "/v1/tables/default/keys/123456789", "v"), http.StatusBadRequest, "key_too_large")
 	}
 	wantError(t, f.do("POST", "/v1/tables/default/keys/123456789/incr", ""), http.StatusBadRequest, "key_too_large")
+	// Table names: 255 bytes at most, on every route that names one.
+	long, longer := strings.Repeat("t", kv.MaxTable), strings.Repeat("t", kv.MaxTable+1)
+	wantStatus(t, f.do("PUT", "/v1/tables/"+long+"/keys/k", "v"), http.StatusCreated)
+	for _, m := range []string{"GET", "PUT", "DELETE"} {
+		wantError(t, f.do(m, "/v1/tables/"+longer+"/keys/k", "v"), http.StatusBadRequest, "table_name_too_long")
+	}
+	wantError(t, f.do("GET", "/v1/tables/"+longer+"/keys", ""), http.StatusBadRequest, "table_name_too_long")
+	wantError(t, f.do("GET", "/v1/tables/"+longer+"/count", ""), http.StatusBadRequest, "table_name_too_long")
 	// The store's own value limit also answers 413 when MaxBody is larger.
 	g := newFixture(t, Options{MaxBody: 100}, kv.Limits{MaxValue: 5})
 	wantError(t, g.do("PUT", "/v1/tables/default/keys/k", "123456"), http.StatusRequestEntityTooLarge, "value_too_large")
