@@ -43,7 +43,17 @@ func (m *Map[V]) Get(key []byte) (*Entry[V], bool) {
 // with it. It returns the number of entries evicted to make room.
 func (m *Map[V]) Put(key string, val V, size, max int64) (evicted int) {
 	m.Remove(key)
-	for m.bytes+size > max && len(m.ring) > 0 {
+	evicted = m.evict(size, max)
+	e := &Entry[V]{key: key, Val: val, size: size, pos: len(m.ring)}
+	m.items[key] = e
+	m.ring = append(m.ring, e)
+	m.bytes += size
+	return evicted
+}
+
+// evict drops entries until the map holds at most max bytes with room more, and returns how many it dropped.
+func (m *Map[V]) evict(room, max int64) (evicted int) {
+	for m.bytes+room > max && len(m.ring) > 0 {
 		if m.hand >= len(m.ring) {
 			m.hand = 0
 		}
@@ -56,10 +66,6 @@ func (m *Map[V]) Put(key string, val V, size, max int64) (evicted int) {
 		m.drop(e)
 		evicted++
 	}
-	e := &Entry[V]{key: key, Val: val, size: size, pos: len(m.ring)}
-	m.items[key] = e
-	m.ring = append(m.ring, e)
-	m.bytes += size
 	return evicted
 }
 
@@ -97,10 +103,12 @@ func (m *Map[V]) Has(key []byte) bool {
 	return ok
 }
 
-// Resize records that e, changed in place, now weighs size bytes. It evicts nothing: the next Put makes room.
-func (m *Map[V]) Resize(e *Entry[V], size int64) {
+// Resize records that e, changed in place, now weighs size bytes, and evicts (e itself perhaps) until the map
+// holds at most max bytes. It returns the number of entries evicted.
+func (m *Map[V]) Resize(e *Entry[V], size, max int64) (evicted int) {
 	m.bytes += size - e.size
 	e.size = size
+	return m.evict(0, max)
 }
 
 // Len is the number of entries.

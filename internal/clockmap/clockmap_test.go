@@ -52,3 +52,18 @@ func TestClockRemoveKeepsTheRingConsistent(t *testing.T) {
 		t.Fatalf("replaced entry: %v %v", e, ok)
 	}
 }
+
+// TestResizeEvictsToTheBound: an entry that grows in place makes room by evicting, as a Put would.
+func TestResizeEvictsToTheBound(t *testing.T) {
+	m := New[int]()
+	for i := 0; i < 10; i++ {
+		m.Put(fmt.Sprint(i), i, 10, 100)
+	}
+	e, _ := m.Get([]byte("3"))
+	if n := m.Resize(e, 50, 100); n == 0 || m.Bytes() > 100 {
+		t.Fatalf("Resize to 50 evicted %d entries; %d bytes held, bound 100", n, m.Bytes())
+	}
+	if m.Len() != len(m.ring) {
+		t.Fatalf("ring %d, map %d", len(m.ring), m.Len())
+	}
+}

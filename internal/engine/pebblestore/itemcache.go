@@ -52,10 +52,14 @@ func (c *itemCache) get(k []byte) (it engine.Item, found, known bool) {
 	return it, true, true
 }
 
-// fill records what a read of Pebble found for k (the cache keeps its own copy of the value).
+// fill records what a read of Pebble found for k (the cache keeps its own copy of the value), unless the item
+// would take more than a quarter of the cache.
 func (c *itemCache) fill(k []byte, it engine.Item, found bool) {
 	if !found {
 		c.m.Put(string(k), cachedItem{absent: true}, int64(len(k))+itemCacheOverhead, c.max)
+		return
+	}
+	if c.tooBig(k, it.Value) {
 		return
 	}
 	it.Value = append([]byte{}, it.Value...)
@@ -71,6 +75,10 @@ func (c *itemCache) set(k []byte, it engine.Item) {
 	if !ok {
 		return
 	}
+	if c.tooBig(k, it.Value) {
+		c.m.Remove(string(k)) // an absent key cached small may be written big: it must not stay unbounded
+		return
+	}
 	buf := e.Val.item.Value
 	if cap(buf) < len(it.Value) || cap(buf) > 2*len(it.Value)+64 {
 		buf = make([]byte, len(it.Value)) // a value that shrank a lot does not keep its old buffer
@@ -78,7 +86,13 @@ func (c *itemCache) set(k []byte, it engine.Item) {
 	buf = append(buf[:0], it.Value...)
 	it.Value = buf
 	e.Val = cachedItem{item: it}
-	c.m.Resize(e, int64(len(k)+cap(buf))+itemCacheOverhead)
+	c.m.Resize(e, int64(len(k)+cap(buf))+itemCacheOverhead, c.max)
+}
+
+// tooBig says an item of key k and value v would take more than a quarter of the cache: big values are not
+// what the cache is for (resolving a write reads metas, members and counters), and one would evict many.
+func (c *itemCache) tooBig(k, v []byte) bool {
+	return int64(len(k)+len(v))+itemCacheOverhead > c.max/4
 }
 
 // del records that k was deleted: it drops k's entry rather than keep its absence, since most deleted keys are

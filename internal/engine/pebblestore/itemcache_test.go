@@ -79,3 +79,28 @@ func TestWriterCacheStaysWithinItsBound(t *testing.T) {
 		t.Fatalf("cache holds %d bytes, bound %d", b, max)
 	}
 }
+
+// TestWriterCacheBoundHoldsWhenValuesGrow: keys cached small (absent, read by a SET XX that failed) and then
+// written with big values do not take the cache past its bound (the audit's case: 120 MB in a 1 MiB cache).
+func TestWriterCacheBoundHoldsWhenValuesGrow(t *testing.T) {
+	const max = 64 << 10
+	s := openWith(t, Options{Dir: "/db", CacheBytes: 8 << 20, Logger: quiet, WriterCacheBytes: max})
+	big := make([]byte, 3000)
+	for i := 0; i < 200; i++ {
+		k := []byte(fmt.Sprint("k", i))
+		res, err := s.Apply(ctx, &engine.Batch{Now: now, Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t", Key: k, Cond: engine.CondPresent}}})
+		if err != nil || res[0].Err == nil {
+			t.Fatalf("SET XX of a missing key: %+v, %v", res, err)
+		}
+		mustApply(t, s, engine.Mutation{Op: engine.OpSet, Table: "t", Key: k, Value: big})
+		if b := s.itemCache.m.Bytes(); b > max {
+			t.Fatalf("after %d big writes the cache holds %d bytes, bound %d", i+1, b, max)
+		}
+	}
+	// A value over a quarter of the cache is not kept at all.
+	mustApply(t, s, engine.Mutation{Op: engine.OpSet, Table: "t", Key: []byte("huge"), Value: make([]byte, max/2)})
+	mustApply(t, s, engine.Mutation{Op: engine.OpAppend, Table: "t", Key: []byte("huge"), Value: []byte("x")})
+	if s.itemCache.m.Has(appendKey(nil, "t", []byte("huge"))) {
+		t.Fatal("a value of half the cache was cached")
+	}
+}
