@@ -56,8 +56,8 @@
 // several slots (SlotScoped) orders versions per slot: each key's versions still grow and none repeats, but
 // versions of keys in different slots are not ordered by time.
 //
-// Expiry. Expiry is an absolute unix-ms time judged at the time the caller passes (Get's now, Batch.Now), never
-// the engine's own clock: an item with Expires <= now is invisible to every read and is absent to Resolve, the
+// Expiry. Expiry is an absolute unix-ms time judged at the time the caller passes (Get's now, Batch.Now, or
+// Batch.Clock read when the batch is resolved), never the engine's own clock: an item with Expires <= now is invisible to every read and is absent to Resolve, the
 // moment it expires, whatever the engine has or has not reclaimed. Reclaiming space (Sweeper, or a datastore's
 // own TTL) is an optimisation and must never make a live item disappear: a Sweep deletes an item only if it is
 // still the expired version it examined, so a concurrent rewrite survives.

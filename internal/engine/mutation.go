@@ -161,8 +161,13 @@ func (m *Mutation) Writes() bool {
 // Batch is a list of mutations applied atomically and in order, judged at one time.
 type Batch struct {
 	// Now is the unix-ms time at which items expire for this batch.
-	Now  int64
-	Muts []Mutation
+	Now int64
+	// Clock, if set, is read again when the batch is resolved, and a later time replaces Now: a batch that
+	// waited in a writer's queue (behind other batches and their fsyncs) must not find alive a key that reads
+	// answered meanwhile found expired (a SET XX or a CAS would then bring it back). The caller's clock, not the
+	// engine's, so that a test's fake clock still rules.
+	Clock func() int64
+	Muts  []Mutation
 }
 
 // Result is the outcome of one mutation.

@@ -70,7 +70,11 @@ func Resolve(r Reader, b *Batch, next func() uint64) (writes []Write, results []
 			writes, results, err = nil, nil, fmt.Errorf("%w: %v", ErrInternal, p)
 		}
 	}()
-	rs := resolver{r: r, now: b.Now, next: next, writes: make([]Write, 0, len(b.Muts)+len(b.Muts)/2+2)}
+	now := b.Now
+	if b.Clock != nil {
+		now = max(now, b.Clock())
+	}
+	rs := resolver{r: r, now: now, next: next, writes: make([]Write, 0, len(b.Muts)+len(b.Muts)/2+2)}
 	results = make([]Result, len(b.Muts))
 	if err := rs.applyAll(b.Muts, results, nil); err != nil {
 		return nil, results, err

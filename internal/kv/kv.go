@@ -79,6 +79,7 @@ type Store struct {
 	eng    engine.Engine
 	limits Limits
 	clock  func() time.Time
+	nowFn  func() int64 // Now, made once: a batch's Clock (a method value made per batch would allocate)
 	log    *slog.Logger
 	stats  counters
 
@@ -120,6 +121,7 @@ func New(e engine.Engine, opts Options) *Store {
 	if s.clock == nil {
 		s.clock = time.Now
 	}
+	s.nowFn = s.Now
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -310,7 +312,7 @@ func (s *Store) apply(ctx context.Context, muts []engine.Mutation) ([]engine.Res
 		s.queries.Begin(tables, all)
 		defer s.queries.End(tables, all)
 	}
-	return s.eng.Apply(ctx, &engine.Batch{Now: s.Now(), Muts: muts})
+	return s.eng.Apply(ctx, &engine.Batch{Now: s.Now(), Clock: s.nowFn, Muts: muts})
 }
 
 // tablesWritten lists the tables a batch may change (with repeats), or reports that it flushes every table: the
