@@ -81,16 +81,12 @@ type session struct {
 	// execWatch is the watch EXEC's batch runs under (run applies it with kv.Store.ApplyWatched).
 	execWatch *kv.Watch
 	lower     [32]byte // scratch for lower-casing command names without allocating
-	split     struct { // runSplit's scratch, reused batch after batch (split.go)
-		early       []bool
-		rest, reads []engine.Mutation
-	}
-	obs     *metrics.Observer
-	cur     *command // the command being compiled, and its arguments
-	curArgs [][]byte
-	start   time.Time
-	readAt  time.Time // when the bytes being parsed were read (set only when metrics are on)
-	group   uint32    // the last guard group this session used (MSETNX)
+	obs       *metrics.Observer
+	cur       *command // the command being compiled, and its arguments
+	curArgs   [][]byte
+	start     time.Time
+	readAt    time.Time // when the bytes being parsed were read (set only when metrics are on)
+	group     uint32    // the last guard group this session used (MSETNX)
 
 	ctx     context.Context // ends when the server shuts down (blocking commands stop waiting)
 	noBlock bool            // set while EXEC runs: blocking commands answer at once, as in Redis
