@@ -37,9 +37,10 @@ type slot struct {
 
 // resolver holds a batch's own writes so later mutations of the batch see earlier ones.
 type resolver struct {
-	r    Reader
-	now  int64
-	next func() uint64
+	r     Reader
+	now   int64
+	next  func() uint64
+	watch ExpiryWatcher // r, if it wants to hear of the expiries of the live items read
 	// overlay indexes the batch's own writes by key: writes[overlay[k]] is the key's latest write (a put or a
 	// delete). A key written again replaces its write in place, so a batch that rewrites one key many times (a
 	// collection's meta item under a pipeline of pushes) hands the engine one write for it, not one per change.
@@ -53,6 +54,19 @@ type resolver struct {
 	recorded   int // writes and flushes recorded, each time (a call that adds none wrote nothing)
 	txs        []*Tx
 	depth      int // calls running: txs[depth] is the next call's Tx
+}
+
+// ExpiryWatcher is a Reader that wants to know until when what Resolve read stays as Resolve judged it:
+// LiveUntil is called with the expiry of each live item read that has one. A writer that publishes a batch's
+// writes some time after resolving it can then see that an item judged alive expired meanwhile, and resolve the
+// batch again rather than contradict reads that found the item gone (pebblestore's commitGroup).
+type ExpiryWatcher interface {
+	LiveUntil(expires int64)
+}
+
+func watcherOf(r Reader) ExpiryWatcher {
+	w, _ := r.(ExpiryWatcher)
+	return w
 }
 
 // Resolve computes the effect of a batch: per-mutation results and the writes that carry them out. It is the one
@@ -74,7 +88,7 @@ func Resolve(r Reader, b *Batch, next func() uint64) (writes []Write, results []
 	if b.Clock != nil {
 		now = max(now, b.Clock())
 	}
-	rs := resolver{r: r, now: now, next: next, writes: make([]Write, 0, len(b.Muts)+len(b.Muts)/2+2)}
+	rs := resolver{r: r, now: now, next: next, watch: watcherOf(r), writes: make([]Write, 0, len(b.Muts)+len(b.Muts)/2+2)}
 	results = make([]Result, len(b.Muts))
 	if err := rs.applyAll(b.Muts, results, nil); err != nil {
 		return nil, results, err
@@ -149,6 +163,9 @@ func (rs *resolver) get(table string, key []byte) (Item, bool, error) {
 	it, ok, err := rs.r.Read(table, key)
 	if err != nil || !ok || !it.Live(rs.now) {
 		return Item{}, false, err
+	}
+	if it.Expires != 0 && rs.watch != nil {
+		rs.watch.LiveUntil(it.Expires)
 	}
 	return it, true, nil
 }

@@ -1,6 +1,7 @@
 package pebblestore
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"testing"
@@ -102,5 +103,40 @@ func TestWriterCacheBoundHoldsWhenValuesGrow(t *testing.T) {
 	mustApply(t, s, engine.Mutation{Op: engine.OpAppend, Table: "t", Key: []byte("huge"), Value: []byte("x")})
 	if s.itemCache.m.Has(appendKey(nil, "t", []byte("huge"))) {
 		t.Fatal("a value of half the cache was cached")
+	}
+}
+
+// TestGroupResolvedAgainWhenAnItemItFoundAliveExpires: a SET XX resolved while its key was alive, whose key has
+// expired by the time its group would be published (reads may have found it gone meanwhile), is resolved again
+// and fails, as it would have had it been judged a moment later.
+func TestGroupResolvedAgainWhenAnItemItFoundAliveExpires(t *testing.T) {
+	s := open(t, nil, SyncAlways)
+	const expires = now + 100
+	mustApply(t, s, engine.Mutation{Op: engine.OpSet, Table: "t", Key: []byte("k"), Value: []byte("old"), Expires: expires})
+	calls := 0
+	clock := func() int64 { // alive when resolved, expired when the group is checked, and after
+		calls++
+		if calls == 1 {
+			return expires - 1
+		}
+		return expires + 1
+	}
+	res, err := s.Apply(ctx, &engine.Batch{Now: now, Clock: clock, Muts: []engine.Mutation{
+		{Op: engine.OpSet, Table: "t", Key: []byte("k"), Value: []byte("new"), Cond: engine.CondPresent}}})
+	if err != nil || !errors.Is(res[0].Err, engine.ErrNotFound) {
+		t.Fatalf("SET XX = %+v, %v; want ErrNotFound", res, err)
+	}
+	if n := s.Stats()["groups_rejudged"]; n != 1 {
+		t.Fatalf("groups_rejudged = %d, want 1", n)
+	}
+	// An item that stays alive past the check costs no second resolution.
+	calls = 0
+	mustApply(t, s, engine.Mutation{Op: engine.OpSet, Table: "t", Key: []byte("j"), Value: []byte("old"), Expires: expires + 1000})
+	if _, err := s.Apply(ctx, &engine.Batch{Now: now, Clock: clock, Muts: []engine.Mutation{
+		{Op: engine.OpSet, Table: "t", Key: []byte("j"), Value: []byte("new"), Cond: engine.CondPresent}}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Stats()["groups_rejudged"]; n != 1 {
+		t.Fatalf("groups_rejudged = %d after a batch whose item stayed alive, want 1", n)
 	}
 }

@@ -156,6 +156,7 @@ type Store struct {
 	itemCache    *itemCache // the writer's (nil when off), for Stats
 	maxGroup     atomic.Int64
 	guardWaits   atomic.Int64
+	rejudged     atomic.Int64 // groups resolved again: an item found alive expired during their resolution
 	sweepRemoved atomic.Int64
 	version      atomic.Uint64 // highest allocated version, mirrored by the writer for Stats
 }

@@ -184,6 +184,7 @@ const keysEstimateTTL = 5 * time.Second
 //	apply_batches, commit_groups, group_size_mean, group_size_max   group commit figures (batches the writer
 //	                 took: batches that only read are resolved outside it, readbatch.go)
 //	guard_waits      reads that waited for an in-flight fsync
+//	groups_rejudged  groups resolved again because an item they found alive expired while they were resolved
 //	writer_cache_hits, writer_cache_misses   reads of the writer answered by its item cache or not (itemcache.go)
 func (s *Store) Stats() map[string]int64 {
 	if s.enter() != nil {
@@ -216,6 +217,7 @@ func (s *Store) Stats() map[string]int64 {
 		"group_size_mean":          mean,
 		"group_size_max":           s.maxGroup.Load(),
 		"guard_waits":              s.guardWaits.Load(),
+		"groups_rejudged":          s.rejudged.Load(),
 		"sweep_removed":            s.sweepRemoved.Load(),
 		"flushes":                  m.Flush.Count,
 		"compactions":              m.Compact.Count,

@@ -44,6 +44,10 @@ type request struct {
 	err     error
 	done    chan struct{}
 
+	// refused says the writer refused the request before resolving it (a failed store, a full disk), and keeps
+	// that answer if it resolves the group again.
+	refused bool
+
 	// reportSwept asks the writer to list the targets it deleted in swept (SweepReport).
 	reportSwept bool
 	swept       []sweepTarget
@@ -95,6 +99,10 @@ type writer struct {
 	iters [2]*pebble.Iterator
 	// cache holds items the writer read or wrote lately (itemcache.go); nil when off, and in snapshot readers.
 	cache *itemCache
+	// liveUntil is the earliest expiry of the items the group's resolution found alive (0: none); judgeClock is
+	// the clock of its first batch that has one (engine.Batch.Clock). See commitGroup.
+	liveUntil  int64
+	judgeClock func() int64
 
 	// snap, for a writer that only reads (readbatch.go), is the state it reads instead of the DB's latest, and
 	// seen records what it read, for the durability guard.
@@ -181,14 +189,12 @@ func (r *request) size() int {
 
 // commitGroup resolves every request of w.reqs in turn, commits their writes as one Pebble batch, and answers.
 func (w *writer) commitGroup() {
-	w.keys, w.tables, w.flushed, w.flushAll = nil, nil, nil, false
-	w.net, w.netReset = 0, false
 	firstVersion := w.version + 1
-	taken := 0
 	// Take every request first (an Apply that returned already is skipped), so that their batches, which stay
 	// unchanged only while taken, size the group's key map before the first write makes it.
 	w.keysHint = 0
 	for _, r := range w.reqs {
+		r.refused = false
 		if r.state.CompareAndSwap(reqQueued, reqTaken) && r.batch != nil {
 			for i := range r.batch.Muts {
 				if r.batch.Muts[i].Writes() {
@@ -197,39 +203,17 @@ func (w *writer) commitGroup() {
 			}
 		}
 	}
-	for i, r := range w.reqs {
-		if r.state.Load() != reqTaken {
-			continue // its Apply returned already
-		}
-		w.track = w.guard || i < len(w.reqs)-1
-		taken++
-		if p := w.s.failed.Load(); p != nil {
-			r.err = *p
-			continue
-		}
-		if err := w.s.space.admit(int64(r.bytes)); err != nil {
-			r.err = err // refused before it reaches Pebble: the disk is (nearly) full
-			continue
-		}
-		if r.batch == nil {
-			w.sweep(r)
-			continue
-		}
-		writes, results, err := engine.Resolve(w, r.batch, w.next)
-		r.results = results
-		if errors.Is(err, engine.ErrInternal) {
-			w.closeIters() // the panic may have left one mid-step: the group's next read opens another
-		}
-		if err != nil {
-			if !errors.Is(err, engine.ErrAborted) {
-				err = fmt.Errorf("pebblestore: apply: %w", err)
-			}
-			r.err = err // aborted or invalid: the batch contributes no writes
-			continue
-		}
-		for i := range writes {
-			w.add(&writes[i])
-		}
+	taken := w.resolveGroup()
+	for attempt := 1; attempt < maxJudgeAttempts && w.judgedTooEarly(); attempt++ {
+		// An item the group found alive has expired while it was resolved, and reads, which do not see the group
+		// until it is published, may have found it gone: resolved at the time it was judged, the group would bring
+		// it back (a SET XX or CAS succeeding after a read answered nil). Nothing is published yet: resolve it
+		// again, now. Rare: only an expiry that falls within a group's resolution (a millisecond or so).
+		w.pb.Reset()
+		w.version = firstVersion - 1
+		w.cacheReset() // add updated it with writes that will not happen
+		w.s.rejudged.Add(1)
+		taken = w.resolveGroup()
 	}
 	w.s.batches.Add(int64(taken))
 	w.closeIters()
@@ -258,6 +242,72 @@ func (w *writer) commitGroup() {
 	w.s.version.Store(w.version)
 	answer(w.taken(), err)
 	w.keys, w.tables, w.flushed = nil, nil, nil
+}
+
+// maxJudgeAttempts bounds how often a group is resolved again because an item it found alive expired meanwhile.
+const maxJudgeAttempts = 3
+
+// resolveGroup resolves the taken requests of w.reqs into the group's batch, from a fresh group state, and
+// returns how many there are. A request refused before resolution (a failed store, a full disk) stays refused
+// when the group is resolved again.
+func (w *writer) resolveGroup() (taken int) {
+	w.keys, w.tables, w.flushed, w.flushAll = nil, nil, nil, false
+	w.net, w.netReset = 0, false
+	w.liveUntil, w.judgeClock = 0, nil
+	for i, r := range w.reqs {
+		if r.state.Load() != reqTaken {
+			continue // its Apply returned already
+		}
+		w.track = w.guard || i < len(w.reqs)-1
+		taken++
+		if r.refused {
+			continue
+		}
+		r.err, r.results, r.removed, r.swept = nil, nil, 0, r.swept[:0]
+		if p := w.s.failed.Load(); p != nil {
+			r.err, r.refused = *p, true
+			continue
+		}
+		if err := w.s.space.admit(int64(r.bytes)); err != nil {
+			r.err, r.refused = err, true // refused before it reaches Pebble: the disk is (nearly) full
+			continue
+		}
+		if r.batch == nil {
+			w.sweep(r)
+			continue
+		}
+		if w.judgeClock == nil {
+			w.judgeClock = r.batch.Clock
+		}
+		writes, results, err := engine.Resolve(w, r.batch, w.next)
+		r.results = results
+		if errors.Is(err, engine.ErrInternal) {
+			w.closeIters() // the panic may have left one mid-step: the group's next read opens another
+		}
+		if err != nil {
+			if !errors.Is(err, engine.ErrAborted) {
+				err = fmt.Errorf("pebblestore: apply: %w", err)
+			}
+			r.err = err // aborted or invalid: the batch contributes no writes
+			continue
+		}
+		for i := range writes {
+			w.add(&writes[i])
+		}
+	}
+	return taken
+}
+
+// LiveUntil implements engine.ExpiryWatcher: the group's resolution found alive an item that expires then.
+func (w *writer) LiveUntil(expires int64) {
+	if w.liveUntil == 0 || expires < w.liveUntil {
+		w.liveUntil = expires
+	}
+}
+
+// judgedTooEarly reports whether an item the group found alive has expired by now (by its batches' clock).
+func (w *writer) judgedTooEarly() bool {
+	return w.liveUntil != 0 && w.judgeClock != nil && w.judgeClock() >= w.liveUntil
 }
 
 // recordVersion writes the version record into the group's batch when it must change (see metaVersionKey).

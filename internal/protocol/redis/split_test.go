@@ -2,7 +2,7 @@ package redis
 
 import (
 	"context"
-		"reflect"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
