@@ -366,6 +366,10 @@ func runServer(ctx context.Context, c *config, log *slog.Logger) error {
 	log.Info("engine open", "engine", dial.Redact(c.engine), "dir", c.dir, "fsync", c.fsync, "consistency", level.String(),
 		"took", time.Since(started).String())
 	srv := server.New(log)
+	if n := srv.TotalLimit(); n > 0 && n < 3*c.maxClients {
+		log.Info("client connections of all protocols together are limited by the open-file limit (ulimit -n)",
+			"max", n, "maxclients", c.maxClients)
+	}
 	c.auth = auth.New(c.password)
 	srv.SetAuth(c.auth)
 	fail := func(err error) error {

@@ -111,7 +111,8 @@ func (l *guardListener) Accept() (net.Conn, error) {
 		}
 		l.counts.Current.Add(1)
 		l.counts.Total.Add(1)
-		return &releaseConn{Conn: c, release: func() { l.counts.Current.Add(-1) }}, nil
+		l.s.total.Add(1)
+		return &releaseConn{Conn: c, release: func() { l.counts.Current.Add(-1); l.s.total.Add(-1) }}, nil
 	}
 }
 

@@ -34,7 +34,8 @@ func (s *Server) admit(c net.Conn, h any, counts *Counts, isHTTP bool) bool {
 		} else if isHTTP {
 			answer = plainHTTP(http.StatusForbidden, "forbidden: protected mode, loopback clients only")
 		}
-	case counts.Max.Load() > 0 && counts.Current.Load() >= counts.Max.Load():
+	case counts.Max.Load() > 0 && counts.Current.Load() >= counts.Max.Load(),
+		s.maxTotal.Load() > 0 && s.total.Load() >= s.maxTotal.Load():
 		counts.Rejected.Add(1)
 		if r, ok := h.(Rejecter); ok {
 			answer = r.Reject

@@ -52,6 +52,10 @@ type Server struct {
 	conns     map[net.Conn]struct{}
 	wg        sync.WaitGroup
 	closing   bool
+
+	// total counts the client connections of all listeners; past maxTotal (the open-file limit's room, see
+	// TotalLimit; 0: none) every listener refuses more, as at its own limit.
+	total, maxTotal atomic.Int64
 }
 
 // Counts holds live figures for one listener: connections open now and ever served, connections refused at the
@@ -65,9 +69,18 @@ type Counts struct {
 // New returns a server that logs to log. Until SetAuth says otherwise it serves loopback clients only.
 func New(log *slog.Logger) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{log: log, ctx: ctx, cancel: cancel, conns: make(map[net.Conn]struct{}),
+	s := &Server{log: log, ctx: ctx, cancel: cancel, conns: make(map[net.Conn]struct{}),
 		refusing: make(chan struct{}, maxRefusing)}
+	s.maxTotal.Store(int64(TotalLimit()))
+	return s
 }
+
+// SetTotalLimit replaces the limit on the connections of all listeners together (0: none); New sets it from the
+// open-file limit.
+func (s *Server) SetTotalLimit(n int) { s.maxTotal.Store(int64(n)) }
+
+// TotalLimit is the limit on the connections of all listeners together (0: none).
+func (s *Server) TotalLimit() int { return int(s.maxTotal.Load()) }
 
 // SetAuth sets the exposure policy every listener applies to the connections it accepts; call it before Listen.
 // This is the one place where clients from other hosts are turned away when no password is set.
@@ -144,6 +157,7 @@ func (s *Server) accept(name string, ln net.Listener, h Handler, counts *Counts)
 		}
 		counts.Current.Add(1)
 		counts.Total.Add(1)
+		s.total.Add(1)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -151,6 +165,7 @@ func (s *Server) accept(name string, ln net.Listener, h Handler, counts *Counts)
 			// The slot is free before the client sees the connection close, so a client that reconnects at once
 			// is not refused for a connection that is already gone.
 			defer counts.Current.Add(-1)
+			defer s.total.Add(-1)
 			defer func() { // a bug in one connection's handling must not take the whole server down
 				if r := recover(); r != nil {
 					s.log.Error("connection handler panicked; connection closed", "protocol", name,

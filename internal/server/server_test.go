@@ -8,6 +8,7 @@ import (
 	"net"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -138,5 +139,71 @@ func TestAddressInUse(t *testing.T) {
 	}
 	if _, _, err := s.Listen("line", addr.String(), newLineHandler(), 0); err == nil || !strings.Contains(err.Error(), "cannot listen on") {
 		t.Fatalf("second listen on %s: %v", addr, err)
+	}
+}
+
+// TestTotalLimitSpansListeners: the limit on all listeners' connections together refuses a connection on any
+// listener once the others hold the room, even below that listener's own limit, and admits again when one
+// leaves.
+func TestTotalLimitSpansListeners(t *testing.T) {
+	s := New(quiet())
+	s.SetTotalLimit(3)
+	a, _, err := s.Listen("a", "127.0.0.1:0", newLineHandler(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, countsB, err := s.Listen("b", "127.0.0.1:0", newLineHandler(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	c1, r1 := dial(t, a)
+	c2, r2 := dial(t, a)
+	c3, r3 := dial(t, b)
+	for i, c := range []struct {
+		c net.Conn
+		r *bufio.Reader
+	}{{c1, r1}, {c2, r2}, {c3, r3}} {
+		if got := roundTrip(t, c.c, c.r, "x"); got != "ok x" {
+			t.Fatalf("connection %d: %q", i+1, got)
+		}
+	}
+	_, r4 := dial(t, b)
+	if got, _ := r4.ReadString('\n'); got != "full\n" {
+		t.Fatalf("fourth connection, over the total of 3, got %q", got)
+	}
+	if countsB.Rejected.Load() != 1 {
+		t.Fatalf("listener b rejected %d", countsB.Rejected.Load())
+	}
+	c1.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for s.total.Load() > 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	c5, r5 := dial(t, b)
+	if got := roundTrip(t, c5, r5, "y"); got != "ok y" {
+		t.Fatalf("a connection after one left: %q", got)
+	}
+}
+
+// TestTotalLimitFollowsTheOpenFileLimit: the room left for clients is the open-file limit less the engine's
+// files, and never below minConnections.
+func TestTotalLimitFollowsTheOpenFileLimit(t *testing.T) {
+	var saved syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &saved); err != nil {
+		t.Skip("no RLIMIT_NOFILE here")
+	}
+	defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &saved)
+	for _, c := range []struct{ files, want uint64 }{{engineFiles + 500, 500}, {engineFiles, minConnections}} {
+		if c.files > saved.Max {
+			continue
+		}
+		rl := syscall.Rlimit{Cur: c.files, Max: saved.Max}
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+			t.Fatal(err)
+		}
+		if got := TotalLimit(); got != int(c.want) {
+			t.Errorf("open-file limit %d: TotalLimit = %d, want %d", c.files, got, c.want)
+		}
 	}
 }

@@ -75,6 +75,7 @@ type Options struct {
 	Host               string   // the IP every listener binds (default 127.0.0.1)
 	Args               []string // extra flags
 	Env                []string // extra environment
+	MaxFiles           int      // if set, the open-file limit (soft and hard) anykv runs under (ulimit -n)
 }
 
 // Server is a running anykv process.
@@ -165,6 +166,10 @@ func (s *Server) launch() (string, bool) {
 	s.t.Helper()
 	s.out = &SyncBuffer{}
 	s.cmd = exec.Command(Binary(s.t), s.args()...)
+	if s.opts.MaxFiles > 0 { // the shell execs anykv: the process, its PID included, is anykv's
+		s.cmd = exec.Command("/bin/sh", append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, s.opts.MaxFiles),
+			Binary(s.t)}, s.args()...)...)
+	}
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	s.cmd.Env = append(os.Environ(), s.opts.Env...)
 	if err := s.cmd.Start(); err != nil {
