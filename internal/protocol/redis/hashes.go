@@ -3,6 +3,7 @@ package redis
 import (
 	"errors"
 	"math"
+	"strconv"
 	"math/rand/v2"
 
 	"anykv/internal/collections"
@@ -274,14 +275,21 @@ func cmdHGetAll(s *session, args [][]byte) {
 	})
 }
 
-// randCount parses the count of HRANDFIELD, SRANDMEMBER and ZRANDMEMBER: any integer but -2^63, as Redis.
+// maxRandPicks bounds a negative count of HRANDFIELD, SRANDMEMBER and ZRANDMEMBER: the picks (repeats allowed)
+// are built whole before the reply, about 80 bytes each, so SRANDMEMBER s -9223372036854775807 ran the process
+// out of memory (a fatal error, which no recover catches). Redis streams them into the client's output buffer,
+// a few bytes each, and dies the same way, more slowly.
+const maxRandPicks = 1 << 20
+
+// randCount parses the count of HRANDFIELD, SRANDMEMBER and ZRANDMEMBER: any integer from -maxRandPicks (Redis:
+// -2^63+1) on, with Redis's error text.
 func (s *session) randCount(arg []byte) (int64, bool) {
 	n, ok := argInt(arg)
 	switch {
 	case !ok:
 		s.fail(errNotInt)
-	case n == math.MinInt64:
-		s.fail("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+	case n < -maxRandPicks:
+		s.fail("ERR value is out of range, value must between -" + strconv.Itoa(maxRandPicks) + " and 9223372036854775807")
 	default:
 		return n, true
 	}
