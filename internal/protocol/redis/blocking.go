@@ -311,6 +311,13 @@ func (s *session) block(keys [][]byte, timeout time.Duration, consumes bool, att
 			}
 		}
 		s.h.waiters.remove(names, b)
+		if consumes && peerClosed(s.conn) {
+			// The client left after it blocked: popping for it would lose the element (its reply goes nowhere).
+			// Released as if served, the waker tries the next client in line; the 200 ms tick alone caught the
+			// departure too late.
+			s.closing = true
+			return false
+		}
 		beforeRetry()
 	}
 }

@@ -1,0 +1,33 @@
+//go:build unix
+
+package redis
+
+import (
+	"net"
+	"syscall"
+)
+
+// peerClosed reports whether the client closed its end of c (or the connection failed), without waiting and
+// without taking any byte: a peek at the socket, which returns 0 bytes once the peer's FIN arrived. A client
+// that left while blocked in BLPOP must not be handed an element it would never receive.
+func peerClosed(c net.Conn) bool {
+	if tc, ok := c.(interface{ NetConn() net.Conn }); ok { // TLS: the socket underneath
+		c = tc.NetConn()
+	}
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	closed := false
+	var b [1]byte
+	_ = rc.Read(func(fd uintptr) bool {
+		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		closed = (err == nil && n == 0) || (err != nil && err != syscall.EAGAIN && err != syscall.EINTR)
+		return true
+	})
+	return closed
+}
