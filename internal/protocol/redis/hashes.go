@@ -3,8 +3,8 @@ package redis
 import (
 	"errors"
 	"math"
-	"strconv"
 	"math/rand/v2"
+	"strconv"
 
 	"anykv/internal/collections"
 	"anykv/internal/engine"
