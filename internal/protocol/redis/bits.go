@@ -301,16 +301,25 @@ func cmdLCS(s *session, args [][]byte) {
 			}
 			v[i] = r.New.Value
 		}
+		table := 4 * int64(len(v[0])+1) * int64(len(v[1])+1)
+		if table > int64(s.h.limits.Load().MaxBulk) { // as Redis 7.2
+			w.Error("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len")
+			return
+		}
+		// Several clients' LCS tables at once count against maxmemory-clients, as their requests do: each
+		// may be as big as proto-max-bulk-len (Redis, single-threaded, holds one at a time).
+		if err := s.acct.Reserve(int(table)); err != nil {
+			w.Error("ERR Insufficient memory, transient memory for LCS exceeds maxmemory-clients")
+			return
+		}
+		defer s.acct.Release(int(table))
 		writeLCS(w, v[0], v[1], lenOnly, idx, withLen, minLen)
 	})
 }
 
-// writeLCS computes the LCS table (O(len(a)·len(b)), as Redis) and writes the reply LCS's options ask for.
+// writeLCS computes the LCS table (O(len(a)·len(b)), as Redis) and writes the reply LCS's options ask for; the
+// caller bounds the table's size.
 func writeLCS(w *resp.Writer, a, b []byte, lenOnly, idx, withLen bool, minLen int64) {
-	if int64(len(a)+1)*int64(len(b)+1) > 1<<28 {
-		w.Error("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len")
-		return
-	}
 	t := make([]uint32, (len(a)+1)*(len(b)+1))
 	at := func(i, j int) *uint32 { return &t[i*(len(b)+1)+j] }
 	for i := 1; i <= len(a); i++ {

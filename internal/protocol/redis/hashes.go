@@ -281,19 +281,27 @@ func cmdHGetAll(s *session, args [][]byte) {
 // a few bytes each, and dies the same way, more slowly.
 const maxRandPicks = 1 << 20
 
-// randCount parses the count of HRANDFIELD, SRANDMEMBER and ZRANDMEMBER: any integer from -maxRandPicks (Redis:
-// -2^63+1) on, with Redis's error text.
+// randCount parses the count of HRANDFIELD, SRANDMEMBER and ZRANDMEMBER: any integer but -2^63, as Redis.
 func (s *session) randCount(arg []byte) (int64, bool) {
 	n, ok := argInt(arg)
 	switch {
 	case !ok:
 		s.fail(errNotInt)
-	case n < -maxRandPicks:
-		s.fail("ERR value is out of range, value must between -" + strconv.Itoa(maxRandPicks) + " and 9223372036854775807")
+	case n == math.MinInt64:
+		s.fail("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
 	default:
 		return n, true
 	}
 	return 0, false
+}
+
+// picksBounded refuses a count below -maxRandPicks, after Redis's own checks (so that their errors come first).
+func (s *session) picksBounded(count int64) bool {
+	if count < -maxRandPicks {
+		s.fail("ERR value is out of range, value must between -" + strconv.Itoa(maxRandPicks) + " and 9223372036854775807")
+		return false
+	}
+	return true
 }
 
 // randArgs parses HRANDFIELD's and ZRANDMEMBER's `[count [flag]]`. With the flag (WITHVALUES, WITHSCORES) the
@@ -311,6 +319,8 @@ func (s *session) randArgs(args [][]byte, flag string) (count int64, withCount, 
 		return 0, false, false, false
 	case len(args) == 4 && (count < -math.MaxInt64/2 || count > math.MaxInt64/2):
 		s.fail("ERR value is out of range")
+		return 0, false, false, false
+	case !s.picksBounded(count):
 		return 0, false, false, false
 	}
 	return count, true, len(args) == 4, true

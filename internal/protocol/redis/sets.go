@@ -114,7 +114,7 @@ func cmdSRandMember(s *session, args [][]byte) {
 	}
 	if withCount {
 		n, ok := s.randCount(args[2])
-		if !ok {
+		if !ok || !s.picksBounded(n) {
 			return
 		}
 		count = n
