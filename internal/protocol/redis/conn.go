@@ -169,6 +169,7 @@ func cmdReset(s *session, args [][]byte) {
 			s.h.broker.PUnsubscribe(p, s.sub)
 		}
 		s.channels, s.patterns = map[string]bool{}, map[string]bool{}
+		s.unhold(&s.held.subs)
 	}
 	s.w.SetProto(2)
 	s.setAuthed(!s.h.opts.Auth.Required())

@@ -176,6 +176,11 @@ func cmdSubscribe(s *session, args [][]byte) {
 	case "subscribe", "psubscribe":
 		for _, a := range args[1:] {
 			if !set[string(a)] {
+				if !s.hold(&s.held.subs, len(a)+heldOverhead) {
+					s.w.Error(errHeldMemory)
+					s.out() // through the pusher, after the confirmations before it
+					return
+				}
 				set[string(a)] = true
 				s.confirm(name, a, false) // queued before the broker can deliver on it
 				if pattern {
@@ -206,6 +211,8 @@ func cmdSubscribe(s *session, args [][]byte) {
 		for _, a := range names {
 			if set[string(a)] {
 				delete(set, string(a))
+				s.acct.Release(len(a) + heldOverhead)
+				s.held.subs -= len(a) + heldOverhead
 				if pattern {
 					s.h.broker.PUnsubscribe(string(a), s.sub)
 				} else {

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"net"
 	"time"
 
@@ -76,6 +77,9 @@ type session struct {
 	inMulti bool
 	dirty   bool       // a command failed to queue: EXEC answers EXECABORT
 	queued  [][][]byte // commands queued by MULTI, copied out of the parser's buffer
+	// held is what the connection keeps between requests, reserved from acct (hold): the bytes of its queued
+	// MULTI commands, of its WATCHed keys, and of its subscriptions' names.
+	held    struct{ multi, watch, subs int }
 	watched []watch
 	watch   *kv.Watch // the same keys in the store's touched-key registry; nil: none watched
 	// execWatch is the watch EXEC's batch runs under (run applies it with kv.Store.ApplyWatched).
@@ -206,8 +210,13 @@ func (s *session) dispatch(args [][]byte) {
 			s.reject("ERR too many commands in this transaction (" + itoa(maxQueued) + ")")
 			return
 		}
+		size := argsSize(args)
+		if !s.hold(&s.held.multi, size) {
+			s.reject(errHeldMemory)
+			return
+		}
 		s.queued = append(s.queued, copyArgs(args))
-		s.state.multiMem.Add(int64(argsSize(args)))
+		s.state.multiMem.Add(int64(size))
 		s.immediate(func() { s.w.SimpleString("QUEUED") })
 		return
 	}
@@ -262,6 +271,33 @@ func (s *session) reject(msg string) {
 	}
 	s.fail(msg)
 	s.batch.Last().rejected = true
+}
+
+// errHeldMemory answers a MULTI, WATCH or SUBSCRIBE whose state would take the connections past their budget.
+const errHeldMemory = "ERR client memory: maxmemory-clients reached (queued commands, watched keys and subscriptions count)"
+
+// heldOverhead is what the server keeps per queued command, watched key or subscription beside its bytes.
+const heldOverhead = 64
+
+// hold reserves n more bytes of the budget (maxmemory-clients) for state the connection keeps between requests,
+// counted in *held. Redis counts a client's MULTI queue, watched keys and subscriptions in its memory too;
+// without this one connection could hold gigabytes in each. False when the budget refuses: the caller answers,
+// and the connection closes if another took the room by evicting it.
+func (s *session) hold(held *int, n int) bool {
+	if err := s.acct.Reserve(n); err != nil {
+		if errors.Is(err, membudget.ErrEvicted) {
+			s.closing = true
+		}
+		return false
+	}
+	*held += n
+	return true
+}
+
+// unhold gives back what *held reserved.
+func (s *session) unhold(held *int) {
+	s.acct.Release(*held)
+	*held = 0
 }
 
 // immediate writes a reply now, after the replies already pending.

@@ -30,12 +30,14 @@ func (s *session) endMulti() {
 	s.inMulti, s.dirty, s.queued = false, false, nil
 	s.unwatch()
 	s.state.multiMem.Store(0)
+	s.unhold(&s.held.multi)
 }
 
 // unwatch forgets the watched keys and unregisters them from the store's touched-key registry.
 func (s *session) unwatch() {
 	s.watch.Release()
 	s.watch, s.watched = nil, nil
+	s.unhold(&s.held.watch)
 }
 
 func cmdDiscard(s *session, args [][]byte) {
@@ -114,6 +116,14 @@ func cmdWatch(s *session, args [][]byte) {
 	}
 	if len(s.watched)+len(args)-1 > maxWatched {
 		s.w.Error("ERR too many watched keys (" + itoa(maxWatched) + ")")
+		return
+	}
+	size := 0
+	for _, k := range args[1:] {
+		size += len(k) + heldOverhead
+	}
+	if !s.hold(&s.held.watch, size) {
+		s.w.Error(errHeldMemory)
 		return
 	}
 	if s.watch == nil {
