@@ -2,6 +2,7 @@ package redis
 
 import (
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -136,4 +137,38 @@ func (s *session) sortedSessions() []*session {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
 	return out
+}
+
+// clientListFilter parses CLIENT LIST's filters, as Redis 7.0: TYPE normal|master|replica|slave|pubsub, or ID
+// followed by client IDs. It answers the error itself when they are wrong.
+func (s *session) clientListFilter(args [][]byte) (keep func(o *session) bool, ok bool) {
+	switch {
+	case len(args) == 0:
+		return func(*session) bool { return true }, true
+	case len(args) == 2 && lower(args[0]) == "type":
+		switch t := lower(args[1]); t {
+		case "normal", "pubsub":
+			return func(o *session) bool {
+				subscribed := o.state.sub.Load()+o.state.psub.Load() > 0
+				return subscribed == (t == "pubsub")
+			}, true
+		case "master", "replica", "slave":
+			return func(*session) bool { return false }, true // anykv has no replication links
+		}
+		s.w.Error("ERR Unknown client type '" + clip(args[1]) + "'")
+		return nil, false
+	case len(args) >= 2 && lower(args[0]) == "id":
+		ids := map[int64]bool{}
+		for _, a := range args[1:] {
+			id, err := strconv.ParseInt(string(a), 10, 64)
+			if err != nil || id <= 0 {
+				s.w.Error("ERR Invalid client ID")
+				return nil, false
+			}
+			ids[id] = true
+		}
+		return func(o *session) bool { return ids[o.id] }, true
+	}
+	s.w.Error("ERR syntax error")
+	return nil, false
 }

@@ -222,11 +222,18 @@ func cmdClient(s *session, args [][]byte) {
 		s.h.mu.Unlock()
 		s.w.Verbatim("txt", line)
 	case sub == "list":
+		keep, ok := s.clientListFilter(args[2:])
+		if !ok {
+			return
+		}
 		var b strings.Builder
 		now := s.h.store.Time()
 		s.publishState(false)
 		s.h.mu.Lock()
 		for _, o := range s.sortedSessions() {
+			if !keep(o) {
+				continue
+			}
 			argv := 0
 			if o == s {
 				argv = argsSize(args)

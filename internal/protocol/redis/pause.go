@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -133,6 +134,9 @@ func (s *session) clientPause(args [][]byte) {
 	case ms < 0:
 		s.w.Error("ERR timeout is negative")
 		return
+	case ms > math.MaxInt64-time.Now().UnixMilli(): // as Redis, whose deadline is now + ms in ms
+		s.w.Error("ERR timeout is out of range")
+		return
 	}
 	all := true
 	if len(args) == 4 {
@@ -145,6 +149,10 @@ func (s *session) clientPause(args [][]byte) {
 			return
 		}
 	}
-	s.h.pause.pause(time.Now().Add(time.Duration(ms)*time.Millisecond), all)
+	d := time.Duration(math.MaxInt64) // past 292 years a time.Duration overflows: as good as forever
+	if ms < math.MaxInt64/int64(time.Millisecond) {
+		d = time.Duration(ms) * time.Millisecond
+	}
+	s.h.pause.pause(time.Now().Add(d), all)
 	s.w.SimpleString("OK")
 }
