@@ -28,8 +28,8 @@ const (
 	DefaultMaxKey   = 64 << 10
 	DefaultMaxValue = 64 << 20
 	DefaultMaxBatch = 1 << 20
-	// MaxTable bounds a table name: only HTTP clients name tables, in the URL, and the name is part of every
-	// stored key of the table (without a bound a name of up to a MiB would slip past the key limit).
+	// MaxTable bounds the name of a table written to: only HTTP clients name tables, in the URL, and the name is
+	// part of every stored key of the table (without a bound a name of up to a MiB would slip past the key limit).
 	MaxTable = 255
 )
 
@@ -44,13 +44,24 @@ var (
 	ErrTableTooLong  = errors.New("table name too long")
 )
 
-// checkTable refuses the engine's own tables to clients, and names over MaxTable bytes.
+// checkTable refuses the engine's own tables to clients.
 func checkTable(table string) error {
 	if engine.IsInternalTable(table) {
 		return ErrReservedTable
 	}
-	if len(table) > MaxTable {
-		return fmt.Errorf("%w: %d bytes, limit %d", ErrTableTooLong, len(table), MaxTable)
+	return nil
+}
+
+// checkNewTable refuses a write that would store an item in a table named with more than MaxTable bytes. Reads,
+// deletes and flushes of such a table (made before the bound) still work, so its data can be taken out.
+func checkNewTable(m *engine.Mutation) error {
+	if !m.Writes() || m.Op == engine.OpDelete || m.Op == engine.OpFlush {
+		return nil
+	}
+	for _, t := range []string{m.Table, m.Target.Table} {
+		if len(t) > MaxTable {
+			return fmt.Errorf("%w: %d bytes, limit %d", ErrTableTooLong, len(t), MaxTable)
+		}
 	}
 	return nil
 }
@@ -284,6 +295,9 @@ func (s *Store) check(muts []engine.Mutation) error {
 			return err
 		}
 		if err := checkTable(m.Target.Table); err != nil {
+			return err
+		}
+		if err := checkNewTable(m); err != nil {
 			return err
 		}
 		switch m.Op {

@@ -8,8 +8,9 @@ import "syscall"
 // cannot create its next WAL or sstable, and it panics: the server must refuse clients before that point.
 const engineFiles = 1300
 
-// minConnections is the least TotalLimit answers, however low the open-file limit (a test under ulimit -n 1024
-// still serves some clients; the engine's table cache then shrinks on its own).
+// minConnections is the least TotalLimit answers, however low the open-file limit: under ulimit -n 1024 the
+// server still serves some clients, and a store with several hundred sstables may then run short of descriptors
+// (Pebble's table cache keeps up to 1,000 open); raise the limit for such stores.
 const minConnections = 64
 
 // TotalLimit returns the most client connections, over all listeners together, that the process's open-file

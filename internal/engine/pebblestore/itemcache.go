@@ -55,11 +55,11 @@ func (c *itemCache) get(k []byte) (it engine.Item, found, known bool) {
 // fill records what a read of Pebble found for k (the cache keeps its own copy of the value), unless the item
 // would take more than a quarter of the cache.
 func (c *itemCache) fill(k []byte, it engine.Item, found bool) {
-	if !found {
-		c.m.Put(string(k), cachedItem{absent: true}, int64(len(k))+itemCacheOverhead, c.max)
+	if c.tooBig(k, it.Value) {
 		return
 	}
-	if c.tooBig(k, it.Value) {
+	if !found {
+		c.m.Put(string(k), cachedItem{absent: true}, int64(len(k))+itemCacheOverhead, c.max)
 		return
 	}
 	it.Value = append([]byte{}, it.Value...)

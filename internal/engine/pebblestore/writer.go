@@ -47,6 +47,8 @@ type request struct {
 	// refused says the writer refused the request before resolving it (a failed store, a full disk), and keeps
 	// that answer if it resolves the group again.
 	refused bool
+	// admitted says the free-space check took the request's bytes, which a second resolution must not count again.
+	admitted bool
 
 	// reportSwept asks the writer to list the targets it deleted in swept (SweepReport).
 	reportSwept bool
@@ -101,8 +103,9 @@ type writer struct {
 	cache *itemCache
 	// liveUntil is the earliest expiry of the items the group's resolution found alive (0: none); judgeClock is
 	// the clock of its first batch that has one (engine.Batch.Clock). See commitGroup.
-	liveUntil  int64
-	judgeClock func() int64
+	liveUntil   int64
+	judgeClock  func() int64
+	fromOverlay bool // the last read was answered by the overlay (LiveUntil)
 
 	// snap, for a writer that only reads (readbatch.go), is the state it reads instead of the DB's latest, and
 	// seen records what it read, for the durability guard.
@@ -194,7 +197,7 @@ func (w *writer) commitGroup() {
 	// unchanged only while taken, size the group's key map before the first write makes it.
 	w.keysHint = 0
 	for _, r := range w.reqs {
-		r.refused = false
+		r.refused, r.admitted = false, false
 		if r.state.CompareAndSwap(reqQueued, reqTaken) && r.batch != nil {
 			for i := range r.batch.Muts {
 				if r.batch.Muts[i].Writes() {
@@ -209,9 +212,9 @@ func (w *writer) commitGroup() {
 		// until it is published, may have found it gone: resolved at the time it was judged, the group would bring
 		// it back (a SET XX or CAS succeeding after a read answered nil). Nothing is published yet: resolve it
 		// again, now. Rare: only an expiry that falls within a group's resolution (a millisecond or so).
+		w.forgetWrites() // add put them in the cache, and they will not happen
 		w.pb.Reset()
 		w.version = firstVersion - 1
-		w.cacheReset() // add updated it with writes that will not happen
 		w.s.rejudged.Add(1)
 		taken = w.resolveGroup()
 	}
@@ -268,9 +271,12 @@ func (w *writer) resolveGroup() (taken int) {
 			r.err, r.refused = *p, true
 			continue
 		}
-		if err := w.s.space.admit(int64(r.bytes)); err != nil {
-			r.err, r.refused = err, true // refused before it reaches Pebble: the disk is (nearly) full
-			continue
+		if !r.admitted {
+			if err := w.s.space.admit(int64(r.bytes)); err != nil {
+				r.err, r.refused = err, true // refused before it reaches Pebble: the disk is (nearly) full
+				continue
+			}
+			r.admitted = true
 		}
 		if r.batch == nil {
 			w.sweep(r)
@@ -298,10 +304,32 @@ func (w *writer) resolveGroup() (taken int) {
 	return taken
 }
 
-// LiveUntil implements engine.ExpiryWatcher: the group's resolution found alive an item that expires then.
+// LiveUntil implements engine.ExpiryWatcher: the group's resolution found alive an item that expires then. An
+// item an earlier batch of the group wrote (the overlay) is not one any reader can have seen.
 func (w *writer) LiveUntil(expires int64) {
+	if w.fromOverlay {
+		return
+	}
 	if w.liveUntil == 0 || expires < w.liveUntil {
 		w.liveUntil = expires
+	}
+}
+
+// forgetWrites drops from the item cache the keys the group's batch writes (add put them there), before the
+// group is resolved again.
+func (w *writer) forgetWrites() {
+	if w.cache == nil {
+		return
+	}
+	r := w.pb.Reader()
+	for {
+		kind, k, _, ok, err := r.Next()
+		if err != nil || !ok {
+			return
+		}
+		if kind == pebble.InternalKeyKindSet || kind == pebble.InternalKeyKindDelete {
+			w.cache.del(k)
+		}
 	}
 }
 
@@ -509,7 +537,9 @@ func (w *writer) Read(table string, key []byte) (engine.Item, bool, error) {
 
 // read serves Read and sweep; fill says whether what it reads from Pebble enters the item cache.
 func (w *writer) read(k []byte, table string, fill bool) (engine.Item, bool, error) {
-	if e, ok := w.keys[string(k)]; ok {
+	e, ok := w.keys[string(k)]
+	w.fromOverlay = ok
+	if ok {
 		if e.deleted {
 			return engine.Item{}, false, nil
 		}

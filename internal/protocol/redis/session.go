@@ -211,7 +211,7 @@ func (s *session) dispatch(args [][]byte) {
 			return
 		}
 		size := argsSize(args)
-		if !s.hold(&s.held.multi, size) {
+		if !s.hold(&s.held.multi, size+heldOverhead+24*len(args)) { // and a slice header per argument
 			s.reject(errHeldMemory)
 			return
 		}

@@ -151,7 +151,7 @@ func cmdSMove(s *session, args [][]byte) {
 		s.plan(replyOneIfOK)
 		return
 	}
-	s.group++
+	s.nextGroup()
 	source := engine.Mutation{Op: engine.OpCheck, Table: s.table(), Key: src, Coll: engine.CollArgs{Kind: engine.KindSet},
 		Cond: engine.CondPresent, Guard: true, Group: s.group}
 	target := engine.Mutation{Op: engine.OpCheck, Table: s.table(), Key: dst, Coll: engine.CollArgs{Kind: engine.KindSet},

@@ -14,25 +14,17 @@ import (
 // is read before any write of the batch is applied, one after the last write after all are. (Answering every read
 // that names no key written earlier in the pipeline first, as this did before, kept each key linearizable but not
 // the order across keys: two clients pipelining [SET x 1, GET y] and [SET y 1, GET x] could both read nil, which
-// Redis never answers.) Replies go out in order, after the batch is durable. A guard that can abort the whole
-// batch keeps it whole. Keyspace notifications need their probe reads next to the write they bracket, so with
-// them on nothing is split; nor over a remote engine (Options.RemoteEngine), where each direct read would be a
-// round trip of its own and the batch reads all its keys in one.
+// Redis never answers.) Replies go out in order, after the batch is durable. Nothing is split when the
+// connection's reads are not linearizable (READONLY, --consistency serializable): a direct read would then be
+// served at that weaker level, where a pipeline that also writes reads linearizably, its own writes included.
+// Guards come only with EXEC, which is never split. Keyspace notifications need their probe reads next to the
+// write they bracket, so with them on nothing is split; nor over a remote engine (Options.RemoteEngine), where
+// each direct read would be a round trip of its own and the batch reads all its keys in one.
 
-// splitReads finds the plain reads of muts before its first write (the first) and after its last write (the
-// last), each answered outside the batch; first+last is 0 when there are none, or when a guard without a group
-// may abort the whole batch (reads included).
+// splitReads counts the plain reads of muts before its first write (first) and after its last write (last).
 func splitReads(muts []engine.Mutation) (first, last int) {
-	for i := range muts {
-		if muts[i].Guard && muts[i].Group == 0 {
-			return 0, 0
-		}
-	}
 	for first < len(muts) && plainRead(&muts[first]) {
 		first++
-	}
-	if first == len(muts) {
-		return first, 0 // reads alone
 	}
 	for last < len(muts)-first && plainRead(&muts[len(muts)-1-last]) {
 		last++
@@ -43,19 +35,23 @@ func splitReads(muts []engine.Mutation) (first, last int) {
 func plainRead(m *engine.Mutation) bool { return m.Op == engine.OpGet && !m.Touch }
 
 // runSplit applies the batch with the reads before its first write and after its last answered directly; ok is
-// false when it has none.
+// false when there are none, or when the batch is all reads (run answers those).
 func (s *session) runSplit(muts []engine.Mutation) (res []engine.Result, err error, ok bool) {
 	first, last := splitReads(muts)
-	if first+last == 0 {
+	if first+last == 0 || first == len(muts) || !s.h.store.ReadsLinearizable(s.readCtx()) {
 		return nil, nil, false
 	}
-	before := s.readDirect(muts[:first])
+	res = make([]engine.Result, 0, len(muts))
+	if first > 0 {
+		res = append(res, s.readDirect(muts[:first])...)
+	}
 	applied, err := s.apply(muts[first : len(muts)-last])
 	if err != nil {
 		return nil, err, true
 	}
-	after := s.readDirect(muts[len(muts)-last:])
-	res = make([]engine.Result, 0, len(muts))
-	res = append(append(append(res, before...), applied...), after...)
+	res = append(res, applied...)
+	if last > 0 {
+		res = append(res, s.readDirect(muts[len(muts)-last:])...)
+	}
 	return res, nil, true
 }

@@ -1,7 +1,9 @@
 package redis
 
 import (
+	"bufio"
 	"context"
+	"net"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -11,6 +13,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"anykv/internal/engine"
+	"anykv/internal/engine/enginetest"
 	"anykv/internal/engine/memstore"
 	"anykv/internal/kv"
 )
@@ -32,8 +35,6 @@ func TestSplitReadsAreThoseBeforeTheFirstWriteAndAfterTheLast(t *testing.T) {
 		{"writes alone", []engine.Mutation{set("a"), set("b")}, 0, 0},
 		{"reads alone", []engine.Mutation{get("a"), get("b")}, 2, 0},
 		{"GETEX writes", []engine.Mutation{{Op: engine.OpGet, Table: "default", Key: []byte("a"), Touch: true}, get("a")}, 0, 1},
-		{"a guard that aborts the batch", []engine.Mutation{get("x"), {Op: engine.OpCheck, Table: "default",
-			Key: []byte("w"), Guard: true}, set("y"), get("z")}, 0, 0},
 	}
 	for _, c := range cases {
 		if first, last := splitReads(c.muts); first != c.first || last != c.last {
@@ -179,5 +180,39 @@ func TestRemoteEngineReadsAtTheDefaultLevel(t *testing.T) {
 	}
 	if got := e.gets.Load(); got != 2 {
 		t.Errorf("%d engine Gets for a pipeline of two GETs at the serializable default, want 2", got)
+	}
+}
+
+// TestPipelineReadsStayLinearizableUnderReadonly: under READONLY a plain read may be served at the serializable
+// level, but one in a pipeline that also writes is read linearizably, inside the batch, so a connection sees its
+// own write even on an engine whose serializable reads may lag ([SET x 1, GET x] went to a direct serializable
+// Get once reads after the last write were answered outside the batch).
+func TestPipelineReadsStayLinearizableUnderReadonly(t *testing.T) {
+	rec, e := enginetest.NewLevels(memstore.New(), engine.Linearizable, engine.Serializable)
+	ts := startServerOver(t, e, kv.Options{SweepInterval: -1}, Options{}, 10)
+	c, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	c.Write([]byte("READONLY\r\n"))
+	if l, _ := r.ReadString('\n'); l != "+OK\r\n" {
+		t.Fatalf("READONLY: %q", l)
+	}
+	rec.Asked()
+	c.Write([]byte("SET x 1\r\nGET x\r\n")) // one read of the socket: one batch
+	var got []string
+	for i := 0; i < 3; i++ {
+		l, _ := r.ReadString('\n')
+		got = append(got, l)
+	}
+	if got[2] != "1\r\n" {
+		t.Fatalf("replies %q", got)
+	}
+	for _, a := range rec.Asked() {
+		if a != "get none" {
+			t.Fatalf("a read of the pipeline was served at %q; want every read linearizable", a)
+		}
 	}
 }

@@ -359,14 +359,20 @@ func cmdMSet(s *session, args [][]byte) {
 
 // cmdMSetNX guards its sets with one absent-check per distinct key in a guard group of its own, so it is all
 // or nothing even inside a transaction or a pipeline batch, and a key named twice takes its last value.
-func cmdMSetNX(s *session, args [][]byte) {
-	if !s.checkPairs(args) {
-		return
-	}
+// nextGroup takes a fresh guard group for a command whose guards abort only its own mutations (MSETNX, SMOVE);
+// 0 means no group (a guard then aborts the whole batch), so the counter skips it when it wraps.
+func (s *session) nextGroup() {
 	s.group++
 	if s.group == 0 {
 		s.group = 1
 	}
+}
+
+func cmdMSetNX(s *session, args [][]byte) {
+	if !s.checkPairs(args) {
+		return
+	}
+	s.nextGroup()
 	seen := make(map[string]bool, len(args)/2)
 	n := 0
 	for i := 1; i < len(args); i += 2 {
