@@ -89,6 +89,18 @@ func TestHeldStateCountsAgainstTheBudget(t *testing.T) {
 		t.Fatalf("a 500 kB MULTI after the refused one: %v", err)
 	}
 
+	// Arguments count by their headers too: commands of many empty keys hold megabytes for no bytes of text.
+	empty := make([]string, 5000)
+	_, err = c.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		for i := 0; i < 20; i++ { // 20 × 5000 slice headers: 2.4 MB
+			p.Del(ctx, empty...)
+		}
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "EXECABORT") {
+		t.Fatalf("a MULTI of 100,000 empty arguments under a 1 MiB budget: %v, want EXECABORT", err)
+	}
+
 	keys := make([]string, 1200) // (1000 + 64) bytes each: more than 1 MiB
 	for i := range keys {
 		keys[i] = fmt.Sprintf("%01000d", i)
