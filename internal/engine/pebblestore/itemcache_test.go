@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"anykv/internal/engine"
 	"anykv/internal/engine/enginetest"
 )
@@ -138,5 +140,36 @@ func TestGroupResolvedAgainWhenAnItemItFoundAliveExpires(t *testing.T) {
 	}
 	if n := s.Stats()["groups_rejudged"]; n != 1 {
 		t.Fatalf("groups_rejudged = %d after a batch whose item stayed alive, want 1", n)
+	}
+}
+
+// TestGroupResolvedAgainIsAdmittedOnce: the free-space estimate counts a request's bytes once, however often its
+// group is resolved (counted twice, writes near the reserve would be refused early).
+func TestGroupResolvedAgainIsAdmittedOnce(t *testing.T) {
+	s := openWith(t, Options{Dir: t.TempDir(), FS: vfs.Default, Sync: SyncAlways, CacheBytes: 8 << 20, Logger: quiet})
+	if !s.space.measured.Load() {
+		t.Skip("the file system's free space cannot be measured here")
+	}
+	const expires = now + 100
+	mustApply(t, s, engine.Mutation{Op: engine.OpSet, Table: "t", Key: []byte("k"), Value: []byte("old"), Expires: expires})
+	calls := 0
+	clock := func() int64 {
+		calls++
+		if calls == 1 {
+			return expires - 1
+		}
+		return expires + 1
+	}
+	b := &engine.Batch{Now: now, Clock: clock, Muts: []engine.Mutation{
+		{Op: engine.OpSet, Table: "t", Key: []byte("k"), Value: make([]byte, 1000), Cond: engine.CondPresent}}}
+	before := s.space.pending.Load()
+	if _, err := s.Apply(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if s.Stats()["groups_rejudged"] != 1 {
+		t.Fatal("the group was not resolved again")
+	}
+	if grew, want := s.space.pending.Load()-before, int64((&request{batch: b}).size()); grew != want {
+		t.Fatalf("pending free-space use grew %d for one request of %d bytes", grew, want)
 	}
 }
