@@ -194,10 +194,12 @@ func TestTotalLimitFollowsTheOpenFileLimit(t *testing.T) {
 		t.Skip("no RLIMIT_NOFILE here")
 	}
 	defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &saved)
+	ran := 0
 	for _, c := range []struct{ files, want uint64 }{{engineFiles + 500, 500}, {engineFiles, minConnections}} {
 		if c.files > saved.Max {
 			continue
 		}
+		ran++
 		rl := syscall.Rlimit{Cur: c.files, Max: saved.Max}
 		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
 			t.Fatal(err)
@@ -205,5 +207,8 @@ func TestTotalLimitFollowsTheOpenFileLimit(t *testing.T) {
 		if got := TotalLimit(); got != int(c.want) {
 			t.Errorf("open-file limit %d: TotalLimit = %d, want %d", c.files, got, c.want)
 		}
+	}
+	if ran == 0 {
+		t.Skipf("the hard open-file limit (%d) is below what the cases set", saved.Max)
 	}
 }

@@ -13,12 +13,13 @@ const DefaultWriterCacheBytes = 64 << 20
 // itemCacheOverhead is what an entry costs beside its key and value: the entry, its map slot and ring slot.
 const itemCacheOverhead = 128
 
-// itemCache is what the writer knows of the committed state: the items it read or wrote lately, and the keys it
-// found absent. Resolving a write reads the state it changes (a collection's meta, the member SADD or HSET asks
+// itemCache is what the writer knows of the committed state: the items it read lately (kept up to date by its
+// writes of them), and the keys it found absent. Resolving a write reads the state it changes (a collection's meta, the member SADD or HSET asks
 // about, the old score ZADD replaces); from the cache that read is a map lookup, where Pebble seeks through the
 // memtable and every level (65% of SADD's CPU before it). Only the main writer goroutine uses it, and every
 // write reaches Pebble through that writer (add, sweep), which updates it first, so it is never stale; a flush
-// of any table empties it, and so does a failed commit. Writers that read a snapshot (readbatch.go) have none.
+// of any table empties it, and so does a failed commit; a group resolved again drops the keys its first
+// resolution wrote (forgetWrites). Writers that read a snapshot (readbatch.go) have none.
 type itemCache struct {
 	m   clockmap.Map[cachedItem]
 	max int64

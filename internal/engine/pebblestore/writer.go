@@ -99,7 +99,7 @@ type writer struct {
 	// lie in different sstables (spans.go): one iterator alternating between them would reopen an sstable in
 	// every level at every read, where each of two stays on the sstables it last read.
 	iters [2]*pebble.Iterator
-	// cache holds items the writer read or wrote lately (itemcache.go); nil when off, and in snapshot readers.
+	// cache holds items the writer read lately (itemcache.go); nil when off, and in snapshot readers.
 	cache *itemCache
 	// liveUntil is the earliest expiry of the items the group's resolution found alive (0: none); judgeClock is
 	// the clock of its first batch that has one (engine.Batch.Clock). See commitGroup.
