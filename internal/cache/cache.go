@@ -421,6 +421,9 @@ func (c *Cache) SingleItemBatches() bool { return engine.SingleItemOnly(c.eng) }
 // Slots implements engine.SlotScoped with the slots of the engine beneath.
 func (c *Cache) Slots() int { return engine.SlotsOf(c.eng) }
 
+// BatchHint implements engine.BatchHinter for the engine beneath.
+func (c *Cache) BatchHint() int { return engine.BatchHintOf(c.eng) }
+
 // Stats forwards engine.Statser and adds the cache's own figures.
 func (c *Cache) Stats() map[string]int64 {
 	out := map[string]int64{}

@@ -219,6 +219,19 @@ type TableScoped interface{ TableScoped() }
 // of keys in different slots are not ordered by time.
 type SlotScoped interface{ Slots() int }
 
+// BatchHinter is implemented by an engine that applies batches of at most BatchHint mutations best: a bigger
+// one may be refused whole (etcd bounds a Txn's operations). Protocols end a pipeline's batch there, so that
+// independent pipelined commands are not refused together; a single command may still need more.
+type BatchHinter interface{ BatchHint() int }
+
+// BatchHintOf returns e's BatchHint, or 0 when it has none.
+func BatchHintOf(e Engine) int {
+	if h, ok := e.(BatchHinter); ok {
+		return h.BatchHint()
+	}
+	return 0
+}
+
 // SlotsOf returns e's number of slots: 1 unless e is SlotScoped.
 func SlotsOf(e Engine) int {
 	if s, ok := e.(SlotScoped); ok {

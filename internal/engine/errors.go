@@ -47,6 +47,10 @@ var (
 	// ErrInternal: resolving the batch hit a defect of anykv's own (a panic in an op or function); nothing of
 	// the batch was applied, the server keeps running, and the log has the stack.
 	ErrInternal = errors.New("internal error")
+	// ErrBatchTooBig: the batch is more than can be applied at once: resolving it built more than 256 MiB of
+	// values (many writes of big values in one pipeline or transaction), or it is more than the datastore under
+	// a remote engine takes in one commit; nothing of it was applied.
+	ErrBatchTooBig = errors.New("the pipeline or transaction is too big to apply at once (over 256 MiB of values built, or more than the datastore takes in one commit); nothing of it was applied: send it in smaller parts")
 	// ErrInvalid: a malformed mutation (unknown op, missing key, bad range).
 	ErrInvalid = errors.New("invalid mutation")
 	// ErrUndeclaredWrite: a function wrote a key its mutation does not name (see Tx); it is an ErrInvalid, and

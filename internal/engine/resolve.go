@@ -29,6 +29,9 @@ type Write struct {
 	Delete bool
 	// Flush removes every item of Table (of every table if Table is ""); Key and Item are unused.
 	Flush bool
+	// built: this batch's resolution allocated Item.Value's array and has handed out only views no longer
+	// than it, so later reads may share it and an append may extend it in place.
+	built bool
 }
 
 type slot struct {
@@ -54,7 +57,16 @@ type resolver struct {
 	recorded   int // writes and flushes recorded, each time (a call that adds none wrote nothing)
 	txs        []*Tx
 	depth      int // calls running: txs[depth] is the next call's Tx
+	built      int // bytes of value arrays this batch allocated (copies, APPEND, SETRANGE), bounded by maxBuilt
 }
+
+// maxBuilt bounds the bytes of values one batch may allocate while it resolves: copies of its own writes for
+// reads, and the values APPEND, PREPEND, SETRANGE, RENAME and COPY build. A pipeline of small requests on one
+// big value (a thousand SETRANGEs of a 64 MiB string: 30 KB of request) would otherwise hold a copy per request
+// until the batch is answered, gigabytes from kilobytes. Past the bound the batch is refused whole with
+// ErrBatchTooBig (nothing of it applied); the mutation that crosses it completes, so one mutation can always
+// build a value up to the value limit.
+var maxBuilt = 256 << 20 // a variable for tests
 
 // ExpiryWatcher is a Reader that wants to know until when what Resolve read stays as Resolve judged it:
 // LiveUntil is called with the expiry of each live item read that has one. A writer that publishes a batch's
@@ -145,16 +157,16 @@ func (rs *resolver) get(table string, key []byte) (Item, bool, error) {
 		if wr.Delete || !wr.Item.Live(rs.now) { // written earlier in this batch, possibly already expired
 			return Item{}, false, nil
 		}
-		// A copy: the write's value may be the batch's own slice (a SET's Value), which the caller reuses once
-		// Apply returned, and what this read returns becomes a result (GET after SET in one pipeline). A
-		// collection's meta is always a value Resolve encoded itself, which nothing changes: shared, clipped so
-		// that an append copies.
-		it := wr.Item
-		if it.Kind == KindString {
-			it.Value = append([]byte(nil), it.Value...)
-		} else {
-			it.Value = it.Value[:len(it.Value):len(it.Value)]
+		// The write's value may be the batch's own slice (a SET's Value), which the caller reuses once Apply
+		// returned, and what this read returns becomes a result (GET after SET in one pipeline): it is copied
+		// into the write once, and from then on shared, as a collection's meta (always a value Resolve encoded
+		// itself, which nothing changes) is. Shared views are clipped so that an append through them copies.
+		if wr.Item.Kind == KindString && !wr.built {
+			wr.Item.Value = rs.build(wr.Item.Value, 0)
+			wr.built = true
 		}
+		it := wr.Item
+		it.Value = it.Value[:len(it.Value):len(it.Value)]
 		return it, true, nil
 	}
 	if rs.flushedAll || rs.flushed[table] {
@@ -196,6 +208,21 @@ func (rs *resolver) put(table string, key []byte, it Item) Item {
 	return it
 }
 
+// putBuilt is put of a value whose array this batch allocated (build): the write keeps the whole array, the
+// result a clipped view.
+func (rs *resolver) putBuilt(table string, key []byte, it Item) Item {
+	it.Version = rs.next()
+	rs.record(Write{Table: table, Key: key, Item: it, built: true})
+	it.Value = it.Value[:len(it.Value):len(it.Value)]
+	return it
+}
+
+// build returns a new array holding v with room for extra more bytes, counted against maxBuilt.
+func (rs *resolver) build(v []byte, extra int) []byte {
+	rs.built += len(v) + extra
+	return append(make([]byte, 0, len(v)+extra), v...)
+}
+
 func (rs *resolver) del(table string, key []byte) {
 	rs.record(Write{Table: table, Key: key, Delete: true})
 }
@@ -204,6 +231,10 @@ func (rs *resolver) del(table string, key []byte) {
 func (rs *resolver) record(wr Write) {
 	rs.recorded++
 	if prev, ok := rs.own(wr.Table, wr.Key); ok {
+		if v := wr.Item.Value; prev.built && !wr.built && len(v) > 0 && len(v) == len(prev.Item.Value) &&
+			&v[0] == &prev.Item.Value[0] {
+			wr.Item.Value, wr.built = prev.Item.Value, true // the same value again (a touch): still the batch's array
+		}
 		*prev = wr
 		return
 	}
@@ -273,6 +304,9 @@ func check(c Cond, want uint64, old *Item, found bool) error {
 func (rs *resolver) apply(m *Mutation) (Result, error) {
 	if m.Op == 0 || m.Op >= opMax {
 		return Result{}, fmt.Errorf("%w: op %d", ErrInvalid, m.Op)
+	}
+	if rs.built > maxBuilt {
+		return Result{}, ErrBatchTooBig
 	}
 	if m.Op == OpFlush {
 		rs.flush(m.Table)
@@ -499,14 +533,23 @@ func (rs *resolver) concat(m *Mutation, res *Result) {
 		res.Err = ErrTooLarge
 		return
 	}
-	v := make([]byte, 0, len(it.Value)+len(m.Value))
-	if m.Op == OpAppend {
-		v = append(append(v, it.Value...), m.Value...)
-	} else {
-		v = append(append(v, m.Value...), it.Value...)
+	var v []byte
+	switch w, own := rs.own(m.Table, m.Key); {
+	case m.Op == OpAppend && own && w.built && len(it.Value) > 0 && len(w.Item.Value) == len(it.Value) &&
+		&w.Item.Value[0] == &it.Value[0]:
+		// The batch built this value and every view of it is no longer: append in place, growing the array as
+		// Go's append does, so a pipeline of APPENDs to one big value copies it a few times, not once each.
+		before := cap(w.Item.Value)
+		if v = append(w.Item.Value, m.Value...); cap(v) != before {
+			rs.built += cap(v)
+		}
+	case m.Op == OpAppend:
+		v = append(rs.build(it.Value, len(m.Value)), m.Value...)
+	default:
+		v = append(rs.build(m.Value, len(it.Value)), it.Value...)
 	}
 	it.Value = v
-	res.New, res.NewFound = rs.put(m.Table, m.Key, it), true
+	res.New, res.NewFound = rs.putBuilt(m.Table, m.Key, it), true
 }
 
 func (rs *resolver) setRange(m *Mutation, res *Result) {
@@ -529,11 +572,11 @@ func (rs *resolver) setRange(m *Mutation, res *Result) {
 		return
 	}
 	n := max(int64(len(it.Value)), end)
-	v := make([]byte, n)
-	copy(v, it.Value)
+	v := rs.build(it.Value, int(n)-len(it.Value))[:n]
+	clear(v[len(it.Value):])
 	copy(v[m.Edit.Offset:], m.Value)
 	it.Value = v
-	res.New, res.NewFound = rs.put(m.Table, m.Key, it), true
+	res.New, res.NewFound = rs.putBuilt(m.Table, m.Key, it), true
 }
 
 func (rs *resolver) expire(m *Mutation, res *Result) {
@@ -590,7 +633,7 @@ func (rs *resolver) move(m *Mutation, res Result) (Result, error) {
 		return res, nil
 	}
 	it := res.Old
-	it.Value = append([]byte(nil), it.Value...)
+	it.Value = rs.build(it.Value, 0)
 	if it.Kind != KindString { // a collection: its members move to the target's key, under a new generation
 		var err error
 		if it, err = rs.moveMembers(m.Table, m.Key, it, m.Target.Table, m.Target.Key); err != nil {

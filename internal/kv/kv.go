@@ -89,10 +89,12 @@ type Options struct {
 type Store struct {
 	eng    engine.Engine
 	limits Limits
-	clock  func() time.Time
-	nowFn  func() int64 // Now, made once: a batch's Clock (a method value made per batch would allocate)
-	log    *slog.Logger
-	stats  counters
+	// pipelineBatch is PipelineBatch: limits.MaxBatch, or the engine's BatchHint if lower.
+	pipelineBatch int
+	clock         func() time.Time
+	nowFn         func() int64 // Now, made once: a batch's Clock (a method value made per batch would allocate)
+	log           *slog.Logger
+	stats         counters
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -125,6 +127,10 @@ func New(e engine.Engine, opts Options) *Store {
 	s := &Store{eng: e, limits: l, clock: opts.Clock, log: opts.Logger, stop: make(chan struct{}),
 		queries: cache.NewQueries[answer](opts.QueryCacheBytes)}
 	s.levels = newLevels(e, opts.EngineName, opts.Consistency)
+	s.pipelineBatch = l.MaxBatch
+	if h := engine.BatchHintOf(e); h > 0 {
+		s.pipelineBatch = min(h, l.MaxBatch)
+	}
 	s.name = opts.EngineName
 	if s.name == "" {
 		s.name = "this engine"
@@ -160,6 +166,10 @@ func (s *Store) SingleItem() bool { return engine.SingleItemOnly(s.eng) }
 // takes one item per batch (SingleItem), or one slot of several (engine.SlotScoped), where merging independent
 // commands on keys of different slots would make the engine refuse them.
 func (s *Store) CommandPerBatch() bool { return s.SingleItem() || engine.SlotsOf(s.eng) > 1 }
+
+// PipelineBatch is the most mutations a protocol should gather from a pipeline into one batch: Limits.MaxBatch,
+// or less if the engine applies smaller batches best (engine.BatchHinter).
+func (s *Store) PipelineBatch() int { return s.pipelineBatch }
 
 // DefaultTable is the table every protocol shares by default: RESP database 0, memcached, and the HTTP Active
 // Cloud DB routes.

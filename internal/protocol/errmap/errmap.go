@@ -53,6 +53,7 @@ var table = []struct {
 	{kv.ErrReservedTable, Answer{Status: http.StatusBadRequest, Code: "bad_request"}},
 	{kv.ErrTableTooLong, Answer{Status: http.StatusBadRequest, Code: "table_name_too_long"}},
 	{kv.ErrBatchTooLarge, Answer{Redis: "ERR too many commands in one transaction", Status: http.StatusRequestEntityTooLarge, Code: "too_large"}},
+	{engine.ErrBatchTooBig, Answer{Status: http.StatusRequestEntityTooLarge, Code: "too_large"}},
 	{engine.ErrInvalid, Answer{Status: http.StatusBadRequest, Code: "bad_request"}},
 	{engine.ErrCrossSlot, Answer{Redis: "%s", Status: http.StatusBadRequest, Code: "cross_slot"}},
 	{engine.ErrNotSupported, Answer{Status: http.StatusNotImplemented, Code: "not_supported"}},

@@ -16,6 +16,10 @@ const (
 	minRead     = 4 << 10  // the least free space worth a read while a request still lacks more
 	maxOutHold  = 1 << 20  // replies beyond this are written before the read buffer is finished
 	maxPipeline = 1024     // writes applied as one batch at most
+	// maxValueWrites bounds the writes of one batch whose results carry their item's value (gat and binary GAT
+	// keys, mg with T, N or R): the values are held until the batch is answered, so this many at most, as get
+	// streams its values one by one.
+	maxValueWrites = 16
 )
 
 // conn is one client connection. The loop reads what the socket has, parses every complete request in it,
@@ -43,11 +47,15 @@ type conn struct {
 	batch   pipeline.Batch[pending] // the pending writes and the requests awaiting their replies, in order
 	st      localCounters
 	closing bool
-	authed  bool      // the password was given, or none is required
-	sniffed bool      // the first byte has been seen: it tells the binary protocol from the text one
-	bin     bool      // the connection speaks the binary protocol (binary.go, binconn.go)
-	now     int64     // the store's time when the round began, for converting exptimes
-	readAt  time.Time // when the round's bytes were read (metered only): its requests' latency counts from it
+	// valueWrites counts the pending batch's writes that answer with a value (maxValueWrites); gatFailed: a
+	// part of a gat failed, so its later parts answer nothing (gatAnswer).
+	valueWrites int
+	gatFailed   bool
+	authed      bool      // the password was given, or none is required
+	sniffed     bool      // the first byte has been seen: it tells the binary protocol from the text one
+	bin         bool      // the connection speaks the binary protocol (binary.go, binconn.go)
+	now         int64     // the store's time when the round began, for converting exptimes
+	readAt      time.Time // when the round's bytes were read (metered only): its requests' latency counts from it
 }
 
 // pending is a request whose reply waits for the batch (it may own no mutation: a request that needs no write
@@ -233,19 +241,28 @@ func (c *conn) compact() bool {
 
 // queue adds a request with its mutations to the pending batch; it is answered when the batch is applied.
 func (c *conn) queue(req *request, muts ...engine.Mutation) {
-	c.reserve(len(muts))
+	values := 0
+	for i := range muts {
+		if m := &muts[i]; (m.Op == engine.OpGet && m.Touch) || (m.Op == engine.OpCall && m.Call.Name == fnMg) {
+			values++
+		}
+	}
+	c.reserve(len(muts), values)
 	for _, m := range muts {
 		c.add(m)
 	}
 	c.plan(req)
 }
 
-// reserve applies the pending batch first if n more mutations would take it past its bounds.
-func (c *conn) reserve(n int) {
+// reserve applies the pending batch first if n more mutations, values of them answering with a value, would
+// take it past its bounds.
+func (c *conn) reserve(n, values int) {
 	// An engine of one-item batches would refuse pipelined requests on two keys merged into one batch.
-	if !c.batch.Fits(n, min(maxPipeline, c.h.store.Limits().MaxBatch)) || c.h.commandPerBatch {
+	if !c.batch.Fits(n, min(maxPipeline, c.h.store.PipelineBatch())) || c.h.commandPerBatch ||
+		(c.valueWrites > 0 && c.valueWrites+values > maxValueWrites) {
 		c.flush()
 	}
+	c.valueWrites += values
 }
 
 // plan registers a request that owns the mutations added since the previous one.
@@ -270,6 +287,7 @@ func (c *conn) add(m engine.Mutation) {
 // flush applies the pending batch and writes every pending reply in order. Reads call it first, so they see
 // the writes sent before them on this connection.
 func (c *conn) flush() {
+	c.valueWrites = 0
 	if c.batch.Len() == 0 {
 		return
 	}

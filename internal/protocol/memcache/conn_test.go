@@ -80,6 +80,37 @@ func TestLargePipelineSplitsBatches(t *testing.T) {
 	}
 }
 
+// TestWritesAnsweringValuesAreBatchedFew: gat and mg with T are writes whose results hold their items' values
+// until the batch is answered. A gat of many keys, or a pipeline of them, is applied maxValueWrites keys at a
+// time (the audit's 3,000-key gat of a 1 MiB item held 3 GB), and still answered as one reply in key order.
+func TestWritesAnsweringValuesAreBatchedFew(t *testing.T) {
+	store := kv.New(memstore.New(), kv.Options{SweepInterval: -1})
+	defer store.Close()
+	h := New(store, Options{})
+	var in, want bytes.Buffer
+	keys := ""
+	for i := range 40 {
+		if i != 5 {
+			fmt.Fprintf(&in, "set k%d 0 0 2 noreply\r\nv%d\r\n", i, i%10)
+			fmt.Fprintf(&want, "VALUE k%d 0 2\r\nv%d\r\n", i, i%10)
+		}
+		keys += fmt.Sprintf(" k%d", i)
+	}
+	in.WriteString("mn\r\n")
+	h.ServeConn(context.Background(), &scriptConn{chunks: [][]byte{in.Bytes()}})
+	before := store.Stats().Batches
+	sc := &scriptConn{chunks: [][]byte{[]byte("gat 100" + keys + "\r\n" + strings.Repeat("mg k1 T100 v\r\n", 20) + "mn\r\n")}}
+	h.ServeConn(context.Background(), sc)
+	wantOut := want.String() + "END\r\n" + strings.Repeat("VA 2\r\nv1\r\n", 20) + "MN\r\n"
+	if got := sc.out.String(); got != wantOut {
+		t.Fatalf("replies\n%q\nwant\n%q", got, wantOut)
+	}
+	// 40 gat keys in parts of 16, 16 and 8; the 8 share their batch with 8 mg, the other 12 mg take one more.
+	if b := store.Stats().Batches - before; b != 4 {
+		t.Fatalf("a gat of 40 keys and 20 mg with T took %d batches, want 4 of at most %d", b, maxValueWrites)
+	}
+}
+
 // TestStats checks the figures memcached tools read.
 func TestStats(t *testing.T) {
 	ts := startServer(t)
@@ -239,6 +270,14 @@ func TestLargeGetIsWrittenAsItGrows(t *testing.T) {
 	}
 	if sc.writes < 2 {
 		t.Fatalf("%d writes: the reply was held whole", sc.writes)
+	}
+	// So are a gat's and a pipeline of mg's (the audit's pipeline of 3,000 mg of a 1 MiB item held 3 GB).
+	for _, req := range []string{"gat 0 a b c\r\n", "mg a v\r\nmg b T0 v\r\nmg c v\r\n"} {
+		sc := &countingConn{scriptConn: scriptConn{chunks: [][]byte{[]byte(req)}}}
+		h.ServeConn(context.Background(), sc)
+		if n := bytes.Count(sc.out.Bytes(), value); n != 3 || sc.writes < 2 {
+			t.Fatalf("%q: %d values in %d writes; want 3 sent in pieces", req, n, sc.writes)
+		}
 	}
 }
 

@@ -113,6 +113,7 @@ func (c *conn) mgReply(req *request, it *engine.Item, found bool, reply uint32) 
 	if m.value {
 		c.out = append(c.out, it.Value...)
 		c.out = append(c.out, '\r', '\n')
+		c.spill() // a pipeline of mg on large items streams, as get does
 	}
 }
 

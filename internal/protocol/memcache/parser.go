@@ -78,6 +78,8 @@ type request struct {
 	meta     metaFlags
 	bin      binHeader // cmdBin
 	extras   []byte    // cmdBin: the extras of the body
+	// gatMore: this gat request is a part of one whose later keys are planned as further parts (textWrite).
+	gatMore bool
 }
 
 // status tells what parser.next found.

@@ -38,16 +38,27 @@ func (c *conn) textWrite(req *request) {
 		exp := c.expires(req.exptime)
 		c.queue(req, engine.Mutation{Op: engine.OpExpire, Key: req.key, Expires: exp})
 	case cmdGat, cmdGats:
-		n := 0
-		for k, rest := nextToken(req.keys); len(k) > 0; k, rest = nextToken(rest) {
-			n++
-		}
+		// Each key is a write whose result holds its item's value until the batch is answered, so a gat of many
+		// keys is planned in parts of at most maxValueWrites keys, each answered (and its values sent) in turn.
 		exp := c.expires(req.exptime)
-		c.reserve(n)
-		for k, rest := nextToken(req.keys); len(k) > 0; k, rest = nextToken(rest) {
-			c.add(engine.Mutation{Op: engine.OpGet, Key: k, Touch: true, Expires: exp})
+		for keys := req.keys; ; {
+			part := *req
+			part.keys, keys = splitKeys(keys, maxValueWrites)
+			k, _ := nextToken(keys)
+			part.gatMore = len(k) > 0
+			n := 0
+			for k, rest := nextToken(part.keys); len(k) > 0; k, rest = nextToken(rest) {
+				n++
+			}
+			c.reserve(n, n)
+			for k, rest := nextToken(part.keys); len(k) > 0; k, rest = nextToken(rest) {
+				c.add(engine.Mutation{Op: engine.OpGet, Key: k, Touch: true, Expires: exp})
+			}
+			c.plan(&part)
+			if !part.gatMore {
+				break
+			}
 		}
-		c.plan(req)
 	case cmdFlushAll:
 		if req.exptime > 0 {
 			c.h.scheduleFlush(expiresAt(req.exptime, c.now), c.now)
@@ -179,7 +190,25 @@ func (c *conn) textAnswer(req *request, rs []engine.Result) {
 	}
 }
 
+// splitKeys returns the first n space-separated keys of keys, and what follows them.
+func splitKeys(keys []byte, n int) (first, rest []byte) {
+	rest = keys
+	for ; n > 0; n-- {
+		var k []byte
+		if k, rest = nextToken(rest); len(k) == 0 {
+			break
+		}
+	}
+	return keys[:len(keys)-len(rest)], rest
+}
+
+// gatAnswer answers one part of a gat (textWrite): its found items, then END after the last part. A part
+// that fails answers the error, which ends the reply: the gat's later parts answer nothing.
 func (c *conn) gatAnswer(req *request, rs []engine.Result) {
+	if c.gatFailed {
+		c.gatFailed = req.gatMore
+		return
+	}
 	start := len(c.out)
 	i := 0
 	for k, rest := nextToken(req.keys); len(k) > 0; k, rest = nextToken(rest) {
@@ -196,10 +225,13 @@ func (c *conn) gatAnswer(req *request, rs []engine.Result) {
 		default:
 			c.out = c.out[:start]
 			c.line(c.serverError(res.Err))
+			c.gatFailed = req.gatMore
 			return
 		}
 	}
-	c.out = append(c.out, "END\r\n"...)
+	if !req.gatMore {
+		c.out = append(c.out, "END\r\n"...)
+	}
 }
 
 // get answers get and gets from the store, after any pending writes of this connection were applied.

@@ -222,7 +222,7 @@ func (s *session) dispatch(args [][]byte) {
 	}
 	switch {
 	case cmd.data != nil:
-		if !s.batch.Fits(3*len(args), s.h.store.Limits().MaxBatch) || s.h.commandPerBatch {
+		if !s.batch.Fits(3*len(args), s.h.store.PipelineBatch()) || s.h.commandPerBatch {
 			// An engine of one-item batches would refuse pipelined commands on two keys merged into one batch.
 			s.flush() // keep each engine batch within the store's limit; a command's own mutations stay together
 		}
@@ -427,6 +427,9 @@ func (s *session) writeReplies(res []engine.Result, err error) {
 		s.account(p.cmd, p.args, took, p.rejected, failed)
 		if p.note != nil && err == nil {
 			s.publishNotes(p, own, muts, s.w.Bytes()[before:])
+		}
+		if s.w.Len() >= replyChunk {
+			s.out() // a batch of large replies streams, as runParsed's do; a failed write shows at the next
 		}
 	})
 }

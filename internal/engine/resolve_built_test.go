@@ -1,0 +1,91 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"runtime"
+	"testing"
+)
+
+// A pipeline of small writes to one big value (the audit's GETEX, gat, APPEND and EXPIRE, a thousand each on a
+// 1 MiB value) must not copy the value once per write: each copy was held by its result until the batch was
+// answered, gigabytes from a few kilobytes of requests. Reads of the batch's own writes share one copy, APPENDs
+// extend the batch's own array in place, and every result still reads as it did when it was made.
+func TestWritesToOneBigValueShareIt(t *testing.T) {
+	big := bytes.Repeat([]byte("v"), 1<<20)
+	r := mapReader{"t": {"k": {Value: big, Version: 1}}}
+	key := []byte("k")
+	var muts []Mutation
+	for range 300 {
+		muts = append(muts, Mutation{Op: OpGet, Table: "t", Key: key, Touch: true, Expires: 1 << 40})
+	}
+	for range 300 {
+		muts = append(muts, Mutation{Op: OpAppend, Table: "t", Key: key, Value: []byte("x")})
+	}
+	for range 300 {
+		muts = append(muts, Mutation{Op: OpExpire, Table: "t", Key: key, Expires: 1 << 41},
+			Mutation{Op: OpGet, Table: "t", Key: key})
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	writes, res := resolve(t, r, muts...)
+	runtime.ReadMemStats(&after)
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {
+		t.Fatalf("resolving 1,200 writes to a 1 MiB value allocated %d MiB; want a few copies, not one per write",
+			grew>>20)
+	}
+	for i := range 300 {
+		if v := res[i].New.Value; !bytes.Equal(v, big) {
+			t.Fatalf("GETEX %d answered %d bytes, want the 1 MiB value", i, len(v))
+		}
+		v := res[300+i].New.Value
+		if len(v) != len(big)+i+1 || !bytes.Equal(v[:len(big)], big) || v[len(v)-1] != 'x' || v[len(big)] != 'x' {
+			t.Fatalf("APPEND %d left %d bytes, want %d ending in x", i, len(v), len(big)+i+1)
+		}
+	}
+	final := res[len(res)-1].Old.Value
+	if len(final) != len(big)+300 || len(writes) != 1 || !bytes.Equal(writes[0].Item.Value, final) {
+		t.Fatalf("the batch reads %d bytes at its end and writes %d items, want %d bytes in 1", len(final),
+			len(writes), len(big)+300)
+	}
+	if writes[0].Item.Expires != 1<<41 {
+		t.Fatalf("the write expires at %d, want the last EXPIRE's", writes[0].Item.Expires)
+	}
+	// An append to a value a read of the batch shares must not show through that read's result.
+	_, res = resolve(t, mapReader{}, set("t", "s", "ab"), Mutation{Op: OpGet, Table: "t", Key: []byte("s")},
+		Mutation{Op: OpAppend, Table: "t", Key: []byte("s"), Value: []byte("c")},
+		Mutation{Op: OpSetRange, Table: "t", Key: []byte("s"), Value: []byte("Z")},
+		Mutation{Op: OpGet, Table: "t", Key: []byte("s")})
+	if a, b, c := string(res[1].New.Value), string(res[2].New.Value), string(res[4].New.Value); a != "ab" || b != "abc" || c != "Zbc" {
+		t.Fatalf("reads and appends in one batch answered %q, %q, %q; want ab, abc, Zbc", a, b, c)
+	}
+}
+
+// A batch that would build more than maxBuilt bytes of values (SETRANGEs, each a new copy of a big value) is
+// refused whole, with nothing written; one mutation alone may still build a value past the bound.
+func TestBatchThatBuildsTooMuchIsRefused(t *testing.T) {
+	defer func(old int) { maxBuilt = old }(maxBuilt)
+	maxBuilt = 4 << 20
+	big := bytes.Repeat([]byte("v"), 1<<20)
+	r := mapReader{"t": {"k": {Value: big, Version: 1}}}
+	var muts []Mutation
+	for range 20 {
+		muts = append(muts, Mutation{Op: OpSetRange, Table: "t", Key: []byte("k"), Value: []byte("x")})
+	}
+	v := uint64(0)
+	writes, _, err := Resolve(r, &Batch{Now: 1, Muts: muts}, func() uint64 { v++; return v })
+	if !errors.Is(err, ErrBatchTooBig) || writes != nil {
+		t.Fatalf("20 SETRANGEs of a 1 MiB value under a 4 MiB bound: %d writes, err %v; want none and ErrBatchTooBig",
+			len(writes), err)
+	}
+	writes, res := resolve(t, r, muts[:3]...)
+	if len(writes) != 1 || string(res[2].New.Value[:1]) != "x" {
+		t.Fatalf("3 SETRANGEs under the bound: %d writes; want them applied", len(writes))
+	}
+	_, res = resolve(t, mapReader{}, Mutation{Op: OpSetRange, Table: "t", Key: []byte("n"), Value: []byte("x"),
+		Edit: EditArgs{Offset: 8 << 20}})
+	if res[0].Err != nil || len(res[0].New.Value) != 8<<20+1 {
+		t.Fatalf("one SETRANGE building 8 MiB under a 4 MiB bound: %v, %d bytes; want it built", res[0].Err,
+			len(res[0].New.Value))
+	}
+}

@@ -1,0 +1,56 @@
+package redis
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"anykv/internal/engine/memstore"
+	"anykv/internal/kv"
+)
+
+// writeCounter counts the writes a session makes to its connection.
+type writeCounter struct {
+	net.Conn
+	writes int
+}
+
+func (c *writeCounter) Write(p []byte) (int, error) { c.writes++; return c.Conn.Write(p) }
+
+// The replies of one batch are sent as they pass replyChunk, as runParsed's are: a pipeline of GETEX on a big
+// value (writes, so answered together once the batch is applied) held every reply until the last, a gigabyte
+// for a thousand GETEX of a 1 MiB value.
+func TestBatchRepliesStream(t *testing.T) {
+	store := kv.New(memstore.New(), kv.Options{SweepInterval: -1})
+	defer store.Close()
+	h := New(store, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	client, srv := net.Pipe()
+	counted := &writeCounter{Conn: srv}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.ServeConn(context.Background(), counted)
+		srv.Close()
+	}()
+	value := bytes.Repeat([]byte("v"), 700_000)
+	var in bytes.Buffer
+	fmt.Fprintf(&in, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$%d\r\n%s\r\n", len(value), value)
+	for range 4 {
+		in.WriteString("*4\r\n$5\r\nGETEX\r\n$1\r\nk\r\n$2\r\nEX\r\n$3\r\n100\r\n")
+	}
+	client.SetDeadline(time.Now().Add(10 * time.Second))
+	go func() { client.Write(in.Bytes()); client.Write([]byte("*1\r\n$4\r\nQUIT\r\n")) }()
+	out, _ := io.ReadAll(client)
+	<-done
+	if n := bytes.Count(out, value); n != 4 {
+		t.Fatalf("%d of 4 GETEX answered the value", n)
+	}
+	if counted.writes < 3 {
+		t.Fatalf("the batch's 2.8 MB of replies went out in %d writes: held whole", counted.writes)
+	}
+}
