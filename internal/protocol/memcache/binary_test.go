@@ -162,6 +162,24 @@ op=00 st=4 opq=150 val="Invalid arguments"
 	}
 }
 
+// TestBinaryAddWithCASIsACompareAndSwap: memcached 1.6 makes any store that carries a CAS a compare-and-swap,
+// add included: on a missing key it is Not found (anykv stored it), on a key of another version Data exists.
+func TestBinaryAddWithCASIsACompareAndSwap(t *testing.T) {
+	var in bytes.Buffer
+	in.Write(binReq(opAdd, 1, 12345, u32(0, 0), []byte("missing"), []byte("v")))
+	in.Write(binReq(opGet, 2, 0, nil, []byte("missing"), nil))
+	in.Write(binReq(opSet, 3, 0, u32(0, 0), []byte("k"), []byte("v")))
+	in.Write(binReq(opAdd, 4, 12345, u32(0, 0), []byte("k"), []byte("w")))
+	want := `op=02 st=1 opq=1 val="Not found"
+op=00 st=1 opq=2 val="Not found"
+op=01 st=0 opq=3 cas
+op=02 st=2 opq=4 val="Data exists for key."
+`
+	if got := renderBin(t, serveScript(in.Bytes())); got != want {
+		t.Fatalf("responses:\n%s\nwant:\n%s", got, want)
+	}
+}
+
 // TestBinarySASL checks SASL PLAIN when a password is set: only the SASL commands and version are served
 // before it, a wrong password is refused, the right one authenticates.
 func TestBinarySASL(t *testing.T) {

@@ -77,10 +77,10 @@ func (c *conn) binWrite(req *request) {
 		m = engine.Mutation{Op: engine.OpSet, Key: req.key, Value: req.data, Flags: flags, Expires: c.expires(exp),
 			Set: engine.SetArgs{Blind: true}}
 		switch {
+		case h.cas != 0: // any store with a CAS is a compare-and-swap, add included (memcached 1.6)
+			m.Cond, m.Version = engine.CondVersion, h.cas
 		case h.base == opAdd:
 			m.Cond = engine.CondAbsent
-		case h.cas != 0:
-			m.Cond, m.Version = engine.CondVersion, h.cas
 		case h.base == opReplace:
 			m.Cond = engine.CondPresent
 		}

@@ -194,7 +194,7 @@ func (c *conn) stampedeCall(fn string, req *request) engine.Mutation {
 
 // msStaleFunc is ms I C<cas> in set or replace mode: with the item's CAS it is a plain compare-and-swap; with
 // an older CAS the value is stored anyway but marked stale, its win not handed out (a late writer's value is
-// kept, and the next reader refreshes it); with a newer one it fails (EX).
+// kept, and the next reader refreshes it); with a newer one, or C0, it fails (EX).
 func msStaleFunc(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	p, it, found, err := callTarget(tx, args)
 	switch {
@@ -206,7 +206,7 @@ func msStaleFunc(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		return engine.Result{Err: engine.ErrNotFound}, nil
 	case it.Kind != engine.KindString:
 		return engine.Result{Err: engine.ErrWrongType}, nil
-	case uint64(p.cas) > it.Version:
+	case p.cas == 0 || uint64(p.cas) > it.Version: // C0 matches no item (memcached 1.6: EX, nothing stored)
 		return engine.Result{Err: engine.ErrVersionMismatch}, nil
 	}
 	table, key := tx.Table(), tx.Key()
