@@ -359,6 +359,14 @@ func (w *writer) recordVersion(firstVersion uint64) {
 		}
 		w.ceiling = w.version + reserve
 		_ = w.pb.Set(metaVersionKey, beUint64(w.ceiling), nil)
+		if w.s.opts.Sync == SyncNever {
+			// The group's commit is not synced, so a kill could lose the new ceiling along with it while a client
+			// holds a version above the old one (a CAS unique): then the restarted store would hand that version
+			// out again, to another item. The ceiling is made durable first, once per reserve of versions.
+			if err := w.s.db.Set(metaVersionKey, beUint64(w.ceiling), pebble.Sync); err != nil {
+				w.s.log.Warn("the version ceiling could not be synced; a crash may reuse versions", "err", err)
+			}
+		}
 	}
 }
 
