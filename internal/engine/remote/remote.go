@@ -103,6 +103,11 @@ type Engine struct {
 	b Backend
 	// MaxAttempts bounds retries after conflicts (default 64); Apply then fails with ErrConflict.
 	MaxAttempts int
+	// Timeout bounds each attempt of a batch (its read and its commit) and each Get (default DefaultTimeout; <0:
+	// none): a datastore that stops answering without closing the connection (a stopped process, a partition
+	// that drops packets) then fails the request with an error instead of holding its client, and every batch
+	// grouped with it, for as long as it stalls. A commit cut off so reports ErrUnknownOutcome.
+	Timeout time.Duration
 	// Ranger, when the adapter can scan, serves the range reads of collection ops (engine.RangeReader). Such a
 	// read needs no check of its own: every collection op reads the collection's meta item, whose stamp
 	// changes with any change of a member, so the meta's check covers the members read.
@@ -146,7 +151,19 @@ func (e *Engine) Open() error {
 }
 
 // New returns an Engine over b.
-func New(b Backend) *Engine { return &Engine{b: b, MaxAttempts: 64} }
+func New(b Backend) *Engine { return &Engine{b: b, MaxAttempts: 64, Timeout: DefaultTimeout} }
+
+// DefaultTimeout is Engine.Timeout's default: long enough for a flush of a big table, short enough that a stalled
+// datastore answers its clients with an error within the time they would wait.
+const DefaultTimeout = 30 * time.Second
+
+// bounded returns ctx with the engine's Timeout, if it has one.
+func (e *Engine) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if e.Timeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, e.Timeout)
+}
 
 var _ engine.Engine = (*Engine)(nil)
 
@@ -155,6 +172,8 @@ func (e *Engine) Get(ctx context.Context, table string, key []byte, now int64) (
 	if err := e.Open(); err != nil {
 		return engine.Item{}, err
 	}
+	ctx, cancel := e.bounded(ctx)
+	defer cancel()
 	it, ok, err := e.b.Get(ctx, Slot{table, key})
 	if err != nil {
 		return engine.Item{}, err
@@ -237,9 +256,10 @@ func (e *Engine) run(ctx context.Context, ws []*waiter) {
 		switch {
 		case err == nil:
 			return
-		case errors.Is(err, errSolo) || len(ws) > 1 && errors.Is(err, engine.ErrCrossSlot):
-			// A batch of the group needs a view the group cannot give, or reached into another shard (a script's
-			// undeclared key): one at a time, so that only that batch fails.
+		case errors.Is(err, errSolo) || len(ws) > 1 && (errors.Is(err, engine.ErrCrossSlot) || errors.Is(err, engine.ErrBatchTooBig)):
+			// A batch of the group needs a view the group cannot give, reached into another shard (a script's
+			// undeclared key), or the group together is more than the datastore takes in one commit (etcd's
+			// operations, MariaDB's max_allowed_packet): one at a time, so that a batch fails only by itself.
 			for _, w := range ws {
 				e.run(ctx, []*waiter{w})
 			}
@@ -267,6 +287,17 @@ func (e *Engine) run(ctx context.Context, ws []*waiter) {
 // ones wrote, and commits their writes together, checked against the stamps read. It returns the error of the
 // read or the commit; each batch's own outcome is left in its waiter.
 func (e *Engine) attempt(ctx context.Context, ws []*waiter, slots []Slot, n int) error {
+	ctx, cancel := e.bounded(ctx)
+	defer cancel()
+	err := e.try(ctx, ws, slots, n)
+	if errors.Is(err, ErrConflict) && ctx.Err() != nil { // a request cut off before it was sent: not retried
+		return fmt.Errorf("remote: the datastore did not answer within %v: %w", e.Timeout, ctx.Err())
+	}
+	return err
+}
+
+// try is one attempt, within attempt's time bound.
+func (e *Engine) try(ctx context.Context, ws []*waiter, slots []Slot, n int) error {
 	var (
 		items    []Stored
 		versions []uint64

@@ -482,7 +482,7 @@ func (b *backend) Commit(ctx context.Context, checks []remote.Check, w *remote.W
 	}
 	if size := batchBytes(w); size > maxBatch {
 		return fmt.Errorf("cassandra: %w: a batch of %d bytes, over the %d a Cassandra mutation may hold by default",
-			engine.ErrTooLarge, size, maxBatch)
+			engine.ErrBatchTooBig, size, maxBatch)
 	}
 	next := ctr.value + uint64(ctr.n)
 	for _, put := range w.Put {

@@ -120,8 +120,8 @@ func testLargeBatches(t *testing.T, url string) {
 		t.Fatalf("4 MiB value read back: %d bytes, %v", len(it.Value), err)
 	}
 	err := set("sixteen", 16<<20)
-	if !errors.Is(err, engine.ErrTooLarge) || errors.Is(err, remote.ErrUnknownOutcome) {
-		t.Fatalf("16 MiB value: %v, want ErrTooLarge", err)
+	if !errors.Is(err, engine.ErrBatchTooBig) || errors.Is(err, remote.ErrUnknownOutcome) {
+		t.Fatalf("16 MiB value: %v, want ErrBatchTooBig", err)
 	}
 	if _, err := e.Get(context.Background(), "default", []byte("sixteen"), now); !errors.Is(err, engine.ErrNotFound) {
 		t.Fatalf("the refused value: %v, want not found", err)

@@ -10,8 +10,9 @@
 // absent); the commit Txn compares them all and the counter's, so every two concurrent writing batches conflict
 // and one retries: correct, but writes do not scale with front ends.
 //
-// etcd bounds a Txn's operations (--max-txn-ops, 128 by default): a batch needing more compares or writes fails
-// with etcd's "too many operations in txn request" and applies nothing. anykv judges expiry; leases are not used,
+// etcd bounds a Txn's operations (--max-txn-ops, 128 by default): a batch reads more keys in several Txns at one
+// revision, but one needing more compares or writes fails with etcd's "too many operations in txn request"
+// (engine.ErrBatchTooBig) and applies nothing; a group of batches refused so is applied one batch at a time. anykv judges expiry; leases are not used,
 // and Sweep reclaims expired items.
 //
 // Get and Scan read at the context's engine.Consistency: linearizable (etcd's default, a quorum round) or
@@ -149,11 +150,28 @@ func (b *backend) Read(ctx context.Context, slots []remote.Slot, n int) ([]remot
 	if n > 0 {
 		ops = append(ops, clientv3.OpGet(b.counter))
 	}
+	// A Txn reads at most maxOps keys: more are read in parts, the later ones at the first part's revision, so
+	// that the parts are still one snapshot and a batch that only reads (MGET of 200 keys) needs no commit.
 	var resps []*clientv3.TxnResponse
+	var rev int64
 	for start := 0; start < len(ops); start += maxOps {
-		r, err := b.c.Txn(ctx).Then(ops[start:min(start+maxOps, len(ops))]...).Commit()
+		part := ops[start:min(start+maxOps, len(ops))]
+		if rev != 0 {
+			pinned := make([]clientv3.Op, len(part))
+			for i, op := range part {
+				pinned[i] = clientv3.OpGet(string(op.KeyBytes()), clientv3.WithRev(rev))
+			}
+			part = pinned
+		}
+		r, err := b.c.Txn(ctx).Then(part...).Commit()
+		if errors.Is(err, rpctypes.ErrCompacted) { // compacted between the parts: read again
+			return nil, nil, false, nil, fmt.Errorf("etcd: %w: %v", remote.ErrConflict, err)
+		}
 		if err != nil {
 			return nil, nil, false, nil, err
+		}
+		if rev == 0 {
+			rev = r.Header.Revision
 		}
 		resps = append(resps, r)
 	}
@@ -195,8 +213,12 @@ func (b *backend) Read(ctx context.Context, slots []remote.Slot, n int) ([]remot
 			versions = append(versions, ctr.value+uint64(i))
 		}
 	}
-	return items, versions, len(resps) <= 1, ctr, nil
+	return items, versions, true, ctr, nil
 }
+
+// BatchHint implements engine.BatchHinter: a Txn holds at most maxOps compares and maxOps writes, one each per
+// mutation of a string (and the version counter's), so pipelines are applied in batches of half that.
+func (s *Store) BatchHint() int { return maxOps / 2 }
 
 // Commit implements remote.Backend with one Txn.
 func (b *backend) Commit(ctx context.Context, checks []remote.Check, w *remote.Writes, token any) error {
@@ -239,10 +261,19 @@ func (b *backend) Commit(ctx context.Context, checks []remote.Check, w *remote.W
 		return nil
 	case err == nil:
 		return remote.ErrConflict
+	case tooBig(err):
+		return fmt.Errorf("etcd: %w: %v", engine.ErrBatchTooBig, err)
 	case outcomeUnknown(err):
 		return fmt.Errorf("etcd: %w: %v", remote.ErrUnknownOutcome, err)
 	}
 	return err
+}
+
+// tooBig reports whether etcd refused a Txn, before applying anything, for its number of operations
+// (--max-txn-ops) or its size (--max-request-bytes, or gRPC's message limit).
+func tooBig(err error) bool {
+	return errors.Is(err, rpctypes.ErrTooManyOps) || errors.Is(err, rpctypes.ErrRequestTooLarge) ||
+		status.Code(err) == codes.ResourceExhausted
 }
 
 // deleteGaps deletes [lo, hi) except the keys in keep (sorted).

@@ -1,6 +1,7 @@
 package etcdstore_test
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -16,4 +17,67 @@ func TestEtcd(t *testing.T) {
 	server := remotetest.Start(t, "etcd")
 	fresh := func(*testing.T) string { return fmt.Sprintf("%s?prefix=t%d/", server, prefixes.Add(1)) }
 	remotetest.Suite(t, fresh, etcdstore.Open, engine.CanScan|engine.CanTables|engine.CanSweep)
+}
+
+// TestBatchesPastTheTxnBound: etcd refuses a Txn of more than 128 operations (--max-txn-ops). A batch that reads
+// 300 keys (MGET) is read in parts at one revision and needs no commit; concurrent batches of 70 writes each,
+// which etcd takes one by one but not grouped, all succeed (the audit: 5 of 6 refused for the others' sake).
+func TestBatchesPastTheTxnBound(t *testing.T) {
+	server := remotetest.Start(t, "etcd")
+	s := remotetest.Open(t, etcdstore.Open, fmt.Sprintf("%s?prefix=t%d/", server, prefixes.Add(1)))
+	defer s.Close()
+	ctx := context.Background()
+	const now = int64(1_700_000_000_000)
+	apply := func(muts []engine.Mutation) ([]engine.Result, error) {
+		return s.Apply(ctx, &engine.Batch{Now: now, Muts: muts})
+	}
+	var sets, gets []engine.Mutation
+	for i := range 300 {
+		k := []byte(fmt.Sprint("k", i))
+		gets = append(gets, engine.Mutation{Op: engine.OpGet, Table: "t", Key: k})
+		if i%3 == 0 {
+			sets = append(sets, engine.Mutation{Op: engine.OpSet, Table: "t", Key: k, Value: k})
+		}
+	}
+	if _, err := apply(sets[:60]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply(sets[60:]); err != nil {
+		t.Fatal(err)
+	}
+	res, err := apply(gets)
+	if err != nil {
+		t.Fatalf("a batch reading 300 keys: %v", err)
+	}
+	for i, r := range res {
+		if found := r.Err == nil; found != (i%3 == 0) || found && string(r.New.Value) != fmt.Sprint("k", i) {
+			t.Fatalf("k%d read %q, %v", i, r.New.Value, r.Err)
+		}
+	}
+	// A call (a Lua script's EVAL) is one mutation, so concurrent ones are grouped, whatever they write.
+	errs := make(chan error, 6)
+	for w := range 6 {
+		go func() {
+			_, err := apply([]engine.Mutation{{Op: engine.OpCall, Table: "t", Key: []byte(fmt.Sprint("w", w)),
+				Call: engine.CallArgs{Name: writeMany, AnyKey: true}}})
+			errs <- err
+		}()
+	}
+	for range 6 {
+		if err := <-errs; err != nil {
+			t.Fatalf("one of 6 concurrent calls writing 70 keys: %v", err)
+		}
+	}
+}
+
+// writeMany writes 70 keys after the call's own key.
+const writeMany = "etcdstore_test.writeMany"
+
+func init() {
+	engine.RegisterFunc(writeMany, func(tx *engine.Tx, _ [][]byte) (engine.Result, error) {
+		for i := range 70 {
+			tx.Put(tx.Table(), fmt.Appendf(nil, "%s-%d", tx.Key(), i), engine.Item{Value: []byte("v")})
+		}
+		return engine.Result{}, nil
+	})
 }

@@ -173,8 +173,8 @@ func testRefusedCommitAppliesNothing(t *testing.T, server string) {
 	big := set("b") // over the server's max_allowed_packet (16 MiB): refused before sending
 	big.Value = make([]byte, 17<<20)
 	_, err = s.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{set("a"), big}})
-	if !errors.Is(err, engine.ErrTooLarge) {
-		t.Fatalf("too large a batch: %v, want ErrTooLarge", err)
+	if !errors.Is(err, engine.ErrBatchTooBig) {
+		t.Fatalf("too large a batch: %v, want ErrBatchTooBig", err)
 	}
 	if _, err := s.Get(ctx, "t", []byte("a"), 1); !errors.Is(err, engine.ErrNotFound) {
 		t.Fatalf("a = %v: part of a refused batch was applied", err)

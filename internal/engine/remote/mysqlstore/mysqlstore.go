@@ -330,7 +330,7 @@ func (b *backend) fits(q string, args []any) error {
 	}
 	if n >= b.maxPacket {
 		return fmt.Errorf("mysql: %w: a batch of about %d bytes of SQL, over the server's max_allowed_packet (%d)",
-			engine.ErrTooLarge, n, b.maxPacket)
+			engine.ErrBatchTooBig, n, b.maxPacket)
 	}
 	return nil
 }

@@ -2,13 +2,17 @@ package pgstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	neturl "net/url"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"anykv/internal/engine"
+	"anykv/internal/engine/remote"
 	"anykv/internal/engine/remote/pgstore"
 	"anykv/internal/engine/remote/remotetest"
 )
@@ -77,4 +81,48 @@ func TestFlushOrdersWithRename(t *testing.T) {
 		}
 	}
 	t.Logf("%d of 150 renames succeeded", renamed)
+}
+
+// TestStalledServerFailsInTime: a PostgreSQL that stops answering (SIGSTOP, a partition dropping packets) fails
+// a request once the engine's Timeout passes, instead of holding the client as long as the stall lasts (the
+// audit: 40 s), and the engine works again once the server answers.
+func TestStalledServerFailsInTime(t *testing.T) {
+	url := freshDB(t, remotetest.Start(t, "postgres"))
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := remotetest.StartStall(t, u.Host)
+	u.Host = p.Addr
+	s := remotetest.Open(t, pgstore.Open, u.String())
+	s.Timeout = time.Second
+	ctx := context.Background()
+	set := func() error {
+		_, err := s.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t", Key: []byte("k"), Value: []byte("v")}}})
+		return err
+	}
+	if err := set(); err != nil {
+		t.Fatal(err)
+	}
+	p.Stalled.Store(true)
+	start := time.Now()
+	err = set()
+	if took := time.Since(start); err == nil || took > 10*time.Second {
+		t.Fatalf("a write to a stalled server: %v after %v; want an error within a few seconds", err, took)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, remote.ErrUnknownOutcome) {
+		t.Fatalf("a write to a stalled server: %v; want a timeout or an unknown outcome", err)
+	}
+	start = time.Now()
+	if _, err := s.Get(ctx, "t", []byte("k"), 1); err == nil || time.Since(start) > 10*time.Second {
+		t.Fatalf("a read from a stalled server: %v after %v", err, time.Since(start))
+	}
+	p.Stalled.Store(false)
+	deadline := time.Now().Add(20 * time.Second)
+	for err := set(); err != nil; err = set() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the engine does not recover once the server answers again: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

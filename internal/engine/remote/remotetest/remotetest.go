@@ -10,7 +10,9 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"anykv/internal/bench/deploy"
 	"anykv/internal/cluster"
@@ -117,6 +119,40 @@ func Proxy(t *testing.T, target string, serve func(client, server net.Conn)) str
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// Stall is a proxy to target whose connections stop passing bytes, both ways, while Stalled is set (a stopped
+// server process, a partition that drops packets): the client's connections stay open and get no answer.
+type Stall struct {
+	Addr    string
+	Stalled atomic.Bool
+}
+
+// StartStall starts a Stall proxy to target.
+func StartStall(t *testing.T, target string) *Stall {
+	p := &Stall{}
+	pass := func(dst, src net.Conn) {
+		defer dst.Close()
+		defer src.Close()
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if err != nil {
+				return
+			}
+			for p.Stalled.Load() {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if _, err := dst.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+	}
+	p.Addr = Proxy(t, target, func(c, s net.Conn) {
+		go pass(c, s)
+		pass(s, c)
+	})
+	return p
 }
 
 // Open opens the engine at url with an adapter's Open, failing the test if it cannot.
