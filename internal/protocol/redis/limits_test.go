@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -120,7 +121,11 @@ func TestHeldStateCountsAgainstTheBudget(t *testing.T) {
 	sawRefusal := false
 	for from := 0; from < len(keys) && !sawRefusal; from += 100 {
 		if err := ps.Subscribe(ctx, keys[from:from+100]...); err != nil {
-			t.Fatal(err)
+			// Closed while it sent: the client holding the most went (see below), before this write.
+			if sawRefusal = errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF); !sawRefusal {
+				t.Fatal(err)
+			}
+			break
 		}
 		for i := 0; i < 100 && !sawRefusal; i++ {
 			if _, err := ps.Receive(ctx); err != nil {
