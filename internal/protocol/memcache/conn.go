@@ -374,6 +374,10 @@ func (c *conn) answer(req *request, rs []engine.Result, err error) {
 		c.binAnswer(req, rs, err)
 		return
 	}
+	if req.cmd == cmdGat || req.cmd == cmdGats {
+		c.gatAnswer(req, rs, err) // a part of a gat: one error ends the whole reply
+		return
+	}
 	if err != nil {
 		reply := c.serverError(err)
 		if !req.noreply || req.meta.isMeta {

@@ -174,9 +174,6 @@ func (c *conn) textAnswer(req *request, rs []engine.Result) {
 		default:
 			reply = c.serverError(err)
 		}
-	case cmdGat, cmdGats:
-		c.gatAnswer(req, rs)
-		return
 	case cmdFlushAll:
 		c.st[sCmdFlush]++
 		reply = "OK"
@@ -203,9 +200,15 @@ func splitKeys(keys []byte, n int) (first, rest []byte) {
 }
 
 // gatAnswer answers one part of a gat (textWrite): its found items, then END after the last part. A part
-// that fails answers the error, which ends the reply: the gat's later parts answer nothing.
-func (c *conn) gatAnswer(req *request, rs []engine.Result) {
+// that fails (err: its whole batch) answers the error, which ends the reply: the gat's later parts answer
+// nothing.
+func (c *conn) gatAnswer(req *request, rs []engine.Result, err error) {
 	if c.gatFailed {
+		c.gatFailed = req.gatMore
+		return
+	}
+	if err != nil {
+		c.line(c.serverError(err))
 		c.gatFailed = req.gatMore
 		return
 	}
