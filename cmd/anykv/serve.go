@@ -23,6 +23,7 @@ import (
 	"anykv/internal/engine"
 	"anykv/internal/engine/memstore"
 	"anykv/internal/engine/pebblestore"
+	"anykv/internal/engine/remote"
 	"anykv/internal/engine/remote/dial"
 	"anykv/internal/kv"
 	"anykv/internal/membudget"
@@ -59,6 +60,7 @@ type config struct {
 	queryLimit          int
 	recover, openVerify bool
 	verifyInterval      time.Duration
+	engineTimeout       time.Duration // bound of each request to the datastore behind --engine URL
 	maxmemClients       int64
 	notifyEvents        string            // notify-keyspace-events: Redis's class letters
 	configFile          string            // --config: redis.conf-style settings, rewritten by CONFIG REWRITE
@@ -131,6 +133,8 @@ func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	str(&c.logFormat, "log-format", "text", "log format: text or json")
 	str(&c.pprofAddr, "pprof", "", "serve Go's net/http/pprof profiles on this address (for profiling; off by default)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long SIGTERM waits for connections to finish")
+	fs.DurationVar(&c.engineTimeout, "engine-timeout", remote.DefaultTimeout, "longest a request to the datastore behind --engine URL may go unanswered (each read,\n"+
+		"and each try of a batch's read and commit) before it fails with an error; a commit cut off so is reported as of unknown outcome (negative: no bound)")
 	fs.BoolVar(&c.recover, "recover", false, "open a damaged pebble store anyway (it is refused otherwise) and log every file dropped and what was\n"+
 		"lost; run 'anykv verify DIR' first, and keep a copy of the directory (see docs/durability.md)")
 	fs.BoolVar(&c.openVerify, "verify-at-open", true, "check every sstable block checksum when the pebble store opens (~0.2 s per 150 MB)")
@@ -194,6 +198,9 @@ func openEngine(c *config, log *slog.Logger) (engine.Engine, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		e, err := dial.Open(ctx, c.engine)
+		if t, ok := e.(interface{ SetTimeout(time.Duration) }); ok && c.engineTimeout != 0 {
+			t.SetTimeout(c.engineTimeout)
+		}
 		if w, ok := e.(interface{ Warning() string }); ok && w.Warning() != "" {
 			log.Warn(w.Warning()) // e.g. memcached evicting, and so losing, items
 		}

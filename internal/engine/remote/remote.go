@@ -157,6 +157,9 @@ func New(b Backend) *Engine { return &Engine{b: b, MaxAttempts: 64, Timeout: Def
 // datastore answers its clients with an error within the time they would wait.
 const DefaultTimeout = 30 * time.Second
 
+// SetTimeout sets Timeout (anykv serve --engine-timeout); call it before the first request.
+func (e *Engine) SetTimeout(d time.Duration) { e.Timeout = d }
+
 // bounded returns ctx with the engine's Timeout, if it has one.
 func (e *Engine) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
 	if e.Timeout <= 0 {
