@@ -202,5 +202,18 @@ func (a *api) tables(w http.ResponseWriter, r *http.Request) error {
 	if names == nil {
 		names = []string{}
 	}
-	return writeJSON(w, http.StatusOK, map[string][]string{"tables": names})
+	body := map[string][]string{"tables": names}
+	// JSON strings are UTF-8: a name of other bytes would reach the client with U+FFFD in place of them, and could
+	// not be addressed from the list. Then every name travels in tables_b64 too (standard base64, same order).
+	for _, n := range names {
+		if !utf8.ValidString(n) {
+			b64 := make([]string, len(names))
+			for i, n := range names {
+				b64[i] = base64.StdEncoding.EncodeToString([]byte(n))
+			}
+			body["tables_b64"] = b64
+			break
+		}
+	}
+	return writeJSON(w, http.StatusOK, body)
 }

@@ -219,6 +219,12 @@ func TestTables(t *testing.T) {
 	if strings.Join(got, ",") != "db1,default" {
 		t.Fatalf("tables %v", got)
 	}
+	// A name that is not UTF-8 comes back whole in tables_b64 (the audit: "t\xff" was listed as "t\ufffd").
+	f.set("t\xff", "k", "v", 0, 0)
+	lists := decodeJSON[map[string][]string](t, f.do("GET", "/v1/tables", ""))
+	if b := lists["tables_b64"]; len(b) != 3 || b[2] != base64.StdEncoding.EncodeToString([]byte("t\xff")) {
+		t.Fatalf("tables_b64 %v", b)
+	}
 }
 
 // A cursor is the version byte and the resume key, nothing else to split: every key, the empty one and keys
