@@ -60,10 +60,11 @@ type resolver struct {
 	built      int // bytes of value arrays this batch allocated (copies, APPEND, SETRANGE), bounded by maxBuilt
 }
 
-// maxBuilt bounds the bytes of values one batch may allocate while it resolves: copies of its own writes for
-// reads, and the values APPEND, PREPEND, SETRANGE, RENAME and COPY build. A pipeline of small requests on one
-// big value (a thousand SETRANGEs of a 64 MiB string: 30 KB of request) would otherwise hold a copy per request
-// until the batch is answered, gigabytes from kilobytes. Past the bound the batch is refused whole with
+// maxBuilt bounds the bytes of values one batch may allocate while it resolves the values APPEND, PREPEND,
+// SETRANGE, RENAME and COPY build (not the copies reads answer with, which are replies, as Redis's output
+// buffer holds them). A pipeline of small requests on one big value (a thousand SETRANGEs of a 64 MiB string:
+// 30 KB of request) would otherwise hold a copy per request until the batch is answered, gigabytes from
+// kilobytes. Past the bound the batch is refused whole with
 // ErrBatchTooBig (nothing of it applied); the mutation that crosses it completes, so one mutation can always
 // build a value up to the value limit.
 var maxBuilt = 256 << 20 // a variable for tests
@@ -162,7 +163,9 @@ func (rs *resolver) get(table string, key []byte) (Item, bool, error) {
 		// into the write once, and from then on shared, as a collection's meta (always a value Resolve encoded
 		// itself, which nothing changes) is. Shared views are clipped so that an append through them copies.
 		if wr.Item.Kind == KindString && !wr.built {
-			wr.Item.Value = rs.build(wr.Item.Value, 0)
+			// Not counted against maxBuilt: a copy a read answers with is a reply's worth, as Redis holds one in
+			// its output buffer; and a function that writes the key between reads (SETBIT) leaves it garbage.
+			wr.Item.Value = append(make([]byte, 0, len(wr.Item.Value)), wr.Item.Value...)
 			wr.built = true
 		}
 		it := wr.Item

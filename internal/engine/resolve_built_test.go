@@ -82,6 +82,16 @@ func TestBatchThatBuildsTooMuchIsRefused(t *testing.T) {
 	if len(writes) != 1 || string(res[2].New.Value[:1]) != "x" {
 		t.Fatalf("3 SETRANGEs under the bound: %d writes; want them applied", len(writes))
 	}
+	// The copies reads answer with are replies, not counted (a pipeline of SET and GET, or of SETBITs, whose
+	// function rewrites the value between reads, holds a reply's worth each, as Redis's output buffer would).
+	var pairs []Mutation
+	for range 20 {
+		pairs = append(pairs, Mutation{Op: OpSet, Table: "t", Key: []byte("k"), Value: big, Set: SetArgs{Blind: true}},
+			Mutation{Op: OpGet, Table: "t", Key: []byte("k")})
+	}
+	if _, _, err := Resolve(r, &Batch{Now: 1, Muts: pairs}, func() uint64 { v++; return v }); err != nil {
+		t.Fatalf("20 SETs and GETs of a 1 MiB value under a 4 MiB bound: %v", err)
+	}
 	_, res = resolve(t, mapReader{}, Mutation{Op: OpSetRange, Table: "t", Key: []byte("n"), Value: []byte("x"),
 		Edit: EditArgs{Offset: 8 << 20}})
 	if res[0].Err != nil || len(res[0].New.Value) != 8<<20+1 {

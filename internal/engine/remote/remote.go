@@ -289,11 +289,14 @@ func (e *Engine) run(ctx context.Context, ws []*waiter) {
 // attempt reads slots (and n versions) once, resolves the batches of ws in order, each seeing what the earlier
 // ones wrote, and commits their writes together, checked against the stamps read. It returns the error of the
 // read or the commit; each batch's own outcome is left in its waiter.
-func (e *Engine) attempt(ctx context.Context, ws []*waiter, slots []Slot, n int) error {
-	ctx, cancel := e.bounded(ctx)
+func (e *Engine) attempt(parent context.Context, ws []*waiter, slots []Slot, n int) error {
+	ctx, cancel := e.bounded(parent)
 	defer cancel()
 	err := e.try(ctx, ws, slots, n)
 	if errors.Is(err, ErrConflict) && ctx.Err() != nil { // a request cut off before it was sent: not retried
+		if parent.Err() != nil {
+			return parent.Err() // the caller gave up, not the datastore
+		}
 		return fmt.Errorf("remote: the datastore did not answer within %v: %w", e.Timeout, ctx.Err())
 	}
 	return err

@@ -428,7 +428,7 @@ func (s *session) writeReplies(res []engine.Result, err error) {
 		if p.note != nil && err == nil {
 			s.publishNotes(p, own, muts, s.w.Bytes()[before:])
 		}
-		if s.w.Len() >= replyChunk {
+		if s.w.Len() >= replyChunk && s.conn != nil { // a script's call (no connection) reads its replies back
 			s.out() // a batch of large replies streams, as runParsed's do; a failed write shows at the next
 		}
 	})

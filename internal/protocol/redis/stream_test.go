@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,5 +53,22 @@ func TestBatchRepliesStream(t *testing.T) {
 	}
 	if counted.writes < 3 {
 		t.Fatalf("the batch's 2.8 MB of replies went out in %d writes: held whole", counted.writes)
+	}
+}
+
+// A script's redis.call answers from the same writer, with no connection to stream to: a reply over replyChunk
+// must still come back to the script whole (the review: a nil connection's Write failed the script).
+func TestScriptCallOfABigValue(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, nil)
+	ctx := context.Background()
+	if err := c.Set(ctx, "big", strings.Repeat("v", 1<<20), 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, script := range []string{"return string.len(redis.call('GET', KEYS[1]))",
+		"return string.len(redis.call('GETEX', KEYS[1], 'EX', 100))"} {
+		if v, err := c.Eval(ctx, script, []string{"big"}).Result(); err != nil || v != int64(1<<20) {
+			t.Fatalf("%s: %v, %v; want %d", script, v, err, 1<<20)
+		}
 	}
 }

@@ -270,10 +270,11 @@ func (b *backend) Commit(ctx context.Context, checks []remote.Check, w *remote.W
 }
 
 // tooBig reports whether etcd refused a Txn, before applying anything, for its number of operations
-// (--max-txn-ops) or its size (--max-request-bytes, or gRPC's message limit).
+// (--max-txn-ops) or its size (--max-request-bytes, or gRPC's message limit; ResourceExhausted also means a full
+// database or too many requests, which smaller parts would not help).
 func tooBig(err error) bool {
 	return errors.Is(err, rpctypes.ErrTooManyOps) || errors.Is(err, rpctypes.ErrRequestTooLarge) ||
-		status.Code(err) == codes.ResourceExhausted
+		status.Code(err) == codes.ResourceExhausted && strings.Contains(err.Error(), "larger than max") // not NOSPACE
 }
 
 // deleteGaps deletes [lo, hi) except the keys in keep (sorted).
