@@ -279,6 +279,12 @@ func (s *Store) prepareClean(closeErr error) (st cleanState, ok bool) {
 			return st, false
 		}
 	}
+	if _, ok, _ := getUint64(s.db, metaFloorKey); ok { // exact now: a clean restart need not skip past it
+		if err := s.db.Delete(metaFloorKey, pebble.NoSync); err != nil {
+			s.log.Warn("version floor at close failed: no clean-shutdown record", "err", err)
+			return st, false
+		}
+	}
 	if err := s.db.Flush(); err != nil {
 		s.log.Warn("flush at close failed: no clean-shutdown record", "err", err)
 		return st, false

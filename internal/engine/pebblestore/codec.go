@@ -41,6 +41,11 @@ var (
 	// (SyncInterval) every group rewrites it with its exact version; otherwise it is a ceiling the writer raises
 	// by versionReserve at a time (writer.recordVersion).
 	metaVersionKey = []byte{nsMeta, 'v', 'e', 'r', 's', 'i', 'o', 'n'}
+	// metaFloorKey holds, under SyncInterval, a version above every one allocated, written with a sync of its own
+	// whenever the versions pass it (raised versionReserve past them): the exact record of journaled groups is not
+	// synced, so an OS crash or power loss could take it back below versions clients hold as CAS uniques. Open
+	// starts at least there; a clean close removes it.
+	metaFloorKey = []byte{nsMeta, 'f', 'l', 'o', 'o', 'r'}
 	// metaFormatKey holds formatVersion (8 bytes, big endian).
 	metaFormatKey = []byte{nsMeta, 'f', 'o', 'r', 'm', 'a', 't'}
 

@@ -286,7 +286,11 @@ func Open(opts Options) (*Store, error) {
 		log.Info("replayed journaled groups a killed process had acknowledged", "groups", n)
 	}
 	if !po.ReadOnly { // a read-only store writes nothing, so it hands out no version
-		if version, err = check.versionAfterRecovery(db, version); err != nil {
+		floor, _, err := getUint64(db, metaFloorKey) // past what an OS crash under SyncInterval took back
+		if err != nil {
+			return fail(err)
+		}
+		if version, err = check.versionAfterRecovery(db, max(version, floor)); err != nil {
 			return fail(err)
 		}
 	}

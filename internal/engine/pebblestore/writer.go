@@ -74,6 +74,7 @@ type writer struct {
 	s        *Store
 	version  uint64 // highest allocated
 	ceiling  uint64 // the version record as this writer last wrote or found it: never below version once committed
+	floor    uint64 // with a journal: the synced metaFloorKey, never below version once committed
 	next     func() uint64
 	pb       *pebble.Batch
 	reqs     []*request
@@ -122,7 +123,7 @@ func (w *writer) newIter(o *pebble.IterOptions) (*pebble.Iterator, error) {
 }
 
 func newWriter(s *Store, version uint64) *writer {
-	w := &writer{s: s, version: version, ceiling: version, pb: s.db.NewBatch(), syncOpt: pebble.NoSync, guard: s.opts.Sync == SyncAlways}
+	w := &writer{s: s, version: version, ceiling: version, floor: version, pb: s.db.NewBatch(), syncOpt: pebble.NoSync, guard: s.opts.Sync == SyncAlways}
 	if w.guard {
 		w.syncOpt = pebble.Sync
 	}
@@ -344,19 +345,25 @@ func (w *writer) judgedTooEarly() bool {
 // key of the store in every group would make every flushed sstable span from it to the group's keys, and every
 // compaction of keys written in key order would then rewrite the whole store.
 func (w *writer) recordVersion(firstVersion uint64) {
+	reserve := uint64(versionReserve)
+	if w.s.opts.versionReserve > 0 {
+		reserve = w.s.opts.versionReserve
+	}
 	if w.s.journal != nil {
 		if w.version < firstVersion {
 			w.version++ // every journaled group has a version of its own (see journal.go)
 		}
 		_ = w.pb.Set(metaVersionKey, beUint64(w.version), nil)
 		w.ceiling = w.version
+		if w.version > w.floor { // see metaFloorKey: once per reserve of versions
+			w.floor = w.version + reserve
+			if err := w.s.db.Set(metaFloorKey, beUint64(w.floor), pebble.Sync); err != nil {
+				w.s.log.Warn("the version floor could not be synced; a power loss may reuse versions", "err", err)
+			}
+		}
 		return
 	}
 	if w.version > w.ceiling {
-		reserve := uint64(versionReserve)
-		if w.s.opts.versionReserve > 0 {
-			reserve = w.s.opts.versionReserve
-		}
 		w.ceiling = w.version + reserve
 		_ = w.pb.Set(metaVersionKey, beUint64(w.ceiling), nil)
 		if w.s.opts.Sync == SyncNever {
