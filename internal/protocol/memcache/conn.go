@@ -2,6 +2,7 @@ package memcache
 
 import (
 	"context"
+	"errors"
 	"encoding/binary"
 	"net"
 	"time"
@@ -301,7 +302,7 @@ func (c *conn) flush() {
 	if c.h.metered {
 		answered = time.Now()
 	}
-	c.batch.Answer(results, err, func(op *pending, rs []engine.Result, muts []engine.Mutation, err error) {
+	answer := func(op *pending, rs []engine.Result, muts []engine.Mutation, err error) {
 		before := len(c.out)
 		if len(muts) == 0 { // nothing of it was in the batch
 			err = nil
@@ -310,7 +311,16 @@ func (c *conn) flush() {
 		if c.h.metered {
 			c.observe(op.req.cmd, answered.Sub(op.start), before)
 		}
-	})
+	}
+	if errors.Is(err, engine.ErrBatchTooBig) && c.batch.Len() > 1 {
+		// This server's cut of a pipeline of independent requests: one by one, so only one too big by itself fails.
+		c.batch.AnswerEach(func(m []engine.Mutation) ([]engine.Result, error) {
+			c.st[sBatches]++
+			return c.h.store.Apply(c.ctx, m)
+		}, answer)
+		return
+	}
+	c.batch.Answer(results, err, answer)
 }
 
 // handle runs one request: a write joins the pending batch, a read first flushes it.

@@ -74,6 +74,29 @@ func (b *Batch[R]) Len() int { return len(b.reqs) }
 // request's mutations stay together).
 func (b *Batch[R]) Fits(n, max int) bool { return len(b.muts) == 0 || len(b.muts)+n <= max }
 
+// AnswerEach applies each request's mutations as a batch of its own (apply) and answers it at once, in order, as
+// Answer would, then empties the batch: for a pipeline of independent requests that the engine refused as one
+// batch for its size (engine.ErrBatchTooBig), so that only a request too big by itself fails.
+func (b *Batch[R]) AnswerEach(apply func([]engine.Mutation) ([]engine.Result, error),
+	reply func(req *R, res []engine.Result, muts []engine.Mutation, err error)) {
+	for i := range b.reqs {
+		p := &b.reqs[i]
+		own := b.muts[p.start:p.end]
+		var res []engine.Result
+		var err error
+		if len(own) > 0 {
+			if res, err = apply(own); errors.Is(err, engine.ErrAborted) {
+				res, err = make([]engine.Result, len(own)), nil
+				for i := range res {
+					res[i].Err = engine.ErrAborted
+				}
+			}
+		}
+		reply(&p.req, res, own, err)
+	}
+	b.Reset()
+}
+
 // Answer calls reply for each request in order with its results and mutations, then empties the batch. err is a
 // failure of the whole batch: every request that owns a mutation gets it instead of results (reply decides what a
 // request without mutations answers). A batch aborted by a guard (engine.ErrAborted: nothing was applied) is

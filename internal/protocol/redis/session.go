@@ -329,6 +329,12 @@ func (s *session) flush() {
 		return
 	}
 	res, err := s.run(nil)
+	if errors.Is(err, engine.ErrBatchTooBig) && s.batch.Len() > 1 {
+		// The batch is this server's cut of a pipeline of independent commands: apply them one by one, so that
+		// only a command too big by itself fails.
+		s.batch.AnswerEach(s.apply, s.replyOne(time.Now()))
+		return
+	}
 	s.writeReplies(res, err)
 }
 
@@ -417,8 +423,13 @@ func (s *session) readDirect(muts []engine.Mutation) []engine.Result {
 // writeReplies writes every pending reply and empties the batch; err is a batch-level failure that every
 // mutating command reports.
 func (s *session) writeReplies(res []engine.Result, err error) {
-	answered := time.Now() // one clock read for the batch: its replies leave together
-	s.batch.Answer(res, err, func(p *pending, own []engine.Result, muts []engine.Mutation, err error) {
+	s.batch.Answer(res, err, s.replyOne(time.Now())) // one clock read for the batch: its replies leave together
+}
+
+// replyOne returns what writes one request's reply from its results, counts it, and publishes its keyspace
+// events; answered is when the batch was answered.
+func (s *session) replyOne(answered time.Time) func(p *pending, own []engine.Result, muts []engine.Mutation, err error) {
+	return func(p *pending, own []engine.Result, muts []engine.Mutation, err error) {
 		before := s.w.Len()
 		s.writeReply(p, own, err)
 		out := s.w.Bytes()
@@ -431,7 +442,7 @@ func (s *session) writeReplies(res []engine.Result, err error) {
 		if s.w.Len() >= replyChunk && s.conn != nil { // a script's call (no connection) reads its replies back
 			s.out() // a batch of large replies streams, as runParsed's do; a failed write shows at the next
 		}
-	})
+	}
 }
 
 // writeReply writes one pending reply from the results of its own mutations.

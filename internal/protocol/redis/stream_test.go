@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"anykv/internal/engine"
 	"anykv/internal/engine/memstore"
 	"anykv/internal/kv"
 )
@@ -69,6 +70,32 @@ func TestScriptCallOfABigValue(t *testing.T) {
 		"return string.len(redis.call('GETEX', KEYS[1], 'EX', 100))"} {
 		if v, err := c.Eval(ctx, script, []string{"big"}).Result(); err != nil || v != int64(1<<20) {
 			t.Fatalf("%s: %v, %v; want %d", script, v, err, 1<<20)
+		}
+	}
+}
+
+// soloOnly refuses, as too big, every batch of more than one mutation (the engine's bound on what one batch may
+// build stands for it).
+type soloOnly struct{ *memstore.Store }
+
+func (s soloOnly) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, error) {
+	if len(b.Muts) > 1 {
+		return nil, engine.ErrBatchTooBig
+	}
+	return s.Store.Apply(ctx, b)
+}
+
+// A pipeline's batch is this server's cut of independent commands: refused whole for its size, its commands are
+// applied one by one, so only a command too big by itself fails (the review: every reply of the pipeline was the
+// error).
+func TestPipelineRefusedForItsSizeRunsCommandByCommand(t *testing.T) {
+	ts := startServerOver(t, soloOnly{memstore.New()}, kv.Options{}, Options{}, 0)
+	rc := ts.raw(t)
+	rc.send("*3\r\n$3\r\nSET\r\n$1\r\na\r\n$1\r\n1\r\n*3\r\n$6\r\nAPPEND\r\n$1\r\na\r\n$1\r\n2\r\n" +
+		"*5\r\n$4\r\nMSET\r\n$1\r\nx\r\n$1\r\n1\r\n$1\r\ny\r\n$1\r\n2\r\n*2\r\n$4\r\nINCR\r\n$1\r\na\r\n")
+	for i, want := range []string{"+OK", ":2", "-ERR the pipeline or transaction is too big", ":13"} {
+		if got := rc.reply(); !strings.HasPrefix(got, want) {
+			t.Fatalf("reply %d = %q, want %q...", i, got, want)
 		}
 	}
 }
