@@ -2,8 +2,8 @@ package memcache
 
 import (
 	"context"
-	"errors"
 	"encoding/binary"
+	"errors"
 	"net"
 	"time"
 
