@@ -35,10 +35,12 @@ static int valid(const char *s, size_t max, size_t *len)
     return n >= 1;
 }
 
-/* Copy a value read back into a caller buffer of KV739_BUF_SIZE bytes. */
+/* Copy a value read back into a caller buffer of KV739_BUF_SIZE bytes. A value
+ * with a NUL byte (stored by a binary-safe client) cannot be a C string: -1, as
+ * for an over-long one, rather than a value silently cut at the NUL. */
 static int copy_out(char *dst, const char *src, size_t len)
 {
-    if (len > KV739_MAX_VALUE)
+    if (len > KV739_MAX_VALUE || memchr(src, '\0', len) != NULL)
         return -1;
     memcpy(dst, src, len);
     dst[len] = '\0';

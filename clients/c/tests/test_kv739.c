@@ -203,6 +203,18 @@ static void test_boundaries(void)
     CHECK(vb_intact(&old));
     CHECK_EQ(kv739_get(lk, out.b), 0); /* the put itself did happen */
     CHECK(strcmp(out.b, small) == 0);
+
+    /* A value with a NUL byte, written by a binary-safe client, is no C string:
+     * -1, not the value cut at the NUL (the audit: "ab\0cd" came back as "ab"). */
+    mkkey(lk, sizeof lk, "nul");
+    CHECK(anykv_set(h, lk, strlen(lk), "ab\0cd", 5, 0, 0) == ANYKV_OK);
+    vb_init(&out);
+    CHECK_EQ(kv739_get(lk, out.b), -1);
+    CHECK(vb_intact(&out));
+    vb_init(&old);
+    CHECK_EQ(kv739_put(lk, small, old.b), -1);
+    CHECK(vb_intact(&old));
+    CHECK_EQ(kv739_get(lk, out.b), 0);
     anykv_close(h);
 }
 
