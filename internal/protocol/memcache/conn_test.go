@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"anykv/internal/engine"
+	"anykv/internal/engine/enginetest"
 	"anykv/internal/engine/memstore"
 	"anykv/internal/kv"
 	"anykv/internal/metrics"
@@ -111,21 +112,10 @@ func TestWritesAnsweringValuesAreBatchedFew(t *testing.T) {
 	}
 }
 
-// soloOnly refuses, as too big, every batch of more than one mutation (the engine's bound on what one batch may
-// build stands for it).
-type soloOnly struct{ *memstore.Store }
-
-func (s soloOnly) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, error) {
-	if len(b.Muts) > 1 {
-		return nil, engine.ErrBatchTooBig
-	}
-	return s.Store.Apply(ctx, b)
-}
-
 // TestPipelineRefusedForItsSizeRunsRequestByRequest: a pipeline's batch refused whole for its size is applied
 // one request at a time, so only a request too big by itself (a gat of two keys here) fails.
 func TestPipelineRefusedForItsSizeRunsRequestByRequest(t *testing.T) {
-	store := kv.New(soloOnly{memstore.New()}, kv.Options{SweepInterval: -1})
+	store := kv.New(enginetest.SoloOnly{Engine: memstore.New()}, kv.Options{SweepInterval: -1})
 	defer store.Close()
 	h := New(store, Options{})
 	sc := &scriptConn{chunks: [][]byte{[]byte("set a 0 0 1\r\n1\r\nappend a 0 0 1\r\n2\r\ngat 0 a a\r\nincr a 1\r\nmn\r\n")}}

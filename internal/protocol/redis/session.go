@@ -332,7 +332,10 @@ func (s *session) flush() {
 	if errors.Is(err, engine.ErrBatchTooBig) && s.batch.Len() > 1 {
 		// The batch is this server's cut of a pipeline of independent commands: apply them one by one, so that
 		// only a command too big by itself fails.
-		s.batch.AnswerEach(s.apply, s.replyOne(time.Now()))
+		answered := time.Now()
+		s.batch.AnswerEach(s.apply, func(p *pending, own []engine.Result, muts []engine.Mutation, err error) {
+			s.replyTo(p, own, muts, err, answered)
+		})
 		return
 	}
 	s.writeReplies(res, err)
@@ -423,25 +426,26 @@ func (s *session) readDirect(muts []engine.Mutation) []engine.Result {
 // writeReplies writes every pending reply and empties the batch; err is a batch-level failure that every
 // mutating command reports.
 func (s *session) writeReplies(res []engine.Result, err error) {
-	s.batch.Answer(res, err, s.replyOne(time.Now())) // one clock read for the batch: its replies leave together
+	answered := time.Now() // one clock read for the batch: its replies leave together
+	s.batch.Answer(res, err, func(p *pending, own []engine.Result, muts []engine.Mutation, err error) {
+		s.replyTo(p, own, muts, err, answered)
+	})
 }
 
-// replyOne returns what writes one request's reply from its results, counts it, and publishes its keyspace
-// events; answered is when the batch was answered.
-func (s *session) replyOne(answered time.Time) func(p *pending, own []engine.Result, muts []engine.Mutation, err error) {
-	return func(p *pending, own []engine.Result, muts []engine.Mutation, err error) {
-		before := s.w.Len()
-		s.writeReply(p, own, err)
-		out := s.w.Bytes()
-		failed, took := len(out) > before && (out[before] == '-' || err != nil), answered.Sub(p.start)
-		p.obs.Observe(took, failed)
-		s.account(p.cmd, p.args, took, p.rejected, failed)
-		if p.note != nil && err == nil {
-			s.publishNotes(p, own, muts, s.w.Bytes()[before:])
-		}
-		if s.w.Len() >= replyChunk && s.conn != nil { // a script's call (no connection) reads its replies back
-			s.out() // a batch of large replies streams, as runParsed's do; a failed write shows at the next
-		}
+// replyTo writes one request's reply from its results, counts it, and publishes its keyspace events; answered
+// is when its batch was answered.
+func (s *session) replyTo(p *pending, own []engine.Result, muts []engine.Mutation, err error, answered time.Time) {
+	before := s.w.Len()
+	s.writeReply(p, own, err)
+	out := s.w.Bytes()
+	failed, took := len(out) > before && (out[before] == '-' || err != nil), answered.Sub(p.start)
+	p.obs.Observe(took, failed)
+	s.account(p.cmd, p.args, took, p.rejected, failed)
+	if p.note != nil && err == nil {
+		s.publishNotes(p, own, muts, s.w.Bytes()[before:])
+	}
+	if s.w.Len() >= replyChunk && s.conn != nil { // a script's call (no connection) reads its replies back
+		s.out() // a batch of large replies streams, as runParsed's do; a failed write shows at the next
 	}
 }
 

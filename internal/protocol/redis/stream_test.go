@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"anykv/internal/engine"
+	"anykv/internal/engine/enginetest"
 	"anykv/internal/engine/memstore"
 	"anykv/internal/kv"
 )
@@ -74,22 +74,11 @@ func TestScriptCallOfABigValue(t *testing.T) {
 	}
 }
 
-// soloOnly refuses, as too big, every batch of more than one mutation (the engine's bound on what one batch may
-// build stands for it).
-type soloOnly struct{ *memstore.Store }
-
-func (s soloOnly) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, error) {
-	if len(b.Muts) > 1 {
-		return nil, engine.ErrBatchTooBig
-	}
-	return s.Store.Apply(ctx, b)
-}
-
 // A pipeline's batch is this server's cut of independent commands: refused whole for its size, its commands are
 // applied one by one, so only a command too big by itself fails (the review: every reply of the pipeline was the
 // error).
 func TestPipelineRefusedForItsSizeRunsCommandByCommand(t *testing.T) {
-	ts := startServerOver(t, soloOnly{memstore.New()}, kv.Options{}, Options{}, 0)
+	ts := startServerOver(t, enginetest.SoloOnly{Engine: memstore.New()}, kv.Options{}, Options{}, 0)
 	rc := ts.raw(t)
 	rc.send("*3\r\n$3\r\nSET\r\n$1\r\na\r\n$1\r\n1\r\n*3\r\n$6\r\nAPPEND\r\n$1\r\na\r\n$1\r\n2\r\n" +
 		"*5\r\n$4\r\nMSET\r\n$1\r\nx\r\n$1\r\n1\r\n$1\r\ny\r\n$1\r\n2\r\n*2\r\n$4\r\nINCR\r\n$1\r\na\r\n")
