@@ -134,7 +134,8 @@ func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	str(&c.pprofAddr, "pprof", "", "serve Go's net/http/pprof profiles on this address (for profiling; off by default)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long SIGTERM waits for connections to finish")
 	fs.DurationVar(&c.engineTimeout, "engine-timeout", remote.DefaultTimeout, "longest a request to the datastore behind --engine URL may go unanswered (each read,\n"+
-		"and each try of a batch's read and commit) before it fails with an error; a commit cut off so is reported as of unknown outcome (negative: no bound)")
+		"each try of a batch's read and commit, and each round trip of a scan, table list or expiry sweep: a page, not the whole scan)\n"+
+		"before it fails with an error; a commit cut off so is reported as of unknown outcome (negative: no bound)")
 	fs.BoolVar(&c.recover, "recover", false, "open a damaged pebble store anyway (it is refused otherwise) and log every file dropped and what was\n"+
 		"lost; run 'anykv verify DIR' first, and keep a copy of the directory (see docs/durability.md)")
 	fs.BoolVar(&c.openVerify, "verify-at-open", true, "check every sstable block checksum when the pebble store opens (~0.2 s per 150 MB)")

@@ -106,7 +106,8 @@ type Engine struct {
 	// Timeout bounds each attempt of a batch (its read and its commit) and each Get (default DefaultTimeout; <0:
 	// none): a datastore that stops answering without closing the connection (a stopped process, a partition
 	// that drops packets) then fails the request with an error instead of holding its client, and every batch
-	// grouped with it, for as long as it stalls. A commit cut off so reports ErrUnknownOutcome.
+	// grouped with it, for as long as it stalls. A commit cut off so reports ErrUnknownOutcome. It also bounds
+	// each round trip of the adapters' Scan, Tables and Sweep (RoundTrip), not those calls as a whole.
 	Timeout time.Duration
 	// Ranger, when the adapter can scan, serves the range reads of collection ops (engine.RangeReader). Such a
 	// read needs no check of its own: every collection op reads the collection's meta item, whose stamp
@@ -166,6 +167,45 @@ func (e *Engine) bounded(ctx context.Context) (context.Context, context.CancelFu
 		return ctx, func() {}
 	}
 	return context.WithTimeout(ctx, e.Timeout)
+}
+
+// RoundTrip runs fn, one round trip to the datastore, under the engine's Timeout. Adapters send every request
+// of their Scan, Tables and Sweep through it (each page of a scan, each query of a table list or a sweep; a
+// request that streams its rows is bounded as a whole), so a stalled datastore fails those calls once Timeout
+// passes, while a long scan whose every page answers in time runs as long as it needs. Once the bound has cut
+// fn off, fn's answer, possibly partial, is dropped for an error: the caller's own (ctx.Err) if ctx ended,
+// else one saying the datastore did not answer in time.
+func (e *Engine) RoundTrip(ctx context.Context, fn func(context.Context) error) error {
+	bctx, cancel := e.bounded(ctx)
+	defer cancel()
+	err := fn(bctx)
+	// A client that sets the deadline on its socket (go-redis) may fail before the context's own timer fires.
+	if d, ok := bctx.Deadline(); bctx.Err() != nil || ok && err != nil && !time.Now().Before(d) {
+		return e.cutOff(ctx)
+	}
+	return err
+}
+
+// Call is RoundTrip for an fn that returns a value.
+func Call[T any](ctx context.Context, e *Engine, fn func(context.Context) (T, error)) (T, error) {
+	var v T
+	err := e.RoundTrip(ctx, func(ctx context.Context) (err error) {
+		v, err = fn(ctx)
+		return err
+	})
+	return v, err
+}
+
+// cutOff is the error of a request to the datastore cut off by the engine's Timeout or by parent, the caller's
+// context: the caller's error if parent ended (the caller gave up, not the datastore), else the datastore's.
+func (e *Engine) cutOff(parent context.Context) error {
+	if err := parent.Err(); err != nil {
+		return err
+	}
+	if d, ok := parent.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded // the caller's deadline, its timer not yet fired
+	}
+	return fmt.Errorf("remote: the datastore did not answer within %v: %w", e.Timeout, context.DeadlineExceeded)
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -294,10 +334,7 @@ func (e *Engine) attempt(parent context.Context, ws []*waiter, slots []Slot, n i
 	defer cancel()
 	err := e.try(ctx, ws, slots, n)
 	if errors.Is(err, ErrConflict) && ctx.Err() != nil { // a request cut off before it was sent: not retried
-		if parent.Err() != nil {
-			return parent.Err() // the caller gave up, not the datastore
-		}
-		return fmt.Errorf("remote: the datastore did not answer within %v: %w", e.Timeout, ctx.Err())
+		return e.cutOff(parent)
 	}
 	return err
 }

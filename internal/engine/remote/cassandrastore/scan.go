@@ -17,7 +17,9 @@ const scanPage = 256
 
 // Scan implements engine.Scanner in pages of 256 keys in clustering (byte) order. Each page is one
 // single-partition read, a snapshot; a write between pages may or may not be seen. Over several slots a page
-// is the first 256 keys of every slot's next 256, merged: each slot's read is a snapshot, the page is not.
+// is the first 256 keys of every slot's next 256, merged: each slot's read is a snapshot, the page is not. Each
+// slot's read of a page (one query of at most 256 rows, one round trip) is bounded by the engine's Timeout
+// (remote.Engine.RoundTrip), not the scan as a whole.
 func (s *Store) Scan(ctx context.Context, table string, r engine.Range, now int64, fn func([]byte, engine.Item) bool) error {
 	if err := s.Open(); err != nil {
 		return err
@@ -29,7 +31,9 @@ func (s *Store) Scan(ctx context.Context, table string, r engine.Range, now int6
 	return remote.ScanPages(r, scanPage, func(from []byte, incl bool) ([]remote.Entry, error) {
 		var out []remote.Entry
 		for _, p := range parts {
-			got, err := s.page(ctx, p, table, r, from, incl)
+			got, err := remote.Call(ctx, s.Engine, func(ctx context.Context) ([]remote.Entry, error) {
+				return s.page(ctx, p, table, r, from, incl)
+			})
 			if err != nil {
 				return nil, err
 			}
@@ -100,7 +104,7 @@ func (s *Store) page(ctx context.Context, p, table string, r engine.Range, from 
 }
 
 // Tables implements engine.TableLister: per slot, one read per table, each skipping to the next table's first
-// row; the slots' lists merged.
+// row; the slots' lists merged. Each read is bounded by the engine's Timeout (remote.Engine.RoundTrip).
 func (s *Store) Tables(ctx context.Context) ([]string, error) {
 	if err := s.Open(); err != nil {
 		return nil, err
@@ -123,8 +127,10 @@ func (s *Store) tables(ctx context.Context, p string) ([]string, error) {
 	last := metaTbl
 	for {
 		var tbl []byte
-		err := s.b.s.Query("SELECT tbl FROM "+s.b.items+" WHERE p = ? AND tbl > ? LIMIT 1", p, last).
-			Consistency(s.b.level(ctx)).ScanContext(ctx, &tbl)
+		err := s.RoundTrip(ctx, func(ctx context.Context) error {
+			return s.b.s.Query("SELECT tbl FROM "+s.b.items+" WHERE p = ? AND tbl > ? LIMIT 1", p, last).
+				Consistency(s.b.level(ctx)).ScanContext(ctx, &tbl)
+		})
 		if errors.Is(err, gocql.ErrNotFound) {
 			return names, nil
 		}
@@ -142,7 +148,8 @@ func (s *Store) tables(ctx context.Context, p string) ([]string, error) {
 // Sweep implements engine.Sweeper: in each slot's partition, starting one further each call, it finds up to
 // the budget left of items expired at now (a filtered read) and deletes them in one conditional BATCH, each IF
 // its version is still the one examined. If one was rewritten meanwhile nothing of that slot is deleted, and
-// the next Sweep tries again.
+// the next Sweep tries again. Each slot's filtered read (a query of at most budget rows, bounded as a whole) and
+// its BATCH are bounded by the engine's Timeout (remote.Engine.RoundTrip), not the sweep as a whole.
 func (s *Store) Sweep(ctx context.Context, now int64, budget int) (int, error) {
 	if err := s.Open(); err != nil {
 		return 0, err
@@ -163,27 +170,30 @@ func (s *Store) Sweep(ctx context.Context, now int64, budget int) (int, error) {
 
 // sweep deletes up to budget items of partition p expired at now.
 func (s *Store) sweep(ctx context.Context, p string, now int64, budget int) (int, error) {
-	iter := s.b.s.Query("SELECT tbl, k, version FROM "+s.b.items+" WHERE p = ? AND expires > 0 AND expires <= ? LIMIT ? ALLOW FILTERING",
-		p, now, budget).IterContext(ctx)
 	batch := s.b.s.Batch(gocql.UnloggedBatch)
-	var tbl, k []byte
-	var version int64
 	n := 0
-	for iter.Scan(&tbl, &k, &version) {
-		batch.Query("DELETE FROM "+s.b.items+" WHERE p = ? AND tbl = ? AND k = ? IF version = ?",
-			p, append([]byte(nil), tbl...), append([]byte(nil), k...), version)
-		n++
-	}
-	if err := iter.Close(); err != nil {
+	err := s.RoundTrip(ctx, func(ctx context.Context) error {
+		iter := s.b.s.Query("SELECT tbl, k, version FROM "+s.b.items+" WHERE p = ? AND expires > 0 AND expires <= ? LIMIT ? ALLOW FILTERING",
+			p, now, budget).IterContext(ctx)
+		var tbl, k []byte
+		var version int64
+		for iter.Scan(&tbl, &k, &version) {
+			batch.Query("DELETE FROM "+s.b.items+" WHERE p = ? AND tbl = ? AND k = ? IF version = ?",
+				p, append([]byte(nil), tbl...), append([]byte(nil), k...), version)
+			n++
+		}
+		return iter.Close()
+	})
+	if err != nil || n == 0 {
 		return 0, err
 	}
-	if n == 0 {
-		return 0, nil
-	}
-	applied, it, err := batch.MapExecCASContext(ctx, map[string]any{})
-	if it != nil {
-		it.Close()
-	}
+	applied, err := remote.Call(ctx, s.Engine, func(ctx context.Context) (bool, error) {
+		applied, it, err := batch.MapExecCASContext(ctx, map[string]any{})
+		if it != nil {
+			it.Close()
+		}
+		return applied, err
+	})
 	if err != nil || !applied {
 		return 0, err
 	}

@@ -342,7 +342,8 @@ const scanPage = 256
 
 // Scan implements engine.Scanner at ctx's read level: pages of 256 keys, all read at the revision of the first
 // page, so the scan is one consistent snapshot (while etcd has not compacted that revision away). A serializable
-// page that reaches a member behind that revision fails with etcd's "future revision" error.
+// page that reaches a member behind that revision fails with etcd's "future revision" error. Each page's Get is
+// bounded by the engine's Timeout (remote.Engine.RoundTrip), not the scan as a whole.
 func (s *Store) Scan(ctx context.Context, table string, r engine.Range, now int64, fn func([]byte, engine.Item) bool) error {
 	if err := s.Open(); err != nil {
 		return err
@@ -358,7 +359,9 @@ func (s *Store) Scan(ctx context.Context, table string, r engine.Range, now int6
 		if rev != 0 {
 			opts = append(opts, clientv3.WithRev(rev))
 		}
-		resp, err := s.b.c.Get(ctx, from, opts...)
+		resp, err := remote.Call(ctx, s.Engine, func(ctx context.Context) (*clientv3.GetResponse, error) {
+			return s.b.c.Get(ctx, from, opts...)
+		})
 		if err != nil {
 			return err
 		}
@@ -379,7 +382,8 @@ func (s *Store) Scan(ctx context.Context, table string, r engine.Range, now int6
 	}
 }
 
-// Tables implements engine.TableLister: one round trip per table, jumping over each table's range.
+// Tables implements engine.TableLister: one round trip per table, jumping over each table's range, each bounded
+// by the engine's Timeout (remote.Engine.RoundTrip).
 func (s *Store) Tables(ctx context.Context) ([]string, error) {
 	if err := s.Open(); err != nil {
 		return nil, err
@@ -387,7 +391,9 @@ func (s *Store) Tables(ctx context.Context) ([]string, error) {
 	var names []string
 	from, end := s.b.items, clientv3.GetPrefixRangeEnd(s.b.items)
 	for {
-		resp, err := s.b.c.Get(ctx, from, clientv3.WithRange(end), clientv3.WithLimit(1), clientv3.WithKeysOnly())
+		resp, err := remote.Call(ctx, s.Engine, func(ctx context.Context) (*clientv3.GetResponse, error) {
+			return s.b.c.Get(ctx, from, clientv3.WithRange(end), clientv3.WithLimit(1), clientv3.WithKeysOnly())
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -405,7 +411,8 @@ func (s *Store) Tables(ctx context.Context) ([]string, error) {
 }
 
 // Sweep implements engine.Sweeper: it examines up to budget items from where the last call stopped and deletes
-// each one expired at now with a Txn that requires its mod_revision unchanged (so a rewrite is kept).
+// each one expired at now with a Txn that requires its mod_revision unchanged (so a rewrite is kept). The Get and
+// each Txn are bounded by the engine's Timeout (remote.Engine.RoundTrip), not the sweep as a whole.
 func (s *Store) Sweep(ctx context.Context, now int64, budget int) (int, error) {
 	if err := s.Open(); err != nil {
 		return 0, err
@@ -419,7 +426,9 @@ func (s *Store) Sweep(ctx context.Context, now int64, budget int) (int, error) {
 	if from == "" {
 		from = s.b.items
 	}
-	resp, err := s.b.c.Get(ctx, from, clientv3.WithRange(clientv3.GetPrefixRangeEnd(s.b.items)), clientv3.WithLimit(int64(budget)))
+	resp, err := remote.Call(ctx, s.Engine, func(ctx context.Context) (*clientv3.GetResponse, error) {
+		return s.b.c.Get(ctx, from, clientv3.WithRange(clientv3.GetPrefixRangeEnd(s.b.items)), clientv3.WithLimit(int64(budget)))
+	})
 	if err != nil {
 		return 0, err
 	}
@@ -430,8 +439,10 @@ func (s *Store) Sweep(ctx context.Context, now int64, budget int) (int, error) {
 			continue
 		}
 		k := string(kv.Key)
-		r, err := s.b.c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", kv.ModRevision)).
-			Then(clientv3.OpDelete(k)).Commit()
+		r, err := remote.Call(ctx, s.Engine, func(ctx context.Context) (*clientv3.TxnResponse, error) {
+			return s.b.c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", kv.ModRevision)).
+				Then(clientv3.OpDelete(k)).Commit()
+		})
 		if err != nil {
 			return removed, err
 		}

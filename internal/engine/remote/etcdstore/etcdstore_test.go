@@ -3,8 +3,10 @@ package etcdstore_test
 import (
 	"context"
 	"fmt"
+	neturl "net/url"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"anykv/internal/engine"
 	"anykv/internal/engine/remote/etcdstore"
@@ -121,4 +123,22 @@ func TestReadPartsAreOneSnapshot(t *testing.T) {
 			t.Fatalf("one read of 300 keys saw k0 = %q and k299 = %q, written together", a, b)
 		}
 	}
+}
+
+// TestStalledServerFailsScansInTime: a scan (KEYS, SCAN, range queries), the table list and the expiry sweep of a
+// stalled etcd fail once the engine's Timeout passes, per round trip, as Get and Apply do (they ran unbounded,
+// for as long as the stall lasted).
+func TestStalledServerFailsScansInTime(t *testing.T) {
+	server := remotetest.Start(t, "etcd")
+	u, err := neturl.Parse(server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := remotetest.StartStall(t, u.Host)
+	u.Host = p.Addr
+	u.RawQuery = fmt.Sprintf("prefix=t%d/", prefixes.Add(1))
+	s := remotetest.Open(t, etcdstore.Open, u.String())
+	defer s.Close()
+	s.Timeout = 300 * time.Millisecond
+	remotetest.StalledScans(t, s, s.Timeout, p)
 }

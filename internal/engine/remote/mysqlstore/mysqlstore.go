@@ -401,7 +401,8 @@ func writes(q *strings.Builder, args []any, w *remote.Writes) []any {
 const scanPage = 256
 
 // Scan implements engine.Scanner in pages of 256 keys through the primary key. Each page is one snapshot; a
-// write between pages may or may not be seen, as with a Redis SCAN.
+// write between pages may or may not be seen, as with a Redis SCAN. Each page's query, its rows included, is
+// bounded by the engine's Timeout (remote.Engine.RoundTrip), not the scan as a whole.
 func (s *Store) Scan(ctx context.Context, table string, r engine.Range, now int64, fn func([]byte, engine.Item) bool) error {
 	if err := s.Open(); err != nil {
 		return err
@@ -417,48 +418,56 @@ func (s *Store) Scan(ctx context.Context, table string, r engine.Range, now int6
 			q += " AND k < ?"
 			args = append(args, r.End)
 		}
-		rows, err := s.b.db.QueryContext(ctx, q+" ORDER BY k LIMIT ?", append(args, scanPage)...)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		page, err := scanItems(rows)
-		out := make([]remote.Entry, len(page))
-		for i, p := range page {
-			out[i] = p.Entry
-		}
-		return out, err
+		return remote.Call(ctx, s.Engine, func(ctx context.Context) ([]remote.Entry, error) {
+			rows, err := s.b.db.QueryContext(ctx, q+" ORDER BY k LIMIT ?", append(args, scanPage)...)
+			if err != nil {
+				return nil, err
+			}
+			defer rows.Close()
+			page, err := scanItems(rows)
+			out := make([]remote.Entry, len(page))
+			for i, p := range page {
+				out[i] = p.Entry
+			}
+			return out, err
+		})
 	}, fn)
 }
 
-// Tables implements engine.TableLister.
+// Tables implements engine.TableLister with one query, bounded as a whole by the engine's Timeout
+// (remote.Engine.RoundTrip): database/sql takes one context per query, so there is no finer bound.
 func (s *Store) Tables(ctx context.Context) ([]string, error) {
 	if err := s.Open(); err != nil {
 		return nil, err
 	}
-	rows, err := s.b.db.QueryContext(ctx, `SELECT DISTINCT tbl FROM anykv_items ORDER BY tbl`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var names []string
-	for rows.Next() {
-		var t []byte
-		if err := rows.Scan(&t); err != nil {
+	return remote.Call(ctx, s.Engine, func(ctx context.Context) ([]string, error) {
+		rows, err := s.b.db.QueryContext(ctx, `SELECT DISTINCT tbl FROM anykv_items ORDER BY tbl`)
+		if err != nil {
 			return nil, err
 		}
-		names = append(names, string(t))
-	}
-	return names, rows.Err()
+		defer rows.Close()
+		var names []string
+		for rows.Next() {
+			var t []byte
+			if err := rows.Scan(&t); err != nil {
+				return nil, err
+			}
+			names = append(names, string(t))
+		}
+		return names, rows.Err()
+	})
 }
 
 // Sweep implements engine.Sweeper: it deletes up to budget items expired at now, found through the expiry
-// index. The condition is judged on each row as it is deleted, so a row rewritten meanwhile is left alone.
+// index. The condition is judged on each row as it is deleted, so a row rewritten meanwhile is left alone. The
+// one statement is bounded by the engine's Timeout (remote.Engine.RoundTrip).
 func (s *Store) Sweep(ctx context.Context, now int64, budget int) (int, error) {
 	if err := s.Open(); err != nil {
 		return 0, err
 	}
-	res, err := s.b.db.ExecContext(ctx, `DELETE FROM anykv_items WHERE expires <> 0 AND expires <= ? LIMIT ?`, now, budget)
+	res, err := remote.Call(ctx, s.Engine, func(ctx context.Context) (sql.Result, error) {
+		return s.b.db.ExecContext(ctx, `DELETE FROM anykv_items WHERE expires <> 0 AND expires <= ? LIMIT ?`, now, budget)
+	})
 	if err != nil {
 		return 0, err
 	}

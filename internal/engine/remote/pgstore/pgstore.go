@@ -317,7 +317,8 @@ func (b *backend) Close() error { b.pool.Close(); return nil }
 const scanPage = 256
 
 // Scan implements engine.Scanner in pages of 256 keys through the primary key index. Each page is one
-// snapshot; a write between pages may or may not be seen, as with a Redis SCAN.
+// snapshot; a write between pages may or may not be seen, as with a Redis SCAN. Each page's query, its rows
+// included, is bounded by the engine's Timeout (remote.Engine.RoundTrip), not the scan as a whole.
 func (s *Store) Scan(ctx context.Context, table string, r engine.Range, now int64, fn func([]byte, engine.Item) bool) error {
 	if err := s.Open(); err != nil {
 		return err
@@ -330,49 +331,56 @@ func (s *Store) Scan(ctx context.Context, table string, r engine.Range, now int6
 		q := `SELECT key, value, flags, expires, version FROM anykv_items
 			WHERE tbl = $1 AND key ` + op + ` $2 AND ($3::bytea IS NULL OR key < $3)
 			AND (expires = 0 OR expires > $4) ORDER BY key LIMIT $5`
-		rows, err := s.b.pool.Query(ctx, q, []byte(table), from, r.End, now, scanPage)
-		if err != nil {
-			return nil, err
-		}
-		return pgx.CollectRows(rows, func(row pgx.CollectableRow) (remote.Entry, error) {
-			var e remote.Entry
-			var flags, ver int64
-			if err := row.Scan(&e.Key, &e.Item.Value, &flags, &e.Item.Expires, &ver); err != nil {
-				return e, err
+		return remote.Call(ctx, s.Engine, func(ctx context.Context) ([]remote.Entry, error) {
+			rows, err := s.b.pool.Query(ctx, q, []byte(table), from, r.End, now, scanPage)
+			if err != nil {
+				return nil, err
 			}
-			remote.UnpackFlags(uint64(flags), &e.Item)
-			e.Item.Version = uint64(ver)
-			return e, nil
+			return pgx.CollectRows(rows, func(row pgx.CollectableRow) (remote.Entry, error) {
+				var e remote.Entry
+				var flags, ver int64
+				if err := row.Scan(&e.Key, &e.Item.Value, &flags, &e.Item.Expires, &ver); err != nil {
+					return e, err
+				}
+				remote.UnpackFlags(uint64(flags), &e.Item)
+				e.Item.Version = uint64(ver)
+				return e, nil
+			})
 		})
 	}, fn)
 }
 
-// Tables implements engine.TableLister.
+// Tables implements engine.TableLister with one query, bounded as a whole by the engine's Timeout
+// (remote.Engine.RoundTrip): pgx takes one context per query, so there is no finer bound than the query.
 func (s *Store) Tables(ctx context.Context) ([]string, error) {
 	if err := s.Open(); err != nil {
 		return nil, err
 	}
-	rows, err := s.b.pool.Query(ctx, `SELECT DISTINCT tbl FROM anykv_items ORDER BY tbl`)
-	if err != nil {
-		return nil, err
-	}
-	names, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
-		var b []byte
-		err := r.Scan(&b)
-		return string(b), err
+	return remote.Call(ctx, s.Engine, func(ctx context.Context) ([]string, error) {
+		rows, err := s.b.pool.Query(ctx, `SELECT DISTINCT tbl FROM anykv_items ORDER BY tbl`)
+		if err != nil {
+			return nil, err
+		}
+		return pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
+			var b []byte
+			err := r.Scan(&b)
+			return string(b), err
+		})
 	})
-	return names, err
 }
 
 // Sweep implements engine.Sweeper: it deletes up to budget items expired at now, found through the expiry
-// index. A row rewritten meanwhile has a new row version and is left alone.
+// index. A row rewritten meanwhile has a new row version and is left alone. The one statement is bounded by
+// the engine's Timeout (remote.Engine.RoundTrip).
 func (s *Store) Sweep(ctx context.Context, now int64, budget int) (int, error) {
 	if err := s.Open(); err != nil {
 		return 0, err
 	}
-	tag, err := s.b.pool.Exec(ctx, `DELETE FROM anykv_items WHERE ctid = ANY(ARRAY(
+	tag, err := remote.Call(ctx, s.Engine, func(ctx context.Context) (pgconn.CommandTag, error) {
+		return s.b.pool.Exec(ctx, `DELETE FROM anykv_items WHERE ctid = ANY(ARRAY(
 		SELECT ctid FROM anykv_items WHERE expires <> 0 AND expires <= $1 LIMIT $2))
 		AND expires <> 0 AND expires <= $1`, now, budget)
+	})
 	if err != nil {
 		return 0, err
 	}

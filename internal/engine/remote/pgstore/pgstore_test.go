@@ -87,14 +87,7 @@ func TestFlushOrdersWithRename(t *testing.T) {
 // a request once the engine's Timeout passes, instead of holding the client as long as the stall lasts (the
 // audit: 40 s), and the engine works again once the server answers.
 func TestStalledServerFailsInTime(t *testing.T) {
-	url := freshDB(t, remotetest.Start(t, "postgres"))
-	u, err := neturl.Parse(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := remotetest.StartStall(t, u.Host)
-	u.Host = p.Addr
-	s := remotetest.Open(t, pgstore.Open, u.String())
+	s, p := openStalling(t)
 	s.Timeout = time.Second
 	ctx := context.Background()
 	set := func() error {
@@ -106,7 +99,7 @@ func TestStalledServerFailsInTime(t *testing.T) {
 	}
 	p.Stalled.Store(true)
 	start := time.Now()
-	err = set()
+	err := set()
 	if took := time.Since(start); err == nil || took > 10*time.Second {
 		t.Fatalf("a write to a stalled server: %v after %v; want an error within a few seconds", err, took)
 	}
@@ -125,4 +118,25 @@ func TestStalledServerFailsInTime(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// TestStalledServerFailsScansInTime: a scan (KEYS, SCAN, range queries), the table list and the expiry sweep of a
+// stalled PostgreSQL fail once the engine's Timeout passes, per page or query, as Get and Apply do (they ran
+// unbounded, for as long as the stall lasted).
+func TestStalledServerFailsScansInTime(t *testing.T) {
+	s, p := openStalling(t)
+	defer s.Close()
+	s.Timeout = 300 * time.Millisecond
+	remotetest.StalledScans(t, s, s.Timeout, p)
+}
+
+// openStalling opens the engine over a fresh database of a new server, through a Stall proxy.
+func openStalling(t *testing.T) (*pgstore.Store, *remotetest.Stall) {
+	u, err := neturl.Parse(freshDB(t, remotetest.Start(t, "postgres")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := remotetest.StartStall(t, u.Host)
+	u.Host = p.Addr
+	return remotetest.Open(t, pgstore.Open, u.String()), p
 }

@@ -89,7 +89,8 @@ func OpenCluster(ctx context.Context, rawURL string) (*ClusterStore, error) {
 	}
 	// Maintenance notifications are a Redis Enterprise feature; go-redis's fallback from them when the server
 	// refuses the handshake races (go test -race) with the connections commits take.
-	opt := &redis.ClusterOptions{Addrs: addrs, MaxRedirects: 8,
+	// ContextTimeoutEnabled: the engine's Timeout bounds each request (as in Open).
+	opt := &redis.ClusterOptions{Addrs: addrs, MaxRedirects: 8, ContextTimeoutEnabled: true,
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}}
 	if u.User != nil {
 		opt.Username = u.User.Username()
@@ -313,18 +314,23 @@ func (c *clusterSide) list(ctx context.Context, b *backend, t string) error {
 	return nil
 }
 
-// tables lists the tables of the tables set whose index holds a key.
-func (c *clusterSide) tables(ctx context.Context, b *backend) ([]string, error) {
-	names, err := c.cc.SMembers(ctx, b.global("tables")).Result()
+// tables lists the tables of the tables set whose index holds a key, each round trip bounded by e's Timeout.
+func (c *clusterSide) tables(ctx context.Context, e *remote.Engine, b *backend) ([]string, error) {
+	names, err := remote.Call(ctx, e, func(ctx context.Context) ([]string, error) {
+		return c.cc.SMembers(ctx, b.global("tables")).Result()
+	})
 	if err != nil {
 		return nil, err
 	}
 	cmds := make([]*redis.IntCmd, len(names))
-	if _, err := c.cc.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, t := range names {
-			cmds[i] = p.Exists(ctx, b.indexKey(t))
-		}
-		return nil
+	if err := e.RoundTrip(ctx, func(ctx context.Context) error {
+		_, err := c.cc.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, t := range names {
+				cmds[i] = p.Exists(ctx, b.indexKey(t))
+			}
+			return nil
+		})
+		return err
 	}); err != nil {
 		return nil, err
 	}

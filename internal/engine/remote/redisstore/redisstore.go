@@ -117,6 +117,9 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	// go-redis resends a command after a dropped connection unless told not to: a commit script whose answer
 	// was lost would run again, meet its own writes as a conflict, and be retried from the read, applied twice.
 	opt.MaxRetries = -1
+	// go-redis ignores a context's deadline on the socket unless told: without this, the engine's Timeout
+	// (remote.Engine.Timeout) bounded nothing here, and a stalled server held a request for ReadTimeout (5 s).
+	opt.ContextTimeoutEnabled = true
 	c := redis.NewClient(opt)
 	if err := c.Ping(ctx).Err(); err != nil {
 		c.Close()
@@ -425,7 +428,9 @@ func (b *backend) fetch(ctx context.Context, table string, keys []string) ([]rem
 }
 
 // Scan implements engine.Scanner: pages of 256 keys from the table's index, each page's items read in one
-// pipeline. It is not a snapshot: an item written or deleted during the scan may or may not be seen.
+// pipeline. It is not a snapshot: an item written or deleted during the scan may or may not be seen. Each of a
+// page's two round trips (the index's ZRANGE, the items' pipeline) is bounded by the engine's Timeout
+// (remote.Engine.RoundTrip), not the scan as a whole.
 func (s *Store) Scan(ctx context.Context, table string, r engine.Range, now int64, fn func([]byte, engine.Item) bool) error {
 	if err := s.Open(); err != nil {
 		return err
@@ -438,11 +443,15 @@ func (s *Store) Scan(ctx context.Context, table string, r engine.Range, now int6
 		hi = "(" + string(r.End)
 	}
 	for {
-		keys, err := s.b.at(ctx).ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.b.indexKey(table), Start: lo, Stop: hi, ByLex: true, Count: scanPage}).Result()
+		keys, err := remote.Call(ctx, s.Engine, func(ctx context.Context) ([]string, error) {
+			return s.b.at(ctx).ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.b.indexKey(table), Start: lo, Stop: hi, ByLex: true, Count: scanPage}).Result()
+		})
 		if err != nil || len(keys) == 0 {
 			return err
 		}
-		items, err := s.b.fetch(ctx, table, keys)
+		items, err := remote.Call(ctx, s.Engine, func(ctx context.Context) ([]remote.Stored, error) {
+			return s.b.fetch(ctx, table, keys)
+		})
 		if err != nil {
 			return err
 		}
@@ -458,15 +467,18 @@ func (s *Store) Scan(ctx context.Context, table string, r engine.Range, now int6
 	}
 }
 
-// Tables implements engine.TableLister.
+// Tables implements engine.TableLister: one SMEMBERS (on a cluster, then one pipeline), each round trip bounded
+// by the engine's Timeout (remote.Engine.RoundTrip).
 func (s *Store) Tables(ctx context.Context) ([]string, error) {
 	if err := s.Open(); err != nil {
 		return nil, err
 	}
 	if s.b.cl != nil {
-		return s.b.cl.tables(ctx, s.b)
+		return s.b.cl.tables(ctx, s.Engine, s.b)
 	}
-	names, err := s.b.c.SMembers(ctx, s.b.global("tables")).Result()
+	names, err := remote.Call(ctx, s.Engine, func(ctx context.Context) ([]string, error) {
+		return s.b.c.SMembers(ctx, s.b.global("tables")).Result()
+	})
 	sort.Strings(names)
 	return names, err
 }
@@ -481,7 +493,9 @@ if #KEYS > 2 and redis.call('ZCARD', KEYS[2]) == 0 then redis.call('SREM', KEYS[
 return 1`)
 
 // Sweep implements engine.Sweeper: it walks the tables' indexes from where the last call stopped, examining
-// up to budget items, and deletes those expired at now unless rewritten since they were read.
+// up to budget items, and deletes those expired at now unless rewritten since they were read. Each round trip
+// (the table list, a table's ZRANGE, its HMGET pipeline, each item's delete script) is bounded by the engine's
+// Timeout (remote.Engine.RoundTrip), not the sweep as a whole.
 func (s *Store) Sweep(ctx context.Context, now int64, budget int) (int, error) {
 	if err := s.Open(); err != nil {
 		return 0, err
@@ -504,16 +518,21 @@ func (s *Store) Sweep(ctx context.Context, now int64, budget int) (int, error) {
 		if s.sweepActive && t == s.sweepTable {
 			lo = "(" + s.sweepAfter
 		}
-		keys, err := s.b.c.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.b.indexKey(t), Start: lo, Stop: "+", ByLex: true, Count: int64(budget)}).Result()
+		keys, err := remote.Call(ctx, s.Engine, func(ctx context.Context) ([]string, error) {
+			return s.b.c.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.b.indexKey(t), Start: lo, Stop: "+", ByLex: true, Count: int64(budget)}).Result()
+		})
 		if err != nil {
 			return removed, err
 		}
 		cmds := make([]*redis.SliceCmd, len(keys))
-		_, err = s.b.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, k := range keys { // expiry and version only: values stay on the server
-				cmds[i] = p.HMGet(ctx, s.b.itemKey(remote.Slot{Table: t, Key: []byte(k)}), "e", "s")
-			}
-			return nil
+		err = s.RoundTrip(ctx, func(ctx context.Context) error {
+			_, err := s.b.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for i, k := range keys { // expiry and version only: values stay on the server
+					cmds[i] = p.HMGet(ctx, s.b.itemKey(remote.Slot{Table: t, Key: []byte(k)}), "e", "s")
+				}
+				return nil
+			})
+			return err
 		})
 		if err != nil {
 			return removed, err
@@ -531,7 +550,9 @@ func (s *Store) Sweep(ctx context.Context, now int64, budget int) (int, error) {
 			if !s.b.tagged {
 				keys = append(keys, s.b.global("tables"))
 			}
-			n, err := sweepScript.Run(ctx, s.b.c, keys, t, k, ver).Int()
+			n, err := remote.Call(ctx, s.Engine, func(ctx context.Context) (int, error) {
+				return sweepScript.Run(ctx, s.b.c, keys, t, k, ver).Int()
+			})
 			if err != nil {
 				return removed, err
 			}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -299,4 +300,83 @@ func RaceFrontEnds(t *testing.T, open func(t *testing.T) engine.Engine) {
 	}
 	t.Logf("%d increments, %d of %d compare-and-sets succeeded; %d and %d of unknown outcome", incrs, casOK,
 		4*perWorker, unknown["ctr"], unknown["cas"])
+}
+
+// StalledScans checks, over e opened through p with a short Timeout (a fraction of a second), that a scan, a
+// table list and a sweep of a datastore that stops answering fail with the engine's timeout error once Timeout
+// passes (not after the stall, nor with a truncated answer), that a caller's own cancellation is reported as
+// the caller's, that the bound is per round trip (a scan of several pages with a slow consumer, longer than
+// Timeout in all, succeeds), and that all work again once the datastore answers.
+func StalledScans(t *testing.T, e engine.Engine, timeout time.Duration, p *Stall) {
+	t.Helper()
+	const now = int64(1_700_000_000_000)
+	ctx := context.Background()
+	sc, tl, sw := e.(engine.Scanner), e.(engine.TableLister), e.(engine.Sweeper)
+	const items = 600 // three scan pages of 256
+	for i := 0; i < items; i += 100 {
+		var muts []engine.Mutation
+		for j := i; j < i+100; j++ {
+			k := fmt.Appendf(nil, "k%04d", j)
+			muts = append(muts, engine.Mutation{Op: engine.OpSet, Table: "t", Key: k, Value: k})
+		}
+		muts = append(muts, engine.Mutation{Op: engine.OpSet, Table: "t", Key: fmt.Appendf(nil, "x%d", i),
+			Value: []byte("v"), Expires: now + 1})
+		if _, err := e.Apply(ctx, &engine.Batch{Now: now, Muts: muts}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scan := func(ctx context.Context, slow time.Duration) (int, error) {
+		n := 0
+		err := sc.Scan(ctx, "t", engine.Range{Start: []byte("k"), End: []byte("l")}, now, func([]byte, engine.Item) bool {
+			if n%256 == 0 {
+				time.Sleep(slow)
+			}
+			n++
+			return true
+		})
+		return n, err
+	}
+	start := time.Now()
+	if n, err := scan(ctx, timeout*2/3); err != nil || n != items {
+		t.Fatalf("a scan of %d items, slower than Timeout %v in all (%v) but not per page: %d items, %v", items,
+			timeout, time.Since(start), n, err)
+	}
+	calls := []struct {
+		name string
+		call func(context.Context) error
+	}{
+		{"Scan", func(ctx context.Context) error { _, err := scan(ctx, 0); return err }},
+		{"Tables", func(ctx context.Context) error { _, err := tl.Tables(ctx); return err }},
+		{"Sweep", func(ctx context.Context) error { _, err := sw.Sweep(ctx, now+10, 100); return err }},
+	}
+	p.Stalled.Store(true)
+	for _, c := range calls {
+		start := time.Now()
+		err := c.call(ctx)
+		took := time.Since(start)
+		if err == nil || took > timeout+2*time.Second {
+			t.Fatalf("%s of a stalled datastore: %v after %v; want an error once Timeout %v passes", c.name, err, took, timeout)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "did not answer within") {
+			t.Fatalf("%s of a stalled datastore: %v; want the engine's timeout error", c.name, err)
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		stop := time.AfterFunc(timeout/4, cancel)
+		err = c.call(cctx)
+		stop.Stop()
+		cancel()
+		if !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "did not answer") {
+			t.Fatalf("%s of a stalled datastore, cancelled by its caller: %v; want the caller's context.Canceled", c.name, err)
+		}
+	}
+	p.Stalled.Store(false)
+	deadline := time.Now().Add(20 * time.Second)
+	for _, c := range calls {
+		for err := c.call(ctx); err != nil; err = c.call(ctx) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s does not work again once the datastore answers: %v", c.name, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 }
