@@ -51,6 +51,7 @@ type Cache struct {
 	wide atomic.Int64
 
 	hits, misses, evictions, invalidations, writeThroughs atomic.Int64
+	callHits, callMisses                                  atomic.Int64
 }
 
 type shard struct {
@@ -58,6 +59,19 @@ type shard struct {
 	gen     uint64 // bumped by every batch that touches the shard, when it starts and when it ends
 	pending int    // batches in flight that write to this shard
 	m       clockmap.Map[engine.Item]
+	calls   clockmap.Map[[]callAnswer] // answers of key reads, by the key's slot (calls.go)
+}
+
+// remove drops slot s's item and answers, reporting whether there was an item.
+func (sh *shard) remove(s string) bool {
+	sh.calls.Remove(s)
+	return sh.m.Remove(s)
+}
+
+// reset drops every item and answer of the shard and returns how many items there were.
+func (sh *shard) reset() int {
+	sh.calls.Reset()
+	return sh.m.Reset()
 }
 
 // New wraps e with a cache of about maxBytes of keys and values (0 disables caching but keeps the wrapper). The
@@ -66,6 +80,7 @@ func New(e engine.Engine, maxBytes int64) engine.Engine {
 	c := &Cache{eng: e, seed: maphash.MakeSeed(), shardBytes: maxBytes / shards}
 	for i := range c.shards {
 		c.shards[i].m = clockmap.New[engine.Item]()
+		c.shards[i].calls = clockmap.New[[]callAnswer]()
 	}
 	return engine.Expose(c, engine.AbilitiesOf(e)|engine.CanStats)
 }
@@ -81,6 +96,8 @@ func appendSlot(b []byte, table string, key []byte) []byte {
 }
 
 func (c *Cache) shardOf(s string) uint8 { return uint8(maphash.String(c.seed, s) % shards) }
+
+func (c *Cache) shardOfBytes(s []byte) uint8 { return uint8(maphash.Bytes(c.seed, s) % shards) }
 
 func entrySize(slot int, it engine.Item) int64 { return int64(slot + len(it.Value) + entryOverhead) }
 
@@ -173,6 +190,9 @@ type touch struct {
 // before the engine applies it until after; a flush makes every shard so. Afterwards the value of a plain SET
 // is kept, unless another batch touched its shard meanwhile.
 func (c *Cache) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, error) {
+	if c.shardBytes > 0 && keyReads(b) {
+		return c.applyKeyReads(ctx, b)
+	}
 	ts, all, wide := c.touched(b)
 	switch {
 	case all:
@@ -278,10 +298,10 @@ func (c *Cache) applyWide(ctx context.Context, b *engine.Batch, ts []touch) ([]e
 		sh.gen++
 		sh.pending--
 		if err != nil {
-			c.invalidations.Add(int64(sh.m.Reset()))
+			c.invalidations.Add(int64(sh.reset()))
 		}
 		for _, s := range drop[i] {
-			if sh.m.Remove(s) {
+			if sh.remove(s) {
 				c.invalidations.Add(1)
 			}
 		}
@@ -312,7 +332,7 @@ func (c *Cache) begin(ts []touch) []uint64 {
 		sh.gen++
 		sh.pending++
 		for _, t := range run {
-			if sh.m.Remove(t.slot) {
+			if sh.remove(t.slot) {
 				c.invalidations.Add(1)
 			}
 		}
@@ -334,7 +354,7 @@ func (c *Cache) end(ts []touch, gens []uint64, res []engine.Result, err error) {
 		g++
 		sh.gen++
 		for _, t := range run {
-			sh.m.Remove(t.slot)
+			sh.remove(t.slot)
 			if !alone || t.through < 0 || t.through >= len(res) {
 				continue
 			}
@@ -364,7 +384,7 @@ func (c *Cache) markAll(delta int) {
 		sh.mu.Lock()
 		sh.gen++
 		sh.pending += delta
-		c.invalidations.Add(int64(sh.m.Reset()))
+		c.invalidations.Add(int64(sh.reset()))
 		sh.mu.Unlock()
 	}
 }
@@ -432,16 +452,17 @@ func (c *Cache) Stats() map[string]int64 {
 			out[k] = v
 		}
 	}
-	var n, bytes int64
+	var n, bytes, answerBytes int64
 	for i := range c.shards {
 		sh := &c.shards[i]
 		sh.mu.RLock()
-		n, bytes = n+int64(sh.m.Len()), bytes+sh.m.Bytes()
+		n, bytes, answerBytes = n+int64(sh.m.Len()), bytes+sh.m.Bytes(), answerBytes+sh.calls.Bytes()
 		sh.mu.RUnlock()
 	}
-	out["cache_items"], out["cache_bytes"] = n, bytes
+	out["cache_items"], out["cache_bytes"], out["cache_answer_bytes"] = n, bytes, answerBytes
 	out["cache_hits"], out["cache_misses"] = c.hits.Load(), c.misses.Load()
 	out["cache_evictions"], out["cache_invalidations"] = c.evictions.Load(), c.invalidations.Load()
 	out["cache_write_throughs"] = c.writeThroughs.Load()
+	out["cache_answer_hits"], out["cache_answer_misses"] = c.callHits.Load(), c.callMisses.Load()
 	return out
 }

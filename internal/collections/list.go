@@ -35,10 +35,10 @@ const (
 func init() {
 	engine.RegisterFunc(fnPush, push)
 	engine.RegisterFunc(fnPop, pop)
-	engine.RegisterReadFunc(fnIndex, index)
+	engine.RegisterKeyReadFunc(fnIndex, index)
 	engine.RegisterFunc(fnSet, setAt)
-	engine.RegisterReadFunc(fnRange, lrange)
-	engine.RegisterReadFunc(fnValues, lrangeValues)
+	engine.RegisterKeyReadFunc(fnRange, lrange)
+	engine.RegisterKeyReadFunc(fnValues, lrangeValues)
 	engine.RegisterFunc(fnTrim, trim)
 	engine.RegisterFunc(fnRem, rem)
 	engine.RegisterFunc(fnInsert, insert)

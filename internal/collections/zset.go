@@ -42,9 +42,9 @@ const (
 func init() {
 	engine.RegisterFunc(fnZAdd, zadd)
 	engine.RegisterFunc(fnZRem, zrem)
-	engine.RegisterReadFunc(fnZScore, zscore)
+	engine.RegisterKeyReadFunc(fnZScore, zscore)
 	engine.RegisterReadFunc(fnZRange, zrange)
-	engine.RegisterReadFunc(fnZRank, zrank)
+	engine.RegisterKeyReadFunc(fnZRank, zrank)
 	engine.RegisterFunc(fnZRemRng, zremrange)
 	engine.RegisterFunc(fnZPop, zpop)
 	engine.RegisterFunc(fnZCombine, zcombine)

@@ -29,29 +29,33 @@ type Func func(tx *Tx, args [][]byte) (Result, error)
 type registry struct {
 	fn       map[string]Func
 	readOnly map[string]bool
+	keyRead  map[string]bool // RegisterKeyReadFunc's
 }
 
 var (
 	registerMu sync.Mutex // serializes registrations
 	funcs      = func() *atomic.Pointer[registry] {
 		var p atomic.Pointer[registry]
-		p.Store(&registry{fn: map[string]Func{}, readOnly: map[string]bool{}})
+		p.Store(&registry{fn: map[string]Func{}, readOnly: map[string]bool{}, keyRead: map[string]bool{}})
 		return &p
 	}() // set before any init function runs
 )
 
 // register adds fn under name to a copy of the registry and publishes the copy.
-func register(name string, fn Func, readOnly bool) {
+func register(name string, fn Func, readOnly, keyRead bool) {
 	registerMu.Lock()
 	defer registerMu.Unlock()
 	old := funcs.Load()
 	if _, dup := old.fn[name]; dup {
 		panic("engine: function registered twice: " + name)
 	}
-	r := &registry{fn: maps.Clone(old.fn), readOnly: maps.Clone(old.readOnly)}
+	r := &registry{fn: maps.Clone(old.fn), readOnly: maps.Clone(old.readOnly), keyRead: maps.Clone(old.keyRead)}
 	r.fn[name] = fn
 	if readOnly {
 		r.readOnly[name] = true
+	}
+	if keyRead {
+		r.keyRead[name] = true
 	}
 	funcs.Store(r)
 }
@@ -59,7 +63,20 @@ func register(name string, fn Func, readOnly bool) {
 // RegisterReadFunc is RegisterFunc for a function that usually writes nothing (ZRANGE, LRANGE, XRANGE): an engine
 // may resolve a batch of such calls and other reads without its writer (ReadsOnly), and falls back to the writer
 // when the resolution wrote after all.
-func RegisterReadFunc(name string, fn Func) { register(name, fn, true) }
+func RegisterReadFunc(name string, fn Func) { register(name, fn, true, false) }
+
+// RegisterKeyReadFunc is RegisterReadFunc for a function that never writes, reads nothing but the item at its
+// mutation's key and that collection's members, and depends on time only through that item's expiry (LRANGE,
+// ZRANGE, ZSCORE): called with no Target and no Call.Keys (KeyRead), its result stays true until the key is
+// written or expires, so a cache in front of the engine may keep it that long.
+func RegisterKeyReadFunc(name string, fn Func) { register(name, fn, true, true) }
+
+// KeyRead reports whether m is a call of a function registered with RegisterKeyReadFunc that reads only its own
+// key (no Target, no Call.Keys, not AnyKey).
+func KeyRead(m *Mutation) bool {
+	return m.Op == OpCall && m.Target.Table == "" && len(m.Call.Keys) == 0 && !m.Call.AnyKey &&
+		funcs.Load().keyRead[m.Call.Name]
+}
 
 // ReadsOnly reports whether every mutation of muts is a read: a Get without Touch, a Check, a member read, or a
 // call of a function registered with RegisterReadFunc.
@@ -83,7 +100,7 @@ func ReadsOnly(muts []Mutation) bool {
 
 // RegisterFunc makes fn callable as OpCall with Call.Name = name. Packages register their functions at init;
 // registering a name twice panics.
-func RegisterFunc(name string, fn Func) { register(name, fn, false) }
+func RegisterFunc(name string, fn Func) { register(name, fn, false, false) }
 
 // Funcs lists the registered function names, sorted.
 func Funcs() []string {

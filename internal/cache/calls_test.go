@@ -1,0 +1,223 @@
+package cache_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"anykv/internal/cache"
+	"anykv/internal/collections"
+	"anykv/internal/engine"
+	"anykv/internal/engine/memstore"
+)
+
+// lrange reads list l of table t through e as LRANGE does (RangeValues) and returns its elements joined by
+// spaces, or the result's error.
+func lrange(t *testing.T, e engine.Engine, now int64, l string) string {
+	t.Helper()
+	res, err := e.Apply(ctx, &engine.Batch{Now: now, Muts: []engine.Mutation{collections.RangeValues("t", []byte(l), 0, -1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Err != nil {
+		return res[0].Err.Error()
+	}
+	var out []string
+	for v, rest, ok := collections.NextValue(res[0].New.Value); ok; v, rest, ok = collections.NextValue(rest) {
+		out = append(out, string(v))
+	}
+	return strings.Join(out, " ")
+}
+
+func apply(t *testing.T, e engine.Engine, now int64, muts ...engine.Mutation) {
+	t.Helper()
+	if _, err := e.Apply(ctx, &engine.Batch{Now: now, Muts: muts}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func answerStats(c engine.Engine) (hits, misses int64) {
+	st := c.(engine.Statser).Stats()
+	return st["cache_answer_hits"], st["cache_answer_misses"]
+}
+
+// TestKeyReadAnswersFollowWrites: a list read is answered from memory once read, and every way the list can
+// change drops that answer: a push, a delete, a flush of its table, a call that wrote it without naming it.
+func TestKeyReadAnswersFollowWrites(t *testing.T) {
+	c := cache.New(memstore.New(), 1<<20)
+	defer c.Close()
+	push := func(v string) { apply(t, c, 1, collections.Push("t", []byte("l"), true, false, []byte(v))) }
+	want := func(step, w string) {
+		t.Helper()
+		if got := lrange(t, c, 1, "l"); got != w {
+			t.Fatalf("%s: LRANGE = %q, want %q", step, got, w)
+		}
+	}
+	push("a")
+	want("first read", "a")
+	want("second read", "a")
+	if hits, misses := answerStats(c); hits != 1 || misses != 1 {
+		t.Fatalf("hits %d, misses %d after two reads: want the second answered from memory", hits, misses)
+	}
+	push("b")
+	want("after a push", "b a")
+	want("after a push, again", "b a")
+	// Other arguments are another answer; LINDEX too.
+	res, _ := c.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{collections.Index("t", []byte("l"), 1)}})
+	if string(res[0].New.Value) != "a" {
+		t.Fatalf("LINDEX 1 = %q", res[0].New.Value)
+	}
+	apply(t, c, 1, engine.Mutation{Op: engine.OpDelete, Table: "t", Key: []byte("l"), AnyKind: true})
+	want("after DEL", "")
+	push("c")
+	want("re-created", "c")
+	apply(t, c, 1, engine.Mutation{Op: engine.OpFlush, Table: "t"})
+	want("after a flush", "")
+	push("d")
+	want("re-created again", "d")
+	// A script that writes the key without naming it (AnyKey) turns the list into a string.
+	apply(t, c, 1, engine.Mutation{Op: engine.OpCall, Table: "t", Key: []byte("other"),
+		Call: engine.CallArgs{Name: "cachetest.set", Args: [][]byte{[]byte("l")}, AnyKey: true}})
+	if got := lrange(t, c, 1, "l"); got != engine.ErrWrongType.Error() {
+		t.Fatalf("after a wide call wrote the key: LRANGE = %q, want %q", got, engine.ErrWrongType)
+	}
+}
+
+// TestKeyReadAnswerEndsAtExpiry: an answer is not served past its key's expiry, which changes it with no write.
+func TestKeyReadAnswerEndsAtExpiry(t *testing.T) {
+	c := cache.New(memstore.New(), 1<<20)
+	defer c.Close()
+	apply(t, c, 1000, collections.Push("t", []byte("l"), true, false, []byte("a")),
+		engine.Mutation{Op: engine.OpExpire, Table: "t", Key: []byte("l"), Expires: 2000})
+	for _, now := range []int64{1500, 1999} {
+		if got := lrange(t, c, now, "l"); got != "a" {
+			t.Fatalf("at %d, before the expiry: %q", now, got)
+		}
+	}
+	if hits, _ := answerStats(c); hits != 1 {
+		t.Fatalf("%d hits before the expiry, want 1", hits)
+	}
+	if got := lrange(t, c, 2000, "l"); got != "" {
+		t.Fatalf("at the expiry: %q, want an empty list", got)
+	}
+}
+
+// TestKeyReadAnswerWhileWriteInFlight: once the engine shows a push, a list read must not answer the older
+// cached list, even before the push's Apply returns; nor keep the answer it read meanwhile past the push.
+func TestKeyReadAnswerWhileWriteInFlight(t *testing.T) {
+	inner := blockingApply{memstore.New(), make(chan struct{}), make(chan struct{})}
+	inner.Store.Apply(ctx, &engine.Batch{Muts: []engine.Mutation{collections.Push("t", []byte("l"), true, false, []byte("a"))}})
+	c := cache.New(readsPass{inner}, 1<<20)
+	if got := lrange(t, c, 0, "l"); got != "a" { // now cached
+		t.Fatalf("warm-up: %q", got)
+	}
+	done := make(chan struct{})
+	go func() {
+		c.Apply(ctx, &engine.Batch{Muts: []engine.Mutation{collections.Push("t", []byte("l"), true, false, []byte("b"))}})
+		close(done)
+	}()
+	<-inner.applied
+	for i := 0; i < 3; i++ {
+		if got := lrange(t, c, 0, "l"); got != "b a" {
+			t.Fatalf("read %d while the push is in flight = %q; the engine already shows b a", i, got)
+		}
+	}
+	close(inner.release)
+	<-done
+	if got := lrange(t, c, 0, "l"); got != "b a" {
+		t.Fatalf("after the push: %q", got)
+	}
+}
+
+// readsPass sends batches of reads straight to the store and others through blockingApply.
+type readsPass struct{ blockingApply }
+
+func (r readsPass) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, error) {
+	if engine.ReadsOnly(b.Muts) {
+		return r.Store.Apply(ctx, b)
+	}
+	return r.blockingApply.Apply(ctx, b)
+}
+
+// TestKeyReadAnswersAgreeWithTheEngine: writers push and pop while readers read the lists through the cache;
+// at the end of each round the cache's answer of every list is the engine's.
+func TestKeyReadAnswersAgreeWithTheEngine(t *testing.T) {
+	inner := memstore.New()
+	c := cache.New(slowApply{inner}, 1<<20)
+	defer c.Close()
+	lists := []string{"a", "b", "c"}
+	for round := 0; round < 40; round++ {
+		var wg sync.WaitGroup
+		for w := 0; w < 4; w++ {
+			wg.Add(2)
+			go func(w int) {
+				defer wg.Done()
+				l := []byte(lists[(round+w)%len(lists)])
+				m := collections.Push("t", l, w%2 == 0, false, []byte(fmt.Sprint(round, "-", w)))
+				if (round+w)%3 == 0 {
+					m = collections.Pop("t", l, w%2 == 1, -1)
+				}
+				if _, err := c.Apply(ctx, &engine.Batch{Muts: []engine.Mutation{m}}); err != nil {
+					t.Error(err)
+				}
+			}(w)
+			go func(w int) { // fills race the writes
+				defer wg.Done()
+				for _, l := range lists {
+					c.Apply(ctx, &engine.Batch{Muts: []engine.Mutation{collections.RangeValues("t", []byte(l), 0, -1)}})
+				}
+			}(w)
+		}
+		wg.Wait()
+		for _, l := range lists {
+			if got, want := lrange(t, c, 0, l), lrange(t, inner, 0, l); got != want {
+				t.Fatalf("round %d list %s: cache %q, engine %q", round, l, got, want)
+			}
+		}
+	}
+	if hits, _ := answerStats(c); hits == 0 {
+		t.Fatal("no answer came from memory: the test did not exercise the cache")
+	}
+}
+
+// TestKeyReadAnswerReadBeforeAWriteIsNotKept: a list read that reached the engine before a push, and returns
+// after the push completed, answers what it read, but must not keep it: the next read shows the push.
+func TestKeyReadAnswerReadBeforeAWriteIsNotKept(t *testing.T) {
+	inner := &heldReads{Store: memstore.New(), read: make(chan struct{}, 1), release: make(chan struct{})}
+	c := cache.New(inner, 1<<20)
+	defer c.Close()
+	apply(t, c, 0, collections.Push("t", []byte("l"), true, false, []byte("a")))
+	got := make(chan string)
+	inner.block.Store(true)
+	go func() { got <- lrange(t, c, 0, "l") }()
+	<-inner.read // the engine answered "a"; the answer is on its way back
+	inner.block.Store(false)
+	apply(t, c, 0, collections.Push("t", []byte("l"), true, false, []byte("b")))
+	close(inner.release)
+	if g := <-got; g != "a" {
+		t.Fatalf("the read that began before the push: %q", g)
+	}
+	if g := lrange(t, c, 0, "l"); g != "b a" {
+		t.Fatalf("after the push: %q; the answer read before it was kept", g)
+	}
+}
+
+// heldReads holds a batch of reads after the engine answered it, while block is set, until release is closed.
+type heldReads struct {
+	*memstore.Store
+	block   atomic.Bool
+	read    chan struct{}
+	release chan struct{}
+}
+
+func (s *heldReads) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, error) {
+	res, err := s.Store.Apply(ctx, b)
+	if engine.ReadsOnly(b.Muts) && s.block.Load() {
+		s.read <- struct{}{}
+		<-s.release
+	}
+	return res, err
+}
