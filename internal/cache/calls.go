@@ -8,19 +8,20 @@ import (
 	"anykv/internal/engine"
 )
 
-// Answers of key reads. A batch made only of calls that read their own key and nothing else (engine.KeyRead:
-// LRANGE, LINDEX, ZSCORE, ZRANK) is answered from memory when every call's answer is cached, else read from the
-// engine, whose answers are kept beside the key's item: in the shard of the key's slot, under the slot, so that
-// everything that drops the slot (a write of the key, a flush, a wide call) drops them with it. They are filled
-// under the items' rule, only if no batch touched the shard since before the engine read them, and kept until the
-// key's expiry (the one way time changes such an answer), read from the cache's item for the key. A read of a
-// hot list then costs a map lookup instead of an iterator over the engine's members (LRANGE_100: benchmarks.md).
+// Answers of key reads. A batch made only of reads of one collection each (member reads: HGET, HGETALL,
+// SISMEMBER, SMEMBERS; calls that read their own key and nothing else, engine.KeyRead: LRANGE, LINDEX, ZRANGE,
+// ZSCORE, ZRANK) is answered from memory when every answer is cached, else read from the engine, whose answers
+// are kept beside the key's item: in the shard of the key's slot, under the slot, so that everything that drops
+// the slot (a write of the key or its members, a flush, a wide call) drops them with it. They are filled under
+// the items' rule, only if no batch touched the shard since before the engine read them, and kept until the
+// key's expiry or the earliest one among the items answered (the only ways time changes such an answer). A read
+// of a hot list or hash then costs a map lookup instead of the engine's (LRANGE_100: benchmarks.md).
 //
 // Answers take at most a quarter of the shard's bytes on top of its items.
 
-// callAnswer is one cached answer of a key's call.
+// callAnswer is one cached answer of a key's read.
 type callAnswer struct {
-	call  string // the function's name and arguments (callID)
+	call  string // what was read (callID)
 	res   engine.Result
 	until int64 // the key's expiry when read (0: none): the answer is not served from then on
 	size  int64
@@ -32,15 +33,25 @@ const maxAnswersPerKey = 8
 // keyReads reports whether every mutation of b is a key read, so the batch may be answered from memory.
 func keyReads(b *engine.Batch) bool {
 	for i := range b.Muts {
-		if !engine.KeyRead(&b.Muts[i]) {
+		m := &b.Muts[i]
+		if m.Guard || m.Cond != engine.CondNone {
+			return false
+		}
+		if m.Op != engine.OpMemberGet && m.Op != engine.OpMembers && !engine.KeyRead(m) {
 			return false
 		}
 	}
 	return len(b.Muts) > 0
 }
 
-// callID names a call by its function and arguments, each length-prefixed so that no two calls share one.
+// callID names a key read: its op and the kind it expects, then a member read's member or a call's function and
+// arguments, each length-prefixed so that no two reads share one.
 func callID(buf []byte, m *engine.Mutation) []byte {
+	buf = append(buf, byte(m.Op), byte(m.Coll.Kind))
+	if m.Op != engine.OpCall {
+		buf = binary.AppendUvarint(buf, uint64(len(m.Coll.Member)))
+		return append(buf, m.Coll.Member...)
+	}
 	buf = binary.AppendUvarint(buf, uint64(len(m.Call.Name)))
 	buf = append(buf, m.Call.Name...)
 	for _, a := range m.Call.Args {
@@ -130,13 +141,14 @@ func (c *Cache) keepAnswer(ctx context.Context, m *engine.Mutation, now int64, g
 	case !errors.Is(err, engine.ErrNotFound):
 		return
 	}
-	a := callAnswer{call: string(callID(nil, m)), res: copyResult(res), until: until}
-	a.size = int64(len(a.call)) + resultSize(&a.res) + entryOverhead
 	s := slot(m.Table, m.Key)
+	call := string(callID(nil, m))
+	size := int64(len(call)) + resultSize(&res) + entryOverhead
 	max := c.shardBytes / 4
-	if a.size+int64(len(s)) > max/4 {
+	if size+int64(len(s)) > max/4 {
 		return // too big to be worth a slot
 	}
+	a := callAnswer{call: call, res: copyResult(res), until: earliest(until, &res), size: size}
 	sh := &c.shards[c.shardOf(s)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -144,7 +156,7 @@ func (c *Cache) keepAnswer(ctx context.Context, m *engine.Mutation, now int64, g
 		return
 	}
 	var list []callAnswer
-	size := int64(len(s))
+	size = int64(len(s))
 	if e, ok := sh.calls.Get([]byte(s)); ok {
 		for _, old := range e.Val {
 			if old.call != a.call && len(list) < maxAnswersPerKey-1 {
@@ -156,6 +168,21 @@ func (c *Cache) keepAnswer(ctx context.Context, m *engine.Mutation, now int64, g
 	list = append(list, a)
 	size += a.size
 	c.evictions.Add(int64(sh.calls.Put(s, list, size, max)))
+}
+
+// earliest is the first of expiry and the expiries of the items an answer holds (0: none of them expires).
+func earliest(expiry int64, r *engine.Result) int64 {
+	at := func(e int64) {
+		if e != 0 && (expiry == 0 || e < expiry) {
+			expiry = e
+		}
+	}
+	at(r.Old.Expires)
+	at(r.New.Expires)
+	for i := range r.Members {
+		at(r.Members[i].Item.Expires)
+	}
+	return expiry
 }
 
 // copyResult copies the bytes of an answer the cache keeps: the engine's result may alias its buffers.

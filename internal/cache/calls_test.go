@@ -221,3 +221,93 @@ func (s *heldReads) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result
 	}
 	return res, err
 }
+
+// TestMemberAndRangeAnswersFollowWrites: hash field and whole-hash reads, and sorted-set ranges, are answered
+// from memory once read, and a write of the collection drops them; ZRANGESTORE, which reads another key, is
+// never answered from memory, and its destination's answers go when it writes.
+func TestMemberAndRangeAnswersFollowWrites(t *testing.T) {
+	c := cache.New(memstore.New(), 1<<20)
+	defer c.Close()
+	hset := func(f, v string) {
+		apply(t, c, 1, engine.Mutation{Op: engine.OpMemberSet, Table: "t", Key: []byte("h"), Value: []byte(v),
+			Coll: engine.CollArgs{Kind: engine.KindHash, Member: []byte(f)}})
+	}
+	read := func(m engine.Mutation) engine.Result {
+		t.Helper()
+		res, err := c.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{m}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res[0]
+	}
+	hget := func(f string) string {
+		r := read(engine.Mutation{Op: engine.OpMemberGet, Table: "t", Key: []byte("h"),
+			Coll: engine.CollArgs{Kind: engine.KindHash, Member: []byte(f)}})
+		if r.Err != nil {
+			return r.Err.Error()
+		}
+		return string(r.Old.Value)
+	}
+	hgetall := func() string {
+		r := read(engine.Mutation{Op: engine.OpMembers, Table: "t", Key: []byte("h"), Coll: engine.CollArgs{Kind: engine.KindHash}})
+		var out []string
+		for _, mb := range r.Members {
+			out = append(out, string(mb.Name)+"="+string(mb.Item.Value))
+		}
+		return strings.Join(out, " ")
+	}
+	hset("a", "1")
+	for i := 0; i < 2; i++ {
+		if g := hget("a"); g != "1" {
+			t.Fatalf("HGET a = %q", g)
+		}
+		if g := hgetall(); g != "a=1" {
+			t.Fatalf("HGETALL = %q", g)
+		}
+	}
+	if g := hget("b"); g != engine.ErrNotFound.Error() {
+		t.Fatalf("HGET b = %q", g)
+	}
+	if hits, _ := answerStats(c); hits != 2 {
+		t.Fatalf("%d answers from memory, want 2 (the second HGET a and HGETALL)", hits)
+	}
+	hset("b", "2")
+	if g := hget("b"); g != "2" {
+		t.Fatalf("HGET b after HSET = %q", g)
+	}
+	if g := hgetall(); g != "a=1 b=2" {
+		t.Fatalf("HGETALL after HSET = %q", g)
+	}
+	apply(t, c, 1, engine.Mutation{Op: engine.OpMemberDel, Table: "t", Key: []byte("h"),
+		Coll: engine.CollArgs{Kind: engine.KindHash, Member: []byte("a")}})
+	if g := hgetall(); g != "b=2" {
+		t.Fatalf("HGETALL after HDEL = %q", g)
+	}
+
+	zrange := func(key string) string {
+		r := read(collections.ZRange("t", []byte(key), collections.RangeSpec{By: "rank", Min: []byte("0"), Max: []byte("-1"), Count: -1}))
+		var out []string
+		for _, mb := range r.Members {
+			out = append(out, string(mb.Name))
+		}
+		return strings.Join(out, " ")
+	}
+	apply(t, c, 1, collections.ZAdd("t", []byte("z"), 0, []byte("1"), []byte("x")))
+	zrange("z")
+	if g := zrange("z"); g != "x" {
+		t.Fatalf("ZRANGE = %q", g)
+	}
+	apply(t, c, 1, collections.ZAdd("t", []byte("z"), 0, []byte("0"), []byte("w")))
+	if g := zrange("z"); g != "w x" {
+		t.Fatalf("ZRANGE after ZADD = %q", g)
+	}
+	zrange("dst")
+	st := collections.ZRangeStore("t", []byte("dst"), []byte("z"), collections.RangeSpec{By: "rank", Min: []byte("0"), Max: []byte("-1"), Count: -1})
+	if engine.KeyRead(&st) {
+		t.Fatal("ZRANGESTORE, which reads another key and writes its own, counts as a read of its own key")
+	}
+	apply(t, c, 1, st)
+	if g := zrange("dst"); g != "w x" {
+		t.Fatalf("ZRANGE of ZRANGESTORE's destination = %q", g)
+	}
+}

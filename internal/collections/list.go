@@ -35,10 +35,10 @@ const (
 func init() {
 	engine.RegisterFunc(fnPush, push)
 	engine.RegisterFunc(fnPop, pop)
-	engine.RegisterKeyReadFunc(fnIndex, index)
+	engine.RegisterKeyReadFunc(fnIndex, index, nil)
 	engine.RegisterFunc(fnSet, setAt)
-	engine.RegisterKeyReadFunc(fnRange, lrange)
-	engine.RegisterKeyReadFunc(fnValues, lrangeValues)
+	engine.RegisterKeyReadFunc(fnRange, lrange, nil)
+	engine.RegisterKeyReadFunc(fnValues, lrangeValues, nil)
 	engine.RegisterFunc(fnTrim, trim)
 	engine.RegisterFunc(fnRem, rem)
 	engine.RegisterFunc(fnInsert, insert)

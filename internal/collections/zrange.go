@@ -276,7 +276,7 @@ func zrange(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	if err != nil {
 		return engine.Result{}, err
 	}
-	store := len(args) == 8 && string(args[6]) == "store"
+	store := storing(args)
 	srcKey := tx.Key()
 	if store {
 		srcKey = args[7]
@@ -301,6 +301,10 @@ func zrange(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	}
 	return res, nil
 }
+
+// storing reports whether zrange's arguments ask it to store the range (ZRANGESTORE), reading the source key
+// args[7] and writing the mutation's key, rather than to read the mutation's key.
+func storing(args [][]byte) bool { return len(args) == 8 && string(args[6]) == "store" }
 
 // storeEntries replaces whatever is at the mutation's key with a sorted set of entries (none: the key is deleted).
 func storeEntries(tx *engine.Tx, es []entry) (engine.Result, error) {

@@ -42,9 +42,9 @@ const (
 func init() {
 	engine.RegisterFunc(fnZAdd, zadd)
 	engine.RegisterFunc(fnZRem, zrem)
-	engine.RegisterKeyReadFunc(fnZScore, zscore)
-	engine.RegisterReadFunc(fnZRange, zrange)
-	engine.RegisterKeyReadFunc(fnZRank, zrank)
+	engine.RegisterKeyReadFunc(fnZScore, zscore, nil)
+	engine.RegisterKeyReadFunc(fnZRange, zrange, func(args [][]byte) bool { return !storing(args) })
+	engine.RegisterKeyReadFunc(fnZRank, zrank, nil)
 	engine.RegisterFunc(fnZRemRng, zremrange)
 	engine.RegisterFunc(fnZPop, zpop)
 	engine.RegisterFunc(fnZCombine, zcombine)

@@ -29,20 +29,20 @@ type Func func(tx *Tx, args [][]byte) (Result, error)
 type registry struct {
 	fn       map[string]Func
 	readOnly map[string]bool
-	keyRead  map[string]bool // RegisterKeyReadFunc's
+	keyRead  map[string]func(args [][]byte) bool // RegisterKeyReadFunc's, with when (nil: always)
 }
 
 var (
 	registerMu sync.Mutex // serializes registrations
 	funcs      = func() *atomic.Pointer[registry] {
 		var p atomic.Pointer[registry]
-		p.Store(&registry{fn: map[string]Func{}, readOnly: map[string]bool{}, keyRead: map[string]bool{}})
+		p.Store(&registry{fn: map[string]Func{}, readOnly: map[string]bool{}, keyRead: map[string]func([][]byte) bool{}})
 		return &p
 	}() // set before any init function runs
 )
 
 // register adds fn under name to a copy of the registry and publishes the copy.
-func register(name string, fn Func, readOnly, keyRead bool) {
+func register(name string, fn Func, readOnly, keyRead bool, when func([][]byte) bool) {
 	registerMu.Lock()
 	defer registerMu.Unlock()
 	old := funcs.Load()
@@ -55,7 +55,7 @@ func register(name string, fn Func, readOnly, keyRead bool) {
 		r.readOnly[name] = true
 	}
 	if keyRead {
-		r.keyRead[name] = true
+		r.keyRead[name] = when
 	}
 	funcs.Store(r)
 }
@@ -63,19 +63,25 @@ func register(name string, fn Func, readOnly, keyRead bool) {
 // RegisterReadFunc is RegisterFunc for a function that usually writes nothing (ZRANGE, LRANGE, XRANGE): an engine
 // may resolve a batch of such calls and other reads without its writer (ReadsOnly), and falls back to the writer
 // when the resolution wrote after all.
-func RegisterReadFunc(name string, fn Func) { register(name, fn, true, false) }
+func RegisterReadFunc(name string, fn Func) { register(name, fn, true, false, nil) }
 
-// RegisterKeyReadFunc is RegisterReadFunc for a function that never writes, reads nothing but the item at its
-// mutation's key and that collection's members, and depends on time only through that item's expiry (LRANGE,
-// ZRANGE, ZSCORE): called with no Target and no Call.Keys (KeyRead), its result stays true until the key is
-// written or expires, so a cache in front of the engine may keep it that long.
-func RegisterKeyReadFunc(name string, fn Func) { register(name, fn, true, true) }
+// RegisterKeyReadFunc is RegisterReadFunc for a function that, called with arguments for which when is true (nil:
+// any), never writes, reads nothing but the item at its mutation's key and that collection's members, and
+// depends on time only through their expiry (LRANGE, ZRANGE, ZSCORE): called so, with no Target and no Call.Keys
+// (KeyRead), its result stays true until the key is written or expires, so a cache in front of the engine may
+// keep it that long.
+func RegisterKeyReadFunc(name string, fn Func, when func(args [][]byte) bool) {
+	register(name, fn, true, true, when)
+}
 
-// KeyRead reports whether m is a call of a function registered with RegisterKeyReadFunc that reads only its own
-// key (no Target, no Call.Keys, not AnyKey).
+// KeyRead reports whether m is a call that RegisterKeyReadFunc says reads only its own key (and has no Target,
+// no Call.Keys, not AnyKey).
 func KeyRead(m *Mutation) bool {
-	return m.Op == OpCall && m.Target.Table == "" && len(m.Call.Keys) == 0 && !m.Call.AnyKey &&
-		funcs.Load().keyRead[m.Call.Name]
+	if m.Op != OpCall || m.Target.Table != "" || len(m.Call.Keys) != 0 || m.Call.AnyKey {
+		return false
+	}
+	when, ok := funcs.Load().keyRead[m.Call.Name]
+	return ok && (when == nil || when(m.Call.Args))
 }
 
 // ReadsOnly reports whether every mutation of muts is a read: a Get without Touch, a Check, a member read, or a
@@ -100,7 +106,7 @@ func ReadsOnly(muts []Mutation) bool {
 
 // RegisterFunc makes fn callable as OpCall with Call.Name = name. Packages register their functions at init;
 // registering a name twice panics.
-func RegisterFunc(name string, fn Func) { register(name, fn, false, false) }
+func RegisterFunc(name string, fn Func) { register(name, fn, false, false, nil) }
 
 // Funcs lists the registered function names, sorted.
 func Funcs() []string {
