@@ -68,12 +68,27 @@ func (c *Cache) applyKeyReads(ctx context.Context, b *engine.Batch) ([]engine.Re
 	if c.wide.Load() == 0 && !c.closed.Load() {
 		res := make([]engine.Result, len(b.Muts))
 		hit := true
+		var shs []uint8
+		var gens []uint64
 		for i := range b.Muts {
 			m := &b.Muts[i]
 			s := appendSlot(sbuf[:0], m.Table, m.Key)
-			if res[i], hit = c.answer(s, callID(cbuf[:0], m), b.Now); !hit {
+			var gen uint64
+			if res[i], gen, hit = c.answer(s, callID(cbuf[:0], m), b.Now); !hit {
 				break
 			}
+			if len(b.Muts) > 1 {
+				shs, gens = append(shs, c.shardOfBytes(s)), append(gens, gen)
+			}
+		}
+		// Several answers are one state, as the batch must read, only if no batch touched their shards while
+		// they were looked up one by one: every write moves its shards' generation before the engine applies
+		// it, so an answer from before a write and one from after it cannot both pass.
+		for i := 0; hit && i < len(shs); i++ {
+			sh := &c.shards[shs[i]]
+			sh.mu.RLock()
+			hit = sh.gen == gens[i]
+			sh.mu.RUnlock()
 		}
 		if hit {
 			c.callHits.Add(int64(len(b.Muts)))
@@ -104,25 +119,25 @@ func (c *Cache) applyKeyReads(ctx context.Context, b *engine.Batch) ([]engine.Re
 	return res, nil
 }
 
-// answer finds the cached answer of call on the key of slot s, live at now.
-func (c *Cache) answer(s []byte, call []byte, now int64) (engine.Result, bool) {
+// answer finds the cached answer of call on the key of slot s, live at now, and the shard's generation then.
+func (c *Cache) answer(s []byte, call []byte, now int64) (engine.Result, uint64, bool) {
 	sh := &c.shards[c.shardOfBytes(s)]
 	sh.mu.RLock()
 	defer sh.mu.RUnlock()
 	e, ok := sh.calls.Get(s)
 	if !ok || c.wide.Load() > 0 {
-		return engine.Result{}, false
+		return engine.Result{}, 0, false
 	}
 	for i := range e.Val {
 		a := &e.Val[i]
 		if a.call == string(call) {
 			if a.until != 0 && a.until <= now {
-				return engine.Result{}, false
+				return engine.Result{}, 0, false
 			}
-			return a.res, true
+			return a.res, sh.gen, true
 		}
 	}
-	return engine.Result{}, false
+	return engine.Result{}, 0, false
 }
 
 // keepAnswer stores the answer res of m, read by a batch of time now, if no batch touched the key's shard since
@@ -156,17 +171,16 @@ func (c *Cache) keepAnswer(ctx context.Context, m *engine.Mutation, now int64, g
 		return
 	}
 	var list []callAnswer
-	size = int64(len(s))
+	size = int64(len(s)) + a.size
 	if e, ok := sh.calls.Get([]byte(s)); ok {
-		for _, old := range e.Val {
-			if old.call != a.call && len(list) < maxAnswersPerKey-1 {
+		for _, old := range e.Val { // a key's answers together take at most half the shard's share
+			if old.call != a.call && len(list) < maxAnswersPerKey-1 && size+old.size <= max/2 {
 				list = append(list, old)
 				size += old.size
 			}
 		}
 	}
 	list = append(list, a)
-	size += a.size
 	c.evictions.Add(int64(sh.calls.Put(s, list, size, max)))
 }
 

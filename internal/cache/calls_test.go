@@ -3,10 +3,12 @@ package cache_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"anykv/internal/cache"
 	"anykv/internal/collections"
@@ -309,5 +311,89 @@ func TestMemberAndRangeAnswersFollowWrites(t *testing.T) {
 	apply(t, c, 1, st)
 	if g := zrange("dst"); g != "w x" {
 		t.Fatalf("ZRANGE of ZRANGESTORE's destination = %q", g)
+	}
+}
+
+// TestKeyReadBatchIsOneState: a batch of several reads answered from memory reads one state, as the engine
+// would: a writer sets two hash fields (of one key, then of two keys) to the same value in one batch, readers
+// keep each field's answer cached alone, and a batch reading both must never see them differ. Without the check
+// of the shards' generations after the lookups, an answer from before a write met one from after it within a
+// second or two (the review's finding).
+func TestKeyReadBatchIsOneState(t *testing.T) {
+	for _, tc := range []struct{ ka, fa, kb, fb string }{{"h", "f1", "h", "f2"}, {"a", "f", "b", "f"}} {
+		t.Run(tc.ka+tc.kb, func(t *testing.T) {
+			c := cache.New(memstore.New(), 64<<20)
+			defer c.Close()
+			get := func(k, f string) engine.Mutation {
+				return engine.Mutation{Op: engine.OpMemberGet, Table: "t", Key: []byte(k), Coll: engine.CollArgs{Kind: engine.KindHash, Member: []byte(f)}}
+			}
+			set := func(k, f, v string) engine.Mutation {
+				return engine.Mutation{Op: engine.OpMemberSet, Table: "t", Key: []byte(k), Value: []byte(v),
+					Coll: engine.CollArgs{Kind: engine.KindHash, Member: []byte(f)}}
+			}
+			var pads []engine.Mutation // reads between the two widen the window between their lookups
+			for i := 0; i < 200; i++ {
+				k := fmt.Sprint("pad", i)
+				apply(t, c, 1, set(k, "f", "x"))
+				pads = append(pads, get(k, "f"))
+			}
+			apply(t, c, 1, set(tc.ka, tc.fa, "0"), set(tc.kb, tc.fb, "0"))
+			check := append(append([]engine.Mutation{get(tc.ka, tc.fa)}, pads...), get(tc.kb, tc.fb))
+			var stop atomic.Bool
+			var wg sync.WaitGroup
+			wg.Add(3)
+			go func() {
+				defer wg.Done()
+				for i := 1; !stop.Load(); i++ {
+					v := fmt.Sprint(i)
+					if _, err := c.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{set(tc.ka, tc.fa, v), set(tc.kb, tc.fb, v)}}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+			for _, m := range []engine.Mutation{get(tc.ka, tc.fa), get(tc.kb, tc.fb)} {
+				go func() {
+					defer wg.Done()
+					for !stop.Load() {
+						c.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{m}})
+						runtime.Gosched()
+					}
+				}()
+			}
+			defer func() { stop.Store(true); wg.Wait() }()
+			for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
+				res, err := c.Apply(ctx, &engine.Batch{Now: 1, Muts: check})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if a, b := string(res[0].Old.Value), string(res[len(res)-1].Old.Value); a != b {
+					t.Fatalf("one batch read %s.%s = %s and %s.%s = %s", tc.ka, tc.fa, a, tc.kb, tc.fb, b)
+				}
+			}
+			if hits, _ := answerStats(c); hits == 0 {
+				t.Fatal("no answer came from memory: the test did not exercise the cache")
+			}
+		})
+	}
+}
+
+// TestKeyAnswersStayWithinTheirBound: the answers of one key, however many ranges are read, hold no more than
+// the shard's share for answers (the review found eight answers of one key holding twice that).
+func TestKeyAnswersStayWithinTheirBound(t *testing.T) {
+	const maxBytes = 256 * 64 << 10 // 64 KiB a shard: 16 KiB for answers
+	c := cache.New(memstore.New(), maxBytes)
+	defer c.Close()
+	for i := 0; i < 40; i++ {
+		apply(t, c, 1, collections.Push("t", []byte("l"), false, false, []byte(strings.Repeat("x", 100))))
+	}
+	for i := int64(0); i < 8; i++ { // eight ranges of 20 elements, about 3.7 KiB each
+		for j := 0; j < 2; j++ {
+			apply(t, c, 1, collections.Range("t", []byte("l"), i, i+19))
+		}
+	}
+	st := c.(engine.Statser).Stats()
+	if bound := int64(maxBytes / 256 / 4); st["cache_answer_bytes"] > bound || st["cache_answer_hits"] == 0 {
+		t.Fatalf("one key's answers hold %d bytes (bound %d), %d hits", st["cache_answer_bytes"], bound, st["cache_answer_hits"])
 	}
 }
