@@ -230,7 +230,7 @@ func (tx *Tx) ScanReverse(table string, r Range, fn func(key []byte, it Item) bo
 func (tx *Tx) Apply(muts []Mutation) ([]Result, error) {
 	res := make([]Result, len(muts))
 	err := tx.rs.applyAll(muts, res, func(m *Mutation) error {
-		if !m.Writes() {
+		if !m.Writes() || KeyRead(m) { // a call that only reads its key (a script's LRANGE) may read any key
 			return nil
 		}
 		ok := m.Op != OpFlush && tx.writable(m.Table, m.Key) &&

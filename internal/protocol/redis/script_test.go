@@ -87,6 +87,23 @@ func TestScripts(t *testing.T) {
 		!strings.Contains(err.Error(), "Write commands are not allowed from read-only scripts") {
 		t.Fatalf("write in EVAL_RO: %v", err)
 	}
+	// Reads of keys a script did not declare, done by functions (LRANGE, ZRANGE, ZSCORE), are reads: EVAL_RO
+	// answers them as Redis does (they were refused as writes of an undeclared key, the review's finding).
+	c.RPush(ctx, "undeclared:l", "a", "b")
+	c.ZAdd(ctx, "undeclared:z", goredis.Z{Score: 1, Member: "m"})
+	for script, want := range map[string]string{
+		"return redis.call('LRANGE', 'undeclared:l', 0, -1)":              "[a b]",
+		"return redis.call('LINDEX', 'undeclared:l', 1)":                  "b",
+		"return redis.call('ZRANGE', 'undeclared:z', 0, -1)":              "[m]",
+		"return redis.call('ZSCORE', 'undeclared:z', 'm')":                "1",
+		"return redis.call('HGET', 'undeclared:h', 'f')":                  "<nil>",
+		"return redis.call('LRANGE', 'undeclared:l', 0, 0)[1] .. ARGV[1]": "ax",
+	} {
+		got, err := c.EvalRO(ctx, script, nil, "x").Result()
+		if err != nil && err != goredis.Nil || toString(got) != want {
+			t.Errorf("EVAL_RO %s = %v, %v; want %s", script, toString(got), err, want)
+		}
+	}
 }
 
 // TestRunawayScriptIsStopped: a script that never ends is stopped at the time limit with an error, keeping what
