@@ -37,6 +37,7 @@ type pusher struct {
 	cond   *sync.Cond
 	buf    []byte
 	closed bool
+	held   int // hold's: while above 0, what is queued waits
 	done   chan struct{}
 }
 
@@ -86,7 +87,7 @@ func (p *pusher) run() {
 	var out []byte
 	for {
 		p.mu.Lock()
-		for len(p.buf) == 0 && !p.closed {
+		for (len(p.buf) == 0 || p.held > 0) && !p.closed {
 			p.cond.Wait()
 		}
 		if p.closed {
@@ -100,6 +101,22 @@ func (p *pusher) run() {
 			return
 		}
 	}
+}
+
+// hold keeps queued output from the client until release: a (P)SUBSCRIBE's confirmation is queued before the
+// broker may deliver on the subscription, and sent only once the subscription is registered, so that a client
+// told it is subscribed is (a PUBLISH right after the confirmation reached only the channel's other subscribers).
+func (p *pusher) hold() {
+	p.mu.Lock()
+	p.held++
+	p.mu.Unlock()
+}
+
+func (p *pusher) release() {
+	p.mu.Lock()
+	p.held--
+	p.cond.Signal()
+	p.mu.Unlock()
 }
 
 // stop ends the writer; queued output not yet written is dropped.
@@ -167,6 +184,8 @@ func cmdSubscribe(s *session, args [][]byte) {
 		s.channels, s.patterns = map[string]bool{}, map[string]bool{}
 	}
 	s.out() // earlier replies stay ahead of the confirmations
+	s.sub.hold()
+	defer s.sub.release()
 	pattern := name[0] == 'p'
 	set := s.channels
 	if pattern {

@@ -138,3 +138,26 @@ func TestSlowSubscriberIsDisconnected(t *testing.T) {
 		runtime.Gosched()
 	}
 }
+
+// TestConfirmedSubscriptionIsRegistered: once a client has the confirmation of its (P)SUBSCRIBE, a PUBLISH
+// reaches it, as in Redis. The confirmation used to be written by the pusher before the broker registered the
+// subscription, so a PUBLISH sent right after it could reach no one (TestPubSubWithGoRedis failed so, now and
+// then; this test failed in two of three runs under -race without the fix).
+func TestConfirmedSubscriptionIsRegistered(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	sub, pub := ts.raw(t), ts.raw(t)
+	for i := 0; i < 3000; i++ {
+		cmd := "SUBSCRIBE"
+		if i%2 == 1 {
+			cmd = "PSUBSCRIBE"
+		}
+		ch := fmt.Sprint("c", i)
+		sub.send(fmt.Sprintf("%s %s\r\n", cmd, ch))
+		sub.reply() // the confirmation
+		pub.send(fmt.Sprintf("PUBLISH %s m\r\n", ch))
+		if got := pub.reply(); got != ":1\r\n" {
+			t.Fatalf("round %d: PUBLISH right after the %s confirmation reached %q subscribers, want 1", i, cmd, got)
+		}
+		sub.reply() // the message
+	}
+}
