@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -213,6 +214,33 @@ func TestPipelineReadsStayLinearizableUnderReadonly(t *testing.T) {
 	for _, a := range rec.Asked() {
 		if a != "get none" {
 			t.Fatalf("a read of the pipeline was served at %q; want every read linearizable", a)
+		}
+	}
+}
+
+// TestDirectReadsKeepNothingOfEarlierBatches: plain reads answer from a results buffer the connection reuses;
+// no reply may carry anything of an earlier batch's results (a value, a kind), whatever the mix of hits, misses
+// and wrong types.
+func TestDirectReadsKeepNothingOfEarlierBatches(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	rc := ts.raw(t)
+	rc.send("SET a va\r\nRPUSH l x\r\n")
+	rc.reply()
+	rc.reply()
+	for _, round := range []struct{ send, want string }{
+		{"GET a\r\nGET a\r\nGET a\r\n", "$2\r\nva\r\n$2\r\nva\r\n$2\r\nva\r\n"},
+		{"GET nosuch\r\nGET l\r\n", "$-1\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"},
+		{"GET a\r\nGET nosuch\r\n", "$2\r\nva\r\n$-1\r\n"},
+		{"GET nosuch\r\n", "$-1\r\n"},
+		{"GET l\r\nGET a\r\nGET nosuch\r\nGET a\r\n", "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n$2\r\nva\r\n$-1\r\n$2\r\nva\r\n"},
+	} {
+		rc.send(round.send)
+		var got string
+		for range strings.Count(round.send, "\r\n") {
+			got += rc.reply()
+		}
+		if got != round.want {
+			t.Fatalf("%q answered %q, want %q", round.send, got, round.want)
 		}
 	}
 }
