@@ -73,11 +73,10 @@ type session struct {
 
 	// The batch being built from the commands of one read: their mutations and replies, in order.
 	batch pipeline.Batch[pending]
-	// direct holds readDirect's results, reused batch after batch (16 pipelined GETs allocated 3 KiB of results,
-	// which made most of the collector's work under GET pipelines); flush clears the directUsed it used once the
-	// replies are written, so that it keeps no value alive.
-	direct     []engine.Result
-	directUsed int
+	// direct and split hold the results of readDirect and runSplit, reused batch after batch (16 pipelined GETs
+	// allocated 3 KiB of results, most of the collector's work under GET pipelines); flush clears them once the
+	// replies are written, so that they keep no value alive.
+	direct, split resultBuf
 
 	inMulti bool
 	dirty   bool       // a command failed to queue: EXEC answers EXECABORT
@@ -333,6 +332,7 @@ func (s *session) flush() {
 	if s.batch.Len() == 0 {
 		return
 	}
+	defer s.releaseResults()
 	res, err := s.run(nil)
 	if errors.Is(err, engine.ErrBatchTooBig) && s.batch.Len() > 1 {
 		// The batch is this server's cut of a pipeline of independent commands: apply them one by one, so that
@@ -344,8 +344,33 @@ func (s *session) flush() {
 		return
 	}
 	s.writeReplies(res, err)
-	clear(s.direct[:s.directUsed])
-	s.directUsed = 0
+}
+
+// releaseResults clears the result buffers a batch used, once its replies are written.
+func (s *session) releaseResults() {
+	s.direct.release()
+	s.split.release()
+}
+
+// resultBuf is a slice of results a connection reuses from batch to batch.
+type resultBuf struct {
+	buf  []engine.Result
+	used int // the most handed out since release
+}
+
+// get returns n results to fill in, of which none may be kept past release.
+func (b *resultBuf) get(n int) []engine.Result {
+	if cap(b.buf) < n {
+		b.buf = make([]engine.Result, n)
+	}
+	b.used = max(b.used, n)
+	return b.buf[:n]
+}
+
+// release clears what get handed out, so that the buffer keeps no value alive.
+func (b *resultBuf) release() {
+	clear(b.buf[:b.used])
+	b.used = 0
 }
 
 // run applies the pending mutations, after the guards, as one batch. A batch of plain reads skips the
@@ -412,11 +437,7 @@ func (s *session) readsInOneTrip(muts []engine.Mutation) bool {
 
 // readDirect answers plain reads with Get, giving the results Resolve would give for OpGet.
 func (s *session) readDirect(muts []engine.Mutation) []engine.Result {
-	if cap(s.direct) < len(muts) {
-		s.direct = make([]engine.Result, len(muts))
-	}
-	res := s.direct[:len(muts)] // a split batch's two calls each copy theirs out before the next (runSplit)
-	s.directUsed = max(s.directUsed, len(muts))
+	res := s.direct.get(len(muts)) // a split batch's two calls each copy theirs out before the next (runSplit)
 	now := s.h.store.Now()
 	for i := range muts {
 		m := &muts[i]

@@ -41,7 +41,7 @@ func (s *session) runSplit(muts []engine.Mutation) (res []engine.Result, err err
 	if first+last == 0 || first == len(muts) || !s.h.store.ReadsLinearizable(s.readCtx()) {
 		return nil, nil, false
 	}
-	res = make([]engine.Result, 0, len(muts))
+	res = s.split.get(len(muts))[:0] // flush releases it
 	if first > 0 {
 		res = append(res, s.readDirect(muts[:first])...)
 	}
