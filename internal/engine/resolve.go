@@ -90,6 +90,12 @@ func watcherOf(r Reader) ExpiryWatcher {
 // argument) becomes ErrInternal for this batch alone, with no writes: Resolve runs on an engine's single writer
 // (pebblestore), where an unrecovered panic would end the process and every other client's batch with it.
 func Resolve(r Reader, b *Batch, next func() uint64) (writes []Write, results []Result, err error) {
+	return ResolveInto(r, b, next, nil)
+}
+
+// ResolveInto is Resolve appending the writes to buf[:0] (a caller that resolves batch after batch, as an engine's
+// writer, reuses one buffer instead of allocating one a batch).
+func ResolveInto(r Reader, b *Batch, next func() uint64, buf []Write) (writes []Write, results []Result, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			slog.Error("panic resolving a batch; the batch is refused, nothing of it applied", "panic", p,
@@ -101,7 +107,10 @@ func Resolve(r Reader, b *Batch, next func() uint64) (writes []Write, results []
 	if b.Clock != nil {
 		now = max(now, b.Clock())
 	}
-	rs := resolver{r: r, now: now, next: next, watch: watcherOf(r), writes: make([]Write, 0, len(b.Muts)+len(b.Muts)/2+2)}
+	if want := len(b.Muts) + len(b.Muts)/2 + 2; cap(buf) < want {
+		buf = make([]Write, 0, want)
+	}
+	rs := resolver{r: r, now: now, next: next, watch: watcherOf(r), writes: buf[:0]}
 	results = make([]Result, len(b.Muts))
 	if err := rs.applyAll(b.Muts, results, nil); err != nil {
 		return nil, results, err

@@ -101,6 +101,8 @@ type writer struct {
 	// lie in different sstables (spans.go): one iterator alternating between them would reopen an sstable in
 	// every level at every read, where each of two stays on the sstables it last read.
 	iters [2]*pebble.Iterator
+	// wbuf is the writes buffer engine.ResolveInto fills, reused batch after batch (cleared after each).
+	wbuf []engine.Write
 	// cache holds items the writer read lately (itemcache.go); nil when off, and in snapshot readers.
 	cache *itemCache
 	// liveUntil is the earliest expiry of the items the group's resolution found alive (0: none); judgeClock is
@@ -291,7 +293,7 @@ func (w *writer) resolveGroup() (taken int) {
 		if w.judgeClock == nil {
 			w.judgeClock = r.batch.Clock
 		}
-		writes, results, err := engine.Resolve(w, r.batch, w.next)
+		writes, results, err := engine.ResolveInto(w, r.batch, w.next, w.wbuf)
 		r.results = results
 		if errors.Is(err, engine.ErrInternal) {
 			w.closeIters() // the panic may have left one mid-step: the group's next read opens another
@@ -300,15 +302,23 @@ func (w *writer) resolveGroup() (taken int) {
 			if !errors.Is(err, engine.ErrAborted) {
 				err = fmt.Errorf("pebblestore: apply: %w", err)
 			}
-			r.err = err // aborted or invalid: the batch contributes no writes
+			r.err = err                 // aborted or invalid: the batch contributes no writes
+			clear(w.wbuf[:cap(w.wbuf)]) // it may have written into the buffer: keep none of its values alive
 			continue
 		}
 		for i := range writes {
 			w.add(&writes[i])
 		}
+		clear(writes) // add copied what it keeps; the buffer must not keep the batch's values alive
+		if cap(writes) <= maxKeptWrites {
+			w.wbuf = writes[:0]
+		}
 	}
 	return taken
 }
+
+// maxKeptWrites bounds the writes buffer the writer keeps from batch to batch (a huge batch's is dropped).
+const maxKeptWrites = 4096
 
 // LiveUntil implements engine.ExpiryWatcher: the group's resolution found alive an item that expires then. An
 // item an earlier batch of the group wrote (the overlay) is not one any reader can have seen.
