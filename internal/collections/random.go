@@ -17,7 +17,7 @@ import (
 
 const fnRand = "coll.rand"
 
-func init() { engine.RegisterReadFunc(fnRand, randMembers) }
+func init() { engine.RegisterUncachedKeyReadFunc(fnRand, randMembers) }
 
 // RandMembers picks members of the set, hash or sorted set (kind) at the key as SRANDMEMBER, HRANDFIELD and
 // ZRANDMEMBER do: min(count, n) distinct members for count ≥ 0, -count picks that may repeat for count < 0, in

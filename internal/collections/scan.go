@@ -12,7 +12,7 @@ import (
 
 const fnScan = "coll.scan"
 
-func init() { engine.RegisterReadFunc(fnScan, scanMembers) }
+func init() { engine.RegisterUncachedKeyReadFunc(fnScan, scanMembers) }
 
 // ScanMembers reads up to count members of the hash, set or sorted set (kind) at the key that sort after the
 // member after (from the first member if !resume), in member order, into Members with their values (a sorted

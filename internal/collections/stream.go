@@ -103,7 +103,7 @@ func init() {
 	engine.RegisterFunc(fnXAdd, xadd)
 	engine.RegisterFunc(fnXDel, xdel)
 	engine.RegisterFunc(fnXTrim, xtrim)
-	engine.RegisterReadFunc(fnXRead, xrange)
+	engine.RegisterUncachedKeyReadFunc(fnXRead, xrange)
 }
 
 // StreamTrim says how XADD and XTRIM trim: by MaxLen (keep the newest MaxLen entries) or by MinID (drop older ones).

@@ -29,20 +29,27 @@ type Func func(tx *Tx, args [][]byte) (Result, error)
 type registry struct {
 	fn       map[string]Func
 	readOnly map[string]bool
-	keyRead  map[string]func(args [][]byte) bool // RegisterKeyReadFunc's, with when (nil: always)
+	keyRead  map[string]keyRead // RegisterKeyReadFunc's and RegisterUncachedKeyReadFunc's
+}
+
+// keyRead is what registration says of a function that reads only its key: for which arguments (when; nil: any),
+// and whether its answer may be kept until the key changes.
+type keyRead struct {
+	when      func(args [][]byte) bool
+	cacheable bool
 }
 
 var (
 	registerMu sync.Mutex // serializes registrations
 	funcs      = func() *atomic.Pointer[registry] {
 		var p atomic.Pointer[registry]
-		p.Store(&registry{fn: map[string]Func{}, readOnly: map[string]bool{}, keyRead: map[string]func([][]byte) bool{}})
+		p.Store(&registry{fn: map[string]Func{}, readOnly: map[string]bool{}, keyRead: map[string]keyRead{}})
 		return &p
 	}() // set before any init function runs
 )
 
 // register adds fn under name to a copy of the registry and publishes the copy.
-func register(name string, fn Func, readOnly, keyRead bool, when func([][]byte) bool) {
+func register(name string, fn Func, readOnly bool, kr *keyRead) {
 	registerMu.Lock()
 	defer registerMu.Unlock()
 	old := funcs.Load()
@@ -54,8 +61,8 @@ func register(name string, fn Func, readOnly, keyRead bool, when func([][]byte) 
 	if readOnly {
 		r.readOnly[name] = true
 	}
-	if keyRead {
-		r.keyRead[name] = when
+	if kr != nil {
+		r.keyRead[name] = *kr
 	}
 	funcs.Store(r)
 }
@@ -63,7 +70,7 @@ func register(name string, fn Func, readOnly, keyRead bool, when func([][]byte) 
 // RegisterReadFunc is RegisterFunc for a function that usually writes nothing (ZRANGE, LRANGE, XRANGE): an engine
 // may resolve a batch of such calls and other reads without its writer (ReadsOnly), and falls back to the writer
 // when the resolution wrote after all.
-func RegisterReadFunc(name string, fn Func) { register(name, fn, true, false, nil) }
+func RegisterReadFunc(name string, fn Func) { register(name, fn, true, nil) }
 
 // RegisterKeyReadFunc is RegisterReadFunc for a function that, called with arguments for which when is true (nil:
 // any), never writes, reads nothing but the item at its mutation's key and that collection's members, and
@@ -71,17 +78,29 @@ func RegisterReadFunc(name string, fn Func) { register(name, fn, true, false, ni
 // (KeyRead), its result stays true until the key is written or expires, so a cache in front of the engine may
 // keep it that long.
 func RegisterKeyReadFunc(name string, fn Func, when func(args [][]byte) bool) {
-	register(name, fn, true, true, when)
+	register(name, fn, true, &keyRead{when: when, cacheable: true})
 }
 
-// KeyRead reports whether m is a call that RegisterKeyReadFunc says reads only its own key (and has no Target,
-// no Call.Keys, not AnyKey).
+// RegisterUncachedKeyReadFunc is RegisterKeyReadFunc for a function whose answer no cache keeps: it may differ
+// from call to call with the key unchanged (SRANDMEMBER's random picks), or is seldom asked twice (a SCAN's
+// pages, a stream's ranges); it still only reads, so a script may call it on any key.
+func RegisterUncachedKeyReadFunc(name string, fn Func) { register(name, fn, true, &keyRead{}) }
+
+// KeyRead reports whether m is a call that RegisterKeyReadFunc says reads only its own key, with an answer a
+// cache may keep until the key changes (and has no Target, no Call.Keys, not AnyKey).
 func KeyRead(m *Mutation) bool {
+	kr, ok := ownKeyRead(m)
+	return ok && kr.cacheable
+}
+
+// ownKeyRead finds what registration says of m, a call that reads only its own key; ok is false for any other
+// mutation.
+func ownKeyRead(m *Mutation) (kr keyRead, ok bool) {
 	if m.Op != OpCall || m.Target.Table != "" || len(m.Call.Keys) != 0 || m.Call.AnyKey {
-		return false
+		return kr, false
 	}
-	when, ok := funcs.Load().keyRead[m.Call.Name]
-	return ok && (when == nil || when(m.Call.Args))
+	kr, ok = funcs.Load().keyRead[m.Call.Name]
+	return kr, ok && (kr.when == nil || kr.when(m.Call.Args))
 }
 
 // ReadsOnly reports whether every mutation of muts is a read: a Get without Touch, a Check, a member read, or a
@@ -106,7 +125,7 @@ func ReadsOnly(muts []Mutation) bool {
 
 // RegisterFunc makes fn callable as OpCall with Call.Name = name. Packages register their functions at init;
 // registering a name twice panics.
-func RegisterFunc(name string, fn Func) { register(name, fn, false, false, nil) }
+func RegisterFunc(name string, fn Func) { register(name, fn, false, nil) }
 
 // Funcs lists the registered function names, sorted.
 func Funcs() []string {
@@ -230,7 +249,7 @@ func (tx *Tx) ScanReverse(table string, r Range, fn func(key []byte, it Item) bo
 func (tx *Tx) Apply(muts []Mutation) ([]Result, error) {
 	res := make([]Result, len(muts))
 	err := tx.rs.applyAll(muts, res, func(m *Mutation) error {
-		if !m.Writes() || KeyRead(m) { // a call that only reads its key (a script's LRANGE) may read any key
+		if _, reads := ownKeyRead(m); !m.Writes() || reads { // a call that only reads (LRANGE) may read any key
 			return nil
 		}
 		ok := m.Op != OpFlush && tx.writable(m.Table, m.Key) &&

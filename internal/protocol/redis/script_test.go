@@ -91,6 +91,8 @@ func TestScripts(t *testing.T) {
 	// answers them as Redis does (they were refused as writes of an undeclared key, the review's finding).
 	c.RPush(ctx, "undeclared:l", "a", "b")
 	c.ZAdd(ctx, "undeclared:z", goredis.Z{Score: 1, Member: "m"})
+	c.SAdd(ctx, "undeclared:s", "a")
+	c.XAdd(ctx, &goredis.XAddArgs{Stream: "undeclared:x", Values: []string{"f", "v"}})
 	for script, want := range map[string]string{
 		"return redis.call('LRANGE', 'undeclared:l', 0, -1)":              "[a b]",
 		"return redis.call('LINDEX', 'undeclared:l', 1)":                  "b",
@@ -98,6 +100,9 @@ func TestScripts(t *testing.T) {
 		"return redis.call('ZSCORE', 'undeclared:z', 'm')":                "1",
 		"return redis.call('HGET', 'undeclared:h', 'f')":                  "<nil>",
 		"return redis.call('LRANGE', 'undeclared:l', 0, 0)[1] .. ARGV[1]": "ax",
+		"return redis.call('SRANDMEMBER', 'undeclared:s')":                "a",
+		"return redis.call('SSCAN', 'undeclared:s', 0)[2]":                "[a]",
+		"return #redis.call('XRANGE', 'undeclared:x', '-', '+')":          "1",
 	} {
 		got, err := c.EvalRO(ctx, script, nil, "x").Result()
 		if err != nil && err != goredis.Nil || toString(got) != want {
