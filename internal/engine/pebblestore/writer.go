@@ -312,6 +312,8 @@ func (w *writer) resolveGroup() (taken int) {
 		clear(writes) // add copied what it keeps; the buffer must not keep the batch's values alive
 		if cap(writes) <= maxKeptWrites {
 			w.wbuf = writes[:0]
+		} else {
+			clear(w.wbuf[:cap(w.wbuf)]) // the writes outgrew it, which still holds their first ones
 		}
 	}
 	return taken

@@ -367,11 +367,19 @@ func (b *resultBuf) get(n int) []engine.Result {
 	return b.buf[:n]
 }
 
-// release clears what get handed out, so that the buffer keeps no value alive.
+// release clears what get handed out, so that the buffer keeps no value alive; one grown past maxKeptResults
+// by a big read (an MGET of 50,000 keys) is dropped rather than kept by an idle connection.
 func (b *resultBuf) release() {
+	if cap(b.buf) > maxKeptResults {
+		b.buf, b.used = nil, 0
+		return
+	}
 	clear(b.buf[:b.used])
 	b.used = 0
 }
+
+// maxKeptResults bounds the results a connection keeps between batches (a batch of maxPending commands fits).
+const maxKeptResults = maxPending
 
 // run applies the pending mutations, after the guards, as one batch. A batch of plain reads skips the
 // engine's write path and reads directly.
