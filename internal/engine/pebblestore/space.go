@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -445,6 +446,12 @@ type spaceFile struct {
 }
 
 func (f *spaceFile) Write(p []byte) (int, error) {
+	if !f.threadSync {
+		// A flush or compaction writes its sstables in blocks between long stretches of CPU (encoding,
+		// compressing): yielding at each block lets the connections and the writer run in between, where with
+		// GOMAXPROCS=1 they waited for the scheduler's 10 ms slice (SET p16's p99: benchmarks.md).
+		runtime.Gosched()
+	}
 	n, err := f.File.Write(p)
 	for try := 0; err != nil && isENOSPC(err) && f.sp.outOfSpace(f.name, try); try++ {
 		var m int
