@@ -112,7 +112,8 @@ func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
 		"when a buffer cannot grow, the client with the largest is closed with an error (0: unlimited)"+envNote("maxmemory-clients"))
 	num(&c.databases, "databases", 16, "number of Redis databases (SELECT 0..N-1); database 0 is table \"default\", N is \"dbN\"")
 	fs.Int64Var(&c.cacheBytes, "cache-size", int64(envInt("cache-size", pebblestore.DefaultCacheBytes)), "pebble block cache in bytes"+envNote("cache-size"))
-	fs.Int64Var(&c.readCache, "read-cache", int64(envInt("read-cache", 256<<20)), "bytes of recently read and written items kept in memory in front of the pebble engine (0: off)"+envNote("read-cache"))
+	fs.Int64Var(&c.readCache, "read-cache", int64(envInt("read-cache", 256<<20)), "bytes of recently read and written items kept in memory in front of the pebble engine, and up to a quarter\n"+
+		"more for answers of collection reads (LRANGE, HGET, ZRANGE, ...) (0: off)"+envNote("read-cache"))
 	fs.Int64Var(&c.writerCache, "writer-cache", int64(envInt("writer-cache", pebblestore.DefaultWriterCacheBytes)), "bytes of items the pebble engine's writer keeps to resolve writes without reading the disk (0: off)"+envNote("writer-cache"))
 	fs.Int64Var(&c.queryCache, "query-cache", int64(envInt("query-cache", 64<<20)), "bytes of query answers (scan pages, counts, DBSIZE) kept until a write to their table (0: off;\n"+
 		"off over a datastore URL, which other front ends may write, unless --exclusive)"+envNote("query-cache"))

@@ -15,7 +15,9 @@
 // to the engine; afterwards the keys the call reports (engine.Result.Wrote) leave the cache, and the rest of it
 // stays.
 //
-// Queries (pages of a scan, counts) are cached by Queries (query.go), which the command layer uses.
+// Answers of reads of one collection (LRANGE, HGET, ZRANGE, ...) are kept beside their key's item and dropped
+// with it (calls.go). Queries (pages of a scan, counts) are cached by Queries (query.go), which the command layer
+// uses.
 package cache
 
 import (
