@@ -23,7 +23,7 @@ import (
 type callAnswer struct {
 	call  string // what was read (callID)
 	res   engine.Result
-	until int64 // the key's expiry when read (0: none): the answer is not served from then on
+	until int64 // the first expiry of the key or an item answered, when read (0: none): not served from then on
 	size  int64
 }
 
@@ -99,7 +99,7 @@ func (c *Cache) applyKeyReads(ctx context.Context, b *engine.Batch) ([]engine.Re
 	gens := make([]uint64, len(b.Muts))
 	for i := range b.Muts {
 		m := &b.Muts[i]
-		sh := &c.shards[c.shardOf(slot(m.Table, m.Key))]
+		sh := &c.shards[c.shardOfBytes(appendSlot(sbuf[:0], m.Table, m.Key))]
 		sh.mu.RLock()
 		gens[i] = sh.gen
 		if sh.pending > 0 {
@@ -159,8 +159,8 @@ func (c *Cache) keepAnswer(ctx context.Context, m *engine.Mutation, now int64, g
 	s := slot(m.Table, m.Key)
 	call := string(callID(nil, m))
 	size := int64(len(call)) + resultSize(&res) + entryOverhead
-	max := c.shardBytes / 4
-	if size+int64(len(s)) > max/4 {
+	budget := c.shardBytes / 4 // the shard's bytes for answers
+	if size+int64(len(s)) > budget/4 {
 		return // too big to be worth a slot
 	}
 	a := callAnswer{call: call, res: copyResult(res), until: earliest(until, &res), size: size}
@@ -174,14 +174,14 @@ func (c *Cache) keepAnswer(ctx context.Context, m *engine.Mutation, now int64, g
 	size = int64(len(s)) + a.size
 	if e, ok := sh.calls.Get([]byte(s)); ok {
 		for _, old := range e.Val { // a key's answers together take at most half the shard's share
-			if old.call != a.call && len(list) < maxAnswersPerKey-1 && size+old.size <= max/2 {
+			if old.call != a.call && len(list) < maxAnswersPerKey-1 && size+old.size <= budget/2 {
 				list = append(list, old)
 				size += old.size
 			}
 		}
 	}
 	list = append(list, a)
-	c.evictions.Add(int64(sh.calls.Put(s, list, size, max)))
+	c.evictions.Add(int64(sh.calls.Put(s, list, size, budget)))
 }
 
 // earliest is the first of expiry and the expiries of the items an answer holds (0: none of them expires).

@@ -29,7 +29,7 @@ type Func func(tx *Tx, args [][]byte) (Result, error)
 type registry struct {
 	fn       map[string]Func
 	readOnly map[string]bool
-	keyRead  map[string]keyRead // RegisterKeyReadFunc's and RegisterUncachedKeyReadFunc's
+	keyRead  map[string]keyRead // RegisterKeyReadFunc's and RegisterUncachedKeyReadFunc's (readOnly too)
 }
 
 // keyRead is what registration says of a function that reads only its key: for which arguments (when; nil: any),
@@ -67,16 +67,13 @@ func register(name string, fn Func, readOnly bool, kr *keyRead) {
 	funcs.Store(r)
 }
 
-// RegisterReadFunc is RegisterFunc for a function that usually writes nothing (ZRANGE, LRANGE, XRANGE): an engine
-// may resolve a batch of such calls and other reads without its writer (ReadsOnly), and falls back to the writer
-// when the resolution wrote after all.
-func RegisterReadFunc(name string, fn Func) { register(name, fn, true, nil) }
-
-// RegisterKeyReadFunc is RegisterReadFunc for a function that, called with arguments for which when is true (nil:
+// RegisterKeyReadFunc is RegisterFunc for a function that, called with arguments for which when is true (nil:
 // any), never writes, reads nothing but the item at its mutation's key and that collection's members, and
 // depends on time only through their expiry (LRANGE, ZRANGE, ZSCORE): called so, with no Target and no Call.Keys
 // (KeyRead), its result stays true until the key is written or expires, so a cache in front of the engine may
-// keep it that long.
+// keep it that long, and a script may call it on a key it did not declare. Any call of it counts as a read
+// (ReadsOnly): an engine may resolve a batch of such calls and other reads without its writer, and falls back to
+// the writer when the resolution wrote after all (ZRANGESTORE shares ZRANGE's function, when false for it).
 func RegisterKeyReadFunc(name string, fn Func, when func(args [][]byte) bool) {
 	register(name, fn, true, &keyRead{when: when, cacheable: true})
 }
@@ -104,7 +101,7 @@ func ownKeyRead(m *Mutation) (kr keyRead, ok bool) {
 }
 
 // ReadsOnly reports whether every mutation of muts is a read: a Get without Touch, a Check, a member read, or a
-// call of a function registered with RegisterReadFunc.
+// call of a function registered with RegisterKeyReadFunc or RegisterUncachedKeyReadFunc.
 func ReadsOnly(muts []Mutation) bool {
 	var r *registry
 	for i := range muts {

@@ -302,21 +302,27 @@ func (w *writer) resolveGroup() (taken int) {
 			if !errors.Is(err, engine.ErrAborted) {
 				err = fmt.Errorf("pebblestore: apply: %w", err)
 			}
-			r.err = err                 // aborted or invalid: the batch contributes no writes
-			clear(w.wbuf[:cap(w.wbuf)]) // it may have written into the buffer: keep none of its values alive
+			r.err = err // aborted or invalid: the batch contributes no writes
+			w.recycle(nil)
 			continue
 		}
 		for i := range writes {
 			w.add(&writes[i])
 		}
-		clear(writes) // add copied what it keeps; the buffer must not keep the batch's values alive
-		if cap(writes) <= maxKeptWrites {
-			w.wbuf = writes[:0]
-		} else {
-			clear(w.wbuf[:cap(w.wbuf)]) // the writes outgrew it, which still holds their first ones
-		}
+		w.recycle(writes)
 	}
 	return taken
+}
+
+// recycle takes back the writes buffer once a batch's writes were added (nil: the batch failed), cleared so that
+// it keeps none of their values alive; a buffer grown past maxKeptWrites is given up.
+func (w *writer) recycle(writes []engine.Write) {
+	if writes == nil || cap(writes) > maxKeptWrites {
+		clear(w.wbuf[:cap(w.wbuf)]) // what the resolution wrote into the kept buffer is not known
+		return
+	}
+	clear(writes) // add copied what it keeps
+	w.wbuf = writes[:0]
 }
 
 // maxKeptWrites bounds the writes buffer the writer keeps from batch to batch (a huge batch's is dropped).

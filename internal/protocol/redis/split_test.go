@@ -218,9 +218,9 @@ func TestPipelineReadsStayLinearizableUnderReadonly(t *testing.T) {
 	}
 }
 
-// TestDirectReadsKeepNothingOfEarlierBatches: plain reads answer from a results buffer the connection reuses;
-// no reply may carry anything of an earlier batch's results (a value, a kind), whatever the mix of hits, misses
-// and wrong types.
+// TestDirectReadsKeepNothingOfEarlierBatches: plain reads, and the reads a mixed pipeline answers around its
+// writes, answer from result buffers the connection reuses; no reply may carry anything of another batch's or
+// another part's results (a value, a kind), whatever the mix of hits, misses and wrong types.
 func TestDirectReadsKeepNothingOfEarlierBatches(t *testing.T) {
 	ts := startServer(t, Options{}, 0)
 	rc := ts.raw(t)
@@ -233,6 +233,9 @@ func TestDirectReadsKeepNothingOfEarlierBatches(t *testing.T) {
 		{"GET a\r\nGET nosuch\r\n", "$2\r\nva\r\n$-1\r\n"},
 		{"GET nosuch\r\n", "$-1\r\n"},
 		{"GET l\r\nGET a\r\nGET nosuch\r\nGET a\r\n", "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n$2\r\nva\r\n$-1\r\n$2\r\nva\r\n"},
+		// A mixed pipeline: its reads before the write and after it are answered from two buffers' results.
+		{"GET a\r\nGET nosuch\r\nSET b vb\r\nGET b\r\n", "$2\r\nva\r\n$-1\r\n+OK\r\n$2\r\nvb\r\n"},
+		{"GET b\r\nSET c vc\r\nGET nosuch\r\nGET a\r\nGET c\r\n", "$2\r\nvb\r\n+OK\r\n$-1\r\n$2\r\nva\r\n$2\r\nvc\r\n"},
 	} {
 		rc.send(round.send)
 		var got string
