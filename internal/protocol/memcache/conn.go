@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
+	"runtime"
 	"time"
 
 	"anykv/internal/engine"
@@ -100,7 +101,9 @@ func (c *conn) serve(ctx context.Context) {
 			if c.h.metered {
 				c.readAt = time.Now()
 			}
-			c.process()
+			if c.process() > 1 && len(c.out) > 0 {
+				runtime.Gosched() // replies of a pipeline leave with the round's others, as RESP's do (ServeConn)
+			}
 		}
 		if err != nil && c.acct.Evicted() {
 			c.line(errOutOfMemory) // evicted to make room for another client's request
@@ -134,8 +137,9 @@ func (c *conn) releaseBuffers() {
 	c.acct.Close()
 }
 
-// process handles every complete request in the buffer, then applies what is still pending.
-func (c *conn) process() {
+// process handles every complete request in the buffer, then applies what is still pending; it returns how
+// many requests it handled.
+func (c *conn) process() (handled int) {
 	if !c.sniffed && c.w > c.r { // memcached tells the protocols apart by a connection's first byte
 		c.sniffed, c.bin = true, c.buf[c.r] == binaryRequestMagic
 	}
@@ -162,6 +166,7 @@ func (c *conn) process() {
 		if st == skipped {
 			continue
 		}
+		handled++
 		if req.cmd == cmdBin {
 			c.handleBinary(&req)
 		} else {
@@ -179,6 +184,7 @@ func (c *conn) process() {
 	// inside the round (a full batch, a read, an engine of one-item batches) runs while the request that caused
 	// it, whose key may lie in the arena, is still to join the next batch.
 	c.p.reset()
+	return handled
 }
 
 // send writes the replies gathered so far; false if the connection failed.
