@@ -2,7 +2,10 @@
 // (internal/cache), and the items the pebblestore writer keeps to resolve writes without reading Pebble.
 package clockmap
 
-import "sync/atomic"
+import (
+	"hash/maphash"
+	"sync/atomic"
+)
 
 // Map is a map bounded by bytes that evicts with the CLOCK algorithm (second chance): every entry has a
 // reference bit set by hits; the hand sweeps the ring of entries, clearing set bits and evicting the first entry
@@ -11,8 +14,14 @@ import "sync/atomic"
 //
 // Map does no locking itself: the owner holds its lock for writing around Put, Remove, Resize and Reset, and at
 // least for reading around Get and Has.
+//
+// The index is keyed by a 64-bit hash of the key (the entry keeps the key, compared at each lookup): its slots
+// hold the hash inline where a string key points to its bytes elsewhere, one cache miss fewer per lookup of a
+// big map (the read cache's lookup was a fifth of GET's CPU at pipeline 16, nearly all of it memory stalls). Two
+// keys of one hash (seeded per map, so not chosen by clients) share a slot: the later Put replaces the other.
 type Map[V any] struct {
-	items map[string]*Entry[V]
+	items map[uint64]*Entry[V]
+	seed  maphash.Seed
 	ring  []*Entry[V]
 	hand  int
 	bytes int64
@@ -22,17 +31,27 @@ type Map[V any] struct {
 type Entry[V any] struct {
 	key  string
 	Val  V
+	hash uint64
 	size int64
 	pos  int // index in ring
 	ref  atomic.Bool
 }
 
 // New returns an empty map.
-func New[V any]() Map[V] { return Map[V]{items: make(map[string]*Entry[V])} }
+func New[V any]() Map[V] { return Map[V]{items: make(map[uint64]*Entry[V]), seed: maphash.MakeSeed()} }
+
+// find returns key's entry, if any; h is key's hash.
+func (m *Map[V]) find(key []byte, h uint64) (*Entry[V], bool) {
+	e, ok := m.items[h]
+	if !ok || e.key != string(key) {
+		return nil, false
+	}
+	return e, true
+}
 
 // Get returns the entry of key and marks it referenced. It takes the key as bytes: the lookup does not allocate.
 func (m *Map[V]) Get(key []byte) (*Entry[V], bool) {
-	e, ok := m.items[string(key)]
+	e, ok := m.find(key, maphash.Bytes(m.seed, key))
 	if ok && !e.ref.Load() {
 		e.ref.Store(true)
 	}
@@ -42,10 +61,13 @@ func (m *Map[V]) Get(key []byte) (*Entry[V], bool) {
 // Put stores val under key (replacing an entry there), first evicting until the map holds at most max bytes
 // with it. It returns the number of entries evicted to make room.
 func (m *Map[V]) Put(key string, val V, size, max int64) (evicted int) {
-	m.Remove(key)
+	h := maphash.String(m.seed, key)
+	if e, ok := m.items[h]; ok {
+		m.drop(e) // key's entry, or another key's of the same hash
+	}
 	evicted = m.evict(size, max)
-	e := &Entry[V]{key: key, Val: val, size: size, pos: len(m.ring)}
-	m.items[key] = e
+	e := &Entry[V]{key: key, Val: val, hash: h, size: size, pos: len(m.ring)}
+	m.items[h] = e
 	m.ring = append(m.ring, e)
 	m.bytes += size
 	return evicted
@@ -71,7 +93,7 @@ func (m *Map[V]) evict(room, max int64) (evicted int) {
 
 // Remove deletes key's entry, reporting whether there was one.
 func (m *Map[V]) Remove(key string) bool {
-	e, ok := m.items[key]
+	e, ok := m.find([]byte(key), maphash.String(m.seed, key)) // the conversion does not allocate
 	if ok {
 		m.drop(e)
 	}
@@ -81,7 +103,7 @@ func (m *Map[V]) Remove(key string) bool {
 // drop takes e out of the map and the ring; the ring's last entry takes its place, so the hand, pointing at
 // e's position, looks at that entry next.
 func (m *Map[V]) drop(e *Entry[V]) {
-	delete(m.items, e.key)
+	delete(m.items, e.hash)
 	last := len(m.ring) - 1
 	m.ring[e.pos] = m.ring[last]
 	m.ring[e.pos].pos = e.pos
@@ -99,7 +121,7 @@ func (m *Map[V]) Reset() int {
 
 // Has reports whether key has an entry, without marking it referenced.
 func (m *Map[V]) Has(key []byte) bool {
-	_, ok := m.items[string(key)]
+	_, ok := m.find(key, maphash.Bytes(m.seed, key))
 	return ok
 }
 

@@ -2,6 +2,7 @@ package clockmap
 
 import (
 	"fmt"
+	"hash/maphash"
 	"testing"
 )
 
@@ -44,7 +45,7 @@ func TestClockRemoveKeepsTheRingConsistent(t *testing.T) {
 		t.Fatalf("ring %d, map %d, bytes %d", len(m.ring), m.Len(), m.bytes)
 	}
 	for i, e := range m.ring {
-		if e.pos != i || m.items[e.key] != e {
+		if e.pos != i || m.items[e.hash] != e {
 			t.Fatalf("ring[%d] = %q at pos %d", i, e.key, e.pos)
 		}
 	}
@@ -65,5 +66,37 @@ func TestResizeEvictsToTheBound(t *testing.T) {
 	}
 	if m.Len() != len(m.ring) {
 		t.Fatalf("ring %d, map %d", len(m.ring), m.Len())
+	}
+}
+
+// TestHashCollision: a key whose hash slot holds another key's entry (two keys of one hash, forced here since
+// seeded hashes do not collide in a test's lifetime) is not found, its Remove leaves the other entry alone, and
+// its Put replaces that entry with the ring and the byte count kept right.
+func TestHashCollision(t *testing.T) {
+	m := New[int]()
+	m.Put("a", 1, 10, 1000)
+	m.Put("c", 3, 10, 1000)
+	e, _ := m.Get([]byte("a"))
+	hb := maphash.String(m.seed, "b")
+	delete(m.items, e.hash)
+	e.hash = hb
+	m.items[hb] = e // "a"'s entry now sits where "b" hashes
+	if _, ok := m.Get([]byte("b")); ok || m.Has([]byte("b")) {
+		t.Fatal(`"b" found through "a"'s entry`)
+	}
+	if m.Remove("b") || m.Len() != 2 {
+		t.Fatalf(`Remove("b") dropped "a"'s entry: %d entries left`, m.Len())
+	}
+	m.Put("b", 2, 10, 1000)
+	if got, ok := m.Get([]byte("b")); !ok || got.Val != 2 {
+		t.Fatalf(`"b" after its Put: %v %v`, got, ok)
+	}
+	if m.Len() != 2 || len(m.ring) != 2 || m.Bytes() != 20 {
+		t.Fatalf("map %d, ring %d, bytes %d after the replacing Put", m.Len(), len(m.ring), m.Bytes())
+	}
+	for i, e := range m.ring {
+		if e.pos != i || m.items[e.hash] != e || e.key == "a" {
+			t.Fatalf("ring[%d] = %q at pos %d", i, e.key, e.pos)
+		}
 	}
 }
