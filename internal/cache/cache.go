@@ -182,7 +182,7 @@ func (c *Cache) get(ctx context.Context, table string, key []byte, now int64) (i
 // entryCopy returns copies of slot and it for an entry, in one allocation: the slot first, the value right after
 // it, so that a hit, which compares the slot and then copies the value into its reply, finds both in the lines
 // of memory the comparison brought into the CPU cache. The value's capacity ends at its length.
-func entryCopy(slot []byte, it engine.Item) (string, engine.Item) {
+func entryCopy[S string | []byte](slot S, it engine.Item) (string, engine.Item) {
 	buf := make([]byte, len(slot)+len(it.Value))
 	copy(buf, slot)
 	copy(buf[len(slot):], it.Value)
@@ -384,7 +384,7 @@ func (c *Cache) end(ts []touch, gens []uint64, res []engine.Result, err error) {
 			}
 			// Copies of the value, which may alias the caller's batch, and of the slot, which touched carved out
 			// of a buffer of the whole batch's slots that an entry must not keep alive beyond its own size.
-			slot, it := entryCopy([]byte(t.slot), it)
+			slot, it := entryCopy(t.slot, it)
 			c.evictions.Add(int64(sh.m.Put(slot, it, size, c.shardBytes)))
 			c.writeThroughs.Add(1)
 		}

@@ -315,11 +315,14 @@ func (s slowApply) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result,
 }
 
 // TestViewSharesGetCopies: View answers a hit with the stored value itself (no copy), clipped so that a caller's
-// append cannot write into the entry; Get answers a copy the caller may change without changing later reads.
+// append cannot write into the entry; Get answers a copy the caller may change without changing later reads; a
+// written-through entry keeps copies of the writer's key and value.
 func TestViewSharesGetCopies(t *testing.T) {
 	c := cache.New(memstore.New(), 1<<20)
 	defer c.Close()
-	c.Apply(ctx, &engine.Batch{Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t", Key: []byte("k"), Value: []byte("abc")}}})
+	val, key := []byte("abc"), []byte("k")
+	c.Apply(ctx, &engine.Batch{Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t", Key: key, Value: val}}})
+	val[0], key[0] = 'q', 'q' // the caller reuses its buffers: the written-through entry keeps copies
 	v := c.(engine.Viewer)
 	a, err := v.View(ctx, "t", []byte("k"), 0)
 	if err != nil || string(a.Value) != "abc" {
