@@ -257,8 +257,14 @@ func cmdClient(s *session, args [][]byte) {
 	case sub == "pause" && (len(args) == 3 || len(args) == 4):
 		s.clientPause(args)
 	case sub == "unpause" && len(args) == 2:
-		s.h.pause.unpause()
+		// The reply leaves (after the replies before it) before the paused clients resume, as in Redis, where they
+		// run after the pass of the event loop that unpaused them: a monitor that unpauses sees its +OK before
+		// their commands' lines. A script's call has no connection: its replies are read back, not sent.
 		s.w.SimpleString("OK")
+		if s.conn != nil {
+			s.out()
+		}
+		s.h.pause.unpause()
 	case (sub == "no-evict" || sub == "no-touch") && len(args) == 3:
 		s.w.SimpleString("OK")
 	default:
