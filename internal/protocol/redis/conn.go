@@ -257,11 +257,12 @@ func cmdClient(s *session, args [][]byte) {
 	case sub == "pause" && (len(args) == 3 || len(args) == 4):
 		s.clientPause(args)
 	case sub == "unpause" && len(args) == 2:
-		// The reply leaves (after the replies before it) before the paused clients resume, as in Redis, where they
-		// run after the pass of the event loop that unpaused them: a monitor that unpauses sees its +OK before
-		// their commands' lines. A script's call has no connection: its replies are read back, not sent.
+		// A monitor's (or subscriber's) reply is queued to its pusher before the paused clients resume, as in Redis,
+		// where they run after the pass of the event loop that unpaused them: a monitor that unpauses sees its +OK
+		// before their commands' lines. The queue never blocks; another client's reply is not written out first,
+		// since a client slow to read would then hold the pause (TestUnpauseDoesNotWaitForItsReader).
 		s.w.SimpleString("OK")
-		if s.conn != nil {
+		if s.sub != nil {
 			s.out()
 		}
 		s.h.pause.unpause()

@@ -200,7 +200,7 @@ func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 		}
 		s.readAt = time.Now()
 		closing, ran := s.runParsed()
-		if ran > 1 && s.w.Len() > 0 {
+		if ran > 1 && s.w.Len() > 0 && s.sub == nil { // (a pusher writes a subscriber's or monitor's output)
 			// A pipeline's replies wait for the other connections that are ready to run, so that the replies of
 			// a round leave back to back, as Redis writes them after its event loop's pass: a write that wakes
 			// a sleeping client costs this VM an IPI, and one wake-up then serves many replies (GET at pipeline

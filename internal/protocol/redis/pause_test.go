@@ -1,8 +1,11 @@
 package redis
 
 import (
+	"context"
+	"net"
 	"strings"
 	"testing"
+	"time"
 )
 
 // pauseWaits makes ts report each command that starts to wait for a pause.
@@ -106,6 +109,30 @@ func TestUnpauseRepliesBeforeTheResumedCommands(t *testing.T) {
 				t.Fatalf("round %d: monitor line %q, want a PING", round, r)
 			}
 		}
+	}
+}
+
+// TestUnpauseDoesNotWaitForItsReader: CLIENT UNPAUSE from a client that has not read its replies yet (a slow
+// reader, a full socket: net.Pipe has no kernel buffer) must still lift the pause at once, as in Redis. (Found
+// by a review: the first version of the reply-first fix wrote every unpausing client's reply out first.)
+func TestUnpauseDoesNotWaitForItsReader(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	waits := pauseWaits(ts)
+	p, w := ts.raw(t), ts.raw(t)
+	p.expect("+OK\r\n", "CLIENT", "PAUSE", "100000", "WRITE")
+	w.send(respCommand("SET", "k", "v"))
+	<-waits
+	srv, cli := net.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	defer cli.Close()
+	go ts.h.ServeConn(ctx, srv)
+	if _, err := cli.Write([]byte(respCommand("CLIENT", "UNPAUSE"))); err != nil { // its +OK is not read yet
+		t.Fatal(err)
+	}
+	w.c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if line, err := w.r.ReadString('\n'); err != nil || line != "+OK\r\n" {
+		t.Fatalf("the paused SET after CLIENT UNPAUSE: %q %v (the pause waits for the unpausing client to read)", line, err)
 	}
 }
 
