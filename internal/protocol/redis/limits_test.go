@@ -60,6 +60,11 @@ func TestLCSTableIsBounded(t *testing.T) {
 	}
 }
 
+// closedWhileSending reports whether err is the server closing a connection while the client still wrote.
+func closedWhileSending(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF)
+}
+
 // TestHeldStateCountsAgainstTheBudget: queued MULTI commands, WATCHed keys and subscriptions count against
 // maxmemory-clients, as Redis counts them in a client's memory: past the budget the command is refused (a MULTI
 // then aborts at EXEC), and what a connection held is given back when it ends its transaction or unsubscribes.
@@ -106,7 +111,10 @@ func TestHeldStateCountsAgainstTheBudget(t *testing.T) {
 	for i := range keys {
 		keys[i] = fmt.Sprintf("%01000d", i)
 	}
-	if err := c.Do(ctx, append([]any{"watch"}, anys(keys)...)...).Err(); err == nil || !strings.Contains(err.Error(), "maxmemory-clients") {
+	// Refused, or closed while it sent: the request's own buffer, reserved as its bytes arrive, may pass the budget
+	// first, and the client holding the most goes (CI saw that once under load); go-redis then dials again.
+	if err := c.Do(ctx, append([]any{"watch"}, anys(keys)...)...).Err(); err == nil ||
+		!strings.Contains(err.Error(), "maxmemory-clients") && !closedWhileSending(err) {
 		t.Fatalf("WATCH of 1.2 MB of keys: %v", err)
 	}
 	if err := c.Do(ctx, append([]any{"watch"}, anys(keys[:100])...)...).Err(); err != nil {
@@ -122,7 +130,7 @@ func TestHeldStateCountsAgainstTheBudget(t *testing.T) {
 	for from := 0; from < len(keys) && !sawRefusal; from += 100 {
 		if err := ps.Subscribe(ctx, keys[from:from+100]...); err != nil {
 			// Closed while it sent: the client holding the most went (see below), before this write.
-			if sawRefusal = errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF); !sawRefusal {
+			if sawRefusal = closedWhileSending(err); !sawRefusal {
 				t.Fatal(err)
 			}
 			break
