@@ -27,16 +27,58 @@ var Schemes = []string{"postgres", "postgresql", "mysql", "mariadb", "redis", "r
 // IsURL reports whether an --engine value names a remote datastore rather than an embedded engine.
 func IsURL(s string) bool { return strings.Contains(s, "://") }
 
-// Redact returns the URL with its password replaced by "xxxxx", for logs, errors and CONFIG GET.
+// Redact returns the URL with its password replaced by "xxxxx", for logs, errors and CONFIG GET: the userinfo's,
+// and the value of a query parameter naming a password (PostgreSQL's password= and sslpassword=). A URL that does
+// not parse (a password holding an unescaped / ? # or space) still has whatever stands between the user's ':'
+// and the last '@' replaced.
 func Redact(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
+	if err != nil {
+		return redactUnparsed(raw)
+	}
+	changed := false
+	if _, ok := u.User.Password(); ok {
+		u.User, changed = url.UserPassword(u.User.Username(), "xxxxx"), true
+	}
+	if u.RawQuery != "" {
+		parts := strings.Split(u.RawQuery, "&")
+		for i, p := range parts {
+			k, _, ok := strings.Cut(p, "=")
+			if name, err := url.QueryUnescape(k); ok && (err != nil || strings.Contains(strings.ToLower(name), "password")) {
+				parts[i], changed = k+"=xxxxx", true
+			}
+		}
+		u.RawQuery = strings.Join(parts, "&")
+	}
+	if !changed {
 		return raw
 	}
-	if _, ok := u.User.Password(); !ok {
+	return u.String()
+}
+
+// redactUnparsed is Redact for a URL url.Parse refused: the authority cannot be told apart reliably, so
+// everything from the first ':' after "scheme://" up to the last '@' is taken for the password.
+func redactUnparsed(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	at := strings.LastIndex(rest, "@")
+	if !ok || at < 0 {
 		return raw
 	}
-	return u.Redacted()
+	user, _, ok := strings.Cut(rest[:at], ":")
+	if !ok {
+		return raw
+	}
+	return scheme + "://" + user + ":xxxxx" + rest[at:]
+}
+
+// parseError is what Open says of a URL url.Parse refused: the parser's complaint quotes the URL, or a piece
+// of the password it took for a port, so it is left out when the URL may hold a password.
+func parseError(raw string, err error) string {
+	if redactUnparsed(raw) != raw {
+		return "cannot parse it (a password's reserved characters, such as / ? # @ % and spaces, must be " +
+			"percent-encoded)"
+	}
+	return oneLine(err)
 }
 
 // Open connects to the datastore at raw and returns its engine. Errors read
@@ -44,7 +86,7 @@ func Redact(raw string) string {
 func Open(ctx context.Context, raw string) (engine.Engine, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%s: bad URL: %v", Redact(raw), oneLine(err))
+		return nil, fmt.Errorf("%s: bad URL: %s", Redact(raw), parseError(raw, err))
 	}
 	name := Redact(raw)
 	var e engine.Engine
