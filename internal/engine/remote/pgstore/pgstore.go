@@ -91,6 +91,10 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", remote.ErrBadURL, err)
 	}
+	// A commit checks versions after anykv_lock waited for its locks, which needs a snapshot per statement: READ
+	// COMMITTED, whatever default the server, database or role sets. At REPEATABLE READ the implicit transaction's
+	// snapshot dates from before the wait, and a key another commit inserted meanwhile looked still absent.
+	cfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err

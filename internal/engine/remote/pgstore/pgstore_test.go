@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	neturl "net/url"
 	"sync/atomic"
 	"testing"
@@ -139,4 +140,82 @@ func openStalling(t *testing.T) (*pgstore.Store, *remotetest.Stall) {
 	p := remotetest.StartStall(t, u.Host)
 	u.Host = p.Addr
 	return remotetest.Open(t, pgstore.Open, u.String()), p
+}
+
+// TestCommitChecksUnderRepeatableReadDefault: a database whose default_transaction_isolation is repeatable read
+// (a DBA's choice) must not weaken the commit's check. There, the commit's implicit transaction took its
+// snapshot at its first statement, before anykv_lock waited for the key locks, so a key another commit inserted
+// while this one waited looked still absent: a WATCH-style guard on it passed and the batch's other write was
+// applied although the guarded key had changed. The test holds k1's key lock in a transaction that inserts k1
+// (as another front end's commit would), starts a commit guarded on k1 being absent, then commits the insert.
+func TestCommitChecksUnderRepeatableReadDefault(t *testing.T) {
+	server := remotetest.Start(t, "postgres")
+	url := freshDB(t, server)
+	ctx := context.Background()
+	side, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer side.Close(ctx)
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := u.Path[1:]
+	if _, err := side.Exec(ctx, "ALTER DATABASE "+name+" SET default_transaction_isolation = 'repeatable read'"); err != nil {
+		t.Fatal(err)
+	}
+	s := remotetest.Open(t, pgstore.Open, url)
+	defer s.Close()
+	// The key lock pgstore takes for T/k1 (FNV-1a of table, NUL, key).
+	h := fnv.New64a()
+	h.Write([]byte("T\x00k1"))
+	lock := int64(h.Sum64())
+	tx, err := side.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lock); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO anykv_items (tbl, key, value, flags, expires, version)
+		VALUES ('T'::bytea, 'k1'::bytea, 'x'::bytea, 0, 0, nextval('anykv_version'))`); err != nil {
+		t.Fatal(err)
+	}
+	type outcome struct {
+		res []engine.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := s.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{
+			{Op: engine.OpCheck, Table: "T", Key: []byte("k1"), Cond: engine.CondAbsent, Guard: true},
+			{Op: engine.OpSet, Table: "T", Key: []byte("k2"), Value: []byte("v")},
+		}})
+		done <- outcome{res, err}
+	}()
+	// Wait until the commit waits for k1's lock.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var waiting int
+		if err := side.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the commit never waited for k1's lock")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	o := <-done
+	if o.err == nil && o.res[0].Err == nil {
+		t.Fatal("the guard on k1 being absent passed, though k1 was inserted before the commit took its lock")
+	}
+	if _, err := s.Get(ctx, "T", []byte("k2"), 1); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("k2 was written by a batch whose guard on k1 failed: Get = %v", err)
+	}
 }
