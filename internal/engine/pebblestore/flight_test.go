@@ -3,6 +3,7 @@ package pebblestore
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -58,6 +59,21 @@ func TestPipelinedCommitsStayHiddenUntilDurable(t *testing.T) {
 	}
 	if n := len(*s.inflight.Load()); n != 0 {
 		t.Fatalf("%d groups still in flight", n)
+	}
+}
+
+// On one core the writer waits for each group's fsync (bound 1); on more it pipelines; a set bound wins.
+func TestInFlightBoundFollowsGOMAXPROCS(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	if n := inFlightBound(0); n != 1 {
+		t.Fatalf("GOMAXPROCS=1: bound %d, want 1", n)
+	}
+	if n := inFlightBound(3); n != 3 {
+		t.Fatalf("GOMAXPROCS=1, option 3: bound %d, want 3", n)
+	}
+	runtime.GOMAXPROCS(2)
+	if n := inFlightBound(0); n != maxInFlight {
+		t.Fatalf("GOMAXPROCS=2: bound %d, want %d", n, maxInFlight)
 	}
 }
 

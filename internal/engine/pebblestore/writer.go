@@ -143,10 +143,7 @@ func newWriter(s *Store, version uint64) *writer {
 func (w *writer) run() {
 	defer close(w.s.writerDone)
 	if w.guard {
-		n := w.s.opts.maxInFlight
-		if n <= 0 {
-			n = maxInFlight
-		}
+		n := inFlightBound(w.s.opts.maxInFlight)
 		w.flight = make(chan landing, n)
 		w.slots = make(chan struct{}, n)
 		synced := make(chan struct{})
