@@ -39,7 +39,11 @@ func clusterMain(args []string, stdout, stderr io.Writer) int {
 			st.Engine, len(st.Members), *dir, serve, *dir)
 		return 0
 	case "down":
-		if err := cluster.Down(*dir); err != nil {
+		skipped, err := cluster.Down(*dir)
+		for _, s := range skipped { // a member that died and whose pid another process now has
+			fmt.Fprintln(stderr, "anykv cluster down:", s)
+		}
+		if err != nil {
 			fmt.Fprintln(stderr, "anykv cluster down:", err)
 			return 1
 		}
@@ -52,8 +56,8 @@ func clusterMain(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		fmt.Fprintf(stdout, "%s cluster, --engine %s\n", st.Engine, st.URL)
-		for _, m := range st.Members {
-			fmt.Fprintf(stdout, "  %s pid %d at %s (%s)\n", m.Name, m.Pid, m.Addr, cluster.Running(m.Pid))
+		for i, m := range st.Members {
+			fmt.Fprintf(stdout, "  %s pid %d at %s (%s)\n", m.Name, m.Pid, m.Addr, st.Running(i))
 		}
 		return 0
 	}

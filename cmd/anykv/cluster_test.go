@@ -48,8 +48,8 @@ func TestEtcdClusterLosesNoAcknowledgedWrite(t *testing.T) {
 	if out, err := exec.Command(servertest.Binary(t), "cluster", "down", "--dir", dir).CombinedOutput(); err != nil {
 		t.Fatalf("cluster down: %v: %s", err, out)
 	}
-	for _, m := range st.Members {
-		if cluster.Running(m.Pid) == "running" {
+	for i, m := range st.Members {
+		if st.Running(i) == "running" {
 			t.Errorf("%s (pid %d) still running after cluster down", m.Name, m.Pid)
 		}
 	}

@@ -224,7 +224,7 @@ func upCassandra(n int, dir string, noHints bool) (*State, error) {
 	}
 	for i := range st.Members {
 		m := &st.Members[i]
-		if m.Pid, err = spawn(st.Bin, m.Args, m.Log); err != nil {
+		if m.Pid, m.Start, err = spawn(st.Bin, m.Args, m.Log); err != nil {
 			return st, err
 		}
 		if i == 0 { // the seed first, alone: once it answers CQL the others have someone to gossip with

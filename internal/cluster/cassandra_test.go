@@ -99,17 +99,13 @@ func TestCassandraRestartWaitsForRejoin(t *testing.T) {
 			t.Errorf("%s still gossips m3's generation from before the kill (%d) after Restart returned", st.Members[j].Name, g.generation)
 		}
 	}
-	var pids []int
-	for _, m := range st.Members {
-		pids = append(pids, m.Pid)
-	}
-	if err := Down(dir); err != nil {
+	if _, err := Down(dir); err != nil {
 		t.Fatal(err)
 	}
-	for _, pid := range pids {
-		if Running(pid) == "running" {
-			stopPid(pid)
-			t.Errorf("pid %d still runs after Down", pid)
+	for i, m := range st.Members {
+		if st.Running(i) == "running" {
+			st.stopMember(m)
+			t.Errorf("%s (pid %d) still runs after Down", m.Name, m.Pid)
 		}
 	}
 }

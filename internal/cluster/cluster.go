@@ -5,12 +5,15 @@
 package cluster
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -19,6 +22,11 @@ import (
 type Member struct {
 	Name string `json:"name"`
 	Pid  int    `json:"pid"`
+	// Start is the pid's start time when the member was started (field 22 of /proc/<pid>/stat, clock ticks
+	// since boot): Down, Kill and Running act on the pid only while it still names that process, not another
+	// one that was given the pid after the member died. 0 in a state file written before it was recorded: the
+	// pid's command line is compared with the member's instead.
+	Start uint64 `json:"start,omitempty"`
 	// Addr is the member's client address (host:port).
 	Addr string `json:"addr"`
 	// Args restart the member as it was started (Restart).
@@ -96,33 +104,44 @@ func Load(dir string) (*State, error) {
 	return &st, nil
 }
 
-// Down stops every member of the cluster in dir and removes the directory.
-func Down(dir string) error {
+// Down stops every member of the cluster in dir and removes the directory. A member whose pid now names another
+// process (the member died and the system gave its pid to a new process) is not signalled: skipped says which,
+// one line each, for the caller to report.
+func Down(dir string) (skipped []string, err error) {
 	st, err := Load(dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	st.stop()
-	return os.RemoveAll(dir)
+	skipped = st.stop()
+	return skipped, os.RemoveAll(dir)
 }
 
-// stop ends every member: SIGTERM, then SIGKILL after 5 s.
-func (st *State) stop() {
+// stop ends every member still running as started: SIGTERM, then SIGKILL after 5 s. It returns a line for each
+// member whose pid runs another process, which it leaves alone.
+func (st *State) stop() (skipped []string) {
 	for _, m := range st.Members {
-		stopPid(m.Pid)
+		if note := st.stopMember(m); note != "" {
+			skipped = append(skipped, note)
+		}
 	}
+	return skipped
 }
 
-// Kill ends member i at once (SIGKILL), as a crash would.
+// Kill ends member i at once (SIGKILL), as a crash would. It refuses if the member's pid runs another process.
 func (st *State) Kill(i int) error {
-	p, err := os.FindProcess(st.Members[i].Pid)
-	if err != nil {
-		return err
+	m := st.Members[i]
+	p, note := st.process(m)
+	if p == nil {
+		if note == "" {
+			return fmt.Errorf("%s (pid %d) is not running", m.Name, m.Pid)
+		}
+		return errors.New(note)
 	}
+	defer p.Release()
 	if err := p.Signal(syscall.SIGKILL); err != nil {
 		return err
 	}
-	waitGone(st.Members[i].Pid, 5*time.Second)
+	st.waitGone(m, 5*time.Second)
 	return nil
 }
 
@@ -130,11 +149,11 @@ func (st *State) Kill(i int) error {
 // Down stops it, whoever calls Down), and waits until it answers.
 func (st *State) Restart(i int) error {
 	m := &st.Members[i]
-	pid, err := spawn(st.Bin, m.Args, m.Log)
+	pid, start, err := spawn(st.Bin, m.Args, m.Log)
 	if err != nil {
 		return err
 	}
-	m.Pid = pid
+	m.Pid, m.Start = pid, start
 	if st.dir != "" {
 		if err := st.Save(st.dir); err != nil {
 			return err
@@ -152,60 +171,141 @@ func (st *State) Save(dir string) error {
 	return os.WriteFile(filepath.Join(dir, stateFile), b, 0o644)
 }
 
-// spawn starts bin detached (its own session: it outlives the command that started it) with output to log.
-func spawn(bin string, args []string, log string) (int, error) {
+// spawn starts bin detached (its own session: it outlives the command that started it) with output to log, and
+// returns its pid and start time (Member.Start).
+func spawn(bin string, args []string, log string) (pid int, start uint64, err error) {
 	f, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer f.Close()
 	attr := &os.ProcAttr{Files: []*os.File{nil, f, f}, Sys: &syscall.SysProcAttr{Setsid: true}}
 	p, err := os.StartProcess(bin, append([]string{bin}, args...), attr)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	pid := p.Pid
+	pid = p.Pid
+	// Read before anything can reap it: until then the pid is this child's, even if it already exited.
+	start, _, err = procStat(pid)
+	if err != nil {
+		p.Kill()
+		p.Wait()
+		return 0, 0, fmt.Errorf("%s: reading its start time: %w", bin, err)
+	}
 	go p.Wait() // reap it if it dies while this process lives
-	return pid, nil
+	return pid, start, nil
 }
 
-func stopPid(pid int) {
-	p, err := os.FindProcess(pid)
-	if err != nil || p.Signal(syscall.Signal(0)) != nil {
-		return
+// process returns member m's process, opened (a pidfd, so signals reach that process even if the pid is later
+// reused) and then checked to be the member; or nil with an explanation if the pid runs another process, or nil
+// and "" if nothing runs under the pid.
+func (st *State) process(m Member) (*os.Process, string) {
+	p, err := os.FindProcess(m.Pid)
+	if err != nil {
+		return nil, ""
 	}
+	if !alive(m.Pid) {
+		p.Release()
+		return nil, ""
+	}
+	if note := st.stranger(m); note != "" {
+		p.Release()
+		return nil, note
+	}
+	return p, ""
+}
+
+// stranger says why the process under m's pid is not the member started ("" if it is, or if nothing runs there).
+func (st *State) stranger(m Member) string {
+	start, _, err := procStat(m.Pid)
+	if err != nil {
+		return ""
+	}
+	if m.Start != 0 {
+		if start == m.Start {
+			return ""
+		}
+		return fmt.Sprintf("%s: pid %d now runs another process (%s, started at tick %d, not %d): the member "+
+			"is gone and its pid was reused; not signalled", m.Name, m.Pid, cmdline(m.Pid), start, m.Start)
+	}
+	// A state file from before start times were recorded: the command line is what is left to compare.
+	want := strings.Join(append([]string{st.Bin}, m.Args...), " ")
+	if got := cmdline(m.Pid); got != want {
+		return fmt.Sprintf("%s: pid %d now runs another process (%s): the member is gone and its pid was "+
+			"reused; not signalled", m.Name, m.Pid, got)
+	}
+	return ""
+}
+
+// stopMember ends member m if its pid still runs it: SIGTERM, then SIGKILL after 5 s. It returns why it left
+// the pid alone when the pid runs another process.
+func (st *State) stopMember(m Member) string {
+	p, note := st.process(m)
+	if p == nil {
+		return note
+	}
+	defer p.Release()
 	p.Signal(syscall.SIGTERM)
-	if !waitGone(pid, 5*time.Second) {
-		p.Signal(syscall.SIGKILL)
-		waitGone(pid, 5*time.Second)
+	if !st.waitGone(m, 5*time.Second) {
+		p.Signal(syscall.SIGKILL) // through the pidfd: never another process
+		st.waitGone(m, 5*time.Second)
 	}
+	return ""
 }
 
-// waitGone polls until pid no longer exists (or is a zombie of this process) or timeout passes.
-func waitGone(pid int, timeout time.Duration) bool {
+// waitGone polls until member m no longer runs (its pid is free, a zombie of this process, or another process's)
+// or timeout passes.
+func (st *State) waitGone(m Member, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		if !alive(pid) {
+		if !st.running(m) {
 			return true
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return !alive(pid)
+	return !st.running(m)
+}
+
+// running reports whether member m runs: its pid is alive and still the member's.
+func (st *State) running(m Member) bool {
+	return alive(m.Pid) && st.stranger(m) == ""
 }
 
 // alive reports whether pid runs (a zombie does not).
 func alive(pid int) bool {
+	_, state, err := procStat(pid)
+	return err == nil && state != 'Z'
+}
+
+// procStat reads pid's start time (field 22 of /proc/<pid>/stat, clock ticks after boot) and state (field 3).
+func procStat(pid int) (start uint64, state byte, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return false
+		return 0, 0, err
 	}
-	// The state follows the command name in parentheses: "pid (comm) S ...".
-	for i := len(b) - 1; i > 0; i-- {
-		if b[i] == ')' && i+2 < len(b) {
-			return b[i+2] != 'Z'
-		}
+	// "pid (comm) S ppid ...": comm may hold spaces and parentheses, so fields are counted after the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
 	}
-	return true
+	f := strings.Fields(string(b[i+1:])) // f[0] is field 3 (state), so field 22 is f[19]
+	if len(f) < 20 || len(f[0]) != 1 {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: %d fields after the command name", pid, len(f))
+	}
+	start, err = strconv.ParseUint(f[19], 10, 64)
+	if err != nil {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: start time: %w", pid, err)
+	}
+	return start, f[0][0], nil
+}
+
+// cmdline is pid's command line, its arguments joined by spaces ("?" if unreadable).
+func cmdline(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return "?"
+	}
+	return strings.Join(strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00"), " ")
 }
 
 // waitListening polls addr until it accepts a connection.
@@ -247,9 +347,9 @@ func freePorts(n int) ([]int, error) {
 // ErrNotInstalled is wrapped by the error of Up (and of CassandraJars) when a datastore's program is missing.
 var ErrNotInstalled = errors.New("not installed")
 
-// Running says "running" or "stopped" for a member's pid.
-func Running(pid int) string {
-	if alive(pid) {
+// Running says "running" or "stopped" for member i: stopped if its pid is free or runs another process.
+func (st *State) Running(i int) string {
+	if st.running(st.Members[i]) {
 		return "running"
 	}
 	return "stopped"

@@ -1,22 +1,31 @@
 package cluster
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
-// TestDownStopsARestartedMember: Restart records the member's new pid where Down reads it, so a cluster that
-// lost and regained a member leaves nothing running after Down, whoever calls it (it used to stop the dead pid
-// and leak the new process unless the caller remembered to Save).
-func TestDownStopsARestartedMember(t *testing.T) {
+func needEtcd(t *testing.T) {
+	t.Helper()
 	if _, err := exec.LookPath("etcd"); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("etcd not installed")
 		}
 		t.Skip("etcd not installed (CI unset: skipping)")
 	}
+}
+
+// TestDownStopsARestartedMember: Restart records the member's new pid where Down reads it, so a cluster that
+// lost and regained a member leaves nothing running after Down, whoever calls it (it used to stop the dead pid
+// and leak the new process unless the caller remembered to Save).
+func TestDownStopsARestartedMember(t *testing.T) {
+	needEtcd(t)
 	dir := filepath.Join(t.TempDir(), "c")
 	st, err := Up("etcd", 1, dir, Options{})
 	if err != nil {
@@ -29,12 +38,82 @@ func TestDownStopsARestartedMember(t *testing.T) {
 	if err := st.Restart(0); err != nil {
 		t.Fatal(err)
 	}
-	pid := st.Members[0].Pid
-	if err := Down(dir); err != nil {
+	if _, err := Down(dir); err != nil {
 		t.Fatal(err)
 	}
-	if Running(pid) == "running" {
-		stopPid(pid)
-		t.Fatalf("the restarted member (pid %d) still runs after Down", pid)
+	if st.Running(0) == "running" {
+		st.stopMember(st.Members[0])
+		t.Fatalf("the restarted member (pid %d) still runs after Down", st.Members[0].Pid)
+	}
+}
+
+// TestDownLeavesAReusedPidAlone: a member that died may have its pid handed to an unrelated process before
+// `cluster down` runs. Down must stop the members still running and leave such a process alone, saying so. The
+// reuse is staged: cluster.json gets, besides a real etcd member, two dead members whose pids are those of
+// `sleep` processes, one recorded with a start time (not the sleep's), one as a state file written before start
+// times were recorded (no start time: the command line is compared). Before the fix Down signalled every pid on
+// file and killed both sleeps.
+func TestDownLeavesAReusedPidAlone(t *testing.T) {
+	needEtcd(t)
+	dir := filepath.Join(t.TempDir(), "c")
+	st, err := Up("etcd", 1, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { Down(dir) })
+	var sleeps []*exec.Cmd
+	exited := map[int]chan error{}
+	for range 2 {
+		c := exec.Command("sleep", "60")
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Process.Kill() })
+		ch := make(chan error, 1)
+		go func() { ch <- c.Wait() }()
+		sleeps, exited[c.Process.Pid] = append(sleeps, c), ch
+	}
+	real := st.Members[0]
+	dead := real // a second member started as the first was, since gone, its pid now the first sleep's
+	dead.Name, dead.Pid, dead.Start = "m2", sleeps[0].Process.Pid, real.Start+1
+	old := real // a third, from a state file without start times
+	old.Name, old.Pid, old.Start = "m3", sleeps[1].Process.Pid, 0
+	st.Members = append(st.Members, dead, old)
+	if err := st.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, stateFile)); !strings.Contains(string(b), `"start"`) {
+		t.Fatalf("cluster.json records no start time: %s", b)
+	}
+	var saved State
+	b, _ := os.ReadFile(filepath.Join(dir, stateFile))
+	if err := json.Unmarshal(b, &saved); err != nil || saved.Members[0].Start == 0 {
+		t.Fatalf("the real member's start time was not saved (%v): %s", err, b)
+	}
+
+	skipped, err := Down(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sleeps {
+		select {
+		case err := <-exited[s.Process.Pid]:
+			t.Errorf("Down killed pid %d, an unrelated sleep on file as a member (%v)", s.Process.Pid, err)
+		default:
+		}
+	}
+	if st.Running(0) == "running" || alive(real.Pid) {
+		syscall.Kill(real.Pid, syscall.SIGKILL)
+		t.Errorf("the real member m1 (pid %d) still runs after Down", real.Pid)
+	}
+	if len(skipped) != 2 || !strings.Contains(skipped[0], "m2: pid") || !strings.Contains(skipped[1], "m3: pid") ||
+		!strings.Contains(skipped[1], "sleep 60") {
+		t.Errorf("Down should name m2 and m3 as skipped, got %q", skipped)
+	}
+	time.Sleep(100 * time.Millisecond) // a signal sent late would show now
+	for _, s := range sleeps {
+		if !alive(s.Process.Pid) {
+			t.Errorf("sleep pid %d did not survive Down", s.Process.Pid)
+		}
 	}
 }

@@ -37,11 +37,11 @@ func upEtcd(n int, dir string) (*State, error) {
 			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
 			"--initial-cluster-token", filepath.Base(dir), "--log-level", "warn"}
 		log := filepath.Join(dir, name+".log")
-		pid, err := spawn(bin, args, log)
+		pid, start, err := spawn(bin, args, log)
 		if err != nil {
 			return st, err
 		}
-		st.Members = append(st.Members, Member{Name: name, Pid: pid, Addr: clients[i], Args: args, Log: log})
+		st.Members = append(st.Members, Member{Name: name, Pid: pid, Start: start, Addr: clients[i], Args: args, Log: log})
 	}
 	st.URL = "etcd://" + strings.Join(clients, ",")
 	return st, waitEtcd(clients, 60*time.Second)

@@ -56,11 +56,11 @@ func upRedisCluster(n int, dir string) (*State, error) {
 			"--cluster-require-full-coverage", "no", "--cluster-replica-validity-factor", "0",
 			"--appendonly", "yes", "--save", "", "--protected-mode", "no", "--daemonize", "no"}
 		log := filepath.Join(dir, name+".log")
-		pid, err := spawn(bin, args, log)
+		pid, start, err := spawn(bin, args, log)
 		if err != nil {
 			return st, err
 		}
-		st.Members = append(st.Members, Member{Name: name, Pid: pid, Addr: addr, Args: args, Log: log})
+		st.Members = append(st.Members, Member{Name: name, Pid: pid, Start: start, Addr: addr, Args: args, Log: log})
 		addrs = append(addrs, addr)
 	}
 	for _, a := range addrs {

@@ -53,7 +53,8 @@ func startCluster(ctx context.Context, o Options, dir, engine string, n, fronts 
 		if err := st.Save(cdir); err != nil { // Down stops the pids on file; restarts changed them
 			return err
 		}
-		return cluster.Down(cdir)
+		_, err := cluster.Down(cdir) // a member whose pid was reused is gone already
+		return err
 	}
 	s := &Server{URL: st.URL, Pid: st.Members[0].Pid, stop: stopCluster}
 	for i := range st.Members {

@@ -86,8 +86,12 @@ func StartCluster(t *testing.T, engine string, n int) *cluster.State {
 		t.Skipf("cannot start a %s cluster: %v (CI unset: skipping)", engine, err)
 	}
 	t.Cleanup(func() {
-		if err := cluster.Down(dir); err != nil {
+		skipped, err := cluster.Down(dir)
+		if err != nil {
 			t.Logf("cluster down: %v", err)
+		}
+		for _, s := range skipped {
+			t.Logf("cluster down: %s", s)
 		}
 	})
 	return st
