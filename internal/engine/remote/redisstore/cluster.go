@@ -25,9 +25,10 @@ import (
 // table is one shard, so a table's load and size are bounded by one master.
 //
 // Reads and scans go through go-redis's ClusterClient, which follows MOVED/ASK and failovers. A commit runs on
-// one connection to its slot's master and, unless replicas=0, is followed on that connection by WAIT replicas:
-// Redis replicates asynchronously, so a failover may promote a replica that lacks a write the master
-// acknowledged; after WAIT the write is on a replica. A commit the master refused for being in the wrong place
+// one connection to its slot's master and, unless replicas=0, is followed on that connection by WAIT: Redis
+// replicates asynchronously, so a failover may promote a replica that lacks a write the master acknowledged. By
+// default (replicas=all) WAIT asks for every online replica of that master (CLUSTER SHARDS, at least one), so
+// whichever replica a failover promotes has the write; replicas=N asks for N. A commit the master refused for being in the wrong place
 // (MOVED, CLUSTERDOWN, ...) ran nowhere and is retried from the read; one whose answer was lost, or that no
 // replica acknowledged in time, is reported as ErrUnknownOutcome. Versions come from a counter in its own slot,
 // reserved with INCRBY and WAIT alike, so a failover never hands out a version twice.
@@ -45,15 +46,24 @@ var (
 // clusterSide is what a backend over Redis Cluster does differently.
 type clusterSide struct {
 	cc       *redis.ClusterClient
-	replicas int           // WAIT for this many replicas after each write; 0: do not wait
+	replicas int           // WAIT for this many replicas after each write; 0: do not wait; allReplicas: every online one
 	wait     time.Duration // WAIT's timeout
+	topo     replicaCounts // with allReplicas: each master's online replicas
 	counter  string        // the version counter's key
 	listed   sync.Map      // tables this process has added to the tables set
 }
 
+// allReplicas is clusterSide.replicas for replicas=all: WAIT for every online replica of the commit's master.
+const allReplicas = -1
+
+// topoEvery is how old the replica counts of replicas=all may get before they are read again (in the
+// background: a commit uses the counts it has).
+const topoEvery = time.Second
+
 // OpenCluster connects to the Redis Cluster at rawURL (redis-cluster://[user:pw@]h1:p1,h2:p2/ with optional
-// prefix=P, replicas=N (default 1) and wait=D (default 1s) query parameters) and returns the engine once the
-// cluster answers. It refuses a cluster whose shards have fewer than N replicas: their WAIT could never succeed.
+// prefix=P, replicas=all|N (default all) and wait=D (default 1s) query parameters) and returns the engine once
+// the cluster answers. It refuses a cluster whose shards have fewer than N replicas (with all: none), since their
+// WAIT could never succeed.
 func OpenCluster(ctx context.Context, rawURL string) (*ClusterStore, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -66,13 +76,17 @@ func OpenCluster(ctx context.Context, rawURL string) (*ClusterStore, error) {
 	if strings.ContainsAny(prefix, "{}") {
 		return nil, fmt.Errorf("%w: a redis-cluster prefix may not hold { or }: they make hash tags", remote.ErrBadURL)
 	}
-	side := &clusterSide{replicas: 1, wait: time.Second}
+	side := &clusterSide{replicas: allReplicas, wait: time.Second}
 	for k, v := range u.Query() {
 		switch k {
 		case "replicas":
+			if v[0] == "all" {
+				side.replicas = allReplicas
+				break
+			}
 			side.replicas, err = strconv.Atoi(v[0])
 			if err == nil && side.replicas < 0 {
-				err = errors.New("negative")
+				err = errors.New("negative (all, or a count)")
 			}
 		case "wait":
 			side.wait, err = time.ParseDuration(v[0])
@@ -132,10 +146,11 @@ func (c *clusterSide) check(ctx context.Context) error {
 		return fmt.Errorf("redis-cluster: %w", err)
 	}
 	served, replicas := SlotCoverage(shards)
-	if replicas < c.replicas {
+	if want := max(c.replicas, 1); c.replicas != 0 && replicas < want {
 		return fmt.Errorf("redis-cluster: some slots have %d replicas, and each commit waits for %d (WAIT): "+
-			"add replicas, or accept losing acknowledged writes on failover with ?replicas=0", replicas, c.replicas)
+			"add replicas, or accept losing acknowledged writes on failover with ?replicas=0", replicas, want)
 	}
+	c.topo.set(shards)
 	if served != 16384 {
 		return fmt.Errorf("redis-cluster: %d of 16384 hash slots are served", served)
 	}
@@ -205,7 +220,7 @@ func (c *clusterSide) read(ctx context.Context, keys []string, n int) ([]remote.
 // reserve takes n versions from the counter on its master and waits until a replica has the increment.
 func (c *clusterSide) reserve(ctx context.Context, n int) ([]uint64, error) {
 	key := c.counter
-	conn, err := c.conn(ctx, key)
+	conn, want, err := c.conn(ctx, key)
 	if err != nil {
 		return nil, c.again(ctx, err)
 	}
@@ -214,7 +229,7 @@ func (c *clusterSide) reserve(ctx context.Context, n int) ([]uint64, error) {
 	if err != nil {
 		return nil, c.again(ctx, err) // a lost increment only skips versions: safe to retry
 	}
-	if err := c.replicated(ctx, conn); err != nil {
+	if err := c.replicated(ctx, conn, want); err != nil {
 		return nil, fmt.Errorf("redis-cluster: version counter: %w", err)
 	}
 	return reserved(last, n), nil
@@ -228,7 +243,7 @@ func (c *clusterSide) commit(ctx context.Context, b *backend, w *remote.Writes, 
 			return err
 		}
 	}
-	conn, err := c.conn(ctx, keys[len(keys)-1])
+	conn, want, err := c.conn(ctx, keys[len(keys)-1])
 	if err != nil {
 		return c.again(ctx, err)
 	}
@@ -240,16 +255,23 @@ func (c *clusterSide) commit(ctx context.Context, b *backend, w *remote.Writes, 
 	if err := commitOutcome(ok, err); err != nil {
 		return err
 	}
-	return c.replicated(ctx, conn)
+	return c.replicated(ctx, conn, want)
 }
 
-// conn is one connection to the master of key's slot (no retries: a commit must not be sent twice).
-func (c *clusterSide) conn(ctx context.Context, key string) (*redis.Conn, error) {
+// conn is one connection to the master of key's slot (no retries: a commit must not be sent twice) and how many
+// replicas WAIT asks for after a write on it, decided before the write.
+func (c *clusterSide) conn(ctx context.Context, key string) (*redis.Conn, int, error) {
 	m, err := c.cc.MasterForKey(ctx, key)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return m.Conn(), nil
+	want := c.replicas
+	if want == allReplicas {
+		// At least one: a shard without an online replica is one failure from losing what it holds, so its
+		// writes are not acknowledged (WAIT 1 times out), as with replicas=1.
+		want = max(c.topo.replicas(ctx, c.cc, m.Options().Addr), 1)
+	}
+	return m.Conn(), want, nil
 }
 
 // refused reports whether err says a command was not executed: the node no longer serves the slot or the
@@ -285,20 +307,100 @@ func isNetError(err error) bool {
 	return errors.As(err, &ne) || errors.Is(err, net.ErrClosed) || strings.Contains(err.Error(), "EOF")
 }
 
-// replicated waits until c.replicas replicas have every write made on conn (WAIT), or its timeout passes.
-func (c *clusterSide) replicated(ctx context.Context, conn *redis.Conn) error {
-	if c.replicas == 0 {
+// replicated waits until want replicas have every write made on conn (WAIT), or its timeout passes.
+func (c *clusterSide) replicated(ctx context.Context, conn *redis.Conn, want int) error {
+	if want == 0 {
 		return nil
 	}
-	n, err := conn.Do(ctx, "wait", c.replicas, c.wait.Milliseconds()).Int()
-	if err == nil && n >= c.replicas {
+	n, err := conn.Do(ctx, "wait", want, c.wait.Milliseconds()).Int()
+	if err == nil && n >= want {
 		return nil
 	}
 	if err == nil {
-		err = fmt.Errorf("%d of %d replicas acknowledged within %s", n, c.replicas, c.wait)
+		err = fmt.Errorf("%d of %d replicas acknowledged within %s", n, want, c.wait)
 	}
-	return fmt.Errorf("redis-cluster: %w: applied on the master, not known to be on a replica (a failover may lose it): %v",
+	return fmt.Errorf("redis-cluster: %w: applied on the master, not known to be on the replicas asked for (a failover may lose it): %v",
 		remote.ErrUnknownOutcome, err)
+}
+
+// replicaCounts is how many online replicas each master has, from CLUSTER SHARDS, read again in the background
+// once older than topoEvery.
+type replicaCounts struct {
+	mu         sync.Mutex
+	byAddr     map[string]int // a master's address (as go-redis dials it) -> its online replicas
+	most       int            // the most any shard has: for a master not (yet) in byAddr
+	at         time.Time
+	refreshing bool
+}
+
+// set records the counts of shards.
+func (r *replicaCounts) set(shards []redis.ClusterShard) {
+	m, most := map[string]int{}, 0
+	for _, sh := range shards {
+		var masters []string
+		replicas := 0
+		for _, n := range sh.Nodes {
+			switch {
+			case n.Health != "online": // failed: cannot be elected until it is back; loading: syncing
+			case n.Role == "master":
+				port := strconv.FormatInt(n.Port, 10)
+				for _, h := range []string{n.Endpoint, n.IP, n.Hostname} {
+					if h != "" {
+						masters = append(masters, net.JoinHostPort(h, port))
+					}
+				}
+			case n.Role == "replica":
+				replicas++
+			}
+		}
+		for _, a := range masters {
+			m[a] = replicas
+		}
+		most = max(most, replicas)
+	}
+	r.mu.Lock()
+	r.byAddr, r.most, r.at = m, most, time.Now()
+	r.mu.Unlock()
+}
+
+// replicas returns the online replicas of the master at addr. Counts older than topoEvery are read again in the
+// background; a master not in them (new since, after a failover) has them read again at once, and if it is
+// still missing it is taken to have as many as the shard with the most.
+func (r *replicaCounts) replicas(ctx context.Context, cc *redis.ClusterClient, addr string) int {
+	r.mu.Lock()
+	n, ok := r.byAddr[addr]
+	stale := time.Since(r.at) > topoEvery
+	start := ok && stale && !r.refreshing
+	if start {
+		r.refreshing = true
+	}
+	r.mu.Unlock()
+	refresh := func(ctx context.Context) {
+		if shards, err := cc.ClusterShards(ctx).Result(); err == nil {
+			r.set(shards)
+		}
+	}
+	if start {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			refresh(ctx)
+			cancel()
+			r.mu.Lock()
+			r.refreshing = false
+			r.mu.Unlock()
+		}()
+	}
+	if ok {
+		return n
+	}
+	refresh(ctx)
+	r.mu.Lock()
+	n, ok = r.byAddr[addr]
+	if !ok {
+		n = r.most
+	}
+	r.mu.Unlock()
+	return n
 }
 
 // list adds table t to the tables set before its first write from this process. The set is in its own slot,

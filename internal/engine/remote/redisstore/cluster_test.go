@@ -121,6 +121,69 @@ func TestRedisClusterWaitsForAReplica(t *testing.T) {
 	}
 }
 
+// TestRedisClusterWaitsForEveryReplica: with two replicas per master (`cluster up --nodes 9`), a write is
+// acknowledged only once both have it. One replica of every master is stopped (SIGSTOP: it still counts as
+// online in the cluster for cluster-node-timeout, 1.5 s, as a slow or partitioned replica does), so a write
+// reaches one of two replicas: it must fail with ErrUnknownOutcome, since Redis could promote the other replica
+// on failover and lose it. The engine used to WAIT for one replica and acknowledged it. With ?replicas=1 (the
+// old behaviour, now asked for) it is acknowledged; once the replicas run again, writes are acknowledged.
+func TestRedisClusterWaitsForEveryReplica(t *testing.T) {
+	st := remotetest.StartCluster(t, "redis-cluster", 9)
+	ctx := context.Background()
+	s := remotetest.Open(t, redisstore.OpenCluster, st.URL+"/?prefix=waitall:&wait=300ms")
+	defer s.Close()
+	one := remotetest.Open(t, redisstore.OpenCluster, st.URL+"/?prefix=waitall:&wait=300ms&replicas=1")
+	defer one.Close()
+	set := func(k string) *engine.Batch {
+		return &engine.Batch{Now: 1, Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t", Key: []byte(k), Value: []byte("v")}}}
+	}
+	if _, err := s.Apply(ctx, set("a")); err != nil {
+		t.Fatal(err)
+	}
+	stopped := map[string]*os.Process{} // master address -> one of its replicas
+	for _, m := range st.Members {
+		c := redis.NewClient(&redis.Options{Addr: m.Addr})
+		r, err := c.Do(ctx, "role").Slice()
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r[0] != "slave" {
+			continue
+		}
+		master := fmt.Sprintf("%v:%v", r[1], r[2])
+		if stopped[master] != nil {
+			continue
+		}
+		p, err := os.FindProcess(m.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Signal(syscall.SIGCONT) })
+		stopped[master] = p
+	}
+	if len(stopped) != 3 {
+		t.Fatalf("stopped a replica of %d masters, want 3", len(stopped))
+	}
+	_, err := s.Apply(ctx, set("b"))
+	_, errOne := one.Apply(ctx, set("c"))
+	for _, p := range stopped {
+		p.Signal(syscall.SIGCONT)
+	}
+	if !errors.Is(err, remote.ErrUnknownOutcome) || !strings.Contains(err.Error(), "1 of 2 replicas") {
+		t.Fatalf("a write one of the master's two replicas acknowledged: %v, want ErrUnknownOutcome (1 of 2 replicas)", err)
+	}
+	if errOne != nil {
+		t.Fatalf("with ?replicas=1, a write one replica acknowledged: %v", errOne)
+	}
+	if _, err := s.Apply(ctx, set("d")); err != nil {
+		t.Fatalf("after the replicas resumed: %v", err)
+	}
+}
+
 // TestRedisClusterListsCollectionTables: a table whose first write is a collection's (a list: its meta item and
 // its members, which sort in the table's member table) is listed. The commit listed only its first put's table,
 // the member table, so the table was missing from Tables and the sweeper never visited it.
