@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -228,9 +229,11 @@ func (st *State) stranger(m Member) string {
 		return fmt.Sprintf("%s: pid %d now runs another process (%s, started at tick %d, not %d): the member "+
 			"is gone and its pid was reused; not signalled", m.Name, m.Pid, cmdline(m.Pid), start, m.Start)
 	}
-	// A state file from before start times were recorded: the command line is what is left to compare.
+	// A state file from before start times were recorded: the command line is what is left to compare, or, as
+	// redis-server rewrites its own into its process title ("redis-server 127.0.0.1:PORT [cluster]"), the
+	// executable and the member's address in that title.
 	want := strings.Join(append([]string{st.Bin}, m.Args...), " ")
-	if got := cmdline(m.Pid); got != want {
+	if got := cmdline(m.Pid); got != want && !(sameExe(m.Pid, st.Bin) && slices.Contains(strings.Fields(got), m.Addr)) {
 		return fmt.Sprintf("%s: pid %d now runs another process (%s): the member is gone and its pid was "+
 			"reused; not signalled", m.Name, m.Pid, got)
 	}
@@ -297,6 +300,16 @@ func procStat(pid int) (start uint64, state byte, err error) {
 		return 0, 0, fmt.Errorf("/proc/%d/stat: start time: %w", pid, err)
 	}
 	return start, f[0][0], nil
+}
+
+// sameExe reports whether pid runs the executable bin.
+func sameExe(pid int, bin string) bool {
+	exe, err := os.Stat(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		return false
+	}
+	b, err := os.Stat(bin)
+	return err == nil && os.SameFile(exe, b)
 }
 
 // cmdline is pid's command line, its arguments joined by spaces ("?" if unreadable).

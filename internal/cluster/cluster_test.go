@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -115,5 +116,53 @@ func TestDownLeavesAReusedPidAlone(t *testing.T) {
 		if !alive(s.Process.Pid) {
 			t.Errorf("sleep pid %d did not survive Down", s.Process.Pid)
 		}
+	}
+}
+
+// TestDownStopsALegacyRedisMember: a cluster.json written before start times were recorded is checked by command
+// line, but redis-server rewrites its own (its process title, "redis-server 127.0.0.1:PORT [cluster]"), so a
+// redis-cluster member on file without a start time was taken for another process: Down left it running, and
+// removed the directory that recorded it.
+func TestDownStopsALegacyRedisMember(t *testing.T) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("redis-server not installed")
+		}
+		t.Skip("redis-server not installed (CI unset: skipping)")
+	}
+	dir := filepath.Join(t.TempDir(), "c")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ports[0])
+	args := []string{"--port", port, "--bind", "127.0.0.1", "--dir", dir, "--cluster-enabled", "yes",
+		"--save", "", "--protected-mode", "no", "--daemonize", "no"}
+	pid, _, err := spawn(bin, args, filepath.Join(dir, "m1.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	addr := "127.0.0.1:" + port
+	if err := waitListening(addr, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	st := &State{Engine: "redis-cluster", Bin: bin, Members: []Member{{Name: "m1", Pid: pid, Addr: addr, Args: args}}}
+	if err := st.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	if st.Running(0) != "running" {
+		t.Errorf("status says the legacy member (pid %d, %q) is stopped", pid, cmdline(pid))
+	}
+	skipped, err := Down(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(skipped) != 0 || alive(pid) {
+		t.Errorf("Down left the legacy member (pid %d, alive %v) running: skipped %q", pid, alive(pid), skipped)
 	}
 }
