@@ -33,7 +33,7 @@ func IsURL(s string) bool { return strings.Contains(s, "://") }
 // and the last '@' replaced.
 func Redact(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil {
+	if err != nil || misplaced(raw, u) {
 		return redactUnparsed(raw)
 	}
 	changed := false
@@ -71,6 +71,21 @@ func redactUnparsed(raw string) string {
 	return scheme + "://" + user + ":xxxxx" + rest[at:]
 }
 
+// misplaced reports whether raw, though url.Parse took it, looks like userinfo whose password holds an unescaped
+// / ? or # after digits ("postgres://bob:2024/summer@h/db"): the parser reads "bob:2024" as host and port and the
+// rest of the password, with the real host, as path, query or fragment. Said when the URL has no userinfo, its
+// authority has a ':', and the last '@' comes after the authority with no '=' before it there (an '@' in a
+// parameter's value, as in ?user=bob@corp, is not taken for one).
+func misplaced(raw string, u *url.URL) bool {
+	if u.User != nil {
+		return false
+	}
+	_, rest, ok := strings.Cut(raw, "://")
+	end := strings.IndexAny(rest, "/?#")
+	at := strings.LastIndex(rest, "@")
+	return ok && end >= 0 && at > end && strings.Contains(rest[:end], ":") && !strings.Contains(rest[end:at], "=")
+}
+
 // parseError is what Open says of a URL url.Parse refused: the parser's complaint quotes the URL, or a piece
 // of the password it took for a port, so it is left out when the URL may hold a password.
 func parseError(raw string, err error) string {
@@ -85,6 +100,9 @@ func parseError(raw string, err error) string {
 // "<url>: cannot connect: <reason>" (or "bad URL", "unknown scheme") on one line.
 func Open(ctx context.Context, raw string) (engine.Engine, error) {
 	u, err := url.Parse(raw)
+	if err == nil && misplaced(raw, u) {
+		err = errors.New("a password's / ? or # taken for the end of the host")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: bad URL: %s", Redact(raw), parseError(raw, err))
 	}

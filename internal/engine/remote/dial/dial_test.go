@@ -58,6 +58,10 @@ func TestOpenErrorsAreOneLine(t *testing.T) {
 		{"etcd://bob:secret 1@h:2379", "etcd://bob:xxxxx@h:2379: bad URL"},
 		{"redis-cluster://u:secret%zz@h:1", "redis-cluster://u:xxxxx@h:1: bad URL"},
 		{"cassandra://bob:sec#ret@h:9042/ks", "cassandra://bob:xxxxx@h:9042/ks: bad URL"},
+		// One whose reserved character follows digits parses, as host "bob" with that port: still refused.
+		{"postgres://bob:2024/secret@h:5432/db", "postgres://bob:xxxxx@h:5432/db: bad URL"},
+		{"redis://:123?secret@h:6379/0", "redis://:xxxxx@h:6379/0: bad URL"},
+		{"mysql://bob:12#secret@h:3306/db", "mysql://bob:xxxxx@h:3306/db: bad URL"},
 		// libpq's (and pgx's) password parameter is a password as much as the userinfo's.
 		{"postgres://bob@" + addr + "/db?password=secret", "postgres://bob@" + addr + "/db?password=xxxxx: cannot connect: "},
 	} {
@@ -166,6 +170,9 @@ func TestRedact(t *testing.T) {
 		{"postgres://bob@h/db?sslmode=disable&password=secret", "postgres://bob@h/db?sslmode=disable&password=xxxxx"},
 		{"postgres://bob@h/db?sslpassword=secret&sslmode=require", "postgres://bob@h/db?sslpassword=xxxxx&sslmode=require"},
 		{"redis://:secret#1@h:6379/0", "redis://:xxxxx@h:6379/0"},
+		{"postgres://bob:2024/secret@h:5432/db", "postgres://bob:xxxxx@h:5432/db"},
+		{"redis://:123?secret@h:6379/0", "redis://:xxxxx@h:6379/0"},
+		{"postgres://h:5432/db?user=bob@corp", "postgres://h:5432/db?user=bob@corp"},
 		{"etcd://h1:2379,h2:2379?prefix=p/", "etcd://h1:2379,h2:2379?prefix=p/"},
 		{"cassandra://h:9042/ks?partition=a&slots=4", "cassandra://h:9042/ks?partition=a&slots=4"},
 		{"memcached://h:11211", "memcached://h:11211"},
