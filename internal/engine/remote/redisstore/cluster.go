@@ -60,6 +60,11 @@ const allReplicas = -1
 // background: a commit uses the counts it has).
 const topoEvery = time.Second
 
+// topoMiss is how often a commit on a master missing from the replica counts may read them again on its write
+// path: a master new since (after a failover) is found at once, but one whose address never appears there (go-redis
+// dials a loopback-announced node at the URL's host) does not cost a CLUSTER SHARDS per commit.
+const topoMiss = 100 * time.Millisecond
+
 // OpenCluster connects to the Redis Cluster at rawURL (redis-cluster://[user:pw@]h1:p1,h2:p2/ with optional
 // prefix=P, replicas=all|N (default all) and wait=D (default 1s) query parameters) and returns the engine once
 // the cluster answers. It refuses a cluster whose shards have fewer than N replicas (with all: none), since their
@@ -331,6 +336,7 @@ type replicaCounts struct {
 	most       int            // the most any shard has: for a master not (yet) in byAddr
 	at         time.Time
 	refreshing bool
+	missed     time.Time // the last read for a master not in byAddr
 }
 
 // set records the counts of shards.
@@ -364,8 +370,8 @@ func (r *replicaCounts) set(shards []redis.ClusterShard) {
 }
 
 // replicas returns the online replicas of the master at addr. Counts older than topoEvery are read again in the
-// background; a master not in them (new since, after a failover) has them read again at once, and if it is
-// still missing it is taken to have as many as the shard with the most.
+// background; a master not in them (new since, after a failover) has them read again at once (at most once per
+// topoMiss), and if it is still missing it is taken to have as many as the shard with the most.
 func (r *replicaCounts) replicas(ctx context.Context, cc *redis.ClusterClient, addr string) int {
 	r.mu.Lock()
 	n, ok := r.byAddr[addr]
@@ -373,6 +379,10 @@ func (r *replicaCounts) replicas(ctx context.Context, cc *redis.ClusterClient, a
 	start := ok && stale && !r.refreshing
 	if start {
 		r.refreshing = true
+	}
+	lookup := !ok && time.Since(r.missed) > topoMiss
+	if lookup {
+		r.missed = time.Now()
 	}
 	r.mu.Unlock()
 	refresh := func(ctx context.Context) {
@@ -393,7 +403,12 @@ func (r *replicaCounts) replicas(ctx context.Context, cc *redis.ClusterClient, a
 	if ok {
 		return n
 	}
-	refresh(ctx)
+	if lookup {
+		refresh(ctx)
+		r.mu.Lock()
+		r.missed = time.Now()
+		r.mu.Unlock()
+	}
 	r.mu.Lock()
 	n, ok = r.byAddr[addr]
 	if !ok {
