@@ -147,6 +147,9 @@ func OpenCluster(ctx context.Context, rawURL string) (*ClusterStore, error) {
 // check makes sure every slot is served and has the replicas WAIT will ask for.
 func (c *clusterSide) check(ctx context.Context) error {
 	shards, err := c.cc.ClusterShards(ctx).Result()
+	if err != nil && strings.Contains(strings.ToLower(err.Error()), "unknown subcommand") {
+		return fmt.Errorf("redis-cluster: needs Redis 7.0 or later (CLUSTER SHARDS): %w", err)
+	}
 	if err != nil {
 		return fmt.Errorf("redis-cluster: %w", err)
 	}

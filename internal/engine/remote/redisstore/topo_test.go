@@ -2,6 +2,8 @@ package redisstore
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -63,5 +65,33 @@ func TestReplicaCountsMissIsNotARoundTripPerCommit(t *testing.T) {
 	}
 	if n := reads.Load(); n > 2 {
 		t.Errorf("50 commits on a master not in the counts read CLUSTER SHARDS %d times, each on its write path", n)
+	}
+}
+
+// TestCheckNamesTheRedisVersion: CLUSTER SHARDS, which Open needs (slot coverage, replica counts), is Redis 7.0's;
+// Redis 6.x answers it with "unknown subcommand", which Open passed on as is. It now says what is needed.
+func TestCheckNamesTheRedisVersion(t *testing.T) {
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
+	defer cc.Close()
+	cc.AddHook(refuseShards{})
+	err := (&clusterSide{cc: cc, replicas: allReplicas}).check(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "Redis 7.0") || !strings.Contains(err.Error(), "Unknown subcommand") {
+		t.Fatalf("check against a Redis 6 cluster: %v, want an error naming Redis 7.0 and Redis's answer", err)
+	}
+}
+
+// refuseShards answers CLUSTER SHARDS as Redis 6.2 does.
+type refuseShards struct{}
+
+func (refuseShards) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (refuseShards) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (refuseShards) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if _, ok := cmd.(*redis.ClusterShardsCmd); ok {
+			return errors.New("ERR Unknown subcommand or wrong number of arguments for 'shards'. Try CLUSTER HELP.")
+		}
+		return next(ctx, cmd)
 	}
 }
