@@ -30,15 +30,17 @@ func client(t *testing.T, addr string) *goredis.Client {
 // TestKillLosesNoAcknowledgedWrite streams SETs from several clients, kills the server with SIGKILL in the
 // middle, restarts it and requires every acknowledged write with its value. Three rounds on one data dir, with
 // --fsync always and with --fsync interval (which, as Redis's appendfsync everysec, loses nothing to a process
-// crash: its journal is in the OS's hands before the reply).
+// crash: its journal is in the OS's hands before the reply), and with --fsync always on one core
+// (GOMAXPROCS=1), where the writer keeps one commit group in flight instead of several.
 func TestKillLosesNoAcknowledgedWrite(t *testing.T) {
 	for _, mode := range []string{"always", "interval"} {
 		t.Run(mode, func(t *testing.T) { killLoop(t, mode) })
 	}
+	t.Run("always-one-core", func(t *testing.T) { killLoop(t, "always", "GOMAXPROCS=1") })
 }
 
-func killLoop(t *testing.T, fsync string) {
-	s := servertest.Start(t, servertest.Options{Fsync: fsync})
+func killLoop(t *testing.T, fsync string, env ...string) {
+	s := servertest.Start(t, servertest.Options{Fsync: fsync, Env: env})
 	acked := map[string]string{}
 	var mu sync.Mutex
 	for round := 0; round < 3; round++ {
