@@ -29,7 +29,7 @@ const maxInFlight = 4
 // one core the writer's resolution takes the CPU from the connections anyway, so resolving the next group during
 // an fsync gains nothing there, and groups taken then are small: each costs an fsync of its own (~125 µs of the
 // core's time in the kernel here) and a commit. Waiting for the fsync halves the groups (GET:SET 10:1 at pipeline
-// 16: 1,709 groups/s of 10 requests against 895 of 22) and gains 10% (docs/benchmarks.md); with two cores the
+// 16: 1,709 groups/s of 10 requests against 895 of 22) and gains 12% there (docs/benchmarks.md); with two cores the
 // overlap gains durable SETs 7-10%, so more cores keep it.
 func inFlightBound(opt int) int {
 	switch {

@@ -24,9 +24,8 @@ var ctx = context.Background()
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// open opens a store on fs (a fresh in-memory one if nil) and closes it when the test ends.
-// open opens a store on fs; under SyncAlways its commits are pipelined (maxInFlight groups in flight) whatever
-// GOMAXPROCS the tests run with (inFlightBound).
+// open opens a store on fs (a fresh in-memory one if nil) and closes it when the test ends. Under SyncAlways its
+// commits are pipelined (maxInFlight groups in flight) whatever GOMAXPROCS the tests run with (inFlightBound).
 func open(t testing.TB, fs vfs.FS, mode SyncMode) *Store {
 	return openWith(t, Options{Dir: "/db", FS: fs, Sync: mode, CacheBytes: 8 << 20, Logger: quiet, maxInFlight: maxInFlight})
 }
