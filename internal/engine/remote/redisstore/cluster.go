@@ -48,7 +48,7 @@ type clusterSide struct {
 	cc       *redis.ClusterClient
 	replicas int           // WAIT for this many replicas after each write; 0: do not wait; allReplicas: every online one
 	wait     time.Duration // WAIT's timeout
-	topo     replicaCounts // with allReplicas: each master's online replicas
+	topo     replicaCounts // with allReplicas: each slot's master's online replicas
 	counter  string        // the version counter's key
 	listed   sync.Map      // tables this process has added to the tables set
 }
@@ -60,9 +60,9 @@ const allReplicas = -1
 // background: a commit uses the counts it has).
 const topoEvery = time.Second
 
-// topoMiss is how often a commit on a master missing from the replica counts may read them again on its write
-// path: a master new since (after a failover) is found at once, but one whose address never appears there (go-redis
-// dials a loopback-announced node at the URL's host) does not cost a CLUSTER SHARDS per commit.
+// topoMiss is how often a commit on a slot the replica counts do not cover (no online master served it at the last
+// read) may read them again on its write path: a master elected since (after a failover) is found at once, but a slot
+// that stays uncovered does not cost a CLUSTER SHARDS per commit.
 const topoMiss = 100 * time.Millisecond
 
 // OpenCluster connects to the Redis Cluster at rawURL (redis-cluster://[user:pw@]h1:p1,h2:p2/ with optional
@@ -277,9 +277,26 @@ func (c *clusterSide) conn(ctx context.Context, key string) (*redis.Conn, int, e
 	if want == allReplicas {
 		// At least one: a shard without an online replica is one failure from losing what it holds, so its
 		// writes are not acknowledged (WAIT 1 times out), as with replicas=1.
-		want = max(c.topo.replicas(ctx, c.cc, m.Options().Addr), 1)
+		want = max(c.topo.replicas(ctx, c.cc, m.Options().Addr, keySlot(key)), 1)
 	}
 	return m.Conn(), want, nil
+}
+
+// keySlot is Redis Cluster's hash slot of key: CRC16 (XMODEM) of its hash tag (engine.HashTag), mod 16384, as
+// go-redis computes it to pick the master MasterForKey returns.
+func keySlot(key string) int {
+	var crc uint16
+	for _, b := range engine.HashTag([]byte(key)) {
+		crc ^= uint16(b) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc % 16384)
 }
 
 // refused reports whether err says a command was not executed: the node no longer serves the slot or the
@@ -332,11 +349,15 @@ func (c *clusterSide) replicated(ctx context.Context, conn *redis.Conn, want int
 }
 
 // replicaCounts is how many online replicas each master has, from CLUSTER SHARDS, read again in the background
-// once older than topoEvery.
+// once older than topoEvery: by the master's address, and by hash slot for a master whose address is not among
+// them. The addresses CLUSTER SHARDS gives need not be the ones go-redis dials (a node announced on a loopback
+// address is dialled at the URL's host, a TLS-only node at the URL's port); such a master was given the most any
+// shard has, so on a shard with fewer replicas WAIT never succeeded.
 type replicaCounts struct {
 	mu         sync.Mutex
-	byAddr     map[string]int // a master's address (as go-redis dials it) -> its online replicas
-	most       int            // the most any shard has: for a master not (yet) in byAddr
+	byAddr     map[string]int // a master's address (as CLUSTER SHARDS gives it) -> its online replicas
+	bySlot     []int32        // 16384 entries (nil before the first read): the slot's shard's online replicas, -1: no online master serves it
+	most       int            // the most any shard has: for a master in neither
 	at         time.Time
 	refreshing bool
 	missed     time.Time // the last read for a master not in byAddr
@@ -344,7 +365,10 @@ type replicaCounts struct {
 
 // set records the counts of shards.
 func (r *replicaCounts) set(shards []redis.ClusterShard) {
-	m, most := map[string]int{}, 0
+	m, slots, most := map[string]int{}, make([]int32, 16384), 0
+	for i := range slots {
+		slots[i] = -1
+	}
 	for _, sh := range shards {
 		var masters []string
 		replicas := 0
@@ -366,16 +390,34 @@ func (r *replicaCounts) set(shards []redis.ClusterShard) {
 			m[a] = replicas
 		}
 		most = max(most, replicas)
+		if len(masters) == 0 { // failing over: read again when a commit gets there
+			continue
+		}
+		for _, sr := range sh.Slots {
+			for i := max(sr.Start, 0); i <= min(sr.End, 16383); i++ {
+				slots[i] = int32(replicas)
+			}
+		}
 	}
 	r.mu.Lock()
-	r.byAddr, r.most, r.at = m, most, time.Now()
+	r.byAddr, r.bySlot, r.most, r.at = m, slots, most, time.Now()
 	r.mu.Unlock()
 }
 
-// replicas returns the online replicas of the master at addr. Counts older than topoEvery are read again in the
-// background; a master not in them (new since, after a failover) has them read again at once (at most once per
-// topoMiss), and if it is still missing it is taken to have as many as the shard with the most.
-func (r *replicaCounts) replicas(ctx context.Context, cc *redis.ClusterClient, addr string) int {
+// count is slot's entry, and whether a shard with an online master covers it; r.mu is held.
+func (r *replicaCounts) count(slot int) (int, bool) {
+	if slot < 0 || slot >= len(r.bySlot) || r.bySlot[slot] < 0 {
+		return 0, false
+	}
+	return int(r.bySlot[slot]), true
+}
+
+// replicas returns the online replicas of the master at addr, which serves slot. Counts older than topoEvery are
+// read again in the background; a master not in them (new since, after a failover, or announced at another
+// address than go-redis dials) has them read again at once (at most once per topoMiss), and if it is still
+// missing it is taken to have its slot's shard's replicas, or, for a slot no online master covered, as many as
+// the shard with the most.
+func (r *replicaCounts) replicas(ctx context.Context, cc *redis.ClusterClient, addr string, slot int) int {
 	r.mu.Lock()
 	n, ok := r.byAddr[addr]
 	stale := time.Since(r.at) > topoEvery
@@ -413,12 +455,14 @@ func (r *replicaCounts) replicas(ctx context.Context, cc *redis.ClusterClient, a
 		r.mu.Unlock()
 	}
 	r.mu.Lock()
-	n, ok = r.byAddr[addr]
-	if !ok {
-		n = r.most
+	defer r.mu.Unlock()
+	if n, ok = r.byAddr[addr]; ok {
+		return n
 	}
-	r.mu.Unlock()
-	return n
+	if n, ok = r.count(slot); ok {
+		return n
+	}
+	return r.most
 }
 
 // list adds table t to the tables set before its first write from this process. The set is in its own slot,
