@@ -22,10 +22,9 @@ func needEtcd(t *testing.T) {
 	}
 }
 
-// TestDownStopsARestartedMember: Restart records the member's new pid where Down reads it, so a cluster that
-// lost and regained a member leaves nothing running after Down, whoever calls it (it used to stop the dead pid
-// and leak the new process unless the caller remembered to Save).
-func TestDownStopsARestartedMember(t *testing.T) {
+// testEtcd starts a one-member etcd cluster in a temporary directory, stopped when the test ends.
+func testEtcd(t *testing.T) (*State, string) {
+	t.Helper()
 	needEtcd(t)
 	dir := filepath.Join(t.TempDir(), "c")
 	st, err := Up("etcd", 1, dir, Options{})
@@ -33,6 +32,14 @@ func TestDownStopsARestartedMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { Down(dir) })
+	return st, dir
+}
+
+// TestDownStopsARestartedMember: Restart records the member's new pid where Down reads it, so a cluster that
+// lost and regained a member leaves nothing running after Down, whoever calls it (it used to stop the dead pid
+// and leak the new process unless the caller remembered to Save).
+func TestDownStopsARestartedMember(t *testing.T) {
+	st, dir := testEtcd(t)
 	if err := st.Kill(0); err != nil {
 		t.Fatal(err)
 	}
@@ -55,13 +62,7 @@ func TestDownStopsARestartedMember(t *testing.T) {
 // times were recorded (no start time: the command line is compared). Before the fix Down signalled every pid on
 // file and killed both sleeps.
 func TestDownLeavesAReusedPidAlone(t *testing.T) {
-	needEtcd(t)
-	dir := filepath.Join(t.TempDir(), "c")
-	st, err := Up("etcd", 1, dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { Down(dir) })
+	st, dir := testEtcd(t)
 	var sleeps []*exec.Cmd
 	exited := map[int]chan error{}
 	for range 2 {
