@@ -99,10 +99,11 @@ func (c *Cache) applyKeyReads(ctx context.Context, b *engine.Batch) ([]engine.Re
 	gens := make([]uint64, len(b.Muts))
 	for i := range b.Muts {
 		m := &b.Muts[i]
-		sh := &c.shards[c.shardOfBytes(appendSlot(sbuf[:0], m.Table, m.Key))]
+		s := appendSlot(sbuf[:0], m.Table, m.Key)
+		sh := &c.shards[c.shardOfBytes(s)]
 		sh.mu.RLock()
 		gens[i] = sh.gen
-		if sh.pending > 0 {
+		if sh.busy(s) {
 			gens[i] = ^uint64(0) // a write in flight: this answer is not kept
 		}
 		sh.mu.RUnlock()
@@ -167,7 +168,7 @@ func (c *Cache) keepAnswer(ctx context.Context, m *engine.Mutation, now int64, g
 	sh := &c.shards[c.shardOf(s)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sh.gen != gen || sh.pending != 0 {
+	if sh.gen != gen || sh.busy([]byte(s)) {
 		return
 	}
 	var list []callAnswer
