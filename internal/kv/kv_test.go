@@ -481,3 +481,79 @@ func TestQueuedBatchJudgesExpiryWhenResolved(t *testing.T) {
 		t.Fatalf("the expired key is back: %v", err)
 	}
 }
+
+// memberVisits counts the members of the collection at key that the engine's scans hand to their callbacks
+// (the reclaimer's reads).
+type memberVisits struct {
+	*memstore.Store
+	key string
+	n   atomic.Int64
+}
+
+func (v *memberVisits) Scan(ctx context.Context, table string, r engine.Range, now int64, fn func([]byte, engine.Item) bool) error {
+	return v.Store.Scan(ctx, table, r, now, func(mk []byte, it engine.Item) bool {
+		if k, _, _, err := engine.SplitMemberKey(mk); err == nil && string(k) == v.key {
+			v.n.Add(1)
+		}
+		return fn(mk, it)
+	})
+}
+
+// TestReclaimSkipsLiveCollections: a pass seeks past the members of a big live collection instead of reading
+// them all, so a deleted collection sorted after it is reclaimed in the first step (a step examines at most 2,000
+// members: walking the live hash's 10,000 took five steps first, and read every member again at each pass); a
+// big deleted one is reclaimed whole, over several steps, and the live one keeps every member.
+func TestReclaimSkipsLiveCollections(t *testing.T) {
+	eng := &memberVisits{Store: memstore.New(), key: "big"}
+	s := kv.New(eng, kv.Options{SweepInterval: -1})
+	defer s.Close()
+	hset := func(key string, n int) {
+		var muts []engine.Mutation
+		for i := 0; i < n; i++ {
+			muts = append(muts, engine.Mutation{Op: engine.OpMemberSet, Table: "t", Key: []byte(key), Value: []byte("v"),
+				Coll: engine.CollArgs{Kind: engine.KindHash, Member: []byte(fmt.Sprint("f", i))}})
+		}
+		if _, err := s.Apply(ctx, muts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	del := func(key string) {
+		if _, err := s.Apply(ctx, []engine.Mutation{{Op: engine.OpDelete, Table: "t", Key: []byte(key), AnyKind: true}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	members := func(key string) int {
+		n := 0
+		eng.Store.Scan(ctx, engine.MemberTable("t"), engine.Range{}, s.Now(), func(mk []byte, _ engine.Item) bool {
+			if k, _, _, _ := engine.SplitMemberKey(mk); string(k) == key {
+				n++
+			}
+			return true
+		})
+		return n
+	}
+	// Member keys sort by the key's length first: "big" (live), then "gone", then "other" (both deleted).
+	hset("big", 10000)
+	hset("gone", 100)
+	hset("other", 5000)
+	del("gone")
+	del("other")
+	eng.n.Store(0)
+	if err := s.SweepOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := members("gone"); n != 0 {
+		t.Fatalf("%d members of the deleted hash sorted after a live one left after the first step", n)
+	}
+	if v := eng.n.Load(); v > 100 {
+		t.Fatalf("the step read %d members of the live hash; want its first 65", v)
+	}
+	for i := 0; i < 5 && members("other") > 0; i++ {
+		if err := s.SweepOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, live := members("other"), members("big"); n != 0 || live != 10000 {
+		t.Fatalf("after five more steps: %d members of the big deleted hash left, %d of the live one (want 0 and 10000)", n, live)
+	}
+}

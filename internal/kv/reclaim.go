@@ -30,7 +30,7 @@ import (
 type reclaimer struct {
 	mu      sync.Mutex
 	table   string // member table being walked ("" = start from the first)
-	after   []byte // last member key examined in it
+	from    []byte // where the walk resumes in it (inclusive)
 	deleted int    // members the current pass deleted so far
 
 	woken   atomic.Bool // a batch or the expiry sweep may have left members behind
@@ -68,8 +68,18 @@ func (rc *reclaimer) passEnded(now time.Time) {
 	rc.restEnd, rc.deleted = now.Add(rc.rest), 0
 }
 
+// longRun is how many members of one collection the walk examines before it asks whether the collection lives
+// and, if so, seeks past the rest of its members (reclaimRun).
+const longRun = 64
+
 // reclaimStep examines up to budget member items and deletes those whose collection no longer exists with their
 // generation. It returns how many it deleted.
+//
+// A collection's members are contiguous (engine.MemberPrefix), so once the walk has met more than longRun members
+// of one and found it alive, it seeks past the rest: a pass costs about a lookup per collection, not a read per
+// member. Walking every member, a pass over a list of two million took 100 s at the sweep's pace and 6% of the
+// core all along (LPOP under redis-benchmark), and began again at most 64 s after it ended. Short runs are
+// walked as before: a seek costs more than a few members.
 func (s *Store) reclaimStep(ctx context.Context, budget int) (int, error) {
 	tl, ok1 := s.eng.(engine.TableLister)
 	sc, ok2 := s.eng.(engine.Scanner)
@@ -89,97 +99,184 @@ func (s *Store) reclaimStep(ctx context.Context, budget int) (int, error) {
 		if !ok || mt < rc.table || budget <= 0 {
 			continue
 		}
-		r := engine.Range{}
-		if mt == rc.table && rc.after != nil {
-			r.Start = append(rc.after, 0) // the first key after the last one examined
+		from := []byte(nil)
+		if mt == rc.table {
+			from = rc.from
 		}
-		// The walk only collects: the engine contract forbids calling the engine from Scan's callback (memstore
-		// holds its read lock there, and a Get behind a waiting writer would deadlock). The lookups come after.
-		type member struct {
-			mk, key []byte
-			gen     uint64
-			item    engine.Item // an annotation's version and value
-		}
-		var seen []member
-		var last []byte
-		err := sc.Scan(ctx, mt, r, now, func(mk []byte, mi engine.Item) bool {
-			if budget <= 0 {
-				return false
-			}
-			budget--
-			last = append(last[:0], mk...)
-			key, g, _, err := engine.SplitMemberKey(mk)
+		j := judge{s: s, user: user, mt: mt, now: now, live: map[runID]bool{}}
+		for budget > 0 {
+			r, err := j.walk(ctx, sc, from, &budget)
 			if err != nil {
-				return true // not ours to judge: leave it
-			}
-			m := member{mk: append([]byte(nil), mk...), key: append([]byte(nil), key...), gen: g}
-			if g == 0 {
-				m.item = engine.Item{Version: mi.Version, Value: append([]byte(nil), mi.Value...)}
-			}
-			seen = append(seen, m)
-			return true
-		})
-		if err != nil {
-			return removed, fmt.Errorf("reclaiming members of %q: %w", user, err)
-		}
-		type gen struct {
-			key string
-			gen uint64
-		}
-		live := map[gen]bool{}
-		var dead []engine.Mutation
-		for _, m := range seen {
-			if m.gen == 0 { // an annotation: alive while it describes the string item's current version
-				it, err := s.eng.Get(ctx, user, m.key, now)
-				if err != nil && !errors.Is(err, engine.ErrNotFound) {
-					return removed, fmt.Errorf("reclaiming members of %q: %w", user, err)
-				}
-				v, _, ok := engine.DecodeAnnotation(m.item.Value)
-				if err != nil || it.Kind != engine.KindString || !ok || v != it.Version {
-					// Only if unchanged: a write may have annotated the item's new version meanwhile.
-					dead = append(dead, engine.Mutation{Op: engine.OpDelete, Table: mt, Key: m.mk,
-						AnyKind: true, Cond: engine.CondVersion, Version: m.item.Version})
-				}
-				continue
-			}
-			id := gen{string(m.key), m.gen}
-			alive, known := live[id]
-			if !known {
-				meta, err := s.eng.Get(ctx, user, m.key, now)
-				switch {
-				case err == nil && meta.Kind != engine.KindString:
-					cm, derr := engine.DecodeCollMeta(meta.Value)
-					alive = derr != nil || cm.Gen == m.gen // undecodable: keep, never guess
-				case err == nil || errors.Is(err, engine.ErrNotFound):
-					alive = false
-				default:
-					return removed, fmt.Errorf("reclaiming members of %q: %w", user, err)
-				}
-				live[id] = alive
-			}
-			if !alive {
-				dead = append(dead, engine.Mutation{Op: engine.OpDelete, Table: mt, Key: m.mk, AnyKind: true})
-			}
-		}
-		// One batch per slot: an engine spread over slots (engine.SlotScoped) refuses a batch across them.
-		bySlot, slots := map[int][]engine.Mutation{}, engine.SlotsOf(s.eng)
-		for _, d := range dead {
-			i := engine.SlotOf(d.Table, d.Key, slots)
-			bySlot[i] = append(bySlot[i], d)
-		}
-		for _, muts := range bySlot {
-			if _, err := s.eng.Apply(ctx, &engine.Batch{Now: now, Muts: muts}); err != nil {
 				return removed, err
 			}
-			removed += len(muts)
-			rc.deleted += len(muts)
+			n, err := j.deleteDead(ctx, r.seen)
+			removed += n
+			rc.deleted += n
+			if err != nil {
+				return removed, err
+			}
+			if r.ended {
+				from = nil
+				break
+			}
+			from = r.next
+			if r.long != nil { // more than longRun members of one collection: skip them if it lives
+				alive, err := j.alive(ctx, *r.long)
+				if err != nil {
+					return removed, err
+				}
+				budget--
+				if alive {
+					from = engine.PrefixEnd(engine.MemberPrefix(nil, []byte(r.long.key), r.long.gen))
+					if from == nil { // nothing sorts after it
+						break
+					}
+				}
+			}
 		}
-		if budget <= 0 { // stopped inside this table: resume after the last key examined
-			rc.table, rc.after = mt, append(rc.after[:0], last...)
+		if from != nil { // stopped inside this table: resume there
+			rc.table, rc.from = mt, from
 			return removed, nil
 		}
 	}
-	rc.table, rc.after = "", nil // a whole pass ended
+	rc.table, rc.from = "", nil // a whole pass ended
 	rc.passEnded(s.clock())
+	return removed, nil
+}
+
+// runID names the members of one collection: its key and generation.
+type runID struct {
+	key string
+	gen uint64
+}
+
+// seenMember is a member item the walk examined.
+type seenMember struct {
+	mk  []byte
+	id  runID
+	ann engine.Item // an annotation's (gen 0) version and value
+}
+
+// walked is what one scan of a member table found.
+type walked struct {
+	seen  []seenMember
+	next  []byte // where the next scan starts (inclusive), unless ended
+	ended bool   // the table has no more members
+	long  *runID // the scan stopped at a run longer than longRun whose collection is not known to be dead
+}
+
+// judge tells live members from dead ones in one member table during a reclaim step.
+type judge struct {
+	s        *Store
+	user, mt string
+	now      int64
+	live     map[runID]bool
+}
+
+// walk scans the member table from from, collecting up to *budget members. The walk only collects: the engine
+// contract forbids calling the engine from Scan's callback (memstore holds its read lock there, and a Get behind
+// a waiting writer would deadlock); the lookups come after.
+func (j *judge) walk(ctx context.Context, sc engine.Scanner, from []byte, budget *int) (walked, error) {
+	var w walked
+	var run runID
+	runLen := 0
+	w.ended = true
+	err := sc.Scan(ctx, j.mt, engine.Range{Start: from}, j.now, func(mk []byte, mi engine.Item) bool {
+		if *budget <= 0 {
+			w.ended = false
+			return false
+		}
+		key, g, _, err := engine.SplitMemberKey(mk)
+		if err == nil && g != 0 {
+			if g == run.gen && string(key) == run.key {
+				runLen++
+			} else {
+				run, runLen = runID{string(key), g}, 1
+			}
+			if alive, known := j.live[run]; runLen > longRun && (!known || alive) {
+				w.ended, w.long = false, &run
+				w.next = append([]byte(nil), mk...) // examined again if the collection is dead
+				return false
+			}
+		}
+		*budget--
+		w.next = append(append(w.next[:0], mk...), 0) // the first key after this one
+		if err != nil {
+			return true // not ours to judge: leave it
+		}
+		m := seenMember{mk: append([]byte(nil), mk...), id: runID{string(key), g}}
+		if g == 0 {
+			m.ann = engine.Item{Version: mi.Version, Value: append([]byte(nil), mi.Value...)}
+		}
+		w.seen = append(w.seen, m)
+		return true
+	})
+	if err != nil {
+		return w, fmt.Errorf("reclaiming members of %q: %w", j.user, err)
+	}
+	if !w.ended && w.next == nil { // the budget ran out before the first member
+		w.next = from
+	}
+	return w, nil
+}
+
+// alive reports whether the collection of run still exists with run's generation (memoised for the step).
+func (j *judge) alive(ctx context.Context, run runID) (bool, error) {
+	if alive, known := j.live[run]; known {
+		return alive, nil
+	}
+	meta, err := j.s.eng.Get(ctx, j.user, []byte(run.key), j.now)
+	alive := false
+	switch {
+	case err == nil && meta.Kind != engine.KindString:
+		cm, derr := engine.DecodeCollMeta(meta.Value)
+		alive = derr != nil || cm.Gen == run.gen // undecodable: keep, never guess
+	case err == nil || errors.Is(err, engine.ErrNotFound):
+	default:
+		return false, fmt.Errorf("reclaiming members of %q: %w", j.user, err)
+	}
+	j.live[run] = alive
+	return alive, nil
+}
+
+// deleteDead deletes the members of seen whose collection is gone, and the annotations that no longer describe
+// their item's version, and returns how many it deleted.
+func (j *judge) deleteDead(ctx context.Context, seen []seenMember) (int, error) {
+	var dead []engine.Mutation
+	for _, m := range seen {
+		if m.id.gen == 0 { // an annotation: alive while it describes the string item's current version
+			it, err := j.s.eng.Get(ctx, j.user, []byte(m.id.key), j.now)
+			if err != nil && !errors.Is(err, engine.ErrNotFound) {
+				return 0, fmt.Errorf("reclaiming members of %q: %w", j.user, err)
+			}
+			v, _, ok := engine.DecodeAnnotation(m.ann.Value)
+			if err != nil || it.Kind != engine.KindString || !ok || v != it.Version {
+				// Only if unchanged: a write may have annotated the item's new version meanwhile.
+				dead = append(dead, engine.Mutation{Op: engine.OpDelete, Table: j.mt, Key: m.mk,
+					AnyKind: true, Cond: engine.CondVersion, Version: m.ann.Version})
+			}
+			continue
+		}
+		alive, err := j.alive(ctx, m.id)
+		if err != nil {
+			return 0, err
+		}
+		if !alive {
+			dead = append(dead, engine.Mutation{Op: engine.OpDelete, Table: j.mt, Key: m.mk, AnyKind: true})
+		}
+	}
+	// One batch per slot: an engine spread over slots (engine.SlotScoped) refuses a batch across them.
+	bySlot, slots := map[int][]engine.Mutation{}, engine.SlotsOf(j.s.eng)
+	for _, d := range dead {
+		i := engine.SlotOf(d.Table, d.Key, slots)
+		bySlot[i] = append(bySlot[i], d)
+	}
+	removed := 0
+	for _, muts := range bySlot {
+		if _, err := j.s.eng.Apply(ctx, &engine.Batch{Now: j.now, Muts: muts}); err != nil {
+			return removed, err
+		}
+		removed += len(muts)
+	}
 	return removed, nil
 }
