@@ -30,9 +30,22 @@ type planned[R any] struct {
 // Add appends a mutation of the request being built.
 func (b *Batch[R]) Add(m engine.Mutation) { b.muts = append(b.muts, m) }
 
+// Next appends a zero mutation of the request being built and returns it to be filled in place, valid until
+// the next Add or Next: a mutation is 352 bytes, and Add's copy of one built on the stack was 5% of a pipelined
+// GET's CPU.
+func (b *Batch[R]) Next() *engine.Mutation {
+	b.muts = append(b.muts, engine.Mutation{})
+	return &b.muts[len(b.muts)-1]
+}
+
 // Plan registers a request, which owns the mutations added since the previous Plan.
-func (b *Batch[R]) Plan(req R) {
-	b.reqs = append(b.reqs, planned[R]{req: req, start: b.planned(), end: len(b.muts)})
+func (b *Batch[R]) Plan(req R) { *b.PlanNext() = req }
+
+// PlanNext registers a request like Plan and returns its zero record to be filled in place, valid until the
+// next Plan or PlanNext.
+func (b *Batch[R]) PlanNext() *R {
+	b.reqs = append(b.reqs, planned[R]{start: b.planned(), end: len(b.muts)})
+	return &b.reqs[len(b.reqs)-1].req
 }
 
 // planned is how many mutations belong to registered requests.

@@ -142,7 +142,8 @@ func (s *session) add(m engine.Mutation) { s.batch.Add(m) }
 
 // plan registers the reply of the command that just added its mutations.
 func (s *session) plan(fn replyFunc) {
-	s.batch.Plan(pending{fn: fn, obs: s.obs, start: s.start, cmd: s.cur, args: s.curArgs})
+	p := s.batch.PlanNext()
+	p.fn, p.obs, p.start, p.cmd, p.args = fn, s.obs, s.start, s.cur, s.curArgs
 }
 
 // fail registers an error reply for the command being compiled; it must add no mutation.

@@ -180,7 +180,8 @@ func replyNewLen(w *resp.Writer, res []engine.Result) {
 
 // get reads a string: a collection at the key answers WRONGTYPE.
 func (s *session) get(key []byte) {
-	s.add(engine.Mutation{Op: engine.OpGet, Table: s.table(), Key: key})
+	m := s.batch.Next()
+	m.Op, m.Table, m.Key = engine.OpGet, s.table(), key
 }
 
 // getAny reads an item of any kind (EXISTS, TYPE, TTL).
