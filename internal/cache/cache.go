@@ -37,6 +37,9 @@ import (
 
 const shards = 256
 
+// maxKeptMarks is how many slots a shard's map of writes in flight may have held and still be kept once empty.
+const maxKeptMarks = 64
+
 // entryOverhead approximates the memory of one entry beyond its key and value (map slot, ring pointer, entry).
 const entryOverhead = 96
 
@@ -59,11 +62,12 @@ type Cache struct {
 type shard struct {
 	mu  sync.RWMutex
 	gen uint64 // bumped by every batch that touches the shard, when it starts and when it ends
-	// writing holds the slots that batches in flight write (nil when there are none): a write in flight keeps
+	// writing holds the slots that batches in flight write (nil until the first): a write in flight keeps
 	// its own slots from being filled or written through, not the whole shard's. Kept per shard, a mixed load of
 	// 50 pipelining connections left a third of its SETs unwritten-through (another key of the shard was in
 	// flight), and each cost a later GET an engine read.
 	writing map[string]slotWrites
+	peak    int    // the most slots writing held since it was made: a big batch's map is dropped once empty
 	all     int    // batches in flight that may write any key of the shard: a flush, a call of any key (wide)
 	allGen  uint64 // bumped when one of those starts and when it ends
 	m       clockmap.Map[engine.Item]
@@ -97,12 +101,17 @@ func (sh *shard) reset() int {
 // New wraps e with a cache of about maxBytes of keys and values (0 disables caching but keeps the wrapper). The
 // result has e's optional abilities and engine.Statser (the cache's figures added to e's, if any).
 func New(e engine.Engine, maxBytes int64) engine.Engine {
+	return engine.Expose(newCache(e, maxBytes), engine.AbilitiesOf(e)|engine.CanStats)
+}
+
+// newCache is New's cache, unwrapped (internal tests look at its shards).
+func newCache(e engine.Engine, maxBytes int64) *Cache {
 	c := &Cache{eng: e, seed: maphash.MakeSeed(), shardBytes: maxBytes / shards}
 	for i := range c.shards {
 		c.shards[i].m = clockmap.New[engine.Item]()
 		c.shards[i].calls = clockmap.New[[]callAnswer]()
 	}
-	return engine.Expose(c, engine.AbilitiesOf(e)|engine.CanStats)
+	return c
 }
 
 // slot names a key in the cache: the table's length as a uvarint, the table, then the key. The length prefix is
@@ -299,7 +308,7 @@ func (c *Cache) touched(b *engine.Batch) (ts []touch, all, wide bool) {
 }
 
 // applyWide applies a batch with a call that may write keys it does not name. From before the engine applies it
-// until after, no entry answers a read (wide) and no shard is filled (pending); afterwards the slots it named
+// until after, no entry answers a read (wide) and no shard is filled (all); afterwards the slots it named
 // and those its calls report having written leave the cache. If it failed, the keys it wrote are unknown (the
 // engine may not know whether it applied), so every entry goes.
 func (c *Cache) applyWide(ctx context.Context, b *engine.Batch, ts []touch) ([]engine.Result, error) {
@@ -372,6 +381,7 @@ func (c *Cache) begin(ts []touch) []began {
 			w := sh.writing[t.slot]
 			// The key is a string of the batch's slot buffer, which nothing changes: it may outlive the batch.
 			sh.writing[t.slot] = slotWrites{n: w.n + 1, last: sh.gen}
+			sh.peak = max(sh.peak, len(sh.writing))
 			if sh.remove(t.slot) {
 				c.invalidations.Add(1)
 			}
@@ -406,6 +416,10 @@ func (c *Cache) end(ts []touch, gens []began, res []engine.Result, err error) {
 				delete(sh.writing, t.slot)
 			} else {
 				sh.writing[t.slot] = slotWrites{n: w.n, last: sh.gen}
+			}
+			if len(sh.writing) == 0 && sh.peak > maxKeptMarks {
+				// Maps do not shrink: after a batch of a million keys the shards' empty maps held 84 MB.
+				sh.writing, sh.peak = nil, 0
 			}
 			sh.remove(t.slot)
 			if !alone || t.through < 0 || t.through >= len(res) {
