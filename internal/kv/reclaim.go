@@ -69,7 +69,7 @@ func (rc *reclaimer) passEnded(now time.Time) {
 }
 
 // longRun is how many members of one collection the walk examines before it asks whether the collection lives
-// and, if so, seeks past the rest of its members (reclaimRun).
+// and, if so, seeks past the rest of its members.
 const longRun = 64
 
 // reclaimStep examines up to budget member items and deletes those whose collection no longer exists with their
@@ -117,6 +117,9 @@ func (s *Store) reclaimStep(ctx context.Context, budget int) (int, error) {
 			}
 			if r.ended {
 				from = nil
+				if budget <= 0 { // the budget ended with the table: the next step looks at its end again
+					from = r.next
+				}
 				break
 			}
 			from = r.next
