@@ -4,9 +4,10 @@
 // so the exposition, its escaping and its content negotiation are the client's, not ours.
 //
 // The hot path is Observer.Observe: a protocol looks its Observer up once (Metrics.Command), which resolves the
-// client's label maps once and keeps the children (a prometheus.Counter per counter, a prometheus.Observer for
-// the histogram); Observe then only does the client's atomic adds, with no lock, no map lookup and no allocation
-// per request. A nil *Observer ignores observations, so a protocol built without metrics needs no branches.
+// client's label maps once and keeps the children (a prometheus.Counter per counter) and its own latency histogram
+// (latency.go: the client's takes one observation at a time, and ObserveN records a pipeline's replies answered
+// together at once); Observe then only does atomic adds, with no lock, no map lookup and no allocation per
+// request. A nil *Observer ignores observations, so a protocol built without metrics needs no branches.
 //
 // Every Metrics has its own prometheus.Registry, never the client's global one: two servers in one process (as in
 // the tests) must not count into each other's families, and registering twice in the global registry panics.
@@ -27,7 +28,7 @@ import (
 
 // latencyBounds are the upper bounds of the latency histogram buckets, in seconds (the client adds +Inf). They
 // span a cache hit in memory (tens of microseconds) to a slow fsync or a large scan (seconds).
-var latencyBounds = []float64{
+var latencyBounds = [...]float64{
 	0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
 }
 
@@ -40,7 +41,6 @@ type Metrics struct {
 	registry *prometheus.Registry
 	requests *prometheus.CounterVec
 	errors   *prometheus.CounterVec
-	latency  *prometheus.HistogramVec
 	replies  *prometheus.CounterVec // error replies by kind
 	handler  http.Handler           // built once: promhttp registers its own error counter in the registry
 
@@ -72,18 +72,13 @@ func newMetrics(stats func() kv.Stats) *Metrics {
 			Name: "anykv_request_errors_total",
 			Help: "Requests answered with an error (not counting plain misses), per protocol and command.",
 		}, commandLabels),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "anykv_request_duration_seconds",
-			Help:    "Time to serve one request, per protocol and command.",
-			Buckets: latencyBounds,
-		}, commandLabels),
 		replies: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "anykv_error_replies_total",
 			Help: "Error replies sent, per protocol and kind (Redis: the error's first word, ERR, WRONGTYPE, ...).",
 		}, []string{"protocol", "kind"}),
 		cmds: make(map[cmdKey]*Observer),
 	}
-	m.registry.MustRegister(m.requests, m.errors, m.latency, m.replies,
+	m.registry.MustRegister(m.requests, m.errors, newLatencyCollector(m), m.replies,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if stats != nil {
@@ -111,7 +106,8 @@ func (m *Metrics) Command(protocol, command string) *Observer {
 	o := &Observer{
 		requests: m.requests.WithLabelValues(p, c),
 		errors:   m.errors.WithLabelValues(p, c),
-		latency:  m.latency.WithLabelValues(p, c),
+		latency:  new(latencyHist),
+		labels:   [2]string{p, c},
 	}
 	m.cmds[k] = o
 	return o
@@ -126,11 +122,12 @@ func (m *Metrics) ErrorReply(protocol, kind string) {
 	m.replies.WithLabelValues(strings.ToValidUTF8(protocol, "\uFFFD"), strings.ToValidUTF8(kind, "\uFFFD")).Inc()
 }
 
-// Observer counts one command of one protocol. It holds the client's children for its label values, so its
-// methods are safe for concurrent use and Observe allocates nothing.
+// Observer counts one command of one protocol. It holds the client's children for its label values and its own
+// latency histogram, so its methods are safe for concurrent use and allocate nothing.
 type Observer struct {
 	requests, errors prometheus.Counter
-	latency          prometheus.Observer
+	latency          *latencyHist
+	labels           [2]string // protocol and command, as exposed
 }
 
 // Observe records one request that took d; failed marks it as an error reply (what counts as one is the
@@ -138,14 +135,23 @@ type Observer struct {
 // plain miss). A negative d (the clock stepped back) counts as zero, so the histogram's sum never shrinks. A nil
 // Observer does nothing.
 func (o *Observer) Observe(d time.Duration, failed bool) {
-	if o == nil {
+	if failed {
+		o.ObserveN(d, 1, 1)
+	} else {
+		o.ObserveN(d, 1, 0)
+	}
+}
+
+// ObserveN records n requests that each took d, failed of them error replies: replies answered together.
+func (o *Observer) ObserveN(d time.Duration, n, failed int) {
+	if o == nil || n <= 0 {
 		return
 	}
-	o.requests.Inc()
-	if failed {
-		o.errors.Inc()
+	o.requests.Add(float64(n))
+	if failed > 0 {
+		o.errors.Add(float64(failed))
 	}
-	o.latency.Observe(max(d, 0).Seconds())
+	o.latency.observe(max(d, 0), n)
 }
 
 // Requests returns how many requests were observed (for tests and INFO-style reports). It reads the client's

@@ -325,3 +325,34 @@ func TestConnections(t *testing.T) {
 	var nilM *Metrics
 	nilM.Connections("x", ConnFigures{})
 }
+
+// TestObserveNCountsEach: ObserveN of n requests is n Observes of one: the same counts, errors, buckets and sum,
+// and every bound in nanoseconds is exactly its bound in seconds (an observation on a bound counts in it).
+func TestObserveNCountsEach(t *testing.T) {
+	one, many := New(nil), New(nil)
+	for i, d := range []time.Duration{0, 50 * time.Microsecond, 700 * time.Microsecond, 3 * time.Second, time.Minute} {
+		for j := 0; j < 5; j++ {
+			one.Command("resp", "get").Observe(d, j < i)
+		}
+		many.Command("resp", "get").ObserveN(d, 5, i)
+	}
+	scrape := func(m *Metrics) string {
+		rec := httptest.NewRecorder()
+		m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		var keep []string
+		for _, l := range strings.Split(rec.Body.String(), "\n") {
+			if strings.HasPrefix(l, "anykv_request") {
+				keep = append(keep, l)
+			}
+		}
+		return strings.Join(keep, "\n")
+	}
+	if a, b := scrape(one), scrape(many); a != b || !strings.Contains(a, `anykv_request_duration_seconds_count{command="get",protocol="resp"} 25`) {
+		t.Fatalf("one at a time:\n%s\nfive at a time:\n%s", a, b)
+	}
+	for i, s := range latencyBounds {
+		if float64(boundNanos[i]) != s*1e9 && time.Duration(boundNanos[i]).Seconds() != s {
+			t.Errorf("bound %v is %d ns", s, boundNanos[i])
+		}
+	}
+}

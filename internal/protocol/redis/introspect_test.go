@@ -277,3 +277,33 @@ func TestErrorMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestPipelinedRepliesAreCountedEach: replies answered together are recorded at once (metrics.ObserveN), each
+// still one request: a pipeline of GETs around a failing one and a write counts every GET, its one error, and as
+// many latencies.
+func TestPipelinedRepliesAreCountedEach(t *testing.T) {
+	m := metrics.New(nil)
+	ts := startServer(t, Options{Metrics: m}, 0)
+	rc := ts.raw(t)
+	get := func(k string) string { return "*2\r\n$3\r\nGET\r\n$1\r\n" + k + "\r\n" }
+	p := "*3\r\n$5\r\nLPUSH\r\n$1\r\nl\r\n$1\r\nv\r\n" + strings.Repeat(get("k"), 5) + get("l") + strings.Repeat(get("k"), 3) +
+		"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n" + strings.Repeat(get("k"), 2)
+	rc.send(p)
+	for i := 0; i < 13; i++ {
+		rc.reply()
+	}
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{
+		`anykv_requests_total{command="get",protocol="resp"} 11`,
+		`anykv_request_errors_total{command="get",protocol="resp"} 1`,
+		`anykv_request_duration_seconds_count{command="get",protocol="resp"} 11`,
+		`anykv_requests_total{command="set",protocol="resp"} 1`,
+		`anykv_request_duration_seconds_count{command="lpush",protocol="resp"} 1`,
+	} {
+		if !strings.Contains(body, want+"\n") {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}

@@ -50,14 +50,15 @@ type watch struct {
 
 // session is one client connection's state. It is used only by the connection's goroutine.
 type session struct {
-	h       *Handler
-	conn    net.Conn
-	id      int64
-	parser  *resp.Parser
-	lim     *resp.Limits       // the handler's limits the parser enforces
-	acct    *membudget.Account // the parser's share of Options.Budget
-	w       *resp.Writer
-	created time.Time
+	h        *Handler
+	observed observations // replies answered together, counted at once
+	conn     net.Conn
+	id       int64
+	parser   *resp.Parser
+	lim      *resp.Limits       // the handler's limits the parser enforces
+	acct     *membudget.Account // the parser's share of Options.Budget
+	w        *resp.Writer
+	created  time.Time
 
 	db      int
 	fd      int         // the socket's descriptor, for CLIENT LIST
@@ -342,6 +343,7 @@ func (s *session) flush() {
 		s.batch.AnswerEach(s.apply, func(p *pending, own []engine.Result, muts []engine.Mutation, err error) {
 			s.replyTo(p, own, muts, err, answered)
 		})
+		s.observed.flush()
 		return
 	}
 	s.writeReplies(res, err)
@@ -471,6 +473,34 @@ func (s *session) writeReplies(res []engine.Result, err error) {
 	s.batch.Answer(res, err, func(p *pending, own []engine.Result, muts []engine.Mutation, err error) {
 		s.replyTo(p, own, muts, err, answered)
 	})
+	s.observed.flush()
+}
+
+// observations gathers the metrics of consecutive replies of one command that took as long (a pipeline's GETs,
+// read together and answered together), so that they are recorded at once (metrics.Observer.ObserveN).
+type observations struct {
+	obs     *metrics.Observer
+	took    time.Duration
+	n, fail int
+}
+
+// add counts one reply, recording those gathered so far first if it is another command's or took otherwise.
+func (o *observations) add(obs *metrics.Observer, took time.Duration, failed bool) {
+	if o.n > 0 && (obs != o.obs || took != o.took) {
+		o.flush()
+	}
+	o.obs, o.took, o.n = obs, took, o.n+1
+	if failed {
+		o.fail++
+	}
+}
+
+// flush records the replies gathered.
+func (o *observations) flush() {
+	if o.n > 0 {
+		o.obs.ObserveN(o.took, o.n, o.fail)
+	}
+	*o = observations{}
 }
 
 // replyTo writes one request's reply from its results, counts it, and publishes its keyspace events; answered
@@ -480,7 +510,7 @@ func (s *session) replyTo(p *pending, own []engine.Result, muts []engine.Mutatio
 	s.writeReply(p, own, err)
 	out := s.w.Bytes()
 	failed, took := len(out) > before && (out[before] == '-' || err != nil), answered.Sub(p.start)
-	p.obs.Observe(took, failed)
+	s.observed.add(p.obs, took, failed)
 	s.account(p.cmd, p.args, took, p.rejected, failed)
 	if p.note != nil && err == nil {
 		s.publishNotes(p, own, muts, s.w.Bytes()[before:])
