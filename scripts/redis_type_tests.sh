@@ -15,7 +15,8 @@ cache=${XDG_CACHE_HOME:-$HOME/.cache}/anykv
 tarball=$cache/redis_$version.orig.tar.gz
 suites=("$@")
 [ ${#suites[@]} -gt 0 ] || suites=(unit/type/list unit/type/hash unit/type/set unit/type/zset unit/type/incr
-  unit/type/string unit/type/list-2 unit/type/list-3 unit/expire unit/keyspace unit/bitops unit/bitfield unit/pubsub unit/scan)
+  unit/type/string unit/type/list-2 unit/type/list-3 unit/expire unit/keyspace unit/bitops unit/bitfield unit/pubsub unit/scan
+  unit/hyperloglog)
 
 if [ ! -f "$tarball" ]; then
   mkdir -p "$cache"
@@ -57,7 +58,7 @@ port=$(sed -n 's/.*msg=listening protocol=resp addr=127\.0\.0\.1:\([0-9]*\).*/\1
 # --baseport: where the suite's own control socket goes; random so that two runs on one machine do not collide.
 args=(--host 127.0.0.1 --port "$port" --baseport $((20000 + RANDOM % 20000)) --skipfile "$work/skip" --ignore-encoding --ignore-digest --durable
   --timeout "${REDIS_TESTS_TIMEOUT:-300}" --tags -needs:debug --tags -needs:repl --tags -needs:config-maxmemory --tags -needs:save
-  --tags -needs:reset --tags -needs:config-resetstat --tags -needs:latency --tags -needs:pfdebug)
+  --tags -needs:reset --tags -needs:config-resetstat --tags -needs:latency)
 for s in "${suites[@]}"; do args+=(--single "$s"); done
 start=$(date +%s)
 set +e

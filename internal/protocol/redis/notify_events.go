@@ -158,6 +158,8 @@ func init() {
 		"setbit":      str("setbit"),
 		"bitfield":    on(notifyString, "setbit", func(n *noteCtx) bool { return n.hasArg("set") || n.hasArg("incrby") }),
 		"bitop":       storeInto(notifyString, "set", func(n *noteCtx) []byte { return n.args[2] }),
+		"pfadd":       on(notifyString, "pfadd", positive),
+		"pfmerge":     on(notifyString, "pfadd", isOK), // Redis sends "pfadd" for PFMERGE too
 
 		"del":       noteDel,
 		"unlink":    noteDel,
