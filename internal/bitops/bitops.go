@@ -29,11 +29,6 @@ func init() {
 
 func num(n int64) []byte { return strconv.AppendInt(nil, n, 10) }
 
-func call(table string, key []byte, name string, args ...[]byte) engine.Mutation {
-	return engine.Mutation{Op: engine.OpCall, Table: table, Key: key,
-		Call: engine.CallArgs{Name: name, Args: append([][]byte(nil), args...)}}
-}
-
 // Int reads an integer result (SETBIT's old bit, BITOP's length).
 func Int(r engine.Result) int64 {
 	n, _ := strconv.ParseInt(string(r.New.Value), 10, 64)
@@ -59,7 +54,7 @@ func SetBit(table string, key []byte, offset int64, value bool, maxSize int) eng
 	if value {
 		v = []byte("1")
 	}
-	return call(table, key, fnSetBit, num(offset), v, num(int64(maxSize)))
+	return engine.CallMutation(table, key, fnSetBit, num(offset), v, num(int64(maxSize)))
 }
 
 func setBit(tx *engine.Tx, args [][]byte) (engine.Result, error) {
@@ -185,7 +180,7 @@ func Pos(v []byte, bit int64, start, end int64, hasEnd, bitUnit bool) int64 {
 
 // BitOp stores at key the AND, OR, XOR or NOT of the strings at srcs; Int is the result's length.
 func BitOp(table string, key []byte, op string, srcs ...[]byte) engine.Mutation {
-	m := call(table, key, fnBitOp, append([][]byte{[]byte(op)}, srcs...)...)
+	m := engine.CallMutation(table, key, fnBitOp, append([][]byte{[]byte(op)}, srcs...)...)
 	return m
 }
 
@@ -261,7 +256,7 @@ func BitField(table string, key []byte, fields []Field, maxSize int) engine.Muta
 		}
 		args = append(args, []byte(f.Op), []byte(sign+strconv.Itoa(f.Width)), num(f.Offset), num(f.Value), []byte(f.Overflow))
 	}
-	return call(table, key, fnBitField, args...)
+	return engine.CallMutation(table, key, fnBitField, args...)
 }
 
 func bitField(tx *engine.Tx, args [][]byte) (engine.Result, error) {

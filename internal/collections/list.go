@@ -47,10 +47,6 @@ func init() {
 
 // call builds an OpCall. It copies the argument list (not the bytes): a protocol's argument array may be reused
 // for the next command before the batch runs.
-func call(table string, key []byte, name string, args ...[]byte) engine.Mutation {
-	return callOwning(table, key, name, append([][]byte(nil), args...))
-}
-
 // callOwning is call with an args slice the mutation may keep (the caller built it and keeps no reference).
 func callOwning(table string, key []byte, name string, args [][]byte) engine.Mutation {
 	return engine.Mutation{Op: engine.OpCall, Table: table, Key: key, Call: engine.CallArgs{Name: name, Args: args}}
@@ -85,33 +81,33 @@ func Push(table string, key []byte, left, onlyIfExists bool, values ...[]byte) e
 // Pop removes up to count elements (count < 0: one, reported in Result.New) from the head or tail; they are
 // returned in Members in the order removed. ErrNotFound if the list is missing.
 func Pop(table string, key []byte, left bool, count int64) engine.Mutation {
-	return call(table, key, fnPop, side(left), num(count))
+	return engine.CallMutation(table, key, fnPop, side(left), num(count))
 }
 
 // Index reads the element at i (negative: from the tail) into Result.New; ErrNotFound outside the list.
 func Index(table string, key []byte, i int64) engine.Mutation {
-	return call(table, key, fnIndex, num(i))
+	return engine.CallMutation(table, key, fnIndex, num(i))
 }
 
 // Set replaces the element at i: ErrNotFound for a missing list, ErrOutOfRange outside it.
 func Set(table string, key []byte, i int64, value []byte) engine.Mutation {
-	return call(table, key, fnSet, num(i), value)
+	return engine.CallMutation(table, key, fnSet, num(i), value)
 }
 
 // Range reads the elements start..stop (inclusive, negative from the tail, as LRANGE) into Members.
 func Range(table string, key []byte, start, stop int64) engine.Mutation {
-	return call(table, key, fnRange, num(start), num(stop))
+	return engine.CallMutation(table, key, fnRange, num(start), num(stop))
 }
 
 // Trim keeps only the elements start..stop (LTRIM).
 func Trim(table string, key []byte, start, stop int64) engine.Mutation {
-	return call(table, key, fnTrim, num(start), num(stop))
+	return engine.CallMutation(table, key, fnTrim, num(start), num(stop))
 }
 
 // Rem removes elements equal to value: count > 0 the first count from the head, < 0 from the tail, 0 all; the
 // result is how many (Int).
 func Rem(table string, key []byte, count int64, value []byte) engine.Mutation {
-	return call(table, key, fnRem, num(count), value)
+	return engine.CallMutation(table, key, fnRem, num(count), value)
 }
 
 // Insert puts value before (or after) the first element equal to pivot; the result is the new length, -1 if the
@@ -121,13 +117,13 @@ func Insert(table string, key []byte, before bool, pivot, value []byte) engine.M
 	if before {
 		where = []byte("B")
 	}
-	return call(table, key, fnInsert, where, pivot, value)
+	return engine.CallMutation(table, key, fnInsert, where, pivot, value)
 }
 
 // Move pops an element from one end of the list at key and pushes it at one end of the list at dst (LMOVE); the
 // element is in Result.New, ErrNotFound if the source is empty. dst may equal key (rotation).
 func Move(table string, key []byte, dstTable string, dst []byte, fromLeft, toLeft bool) engine.Mutation {
-	m := call(table, key, fnMove, side(fromLeft), side(toLeft))
+	m := engine.CallMutation(table, key, fnMove, side(fromLeft), side(toLeft))
 	m.Target = engine.Target{Table: dstTable, Key: dst}
 	return m
 }
@@ -365,7 +361,7 @@ func lrange(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 // (read them with NextValue): one buffer for a reply of any length instead of an 80-byte Member per element
 // (LRANGE's allocations were a third of its CPU, with the collector).
 func RangeValues(table string, key []byte, start, stop int64) engine.Mutation {
-	return call(table, key, fnValues, num(start), num(stop))
+	return engine.CallMutation(table, key, fnValues, num(start), num(stop))
 }
 
 // CountValues counts the elements of a RangeValues result.

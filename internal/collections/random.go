@@ -24,7 +24,7 @@ func init() { engine.RegisterUncachedKeyReadFunc(fnRand, randMembers) }
 // random order, into Members (with their values; a sorted set's: the score text). The draw comes from seed, so
 // the mutation stays deterministic.
 func RandMembers(table string, key []byte, kind engine.Kind, count int64, seed uint64) engine.Mutation {
-	return call(table, key, fnRand, num(int64(kind)), num(count), num(int64(seed)))
+	return engine.CallMutation(table, key, fnRand, num(int64(kind)), num(count), num(int64(seed)))
 }
 
 func randMembers(tx *engine.Tx, args [][]byte) (engine.Result, error) {

@@ -23,7 +23,7 @@ func ScanMembers(table string, key []byte, kind engine.Kind, resume bool, after 
 	if resume {
 		r = []byte("1")
 	}
-	return call(table, key, fnScan, num(int64(kind)), num(count), r, after)
+	return engine.CallMutation(table, key, fnScan, num(int64(kind)), num(count), r, after)
 }
 
 func scanMembers(tx *engine.Tx, args [][]byte) (engine.Result, error) {

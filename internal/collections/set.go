@@ -23,13 +23,13 @@ func init() {
 // SPop removes up to count random members (count < 0: one, in Result.New.Value) into Members. The choice is
 // drawn from seed, so the mutation stays deterministic: the protocol picks a random seed.
 func SPop(table string, key []byte, count int64, seed uint64) engine.Mutation {
-	return call(table, key, fnSPop, num(count), num(int64(seed)))
+	return engine.CallMutation(table, key, fnSPop, num(count), num(int64(seed)))
 }
 
 // SStore replaces the key with the intersection, union or difference ("inter", "union", "diff") of the sets at
 // keys; Int is its size.
 func SStore(table string, dst []byte, op string, keys ...[]byte) engine.Mutation {
-	return call(table, dst, fnSStore, append([][]byte{[]byte(op)}, keys...)...)
+	return engine.CallMutation(table, dst, fnSStore, append([][]byte{[]byte(op)}, keys...)...)
 }
 
 // setMembers reads every member name of the set at key: nil for a missing key, wrong for another kind.

@@ -132,7 +132,7 @@ func XAdd(table string, key []byte, id []byte, noMkStream bool, trim StreamTrim,
 		mk = []byte("0")
 	}
 	args := append([][]byte{id, mk}, trim.args()...)
-	return call(table, key, fnXAdd, append(args, fields...)...)
+	return engine.CallMutation(table, key, fnXAdd, append(args, fields...)...)
 }
 
 // stream is one stream as a function sees it.
@@ -308,7 +308,7 @@ func xadd(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 
 // XDel deletes entries by ID; Int is how many existed.
 func XDel(table string, key []byte, ids ...[]byte) engine.Mutation {
-	return call(table, key, fnXDel, ids...)
+	return engine.CallMutation(table, key, fnXDel, ids...)
 }
 
 func xdel(tx *engine.Tx, args [][]byte) (engine.Result, error) {
@@ -338,7 +338,7 @@ func xdel(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 
 // XTrim trims the stream; Int is how many entries it dropped.
 func XTrim(table string, key []byte, trim StreamTrim) engine.Mutation {
-	return call(table, key, fnXTrim, trim.args()...)
+	return engine.CallMutation(table, key, fnXTrim, trim.args()...)
 }
 
 func xtrim(tx *engine.Tx, args [][]byte) (engine.Result, error) {
@@ -364,7 +364,7 @@ func XRange(table string, key []byte, from, to ID, rev bool, count int64) engine
 	if rev {
 		r = []byte("1")
 	}
-	return call(table, key, fnXRead, []byte(from.String()), []byte(to.String()), r, num(count))
+	return engine.CallMutation(table, key, fnXRead, []byte(from.String()), []byte(to.String()), r, num(count))
 }
 
 func xrange(tx *engine.Tx, args [][]byte) (engine.Result, error) {

@@ -104,12 +104,12 @@ func parseSpec(a [][]byte) (RangeSpec, error) {
 // ZRange reads the members spec selects into Members (Name the member, Item.Value the score text), or with
 // spec.Tally their number (Result.New, as ZRANGESTORE's).
 func ZRange(table string, key []byte, spec RangeSpec) engine.Mutation {
-	return call(table, key, fnZRange, spec.args()...)
+	return engine.CallMutation(table, key, fnZRange, spec.args()...)
 }
 
 // ZRangeStore stores what spec selects of the sorted set at src into the key (ZRANGESTORE); Int is the count.
 func ZRangeStore(table string, dst, src []byte, spec RangeSpec) engine.Mutation {
-	return call(table, dst, fnZRange, append(spec.args(), []byte("store"), src)...)
+	return engine.CallMutation(table, dst, fnZRange, append(spec.args(), []byte("store"), src)...)
 }
 
 // inRange reports whether e lies between the bounds of a score or lex range.
@@ -328,7 +328,7 @@ func ZRank(table string, key, member []byte, rev bool) engine.Mutation {
 	if rev {
 		r = []byte("1")
 	}
-	return call(table, key, fnZRank, member, r)
+	return engine.CallMutation(table, key, fnZRank, member, r)
 }
 
 func zrank(tx *engine.Tx, args [][]byte) (engine.Result, error) {
@@ -360,7 +360,7 @@ func zrank(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 // ZRemRange removes what spec selects (its Offset and Count unused); Int is the count removed.
 func ZRemRange(table string, key []byte, spec RangeSpec) engine.Mutation {
 	spec.Count = -1
-	return call(table, key, fnZRemRng, spec.args()...)
+	return engine.CallMutation(table, key, fnZRemRng, spec.args()...)
 }
 
 func zremrange(tx *engine.Tx, args [][]byte) (engine.Result, error) {

@@ -377,7 +377,7 @@ func wrongOr(err error) (engine.Result, error) {
 
 // ZRem removes members; the result is how many were there (Int).
 func ZRem(table string, key []byte, members ...[]byte) engine.Mutation {
-	return call(table, key, fnZRem, members...)
+	return engine.CallMutation(table, key, fnZRem, members...)
 }
 
 func zrem(tx *engine.Tx, args [][]byte) (engine.Result, error) {
@@ -405,7 +405,7 @@ func zrem(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 // ZScore reads members' scores into Members, in argument order: Item.Value is the score text, empty Item.Value
 // with Flags 0 for a missing member (Flags 1 when present).
 func ZScore(table string, key []byte, members ...[]byte) engine.Mutation {
-	return call(table, key, fnZScore, members...)
+	return engine.CallMutation(table, key, fnZScore, members...)
 }
 
 func zscore(tx *engine.Tx, args [][]byte) (engine.Result, error) {
@@ -430,7 +430,7 @@ func zscore(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 
 // ZPop removes up to count members with the lowest (or highest, max) scores into Members, in that order.
 func ZPop(table string, key []byte, highest bool, count int64) engine.Mutation {
-	return call(table, key, fnZPop, side(!highest), num(count))
+	return engine.CallMutation(table, key, fnZPop, side(!highest), num(count))
 }
 
 func zpop(tx *engine.Tx, args [][]byte) (engine.Result, error) {
@@ -499,7 +499,7 @@ func ZCombine(table string, key []byte, c Combine, store bool) engine.Mutation {
 	if store {
 		args = append(args, []byte("store"))
 	}
-	return call(table, key, fnZCombine, args...)
+	return engine.CallMutation(table, key, fnZCombine, args...)
 }
 
 func zcombine(tx *engine.Tx, args [][]byte) (engine.Result, error) {

@@ -135,6 +135,12 @@ func Funcs() []string {
 	return out
 }
 
+// CallMutation is the OpCall mutation that runs the registered Func name on the item at table/key with args
+// (the outer slice copied: the mutation may outlive the caller's).
+func CallMutation(table string, key []byte, name string, args ...[]byte) Mutation {
+	return Mutation{Op: OpCall, Table: table, Key: key, Call: CallArgs{Name: name, Args: append([][]byte(nil), args...)}}
+}
+
 // CallArgs are OpCall's own arguments.
 type CallArgs struct {
 	// Name is the registered Func to run.

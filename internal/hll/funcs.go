@@ -23,11 +23,6 @@ func init() {
 	engine.RegisterFunc(fnDebug, debug)
 }
 
-func call(table string, key []byte, name string, args ...[]byte) engine.Mutation {
-	return engine.Mutation{Op: engine.OpCall, Table: table, Key: key,
-		Call: engine.CallArgs{Name: name, Args: append([][]byte(nil), args...)}}
-}
-
 // read reads the HyperLogLog at key: found false if absent; engine.ErrWrongType for another kind, ErrNotHLL for
 // a string that is not one. A non-nil error with a nil second error is the command's own failure.
 func read(tx *engine.Tx, key []byte) (it engine.Item, found bool, fail, err error) {
@@ -44,7 +39,7 @@ func read(tx *engine.Tx, key []byte) (it engine.Item, found bool, fail, err erro
 // PFAdd adds elems to the HyperLogLog at key, creating it; the result's Value is "1" if a register changed or
 // the key was created, else "0" (and the result is Unchanged).
 func PFAdd(table string, key []byte, elems [][]byte) engine.Mutation {
-	return call(table, key, fnAdd, append([][]byte{strconv.AppendInt(nil, SparseMaxBytes, 10)}, elems...)...)
+	return engine.CallMutation(table, key, fnAdd, append([][]byte{strconv.AppendInt(nil, SparseMaxBytes, 10)}, elems...)...)
 }
 
 func add(tx *engine.Tx, args [][]byte) (engine.Result, error) {
@@ -76,7 +71,7 @@ func add(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 
 // PFMerge stores at dest the union of the HyperLogLogs at dest and srcs (absent keys count as empty).
 func PFMerge(table string, dest []byte, srcs [][]byte) engine.Mutation {
-	return call(table, dest, fnMerge, append([][]byte{strconv.AppendInt(nil, SparseMaxBytes, 10)}, srcs...)...)
+	return engine.CallMutation(table, dest, fnMerge, append([][]byte{strconv.AppendInt(nil, SparseMaxBytes, 10)}, srcs...)...)
 }
 
 func merge(tx *engine.Tx, args [][]byte) (engine.Result, error) {
@@ -123,7 +118,7 @@ func merge(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 // value dense, and store it. The result's Value is the value after that, Flags 1 when it was converted;
 // engine.ErrNotFound when the key is absent.
 func Debug(table string, key []byte, sub string) engine.Mutation {
-	return call(table, key, fnDebug, []byte(sub))
+	return engine.CallMutation(table, key, fnDebug, []byte(sub))
 }
 
 func debug(tx *engine.Tx, args [][]byte) (engine.Result, error) {
