@@ -63,11 +63,12 @@ type Cache struct {
 type shard struct {
 	mu  sync.RWMutex
 	gen uint64 // bumped by every batch that touches the shard, when it starts and when it ends
-	// writing holds the slots that batches in flight write (nil until the first): a write in flight keeps
-	// its own slots from being filled or written through, not the whole shard's. Kept per shard, a mixed load of
-	// 50 pipelining connections left a third of its SETs unwritten-through (another key of the shard was in
-	// flight), and each cost a later GET an engine read.
-	writing map[string]slotWrites
+	// writing holds the slots that batches in flight write (nil until the first), by the slot's hash (slots of
+	// one hash share a mark, which only keeps more out): a write in flight keeps its own slots from being filled
+	// or written through, not the whole shard's. Kept per shard, a mixed load of 50 pipelining connections left a
+	// third of its SETs unwritten-through (another key of the shard was in flight), and each cost a later GET an
+	// engine read.
+	writing map[uint64]slotWrites
 	peak    int    // the most slots writing held since it was made: a big batch's map is dropped once empty
 	all     int    // batches in flight that may write any key of the shard: a flush, a call of any key (wide)
 	allGen  uint64 // bumped when one of those starts and when it ends
@@ -81,16 +82,16 @@ type slotWrites struct {
 	last uint64 // the shard's generation when one of them last started or ended
 }
 
-// busy says a batch in flight may be writing slot s: its item is not to be filled from a read.
-func (sh *shard) busy(s []byte) bool {
-	_, ok := sh.writing[string(s)]
+// busy says a batch in flight may be writing the slot of hash h: its item is not to be filled from a read.
+func (sh *shard) busy(h uint64) bool {
+	_, ok := sh.writing[h]
 	return ok || sh.all > 0
 }
 
-// remove drops slot s's item and answers, reporting whether there was an item.
-func (sh *shard) remove(s string) bool {
-	sh.calls.Remove(s)
-	return sh.m.Remove(s)
+// remove drops slot s's item and answers, reporting whether there was an item; h is s's hash.
+func (sh *shard) remove(s string, h uint64) bool {
+	sh.calls.RemoveHashed(s, h)
+	return sh.m.RemoveHashed(s, h)
 }
 
 // reset drops every item and answer of the shard and returns how many items there were.
@@ -108,9 +109,9 @@ func New(e engine.Engine, maxBytes int64) engine.Engine {
 // newCache is New's cache, unwrapped (internal tests look at its shards).
 func newCache(e engine.Engine, maxBytes int64) *Cache {
 	c := &Cache{eng: e, seed: maphash.MakeSeed(), shardBytes: maxBytes / shards}
-	for i := range c.shards {
-		c.shards[i].m = clockmap.New[engine.Item]()
-		c.shards[i].calls = clockmap.New[[]callAnswer]()
+	for i := range c.shards { // hashed as the cache picks shards: a slot is hashed once per lookup or write
+		c.shards[i].m = clockmap.Seeded[engine.Item](c.seed)
+		c.shards[i].calls = clockmap.Seeded[[]callAnswer](c.seed)
 	}
 	return c
 }
@@ -125,9 +126,12 @@ func appendSlot(b []byte, table string, key []byte) []byte {
 	return append(b, key...)
 }
 
-func (c *Cache) shardOf(s string) uint8 { return uint8(maphash.String(c.seed, s) % shards) }
+// hashOf is slot s's hash, which picks its shard (shardOf) and indexes it in the shard's maps and marks.
+func (c *Cache) hashOf(s string) uint64 { return maphash.String(c.seed, s) }
 
-func (c *Cache) shardOfBytes(s []byte) uint8 { return uint8(maphash.Bytes(c.seed, s) % shards) }
+func (c *Cache) hashOfBytes(s []byte) uint64 { return maphash.Bytes(c.seed, s) }
+
+func shardOf(h uint64) uint8 { return uint8(h % shards) }
 
 func entrySize(slot int, it engine.Item) int64 { return int64(slot + len(it.Value) + entryOverhead) }
 
@@ -159,9 +163,10 @@ func (c *Cache) get(ctx context.Context, table string, key []byte, now int64) (i
 	}
 	var buf [128]byte
 	b := appendSlot(buf[:0], table, key)
-	sh := &c.shards[maphash.Bytes(c.seed, b)%shards]
+	h := c.hashOfBytes(b)
+	sh := &c.shards[shardOf(h)]
 	sh.mu.RLock()
-	e, ok := sh.m.Get(b) // no allocation for the lookup
+	e, ok := sh.m.GetHashed(b, h) // no allocation for the lookup
 	var cached engine.Item
 	if ok {
 		cached = e.Val
@@ -197,10 +202,10 @@ func (c *Cache) get(ctx context.Context, table string, key []byte, now int64) (i
 		cp = it
 	}
 	sh.mu.Lock()
-	if sh.gen == gen && !sh.busy(b) { // no write of the slot in flight, none started or ended since the read began
-		if !sh.m.Has(b) {
+	if sh.gen == gen && !sh.busy(h) { // no write of the slot in flight, none started or ended since the read began
+		if !sh.m.HasHashed(b, h) {
 			slot, cp := entryCopy(b, cp)
-			c.evictions.Add(int64(sh.m.Put(slot, cp, size, c.shardBytes)))
+			c.evictions.Add(int64(sh.m.PutHashed(slot, h, cp, size, c.shardBytes)))
 		}
 	}
 	sh.mu.Unlock()
@@ -223,6 +228,7 @@ func entryCopy[S string | []byte](slot S, it engine.Item) (string, engine.Item) 
 // touch is a cache slot a batch may change.
 type touch struct {
 	slot  string
+	hash  uint64 // the slot's (hashOf)
 	shard uint8
 	// through is the index of the mutation whose result is written through at the end, or -1: a plain SET that
 	// is the only mutation of the batch touching the slot.
@@ -272,7 +278,10 @@ func (c *Cache) touched(b *engine.Batch) (ts []touch, all, wide bool) {
 		return unsafe.String(unsafe.SliceData(buf[start:]), len(buf)-start)
 	}
 	ts = make([]touch, 0, len(b.Muts))
-	add := func(s string, through int) { ts = append(ts, touch{slot: s, shard: c.shardOf(s), through: through}) }
+	add := func(s string, through int) {
+		h := c.hashOf(s)
+		ts = append(ts, touch{slot: s, hash: h, shard: shardOf(h), through: through})
+	}
 	for i := range b.Muts {
 		m := &b.Muts[i]
 		switch {
@@ -332,7 +341,8 @@ func (c *Cache) applyWide(ctx context.Context, b *engine.Batch, ts []touch) ([]e
 		if i < len(res) && b.Muts[i].Op == engine.OpCall {
 			for _, k := range res[i].Wrote {
 				s := slot(b.Muts[i].Table, k)
-				drop[c.shardOf(s)] = append(drop[c.shardOf(s)], s)
+				sh := shardOf(c.hashOf(s))
+				drop[sh] = append(drop[sh], s)
 			}
 		}
 	}
@@ -346,7 +356,7 @@ func (c *Cache) applyWide(ctx context.Context, b *engine.Batch, ts []touch) ([]e
 			c.invalidations.Add(int64(sh.reset()))
 		}
 		for _, s := range drop[i] {
-			if sh.remove(s) {
+			if sh.remove(s, c.hashOf(s)) {
 				c.invalidations.Add(1)
 			}
 		}
@@ -376,15 +386,14 @@ func (c *Cache) begin(ts []touch) []began {
 		sh.mu.Lock()
 		sh.gen++
 		if sh.writing == nil {
-			sh.writing = make(map[string]slotWrites)
+			sh.writing = make(map[uint64]slotWrites)
 		}
 		for j := range run {
 			t := &run[j]
-			w := sh.writing[t.slot]
-			// The key is a string of the batch's slot buffer, which nothing changes: it may outlive the batch.
-			sh.writing[t.slot] = slotWrites{n: w.n + 1, last: sh.gen}
+			w := sh.writing[t.hash]
+			sh.writing[t.hash] = slotWrites{n: w.n + 1, last: sh.gen}
 			sh.peak = max(sh.peak, len(sh.writing))
-			if sh.remove(t.slot) {
+			if sh.remove(t.slot, t.hash) {
 				c.invalidations.Add(1)
 			} else {
 				// Only a key the cache held (read, or written through before) is written through: a key only
@@ -416,19 +425,19 @@ func (c *Cache) end(ts []touch, gens []began, res []engine.Result, err error) {
 		sh.gen++
 		wideCame := sh.all > 0 || sh.allGen != b.allGen
 		for _, t := range run {
-			w := sh.writing[t.slot]
+			w := sh.writing[t.hash]
 			w.n--
 			alone := err == nil && !wideCame && w.n == 0 && w.last == b.gen
 			if w.n == 0 {
-				delete(sh.writing, t.slot)
+				delete(sh.writing, t.hash)
 			} else {
-				sh.writing[t.slot] = slotWrites{n: w.n, last: sh.gen}
+				sh.writing[t.hash] = slotWrites{n: w.n, last: sh.gen}
 			}
 			if len(sh.writing) == 0 && sh.peak > maxKeptMarks {
 				// Maps do not shrink: after a batch of a million keys the shards' empty maps held 84 MB.
 				sh.writing, sh.peak = nil, 0
 			}
-			sh.remove(t.slot)
+			sh.remove(t.slot, t.hash)
 			if !alone || t.through < 0 || t.through >= len(res) {
 				continue
 			}
@@ -444,7 +453,7 @@ func (c *Cache) end(ts []touch, gens []began, res []engine.Result, err error) {
 			// Copies of the value, which may alias the caller's batch, and of the slot, which touched carved out
 			// of a buffer of the whole batch's slots that an entry must not keep alive beyond its own size.
 			slot, it := entryCopy(t.slot, it)
-			c.evictions.Add(int64(sh.m.Put(slot, it, size, c.shardBytes)))
+			c.evictions.Add(int64(sh.m.PutHashed(slot, t.hash, it, size, c.shardBytes)))
 			c.writeThroughs.Add(1)
 		}
 		sh.mu.Unlock()

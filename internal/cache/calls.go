@@ -78,7 +78,7 @@ func (c *Cache) applyKeyReads(ctx context.Context, b *engine.Batch) ([]engine.Re
 				break
 			}
 			if len(b.Muts) > 1 {
-				shs, gens = append(shs, c.shardOfBytes(s)), append(gens, gen)
+				shs, gens = append(shs, shardOf(c.hashOfBytes(s))), append(gens, gen)
 			}
 		}
 		// Several answers are one state, as the batch must read, only if no batch touched their shards while
@@ -100,10 +100,11 @@ func (c *Cache) applyKeyReads(ctx context.Context, b *engine.Batch) ([]engine.Re
 	for i := range b.Muts {
 		m := &b.Muts[i]
 		s := appendSlot(sbuf[:0], m.Table, m.Key)
-		sh := &c.shards[c.shardOfBytes(s)]
+		h := c.hashOfBytes(s)
+		sh := &c.shards[shardOf(h)]
 		sh.mu.RLock()
 		gens[i] = sh.gen
-		if sh.busy(s) {
+		if sh.busy(h) {
 			gens[i] = ^uint64(0) // a write in flight: this answer is not kept
 		}
 		sh.mu.RUnlock()
@@ -122,10 +123,11 @@ func (c *Cache) applyKeyReads(ctx context.Context, b *engine.Batch) ([]engine.Re
 
 // answer finds the cached answer of call on the key of slot s, live at now, and the shard's generation then.
 func (c *Cache) answer(s []byte, call []byte, now int64) (engine.Result, uint64, bool) {
-	sh := &c.shards[c.shardOfBytes(s)]
+	h := c.hashOfBytes(s)
+	sh := &c.shards[shardOf(h)]
 	sh.mu.RLock()
 	defer sh.mu.RUnlock()
-	e, ok := sh.calls.Get(s)
+	e, ok := sh.calls.GetHashed(s, h)
 	if !ok || c.wide.Load() > 0 {
 		return engine.Result{}, 0, false
 	}
@@ -165,15 +167,16 @@ func (c *Cache) keepAnswer(ctx context.Context, m *engine.Mutation, now int64, g
 		return // too big to be worth a slot
 	}
 	a := callAnswer{call: call, res: copyResult(res), until: earliest(until, &res), size: size}
-	sh := &c.shards[c.shardOf(s)]
+	h := c.hashOf(s)
+	sh := &c.shards[shardOf(h)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sh.gen != gen || sh.busy([]byte(s)) {
+	if sh.gen != gen || sh.busy(h) {
 		return
 	}
 	var list []callAnswer
 	size = int64(len(s)) + a.size
-	if e, ok := sh.calls.Get([]byte(s)); ok {
+	if e, ok := sh.calls.GetHashed([]byte(s), h); ok {
 		for _, old := range e.Val { // a key's answers together take at most half the shard's share
 			if old.call != a.call && len(list) < maxAnswersPerKey-1 && size+old.size <= budget/2 {
 				list = append(list, old)
@@ -182,7 +185,7 @@ func (c *Cache) keepAnswer(ctx context.Context, m *engine.Mutation, now int64, g
 		}
 	}
 	list = append(list, a)
-	c.evictions.Add(int64(sh.calls.Put(s, list, size, budget)))
+	c.evictions.Add(int64(sh.calls.PutHashed(s, h, list, size, budget)))
 }
 
 // earliest is the first of expiry and the expiries of the items an answer holds (0: none of them expires).

@@ -41,7 +41,7 @@ func rvKeys(c *Cache, sh uint8, prefix string, n int) []string {
 	var out []string
 	for i := 0; len(out) < n; i++ {
 		k := fmt.Sprint(prefix, i)
-		if c.shardOf(slot("t", []byte(k))) == sh {
+		if shardOf(c.hashOf(slot("t", []byte(k)))) == sh {
 			out = append(out, k)
 		}
 	}
@@ -57,7 +57,7 @@ func rvNoMarks(t *testing.T, c *Cache) {
 		n, all := len(sh.writing), sh.all
 		var left []string
 		for s, w := range sh.writing {
-			left = append(left, fmt.Sprintf("%q:%+v", s, w))
+			left = append(left, fmt.Sprintf("%x:%+v", s, w))
 		}
 		sh.mu.RUnlock()
 		if n != 0 || all != 0 {

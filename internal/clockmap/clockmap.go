@@ -38,7 +38,16 @@ type Entry[V any] struct {
 }
 
 // New returns an empty map.
-func New[V any]() Map[V] { return Map[V]{items: make(map[uint64]*Entry[V]), seed: maphash.MakeSeed()} }
+func New[V any]() Map[V] { return Seeded[V](maphash.MakeSeed()) }
+
+// Seeded returns an empty map that hashes keys with seed: an owner that hashes a key with it anyway (to pick one
+// of several maps) passes the hash to the *Hashed methods instead of having the map hash the key again.
+func Seeded[V any](seed maphash.Seed) Map[V] {
+	return Map[V]{items: make(map[uint64]*Entry[V]), seed: seed}
+}
+
+// Hash is key's hash in m, for the *Hashed methods.
+func (m *Map[V]) Hash(key []byte) uint64 { return maphash.Bytes(m.seed, key) }
 
 // find returns key's entry, if any; h is key's hash.
 func (m *Map[V]) find(key []byte, h uint64) (*Entry[V], bool) {
@@ -51,7 +60,12 @@ func (m *Map[V]) find(key []byte, h uint64) (*Entry[V], bool) {
 
 // Get returns the entry of key and marks it referenced. It takes the key as bytes: the lookup does not allocate.
 func (m *Map[V]) Get(key []byte) (*Entry[V], bool) {
-	e, ok := m.find(key, maphash.Bytes(m.seed, key))
+	return m.GetHashed(key, maphash.Bytes(m.seed, key))
+}
+
+// GetHashed is Get of key whose Hash is h.
+func (m *Map[V]) GetHashed(key []byte, h uint64) (*Entry[V], bool) {
+	e, ok := m.find(key, h)
 	if ok && !e.ref.Load() {
 		e.ref.Store(true)
 	}
@@ -61,7 +75,11 @@ func (m *Map[V]) Get(key []byte) (*Entry[V], bool) {
 // Put stores val under key (replacing an entry there), first evicting until the map holds at most max bytes
 // with it. It returns the number of entries evicted to make room.
 func (m *Map[V]) Put(key string, val V, size, max int64) (evicted int) {
-	h := maphash.String(m.seed, key)
+	return m.PutHashed(key, maphash.String(m.seed, key), val, size, max)
+}
+
+// PutHashed is Put of key whose Hash is h.
+func (m *Map[V]) PutHashed(key string, h uint64, val V, size, max int64) (evicted int) {
 	if e, ok := m.items[h]; ok {
 		m.drop(e) // key's entry, or another key's of the same hash
 	}
@@ -92,8 +110,11 @@ func (m *Map[V]) evict(room, max int64) (evicted int) {
 }
 
 // Remove deletes key's entry, reporting whether there was one.
-func (m *Map[V]) Remove(key string) bool {
-	e, ok := m.find([]byte(key), maphash.String(m.seed, key)) // the conversion does not allocate
+func (m *Map[V]) Remove(key string) bool { return m.RemoveHashed(key, maphash.String(m.seed, key)) }
+
+// RemoveHashed is Remove of key whose Hash is h.
+func (m *Map[V]) RemoveHashed(key string, h uint64) bool {
+	e, ok := m.find([]byte(key), h) // the conversion does not allocate
 	if ok {
 		m.drop(e)
 	}
@@ -115,13 +136,16 @@ func (m *Map[V]) drop(e *Entry[V]) {
 // Reset empties the map and returns how many entries it held.
 func (m *Map[V]) Reset() int {
 	n := len(m.items)
-	*m = New[V]()
+	*m = Seeded[V](m.seed) // the owner's hashes stay valid
 	return n
 }
 
 // Has reports whether key has an entry, without marking it referenced.
-func (m *Map[V]) Has(key []byte) bool {
-	_, ok := m.find(key, maphash.Bytes(m.seed, key))
+func (m *Map[V]) Has(key []byte) bool { return m.HasHashed(key, maphash.Bytes(m.seed, key)) }
+
+// HasHashed is Has of key whose Hash is h.
+func (m *Map[V]) HasHashed(key []byte, h uint64) bool {
+	_, ok := m.find(key, h)
 	return ok
 }
 

@@ -100,3 +100,27 @@ func TestHashCollision(t *testing.T) {
 		}
 	}
 }
+
+// TestHashedMethodsFindWhatThePlainOnesDo: a Seeded map hashes keys as its owner does, before and after a Reset,
+// so the owner's hash finds what the map's own hashing stored, and the other way round.
+func TestHashedMethodsFindWhatThePlainOnesDo(t *testing.T) {
+	seed := maphash.MakeSeed()
+	m := Seeded[int](seed)
+	k := []byte("key")
+	h := maphash.Bytes(seed, k)
+	if m.Hash(k) != h {
+		t.Fatal("Hash is not the seed's hash")
+	}
+	m.PutHashed("key", h, 1, 10, 100)
+	if e, ok := m.Get(k); !ok || e.Val != 1 {
+		t.Fatalf("Get after PutHashed = %v, %v", e, ok)
+	}
+	m.Reset()
+	m.Put("key", 2, 10, 100)
+	if e, ok := m.GetHashed(k, h); !ok || e.Val != 2 {
+		t.Fatalf("GetHashed after Reset and Put = %v, %v: Reset changed the seed", e, ok)
+	}
+	if !m.HasHashed(k, h) || !m.RemoveHashed("key", h) || m.Has(k) || m.Len() != 0 {
+		t.Fatal("HasHashed/RemoveHashed do not act on the key Put stored")
+	}
+}
