@@ -304,6 +304,25 @@ func (s *session) picksBounded(count int64) bool {
 	return true
 }
 
+// picksTooBig answers an error, and reports so, when the reply of picks (their names, and values if values)
+// would pass proto-max-bulk-len. A negative count repeats members: maxRandPicks bounds how many, not their bytes,
+// and SRANDMEMBER s -5000 over one 1 MiB member asked for a 5 GB reply, built whole before it is sent: a fatal
+// out-of-memory for the whole process (the audit's case). As LCS's table, the reply is refused instead.
+func (s *session) picksTooBig(w *resp.Writer, picks []engine.Member, values bool) bool {
+	limit, n := int64(s.h.limits.Load().MaxBulk), int64(0)
+	for i := range picks {
+		n += int64(len(picks[i].Name)) + 32 // the bulk's header, a score
+		if values {
+			n += int64(len(picks[i].Item.Value)) + 16
+		}
+		if n > limit {
+			w.Error("ERR Insufficient memory, the reply of the random picks exceeds proto-max-bulk-len")
+			return true
+		}
+	}
+	return false
+}
+
 // randArgs parses HRANDFIELD's and ZRANDMEMBER's `[count [flag]]`. With the flag (WITHVALUES, WITHSCORES) the
 // count is bounded by ±2^62 as in Redis, where the doubled reply length must not overflow.
 func (s *session) randArgs(args [][]byte, flag string) (count int64, withCount, paired, ok bool) {
@@ -343,6 +362,7 @@ func cmdHRandField(s *session, args [][]byte) {
 			w.Null()
 		case !withCount:
 			w.Bulk(picked[0].Name)
+		case s.picksTooBig(w, picked, withValues):
 		case withValues && w.Proto() >= 3:
 			w.ArrayHeader(len(picked))
 			for _, m := range picked {

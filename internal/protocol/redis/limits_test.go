@@ -37,6 +37,32 @@ func TestRandomPicksAreBounded(t *testing.T) {
 	}
 }
 
+// TestRandomPickRepliesAreBoundedInBytes: a negative count repeats members, so the reply of a few picks of a big
+// member may pass proto-max-bulk-len; it is refused instead of built (SRANDMEMBER s -5000 over a 1 MiB member
+// built 5 GB and the process died of it), and the connection stays usable.
+func TestRandomPickRepliesAreBoundedInBytes(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, &goredis.Options{PoolSize: 1})
+	c.ConfigSet(ctx, "proto-max-bulk-len", "1mb")
+	big := strings.Repeat("x", 600_000)
+	c.SAdd(ctx, "s", big)
+	c.HSet(ctx, "h", "f", big)
+	c.ZAdd(ctx, "z", goredis.Z{Score: 1, Member: big})
+	for _, cmd := range [][]any{{"srandmember", "s", -2}, {"hrandfield", "h", -2, "withvalues"}, {"zrandmember", "z", -2}} {
+		if err := c.Do(ctx, cmd...).Err(); err == nil || !strings.Contains(err.Error(), "proto-max-bulk-len") {
+			t.Errorf("%v: %v, want refused past proto-max-bulk-len", cmd, err)
+		}
+	}
+	for _, cmd := range [][]any{{"srandmember", "s", -1}, {"hrandfield", "h", -2}, {"zrandmember", "z", -1, "withscores"}} {
+		if got, err := c.Do(ctx, cmd...).Slice(); err != nil || len(got) == 0 {
+			t.Errorf("%v: %d items, %v; want answered", cmd, len(got), err)
+		}
+	}
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestLCSTableIsBounded: LCS's table (4 bytes per pair of positions) may not pass proto-max-bulk-len (as Redis
 // 7.2), and several clients' tables together count against maxmemory-clients: a hard-coded 1 GiB per call, with
 // calls running at once, let 20 clients run the machine out of memory (the audit's case).

@@ -131,6 +131,7 @@ func cmdSRandMember(s *session, args [][]byte) {
 			w.Null()
 		case !withCount:
 			w.Bulk(picked[0].Name)
+		case s.picksTooBig(w, picked, false):
 		default:
 			w.ArrayHeader(len(picked))
 			for _, m := range picked {

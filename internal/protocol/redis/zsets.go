@@ -405,6 +405,7 @@ func cmdZRandMember(s *session, args [][]byte) {
 			w.Null()
 		case !withCount:
 			w.Bulk(picked[0].Name)
+		case s.picksTooBig(w, picked, false):
 		default:
 			writeScored(w, picked, withScores)
 		}
