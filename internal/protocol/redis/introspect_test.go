@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"fmt"
 	"net/http/httptest"
 	"strconv"
 	"strings"
@@ -251,6 +252,27 @@ func TestSlowlog(t *testing.T) {
 	c.Set(ctx, "k", "v", 0)
 	if n := c.Do(ctx, "SLOWLOG", "LEN").Val(); n != int64(0) {
 		t.Errorf("SLOWLOG LEN = %v after RESET with logging off", n)
+	}
+}
+
+// TestSlowlogRedactsSecrets: a password given by CONFIG SET is logged as "(redacted)", as Redis does; a client
+// still logged in with the old password could read the new one from the log (the audit's case).
+func TestSlowlogRedactsSecrets(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, &goredis.Options{PoolSize: 1, Protocol: 2})
+	c.ConfigSet(ctx, "slowlog-log-slower-than", "0")
+	if err := c.Do(ctx, "CONFIG", "SET", "maxclients", "100", "requirepass", "topsecret").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ConfigSet(ctx, "requirepass", "").Err(); err != nil { // this connection stays logged in
+		t.Fatal(err)
+	}
+	got, err := c.Do(ctx, "SLOWLOG", "GET", "-1").Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := fmt.Sprint(got); strings.Contains(s, "topsecret") || !strings.Contains(s, "[CONFIG SET maxclients 100 requirepass (redacted)]") {
+		t.Errorf("SLOWLOG GET: %s", s)
 	}
 }
 

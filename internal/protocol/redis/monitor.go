@@ -2,6 +2,7 @@ package redis
 
 import (
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -120,12 +121,15 @@ func monitorLine(now time.Time, db int, addr, name string, args [][]byte) []byte
 	return append(b, '\r', '\n')
 }
 
-// redacted reports whether argument i of a call is a secret Redis hides from monitors: every argument of AUTH,
-// and the user and password after HELLO's AUTH.
+// redacted reports whether argument i of a call is a secret Redis hides from monitors and the slow log: every
+// argument of AUTH, the user and password after HELLO's AUTH, and the value CONFIG SET gives a password.
 func redacted(name string, args [][]byte, i int) bool {
 	switch name {
 	case "auth":
 		return i > 0
+	case "config":
+		// CONFIG SET name value [name value ...]: a value whose name is a secret (Redis's SENSITIVE_CONFIG).
+		return len(args) > 1 && eq(args[1], "set") && i >= 3 && i%2 == 1 && sensitiveConfig[strings.ToLower(string(args[i-1]))]
 	case "hello":
 		for j := 2; j+2 < len(args); j++ {
 			if eq(args[j], "auth") {
@@ -138,6 +142,9 @@ func redacted(name string, args [][]byte, i int) bool {
 	}
 	return false
 }
+
+// sensitiveConfig are the settings whose values are secrets.
+var sensitiveConfig = map[string]bool{"requirepass": true, "masterauth": true, "masteruser": true}
 
 // appendRepr quotes a as Redis's sdscatrepr: \\ \" \n \r \t \a \b escaped, printable ASCII as is, other bytes
 // as \xHH.

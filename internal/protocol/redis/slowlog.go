@@ -54,6 +54,10 @@ func (l *slowlog) offer(s *session, cmd *command, args [][]byte, took time.Durat
 			e.args = append(e.args, "... ("+strconv.Itoa(len(args)-i)+" more arguments)")
 			break
 		}
+		if redacted(cmd.name, args, i) {
+			e.args = append(e.args, "(redacted)")
+			continue
+		}
 		if len(a) > slowlogMaxBytes {
 			e.args = append(e.args, string(a[:slowlogMaxBytes])+"... ("+strconv.Itoa(len(a)-slowlogMaxBytes)+" more bytes)")
 			continue
