@@ -11,6 +11,7 @@ import (
 	"anykv/internal/engine"
 	"anykv/internal/membudget"
 	"anykv/internal/protocol/pipeline"
+	"anykv/internal/readyield"
 )
 
 const (
@@ -92,8 +93,11 @@ func (c *conn) serve(ctx context.Context) {
 	c.ctx = &detached{ctx}
 	defer c.h.stats.add(&c.st)
 	defer c.releaseBuffers()
+	readStart := readyield.Now()
 	for {
+		yielded := false
 		n, err := c.nc.Read(c.buf[c.w:])
+		readyield.Read(readStart, readyield.Now())
 		c.w += n
 		c.st[sBytesRead] += int64(n)
 		if n > 0 {
@@ -103,6 +107,7 @@ func (c *conn) serve(ctx context.Context) {
 			}
 			if c.process() > 1 && len(c.out) > 0 {
 				runtime.Gosched() // replies of a pipeline leave with the round's others, as RESP's do (ServeConn)
+				yielded = true
 			}
 		}
 		if err != nil && c.acct.Evicted() {
@@ -117,6 +122,11 @@ func (c *conn) serve(ctx context.Context) {
 			c.line(errOutOfMemory)
 			c.send()
 			return
+		}
+		readStart = readyield.Now()
+		if !yielded && readyield.Yield(readStart) { // the next request is likely on its way
+			runtime.Gosched()
+			readStart = readyield.Now()
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"anykv/internal/metrics"
 	"anykv/internal/protocol/resp"
 	"anykv/internal/pubsub"
+	"anykv/internal/readyield"
 	"anykv/internal/server"
 )
 
@@ -192,26 +193,35 @@ func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 		delete(h.sessions, s.id)
 		h.mu.Unlock()
 	}()
+	readStart := readyield.Now()
 	for ctx.Err() == nil {
 		_, err := s.parser.Fill(c)
+		readyield.Read(readStart, readyield.Now())
 		if l := h.limits.Load(); l != s.lim { // CONFIG SET changed the request limits: they apply from this read
 			s.parser.SetLimits(*l)
 			s.lim = l
 		}
 		s.readAt = time.Now()
 		closing, ran := s.runParsed()
+		yielded := false
 		if ran > 1 && s.w.Len() > 0 && s.sub == nil { // (a pusher writes a subscriber's or monitor's output)
 			// A pipeline's replies wait for the other connections that are ready to run, so that the replies of
 			// a round leave back to back, as Redis writes them after its event loop's pass: a write that wakes
 			// a sleeping client costs this VM an IPI, and one wake-up then serves many replies (GET at pipeline
 			// 16: +12%, docs/benchmarks.md). One command's reply is not held: at pipeline 1 it cost durable SETs.
 			runtime.Gosched()
+			yielded = true
 		}
 		if werr := s.out(); werr != nil {
 			return
 		}
 		if closing {
 			return
+		}
+		readStart = readyield.Now()
+		if err == nil && !yielded && readyield.Yield(readStart) { // the next request is likely on its way
+			runtime.Gosched()
+			readStart = readyield.Now()
 		}
 		if err != nil {
 			if !errors.Is(err, net.ErrClosed) && !isTimeout(err) && err.Error() != "EOF" {
