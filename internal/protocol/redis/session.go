@@ -187,11 +187,8 @@ func (s *session) dispatch(args [][]byte) {
 	s.state.cmd.Store(fullName(cmd, args))
 	s.obs, s.cur = s.h.observers[cmd.id], cmd // latency counts from when the command was read (s.start)
 	if !s.authed && cmd.flags&flagNoAuth == 0 {
-		if s.h.opts.Auth.Required() {
-			s.reject("NOAUTH Authentication required.")
-			return
-		}
-		s.setAuthed(true) // CONFIG SET requirepass "" since the connection opened: served, as Redis does
+		s.reject("NOAUTH Authentication required.")
+		return
 	}
 	if (cmd.arity > 0 && len(args) != cmd.arity) || (cmd.arity < 0 && len(args) < -cmd.arity) {
 		s.reject("ERR wrong number of arguments for '" + cmd.name + "' command")
