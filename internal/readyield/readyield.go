@@ -6,6 +6,9 @@
 // goroutine, and the netpoller wakes it later for a second read. Yielding first lets the other connections run;
 // by its turn the request is usually there, and one read takes it (docs/benchmarks.md has the figures).
 //
+// Only when Go runs on one core (GOMAXPROCS=1), where the gain was measured: with more, idle processors poll the
+// network themselves, and each yield takes the scheduler's global lock.
+//
 // The catch is fairness. Go polls the network only when its run queues are empty, and connections that keep
 // yielding keep them busy: those parked in the netpoller starved until sysmon's 10 ms poll (GET at pipeline 1:
 // p99 from 0.9 to 1.5 ms, p99.9 from 1 to 4 ms). So connections yield only while the netpoller has woken one
@@ -14,6 +17,7 @@
 package readyield
 
 import (
+	"runtime"
 	"sync/atomic"
 	"time"
 )
@@ -22,6 +26,9 @@ const (
 	// parkedRead is how long a read must take to count as one that parked and was woken by the netpoller: a
 	// read that finds data returns within a few microseconds.
 	parkedRead = 20 * time.Microsecond
+	// smallRead bounds the bytes of a read that counts as a wake-up: copying a big request takes as long as
+	// parking, and a stream of them would keep connections yielding with the netpoller never run.
+	smallRead = 16 << 10
 	// maxStarve bounds how long yielding connections keep the netpoller from running.
 	maxStarve = 200 * time.Microsecond
 	// grain is how much later a wake-up must be than the one recorded to be written: the time is shared by every
@@ -38,9 +45,10 @@ var woken atomic.Int64
 // Now is the monotonic time in nanoseconds, the argument of Read and Yield.
 func Now() int64 { return int64(time.Since(epoch)) }
 
-// Read records a connection's read that began at start and ended at end (both from Now).
-func Read(start, end int64) {
-	if end-start >= int64(parkedRead) && end-woken.Load() >= int64(grain) {
+// Read records a connection's read of n bytes that began at start and ended at end (both from Now).
+func Read(start, end int64, n int) {
+	if end-start >= int64(parkedRead) && n <= smallRead && end-woken.Load() >= int64(grain) &&
+		runtime.GOMAXPROCS(0) == 1 { // (reached at most once per grain: its lock is not on every read's path)
 		woken.Store(end)
 	}
 }

@@ -1,6 +1,7 @@
 package readyield
 
 import (
+	"runtime"
 	"testing"
 	"time"
 )
@@ -8,18 +9,17 @@ import (
 // TestYieldsOnlyWhileTheNetpollerWakesReaders: fast reads (data was there) do not count as wake-ups; a read that
 // parked does, and connections yield for maxStarve after it, then stop so that Go polls the network again.
 func TestYieldsOnlyWhileTheNetpollerWakesReaders(t *testing.T) {
-	woken.Store(0)
-	t.Cleanup(func() { woken.Store(0) })
+	oneCore(t)
 	ms := int64(time.Millisecond)
 	if Yield(10 * ms) {
 		t.Fatal("yields with no wake-up within maxStarve")
 	}
-	Read(10*ms, 10*ms+int64(5*time.Microsecond)) // found its data: no wake-up
+	Read(10*ms, 10*ms+int64(5*time.Microsecond), 100) // found its data: no wake-up
 	if Yield(10*ms + int64(6*time.Microsecond)) {
 		t.Fatal("a read that did not park counted as a wake-up")
 	}
 	end := 10*ms + int64(parkedRead)
-	Read(10*ms, end) // parked, then woken
+	Read(10*ms, end, 100) // parked, then woken
 	if !Yield(end + 1) {
 		t.Fatal("no yield right after a wake-up")
 	}
@@ -29,11 +29,11 @@ func TestYieldsOnlyWhileTheNetpollerWakesReaders(t *testing.T) {
 	if Yield(end + int64(maxStarve)) {
 		t.Fatal("yields past maxStarve: parked connections would starve")
 	}
-	Read(0, end-1) // an older wake-up reported late does not move the latest back
+	Read(0, end-1, 100) // an older wake-up reported late does not move the latest back
 	if !Yield(end + 1) {
 		t.Fatal("a late report moved the latest wake-up back")
 	}
-	Read(end, end+int64(parkedRead)+int64(grain)) // a later one does
+	Read(end, end+int64(parkedRead)+int64(grain), 100) // a later one does
 	if !Yield(end + int64(maxStarve) + 1) {
 		t.Fatal("a later wake-up was not recorded")
 	}
@@ -48,5 +48,29 @@ func TestNowIsMonotonic(t *testing.T) {
 			t.Fatalf("Now went back: %d after %d", n, prev)
 		}
 		prev = n
+	}
+}
+
+// oneCore runs the test with GOMAXPROCS=1 and no wake-up recorded.
+func oneCore(t *testing.T) {
+	t.Helper()
+	woken.Store(0)
+	prev := runtime.GOMAXPROCS(1)
+	t.Cleanup(func() { runtime.GOMAXPROCS(prev); woken.Store(0) })
+}
+
+// TestBigReadsAndManyCoresAreNoWakeUps: a read of a big request takes as long as one that parked, but is no sign
+// that the netpoller ran; and with more than one core connections do not yield at all.
+func TestBigReadsAndManyCoresAreNoWakeUps(t *testing.T) {
+	oneCore(t)
+	ms := int64(time.Millisecond)
+	Read(10*ms, 12*ms, 2<<20)
+	if Yield(12*ms + 1) {
+		t.Fatal("a 2 MiB read counted as a wake-up")
+	}
+	runtime.GOMAXPROCS(2)
+	Read(10*ms, 12*ms, 100)
+	if Yield(12*ms + 1) {
+		t.Fatal("yields with GOMAXPROCS=2")
 	}
 }

@@ -97,7 +97,7 @@ func (c *conn) serve(ctx context.Context) {
 	for {
 		yielded := false
 		n, err := c.nc.Read(c.buf[c.w:])
-		readyield.Read(readStart, readyield.Now())
+		readyield.Read(readStart, readyield.Now(), n)
 		c.w += n
 		c.st[sBytesRead] += int64(n)
 		if n > 0 {

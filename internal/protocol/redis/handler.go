@@ -195,8 +195,8 @@ func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 	}()
 	readStart := readyield.Now()
 	for ctx.Err() == nil {
-		_, err := s.parser.Fill(c)
-		readyield.Read(readStart, readyield.Now())
+		n, err := s.parser.Fill(c)
+		readyield.Read(readStart, readyield.Now(), n)
 		if l := h.limits.Load(); l != s.lim { // CONFIG SET changed the request limits: they apply from this read
 			s.parser.SetLimits(*l)
 			s.lim = l
