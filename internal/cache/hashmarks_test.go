@@ -1,7 +1,8 @@
 package cache
 
-// Tests of the marks keyed by the slot's hash (95ac65f), from its review. Real collisions of a 64-bit seeded hash cannot be
-// found, so these hand begin/end touches whose hashes collide on purpose, as touched would if hashOf collided.
+// Tests of the marks keyed by the slot's hash (95ac65f), from its review. Real collisions of a 64-bit seeded
+// hash cannot be found, so these hand begin/end touches whose hashes collide on purpose, as touched would if
+// hashOf collided.
 
 import (
 	"testing"
