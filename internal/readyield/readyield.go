@@ -34,6 +34,8 @@ const (
 	// grain is how much later a wake-up must be than the one recorded to be written: the time is shared by every
 	// connection, and on many cores a line written at every wake-up would be one they all contend for.
 	grain = 10 * time.Microsecond
+	// coresEvery is how often the core count is read again (runtime.GOMAXPROCS takes the scheduler's lock).
+	coresEvery = 100 * time.Millisecond
 )
 
 // epoch anchors the monotonic clock readings kept as integers.
@@ -45,10 +47,24 @@ var woken atomic.Int64
 // Now is the monotonic time in nanoseconds, the argument of Read and Yield.
 func Now() int64 { return int64(time.Since(epoch)) }
 
+// single says whether Go runs on one core, as read from the runtime at coresAt (from Now).
+var (
+	single  atomic.Bool
+	coresAt atomic.Int64
+)
+
+// onOneCore reports whether Go runs on one core at now, reading the runtime's setting at most every coresEvery.
+func onOneCore(now int64) bool {
+	if now-coresAt.Load() >= int64(coresEvery) {
+		coresAt.Store(now)
+		single.Store(runtime.GOMAXPROCS(0) == 1)
+	}
+	return single.Load()
+}
+
 // Read records a connection's read of n bytes that began at start and ended at end (both from Now).
 func Read(start, end int64, n int) {
-	if end-start >= int64(parkedRead) && n <= smallRead && end-woken.Load() >= int64(grain) &&
-		runtime.GOMAXPROCS(0) == 1 { // (reached at most once per grain: its lock is not on every read's path)
+	if end-start >= int64(parkedRead) && n <= smallRead && end-woken.Load() >= int64(grain) && onOneCore(end) {
 		woken.Store(end)
 	}
 }

@@ -16,7 +16,9 @@ import (
 // rvRemoteConn is one end of a net.Pipe that claims to come from another host.
 type rvRemoteConn struct{ net.Conn }
 
-func (rvRemoteConn) RemoteAddr() net.Addr { return &net.TCPAddr{IP: net.IPv4(203, 0, 113, 7), Port: 40000} }
+func (rvRemoteConn) RemoteAddr() net.Addr {
+	return &net.TCPAddr{IP: net.IPv4(203, 0, 113, 7), Port: 40000}
+}
 
 // serveRemote serves a pipe whose client end claims another host, as if the listener had admitted it while a
 // password was required (server.Admits: every host may connect then, and must authenticate).
@@ -104,4 +106,3 @@ func TestSlowlogRedactionForms(t *testing.T) {
 	}
 	c.Do(ctx, "CONFIG", "SET", "requirepass", "")
 }
-

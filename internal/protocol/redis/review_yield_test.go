@@ -33,6 +33,7 @@ func forceYield(t *testing.T) {
 		}
 	}()
 	t.Cleanup(func() { close(stop); wg.Wait() })
+	time.Sleep(150 * time.Millisecond) // readyield reads the core count again at most every 100 ms
 }
 
 // TestReviewYieldingKeepsEverySessionKindWorking: with every read preceded by a yield, request-reply, blocking
