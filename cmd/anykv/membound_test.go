@@ -29,8 +29,9 @@ const (
 	// rssHeadroom is what RSS may exceed the budget by. Buffers in use stay within the budget, but Go's
 	// collector (GOGC=100) lets the heap grow to about twice what is live before it collects, so the
 	// buffers of refused clients and those outgrown may add as much garbage again: a healthy server stays
-	// under base + 2 × budget + 192 MiB (measured: base + 480–625 MiB; without the budget, 1.3 GiB).
-	rssHeadroom  = testBudget + 192*mib
+	// under base + 2 × budget + 320 MiB (measured: base + 480–625 MiB, once base + 758 MiB in a loaded CI run
+	// where the collector fell behind; without the budget, 1.3 GiB).
+	rssHeadroom  = testBudget + 320*mib
 	rssRecovered = 150 * mib // above the RSS before the load, once the hogs are gone
 )
 
