@@ -47,6 +47,9 @@ var woken atomic.Int64
 // Now is the monotonic time in nanoseconds, the argument of Read and Yield.
 func Now() int64 { return int64(time.Since(epoch)) }
 
+// At is t as Now would have said then: a caller that reads the clock anyway need not read it twice.
+func At(t time.Time) int64 { return int64(t.Sub(epoch)) }
+
 // single says whether Go runs on one core, as read from the runtime at coresAt (from Now).
 var (
 	single  atomic.Bool

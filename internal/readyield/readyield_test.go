@@ -40,6 +40,15 @@ func TestYieldsOnlyWhileTheNetpollerWakesReaders(t *testing.T) {
 	}
 }
 
+// TestAtIsNow: At of a time read from the clock is Now at that moment.
+func TestAtIsNow(t *testing.T) {
+	before := Now()
+	at := At(time.Now())
+	if after := Now(); at < before || at > after {
+		t.Fatalf("At(time.Now()) = %d, not between Now's %d and %d", at, before, after)
+	}
+}
+
 // TestNowIsMonotonic: Now never goes back.
 func TestNowIsMonotonic(t *testing.T) {
 	prev := Now()

@@ -196,12 +196,12 @@ func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 	readStart := readyield.Now()
 	for ctx.Err() == nil {
 		n, err := s.parser.Fill(c)
-		readyield.Read(readStart, readyield.Now(), n)
+		s.readAt = time.Now()
+		readyield.Read(readStart, readyield.At(s.readAt), n)
 		if l := h.limits.Load(); l != s.lim { // CONFIG SET changed the request limits: they apply from this read
 			s.parser.SetLimits(*l)
 			s.lim = l
 		}
-		s.readAt = time.Now()
 		closing, ran := s.runParsed()
 		yielded := false
 		if ran > 1 && s.w.Len() > 0 && s.sub == nil { // (a pusher writes a subscriber's or monitor's output)
