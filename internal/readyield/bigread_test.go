@@ -7,12 +7,12 @@ import (
 	"time"
 )
 
-// TestReviewBigReadThatDidNotParkCountsAsWakeUp: Read takes a read's duration as the sign that it parked in the
+// TestBigReadThatDidNotParkIsNoWakeUp: Read takes a read's duration as the sign that it parked in the
 // netpoller, but a read that found its data and copied a big request (a SET of a few MiB, a TLS record to
 // decrypt, a loaded VM's slow syscall) lasts as long. Each such read re-arms Yield for maxStarve although the
 // netpoller did not run, so a stream of big requests keeps every connection yielding and the parked ones wait
 // for sysmon's 10 ms poll: the bound the package promises does not hold.
-func TestReviewBigReadThatDidNotParkCountsAsWakeUp(t *testing.T) {
+func TestBigReadThatDidNotParkIsNoWakeUp(t *testing.T) {
 	oneCore(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

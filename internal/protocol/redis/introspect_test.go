@@ -276,6 +276,53 @@ func TestSlowlogRedactsSecrets(t *testing.T) {
 	}
 }
 
+// TestSlowlogRedactionForms: the redaction covers the other spellings and paths of CONFIG SET.
+func TestSlowlogRedactionForms(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, &goredis.Options{PoolSize: 1, Protocol: 2})
+	c.ConfigSet(ctx, "slowlog-log-slower-than", "0")
+	raw := ts.raw(t)
+	raw.expect("+PONG\r\n", "PING")
+	secrets := []string{}
+	for i, form := range [][]any{
+		{"config", "set", "requirepass", "SECRET%d"},
+		{"CONFIG", "Set", "REQUIREPASS", "SECRET%d"},
+		{"CONFIG", "SET", "RequirePass", "SECRET%d", "maxclients", "100"},
+		{"CONFIG", "SET", "maxclients", "100", "masterauth", "SECRET%d"},
+		{"CONFIG", "SET", "requirepass", strings.Repeat("x", 200) + "SECRET%d"},
+	} {
+		args := append([]any(nil), form...)
+		for j, a := range args {
+			if s, ok := a.(string); ok && strings.Contains(s, "%d") {
+				args[j] = fmt.Sprintf(s, i)
+				secrets = append(secrets, fmt.Sprintf("SECRET%d", i))
+			}
+		}
+		c.Do(ctx, args...) // this connection stays logged in whatever the password becomes
+	}
+	// Inside MULTI/EXEC, on a connection logged in before.
+	raw.expect("+OK\r\n", "MULTI")
+	raw.expect("+QUEUED\r\n", "CONFIG", "SET", "requirepass", "SECRETtx")
+	raw.send(respCommand("EXEC"))
+	t.Logf("EXEC: %q", raw.reply())
+	secrets = append(secrets, "SECRETtx")
+	got, err := c.Do(ctx, "SLOWLOG", "GET", "-1").Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := fmt.Sprint(got)
+	t.Logf("SLOWLOG: %s", s)
+	for _, sec := range secrets {
+		if strings.Contains(s, sec) {
+			t.Errorf("SLOWLOG shows %s: %s", sec, s)
+		}
+	}
+	if n := strings.Count(s, "(redacted)"); n < len(secrets) { // the entries are there, their secrets hidden
+		t.Errorf("SLOWLOG has %d redacted values for %d secrets set: %s", n, len(secrets), s)
+	}
+	c.Do(ctx, "CONFIG", "SET", "requirepass", "")
+}
+
 // TestErrorMetrics: /metrics counts error replies by kind and unknown commands as the command "unknown".
 func TestErrorMetrics(t *testing.T) {
 	m := metrics.New(nil)

@@ -36,9 +36,9 @@ func forceYield(t *testing.T) {
 	time.Sleep(150 * time.Millisecond) // readyield reads the core count again at most every 100 ms
 }
 
-// TestReviewYieldingKeepsEverySessionKindWorking: with every read preceded by a yield, request-reply, blocking
+// TestYieldBeforeEveryReadKeepsSessionsWorking: with every read preceded by a yield, request-reply, blocking
 // pops, pub/sub, MONITOR, CLIENT PAUSE, QUIT and a client's EOF behave as without.
-func TestReviewYieldingKeepsEverySessionKindWorking(t *testing.T) {
+func TestYieldBeforeEveryReadKeepsSessionsWorking(t *testing.T) {
 	forceYield(t)
 	ts := startServer(t, Options{}, 0)
 	c := ts.client(t, &goredis.Options{PoolSize: 4})
