@@ -36,16 +36,33 @@ func read(tx *engine.Tx, key []byte) (it engine.Item, found bool, fail, err erro
 	return it, true, Check(it.Value), nil
 }
 
+// withMax is args after the sparse encoding's bound (SparseMaxBytes), which add and merge take first.
+func withMax(args [][]byte) [][]byte {
+	return append([][]byte{strconv.AppendInt(nil, SparseMaxBytes, 10)}, args...)
+}
+
+// maxOf parses the bound withMax put first.
+func maxOf(args [][]byte) (int, error) {
+	if len(args) == 0 {
+		return 0, engine.ErrInvalid
+	}
+	n, err := strconv.Atoi(string(args[0]))
+	if err != nil {
+		return 0, engine.ErrInvalid
+	}
+	return n, nil
+}
+
 // PFAdd adds elems to the HyperLogLog at key, creating it; the result's Value is "1" if a register changed or
 // the key was created, else "0" (and the result is Unchanged).
 func PFAdd(table string, key []byte, elems [][]byte) engine.Mutation {
-	return engine.CallMutation(table, key, fnAdd, append([][]byte{strconv.AppendInt(nil, SparseMaxBytes, 10)}, elems...)...)
+	return engine.CallMutation(table, key, fnAdd, withMax(elems)...)
 }
 
 func add(tx *engine.Tx, args [][]byte) (engine.Result, error) {
-	maxBytes, err := strconv.Atoi(string(args[0]))
+	maxBytes, err := maxOf(args)
 	if err != nil {
-		return engine.Result{}, engine.ErrInvalid
+		return engine.Result{}, err
 	}
 	it, found, fail, err := read(tx, tx.Key())
 	if err != nil || fail != nil {
@@ -71,13 +88,13 @@ func add(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 
 // PFMerge stores at dest the union of the HyperLogLogs at dest and srcs (absent keys count as empty).
 func PFMerge(table string, dest []byte, srcs [][]byte) engine.Mutation {
-	return engine.CallMutation(table, dest, fnMerge, append([][]byte{strconv.AppendInt(nil, SparseMaxBytes, 10)}, srcs...)...)
+	return engine.CallMutation(table, dest, fnMerge, withMax(srcs)...)
 }
 
 func merge(tx *engine.Tx, args [][]byte) (engine.Result, error) {
-	maxBytes, err := strconv.Atoi(string(args[0]))
+	maxBytes, err := maxOf(args)
 	if err != nil {
-		return engine.Result{}, engine.ErrInvalid
+		return engine.Result{}, err
 	}
 	var m Max
 	dense := false
