@@ -281,6 +281,30 @@ func cmdHGetAll(s *session, args [][]byte) {
 // a few bytes each, and dies the same way, more slowly.
 const maxRandPicks = 1 << 20
 
+// roomForPicks keeps the repeated picks one batch holds within maxRandPicks, and reports whether the command
+// may join the batch. A batch holds every result until its replies are written, so 1,024 pipelined
+// SRANDMEMBER s -1048576 (a 40 KB request) held a billion picks, 72 bytes each. In a pipeline the batch built
+// so far runs first; inside EXEC, whose commands run as one batch, the command is refused instead. A count of
+// zero or more picks distinct members: the collection itself bounds it.
+func (s *session) roomForPicks(count int64) bool {
+	if count >= 0 {
+		return true
+	}
+	if s.batch.Len() == 0 {
+		s.picks = 0
+	}
+	if s.picks-count > maxRandPicks && s.batch.Len() > 0 {
+		if s.noBlock { // EXEC
+			s.fail("ERR the transaction's random picks would exceed " + strconv.Itoa(maxRandPicks))
+			return false
+		}
+		s.flush()
+		s.picks = 0
+	}
+	s.picks -= count
+	return true
+}
+
 // randCount parses the count of HRANDFIELD, SRANDMEMBER and ZRANDMEMBER: any integer but -2^63, as Redis.
 func (s *session) randCount(arg []byte) (int64, bool) {
 	n, ok := argInt(arg)
@@ -339,7 +363,7 @@ func (s *session) randArgs(args [][]byte, flag string) (count int64, withCount, 
 	case len(args) == 4 && (count < -math.MaxInt64/2 || count > math.MaxInt64/2):
 		s.fail("ERR value is out of range")
 		return 0, false, false, false
-	case !s.picksBounded(count):
+	case !s.picksBounded(count) || !s.roomForPicks(count):
 		return 0, false, false, false
 	}
 	return count, true, len(args) == 4, true

@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -182,4 +185,67 @@ func anys(ss []string) []any {
 		out[i] = s
 	}
 	return out
+}
+
+// TestPipelinedPicksAreBoundedPerBatch: a batch holds its results until its replies are written, so the
+// repeated picks of pipelined SRANDMEMBER/HRANDFIELD/ZRANDMEMBER with negative counts must not pile up in one
+// batch (1,024 of -1048576 held a billion picks); inside EXEC, which runs as one batch, past the bound is refused.
+func TestPipelinedPicksAreBoundedPerBatch(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, &goredis.Options{PoolSize: 1})
+	c.SAdd(ctx, "s", "a")
+	c.HSet(ctx, "h", "f", "v")
+	c.ZAdd(ctx, "z", goredis.Z{Score: 1, Member: "m"})
+
+	// Eight commands of a million picks: 8 × 72 MB held at once without the bound.
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			if ms.HeapAlloc > peak.Load() {
+				peak.Store(ms.HeapAlloc)
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	rc := ts.raw(t)
+	var req strings.Builder
+	want := 0
+	for i := 0; i < 8; i++ {
+		cmd := []string{"srandmember s", "hrandfield h", "zrandmember z"}[i%3]
+		fmt.Fprintf(&req, "%s %d\r\n", cmd, -maxRandPicks)
+		want += len(fmt.Sprintf("*%d\r\n", maxRandPicks)) + maxRandPicks*len("$1\r\na\r\n")
+	}
+	rc.send(req.String())
+	rc.c.SetReadDeadline(time.Now().Add(time.Minute))
+	n, err := io.CopyN(io.Discard, rc.r, int64(want))
+	close(done)
+	<-sampled
+	if err != nil {
+		t.Fatalf("read %d of %d reply bytes: %v", n, want, err)
+	}
+	if p := peak.Load(); p > 450<<20 { // 200 MiB with the bound, 959 MiB without
+		t.Errorf("heap peaked at %d MiB while answering 8 pipelined commands of a million picks; want one batch's worth", p>>20)
+	}
+
+	_, err = c.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		p.SRandMemberN(ctx, "s", -maxRandPicks/2)
+		p.SRandMemberN(ctx, "s", -maxRandPicks/2)
+		p.SRandMemberN(ctx, "s", -1)
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "random picks") {
+		t.Errorf("EXEC of more than %d picks: %v, want refused", maxRandPicks, err)
+	}
+	if got, err := c.SRandMemberN(ctx, "s", -3).Result(); err != nil || len(got) != 3 {
+		t.Errorf("after the refused transaction: %v, %v", got, err)
+	}
 }

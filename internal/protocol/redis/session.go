@@ -96,6 +96,7 @@ type session struct {
 	start     time.Time
 	readAt    time.Time // when the bytes being parsed were read (set only when metrics are on)
 	group     uint32    // the last guard group this session used (MSETNX)
+	picks     int64     // repeated random picks the batch holds (roomForPicks)
 
 	ctx     context.Context // ends when the server shuts down (blocking commands stop waiting)
 	noBlock bool            // set while EXEC runs: blocking commands answer at once, as in Redis

@@ -114,7 +114,7 @@ func cmdSRandMember(s *session, args [][]byte) {
 	}
 	if withCount {
 		n, ok := s.randCount(args[2])
-		if !ok || !s.picksBounded(n) {
+		if !ok || !s.picksBounded(n) || !s.roomForPicks(n) {
 			return
 		}
 		count = n
