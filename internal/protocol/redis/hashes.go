@@ -374,19 +374,8 @@ func cmdHRandField(s *session, args [][]byte) {
 	if !ok {
 		return
 	}
-	s.add(collections.RandMembers(s.table(), args[1], engine.KindHash, count, rand.Uint64()))
-	s.plan(func(w *resp.Writer, res []engine.Result) {
-		if r := res[0]; r.Err != nil {
-			w.Error(errText(r.Err))
-			return
-		}
-		picked := res[0].Members
+	s.randPicks(args[1], engine.KindHash, count, withCount, withValues, func(w *resp.Writer, picked []engine.Member) {
 		switch {
-		case !withCount && len(picked) == 0:
-			w.Null()
-		case !withCount:
-			w.Bulk(picked[0].Name)
-		case s.picksTooBig(w, picked, withValues):
 		case withValues && w.Proto() >= 3:
 			w.ArrayHeader(len(picked))
 			for _, m := range picked {
@@ -401,12 +390,39 @@ func cmdHRandField(s *session, args [][]byte) {
 				w.Bulk(m.Item.Value)
 			}
 		default:
-			w.ArrayHeader(len(picked))
-			for _, m := range picked {
-				w.Bulk(m.Name)
-			}
+			writePickedNames(w, picked)
 		}
 	})
+}
+
+// randPicks adds the random picks of the set, hash or sorted set (kind) at key and plans their reply, the same
+// for SRANDMEMBER, HRANDFIELD and ZRANDMEMBER but for the form with a count: without one, a name or null; with
+// one, what many writes, unless the picks' reply (with their values if values) would pass proto-max-bulk-len.
+func (s *session) randPicks(key []byte, kind engine.Kind, count int64, withCount, values bool,
+	many func(w *resp.Writer, picked []engine.Member)) {
+	s.add(collections.RandMembers(s.table(), key, kind, count, rand.Uint64()))
+	s.plan(func(w *resp.Writer, res []engine.Result) {
+		picked := res[0].Members
+		switch {
+		case res[0].Err != nil:
+			w.Error(errText(res[0].Err))
+		case !withCount && len(picked) == 0:
+			w.Null()
+		case !withCount:
+			w.Bulk(picked[0].Name)
+		case s.picksTooBig(w, picked, values):
+		default:
+			many(w, picked)
+		}
+	})
+}
+
+// writePickedNames writes the names of picks as an array.
+func writePickedNames(w *resp.Writer, picked []engine.Member) {
+	w.ArrayHeader(len(picked))
+	for _, m := range picked {
+		w.Bulk(m.Name)
+	}
 }
 
 func cmdHScan(s *session, args [][]byte) { collScan(s, args, engine.KindHash) }

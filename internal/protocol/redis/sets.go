@@ -119,26 +119,7 @@ func cmdSRandMember(s *session, args [][]byte) {
 		}
 		count = n
 	}
-	s.add(collections.RandMembers(s.table(), args[1], engine.KindSet, count, rand.Uint64()))
-	s.plan(func(w *resp.Writer, res []engine.Result) {
-		if r := res[0]; r.Err != nil {
-			w.Error(errText(r.Err))
-			return
-		}
-		picked := res[0].Members
-		switch {
-		case !withCount && len(picked) == 0:
-			w.Null()
-		case !withCount:
-			w.Bulk(picked[0].Name)
-		case s.picksTooBig(w, picked, false):
-		default:
-			w.ArrayHeader(len(picked))
-			for _, m := range picked {
-				w.Bulk(m.Name)
-			}
-		}
-	})
+	s.randPicks(args[1], engine.KindSet, count, withCount, false, writePickedNames)
 }
 
 // cmdSMove moves a member atomically, in Redis's order: a missing source answers 0 whatever the target holds;

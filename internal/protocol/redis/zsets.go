@@ -2,7 +2,6 @@ package redis
 
 import (
 	"errors"
-	"math/rand/v2"
 
 	"anykv/internal/collections"
 	"anykv/internal/engine"
@@ -393,22 +392,8 @@ func cmdZRandMember(s *session, args [][]byte) {
 	if !ok {
 		return
 	}
-	s.add(collections.RandMembers(s.table(), args[1], engine.KindZSet, count, rand.Uint64()))
-	s.plan(func(w *resp.Writer, res []engine.Result) {
-		if r := res[0]; r.Err != nil {
-			w.Error(errText(r.Err))
-			return
-		}
-		picked := res[0].Members
-		switch {
-		case !withCount && len(picked) == 0:
-			w.Null()
-		case !withCount:
-			w.Bulk(picked[0].Name)
-		case s.picksTooBig(w, picked, false):
-		default:
-			writeScored(w, picked, withScores)
-		}
+	s.randPicks(args[1], engine.KindZSet, count, withCount, false, func(w *resp.Writer, picked []engine.Member) {
+		writeScored(w, picked, withScores)
 	})
 }
 
