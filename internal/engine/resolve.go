@@ -58,16 +58,25 @@ type resolver struct {
 	txs        []*Tx
 	depth      int // calls running: txs[depth] is the next call's Tx
 	built      int // bytes of value arrays this batch allocated (copies, APPEND, SETRANGE), bounded by maxBuilt
+	read       int // bytes of values this batch read from the engine (copies its results may hold), bounded by MaxBatchRead
 }
 
 // maxBuilt bounds the bytes of values one batch may allocate while it resolves the values APPEND, PREPEND,
-// SETRANGE, RENAME and COPY build (not the copies reads answer with, which are replies, as Redis's output
-// buffer holds them). A pipeline of small requests on one big value (a thousand SETRANGEs of a 64 MiB string:
+// SETRANGE, RENAME and COPY build (the copies reads answer with are MaxBatchRead's). A pipeline of small requests on one big value (a thousand SETRANGEs of a 64 MiB string:
 // 30 KB of request) would otherwise hold a copy per request until the batch is answered, gigabytes from
 // kilobytes. Past the bound the batch is refused whole with
 // ErrBatchTooBig (nothing of it applied); the mutation that crosses it completes, so one mutation can always
 // build a value up to the value limit.
 var maxBuilt = 256 << 20 // a variable for tests
+
+// MaxBatchRead bounds the bytes of values one batch may read from the engine, point reads and scanned members: each
+// read hands out a copy, and a batch holds all its results until its replies are written. A pipeline or
+// transaction of reads of one big value (300 GETs of a 32 MiB string in a 3 KB request, or as many LRANGEs of
+// a list of big elements) held a copy per read, enough to run the process out of memory (a fatal error that
+// takes every client down). Past the bound the batch is refused whole with ErrBatchTooBig, as for maxBuilt: a
+// pipeline is then applied one request at a time, its replies streamed; a transaction fails. Front ends that
+// read directly, without Resolve, hold their reads to the same bound.
+var MaxBatchRead = 256 << 20 // a variable for tests
 
 // ExpiryWatcher is a Reader that wants to know until when what Resolve read stays as Resolve judged it:
 // LiveUntil is called with the expiry of each live item read that has one. A writer that publishes a batch's
@@ -191,6 +200,7 @@ func (rs *resolver) get(table string, key []byte) (Item, bool, error) {
 	if it.Expires != 0 && rs.watch != nil {
 		rs.watch.LiveUntil(it.Expires)
 	}
+	rs.read += len(it.Value)
 	return it, true, nil
 }
 
@@ -317,7 +327,7 @@ func (rs *resolver) apply(m *Mutation) (Result, error) {
 	if m.Op == 0 || m.Op >= opMax {
 		return Result{}, fmt.Errorf("%w: op %d", ErrInvalid, m.Op)
 	}
-	if rs.built > maxBuilt {
+	if rs.built > maxBuilt || rs.read > MaxBatchRead {
 		return Result{}, ErrBatchTooBig
 	}
 	if m.Op == OpFlush {

@@ -99,3 +99,40 @@ func TestBatchThatBuildsTooMuchIsRefused(t *testing.T) {
 			len(res[0].New.Value))
 	}
 }
+
+// A batch that reads more than MaxBatchRead bytes of values from the engine (the same big value again and again, by
+// key or as a collection's members) is refused whole, with nothing written; one read alone may pass the bound,
+// and reads of the batch's own writes share one copy and are not counted.
+func TestBatchThatReadsTooMuchIsRefused(t *testing.T) {
+	defer func(old int) { MaxBatchRead = old }(MaxBatchRead)
+	MaxBatchRead = 4 << 20
+	big := bytes.Repeat([]byte("v"), 1<<20)
+	r := mapReader{"t": {"k": {Value: big, Version: 1}}}
+	var muts []Mutation
+	for range 8 {
+		muts = append(muts, Mutation{Op: OpGet, Table: "t", Key: []byte("k")})
+	}
+	muts = append(muts, Mutation{Op: OpSet, Table: "t", Key: []byte("w"), Value: []byte("x")})
+	v := uint64(0)
+	writes, _, err := Resolve(r, &Batch{Now: 1, Muts: muts}, func() uint64 { v++; return v })
+	if !errors.Is(err, ErrBatchTooBig) || writes != nil {
+		t.Fatalf("8 GETs of a 1 MiB value and a SET under a 4 MiB bound: %d writes, err %v; want none and ErrBatchTooBig",
+			len(writes), err)
+	}
+	writes, res := resolve(t, r, append(muts[:3:3], muts[8])...)
+	if len(writes) != 1 || len(res[2].New.Value) != 1<<20 {
+		t.Fatalf("3 GETs and a SET under the bound: %d writes; want them applied", len(writes))
+	}
+	_, res = resolve(t, mapReader{"t": {"k": {Value: bytes.Repeat([]byte("v"), 8<<20), Version: 1}}}, muts[0])
+	if res[0].Err != nil || len(res[0].New.Value) != 8<<20 {
+		t.Fatalf("one GET of 8 MiB under a 4 MiB bound: %v; want it answered", res[0].Err)
+	}
+	var own []Mutation
+	for range 20 {
+		own = append(own, Mutation{Op: OpSet, Table: "t", Key: []byte("k"), Value: big, Set: SetArgs{Blind: true}},
+			Mutation{Op: OpGet, Table: "t", Key: []byte("k")})
+	}
+	if _, _, err := Resolve(r, &Batch{Now: 1, Muts: own}, func() uint64 { v++; return v }); err != nil {
+		t.Fatalf("20 SETs and GETs of a 1 MiB value under a 4 MiB bound: %v", err)
+	}
+}

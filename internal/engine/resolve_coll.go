@@ -97,6 +97,7 @@ func (rs *resolver) scanRange(table string, r Range, reverse bool, fn func(key [
 			if !it.Live(rs.now) {
 				return true
 			}
+			rs.read += len(it.Value)
 			if !fn(key, it) {
 				stopped = true
 				return false

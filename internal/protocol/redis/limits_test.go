@@ -4,15 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"anykv/internal/engine"
+	"anykv/internal/engine/pebblestore"
+	"anykv/internal/kv"
 	"anykv/internal/membudget"
 )
 
@@ -198,24 +201,6 @@ func TestPipelinedPicksAreBoundedPerBatch(t *testing.T) {
 	c.ZAdd(ctx, "z", goredis.Z{Score: 1, Member: "m"})
 
 	// Eight commands of a million picks: 8 × 72 MB held at once without the bound.
-	var peak atomic.Uint64
-	done := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		var ms runtime.MemStats
-		for {
-			runtime.ReadMemStats(&ms)
-			if ms.HeapAlloc > peak.Load() {
-				peak.Store(ms.HeapAlloc)
-			}
-			select {
-			case <-done:
-				return
-			case <-time.After(2 * time.Millisecond):
-			}
-		}
-	}()
 	rc := ts.raw(t)
 	var req strings.Builder
 	want := 0
@@ -224,15 +209,17 @@ func TestPipelinedPicksAreBoundedPerBatch(t *testing.T) {
 		fmt.Fprintf(&req, "%s %d\r\n", cmd, -maxRandPicks)
 		want += len(fmt.Sprintf("*%d\r\n", maxRandPicks)) + maxRandPicks*len("$1\r\na\r\n")
 	}
-	rc.send(req.String())
-	rc.c.SetReadDeadline(time.Now().Add(time.Minute))
-	n, err := io.CopyN(io.Discard, rc.r, int64(want))
-	close(done)
-	<-sampled
+	var n int64
+	var err error
+	peak := heapPeak(func() {
+		rc.send(req.String())
+		rc.c.SetReadDeadline(time.Now().Add(time.Minute))
+		n, err = io.CopyN(io.Discard, rc.r, int64(want))
+	})
 	if err != nil {
 		t.Fatalf("read %d of %d reply bytes: %v", n, want, err)
 	}
-	if p := peak.Load(); p > 450<<20 { // 200 MiB with the bound, 959 MiB without
+	if p := peak; p > 450<<20 { // 200 MiB with the bound, 959 MiB without
 		t.Errorf("heap peaked at %d MiB while answering 8 pipelined commands of a million picks; want one batch's worth", p>>20)
 	}
 
@@ -247,5 +234,113 @@ func TestPipelinedPicksAreBoundedPerBatch(t *testing.T) {
 	}
 	if got, err := c.SRandMemberN(ctx, "s", -3).Result(); err != nil || len(got) != 3 {
 		t.Errorf("after the refused transaction: %v, %v", got, err)
+	}
+}
+
+// heapPeak samples the heap while fn runs and returns the highest HeapAlloc seen.
+func heapPeak(fn func()) uint64 {
+	var peak uint64
+	done, sampled := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(sampled)
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			peak = max(peak, ms.HeapAlloc)
+			select {
+			case <-done:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	fn()
+	close(done)
+	<-sampled
+	return peak
+}
+
+// TestPipelinedReadsOfABigValueAreBounded: a batch holds what its reads returned until its replies are
+// written, so a pipeline of GETs of one big value (300 GETs of a 32 MiB string, a 3 KB request) ran the process
+// out of memory. Past engine.MaxBatchRead the pipeline is answered one command at a time; a transaction, an MGET
+// or the reads after a pipeline's writes that pass it answer the too-big error, and nothing else changes.
+func TestPipelinedReadsOfABigValueAreBounded(t *testing.T) {
+	defer func(old int) { engine.MaxBatchRead = old }(engine.MaxBatchRead)
+	engine.MaxBatchRead = 4 << 20
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	e, err := pebblestore.Open(pebblestore.Options{Dir: t.TempDir(), Logger: quiet, CacheBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := startServerOver(t, e, kv.Options{}, Options{}, 0) // a disk engine: each read copies the value
+	c := ts.client(t, &goredis.Options{PoolSize: 1})
+	big := strings.Repeat("v", 512<<10)
+	if err := c.Set(ctx, "big", big, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	const n = 800 // 400 MiB of reads held at once without the bound
+	rc := ts.raw(t)
+	want := int64(n * len(fmt.Sprintf("$%d\r\n%s\r\n", len(big), big)))
+	var got int64
+	peak := heapPeak(func() {
+		rc.send(strings.Repeat("GET big\r\n", n))
+		rc.c.SetReadDeadline(time.Now().Add(time.Minute))
+		got, err = io.CopyN(io.Discard, rc.r, want)
+	})
+	if err != nil {
+		t.Fatalf("read %d of %d reply bytes: %v", got, want, err)
+	}
+	if peak > 200<<20 { // 45 MiB with the bound, 820 MiB without
+		t.Errorf("heap peaked at %d MiB answering %d pipelined GETs of a 512 KiB value; want the batch bounded", peak>>20, n)
+	}
+
+	tooBig := func(err error) bool { return err != nil && strings.Contains(err.Error(), "too big") }
+	keys := make([]string, 16)
+	for i := range keys {
+		keys[i] = "big"
+	}
+	if err := c.MGet(ctx, keys...).Err(); !tooBig(err) {
+		t.Errorf("MGET of 8 MiB under a 4 MiB bound: %v; want the too-big error", err)
+	}
+	_, err = c.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		for range 16 {
+			p.Get(ctx, "big")
+		}
+		p.Set(ctx, "tx", "1", 0)
+		return nil
+	})
+	if !tooBig(err) {
+		t.Errorf("EXEC of 8 MiB of GETs under a 4 MiB bound: %v; want the too-big error", err)
+	}
+	if n, _ := c.Exists(ctx, "tx").Result(); n != 0 {
+		t.Errorf("the refused transaction's SET happened")
+	}
+	cmds, _ := c.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		p.Set(ctx, "w", "1", 0)
+		for range 16 {
+			p.Get(ctx, "big")
+		}
+		return nil
+	})
+	if err := cmds[0].Err(); err != nil {
+		t.Errorf("SET before the reads: %v", err)
+	}
+	answered, refused := 0, 0
+	for _, cmd := range cmds[1:] {
+		switch v, err := cmd.(*goredis.StringCmd).Result(); {
+		case err == nil && v == big:
+			answered++
+		case tooBig(err):
+			refused++
+		default:
+			t.Errorf("GET after the SET: %d bytes, %v", len(v), err)
+		}
+	}
+	if answered == 0 || refused == 0 || answered+refused != 16 {
+		t.Errorf("16 GETs of 512 KiB after a write, under a 4 MiB bound: %d answered, %d refused; want both", answered, refused)
+	}
+	if v, err := c.Get(ctx, "w").Result(); err != nil || v != "1" {
+		t.Errorf("the pipeline's SET: %q, %v", v, err)
 	}
 }

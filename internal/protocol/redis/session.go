@@ -341,13 +341,25 @@ func (s *session) flush() {
 		// The batch is this server's cut of a pipeline of independent commands: apply them one by one, so that
 		// only a command too big by itself fails.
 		answered := time.Now()
-		s.batch.AnswerEach(s.apply, func(p *pending, own []engine.Result, muts []engine.Mutation, err error) {
+		s.batch.AnswerEach(s.applyOne, func(p *pending, own []engine.Result, muts []engine.Mutation, err error) {
 			s.replyTo(p, own, muts, err, answered)
 		})
 		s.observed.flush()
 		return
 	}
 	s.writeReplies(res, err)
+}
+
+// applyOne applies one request's mutations for flush's one-at-a-time answers: its plain reads directly, as run
+// would.
+func (s *session) applyOne(muts []engine.Mutation) ([]engine.Result, error) {
+	if !plainReads(muts) || s.readsInOneTrip(muts) {
+		return s.apply(muts)
+	}
+	if res, over := s.readDirect(muts); !over {
+		return res, nil
+	}
+	return nil, engine.ErrBatchTooBig
 }
 
 // releaseResults clears the result buffers a batch used, once its replies are written.
@@ -393,7 +405,11 @@ func (s *session) run(guards []engine.Mutation) ([]engine.Result, error) {
 		return nil, nil
 	}
 	if guards == nil && plainReads(own) && !s.readsInOneTrip(own) {
-		return s.readDirect(own), nil
+		res, over := s.readDirect(own)
+		if over {
+			return nil, engine.ErrBatchTooBig // nothing happened: flush answers the requests one at a time
+		}
+		return res, nil
 	}
 	if guards == nil && s.execWatch == nil && !s.h.notifying() && !s.h.opts.RemoteEngine {
 		if res, err, ok := s.runSplit(own); ok {
@@ -447,13 +463,22 @@ func (s *session) readsInOneTrip(muts []engine.Mutation) bool {
 	return s.h.store.ReadsLinearizable(s.readCtx())
 }
 
-// readDirect answers plain reads with Get, giving the results Resolve would give for OpGet.
-func (s *session) readDirect(muts []engine.Mutation) []engine.Result {
-	res := s.direct.get(len(muts)) // a split batch's two calls each copy theirs out before the next (runSplit)
+// readDirect answers plain reads with Get, giving the results Resolve would give for OpGet. Its results hold
+// what they read until the replies are written, so it holds to engine.MaxBatchRead as Resolve does (300
+// pipelined GETs of a 32 MiB value ran the process out of memory): once the values read pass it, the reads left
+// fail with engine.ErrBatchTooBig, and over reports so.
+func (s *session) readDirect(muts []engine.Mutation) (res []engine.Result, over bool) {
+	res = s.direct.get(len(muts)) // a split batch's two calls each copy theirs out before the next (runSplit)
 	now := s.h.store.Now()
+	read := 0
 	for i := range muts {
 		m := &muts[i]
+		if read > engine.MaxBatchRead {
+			res[i], over = engine.Result{Err: engine.ErrBatchTooBig}, true
+			continue
+		}
 		it, err := s.h.store.ViewAnyAt(s.readCtx(), m.Table, m.Key, now) // replies only read the value
+		read += len(it.Value)
 		if err != nil {
 			res[i] = engine.Result{Err: err}
 			continue
@@ -464,7 +489,7 @@ func (s *session) readDirect(muts []engine.Mutation) []engine.Result {
 		}
 		res[i] = engine.Result{Old: it, OldFound: true, New: it, NewFound: true}
 	}
-	return res
+	return res, over
 }
 
 // writeReplies writes every pending reply and empties the batch; err is a batch-level failure that every

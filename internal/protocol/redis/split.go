@@ -43,7 +43,11 @@ func (s *session) runSplit(muts []engine.Mutation) (res []engine.Result, err err
 	}
 	res = s.split.get(len(muts))[:0] // flush releases it
 	if first > 0 {
-		res = append(res, s.readDirect(muts[:first])...)
+		head, over := s.readDirect(muts[:first])
+		if over {
+			return nil, engine.ErrBatchTooBig, true // nothing written yet: flush answers one request at a time
+		}
+		res = append(res, head...)
 	}
 	applied, err := s.apply(muts[first : len(muts)-last])
 	if err != nil {
@@ -51,7 +55,9 @@ func (s *session) runSplit(muts []engine.Mutation) (res []engine.Result, err err
 	}
 	res = append(res, applied...)
 	if last > 0 {
-		res = append(res, s.readDirect(muts[len(muts)-last:])...)
+		// The writes happened: past engine.MaxBatchRead the reads left answer ErrBatchTooBig (send them again).
+		tail, _ := s.readDirect(muts[len(muts)-last:])
+		res = append(res, tail...)
 	}
 	return res, nil, true
 }
