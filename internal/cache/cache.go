@@ -74,7 +74,18 @@ type shard struct {
 	allGen  uint64 // bumped when one of those starts and when it ends
 	m       clockmap.Map[engine.Item]
 	calls   clockmap.Map[[]callAnswer] // answers of key reads, by the key's slot (calls.go)
+	// doubt holds, by hash, the slots of batches whose outcome is unknown (engine.ErrUnknownOutcome: a
+	// datastore's commit timed out after it was sent). Such a commit may still land at any time, and the value a
+	// read found before it would then answer for good (under --exclusive nothing else invalidates it), so the slot
+	// is neither filled nor written through until a batch that read it commits: its commit checks the slot's
+	// version, so the late one can no longer land after it (a blind SET checks nothing). doubtAll: a flush, a
+	// call of any key, or more than maxDoubt slots had an unknown outcome; no slot of the shard is filled again.
+	doubt    map[uint64]struct{}
+	doubtAll bool
 }
+
+// maxDoubt bounds the slots a shard keeps in doubt; past it the whole shard is (doubtAll).
+const maxDoubt = 4096
 
 // slotWrites is what a shard knows of the batches in flight that write one slot.
 type slotWrites struct {
@@ -85,7 +96,38 @@ type slotWrites struct {
 // busy says a batch in flight may be writing the slot of hash h: its item is not to be filled from a read.
 func (sh *shard) busy(h uint64) bool {
 	_, ok := sh.writing[h]
-	return ok || sh.all > 0
+	return ok || sh.all > 0 || sh.doubted(h)
+}
+
+// doubted says a batch that wrote the slot of hash h had an unknown outcome, and none that read it committed
+// since (doubt).
+func (sh *shard) doubted(h uint64) bool {
+	if sh.doubtAll {
+		return true
+	}
+	_, ok := sh.doubt[h]
+	return ok
+}
+
+// settle records the outcome of a batch that wrote the slot of hash h: unknown puts it in doubt; committed, by a
+// batch that read it (checked), takes it out.
+func (sh *shard) settle(h uint64, err error, checked bool) {
+	switch {
+	case errors.Is(err, engine.ErrUnknownOutcome):
+		if sh.doubtAll {
+			return
+		}
+		if len(sh.doubt) >= maxDoubt {
+			sh.doubt, sh.doubtAll = nil, true
+			return
+		}
+		if sh.doubt == nil {
+			sh.doubt = make(map[uint64]struct{})
+		}
+		sh.doubt[h] = struct{}{}
+	case err == nil && checked && sh.doubt != nil:
+		delete(sh.doubt, h)
+	}
 }
 
 // remove drops slot s's item and answers, reporting whether there was an item; h is s's hash.
@@ -233,6 +275,7 @@ type touch struct {
 	// through is the index of the mutation whose result is written through at the end, or -1: a plain SET that
 	// is the only mutation of the batch touching the slot.
 	through int
+	checked bool // a mutation reads the slot (all but a blind SET): a remote engine's commit checks its version
 }
 
 // Apply implements engine.Engine: the keys the batch may change leave the cache, and stay uncacheable, from
@@ -247,6 +290,7 @@ func (c *Cache) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, er
 	case all:
 		c.markAll(+1)
 		res, err := c.eng.Apply(ctx, b)
+		c.doubtAll(err)
 		c.markAll(-1)
 		return res, err
 	case wide:
@@ -278,9 +322,9 @@ func (c *Cache) touched(b *engine.Batch) (ts []touch, all, wide bool) {
 		return unsafe.String(unsafe.SliceData(buf[start:]), len(buf)-start)
 	}
 	ts = make([]touch, 0, len(b.Muts))
-	add := func(s string, through int) {
+	add := func(s string, through int, checked bool) {
 		h := c.hashOf(s)
-		ts = append(ts, touch{slot: s, hash: h, shard: shardOf(h), through: through})
+		ts = append(ts, touch{slot: s, hash: h, shard: shardOf(h), through: through, checked: checked})
 	}
 	for i := range b.Muts {
 		m := &b.Muts[i]
@@ -294,12 +338,13 @@ func (c *Cache) touched(b *engine.Batch) (ts []touch, all, wide bool) {
 		if m.Op == engine.OpSet && c.shardBytes > 0 {
 			through = i
 		}
-		add(carve(m.Table, m.Key), through)
+		blind := m.Op == engine.OpSet && m.Set.Blind && m.Cond == engine.CondNone && !m.Set.KeepTTL
+		add(carve(m.Table, m.Key), through, !blind)
 		if m.Op == engine.OpRename || m.Op == engine.OpCopy || m.Op == engine.OpCall && m.Target.Table != "" {
-			add(carve(m.Target.Table, m.Target.Key), -1)
+			add(carve(m.Target.Table, m.Target.Key), -1, true)
 		}
 		for _, k := range m.Call.Keys { // further keys a function may write
-			add(carve(m.Table, k), -1)
+			add(carve(m.Table, k), -1, true)
 		}
 		wide = wide || m.Op == engine.OpCall && m.Call.AnyKey
 	}
@@ -333,6 +378,7 @@ func (c *Cache) applyWide(ctx context.Context, b *engine.Batch, ts []touch) ([]e
 		sh.mu.Unlock()
 	}
 	res, err := c.eng.Apply(ctx, b)
+	c.doubtAll(err) // the keys it wrote are unknown
 	var drop [shards][]string
 	for _, t := range ts {
 		drop[t.shard] = append(drop[t.shard], t.slot)
@@ -363,6 +409,20 @@ func (c *Cache) applyWide(ctx context.Context, b *engine.Batch, ts []touch) ([]e
 		sh.mu.Unlock()
 	}
 	return res, err
+}
+
+// doubtAll puts every slot in doubt (shard.doubt) if err says a batch that may have written any key had an
+// unknown outcome.
+func (c *Cache) doubtAll(err error) {
+	if !errors.Is(err, engine.ErrUnknownOutcome) {
+		return
+	}
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		sh.doubt, sh.doubtAll = nil, true
+		sh.mu.Unlock()
+	}
 }
 
 // groups calls fn for each run of ts in one shard.
@@ -438,7 +498,8 @@ func (c *Cache) end(ts []touch, gens []began, res []engine.Result, err error) {
 				sh.writing, sh.peak = nil, 0
 			}
 			sh.remove(t.slot, t.hash)
-			if !alone || t.through < 0 || t.through >= len(res) {
+			sh.settle(t.hash, err, t.checked)
+			if !alone || t.through < 0 || t.through >= len(res) || sh.doubted(t.hash) {
 				continue
 			}
 			r := &res[t.through]

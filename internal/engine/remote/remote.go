@@ -30,8 +30,10 @@ import (
 var ErrConflict = errors.New("concurrent write: commit refused")
 
 // ErrUnknownOutcome wraps a commit error after which the commit may or may not have been applied (timeout,
-// connection lost after the commit was sent). Apply returns it to the client rather than retrying.
-var ErrUnknownOutcome = errors.New("commit outcome unknown")
+// connection lost after the commit was sent). Apply returns it to the client rather than retrying. It is
+// engine.ErrUnknownOutcome, so that the layers above an engine (the read cache, the protocols' error texts)
+// recognize it without knowing of remote engines.
+var ErrUnknownOutcome = engine.ErrUnknownOutcome
 
 // ErrBadURL wraps an adapter's complaint about its URL (as opposed to a failure to reach the datastore).
 var ErrBadURL = errors.New("bad URL")

@@ -225,6 +225,9 @@ func (c *clusterSide) read(ctx context.Context, keys []string, n int) ([]remote.
 	return items, versions, true, nil, nil
 }
 
+// reserveScript takes ARGV[1] versions from the counter KEYS[1] (versionLua).
+var reserveScript = redis.NewScript(versionLua + `return reserve(KEYS[1], tonumber(ARGV[1]))`)
+
 // reserve takes n versions from the counter on its master and waits until a replica has the increment.
 func (c *clusterSide) reserve(ctx context.Context, n int) ([]uint64, error) {
 	key := c.counter
@@ -233,7 +236,7 @@ func (c *clusterSide) reserve(ctx context.Context, n int) ([]uint64, error) {
 		return nil, c.again(ctx, err)
 	}
 	defer conn.Close()
-	last, err := conn.IncrBy(ctx, key, int64(n)).Result()
+	last, err := reserveScript.Run(ctx, conn, []string{key}, n).Int64()
 	if err != nil {
 		return nil, c.again(ctx, err) // a lost increment only skips versions: safe to retry
 	}

@@ -6,6 +6,11 @@
 // keys, all at score 0, so ZRANGEBYLEX lists them in byte order (engine.Scanner), and P+"tables" is the set of
 // tables holding an item (engine.TableLister). Versions come from INCRBY on P+"version", so they keep growing
 // across restarts and across front ends; the s field doubles as the key's stamp for remote's optimistic check.
+// A Redis that lost the counter (no persistence, the last second of an AOF fsynced every second, a FLUSHALL, a
+// failover to a replica behind) would hand out versions again, and an old CAS token would match a new item: so
+// each reservation first raises the counter to Redis's time in microseconds times 1024 (versionLua), above
+// every version handed out before unless more than 1,024 were taken per microsecond or Redis's clock stepped
+// back, as memcachedstore does for its counter.
 //
 // Reads and commits are Lua scripts, which Redis runs atomically: the read script returns every item a batch
 // touches and reserves its versions in one round trip, and the commit script compares every stamp read and
@@ -167,7 +172,20 @@ func newStore(b *backend) *Store {
 	return s
 }
 
-var readScript = redis.NewScript(`
+// versionLua defines reserve(key, n), which takes n versions from the counter at key after raising it to the
+// time in microseconds times 1024 (see the package comment). The product is below 2^61, so the double holds it
+// exactly, and %.0f prints it whole.
+const versionLua = `
+local function reserve(key, n)
+	local t = redis.call('TIME')
+	local base = (tonumber(t[1]) * 1000000 + tonumber(t[2])) * 1024
+	local cur = tonumber(redis.call('GET', key) or '0')
+	if cur < base then redis.call('SET', key, string.format('%.0f', base)) end
+	return redis.call('INCRBY', key, n)
+end
+`
+
+var readScript = redis.NewScript(versionLua + `
 local n = tonumber(ARGV[1])
 local nk = #KEYS
 if n > 0 then nk = nk - 1 end
@@ -175,7 +193,7 @@ local out = {}
 for i = 1, nk do
 	out[i] = redis.call('HMGET', KEYS[i], 'v', 'f', 'e', 's')
 end
-if n > 0 then out[nk + 1] = redis.call('INCRBY', KEYS[nk + 1], n) end
+if n > 0 then out[nk + 1] = reserve(KEYS[nk + 1], n) end
 return out`)
 
 // Read implements remote.Backend with one atomic script (in a cluster, one per slot: see clusterSide.read).
