@@ -73,7 +73,11 @@ func (a *api) acdbGet(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]string{string(key): string(it.Value), "error": ""})
+	reply := []kv.Entry{{Key: key, Item: it}, {Key: []byte("error")}} // a map's keys, in encoding/json's order
+	if string(key) > "error" {
+		reply[0], reply[1] = reply[1], reply[0]
+	}
+	return writeTextMap(w, reply) // streamed: a 64 MiB value escapes to up to 384 MiB of JSON
 }
 
 // acdbPut stores val (or value) at key and answers {"error": ""}.
@@ -129,13 +133,13 @@ func (a *api) acdbQuery(w http.ResponseWriter, r *http.Request) error {
 		return newError(http.StatusRequestEntityTooLarge, "too_large", "the table holds more than "+
 			strconv.Itoa(len(entries))+" items or too many bytes for one answer: page through GET /v1/tables/default/keys")
 	}
-	out := make(map[string]string, len(entries))
+	strs := entries[:0]
 	for _, e := range entries {
 		if e.Item.Kind == engine.KindString { // a Redis collection has no value to show here
-			out[string(e.Key)] = string(e.Item.Value)
+			strs = append(strs, e)
 		}
 	}
-	return writeJSON(w, http.StatusOK, out)
+	return writeTextMap(w, strs)
 }
 
 // acdbCount answers {"count": N, "error": ""}: the items of the table.

@@ -41,7 +41,7 @@ func rangeQuery(r *http.Request) kv.Query {
 	return q
 }
 
-// itemJSON is one item of a query page. Keys and values that are valid UTF-8 travel as JSON strings in key and
+// itemJSON is one item of a query page (writePage streams it; clients and tests decode it). Keys and values that are valid UTF-8 travel as JSON strings in key and
 // value; any other bytes, or all of them with encoding=base64, travel in key_b64 and value_b64 (standard base64
 // with padding), so that no byte is ever lost or replaced. A key holding a Redis collection has Kind ("hash",
 // "list", "set", "zset", "stream") and never a value.
@@ -60,17 +60,6 @@ type itemJSON struct {
 type pageJSON struct {
 	Items  []itemJSON `json:"items"`
 	Cursor string     `json:"cursor,omitempty"`
-}
-
-// encodeBytes sets the text or the base64 field of a key or value.
-func encodeBytes(b []byte, forceB64 bool, text, b64 **string) {
-	if !forceB64 && utf8.Valid(b) {
-		s := string(b)
-		*text = &s
-		return
-	}
-	s := base64.StdEncoding.EncodeToString(b)
-	*b64 = &s
 }
 
 // scanParams are the paging options of the query route.
@@ -163,21 +152,7 @@ func (a *api) scan(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := pageJSON{Items: make([]itemJSON, len(entries))}
-	for i, e := range entries {
-		it := &out.Items[i]
-		encodeBytes(e.Key, p.b64, &it.Key, &it.KeyB64)
-		if e.Item.Kind != engine.KindString {
-			it.Kind = e.Item.Kind.String()
-		} else if p.values {
-			encodeBytes(e.Item.Value, p.b64, &it.Value, &it.ValueB64)
-		}
-		it.Version, it.Flags, it.Expires = e.Item.Version, e.Item.Flags, e.Item.Expires
-	}
-	if next != nil {
-		out.Cursor = encodeCursor(next)
-	}
-	return writeJSON(w, http.StatusOK, out)
+	return writePage(w, entries, p.values, p.b64, next)
 }
 
 // count serves GET /v1/tables/{table}/count: how many live items the selection holds.
