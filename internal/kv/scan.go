@@ -24,6 +24,9 @@ type Query struct {
 type Entry struct {
 	Key  []byte
 	Item engine.Item
+	// Size is the length of the item's value, also when the scan was KeysOnly (memcached's stats cachedump
+	// prints it: copying every value of a page only to measure it took 2 GB for a one-line answer).
+	Size int
 }
 
 // Page is one page of a scan; Next is the key to pass as After for the next page, nil when the scan ended (and
@@ -127,8 +130,8 @@ func (s *Store) Scan(ctx context.Context, table string, q Query) (Page, error) {
 			p.Next = append([]byte{}, p.Entries[len(p.Entries)-1].Key...)
 			return false
 		}
-		e := Entry{Key: append([]byte{}, key...), Item: it} // never nil: the empty key is a key, and a Next
-		if q.KeysOnly || it.Kind != engine.KindString {     // a collection's meta is no value to show
+		e := Entry{Key: append([]byte{}, key...), Item: it, Size: len(it.Value)} // Key never nil: the empty key is a key, and a Next
+		if q.KeysOnly || it.Kind != engine.KindString {                          // a collection's meta is no value to show
 			e.Item.Value = nil
 		} else {
 			e.Item.Value = append([]byte{}, it.Value...)

@@ -248,7 +248,7 @@ func (c *conn) cachedump(args []byte) {
 		return
 	}
 	start, n := len(c.out), uint64(0)
-	q := kv.Query{Limit: cachedumpPage}
+	q := kv.Query{Limit: cachedumpPage, KeysOnly: true}
 	for {
 		page, err := c.h.store.Scan(c.ctx, c.h.table, q)
 		if err != nil {
@@ -268,7 +268,7 @@ func (c *conn) cachedump(args []byte) {
 			c.out = append(c.out, "ITEM "...)
 			c.out = append(c.out, e.Key...)
 			c.out = append(c.out, " ["...)
-			c.out = strconv.AppendInt(c.out, int64(len(e.Item.Value)), 10)
+			c.out = strconv.AppendInt(c.out, int64(e.Size), 10)
 			c.out = append(c.out, " b; "...)
 			c.out = strconv.AppendInt(c.out, (e.Item.Expires+999)/1000, 10)
 			c.out = append(c.out, " s]\r\n"...)

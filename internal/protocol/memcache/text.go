@@ -41,7 +41,7 @@ func (c *conn) textWrite(req *request) {
 		// Each key is a write whose result holds its item's value until the batch is answered, so a gat of many
 		// keys is planned in parts of at most maxValueWrites keys, each answered (and its values sent) in turn.
 		exp := c.expires(req.exptime)
-		for keys := req.keys; ; {
+		for keys := req.keys; !c.closing; { // a part's answer found the client gone: no more parts
 			part := *req
 			part.keys, keys = splitKeys(keys, maxValueWrites)
 			k, _ := nextToken(keys)
@@ -222,7 +222,9 @@ func (c *conn) gatAnswer(req *request, rs []engine.Result, err error) {
 		case res.Err == nil:
 			c.st[sTouchHits]++
 			c.appendValue(k, &res.New, req.cmd == cmdGats)
-			start = min(start, c.spill())
+			if start = min(start, c.spill()); c.closing {
+				return // the client has gone (spill's write failed)
+			}
 		case errors.Is(res.Err, engine.ErrNotFound):
 			c.st[sTouchMisses]++
 		default:
@@ -261,7 +263,9 @@ func (c *conn) get(req *request) {
 		case err == nil:
 			c.st[sGetHits]++
 			c.appendValue(k, &it, withCas)
-			start = min(start, c.spill())
+			if start = min(start, c.spill()); c.closing {
+				return // the client has gone: the keys left are not read (a line of a million keys of a big item)
+			}
 		case errors.Is(err, engine.ErrNotFound):
 			c.st[sGetMisses]++
 		default:
