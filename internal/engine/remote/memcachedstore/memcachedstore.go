@@ -29,11 +29,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/bradfitz/gomemcache/memcache"
@@ -243,7 +245,8 @@ func (b *backend) fetch(slots []remote.Slot) ([]remote.Stored, error) {
 		raws[i] = slotBytes(s)
 		keys[i] = b.key(raws[i])
 	}
-	got, err := b.c.GetMulti(keys)
+	var got map[string]*memcache.Item
+	err := b.fresh(func() (err error) { got, err = b.c.GetMulti(keys); return err })
 	if err != nil {
 		return nil, fmt.Errorf("memcached: gets: %w", err)
 	}
@@ -262,10 +265,24 @@ func (b *backend) fetch(slots []remote.Slot) ([]remote.Stored, error) {
 	return out, nil
 }
 
+// fresh runs the read op, and once more on new connections if it failed on a dead one: after memcached restarts,
+// the client's idle connections (up to 64) each failed the next request (EOF) before one was dialled again. A
+// read, or an increment of the version counter (whose lost outcome only skips versions), is safe to repeat.
+func (b *backend) fresh(op func() error) error {
+	err := op()
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) {
+		_ = b.c.Close() // the idle connections: those opened before the restart are all dead
+		err = op()
+	}
+	return err
+}
+
 // reserve takes n versions from the counter, re-creating it (see the package comment) if memcached lost it.
 func (b *backend) reserve(n int) ([]uint64, error) {
 	for range 3 {
-		last, err := b.c.Increment(b.counter, uint64(n))
+		var last uint64
+		err := b.fresh(func() (err error) { last, err = b.c.Increment(b.counter, uint64(n)); return err })
 		if errors.Is(err, memcache.ErrCacheMiss) {
 			seed := strconv.FormatUint(uint64(time.Now().UnixMicro())<<10, 10)
 			err = b.c.Add(&memcache.Item{Key: b.counter, Value: []byte(seed)})
@@ -404,7 +421,8 @@ func (b *backend) Get(ctx context.Context, s remote.Slot) (engine.Item, bool, er
 		return engine.Item{}, false, err
 	}
 	raw := slotBytes(s)
-	mi, err := b.c.Get(b.key(raw))
+	var mi *memcache.Item
+	err := b.fresh(func() (err error) { mi, err = b.c.Get(b.key(raw)); return err })
 	if errors.Is(err, memcache.ErrCacheMiss) {
 		return engine.Item{}, false, nil
 	}

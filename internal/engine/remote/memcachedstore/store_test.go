@@ -3,7 +3,11 @@ package memcachedstore
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -170,5 +174,47 @@ func TestCommitFaults(t *testing.T) {
 	res, err = newEngine(f).Apply(ctx, del)
 	if err != nil || f.Commits != 3 || string(res[0].Old.Value) != "10" || value() != "absent" {
 		t.Fatalf("delete with conflicts: %v after %d commits, result %+v, n = %s", err, f.Commits, res, value())
+	}
+}
+
+// TestIdleConnectionsDeadAfterARestart: when memcached restarts, every idle connection of the engine's pool is
+// dead; the next requests must not fail one per dead connection (they answered EOF, up to the pool's 64), since
+// a read, or an increment of the version counter, can go again on a new connection.
+func TestIdleConnectionsDeadAfterARestart(t *testing.T) {
+	addr := strings.TrimPrefix(remotetest.Start(t, "memcached"), "memcache://")
+	var mu sync.Mutex
+	var open []net.Conn
+	proxy := remotetest.Proxy(t, addr, func(client, server net.Conn) {
+		mu.Lock()
+		open = append(open, client, server)
+		mu.Unlock()
+		go io.Copy(server, client)
+		io.Copy(client, server)
+	})
+	s := remotetest.Open(t, Open, "memcached://"+proxy+"?prefix=idle:")
+	t.Cleanup(func() { s.Close() })
+	var wg sync.WaitGroup // several connections at once, so the pool holds several idle ones
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := s.Apply(ctx, set("k"+strconv.Itoa(i), []byte("v"))); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	mu.Lock()
+	for _, c := range open { // what a restart does to the connections the pool keeps
+		c.Close()
+	}
+	mu.Unlock()
+	for i := range 8 {
+		if _, err := s.Get(ctx, "t", []byte("k"+strconv.Itoa(i)), 1); err != nil {
+			t.Errorf("read %d after the restart: %v", i, err)
+		}
+		if _, err := s.Apply(ctx, set("n"+strconv.Itoa(i), []byte("v"))); err != nil {
+			t.Errorf("write %d after the restart: %v", i, err)
+		}
 	}
 }
