@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -353,5 +354,41 @@ func TestGroupReadsDoNotAliasOtherBatches(t *testing.T) {
 	copy(buf, "XXXXXX") // A's connection reads its next commands into its buffer
 	if got := b.res[0].Old.Value; string(got) != "from A" {
 		t.Fatalf("B's GET, once A reused its buffer: %q", got)
+	}
+}
+
+// panicBackend panics in Read once armed: a datastore's reply the backend failed to decode.
+type panicBackend struct {
+	*stampBackend
+	armed atomic.Bool
+}
+
+func (b *panicBackend) Read(ctx context.Context, slots []Slot, n int) ([]Stored, []uint64, bool, any, error) {
+	if b.armed.Load() {
+		var v []any
+		_ = v[len(slots)] // index out of range, as decodeAll's on a short reply
+	}
+	return b.stampBackend.Read(ctx, slots, n)
+}
+
+// TestBackendPanicFailsTheBatchNotTheProcess: a panic of the backend, on a group's goroutine or the caller's,
+// fails the batches with ErrInternal (and ErrUnknownOutcome: it may come after a commit was sent); the engine
+// serves the next batches.
+func TestBackendPanicFailsTheBatchNotTheProcess(t *testing.T) {
+	b := &panicBackend{stampBackend: newStampBackend()}
+	for _, group := range []int{0, 8} {
+		e := New(b)
+		e.GroupMuts = group
+		b.armed.Store(true)
+		_, err := e.Apply(context.Background(), &engine.Batch{Now: 1, Muts: []engine.Mutation{{Op: engine.OpSet,
+			Table: "t", Key: []byte("k"), Value: []byte("v")}}})
+		if !errors.Is(err, engine.ErrInternal) || !errors.Is(err, engine.ErrUnknownOutcome) {
+			t.Errorf("group %d: a panicking backend answered %v", group, err)
+		}
+		b.armed.Store(false)
+		if _, err := e.Apply(context.Background(), &engine.Batch{Now: 1, Muts: []engine.Mutation{{Op: engine.OpSet,
+			Table: "t", Key: []byte("k"), Value: []byte("v")}}}); err != nil {
+			t.Errorf("group %d: after the panic: %v", group, err)
+		}
 	}
 }

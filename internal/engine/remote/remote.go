@@ -331,10 +331,19 @@ func (e *Engine) run(ctx context.Context, ws []*waiter) {
 // attempt reads slots (and n versions) once, resolves the batches of ws in order, each seeing what the earlier
 // ones wrote, and commits their writes together, checked against the stamps read. It returns the error of the
 // read or the commit; each batch's own outcome is left in its waiter.
-func (e *Engine) attempt(parent context.Context, ws []*waiter, slots []Slot, n int) error {
+//
+// A panic of the backend (a datastore's reply it failed to decode) fails the batches with an error wrapping
+// engine.ErrInternal and ErrUnknownOutcome (it may have come after the commit was sent) rather than end the
+// process: a group runs on a goroutine of its own, where nothing else would recover it.
+func (e *Engine) attempt(parent context.Context, ws []*waiter, slots []Slot, n int) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("remote: %w (%w): %v", engine.ErrInternal, ErrUnknownOutcome, p)
+		}
+	}()
 	ctx, cancel := e.bounded(parent)
 	defer cancel()
-	err := e.try(ctx, ws, slots, n)
+	err = e.try(ctx, ws, slots, n)
 	if errors.Is(err, ErrConflict) && ctx.Err() != nil { // a request cut off before it was sent: not retried
 		return e.cutOff(parent)
 	}
