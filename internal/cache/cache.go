@@ -77,10 +77,12 @@ type shard struct {
 	// doubt holds, by hash, the slots of batches whose outcome is unknown (engine.ErrUnknownOutcome: a
 	// datastore's commit timed out after it was sent). Such a commit may still land at any time, and the value a
 	// read found before it would then answer for good (under --exclusive nothing else invalidates it), so the slot
-	// is neither filled nor written through until a batch that read it commits: its commit checks the slot's
-	// version, so the late one can no longer land after it (a blind SET checks nothing). doubtAll: a flush, a
-	// call of any key, or more than maxDoubt slots had an unknown outcome; no slot of the shard is filled again.
-	doubt    map[uint64]struct{}
+	// is neither filled nor written through until it is settled: if the late commit checked the slot's version (it
+	// read the slot: all but a blind SET), a later batch that read the slot and changed it fences it off (the late
+	// check then fails, or it landed first); a late blind SET (true here) checks nothing, and is never settled.
+	// doubtAll: a flush, a call of any key, or more than maxDoubt slots had an unknown outcome; no slot of the
+	// shard is filled again.
+	doubt    map[uint64]bool
 	doubtAll bool
 }
 
@@ -109,9 +111,10 @@ func (sh *shard) doubted(h uint64) bool {
 	return ok
 }
 
-// settle records the outcome of a batch that wrote the slot of hash h: unknown puts it in doubt; committed, by a
-// batch that read it (checked), takes it out.
-func (sh *shard) settle(h uint64, err error, checked bool) {
+// settle records the outcome of a batch that named the slot of hash h as written (t): unknown puts the slot in
+// doubt (for good if no mutation of the batch read it); a batch that read it and changed it (fence) ends a
+// doubt that can end.
+func (sh *shard) settle(h uint64, err error, t *touch, fence bool) {
 	switch {
 	case errors.Is(err, engine.ErrUnknownOutcome):
 		if sh.doubtAll {
@@ -122,10 +125,10 @@ func (sh *shard) settle(h uint64, err error, checked bool) {
 			return
 		}
 		if sh.doubt == nil {
-			sh.doubt = make(map[uint64]struct{})
+			sh.doubt = make(map[uint64]bool)
 		}
-		sh.doubt[h] = struct{}{}
-	case err == nil && checked && sh.doubt != nil:
+		sh.doubt[h] = sh.doubt[h] || !t.checked
+	case err == nil && fence && sh.doubt != nil && !sh.doubt[h]:
 		delete(sh.doubt, h)
 	}
 }
@@ -275,7 +278,12 @@ type touch struct {
 	// through is the index of the mutation whose result is written through at the end, or -1: a plain SET that
 	// is the only mutation of the batch touching the slot.
 	through int
-	checked bool // a mutation reads the slot (all but a blind SET): a remote engine's commit checks its version
+	// checked: a mutation of the batch reads the slot (all but a blind SET), so a remote engine's commit checks
+	// the slot's version (the same for every touch of one slot).
+	checked bool
+	// mut is the index of the mutation that writes the slot by name (its key or its target), or -1 (a further key
+	// a call may write): whether it changed the slot shows in its result.
+	mut int
 }
 
 // Apply implements engine.Engine: the keys the batch may change leave the cache, and stay uncacheable, from
@@ -290,7 +298,7 @@ func (c *Cache) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, er
 	case all:
 		c.markAll(+1)
 		res, err := c.eng.Apply(ctx, b)
-		c.doubtAll(err)
+		c.doubtEverything(err)
 		c.markAll(-1)
 		return res, err
 	case wide:
@@ -322,9 +330,9 @@ func (c *Cache) touched(b *engine.Batch) (ts []touch, all, wide bool) {
 		return unsafe.String(unsafe.SliceData(buf[start:]), len(buf)-start)
 	}
 	ts = make([]touch, 0, len(b.Muts))
-	add := func(s string, through int, checked bool) {
+	add := func(s string, through int, checked bool, mut int) {
 		h := c.hashOf(s)
-		ts = append(ts, touch{slot: s, hash: h, shard: shardOf(h), through: through, checked: checked})
+		ts = append(ts, touch{slot: s, hash: h, shard: shardOf(h), through: through, checked: checked, mut: mut})
 	}
 	for i := range b.Muts {
 		m := &b.Muts[i]
@@ -339,12 +347,12 @@ func (c *Cache) touched(b *engine.Batch) (ts []touch, all, wide bool) {
 			through = i
 		}
 		blind := m.Op == engine.OpSet && m.Set.Blind && m.Cond == engine.CondNone && !m.Set.KeepTTL
-		add(carve(m.Table, m.Key), through, !blind)
+		add(carve(m.Table, m.Key), through, !blind, i)
 		if m.Op == engine.OpRename || m.Op == engine.OpCopy || m.Op == engine.OpCall && m.Target.Table != "" {
-			add(carve(m.Target.Table, m.Target.Key), -1, true)
+			add(carve(m.Target.Table, m.Target.Key), -1, true, i)
 		}
 		for _, k := range m.Call.Keys { // further keys a function may write
-			add(carve(m.Table, k), -1, true)
+			add(carve(m.Table, k), -1, true, -1)
 		}
 		wide = wide || m.Op == engine.OpCall && m.Call.AnyKey
 	}
@@ -357,6 +365,12 @@ func (c *Cache) touched(b *engine.Batch) (ts []touch, all, wide bool) {
 	for i := 1; i < len(ts); i++ { // a slot written twice: its final state is not one mutation's result
 		if ts[i].slot == ts[i-1].slot {
 			ts[i].through, ts[i-1].through = -1, -1
+			ts[i].checked = ts[i].checked || ts[i-1].checked
+		}
+	}
+	for i := len(ts) - 2; i >= 0; i-- { // every touch of a slot says whether any mutation reads it
+		if ts[i].slot == ts[i+1].slot {
+			ts[i].checked = ts[i+1].checked
 		}
 	}
 	return ts, false, wide
@@ -378,7 +392,7 @@ func (c *Cache) applyWide(ctx context.Context, b *engine.Batch, ts []touch) ([]e
 		sh.mu.Unlock()
 	}
 	res, err := c.eng.Apply(ctx, b)
-	c.doubtAll(err) // the keys it wrote are unknown
+	c.doubtEverything(err) // the keys it wrote are unknown
 	var drop [shards][]string
 	for _, t := range ts {
 		drop[t.shard] = append(drop[t.shard], t.slot)
@@ -411,9 +425,9 @@ func (c *Cache) applyWide(ctx context.Context, b *engine.Batch, ts []touch) ([]e
 	return res, err
 }
 
-// doubtAll puts every slot in doubt (shard.doubt) if err says a batch that may have written any key had an
-// unknown outcome.
-func (c *Cache) doubtAll(err error) {
+// doubtEverything puts every slot in doubt (shard.doubtAll) if err says a batch that may have written any key
+// had an unknown outcome.
+func (c *Cache) doubtEverything(err error) {
 	if !errors.Is(err, engine.ErrUnknownOutcome) {
 		return
 	}
@@ -498,7 +512,8 @@ func (c *Cache) end(ts []touch, gens []began, res []engine.Result, err error) {
 				sh.writing, sh.peak = nil, 0
 			}
 			sh.remove(t.slot, t.hash)
-			sh.settle(t.hash, err, t.checked)
+			fence := t.checked && t.mut >= 0 && t.mut < len(res) && res[t.mut].Err == nil && !res[t.mut].Unchanged
+			sh.settle(t.hash, err, &t, fence)
 			if !alone || t.through < 0 || t.through >= len(res) || sh.doubted(t.hash) {
 				continue
 			}

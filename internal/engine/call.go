@@ -250,6 +250,7 @@ func (tx *Tx) ScanReverse(table string, r Range, fn func(key []byte, it Item) bo
 // elsewhere fails the batch. ErrAborted if a guard without a group failed (nothing of muts is undone: the
 // function decides, usually by failing).
 func (tx *Tx) Apply(muts []Mutation) ([]Result, error) {
+	defer func(reading bool) { tx.rs.reading = reading }(tx.rs.reading) // each command counts as its op, then the call as before
 	res := make([]Result, len(muts))
 	err := tx.rs.applyAll(muts, res, func(m *Mutation) error {
 		if _, reads := ownKeyRead(m); !m.Writes() || reads { // a call that only reads (LRANGE) may read any key

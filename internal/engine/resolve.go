@@ -56,9 +56,10 @@ type resolver struct {
 	writes     []Write
 	recorded   int // writes and flushes recorded, each time (a call that adds none wrote nothing)
 	txs        []*Tx
-	depth      int // calls running: txs[depth] is the next call's Tx
-	built      int // bytes of value arrays this batch allocated (copies, APPEND, SETRANGE), bounded by maxBuilt
-	read       int // bytes of values this batch read from the engine (copies its results may hold), bounded by MaxBatchRead
+	depth      int  // calls running: txs[depth] is the next call's Tx
+	built      int  // bytes of value arrays this batch allocated (copies, APPEND, SETRANGE), bounded by maxBuilt
+	read       int  // bytes of values this batch's reads read from the engine (copies its results hold), bounded by MaxBatchRead
+	reading    bool // the mutation being applied is a read (see MaxBatchRead): what it reads counts in read
 }
 
 // maxBuilt bounds the bytes of values one batch may allocate while it resolves the values APPEND, PREPEND,
@@ -69,8 +70,10 @@ type resolver struct {
 // build a value up to the value limit.
 var maxBuilt = 256 << 20 // a variable for tests
 
-// MaxBatchRead bounds the bytes of values one batch may read from the engine, point reads and scanned members: each
-// read hands out a copy, and a batch holds all its results until its replies are written. A pipeline or
+// MaxBatchRead bounds the bytes of values the reads of one batch (OpGet, OpMemberGet, OpMembers, OpCall) may read
+// from the engine, point reads and scanned members: each read hands out a copy, and a batch holds all its results
+// until its replies are written. Writes are not counted: what one reads before it changes the key is read once
+// (a DEL of several big keys, the reclaimer's deletes of a big collection's members must not be refused). A pipeline or
 // transaction of reads of one big value (300 GETs of a 32 MiB string in a 3 KB request, or as many LRANGEs of
 // a list of big elements) held a copy per read, enough to run the process out of memory (a fatal error that
 // takes every client down). Past the bound the batch is refused whole with ErrBatchTooBig, as for maxBuilt: a
@@ -200,7 +203,9 @@ func (rs *resolver) get(table string, key []byte) (Item, bool, error) {
 	if it.Expires != 0 && rs.watch != nil {
 		rs.watch.LiveUntil(it.Expires)
 	}
-	rs.read += len(it.Value)
+	if rs.reading {
+		rs.read += len(it.Value)
+	}
 	return it, true, nil
 }
 
@@ -330,6 +335,7 @@ func (rs *resolver) apply(m *Mutation) (Result, error) {
 	if rs.built > maxBuilt || rs.read > MaxBatchRead {
 		return Result{}, ErrBatchTooBig
 	}
+	rs.reading = m.Op == OpGet || m.Op == OpMemberGet || m.Op == OpMembers || m.Op == OpCall
 	if m.Op == OpFlush {
 		rs.flush(m.Table)
 		if m.Table != "" {

@@ -97,7 +97,9 @@ func (rs *resolver) scanRange(table string, r Range, reverse bool, fn func(key [
 			if !it.Live(rs.now) {
 				return true
 			}
-			rs.read += len(it.Value)
+			if rs.reading {
+				rs.read += len(it.Value)
+			}
 			if !fn(key, it) {
 				stopped = true
 				return false

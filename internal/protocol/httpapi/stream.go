@@ -2,9 +2,7 @@ package httpapi
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"unicode/utf8"
@@ -13,20 +11,18 @@ import (
 	"anykv/internal/kv"
 )
 
-// Replies that carry values (a query page, Active Cloud DB's /query) are streamed item by item, and a value as it
-// is escaped, a chunk at a time: json.Encoder builds its whole reply before writing a byte, and a page holding
+// Replies that carry values (a query page, Active Cloud DB's /get and /query) are streamed item by item, a value
+// escaped straight into the buffered response: json.Encoder builds its whole reply before writing a byte, and a page holding
 // one 64 MiB value of control bytes (escaped sixfold, \u0001) took 2 GB while the encoder's buffer doubled its
 // way up; six such requests at once ended the process (an independent audit). The output is what encoding/json
 // writes for the same reply with HTML escaping off.
 
-// streamChunk is how much of a value is escaped at a time.
+// streamChunk is the response buffer's size.
 const streamChunk = 32 << 10
 
 // jsonStream writes one JSON reply through a buffer; the first error sticks and is returned by end.
 type jsonStream struct {
 	bw  *bufio.Writer
-	enc *json.Encoder // escapes strings a chunk at a time into esc
-	esc bytes.Buffer
 	err error
 }
 
@@ -37,10 +33,7 @@ func startJSON(w http.ResponseWriter, status int) *jsonStream {
 	h.Del("Content-Length")
 	h.Del("X-Content-Type-Options")
 	w.WriteHeader(status)
-	s := &jsonStream{bw: bufio.NewWriterSize(w, streamChunk)}
-	s.enc = json.NewEncoder(&s.esc)
-	s.enc.SetEscapeHTML(false)
-	return s
+	return &jsonStream{bw: bufio.NewWriterSize(w, streamChunk)}
 }
 
 func (s *jsonStream) raw(b string) {
@@ -49,27 +42,66 @@ func (s *jsonStream) raw(b string) {
 	}
 }
 
-// text writes b as a JSON string, escaped as encoding/json escapes a Go string (bytes that are not UTF-8 become
-// U+FFFD), a chunk at a time cut at rune starts, so that no rune is split.
+// text writes b as a JSON string escaped as encoding/json escapes a Go string with HTML escaping off: quote,
+// backslash and control bytes escaped (\n, \r, \t, \b, \f, else \u00xx), U+2028 and U+2029 as \u2028 and
+// \u2029, each byte that is not UTF-8 as \ufffd; the rest as it is, a run at a time.
 func (s *jsonStream) text(b []byte) {
 	s.raw(`"`)
-	for len(b) > 0 && s.err == nil {
-		n := min(len(b), streamChunk)
-		for back := n; n < len(b) && back > n-utf8.UTFMax; back-- { // cut before a rune start, if one is near
-			if utf8.RuneStart(b[back]) {
-				n = back
-				break
+	start := 0
+	esc := func(i, n int, e string) { // b[start:i] as it is, then e for b[i:i+n]
+		if s.err == nil {
+			_, s.err = s.bw.Write(b[start:i])
+		}
+		s.raw(e)
+		start = i + n
+	}
+	for i := 0; i < len(b) && s.err == nil; {
+		c := b[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c >= 0x20 && c != '"' && c != '\\':
+			case c == '"':
+				esc(i, 1, `\"`)
+			case c == '\\':
+				esc(i, 1, `\\`)
+			case c == '\n':
+				esc(i, 1, `\n`)
+			case c == '\r':
+				esc(i, 1, `\r`)
+			case c == '\t':
+				esc(i, 1, `\t`)
+			case c == '\b':
+				esc(i, 1, `\b`)
+			case c == '\f':
+				esc(i, 1, `\f`)
+			default:
+				esc(i, 1, `\u00`)
+				if s.err == nil {
+					s.bw.WriteByte(hexDigits[c>>4])
+					s.err = s.bw.WriteByte(hexDigits[c&0xf])
+				}
 			}
+			i++
+			continue
 		}
-		s.esc.Reset()
-		if s.err = s.enc.Encode(string(b[:n])); s.err == nil {
-			q := s.esc.Bytes()
-			_, s.err = s.bw.Write(q[1 : len(q)-2]) // without the quotes and the newline Encode adds
+		r, n := utf8.DecodeRune(b[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			esc(i, n, `\ufffd`)
+		case r == '\u2028':
+			esc(i, n, `\u2028`)
+		case r == '\u2029':
+			esc(i, n, `\u2029`)
 		}
-		b = b[n:]
+		i += n
+	}
+	if s.err == nil {
+		_, s.err = s.bw.Write(b[start:])
 	}
 	s.raw(`"`)
 }
+
+const hexDigits = "0123456789abcdef"
 
 // b64 writes b as a JSON string of its standard base64.
 func (s *jsonStream) b64(b []byte) {

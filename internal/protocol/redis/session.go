@@ -336,6 +336,7 @@ func (s *session) flush() {
 		return
 	}
 	defer s.releaseResults()
+	s.picks = 0 // the batch's picks (roomForPicks) leave with it
 	res, err := s.run(nil)
 	if errors.Is(err, engine.ErrBatchTooBig) && s.batch.Len() > 1 {
 		// The batch is this server's cut of a pipeline of independent commands: apply them one by one, so that
@@ -465,20 +466,41 @@ func (s *session) readsInOneTrip(muts []engine.Mutation) bool {
 
 // readDirect answers plain reads with Get, giving the results Resolve would give for OpGet. Its results hold
 // what they read until the replies are written, so it holds to engine.MaxBatchRead as Resolve does (300
-// pipelined GETs of a 32 MiB value ran the process out of memory): once the values read pass it, the reads left
-// fail with engine.ErrBatchTooBig, and over reports so.
+// pipelined GETs of a 32 MiB value ran the process out of memory): once the values of string reads (GET, MGET:
+// their replies carry them) pass it, the reads left fail with engine.ErrBatchTooBig, and over reports so. Reads
+// of any kind (EXISTS, TYPE, TTL: replies without the value) are not counted, so that EXISTS of a few big keys
+// is not refused; a big value read again shares the first read's result (EXISTS big big big ... held a copy per
+// key), though a string read counts it again: its reply carries it again.
 func (s *session) readDirect(muts []engine.Mutation) (res []engine.Result, over bool) {
 	res = s.direct.get(len(muts)) // a split batch's two calls each copy theirs out before the next (runSplit)
 	now := s.h.store.Now()
 	read := 0
+	var big map[bigRead]int // reads of big values by key, once one was made
 	for i := range muts {
 		m := &muts[i]
 		if read > engine.MaxBatchRead {
 			res[i], over = engine.Result{Err: engine.ErrBatchTooBig}, true
 			continue
 		}
+		if big != nil {
+			if j, ok := big[bigRead{m.Table, string(m.Key), m.AnyKind}]; ok {
+				res[i] = res[j] // the same read at the same time: the same answer, its value shared
+				if !m.AnyKind {
+					read += len(res[j].Old.Value) // held once, but its reply carries it again
+				}
+				continue
+			}
+		}
 		it, err := s.h.store.ViewAnyAt(s.readCtx(), m.Table, m.Key, now) // replies only read the value
-		read += len(it.Value)
+		if !m.AnyKind {
+			read += len(it.Value)
+		}
+		if len(it.Value) >= bigReadSize {
+			if big == nil {
+				big = make(map[bigRead]int)
+			}
+			big[bigRead{m.Table, string(m.Key), m.AnyKind}] = i
+		}
 		if err != nil {
 			res[i] = engine.Result{Err: err}
 			continue
@@ -491,6 +513,14 @@ func (s *session) readDirect(muts []engine.Mutation) (res []engine.Result, over 
 	}
 	return res, over
 }
+
+// bigRead names a read readDirect made of a value of at least bigReadSize bytes.
+type bigRead struct {
+	table, key string
+	anyKind    bool
+}
+
+const bigReadSize = 64 << 10
 
 // writeReplies writes every pending reply and empties the batch; err is a batch-level failure that every
 // mutating command reports.

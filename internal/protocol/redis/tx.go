@@ -67,6 +67,7 @@ func cmdExec(s *session, args [][]byte) {
 		s.w.Error("EXECABORT Transaction discarded because of previous errors.")
 		return
 	}
+	s.picks = 0 // the transaction is a batch of its own (roomForPicks)
 	for _, a := range queued {
 		c := s.lookup(a[0])
 		if c.name == "select" { // it changes where the commands after it write, so it takes effect now

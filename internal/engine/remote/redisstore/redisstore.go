@@ -173,8 +173,9 @@ func newStore(b *backend) *Store {
 }
 
 // versionLua defines reserve(key, n), which takes n versions from the counter at key after raising it to the
-// time in microseconds times 1024 (see the package comment). The product is below 2^61, so the double holds it
-// exactly, and %.0f prints it whole.
+// time in microseconds times 1024 (see the package comment). The microseconds are below 2^53 and the factor a
+// power of two, so the double holds the product exactly and %.0f prints it whole; a counter read back above 2^53
+// rounds, monotonically, so the comparison can only raise the counter, never lower it.
 const versionLua = `
 local function reserve(key, n)
 	local t = redis.call('TIME')
