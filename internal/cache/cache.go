@@ -77,12 +77,13 @@ type shard struct {
 	// doubt holds, by hash, the slots of batches whose outcome is unknown (engine.ErrUnknownOutcome: a
 	// datastore's commit timed out after it was sent). Such a commit may still land at any time, and the value a
 	// read found before it would then answer for good (under --exclusive nothing else invalidates it), so the slot
-	// is neither filled nor written through until it is settled: if the late commit checked the slot's version (it
-	// read the slot: all but a blind SET), a later batch that read the slot and changed it fences it off (the late
-	// check then fails, or it landed first); a late blind SET (true here) checks nothing, and is never settled.
-	// doubtAll: a flush, a call of any key, or more than maxDoubt slots had an unknown outcome; no slot of the
-	// shard is filled again.
-	doubt    map[uint64]bool
+	// is neither filled nor written through again: reads of it go to the engine. Not for a while: a late blind
+	// SET checks nothing and may land after any later write, and a late write that checked the slot's version
+	// can pass its check again once the slot returns to that state (absent, after a later create and delete), so
+	// no later write can be known to fence it off (two reviews found four ways an earlier rule got this wrong).
+	// Unknown outcomes are rare (a timeout after the send); doubtAll: a flush, a call of any key, or more than
+	// maxDoubt slots had one, and no slot of the shard is cached again.
+	doubt    map[uint64]struct{}
 	doubtAll bool
 }
 
@@ -101,8 +102,7 @@ func (sh *shard) busy(h uint64) bool {
 	return ok || sh.all > 0 || sh.doubted(h)
 }
 
-// doubted says a batch that wrote the slot of hash h had an unknown outcome, and none that read it committed
-// since (doubt).
+// doubted says a batch that wrote the slot of hash h had an unknown outcome (doubt).
 func (sh *shard) doubted(h uint64) bool {
 	if sh.doubtAll {
 		return true
@@ -111,26 +111,19 @@ func (sh *shard) doubted(h uint64) bool {
 	return ok
 }
 
-// settle records the outcome of a batch that named the slot of hash h as written (t): unknown puts the slot in
-// doubt (for good if no mutation of the batch read it); a batch that read it and changed it (fence) ends a
-// doubt that can end.
-func (sh *shard) settle(h uint64, err error, t *touch, fence bool) {
-	switch {
-	case errors.Is(err, engine.ErrUnknownOutcome):
-		if sh.doubtAll {
-			return
-		}
-		if len(sh.doubt) >= maxDoubt {
-			sh.doubt, sh.doubtAll = nil, true
-			return
-		}
-		if sh.doubt == nil {
-			sh.doubt = make(map[uint64]bool)
-		}
-		sh.doubt[h] = sh.doubt[h] || !t.checked
-	case err == nil && fence && sh.doubt != nil && !sh.doubt[h]:
-		delete(sh.doubt, h)
+// settle puts the slot of hash h in doubt if err says the batch that wrote it had an unknown outcome.
+func (sh *shard) settle(h uint64, err error) {
+	if !errors.Is(err, engine.ErrUnknownOutcome) || sh.doubted(h) {
+		return
 	}
+	if len(sh.doubt) >= maxDoubt {
+		sh.doubt, sh.doubtAll = nil, true
+		return
+	}
+	if sh.doubt == nil {
+		sh.doubt = make(map[uint64]struct{})
+	}
+	sh.doubt[h] = struct{}{}
 }
 
 // remove drops slot s's item and answers, reporting whether there was an item; h is s's hash.
@@ -278,12 +271,6 @@ type touch struct {
 	// through is the index of the mutation whose result is written through at the end, or -1: a plain SET that
 	// is the only mutation of the batch touching the slot.
 	through int
-	// checked: a mutation of the batch reads the slot (all but a blind SET), so a remote engine's commit checks
-	// the slot's version (the same for every touch of one slot).
-	checked bool
-	// mut is the index of the mutation that writes the slot by name (its key or its target), or -1 (a further key
-	// a call may write): whether it changed the slot shows in its result.
-	mut int
 }
 
 // Apply implements engine.Engine: the keys the batch may change leave the cache, and stay uncacheable, from
@@ -330,9 +317,9 @@ func (c *Cache) touched(b *engine.Batch) (ts []touch, all, wide bool) {
 		return unsafe.String(unsafe.SliceData(buf[start:]), len(buf)-start)
 	}
 	ts = make([]touch, 0, len(b.Muts))
-	add := func(s string, through int, checked bool, mut int) {
+	add := func(s string, through int) {
 		h := c.hashOf(s)
-		ts = append(ts, touch{slot: s, hash: h, shard: shardOf(h), through: through, checked: checked, mut: mut})
+		ts = append(ts, touch{slot: s, hash: h, shard: shardOf(h), through: through})
 	}
 	for i := range b.Muts {
 		m := &b.Muts[i]
@@ -346,13 +333,12 @@ func (c *Cache) touched(b *engine.Batch) (ts []touch, all, wide bool) {
 		if m.Op == engine.OpSet && c.shardBytes > 0 {
 			through = i
 		}
-		blind := m.Op == engine.OpSet && m.Set.Blind && m.Cond == engine.CondNone && !m.Set.KeepTTL
-		add(carve(m.Table, m.Key), through, !blind, i)
+		add(carve(m.Table, m.Key), through)
 		if m.Op == engine.OpRename || m.Op == engine.OpCopy || m.Op == engine.OpCall && m.Target.Table != "" {
-			add(carve(m.Target.Table, m.Target.Key), -1, true, i)
+			add(carve(m.Target.Table, m.Target.Key), -1)
 		}
 		for _, k := range m.Call.Keys { // further keys a function may write
-			add(carve(m.Table, k), -1, true, -1)
+			add(carve(m.Table, k), -1)
 		}
 		wide = wide || m.Op == engine.OpCall && m.Call.AnyKey
 	}
@@ -365,12 +351,6 @@ func (c *Cache) touched(b *engine.Batch) (ts []touch, all, wide bool) {
 	for i := 1; i < len(ts); i++ { // a slot written twice: its final state is not one mutation's result
 		if ts[i].slot == ts[i-1].slot {
 			ts[i].through, ts[i-1].through = -1, -1
-			ts[i].checked = ts[i].checked || ts[i-1].checked
-		}
-	}
-	for i := len(ts) - 2; i >= 0; i-- { // every touch of a slot says whether any mutation reads it
-		if ts[i].slot == ts[i+1].slot {
-			ts[i].checked = ts[i+1].checked
 		}
 	}
 	return ts, false, wide
@@ -512,8 +492,7 @@ func (c *Cache) end(ts []touch, gens []began, res []engine.Result, err error) {
 				sh.writing, sh.peak = nil, 0
 			}
 			sh.remove(t.slot, t.hash)
-			fence := t.checked && t.mut >= 0 && t.mut < len(res) && res[t.mut].Err == nil && !res[t.mut].Unchanged
-			sh.settle(t.hash, err, &t, fence)
+			sh.settle(t.hash, err)
 			if !alone || t.through < 0 || t.through >= len(res) || sh.doubted(t.hash) {
 				continue
 			}

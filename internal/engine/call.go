@@ -100,6 +100,12 @@ func ownKeyRead(m *Mutation) (kr keyRead, ok bool) {
 	return kr, ok && (kr.when == nil || kr.when(m.Call.Args))
 }
 
+// readsOwnKey says m is a call of a function registered as a read of its own key (LRANGE, HGETALL, ...).
+func readsOwnKey(m *Mutation) bool {
+	_, ok := ownKeyRead(m)
+	return ok
+}
+
 // ReadsOnly reports whether every mutation of muts is a read: a Get without Touch, a Check, a member read, or a
 // call of a function registered with RegisterKeyReadFunc or RegisterUncachedKeyReadFunc.
 func ReadsOnly(muts []Mutation) bool {

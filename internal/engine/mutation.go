@@ -93,6 +93,10 @@ type Mutation struct {
 	Call   CallArgs   // OpCall
 	// Touch makes OpGet and OpIncr also set Expires (GETEX, gat, memcached ma with T).
 	Touch bool
+	// NoValue: the caller of an OpGet needs the item's kind, expiry and version, not its value (EXISTS, TYPE, TTL):
+	// the result holds an empty value instead, which neither counts toward MaxBatchRead nor stays in memory until
+	// the reply (EXISTS of many big keys held a copy of each).
+	NoValue bool
 }
 
 // SetArgs are OpSet's own arguments.

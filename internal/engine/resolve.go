@@ -70,10 +70,12 @@ type resolver struct {
 // build a value up to the value limit.
 var maxBuilt = 256 << 20 // a variable for tests
 
-// MaxBatchRead bounds the bytes of values the reads of one batch (OpGet, OpMemberGet, OpMembers, OpCall) may read
+// MaxBatchRead bounds the bytes of values the reads of one batch (OpGet, OpMemberGet, OpMembers, calls of key-read
+// functions) may read
 // from the engine, point reads and scanned members: each read hands out a copy, and a batch holds all its results
 // until its replies are written. Writes are not counted: what one reads before it changes the key is read once
-// (a DEL of several big keys, the reclaimer's deletes of a big collection's members must not be refused). A pipeline or
+// (a DEL of several big keys, the reclaimer's deletes of a big collection's members, SETBITs or LREMs of a big
+// value in a transaction must not be refused); nor are OpGets with NoValue. A pipeline or
 // transaction of reads of one big value (300 GETs of a 32 MiB string in a 3 KB request, or as many LRANGEs of
 // a list of big elements) held a copy per read, enough to run the process out of memory (a fatal error that
 // takes every client down). Past the bound the batch is refused whole with ErrBatchTooBig, as for maxBuilt: a
@@ -335,7 +337,7 @@ func (rs *resolver) apply(m *Mutation) (Result, error) {
 	if rs.built > maxBuilt || rs.read > MaxBatchRead {
 		return Result{}, ErrBatchTooBig
 	}
-	rs.reading = m.Op == OpGet || m.Op == OpMemberGet || m.Op == OpMembers || m.Op == OpCall
+	rs.reading = m.Op == OpGet && !m.NoValue || m.Op == OpMemberGet || m.Op == OpMembers || m.Op == OpCall && readsOwnKey(m)
 	if m.Op == OpFlush {
 		rs.flush(m.Table)
 		if m.Table != "" {
@@ -350,6 +352,9 @@ func (rs *resolver) apply(m *Mutation) (Result, error) {
 	old, found, err := rs.get(m.Table, m.Key)
 	if err != nil {
 		return Result{}, err
+	}
+	if m.NoValue && m.Op == OpGet && found {
+		old.Value = []byte{} // not kept: the caller wants the rest of the item
 	}
 	res := Result{Old: old, OldFound: found}
 	switch {

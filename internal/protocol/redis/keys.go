@@ -57,13 +57,13 @@ func replyCountOK(w *resp.Writer, res []engine.Result) {
 
 func cmdExists(s *session, args [][]byte) {
 	for _, k := range args[1:] {
-		s.getAny(k)
+		s.getKind(k)
 	}
 	s.plan(replyCountOK)
 }
 
 func cmdType(s *session, args [][]byte) {
-	s.getAny(args[1])
+	s.getKind(args[1])
 	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if readFailed(w, res) {
 			return
@@ -241,7 +241,7 @@ func cmdPersist(s *session, args [][]byte) {
 
 func cmdTTL(s *session, args [][]byte) {
 	name := lower(args[0])
-	s.getAny(args[1])
+	s.getKind(args[1])
 	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if readFailed(w, res) {
 			return

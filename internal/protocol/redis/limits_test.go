@@ -237,6 +237,16 @@ func TestPipelinedPicksAreBoundedPerBatch(t *testing.T) {
 	}
 }
 
+// startPebbleServer starts a server over Pebble: a disk engine, where each read copies the value.
+func startPebbleServer(t *testing.T) *testServer {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	e, err := pebblestore.Open(pebblestore.Options{Dir: t.TempDir(), Logger: quiet, CacheBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startServerOver(t, e, kv.Options{}, Options{}, 0)
+}
+
 // heapPeak samples the heap while fn runs and returns the highest HeapAlloc seen.
 func heapPeak(fn func()) uint64 {
 	var peak uint64
@@ -267,12 +277,7 @@ func heapPeak(fn func()) uint64 {
 func TestPipelinedReadsOfABigValueAreBounded(t *testing.T) {
 	defer func(old int) { engine.MaxBatchRead = old }(engine.MaxBatchRead)
 	engine.MaxBatchRead = 4 << 20
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e, err := pebblestore.Open(pebblestore.Options{Dir: t.TempDir(), Logger: quiet, CacheBytes: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := startServerOver(t, e, kv.Options{}, Options{}, 0) // a disk engine: each read copies the value
+	ts := startPebbleServer(t)
 	c := ts.client(t, &goredis.Options{PoolSize: 1})
 	big := strings.Repeat("v", 512<<10)
 	if err := c.Set(ctx, "big", big, 0).Err(); err != nil {
@@ -283,6 +288,7 @@ func TestPipelinedReadsOfABigValueAreBounded(t *testing.T) {
 	rc := ts.raw(t)
 	want := int64(n * len(fmt.Sprintf("$%d\r\n%s\r\n", len(big), big)))
 	var got int64
+	var err error
 	peak := heapPeak(func() {
 		rc.send(strings.Repeat("GET big\r\n", n))
 		rc.c.SetReadDeadline(time.Now().Add(time.Minute))
@@ -342,5 +348,35 @@ func TestPipelinedReadsOfABigValueAreBounded(t *testing.T) {
 	}
 	if v, err := c.Get(ctx, "w").Result(); err != nil || v != "1" {
 		t.Errorf("the pipeline's SET: %q, %v", v, err)
+	}
+}
+
+// TestExistsOfDistinctBigKeysHoldsNoValues: EXISTS, TYPE and TTL read items without their values (NoValue), so
+// EXISTS of many distinct big keys neither holds a copy of each until its reply nor counts toward the read bound.
+func TestExistsOfDistinctBigKeysHoldsNoValues(t *testing.T) {
+	ts := startPebbleServer(t)
+	c := ts.client(t, &goredis.Options{PoolSize: 1, ReadTimeout: time.Minute})
+	big := strings.Repeat("v", 512<<10)
+	keys := make([]string, 160) // 80 MiB of values
+	for i := range keys {
+		keys[i] = fmt.Sprintf("big%d", i)
+		if err := c.Set(ctx, keys[i], big, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var n int64
+	var err error
+	peak := heapPeak(func() { n, err = c.Exists(ctx, keys...).Result() })
+	if err != nil || n != int64(len(keys)) {
+		t.Fatalf("EXISTS of %d big keys: %d, %v", len(keys), n, err)
+	}
+	if peak > 50<<20 { // about 10 MiB without values, 80 MiB and more with them
+		t.Errorf("heap peaked at %d MiB during EXISTS of %d keys of 512 KiB; want no values held", peak>>20, len(keys))
+	}
+	if typ, err := c.Type(ctx, keys[0]).Result(); err != nil || typ != "string" {
+		t.Errorf("TYPE: %q, %v", typ, err)
+	}
+	if ttl, err := c.TTL(ctx, keys[0]).Result(); err != nil || ttl != -1 {
+		t.Errorf("TTL: %v, %v", ttl, err)
 	}
 }

@@ -466,11 +466,10 @@ func (s *session) readsInOneTrip(muts []engine.Mutation) bool {
 
 // readDirect answers plain reads with Get, giving the results Resolve would give for OpGet. Its results hold
 // what they read until the replies are written, so it holds to engine.MaxBatchRead as Resolve does (300
-// pipelined GETs of a 32 MiB value ran the process out of memory): once the values of string reads (GET, MGET:
-// their replies carry them) pass it, the reads left fail with engine.ErrBatchTooBig, and over reports so. Reads
-// of any kind (EXISTS, TYPE, TTL: replies without the value) are not counted, so that EXISTS of a few big keys
-// is not refused; a big value read again shares the first read's result (EXISTS big big big ... held a copy per
-// key), though a string read counts it again: its reply carries it again.
+// pipelined GETs of a 32 MiB value ran the process out of memory): once the values read pass it, the reads left
+// fail with engine.ErrBatchTooBig, and over reports so. Reads with NoValue (EXISTS, TYPE, TTL) keep no value and
+// count nothing; a big value read again shares the first read's result, though it counts again (a reply
+// carries it again).
 func (s *session) readDirect(muts []engine.Mutation) (res []engine.Result, over bool) {
 	res = s.direct.get(len(muts)) // a split batch's two calls each copy theirs out before the next (runSplit)
 	now := s.h.store.Now()
@@ -484,17 +483,16 @@ func (s *session) readDirect(muts []engine.Mutation) (res []engine.Result, over 
 		}
 		if big != nil {
 			if j, ok := big[bigRead{m.Table, string(m.Key), m.AnyKind}]; ok {
-				res[i] = res[j] // the same read at the same time: the same answer, its value shared
-				if !m.AnyKind {
-					read += len(res[j].Old.Value) // held once, but its reply carries it again
-				}
+				res[i] = res[j]               // the same read at the same time: the same answer, its value shared
+				read += len(res[j].Old.Value) // held once, but its reply carries it again
 				continue
 			}
 		}
 		it, err := s.h.store.ViewAnyAt(s.readCtx(), m.Table, m.Key, now) // replies only read the value
-		if !m.AnyKind {
-			read += len(it.Value)
+		if m.NoValue && err == nil {
+			it.Value = []byte{} // EXISTS, TYPE, TTL: neither counted nor held
 		}
+		read += len(it.Value)
 		if len(it.Value) >= bigReadSize {
 			if big == nil {
 				big = make(map[bigRead]int)

@@ -184,9 +184,14 @@ func (s *session) get(key []byte) {
 	m.Op, m.Table, m.Key = engine.OpGet, s.table(), key
 }
 
-// getAny reads an item of any kind (EXISTS, TYPE, TTL).
+// getAny reads an item of any kind (OBJECT, MEMORY USAGE, a collection's meta).
 func (s *session) getAny(key []byte) {
 	s.add(engine.Mutation{Op: engine.OpGet, Table: s.table(), Key: key, AnyKind: true})
+}
+
+// getKind reads an item of any kind without its value (EXISTS, TYPE, TTL).
+func (s *session) getKind(key []byte) {
+	s.add(engine.Mutation{Op: engine.OpGet, Table: s.table(), Key: key, AnyKind: true, NoValue: true})
 }
 
 func cmdGet(s *session, args [][]byte) {
