@@ -95,7 +95,7 @@ type Mutation struct {
 	Touch bool
 	// NoValue: the caller of an OpGet needs the item's kind, expiry and version, not its value (EXISTS, TYPE, TTL):
 	// the result holds an empty value instead, which neither counts toward MaxBatchRead nor stays in memory until
-	// the reply (EXISTS of many big keys held a copy of each).
+	// the reply (EXISTS of many big keys held a copy of each). A hint for reads: the codec does not carry it.
 	NoValue bool
 }
 
