@@ -80,7 +80,7 @@ type shard struct {
 	// is neither filled nor written through again: reads of it go to the engine. Not for a while: a late blind
 	// SET checks nothing and may land after any later write, and a late write that checked the slot's version
 	// can pass its check again once the slot returns to that state (absent, after a later create and delete), so
-	// no later write can be known to fence it off (two reviews found four ways an earlier rule got this wrong).
+	// no later write can be known to fence it off (two reviews found six ways earlier rules got this wrong).
 	// Unknown outcomes are rare (a timeout after the send); doubtAll: a flush, a call of any key, or more than
 	// maxDoubt slots had one, and no slot of the shard is cached again.
 	doubt    map[uint64]struct{}
