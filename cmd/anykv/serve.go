@@ -133,7 +133,7 @@ func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	str(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	str(&c.logFormat, "log-format", "text", "log format: text or json")
 	str(&c.pprofAddr, "pprof", "", "serve Go's net/http/pprof profiles on this address (for profiling; off by default)")
-	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long SIGTERM waits for connections to finish")
+	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long SIGTERM waits for connections to finish (then it closes them, and waits 5 s more at most)")
 	fs.DurationVar(&c.engineTimeout, "engine-timeout", remote.DefaultTimeout, "longest a request to the datastore behind --engine URL may go unanswered (each read,\n"+
 		"each try of a batch's read and commit, and each round trip of a scan, table list or expiry sweep: a page, not the whole scan)\n"+
 		"before it fails with an error; a commit cut off so is reported as of unknown outcome (negative: no bound)")

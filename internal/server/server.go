@@ -194,8 +194,13 @@ func (s *Server) untrack(c net.Conn) {
 	s.mu.Unlock()
 }
 
+// closeGrace is how long Shutdown waits for handlers once it closed their connections (a variable for tests).
+var closeGrace = 5 * time.Second
+
 // Shutdown stops accepting, lets every connection finish the requests it already read, and waits for them
-// until ctx ends; then it closes what is left.
+// until ctx ends; then it closes what is left, and waits at most closeGrace more for their handlers: one busy with
+// work that no longer reads or writes its connection (a memcached get of a million keys once kept SIGTERM waiting
+// for minutes) must not hold the process up. Its later operations on the store, closed next, fail with ErrClosed.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing = true
@@ -222,7 +227,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			c.Close()
 		}
 		s.mu.Unlock()
-		<-done
+		t := time.NewTimer(closeGrace)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			s.log.Warn("handlers still running after their connections were closed; not waiting for them", "grace", closeGrace)
+		}
 		return ctx.Err()
 	}
 }

@@ -212,3 +212,36 @@ func TestTotalLimitFollowsTheOpenFileLimit(t *testing.T) {
 		t.Skipf("the hard open-file limit (%d) is below what the cases set", saved.Max)
 	}
 }
+
+// TestShutdownDoesNotWaitForeverForAHandler: a handler busy with work that no longer reads or writes its
+// connection (here, one blocked on release) does not hold Shutdown past its context and closeGrace.
+func TestShutdownDoesNotWaitForeverForAHandler(t *testing.T) {
+	defer func(old time.Duration) { closeGrace = old }(closeGrace)
+	closeGrace = 200 * time.Millisecond
+	s := New(quiet())
+	h := newLineHandler()
+	defer close(h.release)
+	addr, _, err := s.Listen("line", "127.0.0.1:0", h, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := dial(t, addr)
+	c.Write([]byte("slow\n"))
+	<-h.entered
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- s.Shutdown(ctx) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("Shutdown with a handler still running answered nil")
+		}
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("Shutdown took %v", took)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Shutdown still waiting for a busy handler after 10 s")
+	}
+}
