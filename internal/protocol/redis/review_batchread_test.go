@@ -9,10 +9,11 @@ import (
 	"anykv/internal/engine"
 )
 
-// a DEL of several big strings reads nothing a reply holds, but each OpDelete's read of the old item
-// counts against engine.MaxBatchRead, so one DEL (one request: no fallback) is refused.
-func TestDelOfBigKeysIsNotRefused(t *testing.T) {
-	defer func(old int) { engine.MaxBatchRead = old }(engine.MaxBatchRead)
+// bigKeysUnderATightBound sets six keys of 512 KiB on a new server and lowers engine.MaxBatchRead to 1 MiB for
+// the test.
+func bigKeysUnderATightBound(t *testing.T) (*goredis.Client, []string) {
+	old := engine.MaxBatchRead
+	t.Cleanup(func() { engine.MaxBatchRead = old })
 	engine.MaxBatchRead = 1 << 20
 	ts := startServer(t, Options{}, 0)
 	c := ts.client(t, &goredis.Options{PoolSize: 1})
@@ -23,13 +24,20 @@ func TestDelOfBigKeysIsNotRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return c, keys
+}
+
+// A DEL of several big strings is a write: what it reads of the old items does not count against
+// engine.MaxBatchRead, so one DEL (one request: no fallback) is answered.
+func TestDelOfBigKeysIsNotRefused(t *testing.T) {
+	c, keys := bigKeysUnderATightBound(t)
 	if n, err := c.Del(ctx, keys...).Result(); err != nil || n != int64(len(keys)) {
 		t.Fatalf("DEL of 6 keys of 512 KiB under a 1 MiB read bound: %d, %v", n, err)
 	}
 }
 
-// s.picks is reset only when roomForPicks meets an empty batch, so a count left from an earlier batch
-// counts against a later transaction whose first command is not a random pick: 100 picks are refused.
+// The picks an earlier batch held do not count against a later transaction whose first command is not a
+// random pick.
 func TestPicksOfAnEarlierBatchDoNotRefuseATransaction(t *testing.T) {
 	ts := startServer(t, Options{}, 0)
 	rc := ts.raw(t)
@@ -47,21 +55,10 @@ func TestPicksOfAnEarlierBatchDoNotRefuseATransaction(t *testing.T) {
 	}
 }
 
-// EXISTS (and TYPE, TTL, STRLEN... whatever reads through OpGet) holds no value in its reply, but
-// readDirect counts each value it viewed against engine.MaxBatchRead: one EXISTS of several big keys answers
-// the too-big error (no fallback: it is one request).
+// EXISTS reads without values (NoValue), so one EXISTS of several big keys is answered, not refused as too
+// big (one request: no fallback).
 func TestExistsOfBigKeysIsNotRefused(t *testing.T) {
-	defer func(old int) { engine.MaxBatchRead = old }(engine.MaxBatchRead)
-	engine.MaxBatchRead = 1 << 20
-	ts := startServer(t, Options{}, 0)
-	c := ts.client(t, &goredis.Options{PoolSize: 1})
-	big := strings.Repeat("v", 512<<10)
-	keys := []string{"a", "b", "c", "d", "e", "f"}
-	for _, k := range keys {
-		if err := c.Set(ctx, k, big, 0).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c, keys := bigKeysUnderATightBound(t)
 	if n, err := c.Exists(ctx, keys...).Result(); err != nil || n != int64(len(keys)) {
 		t.Fatalf("EXISTS of 6 keys of 512 KiB under a 1 MiB read bound: %d, %v", n, err)
 	}
