@@ -60,10 +60,12 @@ void anykv_close(anykv_t *h)
     free(h->ports);
     free(h->username);
     if (h->password != NULL) { /* do not leave the secret in freed memory */
-        memset(h->password, 0, strlen(h->password));
+        explicit_bzero(h->password, strlen(h->password));
         free(h->password);
     }
     free(h->rbuf);
+    if (h->wbuf != NULL) /* nor a request that held it */
+        explicit_bzero(h->wbuf, h->wcap);
     free(h->wbuf);
     free(h);
 }
@@ -94,13 +96,15 @@ void anykv_free(void *p)
     free(p);
 }
 
-/* Reply of an unexpected shape: the server is not speaking our dialect.
- * The stream itself is still in sync, so the connection is kept. */
+/* Reply of an unexpected shape: the server is not speaking our dialect (or
+ * is not the server we think), so the connection is closed, as after any
+ * protocol error, and the next call reconnects. */
 static int unexpected(anykv_t *h, kv_reply *r, const char *cmd)
 {
     static const char *names[] = {"nil", "status", "error", "integer", "bulk", "array"};
     kv_seterr(h, ANYKV_ERR_PROTOCOL, "unexpected %s reply to %s", names[r->type], cmd);
     kv_reply_free(r);
+    kv_disconnect(h);
     return ANYKV_ERR_PROTOCOL;
 }
 
@@ -137,7 +141,7 @@ int anykv_ping(anykv_t *h)
     int rc = kv_call(h, 1, ARGS("PING"), LENS(4), &r);
     if (rc != ANYKV_OK)
         return rc;
-    if (r->type != KV_STATUS || strcmp(r->str, "PONG") != 0)
+    if (r->type != KV_STATUS || r->len != 4 || memcmp(r->str, "PONG", 4) != 0)
         return unexpected(h, r, "PING");
     kv_reply_free(r);
     return ANYKV_OK;
@@ -201,7 +205,7 @@ int anykv_set(anykv_t *h, const void *key, size_t klen, const void *val, size_t 
         kv_reply_free(r);
         return ANYKV_NOTSET;
     }
-    if (r->type != KV_STATUS || strcmp(r->str, "OK") != 0)
+    if (r->type != KV_STATUS || r->len != 2 || memcmp(r->str, "OK", 2) != 0)
         return unexpected(h, r, "SET");
     kv_reply_free(r);
     return ANYKV_OK;
@@ -386,10 +390,11 @@ int anykv_scan(anykv_t *h, uint64_t cursor, const void *match, size_t matchlen,
     int rc = kv_call(h, n, av, al, &r);
     if (rc != ANYKV_OK)
         return rc;
-    /* Expect [cursor-bulk, [key-bulk...]]. */
+    /* Expect [cursor-bulk, [key-bulk...]]; *next changes only with a whole reply. */
+    uint64_t nxt;
     if (r->type != KV_ARRAY || r->len != 2 || r->elems[0].type != KV_BULK ||
         r->elems[1].type != KV_ARRAY ||
-        parse_cursor(r->elems[0].str, r->elems[0].len, next) != 0)
+        parse_cursor(r->elems[0].str, r->elems[0].len, &nxt) != 0)
         return unexpected(h, r, "SCAN");
     const kv_reply *list = &r->elems[1];
     for (size_t i = 0; i < list->len; i++)
@@ -399,6 +404,7 @@ int anykv_scan(anykv_t *h, uint64_t cursor, const void *match, size_t matchlen,
         kv_reply_free(r);
         return rc;
     }
+    *next = nxt;
     *nkeys = list->len;
     kv_reply_free(r);
     return ANYKV_OK;

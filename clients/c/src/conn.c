@@ -208,26 +208,16 @@ static int connect_server(struct anykv *h, int i)
     return rc;
 }
 
-/* (Re)connect, then AUTH and SELECT as configured. With several servers it
- * tries them in turn, starting with the current one, and keeps the first that
- * accepts: a front end that died is passed over. Nothing is resent: a call
- * whose connection broke after its request was sent has already failed. */
-int kv_connect(struct anykv *h)
-{
-    kv_disconnect(h);
-    int rc = ANYKV_ERR_IO;
-    for (int k = 0; k < h->nserv; k++) {
-        int i = (h->cur + k) % h->nserv;
-        rc = connect_server(h, i);
-        if (rc == ANYKV_OK) {
-            h->cur = i;
-            break;
-        }
-    }
-    if (rc != ANYKV_OK)
-        return rc;
+static int roundtrip(struct anykv *h, int argc, const void *const *argv,
+                     const size_t *argvlen, kv_reply **out);
 
+/* AUTH and SELECT as configured on the connection just made; with several
+ * servers and neither, a PING, so that a server that accepts connections but
+ * does not answer (stopped, overloaded) is passed over like a dead one. */
+static int handshake(struct anykv *h)
+{
     kv_reply *r = NULL;
+    int rc;
     if (h->password != NULL) {
         const void *av[3];
         size_t al[3];
@@ -238,10 +228,11 @@ int kv_connect(struct anykv *h)
         av[n] = h->password, al[n++] = strlen(h->password);
         rc = roundtrip(h, n, av, al, &r);
         kv_reply_free(r);
+        if (h->wbuf != NULL) /* the request held the password: leave no copy */
+            explicit_bzero(h->wbuf, h->wlen);
         if (rc != ANYKV_OK) {
             char why[sizeof h->err];
             snprintf(why, sizeof why, "%s", h->err);
-            kv_disconnect(h);
             return kv_seterr(h, rc, "AUTH failed: %s", why);
         }
     }
@@ -255,11 +246,48 @@ int kv_connect(struct anykv *h)
         if (rc != ANYKV_OK) {
             char why[sizeof h->err];
             snprintf(why, sizeof why, "%s", h->err);
-            kv_disconnect(h);
             return kv_seterr(h, rc, "SELECT %d failed: %s", h->database, why);
         }
     }
+    if (h->password == NULL && h->database <= 0 && h->nserv > 1) {
+        const void *av[1] = {"PING"};
+        size_t al[1] = {4};
+        rc = roundtrip(h, 1, av, al, &r);
+        int pong = rc == ANYKV_OK && r->type == KV_STATUS && r->len == 4 && memcmp(r->str, "PONG", 4) == 0;
+        kv_reply_free(r);
+        if (rc != ANYKV_OK) {
+            char why[sizeof h->err];
+            snprintf(why, sizeof why, "%s", h->err);
+            return kv_seterr(h, rc, "PING failed: %s", why);
+        }
+        if (!pong)
+            return kv_seterr(h, ANYKV_ERR_PROTOCOL, "PING: unexpected reply");
+    }
     return ANYKV_OK;
+}
+
+/* (Re)connect, then AUTH and SELECT as configured. With several servers it
+ * tries them in turn, starting with the current one, and keeps the first that
+ * accepts and answers the handshake: a front end that died or stopped
+ * answering is passed over. Nothing is resent: a call whose connection broke
+ * after its request was sent has already failed. */
+int kv_connect(struct anykv *h)
+{
+    kv_disconnect(h);
+    int rc = ANYKV_ERR_IO, first = h->cur; /* a failed handshake moves h->cur */
+    for (int k = 0; k < h->nserv; k++) {
+        int i = (first + k) % h->nserv;
+        rc = connect_server(h, i);
+        if (rc == ANYKV_OK)
+            rc = handshake(h);
+        if (rc == ANYKV_OK) {
+            h->cur = i;
+            h->err[0] = '\0'; /* a server passed over is not this call's error */
+            return ANYKV_OK;
+        }
+        kv_disconnect(h);
+    }
+    return rc;
 }
 
 /* ---- request encoding ------------------------------------------------- */
@@ -534,11 +562,11 @@ static int read_reply(struct anykv *h, int depth, size_t *budget, kv_reply *r)
         }
         if (depth >= KV_MAX_DEPTH)
             return kv_seterr(h, ANYKV_ERR_PROTOCOL, "reply nested too deeply");
-        if ((uint64_t)n > *budget / sizeof(kv_reply))
+        if ((uint64_t)(n > 0 ? n : 1) > *budget / sizeof(kv_reply))
             return kv_seterr(h, ANYKV_ERR_PROTOCOL,
                              "array reply of %lld elements exceeds max_reply_bytes",
                              (long long)n);
-        *budget -= (size_t)n * sizeof(kv_reply);
+        *budget -= (size_t)(n > 0 ? n : 1) * sizeof(kv_reply); /* "*0" allocates one too */
         r->type = KV_ARRAY;
         r->elems = calloc(n > 0 ? (size_t)n : 1, sizeof(kv_reply)); /* zero = KV_NIL */
         if (r->elems == NULL)
@@ -584,6 +612,8 @@ static int roundtrip(struct anykv *h, int argc, const void *const *argv,
     if (rc != ANYKV_OK) {
         kv_reply_free(r);
         kv_disconnect(h);
+        if ((rc == ANYKV_ERR_TIMEOUT || rc == ANYKV_ERR_IO) && h->nserv > 1)
+            h->cur = (h->cur + 1) % h->nserv; /* it died or stopped answering: start with the next */
         return rc;
     }
     if (r->type == KV_ERROR) {

@@ -455,6 +455,76 @@ static void test_timeout_reconnect_auth(void)
     }
 }
 
+/* Failover between servers that accept connections but stop answering (a
+ * stopped or wedged process: the kernel still accepts for it), and a reply of
+ * the wrong shape, which closes the connection as any protocol error does. */
+static void test_unanswering_servers(void)
+{
+    char list[160], err[512];
+    /* The first server never answers: the handshake's PING times out and the
+     * second is used; the skipped server's error is not the call's. */
+    {
+        const char *sa[] = {FAKE_HANG, NULL};
+        const char *sb[] = {"+PONG\r\n", "+PONG\r\n", NULL};
+        const char *const *ta[] = {sa}, *const *tb[] = {sb};
+        fake_server *a = fake_start(ta, 1), *b = fake_start(tb, 1);
+        snprintf(list, sizeof list, "127.0.0.1:%d,127.0.0.1:%d", fake_port(a), fake_port(b));
+        anykv_options o = {.io_timeout_ms = 300};
+        anykv_t *h = anykv_connect(list, &o);
+        if (CHECKF(h != NULL, "connect to %s with the first server silent", list)) {
+            CHECK_EQ(anykv_ping(h), ANYKV_OK);
+            CHECKF(anykv_errstr(h)[0] == '\0', "errstr after success: %s", anykv_errstr(h));
+            CHECK_EQ(fake_accepted(a), 1);
+            CHECK_EQ(fake_accepted(b), 1);
+        }
+        anykv_close(h);
+        fake_stop(a);
+        fake_stop(b);
+    }
+    /* The server in use stops answering: that call times out, and the next
+     * one goes to the next server at once, not through another timeout. */
+    {
+        const char *sa[] = {"+PONG\r\n", "+PONG\r\n", FAKE_HANG, NULL};
+        const char *sb[] = {"+PONG\r\n", "+PONG\r\n", NULL};
+        const char *const *ta[] = {sa, sa}, *const *tb[] = {sb};
+        fake_server *a = fake_start(ta, 2), *b = fake_start(tb, 1);
+        snprintf(list, sizeof list, "127.0.0.1:%d,127.0.0.1:%d", fake_port(a), fake_port(b));
+        anykv_options o = {.io_timeout_ms = 300};
+        anykv_t *h = anykv_connect(list, &o);
+        if (CHECKF(h != NULL, "connect to %s", list)) {
+            CHECK_EQ(anykv_ping(h), ANYKV_OK);
+            CHECK_EQ(anykv_ping(h), ANYKV_ERR_TIMEOUT);
+            int64_t t0 = check_now_ms();
+            CHECK_EQ(anykv_ping(h), ANYKV_OK);
+            int64_t took = check_now_ms() - t0;
+            CHECKF(took < 250, "the call after a timeout took %lld ms", (long long)took);
+            CHECK_EQ(fake_accepted(a), 1);
+            CHECK_EQ(fake_accepted(b), 1);
+        }
+        anykv_close(h);
+        fake_stop(a);
+        fake_stop(b);
+    }
+    /* A reply of the wrong shape closes the connection: the next call
+     * reconnects rather than read on a stream it no longer trusts. */
+    {
+        const char *s0[] = {":7\r\n", NULL};
+        const char *s1[] = {"+PONG\r\n", NULL};
+        const char *const *scripts[] = {s0, s1};
+        fake_server *f = fake_start(scripts, 2);
+        char a[64];
+        snprintf(a, sizeof a, "127.0.0.1:%d", fake_port(f));
+        anykv_t *h = anykv_connect(a, NULL);
+        CHECK_EQ(anykv_ping(h), ANYKV_ERR_PROTOCOL);
+        snprintf(err, sizeof err, "%s", anykv_errstr(h));
+        CHECKF(strstr(err, "unexpected integer reply") != NULL, "%s", err);
+        CHECK_EQ(anykv_ping(h), ANYKV_OK);
+        CHECK_EQ(fake_accepted(f), 2);
+        anykv_close(h);
+        fake_stop(f);
+    }
+}
+
 /* A port nobody listens on: bound but not listening, so refused for sure. */
 static void test_refused(void)
 {
@@ -489,6 +559,7 @@ int main(void)
     }
     test_bad_replies();
     test_timeout_reconnect_auth();
+    test_unanswering_servers();
     test_refused();
     anykv_close(NULL);
     return check_done("test_anykv");

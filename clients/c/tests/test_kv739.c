@@ -61,6 +61,18 @@ static void test_init(void)
     int64_t t0 = check_now_ms();
     CHECK_EQ(kv739_init(closed), -1);
     CHECK(check_now_ms() - t0 < 2000);
+    /* A list whose first server accepts but never answers: init takes the
+     * second (after the I/O timeout of the first's PING). */
+    {
+        const char *s0[] = {FAKE_HANG, NULL};
+        const char *const *scripts[] = {s0};
+        fake_server *silent = fake_start(scripts, 1);
+        char list[300];
+        snprintf(list, sizeof list, "127.0.0.1:%d,%s", fake_port(silent), addr);
+        CHECKF(kv739_init(list) == 0, "kv739_init(%s) with the first server silent", list);
+        CHECK_EQ(kv739_shutdown(), 0);
+        fake_stop(silent);
+    }
     /* Not initialised: calls fail. */
     char k[] = "somekey", v[] = "v";
     vbuf out;
