@@ -231,7 +231,8 @@ func (s *session) blockTimeout(arg []byte) (time.Duration, bool) {
 		s.w.Error("ERR timeout is negative")
 		return 0, false
 	}
-	return time.Duration(f * float64(time.Second)), true
+	// In whole milliseconds rounded up, as Redis: a tiny positive timeout is 1 ms, not 0 (which waits forever).
+	return time.Duration(math.Ceil(f*1000)) * time.Millisecond, true
 }
 
 // block runs attempt until it reports success, waiting between tries for a wake-up on keys, until timeout (0:

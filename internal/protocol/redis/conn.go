@@ -244,6 +244,11 @@ func cmdClient(s *session, args [][]byte) {
 		s.w.Verbatim("txt", b.String())
 	case sub == "setinfo" && len(args) == 4:
 		val := string(args[3])
+		if attr := lower(args[2]); (attr == "lib-name" || attr == "lib-ver") && !validClientName(args[3]) {
+			// as Redis 7.2: a space or newline would forge fields or lines of CLIENT LIST
+			s.w.Error("ERR " + attr + " cannot contain spaces, newlines or special characters.")
+			return
+		}
 		switch lower(args[2]) {
 		case "lib-name":
 			s.setInfo(func() { s.libName = val })

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"runtime/metrics"
 	"strings"
@@ -282,7 +283,7 @@ func formatSize(L *lua.LState) int {
 func tableConcat(L *lua.LState, lim *luaLimits) int {
 	tbl := L.CheckTable(1)
 	sep := L.OptString(2, "")
-	n := tbl.Len()
+	n := luaLen(tbl)
 	i, j := L.OptInt(3, 1), L.OptInt(4, n)
 	if L.GetTop() == 3 && (i > n || i < 1) {
 		L.Push(lua.LString(""))
@@ -292,7 +293,7 @@ func tableConcat(L *lua.LState, lim *luaLimits) int {
 	var parts []string
 	size := 0
 	for k := i; k <= j; k++ {
-		v := tbl.RawGetInt(k)
+		v := luaAt(tbl, k)
 		if !lua.LVCanConvToString(v) {
 			L.RaiseError("invalid value (%s) at index %d in table for concat", v.Type().String(), k)
 		}
@@ -369,9 +370,12 @@ const luaConcatName = "(concat)"
 // other than the main chunk a hidden local `arg` (taking one of the 200 locals, and a table at each run), so
 // the script's top-level `...` (which is empty: a script is called with no arguments) becomes a call of
 // luaConcatName with none, which returns none.
-func luaConcatAST(chunk []ast.Stmt) []ast.Stmt {
+func luaConcatAST(chunk []ast.Stmt) ([]ast.Stmt, error) {
 	w := concatWalker{}
 	w.stmts(chunk)
+	if w.deep {
+		return nil, errLuaSyntaxLevels
+	}
 	line := 1
 	if len(chunk) > 0 {
 		line = chunk[0].Line()
@@ -386,11 +390,34 @@ func luaConcatAST(chunk []ast.Stmt) []ast.Stmt {
 	if len(chunk) > 0 {
 		fn.SetLastLine(chunk[len(chunk)-1].LastLine())
 	}
-	return []ast.Stmt{local, ret}
+	return []ast.Stmt{local, ret}, nil
 }
 
-// concatWalker rewrites `..` and the top-level `...`; nested counts the functions it is inside.
-type concatWalker struct{ nested int }
+// concatWalker rewrites `..` and the top-level `...`; nested counts the functions it is inside, depth the
+// blocks and expressions, and deep says one went past luaMaxSyntaxDepth (the walk stops there).
+type concatWalker struct {
+	nested, depth int
+	deep          bool
+}
+
+// luaMaxSyntaxDepth bounds how deep blocks and expressions may nest in a script. gopher-lua's parser keeps its
+// own stack, but its compiler (and this walker) recurse once per level: `return {{{...}}}` nested a million deep
+// (a 2 MB EVAL) overflowed the goroutine's stack, which ends the process. Lua refuses 200 nested levels ("chunk
+// has too many syntax levels"); this bound is higher, because a chain of operators (`1+1+...+1`) is as deep here
+// as it has terms, where Lua's parser loops over it.
+const luaMaxSyntaxDepth = 1000
+
+// errLuaSyntaxLevels is what compiling a script nested past luaMaxSyntaxDepth answers, Lua's own message.
+var errLuaSyntaxLevels = errors.New("chunk has too many syntax levels")
+
+// enter counts one level more, and reports false (and remembers it) past luaMaxSyntaxDepth.
+func (w *concatWalker) enter() bool {
+	w.depth++
+	if w.depth > luaMaxSyntaxDepth {
+		w.deep = true
+	}
+	return !w.deep
+}
 
 func concatIdent(e ast.Expr) *ast.IdentExpr {
 	f := &ast.IdentExpr{Value: luaConcatName}
@@ -400,6 +427,10 @@ func concatIdent(e ast.Expr) *ast.IdentExpr {
 }
 
 func (w *concatWalker) stmts(stmts []ast.Stmt) {
+	defer func() { w.depth-- }()
+	if !w.enter() {
+		return
+	}
 	for _, s := range stmts {
 		switch s := s.(type) {
 		case *ast.AssignStmt:
@@ -445,6 +476,10 @@ func (w *concatWalker) exprs(es []ast.Expr) {
 }
 
 func (w *concatWalker) expr(e ast.Expr) ast.Expr {
+	defer func() { w.depth-- }()
+	if !w.enter() {
+		return e
+	}
 	switch e := e.(type) {
 	case *ast.StringConcatOpExpr:
 		ops := []ast.Expr{e.Lhs} // a .. (b .. c) is one call with three arguments

@@ -246,6 +246,10 @@ func runScript(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	return res, err
 }
 
+// scriptLimits are the request limits the commands a script calls see: the defaults (the script runs in the
+// engine, which does not know the connection's handler).
+var scriptLimits = func() *resp.Limits { l := resp.NewParser(resp.Limits{}).Limits(); return &l }()
+
 // runScriptLua is runScript but for the collection after it; it sets *limp to the script's limits.
 func runScriptLua(tx *engine.Tx, args [][]byte, limp **luaLimits) (engine.Result, error) {
 	if len(args) < 6 {
@@ -269,6 +273,7 @@ func runScriptLua(tx *engine.Tx, args [][]byte, limp **luaLimits) (engine.Result
 	h := &Handler{store: kv.New(nil, kv.Options{Limits: kv.Limits{MaxValue: maxValue},
 		Clock: func() time.Time { return time.UnixMilli(tx.Now()) }, SweepInterval: -1}),
 		opts: Options{Databases: databases}}
+	h.limits.Store(scriptLimits) // what commands bound their work by (SRANDMEMBER's picks, LCS's table)
 	var fatal error // a failure of the batch itself (a write outside KEYS): the script stops and nothing applies
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -355,7 +360,10 @@ func runScriptLua(tx *engine.Tx, args [][]byte, limp **luaLimits) (engine.Result
 			limit.String() + "); its writes before that are kept"}}
 	}
 	L.Push(fn)
-	if err := L.PCall(0, 1, nil); err != nil {
+	// With a handler (which keeps the error as it is), PCall builds no traceback: without one it writes a line per
+	// tail call the failing frame made, and `local function f() return f() end` stopped at the time limit made
+	// hundreds of millions (10 GB).
+	if err := L.PCall(0, 1, L.NewFunction(func(L *lua.LState) int { return 1 })); err != nil {
 		if fatal != nil {
 			return engine.Result{}, fatal
 		}

@@ -1,0 +1,169 @@
+package redis
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	lua "github.com/yuin/gopher-lua"
+)
+
+// TestTailCallsStoppedWithoutATraceback: a script that tail-calls itself forever is stopped at the time limit
+// with little memory. gopher-lua's traceback of the failing frame held a line per tail call, hundreds of millions
+// of them (10 GB) by the 5 s limit.
+func TestTailCallsStoppedWithoutATraceback(t *testing.T) {
+	c := withTimeLimit(t, 500*time.Millisecond)
+	for _, script := range []string{
+		"local function f() return f() end return f()",
+		"local t = setmetatable({}, {__call = function(self) return self() end}) return t()",
+	} {
+		var err error
+		start := time.Now()
+		peak := heapPeak(func() { _, err = c.Eval(ctx, script, nil).Result() })
+		if err == nil || !strings.Contains(err.Error(), "Script killed") {
+			t.Errorf("%s: %v, want the time limit's error", script, err)
+		}
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("%s: answered after %v", script, took)
+		}
+		if peak > 100<<20 {
+			t.Errorf("%s: heap rose by %d MiB", script, peak>>20)
+		}
+	}
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatalf("serving after the scripts: %v", err)
+	}
+}
+
+// TestDeeplyNestedScriptIsRefused: a script nested past luaMaxSyntaxDepth is a compile error, where gopher-lua's
+// compiler recursed once per level and a 2 MB script of nested braces overflowed the stack (the process died).
+// A long chain of operators below the bound still runs.
+func TestDeeplyNestedScriptIsRefused(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, nil)
+	const n = 1_000_000
+	for _, script := range []string{
+		"return " + strings.Repeat("{", n) + strings.Repeat("}", n),
+		"return " + strings.Repeat("not ", n) + "1",
+		strings.Repeat("do ", n) + strings.Repeat("end ", n),
+	} {
+		_, err := c.Eval(ctx, script, nil).Result()
+		if err == nil || !strings.Contains(err.Error(), "too many syntax levels") {
+			t.Errorf("%.20s... nested %d deep: %v, want the syntax levels error", script, n, err)
+		}
+	}
+	sum := "return 1" + strings.Repeat("+1", 500)
+	if got, err := c.Eval(ctx, sum, nil).Int(); err != nil || got != 501 {
+		t.Errorf("a sum of 501 ones: %d, %v", got, err)
+	}
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatalf("serving after the scripts: %v", err)
+	}
+}
+
+// TestSparseTableIndexAllocatesLittle: one assignment at a high integer index goes to the table's hash part;
+// gopher-lua filled the array part with nils up to it (4 GB and 16 s for t[67108863]). Redis answers 0 for its #.
+func TestSparseTableIndexAllocatesLittle(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, nil)
+	var got int64
+	var err error
+	start := time.Now()
+	peak := heapPeak(func() {
+		got, err = c.Eval(ctx, "local t = {} t[67108863] = 1 return #t + t[67108863]", nil).Int64()
+	})
+	if err != nil || got != 1 {
+		t.Errorf("#t + t[67108863]: %d, %v; want 1 (# of the empty array part is 0, as in Redis)", got, err)
+	}
+	if peak > 200<<20 {
+		t.Errorf("one sparse assignment: heap rose by %d MiB", peak>>20)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("took %v", took)
+	}
+}
+
+// TestLuaLenPastTheArrayPart: luaLen counts a table's elements past luaMaxArrayIndex (they live in the hash part),
+// so that what anykv converts (cjson, table.concat) is whole.
+func TestLuaLenPastTheArrayPart(t *testing.T) {
+	L := lua.NewState(lua.Options{SkipOpenLibs: true})
+	defer L.Close()
+	tb := L.NewTable()
+	n := luaMaxArrayIndex + 2
+	for i := 1; i <= n; i++ {
+		tb.RawSetInt(i, lua.LTrue)
+	}
+	if got := luaLen(tb); got != n {
+		t.Errorf("luaLen of %d elements: %d", n, got)
+	}
+	small := L.NewTable()
+	small.RawSetInt(1, lua.LTrue)
+	small.RawSetInt(2, lua.LTrue)
+	if got := luaLen(small); got != 2 {
+		t.Errorf("luaLen of 2 elements: %d", got)
+	}
+}
+
+// TestRandomPicksAndLCSInScripts: commands that bound their work by the request limits (SRANDMEMBER,
+// HRANDFIELD and ZRANDMEMBER with a count, LCS) answer inside a script too; the script's handler had no limits,
+// and they failed with a nil pointer.
+func TestRandomPicksAndLCSInScripts(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, nil)
+	c.SAdd(ctx, "s", "a", "b", "c")
+	c.HSet(ctx, "h", "f1", "1", "f2", "2")
+	c.ZAdd(ctx, "z", goredis.Z{Score: 1, Member: "m1"}, goredis.Z{Score: 2, Member: "m2"})
+	c.Set(ctx, "s1", "ohmytext", 0)
+	c.Set(ctx, "s2", "mynewtext", 0)
+	for script, want := range map[string]int{
+		"return #redis.call('srandmember', 's', 2)":  2,
+		"return #redis.call('srandmember', 's', -5)": 5,
+		"return #redis.call('hrandfield', 'h', 3)":   2,
+		"return #redis.call('zrandmember', 'z', -3)": 3,
+		"return #redis.call('lcs', 's1', 's2')":      6, // "mytext"
+	} {
+		if got, err := c.Eval(ctx, script, nil).Int(); err != nil || got != want {
+			t.Errorf("%s: %d, %v; want %d", script, got, err, want)
+		}
+	}
+}
+
+// TestClientSetinfoRefusesSpaces: CLIENT SETINFO's lib-name and lib-ver refuse spaces, newlines and other bytes
+// outside '!'..'~', as Redis 7.2: one could forge a line of CLIENT LIST.
+func TestClientSetinfoRefusesSpaces(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, nil)
+	for _, v := range []string{"a b", "a\nid=999 addr=6.6.6.6:1234 name=admin", "a\x01"} {
+		for _, attr := range []string{"lib-name", "lib-ver"} {
+			err := c.Do(ctx, "client", "setinfo", attr, v).Err()
+			if err == nil || !strings.Contains(err.Error(), "cannot contain spaces") {
+				t.Errorf("CLIENT SETINFO %s %q: %v", attr, v, err)
+			}
+		}
+	}
+	if err := c.Do(ctx, "client", "setinfo", "lib-name", "redis-py").Err(); err != nil {
+		t.Errorf("a valid lib-name: %v", err)
+	}
+	list, err := c.ClientList(ctx).Result()
+	if err != nil || strings.Count(strings.TrimSpace(list), "\n") != 0 || !strings.Contains(list, "lib-name=redis-py") {
+		t.Errorf("CLIENT LIST: %q, %v", list, err)
+	}
+}
+
+// TestTinyBlockingTimeoutIsOneMillisecond: a positive timeout too small for a millisecond is one (Redis rounds up);
+// it was 0, which blocks forever.
+func TestTinyBlockingTimeoutIsOneMillisecond(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, nil)
+	for _, cmd := range [][]any{{"blpop", "nolist", "1e-300"}, {"bzpopmin", "nozset", "0.0000001"}} {
+		start := time.Now()
+		err := c.Do(ctx, cmd...).Err()
+		if err == nil || err.Error() != "redis: nil" {
+			t.Errorf("%v: %v, want a nil reply", cmd, err)
+		}
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("%v: answered after %v", cmd, took)
+		}
+	}
+}
