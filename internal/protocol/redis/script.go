@@ -273,7 +273,8 @@ func runScriptLua(tx *engine.Tx, args [][]byte, limp **luaLimits) (engine.Result
 	h := &Handler{store: kv.New(nil, kv.Options{Limits: kv.Limits{MaxValue: maxValue},
 		Clock: func() time.Time { return time.UnixMilli(tx.Now()) }, SweepInterval: -1}),
 		opts: Options{Databases: databases}}
-	h.limits.Store(scriptLimits) // what commands bound their work by (SRANDMEMBER's picks, LCS's table)
+	// The limits commands bound their work by (SRANDMEMBER's picks, LCS's table).
+	h.limits.Store(scriptLimits)
 	var fatal error // a failure of the batch itself (a write outside KEYS): the script stops and nothing applies
 
 	ctx, cancel := context.WithCancel(context.Background())
