@@ -21,12 +21,15 @@ const (
 // and can therefore run inside a pipeline batch or a transaction; an immediate command (imm) writes its
 // reply directly, after the batch before it has been flushed.
 type command struct {
-	name                      string
-	arity                     int // Redis convention: N exactly N arguments (name included), -N at least N
-	flags                     cmdFlags
-	firstKey, lastKey, step   int
-	data                      func(s *session, args [][]byte)
-	imm                       func(s *session, args [][]byte)
+	name                    string
+	arity                   int // Redis convention: N exactly N arguments (name included), -N at least N
+	flags                   cmdFlags
+	firstKey, lastKey, step int
+	data                    func(s *session, args [][]byte)
+	imm                     func(s *session, args [][]byte)
+	// tx, for a command that runs on its own (imm), compiles it into a transaction's batch when it is queued in
+	// MULTI, so that it runs in its place there, atomically with the rest (EVAL).
+	tx                        func(s *session, args [][]byte)
 	summary, since, groupName string
 	container                 bool // in containers: CLIENT LIST names it with its subcommand (set by register)
 	id                        int  // its index in a handler's per-command figures (set by register)

@@ -32,10 +32,10 @@ import (
 func init() {
 	sc := func(c *command) *command { c.groupName = "scripting"; c.firstKey = -1; return c }
 	register(
-		sc(&command{name: "eval", arity: -3, flags: flagWrite, imm: cmdEval, since: "2.6.0", summary: "Executes a server-side Lua script."}),
-		sc(&command{name: "evalsha", arity: -3, flags: flagWrite, imm: cmdEval, since: "2.6.0", summary: "Executes a server-side Lua script by SHA1 digest."}),
-		sc(&command{name: "eval_ro", arity: -3, flags: flagReadonly, imm: cmdEval, since: "7.0.0", summary: "Executes a read-only server-side Lua script."}),
-		sc(&command{name: "evalsha_ro", arity: -3, flags: flagReadonly, imm: cmdEval, since: "7.0.0", summary: "Executes a read-only server-side Lua script by SHA1 digest."}),
+		sc(&command{name: "eval", arity: -3, tx: txEval, flags: flagWrite, imm: cmdEval, since: "2.6.0", summary: "Executes a server-side Lua script."}),
+		sc(&command{name: "evalsha", arity: -3, tx: txEval, flags: flagWrite, imm: cmdEval, since: "2.6.0", summary: "Executes a server-side Lua script by SHA1 digest."}),
+		sc(&command{name: "eval_ro", arity: -3, tx: txEval, flags: flagReadonly, imm: cmdEval, since: "7.0.0", summary: "Executes a read-only server-side Lua script."}),
+		sc(&command{name: "evalsha_ro", arity: -3, tx: txEval, flags: flagReadonly, imm: cmdEval, since: "7.0.0", summary: "Executes a read-only server-side Lua script by SHA1 digest."}),
 		sc(&command{name: "script", arity: -2, imm: cmdScript, since: "2.6.0", summary: "A container for Lua scripts management commands."}),
 	)
 	engine.RegisterFunc(evalFunc, runScript)
@@ -140,13 +140,51 @@ func (c *scriptCache) flush() {
 }
 
 func cmdEval(s *session, args [][]byte) {
+	m, msg := s.evalMutation(args)
+	if msg != "" {
+		s.w.Error(msg)
+		return
+	}
+	sha := sha1hex(m.Call.Args[0])
+	readOnly := m.Call.Args[4][0] == '1'
+	m.Call.AnyKey = !readOnly && s.h.scripts.isWide(sha)
+	res, err := s.h.store.Apply(context.Background(), []engine.Mutation{m})
+	if errors.Is(err, engine.ErrUndeclaredWrite) && !m.Call.AnyKey && !readOnly {
+		// It wrote a key it did not declare, and nothing applied: again, allowed to (see the top of this file).
+		s.h.scripts.setWide(sha)
+		m.Call.AnyKey = true
+		res, err = s.h.store.Apply(context.Background(), []engine.Mutation{m})
+	}
+	if err == nil && res[0].Err == nil {
+		s.h.waiters.wake([]engine.Mutation{m}, res)
+	}
+	writeEvalReply(s.w, res, err)
+}
+
+// txEval compiles EVAL and its kin queued in a transaction into the transaction's batch, so that the script runs
+// in its place among the queued commands, atomically with them, in the database selected there. It may write any
+// key of its database (AnyKey): a transaction cannot be run again once a script turns out to write keys it did
+// not declare.
+func txEval(s *session, args [][]byte) {
+	m, msg := s.evalMutation(args)
+	if msg != "" {
+		s.fail(msg)
+		return
+	}
+	m.Call.AnyKey = m.Call.Args[4][0] == '0'
+	s.add(m)
+	s.plan(func(w *resp.Writer, res []engine.Result) { writeEvalReply(w, res, nil) })
+}
+
+// evalMutation checks an EVAL, EVALSHA, EVAL_RO or EVALSHA_RO and builds the call of the script (of copies of
+// the arguments), or returns the error to answer.
+func (s *session) evalMutation(args [][]byte) (engine.Mutation, string) {
 	name := lower(args[0])
 	src := args[1]
 	if strings.HasPrefix(name, "evalsha") {
 		var ok bool
 		if src, ok = s.h.scripts.get(string(args[1]), true); !ok {
-			s.w.Error("NOSCRIPT No matching script. Please use EVAL.")
-			return
+			return engine.Mutation{}, "NOSCRIPT No matching script. Please use EVAL."
 		}
 	} else {
 		s.h.scripts.put(src, true)
@@ -154,20 +192,16 @@ func cmdEval(s *session, args [][]byte) {
 	n, ok := argInt(args[2])
 	switch {
 	case !ok:
-		s.w.Error(errNotInt)
-		return
+		return engine.Mutation{}, errNotInt
 	case n < 0:
-		s.w.Error("ERR Number of keys can't be negative")
-		return
+		return engine.Mutation{}, "ERR Number of keys can't be negative"
 	case n > int64(len(args)-3):
-		s.w.Error("ERR Number of keys can't be greater than number of args")
-		return
+		return engine.Mutation{}, "ERR Number of keys can't be greater than number of args"
 	}
 	keys := args[3 : 3+n]
 	for _, k := range keys {
 		if len(k) > s.h.store.Limits().MaxKey {
-			s.w.Error("ERR key exceeds maximum allowed size (" + itoa(int64(s.h.store.Limits().MaxKey)) + " bytes)")
-			return
+			return engine.Mutation{}, "ERR key exceeds maximum allowed size (" + itoa(int64(s.h.store.Limits().MaxKey)) + " bytes)"
 		}
 	}
 	readOnly := "0"
@@ -184,25 +218,21 @@ func cmdEval(s *session, args [][]byte) {
 	if len(keys) > 0 {
 		m.Key = m.Call.Keys[0]
 	}
-	sha := sha1hex(src)
-	m.Call.AnyKey = readOnly[0] == '0' && s.h.scripts.isWide(sha)
-	res, err := s.h.store.Apply(context.Background(), []engine.Mutation{m})
-	if errors.Is(err, engine.ErrUndeclaredWrite) && !m.Call.AnyKey && readOnly[0] == '0' {
-		// It wrote a key it did not declare, and nothing applied: again, allowed to (see the top of this file).
-		s.h.scripts.setWide(sha)
-		m.Call.AnyKey = true
-		res, err = s.h.store.Apply(context.Background(), []engine.Mutation{m})
-	}
+	return m, ""
+}
+
+// writeEvalReply answers a script's call: its reply, encoded by the script for the caller's protocol, or the
+// error.
+func writeEvalReply(w *resp.Writer, res []engine.Result, err error) {
 	switch {
 	case errors.Is(err, engine.ErrInvalid):
-		s.w.Error("ERR " + strings.TrimPrefix(err.Error(), engine.ErrInvalid.Error()+": ") + " (a script may write keys of its own database only, and may not flush)")
+		w.Error("ERR " + strings.TrimPrefix(err.Error(), engine.ErrInvalid.Error()+": ") + " (a script may write keys of its own database only, and may not flush)")
 	case err != nil:
-		s.w.Error(errText(err))
+		w.Error(errText(err))
 	case res[0].Err != nil:
-		s.w.Error(res[0].Err.Error())
+		w.Error(res[0].Err.Error())
 	default:
-		s.h.waiters.wake([]engine.Mutation{m}, res)
-		s.w.Raw(res[0].New.Value)
+		w.Raw(res[0].New.Value)
 	}
 }
 

@@ -26,6 +26,7 @@ type pending struct {
 	errMsg string
 	status string // a fixed status reply decided before the batch ran (SELECT inside EXEC)
 	imm    *command
+	immDB  int // the database an immediate command runs in (the one selected where EXEC queued it)
 	args   [][]byte
 	obs    *metrics.Observer // the command's metrics (nil: none)
 	start  time.Time         // when the command was read
@@ -582,6 +583,10 @@ func (s *session) writeReply(p *pending, own []engine.Result, err error) {
 	case p.status != "":
 		s.w.SimpleString(p.status)
 	case p.imm != nil:
+		if db := s.db; p.immDB != db {
+			s.setInfo(func() { s.db = p.immDB })
+			defer s.setInfo(func() { s.db = db })
+		}
 		p.imm.imm(s, p.args)
 	case err != nil:
 		s.w.Error(errText(err))

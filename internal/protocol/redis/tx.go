@@ -79,9 +79,13 @@ func cmdExec(s *session, args [][]byte) {
 			continue
 		}
 		s.cur, s.curArgs = c, a // each queued command counts in INFO commandstats under its own name
-		if c.data != nil {
+		if c.data != nil || c.tx != nil {
 			before := len(s.batch.Muts())
-			s.compile(c, a)
+			if c.data != nil {
+				s.compile(c, a)
+			} else {
+				c.tx(s, a)
+			}
 			muts := s.batch.Muts()
 			for i := before; i < len(muts); i++ {
 				if muts[i].Group == 0 {
@@ -89,7 +93,9 @@ func cmdExec(s *session, args [][]byte) {
 				}
 			}
 		} else {
-			s.batch.Plan(pending{imm: c, args: a, cmd: c, start: s.start})
+			// Run after the batch, when its reply is written (LMPOP, a blocking pop, KEYS: docs/resp.md), in the
+			// database selected where it was queued.
+			s.batch.Plan(pending{imm: c, immDB: s.db, args: a, cmd: c, start: s.start})
 		}
 	}
 	guards := make([]engine.Mutation, 0, len(watched))

@@ -1,0 +1,143 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// TestScriptInTransactionRunsInItsPlace: EVAL queued in MULTI runs where it was queued, in the batch of the
+// transaction: it sees the writes before it and not those after, and the writes after it win. It ran after the
+// whole batch (the script read 2 and its SET of b outlived the transaction's own).
+func TestScriptInTransactionRunsInItsPlace(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, &goredis.Options{PoolSize: 1})
+	cmds, err := c.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		p.Set(ctx, "a", "1", 0)
+		p.Eval(ctx, "return redis.call('get', 'a')", nil)
+		p.Set(ctx, "a", "2", 0)
+		p.Eval(ctx, "return redis.call('set', 'b', 'from-script')", nil) // b is not in KEYS: allowed, as in Redis
+		p.Set(ctx, "b", "final", 0)
+		p.EvalRO(ctx, "return redis.call('get', KEYS[1])", []string{"b"})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := cmds[1].(*goredis.Cmd).Text(); err != nil || v != "1" {
+		t.Errorf("the script after SET a 1 read %q, %v", v, err)
+	}
+	if v, err := cmds[5].(*goredis.Cmd).Text(); err != nil || v != "final" {
+		t.Errorf("the read-only script at the end read %q, %v", v, err)
+	}
+	if v := c.Get(ctx, "b").Val(); v != "final" {
+		t.Errorf("b after the transaction: %q, want final", v)
+	}
+	// A script's error reply is that command's reply; the rest of the transaction applies, as in Redis.
+	cmds, _ = c.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		p.Eval(ctx, "return redis.error_reply('MYERR nope')", nil)
+		p.Set(ctx, "after", "x", 0)
+		return nil
+	})
+	if err := cmds[0].Err(); err == nil || err.Error() != "MYERR nope" {
+		t.Errorf("error reply: %v", err)
+	}
+	if v := c.Get(ctx, "after").Val(); v != "x" {
+		t.Errorf("the SET after a failing script: %q", v)
+	}
+	// EVALSHA of an unknown script answers NOSCRIPT in its place, as Redis does at EXEC; the rest applies.
+	cmds, _ = c.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		p.EvalSha(ctx, "0000000000000000000000000000000000000000", nil)
+		p.Set(ctx, "x", "1", 0)
+		return nil
+	})
+	if err := cmds[0].Err(); err == nil || err.Error() != "NOSCRIPT No matching script. Please use EVAL." {
+		t.Errorf("EVALSHA of an unknown script in MULTI: %v", err)
+	}
+	if v := c.Get(ctx, "x").Val(); v != "1" {
+		t.Errorf("the SET after an unknown EVALSHA: %q", v)
+	}
+}
+
+// TestScriptInTransactionIsIsolated: no reader sees a transaction's INCR without the INCR of the script queued
+// after it (both ran in one batch); with the script run after the batch, readers saw odd values.
+func TestScriptInTransactionIsIsolated(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	w := ts.client(t, &goredis.Options{PoolSize: 1})
+	r := ts.client(t, &goredis.Options{PoolSize: 1})
+	stop := make(chan struct{})
+	var odd, reads int
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if n, err := r.Get(context.Background(), "counter").Int(); err == nil {
+				reads++
+				if n%2 != 0 {
+					odd++
+				}
+			}
+		}
+	}()
+	for range 300 {
+		if _, err := w.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+			p.Incr(ctx, "counter")
+			p.Eval(ctx, "return redis.call('incr', 'counter')", nil)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if odd > 0 || reads == 0 {
+		t.Errorf("%d of %d reads saw half a transaction", odd, reads)
+	}
+}
+
+// TestTransactionCommandsRunInTheirDatabase: commands queued after a SELECT in MULTI run in the database it
+// selected, those run after the batch (LMPOP, KEYS) included, and a script writes there.
+func TestTransactionCommandsRunInTheirDatabase(t *testing.T) {
+	ts := startServer(t, Options{Databases: 4}, 0)
+	c := ts.client(t, &goredis.Options{PoolSize: 1})
+	c.RPush(ctx, "q", "job-db0")
+	c.Do(ctx, "select", "1")
+	c.RPush(ctx, "q", "job-db1", "second-db1")
+	c.Do(ctx, "select", "0")
+	cmds, err := c.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		p.Select(ctx, 1)
+		p.Eval(ctx, "return redis.call('set', 'written', 'by-script')", nil)
+		p.LMPop(ctx, "left", 1, "q")
+		p.Keys(ctx, "*")
+		p.Select(ctx, 0)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, vals, err := cmds[2].(*goredis.KeyValuesCmd).Result(); err != nil || fmt.Sprint(vals) != "[job-db1]" {
+		t.Errorf("LMPOP after SELECT 1: %v, %v; want db 1's job", vals, err)
+	}
+	if keys, err := cmds[3].(*goredis.StringSliceCmd).Result(); err != nil || len(keys) != 2 {
+		t.Errorf("KEYS after SELECT 1: %v, %v; want db 1's q and written", keys, err)
+	}
+	if n := c.Exists(ctx, "written").Val(); n != 0 {
+		t.Errorf("the script wrote into db 0")
+	}
+	if v := c.LRange(ctx, "q", 0, -1).Val(); fmt.Sprint(v) != "[job-db0]" {
+		t.Errorf("db 0's list: %v, want untouched", v)
+	}
+	c.Do(ctx, "select", "1")
+	if v := c.Get(ctx, "written").Val(); v != "by-script" {
+		t.Errorf("db 1's written: %q", v)
+	}
+}
