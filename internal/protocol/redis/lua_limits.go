@@ -403,9 +403,9 @@ type concatWalker struct {
 // luaMaxSyntaxDepth bounds how deep blocks and expressions may nest in a script. gopher-lua's parser keeps its
 // own stack, but its compiler (and this walker) recurse once per level: `return {{{...}}}` nested a million deep
 // (a 2 MB EVAL) overflowed the goroutine's stack, which ends the process. Lua refuses 200 nested levels ("chunk
-// has too many syntax levels"); this bound is higher, because a chain of operators (`1+1+...+1`) is as deep here
-// as it has terms, where Lua's parser loops over it.
-const luaMaxSyntaxDepth = 1000
+// has too many syntax levels"); this bound is higher, because a chain of operators (`1+1+...+1`) or of elseifs is
+// as deep here as it is long, where Lua's parser loops over it (Redis runs a chain of 2,000 elseifs).
+const luaMaxSyntaxDepth = 5000
 
 // errLuaSyntaxLevels is what compiling a script nested past luaMaxSyntaxDepth answers, Lua's own message.
 var errLuaSyntaxLevels = errors.New("chunk has too many syntax levels")
@@ -462,6 +462,14 @@ func (w *concatWalker) stmts(stmts []ast.Stmt) {
 			w.exprs(s.Exprs)
 			w.stmts(s.Stmts)
 		case *ast.FuncDefStmt:
+			if s.Name != nil { // `function a.b.c:d()`: the name is an expression the compiler recurses into too
+				if s.Name.Func != nil {
+					s.Name.Func = w.expr(s.Name.Func)
+				}
+				if s.Name.Receiver != nil {
+					s.Name.Receiver = w.expr(s.Name.Receiver)
+				}
+			}
 			w.expr(s.Func)
 		case *ast.ReturnStmt:
 			w.exprs(s.Exprs)

@@ -155,7 +155,7 @@ func cmdEval(s *session, args [][]byte) {
 		m.Call.AnyKey = true
 		res, err = s.h.store.Apply(context.Background(), []engine.Mutation{m})
 	}
-	if err == nil && res[0].Err == nil {
+	if err == nil { // a script that failed after writing keeps its writes: they may fill a waiter's list
 		s.h.waiters.wake([]engine.Mutation{m}, res)
 	}
 	writeEvalReply(s.w, res, err)

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -48,11 +49,19 @@ func TestDeeplyNestedScriptIsRefused(t *testing.T) {
 		"return " + strings.Repeat("{", n) + strings.Repeat("}", n),
 		"return " + strings.Repeat("not ", n) + "1",
 		strings.Repeat("do ", n) + strings.Repeat("end ", n),
+		"function a" + strings.Repeat(".b", n) + "() end", // the function's name is an expression too
 	} {
 		_, err := c.Eval(ctx, script, nil).Result()
 		if err == nil || !strings.Contains(err.Error(), "too many syntax levels") {
 			t.Errorf("%.20s... nested %d deep: %v, want the syntax levels error", script, n, err)
 		}
+	}
+	elseifs := "local x = 2000 if x == 0 then return 0" // Redis runs a chain of 2,000 elseifs
+	for i := 1; i <= 2000; i++ {
+		elseifs += fmt.Sprintf(" elseif x == %d then return %d", i, i)
+	}
+	if got, err := c.Eval(ctx, elseifs+" end", nil).Int(); err != nil || got != 2000 {
+		t.Errorf("a chain of 2,000 elseifs: %d, %v", got, err)
 	}
 	sum := "return 1" + strings.Repeat("+1", 500)
 	if got, err := c.Eval(ctx, sum, nil).Int(); err != nil || got != 501 {

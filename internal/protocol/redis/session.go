@@ -582,6 +582,8 @@ func (s *session) writeReply(p *pending, own []engine.Result, err error) {
 		s.w.Error(p.errMsg)
 	case p.status != "":
 		s.w.SimpleString(p.status)
+	case p.imm != nil && err != nil: // the transaction's batch failed, nothing of it applied: nor does this run
+		s.w.Error(errText(err))
 	case p.imm != nil:
 		if db := s.db; p.immDB != db {
 			s.setInfo(func() { s.db = p.immDB })

@@ -3,8 +3,10 @@ package redis
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -139,5 +141,49 @@ func TestTransactionCommandsRunInTheirDatabase(t *testing.T) {
 	c.Do(ctx, "select", "1")
 	if v := c.Get(ctx, "written").Val(); v != "by-script" {
 		t.Errorf("db 1's written: %q", v)
+	}
+}
+
+// TestFailedTransactionRunsNoDeferredCommand: when a transaction's batch fails whole (a queued script writes
+// another database), the commands that run after the batch (LMPOP) do not run either: nothing of it applied.
+func TestFailedTransactionRunsNoDeferredCommand(t *testing.T) {
+	ts := startServer(t, Options{Databases: 4}, 0)
+	c := ts.client(t, &goredis.Options{PoolSize: 1})
+	c.RPush(ctx, "q", "a", "b")
+	cmds, _ := c.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		p.Set(ctx, "x", "1", 0)
+		p.Eval(ctx, "return redis.call('copy', 'q', 'q2', 'db', '3')", nil)
+		p.LMPop(ctx, "left", 1, "q")
+		return nil
+	})
+	for i, cmd := range cmds {
+		if cmd.Err() == nil {
+			t.Errorf("command %d of the failed transaction: %v, want its error", i, cmd)
+		}
+	}
+	if v := c.LRange(ctx, "q", 0, -1).Val(); fmt.Sprint(v) != "[a b]" {
+		t.Errorf("the list after the failed transaction: %v; LMPOP ran", v)
+	}
+	if n := c.Exists(ctx, "x").Val(); n != 0 {
+		t.Errorf("the failed transaction's SET applied")
+	}
+}
+
+// TestFailingScriptWakesWaiters: a script that pushes and then fails keeps its push (as in Redis) and wakes a
+// client blocked on the list; it waited out its timeout.
+func TestFailingScriptWakesWaiters(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, nil)
+	waiter := ts.client(t, &goredis.Options{PoolSize: 1})
+	got := make(chan []string, 1)
+	go func() { v, _ := waiter.BLPop(context.Background(), 5*time.Second, "bq").Result(); got <- v }()
+	time.Sleep(100 * time.Millisecond) // the waiter blocks first
+	start := time.Now()
+	err := c.Eval(ctx, "redis.call('lpush', KEYS[1], 'x') return redis.call('incr', KEYS[1])", []string{"bq"}).Err()
+	if err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+		t.Fatalf("the script's INCR of a list: %v", err)
+	}
+	if v := <-got; fmt.Sprint(v) != "[bq x]" || time.Since(start) > 2*time.Second {
+		t.Errorf("the blocked BLPOP got %v after %v", v, time.Since(start))
 	}
 }
