@@ -79,7 +79,7 @@ func msgpackEncode(buf []byte, v lua.LValue, level int) []byte {
 		if n, ok := msgpackArrayLen(v); ok {
 			buf = msgpackHeader(buf, 0x90, 0xdc, 0xdd, n)
 			for i := 1; i <= n; i++ {
-				buf = msgpackEncode(buf, luaAt(v, i), level+1)
+				buf = msgpackEncode(buf, v.RawGetInt(i), level+1)
 			}
 			return buf
 		}

@@ -83,35 +83,6 @@ func compileScript(sha string, src []byte) (*lua.FunctionProto, error) {
 	return p, nil
 }
 
-// luaMaxArrayIndex bounds the array part of a script's tables. gopher-lua fills the array part with nils up to
-// any integer key below lua.MaxArrayIndex (2^26) in one instruction, so `t[67108863]=1` allocated 1 GiB of nils
-// (4 GB with the copies of its growth) before the script's time and memory guards could see it; keys from this
-// bound up go to the hash part instead, as sparse keys do in Redis's Lua. The price: the `#` of a table of more
-// than 4,194,303 elements stops at that (luaLen counts on, for what anykv converts).
-const luaMaxArrayIndex = 1 << 22
-
-func init() { lua.MaxArrayIndex = luaMaxArrayIndex }
-
-// luaLen is t's length as Lua's `#` gives it, also past the array part luaMaxArrayIndex bounds.
-func luaLen(t *lua.LTable) int {
-	n := t.Len()
-	if n >= luaMaxArrayIndex-1 {
-		for luaAt(t, n+1) != lua.LNil {
-			n++
-		}
-	}
-	return n
-}
-
-// luaAt is t[i] without metamethods. RawGetInt reads only the array part, so past luaMaxArrayIndex (where
-// RawSetInt and the VM store keys in the hash part) it would see nothing.
-func luaAt(t *lua.LTable, i int) lua.LValue {
-	if i < luaMaxArrayIndex {
-		return t.RawGetInt(i)
-	}
-	return t.RawGet(lua.LNumber(i))
-}
-
 // newLua returns an interpreter with only the libraries a script may use: no files, no OS, no module loading,
 // and a math.random that is deterministic (as Redis seeds it), so a script's effect depends only on its input.
 // lim bounds what its library functions may build and how long they may run (lua_limits.go).
@@ -288,12 +259,12 @@ func (c *respConv) write(v lua.LValue, depth int) error {
 			return errLuaStackLimit
 		}
 		n := 0
-		for luaAt(v, n+1) != lua.LNil {
+		for v.RawGetInt(n+1) != lua.LNil {
 			n++
 		}
 		w.ArrayHeader(n)
 		for k := 1; k <= n; k++ {
-			if err := c.write(luaAt(v, k), depth+1); err != nil {
+			if err := c.write(v.RawGetInt(k), depth+1); err != nil {
 				return err
 			}
 		}
@@ -365,7 +336,7 @@ func (c *luaToGoConv) conv(v lua.LValue, depth int) any {
 	case lua.LBool:
 		return bool(v)
 	case *lua.LTable:
-		n := luaLen(v)
+		n := v.Len()
 		isArray, count := true, 0
 		v.ForEach(func(k, _ lua.LValue) {
 			count++
@@ -376,7 +347,7 @@ func (c *luaToGoConv) conv(v lua.LValue, depth int) any {
 		if isArray && count > 0 {
 			out := make([]any, n)
 			for i := 1; i <= n; i++ {
-				out[i-1] = c.conv(luaAt(v, i), depth+1)
+				out[i-1] = c.conv(v.RawGetInt(i), depth+1)
 			}
 			return out
 		}

@@ -283,7 +283,7 @@ func formatSize(L *lua.LState) int {
 func tableConcat(L *lua.LState, lim *luaLimits) int {
 	tbl := L.CheckTable(1)
 	sep := L.OptString(2, "")
-	n := luaLen(tbl)
+	n := tbl.Len()
 	i, j := L.OptInt(3, 1), L.OptInt(4, n)
 	if L.GetTop() == 3 && (i > n || i < 1) {
 		L.Push(lua.LString(""))
@@ -293,7 +293,7 @@ func tableConcat(L *lua.LState, lim *luaLimits) int {
 	var parts []string
 	size := 0
 	for k := i; k <= j; k++ {
-		v := luaAt(tbl, k)
+		v := tbl.RawGetInt(k)
 		if !lua.LVCanConvToString(v) {
 			L.RaiseError("invalid value (%s) at index %d in table for concat", v.Type().String(), k)
 		}

@@ -391,10 +391,9 @@ func runScriptLua(tx *engine.Tx, args [][]byte, limp **luaLimits) (engine.Result
 			limit.String() + "); its writes before that are kept"}}
 	}
 	L.Push(fn)
-	// With a handler (which keeps the error as it is), PCall builds no traceback: without one it writes a line per
-	// tail call the failing frame made, and `local function f() return f() end` stopped at the time limit made
-	// hundreds of millions (10 GB).
-	if err := L.PCall(0, 1, L.NewFunction(func(L *lua.LState) int { return 1 })); err != nil {
+	// PCall's traceback has one line per frame (third_party/gopher-lua: it had one per tail call, 10 GB of them
+	// after `local function f() return f() end` ran to the time limit).
+	if err := L.PCall(0, 1, nil); err != nil {
 		if fatal != nil {
 			return engine.Result{}, fatal
 		}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
-	lua "github.com/yuin/gopher-lua"
 )
 
 // TestTailCallsStoppedWithoutATraceback: a script that tail-calls itself forever is stopped at the time limit
@@ -32,8 +31,42 @@ func TestTailCallsStoppedWithoutATraceback(t *testing.T) {
 			t.Errorf("%s: heap rose by %d MiB", script, peak>>20)
 		}
 	}
+	// A pcall at the end of many tail calls builds its traceback too (pcall's own, then dropped).
+	var got string
+	var err error
+	peak := heapPeak(func() {
+		got, err = c.Eval(ctx, `local function f(n) if n == 0 then local ok = pcall(error, 'x') return tostring(ok) end
+			return f(n - 1) end return f(2000000)`, nil).Text()
+	})
+	if err != nil || got != "false" || peak > 100<<20 {
+		t.Errorf("pcall after 2,000,000 tail calls: %q, %v, heap rose by %d MiB", got, err, peak>>20)
+	}
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatalf("serving after the scripts: %v", err)
+	}
+}
+
+// TestScriptRegistryOverflowFailsTheScriptOnly: a script that passes the interpreter's registry (unpack of 10,000
+// values) fails with its own error, and in a transaction only that command fails. With an error handler given to
+// PCall, gopher-lua panicked outside its recover: an internal error that refused the whole transaction.
+func TestScriptRegistryOverflowFailsTheScriptOnly(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, &goredis.Options{PoolSize: 1})
+	const script = "local t = {} for i = 1, 10000 do t[i] = i end return select('#', unpack(t))"
+	if err := c.Eval(ctx, script, nil).Err(); err == nil || !strings.Contains(err.Error(), "registry overflow") {
+		t.Errorf("unpack of 10,000 values: %v, want the registry overflow error", err)
+	}
+	cmds, _ := c.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		p.Set(ctx, "a", "1", 0)
+		p.Eval(ctx, script, nil)
+		p.Set(ctx, "b", "1", 0)
+		return nil
+	})
+	if cmds[0].Err() != nil || cmds[1].Err() == nil || cmds[2].Err() != nil {
+		t.Errorf("in a transaction: %v / %v / %v, want only the script to fail", cmds[0].Err(), cmds[1].Err(), cmds[2].Err())
+	}
+	if n := c.Exists(ctx, "a", "b").Val(); n != 2 {
+		t.Errorf("%d of the transaction's SETs applied", n)
 	}
 }
 
@@ -94,24 +127,37 @@ func TestSparseTableIndexAllocatesLittle(t *testing.T) {
 	}
 }
 
-// TestLuaLenPastTheArrayPart: luaLen counts a table's elements past luaMaxArrayIndex (they live in the hash part),
-// so that what anykv converts (cjson, table.concat) is whole.
-func TestLuaLenPastTheArrayPart(t *testing.T) {
-	L := lua.NewState(lua.Options{SkipOpenLibs: true})
-	defer L.Close()
-	tb := L.NewTable()
-	n := luaMaxArrayIndex + 2
-	for i := 1; i <= n; i++ {
-		tb.RawSetInt(i, lua.LTrue)
+// TestSparseTableKeys: the tables of third_party/gopher-lua keep sparse integer keys in their hash part and move
+// them into the array part once it reaches them, so a table filled out of order reads, counts, iterates and sorts
+// as Lua's (each key once), and a table bigger than the old array bound stays whole.
+func TestSparseTableKeys(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, nil)
+	for script, want := range map[string]string{
+		// filled from the far end first: 5000 and 3000 are sparse until the array reaches them
+		`local t = {} t[5000] = 5000 t[3000] = 3000 for i = 1, 4999 do if i ~= 3000 then t[i] = i end end
+		 local n = 0 for k, v in pairs(t) do n = n + 1 if k ~= v then return 'bad ' .. k end end
+		 local m = 0 for i, v in ipairs(t) do m = m + 1 end
+		 t[#t + 1] = 'next'
+		 return {#t, n, m, t[5001], t[3000]}`: "[5001 5000 5000 next 3000]",
+		// a sparse key overwritten, a gap filled across it, then sorted
+		`local t = {} t[2000] = 1 t[2000] = 2 for i = 1, 1999 do t[i] = 2001 - i end table.sort(t)
+		 return {#t, t[1], t[2000], t[1000]}`: "[2000 2 2000 1000]",
+		// table.insert past the gap, and unpack over it
+		`local t = {} t[1500] = 'far' for i = 1, 1498 do table.insert(t, i) end table.insert(t, 'mid')
+		 return {#t, t[1499], t[1500], select('#', unpack(t, 1498, 1500))}`: "[1500 mid far 3]",
+	} {
+		got, err := c.Eval(ctx, script, nil).Result()
+		if err != nil || fmt.Sprint(got) != want {
+			t.Errorf("%.60s...: %v, %v; want %s", script, got, err, want)
+		}
 	}
-	if got := luaLen(tb); got != n {
-		t.Errorf("luaLen of %d elements: %d", n, got)
-	}
-	small := L.NewTable()
-	small.RawSetInt(1, lua.LTrue)
-	small.RawSetInt(2, lua.LTrue)
-	if got := luaLen(small); got != 2 {
-		t.Errorf("luaLen of 2 elements: %d", got)
+	// Bigger than 4,194,303 elements (the bound an earlier fix put on the array part): whole, in order.
+	got, err := c.Eval(ctx, `local t = {} for i = 1, 4194310 do t[i] = i end table.insert(t, 4194311)
+		local s = 0 for _, v in ipairs(t) do s = s + 1 end return {#t, s, t[4194305], select('#', unpack(t, 4194300))}`,
+		nil).Result()
+	if err != nil || fmt.Sprint(got) != "[4194311 4194311 4194305 12]" {
+		t.Errorf("a table of 4,194,311 elements: %v, %v", got, err)
 	}
 }
 
