@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Functions: operations written in Go that run inside Resolve.
@@ -210,6 +211,16 @@ func (tx *Tx) writable(table string, key []byte) bool {
 
 // Now is the batch's time (unix ms): expiry is judged at it.
 func (tx *Tx) Now() int64 { return tx.rs.now }
+
+// Started is the wall-clock time the batch's first function that asked began. Functions that bound how long they
+// run (scripts) count from it, so that a batch of many of them (a transaction of scripts) is bounded as one, not
+// by the sum of their bounds while every other write waits.
+func (tx *Tx) Started() time.Time {
+	if tx.rs.started.IsZero() {
+		tx.rs.started = time.Now()
+	}
+	return tx.rs.started
+}
 
 // Table and Key name the item the mutation addresses.
 func (tx *Tx) Table() string { return tx.m.Table }

@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Reader gives Resolve the stored state an engine holds before a batch.
@@ -40,10 +41,12 @@ type slot struct {
 
 // resolver holds a batch's own writes so later mutations of the batch see earlier ones.
 type resolver struct {
-	r     Reader
-	now   int64
-	next  func() uint64
-	watch ExpiryWatcher // r, if it wants to hear of the expiries of the live items read
+	r   Reader
+	now int64
+	// started is when the batch's first function that asked (Tx.Started) began; zero until then.
+	started time.Time
+	next    func() uint64
+	watch   ExpiryWatcher // r, if it wants to hear of the expiries of the live items read
 	// overlay indexes the batch's own writes by key: writes[overlay[k]] is the key's latest write (a put or a
 	// delete). A key written again replaces its write in place, so a batch that rewrites one key many times (a
 	// collection's meta item under a pipeline of pushes) hands the engine one write for it, not one per change.

@@ -310,7 +310,8 @@ func runScriptLua(tx *engine.Tx, args [][]byte, limp **luaLimits) (engine.Result
 	ctx, cancel := context.WithCancel(context.Background())
 	limit := time.Duration(luaTimeLimit.Load())
 	if limit > 0 { // 0: busy-reply-threshold 0, never stopped
-		ctx, cancel = context.WithTimeout(ctx, limit)
+		// From the batch's first script: the scripts of one transaction share the limit (tx.Started).
+		ctx, cancel = context.WithDeadline(ctx, tx.Started().Add(limit))
 	}
 	defer cancel()
 	lim := newLuaLimits(ctx, maxValue)

@@ -187,3 +187,29 @@ func TestFailingScriptWakesWaiters(t *testing.T) {
 		t.Errorf("the blocked BLPOP got %v after %v", v, time.Since(start))
 	}
 }
+
+// TestTransactionScriptsShareTheTimeLimit: the scripts of one transaction run in one batch, holding up every
+// other write, so they share one time limit; each had its own, and 20 endless scripts held writes for 20 limits.
+func TestTransactionScriptsShareTheTimeLimit(t *testing.T) {
+	c := withTimeLimit(t, 300*time.Millisecond)
+	start := time.Now()
+	cmds, _ := c.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		for range 6 {
+			p.Eval(ctx, "while true do end", nil)
+		}
+		return nil
+	})
+	took := time.Since(start)
+	for i, cmd := range cmds {
+		if err := cmd.Err(); err == nil || !strings.Contains(err.Error(), "Script killed") {
+			t.Errorf("script %d: %v, want the time limit's error", i, err)
+		}
+	}
+	if took > 1200*time.Millisecond { // 6 limits would be 1.8 s
+		t.Errorf("a transaction of 6 endless scripts took %v under a 300 ms limit", took)
+	}
+	// A script on its own still gets the whole limit.
+	if got, err := c.Eval(ctx, "local n = 0 for i = 1, 1e6 do n = n + 1 end return n", nil).Int(); err != nil || got != 1e6 {
+		t.Errorf("a script after the transaction: %d, %v", got, err)
+	}
+}
