@@ -34,6 +34,11 @@ type journal struct {
 	files [2]vfs.File
 	cur   int // index of the file appends go to
 	hdr   [16]byte
+	// failed is the index of the file an append failed on (-1: none): it may end in part of a record, behind
+	// which later records could not be read back, until reset empties it. broken: it could not be emptied, and
+	// appends fail from then on (each group's WAL is synced instead).
+	failed int
+	broken bool
 }
 
 const journalPrefix = "ANYKV-JOURNAL-"
@@ -44,7 +49,7 @@ func journalNames(fs vfs.FS, dir string) [2]string {
 
 // openJournal creates (emptying) both journal files.
 func openJournal(fs vfs.FS, dir string) (*journal, error) {
-	j := &journal{fs: fs, names: journalNames(fs, dir)}
+	j := &journal{fs: fs, names: journalNames(fs, dir), failed: -1}
 	for i, n := range j.names {
 		f, err := fs.Create(n, vfs.WriteCategoryUnspecified)
 		if err != nil {
@@ -60,6 +65,9 @@ func openJournal(fs vfs.FS, dir string) (*journal, error) {
 func (j *journal) append(version uint64, repr []byte) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if j.broken || j.failed >= 0 {
+		return errJournalUnusable
+	}
 	binary.LittleEndian.PutUint32(j.hdr[0:4], uint32(len(repr)))
 	binary.LittleEndian.PutUint64(j.hdr[8:16], version)
 	crc := crc32.Update(crc32.Checksum(j.hdr[8:16], castagnoli), castagnoli, repr)
@@ -67,8 +75,33 @@ func (j *journal) append(version uint64, repr []byte) error {
 	rec := make([]byte, 0, len(j.hdr)+len(repr))
 	rec = append(append(rec, j.hdr[:]...), repr...)
 	if _, err := j.files[j.cur].Write(rec); err != nil {
+		j.failed = j.cur // a short write (a full disk) leaves part of the record
 		return fmt.Errorf("pebblestore: journal: %w", err)
 	}
+	return nil
+}
+
+// errJournalUnusable is append's error while the file of a failed append waits for reset, or for good once one
+// could not be emptied: the writer syncs the WAL instead.
+var errJournalUnusable = errors.New("pebblestore: journal: unusable after a failed append")
+
+// reset empties the file an append failed on, once the WAL holds every committed group durably (the writer
+// synced it): its records are redundant then, and the part of a record it may end in would hide every record
+// appended after it from Open's replay (readJournal stops there), losing them to a kill. Appends go on after it.
+func (j *journal) reset() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.failed < 0 || j.broken {
+		return nil
+	}
+	f, err := j.fs.Create(j.names[j.failed], vfs.WriteCategoryUnspecified)
+	if err != nil {
+		j.broken = true
+		return fmt.Errorf("pebblestore: journal: %w", err)
+	}
+	j.files[j.failed].Close()
+	j.files[j.failed] = f
+	j.failed = -1
 	return nil
 }
 
@@ -94,6 +127,9 @@ func (j *journal) empty(i int) error {
 	}
 	j.files[i].Close()
 	j.files[i] = f
+	if i == j.failed { // emptied after the WAL sync: as reset would have
+		j.failed, j.broken = -1, false
+	}
 	return nil
 }
 

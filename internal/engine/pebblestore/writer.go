@@ -461,8 +461,16 @@ func (w *writer) journal() error {
 		return nil
 	}
 	if err := w.s.journal.append(w.version, w.pb.Repr()); err != nil {
-		w.s.log.Warn("journal append failed; syncing the WAL instead", "err", err)
-		return w.s.syncWAL()
+		if !errors.Is(err, errJournalUnusable) {
+			w.s.log.Warn("journal append failed; syncing the WAL instead", "err", err)
+		}
+		if err := w.s.syncWAL(); err != nil {
+			return err
+		}
+		// Every committed group is durable now: the file of the failed append can start over.
+		if err := w.s.journal.reset(); err != nil {
+			w.s.log.Error("the journal could not be emptied after a failed append; every group syncs the WAL from now on", "err", err)
+		}
 	}
 	return nil
 }
