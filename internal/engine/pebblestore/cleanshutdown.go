@@ -116,7 +116,12 @@ func writeClean(fs vfs.FS, dir string, version uint64, entries map[string]uint64
 	if err != nil {
 		return err
 	}
-	body, err := json.Marshal(cleanRecord{Version: version, Files: files})
+	return putClean(fs, dir, cleanRecord{Version: version, Files: files})
+}
+
+// putClean writes rec as the clean-shutdown record, as writeClean says.
+func putClean(fs vfs.FS, dir string, rec cleanRecord) error {
+	body, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("pebblestore: encode the clean-shutdown record: %w", err)
 	}

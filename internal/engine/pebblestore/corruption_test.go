@@ -354,6 +354,41 @@ func TestCleanShutdownRecordLifecycle(t *testing.T) {
 	}
 }
 
+// TestCrashDuringOpenIsNoDamage: a process killed while Open runs, after Pebble changed the directory (a new WAL)
+// and before Open's checks ended, left the clean-shutdown record beside the changed files, and the next Open
+// refused the healthy store as damaged (advising a backup's restore). The record goes before Pebble opens.
+func TestCrashDuringOpenIsNoDamage(t *testing.T) {
+	dir := t.TempDir()
+	if err := buildStore(t, dir).Close(); err != nil {
+		t.Fatal(err)
+	}
+	var killed string
+	s, err := Open(Options{Dir: dir, CacheBytes: 8 << 20, Logger: quiet, tune: func(o *pebble.Options) {
+		o.EventListener.WALCreated = func(pebble.WALCreateInfo) {
+			if killed == "" {
+				killed = copyDir(t, dir) // the directory as a kill at this moment of Open leaves it
+			}
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if killed == "" {
+		t.Fatal("Open created no WAL")
+	}
+	r, err := Open(Options{Dir: killed, CacheBytes: 8 << 20, Logger: quiet})
+	if err != nil {
+		t.Fatalf("the store killed during Open: %v", err)
+	}
+	defer r.Close()
+	if it, err := r.Get(ctx, "default", []byte(sweepKey(7)), 0); err != nil || string(it.Value) != "value-"+sweepKey(7) {
+		t.Errorf("a key after the kill during Open: %q, %v", it.Value, err)
+	}
+}
+
 // TestRecoverReportsDropped opens with Recover a store that lost the tail of its MANIFEST and its WAL files
 // after a clean shutdown: Open succeeds, and the report names the MANIFEST and the sstable the opened store no
 // longer lists, with a kept hard link to it and how many of its keys the store lost, which matches what reads

@@ -85,6 +85,12 @@ func beforeOpen(opts Options, fs vfs.FS) (*openCheck, error) {
 			err = c.keepTables()
 		}
 	}
+	if err == nil && (c.clean != nil || c.hasDamage(cleanName)) {
+		// Pebble changes the directory as it opens (a new WAL and OPTIONS file, obsolete files deleted): a crash
+		// from then on must not be judged against the record, which would call the store damaged. afterOpen puts
+		// the record back if it refuses the store for a difference from it.
+		err = removeClean(fs, opts.Dir)
+	}
 	if err != nil {
 		_ = lock.Close()
 		return nil, err
@@ -175,15 +181,15 @@ func (c *openCheck) keepTables() error {
 // afterOpen checks the opened store: against the clean-shutdown record (its sstables, its version), and every
 // sstable's checksums unless skipTables. It reads the meta records (readMeta) and returns the version record.
 //
-// It removes the record whatever the outcome, since Pebble has changed the directory (a new WAL and OPTIONS
-// file, obsolete files deleted) and a later Open could not compare the two any more; but it keeps the record
-// when the store is refused for a difference from the record itself, so that the next Open refuses it too.
+// beforeOpen removed the record, since Pebble changes the directory (a new WAL and OPTIONS file, obsolete files
+// deleted) and a later Open could not compare the two any more; but when the store is refused for a difference
+// from the record itself, the record is put back, so that the next Open refuses it too.
 func (c *openCheck) afterOpen(db *pebble.DB, skipTables bool) (version uint64, err error) {
 	differs := false // the opened store differs from the record
 	defer func() {
-		if (c.clean != nil || c.hasDamage(cleanName)) && (err == nil || !differs) {
-			if rerr := removeClean(c.fs, c.dir); err == nil {
-				err = rerr
+		if c.clean != nil && err != nil && differs {
+			if perr := putClean(c.fs, c.dir, *c.clean); perr != nil {
+				err = fmt.Errorf("%w (and the clean-shutdown record could not be put back: %v)", err, perr)
 			}
 		}
 	}()
