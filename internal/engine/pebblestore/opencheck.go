@@ -124,6 +124,10 @@ func fileDamage(fs vfs.FS, dir string) (*cleanRecord, []Damage, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	damage = append(damage, d...)
+	if d, err = journalDamage(fs, dir); err != nil {
+		return nil, nil, err
+	}
 	return rec, append(damage, d...), nil
 }
 
