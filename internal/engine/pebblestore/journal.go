@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"io"
 	iofs "io/fs"
+	"math"
 	"sort"
 	"sync"
 
@@ -133,6 +134,33 @@ func (j *journal) empty(i int) error {
 	return nil
 }
 
+// emptyAll truncates both files, once the writer stopped and the WAL holds every group durably (Close): a file
+// left holding records would be replayed, and checked for damage, at every later Open.
+func (j *journal) emptyAll() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for i, name := range j.names {
+		f, err := j.fs.Create(name, vfs.WriteCategoryUnspecified)
+		if err != nil {
+			return fmt.Errorf("pebblestore: journal: %w", err)
+		}
+		j.files[i].Close()
+		j.files[i] = f
+	}
+	return nil
+}
+
+// removeJournal deletes the journal files of a store opened in a mode without one, after their groups were
+// replayed and synced (or were in the WAL already).
+func removeJournal(fs vfs.FS, dir string) error {
+	for _, name := range journalNames(fs, dir) {
+		if err := fs.Remove(name); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+			return fmt.Errorf("pebblestore: remove journal: %w", err)
+		}
+	}
+	return nil
+}
+
 func (j *journal) close() {
 	for _, f := range j.files {
 		if f != nil {
@@ -150,17 +178,24 @@ type journalRecord struct {
 // readJournal returns the whole records of a journal file in order; a torn or corrupt record ends the file (the
 // writer died while appending it, before answering). A missing file has no records.
 func readJournal(fs vfs.FS, name string) ([]journalRecord, error) {
+	recs, _, err := readJournalChecked(fs, name)
+	return recs, err
+}
+
+// readJournalChecked is readJournal, also saying whether the records end at a whole record that fails its
+// checksum (damage, see journalDamage) rather than at a torn one or the end.
+func readJournalChecked(fs vfs.FS, name string) (_ []journalRecord, damaged bool, _ error) {
 	f, err := fs.Open(name)
 	if errors.Is(err, iofs.ErrNotExist) {
-		return nil, nil // no journal: a store never run in interval mode
+		return nil, false, nil // no journal: a store never run in interval mode
 	}
 	if err != nil {
-		return nil, fmt.Errorf("pebblestore: open journal %s: %w", name, err)
+		return nil, false, fmt.Errorf("pebblestore: open journal %s: %w", name, err)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(f)
 	if err != nil {
-		return nil, fmt.Errorf("pebblestore: read journal %s: %w", name, err)
+		return nil, false, fmt.Errorf("pebblestore: read journal %s: %w", name, err)
 	}
 	var out []journalRecord
 	for len(data) >= 16 {
@@ -170,12 +205,12 @@ func readJournal(fs vfs.FS, name string) ([]journalRecord, error) {
 		}
 		crc := crc32.Update(crc32.Checksum(data[8:16], castagnoli), castagnoli, data[16:16+n])
 		if crc != binary.LittleEndian.Uint32(data[4:8]) {
-			break
+			return out, true, nil
 		}
 		out = append(out, journalRecord{version: binary.LittleEndian.Uint64(data[8:16]), repr: data[16 : 16+n]})
 		data = data[16+n:]
 	}
-	return out, nil
+	return out, false, nil
 }
 
 // journalDamage reports a journal file whose records stop at one that is whole but fails its checksum: a kill
@@ -207,7 +242,7 @@ func journalDamage(fs vfs.FS, dir string) ([]Damage, error) {
 			if crc32.Update(crc32.Checksum(rec[8:16], castagnoli), castagnoli, rec[16:]) != binary.LittleEndian.Uint32(rec[4:8]) {
 				damage = append(damage, Damage{File: fs.PathBase(name), Problem: fmt.Sprintf(
 					"journal record %d (at byte %d of %d) fails its checksum", good+1, off, len(data)),
-					Lost: "the acknowledged writes of the groups journaled from it on that the WAL does not hold (interval mode)"})
+					Lost: "the acknowledged writes of the groups journaled from it on, unless the WAL holds them (interval mode); --recover replays the groups before it"})
 				break
 			}
 			good++
@@ -238,17 +273,25 @@ func journalPending(fs vfs.FS, dir string, recovered uint64) (int, error) {
 // recovered), makes them durable, and returns how many it applied.
 func replayJournal(db *pebble.DB, fs vfs.FS, dir string, recovered uint64) (int, error) {
 	var recs []journalRecord
+	limit := uint64(math.MaxUint64) // past a damaged record (Recover), nothing newer: the replay stays a prefix
 	for _, n := range journalNames(fs, dir) {
-		r, err := readJournal(fs, n)
+		r, damaged, err := readJournalChecked(fs, n)
 		if err != nil {
 			return 0, err
+		}
+		if damaged {
+			last := recovered // none of its records is whole: what its groups were is unknown, so none newer
+			if len(r) > 0 {
+				last = r[len(r)-1].version
+			}
+			limit = min(limit, last)
 		}
 		recs = append(recs, r...)
 	}
 	sort.Slice(recs, func(a, b int) bool { return recs[a].version < recs[b].version })
 	applied := 0
 	for _, r := range recs {
-		if r.version <= recovered {
+		if r.version <= recovered || r.version > limit {
 			continue
 		}
 		b := db.NewBatch()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -203,7 +204,9 @@ func TestJournalShortWriteLosesNothing(t *testing.T) {
 
 // TestDamagedJournalIsRefused: a journal record that is whole but fails its checksum (a flipped byte) hid the
 // groups from it on, and Open went on without them and without a word (90 of 100 acknowledged keys gone, with
-// the copy before the flip holding all). Open refuses it as damage; Recover replays the records before it.
+// the copy before the flip holding all). Open refuses it as damage; Recover replays the groups before it and no
+// later one (also none of the other file's, which are newer here: the replay stays a prefix of what was
+// acknowledged), and keeps a copy of the damaged file.
 func TestDamagedJournalIsRefused(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "db")
 	s, err := Open(Options{Dir: dir, Sync: SyncInterval, CacheBytes: 8 << 20, Logger: quiet})
@@ -218,25 +221,39 @@ func TestDamagedJournalIsRefused(t *testing.T) {
 		}
 	}
 	killed := copyDir(t, dir)
-	flipped := false
+	var recs []journalRecord
 	for _, name := range journalNames(vfs.Default, killed) {
-		recs, err := readJournal(vfs.Default, name)
-		if err != nil || len(recs) < 10 {
-			continue
+		if r, err := readJournal(vfs.Default, name); err == nil && len(r) > len(recs) {
+			recs = r
 		}
-		data := readAll(t, vfs.Default, name)
-		off := 0
-		for range 5 { // to the 6th record's body
-			off += 16 + len(recs[0].repr)
-			recs = recs[1:]
+	}
+	if len(recs) < 20 {
+		t.Fatalf("%d journal records, want the 20 groups", len(recs))
+	}
+	// The groups split over the two files, as a kill between a swap and the sync leaves them: the older file
+	// holds the first ten, and its sixth is damaged.
+	j, err := openJournal(vfs.Default, killed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	older := j.names[j.cur]
+	for i, r := range recs {
+		if i == 10 {
+			j.swap()
 		}
-		data[off+16] ^= 0xff
-		writeFile(t, vfs.Default, name, data)
-		flipped = true
+		if err := j.append(r.version, r.repr); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if !flipped {
-		t.Fatal("no journal file held the writes")
+	j.close()
+	data := readAll(t, vfs.Default, older)
+	off := 0
+	for _, r := range recs[:5] {
+		off += 16 + len(r.repr)
 	}
+	data[off+16] ^= 0xff
+	writeFile(t, vfs.Default, older, data)
+
 	_, err = Open(Options{Dir: killed, Sync: SyncInterval, CacheBytes: 8 << 20, Logger: quiet})
 	var de *DamageError
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), journalPrefix) {
@@ -247,7 +264,53 @@ func TestDamagedJournalIsRefused(t *testing.T) {
 		t.Fatalf("Open with Recover: %v", err)
 	}
 	defer r.Close()
-	if it, err := r.Get(ctx, "t", []byte("k0"), 0); err != nil || string(it.Value) != "v0" {
-		t.Errorf("k0, journaled before the damage: %q, %v", it.Value, err)
+	for i := range 20 {
+		_, err := r.Get(ctx, "t", []byte(fmt.Sprint("k", i)), 0)
+		if want := i < 5; (err == nil) != want {
+			t.Errorf("k%d after Recover: %v; want present %v (the groups before the damaged one only)", i, err, want)
+		}
+	}
+	kept, _ := filepath.Glob(filepath.Join(killed, recoveredPrefix+"*", journalPrefix+"*"))
+	if len(kept) != 1 || len(readAll(t, vfs.Default, kept[0])) != len(data) {
+		t.Errorf("kept copies of the damaged journal: %v", kept)
+	}
+}
+
+// TestJournalEmptiedByCloseAndOtherModes: a clean Close in interval mode leaves both journal files empty (one
+// kept every group since the last swap, checked for damage at every later Open), and an Open in another mode
+// replays a journal left by a kill and removes it.
+func TestJournalEmptiedByCloseAndOtherModes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	s, err := Open(Options{Dir: dir, Sync: SyncInterval, CacheBytes: 8 << 20, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if _, err := s.Apply(ctx, &engine.Batch{Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t",
+			Key: []byte(fmt.Sprint("k", i)), Value: []byte(fmt.Sprint("v", i))}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	killed := copyDir(t, dir)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range journalNames(vfs.Default, dir) {
+		if n := len(readAll(t, vfs.Default, name)); n != 0 {
+			t.Errorf("%s holds %d bytes after a clean Close", filepath.Base(name), n)
+		}
+	}
+	r, err := Open(Options{Dir: killed, Sync: SyncAlways, CacheBytes: 8 << 20, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if it, err := r.Get(ctx, "t", []byte("k19"), 0); err != nil || string(it.Value) != "v19" {
+		t.Errorf("k19, journaled before the kill, opened in always mode: %q, %v", it.Value, err)
+	}
+	for _, name := range journalNames(vfs.Default, killed) {
+		if _, err := os.Stat(name); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s outlived an Open in always mode: %v", filepath.Base(name), err)
+		}
 	}
 }

@@ -31,8 +31,10 @@ type openCheck struct {
 	recover bool
 	clean   *cleanRecord // the clean-shutdown record, nil after a crash
 	damage  []Damage
-	keep    string           // Recover with damage: the directory of hard links to the sstables found on disk
-	onDisk  map[string]int64 // ... and those sstables, name → size
+	keep    string // Recover with damage: the directory of hard links to the sstables found on disk
+	// keptJournals counts the damaged journal files copied into keep (it stays then, whatever was dropped).
+	keptJournals int
+	onDisk       map[string]int64 // ... and those sstables, name → size
 	// liveAtOpen are the sstables the MANIFEST lists, read by a read-only open before the real one: a compaction
 	// the real Open starts may replace some before afterOpen looks, which is no damage.
 	liveAtOpen map[string]bool
@@ -139,7 +141,7 @@ func (c *openCheck) openFailed(err error) error {
 	if len(c.damage) == 0 {
 		return err
 	}
-	if c.keep != "" {
+	if c.keep != "" && c.keptJournals == 0 {
 		_ = c.fs.RemoveAll(c.keep) // nothing was dropped
 	}
 	de := &DamageError{Dir: c.dir, Damage: c.damage, cause: err}
@@ -178,6 +180,20 @@ func (c *openCheck) keepTables() error {
 			return fmt.Errorf("pebblestore: keep %s: %w", name, err)
 		}
 		c.onDisk[name] = st.Size()
+	}
+	// A damaged journal file is copied (Open truncates it, so a link would not keep it): its records after the
+	// damage are not replayed, and may still be read out of the copy.
+	for i := range c.damage {
+		d := &c.damage[i]
+		if !strings.HasPrefix(d.File, journalPrefix) {
+			continue
+		}
+		kept := c.fs.PathJoin(c.keep, d.File)
+		if err := vfs.Copy(c.fs, c.fs.PathJoin(c.dir, d.File), kept); err != nil {
+			return fmt.Errorf("pebblestore: keep %s: %w", d.File, err)
+		}
+		d.Lost += "; a copy is kept as " + kept
+		c.keptJournals++
 	}
 	return nil
 }
@@ -316,7 +332,7 @@ func (c *openCheck) reportDropped(db *pebble.DB, isLive map[string]bool) {
 		c.damage = append(c.damage, Damage{File: name, Problem: "on disk but not listed by the MANIFEST Pebble read: dropped",
 			Lost: fmt.Sprintf("%s; %d bytes; a hard link is kept as %s", lost, size, link)})
 	}
-	if dropped == 0 {
+	if dropped == 0 && c.keptJournals == 0 {
 		_ = c.fs.RemoveAll(c.keep)
 	}
 }

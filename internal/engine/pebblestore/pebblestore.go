@@ -298,6 +298,10 @@ func Open(opts Options) (*Store, error) {
 		if s.journal, err = openJournal(fs, opts.Dir); err != nil {
 			return fail(err)
 		}
+	} else if !po.ReadOnly { // replayed and synced: a journal of an earlier run in interval mode is done with
+		if err := removeJournal(fs, opts.Dir); err != nil {
+			return fail(err)
+		}
 	}
 	s.recovered = check.report(log)
 	s.db, s.lock = db, check.lock
@@ -518,11 +522,7 @@ func (s *Store) Close() error {
 	}
 	if s.journal != nil {
 		if err == nil { // the WAL holds every journaled group durably now
-			for i := range s.journal.files {
-				if jerr := s.journal.empty(i); jerr != nil && err == nil {
-					err = jerr
-				}
-			}
+			err = s.journal.emptyAll()
 		}
 		s.journal.close()
 	}
