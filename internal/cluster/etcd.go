@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -12,12 +13,39 @@ import (
 )
 
 // upEtcd starts an etcd cluster of n members (Raft: it stays available while a majority runs) and waits until
-// it has a leader and answers a linearizable read.
+// it has a leader and answers a linearizable read. The ports are free when picked, but another process may bind
+// one before its member does (tests start clusters side by side): that member exits, a majority may still form
+// (and another process may answer on the port), so a cluster with a member gone is started again on new ports.
 func upEtcd(n int, dir string) (*State, error) {
 	bin, err := exec.LookPath("etcd")
 	if err != nil {
 		return nil, fmt.Errorf("etcd %w: install Debian package etcd-server", ErrNotInstalled)
 	}
+	for attempt := 1; ; attempt++ {
+		st, err := upEtcdOnce(bin, n, dir)
+		if err != nil || attempt == 3 {
+			return st, err
+		}
+		dead := ""
+		for _, m := range st.Members {
+			if !alive(m.Pid) {
+				dead = m.Name
+			}
+		}
+		if dead == "" {
+			return st, nil
+		}
+		st.stop()
+		for _, m := range st.Members {
+			if err := os.RemoveAll(filepath.Join(dir, m.Name)); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// upEtcdOnce is one attempt of upEtcd, on ports picked now.
+func upEtcdOnce(bin string, n int, dir string) (*State, error) {
 	ports, err := freePorts(2 * n)
 	if err != nil {
 		return nil, err
