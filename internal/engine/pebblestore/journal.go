@@ -95,14 +95,22 @@ func (j *journal) reset() error {
 	if j.failed < 0 || j.broken {
 		return nil
 	}
-	f, err := j.fs.Create(j.names[j.failed], vfs.WriteCategoryUnspecified)
-	if err != nil {
+	if err := j.recreate(j.failed); err != nil {
 		j.broken = true
+		return err
+	}
+	j.failed = -1
+	return nil
+}
+
+// recreate empties file i by creating it anew in place of the open one; j.mu is held.
+func (j *journal) recreate(i int) error {
+	f, err := j.fs.Create(j.names[i], vfs.WriteCategoryUnspecified)
+	if err != nil {
 		return fmt.Errorf("pebblestore: journal: %w", err)
 	}
-	j.files[j.failed].Close()
-	j.files[j.failed] = f
-	j.failed = -1
+	j.files[i].Close()
+	j.files[i] = f
 	return nil
 }
 
@@ -122,12 +130,9 @@ func (j *journal) empty(i int) error {
 	if i == j.cur {
 		return nil // swapped back meanwhile: its records may be new
 	}
-	f, err := j.fs.Create(j.names[i], vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return fmt.Errorf("pebblestore: journal: %w", err)
+	if err := j.recreate(i); err != nil {
+		return err
 	}
-	j.files[i].Close()
-	j.files[i] = f
 	if i == j.failed { // emptied after the WAL sync: as reset would have
 		j.failed, j.broken = -1, false
 	}
@@ -139,13 +144,10 @@ func (j *journal) empty(i int) error {
 func (j *journal) emptyAll() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	for i, name := range j.names {
-		f, err := j.fs.Create(name, vfs.WriteCategoryUnspecified)
-		if err != nil {
-			return fmt.Errorf("pebblestore: journal: %w", err)
+	for i := range j.files {
+		if err := j.recreate(i); err != nil {
+			return err
 		}
-		j.files[i].Close()
-		j.files[i] = f
 	}
 	return nil
 }
@@ -220,34 +222,20 @@ func readJournalChecked(fs vfs.FS, name string) (_ []journalRecord, damaged bool
 func journalDamage(fs vfs.FS, dir string) ([]Damage, error) {
 	var damage []Damage
 	for _, name := range journalNames(fs, dir) {
-		f, err := fs.Open(name)
-		if errors.Is(err, iofs.ErrNotExist) {
+		recs, damaged, err := readJournalChecked(fs, name)
+		if err != nil {
+			return nil, err
+		}
+		if !damaged {
 			continue
 		}
-		if err != nil {
-			return nil, fmt.Errorf("pebblestore: open journal %s: %w", name, err)
+		off := 0
+		for _, r := range recs {
+			off += 16 + len(r.repr)
 		}
-		data, err := io.ReadAll(f)
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("pebblestore: read journal %s: %w", name, err)
-		}
-		good, off := 0, 0
-		for len(data)-off >= 16 {
-			n := int(binary.LittleEndian.Uint32(data[off : off+4]))
-			if n > len(data)-off-16 {
-				break // cut short: the writer died appending it, before answering
-			}
-			rec := data[off : off+16+n]
-			if crc32.Update(crc32.Checksum(rec[8:16], castagnoli), castagnoli, rec[16:]) != binary.LittleEndian.Uint32(rec[4:8]) {
-				damage = append(damage, Damage{File: fs.PathBase(name), Problem: fmt.Sprintf(
-					"journal record %d (at byte %d of %d) fails its checksum", good+1, off, len(data)),
-					Lost: "the acknowledged writes of the groups journaled from it on, unless the WAL holds them (interval mode); --recover replays the groups before it"})
-				break
-			}
-			good++
-			off += 16 + n
-		}
+		damage = append(damage, Damage{File: fs.PathBase(name), Problem: fmt.Sprintf(
+			"journal record %d (at byte %d) fails its checksum", len(recs)+1, off),
+			Lost: "the acknowledged writes of the groups journaled from it on, unless the WAL holds them (interval mode); --recover replays the groups before it"})
 	}
 	return damage, nil
 }
