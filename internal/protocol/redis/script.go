@@ -140,13 +140,12 @@ func (c *scriptCache) flush() {
 }
 
 func cmdEval(s *session, args [][]byte) {
-	m, msg := s.evalMutation(args)
+	m, readOnly, msg := s.evalMutation(args)
 	if msg != "" {
 		s.w.Error(msg)
 		return
 	}
 	sha := sha1hex(m.Call.Args[0])
-	readOnly := m.Call.Args[4][0] == '1'
 	m.Call.AnyKey = !readOnly && s.h.scripts.isWide(sha)
 	res, err := s.h.store.Apply(context.Background(), []engine.Mutation{m})
 	if errors.Is(err, engine.ErrUndeclaredWrite) && !m.Call.AnyKey && !readOnly {
@@ -166,25 +165,25 @@ func cmdEval(s *session, args [][]byte) {
 // key of its database (AnyKey): a transaction cannot be run again once a script turns out to write keys it did
 // not declare.
 func txEval(s *session, args [][]byte) {
-	m, msg := s.evalMutation(args)
+	m, readOnly, msg := s.evalMutation(args)
 	if msg != "" {
 		s.fail(msg)
 		return
 	}
-	m.Call.AnyKey = m.Call.Args[4][0] == '0'
+	m.Call.AnyKey = !readOnly
 	s.add(m)
 	s.plan(func(w *resp.Writer, res []engine.Result) { writeEvalReply(w, res, nil) })
 }
 
 // evalMutation checks an EVAL, EVALSHA, EVAL_RO or EVALSHA_RO and builds the call of the script (of copies of
-// the arguments), or returns the error to answer.
-func (s *session) evalMutation(args [][]byte) (engine.Mutation, string) {
+// the arguments) and whether it is read-only, or returns the error to answer.
+func (s *session) evalMutation(args [][]byte) (_ engine.Mutation, readOnly bool, errMsg string) {
 	name := lower(args[0])
 	src := args[1]
 	if strings.HasPrefix(name, "evalsha") {
 		var ok bool
 		if src, ok = s.h.scripts.get(string(args[1]), true); !ok {
-			return engine.Mutation{}, "NOSCRIPT No matching script. Please use EVAL."
+			return engine.Mutation{}, false, "NOSCRIPT No matching script. Please use EVAL."
 		}
 	} else {
 		s.h.scripts.put(src, true)
@@ -192,33 +191,34 @@ func (s *session) evalMutation(args [][]byte) (engine.Mutation, string) {
 	n, ok := argInt(args[2])
 	switch {
 	case !ok:
-		return engine.Mutation{}, errNotInt
+		return engine.Mutation{}, false, errNotInt
 	case n < 0:
-		return engine.Mutation{}, "ERR Number of keys can't be negative"
+		return engine.Mutation{}, false, "ERR Number of keys can't be negative"
 	case n > int64(len(args)-3):
-		return engine.Mutation{}, "ERR Number of keys can't be greater than number of args"
+		return engine.Mutation{}, false, "ERR Number of keys can't be greater than number of args"
 	}
 	keys := args[3 : 3+n]
 	for _, k := range keys {
 		if len(k) > s.h.store.Limits().MaxKey {
-			return engine.Mutation{}, "ERR key exceeds maximum allowed size (" + itoa(int64(s.h.store.Limits().MaxKey)) + " bytes)"
+			return engine.Mutation{}, false, "ERR key exceeds maximum allowed size (" + itoa(int64(s.h.store.Limits().MaxKey)) + " bytes)"
 		}
 	}
-	readOnly := "0"
-	if strings.HasSuffix(name, "_ro") {
-		readOnly = "1"
+	readOnly = strings.HasSuffix(name, "_ro")
+	mode := "0"
+	if readOnly {
+		mode = "1"
 	}
 	if s.w.Proto() >= 3 {
-		readOnly += "3" // the caller's protocol: the result is encoded for it
+		mode += "3" // the caller's protocol: the result is encoded for it
 	}
 	fargs := [][]byte{src, []byte(itoa(int64(s.db))), []byte(itoa(int64(s.h.store.Limits().MaxValue))),
-		[]byte(itoa(int64(s.h.opts.Databases))), []byte(readOnly), args[2]}
+		[]byte(itoa(int64(s.h.opts.Databases))), []byte(mode), args[2]}
 	fargs = append(fargs, args[3:]...)
 	m := engine.Mutation{Op: engine.OpCall, Table: s.table(), Call: engine.CallArgs{Name: evalFunc, Args: copyArgs(fargs), Keys: copyArgs(keys)}}
 	if len(keys) > 0 {
 		m.Key = m.Call.Keys[0]
 	}
-	return m, ""
+	return m, readOnly, ""
 }
 
 // writeEvalReply answers a script's call: its reply, encoded by the script for the caller's protocol, or the
@@ -278,7 +278,7 @@ func runScript(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 
 // scriptLimits are the request limits the commands a script calls see: the defaults (the script runs in the
 // engine, which does not know the connection's handler).
-var scriptLimits = func() *resp.Limits { l := resp.NewParser(resp.Limits{}).Limits(); return &l }()
+var scriptLimits = func() *resp.Limits { l := resp.DefaultLimits(); return &l }()
 
 // runScriptLua is runScript but for the collection after it; it sets *limp to the script's limits.
 func runScriptLua(tx *engine.Tx, args [][]byte, limp **luaLimits) (engine.Result, error) {
