@@ -33,29 +33,9 @@ func TestCopySourceIsNoFence(t *testing.T) {
 // checked, so the doubt ends at the next checked write, and the late blind commit lands after it.
 func TestBlindSetThenReadInOneBatchIsStillBlind(t *testing.T) {
 	ctx := context.Background()
-	l := &lateCommits{Store: memstore.New()}
-	c := New(l, 1<<20)
-	get := func(k string) string {
-		it, err := c.Get(ctx, "t", []byte(k), 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(it.Value)
-	}
-	if _, err := c.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t",
-		Key: []byte("k"), Value: []byte("old")}}}); err != nil {
-		t.Fatal(err)
-	}
-	get("k")
-	l.mu.Lock()
-	l.hold = true
-	l.mu.Unlock()
-	if _, err := c.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{
-		{Op: engine.OpSet, Table: "t", Key: []byte("k"), Value: []byte("new"), Set: engine.SetArgs{Blind: true}},
-		{Op: engine.OpAppend, Table: "t", Key: []byte("k"), Value: []byte("!")},
-	}}); !errors.Is(err, engine.ErrUnknownOutcome) {
-		t.Fatalf("held: %v", err)
-	}
+	l, c, get := reviewSetup(t,
+		engine.Mutation{Op: engine.OpSet, Table: "t", Key: []byte("k"), Value: []byte("new"), Set: engine.SetArgs{Blind: true}},
+		engine.Mutation{Op: engine.OpAppend, Table: "t", Key: []byte("k"), Value: []byte("!")})
 	if _, err := c.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t",
 		Key: []byte("k"), Value: []byte("checked"), Cond: engine.CondPresent}}}); err != nil {
 		t.Fatal(err)
@@ -127,18 +107,7 @@ func TestFenceThatCommittedBeforeTheHeldBatchRead(t *testing.T) {
 	l := &lateCommits{Store: memstore.New()}
 	p := &pausing{lateCommits: l, entered: make(chan struct{}), released: make(chan struct{})}
 	c := New(p, 1<<20)
-	get := func(k string) string {
-		it, err := c.Get(ctx, "t", []byte(k), 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(it.Value)
-	}
-	if _, err := c.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t",
-		Key: []byte("k"), Value: []byte("old")}}}); err != nil {
-		t.Fatal(err)
-	}
-	get("k")
+	get := cacheOld(t, c)
 	p.mu.Lock()
 	p.pause = true
 	p.mu.Unlock()

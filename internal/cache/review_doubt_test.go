@@ -10,11 +10,25 @@ import (
 )
 
 // reviewSetup returns a cache over lateCommits with k = "old" cached, then a batch of unknown outcome (held)
-// that writes k = "new".
-func reviewSetup(t *testing.T, held engine.Mutation) (*lateCommits, engine.Engine, func(string) string) {
-	ctx := context.Background()
+// that writes k = "new" (or makes the mutations given).
+func reviewSetup(t *testing.T, held ...engine.Mutation) (*lateCommits, engine.Engine, func(string) string) {
 	l := &lateCommits{Store: memstore.New()}
 	c := New(l, 1<<20)
+	get := cacheOld(t, c)
+	l.mu.Lock()
+	l.hold = true
+	l.mu.Unlock()
+	if _, err := c.Apply(context.Background(), &engine.Batch{Now: 1, Muts: held}); !errors.Is(err, engine.ErrUnknownOutcome) {
+		t.Fatalf("held batch: %v", err)
+	}
+	return l, c, get
+}
+
+// cacheOld writes k = "old" through c and reads it into the cache; it returns the read of table t's keys
+// through c.
+func cacheOld(t *testing.T, c engine.Engine) func(string) string {
+	t.Helper()
+	ctx := context.Background()
 	get := func(k string) string {
 		it, err := c.Get(ctx, "t", []byte(k), 1)
 		if err != nil {
@@ -27,13 +41,7 @@ func reviewSetup(t *testing.T, held engine.Mutation) (*lateCommits, engine.Engin
 		t.Fatal(err)
 	}
 	get("k")
-	l.mu.Lock()
-	l.hold = true
-	l.mu.Unlock()
-	if _, err := c.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{held}}); !errors.Is(err, engine.ErrUnknownOutcome) {
-		t.Fatalf("held batch: %v", err)
-	}
-	return l, c, get
+	return get
 }
 
 // a batch that names k as a write but writes nothing (SET k NX that finds k, a CAS that fails, a
