@@ -263,10 +263,16 @@ func (tx *Tx) ScanReverse(table string, r Range, fn func(key []byte, it Item) bo
 }
 
 // Apply applies mutations inside the function, in order and with the guard rules of a batch, and returns their
-// results: a script's commands. Each must stay within what the function may write; an OpFlush or a write
-// elsewhere fails the batch. ErrAborted if a guard without a group failed (nothing of muts is undone: the
-// function decides, usually by failing).
+// results: a script's commands. An OpFlush or a write of another table is refused before any of muts applies,
+// with ErrOutsideTable, and the batch goes on; any other write beyond what the function may write fails the
+// batch. ErrAborted if a guard without a group failed (nothing of muts is undone: the function decides,
+// usually by failing).
 func (tx *Tx) Apply(muts []Mutation) ([]Result, error) {
+	for i := range muts {
+		if err := tx.outside(&muts[i]); err != nil {
+			return nil, err
+		}
+	}
 	defer func(reading bool) { tx.rs.reading = reading }(tx.rs.reading) // each command counts as its op, then the call as before
 	res := make([]Result, len(muts))
 	err := tx.rs.applyAll(muts, res, func(m *Mutation) error {
@@ -288,6 +294,24 @@ func (tx *Tx) Apply(muts []Mutation) ([]Result, error) {
 		return nil
 	})
 	return res, err
+}
+
+// outside reports ErrOutsideTable for a mutation of Apply that writes where even Call.AnyKey does not reach: a
+// flush, or another table (and its members).
+func (tx *Tx) outside(m *Mutation) error {
+	if _, reads := ownKeyRead(m); !m.Writes() || reads {
+		return nil
+	}
+	own := func(table string) bool {
+		if user, ok := UserTable(table); ok {
+			table = user
+		}
+		return table == tx.m.Table || table == tx.m.Target.Table && table != ""
+	}
+	if m.Op == OpFlush || !own(m.Table) || m.Target.Table != "" && !own(m.Target.Table) {
+		return fmt.Errorf("%w: %s", ErrOutsideTable, m.Table)
+	}
+	return nil
 }
 
 // call runs OpCall.

@@ -58,4 +58,19 @@ func TestCallAnyKeyWritesUndeclaredKeysAndReportsThem(t *testing.T) {
 	if _, _, err := batch(m); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("a write of another table with AnyKey: err %v, want ErrInvalid", err)
 	}
+
+	// The Apply that would write another table is refused whole, before any of it applies, and the function
+	// may go on (a script's pcall): the batch then applies what it wrote.
+	RegisterFunc("test.othertableignored", func(tx *Tx, _ [][]byte) (Result, error) {
+		if _, err := tx.Apply([]Mutation{set("t", "mine", "v"), set("u", "k", "v")}); !errors.Is(err, ErrOutsideTable) {
+			return Result{}, errors.New("the write of another table was not refused with ErrOutsideTable")
+		}
+		_, err := tx.Apply([]Mutation{set("t", "after", "v")})
+		return Result{}, err
+	})
+	m.Call.Name = "test.othertableignored"
+	writes, _, err = batch(m)
+	if err != nil || len(writes) != 1 || string(writes[0].Key) != "after" {
+		t.Fatalf("after a refused Apply: err %v, writes %+v, want only t/after", err, writes)
+	}
 }

@@ -56,4 +56,8 @@ var (
 	// ErrUndeclaredWrite: a function wrote a key its mutation does not name (see Tx); it is an ErrInvalid, and
 	// tells a caller that the same call with Call.AnyKey would be allowed.
 	ErrUndeclaredWrite = fmt.Errorf("%w: a function wrote a key its mutation does not name", ErrInvalid)
+	// ErrOutsideTable: a function's Tx.Apply would write another table than the mutation's (another database)
+	// or flush; it is an ErrInvalid. Nothing of that Apply was applied, and the batch goes on: the function
+	// decides (a script answers it as an error reply).
+	ErrOutsideTable = fmt.Errorf("%w: a function may write only its own table, and may not flush", ErrInvalid)
 )

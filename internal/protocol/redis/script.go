@@ -459,6 +459,9 @@ func scriptCall(L *lua.LState, tx *engine.Tx, h *Handler, db int, readOnly bool)
 	}
 	cmd.data(s, args)
 	res, err := tx.Apply(s.batch.Muts())
+	if errors.Is(err, engine.ErrOutsideTable) { // MOVE or COPY ... DB to another database, or a flush: refused, nothing applied
+		return errTable("ERR a script may write keys of its own database only, and may not flush"), nil
+	}
 	if err != nil && !errors.Is(err, engine.ErrAborted) {
 		return nil, err
 	}

@@ -50,6 +50,24 @@ func TestScriptInTransactionRunsInItsPlace(t *testing.T) {
 	if v := c.Get(ctx, "after").Val(); v != "x" {
 		t.Errorf("the SET after a failing script: %q", v)
 	}
+	// A script's command that writes another database is refused with an error reply, as the script's own
+	// error; the transaction goes on. It failed whole, every reply the raw "invalid mutation" text.
+	cmds, _ = c.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		p.Set(ctx, "m", "1", 0)
+		p.Eval(ctx, "return redis.call('move', 'm', '1')", nil)
+		p.Eval(ctx, "local r = redis.pcall('flushdb'); redis.call('set', 'p', 'x'); return r", nil)
+		p.Incr(ctx, "m")
+		return nil
+	})
+	if err := cmds[1].Err(); err == nil || !strings.Contains(err.Error(), "own database") {
+		t.Errorf("MOVE to another database in a queued script: %v", err)
+	}
+	if err := cmds[2].Err(); err == nil || !strings.Contains(err.Error(), "may not flush") {
+		t.Errorf("FLUSHDB under pcall in a queued script: %v", err)
+	}
+	if v := c.Get(ctx, "m").Val(); v != "2" || cmds[3].(*goredis.IntCmd).Val() != 2 || c.Get(ctx, "p").Val() != "x" {
+		t.Errorf("after the refused MOVE: m = %q, INCR %v, p = %q", v, cmds[3], c.Get(ctx, "p").Val())
+	}
 	// EVALSHA of an unknown script answers NOSCRIPT in its place, as Redis does at EXEC; the rest applies.
 	cmds, _ = c.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 		p.EvalSha(ctx, "0000000000000000000000000000000000000000", nil)
