@@ -193,6 +193,9 @@ type Result struct {
 	// Unchanged says the mutation wrote nothing (a ZADD of the scores members have, a SETRANGE of nothing, a
 	// DEL of an absent key): WATCH need not count its keys as changed, as Redis does not.
 	Unchanged bool
+	// Extra is what an OpCall's Func hands its caller beyond the result (a script: the keyspace events of its
+	// commands); it never leaves the process.
+	Extra any
 }
 
 // Member is one member of a collection: its name (hash field, set member) and its item (the value).

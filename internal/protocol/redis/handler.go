@@ -91,6 +91,9 @@ type Handler struct {
 	saves       saves
 	// notifyFlags are the keyspace event classes and channel kinds being sent (notify.go).
 	notifyFlags atomic.Int32
+	// sink, in a script's handler, collects the keyspace events of the script's commands, which the connection
+	// that ran the script publishes once the batch is durable (scriptNotes).
+	sink *[]keyEvent
 	// Command and error statistics (cmdstats.go) and the slow log (slowlog.go).
 	cmdStats       []cmdStats // by command.id
 	errs           errorStats

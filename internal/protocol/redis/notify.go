@@ -100,6 +100,10 @@ func (h *Handler) notifying() bool {
 
 // notify publishes one event of class about key in database db, if the class is enabled.
 func (h *Handler) notify(class int, event string, db int, key []byte) {
+	if h.sink != nil {
+		*h.sink = append(*h.sink, keyEvent{class, event, db, append([]byte(nil), key...)})
+		return
+	}
 	f := int(h.notifyFlags.Load())
 	if f&class == 0 {
 		return
@@ -117,6 +121,27 @@ func (h *Handler) notify(class int, event string, db int, key []byte) {
 func (h *Handler) expired(table string, key []byte) {
 	if db, ok := h.dbOf(table); ok {
 		h.notify(notifyExpired, "expired", db, key)
+	}
+}
+
+// keyEvent is one keyspace event a script's command sent, kept until the script's batch is durable.
+type keyEvent struct {
+	class int
+	event string
+	db    int
+	key   []byte
+}
+
+// scriptNotes publishes the keyspace events a script's commands sent (its Result.Extra), in their order, as
+// the classes enabled now say.
+func (h *Handler) scriptNotes(res []engine.Result) {
+	if len(res) == 0 {
+		return
+	}
+	if evs, ok := res[0].Extra.([]keyEvent); ok {
+		for _, e := range evs {
+			h.notify(e.class, e.event, e.db, e.key)
+		}
 	}
 }
 

@@ -142,6 +142,22 @@ var notifyWant = strings.Split(`new k1|set k1|set k1|expire k1|append k1|setrang
 // events in arrival order as "event key", checking that each keyspace message has its keyevent twin.
 func runNotifyScript(t *testing.T, addr string) []string {
 	t.Helper()
+	return runNotifyScriptAs(t, addr, func(args []any) []any { return args })
+}
+
+// inScript runs a command of notifyScript as the one command of a Lua script; those a script may not run
+// (MULTI, EXEC, FLUSHDB here, blocking commands in Redis too) are sent as they are.
+func inScript(args []any) []any {
+	switch name := strings.ToUpper(args[0].(string)); {
+	case name == "MULTI", name == "EXEC", name == "FLUSHDB", name[0] == 'B' && name != "BITOP" && name != "BITFIELD":
+		return args
+	}
+	return append([]any{"EVAL", "return redis.call(unpack(ARGV))", 0}, args...)
+}
+
+// runNotifyScriptAs is runNotifyScript sending each command as wrap makes it.
+func runNotifyScriptAs(t *testing.T, addr string, wrap func([]any) []any) []string {
+	t.Helper()
 	ctx := context.Background()
 	c := goredis.NewClient(&goredis.Options{Addr: addr, Protocol: 2, PoolSize: 1}) // one connection: MULTI
 	defer c.Close()
@@ -168,7 +184,7 @@ func runNotifyScript(t *testing.T, addr string) []string {
 			}
 			args = append(args, a)
 		}
-		if err := c.Do(ctx, args...).Err(); err != nil && err != goredis.Nil {
+		if err := c.Do(ctx, wrap(args)...).Err(); err != nil && err != goredis.Nil {
 			t.Fatalf("%s: %v", line, err)
 		}
 	}
@@ -214,6 +230,18 @@ func compareEvents(t *testing.T, got, want []string) {
 func TestKeyspaceEvents(t *testing.T) {
 	ts := startServer(t, Options{}, 0)
 	compareEvents(t, runNotifyScript(t, ts.addr), notifyWant)
+}
+
+// TestScriptKeyspaceEvents: each command of the script run by a Lua script sends the events it sends on its own,
+// as in Redis (TestScriptKeyspaceEventsMatchRedis); scripts sent none.
+func TestScriptKeyspaceEvents(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	compareEvents(t, runNotifyScriptAs(t, ts.addr, inScript), notifyWant)
+}
+
+func TestScriptKeyspaceEventsMatchRedis(t *testing.T) {
+	addr := startRedisServer(t)
+	compareEvents(t, runNotifyScriptAs(t, addr, inScript), notifyWant)
 }
 
 // TestKeyspaceEventsMatchRedis runs the script against a real redis-server, when one is installed, so the
@@ -353,4 +381,40 @@ func TestExpiredEvent(t *testing.T) {
 	if want := "[__keyspace@1__:short expired __keyevent@1__:expired short]"; strings.Join(got, " ") != want[1:len(want)-1] {
 		t.Fatalf("got %q, want %s", got, want)
 	}
+}
+
+// TestScriptEventsInTransactionAndFailure: a script queued in MULTI sends its commands' events, in order among
+// the transaction's; one that fails after a write sends the write's events (the write stays, as in Redis).
+func TestScriptEventsInTransactionAndFailure(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, &goredis.Options{PoolSize: 1})
+	if err := c.ConfigSet(ctx, "notify-keyspace-events", "KEA").Err(); err != nil {
+		t.Fatal(err)
+	}
+	ps := ts.client(t, nil).PSubscribe(ctx, "__keyevent@0__:*")
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		p.Set(ctx, "a", "1", 0)
+		p.Eval(ctx, "redis.call('rpush', KEYS[1], 'x'); return redis.call('hset', 'h', 'f', 'v')", []string{"l"})
+		p.Incr(ctx, "a")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Eval(ctx, "redis.call('sadd', 's', 'm'); return redis.call('incr', 's')", nil).Err(); err == nil {
+		t.Fatal("INCR of a set in a script did not fail")
+	}
+	want := []string{"set a", "rpush l", "hset h", "incrby a", "sadd s"}
+	var got []string
+	for len(got) < len(want) {
+		m, err := ps.ReceiveMessage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, strings.TrimPrefix(m.Channel, "__keyevent@0__:")+" "+m.Payload)
+	}
+	compareEvents(t, got, want)
 }

@@ -158,6 +158,9 @@ func cmdEval(s *session, args [][]byte) {
 		s.h.waiters.wake([]engine.Mutation{m}, res)
 	}
 	writeEvalReply(s.w, res, err)
+	if err == nil {
+		s.h.scriptNotes(res)
+	}
 }
 
 // txEval compiles EVAL and its kin queued in a transaction into the transaction's batch, so that the script runs
@@ -172,7 +175,8 @@ func txEval(s *session, args [][]byte) {
 	}
 	m.Call.AnyKey = !readOnly
 	s.add(m)
-	s.plan(func(w *resp.Writer, res []engine.Result) { writeEvalReply(w, res, nil) })
+	h := s.h
+	s.plan(func(w *resp.Writer, res []engine.Result) { writeEvalReply(w, res, nil); h.scriptNotes(res) })
 }
 
 // evalMutation checks an EVAL, EVALSHA, EVAL_RO or EVALSHA_RO and builds the call of the script (of copies of
@@ -207,6 +211,9 @@ func (s *session) evalMutation(args [][]byte) (_ engine.Mutation, readOnly bool,
 	mode := "0"
 	if readOnly {
 		mode = "1"
+	}
+	if !readOnly && s.h.notifying() {
+		mode += "n" // keyspace events wanted: the script's commands collect theirs (keyEvent)
 	}
 	if s.w.Proto() >= 3 {
 		mode += "3" // the caller's protocol: the result is encoded for it
@@ -281,7 +288,7 @@ func runScript(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 var scriptLimits = func() *resp.Limits { l := resp.DefaultLimits(); return &l }()
 
 // runScriptLua is runScript but for the collection after it; it sets *limp to the script's limits.
-func runScriptLua(tx *engine.Tx, args [][]byte, limp **luaLimits) (engine.Result, error) {
+func runScriptLua(tx *engine.Tx, args [][]byte, limp **luaLimits) (res engine.Result, err error) {
 	if len(args) < 6 {
 		return engine.Result{}, engine.ErrInvalid
 	}
@@ -305,6 +312,16 @@ func runScriptLua(tx *engine.Tx, args [][]byte, limp **luaLimits) (engine.Result
 		opts: Options{Databases: databases}}
 	// The limits commands bound their work by (SRANDMEMBER's picks, LCS's table).
 	h.limits.Store(scriptLimits)
+	if strings.Contains(string(args[4]), "n") { // the caller wants keyspace events: the commands collect them
+		var events []keyEvent
+		h.sink = &events
+		h.notifyFlags.Store(notifyAll | notifyNew | notifyKeyspace | notifyKeyevent)
+		defer func() {
+			if err == nil && len(events) > 0 { // a script that failed keeps its writes, and sends their events
+				res.Extra = events
+			}
+		}()
+	}
 	var fatal error // a failure of the batch itself (a write outside KEYS): the script stops and nothing applies
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -457,7 +474,7 @@ func scriptCall(L *lua.LState, tx *engine.Tx, h *Handler, db int, readOnly bool)
 	case (cmd.arity > 0 && n != cmd.arity) || (cmd.arity < 0 && n < -cmd.arity):
 		return errTable("ERR Wrong number of args calling Redis command from script"), nil
 	}
-	cmd.data(s, args)
+	s.compile(cmd, args) // with the probes of keyspace events, when the caller wants them (h.sink)
 	res, err := tx.Apply(s.batch.Muts())
 	if errors.Is(err, engine.ErrOutsideTable) { // MOVE or COPY ... DB to another database, or a flush: refused, nothing applied
 		return errTable("ERR a script may write keys of its own database only, and may not flush"), nil
