@@ -29,13 +29,21 @@ func init() {
 // pubsubLimit bounds a subscriber's queued output.
 const pubsubLimit = 32 << 20
 
+// pushChunk is the size of the pieces a pusher's queue is kept in: the queue holds about what is queued, where
+// one growing slice held up to twice that, and the slice being written as much again (a slow subscriber peaked
+// at 72 MiB of heap against the 32 MiB limit). A written piece is kept for the next (spare), so a steady trickle
+// of messages allocates nothing.
+const pushChunk = 16 << 10
+
 // pusher is a subscribed connection's ordered output queue and the goroutine that writes it.
 type pusher struct {
 	conn   net.Conn
 	resp3  bool
 	mu     sync.Mutex
 	cond   *sync.Cond
-	buf    []byte
+	chunks [][]byte // what waits to be written, in order
+	queued int      // bytes in chunks and in the write in progress: what counts against pubsubLimit
+	spare  []byte   // a written chunk, emptied, for the next
 	closed bool
 	held   int // hold's: while above 0, what is queued waits
 	done   chan struct{}
@@ -48,17 +56,34 @@ func newPusher(c net.Conn, resp3 bool) *pusher {
 	return p
 }
 
-// enqueue appends output; past the limit the subscriber is cut off.
+// enqueue appends output; past the limit the subscriber is cut off and b is dropped.
 func (p *pusher) enqueue(b []byte) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return
 	}
-	p.buf = append(p.buf, b...)
-	if len(p.buf) > pubsubLimit {
+	p.queued += len(b)
+	if p.queued > pubsubLimit {
 		p.closed = true
 		p.conn.Close() // the reader fails next, and the connection ends
+		p.cond.Signal()
+		return
+	}
+	for len(b) > 0 {
+		n := len(p.chunks)
+		if n == 0 || len(p.chunks[n-1]) == cap(p.chunks[n-1]) {
+			c := p.spare
+			if c == nil {
+				c = make([]byte, 0, pushChunk)
+			}
+			p.chunks, p.spare = append(p.chunks, c), nil
+			n++
+		}
+		last := p.chunks[n-1]
+		k := min(len(b), cap(last)-len(last))
+		p.chunks[n-1] = append(last, b[:k]...)
+		b = b[k:]
 	}
 	p.cond.Signal()
 }
@@ -84,19 +109,32 @@ func (p *pusher) Deliver(pattern, channel string, msg []byte) {
 
 func (p *pusher) run() {
 	defer close(p.done)
-	var out []byte
 	for {
 		p.mu.Lock()
-		for (len(p.buf) == 0 || p.held > 0) && !p.closed {
+		for (len(p.chunks) == 0 || p.held > 0) && !p.closed {
 			p.cond.Wait()
 		}
 		if p.closed {
 			p.mu.Unlock()
 			return
 		}
-		out, p.buf = p.buf, out[:0]
+		out := p.chunks
+		p.chunks = nil
 		p.mu.Unlock()
-		if _, err := p.conn.Write(out); err != nil {
+		n := 0
+		for _, c := range out {
+			n += len(c)
+		}
+		last := out[len(out)-1][:0]
+		bufs := net.Buffers(out)
+		_, err := bufs.WriteTo(p.conn) // one writev (it empties out's slices as it goes)
+		p.mu.Lock()
+		p.queued -= n
+		if p.spare == nil && cap(last) == pushChunk {
+			p.spare = last
+		}
+		p.mu.Unlock()
+		if err != nil {
 			p.stop()
 			return
 		}

@@ -111,7 +111,8 @@ func TestSubscribedContext(t *testing.T) {
 }
 
 // TestSlowSubscriberIsDisconnected: a subscriber that never reads is cut off once its queue passes the pub/sub
-// output limit, rather than growing the server's memory without end; publishing goes on.
+// output limit, rather than growing the server's memory without end, and the heap grows by about the limit
+// until then; publishing goes on.
 func TestSlowSubscriberIsDisconnected(t *testing.T) {
 	ts := startServer(t, Options{}, 0)
 	c, err := net.Dial("tcp", ts.addr)
@@ -125,10 +126,15 @@ func TestSlowSubscriberIsDisconnected(t *testing.T) {
 		runtime.Gosched()
 	}
 	msg := strings.Repeat("x", 1<<20)
-	for i := 0; i < 2*pubsubLimit>>20 && pub.PubSubNumSub(ctx, "slow").Val()["slow"] == 1; i++ {
-		if err := pub.Publish(ctx, "slow", msg).Err(); err != nil {
-			t.Fatal(err)
+	peak := heapPeak(func() {
+		for i := 0; i < 2*pubsubLimit>>20 && pub.PubSubNumSub(ctx, "slow").Val()["slow"] == 1; i++ {
+			if err := pub.Publish(ctx, "slow", msg).Err(); err != nil {
+				t.Fatal(err)
+			}
 		}
+	})
+	if peak > 52<<20 { // 32-36 MiB; 71-73 MiB when the queue was one growing slice
+		t.Errorf("the slow subscriber's queue took the heap %d MiB up, against a limit of %d MiB", peak>>20, pubsubLimit>>20)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for pub.PubSubNumSub(ctx, "slow").Val()["slow"] != 0 {
