@@ -84,7 +84,7 @@ func startListeners(srv *server.Server, store *kv.Store, c *config, m *metrics.M
 		m.Connections("memcache", connFigures(counts))
 	}
 	if e.httpAddr != "" || e.httpTLS != "" {
-		h := httpapi.New(store, httpapi.Options{Auth: c.auth, Logger: log, Metrics: m, Version: version})
+		h := httpapi.New(store, httpapi.Options{Auth: c.auth, Logger: log, Metrics: m, Version: version, Budget: c.budget})
 		o := server.HTTPOptions{MaxConns: c.maxClients, BodyTimeout: e.httpBody}
 		var counts *server.Counts
 		var err error

@@ -108,7 +108,7 @@ func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	num(&c.maxInl, "max-inline", 64<<10, "longest RESP inline command line in bytes")
 	num(&c.queryLimit, "client-query-buffer-limit", 0, "largest request one RESP or memcached connection may hold unread, in bytes;\n"+
 		"a RESP client over it gets an error and is closed, a memcached request over it is refused as too large (0: twice --proto-max-bulk-len)")
-	fs.Int64Var(&c.maxmemClients, "maxmemory-clients", int64(envInt("maxmemory-clients", 1<<30)), "bytes of request buffers all RESP and memcached connections may hold together;\n"+
+	fs.Int64Var(&c.maxmemClients, "maxmemory-clients", int64(envInt("maxmemory-clients", 1<<30)), "bytes of request buffers all RESP and memcached connections and HTTP request bodies may hold together;\n"+
 		"when a buffer cannot grow, the client with the largest is closed with an error (0: unlimited)"+envNote("maxmemory-clients"))
 	num(&c.databases, "databases", 16, "number of Redis databases (SELECT 0..N-1); database 0 is table \"default\", N is \"dbN\"")
 	fs.Int64Var(&c.cacheBytes, "cache-size", int64(envInt("cache-size", pebblestore.DefaultCacheBytes)), "pebble block cache in bytes"+envNote("cache-size"))

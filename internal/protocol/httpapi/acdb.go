@@ -1,9 +1,7 @@
 package httpapi
 
 import (
-	"errors"
 	"mime"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -21,24 +19,27 @@ import (
 // compatTable is the table of the Active Cloud DB routes, the one RESP database 0 and memcached use.
 const compatTable = kv.DefaultTable
 
-// form parses the request's form fields from the query string and a urlencoded or multipart body of at most
-// MaxBody bytes.
+// form parses the request's form fields from the query string and a urlencoded or multipart body. The body
+// may be formLimit: a value of MaxBody bytes, percent-encoded, with the other fields and multipart's headers;
+// the store then bounds the value itself, as on /v1.
 func (a *api) form(w http.ResponseWriter, r *http.Request) (url.Values, error) {
-	r.Body = http.MaxBytesReader(w, r.Body, a.opts.MaxBody)
+	limit := formLimit(a.opts.MaxBody)
+	if err := a.formBody(w, r, limit); err != nil {
+		return nil, err
+	}
 	err := r.ParseForm() // ParseMultipartForm would hide its errors behind ErrNotMultipart
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == "multipart/form-data" {
-		err = r.ParseMultipartForm(a.opts.MaxBody)
+		err = r.ParseMultipartForm(limit)
 	}
 	if err != nil {
-		var mbe *http.MaxBytesError
-		var ne net.Error
-		if errors.As(err, &mbe) || errors.As(err, &ne) {
-			return nil, bodyError(err)
-		}
 		return nil, badRequest("malformed form: %v", err)
 	}
 	return r.Form, nil
 }
+
+// formLimit is the largest form body for values of maxValue bytes: each byte percent-encoded, and room for the
+// rest of the form.
+func formLimit(maxValue int64) int64 { return 3*maxValue + 64<<10 }
 
 // formKey returns the form's key field, required by every route that names an item.
 func (a *api) formKey(w http.ResponseWriter, r *http.Request) (url.Values, []byte, error) {
@@ -93,8 +94,12 @@ func (a *api) acdbPut(w http.ResponseWriter, r *http.Request) error {
 	if !f.Has(name) {
 		return badRequest("missing form field val (or value)")
 	}
+	val := f.Get(name)
+	if int64(len(val)) > a.opts.MaxBody { // the bound of a value on /v1, where the body is the value
+		return &http.MaxBytesError{Limit: a.opts.MaxBody}
+	}
 	res := a.store.Apply1(r.Context(), engine.Mutation{Op: engine.OpSet, Table: compatTable, Key: key,
-		Value: []byte(f.Get(name))})
+		Value: []byte(val)})
 	if res.Err != nil {
 		return res.Err
 	}

@@ -118,16 +118,18 @@ func TestACDBErrors(t *testing.T) {
 		method, target, body string
 		status               int
 	}{
-		{"POST", "/put?val=v", "", 400},                // no key
-		{"POST", "/put?key=k", "", 400},                // no value
-		{"GET", "/get", "", 400},                       // no key
-		{"POST", "/delete", "", 400},                   // no key
-		{"GET", "/get?key=error", "", 400},             // collides with the reply's error field
-		{"POST", "/put?key=toolong&val=v", "", 400},    // key over MaxKey
-		{"GET", "/put?key=k&val=v", "", 405},           // writes want POST
-		{"GET", "/delete?key=k", "", 405},              // writes want POST
-		{"PUT", "/get?key=k", "", 405},                 // wrong method
-		{"POST", "/put", strings.Repeat("x", 30), 413}, // body over MaxBody
+		{"POST", "/put?val=v", "", 400},                                  // no key
+		{"POST", "/put?key=k", "", 400},                                  // no value
+		{"GET", "/get", "", 400},                                         // no key
+		{"POST", "/delete", "", 400},                                     // no key
+		{"GET", "/get?key=error", "", 400},                               // collides with the reply's error field
+		{"POST", "/put?key=toolong&val=v", "", 400},                      // key over MaxKey
+		{"GET", "/put?key=k&val=v", "", 405},                             // writes want POST
+		{"GET", "/delete?key=k", "", 405},                                // writes want POST
+		{"PUT", "/get?key=k", "", 405},                                   // wrong method
+		{"POST", "/put", "key=k&val=" + strings.Repeat("x", 21), 413},    // value over MaxBody
+		{"POST", "/put", "key=j&val=" + strings.Repeat("%41", 20), 200},  // a value of MaxBody bytes, percent-encoded
+		{"POST", "/put", strings.Repeat("x", int(formLimit(20)+1)), 413}, // body over what a value of MaxBody takes
 	}
 	for _, c := range cases {
 		req := newRequest(c.method, c.target, strings.NewReader(c.body))
@@ -137,8 +139,8 @@ func TestACDBErrors(t *testing.T) {
 		rec := httptest.NewRecorder()
 		f.h.ServeHTTP(rec, req)
 		wantStatus(t, rec, c.status)
-		if c.status == 405 {
-			continue // a method no route has is answered in the /v1 shape by the router
+		if c.status == 405 || c.status == 200 {
+			continue // a method no route has is answered in the /v1 shape by the router; 200 is checked below
 		}
 		r := decodeJSON[map[string]any](t, rec)
 		if msg, ok := r["error"].(string); !ok || msg == "" || len(r) != 1 {
@@ -147,5 +149,8 @@ func TestACDBErrors(t *testing.T) {
 	}
 	if _, ok := f.get(compatTable, "k"); ok {
 		t.Fatal("a GET /put wrote")
+	}
+	if v, ok := f.get(compatTable, "j"); !ok || string(v.Value) != strings.Repeat("A", 20) {
+		t.Fatalf("a /put of a value of MaxBody bytes stored %q, %v", v.Value, ok)
 	}
 }

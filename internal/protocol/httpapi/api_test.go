@@ -74,6 +74,7 @@ func TestMethodNotAllowed(t *testing.T) {
 	cases := map[string]string{
 		"POST /v1/tables/t/keys/k":        "DELETE, GET, HEAD, PUT",
 		"POST /v1/tables/t/keys/k%2Fincr": "DELETE, GET, HEAD, PUT", // an escaped slash belongs to the key
+		"POST /v1/tables/t/keys/incr":     "DELETE, GET, HEAD, PUT", // the item "incr": it incremented "incr"
 		"GET /v1/tables/t/keys/k/incr":    "",                       // a GET of the key "k/incr": not a 405
 		"DELETE /v1/tables/t/keys/k/incr": "",                       // deletes the key "k/incr"
 		"DELETE /v1/tables":               "GET, HEAD",

@@ -17,6 +17,7 @@ import (
 
 	"anykv/internal/auth"
 	"anykv/internal/kv"
+	"anykv/internal/membudget"
 	"anykv/internal/metrics"
 )
 
@@ -28,6 +29,9 @@ type Options struct {
 	Auth *auth.Policy
 	// MaxBody bounds a request body in bytes (default: the store's MaxValue).
 	MaxBody int64
+	// Budget, if set, is what request bodies are read into, with RESP's and memcached's request buffers
+	// (--maxmemory-clients): a body that does not fit is refused (503), or the biggest reader is evicted.
+	Budget *membudget.Budget
 	// MaxPage bounds the items of one query page (default 1000); larger limits are clamped to it.
 	MaxPage int
 	// Logger receives server-side failures (default: discarded).

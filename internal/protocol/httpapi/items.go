@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"net/http"
 	"strconv"
 	"strings"
@@ -155,7 +154,7 @@ func writePrecondition(r *http.Request) (precondition, error) {
 			return p, badRequest("If-Match: malformed entity tag %q (expected \"<version>\")", im)
 		}
 		v, err := strconv.ParseUint(im[1:len(im)-1], 10, 64)
-		if err != nil || v == 0 {
+		if err != nil || v == 0 || etag(v) != im { // compared strongly, character for character, as on reads: "0145" is not "145"
 			p.never = true
 			return p, nil
 		}
@@ -237,26 +236,6 @@ func (a *api) expiresOf(r *http.Request) (int64, error) {
 	}
 	return at, nil
 }
-
-// readBody reads the request body, at most MaxBody bytes (413 value_too_large past that). The buffer grows
-// with the bytes that arrive, past bodyStart, not with the length the request claims: heads claiming 64 MiB and
-// sending a byte each held 64 MiB apiece until the body timeout.
-func (a *api) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	if r.ContentLength > a.opts.MaxBody {
-		return nil, &http.MaxBytesError{Limit: a.opts.MaxBody}
-	}
-	var buf bytes.Buffer
-	if r.ContentLength > 0 {
-		buf.Grow(int(min(r.ContentLength, bodyStart)))
-	}
-	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, a.opts.MaxBody)); err != nil {
-		return nil, bodyError(err)
-	}
-	return buf.Bytes(), nil
-}
-
-// bodyStart is the most readBody sets aside before a body's bytes arrive.
-const bodyStart = 64 << 10
 
 // writeTarget reads what PUT and DELETE share: the item, the precondition and ?return=old.
 func (a *api) writeTarget(r *http.Request) (table string, key []byte, pre precondition, ret bool, err error) {
@@ -363,8 +342,9 @@ type incrBody struct {
 // missing item starts at 0, a value that is not a 64-bit integer is 409 not_integer, overflow is 409 overflow, and
 // the item keeps its expiry and flags.
 func (a *api) incr(w http.ResponseWriter, r *http.Request) error {
-	// Only a path that ends in a literal (unescaped) "/incr" names the increment; the key is what precedes it.
-	if !strings.HasSuffix(r.URL.EscapedPath(), "/incr") {
+	// Only a path that ends in a literal (unescaped) "/incr" after the key names the increment; the key is what
+	// precedes it. .../keys/incr names the item "incr", which takes no POST (it incremented "incr").
+	if !strings.HasSuffix(r.URL.EscapedPath(), "/incr") || !strings.HasSuffix(r.PathValue("key"), "/incr") {
 		w.Header().Set("Allow", "DELETE, GET, HEAD, PUT")
 		return newError(http.StatusMethodNotAllowed, "method_not_allowed",
 			"POST is allowed only on .../keys/{key}/incr; an item takes DELETE, GET, HEAD, PUT")
