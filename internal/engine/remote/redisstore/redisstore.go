@@ -173,16 +173,20 @@ func newStore(b *backend) *Store {
 }
 
 // versionLua defines reserve(key, n), which takes n versions from the counter at key after raising it to the
-// time in microseconds times 1024 (see the package comment). The microseconds are below 2^53 and the factor a
-// power of two, so the double holds the product exactly and %.0f prints it whole; a counter read back above 2^53
-// rounds, monotonically, so the comparison can only raise the counter, never lower it.
+// time in microseconds times 1024 (see the package comment), and returns the last as a string. The microseconds
+// are below 2^53 and the factor a power of two, so the double holds the product exactly and %.0f prints it whole;
+// a counter read back above 2^53 rounds, monotonically, so the comparison can only raise the counter, never lower
+// it. The counter itself goes back as the string GET reads: INCRBY's answer is a Lua number, a double, which
+// rounded it to a multiple of 256, so once the counter ran ahead of the clock (after the clock stepped back) up
+// to 256 reservations in a row got the same version, and a stale CAS token, WATCH or the commit's check passed.
 const versionLua = `
 local function reserve(key, n)
 	local t = redis.call('TIME')
 	local base = (tonumber(t[1]) * 1000000 + tonumber(t[2])) * 1024
 	local cur = tonumber(redis.call('GET', key) or '0')
 	if cur < base then redis.call('SET', key, string.format('%.0f', base)) end
-	return redis.call('INCRBY', key, n)
+	redis.call('INCRBY', key, n)
+	return redis.call('GET', key)
 end
 `
 
@@ -219,8 +223,9 @@ func (b *backend) Read(ctx context.Context, slots []remote.Slot, n int) ([]remot
 	}
 	var versions []uint64
 	if n > 0 {
-		last, ok := v[len(slots)].(int64)
-		if !ok {
+		str, _ := v[len(slots)].(string)
+		last, err := strconv.ParseInt(str, 10, 64)
+		if err != nil {
 			return nil, nil, false, nil, fmt.Errorf("redis: version counter answered %v", v[len(slots)])
 		}
 		versions = reserved(last, n)

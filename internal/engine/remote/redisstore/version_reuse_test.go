@@ -2,8 +2,10 @@ package redisstore
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -41,5 +43,37 @@ func TestVersionsNotReusedAfterDataLoss(t *testing.T) {
 	}
 	if after := set("b"); after <= before {
 		t.Fatalf("version after the datastore lost its data: %d, not above %d handed out before: a stale CAS token matches a new item", after, before)
+	}
+}
+
+// TestVersionsDistinctWithTheCounterAheadOfTheClock: once the counter is ahead of the time × 1024 (after the
+// clock stepped back, or a failover to a server whose clock is behind), each reservation still gets versions of
+// its own. The counter came back through a Lua number, a double, rounded to a multiple of 256 above 2^53: up to
+// 256 writes in a row got one version, so a stale CAS token matched (an audit lost writes so, and INCRs).
+func TestVersionsDistinctWithTheCounterAheadOfTheClock(t *testing.T) {
+	addr := strings.TrimPrefix(remotetest.Start(t, "redis-nopersist"), "resp://")
+	s, err := Open(context.Background(), "redis://"+addr+"/0?prefix=ahead:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	// The time in µs × 1024 is about 1.8e18; 1e16 more is the clock ten seconds behind the counter, or more.
+	if err := c.Set(ctx, "ahead:version", strconv.FormatInt(time.Now().UnixMicro()*1024+1e16+1, 10), 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[uint64]bool{}
+	for i := 0; i < 20; i++ {
+		res, err := s.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t", Key: []byte("k"), Value: []byte("v")}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := res[0].New.Version
+		if seen[v] {
+			t.Fatalf("write %d got version %d again", i, v)
+		}
+		seen[v] = true
 	}
 }
