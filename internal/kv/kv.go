@@ -334,7 +334,14 @@ func (s *Store) apply(ctx context.Context, muts []engine.Mutation) ([]engine.Res
 		var one [2]string // most batches write one table (two with a RENAME's target): no allocation for them
 		tables, all := tablesWritten(muts, one[:0])
 		s.queries.Begin(tables, all)
-		defer s.queries.End(tables, all)
+		res, err := s.eng.Apply(ctx, &engine.Batch{Now: s.Now(), Clock: s.nowFn, Muts: muts})
+		if !errors.Is(err, engine.ErrUnknownOutcome) {
+			s.queries.End(tables, all)
+		}
+		// else the commit may still land at any time (a datastore's commit timed out after it was sent): its
+		// tables stay marked as written-to for good, so no answer over them is cached again, as the read cache
+		// keeps such a key in doubt. Ended, a count cached before it landed was served until the next write.
+		return res, err
 	}
 	return s.eng.Apply(ctx, &engine.Batch{Now: s.Now(), Clock: s.nowFn, Muts: muts})
 }
