@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -134,7 +135,30 @@ JOIN anykv_items it ON it.tbl = w.tbl AND it.key = w.key`
 
 // Read implements remote.Backend: one statement reads every slot (one snapshot) and, in the same pipelined
 // round trip, n values are drawn from the sequence.
-func (b *backend) Read(ctx context.Context, slots []remote.Slot, n int) ([]remote.Stored, []uint64, bool, any, error) {
+func (b *backend) Read(ctx context.Context, slots []remote.Slot, n int) (items []remote.Stored, versions []uint64, ok bool, tag any, err error) {
+	err = b.readAgain(func() error {
+		items, versions, ok, tag, err = b.read(ctx, slots, n)
+		return err
+	})
+	return items, versions, ok, tag, err
+}
+
+// readAgain runs a read, and once more on a new connection if the first failed because its connection was
+// dead: a pooled connection that PostgreSQL closed (a restart, pg_terminate_backend) fails its next query with
+// 57P01, and the client saw that raw error for a read that is safe to repeat (a version reservation that is
+// lost only skips versions). The pool's other connections are likely dead too: they are all dropped.
+func (b *backend) readAgain(read func() error) error {
+	err := read()
+	var pe *pgconn.PgError
+	if err != nil && (pgconn.SafeToRetry(err) || errors.As(err, &pe) && strings.HasPrefix(pe.Code, "57P0")) {
+		b.pool.Reset()
+		err = read()
+	}
+	return err
+}
+
+// read is Read, once.
+func (b *backend) read(ctx context.Context, slots []remote.Slot, n int) ([]remote.Stored, []uint64, bool, any, error) {
 	items := make([]remote.Stored, len(slots))
 	var versions []uint64
 	batch := &pgx.Batch{}
@@ -302,8 +326,10 @@ func classify(err error) error {
 func (b *backend) Get(ctx context.Context, s remote.Slot) (engine.Item, bool, error) {
 	var it engine.Item
 	var flags, ver int64
-	err := b.pool.QueryRow(ctx, `SELECT value, flags, expires, version FROM anykv_items WHERE tbl = $1 AND key = $2`,
-		[]byte(s.Table), s.Key).Scan(&it.Value, &flags, &it.Expires, &ver)
+	err := b.readAgain(func() error {
+		return b.pool.QueryRow(ctx, `SELECT value, flags, expires, version FROM anykv_items WHERE tbl = $1 AND key = $2`,
+			[]byte(s.Table), s.Key).Scan(&it.Value, &flags, &it.Expires, &ver)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return engine.Item{}, false, nil
 	}

@@ -219,3 +219,39 @@ func TestCommitChecksUnderRepeatableReadDefault(t *testing.T) {
 		t.Fatalf("k2 was written by a batch whose guard on k1 failed: Get = %v", err)
 	}
 }
+
+// TestReadAfterServerClosedConnections: when PostgreSQL closes the pool's connections (a restart,
+// pg_terminate_backend), the next reads are served on new ones. The first read on each closed connection
+// answered the raw `FATAL: terminating connection due to administrator command (SQLSTATE 57P01)`.
+func TestReadAfterServerClosedConnections(t *testing.T) {
+	server := remotetest.Start(t, "postgres")
+	url := freshDB(t, server)
+	s := remotetest.Open(t, pgstore.Open, url)
+	ctx := context.Background()
+	for i := 0; i < 4; i++ { // a few pooled connections
+		if _, err := s.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t",
+			Key: []byte(fmt.Sprint("k", i)), Value: []byte("v")}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admin, err := pgx.Connect(ctx, server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	u, _ := neturl.Parse(url)
+	if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`,
+		u.Path[1:]); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the FATAL message reaches the connections
+	for i := 0; i < 4; i++ {
+		if it, err := s.Get(ctx, "t", []byte(fmt.Sprint("k", i)), 1); err != nil || string(it.Value) != "v" {
+			t.Fatalf("GET k%d after the server closed the connections: %q, %v", i, it.Value, err)
+		}
+		if _, err := s.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{{Op: engine.OpIncr, Table: "t",
+			Key: []byte(fmt.Sprint("n", i)), Incr: engine.IncrArgs{Delta: 1, Create: true}}}}); err != nil {
+			t.Fatalf("INCR after the server closed the connections: %v", err)
+		}
+	}
+}
