@@ -705,21 +705,40 @@ func ParseInt(b []byte) (int64, bool) {
 	return n, err == nil
 }
 
-// ParseUint parses a value as memcached does for incr/decr: decimal digits within uint64, trailing spaces allowed
-// (memcached may pad a shrunk number).
+// ParseUint parses a value as memcached 1.6 does for incr/decr (safe_strtoull, strtoull's rules): leading white
+// space, an optional sign, decimal digits within uint64, then the end or white space (what follows is ignored:
+// memcached pads a shrunk number with spaces, and reads "7 x" as 7). A minus sign is accepted only where the
+// result, negated modulo 2^64, is not negative as a signed number ("-0"), as memcached checks.
 func ParseUint(b []byte) (uint64, bool) {
-	end := len(b)
-	for end > 0 && b[end-1] == ' ' {
-		end--
+	i := 0
+	for i < len(b) && isSpace(b[i]) {
+		i++
 	}
-	if end == 0 || end > 20 {
+	neg := false
+	if i < len(b) && (b[i] == '+' || b[i] == '-') {
+		neg = b[i] == '-'
+		i++
+	}
+	start := i
+	var n uint64
+	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+		d := uint64(b[i] - '0')
+		if n > (1<<64-1-d)/10 {
+			return 0, false // strtoull's ERANGE
+		}
+		n = n*10 + d
+	}
+	if i == start || i < len(b) && !isSpace(b[i]) {
 		return 0, false
 	}
-	for _, c := range b[:end] {
-		if c < '0' || c > '9' {
+	if neg {
+		n = -n
+		if int64(n) < 0 {
 			return 0, false
 		}
 	}
-	n, err := strconv.ParseUint(string(b[:end]), 10, 64)
-	return n, err == nil
+	return n, true
 }
+
+// isSpace is C's isspace in the C locale.
+func isSpace(c byte) bool { return c == ' ' || c >= '\t' && c <= '\r' }
