@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"errors"
+	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
 
 	"anykv/internal/servertest"
 )
@@ -48,5 +51,65 @@ func TestKeyspaceNotificationsFlag(t *testing.T) {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "Invalid event class character") {
 		t.Fatalf("serve with a bad letter: %v\n%s", err, out)
+	}
+}
+
+// TestOtherProtocolsSendKeyspaceEvents: a memcached or HTTP client's writes send the events Redis sends for the
+// RESP command that does the same (set, expire, append, incrby, persist, del), on database 0 (the default table),
+// so a Redis client that keeps a cache by them sees every protocol's writes. None were sent (an audit). Writes
+// of HTTP tables that back no database send none.
+func TestOtherProtocolsSendKeyspaceEvents(t *testing.T) {
+	s := servertest.Start(t, servertest.Options{Memcache: true, HTTP: true, Args: []string{"--notify-keyspace-events", "KEA"}})
+	c := client(t, s.RESP)
+	ps := c.PSubscribe(ctx, "__keyevent@*__:*")
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mc := memcache.New(s.Memcache)
+	for _, err := range []error{
+		mc.Set(&memcache.Item{Key: "a", Value: []byte("x")}),
+		mc.Set(&memcache.Item{Key: "b", Value: []byte("y"), Expiration: 100}),
+		mc.Append(&memcache.Item{Key: "a", Value: []byte("z")}),
+		mc.Touch("b", 0),
+		mc.Delete("a"),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := mc.Increment("nosuch", 1); err != memcache.ErrCacheMiss {
+		t.Fatalf("incr of a missing key: %v", err)
+	}
+	base := "http://" + s.HTTP + "/v1/tables/"
+	for _, r := range []struct{ method, url, body string }{
+		{"PUT", base + "default/keys/h", "v"}, {"POST", base + "default/keys/n/incr", ""},
+		{"PUT", base + "other/keys/x", "v"}, {"DELETE", base + "default/keys/h", ""},
+	} {
+		req, _ := http.NewRequest(r.method, r.url, strings.NewReader(r.body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			t.Fatalf("%s %s: %s", r.method, r.url, resp.Status)
+		}
+	}
+	c.Publish(ctx, "__keyevent@0__:end", "") // after every event above
+	want := "set a, set b, expire b, append a, persist b, del a, set h, incrby n, del h"
+	var got []string
+	for {
+		m, err := ps.ReceiveMessage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Channel == "__keyevent@0__:end" {
+			break
+		}
+		got = append(got, strings.TrimPrefix(m.Channel, "__keyevent@0__:")+" "+m.Payload)
+	}
+	if strings.Join(got, ", ") != want {
+		t.Fatalf("events %q\nwant %q", strings.Join(got, ", "), want)
 	}
 }

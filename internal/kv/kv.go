@@ -103,6 +103,7 @@ type Store struct {
 	queries  *cache.Queries[answer]
 	watches  watchRegistry // keys WATCHed by Redis clients (watch.go)
 	expired  atomic.Pointer[func(table string, key []byte)]
+	written  atomic.Pointer[func(muts []engine.Mutation, res []engine.Result)] // OnWrites
 	levels   levels
 	name     string // the engine, as errors name it (Options.EngineName; "this engine" when unset)
 }
@@ -276,10 +277,35 @@ func (s *Store) Apply(ctx context.Context, muts []engine.Mutation) ([]engine.Res
 	if err := s.check(muts); err != nil {
 		return nil, err
 	}
+	var res []engine.Result
+	var err error
 	if s.watches.active.Load() > 0 { // somebody WATCHes keys: mark what this batch writes (watch.go)
-		return s.applyMarking(ctx, muts)
+		res, err = s.applyMarking(ctx, muts)
+	} else {
+		res, err = s.apply(ctx, muts)
 	}
-	return s.apply(ctx, muts)
+	if fn := s.written.Load(); fn != nil && err == nil && ctx.Value(notifiedKey{}) == nil {
+		(*fn)(muts, res)
+	}
+	return res, err
+}
+
+// notifiedKey marks a context of Notified.
+type notifiedKey struct{}
+
+// Notified returns ctx marked as the context of a caller that sends the keyspace events of its writes itself
+// (RESP's commands): Apply does not hand its batches to OnWrites.
+func Notified(ctx context.Context) context.Context { return context.WithValue(ctx, notifiedKey{}, true) }
+
+// OnWrites makes Apply call fn with each batch it applied, once durable, and its results, unless the caller's
+// context is Notified: RESP's keyspace events for the writes of memcached and HTTP clients. fn must not block
+// and must not change muts or res. nil stops the calls.
+func (s *Store) OnWrites(fn func(muts []engine.Mutation, res []engine.Result)) {
+	if fn == nil {
+		s.written.Store(nil)
+		return
+	}
+	s.written.Store(&fn)
 }
 
 // check validates a batch against the limits, bounding the size-growing ops in place.

@@ -147,6 +147,7 @@ func New(store *kv.Store, opts Options) *Handler {
 	}
 	h.applyStart()
 	store.OnExpired(h.expired)
+	store.OnWrites(h.othersWrote)
 	return h
 }
 

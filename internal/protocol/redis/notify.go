@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"anykv/internal/engine"
+	"anykv/internal/kv"
 )
 
 // Keyspace notifications (notify-keyspace-events): after a batch is durable, each command that changed a key
@@ -145,6 +146,63 @@ func (h *Handler) scriptNotes(res []engine.Result) {
 	}
 }
 
+// respCtx is the context of RESP's writes: they publish their own keyspace events (kv.Notified).
+var respCtx = kv.Notified(context.Background())
+
+// othersWrote is the store's OnWrites hook: the keyspace events of a batch that another protocol (memcached,
+// HTTP) applied, as Redis sends them for the command that does the same (SET, DEL, INCRBY, APPEND, EXPIRE,
+// PERSIST), on the database whose table it wrote.
+func (h *Handler) othersWrote(muts []engine.Mutation, res []engine.Result) {
+	if !h.notifying() {
+		return
+	}
+	for i := range muts {
+		m, r := &muts[i], &res[i]
+		if r.Err != nil || r.Unchanged {
+			continue
+		}
+		db, ok := h.dbOf(m.Table)
+		if !ok {
+			continue
+		}
+		created := !r.OldFound && r.NewFound
+		switch m.Op {
+		case engine.OpSet:
+			if created {
+				h.notify(notifyNew, "new", db, m.Key)
+			}
+			h.notify(notifyString, "set", db, m.Key)
+			if r.New.Expires != 0 {
+				h.notify(notifyGeneric, "expire", db, m.Key)
+			}
+		case engine.OpDelete:
+			if r.OldFound {
+				h.notify(notifyGeneric, "del", db, m.Key)
+			}
+		case engine.OpIncr:
+			if created {
+				h.notify(notifyNew, "new", db, m.Key)
+			}
+			h.notify(notifyString, "incrby", db, m.Key)
+		case engine.OpAppend, engine.OpPrepend:
+			if created {
+				h.notify(notifyNew, "new", db, m.Key)
+			}
+			h.notify(notifyString, "append", db, m.Key)
+		case engine.OpExpire, engine.OpGet: // touch; gat and ma with T (an OpGet with Touch)
+			switch {
+			case m.Op == engine.OpGet && !m.Touch:
+			case r.OldFound && !r.NewFound:
+				h.notify(notifyGeneric, "del", db, m.Key) // a time in the past deletes
+			case r.NewFound && r.New.Expires != 0:
+				h.notify(notifyGeneric, "expire", db, m.Key)
+			case r.NewFound && r.Old.Expires != 0: // as PERSIST, only when there was a TTL to remove
+				h.notify(notifyGeneric, "persist", db, m.Key)
+			}
+		}
+	}
+}
+
 // dbOf is table's inverse: the database a table backs, if it is one.
 func (h *Handler) dbOf(t string) (int, bool) {
 	for db := 0; db < h.opts.Databases; db++ {
@@ -202,7 +260,7 @@ func (s *session) publishNotes(p *pending, res []engine.Result, muts []engine.Mu
 func (s *session) applyNoted(m engine.Mutation, name string, args [][]byte) (engine.Result, func(from int), error) {
 	cmd := commands[name]
 	if !s.h.notifying() {
-		res, err := s.h.store.Apply(context.Background(), []engine.Mutation{m})
+		res, err := s.h.store.Apply(respCtx, []engine.Mutation{m})
 		if err != nil {
 			return engine.Result{}, func(int) {}, err
 		}
@@ -211,7 +269,7 @@ func (s *session) applyNoted(m engine.Mutation, name string, args [][]byte) (eng
 	keys := cmd.keys(args)
 	muts := bracket(s.table(), keys, []engine.Mutation{m})
 	p := pending{probes: len(keys), note: cmd, args: args, db: s.db}
-	res, err := s.h.store.Apply(context.Background(), muts)
+	res, err := s.h.store.Apply(respCtx, muts)
 	if err != nil {
 		return engine.Result{}, func(int) {}, err
 	}

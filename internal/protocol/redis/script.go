@@ -147,12 +147,12 @@ func cmdEval(s *session, args [][]byte) {
 	}
 	sha := sha1hex(m.Call.Args[0])
 	m.Call.AnyKey = !readOnly && s.h.scripts.isWide(sha)
-	res, err := s.h.store.Apply(context.Background(), []engine.Mutation{m})
+	res, err := s.h.store.Apply(respCtx, []engine.Mutation{m})
 	if errors.Is(err, engine.ErrUndeclaredWrite) && !m.Call.AnyKey && !readOnly {
 		// It wrote a key it did not declare, and nothing applied: again, allowed to (see the top of this file).
 		s.h.scripts.setWide(sha)
 		m.Call.AnyKey = true
-		res, err = s.h.store.Apply(context.Background(), []engine.Mutation{m})
+		res, err = s.h.store.Apply(respCtx, []engine.Mutation{m})
 	}
 	if err == nil { // a script that failed after writing keeps its writes: they may fill a waiter's list
 		s.h.waiters.wake([]engine.Mutation{m}, res)

@@ -437,7 +437,7 @@ func (s *session) apply(muts []engine.Mutation) ([]engine.Result, error) {
 	if s.execWatch != nil {
 		res, err = s.h.store.ApplyWatched(context.Background(), s.execWatch, muts)
 	} else {
-		res, err = s.h.store.Apply(context.Background(), muts)
+		res, err = s.h.store.Apply(respCtx, muts)
 	}
 	if err == nil {
 		s.h.waiters.wake(muts, res)
