@@ -295,7 +295,9 @@ type notifiedKey struct{}
 
 // Notified returns ctx marked as the context of a caller that sends the keyspace events of its writes itself
 // (RESP's commands): Apply does not hand its batches to OnWrites.
-func Notified(ctx context.Context) context.Context { return context.WithValue(ctx, notifiedKey{}, true) }
+func Notified(ctx context.Context) context.Context {
+	return context.WithValue(ctx, notifiedKey{}, true)
+}
 
 // OnWrites makes Apply call fn with each batch it applied, once durable, and its results, unless the caller's
 // context is Notified: RESP's keyspace events for the writes of memcached and HTTP clients. fn must not block
