@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"regexp"
 	"strings"
 
 	"anykv/internal/engine"
@@ -62,7 +63,8 @@ var table = []struct {
 		Memcache: "SERVER_ERROR out of space", Status: http.StatusInsufficientStorage, Code: "insufficient_storage"}},
 	{engine.ErrUnknownOutcome, Answer{Status: http.StatusServiceUnavailable, Code: "unknown_outcome"}},
 	{context.Canceled, Answer{Status: http.StatusServiceUnavailable, Code: "unavailable"}},
-	{context.DeadlineExceeded, Answer{Status: http.StatusServiceUnavailable, Code: "unavailable"}},
+	{context.DeadlineExceeded, Answer{Redis: "ERR the datastore did not answer in time (--engine-timeout)",
+		Memcache: "SERVER_ERROR the datastore did not answer in time", Status: http.StatusServiceUnavailable, Code: "unavailable"}},
 }
 
 // Of returns how the protocols answer err; any error not in the table is the server's failure (500 internal).
@@ -84,15 +86,21 @@ func Of(err error) Answer {
 		Status: http.StatusInternalServerError, Code: "internal"}
 }
 
-// oneLine replaces line breaks, so an error text never splits a protocol's reply line.
+// oneLine replaces line breaks, so an error text never splits a protocol's reply line, and network addresses
+// (a datastore driver's "read tcp 127.0.0.1:40416->10.0.0.5:6379: i/o timeout"), which are the server's to log,
+// not its clients' to learn.
 func oneLine(s string) string {
-	return strings.Map(func(r rune) rune {
+	s = strings.Map(func(r rune) rune {
 		if r == '\r' || r == '\n' {
 			return ' '
 		}
 		return r
 	}, s)
+	return address.ReplaceAllString(s, "<address>")
 }
+
+// address matches an IPv4 or bracketed IPv6 address with its port.
+var address = regexp.MustCompile(`(\d{1,3}(\.\d{1,3}){3}|\[[0-9A-Fa-f:.%]+\]):\d+`)
 
 // Codes lists every HTTP code the table can answer, "internal" included (the API documents each).
 func Codes() []string {

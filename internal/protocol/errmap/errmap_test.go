@@ -1,9 +1,11 @@
 package errmap
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"anykv/internal/engine"
@@ -26,5 +28,21 @@ func TestEveryProtocolWordsEachError(t *testing.T) {
 		if a := Of(e.err); a.Status == 0 || a.Code == "" || a.Redis == "" || a.Memcache == "" {
 			t.Errorf("%v is missing an answer: %+v", e.err, a)
 		}
+	}
+}
+
+// TestAddressesAreNotAnswered: a datastore driver's error names the server's and the datastore's addresses; the
+// answer shows neither (an audit saw them in replies), and a timeout answers in anykv's words.
+func TestAddressesAreNotAnswered(t *testing.T) {
+	err := fmt.Errorf("redis: %w: read tcp 127.0.0.1:59014->10.1.2.3:6379: i/o timeout", engine.ErrUnknownOutcome)
+	if a := Of(err); strings.Contains(a.Redis, "127.0.0.1") || strings.Contains(a.Memcache, "10.1.2.3") ||
+		!strings.Contains(a.Redis, "read tcp <address>-><address>: i/o timeout") {
+		t.Errorf("answers %q / %q", a.Redis, a.Memcache)
+	}
+	if a := Of(errors.New("dial tcp [::1]:5432: connection refused")); strings.Contains(a.Redis, "::1") {
+		t.Errorf("IPv6 address answered: %q", a.Redis)
+	}
+	if a := Of(fmt.Errorf("pg read: %w", context.DeadlineExceeded)); a.Redis != "ERR the datastore did not answer in time (--engine-timeout)" {
+		t.Errorf("timeout answered %q", a.Redis)
 	}
 }
