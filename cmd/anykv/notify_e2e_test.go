@@ -96,20 +96,40 @@ func TestOtherProtocolsSendKeyspaceEvents(t *testing.T) {
 			t.Fatalf("%s %s: %s", r.method, r.url, resp.Status)
 		}
 	}
-	c.Publish(ctx, "__keyevent@0__:end", "") // after every event above
-	want := "set a, set b, expire b, append a, persist b, del a, set h, incrby n, del h"
-	var got []string
-	for {
-		m, err := ps.ReceiveMessage(ctx)
+	until := func() string { // the events up to an "end" published after them
+		c.Publish(ctx, "__keyevent@0__:end", "")
+		var got []string
+		for {
+			m, err := ps.ReceiveMessage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Channel == "__keyevent@0__:end" {
+				return strings.Join(got, ", ")
+			}
+			got = append(got, strings.TrimPrefix(m.Channel, "__keyevent@0__:")+" "+m.Payload)
+		}
+	}
+	if got, want := until(), "set a, set b, expire b, append a, persist b, del a, set h, incrby n, del h"; got != want {
+		t.Fatalf("events %q\nwant %q", got, want)
+	}
+	// memcached's set is blind (it reads nothing), so it cannot tell a new key: it sends no "new" (it sent one
+	// at every set); an HTTP PUT, which reads, sends "new" once.
+	if err := c.ConfigSet(ctx, "notify-keyspace-events", "KEAn").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := mc.Set(&memcache.Item{Key: "m", Value: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest("PUT", base+"default/keys/p", strings.NewReader("v"))
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m.Channel == "__keyevent@0__:end" {
-			break
-		}
-		got = append(got, strings.TrimPrefix(m.Channel, "__keyevent@0__:")+" "+m.Payload)
+		resp.Body.Close()
 	}
-	if strings.Join(got, ", ") != want {
-		t.Fatalf("events %q\nwant %q", strings.Join(got, ", "), want)
+	if got, want := until(), "set m, new p, set p, set m, set p"; got != want {
+		t.Fatalf("events with n %q\nwant %q", got, want)
 	}
 }

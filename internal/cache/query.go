@@ -25,6 +25,10 @@ type Queries[V any] struct {
 	seed  maphash.Seed
 	words [tableWords]atomic.Uint64
 	all   atomic.Uint64 // flushes of every table
+	// doubted marks the words (doubtAll: every word) of tables a batch of unknown outcome wrote: it may land at
+	// any time, so no answer over them is stored again (Doubt).
+	doubted  [tableWords]atomic.Bool
+	doubtAll atomic.Bool
 
 	mu sync.Mutex
 	m  clockmap.Map[answer[V]]
@@ -64,6 +68,19 @@ func (q *Queries[V]) Begin(tables []string, all bool) { q.move(tables, all, oneB
 
 // End lifts Begin's marks once the engine has applied the batch (or failed to).
 func (q *Queries[V]) End(tables []string, all bool) { q.move(tables, all, batchDone) }
+
+// Doubt says the batch that Begin marked these tables for has an unknown outcome (a datastore's commit timed
+// out after it was sent): it may land at any time, so no answer over them is stored again, for good. End is
+// still called.
+func (q *Queries[V]) Doubt(tables []string, all bool) {
+	if all {
+		q.doubtAll.Store(true)
+		return
+	}
+	for _, t := range tables {
+		q.doubted[maphash.String(q.seed, t)%tableWords].Store(true)
+	}
+}
 
 func (q *Queries[V]) move(tables []string, all bool, delta uint64) {
 	if q.max <= 0 {
@@ -114,7 +131,8 @@ func (q *Queries[V]) Lookup(table string, key []byte, now int64) (V, bool, Token
 // was taken or has begun since. until is the first expiry among the items the answer counted (0: none expire);
 // size approximates its memory.
 func (q *Queries[V]) Fill(tok Token, table string, key []byte, val V, size, now, until int64) {
-	if q.max <= 0 || tok.w == nil || tok.word&pendingMask != 0 || tok.all&pendingMask != 0 {
+	if q.max <= 0 || tok.w == nil || tok.word&pendingMask != 0 || tok.all&pendingMask != 0 || q.doubtAll.Load() ||
+		q.doubted[maphash.String(q.seed, table)%tableWords].Load() {
 		return
 	}
 	if until <= 0 {

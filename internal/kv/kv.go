@@ -363,12 +363,13 @@ func (s *Store) apply(ctx context.Context, muts []engine.Mutation) ([]engine.Res
 		tables, all := tablesWritten(muts, one[:0])
 		s.queries.Begin(tables, all)
 		res, err := s.eng.Apply(ctx, &engine.Batch{Now: s.Now(), Clock: s.nowFn, Muts: muts})
-		if !errors.Is(err, engine.ErrUnknownOutcome) {
-			s.queries.End(tables, all)
+		if errors.Is(err, engine.ErrUnknownOutcome) {
+			// The commit may still land at any time (a datastore's commit timed out after it was sent): no
+			// answer over its tables is cached again, as the read cache keeps such a key in doubt. A count cached
+			// before it landed was served until the next write.
+			s.queries.Doubt(tables, all)
 		}
-		// else the commit may still land at any time (a datastore's commit timed out after it was sent): its
-		// tables stay marked as written-to for good, so no answer over them is cached again, as the read cache
-		// keeps such a key in doubt. Ended, a count cached before it landed was served until the next write.
+		s.queries.End(tables, all)
 		return res, err
 	}
 	return s.eng.Apply(ctx, &engine.Batch{Now: s.Now(), Clock: s.nowFn, Muts: muts})

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -35,17 +34,38 @@ func (a *api) readBodyMax(w http.ResponseWriter, r *http.Request, limit int64) (
 	if r.ContentLength > limit {
 		return nil, nil, &http.MaxBytesError{Limit: limit}
 	}
-	acct := a.account(w, r)
+	acct, rw := a.account(w, r)
+	if rw != nil {
+		rw.reading.Store(true)
+		defer rw.reading.Store(false)
+	}
 	body := http.MaxBytesReader(w, r.Body, limit)
 	want := r.ContentLength // -1: unknown (chunked)
 	var buf []byte
 	for {
 		if len(buf) == cap(buf) {
+			if want >= 0 && int64(len(buf)) == want {
+				// All the bytes claimed are here: a read of a byte more sees the end (or the body's error).
+				var one [1]byte
+				k, err := body.Read(one[:])
+				switch {
+				case k == 0 && errors.Is(err, io.EOF):
+					return buf, acct, nil
+				case acct.Evicted():
+					return nil, nil, errClientsMemory
+				case err != nil && !errors.Is(err, io.EOF):
+					return nil, nil, bodyError(err)
+				case k == 0:
+					continue
+				}
+				return nil, nil, badRequest("the body is longer than its Content-Length")
+			}
 			n := max(2*cap(buf), bodyStart)
 			if want >= 0 {
-				n = min(n, int(want)) // at most what the request claims; a read past it finds EOF
+				n = min(n, int(want)) // at most what the request claims
+			} else {
+				n = min(n, int(limit)+1) // a byte past the limit is enough to refuse it
 			}
-			n = max(n, len(buf)+512)
 			if err := acct.Reserve(n); err != nil {
 				return nil, nil, errClientsMemory
 			}
@@ -67,26 +87,35 @@ func (a *api) readBodyMax(w http.ResponseWriter, r *http.Request, limit int64) (
 	}
 }
 
-// account opens the request's account of buffer bytes in the budget, closed when the request ends; eviction
-// ends its body's read at once. Nil (counting nothing) without a budget.
-func (a *api) account(w http.ResponseWriter, r *http.Request) *membudget.Account {
-	rc := http.NewResponseController(w)
-	acct := a.opts.Budget.Open("http "+r.RemoteAddr, func() { rc.SetReadDeadline(time.Now()) })
-	if acct != nil {
-		context.AfterFunc(r.Context(), acct.Close)
+// account opens the request's account of buffer bytes in the budget, which wrap closes once the handler has
+// returned (on the handler's goroutine: an account is used by one goroutine). Eviction cuts the body's read
+// short while it is being read, and does nothing after: then the handler is about to let go. Nil (counting
+// nothing) without a budget.
+func (a *api) account(w http.ResponseWriter, r *http.Request) (*membudget.Account, *respWriter) {
+	rw, ok := w.(*respWriter)
+	if !ok || a.opts.Budget == nil {
+		return nil, nil
 	}
-	return acct
+	if rw.acct == nil {
+		rc := http.NewResponseController(w)
+		rw.acct = a.opts.Budget.Open("http "+r.RemoteAddr, func() {
+			if rw.reading.Load() {
+				rc.SetReadDeadline(time.Now())
+			}
+		})
+	}
+	return rw.acct, rw
 }
 
 // formBody parses the request's form fields from the query string and a urlencoded or multipart body, read
-// first as readBody does, within limit bytes. Parsing copies what it decodes, so the budget holds twice the
-// body more while the request lasts.
+// first as readBody does, within limit bytes. Parsing copies what it decodes (and a value is copied once more
+// to be stored), so the budget holds three times the body more while the request lasts.
 func (a *api) formBody(w http.ResponseWriter, r *http.Request, limit int64) error {
 	body, acct, err := a.readBodyMax(w, r, limit)
 	if err != nil {
 		return err
 	}
-	if err := acct.Reserve(2 * len(body)); err != nil {
+	if err := acct.Reserve(3 * len(body)); err != nil {
 		return errClientsMemory
 	}
 	// A MaxBytesReader, so that ParseForm takes limit and not its own 10 MB as the bound of a urlencoded body.

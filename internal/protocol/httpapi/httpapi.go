@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"anykv/internal/auth"
@@ -206,6 +207,9 @@ func (a *api) wrap(rt route) http.Handler {
 				err = rt.h(a, rw, r)
 			}
 		}
+		if rw.acct != nil {
+			defer rw.acct.Close() // after the reply: the body it was built from stays counted until then
+		}
 		if err != nil {
 			// A client that went away is its own business: logged for debugging only.
 			gone := r.Context().Err() != nil
@@ -255,6 +259,10 @@ type respWriter struct {
 	status    int
 	routed    bool
 	swallowed int
+	// acct is the request's account of body bytes in Options.Budget (body.go), closed by wrap once the handler
+	// returned; reading says a body is being read, which eviction may then cut short.
+	acct    *membudget.Account
+	reading atomic.Bool
 }
 
 func (w *respWriter) WriteHeader(code int) {

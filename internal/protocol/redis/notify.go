@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"time"
 
 	"anykv/internal/engine"
 	"anykv/internal/kv"
@@ -165,7 +166,8 @@ func (h *Handler) othersWrote(muts []engine.Mutation, res []engine.Result) {
 		if !ok {
 			continue
 		}
-		created := !r.OldFound && r.NewFound
+		// A blind SET (memcached's set) reads nothing, so it cannot tell a created key: it sends no "new".
+		created := !r.OldFound && r.NewFound && !(m.Op == engine.OpSet && m.Set.Blind)
 		switch m.Op {
 		case engine.OpSet:
 			if created {
@@ -184,6 +186,9 @@ func (h *Handler) othersWrote(muts []engine.Mutation, res []engine.Result) {
 				h.notify(notifyNew, "new", db, m.Key)
 			}
 			h.notify(notifyString, "incrby", db, m.Key)
+			if m.Touch && r.NewFound { // ma with T
+				h.notify(notifyGeneric, "expire", db, m.Key)
+			}
 		case engine.OpAppend, engine.OpPrepend:
 			if created {
 				h.notify(notifyNew, "new", db, m.Key)
@@ -192,8 +197,8 @@ func (h *Handler) othersWrote(muts []engine.Mutation, res []engine.Result) {
 		case engine.OpExpire, engine.OpGet: // touch; gat and ma with T (an OpGet with Touch)
 			switch {
 			case m.Op == engine.OpGet && !m.Touch:
-			case r.OldFound && !r.NewFound:
-				h.notify(notifyGeneric, "del", db, m.Key) // a time in the past deletes
+			case r.OldFound && (!r.NewFound || r.New.Expires != 0 && r.New.Expires <= time.Now().UnixMilli()):
+				h.notify(notifyGeneric, "del", db, m.Key) // a time in the past deletes, as GETEX's and EXPIRE's
 			case r.NewFound && r.New.Expires != 0:
 				h.notify(notifyGeneric, "expire", db, m.Key)
 			case r.NewFound && r.Old.Expires != 0: // as PERSIST, only when there was a TTL to remove
@@ -235,7 +240,9 @@ func (s *session) probes(cmd *command, args [][]byte, mutsBefore, repliesBefore 
 func bracket(table string, keys [][]byte, own []engine.Mutation) []engine.Mutation {
 	out := make([]engine.Mutation, 0, len(own)+2*len(keys))
 	for _, k := range keys {
-		out = append(out, engine.Mutation{Op: engine.OpGet, Table: table, Key: k, AnyKind: true})
+		// Only whether the key is there counts (existed, exists): no value is read, which would count against
+		// engine.MaxBatchRead and fail a script over big keys only while events are on.
+		out = append(out, engine.Mutation{Op: engine.OpGet, Table: table, Key: k, AnyKind: true, NoValue: true})
 	}
 	out = append(out, own...)
 	return append(out, out[:len(keys)]...)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"anykv/internal/engine"
 )
 
 // notifyScript is one command per line; the events it causes under "KEAn" are notifyWant, as redis-server 7
@@ -417,4 +419,29 @@ func TestScriptEventsInTransactionAndFailure(t *testing.T) {
 		got = append(got, strings.TrimPrefix(m.Channel, "__keyevent@0__:")+" "+m.Payload)
 	}
 	compareEvents(t, got, want)
+}
+
+// TestEventsDoNotReadValues: the key reads that tell a command's events ("new", an emptied key's "del") read no
+// value. They did, so a script over a few big keys, one batch, passed engine.MaxBatchRead and failed whole only
+// while events were on (a review).
+func TestEventsDoNotReadValues(t *testing.T) {
+	defer func(old int) { engine.MaxBatchRead = old }(engine.MaxBatchRead)
+	engine.MaxBatchRead = 1 << 20
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, nil)
+	v := strings.Repeat("x", 300<<10)
+	keys := []string{"k1", "k2", "k3", "k4"}
+	for _, k := range keys {
+		c.Set(ctx, k, v, 0)
+	}
+	script := "for i = 1, 4 do redis.call('SET', KEYS[i], ARGV[1]) end return 1"
+	if err := c.Eval(ctx, script, keys, v).Err(); err != nil {
+		t.Fatalf("events off: %v", err)
+	}
+	if err := c.ConfigSet(ctx, "notify-keyspace-events", "KEA").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Eval(ctx, script, keys, v).Err(); err != nil {
+		t.Fatalf("events on: %v", err)
+	}
 }

@@ -136,7 +136,7 @@ JOIN anykv_items it ON it.tbl = w.tbl AND it.key = w.key`
 // Read implements remote.Backend: one statement reads every slot (one snapshot) and, in the same pipelined
 // round trip, n values are drawn from the sequence.
 func (b *backend) Read(ctx context.Context, slots []remote.Slot, n int) (items []remote.Stored, versions []uint64, ok bool, tag any, err error) {
-	err = b.readAgain(func() error {
+	err = b.readAgain(ctx, func() error {
 		items, versions, ok, tag, err = b.read(ctx, slots, n)
 		return err
 	})
@@ -146,11 +146,13 @@ func (b *backend) Read(ctx context.Context, slots []remote.Slot, n int) (items [
 // readAgain runs a read, and once more on a new connection if the first failed because its connection was
 // dead: a pooled connection that PostgreSQL closed (a restart, pg_terminate_backend) fails its next query with
 // 57P01, and the client saw that raw error for a read that is safe to repeat (a version reservation that is
-// lost only skips versions). The pool's other connections are likely dead too: they are all dropped.
-func (b *backend) readAgain(read func() error) error {
+// lost only skips versions). The pool's other connections are likely dead too: they are all dropped. A read
+// whose own context ended (pgx counts that safe to retry too) is not run again, nor the pool dropped for it.
+func (b *backend) readAgain(ctx context.Context, read func() error) error {
 	err := read()
 	var pe *pgconn.PgError
-	if err != nil && (pgconn.SafeToRetry(err) || errors.As(err, &pe) && strings.HasPrefix(pe.Code, "57P0")) {
+	if err != nil && ctx.Err() == nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) &&
+		(pgconn.SafeToRetry(err) || errors.As(err, &pe) && strings.HasPrefix(pe.Code, "57P0")) {
 		b.pool.Reset()
 		err = read()
 	}
@@ -326,7 +328,7 @@ func classify(err error) error {
 func (b *backend) Get(ctx context.Context, s remote.Slot) (engine.Item, bool, error) {
 	var it engine.Item
 	var flags, ver int64
-	err := b.readAgain(func() error {
+	err := b.readAgain(ctx, func() error {
 		return b.pool.QueryRow(ctx, `SELECT value, flags, expires, version FROM anykv_items WHERE tbl = $1 AND key = $2`,
 			[]byte(s.Table), s.Key).Scan(&it.Value, &flags, &it.Expires, &ver)
 	})
