@@ -15,7 +15,7 @@ func TestParseUintAsMemcached(t *testing.T) {
 		{"7 x", 7, true}, {"7x", 0, false}, {"", 0, false}, {" ", 0, false}, {"\t7", 7, true},
 		{"18446744073709551615", 1<<64 - 1, true}, {"18446744073709551616", 0, false},
 		{"-18446744073709551615", 1, true}, {"0007", 7, true}, {"7\t", 7, true}, {"+", 0, false},
-		{"-", 0, false}, {"++7", 0, false}, {"\n7", 7, true}, {"12   ", 12, true},
+		{"-", 0, false}, {"++7", 0, false}, {"\n7", 7, true}, {"12   ", 12, true}, {"7\x00x", 7, true},
 	}
 	for _, c := range cases {
 		if got, ok := ParseUint([]byte(c.in)); got != c.want || ok != c.ok {

@@ -706,7 +706,7 @@ func ParseInt(b []byte) (int64, bool) {
 }
 
 // ParseUint parses a value as memcached 1.6 does for incr/decr (safe_strtoull, strtoull's rules): leading white
-// space, an optional sign, decimal digits within uint64, then the end or white space (what follows is ignored:
+// space, an optional sign, decimal digits within uint64, then the end, a NUL or white space (what follows is ignored:
 // memcached pads a shrunk number with spaces, and reads "7 x" as 7). A minus sign is accepted only where the
 // result, negated modulo 2^64, is not negative as a signed number ("-0"), as memcached checks.
 func ParseUint(b []byte) (uint64, bool) {
@@ -728,7 +728,7 @@ func ParseUint(b []byte) (uint64, bool) {
 		}
 		n = n*10 + d
 	}
-	if i == start || i < len(b) && !isSpace(b[i]) {
+	if i == start || i < len(b) && !isSpace(b[i]) && b[i] != 0 { // C's string ends at a NUL
 		return 0, false
 	}
 	if neg {
