@@ -221,24 +221,33 @@ func TestRESPBigBulksStayWithinBudget(t *testing.T) {
 	}
 	defer other.Close()
 	roundTrip(t, other, "SET small v\r\n", "+OK\r\n")
+	hogsStayWithinBudget(t, s, s.RESP, other, "*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$67108864\r\n", "GET small\r\n", "$1\r\nv\r\n",
+		"maxmemory-clients")
+}
+
+// hogsStayWithinBudget starts the hogs on addr, each sending hogHeader and then its data, and checks that
+// other is served meanwhile (req answered want), that RSS stays within the budget with some of the hogs refused
+// (their reply holds refusal), and that the memory goes back to the OS once they leave.
+func hogsStayWithinBudget(t *testing.T, s *servertest.Server, addr string, other net.Conn, hogHeader, req, want, refusal string) {
+	t.Helper()
 	base := rss(t, s.PID())
 	stop := make(chan struct{})
 	peak := watchRSS(t, s.PID(), stop)
-	hs, sent, closeAll := startHogs(t, s.RESP, "*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$67108864\r\n")
-	serveWhile(t, sent, other, "GET small\r\n", "$1\r\nv\r\n")
+	hs, sent, closeAll := startHogs(t, addr, hogHeader)
+	serveWhile(t, sent, other, req, want)
 	close(stop)
 	p := peak()
-	t.Logf("RSS peak %d MiB from %d MiB; %d of %d clients refused", p/mib, base/mib, refused(hs, "maxmemory-clients"), hogs)
+	n := refused(hs, refusal)
+	t.Logf("RSS peak %d MiB from %d MiB; %d of %d clients refused", p/mib, base/mib, n, hogs)
 	if p > base+testBudget+rssHeadroom {
 		t.Fatalf("RSS reached %d MiB from %d MiB with a %d MiB budget", p/mib, base/mib, testBudget/mib)
 	}
-	// 20 × 32 MiB do not fit 256 MiB: some clients must have been told so.
-	if refused(hs, "maxmemory-clients") == 0 {
+	if n == 0 { // 20 × 32 MiB do not fit 256 MiB: some clients must have been told so
 		t.Fatal("no client was refused")
 	}
 	closeAll()
 	waitRSSBelow(t, s.PID(), base+rssRecovered)
-	roundTrip(t, other, "GET small\r\n", "$1\r\nv\r\n")
+	roundTrip(t, other, req, want)
 }
 
 // budgetArgs sets --maxmemory-clients; ANYKV_TEST_NO_BUDGET=1 leaves it out, to run these tests against a
@@ -289,24 +298,8 @@ func TestMemcacheBigSetsStayWithinBudget(t *testing.T) {
 	}
 	defer other.Close()
 	roundTrip(t, other, "set small 0 0 1\r\nv\r\n", "STORED\r\n")
-	base := rss(t, s.PID())
-	stop := make(chan struct{})
-	peak := watchRSS(t, s.PID(), stop)
-	hs, sent, closeAll := startHogs(t, s.Memcache, "set big 0 0 67108864\r\n")
-	serveWhile(t, sent, other, "get small\r\n", "VALUE small 0 1\r\nv\r\nEND\r\n")
-	close(stop)
-	p := peak()
-	n := refused(hs, "SERVER_ERROR out of memory reading request")
-	t.Logf("RSS peak %d MiB from %d MiB; %d of %d clients refused", p/mib, base/mib, n, hogs)
-	if p > base+testBudget+rssHeadroom {
-		t.Fatalf("RSS reached %d MiB from %d MiB with a %d MiB budget", p/mib, base/mib, testBudget/mib)
-	}
-	if n == 0 {
-		t.Fatal("no client was refused")
-	}
-	closeAll()
-	waitRSSBelow(t, s.PID(), base+rssRecovered)
-	roundTrip(t, other, "get small\r\n", "VALUE small 0 1\r\nv\r\nEND\r\n")
+	hogsStayWithinBudget(t, s, s.Memcache, other, "set big 0 0 67108864\r\n", "get small\r\n", "VALUE small 0 1\r\nv\r\nEND\r\n",
+		"SERVER_ERROR out of memory reading request")
 }
 
 // TestMemcacheOversizedSetIsSwallowed: a set beyond the item size limit is refused at once and its data
@@ -352,22 +345,6 @@ func TestHTTPBigBodiesStayWithinBudget(t *testing.T) {
 	roundTrip(t, other, "PUT /v1/tables/default/keys/small HTTP/1.1\r\n"+host+"Content-Length: 1\r\n\r\nv", "}\n")
 	get := "GET /v1/tables/default/keys/small HTTP/1.1\r\n" + host + "\r\n"
 	roundTrip(t, other, get, "\r\n\r\nv")
-	base := rss(t, s.PID())
-	stop := make(chan struct{})
-	peak := watchRSS(t, s.PID(), stop)
-	hs, sent, closeAll := startHogs(t, s.HTTP, "PUT /v1/tables/default/keys/big HTTP/1.1\r\n"+host+"Content-Length: 67108864\r\n\r\n")
-	serveWhile(t, sent, other, get, "\r\n\r\nv")
-	close(stop)
-	p := peak()
-	n := refused(hs, "maxmemory-clients reached")
-	t.Logf("RSS peak %d MiB from %d MiB; %d of %d clients refused", p/mib, base/mib, n, hogs)
-	if p > base+testBudget+rssHeadroom {
-		t.Fatalf("RSS reached %d MiB from %d MiB with a %d MiB budget", p/mib, base/mib, testBudget/mib)
-	}
-	if n == 0 {
-		t.Fatal("no client was refused")
-	}
-	closeAll()
-	waitRSSBelow(t, s.PID(), base+rssRecovered)
-	roundTrip(t, other, get, "\r\n\r\nv")
+	hogsStayWithinBudget(t, s, s.HTTP, other, "PUT /v1/tables/default/keys/big HTTP/1.1\r\n"+host+"Content-Length: 67108864\r\n\r\n",
+		get, "\r\n\r\nv", "maxmemory-clients reached")
 }
