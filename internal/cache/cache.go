@@ -242,25 +242,25 @@ func (c *Cache) get(ctx context.Context, table string, key []byte, now int64) (i
 	sh.mu.Lock()
 	if sh.gen == gen && !sh.busy(h) { // no write of the slot in flight, none started or ended since the read began
 		if !sh.m.HasHashed(b, h) {
-			slot, cp := entryCopy(b, cp)
-			c.evictions.Add(int64(sh.m.PutHashed(slot, h, cp, size, c.shardBytes)))
+			c.evictions.Add(int64(putEntry(sh, b, h, cp, size, c.shardBytes)))
 		}
 	}
 	sh.mu.Unlock()
 	return it, false, err
 }
 
-// entryCopy returns copies of slot and it for an entry, in one allocation: the slot first, the value right after
-// it, so that a hit, which compares the slot and then copies the value into its reply, finds both in the lines
-// of memory the comparison brought into the CPU cache. The value's capacity ends at its length.
-func entryCopy[S string | []byte](slot S, it engine.Item) (string, engine.Item) {
-	buf := make([]byte, len(slot)+len(it.Value))
-	copy(buf, slot)
-	copy(buf[len(slot):], it.Value)
-	if it.Value != nil {
-		it.Value = buf[len(slot):]
-	}
-	return unsafe.String(unsafe.SliceData(buf), len(slot)), it
+// putEntry stores copies of slot and it, of hash h, in sh's map: the entry, the slot and then the value in one
+// allocation, so that a hit, which compares the slot and then copies the value into its reply, finds them in
+// adjacent memory. The value's capacity ends at its length.
+func putEntry[S string | []byte](sh *shard, slot S, h uint64, it engine.Item, size, max int64) int {
+	return sh.m.PutInlineHashed(len(slot)+len(it.Value), h, size, max, func(buf []byte) (string, engine.Item) {
+		copy(buf, slot)
+		copy(buf[len(slot):], it.Value)
+		if it.Value != nil {
+			it.Value = buf[len(slot):]
+		}
+		return unsafe.String(unsafe.SliceData(buf), len(slot)), it
+	})
 }
 
 // touch is a cache slot a batch may change.
@@ -507,8 +507,7 @@ func (c *Cache) end(ts []touch, gens []began, res []engine.Result, err error) {
 			}
 			// Copies of the value, which may alias the caller's batch, and of the slot, which touched carved out
 			// of a buffer of the whole batch's slots that an entry must not keep alive beyond its own size.
-			slot, it := entryCopy(t.slot, it)
-			c.evictions.Add(int64(sh.m.PutHashed(slot, t.hash, it, size, c.shardBytes)))
+			c.evictions.Add(int64(putEntry(sh, t.slot, t.hash, it, size, c.shardBytes)))
 			c.writeThroughs.Add(1)
 		}
 		sh.mu.Unlock()

@@ -1,6 +1,7 @@
 package clockmap
 
 import (
+	"bytes"
 	"fmt"
 	"hash/maphash"
 	"testing"
@@ -122,5 +123,28 @@ func TestHashedMethodsFindWhatThePlainOnesDo(t *testing.T) {
 	}
 	if !m.HasHashed(k, h) || !m.RemoveHashed("key", h) || m.Has(k) || m.Len() != 0 {
 		t.Fatal("HasHashed/RemoveHashed do not act on the key Put stored")
+	}
+}
+
+// TestPutInlineKeepsKeyAndBytes: an inline entry of every size class (and past them) holds its key and bytes,
+// replaces the entry of its hash, and counts its size.
+func TestPutInlineKeepsKeyAndBytes(t *testing.T) {
+	m := New[[]byte]()
+	for _, n := range []int{0, 1, 31, 32, 33, 100, 384, 512, 513, 4000} {
+		key := fmt.Sprintf("key%d", n)
+		data := bytes.Repeat([]byte{byte(n)}, n)
+		h := m.Hash([]byte(key))
+		m.PutInlineHashed(len(key)+n, h, int64(n+10), 1<<30, func(b []byte) (string, []byte) {
+			copy(b, key)
+			copy(b[len(key):], data)
+			return string(b[:len(key)]), b[len(key):]
+		})
+		e, ok := m.GetHashed([]byte(key), h)
+		if !ok || !bytes.Equal(e.Val, data) || len(e.Val) != n {
+			t.Fatalf("n=%d: entry %v, %v", n, ok, e)
+		}
+	}
+	if m.Len() != 10 {
+		t.Fatalf("%d entries, want 10", m.Len())
 	}
 }
