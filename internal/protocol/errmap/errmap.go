@@ -7,9 +7,11 @@ package errmap
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"regexp"
 	"strings"
+	"syscall"
 
 	"anykv/internal/engine"
 	"anykv/internal/kv"
@@ -67,8 +69,31 @@ var table = []struct {
 		Memcache: "SERVER_ERROR the datastore did not answer in time", Status: http.StatusServiceUnavailable, Code: "unavailable"}},
 }
 
-// Of returns how the protocols answer err; any error not in the table is the server's failure (500 internal).
+// unavailable answers a datastore that cannot be reached now (a node down, a connection refused or reset):
+// the request may succeed if sent again, so it is 503, not the server's own failure.
+var unavailable = Answer{Status: http.StatusServiceUnavailable, Code: "unavailable"}
+
+// Of returns how the protocols answer err; any error not in the table is the server's failure (500 internal),
+// but a network error reaching a datastore is 503 unavailable.
 func Of(err error) Answer {
+	if a, ok := lookup(err); ok {
+		return a
+	}
+	var ne *net.OpError
+	if errors.As(err, &ne) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) {
+		a := unavailable
+		a.Redis, a.Memcache = "ERR "+oneLine(err.Error()), "SERVER_ERROR "+oneLine(err.Error())
+		return a
+	}
+	return Answer{Redis: "ERR " + oneLine(err.Error()), Memcache: "SERVER_ERROR " + oneLine(err.Error()),
+		Status: http.StatusInternalServerError, Code: "internal"}
+}
+
+// Message is err's text as an answer may carry it: one line, no network addresses.
+func Message(err error) string { return oneLine(err.Error()) }
+
+// lookup finds err in the table.
+func lookup(err error) (Answer, bool) {
 	for _, e := range table {
 		if errors.Is(err, e.err) {
 			a := e.Answer
@@ -79,11 +104,10 @@ func Of(err error) Answer {
 			if a.Memcache == "" {
 				a.Memcache = "SERVER_ERROR " + oneLine(err.Error())
 			}
-			return a
+			return a, true
 		}
 	}
-	return Answer{Redis: "ERR " + oneLine(err.Error()), Memcache: "SERVER_ERROR " + oneLine(err.Error()),
-		Status: http.StatusInternalServerError, Code: "internal"}
+	return Answer{}, false
 }
 
 // oneLine replaces line breaks, so an error text never splits a protocol's reply line, and network addresses

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 
 	"anykv/internal/engine"
@@ -44,5 +46,19 @@ func TestAddressesAreNotAnswered(t *testing.T) {
 	}
 	if a := Of(fmt.Errorf("pg read: %w", context.DeadlineExceeded)); a.Redis != "ERR the datastore did not answer in time (--engine-timeout)" {
 		t.Errorf("timeout answered %q", a.Redis)
+	}
+}
+
+// TestNetworkErrorsAreUnavailable: a datastore node that refuses or drops connections is 503 unavailable (send
+// again), not 500 internal, which is the server's own failure (an audit killed a Redis Cluster master).
+func TestNetworkErrorsAreUnavailable(t *testing.T) {
+	err := fmt.Errorf("redis-cluster: %w", &net.OpError{Op: "dial", Net: "tcp",
+		Addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 19206}, Err: syscall.ECONNREFUSED})
+	a := Of(err)
+	if a.Status != http.StatusServiceUnavailable || a.Code != "unavailable" || strings.Contains(Message(err), "19206") {
+		t.Fatalf("a refused dial: %+v, message %q", a, Message(err))
+	}
+	if a := Of(errors.New("checksum mismatch")); a.Status != http.StatusInternalServerError {
+		t.Fatalf("an unknown error: %+v", a)
 	}
 }

@@ -84,7 +84,7 @@ func classify(err error) (status int, code, msg string) {
 			"request body over the limit of " + strconv.FormatInt(mbe.Limit, 10) + " bytes"
 	}
 	a := errmap.Of(err) // the store's errors: the table all protocols share
-	return a.Status, a.Code, err.Error()
+	return a.Status, a.Code, errmap.Message(err)
 }
 
 // errorBody is the JSON of every error of the /v1 API.

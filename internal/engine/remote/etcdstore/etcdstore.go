@@ -78,7 +78,12 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	if u.Host == "" {
 		return nil, fmt.Errorf("%w: no host:port", remote.ErrBadURL)
 	}
-	cfg := clientv3.Config{DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
+	// Keepalive pings find a member that stopped answering (hung, or cut off) without closing its connections:
+	// gRPC then marks the connection broken and the client moves to another endpoint. Without them a request
+	// sent to a stopped member waited out the engine's timeout, and so did the next, for as long as it was
+	// stopped (an audit: one SIGSTOPped member of three stalled every front end). 10 s is gRPC's least.
+	cfg := clientv3.Config{DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
+		DialKeepAliveTime: 10 * time.Second, DialKeepAliveTimeout: 3 * time.Second, PermitWithoutStream: true}
 	for _, h := range strings.Split(u.Host, ",") {
 		cfg.Endpoints = append(cfg.Endpoints, "http://"+h)
 	}
@@ -164,7 +169,7 @@ func (b *backend) Read(ctx context.Context, slots []remote.Slot, n int) ([]remot
 			part = pinned
 		}
 		r, err := b.c.Txn(ctx).Then(part...).Commit()
-		if errors.Is(err, rpctypes.ErrCompacted) { // compacted between the parts: read again
+		if errors.Is(err, rpctypes.ErrCompacted) || readAgain(ctx, err) { // compacted between the parts: read again
 			return nil, nil, false, nil, fmt.Errorf("etcd: %w: %v", remote.ErrConflict, err)
 		}
 		if err != nil {
@@ -290,6 +295,19 @@ func deleteGaps(lo, hi string, keep []string) []clientv3.Op {
 		lo = k + "\x00"
 	}
 	return append(ops, clientv3.OpDelete(lo, clientv3.WithRange(hi)))
+}
+
+// readAgain reports whether a read-only Txn that failed with err should be sent again (it changed nothing): the
+// member it went to was unreachable (a keepalive ping found it stopped, its connection broke) or lost its
+// leader, and the client will send the next request to another. Its context must still be live.
+func readAgain(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	if errors.Is(err, rpctypes.ErrLeaderChanged) || errors.Is(err, rpctypes.ErrNoLeader) {
+		return true
+	}
+	return status.Code(err) == codes.Unavailable
 }
 
 // outcomeUnknown reports whether a Txn error leaves open whether it was applied: the request may have reached
