@@ -136,3 +136,33 @@ func TestBatchThatReadsTooMuchIsRefused(t *testing.T) {
 		t.Fatalf("20 SETs and GETs of a 1 MiB value under a 4 MiB bound: %v", err)
 	}
 }
+
+// A collection's RENAME, COPY or MOVE builds a copy of every member: that counts against maxBuilt, so a batch of
+// several COPYs of a big hash is refused whole (it took gigabytes), while one COPY alone still applies.
+func TestCollectionCopiesCountAsBuilt(t *testing.T) {
+	defer func(old int) { maxBuilt = old }(maxBuilt)
+	maxBuilt = 4 << 20
+	v := uint64(0)
+	next := func() uint64 { v++; return v }
+	w := rangeMap{mapReader{}} // members are read by range
+	var fields []Mutation
+	for i := range 4 { // a hash of 4 fields of 512 KiB: 2 MiB
+		fields = append(fields, Mutation{Op: OpMemberSet, Table: "t", Key: []byte("h"),
+			Coll: CollArgs{Kind: KindHash, Member: []byte{'f', byte('0' + i)}}, Value: bytes.Repeat([]byte("v"), 512<<10)})
+	}
+	writes, _, err := Resolve(w, &Batch{Now: 1, Muts: fields}, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.commit(writes)
+	copyTo := func(dst string) Mutation {
+		return Mutation{Op: OpCopy, Table: "t", Key: []byte("h"), Target: Target{Table: "t", Key: []byte(dst)}}
+	}
+	if _, res, err := Resolve(w, &Batch{Now: 1, Muts: []Mutation{copyTo("c0")}}, next); err != nil || res[0].Err != nil {
+		t.Fatalf("one COPY of a 2 MiB hash under a 4 MiB bound: %v, %v", err, res)
+	}
+	writes, _, err = Resolve(w, &Batch{Now: 1, Muts: []Mutation{copyTo("c1"), copyTo("c2"), copyTo("c3")}}, next)
+	if !errors.Is(err, ErrBatchTooBig) || writes != nil {
+		t.Fatalf("three COPYs of a 2 MiB hash under a 4 MiB bound: %d writes, %v; want ErrBatchTooBig", len(writes), err)
+	}
+}

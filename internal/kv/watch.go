@@ -156,6 +156,7 @@ func (r *watchRegistry) mark(muts []engine.Mutation, res []engine.Result) {
 					hit(m.Table, k)
 				}
 			}
+		case m.Op == engine.OpCopy: // COPY changes its target only, and a WATCH of its source stays (as in Redis)
 		case i >= len(res) || res[i].OldFound || res[i].NewFound:
 			hit(m.Table, m.Key)
 		}

@@ -456,6 +456,8 @@ func encodingOf(it engine.Item) string {
 		return "quicklist"
 	case engine.KindSet:
 		return "hashtable"
+	case engine.KindStream:
+		return "stream"
 	}
 	return "skiplist"
 }

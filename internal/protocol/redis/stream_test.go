@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"anykv/internal/engine/enginetest"
 	"anykv/internal/engine/memstore"
 	"anykv/internal/kv"
@@ -86,5 +88,38 @@ func TestPipelineRefusedForItsSizeRunsCommandByCommand(t *testing.T) {
 		if got := rc.reply(); !strings.HasPrefix(got, want) {
 			t.Fatalf("reply %d = %q, want %q...", i, got, want)
 		}
+	}
+}
+
+// TestCopyLeavesAWatchOfItsSourceAndStreamEncoding: COPY changes its target only, so an EXEC watching the source
+// commits, as in Redis (it aborted: COPY's source was marked as written); OBJECT ENCODING of a stream is
+// "stream" (it was "skiplist"). Both found by an audit against redis-server 7.
+func TestCopyLeavesAWatchOfItsSourceAndStreamEncoding(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	a := ts.client(t, &goredis.Options{PoolSize: 1})
+	b := ts.client(t, nil)
+	a.HSet(ctx, "k", "a", "1")
+	err := a.Watch(ctx, func(tx *goredis.Tx) error {
+		if err := b.Copy(ctx, "k", "j", 0, false).Err(); err != nil {
+			return err
+		}
+		_, err := tx.TxPipelined(ctx, func(p goredis.Pipeliner) error { p.Set(ctx, "res", "x", 0); return nil })
+		return err
+	}, "k")
+	if err != nil || a.Get(ctx, "res").Val() != "x" {
+		t.Fatalf("EXEC after a COPY of the watched key: %v", err)
+	}
+	// A write of the target does abort a watch of it.
+	err = a.Watch(ctx, func(tx *goredis.Tx) error {
+		b.Copy(ctx, "k", "j", 0, true)
+		_, err := tx.TxPipelined(ctx, func(p goredis.Pipeliner) error { p.Set(ctx, "res", "y", 0); return nil })
+		return err
+	}, "j")
+	if err != goredis.TxFailedErr {
+		t.Fatalf("EXEC after a COPY onto the watched key: %v, want it aborted", err)
+	}
+	b.XAdd(ctx, &goredis.XAddArgs{Stream: "s", ID: "1-1", Values: []string{"a", "1"}})
+	if enc := b.ObjectEncoding(ctx, "s").Val(); enc != "stream" {
+		t.Fatalf("OBJECT ENCODING of a stream: %q", enc)
 	}
 }
