@@ -181,7 +181,7 @@ func newInline[V any](n int) (*Entry[V], []byte) {
 	case n <= 384:
 		x := new(inline384[V])
 		return &x.e, x.b[:n:n]
-	case n <= 512:
+	case n <= maxInline:
 		x := new(inline512[V])
 		return &x.e, x.b[:n:n]
 	}
