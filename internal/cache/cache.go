@@ -44,6 +44,10 @@ const maxKeptMarks = 64
 // entryOverhead approximates the memory of one entry beyond its key and value (map slot, ring pointer, entry).
 const entryOverhead = 96
 
+// slotOverhead is what an item entry costs beyond its allocation (clockmap.InlineSize): its map slot and ring
+// pointer.
+const slotOverhead = 32
+
 // Cache wraps an engine. New hands it out through engine.Expose, so it offers exactly the optional abilities of
 // the engine it wraps (and Statser, for its own figures).
 type Cache struct {
@@ -171,7 +175,12 @@ func (c *Cache) hashOfBytes(s []byte) uint64 { return maphash.Bytes(c.seed, s) }
 
 func shardOf(h uint64) uint8 { return uint8(h % shards) }
 
-func entrySize(slot int, it engine.Item) int64 { return int64(slot + len(it.Value) + entryOverhead) }
+func entrySize(slot int, it engine.Item) int64 {
+	return inlineSizes.InlineSize(slot+len(it.Value)) + slotOverhead
+}
+
+// inlineSizes answers InlineSize for the read cache's entries (any map of items gives the same).
+var inlineSizes clockmap.Map[engine.Item]
 
 // Get implements engine.Engine: a hit is answered from memory; a miss reads the engine and fills the cache.
 // Absent keys are cached too (as an item with version 0, which no stored item has): reads of missing keys are

@@ -5,6 +5,7 @@ package clockmap
 import (
 	"hash/maphash"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Map is a map bounded by bytes that evicts with the CLOCK algorithm (second chance): every entry has a
@@ -153,6 +154,22 @@ type (
 
 // maxInline is the most bytes an entry carries in its own allocation.
 const maxInline = 512
+
+// InlineSize is about what an entry of PutInlineHashed carrying n bytes allocates: the entry and its size
+// class together, or the entry and n bytes apart past maxInline. An owner bounding its bytes charges this.
+func (m *Map[V]) InlineSize(n int) int64 {
+	c := n
+	for _, class := range inlineClasses {
+		if n <= class {
+			c = class
+			break
+		}
+	}
+	return int64(unsafe.Sizeof(Entry[V]{})) + int64(c)
+}
+
+// inlineClasses are the sizes of newInline's classes.
+var inlineClasses = [...]int{32, 48, 64, 96, 128, 192, 256, 384, maxInline}
 
 // newInline returns a new entry and n bytes allocated with it (after it, for a hit to find them next to it).
 func newInline[V any](n int) (*Entry[V], []byte) {

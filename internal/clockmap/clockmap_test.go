@@ -144,7 +144,19 @@ func TestPutInlineKeepsKeyAndBytes(t *testing.T) {
 			t.Fatalf("n=%d: entry %v, %v", n, ok, e)
 		}
 	}
-	if m.Len() != 10 {
-		t.Fatalf("%d entries, want 10", m.Len())
+	if m.Len() != 10 || m.Bytes() != 5706 { // the sizes given: n+10 each
+		t.Fatalf("%d entries of %d bytes, want 10 of 5706", m.Len(), m.Bytes())
+	}
+	// A put of a key already there replaces its entry.
+	h := m.Hash([]byte("key100"))
+	m.PutInlineHashed(8, h, 1000, 1<<30, func(b []byte) (string, []byte) {
+		copy(b, "key100xy")
+		return string(b[:6]), b[6:]
+	})
+	if e, ok := m.GetHashed([]byte("key100"), h); !ok || string(e.Val) != "xy" || m.Len() != 10 || m.Bytes() != 5706-110+1000 {
+		t.Fatalf("replaced entry: %v %q, %d entries of %d bytes", ok, e.Val, m.Len(), m.Bytes())
+	}
+	if m.InlineSize(100) <= 128 || m.InlineSize(600) < 600 {
+		t.Fatalf("InlineSize(100) = %d, InlineSize(600) = %d", m.InlineSize(100), m.InlineSize(600))
 	}
 }

@@ -165,4 +165,24 @@ func TestCollectionCopiesCountAsBuilt(t *testing.T) {
 	if !errors.Is(err, ErrBatchTooBig) || writes != nil {
 		t.Fatalf("three COPYs of a 2 MiB hash under a 4 MiB bound: %d writes, %v; want ErrBatchTooBig", len(writes), err)
 	}
+
+	// Each copied member's key holds the target's key: 100 one-byte fields copied to a 32 KiB name build 3.2 MiB
+	// (a review: they counted 100 bytes, and a MULTI of such COPYs built gigabytes).
+	var small []Mutation
+	for i := range 100 {
+		small = append(small, Mutation{Op: OpMemberSet, Table: "t", Key: []byte("s"),
+			Coll: CollArgs{Kind: KindHash, Member: []byte{byte(i)}}, Value: []byte("v")})
+	}
+	writes, _, err = Resolve(w, &Batch{Now: 1, Muts: small}, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.commit(writes)
+	long := func(c byte) Mutation {
+		return Mutation{Op: OpCopy, Table: "t", Key: []byte("s"), Target: Target{Table: "t", Key: bytes.Repeat([]byte{c}, 32<<10)}}
+	}
+	writes, _, err = Resolve(w, &Batch{Now: 1, Muts: []Mutation{long('a'), long('b'), long('c')}}, next)
+	if !errors.Is(err, ErrBatchTooBig) || writes != nil {
+		t.Fatalf("three COPYs of 100 fields to 32 KiB names under a 4 MiB bound: %d writes, %v; want ErrBatchTooBig", len(writes), err)
+	}
 }

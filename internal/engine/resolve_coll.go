@@ -211,7 +211,8 @@ func (rs *resolver) member(m *Mutation, res Result) (Result, error) {
 	return out, nil
 }
 
-// memberCopyOverhead is what a copied member costs beside its name and value: the write recorded, its key.
+// memberCopyOverhead is what a copied member costs beside its target's key, its name and its value (counted
+// twice: as read, and cloned): the write recorded, the generation in its key.
 const memberCopyOverhead = 96
 
 // moveMembers copies the members of the collection in it (at table/key) to a new generation for the collection
@@ -233,7 +234,8 @@ func (rs *resolver) moveMembers(table string, key []byte, it Item, dst string, d
 		// it, the batch's next is refused): a pipeline of COPYs of a 40 MiB hash took the process from 364 MB
 		// to 1.9 GB, a MULTI of them to 4 GB (an audit); now a pipeline is answered a command at a time past
 		// the bound, and a transaction is refused whole.
-		rs.built += len(k) - len(prefix) + len(m.Value) + memberCopyOverhead
+		// The copy's key holds the target's key whole (up to 64 KiB), its name and the generation.
+		rs.built += len(dstKey) + len(k) - len(prefix) + 2*len(m.Value) + memberCopyOverhead
 		members = append(members, kv{bytes.Clone(k[len(prefix):]), m})
 		return true
 	})

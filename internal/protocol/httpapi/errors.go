@@ -33,7 +33,7 @@ func badRequest(format string, args ...any) error {
 
 // unavailable wraps an engine failure that makes the server unable to answer now (503).
 func unavailable(err error) error {
-	return newError(http.StatusServiceUnavailable, "unavailable", err.Error())
+	return newError(http.StatusServiceUnavailable, "unavailable", errmap.Message(err))
 }
 
 var (

@@ -293,6 +293,9 @@ func (w *respWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (a *api) healthz(w http.ResponseWriter, r *http.Request) error {
 	// A closed or failing engine is unhealthy.
 	if err := a.store.Health(r.Context()); err != nil {
+		if !a.authorized(r) { // an open route: a probe without the password learns only that it is unhealthy
+			return newError(http.StatusServiceUnavailable, "unavailable", "the engine is unavailable")
+		}
 		return unavailable(err)
 	}
 	status := "ok"

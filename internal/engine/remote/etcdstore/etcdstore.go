@@ -81,9 +81,12 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	// Keepalive pings find a member that stopped answering (hung, or cut off) without closing its connections:
 	// gRPC then marks the connection broken and the client moves to another endpoint. Without them a request
 	// sent to a stopped member waited out the engine's timeout, and so did the next, for as long as it was
-	// stopped (an audit: one SIGSTOPped member of three stalled every front end). 10 s is gRPC's least.
+	// stopped (an audit: one SIGSTOPped member of three stalled every front end). 10 s is gRPC's least. Only
+	// while a request is in flight, which is when a hung member matters: etcd refuses pings on an idle
+	// connection (PermitWithoutStream false on its side), answers too_many_pings after three, and gRPC then
+	// doubles the client's interval for good.
 	cfg := clientv3.Config{DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
-		DialKeepAliveTime: 10 * time.Second, DialKeepAliveTimeout: 3 * time.Second, PermitWithoutStream: true}
+		DialKeepAliveTime: 10 * time.Second, DialKeepAliveTimeout: 3 * time.Second}
 	for _, h := range strings.Split(u.Host, ",") {
 		cfg.Endpoints = append(cfg.Endpoints, "http://"+h)
 	}
