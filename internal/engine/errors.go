@@ -51,6 +51,9 @@ var (
 	// values (many writes of big values in one pipeline or transaction), or it is more than the datastore under
 	// a remote engine takes in one commit; nothing of it was applied.
 	ErrBatchTooBig = errors.New("the pipeline or transaction is too big to apply at once (over 256 MiB of values built, or more than the datastore takes in one commit); nothing of it was applied: send it in smaller parts")
+	// ErrUnavailable: the datastore under a remote engine cannot be reached now (a member unreachable, no
+	// leader); nothing was applied, and the request may succeed if sent again.
+	ErrUnavailable = errors.New("the datastore is unavailable")
 	// ErrInvalid: a malformed mutation (unknown op, missing key, bad range).
 	ErrInvalid = errors.New("invalid mutation")
 	// ErrUndeclaredWrite: a function wrote a key its mutation does not name (see Tx); it is an ErrInvalid, and

@@ -64,6 +64,7 @@ var table = []struct {
 	{engine.ErrNoSpace, Answer{Redis: "MISCONF disk is full (free space below --min-free-space): writes are refused until space is freed; reads still work",
 		Memcache: "SERVER_ERROR out of space", Status: http.StatusInsufficientStorage, Code: "insufficient_storage"}},
 	{engine.ErrUnknownOutcome, Answer{Status: http.StatusServiceUnavailable, Code: "unknown_outcome"}},
+	{engine.ErrUnavailable, Answer{Status: http.StatusServiceUnavailable, Code: "unavailable"}},
 	{context.Canceled, Answer{Status: http.StatusServiceUnavailable, Code: "unavailable"}},
 	{context.DeadlineExceeded, Answer{Redis: "ERR the datastore did not answer in time (--engine-timeout)",
 		Memcache: "SERVER_ERROR the datastore did not answer in time", Status: http.StatusServiceUnavailable, Code: "unavailable"}},

@@ -61,4 +61,9 @@ func TestNetworkErrorsAreUnavailable(t *testing.T) {
 	if a := Of(errors.New("checksum mismatch")); a.Status != http.StatusInternalServerError {
 		t.Fatalf("an unknown error: %+v", a)
 	}
+	// A read that kept failing on an unreachable etcd member (it answered 500 "... concurrent write").
+	gaveUp := fmt.Errorf("remote: gave up after 64 attempts: etcd: %w (%w): rpc error", engine.ErrUnavailable, errors.New("conflict"))
+	if a := Of(gaveUp); a.Status != http.StatusServiceUnavailable || a.Code != "unavailable" {
+		t.Fatalf("an unavailable datastore: %+v", a)
+	}
 }

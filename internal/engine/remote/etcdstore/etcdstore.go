@@ -172,8 +172,11 @@ func (b *backend) Read(ctx context.Context, slots []remote.Slot, n int) ([]remot
 			part = pinned
 		}
 		r, err := b.c.Txn(ctx).Then(part...).Commit()
-		if errors.Is(err, rpctypes.ErrCompacted) || readAgain(ctx, err) { // compacted between the parts: read again
+		if errors.Is(err, rpctypes.ErrCompacted) { // compacted between the parts: read again
 			return nil, nil, false, nil, fmt.Errorf("etcd: %w: %v", remote.ErrConflict, err)
+		}
+		if readAgain(ctx, err) { // sent again; past the attempts, the client is told the datastore is unavailable
+			return nil, nil, false, nil, fmt.Errorf("etcd: %w (%w): %v", engine.ErrUnavailable, remote.ErrConflict, err)
 		}
 		if err != nil {
 			return nil, nil, false, nil, err
