@@ -158,47 +158,50 @@ const maxInline = 512
 // InlineSize is about what an entry of PutInlineHashed carrying n bytes allocates: the entry and its size
 // class together, or the entry and n bytes apart past maxInline. An owner bounding its bytes charges this.
 func (m *Map[V]) InlineSize(n int) int64 {
-	c := n
-	for _, class := range inlineClasses {
-		if n <= class {
-			c = class
-			break
-		}
-	}
-	return int64(unsafe.Sizeof(Entry[V]{})) + int64(c)
+	return int64(unsafe.Sizeof(Entry[V]{})) + int64(max(inlineClass(n), n))
 }
 
 // inlineClasses are the sizes of newInline's classes.
 var inlineClasses = [...]int{32, 48, 64, 96, 128, 192, 256, 384, maxInline}
 
+// inlineClass is the class of an entry carrying n bytes, 0 past maxInline.
+func inlineClass(n int) int {
+	for _, c := range inlineClasses {
+		if n <= c {
+			return c
+		}
+	}
+	return 0
+}
+
 // newInline returns a new entry and n bytes allocated with it (after it, for a hit to find them next to it).
 func newInline[V any](n int) (*Entry[V], []byte) {
-	switch {
-	case n <= 32:
+	switch inlineClass(n) {
+	case 32:
 		x := new(inline32[V])
 		return &x.e, x.b[:n:n]
-	case n <= 48:
+	case 48:
 		x := new(inline48[V])
 		return &x.e, x.b[:n:n]
-	case n <= 64:
+	case 64:
 		x := new(inline64[V])
 		return &x.e, x.b[:n:n]
-	case n <= 96:
+	case 96:
 		x := new(inline96[V])
 		return &x.e, x.b[:n:n]
-	case n <= 128:
+	case 128:
 		x := new(inline128[V])
 		return &x.e, x.b[:n:n]
-	case n <= 192:
+	case 192:
 		x := new(inline192[V])
 		return &x.e, x.b[:n:n]
-	case n <= 256:
+	case 256:
 		x := new(inline256[V])
 		return &x.e, x.b[:n:n]
-	case n <= 384:
+	case 384:
 		x := new(inline384[V])
 		return &x.e, x.b[:n:n]
-	case n <= maxInline:
+	case maxInline:
 		x := new(inline512[V])
 		return &x.e, x.b[:n:n]
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"testing"
+	"unsafe"
 )
 
 // TestClockKeepsHotEntries: one entry read between every insertion of a stream of entries read once survives
@@ -158,5 +159,19 @@ func TestPutInlineKeepsKeyAndBytes(t *testing.T) {
 	}
 	if m.InlineSize(100) <= 128 || m.InlineSize(600) < 600 {
 		t.Fatalf("InlineSize(100) = %d, InlineSize(600) = %d", m.InlineSize(100), m.InlineSize(600))
+	}
+}
+
+// TestInlineClassesAllocateTheirClass: newInline allocates, for every n, the class InlineSize charges (an
+// inline array of exactly that size), so the cache charges what it holds.
+func TestInlineClassesAllocateTheirClass(t *testing.T) {
+	for n := 0; n <= maxInline+1; n++ {
+		e, b := newInline[[]byte](n)
+		c := inlineClass(n)
+		// The bytes start right after the entry, and the object ends c bytes later.
+		off := uintptr(unsafe.Pointer(unsafe.SliceData(b[:cap(b)]))) - uintptr(unsafe.Pointer(e))
+		if len(b) != n || n <= maxInline && (off != unsafe.Sizeof(*e) || c < n) || n > maxInline && c != 0 {
+			t.Fatalf("n=%d: class %d, bytes at offset %d of the entry", n, c, off)
+		}
 	}
 }

@@ -77,35 +77,34 @@ var unavailable = Answer{Status: http.StatusServiceUnavailable, Code: "unavailab
 // Of returns how the protocols answer err; any error not in the table is the server's failure (500 internal),
 // but a network error reaching a datastore is 503 unavailable.
 func Of(err error) Answer {
-	if a, ok := lookup(err); ok {
-		return a
-	}
+	a, ok := lookup(err)
 	var ne *net.OpError
-	if errors.As(err, &ne) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) {
-		a := unavailable
-		a.Redis, a.Memcache = "ERR "+oneLine(err.Error()), "SERVER_ERROR "+oneLine(err.Error())
-		return a
+	switch {
+	case ok:
+	case errors.As(err, &ne) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET):
+		a = unavailable
+	default:
+		a = Answer{Status: http.StatusInternalServerError, Code: "internal"}
 	}
-	return Answer{Redis: "ERR " + oneLine(err.Error()), Memcache: "SERVER_ERROR " + oneLine(err.Error()),
-		Status: http.StatusInternalServerError, Code: "internal"}
+	msg := Message(err)
+	a.Redis = strings.Replace(a.Redis, "%s", msg, 1)
+	if a.Redis == "" {
+		a.Redis = "ERR " + msg
+	}
+	if a.Memcache == "" {
+		a.Memcache = "SERVER_ERROR " + msg
+	}
+	return a
 }
 
 // Message is err's text as an answer may carry it: one line, no network addresses.
 func Message(err error) string { return oneLine(err.Error()) }
 
-// lookup finds err in the table.
+// lookup finds err's answer in the table, its texts not yet filled in.
 func lookup(err error) (Answer, bool) {
 	for _, e := range table {
 		if errors.Is(err, e.err) {
-			a := e.Answer
-			a.Redis = strings.Replace(a.Redis, "%s", oneLine(err.Error()), 1)
-			if a.Redis == "" {
-				a.Redis = "ERR " + oneLine(err.Error())
-			}
-			if a.Memcache == "" {
-				a.Memcache = "SERVER_ERROR " + oneLine(err.Error())
-			}
-			return a, true
+			return e.Answer, true
 		}
 	}
 	return Answer{}, false
