@@ -392,3 +392,52 @@ func TestBackendPanicFailsTheBatchNotTheProcess(t *testing.T) {
 		}
 	}
 }
+
+// downBackend fails every call with errDown, a driver's "no connection" error, once down is set; with unreachable
+// it says so (remote.Unreachable), as an adapter that knows its driver's errors does.
+type downBackend struct {
+	*stampBackend
+	down atomic.Bool
+}
+
+var errDown = errors.New("driver: no hosts available in the pool")
+
+func (b *downBackend) Read(ctx context.Context, slots []Slot, n int) ([]Stored, []uint64, bool, any, error) {
+	if b.down.Load() {
+		return nil, nil, false, nil, errDown
+	}
+	return b.stampBackend.Read(ctx, slots, n)
+}
+
+func (b *downBackend) Get(ctx context.Context, s Slot) (engine.Item, bool, error) {
+	if b.down.Load() {
+		return engine.Item{}, false, errDown
+	}
+	return b.stampBackend.Get(ctx, s)
+}
+
+type unreachableBackend struct{ *downBackend }
+
+func (unreachableBackend) Unreachable(err error) bool { return errors.Is(err, errDown) }
+
+// TestUnreachableIsUnavailable: an error the backend calls unreachable answers engine.ErrUnavailable (503, send
+// again), for reads and for batches; a backend that cannot tell leaves the error as it is (500).
+func TestUnreachableIsUnavailable(t *testing.T) {
+	for _, tell := range []bool{false, true} {
+		d := &downBackend{stampBackend: newStampBackend()}
+		var b Backend = d
+		if tell {
+			b = unreachableBackend{d}
+		}
+		e := New(b)
+		d.down.Store(true)
+		_, getErr := e.Get(context.Background(), "t", []byte("k"), 1)
+		_, applyErr := e.Apply(context.Background(), &engine.Batch{Now: 1, Muts: []engine.Mutation{{Op: engine.OpSet,
+			Table: "t", Key: []byte("k"), Value: []byte("v")}}})
+		for what, err := range map[string]error{"Get": getErr, "Apply": applyErr} {
+			if !errors.Is(err, errDown) || errors.Is(err, engine.ErrUnavailable) != tell {
+				t.Errorf("%s with Unreachable %v: %v (unavailable: %v)", what, tell, err, errors.Is(err, engine.ErrUnavailable))
+			}
+		}
+	}
+}

@@ -99,6 +99,25 @@ type Backend interface {
 	Close() error
 }
 
+// Unreachable is implemented by a Backend that can tell from its driver's error that the datastore could not be
+// reached or could not serve the request now (no connection in the pool, a connection lost while reading, too few
+// replicas alive): Engine then wraps the error with engine.ErrUnavailable, which the protocols answer as "send
+// again" (HTTP 503), not as the server's own failure (500). It is never asked about a commit of unknown outcome.
+type Unreachable interface {
+	Unreachable(err error) bool
+}
+
+// unavailable wraps err with engine.ErrUnavailable when the backend says the datastore could not be reached.
+func (e *Engine) unavailable(err error) error {
+	if err == nil || errors.Is(err, ErrUnknownOutcome) || errors.Is(err, engine.ErrUnavailable) || errors.Is(err, ErrConflict) {
+		return err
+	}
+	if u, ok := e.b.(Unreachable); ok && u.Unreachable(err) {
+		return fmt.Errorf("%w: %w", engine.ErrUnavailable, err)
+	}
+	return err
+}
+
 // Engine is an engine.Engine over a Backend. Adapters embed it and add the optional abilities
 // (engine.Scanner, ...) their datastore supports.
 type Engine struct {
@@ -221,7 +240,7 @@ func (e *Engine) Get(ctx context.Context, table string, key []byte, now int64) (
 	defer cancel()
 	it, ok, err := e.b.Get(ctx, Slot{table, key})
 	if err != nil {
-		return engine.Item{}, err
+		return engine.Item{}, e.unavailable(err)
 	}
 	if !ok || !it.Live(now) {
 		return engine.Item{}, engine.ErrNotFound
@@ -310,7 +329,7 @@ func (e *Engine) run(ctx context.Context, ws []*waiter) {
 			}
 			return
 		case !errors.Is(err, ErrConflict):
-			fail(err)
+			fail(e.unavailable(err))
 			return
 		case attempt >= e.MaxAttempts:
 			fail(fmt.Errorf("remote: gave up after %d attempts: %w", attempt, err))

@@ -557,20 +557,35 @@ func batchBytes(w *remote.Writes) int {
 	return n
 }
 
+// Unreachable implements remote.Unreachable: no connection to any node, too few replicas alive or a node
+// overloaded (the request was refused), or a read that got no answer or lost its connection.
+func (b *backend) Unreachable(err error) bool {
+	var timeout *gocql.RequestErrReadTimeout
+	return refusedUnavailable(err) || errors.As(err, &timeout) || errors.Is(err, gocql.ErrConnectionClosed) ||
+		errors.Is(err, gocql.ErrTimeoutNoResponse)
+}
+
+// refusedUnavailable reports whether err refused a request because the cluster cannot serve it now.
+func refusedUnavailable(err error) bool {
+	var (
+		unavail  *gocql.RequestErrUnavailable
+		overload *gocql.RequestErrOverloaded
+	)
+	return errors.Is(err, gocql.ErrNoConnections) || errors.As(err, &unavail) || errors.As(err, &overload)
+}
+
 // refused reports whether a commit error proves the BATCH was not applied: it was never sent, or the server
 // refused it before running Paxos. Anything else (write timeout, unknown CAS result, a connection lost or a
 // deadline passed while waiting for the answer) leaves the outcome unknown.
 func refused(err error) bool {
 	var (
-		unavail  *gocql.RequestErrUnavailable
-		invalid  *gocql.RequestErrInvalid
-		syntax   *gocql.RequestErrSyntax
-		unauth   *gocql.RequestErrUnauthorized
-		config   *gocql.RequestErrConfig
-		overload *gocql.RequestErrOverloaded
+		invalid *gocql.RequestErrInvalid
+		syntax  *gocql.RequestErrSyntax
+		unauth  *gocql.RequestErrUnauthorized
+		config  *gocql.RequestErrConfig
 	)
-	return errors.Is(err, gocql.ErrNoConnections) || errors.As(err, &unavail) || errors.As(err, &invalid) ||
-		errors.As(err, &syntax) || errors.As(err, &unauth) || errors.As(err, &config) || errors.As(err, &overload)
+	return refusedUnavailable(err) || errors.As(err, &invalid) || errors.As(err, &syntax) || errors.As(err, &unauth) ||
+		errors.As(err, &config)
 }
 
 // flushes adds the range deletes of w's flushes: every row of a flushed table (all tables for FlushAll) except

@@ -31,3 +31,26 @@ func TestRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestUnreachable: the errors of a cluster that cannot serve now are unavailable (503); a refusal of the request
+// itself (invalid, unauthorized) is not.
+func TestUnreachable(t *testing.T) {
+	b := &backend{}
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{gocql.ErrNoConnections, true},
+		{fmt.Errorf("read: %w", &gocql.RequestErrUnavailable{}), true},
+		{&gocql.RequestErrOverloaded{}, true},
+		{&gocql.RequestErrReadTimeout{}, true},
+		{gocql.ErrConnectionClosed, true},
+		{gocql.ErrTimeoutNoResponse, true},
+		{&gocql.RequestErrInvalid{}, false},
+		{&gocql.RequestErrUnauthorized{}, false},
+	} {
+		if got := b.Unreachable(c.err); got != c.want {
+			t.Errorf("Unreachable(%T %v) = %v, want %v", c.err, c.err, got, c.want)
+		}
+	}
+}

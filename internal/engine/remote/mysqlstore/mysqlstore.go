@@ -244,6 +244,12 @@ func (b *backend) Read(ctx context.Context, slots []remote.Slot, n int) ([]remot
 	return items, versions, true, nil, rows.Close()
 }
 
+// Unreachable implements remote.Unreachable: the driver lost its connection (mysql.ErrInvalidConn, a connection
+// broken mid-answer) or had none to send on (driver.ErrBadConn, which database/sql already retried).
+func (b *backend) Unreachable(err error) bool {
+	return errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, driver.ErrBadConn)
+}
+
 // Get implements remote.Backend.
 func (b *backend) Get(ctx context.Context, s remote.Slot) (engine.Item, bool, error) {
 	var it engine.Item

@@ -2,6 +2,8 @@ package mysqlstore
 
 import (
 	"database/sql"
+	"database/sql/driver"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -9,6 +11,8 @@ import (
 
 	"anykv/internal/engine"
 	"anykv/internal/engine/remote/remotetest"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 var dbs atomic.Int64
@@ -50,4 +54,22 @@ func TestMariaDB(t *testing.T) {
 	t.Run("CommitOutcomeUnknown", func(t *testing.T) { testCommitOutcomeUnknown(t, server) })
 	t.Run("RefusedCommitAppliesNothing", func(t *testing.T) { testRefusedCommitAppliesNothing(t, server) })
 	t.Run("LockWaitRetried", func(t *testing.T) { testLockWaitRetried(t, server) })
+}
+
+// TestUnreachable: a lost or missing connection is unavailable (503); the server's refusal of a statement is not.
+func TestUnreachable(t *testing.T) {
+	b := &backend{}
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("read: %w", mysql.ErrInvalidConn), true},
+		{driver.ErrBadConn, true},
+		{&mysql.MySQLError{Number: 1146, Message: "Table doesn't exist"}, false},
+		{errors.New("other"), false},
+	} {
+		if got := b.Unreachable(c.err); got != c.want {
+			t.Errorf("Unreachable(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
 }
