@@ -6,6 +6,9 @@ package pubsub
 import (
 	"sort"
 	"sync"
+	"sync/atomic"
+
+	"anykv/internal/glob"
 )
 
 // Subscriber receives messages. Deliver must not block: it queues the message (or drops the subscriber when its
@@ -15,17 +18,44 @@ type Subscriber interface {
 	Deliver(pattern, channel string, msg []byte)
 }
 
-// Broker holds the subscriptions. Safe for concurrent use.
+// Broker holds the subscriptions. Safe for concurrent use. Patterns are matched outside the lock, against a
+// snapshot of them compiled when they change: a PUBLISH matching a long channel against long patterns takes its
+// time without holding up other clients' SUBSCRIBEs and PUBLISHes (an audit: 3.6 s).
 type Broker struct {
-	match    func(pattern, channel []byte) bool
 	mu       sync.RWMutex
 	channels map[string]map[Subscriber]struct{}
 	patterns map[string]map[Subscriber]struct{}
+	compiled atomic.Pointer[[]compiledPattern] // the patterns with subscribers, rebuilt under mu when they change
 }
 
-// New returns a broker that matches patterns with match (Redis's glob rules).
-func New(match func(pattern, channel []byte) bool) *Broker {
-	return &Broker{match: match, channels: map[string]map[Subscriber]struct{}{}, patterns: map[string]map[Subscriber]struct{}{}}
+type compiledPattern struct {
+	name string
+	p    *glob.Pattern
+}
+
+// New returns a broker that matches patterns by Redis's glob rules.
+func New() *Broker {
+	b := &Broker{channels: map[string]map[Subscriber]struct{}{}, patterns: map[string]map[Subscriber]struct{}{}}
+	b.compiled.Store(&[]compiledPattern{})
+	return b
+}
+
+// recompile rebuilds the snapshot of patterns after one was added or dropped; called under mu. Compiled patterns
+// of the old snapshot are reused.
+func (b *Broker) recompile() {
+	old := map[string]*glob.Pattern{}
+	for _, c := range *b.compiled.Load() {
+		old[c.name] = c.p
+	}
+	out := make([]compiledPattern, 0, len(b.patterns))
+	for name := range b.patterns {
+		p := old[name]
+		if p == nil {
+			p = glob.Compile([]byte(name))
+		}
+		out = append(out, compiledPattern{name, p})
+	}
+	b.compiled.Store(&out)
 }
 
 func add(m map[string]map[Subscriber]struct{}, name string, s Subscriber) bool {
@@ -71,14 +101,23 @@ func (b *Broker) Unsubscribe(channel string, s Subscriber) bool {
 func (b *Broker) PSubscribe(pattern string, s Subscriber) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return add(b.patterns, pattern, s)
+	_, had := b.patterns[pattern]
+	added := add(b.patterns, pattern, s)
+	if !had {
+		b.recompile()
+	}
+	return added
 }
 
 // PUnsubscribe removes s from pattern; false if it was not subscribed.
 func (b *Broker) PUnsubscribe(pattern string, s Subscriber) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return remove(b.patterns, pattern, s)
+	removed := remove(b.patterns, pattern, s)
+	if _, has := b.patterns[pattern]; removed && !has {
+		b.recompile()
+	}
+	return removed
 }
 
 type delivery struct {
@@ -89,16 +128,23 @@ type delivery struct {
 // Publish delivers msg to every subscriber of channel and of every matching pattern, and returns how many
 // deliveries it made (Redis's PUBLISH reply). Deliveries happen after the broker's lock is released.
 func (b *Broker) Publish(channel string, msg []byte) int {
+	var matched []string
+	if pats := *b.compiled.Load(); len(pats) > 0 {
+		ch := []byte(channel)
+		for _, c := range pats {
+			if c.p.Matches(ch) { // a match stopped at glob.Limit is none
+				matched = append(matched, c.name)
+			}
+		}
+	}
 	b.mu.RLock()
 	var to []delivery
 	for s := range b.channels[channel] {
 		to = append(to, delivery{sub: s})
 	}
-	for p, set := range b.patterns {
-		if b.match([]byte(p), []byte(channel)) {
-			for s := range set {
-				to = append(to, delivery{sub: s, pattern: p})
-			}
+	for _, p := range matched {
+		for s := range b.patterns[p] {
+			to = append(to, delivery{sub: s, pattern: p})
 		}
 	}
 	b.mu.RUnlock()
@@ -111,11 +157,18 @@ func (b *Broker) Publish(channel string, msg []byte) int {
 // Channels lists the channels with at least one subscriber that match pattern (all if pattern is nil), sorted.
 func (b *Broker) Channels(pattern []byte) []string {
 	b.mu.RLock()
-	defer b.mu.RUnlock()
-	var out []string
+	out := make([]string, 0, len(b.channels))
 	for c := range b.channels {
-		if pattern == nil || b.match(pattern, []byte(c)) {
-			out = append(out, c)
+		out = append(out, c)
+	}
+	b.mu.RUnlock()
+	if pattern != nil {
+		p, all := glob.Compile(pattern), out
+		out = out[:0]
+		for _, c := range all {
+			if p.Matches([]byte(c)) {
+				out = append(out, c)
+			}
 		}
 	}
 	sort.Strings(out)

@@ -1,7 +1,6 @@
 package pubsub
 
 import (
-	"path"
 	"sync"
 	"testing"
 )
@@ -17,10 +16,8 @@ func (r *rec) Deliver(pattern, channel string, msg []byte) {
 	r.got = append(r.got, pattern+"|"+channel+"|"+string(msg))
 }
 
-func glob(p, c []byte) bool { ok, _ := path.Match(string(p), string(c)); return ok }
-
 func TestPublishReachesChannelsAndPatterns(t *testing.T) {
-	b := New(glob)
+	b := New()
 	a, p := &rec{}, &rec{}
 	if !b.Subscribe("news", a) || b.Subscribe("news", a) {
 		t.Fatal("subscribe twice")

@@ -5,6 +5,7 @@ import (
 
 	"anykv/internal/collections"
 	"anykv/internal/engine"
+	"anykv/internal/glob"
 	"anykv/internal/protocol/resp"
 )
 
@@ -53,6 +54,14 @@ func collScan(s *session, args [][]byte, kind engine.Kind) {
 			return
 		}
 	}
+	var g *glob.Pattern
+	if match != nil {
+		if len(match) > s.h.maxPattern() {
+			s.fail(errPatternTooLong)
+			return
+		}
+		g = glob.Compile(match)
+	}
 	var after []byte
 	unknown := false // a cursor this server did not make for this key: a restart's, another key's, garbage
 	if id != 0 {
@@ -82,12 +91,19 @@ func collScan(s *session, args [][]byte, kind engine.Kind) {
 			if id == 0 && int64(len(ms)) > count { // a big collection: its first page is COUNT long too
 				ms = ms[:count]
 			}
-			next = s.h.collCursors.put(cursor{table: table, inColl: true, coll: append([]byte(nil), key...), after: ms[len(ms)-1].Name})
+			next = s.h.collCursors.put(cursor{table: table, inColl: true, coll: append([]byte(nil), key...), after: ms[len(ms)-1].Name, owner: s.id})
 		}
 		var out [][]byte
 		for _, m := range ms {
-			if match != nil && !globMatch(match, m.Name) {
-				continue
+			if g != nil {
+				matched, complete := g.Match(m.Name)
+				if !complete {
+					w.Error(errPatternTooComplex)
+					return
+				}
+				if !matched {
+					continue
+				}
 			}
 			out = append(out, m.Name)
 			if kind != engine.KindSet && !noValues {

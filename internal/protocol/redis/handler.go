@@ -141,7 +141,7 @@ func New(store *kv.Store, opts Options) *Handler {
 	h.slowlog.maxLen.Store(defaultSlowlogLen)
 	h.cursors.init()
 	h.collCursors.init()
-	h.broker = pubsub.New(globMatch)
+	h.broker = pubsub.New()
 	if f, err := ParseNotifyEvents(opts.NotifyKeyspaceEvents); err == nil { // the flag was checked by the caller
 		h.notifyFlags.Store(int32(f))
 	}

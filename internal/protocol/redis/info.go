@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"anykv/internal/engine"
+	"anykv/internal/glob"
 )
 
 func init() {
@@ -87,7 +88,7 @@ func cmdConfig(s *session, args [][]byte) {
 		var names []string
 		for name := range set {
 			for _, p := range args[2:] {
-				if globMatch([]byte(strings.ToLower(string(p))), []byte(name)) {
+				if glob.Compile([]byte(strings.ToLower(string(p)))).Matches([]byte(name)) {
 					names = append(names, name)
 					break
 				}

@@ -232,6 +232,11 @@ func cmdSubscribe(s *session, args [][]byte) {
 	switch name {
 	case "subscribe", "psubscribe":
 		for _, a := range args[1:] {
+			if pattern && len(a) > s.h.maxPattern() {
+				s.w.Error(errPatternTooLong)
+				s.out()
+				return
+			}
 			if !set[string(a)] {
 				if !s.hold(&s.held.subs, len(a)+heldOverhead) {
 					s.w.Error(errHeldMemory)
@@ -291,6 +296,10 @@ func cmdPubSub(s *session, args [][]byte) {
 		var pat []byte
 		if len(args) == 3 {
 			pat = args[2]
+			if len(pat) > s.h.maxPattern() {
+				s.w.Error(errPatternTooLong)
+				return
+			}
 		}
 		chs := s.h.broker.Channels(pat)
 		s.w.ArrayHeader(len(chs))

@@ -2,11 +2,10 @@ package redis
 
 import (
 	"crypto/rand"
-	"encoding/binary"
 	mrand "math/rand/v2"
 	"strconv"
-	"sync"
 
+	"anykv/internal/glob"
 	"anykv/internal/kv"
 )
 
@@ -19,65 +18,6 @@ func init() {
 	)
 }
 
-// cursorTable maps the integer cursors Redis clients expect to resume keys. anykv scans in key order, so a
-// cursor is the last key returned: every key present for the whole iteration is returned exactly once. The
-// table is shared by all connections (pooled clients continue a SCAN on another connection), bounded in entries
-// and bytes; the oldest cursors go first, and a cursor can be used more than once (a retried SCAN works).
-type cursorTable struct {
-	mu    sync.Mutex
-	next  uint64
-	m     map[uint64]cursor
-	order []uint64 // oldest first, for eviction
-	bytes int
-}
-
-type cursor struct {
-	table string
-	after []byte
-	// inColl marks a cursor of HSCAN, SSCAN or ZSCAN over the collection at coll: after is a member.
-	inColl bool
-	coll   []byte
-}
-
-const (
-	maxCursors     = 1 << 16
-	maxCursorBytes = 16 << 20
-)
-
-func (t *cursorTable) init() {
-	var b [8]byte
-	rand.Read(b[:])
-	t.next = binary.LittleEndian.Uint64(b[:])>>34 + 1 // small random start: cursors of a restarted server differ
-	t.m = make(map[uint64]cursor)
-}
-
-func (t *cursorTable) put(c cursor) uint64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	id := t.next
-	t.next++
-	if t.next == 0 {
-		t.next = 1
-	}
-	t.m[id] = c
-	t.order = append(t.order, id)
-	t.bytes += len(c.table) + len(c.after) + len(c.coll)
-	for len(t.order) > 1 && (len(t.order) > maxCursors || t.bytes > maxCursorBytes) { // never the one just made
-		old := t.m[t.order[0]]
-		t.bytes -= len(old.table) + len(old.after) + len(old.coll)
-		delete(t.m, t.order[0])
-		t.order = t.order[1:]
-	}
-	return id
-}
-
-func (t *cursorTable) get(id uint64) (cursor, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	c, ok := t.m[id]
-	return c, ok
-}
-
 // literalPrefix returns the part of a glob pattern before its first special character.
 func literalPrefix(pat []byte) []byte {
 	for i, c := range pat {
@@ -88,8 +28,33 @@ func literalPrefix(pat []byte) []byte {
 	return pat
 }
 
+// errPatternTooComplex answers a pattern whose match against a key ran past glob.Limit: a long literal after a
+// '*' against a long key of near misses, which would take len(pattern)*len(key) steps.
+const errPatternTooComplex = "ERR pattern too complex to match against a key this long"
+
+// compilePattern compiles a KEYS, SCAN, xSCAN or PUBSUB CHANNELS pattern, or writes an error and returns false for
+// one longer than maxPattern.
+func (s *session) compilePattern(pat []byte) (*glob.Pattern, bool) {
+	if len(pat) > s.h.maxPattern() {
+		s.w.Error(errPatternTooLong)
+		return nil, false
+	}
+	return glob.Compile(pat), true
+}
+
+// errPatternTooLong answers a pattern longer than maxPattern.
+const errPatternTooLong = "ERR pattern longer than four times max-key-size"
+
+// maxPattern bounds a pattern's length: four times the longest key (a key written with escapes or classes is
+// longer than itself), where a pattern could be as long as a request and cost its length in memory per byte.
+func (h *Handler) maxPattern() int { return 4 * h.store.Limits().MaxKey }
+
 func cmdKeys(s *session, args [][]byte) {
 	pat := args[1]
+	g, ok := s.compilePattern(pat)
+	if !ok {
+		return
+	}
 	var keys [][]byte
 	q := kv.Query{Prefix: literalPrefix(pat), KeysOnly: true}
 	for {
@@ -100,7 +65,12 @@ func cmdKeys(s *session, args [][]byte) {
 			return
 		}
 		for _, e := range p.Entries {
-			if globMatch(pat, e.Key) {
+			m, complete := g.Match(e.Key)
+			if !complete {
+				s.w.Error(errPatternTooComplex)
+				return
+			}
+			if m {
 				keys = append(keys, e.Key)
 			}
 		}
@@ -147,6 +117,13 @@ func cmdScan(s *session, args [][]byte) {
 		}
 		i++
 	}
+	var g *glob.Pattern
+	if pat != nil {
+		var ok bool
+		if g, ok = s.compilePattern(pat); !ok {
+			return
+		}
+	}
 	q := kv.Query{Prefix: literalPrefix(pat), KeysOnly: true, Limit: int(min(count, 100000))}
 	if id != 0 {
 		c, ok := s.h.cursors.get(id)
@@ -164,13 +141,21 @@ func cmdScan(s *session, args [][]byte) {
 	}
 	var keys [][]byte
 	for _, e := range p.Entries {
-		if (pat == nil || globMatch(pat, e.Key)) && (typ == "" || typ == e.Item.Kind.String()) {
+		m, complete := true, true
+		if g != nil {
+			m, complete = g.Match(e.Key)
+		}
+		if !complete {
+			s.w.Error(errPatternTooComplex)
+			return
+		}
+		if m && (typ == "" || typ == e.Item.Kind.String()) {
 			keys = append(keys, e.Key)
 		}
 	}
 	next := uint64(0)
 	if p.Next != nil {
-		next = s.h.cursors.put(cursor{table: s.table(), after: p.Next})
+		next = s.h.cursors.put(cursor{table: s.table(), after: p.Next, owner: s.id})
 	}
 	s.w.ArrayHeader(2)
 	s.w.BulkString(strconv.FormatUint(next, 10))
@@ -221,85 +206,4 @@ func cmdDBSize(s *session, args [][]byte) {
 		return
 	}
 	s.w.Int(n)
-}
-
-// globMatch matches a key against a Redis glob pattern (*, ?, [abc], [^a-z], \x), with the results of Redis's
-// stringmatchlen. It backtracks only to the last '*', so it runs in O(len(pat)*len(str)) even on patterns like
-// "*a*a*a*b" that make a recursive matcher exponential (CVE-2022-36021).
-func globMatch(pat, str []byte) bool {
-	p, s := 0, 0
-	starP, starS := -1, 0
-	for s < len(str) {
-		if p < len(pat) {
-			switch c := pat[p]; c {
-			case '*':
-				for p < len(pat) && pat[p] == '*' {
-					p++
-				}
-				if p == len(pat) {
-					return true
-				}
-				starP, starS = p, s
-				continue
-			case '?':
-				p, s = p+1, s+1
-				continue
-			case '[':
-				if ok, next := matchClass(pat, p+1, str[s]); ok {
-					p, s = next, s+1
-					continue
-				}
-			case '\\':
-				if p+1 < len(pat) {
-					p++
-				}
-				fallthrough
-			default:
-				if pat[p] == str[s] {
-					p, s = p+1, s+1
-					continue
-				}
-			}
-		}
-		if starP < 0 {
-			return false
-		}
-		starS++ // let the last '*' swallow one more byte and retry from there
-		p, s = starP, starS
-	}
-	for p < len(pat) && pat[p] == '*' {
-		p++
-	}
-	return p == len(pat)
-}
-
-// matchClass matches c against the class starting at pat[i] (just after '['); it returns whether c matched and
-// where the pattern continues (after ']', or at the end of an unterminated class).
-func matchClass(pat []byte, i int, c byte) (bool, int) {
-	not := i < len(pat) && pat[i] == '^'
-	if not {
-		i++
-	}
-	match := false
-	for i < len(pat) && pat[i] != ']' {
-		switch {
-		case pat[i] == '\\' && i+1 < len(pat):
-			i++
-			match = match || pat[i] == c
-		case i+2 < len(pat) && pat[i+1] == '-':
-			lo, hi := pat[i], pat[i+2]
-			if lo > hi {
-				lo, hi = hi, lo
-			}
-			match = match || (c >= lo && c <= hi)
-			i += 2
-		default:
-			match = match || pat[i] == c
-		}
-		i++
-	}
-	if i < len(pat) {
-		i++ // past ']'
-	}
-	return match != not, i
 }
