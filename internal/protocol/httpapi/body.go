@@ -89,7 +89,8 @@ func (a *api) readBodyMax(w http.ResponseWriter, r *http.Request, limit int64) (
 
 // account opens the request's account of buffer bytes in the budget, which wrap closes once the handler has
 // returned (on the handler's goroutine: an account is used by one goroutine). Eviction cuts the body's read
-// short while it is being read, and does nothing after: then the handler is about to let go. Nil (counting
+// short while it is being read, and a big reply's write while it is being written (respWriter.Write), and does
+// nothing otherwise: then the handler is about to let go. Nil (counting
 // nothing) without a budget.
 func (a *api) account(w http.ResponseWriter, r *http.Request) (*membudget.Account, *respWriter) {
 	rw, ok := w.(*respWriter)
@@ -101,6 +102,9 @@ func (a *api) account(w http.ResponseWriter, r *http.Request) (*membudget.Accoun
 		rw.acct = a.opts.Budget.Open("http "+r.RemoteAddr, func() {
 			if rw.reading.Load() {
 				rc.SetReadDeadline(time.Now())
+			}
+			if rw.writing.Load() {
+				rc.SetWriteDeadline(time.Now().Add(time.Second)) // as membudget.EvictConn
 			}
 		})
 	}

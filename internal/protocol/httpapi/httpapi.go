@@ -195,6 +195,9 @@ func (a *api) wrap(rt route) http.Handler {
 			rw = &respWriter{ResponseWriter: w}
 		}
 		rw.routed = true
+		if a.opts.Budget != nil {
+			rw.hold = func() *membudget.Account { acct, _ := a.account(rw, r); return acct }
+		}
 		// The browser checks come first: a cross-site page is refused whether or not it could give the password.
 		err := a.checkBrowser(r)
 		switch {
@@ -263,6 +266,9 @@ type respWriter struct {
 	// returned; reading says a body is being read, which eviction may then cut short.
 	acct    *membudget.Account
 	reading atomic.Bool
+	writing atomic.Bool // a big reply is being written, which eviction may then cut short
+	// hold opens acct when there is a budget (body.go's account); nil without one.
+	hold func() *membudget.Account
 }
 
 func (w *respWriter) WriteHeader(code int) {
@@ -284,7 +290,20 @@ func (w *respWriter) Write(b []byte) (int, error) {
 	if w.swallowed != 0 {
 		return len(b), nil
 	}
-	return w.ResponseWriter.Write(b)
+	if len(b) < membudget.ReplyHold || w.hold == nil {
+		return w.ResponseWriter.Write(b)
+	}
+	// A big reply counts against the budget while a client that does not read holds it up.
+	acct := w.hold()
+	held, err := acct.HoldReply(len(b))
+	if err != nil {
+		return 0, err
+	}
+	w.writing.Store(true)
+	n, err := w.ResponseWriter.Write(b)
+	w.writing.Store(false)
+	acct.Release(held)
+	return n, err
 }
 
 // Unwrap lets http.ResponseController reach the connection's writer.

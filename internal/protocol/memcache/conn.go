@@ -202,7 +202,13 @@ func (c *conn) send() bool {
 	if len(c.out) == 0 {
 		return true
 	}
+	held, err := c.acct.HoldReply(len(c.out)) // a big reply counts while a client that does not read holds it up
+	if err != nil {
+		c.out = c.out[:0]
+		return false // memcached closes a client whose output it cannot hold
+	}
 	n, err := c.nc.Write(c.out)
+	c.acct.Release(held)
 	c.st[sBytesWritten] += int64(n)
 	if cap(c.out) > 4*maxOutHold {
 		c.out = make([]byte, 0, readBufSize)

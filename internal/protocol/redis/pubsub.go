@@ -178,7 +178,12 @@ func (s *session) out() error {
 		s.sub.enqueue(s.w.Bytes())
 		return nil
 	}
-	_, err := s.conn.Write(s.w.Bytes())
+	held, err := s.acct.HoldReply(s.w.Len()) // a big reply counts while a client that does not read holds it up
+	if err != nil {
+		return err // the budget logged it; the connection closes
+	}
+	_, err = s.conn.Write(s.w.Bytes())
+	s.acct.Release(held)
 	return err
 }
 
