@@ -81,3 +81,25 @@ func TestCheckpointHoldsEveryAcknowledgedWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestDirectoriesAreTheOwnersOnly: the store's directory and a checkpoint's are created 0700, so other users of
+// the machine cannot read the WAL or the sstables (created 0644) past the password (an audit read a value
+// straight from a backup's WAL).
+func TestDirectoriesAreTheOwnersOnly(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	s, err := Open(Options{Dir: dir, CacheBytes: 8 << 20, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	dest := filepath.Join(t.TempDir(), "copy")
+	if err := s.Checkpoint(ctx, dest); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{dir, dest} {
+		fi, err := os.Stat(d)
+		if err != nil || fi.Mode().Perm()&0o077 != 0 {
+			t.Fatalf("%s: mode %v, %v; want no access for group and others", d, fi.Mode().Perm(), err)
+		}
+	}
+}

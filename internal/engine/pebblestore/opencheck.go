@@ -67,7 +67,7 @@ func (c *openCheck) readLive(po *pebble.Options) error {
 // beforeOpen checks the directory before Pebble reads it.
 func beforeOpen(opts Options, fs vfs.FS) (*openCheck, error) {
 	c := &openCheck{fs: fs, dir: opts.Dir, recover: opts.Recover}
-	if err := fs.MkdirAll(opts.Dir, 0o755); err != nil {
+	if err := fs.MkdirAll(opts.Dir, dirMode); err != nil {
 		return nil, fmt.Errorf("pebblestore: %w", err)
 	}
 	lock, err := pebble.LockDirectory(opts.Dir, fs)
@@ -164,7 +164,7 @@ func (c *openCheck) keepTables() error {
 	}
 	c.keep = c.fs.PathJoin(c.dir, fmt.Sprintf("%s%d", recoveredPrefix, time.Now().UnixNano()))
 	c.onDisk = map[string]int64{}
-	if err := c.fs.MkdirAll(c.keep, 0o755); err != nil {
+	if err := c.fs.MkdirAll(c.keep, dirMode); err != nil {
 		return fmt.Errorf("pebblestore: %w", err)
 	}
 	for _, name := range names {

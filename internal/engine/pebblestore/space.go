@@ -149,7 +149,7 @@ func openSpace(opts Options, log *slog.Logger) (*space, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
-	if err := fs.MkdirAll(opts.Dir, 0o755); err != nil {
+	if err := fs.MkdirAll(opts.Dir, dirMode); err != nil {
 		return nil, fmt.Errorf("pebblestore: create %s: %w", opts.Dir, err)
 	}
 	sp := newSpace(fs, opts.Dir, opts.MinFreeSpace, log, opts.spacePoll)

@@ -10,13 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"anykv/internal/auth"
 	"anykv/internal/engine/memstore"
 	"anykv/internal/kv"
+
+	goredis "github.com/redis/go-redis/v9"
 )
 
 // TestBackupFromAnotherHost: a client that is not on the server's host may have BACKUP write only under the
 // backup directory (the connection here is a pipe, whose address is no loopback one); SAVE's own directory is
-// there. Local clients (every other test, and `anykv backup`) may name any directory.
+// there.
 func TestBackupFromAnotherHost(t *testing.T) {
 	store := kv.New(memstore.New(), kv.Options{SweepInterval: -1})
 	defer store.Close()
@@ -45,5 +48,28 @@ func TestBackupFromAnotherHost(t *testing.T) {
 	}
 	if len(wrote) != 1 || wrote[0] != "/srv/anykv-backups/nightly" {
 		t.Fatalf("backups written: %q", wrote)
+	}
+}
+
+// TestLocalBackupAnywhereNeedsThePassword: without a password, a client on the server's host (any local user)
+// may have BACKUP write only under the backup directory, not wherever the server's user may write (an audit);
+// with one, a local client that gave it may name any directory.
+func TestLocalBackupAnywhereNeedsThePassword(t *testing.T) {
+	for _, pw := range []string{"", "sekret"} {
+		var wrote []string
+		ts := startServer(t, Options{BackupDir: "/srv/anykv-backups", Auth: auth.New(pw),
+			Backup: func(_ context.Context, dir string) error { wrote = append(wrote, dir); return nil }}, 0)
+		c := ts.client(t, &goredis.Options{Password: pw})
+		err := c.Do(ctx, "BACKUP", "/root/.ssh/x").Err()
+		if pw == "" && (err == nil || !strings.Contains(err.Error(), "BACKUP without a password writes only under")) ||
+			pw != "" && err != nil {
+			t.Fatalf("password %q: BACKUP /root/.ssh/x: %v", pw, err)
+		}
+		if err := c.Do(ctx, "BACKUP", "/srv/anykv-backups/nightly").Err(); err != nil {
+			t.Fatalf("password %q: BACKUP under the backup directory: %v", pw, err)
+		}
+		if want := map[string]int{"": 1, "sekret": 2}[pw]; len(wrote) != want {
+			t.Fatalf("password %q: backups written %q", pw, wrote)
+		}
 	}
 }
