@@ -30,9 +30,10 @@ func New() *H {
 	return &H{h: hdrhistogram.New(lowestMicros, highestMicros, SigFigs)}
 }
 
-// Record adds one latency sample.
+// Record adds one latency sample, rounded to the nearest microsecond
+// (truncating would bias sub-50 µs figures low by up to 2%).
 func (h *H) Record(d time.Duration) {
-	us := d.Microseconds()
+	us := toMicros(d)
 	if us < lowestMicros {
 		us = lowestMicros
 	}
@@ -86,7 +87,12 @@ func (h *H) Mean() time.Duration {
 
 // Equivalent reports whether two latencies fall in the same HDR bucket.
 func (h *H) Equivalent(a, b time.Duration) bool {
-	return h.h.ValuesAreEquivalent(a.Microseconds(), b.Microseconds())
+	return h.h.ValuesAreEquivalent(toMicros(a), toMicros(b))
+}
+
+// toMicros rounds d to the nearest microsecond, as Record stores it.
+func toMicros(d time.Duration) int64 {
+	return d.Round(time.Microsecond).Microseconds()
 }
 
 // Point is one point of a cumulative distribution: Fraction of the samples

@@ -177,3 +177,25 @@ func TestSeries(t *testing.T) {
 		t.Errorf("total %d rates %v", s.Total(), s.Rates())
 	}
 }
+
+// TestRecordRoundsToNearestMicrosecond: a 40.9 µs latency is 41 µs, not 40
+// (truncation biased every figure low by up to 1 µs, 2% at 50 µs).
+func TestRecordRoundsToNearestMicrosecond(t *testing.T) {
+	for _, c := range []struct {
+		d, want time.Duration
+	}{
+		{40900 * time.Nanosecond, 41 * time.Microsecond},
+		{40499 * time.Nanosecond, 40 * time.Microsecond},
+		{1500 * time.Nanosecond, 2 * time.Microsecond},
+		{300 * time.Nanosecond, time.Microsecond}, // below the lowest trackable value
+	} {
+		h := New()
+		h.Record(c.d)
+		if got := h.Quantile(50); got != c.want {
+			t.Errorf("Record(%v): p50 %v, want %v", c.d, got, c.want)
+		}
+		if c.d >= time.Microsecond && !h.Equivalent(c.d, c.want) {
+			t.Errorf("Equivalent(%v, %v) is false", c.d, c.want)
+		}
+	}
+}
