@@ -13,6 +13,7 @@ import (
 	"anykv/internal/bench/cpuset"
 	"anykv/internal/bench/deploy"
 	"anykv/internal/bench/driver"
+	"anykv/internal/bench/gen"
 	"anykv/internal/bench/loadgen"
 	"anykv/internal/bench/workload"
 )
@@ -85,7 +86,7 @@ func newFlagSet(o *options, out io.Writer) (*flag.FlagSet, *string, *string, *st
 	fs.StringVar(&o.json, "json", "", "write results as JSON to `FILE`")
 	fs.StringVar(&o.csv, "csv", "", "write results as CSV to `FILE`")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed for every random choice (keys, operation mix, value sizes)")
-	fs.IntVar(&o.valueSize, "value-size", 0, "value size in `BYTES` (default per workload: YCSB 1000, nosql-eval 1000, others 100; minimum 56)")
+	fs.IntVar(&o.valueSize, "value-size", 0, "value size in `BYTES` (default per workload: YCSB 1000, nosql-eval 1000, others 100; minimum 56, the check header, except for mix)")
 	fs.DurationVar(&o.duration, "duration", 0, "cap on each phase's running time, e.g. 30s (0 = run every operation)")
 	fs.Float64Var(&o.rate, "rate", 0, "open loop: send `R` requests/s per phase and measure latency from the intended send time (0 = closed loop)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "timeout of one operation (counted as Err)")
@@ -174,6 +175,13 @@ func parse(args []string, stderr, stdout io.Writer) (o options, code int, done b
 	} else if w != "mix" && slices.Contains(strings.Split(w, ","), "mix") {
 		return fail("--workload mix runs alone: it drives its own load generator")
 	} else if w == "mix" {
+		// mix drives its own load generator, which has its own counterparts
+		// of these (--connections, --keys, --duration) or none (--rate).
+		for _, f := range []string{"rate", "threads", "records", "operations"} {
+			if given[f] {
+				return fail("--%s does not apply to --workload mix (it runs --connections for --duration over --keys, closed loop)", f)
+			}
+		}
 		if o.mix, err = x.mix.parse(); err != nil {
 			return fail("%v", err)
 		}
@@ -247,6 +255,10 @@ func parse(args []string, stderr, stdout io.Writer) (o options, code int, done b
 	}
 	if o.valueSize < 0 || o.rate < 0 || o.duration < 0 || o.timeout <= 0 {
 		return fail("--value-size, --rate and --duration must not be negative, --timeout must be positive")
+	}
+	if len(o.workloads) > 0 && o.valueSize > 0 && o.valueSize < gen.HeaderLen {
+		return fail("--value-size %d is below the minimum of %d: every value starts with a %d-byte self-check header (key hash, write number, length, CRC)",
+			o.valueSize, gen.HeaderLen, gen.HeaderLen)
 	}
 	return o, 0, false
 }

@@ -167,6 +167,11 @@ func TestUsageErrors(t *testing.T) {
 		{"--deploy", "cassandra3", "--kill", "every=15s,down=-5s"},
 		{"--deploy", "anykv+cassandra3", "--kill-target", "front"},
 		{"--deploy", "cassandra3,anykv+cassandra3", "--kill", "every=15s", "--kill-target", "cassandra"},
+		{"--deploy", "redis", "--workload", "mix", "--rate", "1000"},
+		{"--deploy", "redis", "--workload", "mix", "--threads", "4"},
+		{"--deploy", "redis", "--workload", "mix", "--records", "500"},
+		{"--deploy", "redis", "--workload", "mix", "--operations", "500"},
+		{"--deploy", "redis", "--workload", "ycsb-a", "--value-size", "55"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := Main(context.Background(), args, &stdout, &stderr); code != ExitUsage {
@@ -415,5 +420,29 @@ func TestProgressRunsAlongsideAPhase(t *testing.T) {
 	s := out.String()
 	if !strings.Contains(s, "slow /noop thr=2") || !strings.Contains(s, "/1000 ops") || !strings.HasSuffix(s, "\r\033[K") {
 		t.Errorf("progress output %q", s)
+	}
+}
+
+// TestParseValueSizeMinimum: the self-checking workloads take values of 56 bytes (the check header) and up,
+// while mix, whose values carry no header, takes smaller ones; the usage error names the minimum.
+func TestParseValueSizeMinimum(t *testing.T) {
+	for _, args := range [][]string{
+		{"--deploy", "redis", "--workload", "ycsb-a", "--value-size", "56"},
+		{"--deploy", "redis", "--workload", "mix", "--value-size", "8"},
+	} {
+		var stderr bytes.Buffer
+		if _, code, done := parse(args, &stderr, &stderr); done {
+			t.Errorf("%q: exit %d: %s", args, code, stderr.String())
+		}
+	}
+	var stderr bytes.Buffer
+	parse([]string{"--deploy", "redis", "--value-size", "20"}, &stderr, &stderr)
+	if !strings.Contains(stderr.String(), "minimum of 56") {
+		t.Errorf("error %q does not name the minimum", stderr.String())
+	}
+	stderr.Reset()
+	parse([]string{"--deploy", "redis", "--workload", "mix", "--threads", "8"}, &stderr, &stderr)
+	if !strings.Contains(stderr.String(), "--threads does not apply to --workload mix") {
+		t.Errorf("error %q does not name --threads", stderr.String())
 	}
 }
