@@ -215,8 +215,8 @@ func comparisonChart(rep *Report, wl string) string {
 		names = append(names, t.Name)
 	}
 	for _, k := range rep.rowKeys(wl) {
-		if strings.Contains(k.test, ":") {
-			continue // phase totals only
+		if !k.total {
+			continue // phase totals only (a mix phase's name has a colon too: 10:1/p1)
 		}
 		rows = append(rows, fmt.Sprintf("%s t%d", k.test, k.threads))
 		vals := make([]float64, len(names))

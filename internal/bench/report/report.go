@@ -94,6 +94,7 @@ func (rep *Report) resultsFor(target, wl string) []*workload.Result {
 type rowKey struct {
 	test    string
 	threads int
+	total   bool // a phase total, not a per-operation row
 }
 
 // rowKeys lists the distinct (test, threads) rows of a workload over all
@@ -105,7 +106,7 @@ func (rep *Report) rowKeys(wl string) []rowKey {
 		if r.Workload != wl {
 			continue
 		}
-		k := rowKey{r.Test(), r.Threads}
+		k := rowKey{r.Test(), r.Threads, r.Op == ""}
 		if !seen[k] {
 			seen[k] = true
 			keys = append(keys, k)

@@ -202,3 +202,23 @@ func TestChartEdgeCases(t *testing.T) {
 		t.Errorf("ticks %s %s %s", tick(12500), tick(0.025), tick(2e6))
 	}
 }
+
+// TestComparisonChartKeepsMixPhases: mix phases are named like 10:1/p1, with a colon, and are phase totals;
+// the bar chart keeps them and leaves out only the per-operation rows (10:1/p1:get).
+func TestComparisonChartKeepsMixPhases(t *testing.T) {
+	rep := &Report{Targets: []Target{{Name: "redis"}, {Name: "memcached"}}}
+	for _, tg := range []string{"redis", "memcached"} {
+		for _, op := range []string{"", "get", "set"} {
+			r := result(tg, "10:1/p1", op, 50, 100, 40*time.Microsecond, time.Second, t0)
+			r.Workload = "mix"
+			rep.Results = append(rep.Results, r)
+		}
+	}
+	svg := comparisonChart(rep, "mix")
+	if strings.Contains(svg, "no data") || !strings.Contains(svg, ">10:1/p1 t50<") {
+		t.Errorf("mix phase missing from the bar chart:\n%s", svg)
+	}
+	if strings.Contains(svg, "10:1/p1:get") {
+		t.Errorf("per-operation row in the bar chart:\n%s", svg)
+	}
+}
