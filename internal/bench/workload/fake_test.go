@@ -22,17 +22,21 @@ type memStore struct {
 	caps  driver.Caps
 	delay time.Duration
 
-	staleEvery int64 // every n-th get returns the previous value
-	loseEvery  int64 // every n-th put is acknowledged but dropped
-	errEvery   int64 // every n-th operation fails
-	phantom    bool  // scans return one extra key
+	staleEvery int64          // every n-th get returns the previous value
+	loseEvery  int64          // every n-th put is acknowledged but dropped
+	errEvery   int64          // every n-th operation fails
+	phantom    bool           // scans return one extra key
+	failPut    string         // puts of this key (table/key) fail
+	reads      map[string]int // gets per key (table/key)
+	misses     atomic.Int64   // gets that found nothing
 	ops        atomic.Int64
 	gets       atomic.Int64
 	puts       atomic.Int64
 }
 
 func newMem() *memStore {
-	return &memStore{data: map[string][]byte{}, prev: map[string][]byte{}, kind: "mem", caps: driver.CapScan | driver.CapCount | driver.CapIncr}
+	return &memStore{data: map[string][]byte{}, prev: map[string][]byte{}, reads: map[string]int{}, kind: "mem",
+		caps: driver.CapScan | driver.CapCount | driver.CapIncr}
 }
 
 var errInjected = errors.New("injected error")
@@ -64,12 +68,16 @@ func (m *memStore) Get(ctx context.Context, table, key string) ([]byte, bool, er
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := table + "/" + key
+	m.reads[k]++
 	if n := m.gets.Add(1); m.staleEvery > 0 && n%m.staleEvery == 0 {
 		if v, ok := m.prev[k]; ok {
 			return v, true, nil
 		}
 	}
 	v, ok := m.data[k]
+	if !ok {
+		m.misses.Add(1)
+	}
 	return append([]byte(nil), v...), ok, nil
 }
 
@@ -79,10 +87,13 @@ func (m *memStore) Put(ctx context.Context, table, key string, value []byte) err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	k := table + "/" + key
+	if k == m.failPut {
+		return errInjected
+	}
 	if n := m.puts.Add(1); m.loseEvery > 0 && n%m.loseEvery == 0 {
 		return nil
 	}
-	k := table + "/" + key
 	if old, ok := m.data[k]; ok {
 		m.prev[k] = old
 	}

@@ -388,3 +388,25 @@ func TestMergeRuns(t *testing.T) {
 		t.Error("one run is not returned as it is")
 	}
 }
+
+// TestYCSBFailedInsertDoesNotFreezeKeys: in ycsb-d the first insert fails; later inserts must still become
+// readable (YCSB acknowledges a failed insert too), so reads reach keys inserted after it.
+func TestYCSBFailedInsertDoesNotFreezeKeys(t *testing.T) {
+	const records = 100
+	m := newMem()
+	m.failPut = "usertable_r0_t1/" + gen.YCSBKey(records)
+	r := runOne(t, m, "ycsb-d", Config{Records: records, Operations: 2000, Threads: []int{1}, Seed: 5})
+	ins := find(r, "run", "insert", 1)
+	if ins == nil || ins.Errs != 1 || ins.Ops < 20 {
+		t.Fatalf("insert row %+v, want one failed insert of many", ins)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	newer := 0
+	for id := int64(records + 1); id < records+ins.Ops; id++ {
+		newer += m.reads["usertable_r0_t1/"+gen.YCSBKey(id)]
+	}
+	if newer == 0 {
+		t.Errorf("no read of the %d keys inserted after the failed one: the key window froze", ins.Ops-1)
+	}
+}

@@ -102,11 +102,11 @@ func (s ycsbSpec) run(ctx context.Context, r *Runner, threads int) error {
 			case x < s.read+s.update:
 				return w.Put("update", table, gen.YCSBKey(keys.Next(w.R)), size)
 			case x < s.read+s.update+s.insert:
+				// Acknowledged even when it failed, as YCSB does: otherwise
+				// one failed insert would freeze the key window for good.
 				id := counter.Next()
 				o := w.Put("insert", table, gen.YCSBKey(id), size)
-				if o.Err == nil {
-					counter.Ack(id)
-				}
+				counter.Ack(id)
 				return o
 			case x < s.read+s.update+s.insert+s.scan:
 				start := gen.YCSBKey(keys.Next(w.R))
