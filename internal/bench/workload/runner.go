@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -319,19 +320,30 @@ func (r *Runner) collect(base Result, stats []*wstats, elapsed time.Duration, pa
 	}
 }
 
+// spinWindow is how long before a due time sleepUntil stops sleeping and
+// spins: a timer wakes up to about a millisecond late, which would otherwise
+// be added to every open-loop latency.
+const spinWindow = time.Millisecond
+
+// sleepUntil waits until t: a timer until spinWindow before it, then
+// yielding in a loop. It returns false if ctx was cancelled.
 func sleepUntil(ctx context.Context, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err() == nil
+	if d := time.Until(t) - spinWindow; d > 0 {
+		tm := time.NewTimer(d)
+		select {
+		case <-tm.C:
+		case <-ctx.Done():
+			tm.Stop()
+			return false
+		}
 	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return true
-	case <-ctx.Done():
-		return false
+	for time.Now().Before(t) {
+		if ctx.Err() != nil {
+			return false
+		}
+		runtime.Gosched()
 	}
+	return ctx.Err() == nil
 }
 
 func phaseSeed(parts ...any) uint64 {
