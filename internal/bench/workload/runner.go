@@ -206,19 +206,23 @@ func (r *Runner) Phase(ctx context.Context, p Phase) error {
 				if i >= p.Ops {
 					return
 				}
-				if !deadline.IsZero() && time.Now().After(deadline) {
-					stopped.Store(true)
-					return
-				}
 				began := time.Now()
 				if r.Cfg.Rate > 0 {
 					// Open loop: latency counts from the intended send time,
 					// so a slow server cannot hide queueing (no coordinated
-					// omission).
+					// omission), and every request due before the deadline is
+					// sent, however late, so a stall at the end shows too.
 					began = start.Add(time.Duration(float64(i) / r.Cfg.Rate * float64(time.Second)))
+					if !deadline.IsZero() && !began.Before(deadline) {
+						stopped.Store(true)
+						return
+					}
 					if !sleepUntil(ctx, began) {
 						return
 					}
+				} else if !deadline.IsZero() && began.After(deadline) {
+					stopped.Store(true)
+					return
 				}
 				octx, cancel := context.WithTimeout(ctx, r.Cfg.Timeout)
 				w.ctx = octx

@@ -424,3 +424,24 @@ func TestOpenLoopSendsOnTime(t *testing.T) {
 		t.Errorf("median latency %v of a no-op on an in-memory store: the send oversleeps its due time", p50)
 	}
 }
+
+// TestOpenLoopSendsEveryDueRequest: with --rate and --duration, every request due before the deadline is sent
+// and recorded, however late the stalled store lets it go, and none due after it.
+func TestOpenLoopSendsEveryDueRequest(t *testing.T) {
+	slow := newMem()
+	slow.delay = 10 * time.Millisecond
+	r := NewRunner("slow", slow, Config{Rate: 500, Duration: 100 * time.Millisecond})
+	r.workload = "x"
+	if err := r.Phase(context.Background(), Phase{Name: "open", Threads: 1, Ops: 1000,
+		Op: func(w *Worker, i int64) Outcome { return w.Noop("noop") }}); err != nil {
+		t.Fatal(err)
+	}
+	// Requests 0..49 are due before 100ms; one worker at 10ms each sends the last at about 490ms.
+	res := r.Results[0]
+	if res.Ops != 50 || !res.Partial {
+		t.Errorf("%d requests recorded (partial %v), want the 50 due before the deadline", res.Ops, res.Partial)
+	}
+	if mx := res.Hist.Max(); mx < 350*time.Millisecond {
+		t.Errorf("max latency %v: the late requests' wait from their due time is missing", mx)
+	}
+}
