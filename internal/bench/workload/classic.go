@@ -125,24 +125,29 @@ var sweepRatios = []int{50, 60, 70, 80, 90, 95, 98, 99}
 
 func runRatioSweep(ctx context.Context, r *Runner, threads int) error {
 	table := r.Table("sweep", threads)
-	n := r.Cfg.Records
 	size := r.ValueSize(smallValue)
-	if err := r.Phase(ctx, Phase{Name: "load", Threads: threads, Ops: n, Op: func(w *Worker, i int64) Outcome {
-		return w.Put("put", table, gen.SeqKey("k", i), size)
+	lc := newLoadCount()
+	if err := r.Phase(ctx, Phase{Name: "load", Threads: threads, Ops: r.Cfg.Records, Op: func(w *Worker, i int64) Outcome {
+		return lc.count(i, w.Put("put", table, gen.SeqKey("k", i), size))
 	}}); err != nil {
 		return err
 	}
+	n := r.loaded(lc, "load", threads, r.Cfg.Records)
 	for _, pct := range sweepRatios {
 		pct := pct
-		err := r.Phase(ctx, Phase{Name: fmt.Sprintf("get%d", pct), Threads: threads, Ops: r.Cfg.Operations,
-			Op: func(w *Worker, i int64) Outcome {
-				key := gen.SeqKey("k", w.R.Int64N(n))
-				if w.R.IntN(100) < pct {
-					return w.Get("get", table, key)
-				}
-				return w.Put("put", table, key, size)
-			}})
-		if err != nil {
+		p := Phase{Name: fmt.Sprintf("get%d", pct), Threads: threads, Ops: r.Cfg.Operations}
+		if n == 0 {
+			r.skip(p, "no record was loaded, phase skipped")
+			continue
+		}
+		p.Op = func(w *Worker, i int64) Outcome {
+			key := gen.SeqKey("k", w.R.Int64N(n))
+			if w.R.IntN(100) < pct {
+				return w.GetLoaded("get", table, key)
+			}
+			return w.Put("put", table, key, size)
+		}
+		if err := r.Phase(ctx, p); err != nil {
 			return err
 		}
 	}

@@ -41,10 +41,24 @@ func (w *Worker) Put(kind, table, key string, size int) Outcome {
 
 // Get reads key and checks the value against what was written.
 func (w *Worker) Get(kind, table, key string) Outcome {
+	return w.get(kind, table, key, false)
+}
+
+// GetLoaded reads a key the workload loaded or inserted before. Unlike Get,
+// finding nothing for a key that was never written is a Fail: the workload
+// addressed a key it should not have, and a miss is no successful read.
+func (w *Worker) GetLoaded(kind, table, key string) Outcome {
+	return w.get(kind, table, key, true)
+}
+
+func (w *Worker) get(kind, table, key string, loaded bool) Outcome {
 	rs := w.t.BeginRead(table, key)
 	v, found, err := w.d.Get(w.ctx, table, key)
 	if err != nil {
 		return Outcome{Kind: kind, Err: err}
+	}
+	if !found && loaded && !w.t.Known(table, key) {
+		return Outcome{Kind: kind, Fail: fmt.Sprintf("%s/%s: not found and never written, but read as a loaded record", table, key)}
 	}
 	return Outcome{Kind: kind, Fail: w.t.CheckRead(table, key, rs, v, found)}
 }

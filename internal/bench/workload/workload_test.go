@@ -445,3 +445,43 @@ func TestOpenLoopSendsEveryDueRequest(t *testing.T) {
 		t.Errorf("max latency %v: the late requests' wait from their due time is missing", mx)
 	}
 }
+
+// TestYCSBRunAddressesOnlyLoadedRecords: when --duration cuts the load short, the run phase reads only the
+// records loaded (no read misses on the store), and a note says how many of them were.
+func TestYCSBRunAddressesOnlyLoadedRecords(t *testing.T) {
+	for _, name := range []string{"ycsb-c", "ratio-sweep"} {
+		m := newMem()
+		r := NewRunner("mem", m, Config{Records: 10000, Operations: 100, Threads: []int{2}, Seed: 6,
+			Rate: 2000, Duration: 50 * time.Millisecond})
+		var notes []string
+		r.Notice = func(s string) { notes = append(notes, s) }
+		w, _ := Lookup(name)
+		if err := r.Run(context.Background(), w); err != nil {
+			t.Fatal(err)
+		}
+		_, errs, fails := totals(r)
+		if n := m.misses.Load(); n != 0 || errs != 0 || fails != 0 {
+			t.Errorf("%s: %d reads of records never loaded, %d errs, %d fails", name, n, errs, fails)
+		}
+		// At 2000/s for 50ms, requests 0..99 are due before the deadline.
+		if want := "load cut short: records loaded 100 of 10000"; !strings.Contains(strings.Join(notes, "\n"), want) {
+			t.Errorf("%s: notes %q lack %q", name, notes, want)
+		}
+	}
+}
+
+// TestGetLoadedMissIsAFail: a workload's read of a record it expects loaded that finds nothing, because it was
+// never written, is a Fail; a plain Get of it (an absent key's right answer) is not.
+func TestGetLoadedMissIsAFail(t *testing.T) {
+	w := &Worker{ctx: context.Background(), d: newMem(), t: NewTracker()}
+	if o := w.GetLoaded("read", "t", "never"); !strings.Contains(o.Fail, "never written") {
+		t.Errorf("GetLoaded of a key never written: %+v", o)
+	}
+	if o := w.Get("get", "t", "never"); o.Fail != "" || o.Err != nil {
+		t.Errorf("Get of a key never written: %+v", o)
+	}
+	w.Put("insert", "t", "k", 60)
+	if o := w.GetLoaded("read", "t", "k"); o.Fail != "" || o.Err != nil {
+		t.Errorf("GetLoaded of a written key: %+v", o)
+	}
+}

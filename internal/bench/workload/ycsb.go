@@ -68,19 +68,27 @@ func ycsbValueSize(c Config) int {
 func (s ycsbSpec) run(ctx context.Context, r *Runner, threads int) error {
 	table := r.Table("usertable", threads)
 	size := ycsbValueSize(r.Cfg)
-	records := r.Cfg.Records
-	if err := r.Phase(ctx, Phase{Name: "load", Threads: threads, Ops: records,
-		Op: func(w *Worker, i int64) Outcome { return w.Put("insert", table, gen.YCSBKey(i), size) },
+	lc := newLoadCount()
+	if err := r.Phase(ctx, Phase{Name: "load", Threads: threads, Ops: r.Cfg.Records,
+		Op: func(w *Worker, i int64) Outcome { return lc.count(i, w.Put("insert", table, gen.YCSBKey(i), size)) },
 	}); err != nil {
 		return err
 	}
-	counter := gen.NewCounter(records)
-	expectedNew := int64(float64(r.Cfg.Operations) * s.insert * 2)
+	// YCSB loads every record; --duration may not have, so the run phase
+	// addresses only the records loaded.
+	records := r.loaded(lc, "load", threads, r.Cfg.Records)
 	var needs driver.Caps
 	if s.scan > 0 {
 		needs = driver.CapScan
 	}
-	return r.Phase(ctx, Phase{Name: "run", Threads: threads, Ops: r.Cfg.Operations, Needs: needs,
+	run := Phase{Name: "run", Threads: threads, Ops: r.Cfg.Operations, Needs: needs}
+	if records == 0 {
+		r.skip(run, "no record was loaded, phase skipped")
+		return nil
+	}
+	counter := gen.NewCounter(records)
+	expectedNew := int64(float64(r.Cfg.Operations) * s.insert * 2)
+	return r.Phase(ctx, Phase{Name: run.Name, Threads: threads, Ops: run.Ops, Needs: needs,
 		Init: func(w *Worker) {
 			var c gen.Chooser
 			switch s.dist {
@@ -98,7 +106,7 @@ func (s ycsbSpec) run(ctx context.Context, r *Runner, threads int) error {
 			x := w.R.Float64()
 			switch {
 			case x < s.read:
-				return w.Get("read", table, gen.YCSBKey(keys.Next(w.R)))
+				return w.GetLoaded("read", table, gen.YCSBKey(keys.Next(w.R)))
 			case x < s.read+s.update:
 				return w.Put("update", table, gen.YCSBKey(keys.Next(w.R)), size)
 			case x < s.read+s.update+s.insert:
@@ -114,7 +122,7 @@ func (s ycsbSpec) run(ctx context.Context, r *Runner, threads int) error {
 				return w.Scan("scan", table, start[:min(len(start), ycsbScanPrefix)], n)
 			default:
 				key := gen.YCSBKey(keys.Next(w.R))
-				return Then("rmw", w.Get("read", table, key), func() Outcome { return w.Put("update", table, key, size) })
+				return Then("rmw", w.GetLoaded("read", table, key), func() Outcome { return w.Put("update", table, key, size) })
 			}
 		},
 	})
