@@ -26,6 +26,7 @@ type memStore struct {
 	loseEvery  int64          // every n-th put is acknowledged but dropped
 	errEvery   int64          // every n-th operation fails
 	phantom    bool           // scans return one extra key
+	shortScan  bool           // scans drop their last key
 	failPut    string         // puts of this key (table/key) fail
 	reads      map[string]int // gets per key (table/key)
 	misses     atomic.Int64   // gets that found nothing
@@ -151,6 +152,9 @@ func (m *memStore) Scan(ctx context.Context, table, prefix string, limit int) ([
 	sort.Strings(out)
 	if limit > 0 && len(out) > limit {
 		out = out[:limit]
+	}
+	if m.shortScan && len(out) > 0 {
+		out = out[:len(out)-1]
 	}
 	return out, nil
 }

@@ -94,12 +94,22 @@ func (w *Worker) Query(kind, table string) Outcome {
 
 // Scan lists up to limit keys with prefix and checks each belongs there.
 func (w *Worker) Scan(kind, table, prefix string, limit int) Outcome {
+	return w.ScanAtLeast(kind, table, prefix, limit, 0)
+}
+
+// ScanAtLeast is Scan that also fails a scan returning fewer than atLeast
+// keys: the caller knows that many keys with prefix exist for certain.
+func (w *Worker) ScanAtLeast(kind, table, prefix string, limit int, atLeast int64) Outcome {
 	keys, err := w.d.Scan(w.ctx, table, prefix, limit)
 	if err != nil {
 		return Outcome{Kind: kind, Err: err}
 	}
 	if limit > 0 && len(keys) > limit {
 		return Outcome{Kind: kind, Fail: fmt.Sprintf("%s: scan limit %d returned %d keys", table, limit, len(keys))}
+	}
+	if int64(len(keys)) < atLeast {
+		return Outcome{Kind: kind, Fail: fmt.Sprintf("%s: scan for prefix %q limit %d returned %d keys; %d loaded keys have that prefix",
+			table, prefix, limit, len(keys), atLeast)}
 	}
 	return Outcome{Kind: kind, Fail: w.checkKeys(table, prefix, keys)}
 }

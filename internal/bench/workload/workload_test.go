@@ -150,6 +150,7 @@ func TestFaultsAreCounted(t *testing.T) {
 		{"lost writes", "nosql-eval", func(m *memStore) { m.loseEvery = 11 }, false, true, "not found"},
 		{"errors", "ycsb-a", func(m *memStore) { m.errEvery = 13 }, true, false, "injected error"},
 		{"phantoms", "acdb", func(m *memStore) { m.phantom = true }, false, true, "never written"},
+		{"short scans", "ycsb-e", func(m *memStore) { m.shortScan = true }, false, true, "loaded keys have that prefix"},
 		{"lost increments", "incr", func(m *memStore) { m.loseEvery = 11 }, false, true, "lost or invented updates"},
 	}
 	for _, c := range cases {
