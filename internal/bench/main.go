@@ -32,7 +32,7 @@ import (
 // Exit codes of Main.
 const (
 	ExitOK          = 0
-	ExitFailed      = 1 // a target failed to start or connect, or data failed a check
+	ExitFailed      = 1 // a target failed to start or connect, data failed a check, or over 1% of a row's requests erred
 	ExitUsage       = 2
 	ExitInterrupted = 130
 )
@@ -143,10 +143,19 @@ func (b *bencher) run(ctx context.Context, args []string) int {
 	} else {
 		interrupted = b.runEach(ctx, rep, jobs, baseDir)
 	}
+	var errRows []string
 	for _, r := range rep.Results {
 		if r.Fails > 0 {
 			b.failed = true
 		}
+		// A failover run provokes errors; its own columns account for them.
+		if r.TooManyErrs() && b.o.kill == nil {
+			errRows = append(errRows, fmt.Sprintf("%s %s/%s thr=%d: %d errors in %d requests (%.1f%%)",
+				r.Target, r.Workload, r.Test(), r.Threads, r.Errs, r.Ops, 100*r.ErrRate()))
+		}
+	}
+	if len(errRows) > 0 {
+		b.failed = true
 	}
 	rep.Notices = b.notices
 	rep.Failover = b.failovers
@@ -179,6 +188,17 @@ func (b *bencher) run(ctx context.Context, args []string) int {
 		if err := writeFile(out.path, rep, out.write); err != nil {
 			fmt.Fprintf(b.stderr, "anykv bench: %v\n", err)
 			b.failed = true
+		}
+	}
+	if len(errRows) > 0 {
+		fmt.Fprintf(b.stderr, "anykv bench: exit %d: more than %g%% of the requests of %d rows were errors:\n", ExitFailed,
+			100*workload.MaxErrRate, len(errRows))
+		for i, row := range errRows {
+			if i == 5 {
+				fmt.Fprintf(b.stderr, "  and %d more\n", len(errRows)-i)
+				break
+			}
+			fmt.Fprintf(b.stderr, "  %s\n", row)
 		}
 	}
 	switch {

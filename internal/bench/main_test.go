@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -445,4 +446,57 @@ func TestParseValueSizeMinimum(t *testing.T) {
 	if !strings.Contains(stderr.String(), "--threads does not apply to --workload mix") {
 		t.Errorf("error %q does not name --threads", stderr.String())
 	}
+}
+
+// TestErrorsFailTheRun runs against a real Redis that refuses every write (maxmemory 1 byte, no eviction):
+// the load's errors are not throughput, and more than 1% errors in a row exits 1 and says why on stderr.
+func TestErrorsFailTheRun(t *testing.T) {
+	base, err := deploy.NewBaseDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(base)
+	srv, err := deploy.Start(context.Background(), "redis-nopersist", deploy.Options{BaseDir: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	if reply := redisCmd(t, strings.TrimPrefix(srv.URL, "resp://"), "CONFIG", "SET", "maxmemory", "1"); reply != "+OK" {
+		t.Fatalf("CONFIG SET maxmemory: %q", reply)
+	}
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"--target", "full=" + srv.URL, "--workload", "ycsb-a", "--records", "50",
+		"--operations", "50", "--threads", "1"}, &stdout, &stderr)
+	if code != ExitFailed {
+		t.Errorf("exit %d, want %d\n%s\n%s", code, ExitFailed, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "full ycsb-a/load thr=1: 50 errors in 50 requests (100.0%)") {
+		t.Errorf("stderr does not say why:\n%s", stderr.String())
+	}
+	if !regexp.MustCompile(`(?m)^load +0\.0 +\d+ `).MatchString(stdout.String()) {
+		t.Errorf("a load of 50 errors shows throughput:\n%s", stdout.String())
+	}
+}
+
+// redisCmd sends one command to the Redis server at addr and returns its reply line.
+func redisCmd(t *testing.T, addr string, args ...string) string {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	req := fmt.Sprintf("*%d\r\n", len(args))
+	for _, a := range args {
+		req += fmt.Sprintf("$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := c.Write([]byte(req)); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimRight(line, "\r\n")
 }

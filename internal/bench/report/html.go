@@ -141,7 +141,7 @@ func htmlSideBySide(b *strings.Builder, rep *Report) {
 				default:
 					rps, p99 := r.ReqPerSec(), ms(r.Quantile(99))
 					c1, c2 := fmtRate(rps), fmt.Sprintf("%.3f", p99)
-					if t.Name != base && br != nil && br.Skipped == "" {
+					if t.Name != base && comparable(br) && comparable(r) {
 						if q := ratio(rps, br.ReqPerSec()); q != "" {
 							c1 += " (" + q + ")"
 						}
@@ -149,7 +149,11 @@ func htmlSideBySide(b *strings.Builder, rep *Report) {
 							c2 += " (" + q + ")"
 						}
 					}
-					fmt.Fprintf(b, "<td>%s</td><td>%s</td>", c1, c2)
+					cls := ""
+					if m := errMarker(r); m != "" {
+						c1, c2, cls = c1+m, c2+m, ` class="fail"`
+					}
+					fmt.Fprintf(b, "<td%s>%s</td><td%s>%s</td>", cls, e(c1), cls, e(c2))
 				}
 			}
 			b.WriteString("</tr>\n")

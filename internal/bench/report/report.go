@@ -140,6 +140,38 @@ func (rep *Report) baseline() string {
 	return ""
 }
 
+// comparable reports whether a row's figures may be set against another's:
+// it ran and at most MaxErrRate of its requests were errors.
+func comparable(r *workload.Result) bool {
+	return r != nil && r.Skipped == "" && !r.TooManyErrs()
+}
+
+// errMarker flags a side-by-side cell whose row had errors or failures, e.g.
+// " [12% err]" or " [0.05% err, 3 fail]"; "" for a clean row.
+func errMarker(r *workload.Result) string {
+	var m []string
+	if r.Errs > 0 {
+		pct := 100 * r.ErrRate()
+		var p string
+		switch {
+		case pct >= 10:
+			p = fmt.Sprintf("%.0f", pct)
+		case pct >= 1:
+			p = fmt.Sprintf("%.1f", pct)
+		default:
+			p = fmt.Sprintf("%.2g", pct)
+		}
+		m = append(m, p+"% err")
+	}
+	if r.Fails > 0 {
+		m = append(m, fmt.Sprintf("%d fail", r.Fails))
+	}
+	if len(m) == 0 {
+		return ""
+	}
+	return " [" + strings.Join(m, ", ") + "]"
+}
+
 // ratio formats v/base as "1.23x", or "" when undefined.
 func ratio(v, base float64) string {
 	if base <= 0 || math.IsNaN(v) || math.IsInf(v, 0) {

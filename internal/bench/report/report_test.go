@@ -222,3 +222,27 @@ func TestComparisonChartKeepsMixPhases(t *testing.T) {
 		t.Errorf("per-operation row in the bar chart:\n%s", svg)
 	}
 }
+
+// TestErrorsAreMarkedNotRanked: a target whose every request errored has no Req/Sec (errors are not
+// throughput), its side-by-side cells say so, and above 1% errors there is no ratio to rank it by.
+func TestErrorsAreMarkedNotRanked(t *testing.T) {
+	rep := &Report{Workloads: []WorkloadInfo{{Name: "appscale"}}, Targets: []Target{{Name: "good"}, {Name: "broken"}, {Name: "flaky"}}}
+	good := result("good", "put", "", 1, 100, 100*time.Microsecond, time.Second, t0)
+	broken := result("broken", "put", "", 1, 0, time.Microsecond, time.Second, t0)
+	broken.Ops, broken.Errs = 50000, 50000
+	flaky := result("flaky", "put", "", 1, 1000, 100*time.Microsecond, time.Second, t0)
+	flaky.Errs = 5 // 0.5%: still compared
+	rep.Results = []*workload.Result{good, broken, flaky}
+	var b bytes.Buffer
+	WriteText(&b, rep)
+	out := b.String()
+	re := regexp.MustCompile(`(?m)^appscale +put +1 +100 +0\.0 \[100% err\] +995 \(9\.95x\) \[0\.5% err\]$`)
+	if !re.MatchString(out) {
+		t.Errorf("Req/Sec row not as expected:\n%s", out)
+	}
+	var h bytes.Buffer
+	WriteHTML(&h, rep)
+	if !strings.Contains(h.String(), `<td class="fail">0.0 [100% err]</td>`) {
+		t.Errorf("HTML side by side lacks the error marker")
+	}
+}

@@ -98,7 +98,8 @@ func targetTable(res []*workload.Result) string {
 }
 
 // sideBySide renders throughput and p50, p99 and p99.9 latency per row and
-// target, with ratios against the baseline target.
+// target, with ratios against the baseline target. A row with errors or
+// failures is marked, and one with more than 1% errors gets no ratio.
 func sideBySide(rep *Report) string {
 	base := rep.baseline()
 	var b strings.Builder
@@ -136,7 +137,7 @@ func sideBySide(rep *Report) string {
 					default:
 						v := metric.value(r)
 						cell := metric.fmt(v)
-						if n != base && baseRes != nil && baseRes.Skipped == "" {
+						if n != base && comparable(baseRes) && comparable(r) {
 							if q := ratio(v, metric.value(baseRes)); q != "" {
 								cell += " (" + q + ")"
 							}
@@ -144,7 +145,7 @@ func sideBySide(rep *Report) string {
 						if r.Partial {
 							cell += "*"
 						}
-						cells = append(cells, cell)
+						cells = append(cells, cell+errMarker(r))
 					}
 				}
 				rows = append(rows, cells)
