@@ -157,6 +157,7 @@ func (b *bencher) run(ctx context.Context, args []string) int {
 	if len(errRows) > 0 {
 		b.failed = true
 	}
+	b.checkBaseline(rep)
 	rep.Notices = b.notices
 	rep.Failover = b.failovers
 	if b.live {
@@ -164,15 +165,6 @@ func (b *bencher) run(ctx context.Context, args []string) int {
 	}
 	if interrupted {
 		fmt.Fprintln(b.stderr, "anykv bench: interrupted; servers torn down; partial results follow")
-	}
-	if rep.Baseline != "" {
-		found := false
-		for _, t := range rep.Targets {
-			found = found || t.Name == rep.Baseline
-		}
-		if !found {
-			rep.Baseline = ""
-		}
 	}
 	if err := report.WriteText(b.stdout, rep); err != nil {
 		fmt.Fprintf(b.stderr, "anykv bench: %v\n", err)
@@ -208,6 +200,32 @@ func (b *bencher) run(ctx context.Context, args []string) int {
 		return ExitFailed
 	}
 	return ExitOK
+}
+
+// checkBaseline falls back to the first target that ran when the --baseline
+// target did not run (it failed to start, was not installed, or the run was
+// interrupted first), saying so, rather than leaving every ratio blank.
+func (b *bencher) checkBaseline(rep *report.Report) {
+	if rep.Baseline == "" {
+		return
+	}
+	why := "did not run"
+	for _, t := range rep.Targets {
+		if t.Name != rep.Baseline {
+			continue
+		}
+		if t.Skipped == "" {
+			return
+		}
+		why = t.Skipped
+	}
+	rep.Baseline = ""
+	for _, t := range rep.Targets {
+		if t.Skipped == "" {
+			b.notice(fmt.Sprintf("--baseline %s: %s; ratios are to %s, the first target that ran", b.o.baseline, why, t.Name))
+			return
+		}
+	}
 }
 
 // pin applies --client-cpus to the bench. Deployed servers would inherit

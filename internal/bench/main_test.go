@@ -500,3 +500,32 @@ func redisCmd(t *testing.T, addr string, args ...string) string {
 	}
 	return strings.TrimRight(line, "\r\n")
 }
+
+// TestBaselineThatDidNotRun: --baseline names a target that could not start; the ratios fall back to the first
+// target that ran (two databases of one real Redis here), and a note says so.
+func TestBaselineThatDidNotRun(t *testing.T) {
+	base, err := deploy.NewBaseDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(base)
+	srv, err := deploy.Start(context.Background(), "redis-nopersist", deploy.Options{BaseDir: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"--deploy", "anykv", "--anykv-bin", "/nonexistent/anykv",
+		"--target", "db1=" + srv.URL + "/1", "--target", "db2=" + srv.URL + "/2", "--baseline", "anykv",
+		"--workload", "ycsb-c", "--records", "50", "--operations", "50", "--threads", "1"}, &stdout, &stderr)
+	out := stdout.String()
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr.String())
+	}
+	if !strings.Contains(out, "(ratio to baseline db1)") || !regexp.MustCompile(`(?m)^ycsb-c +run +1 .*\(\d+\.\d\dx\)`).MatchString(out) {
+		t.Errorf("ratios are not to the first target that ran:\n%s", out)
+	}
+	if !strings.Contains(out, "--baseline anykv: skipped: anykv binary /nonexistent/anykv not found; ratios are to db1") {
+		t.Errorf("no note of the fallback:\n%s", out)
+	}
+}
