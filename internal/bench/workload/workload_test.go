@@ -413,7 +413,7 @@ func TestYCSBFailedInsertDoesNotFreezeKeys(t *testing.T) {
 }
 
 // TestOpenLoopSendsOnTime: paced requests to a store that answers at once must not carry the timer's
-// oversleep (up to a millisecond) in their latency, which counts from the due time.
+// oversleep (up to a millisecond) in their latency: a thread free before the due time counts from its send.
 func TestOpenLoopSendsOnTime(t *testing.T) {
 	r := NewRunner("mem", newMem(), Config{Rate: 2000})
 	r.workload = "x"
