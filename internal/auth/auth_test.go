@@ -4,7 +4,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
+	"time"
 )
 
 func TestPolicy(t *testing.T) {
@@ -45,5 +47,38 @@ func TestPolicy(t *testing.T) {
 		if rec.Code != want {
 			t.Errorf("RequireBearer with %q: %d", hdr, rec.Code)
 		}
+	}
+}
+
+// TestWrongPasswordsArePaced: past a burst, wrong passwords are answered at failureInterval apart, all clients
+// together (an audit tried 50,000 in 0.06 s on one connection); the right password is never held up.
+func TestWrongPasswordsArePaced(t *testing.T) {
+	p := New("sekret")
+	const tries, clients = 60, 6
+	start := time.Now()
+	var wg sync.WaitGroup
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < tries/clients; i++ {
+				if p.Check([]byte("guess")) {
+					t.Error("a wrong password passed")
+				}
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond) // the burst is spent and the guesses queue
+	ok := time.Now()
+	if !p.Check([]byte("sekret")) || !p.CheckBearer("Bearer sekret") {
+		t.Fatal("the right password failed")
+	}
+	rightTook := time.Since(ok)
+	wg.Wait()
+	if min := (tries - failureBurst) * failureInterval; time.Since(start) < min {
+		t.Fatalf("%d wrong passwords answered in %v, want at least %v", tries, time.Since(start), min)
+	}
+	if rightTook > 200*time.Millisecond { // the guesses' queue is 400 ms long
+		t.Fatalf("the right password waited %v behind the guesses", rightTook)
 	}
 }
