@@ -63,6 +63,7 @@ func runAppScale(ctx context.Context, r *Runner, threads int) error {
 	n := r.Cfg.Records
 	size := r.ValueSize(smallValue)
 	t := int64(threads)
+	put := newLoadCount("put")
 	phases := []Phase{
 		{Name: "fill", Ops: n, Op: func(w *Worker, i int64) Outcome {
 			return w.Put("put", table, gen.SeqKey("fill", i), size)
@@ -71,15 +72,15 @@ func runAppScale(ctx context.Context, r *Runner, threads int) error {
 			return w.Count("count", table)
 		}},
 		{Name: "put", Ops: t * n, Op: func(w *Worker, i int64) Outcome {
-			return w.Put("put", table, gen.SeqKey("item", i), size)
+			return put.count(i, w.Put("put", table, gen.SeqKey("item", i), size))
 		}},
-		{Name: "get", Ops: t * n, Op: func(w *Worker, i int64) Outcome {
-			return w.Get("get", table, gen.SeqKey("item", i))
+		{Name: "get", Ops: t * n, Bound: put, Op: func(w *Worker, i int64) Outcome {
+			return w.GetLoaded("get", table, gen.SeqKey("item", i))
 		}},
 		{Name: "query", Ops: t * appscaleQueries, Needs: driver.CapScan, Op: func(w *Worker, i int64) Outcome {
 			return w.Query("query", table)
 		}},
-		{Name: "delete", Ops: t * n, Op: func(w *Worker, i int64) Outcome {
+		{Name: "delete", Ops: t * n, Bound: put, Op: func(w *Worker, i int64) Outcome {
 			return w.Delete("delete", table, gen.SeqKey("item", i))
 		}},
 		{Name: "noop", Ops: t * n, Op: func(w *Worker, i int64) Outcome {
@@ -126,13 +127,13 @@ var sweepRatios = []int{50, 60, 70, 80, 90, 95, 98, 99}
 func runRatioSweep(ctx context.Context, r *Runner, threads int) error {
 	table := r.Table("sweep", threads)
 	size := r.ValueSize(smallValue)
-	lc := newLoadCount()
+	lc := newLoadCount("load")
 	if err := r.Phase(ctx, Phase{Name: "load", Threads: threads, Ops: r.Cfg.Records, Op: func(w *Worker, i int64) Outcome {
 		return lc.count(i, w.Put("put", table, gen.SeqKey("k", i), size))
 	}}); err != nil {
 		return err
 	}
-	n := r.loaded(lc, "load", threads, r.Cfg.Records)
+	n := r.loaded(lc, threads, r.Cfg.Records)
 	for _, pct := range sweepRatios {
 		pct := pct
 		p := Phase{Name: fmt.Sprintf("get%d", pct), Threads: threads, Ops: r.Cfg.Operations}

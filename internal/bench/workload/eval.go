@@ -59,14 +59,15 @@ func runNoSQLEval(ctx context.Context, r *Runner, threads int) error {
 	n := r.Cfg.Records
 	size := r.ValueSize(nosqlInsertSize)
 	key := func(i int64) string { return gen.SeqKey("rec", i) }
-	get := func(w *Worker, i int64) Outcome { return w.Get("get", table, key(i)) }
+	get := func(w *Worker, i int64) Outcome { return w.GetLoaded("get", table, key(i)) }
+	ins := newLoadCount("insert")
 	phases := []Phase{
-		{Name: "insert", Op: func(w *Worker, i int64) Outcome { return w.Put("insert", table, key(i), size) }},
-		{Name: "get1", Op: get}, {Name: "get2", Op: get}, {Name: "get3", Op: get},
-		{Name: "update", Op: func(w *Worker, i int64) Outcome {
+		{Name: "insert", Op: func(w *Worker, i int64) Outcome { return ins.count(i, w.Put("insert", table, key(i), size)) }},
+		{Name: "get1", Op: get, Bound: ins}, {Name: "get2", Op: get, Bound: ins}, {Name: "get3", Op: get, Bound: ins},
+		{Name: "update", Bound: ins, Op: func(w *Worker, i int64) Outcome {
 			return w.Put("update", table, key(i), updateSize(r.Cfg.Seed, i))
 		}},
-		{Name: "get4", Op: get}, {Name: "get5", Op: get}, {Name: "get6", Op: get},
+		{Name: "get4", Op: get, Bound: ins}, {Name: "get5", Op: get, Bound: ins}, {Name: "get6", Op: get, Bound: ins},
 		{Name: "put-get", Op: func(w *Worker, i int64) Outcome {
 			k := gen.SeqKey("pg", i)
 			return Then("put+get", w.Put("put", table, k, size), func() Outcome { return w.Get("get", table, k) })
@@ -85,14 +86,20 @@ func runKV739(ctx context.Context, r *Runner, threads int) error {
 	table := r.Table("kv739", threads)
 	n := r.Cfg.Operations
 	size := r.ValueSize(smallValue)
+	one, distinct := newLoadCount("put-one"), newLoadCount("put-distinct")
 	phases := []Phase{
-		{Name: "put-one", Ops: n, Op: func(w *Worker, i int64) Outcome { return w.Put("put", table, "one", size) }},
-		{Name: "get-one", Ops: n, Op: func(w *Worker, i int64) Outcome { return w.Get("get", table, "one") }},
-		{Name: "put-distinct", Ops: n, Op: func(w *Worker, i int64) Outcome {
-			return w.Put("put", table, gen.SeqKey("d", i), size)
+		{Name: "put-one", Ops: n, Op: func(w *Worker, i int64) Outcome { return one.count(i, w.Put("put", table, "one", size)) }},
+		{Name: "get-one", Ops: n, Op: func(w *Worker, i int64) Outcome {
+			if one.answered.Last() < 0 {
+				return w.Get("get", table, "one") // nothing was put: a miss is the answer
+			}
+			return w.GetLoaded("get", table, "one")
 		}},
-		{Name: "get-distinct", Ops: n, Op: func(w *Worker, i int64) Outcome {
-			return w.Get("get", table, gen.SeqKey("d", i))
+		{Name: "put-distinct", Ops: n, Op: func(w *Worker, i int64) Outcome {
+			return distinct.count(i, w.Put("put", table, gen.SeqKey("d", i), size))
+		}},
+		{Name: "get-distinct", Ops: n, Bound: distinct, Op: func(w *Worker, i int64) Outcome {
+			return w.GetLoaded("get", table, gen.SeqKey("d", i))
 		}},
 		{Name: "get-absent", Ops: n, Op: func(w *Worker, i int64) Outcome {
 			return w.Get("get", table, gen.SeqKey("absent", w.R.Int64N(1<<40)))
@@ -102,12 +109,13 @@ func runKV739(ctx context.Context, r *Runner, threads int) error {
 		sz := sz
 		ops := min(n, int64(kv739Bytes/sz))
 		prefix := fmt.Sprintf("s%d-", sz)
+		put := newLoadCount(fmt.Sprintf("put-%dB", sz))
 		phases = append(phases,
-			Phase{Name: fmt.Sprintf("put-%dB", sz), Ops: ops, Op: func(w *Worker, i int64) Outcome {
-				return w.Put("put", table, gen.SeqKey(prefix, i), sz)
+			Phase{Name: put.phase, Ops: ops, Op: func(w *Worker, i int64) Outcome {
+				return put.count(i, w.Put("put", table, gen.SeqKey(prefix, i), sz))
 			}},
-			Phase{Name: fmt.Sprintf("get-%dB", sz), Ops: ops, Op: func(w *Worker, i int64) Outcome {
-				return w.Get("get", table, gen.SeqKey(prefix, i))
+			Phase{Name: fmt.Sprintf("get-%dB", sz), Ops: ops, Bound: put, Op: func(w *Worker, i int64) Outcome {
+				return w.GetLoaded("get", table, gen.SeqKey(prefix, i))
 			}})
 	}
 	for _, p := range phases {

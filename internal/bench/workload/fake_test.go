@@ -21,6 +21,9 @@ type memStore struct {
 	kind  string
 	caps  driver.Caps
 	delay time.Duration
+	// putDelay slows puts alone: a write phase cut short by --duration then answers fewer records than the
+	// read phase after it would read.
+	putDelay time.Duration
 
 	staleEvery int64          // every n-th get returns the previous value
 	loseEvery  int64          // every n-th put is acknowledged but dropped
@@ -83,6 +86,7 @@ func (m *memStore) Get(ctx context.Context, table, key string) ([]byte, bool, er
 }
 
 func (m *memStore) Put(ctx context.Context, table, key string, value []byte) error {
+	time.Sleep(m.putDelay)
 	if err := m.op(ctx); err != nil {
 		return err
 	}

@@ -39,6 +39,10 @@ type Phase struct {
 	Init func(w *Worker)
 	// Op performs operation number i (0 <= i < Ops).
 	Op func(w *Worker, i int64) Outcome
+	// Bound, when set, is the count of an earlier phase whose records this one addresses by number (0..Ops-1):
+	// Ops is cut to the records that phase had answered, so that a write phase cut short by --duration does
+	// not leave this one reading keys never written (their misses are no failures of the store).
+	Bound *loadCount
 }
 
 // Runner runs workloads against one target and collects results.
@@ -168,6 +172,12 @@ func (r *Runner) Phase(ctx context.Context, p Phase) error {
 	}
 	if p.Threads < 1 {
 		p.Threads = 1
+	}
+	if p.Bound != nil {
+		if p.Ops = min(p.Ops, r.loaded(p.Bound, p.Threads, p.Ops)); p.Ops == 0 {
+			r.skip(p, "no record was written by the phase it reads, phase skipped")
+			return nil
+		}
 	}
 	seedBase := phaseSeed(r.workload, p.Name, p.Threads, r.phaseNo)
 	workers := make([]*Worker, p.Threads)

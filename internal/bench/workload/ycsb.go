@@ -68,7 +68,7 @@ func ycsbValueSize(c Config) int {
 func (s ycsbSpec) run(ctx context.Context, r *Runner, threads int) error {
 	table := r.Table("usertable", threads)
 	size := ycsbValueSize(r.Cfg)
-	lc := newLoadCount()
+	lc := newLoadCount("load")
 	if err := r.Phase(ctx, Phase{Name: "load", Threads: threads, Ops: r.Cfg.Records,
 		Op: func(w *Worker, i int64) Outcome { return lc.count(i, w.Put("insert", table, gen.YCSBKey(i), size)) },
 	}); err != nil {
@@ -76,7 +76,7 @@ func (s ycsbSpec) run(ctx context.Context, r *Runner, threads int) error {
 	}
 	// YCSB loads every record; --duration may not have, so the run phase
 	// addresses only the records loaded.
-	records := r.loaded(lc, "load", threads, r.Cfg.Records)
+	records := r.loaded(lc, threads, r.Cfg.Records)
 	var needs driver.Caps
 	if s.scan > 0 {
 		needs = driver.CapScan
