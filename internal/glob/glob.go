@@ -6,7 +6,9 @@ package glob
 // Pattern is a compiled pattern: its classes are sets of bytes, so that matching a byte against one is one step
 // however long the class is written.
 type Pattern struct {
-	toks []token
+	toks  []token
+	sets  []byteSet // the classes' sets, by token.set
+	fixed int       // tokens that match exactly one byte (all but stars): a string shorter cannot match
 }
 
 type tokenKind uint8
@@ -15,13 +17,14 @@ const (
 	literal tokenKind = iota // c
 	anyByte                  // ?
 	star                     // one or more '*'
-	class                    // [...]
+	class                    // [...]: sets[set]
 )
 
+// token is 8 bytes: a pattern of n bytes compiles to at most 8n of tokens, plus 32 bytes per class.
 type token struct {
 	kind tokenKind
 	c    byte
-	set  *byteSet // class
+	set  int32
 }
 
 // byteSet is a set of bytes, a bit each.
@@ -29,6 +32,9 @@ type byteSet [4]uint64
 
 func (b *byteSet) add(c byte)      { b[c>>6] |= 1 << (c & 63) }
 func (b *byteSet) has(c byte) bool { return b[c>>6]&(1<<(c&63)) != 0 }
+
+// Bytes is about the memory the compiled pattern holds, for the callers that account it (PSUBSCRIBE).
+func (pt *Pattern) Bytes() int { return 64 + 8*cap(pt.toks) + 32*cap(pt.sets) }
 
 // Compile parses pat as stringmatchlen reads it: an unterminated class ends with the pattern, a trailing '\'
 // is itself, a reversed range counts as its reverse.
@@ -46,7 +52,8 @@ func Compile(pat []byte) *Pattern {
 			i++
 		case '[':
 			set, next := compileClass(pat, i+1)
-			p.toks = append(p.toks, token{kind: class, set: set})
+			p.sets = append(p.sets, *set)
+			p.toks = append(p.toks, token{kind: class, set: int32(len(p.sets) - 1)})
 			i = next
 		case '\\':
 			if i+1 < len(pat) {
@@ -57,6 +64,11 @@ func Compile(pat []byte) *Pattern {
 		default:
 			p.toks = append(p.toks, token{kind: literal, c: c})
 			i++
+		}
+	}
+	for _, t := range p.toks {
+		if t.kind != star {
+			p.fixed++
 		}
 	}
 	return p
@@ -100,19 +112,24 @@ func compileClass(pat []byte, i int) (*byteSet, int) {
 	return &set, i
 }
 
-// Limit is the steps a match of a pattern of n tokens against str may take: a small multiple of their lengths. A
-// long literal after a '*' matched against a long string of near misses ("*aaa…ab" against "aaa…a") makes any
-// backtracking matcher (Redis's too) take about n*len(str) steps: one 1.5 KB SSCAN MATCH against a 3 MB member
-// took 10 s of CPU, and a PUBLISH against such a pattern held every other client's pub/sub. Patterns people write
-// ("user:*:name", "*[0-9]") stay far below it.
-func Limit(n int, str []byte) int { return 8*(n+len(str)) + 4096 }
+// Limit is the steps a match against str may take: a small multiple of its length. A long literal after a '*'
+// matched against a long string of near misses ("*aaa…ab" against "aaa…a") makes any backtracking matcher
+// (Redis's too) take about len(literal)*len(str) steps: one 1.5 KB SSCAN MATCH against a 3 MB member took 10 s of
+// CPU, and a PUBLISH against such a pattern held every other client's pub/sub. Patterns people write
+// ("user:*:name", "*[0-9]") stay far below it. It does not grow with the pattern, which padding could raise:
+// a pattern with more single-byte tokens than str has bytes is refused at once.
+func Limit(str []byte) int { return 16*len(str) + 4096 }
 
 // Match reports whether str matches the pattern; complete is false when the match stopped at Limit steps (matched
 // is then false). It backtracks only to the last '*', so a pattern like "*a*a*a*b" is not exponential, as a
-// recursive matcher is (CVE-2022-36021).
+// recursive matcher is (CVE-2022-36021). As Redis's stringmatchlen, the empty string matches the empty pattern
+// only (KEYS and SCAN answer "*" as every key themselves).
 func (pt *Pattern) Match(str []byte) (matched, complete bool) {
 	toks := pt.toks
-	steps := Limit(len(toks), str)
+	if len(str) < pt.fixed || len(str) == 0 {
+		return len(str) == 0 && len(toks) == 0, true
+	}
+	steps := Limit(str)
 	p, s := 0, 0
 	starP, starS := -1, 0
 	for s < len(str) {
@@ -133,7 +150,7 @@ func (pt *Pattern) Match(str []byte) (matched, complete bool) {
 				p, s = p+1, s+1
 				continue
 			case class:
-				if t.set.has(str[s]) {
+				if pt.sets[t.set].has(str[s]) {
 					p, s = p+1, s+1
 					continue
 				}

@@ -271,6 +271,9 @@ func (b *Budget) chooseVictims(a *Account, n int64) []*Account {
 // not counted, so that the budget's shared counter stays off the path of ordinary pipelines.
 const ReplyHold = 64 << 10
 
+// reclaimReply is the least refused reply after which the budget collects garbage at once.
+const reclaimReply = 4 << 20
+
 // HoldReply reserves a reply of n bytes for as long as it is being written, if it is ReplyHold or more; it
 // returns the bytes to Release once the write returned. On an error (the budget chose this client to close, as
 // for a request) nothing is held and the reply is not to be sent.
@@ -280,8 +283,11 @@ func (a *Account) HoldReply(n int) (held int, err error) {
 	}
 	if err := a.Reserve(n); err != nil {
 		// The reply, and the values it was built from, are garbage once the client is closed: collect them now
-		// rather than when the heap has doubled (a burst of refused big replies took RSS a gigabyte up).
-		a.b.reclaim()
+		// rather than when the heap has doubled (a burst of refused big replies took RSS a gigabyte up). Only for
+		// big ones: the collections run a second apart at least, but need not run for a refused 64 KiB.
+		if n >= reclaimReply {
+			a.b.reclaim()
+		}
 		return 0, err
 	}
 	return n, nil

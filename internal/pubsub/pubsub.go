@@ -6,7 +6,6 @@ package pubsub
 import (
 	"sort"
 	"sync"
-	"sync/atomic"
 
 	"anykv/internal/glob"
 )
@@ -18,14 +17,19 @@ type Subscriber interface {
 	Deliver(pattern, channel string, msg []byte)
 }
 
-// Broker holds the subscriptions. Safe for concurrent use. Patterns are matched outside the lock, against a
-// snapshot of them compiled when they change: a PUBLISH matching a long channel against long patterns takes its
-// time without holding up other clients' SUBSCRIBEs and PUBLISHes (an audit: 3.6 s).
+// Broker holds the subscriptions. Safe for concurrent use. Patterns are compiled once, when first subscribed,
+// and matched outside the lock: a PUBLISH matching a long channel against long patterns takes its time without
+// holding up other clients' SUBSCRIBEs and PUBLISHes (an audit: 3.6 s).
 type Broker struct {
 	mu       sync.RWMutex
 	channels map[string]map[Subscriber]struct{}
-	patterns map[string]map[Subscriber]struct{}
-	compiled atomic.Pointer[[]compiledPattern] // the patterns with subscribers, rebuilt under mu when they change
+	patterns map[string]*patternSubs
+}
+
+// patternSubs is one pattern's compiled form and its subscribers.
+type patternSubs struct {
+	p    *glob.Pattern
+	subs map[Subscriber]struct{}
 }
 
 type compiledPattern struct {
@@ -35,27 +39,7 @@ type compiledPattern struct {
 
 // New returns a broker that matches patterns by Redis's glob rules.
 func New() *Broker {
-	b := &Broker{channels: map[string]map[Subscriber]struct{}{}, patterns: map[string]map[Subscriber]struct{}{}}
-	b.compiled.Store(&[]compiledPattern{})
-	return b
-}
-
-// recompile rebuilds the snapshot of patterns after one was added or dropped; called under mu. Compiled patterns
-// of the old snapshot are reused.
-func (b *Broker) recompile() {
-	old := map[string]*glob.Pattern{}
-	for _, c := range *b.compiled.Load() {
-		old[c.name] = c.p
-	}
-	out := make([]compiledPattern, 0, len(b.patterns))
-	for name := range b.patterns {
-		p := old[name]
-		if p == nil {
-			p = glob.Compile([]byte(name))
-		}
-		out = append(out, compiledPattern{name, p})
-	}
-	b.compiled.Store(&out)
+	return &Broker{channels: map[string]map[Subscriber]struct{}{}, patterns: map[string]*patternSubs{}}
 }
 
 func add(m map[string]map[Subscriber]struct{}, name string, s Subscriber) bool {
@@ -97,27 +81,39 @@ func (b *Broker) Unsubscribe(channel string, s Subscriber) bool {
 	return remove(b.channels, channel, s)
 }
 
-// PSubscribe adds s to pattern; false if it was already subscribed.
-func (b *Broker) PSubscribe(pattern string, s Subscriber) bool {
+// PSubscribe adds s to pattern, compiled as p (glob.Compile of it; the broker keeps the first one given for a
+// pattern); false if it was already subscribed.
+func (b *Broker) PSubscribe(pattern string, p *glob.Pattern, s Subscriber) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	_, had := b.patterns[pattern]
-	added := add(b.patterns, pattern, s)
-	if !had {
-		b.recompile()
+	ps := b.patterns[pattern]
+	if ps == nil {
+		ps = &patternSubs{p: p, subs: map[Subscriber]struct{}{}}
+		b.patterns[pattern] = ps
 	}
-	return added
+	if _, dup := ps.subs[s]; dup {
+		return false
+	}
+	ps.subs[s] = struct{}{}
+	return true
 }
 
 // PUnsubscribe removes s from pattern; false if it was not subscribed.
 func (b *Broker) PUnsubscribe(pattern string, s Subscriber) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	removed := remove(b.patterns, pattern, s)
-	if _, has := b.patterns[pattern]; removed && !has {
-		b.recompile()
+	ps := b.patterns[pattern]
+	if ps == nil {
+		return false
 	}
-	return removed
+	if _, ok := ps.subs[s]; !ok {
+		return false
+	}
+	delete(ps.subs, s)
+	if len(ps.subs) == 0 {
+		delete(b.patterns, pattern)
+	}
+	return true
 }
 
 type delivery struct {
@@ -128,26 +124,37 @@ type delivery struct {
 // Publish delivers msg to every subscriber of channel and of every matching pattern, and returns how many
 // deliveries it made (Redis's PUBLISH reply). Deliveries happen after the broker's lock is released.
 func (b *Broker) Publish(channel string, msg []byte) int {
-	var matched []string
-	if pats := *b.compiled.Load(); len(pats) > 0 {
-		ch := []byte(channel)
-		for _, c := range pats {
-			if c.p.Matches(ch) { // a match stopped at glob.Limit is none
-				matched = append(matched, c.name)
-			}
-		}
-	}
-	b.mu.RLock()
 	var to []delivery
+	var pats []compiledPattern
+	b.mu.RLock()
 	for s := range b.channels[channel] {
 		to = append(to, delivery{sub: s})
 	}
-	for _, p := range matched {
-		for s := range b.patterns[p] {
-			to = append(to, delivery{sub: s, pattern: p})
+	if len(b.patterns) > 0 {
+		pats = make([]compiledPattern, 0, len(b.patterns))
+		for name, ps := range b.patterns {
+			pats = append(pats, compiledPattern{name, ps.p})
 		}
 	}
 	b.mu.RUnlock()
+	var matched []string
+	ch := []byte(channel)
+	for _, c := range pats {
+		if c.p.Matches(ch) { // a match stopped at glob.Limit is none
+			matched = append(matched, c.name)
+		}
+	}
+	if len(matched) > 0 {
+		b.mu.RLock()
+		for _, name := range matched {
+			if ps := b.patterns[name]; ps != nil {
+				for s := range ps.subs {
+					to = append(to, delivery{sub: s, pattern: name})
+				}
+			}
+		}
+		b.mu.RUnlock()
+	}
 	for _, d := range to {
 		d.sub.Deliver(d.pattern, channel, msg)
 	}

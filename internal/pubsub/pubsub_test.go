@@ -3,6 +3,8 @@ package pubsub
 import (
 	"sync"
 	"testing"
+
+	"anykv/internal/glob"
 )
 
 type rec struct {
@@ -22,8 +24,8 @@ func TestPublishReachesChannelsAndPatterns(t *testing.T) {
 	if !b.Subscribe("news", a) || b.Subscribe("news", a) {
 		t.Fatal("subscribe twice")
 	}
-	b.PSubscribe("n*", p)
-	b.PSubscribe("x*", p)
+	b.PSubscribe("n*", glob.Compile([]byte("n*")), p)
+	b.PSubscribe("x*", glob.Compile([]byte("x*")), p)
 	if n := b.Publish("news", []byte("hi")); n != 2 {
 		t.Fatalf("publish reached %d", n)
 	}

@@ -1,10 +1,12 @@
 package httpapi
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"syscall"
@@ -108,5 +110,38 @@ func TestUnhealthyEngineShowsNoAddress(t *testing.T) {
 		if rec.Code != 503 || strings.Contains(body, "10.1.2.3") || (pw == "") != !strings.Contains(body, "refused") {
 			t.Errorf("/healthz with password %q: %d %s", pw, rec.Code, body)
 		}
+	}
+}
+
+// TestRefusedReplyAbortsTheResponse: when --maxmemory-clients refuses part of a reply, the response is cut off
+// and the connection closed, never ended as if whole: a streamed page read as a complete 200 with the value
+// missing, on a connection that went on (a review).
+func TestRefusedReplyAbortsTheResponse(t *testing.T) {
+	b := membudget.New(64<<20, nil)
+	addr := budgetServer(t, b)
+	req, _ := http.NewRequest("PUT", "http://"+addr+"/v1/tables/default/keys/big", strings.NewReader(strings.Repeat("v", 900<<10)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	b.SetLimit(512 << 10) // the 900 KB value does not fit
+	for _, path := range []string{"/v1/tables/default/keys/big", "/v1/tables/default/keys?values=true"} {
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc.SetDeadline(time.Now().Add(10 * time.Second))
+		fmt.Fprintf(nc, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, addr)
+		r, err := http.ReadResponse(bufio.NewReader(nc), nil)
+		if err == nil {
+			_, err = io.ReadAll(r.Body)
+			r.Body.Close()
+		}
+		if err == nil {
+			t.Errorf("GET %s: status %d read whole, though the budget refused the value", path, r.StatusCode)
+		}
+		nc.Close()
 	}
 }

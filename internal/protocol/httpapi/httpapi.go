@@ -227,6 +227,11 @@ func (a *api) wrap(rt route) http.Handler {
 			}
 		}
 		obs.Observe(time.Since(start), failed(rw.status))
+		if rw.aborted {
+			// Part of the reply was dropped: net/http must not end it as if it were whole (a streamed page would
+			// read as a complete 200), so the response is aborted and the connection closed, as RESP's is.
+			panic(http.ErrAbortHandler)
+		}
 	})
 }
 
@@ -267,6 +272,7 @@ type respWriter struct {
 	acct    *membudget.Account
 	reading atomic.Bool
 	writing atomic.Bool // a big reply is being written, which eviction may then cut short
+	aborted bool        // the budget refused a reply: wrap aborts the response, closing the connection
 	// hold opens acct when there is a budget (body.go's account); nil without one.
 	hold func() *membudget.Account
 }
@@ -297,6 +303,7 @@ func (w *respWriter) Write(b []byte) (int, error) {
 	acct := w.hold()
 	held, err := acct.HoldReply(len(b))
 	if err != nil {
+		w.aborted = true
 		return 0, err
 	}
 	w.writing.Store(true)

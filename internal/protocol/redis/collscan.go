@@ -55,7 +55,7 @@ func collScan(s *session, args [][]byte, kind engine.Kind) {
 		}
 	}
 	var g *glob.Pattern
-	if match != nil {
+	if match != nil && string(match) != "*" { // "*": every member, the empty one too, as Redis answers it
 		if len(match) > s.h.maxPattern() {
 			s.fail(errPatternTooLong)
 			return

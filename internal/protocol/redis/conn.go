@@ -168,7 +168,7 @@ func cmdReset(s *session, args [][]byte) {
 		for p := range s.patterns {
 			s.h.broker.PUnsubscribe(p, s.sub)
 		}
-		s.channels, s.patterns = map[string]bool{}, map[string]bool{}
+		s.channels, s.patterns = map[string]int{}, map[string]int{}
 		s.unhold(&s.held.subs)
 	}
 	s.w.SetProto(2)

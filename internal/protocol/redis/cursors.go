@@ -85,7 +85,18 @@ func (t *cursorTable) evict(byBytes bool) bool {
 	var top *cursorOwner
 	var topOwner int64
 	for id, o := range t.owners {
-		if o.n > 0 && (top == nil || byBytes && o.bytes > top.bytes || !byBytes && o.n > top.n) {
+		if o.n == 0 {
+			continue
+		}
+		if top == nil {
+			top, topOwner = o, id
+			continue
+		}
+		more, same := o.n > top.n, o.n == top.n
+		if byBytes {
+			more, same = o.bytes > top.bytes, o.bytes == top.bytes
+		}
+		if more || same && o.ids[0] < top.ids[0] { // of equals, the oldest cursor goes
 			top, topOwner = o, id
 		}
 	}

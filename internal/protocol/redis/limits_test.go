@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -387,5 +388,40 @@ func TestExistsOfDistinctBigKeysHoldsNoValues(t *testing.T) {
 	}
 	if ttl, err := c.TTL(ctx, keys[0]).Result(); err != nil || ttl != -1 {
 		t.Errorf("TTL: %v, %v", ttl, err)
+	}
+}
+
+// TestRefusedReplyClosesTheConnection: when --maxmemory-clients refuses a big reply, the connection closes
+// without another reply: the smaller replies after it must not go out in its place (a review: a pipeline of
+// GET big, GET big, GET small got GET small's value first, and the connection went on).
+func TestRefusedReplyClosesTheConnection(t *testing.T) {
+	b := membudget.New(64<<20, nil)
+	ts := startServer(t, Options{Budget: b}, 0)
+	c := ts.client(t, &goredis.Options{PoolSize: 1})
+	if err := c.Set(ctx, "big", strings.Repeat("v", 900<<10), 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set(ctx, "small", "S", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	b.SetLimit(3 << 19) // 1.5 MiB: one 900 KB reply fits, two do not
+	nc, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.Write([]byte("GET big\r\nGET big\r\nGET small\r\nPING\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got, err := io.ReadAll(nc)
+	if err != nil {
+		t.Fatalf("read: %v (the connection stayed open)", err)
+	}
+	if len(got) != 0 && !strings.HasPrefix(string(got), fmt.Sprintf("$%d\r\n", 900<<10)) {
+		t.Fatalf("the replies began %q, not with GET big's", got[:min(len(got), 20)])
+	}
+	if strings.Contains(string(got), "+PONG") || strings.HasSuffix(string(got), "$1\r\nS\r\n") {
+		t.Fatalf("the connection went on after a refused reply: %d bytes ending %q", len(got), got[max(0, len(got)-20):])
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"sync"
 
+	"anykv/internal/glob"
 	"anykv/internal/protocol/resp"
 )
 
@@ -180,7 +181,11 @@ func (s *session) out() error {
 	}
 	held, err := s.acct.HoldReply(s.w.Len()) // a big reply counts while a client that does not read holds it up
 	if err != nil {
-		return err // the budget logged it; the connection closes
+		// The budget refused the replies (and logged it): they are dropped, so the connection ends here, or the
+		// replies after them would go out in their place (a review: GET small's answered GET big).
+		s.closing = true
+		s.conn.Close()
+		return err
 	}
 	_, err = s.conn.Write(s.w.Bytes())
 	s.acct.Release(held)
@@ -224,7 +229,7 @@ func cmdSubscribe(s *session, args [][]byte) {
 	name := lower(args[0])
 	if s.sub == nil {
 		s.sub = newPusher(s.conn, s.w.Proto() >= 3)
-		s.channels, s.patterns = map[string]bool{}, map[string]bool{}
+		s.channels, s.patterns = map[string]int{}, map[string]int{}
 	}
 	s.out() // earlier replies stay ahead of the confirmations
 	s.sub.hold()
@@ -242,16 +247,22 @@ func cmdSubscribe(s *session, args [][]byte) {
 				s.out()
 				return
 			}
-			if !set[string(a)] {
-				if !s.hold(&s.held.subs, len(a)+heldOverhead) {
+			if _, in := set[string(a)]; !in {
+				var g *glob.Pattern
+				size := len(a) + heldOverhead
+				if pattern {
+					g = glob.Compile(a)
+					size += g.Bytes() // about eight bytes a pattern byte, where len(a) alone undercounted it
+				}
+				if !s.hold(&s.held.subs, size) {
 					s.w.Error(errHeldMemory)
 					s.out() // through the pusher, after the confirmations before it
 					return
 				}
-				set[string(a)] = true
+				set[string(a)] = size
 				s.confirm(name, a, false) // queued before the broker can deliver on it
 				if pattern {
-					s.h.broker.PSubscribe(string(a), s.sub)
+					s.h.broker.PSubscribe(string(a), g, s.sub)
 				} else {
 					s.h.broker.Subscribe(string(a), s.sub)
 				}
@@ -276,10 +287,10 @@ func cmdSubscribe(s *session, args [][]byte) {
 			return
 		}
 		for _, a := range names {
-			if set[string(a)] {
+			if size, in := set[string(a)]; in {
 				delete(set, string(a))
-				s.acct.Release(len(a) + heldOverhead)
-				s.held.subs -= len(a) + heldOverhead
+				s.acct.Release(size)
+				s.held.subs -= size
 				if pattern {
 					s.h.broker.PUnsubscribe(string(a), s.sub)
 				} else {

@@ -32,9 +32,12 @@ func literalPrefix(pat []byte) []byte {
 // '*' against a long key of near misses, which would take len(pattern)*len(key) steps.
 const errPatternTooComplex = "ERR pattern too complex to match against a key this long"
 
-// compilePattern compiles a KEYS, SCAN, xSCAN or PUBSUB CHANNELS pattern, or writes an error and returns false for
-// one longer than maxPattern.
+// compilePattern compiles a KEYS, SCAN or xSCAN pattern (nil for "*", every key), or writes an error and returns
+// false for one longer than maxPattern.
 func (s *session) compilePattern(pat []byte) (*glob.Pattern, bool) {
+	if string(pat) == "*" {
+		return nil, true // every key, the empty one too, as Redis's KEYS and SCAN answer "*" without matching
+	}
 	if len(pat) > s.h.maxPattern() {
 		s.w.Error(errPatternTooLong)
 		return nil, false
@@ -65,7 +68,10 @@ func cmdKeys(s *session, args [][]byte) {
 			return
 		}
 		for _, e := range p.Entries {
-			m, complete := g.Match(e.Key)
+			m, complete := true, true
+			if g != nil {
+				m, complete = g.Match(e.Key)
+			}
 			if !complete {
 				s.w.Error(errPatternTooComplex)
 				return

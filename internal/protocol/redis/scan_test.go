@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"anykv/internal/membudget"
+
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -57,7 +59,7 @@ func TestQuadraticPatternsStop(t *testing.T) {
 	if err := c.Set(ctx, strings.Repeat("a", 1024), "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Keys(ctx, "*"+strings.Repeat("a", 1000)+"b").Err(); err == nil || err.Error() != errPatternTooComplex {
+	if err := c.Keys(ctx, "*"+strings.Repeat("a", 900)+"b").Err(); err == nil || err.Error() != errPatternTooComplex {
 		t.Fatalf("KEYS of a quadratic pattern: %v", err)
 	}
 	if err := c.Keys(ctx, strings.Repeat("a", 4097)).Err(); err == nil || err.Error() != errPatternTooLong {
@@ -114,5 +116,59 @@ func TestScanCursorsOfOthersSurvive(t *testing.T) {
 	ts.h.cursors.mu.Unlock()
 	if n > maxCursors {
 		t.Fatalf("%d cursors held, bound %d", n, maxCursors)
+	}
+}
+
+// TestEmptyKeyMatchesAsInRedis: Redis's stringmatchlen never matches the empty string but with the empty
+// pattern; KEYS and SCAN answer "*" as every key without matching, the empty one included. So KEYS ** and a
+// PSUBSCRIBE * (against PUBLISH "") do not match it (a review: they did).
+func TestEmptyKeyMatchesAsInRedis(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, nil)
+	for _, k := range []string{"", "a"} {
+		if err := c.Set(ctx, k, "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for pat, want := range map[string]int{"*": 2, "**": 1, "": 1} {
+		if keys, err := c.Keys(ctx, pat).Result(); err != nil || len(keys) != want {
+			t.Errorf("KEYS %q: %q, %v; want %d keys", pat, keys, err, want)
+		}
+		if keys, _, err := c.Scan(ctx, 0, pat, 100).Result(); pat != "" && (err != nil || len(keys) != want) {
+			t.Errorf("SCAN MATCH %q: %q, %v; want %d keys", pat, keys, err, want)
+		}
+	}
+	sub := ts.client(t, nil).PSubscribe(ctx, "*")
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.Publish(ctx, "", "x").Result(); err != nil || n != 0 {
+		t.Fatalf("PUBLISH to the empty channel reached %d (%v); Redis's * does not match it", n, err)
+	}
+	if n, err := c.Publish(ctx, "a", "x").Result(); err != nil || n != 1 {
+		t.Fatalf("PUBLISH a reached %d (%v)", n, err)
+	}
+}
+
+// TestCompiledPatternsCountAgainstTheBudget: a PSUBSCRIBE pattern holds its compiled form (8 bytes a token, 32 a
+// class: a 4 KiB pattern of one-byte classes about 55 KB), and that is what it counts against the client memory
+// budget, where counting its text let the budget's 1 GiB hold about 15 GiB of compiled patterns (a review).
+func TestCompiledPatternsCountAgainstTheBudget(t *testing.T) {
+	ts := startServer(t, Options{Budget: membudget.New(96<<10, nil)}, 0)
+	sub := ts.client(t, nil).PSubscribe(ctx)
+	defer sub.Close()
+	pat := strings.Repeat("[a]", 1365)
+	if err := sub.PSubscribe(ctx, pat+"1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatalf("the first pattern: %v", err)
+	}
+	if err := sub.PSubscribe(ctx, pat+"2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sub.Receive(ctx); err == nil || !strings.Contains(err.Error(), "maxmemory-clients") {
+		t.Fatalf("a second 55 KB pattern within a 96 KiB budget: %v", err)
 	}
 }

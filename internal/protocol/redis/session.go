@@ -105,8 +105,8 @@ type session struct {
 
 	// Pub/sub: once the connection subscribed, its output goes through sub (see pubsub.go).
 	sub      *pusher
-	channels map[string]bool
-	patterns map[string]bool
+	channels map[string]int // subscribed names, each with the bytes it holds (s.held.subs)
+	patterns map[string]int
 }
 
 func newSession(h *Handler, c net.Conn) *session {
