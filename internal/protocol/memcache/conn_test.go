@@ -17,6 +17,7 @@ import (
 	"anykv/internal/engine/enginetest"
 	"anykv/internal/engine/memstore"
 	"anykv/internal/kv"
+	"anykv/internal/membudget"
 	"anykv/internal/metrics"
 	"anykv/internal/server"
 )
@@ -459,3 +460,33 @@ func TestDecodedKeysSurviveABatchSplit(t *testing.T) {
 type oneItemEngine struct{ *memstore.Store }
 
 func (oneItemEngine) SingleItemBatches() bool { return true }
+
+// TestRefusedReplyClosesTheConnection: a reply of 64 KiB or more counts against --maxmemory-clients while it is
+// written; one that does not fit closes the connection with nothing more sent (as memcached closes a client it
+// cannot hold), and never lets the replies after it go out in its place.
+func TestRefusedReplyClosesTheConnection(t *testing.T) {
+	b := membudget.New(64<<20, nil)
+	ts := startServer(t, func(o *Options, _ *kv.Options) { o.Budget = b })
+	nc, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	val := strings.Repeat("v", 900<<10)
+	fmt.Fprintf(nc, "set big 0 0 %d\r\n%s\r\nset small 0 0 1\r\nS\r\n", len(val), val)
+	want := "STORED\r\nSTORED\r\n"
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(nc, got); err != nil || string(got) != want {
+		t.Fatalf("sets: %q, %v", got, err)
+	}
+	b.SetLimit(512 << 10) // the value's reply does not fit
+	io.WriteString(nc, "get big\r\nget small\r\nversion\r\n")
+	rest, err := io.ReadAll(nc)
+	if err != nil {
+		t.Fatalf("read: %v (the connection stayed open)", err)
+	}
+	if len(rest) != 0 {
+		t.Fatalf("after a refused reply the connection sent %d bytes, beginning %q", len(rest), rest[:min(len(rest), 30)])
+	}
+}
