@@ -118,8 +118,29 @@ func (h *Handler) errorStatsSection() [][2]string {
 	return out
 }
 
-// resetStats zeroes the command and error statistics and the slow log's counters (CONFIG RESETSTAT).
+// statsBase is what INFO stats subtracts from counters it does not own (Handler.stats.since).
+type statsBase struct {
+	connections, rejected, hits, misses, expired int64
+}
+
+// base returns the counters' values at the last CONFIG RESETSTAT (zero before any).
+func (h *Handler) base() statsBase {
+	if b := h.stats.since.Load(); b != nil {
+		return *b
+	}
+	return statsBase{}
+}
+
+// resetStats zeroes the command and error statistics, INFO stats' counters and the slow log's counters (CONFIG
+// RESETSTAT), as Redis does: a client measuring from a reset read the counts since the server started.
 func (h *Handler) resetStats() {
+	st := h.store.Stats()
+	b := statsBase{rejected: h.stats.rejected.Load(), hits: st.Hits, misses: st.Misses, expired: st.ExpiredSwept}
+	if c := h.conns.Load(); c != nil {
+		b.connections, b.rejected = c.Total.Load(), c.Rejected.Load()
+	}
+	h.stats.since.Store(&b)
+	h.stats.commands.Store(0)
 	for i := range h.cmdStats {
 		st := &h.cmdStats[i]
 		st.calls.Store(0)

@@ -31,8 +31,12 @@ type command struct {
 	// MULTI, so that it runs in its place there, atomically with the rest (EVAL).
 	tx                        func(s *session, args [][]byte)
 	summary, since, groupName string
-	container                 bool // in containers: CLIENT LIST names it with its subcommand (set by register)
-	id                        int  // its index in a handler's per-command figures (set by register)
+	// movable, for a command whose keys' positions depend on its arguments (a key count: EVAL, ZUNIONSTORE,
+	// LMPOP; a STREAMS list: XREAD), returns their indexes; COMMAND INFO then flags it movablekeys, as Redis
+	// does, and firstKey..lastKey name only the keys at fixed places (ZUNIONSTORE's destination).
+	movable   func(args [][]byte) []int
+	container bool // in containers: CLIENT LIST names it with its subcommand (set by register)
+	id        int  // its index in a handler's per-command figures (set by register)
 }
 
 // commands is the command table, keyed by lower-case name; filled by init in each file.
@@ -59,6 +63,9 @@ func register(cs ...*command) {
 		if c.firstKey < 0 { // commands without key arguments (KEYS, SCAN, DBSIZE): Redis reports 0 0 0
 			c.firstKey, c.lastKey, c.step = 0, 0, 0
 		}
+		if c.firstKey > 0 && c.step == 0 {
+			c.step = 1 // a step of 0 made clients that walk first..last by it loop (redis-py raised)
+		}
 		commands[c.name] = c
 	}
 }
@@ -73,6 +80,9 @@ func (c *command) flagNames() []string {
 		if c.flags&f.f != 0 {
 			out = append(out, f.name)
 		}
+	}
+	if c.movable != nil {
+		out = append(out, "movablekeys")
 	}
 	return out
 }
@@ -182,10 +192,52 @@ func cmdCommand(s *session, args [][]byte) {
 // keys returns the key arguments of a call of c (args[0] is the command name), by its key specification.
 func (c *command) keys(args [][]byte) [][]byte {
 	var keys [][]byte
+	if c.movable != nil {
+		for _, i := range c.movable(args) {
+			keys = append(keys, args[i])
+		}
+		return keys
+	}
 	for i, last, step := c.keySpan(args); i <= last; i += step {
 		keys = append(keys, args[i])
 	}
 	return keys
+}
+
+// numKeys finds the keys of a command whose key count is args[at], the keys following it, after the keys at the
+// fixed indexes before it (ZUNIONSTORE's destination). A count that is not a positive number, or that runs past
+// the arguments, gives the keys that are there: the command's own parsing answers its error.
+func numKeys(at int, fixed ...int) func(args [][]byte) []int {
+	return func(args [][]byte) []int {
+		var idx []int
+		for _, i := range fixed {
+			if i < len(args) {
+				idx = append(idx, i)
+			}
+		}
+		if at >= len(args) {
+			return idx
+		}
+		n, err := strconv.Atoi(string(args[at]))
+		for i := at + 1; err == nil && i <= at+n && i < len(args); i++ {
+			idx = append(idx, i)
+		}
+		return idx
+	}
+}
+
+// streamsKeys finds XREAD's keys: the first half of the arguments after STREAMS.
+func streamsKeys(args [][]byte) []int {
+	for p := 1; p < len(args); p++ {
+		if eq(args[p], "streams") {
+			var idx []int
+			for i := p + 1; i <= p+(len(args)-p-1)/2; i++ {
+				idx = append(idx, i)
+			}
+			return idx
+		}
+	}
+	return nil
 }
 
 // keySpan gives the indexes of args that are keys: first, first+step, ... up to last (first > last: none).

@@ -102,6 +102,9 @@ type Handler struct {
 
 	stats struct {
 		commands, rejected, connections atomic.Int64
+		// since holds the counters kept elsewhere (the listener's connections, the store's hits, misses and
+		// expiries) as CONFIG RESETSTAT found them: INFO stats shows what they counted since.
+		since atomic.Pointer[statsBase]
 	}
 	mu       sync.Mutex
 	sessions map[int64]*session // for CLIENT LIST

@@ -122,7 +122,10 @@ func cmdConfig(s *session, args [][]byte) {
 
 // infoSections lists INFO's sections in Redis's order; "default" and "all" select them all.
 var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu",
-	"commandstats", "errorstats", "keyspace"}
+	"modules", "commandstats", "errorstats", "cluster", "keyspace"}
+
+// infoHeaders are the section titles that are not the name capitalized.
+var infoHeaders = map[string]string{"cpu": "CPU"}
 
 func cmdInfo(s *session, args [][]byte) {
 	want := map[string]bool{}
@@ -144,7 +147,11 @@ func cmdInfo(s *session, args [][]byte) {
 		if b.Len() > 0 {
 			b.WriteString("\r\n")
 		}
-		b.WriteString("# " + strings.ToUpper(sec[:1]) + sec[1:] + "\r\n")
+		title := infoHeaders[sec]
+		if title == "" {
+			title = strings.ToUpper(sec[:1]) + sec[1:]
+		}
+		b.WriteString("# " + title + "\r\n")
 		for _, kvp := range kvps {
 			b.WriteString(kvp[0] + ":" + kvp[1] + "\r\n")
 		}
@@ -208,11 +215,14 @@ func (h *Handler) statSection(sec string) [][2]string {
 		if c := h.conns.Load(); c != nil {
 			total, rejected = c.Total.Load(), c.Rejected.Load()
 		}
-		return [][2]string{{"total_connections_received", itoa(total)},
+		b := h.base()
+		return [][2]string{{"total_connections_received", itoa(total - b.connections)},
 			{"total_commands_processed", itoa(h.stats.commands.Load())}, {"instantaneous_ops_per_sec", "0"},
-			{"rejected_connections", itoa(rejected)}, {"expired_keys", itoa(st.ExpiredSwept)},
-			{"keyspace_hits", itoa(st.Hits)}, {"keyspace_misses", itoa(st.Misses)},
+			{"rejected_connections", itoa(rejected - b.rejected)}, {"expired_keys", itoa(st.ExpiredSwept - b.expired)},
+			{"keyspace_hits", itoa(st.Hits - b.hits)}, {"keyspace_misses", itoa(st.Misses - b.misses)},
 			{"total_error_replies", itoa(h.errs.total.Load())}}
+	case "cluster":
+		return [][2]string{{"cluster_enabled", "0"}}
 	case "replication":
 		return [][2]string{{"role", "master"}, {"connected_slaves", "0"}}
 	case "cpu":

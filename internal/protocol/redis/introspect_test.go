@@ -376,3 +376,77 @@ func TestPipelinedRepliesAreCountedEach(t *testing.T) {
 		}
 	}
 }
+
+// TestClientSuitesFindings: what redis-py's own test suite found different from Redis 7 (a compatibility check):
+// COMMAND GETKEYS of commands whose keys follow a count or STREAMS, COMMAND INFO's step, PUBSUB NUMSUB's array
+// in RESP3, CONFIG RESETSTAT resetting INFO stats, and INFO's Cluster section.
+func TestClientSuitesFindings(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	rc := dialRaw(t, ts.addr)
+	for cmd, want := range map[string]string{
+		`COMMAND GETKEYS EVAL "x" 3 key1 key2 key3 a b c`: "*3\r\n$4\r\nkey1\r\n$4\r\nkey2\r\n$4\r\nkey3\r\n",
+		`COMMAND GETKEYS ZUNIONSTORE dst 2 k1 k2`:         "*3\r\n$3\r\ndst\r\n$2\r\nk1\r\n$2\r\nk2\r\n",
+		`COMMAND GETKEYS SINTERCARD 2 a b LIMIT 1`:        "*2\r\n$1\r\na\r\n$1\r\nb\r\n",
+		`COMMAND GETKEYS BLMPOP 0 2 a b LEFT`:             "*2\r\n$1\r\na\r\n$1\r\nb\r\n",
+		`COMMAND GETKEYS XREAD COUNT 1 STREAMS s1 s2 0 0`: "*2\r\n$2\r\ns1\r\n$2\r\ns2\r\n",
+		`COMMAND GETKEYS OBJECT ENCODING foo`:             "*1\r\n$3\r\nfoo\r\n",
+	} {
+		rc.send(cmd + "\r\n")
+		if got := rc.reply(); got != want {
+			t.Errorf("%s: %q, want %q", cmd, got, want)
+		}
+	}
+	for _, name := range []string{"zunionstore", "object", "bitop", "memory"} {
+		rc.send("COMMAND INFO " + name + "\r\n")
+		if got := rc.reply(); !strings.Contains(got, ":1\r\n*0\r\n*0\r\n*0\r\n*0\r\n") {
+			t.Errorf("COMMAND INFO %s: %q, want step 1", name, got)
+		}
+	}
+	c := ts.client(t, &goredis.Options{Protocol: 3})
+	if v, err := c.Do(ctx, "PUBSUB", "NUMSUB", "a", "b").Result(); err != nil || fmt.Sprint(v) != "[a 0 b 0]" {
+		t.Errorf("PUBSUB NUMSUB in RESP3: %#v, %v; want an array", v, err)
+	}
+	c.Get(ctx, "missing")
+	if err := c.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.Info(ctx, "stats", "cluster").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"total_commands_processed:1\r\n", "keyspace_misses:0\r\n", "total_connections_received:0\r\n",
+		"# Cluster\r\ncluster_enabled:0\r\n"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("INFO after CONFIG RESETSTAT lacks %q:\n%s", want, info)
+		}
+	}
+	if info, _ := c.Info(ctx).Result(); !strings.Contains(info, "# CPU\r\n") {
+		t.Errorf("INFO's CPU section is not titled as Redis's")
+	}
+}
+
+// TestMovableKeyTooBigFailsAlone: a key over the limit among a count-led command's keys (ZINTER, ZUNIONSTORE's
+// sources) fails that command alone, before it joins the batch, as every other command's does; it failed every
+// command batched with it, and a MULTI around it whole (a compatibility check).
+func TestMovableKeyTooBigFailsAlone(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, &goredis.Options{PoolSize: 1})
+	big := strings.Repeat("k", 2000) // over the test server's 1024
+	for _, cmd := range [][]any{{"ZINTER", "1", big}, {"ZUNIONSTORE", "dst", "2", "a", big}, {"SINTERCARD", "1", big}} {
+		pipe := c.Pipeline()
+		bad := pipe.Do(ctx, cmd...)
+		sets := make([]*goredis.StatusCmd, 3)
+		for i := range sets {
+			sets[i] = pipe.Set(ctx, fmt.Sprint("k", i), i, 0)
+		}
+		pipe.Exec(ctx)
+		if err := bad.Err(); err == nil || !strings.Contains(err.Error(), "key exceeds maximum allowed size") {
+			t.Errorf("%s with a key over the limit: %v", cmd[0], err)
+		}
+		for i, s := range sets {
+			if s.Err() != nil {
+				t.Errorf("%s: the SET %d batched with it failed: %v", cmd[0], i, s.Err())
+			}
+		}
+	}
+}

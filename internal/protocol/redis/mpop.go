@@ -7,10 +7,10 @@ package redis
 func init() {
 	rw := flagWrite
 	register(
-		&command{name: "lmpop", arity: -4, flags: rw, firstKey: -1, imm: cmdMPop, groupName: "list", since: "7.0.0", summary: "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped."},
-		&command{name: "blmpop", arity: -5, flags: rw, firstKey: -1, imm: cmdMPop, groupName: "list", since: "7.0.0", summary: "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped."},
-		&command{name: "zmpop", arity: -4, flags: rw, firstKey: -1, imm: cmdMPop, groupName: "sorted-set", since: "7.0.0", summary: "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped."},
-		&command{name: "bzmpop", arity: -5, flags: rw, firstKey: -1, imm: cmdMPop, groupName: "sorted-set", since: "7.0.0", summary: "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped."},
+		&command{name: "lmpop", arity: -4, flags: rw, firstKey: -1, movable: numKeys(1), imm: cmdMPop, groupName: "list", since: "7.0.0", summary: "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped."},
+		&command{name: "blmpop", arity: -5, flags: rw, firstKey: -1, movable: numKeys(2), imm: cmdMPop, groupName: "list", since: "7.0.0", summary: "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped."},
+		&command{name: "zmpop", arity: -4, flags: rw, firstKey: -1, movable: numKeys(1), imm: cmdMPop, groupName: "sorted-set", since: "7.0.0", summary: "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped."},
+		&command{name: "bzmpop", arity: -5, flags: rw, firstKey: -1, movable: numKeys(2), imm: cmdMPop, groupName: "sorted-set", since: "7.0.0", summary: "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped."},
 	)
 }
 

@@ -323,7 +323,7 @@ func cmdPubSub(s *session, args [][]byte) {
 			s.w.BulkString(c)
 		}
 	case sub == "numsub":
-		s.w.MapHeader(len(args) - 2)
+		s.w.ArrayHeader(2 * (len(args) - 2)) // an array in RESP3 too, as Redis answers it
 		for _, c := range args[2:] {
 			s.w.Bulk(c)
 			s.w.Int(int64(s.h.broker.NumSub(string(c))))

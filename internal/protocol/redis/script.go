@@ -31,11 +31,12 @@ import (
 
 func init() {
 	sc := func(c *command) *command { c.groupName = "scripting"; c.firstKey = -1; return c }
+	keyed := func(c *command) *command { c.movable = numKeys(2); return c }
 	register(
-		sc(&command{name: "eval", arity: -3, tx: txEval, flags: flagWrite, imm: cmdEval, since: "2.6.0", summary: "Executes a server-side Lua script."}),
-		sc(&command{name: "evalsha", arity: -3, tx: txEval, flags: flagWrite, imm: cmdEval, since: "2.6.0", summary: "Executes a server-side Lua script by SHA1 digest."}),
-		sc(&command{name: "eval_ro", arity: -3, tx: txEval, flags: flagReadonly, imm: cmdEval, since: "7.0.0", summary: "Executes a read-only server-side Lua script."}),
-		sc(&command{name: "evalsha_ro", arity: -3, tx: txEval, flags: flagReadonly, imm: cmdEval, since: "7.0.0", summary: "Executes a read-only server-side Lua script by SHA1 digest."}),
+		keyed(sc(&command{name: "eval", arity: -3, tx: txEval, flags: flagWrite, imm: cmdEval, since: "2.6.0", summary: "Executes a server-side Lua script."})),
+		keyed(sc(&command{name: "evalsha", arity: -3, tx: txEval, flags: flagWrite, imm: cmdEval, since: "2.6.0", summary: "Executes a server-side Lua script by SHA1 digest."})),
+		keyed(sc(&command{name: "eval_ro", arity: -3, tx: txEval, flags: flagReadonly, imm: cmdEval, since: "7.0.0", summary: "Executes a read-only server-side Lua script."})),
+		keyed(sc(&command{name: "evalsha_ro", arity: -3, tx: txEval, flags: flagReadonly, imm: cmdEval, since: "7.0.0", summary: "Executes a read-only server-side Lua script by SHA1 digest."})),
 		sc(&command{name: "script", arity: -2, imm: cmdScript, since: "2.6.0", summary: "A container for Lua scripts management commands."}),
 	)
 	engine.RegisterFunc(evalFunc, runScript)

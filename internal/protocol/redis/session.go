@@ -262,6 +262,15 @@ func (s *session) compile(cmd *command, args [][]byte) {
 // such a key cannot exist, and it must not fail the other commands of the batch.
 func (s *session) keyTooBig(cmd *command, args [][]byte) bool {
 	max := s.h.store.Limits().MaxKey
+	if cmd.movable != nil {
+		for _, i := range cmd.movable(args) {
+			if len(args[i]) > max {
+				s.reject("ERR key exceeds maximum allowed size (" + itoa(int64(max)) + " bytes)")
+				return true
+			}
+		}
+		return false
+	}
 	for i, last, step := cmd.keySpan(args); i <= last; i += step { // no slice of keys: this runs per command
 		if len(args[i]) > max {
 			s.reject("ERR key exceeds maximum allowed size (" + itoa(int64(max)) + " bytes)")

@@ -25,7 +25,7 @@ func init() {
 		g(&command{name: "sinter", arity: -2, flags: ro, lastKey: -1, data: cmdSetAlgebra, summary: "Returns the intersect of multiple sets."}),
 		g(&command{name: "sunion", arity: -2, flags: ro, lastKey: -1, data: cmdSetAlgebra, summary: "Returns the union of multiple sets."}),
 		g(&command{name: "sdiff", arity: -2, flags: ro, lastKey: -1, data: cmdSetAlgebra, summary: "Returns the difference of multiple sets."}),
-		g(&command{name: "sintercard", arity: -3, flags: ro, firstKey: 2, lastKey: -1, data: cmdSInterCard, since: "7.0.0", summary: "Returns the number of members of the intersect of multiple sets."}),
+		g(&command{name: "sintercard", arity: -3, flags: ro, firstKey: -1, movable: numKeys(1), data: cmdSInterCard, since: "7.0.0", summary: "Returns the number of members of the intersect of multiple sets."}),
 		g(&command{name: "sscan", arity: -3, flags: ro, data: cmdSScan, since: "2.8.0", summary: "Iterates over members of a set."}),
 		g(&command{name: "spop", arity: -2, flags: rw | flagFast, data: cmdSPop, summary: "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped."}),
 		g(&command{name: "sinterstore", arity: -3, flags: rw, lastKey: -1, data: cmdSStore, summary: "Stores the intersect of multiple sets in a key."}),

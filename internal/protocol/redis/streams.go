@@ -20,7 +20,7 @@ func init() {
 		x(&command{name: "xrevrange", arity: -4, flags: ro, data: cmdXRange, since: "5.0.0", summary: "Returns the messages from a stream within a range of IDs in reverse order."}),
 		x(&command{name: "xdel", arity: -3, flags: rw | flagFast, data: cmdXDel, since: "5.0.0", summary: "Returns the number of messages after removing them from a stream."}),
 		x(&command{name: "xtrim", arity: -4, flags: rw, data: cmdXTrim, since: "5.0.0", summary: "Deletes messages from the beginning of a stream."}),
-		x(&command{name: "xread", arity: -4, flags: ro, firstKey: -1, imm: cmdXRead, since: "5.0.0", summary: "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise."}),
+		x(&command{name: "xread", arity: -4, flags: ro, firstKey: -1, movable: streamsKeys, imm: cmdXRead, since: "5.0.0", summary: "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise."}),
 	)
 }
 
