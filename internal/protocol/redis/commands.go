@@ -15,6 +15,8 @@ const (
 	flagTx                            // runs even inside MULTI (MULTI, EXEC, DISCARD, WATCH, ...)
 	flagAdmin                         // administrative
 	flagFast                          // O(1)-ish, as Redis marks it
+	flagPubSub                        // a pub/sub command (clients find PUBLISH's channel by it, as Redis flags it)
+	flagNoMandatoryKeys               // may name no key at all (EVAL with 0 keys): GETKEYS answers an empty list
 )
 
 // command is one entry of the command table. A data command compiles to mutations (session.add/plan/fail)
@@ -75,8 +77,8 @@ func (c *command) flagNames() []string {
 	for _, f := range []struct {
 		f    cmdFlags
 		name string
-	}{{flagWrite, "write"}, {flagReadonly, "readonly"}, {flagAdmin, "admin"}, {flagNoAuth, "no_auth"},
-		{flagFast, "fast"}} {
+	}{{flagWrite, "write"}, {flagReadonly, "readonly"}, {flagAdmin, "admin"}, {flagPubSub, "pubsub"},
+		{flagNoAuth, "no_auth"}, {flagFast, "fast"}, {flagNoMandatoryKeys, "no_mandatory_keys"}} {
 		if c.flags&f.f != 0 {
 			out = append(out, f.name)
 		}
@@ -171,13 +173,20 @@ func cmdCommand(s *session, args [][]byte) {
 			return
 		}
 		c := commands[lower(args[2])]
-		if c == nil {
+		switch n := len(args) - 2; {
+		case c == nil:
 			s.w.Error("ERR Invalid command specified")
+			return
+		case c.firstKey <= 0 && c.movable == nil:
+			s.w.Error("ERR The command has no key arguments")
+			return
+		case c.arity > 0 && n != c.arity || n < -c.arity:
+			s.w.Error("ERR Invalid number of arguments specified for command")
 			return
 		}
 		keys := c.keys(args[2:])
-		if len(keys) == 0 {
-			s.w.Error("ERR The command has no key arguments")
+		if len(keys) == 0 && c.flags&flagNoMandatoryKeys == 0 {
+			s.w.Error("ERR Invalid arguments specified for command")
 			return
 		}
 		s.w.ArrayHeader(len(keys))

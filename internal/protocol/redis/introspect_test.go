@@ -390,10 +390,20 @@ func TestClientSuitesFindings(t *testing.T) {
 		`COMMAND GETKEYS BLMPOP 0 2 a b LEFT`:             "*2\r\n$1\r\na\r\n$1\r\nb\r\n",
 		`COMMAND GETKEYS XREAD COUNT 1 STREAMS s1 s2 0 0`: "*2\r\n$2\r\ns1\r\n$2\r\ns2\r\n",
 		`COMMAND GETKEYS OBJECT ENCODING foo`:             "*1\r\n$3\r\nfoo\r\n",
+		`COMMAND GETKEYS EVAL "x" 0 a b`:                  "*0\r\n", // no mandatory keys: none is an answer
+		`COMMAND GETKEYS ZINTER 0 a`:                      "-ERR Invalid arguments specified for command\r\n",
+		`COMMAND GETKEYS PUBLISH foo bar`:                 "-ERR The command has no key arguments\r\n",
+		`COMMAND GETKEYS GET`:                             "-ERR Invalid number of arguments specified for command\r\n",
 	} {
 		rc.send(cmd + "\r\n")
 		if got := rc.reply(); got != want {
 			t.Errorf("%s: %q, want %q", cmd, got, want)
+		}
+	}
+	for name, flag := range map[string]string{"publish": "+pubsub\r\n", "eval": "+no_mandatory_keys\r\n", "zinter": "+movablekeys\r\n"} {
+		rc.send("COMMAND INFO " + name + "\r\n")
+		if got := rc.reply(); !strings.Contains(got, flag) {
+			t.Errorf("COMMAND INFO %s: %q, want the flag %q", name, got, flag)
 		}
 	}
 	for _, name := range []string{"zunionstore", "object", "bitop", "memory"} {

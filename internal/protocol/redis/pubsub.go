@@ -16,7 +16,7 @@ import (
 // disconnected, as Redis does, rather than growing memory without end.
 
 func init() {
-	ps := func(c *command) *command { c.groupName = "pubsub"; c.firstKey = -1; return c }
+	ps := func(c *command) *command { c.groupName = "pubsub"; c.firstKey = -1; c.flags |= flagPubSub; return c }
 	register(
 		ps(&command{name: "subscribe", arity: -2, flags: flagTx, imm: cmdSubscribe, since: "2.0.0", summary: "Listens for messages published to channels."}),
 		ps(&command{name: "unsubscribe", arity: -1, flags: flagTx, imm: cmdSubscribe, since: "2.0.0", summary: "Stops listening to messages posted to channels."}),

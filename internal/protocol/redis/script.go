@@ -31,7 +31,7 @@ import (
 
 func init() {
 	sc := func(c *command) *command { c.groupName = "scripting"; c.firstKey = -1; return c }
-	keyed := func(c *command) *command { c.movable = numKeys(2); return c }
+	keyed := func(c *command) *command { c.movable, c.flags = numKeys(2), c.flags|flagNoMandatoryKeys; return c }
 	register(
 		keyed(sc(&command{name: "eval", arity: -3, tx: txEval, flags: flagWrite, imm: cmdEval, since: "2.6.0", summary: "Executes a server-side Lua script."})),
 		keyed(sc(&command{name: "evalsha", arity: -3, tx: txEval, flags: flagWrite, imm: cmdEval, since: "2.6.0", summary: "Executes a server-side Lua script by SHA1 digest."})),
