@@ -15,16 +15,16 @@ import (
 
 // clientState holds a connection's CLIENT LIST figures as atomics, written by its own goroutine only.
 type clientState struct {
-	lastActive atomic.Int64           // unix ns when the last command ended (idle counts from it)
-	cmd        atomic.Pointer[string] // full name of the last command ("client|list")
-	db         atomic.Int32
-	multi      atomic.Int32 // commands queued by MULTI; -1 outside one
-	sub, psub  atomic.Int32
-	qbuf, qcap atomic.Int64 // request bytes held unparsed, and the request buffer's size
-	multiMem   atomic.Int64 // bytes of the commands queued by MULTI
-	obl        atomic.Int64 // reply bytes waiting to be written
-	resp       atomic.Int32
-	blocked    atomic.Bool
+	lastActive      atomic.Int64           // unix ns when the last command ended (idle counts from it)
+	cmd             atomic.Pointer[string] // full name of the last command ("client|list")
+	db              atomic.Int32
+	multi           atomic.Int32 // commands queued by MULTI; -1 outside one
+	sub, psub, ssub atomic.Int32
+	qbuf, qcap      atomic.Int64 // request bytes held unparsed, and the request buffer's size
+	multiMem        atomic.Int64 // bytes of the commands queued by MULTI
+	obl             atomic.Int64 // reply bytes waiting to be written
+	resp            atomic.Int32
+	blocked         atomic.Bool
 }
 
 // containers are the commands whose subcommand is part of the name Redis 7 shows in CLIENT LIST (cmd=).
@@ -61,6 +61,7 @@ func (s *session) publishState(done bool) {
 	st.multi.Store(multi)
 	st.sub.Store(int32(len(s.channels)))
 	st.psub.Store(int32(len(s.patterns)))
+	st.ssub.Store(int32(len(s.shards)))
 	st.qbuf.Store(int64(s.parser.Buffered()))
 	st.qcap.Store(int64(s.parser.Size()))
 	st.obl.Store(int64(s.w.Len()))
@@ -87,7 +88,7 @@ func connFD(c any) int {
 func (s *session) clientLine(now time.Time, argv int) string {
 	st := &s.state
 	flags := ""
-	if st.sub.Load()+st.psub.Load() > 0 {
+	if st.sub.Load()+st.psub.Load()+st.ssub.Load() > 0 {
 		flags += "P"
 	}
 	if st.multi.Load() >= 0 {
@@ -113,7 +114,7 @@ func (s *session) clientLine(now time.Time, argv int) string {
 		{"id", itoa(s.id)}, {"addr", s.conn.RemoteAddr().String()}, {"laddr", s.conn.LocalAddr().String()},
 		{"fd", itoa(int64(s.fd))}, {"name", s.name}, {"age", itoa(int64(now.Sub(s.created).Seconds()))},
 		{"idle", itoa(idle)}, {"flags", flags}, {"db", itoa(int64(st.db.Load()))},
-		{"sub", itoa(int64(st.sub.Load()))}, {"psub", itoa(int64(st.psub.Load()))}, {"ssub", "0"},
+		{"sub", itoa(int64(st.sub.Load()))}, {"psub", itoa(int64(st.psub.Load()))}, {"ssub", itoa(int64(st.ssub.Load()))},
 		{"multi", itoa(int64(st.multi.Load()))}, {"qbuf", itoa(qbuf)}, {"qbuf-free", itoa(qcap - qbuf)},
 		{"argv-mem", itoa(int64(argv))}, {"multi-mem", itoa(mm)}, {"rbs", itoa(qcap)}, {"rbp", itoa(qbuf)},
 		{"obl", itoa(obl)}, {"oll", "0"}, {"omem", "0"}, {"tot-mem", itoa(qcap + mm + obl + int64(argv))},
@@ -149,7 +150,7 @@ func (s *session) clientListFilter(args [][]byte) (keep func(o *session) bool, o
 		switch t := lower(args[1]); t {
 		case "normal", "pubsub":
 			return func(o *session) bool {
-				subscribed := o.state.sub.Load()+o.state.psub.Load() > 0
+				subscribed := o.state.sub.Load()+o.state.psub.Load()+o.state.ssub.Load() > 0
 				return subscribed == (t == "pubsub")
 			}, true
 		case "master", "replica", "slave":

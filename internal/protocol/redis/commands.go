@@ -9,14 +9,14 @@ import (
 type cmdFlags uint16
 
 const (
-	flagWrite    cmdFlags = 1 << iota // changes data
-	flagReadonly                      // only reads data
-	flagNoAuth                        // allowed before AUTH
-	flagTx                            // runs even inside MULTI (MULTI, EXEC, DISCARD, WATCH, ...)
-	flagAdmin                         // administrative
-	flagFast                          // O(1)-ish, as Redis marks it
-	flagPubSub                        // a pub/sub command (clients find PUBLISH's channel by it, as Redis flags it)
-	flagNoMandatoryKeys               // may name no key at all (EVAL with 0 keys): GETKEYS answers an empty list
+	flagWrite           cmdFlags = 1 << iota // changes data
+	flagReadonly                             // only reads data
+	flagNoAuth                               // allowed before AUTH
+	flagTx                                   // runs even inside MULTI (MULTI, EXEC, DISCARD, WATCH, ...)
+	flagAdmin                                // administrative
+	flagFast                                 // O(1)-ish, as Redis marks it
+	flagPubSub                               // a pub/sub command (clients find PUBLISH's channel by it, as Redis flags it)
+	flagNoMandatoryKeys                      // may name no key at all (EVAL with 0 keys): GETKEYS answers an empty list
 )
 
 // command is one entry of the command table. A data command compiles to mutations (session.add/plan/fail)
@@ -36,7 +36,10 @@ type command struct {
 	// movable, for a command whose keys' positions depend on its arguments (a key count: EVAL, ZUNIONSTORE,
 	// LMPOP; a STREAMS list: XREAD), returns their indexes; COMMAND INFO then flags it movablekeys, as Redis
 	// does, and firstKey..lastKey name only the keys at fixed places (ZUNIONSTORE's destination).
-	movable   func(args [][]byte) []int
+	movable func(args [][]byte) []int
+	// notKeys marks arguments at the key positions that are no keys (the shard channels of SPUBLISH): GETKEYS
+	// finds none.
+	notKeys   bool
 	container bool // in containers: CLIENT LIST names it with its subcommand (set by register)
 	id        int  // its index in a handler's per-command figures (set by register)
 }
@@ -177,7 +180,7 @@ func cmdCommand(s *session, args [][]byte) {
 		case c == nil:
 			s.w.Error("ERR Invalid command specified")
 			return
-		case c.firstKey <= 0 && c.movable == nil:
+		case c.firstKey <= 0 && c.movable == nil || c.notKeys:
 			s.w.Error("ERR The command has no key arguments")
 			return
 		case c.arity > 0 && n != c.arity || n < -c.arity:

@@ -19,7 +19,7 @@ func init() {
 }
 
 func cmdPing(s *session, args [][]byte) {
-	if s.sub != nil && s.subscriptions() > 0 && s.w.Proto() < 3 { // a subscribed RESP2 connection: a pong message
+	if s.subscribed() && s.w.Proto() < 3 { // a subscribed RESP2 connection: a pong message
 		s.w.ArrayHeader(2)
 		s.w.BulkString("pong")
 		if len(args) > 1 {
@@ -162,13 +162,7 @@ func cmdReset(s *session, args [][]byte) {
 	s.endMulti()
 	s.endMonitor()
 	if s.sub != nil { // leave every channel and pattern; output keeps going through the pusher, in order
-		for ch := range s.channels {
-			s.h.broker.Unsubscribe(ch, s.sub)
-		}
-		for p := range s.patterns {
-			s.h.broker.PUnsubscribe(p, s.sub)
-		}
-		s.channels, s.patterns = map[string]int{}, map[string]int{}
+		s.leaveAll()
 		s.unhold(&s.held.subs)
 	}
 	s.w.SetProto(2)

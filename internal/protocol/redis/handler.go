@@ -84,9 +84,10 @@ type Handler struct {
 	cursors     cursorTable
 	collCursors cursorTable // HSCAN, SSCAN and ZSCAN's, apart: paging a big collection never evicts a SCAN's
 	broker      *pubsub.Broker
-	waiters     waiters    // connections blocked in BLPOP and the like
-	monitors    monitorSet // connections in MONITOR mode (monitor.go)
-	pause       pauseState // CLIENT PAUSE (pause.go)
+	shards      *pubsub.Broker // shard channels (SSUBSCRIBE, SPUBLISH): a namespace of their own, as in Redis
+	waiters     waiters        // connections blocked in BLPOP and the like
+	monitors    monitorSet     // connections in MONITOR mode (monitor.go)
+	pause       pauseState     // CLIENT PAUSE (pause.go)
 	scripts     scriptCache
 	saves       saves
 	// notifyFlags are the keyspace event classes and channel kinds being sent (notify.go).
@@ -144,7 +145,7 @@ func New(store *kv.Store, opts Options) *Handler {
 	h.slowlog.maxLen.Store(defaultSlowlogLen)
 	h.cursors.init()
 	h.collCursors.init()
-	h.broker = pubsub.New()
+	h.broker, h.shards = pubsub.New(), pubsub.New()
 	if f, err := ParseNotifyEvents(opts.NotifyKeyspaceEvents); err == nil { // the flag was checked by the caller
 		h.notifyFlags.Store(int32(f))
 	}

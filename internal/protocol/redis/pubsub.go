@@ -7,6 +7,7 @@ import (
 
 	"anykv/internal/glob"
 	"anykv/internal/protocol/resp"
+	"anykv/internal/pubsub"
 )
 
 // Pub/sub. Once a connection subscribes, everything it sends out goes through its pusher: a queue drained by a
@@ -17,6 +18,9 @@ import (
 
 func init() {
 	ps := func(c *command) *command { c.groupName = "pubsub"; c.firstKey = -1; c.flags |= flagPubSub; return c }
+	// The shard commands' channels sit where keys would (Redis's cluster hashes them to slots): COMMAND INFO says
+	// 1 last 1, but they are no keys (GETKEYS has none), as Redis's not_key key specs have it.
+	sh := func(c *command, last int) *command { c.firstKey, c.lastKey, c.step, c.notKeys = 1, last, 1, true; return c }
 	register(
 		ps(&command{name: "subscribe", arity: -2, flags: flagTx, imm: cmdSubscribe, since: "2.0.0", summary: "Listens for messages published to channels."}),
 		ps(&command{name: "unsubscribe", arity: -1, flags: flagTx, imm: cmdSubscribe, since: "2.0.0", summary: "Stops listening to messages posted to channels."}),
@@ -24,6 +28,9 @@ func init() {
 		ps(&command{name: "punsubscribe", arity: -1, flags: flagTx, imm: cmdSubscribe, since: "2.0.0", summary: "Stops listening to messages published to channels that match one or more patterns."}),
 		ps(&command{name: "publish", arity: 3, flags: flagFast, imm: cmdPublish, since: "2.0.0", summary: "Posts a message to a channel."}),
 		ps(&command{name: "pubsub", arity: -2, imm: cmdPubSub, since: "2.8.0", summary: "A container for Pub/Sub commands."}),
+		sh(ps(&command{name: "ssubscribe", arity: -2, flags: flagTx, imm: cmdSubscribe, since: "7.0.0", summary: "Listens for messages published to shard channels."}), -1),
+		sh(ps(&command{name: "sunsubscribe", arity: -1, flags: flagTx, imm: cmdSubscribe, since: "7.0.0", summary: "Stops listening to messages posted to shard channels."}), -1),
+		sh(ps(&command{name: "spublish", arity: 3, flags: flagFast, imm: cmdSPublish, since: "7.0.0", summary: "Post a message to a shard channel"}), 1),
 	)
 }
 
@@ -108,6 +115,22 @@ func (p *pusher) Deliver(pattern, channel string, msg []byte) {
 	p.enqueue(w.Bytes())
 }
 
+// shardSub is a connection's pusher as a subscriber of shard channels: their messages are "smessage".
+type shardSub struct{ p *pusher }
+
+// Deliver implements pubsub.Subscriber.
+func (ss shardSub) Deliver(_, channel string, msg []byte) {
+	w := resp.NewWriter(2)
+	if ss.p.resp3 {
+		w.SetProto(3)
+	}
+	w.PushHeader(3)
+	w.BulkString("smessage")
+	w.BulkString(channel)
+	w.Bulk(msg)
+	ss.p.enqueue(w.Bytes())
+}
+
 func (p *pusher) run() {
 	defer close(p.done)
 	for {
@@ -166,8 +189,27 @@ func (p *pusher) stop() {
 	p.mu.Unlock()
 }
 
-// subscriptions counts the connection's channels and patterns (the number Redis reports in confirmations).
+// subscriptions counts the connection's channels and patterns (the number Redis reports in their
+// confirmations; SSUBSCRIBE's reports the shard channels alone).
 func (s *session) subscriptions() int { return len(s.channels) + len(s.patterns) }
+
+// subscribed reports whether the connection has any subscription, shard channels included (RESP2's subscribed
+// context).
+func (s *session) subscribed() bool { return s.sub != nil && s.subscriptions()+len(s.shards) > 0 }
+
+// leaveAll drops every subscription of the connection (RESET, and its end).
+func (s *session) leaveAll() {
+	for ch := range s.channels {
+		s.h.broker.Unsubscribe(ch, s.sub)
+	}
+	for p := range s.patterns {
+		s.h.broker.PUnsubscribe(p, s.sub)
+	}
+	for ch := range s.shards {
+		s.h.shards.Unsubscribe(ch, shardSub{s.sub})
+	}
+	s.channels, s.patterns, s.shards = map[string]int{}, map[string]int{}, map[string]int{}
+}
 
 // out sends the replies written so far: through the pusher once the connection has subscribed.
 func (s *session) out() error {
@@ -197,18 +239,17 @@ func (s *session) endPubSub() {
 	if s.sub == nil {
 		return
 	}
-	for ch := range s.channels {
-		s.h.broker.Unsubscribe(ch, s.sub)
-	}
-	for p := range s.patterns {
-		s.h.broker.PUnsubscribe(p, s.sub)
-	}
+	s.leaveAll()
 	s.sub.stop()
 	<-s.sub.done
 }
 
 // confirm queues one (un)subscribe confirmation.
 func (s *session) confirm(kind string, name []byte, null bool) {
+	n := s.subscriptions()
+	if kind == "ssubscribe" || kind == "sunsubscribe" {
+		n = len(s.shards)
+	}
 	w := resp.NewWriter(s.w.Proto())
 	w.PushHeader(3)
 	w.BulkString(kind)
@@ -217,7 +258,7 @@ func (s *session) confirm(kind string, name []byte, null bool) {
 	} else {
 		w.Bulk(name)
 	}
-	w.Int(int64(s.subscriptions()))
+	w.Int(int64(n))
 	s.sub.enqueue(w.Bytes())
 }
 
@@ -229,18 +270,21 @@ func cmdSubscribe(s *session, args [][]byte) {
 	name := lower(args[0])
 	if s.sub == nil {
 		s.sub = newPusher(s.conn, s.w.Proto() >= 3)
-		s.channels, s.patterns = map[string]int{}, map[string]int{}
+		s.channels, s.patterns, s.shards = map[string]int{}, map[string]int{}, map[string]int{}
 	}
 	s.out() // earlier replies stay ahead of the confirmations
 	s.sub.hold()
 	defer s.sub.release()
-	pattern := name[0] == 'p'
-	set := s.channels
-	if pattern {
+	pattern, shard := name[0] == 'p', name == "ssubscribe" || name == "sunsubscribe"
+	set, broker, sub := s.channels, s.h.broker, pubsub.Subscriber(s.sub)
+	switch {
+	case pattern:
 		set = s.patterns
+	case shard:
+		set, broker, sub = s.shards, s.h.shards, shardSub{s.sub}
 	}
 	switch name {
-	case "subscribe", "psubscribe":
+	case "subscribe", "psubscribe", "ssubscribe":
 		for _, a := range args[1:] {
 			if pattern && len(a) > s.h.maxPattern() {
 				s.w.Error(errPatternTooLong)
@@ -262,9 +306,9 @@ func cmdSubscribe(s *session, args [][]byte) {
 				set[string(a)] = size
 				s.confirm(name, a, false) // queued before the broker can deliver on it
 				if pattern {
-					s.h.broker.PSubscribe(string(a), g, s.sub)
+					broker.PSubscribe(string(a), g, sub)
 				} else {
-					s.h.broker.Subscribe(string(a), s.sub)
+					broker.Subscribe(string(a), sub)
 				}
 				continue
 			}
@@ -292,9 +336,9 @@ func cmdSubscribe(s *session, args [][]byte) {
 				s.acct.Release(size)
 				s.held.subs -= size
 				if pattern {
-					s.h.broker.PUnsubscribe(string(a), s.sub)
+					broker.PUnsubscribe(string(a), sub)
 				} else {
-					s.h.broker.Unsubscribe(string(a), s.sub)
+					broker.Unsubscribe(string(a), sub)
 				}
 			}
 			s.confirm(name, a, false)
@@ -306,9 +350,17 @@ func cmdPublish(s *session, args [][]byte) {
 	s.w.Int(int64(s.h.broker.Publish(string(args[1]), args[2])))
 }
 
+func cmdSPublish(s *session, args [][]byte) {
+	s.w.Int(int64(s.h.shards.Publish(string(args[1]), args[2])))
+}
+
 func cmdPubSub(s *session, args [][]byte) {
 	switch sub := lower(args[1]); {
-	case sub == "channels" && len(args) <= 3:
+	case (sub == "channels" || sub == "shardchannels") && len(args) <= 3:
+		broker := s.h.broker
+		if sub == "shardchannels" {
+			broker = s.h.shards
+		}
 		var pat []byte
 		if len(args) == 3 {
 			pat = args[2]
@@ -317,16 +369,20 @@ func cmdPubSub(s *session, args [][]byte) {
 				return
 			}
 		}
-		chs := s.h.broker.Channels(pat)
+		chs := broker.Channels(pat)
 		s.w.ArrayHeader(len(chs))
 		for _, c := range chs {
 			s.w.BulkString(c)
 		}
-	case sub == "numsub":
+	case sub == "numsub" || sub == "shardnumsub":
+		broker := s.h.broker
+		if sub == "shardnumsub" {
+			broker = s.h.shards
+		}
 		s.w.ArrayHeader(2 * (len(args) - 2)) // an array in RESP3 too, as Redis answers it
 		for _, c := range args[2:] {
 			s.w.Bulk(c)
-			s.w.Int(int64(s.h.broker.NumSub(string(c))))
+			s.w.Int(int64(broker.NumSub(string(c))))
 		}
 	case sub == "numpat" && len(args) == 2:
 		s.w.Int(int64(s.h.broker.NumPat()))
@@ -341,7 +397,7 @@ var allowedWhileSubscribed = map[string]bool{"subscribe": true, "unsubscribe": t
 
 // subscribedContext answers a command a subscribed RESP2 connection may not send; true if it did.
 func (s *session) subscribedContext(cmd *command) bool {
-	if s.sub == nil || s.subscriptions() == 0 || s.w.Proto() >= 3 || allowedWhileSubscribed[cmd.name] {
+	if !s.subscribed() || s.w.Proto() >= 3 || allowedWhileSubscribed[cmd.name] {
 		return false
 	}
 	s.reject("ERR Can't execute '" + cmd.name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")

@@ -107,6 +107,7 @@ type session struct {
 	sub      *pusher
 	channels map[string]int // subscribed names, each with the bytes it holds (s.held.subs)
 	patterns map[string]int
+	shards   map[string]int // shard channels (SSUBSCRIBE)
 }
 
 func newSession(h *Handler, c net.Conn) *session {
