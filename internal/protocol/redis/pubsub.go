@@ -20,7 +20,10 @@ func init() {
 	ps := func(c *command) *command { c.groupName = "pubsub"; c.firstKey = -1; c.flags |= flagPubSub; return c }
 	// The shard commands' channels sit where keys would (Redis's cluster hashes them to slots): COMMAND INFO says
 	// 1 last 1, but they are no keys (GETKEYS has none), as Redis's not_key key specs have it.
-	sh := func(c *command, last int) *command { c.firstKey, c.lastKey, c.step, c.notKeys = 1, last, 1, true; return c }
+	sh := func(c *command, last int) *command {
+		c.firstKey, c.lastKey, c.step, c.notKeys = 1, last, 1, true
+		return c
+	}
 	register(
 		ps(&command{name: "subscribe", arity: -2, flags: flagTx, imm: cmdSubscribe, since: "2.0.0", summary: "Listens for messages published to channels."}),
 		ps(&command{name: "unsubscribe", arity: -1, flags: flagTx, imm: cmdSubscribe, since: "2.0.0", summary: "Stops listening to messages posted to channels."}),
