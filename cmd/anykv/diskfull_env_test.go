@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -148,6 +149,7 @@ type inProcServer struct {
 	out    *servertest.SyncBuffer
 	cancel context.CancelFunc
 	done   chan error
+	tries  int // first starts retried on other ports
 }
 
 func startInProc(t *testing.T, disk injectedDisk, args []string) *inProcServer {
@@ -191,6 +193,15 @@ func (s *inProcServer) restart() {
 		}
 		select {
 		case err := <-s.done:
+			if s.starts == 1 && s.tries < 5 && err != nil && strings.Contains(err.Error(), "address already in use") {
+				// A port picked free was taken meanwhile by another test's process: pick others (first start
+				// only: a restart keeps the addresses its clients know).
+				s.tries++
+				s.starts--
+				s.ep = endpoints{servertest.FreePort(s.t), servertest.FreePort(s.t), servertest.FreePort(s.t)}
+				s.restart()
+				return
+			}
 			s.t.Fatalf("the server stopped during start-up: %v\n%s", err, s.out)
 		default:
 		}
