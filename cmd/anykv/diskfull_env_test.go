@@ -187,12 +187,15 @@ func (s *inProcServer) restart() {
 	s.starts++
 	go func() { s.done <- runServer(ctx, &c, log) }()
 	for deadline := time.Now().Add(20 * time.Second); ; {
+		wait := time.Duration(0)
 		if c, err := net.DialTimeout("tcp", s.ep.RESP, 200*time.Millisecond); err == nil {
 			c.Close()
-			return
+			// The port answers, but it may be another process's that took it: runServer fails at once then.
+			wait = 200 * time.Millisecond
 		}
 		select {
 		case err := <-s.done:
+			cancel()
 			if s.starts == 1 && s.tries < 5 && err != nil && strings.Contains(err.Error(), "address already in use") {
 				// A port picked free was taken meanwhile by another test's process: pick others (first start
 				// only: a restart keeps the addresses its clients know).
@@ -203,7 +206,10 @@ func (s *inProcServer) restart() {
 				return
 			}
 			s.t.Fatalf("the server stopped during start-up: %v\n%s", err, s.out)
-		default:
+		case <-time.After(wait):
+			if wait > 0 {
+				return
+			}
 		}
 		if time.Now().After(deadline) {
 			s.t.Fatalf("the server did not accept connections within 20s:\n%s", s.out)

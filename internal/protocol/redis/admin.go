@@ -125,6 +125,12 @@ func (s *session) clientKill(args [][]byte) {
 			preds = append(preds, func(o *session) bool { return o.conn.RemoteAddr().String() == v })
 		case "laddr":
 			preds = append(preds, func(o *session) bool { return o.conn.LocalAddr().String() == v })
+		case "type": // as CLIENT LIST's TYPE filter
+			keep, ok := s.clientListFilter(args[i : i+2])
+			if !ok {
+				return
+			}
+			preds = append(preds, keep)
 		case "skipme":
 			switch strings.ToLower(v) {
 			case "yes":

@@ -81,7 +81,7 @@ func (c *command) flagNames() []string {
 		f    cmdFlags
 		name string
 	}{{flagWrite, "write"}, {flagReadonly, "readonly"}, {flagAdmin, "admin"}, {flagPubSub, "pubsub"},
-		{flagNoAuth, "no_auth"}, {flagFast, "fast"}, {flagNoMandatoryKeys, "no_mandatory_keys"}} {
+		{flagFast, "fast"}, {flagNoAuth, "no_auth"}, {flagNoMandatoryKeys, "no_mandatory_keys"}} { // Redis's order
 		if c.flags&f.f != 0 {
 			out = append(out, f.name)
 		}
@@ -218,20 +218,19 @@ func (c *command) keys(args [][]byte) [][]byte {
 
 // numKeys finds the keys of a command whose key count is args[at], the keys following it, after the keys at the
 // fixed indexes before it (ZUNIONSTORE's destination). A count that is not a positive number, or that runs past
-// the arguments, gives the keys that are there: the command's own parsing answers its error.
+// the arguments, gives no key at all, as Redis's GETKEYS answers (the command's own parsing then answers its
+// error, where a key check would have answered another).
 func numKeys(at int, fixed ...int) func(args [][]byte) []int {
 	return func(args [][]byte) []int {
-		var idx []int
-		for _, i := range fixed {
-			if i < len(args) {
-				idx = append(idx, i)
-			}
-		}
 		if at >= len(args) {
-			return idx
+			return nil
 		}
 		n, err := strconv.Atoi(string(args[at]))
-		for i := at + 1; err == nil && i <= at+n && i < len(args); i++ {
+		if err != nil || n < 1 || at+n >= len(args) {
+			return nil
+		}
+		idx := append([]int(nil), fixed...)
+		for i := at + 1; i <= at+n; i++ {
 			idx = append(idx, i)
 		}
 		return idx

@@ -394,13 +394,19 @@ func TestClientSuitesFindings(t *testing.T) {
 		`COMMAND GETKEYS ZINTER 0 a`:                      "-ERR Invalid arguments specified for command\r\n",
 		`COMMAND GETKEYS PUBLISH foo bar`:                 "-ERR The command has no key arguments\r\n",
 		`COMMAND GETKEYS GET`:                             "-ERR Invalid number of arguments specified for command\r\n",
+		// A count that is no positive number or runs past the arguments names no key, the fixed ones included.
+		`COMMAND GETKEYS LMPOP 3 a LEFT`:    "-ERR Invalid arguments specified for command\r\n",
+		`COMMAND GETKEYS ZUNIONSTORE d 0 a`: "-ERR Invalid arguments specified for command\r\n",
+		`COMMAND GETKEYS ZUNIONSTORE d x a`: "-ERR Invalid arguments specified for command\r\n",
+		`COMMAND GETKEYS EVAL s 3 a`:        "*0\r\n",
 	} {
 		rc.send(cmd + "\r\n")
 		if got := rc.reply(); got != want {
 			t.Errorf("%s: %q, want %q", cmd, got, want)
 		}
 	}
-	for name, flag := range map[string]string{"publish": "+pubsub\r\n", "eval": "+no_mandatory_keys\r\n", "zinter": "+movablekeys\r\n"} {
+	for name, flag := range map[string]string{"publish": "+pubsub\r\n", "eval": "+no_mandatory_keys\r\n", "zinter": "+movablekeys\r\n",
+		"auth": "+fast\r\n+no_auth\r\n", "pubsub": "pubsub\r\n:-2\r\n*0\r\n"} {
 		rc.send("COMMAND INFO " + name + "\r\n")
 		if got := rc.reply(); !strings.Contains(got, flag) {
 			t.Errorf("COMMAND INFO %s: %q, want the flag %q", name, got, flag)

@@ -30,7 +30,7 @@ func init() {
 		ps(&command{name: "psubscribe", arity: -2, flags: flagTx, imm: cmdSubscribe, since: "2.0.0", summary: "Listens for messages published to channels that match one or more patterns."}),
 		ps(&command{name: "punsubscribe", arity: -1, flags: flagTx, imm: cmdSubscribe, since: "2.0.0", summary: "Stops listening to messages published to channels that match one or more patterns."}),
 		ps(&command{name: "publish", arity: 3, flags: flagFast, imm: cmdPublish, since: "2.0.0", summary: "Posts a message to a channel."}),
-		ps(&command{name: "pubsub", arity: -2, imm: cmdPubSub, since: "2.8.0", summary: "A container for Pub/Sub commands."}),
+		&command{name: "pubsub", arity: -2, firstKey: -1, groupName: "pubsub", imm: cmdPubSub, since: "2.8.0", summary: "A container for Pub/Sub commands."}, // a container has no flags of its own
 		sh(ps(&command{name: "ssubscribe", arity: -2, flags: flagTx, imm: cmdSubscribe, since: "7.0.0", summary: "Listens for messages published to shard channels."}), -1),
 		sh(ps(&command{name: "sunsubscribe", arity: -1, flags: flagTx, imm: cmdSubscribe, since: "7.0.0", summary: "Stops listening to messages posted to shard channels."}), -1),
 		sh(ps(&command{name: "spublish", arity: 3, flags: flagFast, imm: cmdSPublish, since: "7.0.0", summary: "Post a message to a shard channel"}), 1),

@@ -217,3 +217,24 @@ func TestShardedPubSubMatchesRedis(t *testing.T) {
 		}
 	}
 }
+
+// TestClientKillTypePubSub: CLIENT KILL TYPE pubsub closes the subscribers, shard channels' among them, as Redis
+// does (it answered a syntax error: a review).
+func TestClientKillTypePubSub(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	sub := dialRaw(t, ts.addr)
+	sub.send("SSUBSCRIBE ch\r\n")
+	sub.reply()
+	rc := dialRaw(t, ts.addr)
+	rc.send("CLIENT KILL TYPE pubsub\r\n")
+	if got := rc.reply(); got != ":1\r\n" {
+		t.Fatalf("CLIENT KILL TYPE pubsub: %q", got)
+	}
+	if !sub.closed() {
+		t.Fatal("the shard subscriber's connection stayed open")
+	}
+	rc.send("CLIENT KILL TYPE bogus\r\n")
+	if got := rc.reply(); got != "-ERR Unknown client type 'bogus'\r\n" {
+		t.Fatalf("CLIENT KILL TYPE bogus: %q", got)
+	}
+}
