@@ -57,3 +57,27 @@ func TestOperatorCommands(t *testing.T) {
 		t.Fatal("SHUTDOWN left the connection open")
 	}
 }
+
+// TestSubcommandErrorsMatchRedis: a container's unknown subcommand and a served subcommand's wrong number of
+// arguments answer Redis 7's texts byte for byte (they answered Redis 6's catch-all: a compatibility check).
+func TestSubcommandErrorsMatchRedis(t *testing.T) {
+	cmds := []string{"CLIENT FOO", "CLIENT GETNAME x", "CLIENT SETNAME", "CLIENT ID x", "CONFIG FOO", "CONFIG GET",
+		"CONFIG RESETSTAT x", "CONFIG SET a", "PUBSUB FOO", "PUBSUB NUMPAT x", "SCRIPT FOO", "SCRIPT FLUSH a b",
+		"SCRIPT FLUSH x", "SCRIPT FLUSH ASYNC", "COMMAND COUNT x", "SLOWLOG LEN x", "SLOWLOG FOO", "SLOWLOG GET 1 2"}
+	run := func(addr string) []string {
+		rc := dialRaw(t, addr)
+		var out []string
+		for _, c := range cmds {
+			rc.send(c + "\r\n")
+			out = append(out, c+" -> "+rc.reply())
+		}
+		return out
+	}
+	want := run(startRedisServer(t))
+	got := run(startServer(t, Options{}, 0).addr)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("%q\nredis-server: %q", got[i], want[i])
+		}
+	}
+}

@@ -3,6 +3,7 @@ package redis
 import (
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // cmdFlags describe a command for dispatch and for COMMAND INFO.
@@ -133,6 +134,10 @@ func cmdCommand(s *session, args [][]byte) {
 	}
 	switch lower(args[1]) {
 	case "count":
+		if len(args) != 2 {
+			s.subcommandError("command", args[1], "count")
+			return
+		}
 		s.w.Int(int64(len(commands)))
 	case "info":
 		names := args[2:]
@@ -261,6 +266,20 @@ func (c *command) keySpan(args [][]byte) (first, last, step int) {
 		last = len(args) + last
 	}
 	return c.firstKey, min(last, len(args)-1), max(c.step, 1)
+}
+
+// subcommandError answers a container's call that matched none of its cases, with Redis 7's texts: a subcommand
+// it serves, given the wrong number of arguments, is "wrong number of arguments for 'container|sub' command"; any
+// other is an unknown subcommand.
+func (s *session) subcommandError(container string, sub []byte, served ...string) {
+	name := lower(sub)
+	for _, sv := range served {
+		if sv == name {
+			s.w.Error("ERR wrong number of arguments for '" + container + "|" + name + "' command")
+			return
+		}
+	}
+	s.w.Error("ERR unknown subcommand '" + clip(sub) + "'. Try " + strings.ToUpper(container) + " HELP.")
 }
 
 func orDefault(s, d string) string {

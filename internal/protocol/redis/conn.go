@@ -268,6 +268,7 @@ func cmdClient(s *session, args [][]byte) {
 	case (sub == "no-evict" || sub == "no-touch") && len(args) == 3:
 		s.w.SimpleString("OK")
 	default:
-		s.w.Error("ERR unknown subcommand or wrong number of arguments for '" + clip(args[1]) + "'. Try CLIENT HELP.")
+		s.subcommandError("client", args[1], "kill", "setname", "getname", "id", "info", "list", "setinfo", "pause",
+			"unpause", "no-evict", "no-touch")
 	}
 }

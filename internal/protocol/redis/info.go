@@ -116,7 +116,7 @@ func cmdConfig(s *session, args [][]byte) {
 		s.h.resetStats()
 		s.w.SimpleString("OK")
 	default:
-		s.w.Error("ERR unknown subcommand or wrong number of arguments for '" + clip(args[1]) + "'. Try CONFIG HELP.")
+		s.subcommandError("config", args[1], "get", "set", "rewrite", "resetstat")
 	}
 }
 

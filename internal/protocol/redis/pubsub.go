@@ -390,7 +390,7 @@ func cmdPubSub(s *session, args [][]byte) {
 	case sub == "numpat" && len(args) == 2:
 		s.w.Int(int64(s.h.broker.NumPat()))
 	default:
-		s.w.Error("ERR unknown subcommand or wrong number of arguments for '" + string(args[1]) + "'. Try PUBSUB HELP.")
+		s.subcommandError("pubsub", args[1], "channels", "numsub", "numpat", "shardchannels", "shardnumsub")
 	}
 }
 

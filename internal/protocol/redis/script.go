@@ -257,13 +257,15 @@ func cmdScript(s *session, args [][]byte) {
 				s.w.Int(0)
 			}
 		}
-	case sub == "flush" && len(args) <= 3:
+	case sub == "flush" && (len(args) == 2 || len(args) == 3 && (lower(args[2]) == "sync" || lower(args[2]) == "async")):
 		s.h.scripts.flush()
 		s.w.SimpleString("OK")
+	case sub == "flush":
+		s.w.Error("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
 	case sub == "kill" && len(args) == 2:
 		s.w.Error("NOTBUSY No scripts in execution right now.")
 	default:
-		s.w.Error("ERR unknown subcommand or wrong number of arguments for '" + string(args[1]) + "'. Try SCRIPT HELP.")
+		s.subcommandError("script", args[1], "load", "exists", "flush", "kill")
 	}
 }
 

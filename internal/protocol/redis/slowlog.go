@@ -155,12 +155,10 @@ func cmdSlowlog(s *session, args [][]byte) {
 		for _, h := range help {
 			s.w.SimpleString(h)
 		}
-	case sub == "get":
+	case sub == "get": // its arity admits more arguments, so Redis answers its older catch-all here
 		s.w.Error("ERR unknown subcommand or wrong number of arguments for '" + clip(args[1]) + "'. Try SLOWLOG HELP.")
-	case sub == "len" || sub == "reset" || sub == "help":
-		s.w.Error("ERR wrong number of arguments for 'slowlog|" + sub + "' command")
 	default:
-		s.w.Error("ERR unknown subcommand '" + clip(args[1]) + "'. Try SLOWLOG HELP.")
+		s.subcommandError("slowlog", args[1], "len", "reset", "help")
 	}
 }
 
