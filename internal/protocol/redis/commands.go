@@ -231,7 +231,7 @@ func numKeys(at int, fixed ...int) func(args [][]byte) []int {
 			return nil
 		}
 		n, err := strconv.Atoi(string(args[at]))
-		if err != nil || n < 1 || at+n >= len(args) {
+		if err != nil || n < 1 || n > len(args)-1-at { // not at+n: a count near MaxInt would wrap
 			return nil
 		}
 		idx := append([]int(nil), fixed...)

@@ -395,10 +395,11 @@ func TestClientSuitesFindings(t *testing.T) {
 		`COMMAND GETKEYS PUBLISH foo bar`:                 "-ERR The command has no key arguments\r\n",
 		`COMMAND GETKEYS GET`:                             "-ERR Invalid number of arguments specified for command\r\n",
 		// A count that is no positive number or runs past the arguments names no key, the fixed ones included.
-		`COMMAND GETKEYS LMPOP 3 a LEFT`:    "-ERR Invalid arguments specified for command\r\n",
-		`COMMAND GETKEYS ZUNIONSTORE d 0 a`: "-ERR Invalid arguments specified for command\r\n",
-		`COMMAND GETKEYS ZUNIONSTORE d x a`: "-ERR Invalid arguments specified for command\r\n",
-		`COMMAND GETKEYS EVAL s 3 a`:        "*0\r\n",
+		`COMMAND GETKEYS LMPOP 3 a LEFT`:                      "-ERR Invalid arguments specified for command\r\n",
+		`COMMAND GETKEYS ZUNIONSTORE d 0 a`:                   "-ERR Invalid arguments specified for command\r\n",
+		`COMMAND GETKEYS ZUNIONSTORE d x a`:                   "-ERR Invalid arguments specified for command\r\n",
+		`COMMAND GETKEYS EVAL s 3 a`:                          "*0\r\n",
+		`COMMAND GETKEYS ZUNIONSTORE d 9223372036854775807 a`: "-ERR Invalid arguments specified for command\r\n",
 	} {
 		rc.send(cmd + "\r\n")
 		if got := rc.reply(); got != want {
