@@ -239,16 +239,7 @@ func TestClusterTargetsListed(t *testing.T) {
 // TestTargetAndMissingBinary runs against a server given by URL, next to an
 // anykv deployment whose binary does not exist, with a JSON report.
 func TestTargetAndMissingBinary(t *testing.T) {
-	base, err := deploy.NewBaseDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(base)
-	srv, err := deploy.Start(context.Background(), "redis-nopersist", deploy.Options{BaseDir: base})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
+	srv := deployRedis(t)
 	var stdout, stderr bytes.Buffer
 	code := Main(context.Background(), []string{"--deploy", "anykv", "--anykv-bin", "/nonexistent/anykv",
 		"--target", "mine=" + srv.URL, "--workload", "kv739,ycsb-e", "--operations", "200", "--records", "100",
@@ -451,16 +442,7 @@ func TestParseValueSizeMinimum(t *testing.T) {
 // TestErrorsFailTheRun runs against a real Redis that refuses every write (maxmemory 1 byte, no eviction):
 // the load's errors are not throughput, and more than 1% errors in a row exits 1 and says why on stderr.
 func TestErrorsFailTheRun(t *testing.T) {
-	base, err := deploy.NewBaseDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(base)
-	srv, err := deploy.Start(context.Background(), "redis-nopersist", deploy.Options{BaseDir: base})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
+	srv := deployRedis(t)
 	if reply := redisCmd(t, strings.TrimPrefix(srv.URL, "resp://"), "CONFIG", "SET", "maxmemory", "1"); reply != "+OK" {
 		t.Fatalf("CONFIG SET maxmemory: %q", reply)
 	}
@@ -504,16 +486,7 @@ func redisCmd(t *testing.T, addr string, args ...string) string {
 // TestBaselineThatDidNotRun: --baseline names a target that could not start; the ratios fall back to the first
 // target that ran (two databases of one real Redis here), and a note says so.
 func TestBaselineThatDidNotRun(t *testing.T) {
-	base, err := deploy.NewBaseDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(base)
-	srv, err := deploy.Start(context.Background(), "redis-nopersist", deploy.Options{BaseDir: base})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
+	srv := deployRedis(t)
 	var stdout, stderr bytes.Buffer
 	code := Main(context.Background(), []string{"--deploy", "anykv", "--anykv-bin", "/nonexistent/anykv",
 		"--target", "db1=" + srv.URL + "/1", "--target", "db2=" + srv.URL + "/2", "--baseline", "anykv",
@@ -528,4 +501,20 @@ func TestBaselineThatDidNotRun(t *testing.T) {
 	if !strings.Contains(out, "--baseline anykv: skipped: anykv binary /nonexistent/anykv not found; ratios are to db1") {
 		t.Errorf("no note of the fallback:\n%s", out)
 	}
+}
+
+// deployRedis deploys a redis-server without persistence for the test, torn down when it ends.
+func deployRedis(t *testing.T) *deploy.Server {
+	t.Helper()
+	base, err := deploy.NewBaseDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	srv, err := deploy.Start(context.Background(), "redis-nopersist", deploy.Options{BaseDir: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop() })
+	return srv
 }

@@ -123,8 +123,12 @@ func Limit(str []byte) int { return 16*len(str) + 4096 }
 // Match reports whether str matches the pattern; complete is false when the match stopped at Limit steps (matched
 // is then false). It backtracks only to the last '*', so a pattern like "*a*a*a*b" is not exponential, as a
 // recursive matcher is (CVE-2022-36021). As Redis's stringmatchlen, the empty string matches the empty pattern
-// only (KEYS and SCAN answer "*" as every key themselves).
+// only (KEYS and SCAN answer "*" as every key themselves). A nil pattern matches every string: a command without
+// MATCH, or with "*", passes nil.
 func (pt *Pattern) Match(str []byte) (matched, complete bool) {
+	if pt == nil {
+		return true, true
+	}
 	toks := pt.toks
 	if len(str) < pt.fixed || len(str) == 0 {
 		return len(str) == 0 && len(toks) == 0, true

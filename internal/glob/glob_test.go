@@ -19,6 +19,10 @@ func TestMatch(t *testing.T) {
 		// Exponential for a recursive matcher (CVE-2022-36021): this must return at once, not in years.
 		{"*a*a*a*a*a*a*a*a*a*a*a*b", strings.Repeat("a", 3000), false},
 	}
+	var none *Pattern // no pattern: every string
+	if m, complete := none.Match([]byte("x")); !m || !complete {
+		t.Errorf("a nil pattern: matched %v complete %v", m, complete)
+	}
 	for _, c := range cases {
 		got, complete := Compile([]byte(c.pat)).Match([]byte(c.s))
 		if got != c.want || !complete {

@@ -95,15 +95,13 @@ func collScan(s *session, args [][]byte, kind engine.Kind) {
 		}
 		var out [][]byte
 		for _, m := range ms {
-			if g != nil {
-				matched, complete := g.Match(m.Name)
-				if !complete {
-					w.Error(errPatternTooComplex)
-					return
-				}
-				if !matched {
-					continue
-				}
+			matched, complete := g.Match(m.Name)
+			if !complete {
+				w.Error(errPatternTooComplex)
+				return
+			}
+			if !matched {
+				continue
 			}
 			out = append(out, m.Name)
 			if kind != engine.KindSet && !noValues {

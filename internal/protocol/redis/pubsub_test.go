@@ -176,26 +176,25 @@ func shardTranscript(t *testing.T, addr string) []string {
 		sub, pub := dialRaw(t, addr), dialRaw(t, addr)
 		sub.send("HELLO " + proto + "\r\n")
 		sub.reply()
-		step := func(rc *rawConn, cmd string, replies int) {
-			rc.send(cmd + "\r\n")
-			for i := 0; i < replies; i++ {
-				out = append(out, proto+" "+cmd+" -> "+rc.reply())
+		conns := map[string]*rawConn{"sub": sub, "pub": pub}
+		for _, st := range []struct {
+			conn, cmd string
+			replies   int
+		}{
+			{"sub", "SSUBSCRIBE sa sb", 2}, {"sub", "SUBSCRIBE c", 1}, {"pub", "SPUBLISH sa hi", 1},
+			{"pub", "PUBLISH sa plain", 1}, {"pub", "PUBSUB SHARDCHANNELS sa*", 1}, {"pub", "PUBSUB SHARDNUMSUB sa zz", 1},
+			{"pub", "PUBSUB CHANNELS", 1}, {"sub", "", 1}, // the smessage SPUBLISH sent
+			{"sub", "SUNSUBSCRIBE sa", 1}, {"sub", "SUNSUBSCRIBE", 1}, {"sub", "PING", 1}, {"sub", "UNSUBSCRIBE", 1},
+			{"pub", "SPUBLISH sb gone", 1}, {"pub", "COMMAND GETKEYS SPUBLISH ch msg", 1},
+		} {
+			rc := conns[st.conn]
+			if st.cmd != "" {
+				rc.send(st.cmd + "\r\n")
+			}
+			for i := 0; i < st.replies; i++ {
+				out = append(out, proto+" "+st.cmd+" -> "+rc.reply())
 			}
 		}
-		step(sub, "SSUBSCRIBE sa sb", 2)
-		step(sub, "SUBSCRIBE c", 1)
-		step(pub, "SPUBLISH sa hi", 1)
-		step(pub, "PUBLISH sa plain", 1)
-		step(pub, "PUBSUB SHARDCHANNELS sa*", 1)
-		step(pub, "PUBSUB SHARDNUMSUB sa zz", 1)
-		step(pub, "PUBSUB CHANNELS", 1)
-		out = append(out, proto+" message -> "+sub.reply())
-		step(sub, "SUNSUBSCRIBE sa", 1)
-		step(sub, "SUNSUBSCRIBE", 1)
-		step(sub, "PING", 1)
-		step(sub, "UNSUBSCRIBE", 1)
-		step(pub, "SPUBLISH sb gone", 1)
-		step(pub, "COMMAND GETKEYS SPUBLISH ch msg", 1)
 	}
 	return out
 }

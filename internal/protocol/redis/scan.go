@@ -68,10 +68,7 @@ func cmdKeys(s *session, args [][]byte) {
 			return
 		}
 		for _, e := range p.Entries {
-			m, complete := true, true
-			if g != nil {
-				m, complete = g.Match(e.Key)
-			}
+			m, complete := g.Match(e.Key)
 			if !complete {
 				s.w.Error(errPatternTooComplex)
 				return
@@ -147,10 +144,7 @@ func cmdScan(s *session, args [][]byte) {
 	}
 	var keys [][]byte
 	for _, e := range p.Entries {
-		m, complete := true, true
-		if g != nil {
-			m, complete = g.Match(e.Key)
-		}
+		m, complete := g.Match(e.Key)
 		if !complete {
 			s.w.Error(errPatternTooComplex)
 			return
