@@ -34,7 +34,7 @@ type journal struct {
 	mu    sync.Mutex
 	files [2]vfs.File
 	cur   int // index of the file appends go to
-	hdr   [16]byte
+	hdr   [journalHeader]byte
 	// failed is the index of the file an append failed on (-1: none): it may end in part of a record, behind
 	// which later records could not be read back, until reset empties it. broken: it could not be emptied, and
 	// appends fail from then on (each group's WAL is synced instead).
@@ -43,6 +43,18 @@ type journal struct {
 }
 
 const journalPrefix = "ANYKV-JOURNAL-"
+
+// The file format. A file starts with journalMagic; each record is a header of journalHeader bytes (the batch's
+// length, a CRC-32C of the version and the batch, the version, and a CRC-32C of those 16 bytes) and the batch.
+// The header's own checksum tells a record cut short by a kill (its header is whole and checks out, its batch
+// reaches past the end) from a damaged length that makes a whole record look cut short, which would have hidden
+// every later group. Files without the magic are of the format before it (a 16-byte header without its own
+// checksum), as an earlier build killed in interval mode left them: they are read as before.
+const (
+	journalMagic     = "ANYKVJ2\n"
+	journalHeader    = 20
+	journalOldHeader = 16
+)
 
 func journalNames(fs vfs.FS, dir string) [2]string {
 	return [2]string{fs.PathJoin(dir, journalPrefix+"A"), fs.PathJoin(dir, journalPrefix+"B")}
@@ -58,11 +70,23 @@ func openJournal(fs vfs.FS, dir string) (*journal, error) {
 			return nil, fmt.Errorf("pebblestore: journal: %w", err)
 		}
 		j.files[i] = f
+		if err := writeMagic(f); err != nil {
+			j.close()
+			return nil, err
+		}
 	}
 	return j, nil
 }
 
-// append writes one group's batch: a header (length, CRC-32C of the rest, version) and the batch, in one write.
+// writeMagic starts an empty journal file.
+func writeMagic(f vfs.File) error {
+	if _, err := f.Write([]byte(journalMagic)); err != nil {
+		return fmt.Errorf("pebblestore: journal: %w", err)
+	}
+	return nil
+}
+
+// append writes one group's batch: a header and the batch, in one write.
 func (j *journal) append(version uint64, repr []byte) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -73,6 +97,7 @@ func (j *journal) append(version uint64, repr []byte) error {
 	binary.LittleEndian.PutUint64(j.hdr[8:16], version)
 	crc := crc32.Update(crc32.Checksum(j.hdr[8:16], castagnoli), castagnoli, repr)
 	binary.LittleEndian.PutUint32(j.hdr[4:8], crc)
+	binary.LittleEndian.PutUint32(j.hdr[16:20], crc32.Checksum(j.hdr[0:16], castagnoli))
 	rec := make([]byte, 0, len(j.hdr)+len(repr))
 	rec = append(append(rec, j.hdr[:]...), repr...)
 	if _, err := j.files[j.cur].Write(rec); err != nil {
@@ -111,7 +136,7 @@ func (j *journal) recreate(i int) error {
 	}
 	j.files[i].Close()
 	j.files[i] = f
-	return nil
+	return writeMagic(f)
 }
 
 // swap sends later appends to the other file and returns the index of the one they went to until now.
@@ -184,35 +209,78 @@ func readJournal(fs vfs.FS, name string) ([]journalRecord, error) {
 	return recs, err
 }
 
-// readJournalChecked is readJournal, also saying whether the records end at a whole record that fails its
-// checksum (damage, see journalDamage) rather than at a torn one or the end.
-func readJournalChecked(fs vfs.FS, name string) (_ []journalRecord, damaged bool, _ error) {
+// readJournalChecked is readJournal, also saying where the records end at one that is damaged (see
+// journalDamage) rather than at a torn one or the end: its byte offset, -1 when none is.
+func readJournalChecked(fs vfs.FS, name string) (_ []journalRecord, damagedAt int, _ error) {
 	f, err := fs.Open(name)
 	if errors.Is(err, iofs.ErrNotExist) {
-		return nil, false, nil // no journal: a store never run in interval mode
+		return nil, -1, nil // no journal: a store never run in interval mode
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("pebblestore: open journal %s: %w", name, err)
+		return nil, -1, fmt.Errorf("pebblestore: open journal %s: %w", name, err)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(f)
 	if err != nil {
-		return nil, false, fmt.Errorf("pebblestore: read journal %s: %w", name, err)
+		return nil, -1, fmt.Errorf("pebblestore: read journal %s: %w", name, err)
+	}
+	if len(data) < len(journalMagic) || string(data[:len(journalMagic)]) != journalMagic {
+		recs, damagedAt := parseOldJournal(data)
+		return recs, damagedAt, nil
 	}
 	var out []journalRecord
-	for len(data) >= 16 {
+	for off := len(journalMagic); ; {
+		data := data[off:]
+		if len(data) < journalHeader {
+			return out, -1, nil
+		}
+		if crc32.Checksum(data[0:16], castagnoli) != binary.LittleEndian.Uint32(data[16:20]) {
+			// A kill leaves a prefix of the record, whose header is then whole and right or shorter than a
+			// header; a power loss may leave the tail of a file the OS had not written back as zeros.
+			if allZero(data) {
+				return out, -1, nil
+			}
+			return out, off, nil
+		}
 		n := int(binary.LittleEndian.Uint32(data[0:4]))
-		if n > len(data)-16 {
+		if n > len(data)-journalHeader {
+			return out, -1, nil // cut short by a kill: its group was never answered
+		}
+		body := data[journalHeader : journalHeader+n]
+		if crc32.Update(crc32.Checksum(data[8:16], castagnoli), castagnoli, body) != binary.LittleEndian.Uint32(data[4:8]) {
+			return out, off, nil
+		}
+		out = append(out, journalRecord{version: binary.LittleEndian.Uint64(data[8:16]), repr: body})
+		off += journalHeader + n
+	}
+}
+
+// parseOldJournal reads a file of the format before journalMagic; it cannot tell a damaged length from a torn
+// record.
+func parseOldJournal(data []byte) (out []journalRecord, damagedAt int) {
+	for off := 0; len(data) >= journalOldHeader; {
+		n := int(binary.LittleEndian.Uint32(data[0:4]))
+		if n > len(data)-journalOldHeader {
 			break
 		}
 		crc := crc32.Update(crc32.Checksum(data[8:16], castagnoli), castagnoli, data[16:16+n])
 		if crc != binary.LittleEndian.Uint32(data[4:8]) {
-			return out, true, nil
+			return out, off
 		}
 		out = append(out, journalRecord{version: binary.LittleEndian.Uint64(data[8:16]), repr: data[16 : 16+n]})
 		data = data[16+n:]
+		off += 16 + n
 	}
-	return out, false, nil
+	return out, -1
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // journalDamage reports a journal file whose records stop at one that is whole but fails its checksum: a kill
@@ -222,16 +290,12 @@ func readJournalChecked(fs vfs.FS, name string) (_ []journalRecord, damaged bool
 func journalDamage(fs vfs.FS, dir string) ([]Damage, error) {
 	var damage []Damage
 	for _, name := range journalNames(fs, dir) {
-		recs, damaged, err := readJournalChecked(fs, name)
+		recs, off, err := readJournalChecked(fs, name)
 		if err != nil {
 			return nil, err
 		}
-		if !damaged {
+		if off < 0 {
 			continue
-		}
-		off := 0
-		for _, r := range recs {
-			off += 16 + len(r.repr)
 		}
 		damage = append(damage, Damage{File: fs.PathBase(name), Problem: fmt.Sprintf(
 			"journal record %d (at byte %d) fails its checksum", len(recs)+1, off),
@@ -263,11 +327,11 @@ func replayJournal(db *pebble.DB, fs vfs.FS, dir string, recovered uint64) (int,
 	var recs []journalRecord
 	limit := uint64(math.MaxUint64) // past a damaged record (Recover), nothing newer: the replay stays a prefix
 	for _, n := range journalNames(fs, dir) {
-		r, damaged, err := readJournalChecked(fs, n)
+		r, damagedAt, err := readJournalChecked(fs, n)
 		if err != nil {
 			return 0, err
 		}
-		if damaged {
+		if damagedAt >= 0 {
 			last := recovered // none of its records is whole: what its groups were is unknown, so none newer
 			if len(r) > 0 {
 				last = r[len(r)-1].version

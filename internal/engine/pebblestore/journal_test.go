@@ -1,8 +1,10 @@
 package pebblestore
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -85,7 +87,7 @@ func TestJournalTornTailAndSwap(t *testing.T) {
 		t.Fatalf("records: %+v, %v", recs, err)
 	}
 	whole := readAll(t, fs, name)
-	for _, cut := range []int{len(whole) - 1, len(whole) - 7, len(whole) - 17} {
+	for _, cut := range []int{len(whole) - 1, len(whole) - 7, len(whole) - 17, len(whole) - 25} {
 		writeFile(t, fs, "torn", whole[:cut])
 		if recs, _ := readJournal(fs, "torn"); len(recs) != 2 {
 			t.Fatalf("cut at %d of %d: %d records, want the 2 whole ones", cut, len(whole), len(recs))
@@ -94,8 +96,37 @@ func TestJournalTornTailAndSwap(t *testing.T) {
 	flipped := append([]byte(nil), whole...)
 	flipped[len(flipped)-2] ^= 0xff
 	writeFile(t, fs, "flipped", flipped)
-	if recs, _ := readJournal(fs, "flipped"); len(recs) != 2 {
-		t.Fatalf("damaged last record: %d records, want 2", len(recs))
+	if recs, at, _ := readJournalChecked(fs, "flipped"); len(recs) != 2 || at != len(whole)-journalHeader-6 {
+		t.Fatalf("damaged last record: %d records, damage at %d; want 2 and %d", len(recs), at, len(whole)-journalHeader-6)
+	}
+	// A length damaged to reach past the end made the second record look cut short, hiding the third.
+	second := len(journalMagic) + journalHeader + len("batch1")
+	for _, bit := range []int{8, 20, 31} {
+		long := append([]byte(nil), whole...)
+		long[second+bit/8] ^= 1 << (bit % 8)
+		writeFile(t, fs, "long", long)
+		if recs, at, _ := readJournalChecked(fs, "long"); len(recs) != 1 || at != second {
+			t.Fatalf("length's bit %d flipped: %d records, damage at %d; want 1 and %d", bit, len(recs), at, second)
+		}
+	}
+	// A tail the OS never wrote back before a power loss may read as zeros: the end, not damage.
+	writeFile(t, fs, "zeroed", append(append([]byte(nil), whole...), make([]byte, 4096)...))
+	if recs, at, _ := readJournalChecked(fs, "zeroed"); len(recs) != 3 || at != -1 {
+		t.Fatalf("zeroed tail: %d records, damage at %d; want 3 and none", len(recs), at)
+	}
+	// A file of the format before the magic, as a build before it left it when killed, is still replayed.
+	var oldFormat []byte
+	for v := uint64(1); v <= 2; v++ {
+		body := []byte(fmt.Sprint("old", v))
+		hdr := make([]byte, journalOldHeader)
+		binary.LittleEndian.PutUint32(hdr[0:4], uint32(len(body)))
+		binary.LittleEndian.PutUint64(hdr[8:16], v)
+		binary.LittleEndian.PutUint32(hdr[4:8], crc32.Update(crc32.Checksum(hdr[8:16], castagnoli), castagnoli, body))
+		oldFormat = append(append(oldFormat, hdr...), body...)
+	}
+	writeFile(t, fs, "oldformat", oldFormat)
+	if recs, at, _ := readJournalChecked(fs, "oldformat"); len(recs) != 2 || at != -1 || string(recs[1].repr) != "old2" {
+		t.Fatalf("file of the old format: %+v, damage at %d", recs, at)
 	}
 
 	old := j.swap()
@@ -247,11 +278,11 @@ func TestDamagedJournalIsRefused(t *testing.T) {
 	}
 	j.close()
 	data := readAll(t, vfs.Default, older)
-	off := 0
+	off := len(journalMagic)
 	for _, r := range recs[:5] {
-		off += 16 + len(r.repr)
+		off += journalHeader + len(r.repr)
 	}
-	data[off+16] ^= 0xff
+	data[off+journalHeader] ^= 0xff
 	writeFile(t, vfs.Default, older, data)
 
 	_, err = Open(Options{Dir: killed, Sync: SyncInterval, CacheBytes: 8 << 20, Logger: quiet})
@@ -296,8 +327,8 @@ func TestJournalEmptiedByCloseAndOtherModes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range journalNames(vfs.Default, dir) {
-		if n := len(readAll(t, vfs.Default, name)); n != 0 {
-			t.Errorf("%s holds %d bytes after a clean Close", filepath.Base(name), n)
+		if b := readAll(t, vfs.Default, name); string(b) != journalMagic {
+			t.Errorf("%s holds %q after a clean Close, want the magic alone", filepath.Base(name), b)
 		}
 	}
 	r, err := Open(Options{Dir: killed, Sync: SyncAlways, CacheBytes: 8 << 20, Logger: quiet})
