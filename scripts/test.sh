@@ -19,13 +19,15 @@ if [ "${SKIP_INSTALL:-0}" != 1 ]; then
   pip_args="-q --disable-pip-version-check -r tests/python/requirements.txt"
   python3 -m pip install $pip_args 2>/dev/null || python3 -m pip install --break-system-packages $pip_args
   if command -v npm >/dev/null; then
-    echo "== installing Node packages (memjs, a binary-protocol memcached client; bullmq, a job queue, with its Redis" \
-      "client ioredis) into ~/.cache/anykv/node"
+    echo "== installing Node packages (memjs, a binary-protocol memcached client; bullmq and bull, job queues, with" \
+      "the Redis client ioredis) into ~/.cache/anykv/node"
     mkdir -p ~/.cache/anykv/node
     [ -d ~/.cache/anykv/node/node_modules/memjs ] ||
       npm install --prefix ~/.cache/anykv/node --no-audit --no-fund --silent memjs@1.3.2 >/dev/null
     { [ -d ~/.cache/anykv/node/node_modules/bullmq ] && [ -d ~/.cache/anykv/node/node_modules/ioredis ]; } ||
       npm install --prefix ~/.cache/anykv/node --no-audit --no-fund --silent bullmq@6.7.0 ioredis@6.0.0 >/dev/null
+    [ -d ~/.cache/anykv/node/node_modules/bull ] ||
+      npm install --prefix ~/.cache/anykv/node --no-audit --no-fund --silent bull@4.16.5 >/dev/null
   fi
 fi
 

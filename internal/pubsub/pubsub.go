@@ -124,6 +124,19 @@ type delivery struct {
 // Publish delivers msg to every subscriber of channel and of every matching pattern, and returns how many
 // deliveries it made (Redis's PUBLISH reply). Deliveries happen after the broker's lock is released.
 func (b *Broker) Publish(channel string, msg []byte) int {
+	to := b.receivers(channel)
+	for _, d := range to {
+		d.sub.Deliver(d.pattern, channel, msg)
+	}
+	return len(to)
+}
+
+// Receivers returns how many deliveries a Publish to channel would make now.
+func (b *Broker) Receivers(channel string) int { return len(b.receivers(channel)) }
+
+// receivers lists the deliveries a message to channel makes: its subscribers', then those of the patterns it
+// matches.
+func (b *Broker) receivers(channel string) []delivery {
 	var to []delivery
 	var pats []compiledPattern
 	b.mu.RLock()
@@ -155,10 +168,7 @@ func (b *Broker) Publish(channel string, msg []byte) int {
 		}
 		b.mu.RUnlock()
 	}
-	for _, d := range to {
-		d.sub.Deliver(d.pattern, channel, msg)
-	}
-	return len(to)
+	return to
 }
 
 // Channels lists the channels with at least one subscriber that match pattern (all if pattern is nil), sorted.

@@ -95,6 +95,9 @@ type Handler struct {
 	// sink, in a script's handler, collects the keyspace events of the script's commands, which the connection
 	// that ran the script publishes once the batch is durable (scriptNotes).
 	sink *[]keyEvent
+	// scriptHost numbers the handler in the arguments of its scripts, which count their PUBLISHes' receivers on
+	// its brokers (scriptpub.go).
+	scriptHost int64
 	// Command and error statistics (cmdstats.go) and the slow log (slowlog.go).
 	cmdStats       []cmdStats // by command.id
 	errs           errorStats
@@ -146,6 +149,7 @@ func New(store *kv.Store, opts Options) *Handler {
 	h.cursors.init()
 	h.collCursors.init()
 	h.broker, h.shards = pubsub.New(), pubsub.New()
+	registerScriptHost(h)
 	if f, err := ParseNotifyEvents(opts.NotifyKeyspaceEvents); err == nil { // the flag was checked by the caller
 		h.notifyFlags.Store(int32(f))
 	}

@@ -116,6 +116,7 @@ func newLua(lim *luaLimits) *lua.LState {
 	math.RawSetString("randomseed", L.NewFunction(func(L *lua.LState) int { seed = uint64(L.CheckInt64(1)); return 0 }))
 	openCJSON(L, lim)
 	openCMsgpack(L)
+	openBit(L)
 	installLimits(L, lim)
 	return L
 }

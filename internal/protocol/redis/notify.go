@@ -103,7 +103,7 @@ func (h *Handler) notifying() bool {
 // notify publishes one event of class about key in database db, if the class is enabled.
 func (h *Handler) notify(class int, event string, db int, key []byte) {
 	if h.sink != nil {
-		*h.sink = append(*h.sink, keyEvent{class, event, db, append([]byte(nil), key...)})
+		*h.sink = append(*h.sink, keyEvent{class: class, event: event, db: db, key: append([]byte(nil), key...)})
 		return
 	}
 	f := int(h.notifyFlags.Load())
@@ -126,23 +126,33 @@ func (h *Handler) expired(table string, key []byte) {
 	}
 }
 
-// keyEvent is one keyspace event a script's command sent, kept until the script's batch is durable.
+// keyEvent is one keyspace event a script's command sent, or a message it published (scriptpub.go), kept until
+// the script's batch is durable.
 type keyEvent struct {
 	class int
-	event string
+	event string // the channel of a message
 	db    int
-	key   []byte
+	key   []byte // the message
+	// publish marks a message (SPUBLISH's when shard).
+	publish, shard bool
 }
 
-// scriptNotes publishes the keyspace events a script's commands sent (its Result.Extra), in their order, as
-// the classes enabled now say.
+// scriptNotes publishes the keyspace events a script's commands sent (its Result.Extra), as the classes enabled
+// now say, and the messages it published, in their order.
 func (h *Handler) scriptNotes(res []engine.Result) {
 	if len(res) == 0 {
 		return
 	}
 	if evs, ok := res[0].Extra.([]keyEvent); ok {
 		for _, e := range evs {
-			h.notify(e.class, e.event, e.db, e.key)
+			switch {
+			case e.publish && e.shard:
+				h.shards.Publish(e.event, e.key)
+			case e.publish:
+				h.broker.Publish(e.event, e.key)
+			default:
+				h.notify(e.class, e.event, e.db, e.key)
+			}
 		}
 	}
 }

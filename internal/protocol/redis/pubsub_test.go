@@ -171,29 +171,50 @@ func TestConfirmedSubscriptionIsRegistered(t *testing.T) {
 // shardTranscript runs sharded pub/sub (SSUBSCRIBE, SPUBLISH, SUNSUBSCRIBE, PUBSUB SHARDCHANNELS/SHARDNUMSUB)
 // beside plain pub/sub on addr, in RESP2 and RESP3, and returns every reply's bytes in order.
 func shardTranscript(t *testing.T, addr string) []string {
+	return pubsubTranscript(t, addr, []transcriptStep{
+		{"sub", "SSUBSCRIBE sa sb", 2}, {"sub", "SUBSCRIBE c", 1}, {"pub", "SPUBLISH sa hi", 1},
+		{"pub", "PUBLISH sa plain", 1}, {"pub", "PUBSUB SHARDCHANNELS sa*", 1}, {"pub", "PUBSUB SHARDNUMSUB sa zz", 1},
+		{"pub", "PUBSUB CHANNELS", 1}, {"sub", "", 1}, // the smessage SPUBLISH sent
+		{"sub", "SUNSUBSCRIBE sa", 1}, {"sub", "SUNSUBSCRIBE", 1}, {"sub", "PING", 1}, {"sub", "UNSUBSCRIBE", 1},
+		{"pub", "SPUBLISH sb gone", 1}, {"pub", "COMMAND GETKEYS SPUBLISH ch msg", 1},
+	})
+}
+
+// pubsubTranscript runs steps over two fresh connections to addr, "sub" (in the protocol of the round) and
+// "pub", once in RESP2 and once in RESP3, and returns every reply's bytes in order.
+func pubsubTranscript(t *testing.T, addr string, steps []transcriptStep) []string {
 	var out []string
 	for _, proto := range []string{"2", "3"} {
 		sub, pub := dialRaw(t, addr), dialRaw(t, addr)
 		sub.send("HELLO " + proto + "\r\n")
 		sub.reply()
-		conns := map[string]*rawConn{"sub": sub, "pub": pub}
-		for _, st := range []struct {
-			conn, cmd string
-			replies   int
-		}{
-			{"sub", "SSUBSCRIBE sa sb", 2}, {"sub", "SUBSCRIBE c", 1}, {"pub", "SPUBLISH sa hi", 1},
-			{"pub", "PUBLISH sa plain", 1}, {"pub", "PUBSUB SHARDCHANNELS sa*", 1}, {"pub", "PUBSUB SHARDNUMSUB sa zz", 1},
-			{"pub", "PUBSUB CHANNELS", 1}, {"sub", "", 1}, // the smessage SPUBLISH sent
-			{"sub", "SUNSUBSCRIBE sa", 1}, {"sub", "SUNSUBSCRIBE", 1}, {"sub", "PING", 1}, {"sub", "UNSUBSCRIBE", 1},
-			{"pub", "SPUBLISH sb gone", 1}, {"pub", "COMMAND GETKEYS SPUBLISH ch msg", 1},
-		} {
-			rc := conns[st.conn]
-			if st.cmd != "" {
-				rc.send(st.cmd + "\r\n")
-			}
-			for i := 0; i < st.replies; i++ {
-				out = append(out, proto+" "+st.cmd+" -> "+rc.reply())
-			}
+		out = append(out, runSteps(proto, map[string]*rawConn{"sub": sub, "pub": pub}, steps)...)
+		sub.c.Close()
+		pub.c.Close()
+	}
+	return out
+}
+
+// transcriptStep sends cmd (an inline command, or a RESP array when it starts with '*'; none when "") on the
+// connection named conn and reads that many replies.
+type transcriptStep struct {
+	conn, cmd string
+	replies   int
+}
+
+// runSteps runs steps over conns and returns each reply, prefixed with proto and the command.
+func runSteps(proto string, conns map[string]*rawConn, steps []transcriptStep) []string {
+	var out []string
+	for _, st := range steps {
+		rc := conns[st.conn]
+		switch {
+		case strings.HasPrefix(st.cmd, "*"):
+			rc.send(st.cmd)
+		case st.cmd != "":
+			rc.send(st.cmd + "\r\n")
+		}
+		for i := 0; i < st.replies; i++ {
+			out = append(out, proto+" "+strings.TrimSpace(st.cmd)+" -> "+rc.reply())
 		}
 	}
 	return out

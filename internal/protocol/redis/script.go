@@ -220,7 +220,7 @@ func (s *session) evalMutation(args [][]byte) (_ engine.Mutation, readOnly bool,
 		mode += "3" // the caller's protocol: the result is encoded for it
 	}
 	fargs := [][]byte{src, []byte(itoa(int64(s.db))), []byte(itoa(int64(s.h.store.Limits().MaxValue))),
-		[]byte(itoa(int64(s.h.opts.Databases))), []byte(mode), args[2]}
+		[]byte(itoa(int64(s.h.opts.Databases))), []byte(mode), []byte(itoa(s.h.scriptHost)), args[2]}
 	fargs = append(fargs, args[3:]...)
 	m := engine.Mutation{Op: engine.OpCall, Table: s.table(), Call: engine.CallArgs{Name: evalFunc, Args: copyArgs(fargs), Keys: copyArgs(keys)}}
 	if len(keys) > 0 {
@@ -275,8 +275,8 @@ type scriptError struct{ msg string }
 func (e scriptError) Error() string { return e.msg }
 
 // runScript is the function "redis.eval": args are the script, the database, the value limit, the number of
-// databases, the mode ("0" or "1" for read-only, then "3" if the caller speaks RESP3), numkeys, the keys and the
-// other arguments.
+// databases, the mode ("0" or "1" for read-only, then "n" if the caller wants keyspace events, "3" if it speaks
+// RESP3), the number of the handler that runs it (scriptHost), numkeys, the keys and the other arguments.
 func runScript(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	var lim *luaLimits
 	res, err := runScriptLua(tx, args, &lim)
@@ -292,7 +292,7 @@ var scriptLimits = func() *resp.Limits { l := resp.DefaultLimits(); return &l }(
 
 // runScriptLua is runScript but for the collection after it; it sets *limp to the script's limits.
 func runScriptLua(tx *engine.Tx, args [][]byte, limp **luaLimits) (res engine.Result, err error) {
-	if len(args) < 6 {
+	if len(args) < 7 {
 		return engine.Result{}, engine.ErrInvalid
 	}
 	db, _ := strconv.Atoi(string(args[1]))
@@ -303,11 +303,11 @@ func runScriptLua(tx *engine.Tx, args [][]byte, limp **luaLimits) (res engine.Re
 	if strings.HasSuffix(string(args[4]), "3") {
 		proto = 3
 	}
-	numKeys, err := strconv.Atoi(string(args[5]))
-	if err != nil || numKeys < 0 || numKeys > len(args)-6 {
+	numKeys, err := strconv.Atoi(string(args[6]))
+	if err != nil || numKeys < 0 || numKeys > len(args)-7 {
 		return engine.Result{}, engine.ErrInvalid
 	}
-	keys, argv := args[6:6+numKeys], args[6+numKeys:]
+	keys, argv := args[7:7+numKeys], args[7+numKeys:]
 	sha := sha1hex(args[0])
 	// Commands compile against a store that only knows the limits and the batch's time: they run through tx.
 	h := &Handler{store: kv.New(nil, kv.Options{Limits: kv.Limits{MaxValue: maxValue},
@@ -315,16 +315,16 @@ func runScriptLua(tx *engine.Tx, args [][]byte, limp **luaLimits) (res engine.Re
 		opts: Options{Databases: databases}}
 	// The limits commands bound their work by (SRANDMEMBER's picks, LCS's table).
 	h.limits.Store(scriptLimits)
+	run := &scriptRun{tx: tx, h: h, db: db, readOnly: readOnly, host: scriptHost(args[5])}
 	if strings.Contains(string(args[4]), "n") { // the caller wants keyspace events: the commands collect them
-		var events []keyEvent
-		h.sink = &events
+		h.sink = &run.out
 		h.notifyFlags.Store(notifyAll | notifyNew | notifyKeyspace | notifyKeyevent)
-		defer func() {
-			if err == nil && len(events) > 0 { // a script that failed keeps its writes, and sends their events
-				res.Extra = events
-			}
-		}()
 	}
+	defer func() {
+		if err == nil && len(run.out) > 0 { // a script that failed keeps its writes, and sends their events
+			res.Extra = run.out
+		}
+	}()
 	var fatal error // a failure of the batch itself (a write outside KEYS): the script stops and nothing applies
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -350,7 +350,7 @@ func runScriptLua(tx *engine.Tx, args [][]byte, limp **luaLimits) (res engine.Re
 	L.SetGlobal("ARGV", strs(argv))
 	call := func(protect bool) lua.LGFunction {
 		return func(L *lua.LState) int {
-			v, err := scriptCall(L, tx, h, db, readOnly)
+			v, err := run.call(L)
 			if err != nil {
 				fatal = err
 				L.RaiseError("%v", err)
@@ -421,7 +421,11 @@ func runScriptLua(tx *engine.Tx, args [][]byte, limp **luaLimits) (res engine.Re
 		if ctx.Err() != nil {
 			return killed(), nil
 		}
-		return engine.Result{Err: scriptError{scriptErrorText(err) + " script: " + sha}}, nil
+		msg := scriptErrorText(err) + " script: " + sha
+		if line := errorLine(err); line > 0 {
+			msg += ", on @user_script:" + strconv.Itoa(line) + "."
+		}
+		return engine.Result{Err: scriptError{msg}}, nil
 	}
 	w := resp.NewWriter(proto)
 	if err := luaToRESP(ctx, w, L.Get(-1)); err != nil {
@@ -433,9 +437,21 @@ func runScriptLua(tx *engine.Tx, args [][]byte, limp **luaLimits) (res engine.Re
 	return engine.Result{New: engine.Item{Value: append([]byte(nil), w.Bytes()...)}, NewFound: true}, nil
 }
 
-// scriptCall runs one redis.call from a script: the command compiles as on a connection and its mutations apply
+// scriptRun is what a script's redis.call needs: the batch, the script's own handler (it compiles commands), its
+// database and mode, the handler that runs it (nil when gone), and the events and messages it sent so far.
+type scriptRun struct {
+	tx       *engine.Tx
+	h        *Handler
+	db       int
+	readOnly bool
+	host     *Handler
+	out      []keyEvent
+}
+
+// call runs one redis.call from a script: the command compiles as on a connection and its mutations apply
 // through tx. It returns the reply as a Lua value (an {err=} table for an error reply), or the batch's own failure.
-func scriptCall(L *lua.LState, tx *engine.Tx, h *Handler, db int, readOnly bool) (lua.LValue, error) {
+func (r *scriptRun) call(L *lua.LState) (lua.LValue, error) {
+	tx, h, db, readOnly := r.tx, r.h, r.db, r.readOnly
 	errTable := func(msg string) lua.LValue {
 		t := L.NewTable()
 		t.RawSetString("err", lua.LString(msg))
@@ -465,6 +481,14 @@ func scriptCall(L *lua.LState, tx *engine.Tx, h *Handler, db int, readOnly bool)
 		t := L.NewTable()
 		t.RawSetString("ok", lua.LString("PONG"))
 		return t, nil
+	case "publish", "spublish":
+		switch {
+		case readOnly:
+			return errTable("ERR Write commands are not allowed from read-only scripts."), nil
+		case n != 3:
+			return errTable("ERR Wrong number of args calling Redis command from script"), nil
+		}
+		return scriptPublish(L, r.host, lower(args[0]) == "spublish", args, &r.out), nil
 	}
 	cmd := s.lookup(args[0])
 	switch {
@@ -493,6 +517,31 @@ func scriptCall(L *lua.LState, tx *engine.Tx, h *Handler, db int, readOnly bool)
 	return v, nil
 }
 
+// errorLine is the line a script failed on, found as Redis's error handler finds it: that of the function that
+// raised the error, or of its caller when it is not written in Lua (error, redis.call); 0 when neither has one.
+// It is read from the traceback PCall recorded (a handler function would need room on the Lua stack, which a
+// script that failed by filling it does not leave).
+func errorLine(err error) int {
+	var ae *lua.ApiError
+	if !errors.As(err, &ae) {
+		return 0
+	}
+	_, trace, _ := strings.Cut(ae.StackTrace, "stack traceback:\n")
+	for i, frame := range strings.SplitN(trace, "\n", 3) {
+		frame = strings.TrimSpace(frame)
+		if i == 0 && strings.HasPrefix(frame, "[G]") {
+			continue
+		}
+		at, ok := strings.CutPrefix(frame, "<string>:")
+		if !ok {
+			return 0
+		}
+		n, _ := strconv.Atoi(at[:max(strings.IndexByte(at, ':'), 0)])
+		return n
+	}
+	return 0
+}
+
 // scriptErrorText is the error a failed script answers: the error reply a redis.call raised, or Lua's message.
 func scriptErrorText(err error) string {
 	var ae *lua.ApiError
@@ -503,7 +552,10 @@ func scriptErrorText(err error) string {
 			}
 		}
 		if msg, ok := ae.Object.(lua.LString); ok {
-			return "ERR user_script:" + strings.TrimPrefix(firstLine(string(msg)), "<string>:")
+			if at, ok := strings.CutPrefix(firstLine(string(msg)), "<string>:"); ok {
+				return "ERR user_script:" + at // the chunk Redis names user_script
+			}
+			return "ERR " + firstLine(string(msg)) // error(msg, 0): no position
 		}
 	}
 	return "ERR user_script: " + firstLine(err.Error())

@@ -1,0 +1,41 @@
+package redis
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestScriptErrorsMatchRedis: a failed script's error names the line it failed on as Redis 7 does (", on
+// @user_script:N."; it was missing), whichever way it failed: error() with and without a position, an error
+// table, an error reply redis.call raised, a runtime error; the message itself is Lua's (interpreters word
+// runtime errors differently, so none is compared here).
+func TestScriptErrorsMatchRedis(t *testing.T) {
+	scripts := []string{
+		"local x = 1\nerror('boom')",
+		"local function f()\n  return redis.call('INCR', 'nokey', 'x')\nend\nreturn f()",
+		"\nerror({err='MYERR custom'})",
+		"error('nopos', 0)",
+		"return redis.call('nosuch')",
+		"local function g() error('deep') end\nlocal function f()\n  g()\nend\nf()",
+		"redis.call('SET', 'k', 'v')\n\n\nreturn redis.call('INCR', 'k')",
+		"return redis.pcall('nosuch')",
+	}
+	run := func(addr string) []string {
+		rc := dialRaw(t, addr)
+		defer rc.c.Close()
+		var out []string
+		for _, s := range scripts {
+			rc.send(fmt.Sprintf("*3\r\n$4\r\nEVAL\r\n$%d\r\n%s\r\n$1\r\n0\r\n", len(s), s))
+			out = append(out, rc.reply())
+		}
+		return out
+	}
+	want := run(startRedisServer(t))
+	ts := startServer(t, Options{}, 0)
+	got := run(ts.addr)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("%q:\n%q\nredis-server: %q", scripts[i], got[i], want[i])
+		}
+	}
+}

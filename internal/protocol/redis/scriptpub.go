@@ -1,0 +1,69 @@
+package redis
+
+import (
+	"runtime"
+	"strconv"
+	"sync"
+	"weak"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// PUBLISH and SPUBLISH from a script. A script runs inside the engine's batch, so its messages wait there with
+// its keyspace events (keyEvent) and go out in the order it sent them once the batch is durable, before its reply:
+// a subscriber never hears of a write that a crash could still take back (Bull's scripts publish the job they
+// just queued). The count a script's PUBLISH returns is of the subscribers at the moment of the call.
+//
+// The script knows only its call's arguments; one of them numbers the handler that runs it (scriptHosts), whose
+// brokers the count is taken from.
+
+// scriptHosts maps a handler's number to the handler, held weakly: a handler that is dropped (tests make many)
+// leaves the map when it is collected.
+var scriptHosts struct {
+	mu   sync.Mutex
+	next int64
+	m    map[int64]weak.Pointer[Handler]
+}
+
+// registerScriptHost numbers h for the scripts it runs.
+func registerScriptHost(h *Handler) {
+	scriptHosts.mu.Lock()
+	defer scriptHosts.mu.Unlock()
+	if scriptHosts.m == nil {
+		scriptHosts.m = map[int64]weak.Pointer[Handler]{}
+	}
+	scriptHosts.next++
+	h.scriptHost = scriptHosts.next
+	scriptHosts.m[h.scriptHost] = weak.Make(h)
+	runtime.AddCleanup(h, func(id int64) {
+		scriptHosts.mu.Lock()
+		delete(scriptHosts.m, id)
+		scriptHosts.mu.Unlock()
+	}, h.scriptHost)
+}
+
+// scriptHost returns the handler numbered by arg, nil when there is none (any more).
+func scriptHost(arg []byte) *Handler {
+	id, err := strconv.ParseInt(string(arg), 10, 64)
+	if err != nil {
+		return nil
+	}
+	scriptHosts.mu.Lock()
+	defer scriptHosts.mu.Unlock()
+	return scriptHosts.m[id].Value()
+}
+
+// scriptPublish answers a script's PUBLISH or SPUBLISH (args: the command, the channel, the message) and keeps the
+// message in *out for the handler to send once the batch is durable.
+func scriptPublish(L *lua.LState, host *Handler, shard bool, args [][]byte, out *[]keyEvent) lua.LValue {
+	n := 0
+	if host != nil {
+		b := host.broker
+		if shard {
+			b = host.shards
+		}
+		n = b.Receivers(string(args[1]))
+	}
+	*out = append(*out, keyEvent{publish: true, shard: shard, event: string(args[1]), key: append([]byte(nil), args[2]...)})
+	return lua.LNumber(n)
+}
