@@ -146,5 +146,6 @@ func listenBoth(srv *server.Server, name, addr, tlsAddr string, cfg *tls.Config,
 
 // connFigures lets /metrics read a listener's connection counters.
 func connFigures(c *server.Counts) metrics.ConnFigures {
-	return metrics.ConnFigures{Current: c.Current.Load, Total: c.Total.Load, Rejected: c.Rejected.Load, Denied: c.Denied.Load}
+	return metrics.ConnFigures{Current: c.Current.Load, Total: c.Total.Load, Rejected: c.Rejected.Load, Denied: c.Denied.Load,
+		Evicted: c.Evicted.Load}
 }

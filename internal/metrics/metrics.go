@@ -183,12 +183,13 @@ func counterValue(c prometheus.Counter) uint64 {
 
 // ConnFigures are one listener's connection figures, read at each scrape.
 type ConnFigures struct {
-	Current, Total, Rejected, Denied func() int64
+	Current, Total, Rejected, Denied, Evicted func() int64
 }
 
 // Connections exports one listener's figures: anykv_connections (open now), anykv_connections_total (served),
 // anykv_connections_refused_total with reason "limit" (over --maxclients) or "protected_mode" (another host and no
-// password). Call it once per protocol; a nil *Metrics ignores it.
+// password), and anykv_connections_evicted_total (unauthenticated connections closed at the limit to admit a new
+// one). Call it once per protocol; a nil *Metrics ignores it.
 func (m *Metrics) Connections(protocol string, f ConnFigures) {
 	if m == nil {
 		return
@@ -208,4 +209,8 @@ func (m *Metrics) Connections(protocol string, f ConnFigures) {
 		counter("anykv_connections_refused_total", refused, f.Rejected, prometheus.Labels{"protocol": protocol, "reason": "limit"}),
 		counter("anykv_connections_refused_total", refused, f.Denied, prometheus.Labels{"protocol": protocol, "reason": "protected_mode"}),
 	)
+	if f.Evicted != nil {
+		m.registry.MustRegister(counter("anykv_connections_evicted_total", "Unauthenticated connections closed at "+
+			"the connection limit to admit a new one, per protocol.", f.Evicted, prometheus.Labels{"protocol": protocol}))
+	}
 }

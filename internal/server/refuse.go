@@ -36,6 +36,10 @@ func (s *Server) admit(c net.Conn, h any, counts *Counts, isHTTP bool) bool {
 		}
 	case counts.Max.Load() > 0 && counts.Current.Load() >= counts.Max.Load(),
 		s.maxTotal.Load() > 0 && s.total.Load() >= s.maxTotal.Load():
+		full := counts.Max.Load() > 0 && counts.Current.Load() >= counts.Max.Load()
+		if s.pending.evict(counts, !full) { // an unauthenticated connection made room (pending.go)
+			return true
+		}
 		counts.Rejected.Add(1)
 		if r, ok := h.(Rejecter); ok {
 			answer = r.Reject

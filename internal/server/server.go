@@ -56,14 +56,18 @@ type Server struct {
 	// total counts the client connections of all listeners; past maxTotal (the open-file limit's room, see
 	// TotalLimit; 0: none) every listener refuses more, as at its own limit.
 	total, maxTotal atomic.Int64
+
+	// pending lists the connections that have not authenticated while a password is required (pending.go).
+	pending pendingConns
 }
 
 // Counts holds live figures for one listener: connections open now and ever served, connections refused at the
-// limit (Rejected) and by the exposure policy (Denied). Max is the limit itself (0: none), which Redis's CONFIG
-// SET maxclients changes while the listener runs.
+// limit (Rejected) and by the exposure policy (Denied), and unauthenticated ones closed at the limit to make room
+// (Evicted, pending.go). Max is the limit itself (0: none), which Redis's CONFIG SET maxclients changes while the
+// listener runs.
 type Counts struct {
-	Current, Total, Rejected, Denied atomic.Int64
-	Max                              atomic.Int64
+	Current, Total, Rejected, Denied, Evicted atomic.Int64
+	Max                                       atomic.Int64
 }
 
 // New returns a server that logs to log. Until SetAuth says otherwise it serves loopback clients only.
@@ -158,10 +162,15 @@ func (s *Server) accept(name string, ln net.Listener, h Handler, counts *Counts)
 		counts.Current.Add(1)
 		counts.Total.Add(1)
 		s.total.Add(1)
+		ctx := s.ctx
+		if s.policy != nil && s.policy.Required() {
+			ctx = s.pending.add(ctx, c, counts) // until it authenticates
+		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			defer s.untrack(c)
+			defer Authenticated(ctx) // gone: off the pending list
 			// The slot is free before the client sees the connection close, so a client that reconnects at once
 			// is not refused for a connection that is already gone.
 			defer counts.Current.Add(-1)
@@ -172,7 +181,7 @@ func (s *Server) accept(name string, ln net.Listener, h Handler, counts *Counts)
 						"remote", c.RemoteAddr().String(), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 				}
 			}()
-			h.ServeConn(s.ctx, c)
+			h.ServeConn(ctx, c)
 		}()
 	}
 }

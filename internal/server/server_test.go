@@ -11,10 +11,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"anykv/internal/auth"
 )
 
-// lineHandler answers each line with "ok <line>"; "panic" panics, and "slow" tells entered it arrived and
-// waits for release before answering.
+// lineHandler answers each line with "ok <line>"; "panic" panics, "slow" tells entered it arrived and waits
+// for release before answering, and "auth" reports the client authenticated.
 type lineHandler struct {
 	entered chan struct{}
 	release chan struct{}
@@ -37,6 +39,8 @@ func (h *lineHandler) ServeConn(ctx context.Context, c net.Conn) {
 		case "slow":
 			h.entered <- struct{}{}
 			<-h.release
+		case "auth":
+			Authenticated(ctx)
 		}
 		c.Write([]byte("ok " + line))
 	}
@@ -243,5 +247,52 @@ func TestShutdownDoesNotWaitForeverForAHandler(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Shutdown still waiting for a busy handler after 10 s")
+	}
+}
+
+// TestUnauthenticatedConnectionsYieldTheirSlots: while a password is required, connections that never
+// authenticate kept every other client out at the limit (an audit filled --maxclients without the password). A
+// connection arriving at a full limit now closes the oldest unauthenticated one and takes its place; an
+// authenticated connection keeps its slot, and with every slot authenticated the limit refuses as before.
+func TestUnauthenticatedConnectionsYieldTheirSlots(t *testing.T) {
+	s := New(quiet())
+	s.SetAuth(auth.New("secret"))
+	addr, counts, err := s.Listen("line", "127.0.0.1:0", newLineHandler(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	authed, ra := dial(t, addr)
+	if got := roundTrip(t, authed, ra, "auth"); got != "ok auth" {
+		t.Fatalf("authenticating: %q", got)
+	}
+	idle1, r1 := dial(t, addr)
+	roundTrip(t, idle1, r1, "hello") // served, never authenticates
+	idle2, r2 := dial(t, addr)
+	roundTrip(t, idle2, r2, "hello")
+	for i := range 2 {
+		c, r := dial(t, addr) // at the limit: the oldest unauthenticated connection makes room
+		if got := roundTrip(t, c, r, "auth"); got != "ok auth" {
+			t.Fatalf("connection %d at the full limit: %q, want it served", i+4, got)
+		}
+	}
+	for i, r := range []*bufio.Reader{r1, r2} {
+		if _, err := r.ReadString('\n'); err == nil {
+			t.Errorf("unauthenticated connection %d stayed open", i+1)
+		}
+	}
+	if got := roundTrip(t, authed, ra, "still"); got != "ok still" {
+		t.Fatalf("the authenticated connection: %q", got)
+	}
+	if counts.Evicted.Load() != 2 {
+		t.Fatalf("evicted %d, want 2", counts.Evicted.Load())
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for counts.Current.Load() > 3 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	_, r := dial(t, addr) // every slot authenticated: refused
+	if got, _ := r.ReadString('\n'); got != "full\n" {
+		t.Fatalf("a connection over a limit of authenticated ones got %q", got)
 	}
 }

@@ -3,6 +3,8 @@ package memcache
 import (
 	"bytes"
 	"strconv"
+
+	"anykv/internal/server"
 )
 
 // Authentication, as memcached 1.6 does it with -Y (an auth file) on the text protocol. Until a connection has
@@ -72,7 +74,14 @@ func (c *conn) authenticate() bool {
 		c.line(errAuthFailure)
 		return true
 	}
-	c.authed = true
+	c.authenticated()
 	c.line("STORED")
 	return true
+}
+
+// authenticated records that the client gave the password; the server then no longer counts its connection among
+// those that may be closed to make room at the connection limit (server.Authenticated).
+func (c *conn) authenticated() {
+	c.authed = true
+	server.Authenticated(c.ctx)
 }

@@ -324,7 +324,7 @@ func (c *conn) binSASL(req *request) {
 		c.st[sAuthCmds]++
 		parts := bytes.Split(req.data, []byte{0})
 		if string(req.key) == "PLAIN" && len(parts) == 3 && len(parts[1]) > 0 && c.h.auth.Check(parts[2]) {
-			c.authed = true
+			c.authenticated()
 			c.out = appendBinResponse(c.out, h, stOK, 0, nil, nil, []byte("Authenticated"))
 			return
 		}

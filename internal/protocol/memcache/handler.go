@@ -166,6 +166,9 @@ func (h *Handler) Deny(c net.Conn) {
 func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 	nc := newConn(h, c)
 	nc.authed = !h.auth.Required()
+	if nc.authed {
+		server.Authenticated(ctx)
+	}
 	nc.serve(ctx)
 }
 

@@ -192,6 +192,9 @@ const protectedModeText = "DENIED Redis is running in protected mode because pro
 func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 	s := newSession(h, c)
 	s.ctx = ctx
+	if s.authed { // no password is required
+		server.Authenticated(ctx)
+	}
 	defer s.releaseBuffers()
 	h.stats.connections.Add(1)
 	h.mu.Lock()

@@ -13,6 +13,7 @@ import (
 	"anykv/internal/protocol/errmap"
 	"anykv/internal/protocol/pipeline"
 	"anykv/internal/protocol/resp"
+	"anykv/internal/server"
 )
 
 // replyFunc writes one command's reply from the results of its mutations.
@@ -131,6 +132,9 @@ func newSession(h *Handler, c net.Conn) *session {
 func (s *session) setAuthed(on bool) {
 	s.authed = on
 	s.parser.SetUnauthenticated(!on)
+	if on && s.ctx != nil {
+		server.Authenticated(s.ctx) // its slot is its own now (the server's pending connections)
+	}
 }
 
 // releaseBuffers gives the parser's big buffer back and closes the budget account; ServeConn defers it.
