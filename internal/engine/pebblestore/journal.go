@@ -136,7 +136,13 @@ func (j *journal) recreate(i int) error {
 	}
 	j.files[i].Close()
 	j.files[i] = f
-	return writeMagic(f)
+	if err := writeMagic(f); err != nil {
+		// Records appended to a file without its magic would be read in the old format, as garbage: no more
+		// appends (the writer syncs each group's WAL instead).
+		j.broken = true
+		return err
+	}
+	return nil
 }
 
 // swap sends later appends to the other file and returns the index of the one they went to until now.

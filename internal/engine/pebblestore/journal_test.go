@@ -191,6 +191,30 @@ func (f shortJournalFile) Write(p []byte) (int, error) {
 	return f.File.Write(p)
 }
 
+// TestJournalWithoutItsMagicTakesNoAppends: a file emptied while the disk is full may lack its magic, and records
+// appended to it would then be read back in the old format, as garbage; the journal takes no more appends (the
+// writer syncs each group's WAL instead).
+func TestJournalWithoutItsMagicTakesNoAppends(t *testing.T) {
+	armed := new(atomic.Bool)
+	j, err := openJournal(shortJournalFS{FS: vfs.NewMem(), armed: armed}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.close()
+	if err := j.append(1, []byte("batch1")); err != nil {
+		t.Fatal(err)
+	}
+	old := j.swap()
+	armed.Store(true)
+	if err := j.empty(old); err == nil {
+		t.Fatal("emptying the file with its magic cut short did not fail")
+	}
+	j.swap()
+	if err := j.append(2, []byte("batch2")); !errors.Is(err, errJournalUnusable) {
+		t.Fatalf("append to a file without its magic: %v, want errJournalUnusable", err)
+	}
+}
+
 // TestJournalShortWriteLosesNothing: a journal append cut short (ENOSPC) left part of a record, and every group
 // journaled after it was unreadable: a kill lost them, though acknowledged. The failed group's WAL is synced
 // instead and the file starts over, so the groups after it are read back.
