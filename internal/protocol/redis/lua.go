@@ -57,7 +57,7 @@ func compileScript(sha string, src []byte) (*lua.FunctionProto, error) {
 	if p != nil {
 		return p, nil
 	}
-	chunk, err := parse.Parse(bytes.NewReader(src), "<string>")
+	chunk, err := parse.Parse(bytes.NewReader(scriptBody(src)), "<string>")
 	if err != nil {
 		return nil, err
 	}
@@ -259,6 +259,9 @@ func (c *respConv) write(v lua.LValue, depth int) error {
 		if depth >= luaReplyMaxDepth {
 			return errLuaStackLimit
 		}
+		if done, err := c.writeTyped(v, depth); done || err != nil {
+			return err
+		}
 		n := 0
 		for v.RawGetInt(n+1) != lua.LNil {
 			n++
@@ -273,6 +276,59 @@ func (c *respConv) write(v lua.LValue, depth int) error {
 		w.Null()
 	}
 	return nil
+}
+
+// writeTyped writes the tables a script returns to ask for a RESP3 type, as Redis 7 reads them: {double=n},
+// {big_number=s}, {verbatim_string={format=f, string=s}}, {map={k=v, ...}} and {set={k=true, ...}} (in RESP2
+// a bulk string, a bulk string, a bulk string, a flat array and an array). done is false for any other table.
+func (c *respConv) writeTyped(v *lua.LTable, depth int) (done bool, err error) {
+	w := c.w
+	if d, ok := v.RawGetString("double").(lua.LNumber); ok {
+		w.Double(float64(d))
+		return true, nil
+	}
+	if b, ok := v.RawGetString("big_number").(lua.LString); ok {
+		if w.Proto() < 3 {
+			w.Bulk([]byte(strings.NewReplacer("\r", " ", "\n", " ").Replace(string(b))))
+		} else {
+			w.Raw([]byte("(" + strings.NewReplacer("\r", " ", "\n", " ").Replace(string(b)) + "\r\n"))
+		}
+		return true, nil
+	}
+	if vs, ok := v.RawGetString("verbatim_string").(*lua.LTable); ok {
+		f, fok := vs.RawGetString("format").(lua.LString)
+		str, sok := vs.RawGetString("string").(lua.LString)
+		if fok && sok {
+			w.Verbatim(string(f), string(str))
+			return true, nil
+		}
+	}
+	if m, ok := v.RawGetString("map").(*lua.LTable); ok {
+		var keys, vals []lua.LValue
+		m.ForEach(func(k, v lua.LValue) { keys, vals = append(keys, k), append(vals, v) })
+		w.MapHeader(len(keys))
+		for i := range keys {
+			if err := c.write(keys[i], depth+1); err != nil {
+				return true, err
+			}
+			if err := c.write(vals[i], depth+1); err != nil {
+				return true, err
+			}
+		}
+		return true, nil
+	}
+	if set, ok := v.RawGetString("set").(*lua.LTable); ok {
+		var keys []lua.LValue
+		set.ForEach(func(k, _ lua.LValue) { keys = append(keys, k) })
+		w.SetHeader(len(keys))
+		for _, k := range keys {
+			if err := c.write(k, depth+1); err != nil {
+				return true, err
+			}
+		}
+		return true, nil
+	}
+	return false, nil
 }
 
 // openCJSON installs cjson.encode and cjson.decode. Both are bounded by lim: encode in the size of what it

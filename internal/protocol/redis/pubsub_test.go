@@ -195,6 +195,23 @@ func pubsubTranscript(t *testing.T, addr string, steps []transcriptStep) []strin
 	return out
 }
 
+// sameAsRedis runs transcript against redis-server and against anykv and requires the same replies, byte for
+// byte.
+func sameAsRedis(t *testing.T, transcript func(t *testing.T, addr string) []string) {
+	t.Helper()
+	want := transcript(t, startRedisServer(t))
+	ts := startServer(t, Options{}, 0)
+	got := transcript(t, ts.addr)
+	if len(got) != len(want) {
+		t.Fatalf("%d replies, redis-server %d:\n%q\n%q", len(got), len(want), got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("reply %d: %q\nredis-server: %q", i, got[i], want[i])
+		}
+	}
+}
+
 // transcriptStep sends cmd (an inline command, or a RESP array when it starts with '*'; none when "") on the
 // connection named conn and reads that many replies.
 type transcriptStep struct {
@@ -225,17 +242,7 @@ func runSteps(proto string, conns map[string]*rawConn, steps []transcriptStep) [
 // a namespace of its own (PUBLISH does not reach a shard subscriber). redis-py's tests of it all failed
 // (unknown command) before.
 func TestShardedPubSubMatchesRedis(t *testing.T) {
-	want := shardTranscript(t, startRedisServer(t))
-	ts := startServer(t, Options{}, 0)
-	got := shardTranscript(t, ts.addr)
-	if len(got) != len(want) {
-		t.Fatalf("%d replies, redis-server %d", len(got), len(want))
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("reply %d: %q\nredis-server: %q", i, got[i], want[i])
-		}
-	}
+	sameAsRedis(t, shardTranscript)
 }
 
 // TestClientKillTypePubSub: CLIENT KILL TYPE pubsub closes the subscribers, shard channels' among them, as Redis

@@ -190,8 +190,6 @@ func (s *session) evalMutation(args [][]byte) (_ engine.Mutation, readOnly bool,
 		if src, ok = s.h.scripts.get(string(args[1]), true); !ok {
 			return engine.Mutation{}, false, "NOSCRIPT No matching script. Please use EVAL."
 		}
-	} else {
-		s.h.scripts.put(src, true)
 	}
 	n, ok := argInt(args[2])
 	switch {
@@ -202,6 +200,13 @@ func (s *session) evalMutation(args [][]byte) (_ engine.Mutation, readOnly bool,
 	case n > int64(len(args)-3):
 		return engine.Mutation{}, false, "ERR Number of keys can't be greater than number of args"
 	}
+	sb, msg := checkScript(src)
+	if msg != "" {
+		return engine.Mutation{}, false, msg
+	}
+	if !strings.HasPrefix(name, "evalsha") {
+		s.h.scripts.put(src, true) // once it compiles, as Redis keeps only those
+	}
 	keys := args[3 : 3+n]
 	for _, k := range keys {
 		if len(k) > s.h.store.Limits().MaxKey {
@@ -209,6 +214,10 @@ func (s *session) evalMutation(args [][]byte) (_ engine.Mutation, readOnly bool,
 		}
 	}
 	readOnly = strings.HasSuffix(name, "_ro")
+	if readOnly && sb.present && !sb.noWrites {
+		return engine.Mutation{}, false, "ERR Can not execute a script with write flag using *_ro command."
+	}
+	readOnly = readOnly || sb.noWrites
 	mode := "0"
 	if readOnly {
 		mode = "1"
@@ -247,6 +256,10 @@ func writeEvalReply(w *resp.Writer, res []engine.Result, err error) {
 func cmdScript(s *session, args [][]byte) {
 	switch sub := lower(args[1]); {
 	case sub == "load" && len(args) == 3:
+		if _, msg := checkScript(args[2]); msg != "" {
+			s.w.Error(msg)
+			return
+		}
 		s.w.BulkString(s.h.scripts.put(args[2], false))
 	case sub == "exists" && len(args) >= 3:
 		s.w.ArrayHeader(len(args) - 2)
@@ -267,6 +280,34 @@ func cmdScript(s *session, args [][]byte) {
 	default:
 		s.subcommandError("script", args[1], "load", "exists", "flush", "kill")
 	}
+}
+
+// checkScript reads src's shebang and compiles it (the compiled form is kept for its runs), answering Redis's
+// error for a malformed shebang or a script that does not compile.
+func checkScript(src []byte) (scriptShebang, string) {
+	sb, msg := parseShebang(src)
+	if msg != "" {
+		return sb, "ERR " + msg
+	}
+	if _, err := compileScript(sha1hex(src), src); err != nil {
+		return sb, compileErrorText(err)
+	}
+	return sb, ""
+}
+
+// compileErrorText is the error a script that does not compile answers.
+func compileErrorText(err error) string {
+	return "ERR Error compiling script (new function): user_script: " + firstLine(err.Error())
+}
+
+// versionNum is a version "major.minor.patch" as the number Redis gives scripts: 0x00MMmmpp.
+func versionNum(v string) int {
+	n := 0
+	for _, part := range strings.SplitN(v, ".", 3) {
+		p, _ := strconv.Atoi(part)
+		n = n<<8 | p&0xff
+	}
+	return n
 }
 
 // scriptError is a script's failure, answered as the error reply of EVAL.
@@ -391,6 +432,8 @@ func runScriptLua(tx *engine.Tx, args [][]byte, limp **luaLimits) (res engine.Re
 		return 0
 	}))
 	r.RawSetString("replicate_commands", L.NewFunction(func(L *lua.LState) int { L.Push(lua.LTrue); return 1 }))
+	r.RawSetString("REDIS_VERSION", lua.LString(Version))
+	r.RawSetString("REDIS_VERSION_NUM", lua.LNumber(versionNum(Version)))
 	for name, lvl := range map[string]int{"LOG_DEBUG": 0, "LOG_VERBOSE": 1, "LOG_NOTICE": 2, "LOG_WARNING": 3} {
 		r.RawSetString(name, lua.LNumber(lvl))
 	}
@@ -398,7 +441,7 @@ func runScriptLua(tx *engine.Tx, args [][]byte, limp **luaLimits) (res engine.Re
 
 	compiled, err := compileScript(sha, args[0])
 	if err != nil {
-		return engine.Result{Err: scriptError{"ERR Error compiling script (new function): user_script: " + firstLine(err.Error())}}, nil
+		return engine.Result{Err: scriptError{compileErrorText(err)}}, nil
 	}
 	fn := L.NewFunctionFromProto(compiled)
 	if len(fn.Upvalues) > 0 { // luaConcatName, what `..` calls (see luaConcatAST)

@@ -33,17 +33,7 @@ func scriptPubTranscript(t *testing.T, addr string) []string {
 // and count them as redis-server 7 does, byte for byte, and EVAL_RO refuses them (they answered "This Redis
 // command is not allowed from script": Bull's scripts publish the job they queue).
 func TestScriptPublishMatchesRedis(t *testing.T) {
-	want := scriptPubTranscript(t, startRedisServer(t))
-	ts := startServer(t, Options{}, 0)
-	got := scriptPubTranscript(t, ts.addr)
-	if len(got) != len(want) {
-		t.Fatalf("%d replies, redis-server %d:\n%q\n%q", len(got), len(want), got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("reply %d: %q\nredis-server: %q", i, got[i], want[i])
-		}
-	}
+	sameAsRedis(t, scriptPubTranscript)
 }
 
 // TestScriptMessageFollowsItsWrite: a script's message goes out once its batch is applied and durable, so a

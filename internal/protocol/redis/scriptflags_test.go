@@ -1,0 +1,70 @@
+package redis
+
+import (
+	"fmt"
+	"testing"
+)
+
+// evalCmd is EVAL of script with no keys, as RESP.
+func evalCmd(name, script string) string {
+	return fmt.Sprintf("*3\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$1\r\n0\r\n", len(name), name, len(script), script)
+}
+
+// scriptFlagsTranscript runs scripts with Redis 7 shebangs, scripts returning the tables that ask for RESP3
+// types, and the script cache's answers after EVALs and SCRIPT LOADs that fail, in RESP2 and RESP3.
+func scriptFlagsTranscript(t *testing.T, addr string) []string {
+	var steps []transcriptStep
+	for _, sc := range []string{
+		"#!lua flags=no-writes\nreturn 1",
+		"#!lua flags=no-writes\nreturn redis.call('set','x','1')",
+		"#!lua flags=no-writes\nreturn redis.call('publish','x','1')",
+		"#!lua flags=bogus\nreturn 1",
+		"#!lua name=x\nreturn 1",
+		"#!python\nreturn 1",
+		"#!lua\nreturn 1",
+		"#!lua flags=\nreturn 1",
+		"#!lua flags=no-writes,allow-oom,allow-stale,no-cluster,allow-cross-slot-keys\nreturn 2",
+		"#!lua",
+		"#!lua\n\nerror('x')",
+		"return {double=3.5}", "return {map={a=1}}", "return {set={a=true}}", "return {big_number='123'}",
+		"return {verbatim_string={format='txt', string='hi'}}", "return {map={x={double=2}}}",
+		"return {1, {double=1.5}, {set={z=true}}}", "return {double='x'}", "return {ok='a\\nb'}",
+		"return true", "return false",
+	} {
+		steps = append(steps, transcriptStep{"pub", evalCmd("EVAL", sc), 1})
+	}
+	steps = append(steps,
+		transcriptStep{"pub", evalCmd("EVAL_RO", "#!lua\nreturn redis.call('set','x','1')"), 1},
+		transcriptStep{"pub", evalCmd("EVAL_RO", "#!lua flags=no-writes\nreturn 5"), 1},
+		transcriptStep{"pub", "SCRIPT FLUSH", 1},
+		transcriptStep{"pub", "*3\r\n$4\r\nEVAL\r\n$8\r\nreturn 1\r\n$3\r\nabc\r\n", 1},    // numkeys not a number
+		transcriptStep{"pub", "*3\r\n$4\r\nEVAL\r\n$8\r\nreturn 1\r\n$1\r\n5\r\n", 1},      // more keys than arguments
+		transcriptStep{"pub", "SCRIPT EXISTS e0e1f9fabfc9d4800c877a703b823ac0578ff8db", 1}, // not kept: Redis keeps none
+		transcriptStep{"pub", "*3\r\n$6\r\nSCRIPT\r\n$4\r\nLOAD\r\n$26\r\n#!lua flags=bogus\nreturn 1\r\n", 1},
+		transcriptStep{"pub", "SCRIPT EXISTS 2c629bb5a96608e69af706765b522dcf69f1375e", 1},
+	)
+	return pubsubTranscript(t, addr, steps)
+}
+
+// TestScriptFlagsMatchRedis: Redis 7's `#!lua flags=...` shebang (no-writes makes a read-only script, EVAL_RO
+// refuses a shebang script without it, errors for a bad engine, option or flag), the return tables that ask for
+// RESP3 types ({double=}, {map=}, {set=}, {big_number=}, {verbatim_string=}), and EVALs that fail before running
+// keep nothing in the script cache, as redis-server does byte for byte. Before, a shebang did not compile, those
+// tables came back as empty arrays, and a failed EVAL's script was kept (a review of Redisson, asynq and others).
+func TestScriptFlagsMatchRedis(t *testing.T) {
+	sameAsRedis(t, scriptFlagsTranscript)
+}
+
+// TestScriptVersion: redis.REDIS_VERSION is the version INFO reports, and REDIS_VERSION_NUM its 0x00MMmmpp form.
+func TestScriptVersion(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	rc := ts.raw(t)
+	rc.send(evalCmd("EVAL", "return {redis.REDIS_VERSION, redis.REDIS_VERSION_NUM}"))
+	want := fmt.Sprintf("*2\r\n$%d\r\n%s\r\n:%d\r\n", len(Version), Version, versionNum(Version))
+	if got := rc.reply(); got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	if n := versionNum("7.2.4"); n != 0x070204 {
+		t.Fatalf("versionNum(7.2.4) = %#x", n)
+	}
+}
