@@ -117,6 +117,7 @@ func newLua(lim *luaLimits) *lua.LState {
 	openCJSON(L, lim)
 	openCMsgpack(L)
 	openBit(L)
+	openStruct(L)
 	installLimits(L, lim)
 	return L
 }

@@ -73,16 +73,4 @@ const bitScript = `return {bit.tobit(0xffffffff), bit.tobit(2^32+5), bit.tobit(-
 
 // TestBitLibraryMatchesRedis: the bit library answers as redis-server's (Bull's delayed jobs call bit.band; it
 // was missing).
-func TestBitLibraryMatchesRedis(t *testing.T) {
-	run := func(addr string) string {
-		rc := dialRaw(t, addr)
-		defer rc.c.Close()
-		rc.send(fmt.Sprintf("*3\r\n$4\r\nEVAL\r\n$%d\r\n%s\r\n$1\r\n0\r\n", len(bitScript), bitScript))
-		return rc.reply()
-	}
-	want := run(startRedisServer(t))
-	ts := startServer(t, Options{}, 0)
-	if got := run(ts.addr); got != want {
-		t.Errorf("bit library:\n%q\nredis-server:\n%q", got, want)
-	}
-}
+func TestBitLibraryMatchesRedis(t *testing.T) { sameEvalAsRedis(t, bitScript) }
