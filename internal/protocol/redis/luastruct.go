@@ -85,6 +85,14 @@ func (f *structFormat) size(opt byte) int {
 	return 0
 }
 
+// next reads the next option and its size, and returns them with the padding it takes at offset n.
+func (f *structFormat) next(n int) (opt byte, size, pad int) {
+	opt = f.fmt[f.i]
+	f.i++
+	size = f.size(opt)
+	return opt, size, f.toAlign(n, opt, size)
+}
+
 // toAlign is the padding before an option of size at offset n.
 func (f *structFormat) toAlign(n int, opt byte, size int) int {
 	if size == 0 || opt == 'c' {
@@ -118,10 +126,8 @@ func structPack(L *lua.LState) int {
 	var b []byte
 	arg := 2
 	for f.i < len(f.fmt) {
-		opt := f.fmt[f.i]
-		f.i++
-		size := f.size(opt)
-		b = append(b, make([]byte, f.toAlign(len(b), opt, size))...)
+		opt, size, pad := f.next(len(b))
+		b = append(b, make([]byte, pad)...)
 		switch opt {
 		case 'b', 'B', 'h', 'H', 'l', 'L', 'T', 'i', 'I':
 			n := float64(L.CheckNumber(arg))
@@ -201,10 +207,8 @@ func structUnpack(L *lua.LState) int {
 	}
 	n := 0
 	for f.i < len(f.fmt) {
-		opt := f.fmt[f.i]
-		f.i++
-		size := f.size(opt)
-		pos += f.toAlign(pos, opt, size)
+		opt, size, pad := f.next(pos)
+		pos += pad
 		if size > ld || pos > ld-size {
 			L.ArgError(2, "data string too short")
 		}
@@ -213,19 +217,16 @@ func structUnpack(L *lua.LState) int {
 			L.Push(lua.LNumber(structInt([]byte(data[pos:pos+size]), f.big, opt >= 'a')))
 			n++
 		case 'x':
-		case 'f':
-			le := []byte(data[pos : pos+4])
+		case 'f', 'd':
+			le := []byte(data[pos : pos+size])
 			if f.big {
 				reverseBytes(le)
 			}
-			L.Push(lua.LNumber(math.Float32frombits(binary.LittleEndian.Uint32(le))))
-			n++
-		case 'd':
-			le := []byte(data[pos : pos+8])
-			if f.big {
-				reverseBytes(le)
+			if opt == 'f' {
+				L.Push(lua.LNumber(math.Float32frombits(binary.LittleEndian.Uint32(le))))
+			} else {
+				L.Push(lua.LNumber(math.Float64frombits(binary.LittleEndian.Uint64(le))))
 			}
-			L.Push(lua.LNumber(math.Float64frombits(binary.LittleEndian.Uint64(le))))
 			n++
 		case 'c':
 			if size == 0 {
@@ -286,10 +287,8 @@ func structSize(L *lua.LState) int {
 	f := newStructFormat(L)
 	pos := 0
 	for f.i < len(f.fmt) {
-		opt := f.fmt[f.i]
-		f.i++
-		size := f.size(opt)
-		pos += f.toAlign(pos, opt, size)
+		opt, size, pad := f.next(pos)
+		pos += pad
 		switch {
 		case opt == 's':
 			L.ArgError(1, "option 's' has no fixed size")
