@@ -18,6 +18,9 @@ const fnGeoSearch = "geo.search"
 
 func init() {
 	engine.RegisterKeyReadFunc(fnGeoSearch, geosearch, func(args [][]byte) bool {
+		if len(args) == 0 {
+			return false
+		}
 		f, err := parseNum(args[0])
 		return err == nil && f&geoStore == 0
 	})
