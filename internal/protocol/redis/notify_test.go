@@ -125,6 +125,14 @@ BLMOVE bm bm2 LEFT RIGHT 0
 BRPOPLPUSH bm2 bm 0
 ZADD bz 1 a
 BZPOPMIN bz 0
+GEOADD g 13.361389 38.115556 Palermo 15.087269 37.502669 Catania
+GEOADD g 13.361389 38.115556 Palermo
+GEORADIUS g 15 37 200 km STORE gr
+GEORADIUS g 15 37 200 km
+GEORADIUSBYMEMBER g Palermo 1 m STOREDIST gr
+GEOSEARCHSTORE gs g FROMLONLAT 15 37 BYRADIUS 200 km
+GEOSEARCHSTORE gs g FROMLONLAT 0 0 BYRADIUS 1 m
+GEORADIUS nosuch 0 0 1 m STORE gr
 FLUSHDB`
 
 var notifyWant = strings.Split(`new k1|set k1|set k1|expire k1|append k1|setrange k1|new n|incrby n|incrby n|incrbyfloat n|`+
@@ -138,7 +146,8 @@ var notifyWant = strings.Split(`new k1|set k1|set k1|expire k1|append k1|setrang
 	`zunionstore zu|del zu|new zr|zrangestore zr|new zd|zdiffstore zd|new hm|hset hm|del hm|new zn|`+
 	`rename_from zr|rename_to zn|new bo|set bo|del bo|new bf|setbit bf|new m1|set m1|new m2|set m2|new px|set px|`+
 	`expire px|set px|set px|new gs|set gs|new ps|set ps|expire ps|new t1|set t1|new t2|lpush t2|new t3|incrby t3|new bl|rpush bl|lpop bl|rpop bl|del bl|new bm|rpush bm|`+
-	`new bm2|rpush bm2|lpop bm|del bm|new bm|lpush bm|rpop bm2|del bm2|new bz|zadd bz|zpopmin bz|del bz`, "|")
+	`new bm2|rpush bm2|lpop bm|del bm|new bm|lpush bm|rpop bm2|del bm2|new bz|zadd bz|zpopmin bz|del bz|`+
+	`new g|zadd g|new gr|georadiusstore gr|georadiusstore gr|geosearchstore gs|del gs|del gr`, "|")
 
 // runNotifyScript subscribes to every keyspace and keyevent channel of addr, runs the script and returns the
 // events in arrival order as "event key", checking that each keyspace message has its keyevent twin.
