@@ -37,6 +37,10 @@ type Page struct {
 	Next    []byte
 }
 
+// Range is the key range the query reads: its prefix and start/end bounds intersected, its start moved past
+// After. A caller that pages through a batch's view of a table (engine.Tx.Scan) reads the same keys with it.
+func (q *Query) Range() engine.Range { return q.rangeOf() }
+
 // rangeOf intersects the prefix and start/end bounds and moves the start past After.
 func (q *Query) rangeOf() engine.Range {
 	r := engine.PrefixRange(q.Prefix)

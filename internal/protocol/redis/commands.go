@@ -40,7 +40,10 @@ type command struct {
 	movable func(args [][]byte) []int
 	// notKeys marks arguments at the key positions that are no keys (the shard channels of SPUBLISH): GETKEYS
 	// finds none.
-	notKeys   bool
+	notKeys bool
+	// inScript marks an immediate command a script may call (KEYS, SCAN, RANDOMKEY, DBSIZE, ECHO): it then reads
+	// the keys as the script's batch sees them (session.txKeys).
+	inScript  bool
 	container bool // in containers: CLIENT LIST names it with its subcommand (set by register)
 	id        int  // its index in a handler's per-command figures (set by register)
 }

@@ -8,7 +8,7 @@ func init() {
 	na := flagNoAuth | flagFast
 	register(
 		&command{name: "ping", arity: -1, flags: flagFast, imm: cmdPing, summary: "Returns the server's liveliness response."},
-		&command{name: "echo", arity: 2, flags: flagFast, imm: cmdEcho, summary: "Returns the given string."},
+		&command{name: "echo", arity: 2, flags: flagFast, imm: cmdEcho, inScript: true, summary: "Returns the given string."},
 		&command{name: "hello", arity: -1, flags: na, imm: cmdHello, summary: "Handshakes with the Redis server."},
 		&command{name: "auth", arity: -2, flags: na, imm: cmdAuth, summary: "Authenticates the connection."},
 		&command{name: "select", arity: 2, flags: flagFast, imm: cmdSelect, summary: "Changes the selected database."},

@@ -5,17 +5,54 @@ import (
 	mrand "math/rand/v2"
 	"strconv"
 
+	"anykv/internal/engine"
 	"anykv/internal/glob"
 	"anykv/internal/kv"
 )
 
 func init() {
 	register(
-		&command{name: "keys", arity: 2, flags: flagReadonly, firstKey: -1, imm: cmdKeys, summary: "Returns all key names that match a pattern."},
-		&command{name: "scan", arity: -2, flags: flagReadonly, firstKey: -1, imm: cmdScan, summary: "Iterates over the key names in the database."},
-		&command{name: "randomkey", arity: 1, flags: flagReadonly, firstKey: -1, imm: cmdRandomKey, summary: "Returns a random key name from the database."},
-		&command{name: "dbsize", arity: 1, flags: flagReadonly | flagFast, firstKey: -1, imm: cmdDBSize, summary: "Returns the number of keys in the database."},
+		&command{name: "keys", arity: 2, flags: flagReadonly, firstKey: -1, imm: cmdKeys, inScript: true, summary: "Returns all key names that match a pattern."},
+		&command{name: "scan", arity: -2, flags: flagReadonly, firstKey: -1, imm: cmdScan, inScript: true, summary: "Iterates over the key names in the database."},
+		&command{name: "randomkey", arity: 1, flags: flagReadonly, firstKey: -1, imm: cmdRandomKey, inScript: true, summary: "Returns a random key name from the database."},
+		&command{name: "dbsize", arity: 1, flags: flagReadonly | flagFast, firstKey: -1, imm: cmdDBSize, inScript: true, summary: "Returns the number of keys in the database."},
 	)
+}
+
+// keyLister pages through the keys of a database (kv.Store.Scan's queries and pages).
+type keyLister func(q kv.Query) (kv.Page, error)
+
+// listKeys pages through the keys of the session's database: the store's, or in a script the batch's (txKeys).
+func (s *session) listKeys(q kv.Query) (kv.Page, error) {
+	if s.txKeys != nil {
+		return s.txKeys(q)
+	}
+	return s.h.store.Scan(s.readCtx(), s.table(), q)
+}
+
+// cursorTable is where SCAN keeps its cursors: the handler's, or in a script the handler's that runs it.
+func (s *session) cursorTable() *cursorTable {
+	if s.cursors != nil {
+		return s.cursors
+	}
+	return &s.h.cursors
+}
+
+// txKeyLister lists the keys of table as tx's batch sees them (its earlier writes included, expired keys not).
+func txKeyLister(tx *engine.Tx, table string) keyLister {
+	return func(q kv.Query) (kv.Page, error) {
+		var p kv.Page
+		err := tx.Scan(table, q.Range(), func(key []byte, it engine.Item) bool {
+			if q.Limit > 0 && len(p.Entries) == q.Limit {
+				p.Next = append([]byte{}, p.Entries[len(p.Entries)-1].Key...)
+				return false
+			}
+			p.Entries = append(p.Entries, kv.Entry{Key: append([]byte{}, key...), Item: engine.Item{Kind: it.Kind,
+				Version: it.Version, Expires: it.Expires}, Size: len(it.Value)})
+			return true
+		})
+		return p, err
+	}
 }
 
 // literalPrefix returns the part of a glob pattern before its first special character.
@@ -62,7 +99,7 @@ func cmdKeys(s *session, args [][]byte) {
 	q := kv.Query{Prefix: literalPrefix(pat), KeysOnly: true}
 	for {
 		q.Limit = 10000
-		p, err := s.h.store.Scan(s.readCtx(), s.table(), q)
+		p, err := s.listKeys(q)
 		if err != nil {
 			s.w.Error(errText(err))
 			return
@@ -129,7 +166,7 @@ func cmdScan(s *session, args [][]byte) {
 	}
 	q := kv.Query{Prefix: literalPrefix(pat), KeysOnly: true, Limit: int(min(count, 100000))}
 	if id != 0 {
-		c, ok := s.h.cursors.get(id)
+		c, ok := s.cursorTable().get(id)
 		if !ok || c.table != s.table() || c.inColl {
 			// An unknown or expired cursor: Redis would return whatever; we say so.
 			s.w.Error("ERR invalid cursor")
@@ -137,7 +174,7 @@ func cmdScan(s *session, args [][]byte) {
 		}
 		q.After = c.after
 	}
-	p, err := s.h.store.Scan(s.readCtx(), s.table(), q)
+	p, err := s.listKeys(q)
 	if err != nil {
 		s.w.Error(errText(err))
 		return
@@ -155,7 +192,7 @@ func cmdScan(s *session, args [][]byte) {
 	}
 	next := uint64(0)
 	if p.Next != nil {
-		next = s.h.cursors.put(cursor{table: s.table(), after: p.Next, owner: s.id})
+		next = s.cursorTable().put(cursor{table: s.table(), after: p.Next, owner: s.id})
 	}
 	s.w.ArrayHeader(2)
 	s.w.BulkString(strconv.FormatUint(next, 10))
@@ -170,7 +207,7 @@ func cmdScan(s *session, args [][]byte) {
 const randomKeyExact = 1024
 
 func cmdRandomKey(s *session, args [][]byte) {
-	p, err := s.h.store.Scan(s.readCtx(), s.table(), kv.Query{Limit: randomKeyExact, KeysOnly: true})
+	p, err := s.listKeys(kv.Query{Limit: randomKeyExact, KeysOnly: true})
 	if err != nil {
 		s.w.Error(errText(err))
 		return
@@ -186,7 +223,7 @@ func cmdRandomKey(s *session, args [][]byte) {
 	var start [8]byte
 	rand.Read(start[:])
 	for _, q := range []kv.Query{{Start: start[:], Limit: 1, KeysOnly: true}, {Limit: 1, KeysOnly: true}} {
-		p, err := s.h.store.Scan(s.readCtx(), s.table(), q)
+		p, err := s.listKeys(q)
 		if err != nil {
 			s.w.Error(errText(err))
 			return
@@ -200,6 +237,15 @@ func cmdRandomKey(s *session, args [][]byte) {
 }
 
 func cmdDBSize(s *session, args [][]byte) {
+	if s.txKeys != nil {
+		p, err := s.txKeys(kv.Query{KeysOnly: true})
+		if err != nil {
+			s.w.Error(errText(err))
+			return
+		}
+		s.w.Int(int64(len(p.Entries)))
+		return
+	}
 	n, err := s.h.store.Count(s.readCtx(), s.table(), kv.Query{})
 	if err != nil {
 		s.w.Error(errText(err))

@@ -537,12 +537,17 @@ func (r *scriptRun) call(L *lua.LState) (lua.LValue, error) {
 	switch {
 	case cmd == nil:
 		return errTable("ERR Unknown Redis command called from script"), nil
-	case cmd.data == nil:
+	case cmd.data == nil && (!cmd.inScript || r.host == nil):
 		return errTable("ERR This Redis command is not allowed from script"), nil
 	case readOnly && cmd.flags&flagWrite != 0:
 		return errTable("ERR Write commands are not allowed from read-only scripts."), nil
 	case (cmd.arity > 0 && n != cmd.arity) || (cmd.arity < 0 && n < -cmd.arity):
 		return errTable("ERR Wrong number of args calling Redis command from script"), nil
+	}
+	if cmd.data == nil { // KEYS, SCAN, RANDOMKEY, DBSIZE, ECHO: over the keys the batch sees
+		s.txKeys, s.cursors = txKeyLister(tx, table(db)), &r.host.cursors
+		cmd.imm(s, args)
+		return r.lua(L, s.w.Bytes()), nil
 	}
 	s.compile(cmd, args) // with the probes of keyspace events, when the caller wants them (h.sink)
 	res, err := tx.Apply(s.batch.Muts())
@@ -553,11 +558,18 @@ func (r *scriptRun) call(L *lua.LState) (lua.LValue, error) {
 		return nil, err
 	}
 	s.writeReplies(res, err)
-	v, _, perr := respToLua(L, s.w.Bytes())
-	if perr != nil {
-		return errTable("ERR " + perr.Error()), nil
+	return r.lua(L, s.w.Bytes()), nil
+}
+
+// lua converts a command's reply for the script: an {err=} table when it cannot be read.
+func (r *scriptRun) lua(L *lua.LState, reply []byte) lua.LValue {
+	v, _, err := respToLua(L, reply)
+	if err != nil {
+		t := L.NewTable()
+		t.RawSetString("err", lua.LString("ERR "+err.Error()))
+		return t
 	}
-	return v, nil
+	return v
 }
 
 // errorLine is the line a script failed on, found as Redis's error handler finds it: that of the function that

@@ -104,6 +104,11 @@ type session struct {
 	noBlock bool            // set while EXEC runs: blocking commands answer at once, as in Redis
 	reads   context.Context // READONLY's context for plain reads; nil: the server default (consistency.go)
 
+	// In a script's redis.call: the keys of its database as its batch sees them, and the cursors of the handler
+	// that runs it (KEYS, SCAN, RANDOMKEY, DBSIZE: command.inScript); nil on a connection.
+	txKeys  keyLister
+	cursors *cursorTable
+
 	// Pub/sub: once the connection subscribed, its output goes through sub (see pubsub.go).
 	sub      *pusher
 	channels map[string]int // subscribed names, each with the bytes it holds (s.held.subs)
