@@ -293,6 +293,13 @@ func (s *session) block(keys [][]byte, timeout time.Duration, consumes bool, att
 		if !counted {
 			counted = true
 			s.h.waiters.clients.Add(1)
+			// The replies of the commands before it in the pipeline go out now, as Redis sends them before it
+			// blocks: a client may wait for one of them to unblock this one (bee-queue's two BRPOPLPUSHes on
+			// one connection waited for the next push, their first one served and its reply held).
+			if err := s.out(); err != nil {
+				s.closing = true
+				return false
+			}
 		}
 		s.h.waiters.park(b)
 		woken := false

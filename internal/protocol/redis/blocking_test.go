@@ -353,3 +353,30 @@ func TestBlockedClientsServedInOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestRepliesBeforeABlockedCommandGoOut: the replies of the commands pipelined before a blocking one go out when
+// it blocks, as Redis sends them, and a served blocking command's reply goes out when the next one blocks: bee-
+// queue sends two BRPOPLPUSHes on one connection, and its delayed job waited for the next push (about 5 s) with
+// the first one served and its reply held back.
+func TestRepliesBeforeABlockedCommandGoOut(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	a, b, c := ts.raw(t), ts.raw(t), ts.raw(t)
+	a.send("PING\r\nBLPOP nokey 5\r\n")
+	start := time.Now()
+	if got := a.reply(); got != "+PONG\r\n" || time.Since(start) > 2*time.Second {
+		t.Fatalf("PING before a blocked BLPOP: %q after %v, want +PONG at once", got, time.Since(start))
+	}
+	c.send("BRPOPLPUSH src dst 0\r\nBRPOPLPUSH src dst 0\r\n")
+	time.Sleep(100 * time.Millisecond) // both arrived: the first blocks
+	b.send("LPUSH src x\r\n")
+	b.reply()
+	start = time.Now()
+	if got := c.reply(); got != "$1\r\nx\r\n" || time.Since(start) > 2*time.Second {
+		t.Fatalf("the served BRPOPLPUSH: %q after %v, want x at once", got, time.Since(start))
+	}
+	b.send("LPUSH src y\r\n")
+	b.reply()
+	if got := c.reply(); got != "$1\r\ny\r\n" {
+		t.Fatalf("the second BRPOPLPUSH: %q", got)
+	}
+}
