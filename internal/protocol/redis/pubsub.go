@@ -4,6 +4,7 @@ import (
 	"net"
 	"sort"
 	"sync"
+	"time"
 
 	"anykv/internal/glob"
 	"anykv/internal/protocol/resp"
@@ -56,8 +57,10 @@ type pusher struct {
 	queued int      // bytes in chunks and in the write in progress: what counts against pubsubLimit
 	spare  []byte   // a written chunk, emptied, for the next
 	closed bool
-	held   int // hold's: while above 0, what is queued waits
-	done   chan struct{}
+	// draining: the connection is ending; the writer ends once what is queued is written (drain).
+	draining bool
+	held     int // hold's: while above 0, what is queued waits
+	done     chan struct{}
 }
 
 func newPusher(c net.Conn, resp3 bool) *pusher {
@@ -138,7 +141,11 @@ func (p *pusher) run() {
 	defer close(p.done)
 	for {
 		p.mu.Lock()
-		for (len(p.chunks) == 0 || p.held > 0) && !p.closed {
+		for (len(p.chunks) == 0 || p.held > 0 && !p.draining) && !p.closed {
+			if p.draining && len(p.chunks) == 0 {
+				p.closed = true
+				break
+			}
 			p.cond.Wait()
 		}
 		if p.closed {
@@ -181,6 +188,15 @@ func (p *pusher) release() {
 	p.mu.Lock()
 	p.held--
 	p.cond.Signal()
+	p.mu.Unlock()
+}
+
+// drain ends the writer once what is queued is written: the replies a subscribed client got before its
+// connection ended (QUIT's +OK, a protocol error, a SUBSCRIBE's confirmation sent with QUIT) still reach it.
+func (p *pusher) drain() {
+	p.mu.Lock()
+	p.draining = true
+	p.cond.Broadcast()
 	p.mu.Unlock()
 }
 
@@ -243,7 +259,10 @@ func (s *session) endPubSub() {
 		return
 	}
 	s.leaveAll()
-	s.sub.stop()
+	// What is queued goes out first (QUIT's +OK: node-redis's quit() of a subscriber waited for it forever),
+	// within a second: a client that does not read does not hold the connection open.
+	s.conn.SetWriteDeadline(time.Now().Add(time.Second))
+	s.sub.drain()
 	<-s.sub.done
 }
 

@@ -265,3 +265,24 @@ func TestClientKillTypePubSub(t *testing.T) {
 		t.Fatalf("CLIENT KILL TYPE bogus: %q", got)
 	}
 }
+
+// TestQuitWhileSubscribedAnswers: a subscriber's QUIT is answered +OK before the connection closes, also when
+// sent with its SUBSCRIBE, whose confirmation goes out too: the output queued for a subscriber was dropped when
+// its connection ended (node-redis's quit() of a subscriber waited forever for the +OK).
+func TestQuitWhileSubscribedAnswers(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	for _, sends := range [][]string{{"SUBSCRIBE y\r\n", "QUIT\r\n"}, {"SUBSCRIBE y\r\nQUIT\r\n"}, {"HELLO 3\r\nSSUBSCRIBE s\r\nQUIT\r\n"}} {
+		rc := ts.raw(t)
+		var got []string
+		for _, s := range sends {
+			rc.send(s)
+			got = append(got, rc.reply())
+		}
+		for !strings.HasPrefix(got[len(got)-1], "+OK") {
+			got = append(got, rc.reply())
+		}
+		if !rc.closed() {
+			t.Errorf("%q: the connection stayed open after QUIT", sends)
+		}
+	}
+}
