@@ -368,7 +368,9 @@ func withTimeLimit(t *testing.T, d time.Duration) *goredis.Client {
 	old := luaTimeLimit.Load()
 	luaTimeLimit.Store(int64(d))
 	t.Cleanup(func() { luaTimeLimit.Store(old) })
-	return startServer(t, Options{}, 0).client(t, nil)
+	// A read waits out the limit (go-redis's 3 s default failed a slow script under -race on a loaded machine),
+	// and is not retried: a retry would run the script again.
+	return startServer(t, Options{}, 0).client(t, &goredis.Options{ReadTimeout: d + 10*time.Second, MaxRetries: -1})
 }
 
 // killedWithin runs each script and wants the time limit's error within d.
