@@ -51,7 +51,10 @@ func (g *gate) remove() {
 }
 
 // evict closes the oldest unauthenticated connection of the listener counted by counts (of any listener when
-// anyListener) and reports whether there was one. Its slot is freed when its handler returns, soon after.
+// anyListener) and reports whether there was one. Its slot is freed when its handler returns, soon after; a
+// handler may take a while (a wrong password waits in the server-wide pacer), so the caller evicts only while the
+// connections open, evicted ones included, stay under twice the limit: past that a newcomer is refused, and an
+// attacker cannot grow the server's goroutines beyond it.
 func (p *pendingConns) evict(counts *Counts, anyListener bool) bool {
 	p.mu.Lock()
 	var victim *gate
@@ -70,7 +73,7 @@ func (p *pendingConns) evict(counts *Counts, anyListener bool) bool {
 		return false
 	}
 	victim.counts.Evicted.Add(1)
-	victim.c.Close()
+	go victim.c.Close() // a TLS connection's Close may wait up to 5 s to send close_notify: not on the accept loop
 	return true
 }
 

@@ -37,7 +37,11 @@ func (s *Server) admit(c net.Conn, h any, counts *Counts, isHTTP bool) bool {
 	case counts.Max.Load() > 0 && counts.Current.Load() >= counts.Max.Load(),
 		s.maxTotal.Load() > 0 && s.total.Load() >= s.maxTotal.Load():
 		full := counts.Max.Load() > 0 && counts.Current.Load() >= counts.Max.Load()
-		if s.pending.evict(counts, !full) { // an unauthenticated connection made room (pending.go)
+		roomToEvict := counts.Current.Load() < 2*counts.Max.Load() || counts.Max.Load() == 0
+		if !full {
+			roomToEvict = s.total.Load() < 2*s.maxTotal.Load()
+		}
+		if roomToEvict && s.pending.evict(counts, !full) { // an unauthenticated connection made room (pending.go)
 			return true
 		}
 		counts.Rejected.Add(1)

@@ -16,7 +16,8 @@ import (
 )
 
 // lineHandler answers each line with "ok <line>"; "panic" panics, "slow" tells entered it arrived and waits
-// for release before answering, and "auth" reports the client authenticated.
+// for release before answering, "stuck" waits for release without answering, and "auth" reports the client
+// authenticated.
 type lineHandler struct {
 	entered chan struct{}
 	release chan struct{}
@@ -41,6 +42,8 @@ func (h *lineHandler) ServeConn(ctx context.Context, c net.Conn) {
 			<-h.release
 		case "auth":
 			Authenticated(ctx)
+		case "stuck": // as a wrong password waiting in the pacer: the handler does not notice its connection close
+			<-h.release
 		}
 		c.Write([]byte("ok " + line))
 	}
@@ -294,5 +297,36 @@ func TestUnauthenticatedConnectionsYieldTheirSlots(t *testing.T) {
 	_, r := dial(t, addr) // every slot authenticated: refused
 	if got, _ := r.ReadString('\n'); got != "full\n" {
 		t.Fatalf("a connection over a limit of authenticated ones got %q", got)
+	}
+}
+
+// TestEvictedHandlersAreBounded: an evicted connection's handler may run on for a while (a wrong password waits
+// in the pacer), and evictions made room for new connections without limit meanwhile: an attack of 5,000
+// connections sending a wrong password grew the server to 4,354 goroutines under --maxclients 20 (a review).
+// Evictions stop while the connections still running reach twice the limit; past that a newcomer is refused.
+func TestEvictedHandlersAreBounded(t *testing.T) {
+	s := New(quiet())
+	s.SetAuth(auth.New("secret"))
+	h := newLineHandler()
+	addr, counts, err := s.Listen("line", "127.0.0.1:0", h, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	defer close(h.release)
+	for i := 0; i < 4; i++ { // two fill the limit, two more evict them; all four handlers stay stuck
+		c, _ := dial(t, addr)
+		c.Write([]byte("stuck\n"))
+		deadline := time.Now().Add(5 * time.Second)
+		for counts.Current.Load() < int64(i+1) && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	_, r := dial(t, addr)
+	if got, _ := r.ReadString('\n'); got != "full\n" {
+		t.Fatalf("a connection with twice the limit's handlers running got %q, want it refused", got)
+	}
+	if counts.Evicted.Load() != 2 || counts.Current.Load() != 4 {
+		t.Fatalf("evicted %d, running %d; want 2 and 4", counts.Evicted.Load(), counts.Current.Load())
 	}
 }

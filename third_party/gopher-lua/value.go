@@ -3,7 +3,9 @@ package lua
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
+	"strconv"
 )
 
 type LValueType int
@@ -111,11 +113,22 @@ func (st LString) Format(f fmt.State, c rune) {
 	}
 }
 
+// anykv patch: numbers print as Lua 5.1's tostring prints them (LUAI_NUMFFORMAT "%.14g", with glibc's spelling
+// of infinities and NaNs), as Redis's Lua does: 1/3 is "0.33333333333333", 1e15 "1e+15", 1/0 "inf", where this
+// printed Go's shortest form ("0.3333333333333333", "1000000000000000", "+Inf").
 func (nm LNumber) String() string {
-	if isInteger(nm) {
-		return fmt.Sprint(int64(nm))
+	f := float64(nm)
+	switch {
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	case math.IsNaN(f) && math.Signbit(f):
+		return "-nan"
+	case math.IsNaN(f):
+		return "nan"
 	}
-	return fmt.Sprint(float64(nm))
+	return strconv.FormatFloat(f, 'g', 14, 64)
 }
 
 func (nm LNumber) Type() LValueType { return LTNumber }

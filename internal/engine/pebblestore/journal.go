@@ -40,6 +40,9 @@ type journal struct {
 	// appends fail from then on (each group's WAL is synced instead).
 	failed int
 	broken bool
+	// magic says which files start with their magic: one that was emptied while the disk was full may not, and
+	// takes no appends until it is emptied again (records in it would be read in the old format, as garbage).
+	magic [2]bool
 }
 
 const journalPrefix = "ANYKV-JOURNAL-"
@@ -74,6 +77,7 @@ func openJournal(fs vfs.FS, dir string) (*journal, error) {
 			j.close()
 			return nil, err
 		}
+		j.magic[i] = true
 	}
 	return j, nil
 }
@@ -90,7 +94,7 @@ func writeMagic(f vfs.File) error {
 func (j *journal) append(version uint64, repr []byte) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.broken || j.failed >= 0 {
+	if j.broken || j.failed >= 0 || !j.magic[j.cur] {
 		return errJournalUnusable
 	}
 	binary.LittleEndian.PutUint32(j.hdr[0:4], uint32(len(repr)))
@@ -120,29 +124,27 @@ func (j *journal) reset() error {
 	if j.failed < 0 || j.broken {
 		return nil
 	}
-	if err := j.recreate(j.failed); err != nil {
+	emptied, err := j.recreate(j.failed)
+	if !emptied {
 		j.broken = true
 		return err
 	}
-	j.failed = -1
-	return nil
+	j.failed = -1 // emptied: without its magic (err) it takes no appends until emptied again
+	return err
 }
 
-// recreate empties file i by creating it anew in place of the open one; j.mu is held.
-func (j *journal) recreate(i int) error {
+// recreate empties file i by creating it anew in place of the open one, and writes its magic; emptied reports
+// whether the old file was replaced (err may then say the magic is missing: magic[i] is false). j.mu is held.
+func (j *journal) recreate(i int) (emptied bool, err error) {
 	f, err := j.fs.Create(j.names[i], vfs.WriteCategoryUnspecified)
 	if err != nil {
-		return fmt.Errorf("pebblestore: journal: %w", err)
+		return false, fmt.Errorf("pebblestore: journal: %w", err)
 	}
 	j.files[i].Close()
 	j.files[i] = f
-	if err := writeMagic(f); err != nil {
-		// Records appended to a file without its magic would be read in the old format, as garbage: no more
-		// appends (the writer syncs each group's WAL instead).
-		j.broken = true
-		return err
-	}
-	return nil
+	err = writeMagic(f)
+	j.magic[i] = err == nil
+	return true, err
 }
 
 // swap sends later appends to the other file and returns the index of the one they went to until now.
@@ -161,13 +163,11 @@ func (j *journal) empty(i int) error {
 	if i == j.cur {
 		return nil // swapped back meanwhile: its records may be new
 	}
-	if err := j.recreate(i); err != nil {
-		return err
-	}
-	if i == j.failed { // emptied after the WAL sync: as reset would have
+	emptied, err := j.recreate(i)
+	if emptied && i == j.failed { // emptied after the WAL sync: as reset would have
 		j.failed, j.broken = -1, false
 	}
-	return nil
+	return err
 }
 
 // emptyAll truncates both files, once the writer stopped and the WAL holds every group durably (Close): a file
@@ -176,7 +176,7 @@ func (j *journal) emptyAll() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for i := range j.files {
-		if err := j.recreate(i); err != nil {
+		if _, err := j.recreate(i); err != nil {
 			return err
 		}
 	}

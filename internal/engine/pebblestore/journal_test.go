@@ -215,6 +215,49 @@ func TestJournalWithoutItsMagicTakesNoAppends(t *testing.T) {
 	}
 }
 
+// TestJournalDiskFullOverSwaps: a disk full over two swaps leaves both files without their magic; when space
+// returns, emptying the file of the failed append cleared the journal's "broken" mark and appends went on to the
+// other file, still without its magic, where they read back as nothing (a review). Each file now keeps its own
+// mark: appends wait until the file they go to has its magic again, and then read back.
+func TestJournalDiskFullOverSwaps(t *testing.T) {
+	armed := new(atomic.Bool)
+	fs := vfs.NewMem()
+	j, err := openJournal(shortJournalFS{FS: fs, armed: armed}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.close()
+	armed.Store(true)
+	if err := j.append(1, []byte("batch1")); err == nil {
+		t.Fatal("the append on a full disk did not fail")
+	}
+	armed.Store(true)
+	j.reset() // the WAL was synced: the failed file is emptied, its magic cut short
+	for i := 0; i < 2; i++ {
+		old := j.swap()
+		armed.Store(true)
+		j.empty(old) // each file emptied while the disk is full
+	}
+	armed.Store(false) // space again
+	old := j.swap()
+	if err := j.empty(old); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.append(2, []byte("batch2")); !errors.Is(err, errJournalUnusable) {
+		t.Fatalf("append to the file without its magic: %v, want errJournalUnusable", err)
+	}
+	old = j.swap()
+	if err := j.empty(old); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.append(3, []byte("batch3")); err != nil {
+		t.Fatalf("append once both files have their magic: %v", err)
+	}
+	if recs, at, _ := readJournalChecked(fs, j.names[j.cur]); len(recs) != 1 || recs[0].version != 3 || at != -1 {
+		t.Fatalf("read back: %+v, damage at %d", recs, at)
+	}
+}
+
 // TestJournalShortWriteLosesNothing: a journal append cut short (ENOSPC) left part of a record, and every group
 // journaled after it was unreadable: a kill lost them, though acknowledged. The failed group's WAL is synced
 // instead and the file starts over, so the groups after it are read back.

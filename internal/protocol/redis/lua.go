@@ -98,8 +98,8 @@ func newLua(lim *luaLimits) *lua.LState {
 		L.Call(1, 0)
 	}
 	seed := uint64(0x5eed)
-	math := L.GetGlobal("math").(*lua.LTable)
-	math.RawSetString("random", L.NewFunction(func(L *lua.LState) int { // a fixed-seed generator, as in Redis
+	mathLib := L.GetGlobal("math").(*lua.LTable)
+	mathLib.RawSetString("random", L.NewFunction(func(L *lua.LState) int { // a fixed-seed generator, as in Redis
 		seed = seed*6364136223846793005 + 1442695040888963407
 		f := float64(seed>>11) / (1 << 53)
 		switch L.GetTop() {
@@ -113,7 +113,8 @@ func newLua(lim *luaLimits) *lua.LState {
 		}
 		return 1
 	}))
-	math.RawSetString("randomseed", L.NewFunction(func(L *lua.LState) int { seed = uint64(L.CheckInt64(1)); return 0 }))
+	mathLib.RawSetString("huge", lua.LNumber(math.Inf(1))) // Lua's HUGE_VAL (gopher-lua's is the largest finite number)
+	mathLib.RawSetString("randomseed", L.NewFunction(func(L *lua.LState) int { seed = uint64(L.CheckInt64(1)); return 0 }))
 	openCJSON(L, lim)
 	openCMsgpack(L)
 	openBit(L)
@@ -133,12 +134,14 @@ func luaArg(v lua.LValue) ([]byte, bool) {
 	return nil, false
 }
 
-// formatLuaNumber prints a number as Lua's tostring does: integers without a decimal point.
+// formatLuaNumber turns a number redis.call is given into its argument as Redis 7.2 does: an integer when it is
+// one within ±2^62 (so 1e15 is "1000000000000000", not Lua's "1e+15"), else the shortest text that reads back
+// as it ("0.1", "inf", "nan").
 func formatLuaNumber(f float64) string {
-	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+	if f == math.Trunc(f) && math.Abs(f) <= 1<<62 {
 		return strconv.FormatInt(int64(f), 10)
 	}
-	return strconv.FormatFloat(f, 'g', 14, 64)
+	return string(resp.AppendDouble(nil, f))
 }
 
 // respToLua converts one RESP2 reply (from the start of b) to a Lua value, returning the rest of b: integers to
@@ -300,6 +303,9 @@ func (c *respConv) writeTyped(v *lua.LTable, depth int) (done bool, err error) {
 		f, fok := vs.RawGetString("format").(lua.LString)
 		str, sok := vs.RawGetString("string").(lua.LString)
 		if fok && sok {
+			if len(f) > 3 {
+				f = f[:3] // Redis takes the format's first three bytes
+			}
 			w.Verbatim(string(f), string(str))
 			return true, nil
 		}
@@ -389,8 +395,12 @@ func (c *luaToGoConv) conv(v lua.LValue, depth int) any {
 		c.size += jsonStringSize(string(v))
 		return string(v)
 	case lua.LNumber:
-		c.size += 24 // the longest float64 encoding/json writes: -1.2345678901234567e-308
-		return float64(v)
+		c.size += 24 // longer than any number written: -1.2345678901234e-308
+		f := float64(v)
+		if math.IsInf(f, 0) || math.IsNaN(f) {
+			c.L.RaiseError("Cannot serialise number: must not be NaN or Inf")
+		}
+		return json.Number(strconv.FormatFloat(f, 'g', 14, 64)) // as Redis's cjson writes numbers: %.14g
 	case lua.LBool:
 		return bool(v)
 	case *lua.LTable:

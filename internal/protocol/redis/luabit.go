@@ -61,7 +61,7 @@ func openBit(L *lua.LState) {
 		}
 		upper := n < 0
 		if upper {
-			n = -n
+			n = -max(n, math.MinInt32+1) // -MinInt32 overflows (Redis's fix of CVE-2024-31449 clamps it so)
 		}
 		n = min(n, 8)
 		s := strconv.FormatUint(uint64(uint32(x)), 16)
@@ -78,13 +78,9 @@ func openBit(L *lua.LState) {
 	L.SetGlobal("bit", t)
 }
 
-// checkBit reads argument i as LuaBitOp's barg does: a number (or a string that reads as one), rounded to the
-// nearest integer (ties to even) and taken modulo 2^32.
+// checkBit reads argument i as LuaBitOp's barg does: a number (or a string that reads as one) plus 2^52+2^51
+// in double arithmetic, whose low 32 bits are the integer (rounded to even, modulo 2^32, for |x| < 2^51; what
+// LuaBitOp gives for larger ones too).
 func checkBit(L *lua.LState, i int) int32 {
-	f := float64(L.CheckNumber(i))
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0
-	}
-	f = math.Mod(math.RoundToEven(f), 1<<32)
-	return int32(uint32(int64(f)))
+	return int32(uint32(math.Float64bits(float64(L.CheckNumber(i)) + 6755399441055744.0)))
 }

@@ -113,7 +113,7 @@ func (f *structFormat) control(opt byte) {
 	case '!':
 		a := f.num(structMaxAlign)
 		if a == 0 || a&(a-1) != 0 {
-			f.L.ArgError(f.argPos, "alignment "+itoa(int64(a))+" is not a power of 2")
+			f.L.RaiseError("alignment %d is not a power of 2", a) // luaL_error's, not a bad argument's
 		}
 		f.align = a
 	default:

@@ -22,10 +22,10 @@ func init() {
 // keyLister pages through the keys of a database (kv.Store.Scan's queries and pages).
 type keyLister func(q kv.Query) (kv.Page, error)
 
-// listKeys pages through the keys of the session's database: the store's, or in a script the batch's (txKeys).
+// listKeys pages through the keys of the session's database: the store's, or in a script the batch's (tx).
 func (s *session) listKeys(q kv.Query) (kv.Page, error) {
-	if s.txKeys != nil {
-		return s.txKeys(q)
+	if s.tx != nil {
+		return txKeyLister(s.tx, s.table())(q)
 	}
 	return s.h.store.Scan(s.readCtx(), s.table(), q)
 }
@@ -237,13 +237,13 @@ func cmdRandomKey(s *session, args [][]byte) {
 }
 
 func cmdDBSize(s *session, args [][]byte) {
-	if s.txKeys != nil {
-		p, err := s.txKeys(kv.Query{KeysOnly: true})
-		if err != nil {
+	if s.tx != nil { // in a script: counted as the batch sees the keys, none copied
+		n := int64(0)
+		if err := s.tx.Scan(s.table(), engine.Range{}, func([]byte, engine.Item) bool { n++; return true }); err != nil {
 			s.w.Error(errText(err))
 			return
 		}
-		s.w.Int(int64(len(p.Entries)))
+		s.w.Int(n)
 		return
 	}
 	n, err := s.h.store.Count(s.readCtx(), s.table(), kv.Query{})

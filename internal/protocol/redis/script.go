@@ -300,6 +300,17 @@ func compileErrorText(err error) string {
 	return "ERR Error compiling script (new function): user_script: " + firstLine(err.Error())
 }
 
+// errorReplyText is the error redis.error_reply(msg) makes, as Redis 7 makes it: the first word of msg (after a
+// leading '-') is its code when there is a space, else the code is ERR: "bad" is "ERR bad", "BAD x" stays.
+func errorReplyText(msg string) string {
+	msg = strings.TrimPrefix(msg, "-")
+	code, rest, ok := strings.Cut(msg, " ")
+	if !ok {
+		code, rest = "ERR", msg
+	}
+	return code + " " + strings.TrimRight(rest, "\r\n")
+}
+
 // versionNum is a version "major.minor.patch" as the number Redis gives scripts: 0x00MMmmpp.
 func versionNum(v string) int {
 	n := 0
@@ -410,7 +421,7 @@ func runScriptLua(tx *engine.Tx, args [][]byte, limp **luaLimits) (res engine.Re
 	r.RawSetString("pcall", L.NewFunction(call(true)))
 	r.RawSetString("error_reply", L.NewFunction(func(L *lua.LState) int {
 		t := L.NewTable()
-		t.RawSetString("err", lua.LString(L.CheckString(1)))
+		t.RawSetString("err", lua.LString(errorReplyText(L.CheckString(1))))
 		L.Push(t)
 		return 1
 	}))
@@ -545,7 +556,7 @@ func (r *scriptRun) call(L *lua.LState) (lua.LValue, error) {
 		return errTable("ERR Wrong number of args calling Redis command from script"), nil
 	}
 	if cmd.data == nil { // KEYS, SCAN, RANDOMKEY, DBSIZE, ECHO: over the keys the batch sees
-		s.txKeys, s.cursors = txKeyLister(tx, table(db)), &r.host.cursors
+		s.tx, s.cursors = tx, &r.host.cursors
 		cmd.imm(s, args)
 		return r.lua(L, s.w.Bytes()), nil
 	}

@@ -19,6 +19,7 @@ func TestScriptErrorsMatchRedis(t *testing.T) {
 		"local function g() error('deep') end\nlocal function f()\n  g()\nend\nf()",
 		"redis.call('SET', 'k', 'v')\n\n\nreturn redis.call('INCR', 'k')",
 		"return redis.pcall('nosuch')",
+		"local x = struct.pack('!3 b', 1) return x", // luaL_error's text, not a bad argument's (a review)
 	}
 	run := func(addr string) []string {
 		rc := dialRaw(t, addr)

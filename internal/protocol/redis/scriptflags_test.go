@@ -31,6 +31,18 @@ func scriptFlagsTranscript(t *testing.T, addr string) []string {
 		"return {verbatim_string={format='txt', string='hi'}}", "return {map={x={double=2}}}",
 		"return {1, {double=1.5}, {set={z=true}}}", "return {double='x'}", "return {ok='a\\nb'}",
 		"return true", "return false",
+		// error_reply's code rule, the verbatim format's first three bytes (a review)
+		"return redis.error_reply('bad')", "return redis.error_reply('Bad x')", "return redis.error_reply('BAD')",
+		"return redis.error_reply('')", "return redis.error_reply('- x')", "return redis.error_reply('-MY x')",
+		"return {verbatim_string={format='markdown', string='x'}}",
+		// numbers as Lua 5.1 prints them (%.14g), cjson's too, math.huge an infinity
+		"return {tostring(1/3), 1/3 .. '', tostring(1e15), tostring(2^53), tostring(-0.0), tostring(0/0), " +
+			"tostring(123456789012345), tostring(math.huge), tostring(-1.5), 7 .. 'x'}",
+		"return cjson.encode({123456789012345, 0.1, 1/3, 1e15, -0.0, 42, 1e-5, 2^53})",
+		"return cjson.encode(1/0)",
+		// numbers given to redis.call: integers as integers (1e15 too), infinities spelled out
+		"redis.call('set','n1', 123456789012345) redis.call('set','n2', 1e15) redis.call('set','n3', 1/0) " +
+			"redis.call('set','n4', -0.0) redis.call('set','n5', 2^40) return redis.call('mget','n1','n2','n3','n4','n5')",
 	} {
 		steps = append(steps, transcriptStep{"pub", evalCmd("EVAL", sc), 1})
 	}

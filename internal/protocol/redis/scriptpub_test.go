@@ -69,7 +69,8 @@ const bitScript = `return {bit.tobit(0xffffffff), bit.tobit(2^32+5), bit.tobit(-
 	bit.bnot(0), bit.band(0xff, 0x0f, 0x3), bit.bor(1, 2, 4), bit.bxor(7, 2), bit.lshift(1, 31), bit.lshift(1, 33),
 	bit.rshift(-1, 28), bit.arshift(-256, 4), bit.rol(0x12345678, 8), bit.ror(0x12345678, 40), bit.bswap(0x12345678),
 	bit.band("12", 4), bit.band(12345 * 4096 + 99, 0xfff), bit.tobit(-2^31 - 1), bit.tohex(bit.bnot(5), -8),
-	pcall(bit.band, {}), pcall(bit.tohex, 1, nil), type(bit.tobit)}`
+	pcall(bit.band, {}), pcall(bit.tohex, 1, nil), type(bit.tobit),
+	bit.tohex(1, -2147483648), bit.tobit(2^60+1024), bit.tobit(2^53+3), bit.tobit(1/0), bit.tobit(0/0), bit.band(-2^52, 1)}`
 
 // TestBitLibraryMatchesRedis: the bit library answers as redis-server's (Bull's delayed jobs call bit.band; it
 // was missing).

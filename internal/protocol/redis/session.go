@@ -104,9 +104,9 @@ type session struct {
 	noBlock bool            // set while EXEC runs: blocking commands answer at once, as in Redis
 	reads   context.Context // READONLY's context for plain reads; nil: the server default (consistency.go)
 
-	// In a script's redis.call: the keys of its database as its batch sees them, and the cursors of the handler
-	// that runs it (KEYS, SCAN, RANDOMKEY, DBSIZE: command.inScript); nil on a connection.
-	txKeys  keyLister
+	// In a script's redis.call: its batch, which KEYS, SCAN, RANDOMKEY and DBSIZE read the keys through
+	// (command.inScript), and the cursors of the handler that runs it; nil on a connection.
+	tx      *engine.Tx
 	cursors *cursorTable
 
 	// Pub/sub: once the connection subscribed, its output goes through sub (see pubsub.go).

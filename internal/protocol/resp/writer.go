@@ -190,6 +190,10 @@ func (w *Writer) Double(f float64) {
 	w.buf = append(w.buf, '\r', '\n')
 }
 
+// AppendDouble appends f as Double writes it (Redis 7.2's shortest form): for callers that turn numbers into
+// arguments as Redis does (a script's redis.call).
+func AppendDouble(b []byte, f float64) []byte { return appendDouble(b, f) }
+
 // appendDouble formats f the way clients and Redis users expect: the
 // shortest text that reads back as f, in plain notation for magnitudes from
 // 1e-4 up to 1e17 (so integral scores print as integers, as %.17g does) and
