@@ -98,7 +98,7 @@ func scriptKeysTranscript(t *testing.T, addr string) []string {
 		// every key once, paging two at a time
 		"local seen, c = {}, '0' repeat local r = redis.call('scan', c, 'count', '2') c = r[1] " +
 			"for _, k in ipairs(r[2]) do seen[#seen+1] = k end until c == '0' table.sort(seen) return seen",
-		"return redis.call('type', redis.call('randomkey'))",
+		"return redis.call('exists', redis.call('randomkey'))",
 		"return redis.call('echo','hi')",
 		"return redis.pcall('keys')['err']",
 		"return redis.pcall('scan','x')['err']",
