@@ -1,0 +1,418 @@
+package collections
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+
+	"anykv/internal/engine"
+)
+
+// Stream consumer groups. A group's state lives beside the stream's entries, as further members of the
+// stream's member table under keys that sort after every entry ID: sixteen 0xFF bytes (the largest ID's key,
+// which they extend) and a tag byte:
+//
+//	'g' group                                a group: last-delivered-id (16 bytes), entries-read (varint, -1: unknown)
+//	'p' uvarint(len(group)) group id(16)     a pending entry: uvarint(len(consumer)) consumer, delivery time (ms, varint), deliveries (uvarint)
+//	'c' uvarint(len(group)) group consumer   a consumer: seen time, active time (ms, varints; -1: never)
+//	's'                                      the stream's tally: entries deleted (uvarint), the largest ID XDEL deleted (16 bytes)
+//
+// So the entry scans (XRANGE, XREAD, trims), which end at the largest ID's key, and XLEN (the meta's count)
+// never see them, while whatever handles a collection's members whole carries them: DEL, UNLINK and expiry
+// reclaim them with the entries, RENAME and COPY move or copy them (a copy keeps its groups, as Redis's COPY
+// does). Every write rewrites the meta (its version), so WATCH sees group changes as Redis's WATCH does.
+//
+// The tally gives Redis 7's entries-added (count + deleted) and max-deleted-entry-id, from which XINFO's
+// entries-read and lag are derived as Redis derives them; XADD does not write it, only deletions do.
+//
+// Times (delivery, seen, active) are the batch's time, so every function stays deterministic.
+
+var groupSpace = bytes.Repeat([]byte{0xFF}, 16)
+
+// Tags of the group records (after groupSpace).
+const (
+	tagGroup    = 'g'
+	tagPending  = 'p'
+	tagConsumer = 'c'
+	tagTally    = 's'
+)
+
+// Errors of the group functions; the protocol adds Redis's text (which names the key and group) to ErrNoGroup.
+var (
+	ErrNoGroup   = errors.New("NOGROUP")
+	ErrBusyGroup = errors.New("BUSYGROUP Consumer Group name already exists")
+)
+
+// invalidRead is Redis's SCG_INVALID_ENTRIES_READ: a group's entries-read that is not known.
+const invalidRead = -1
+
+// gkey is the member key of a group record: groupSpace, tag, then parts.
+func (st *stream) gkey(tag byte, parts ...[]byte) []byte {
+	m := append(append([]byte(nil), groupSpace...), tag)
+	for _, p := range parts {
+		m = append(m, p...)
+	}
+	return engine.MemberKey(st.key, st.meta.Gen, m)
+}
+
+// lp is b with its length in front, so that one group's records never run into another's.
+func lp(b []byte) []byte { return append(binary.AppendUvarint(nil, uint64(len(b))), b...) }
+
+func (st *stream) mt() string { return engine.MemberTable(st.table) }
+
+// scanPrefix calls fn for each member under the group-record prefix (tag and parts), with the rest of its key.
+func (st *stream) scanPrefix(fn func(rest, v []byte) bool, tag byte, parts ...[]byte) error {
+	prefix := st.gkey(tag, parts...)
+	return st.tx.Scan(st.mt(), engine.PrefixRange(prefix), func(k []byte, it engine.Item) bool {
+		return fn(k[len(prefix):], it.Value)
+	})
+}
+
+// group is a consumer group's record.
+type group struct {
+	name  []byte
+	last  ID
+	read  int64 // entries-read
+	found bool
+}
+
+func (st *stream) group(name []byte) (group, error) {
+	g := group{name: name, read: invalidRead}
+	if !st.exists {
+		return g, nil
+	}
+	it, found, err := st.tx.Get(st.mt(), st.gkey(tagGroup, name))
+	if err != nil || !found {
+		return g, err
+	}
+	if len(it.Value) < 17 {
+		return g, engine.ErrCorrupt
+	}
+	g.last = idOf(it.Value)
+	g.read, _ = binary.Varint(it.Value[16:])
+	g.found = true
+	return g, nil
+}
+
+func (st *stream) putGroup(g group) {
+	v := binary.AppendVarint(g.last.key(), g.read)
+	st.tx.Put(st.mt(), st.gkey(tagGroup, g.name), engine.Item{Value: v})
+}
+
+// groups calls fn for each group in name order.
+func (st *stream) groups(fn func(g group) bool) error {
+	var ferr error
+	err := st.scanPrefix(func(rest, v []byte) bool {
+		if len(v) < 17 {
+			ferr = engine.ErrCorrupt
+			return false
+		}
+		read, _ := binary.Varint(v[16:])
+		return fn(group{name: append([]byte(nil), rest...), last: idOf(v), read: read, found: true})
+	}, tagGroup)
+	if err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// nack is a pending entry: delivered to consumer, not acknowledged yet.
+type nack struct {
+	id       ID
+	consumer []byte
+	at       int64 // delivery time
+	count    int64 // deliveries
+}
+
+func decodeNack(id ID, v []byte) (nack, error) {
+	n, w := binary.Uvarint(v)
+	if w <= 0 || uint64(len(v)-w) < n {
+		return nack{}, engine.ErrCorrupt
+	}
+	p := nack{id: id, consumer: append([]byte(nil), v[w:w+int(n)]...)}
+	v = v[w+int(n):]
+	at, w1 := binary.Varint(v)
+	cnt, w2 := binary.Uvarint(v[max(w1, 0):])
+	if w1 <= 0 || w2 <= 0 {
+		return nack{}, engine.ErrCorrupt
+	}
+	p.at, p.count = at, int64(cnt)
+	return p, nil
+}
+
+func (st *stream) nack(g []byte, id ID) (nack, bool, error) {
+	it, found, err := st.tx.Get(st.mt(), st.gkey(tagPending, lp(g), id.key()))
+	if err != nil || !found {
+		return nack{}, false, err
+	}
+	p, err := decodeNack(id, it.Value)
+	return p, err == nil, err
+}
+
+func (st *stream) putNack(g []byte, p nack) {
+	v := binary.AppendUvarint(binary.AppendVarint(lp(p.consumer), p.at), uint64(p.count))
+	st.tx.Put(st.mt(), st.gkey(tagPending, lp(g), p.id.key()), engine.Item{Value: v})
+}
+
+func (st *stream) delNack(g []byte, id ID) {
+	st.tx.Delete(st.mt(), st.gkey(tagPending, lp(g), id.key()))
+}
+
+// nacks calls fn for the group's pending entries with IDs in [from, to], in ID order.
+func (st *stream) nacks(g []byte, from, to ID, fn func(p nack) bool) error {
+	prefix := st.gkey(tagPending, lp(g))
+	r := engine.Range{Start: append(prefix[:len(prefix):len(prefix)], from.key()...), End: engine.PrefixEnd(prefix)}
+	if end, ok := to.Next(); ok {
+		r.End = append(prefix[:len(prefix):len(prefix)], end.key()...)
+	}
+	var ferr error
+	err := st.tx.Scan(st.mt(), r, func(k []byte, it engine.Item) bool {
+		p, err := decodeNack(idOf(k[len(prefix):]), it.Value)
+		if err != nil {
+			ferr = err
+			return false
+		}
+		return fn(p)
+	})
+	if err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// consumer is a group's consumer record.
+type consumer struct {
+	name         []byte
+	seen, active int64
+	found        bool
+}
+
+func (st *stream) consumer(g, name []byte) (consumer, error) {
+	c := consumer{name: name, active: -1}
+	it, found, err := st.tx.Get(st.mt(), st.gkey(tagConsumer, lp(g), name))
+	if err != nil || !found {
+		return c, err
+	}
+	var w1, w2 int
+	c.seen, w1 = binary.Varint(it.Value)
+	if w1 > 0 {
+		c.active, w2 = binary.Varint(it.Value[w1:])
+	}
+	if w1 <= 0 || w2 <= 0 {
+		return c, engine.ErrCorrupt
+	}
+	c.found = true
+	return c, nil
+}
+
+func (st *stream) putConsumer(g []byte, c consumer) {
+	v := binary.AppendVarint(binary.AppendVarint(nil, c.seen), c.active)
+	st.tx.Put(st.mt(), st.gkey(tagConsumer, lp(g), c.name), engine.Item{Value: v})
+}
+
+// consumers calls fn for each consumer of the group in name order.
+func (st *stream) consumers(g []byte, fn func(c consumer) bool) error {
+	return st.scanPrefix(func(rest, v []byte) bool {
+		c := consumer{name: append([]byte(nil), rest...), active: -1}
+		var w int
+		c.seen, w = binary.Varint(v)
+		if w > 0 {
+			c.active, _ = binary.Varint(v[w:])
+		}
+		return fn(c)
+	}, tagConsumer, lp(g))
+}
+
+// touchConsumer finds or creates the consumer and marks it seen now; created says it was new.
+func (st *stream) touchConsumer(g, name []byte) (c consumer, created bool, err error) {
+	if c, err = st.consumer(g, name); err != nil {
+		return c, false, err
+	}
+	created = !c.found
+	c.seen, c.found = st.tx.Now(), true
+	return c, created, nil
+}
+
+// tally is what the stream's tally record keeps.
+type tally struct {
+	deleted    uint64
+	maxDeleted ID
+}
+
+func (st *stream) loadTally() error {
+	if st.tallyLoaded || !st.exists {
+		st.tallyLoaded = true
+		return nil
+	}
+	st.tallyLoaded = true
+	it, found, err := st.tx.Get(st.mt(), st.gkey(tagTally))
+	if err != nil || !found {
+		return err
+	}
+	n, w := binary.Uvarint(it.Value)
+	if w <= 0 || len(it.Value)-w < 16 {
+		return engine.ErrCorrupt
+	}
+	st.tally = tally{deleted: n, maxDeleted: idOf(it.Value[w:])}
+	return nil
+}
+
+// noteDeleted counts an entry deleted (by XDEL when byXDel: it may raise max-deleted-entry-id).
+func (st *stream) noteDeleted(id ID, byXDel bool) error {
+	if err := st.loadTally(); err != nil {
+		return err
+	}
+	st.tally.deleted++
+	if byXDel && st.tally.maxDeleted.less(id) {
+		st.tally.maxDeleted = id
+	}
+	st.tallyDirty = true
+	return nil
+}
+
+// store writes the meta back, and the tally if deletions changed it.
+func (st *stream) store() {
+	if st.tallyDirty {
+		v := append(binary.AppendUvarint(nil, st.tally.deleted), st.tally.maxDeleted.key()...)
+		st.tx.Put(st.mt(), st.gkey(tagTally), engine.Item{Value: v})
+		st.tallyDirty = false
+	}
+	st.put()
+}
+
+func (st *stream) lastID() ID { return ID{st.meta.LastMS, st.meta.LastSeq} }
+
+// entriesAdded is Redis's entries_added: every entry ever added.
+func (st *stream) entriesAdded() int64 { return st.meta.Count + int64(st.tally.deleted) }
+
+// firstID is the first entry's ID (0-0 when empty), Redis's first_id.
+func (st *stream) firstID() (ID, error) {
+	var first ID
+	err := st.entries(ID{}, maxStreamID, false, func(id ID, _ []byte) bool { first = id; return false })
+	return first, err
+}
+
+var maxStreamID = ID{^uint64(0), ^uint64(0)}
+
+// hasTombstones is Redis's streamRangeHasTombstones(s, start, NULL).
+func (st *stream) hasTombstones(start ID) (bool, error) {
+	md := st.tally.maxDeleted
+	if st.meta.Count == 0 || md == (ID{}) {
+		return false, nil
+	}
+	first, err := st.firstID()
+	if err != nil || md.less(first) {
+		return false, err
+	}
+	return !md.less(start), nil
+}
+
+// estimateRead is Redis's streamEstimateDistanceFromFirstEverEntry: the entries-read of a group whose last
+// delivered ID is id, or invalidRead.
+func (st *stream) estimateRead(id ID) (int64, error) {
+	added, last := st.entriesAdded(), st.lastID()
+	switch {
+	case added == 0:
+		return 0, nil
+	case st.meta.Count == 0 && !last.less(id):
+		return added, nil
+	case id == last:
+		return added, nil
+	case last.less(id):
+		return invalidRead, nil
+	}
+	first, err := st.firstID()
+	if err != nil {
+		return 0, err
+	}
+	if md := st.tally.maxDeleted; md == (ID{}) || md.less(first) {
+		if id.less(first) {
+			return added - st.meta.Count, nil
+		}
+		if id == first {
+			return added - st.meta.Count + 1, nil
+		}
+	}
+	return invalidRead, nil
+}
+
+// lag is Redis's group lag: how many entries the group has still to read, or false when unknown.
+func (st *stream) lag(g group) (int64, bool, error) {
+	added := st.entriesAdded()
+	if added == 0 {
+		return 0, true, nil
+	}
+	if g.read != invalidRead {
+		tomb, err := st.hasTombstones(g.last)
+		if err != nil {
+			return 0, false, err
+		}
+		if !tomb {
+			return added - g.read, true, nil
+		}
+	}
+	read, err := st.estimateRead(g.last)
+	if err != nil || read == invalidRead {
+		return 0, false, err
+	}
+	return added - read, true, nil
+}
+
+// advance moves the group's last-delivered-id to id (a delivered entry above it), keeping entries-read as
+// Redis keeps it.
+func (st *stream) advance(g *group, id ID) error {
+	if !g.last.less(id) {
+		return nil
+	}
+	tomb, err := st.hasTombstones(id)
+	if err != nil {
+		return err
+	}
+	if g.read != invalidRead && !tomb {
+		g.read++
+	} else if st.entriesAdded() > 0 {
+		if g.read, err = st.estimateRead(id); err != nil {
+			return err
+		}
+	}
+	g.last = id
+	return nil
+}
+
+// entry reads one entry's fields (false: deleted).
+func (st *stream) entry(id ID) ([]byte, bool, error) {
+	it, found, err := st.tx.Get(st.mt(), engine.MemberKey(st.key, st.meta.Gen, id.key()))
+	return it.Value, found, err
+}
+
+// openGroup opens the stream at the mutation's key and its group; res is set when the call ends there
+// (WRONGTYPE, or ErrNoGroup: no stream or no such group).
+func openGroup(tx *engine.Tx, name []byte) (st stream, g group, res *engine.Result, err error) {
+	st, wrong, err := openStream(tx, tx.Table(), tx.Key())
+	switch {
+	case err != nil:
+		return st, g, nil, err
+	case wrong:
+		return st, g, &wrongType, nil
+	}
+	if err = st.loadTally(); err != nil {
+		return st, g, nil, err
+	}
+	if g, err = st.group(name); err == nil && !g.found {
+		res = &engine.Result{Err: ErrNoGroup}
+	}
+	return st, g, res, err
+}
+
+// consumerCreated marks a result whose call created a consumer (for the xgroup-createconsumer event).
+func consumerCreated(res *engine.Result, created bool) {
+	if created {
+		res.Old, res.OldFound = engine.Item{Value: []byte("created")}, true
+	}
+}
+
+// ConsumerCreated reports whether a group function's call created a consumer.
+func ConsumerCreated(r engine.Result) bool { return r.OldFound && string(r.Old.Value) == "created" }
+
+// ConsumerDeleted reports whether XGROUP DELCONSUMER's call found the consumer it deleted.
+func ConsumerDeleted(r engine.Result) bool { return r.OldFound && string(r.Old.Value) == "deleted" }
