@@ -140,7 +140,7 @@ func (w *waiters) wake(muts []engine.Mutation, res []engine.Result) {
 	for i := range muts {
 		m := &muts[i]
 		switch m.Op {
-		case engine.OpCall, engine.OpRename, engine.OpCopy:
+		case engine.OpCall, engine.OpRename, engine.OpCopy, engine.OpDelete: // a deleted stream ends XREADGROUP's wait
 			keys = append(keys, waitKey(m.Table, m.Key))
 			if m.Target.Table != "" {
 				keys = append(keys, waitKey(m.Target.Table, m.Target.Key))
