@@ -171,9 +171,10 @@ func TestStreamGroupRecordsStayHidden(t *testing.T) {
 	})
 }
 
-// TestXReadGroupBlocks: XREADGROUP BLOCK waits for XADD as redis-server does, and a blocked reader whose stream
-// is deleted, or whose group is destroyed, is answered NOGROUP (Redis 7.2, which runs the command again; 7.0
-// answered other errors), while one that times out answers a null array.
+// TestXReadGroupBlocks: XREADGROUP BLOCK waits for XADD as redis-server does, and one that times out answers a
+// null array; a blocked reader whose stream is deleted (DEL, UNLINK, FLUSHALL) or group destroyed is answered
+// NOGROUP, and one whose key now holds another type (SET, or a transaction's DEL and SADD) WRONGTYPE, as Redis 7.2
+// answers (it runs the command again; 7.0 answered "the stream key no longer exists").
 func TestXReadGroupBlocks(t *testing.T) {
 	steps := []transcriptStep{
 		{"pub", "FLUSHALL", 1}, {"pub", "XGROUP CREATE s g $ MKSTREAM", 1},
@@ -187,19 +188,28 @@ func TestXReadGroupBlocks(t *testing.T) {
 
 	ts := startServer(t, Options{}, 0)
 	sub, pub := ts.raw(t), ts.raw(t)
-	for _, end := range []string{"DEL s", "XGROUP DESTROY s g"} {
+	noGroup := "-NOGROUP No such key 's' or consumer group 'g' in XREADGROUP with GROUP option\r\n"
+	wrongType := "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
+	for _, c := range []struct{ end, want string }{{"DEL s", noGroup}, {"UNLINK s", noGroup},
+		{"XGROUP DESTROY s g", noGroup}, {"FLUSHALL", noGroup}, {"SET s x", wrongType}, {"SADD s x", wrongType}} {
+		pub.send(cmdRESP("DEL s"))
+		pub.reply()
 		pub.send(cmdRESP("XGROUP CREATE s g $ MKSTREAM"))
 		pub.reply()
 		sub.send(cmdRESP("XREADGROUP GROUP g c BLOCK 0 STREAMS s >"))
 		time.Sleep(100 * time.Millisecond)
-		pub.send(cmdRESP(end))
-		pub.reply()
-		want := "-NOGROUP No such key 's' or consumer group 'g' in XREADGROUP with GROUP option\r\n"
-		if got := sub.reply(); got != want {
-			t.Errorf("after %s: %q, want %q", end, got, want)
+		if c.end == "SADD s x" { // in a transaction that deletes the stream first
+			pub.send(cmdRESP("MULTI") + cmdRESP("DEL s") + cmdRESP(c.end) + cmdRESP("EXEC"))
+			for range 4 {
+				pub.reply()
+			}
+		} else {
+			pub.send(cmdRESP(c.end))
+			pub.reply()
 		}
-		pub.send(cmdRESP("DEL s"))
-		pub.reply()
+		if got := sub.reply(); got != c.want {
+			t.Errorf("after %s: %q, want %q", c.end, got, c.want)
+		}
 	}
 }
 

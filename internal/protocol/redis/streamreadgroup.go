@@ -111,8 +111,9 @@ func (s *session) parseReadGroup(args [][]byte) (readGroupSpec, bool) {
 
 // cmdXReadGroup reads each stream for a consumer of a group: ">" delivers the entries no consumer of the group
 // was given yet (each becomes pending unless NOACK), an ID the consumer's own pending entries after it. With BLOCK
-// and only ">" with nothing new, it waits as XREAD BLOCK does, woken by XADD; a stream deleted, or its group
-// destroyed, meanwhile answers NOGROUP, as Redis 7.2 does (it runs the command again). It runs on its own
+// and only ">" with nothing new, it waits as XREAD BLOCK does, woken by XADD, and by any write of its keys: a
+// stream deleted (DEL, FLUSHDB) or its group destroyed meanwhile answers NOGROUP, a key of another type now
+// WRONGTYPE, as Redis 7.2 does (it runs the command again). It runs on its own
 // (not in a script; in MULTI after the transaction's batch, without blocking), as XREAD does.
 func cmdXReadGroup(s *session, args [][]byte) {
 	sp, ok := s.parseReadGroup(args)
@@ -194,6 +195,8 @@ func cmdXReadGroup(s *session, args [][]byte) {
 		}
 		return
 	}
+	s.h.waiters.groups.Add(1)
+	defer s.h.waiters.groups.Add(-1)
 	if !s.block(sp.keys, sp.block, false, attempt) {
 		s.w.NullArray()
 	}
