@@ -39,9 +39,9 @@ func xclaim(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	minIdle, idle, at, retry := parseRead(args[2]), parseRead(args[3]), parseRead(args[4]), parseRead(args[5])
 	force, justID := string(args[6]) == "1", string(args[7]) == "1"
 	lastID, _ := ParseID(args[8], false)
-	st, g, stop, err := openGroup(tx, gname)
-	if stop != nil || err != nil {
-		return *stop, err
+	st, g, stop, done, err := openGroup(tx, gname)
+	if done {
+		return stop, err
 	}
 	now := tx.Now()
 	if g.last.less(lastID) {
@@ -156,9 +156,9 @@ func xautoclaim(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	gname, cname := args[0], args[1]
 	minIdle, count, justID := parseRead(args[2]), parseRead(args[4]), string(args[5]) == "1"
 	start, _ := ParseID(args[3], false)
-	st, _, stop, err := openGroup(tx, gname)
-	if stop != nil || err != nil {
-		return *stop, err
+	st, _, stop, done, err := openGroup(tx, gname)
+	if done {
+		return stop, err
 	}
 	now := tx.Now()
 	attempts := count * 10
@@ -234,9 +234,9 @@ func xpending(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		return engine.Result{}, engine.ErrInvalid
 	}
 	gname := args[0]
-	st, _, stop, err := openGroup(tx, gname)
-	if stop != nil || err != nil {
-		return *stop, err
+	st, _, stop, done, err := openGroup(tx, gname)
+	if done {
+		return stop, err
 	}
 	var out replyBuf
 	if string(args[1]) == "1" {

@@ -385,23 +385,23 @@ func (st *stream) entry(id ID) ([]byte, bool, error) {
 	return it.Value, found, err
 }
 
-// openGroup opens the stream at the mutation's key and its group; res is set when the call ends there
-// (WRONGTYPE, or ErrNoGroup: no stream or no such group).
-func openGroup(tx *engine.Tx, name []byte) (st stream, g group, res *engine.Result, err error) {
+// openGroup opens the stream at the mutation's key and its group; done says the call ends there, with res and
+// err (an engine error, WRONGTYPE, or ErrNoGroup: no stream or no such group).
+func openGroup(tx *engine.Tx, name []byte) (st stream, g group, res engine.Result, done bool, err error) {
 	st, wrong, err := openStream(tx, tx.Table(), tx.Key())
 	switch {
 	case err != nil:
-		return st, g, nil, err
+		return st, g, res, true, err
 	case wrong:
-		return st, g, &wrongType, nil
+		return st, g, wrongType, true, nil
 	}
 	if err = st.loadTally(); err != nil {
-		return st, g, nil, err
+		return st, g, res, true, err
 	}
-	if g, err = st.group(name); err == nil && !g.found {
-		res = &engine.Result{Err: ErrNoGroup}
+	if g, err = st.group(name); err != nil || !g.found {
+		return st, g, engine.Result{Err: ErrNoGroup}, true, err
 	}
-	return st, g, res, err
+	return st, g, res, false, nil
 }
 
 // consumerCreated marks a result whose call created a consumer (for the xgroup-createconsumer event).

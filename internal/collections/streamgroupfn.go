@@ -131,23 +131,48 @@ func xgroup(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 // last-delivered-id (which moves; each becomes pending for consumer unless noAck), else consumer's pending
 // entries after id. At most count (< 0: all). Members are the entries (Name the ID text, Item.Value the encoded
 // fields, empty for a pending entry since deleted); NewFound says the read was of the history (answered even
-// when empty). ErrNoGroup when there is no stream or no such group.
-func XReadGroup(table string, key, group, consumer, id []byte, count int64, noAck bool) engine.Mutation {
-	na := []byte("0")
-	if noAck {
-		na = []byte("1")
+// when empty). keys are all the streams of the command, in order: before it reads or writes anything, the call
+// checks that each is a stream with the group, as Redis checks them all before it reads any, and fails as the
+// first that is not does (ErrNoGroup or ErrWrongType, with that key in Result.New.Value), so every call of one
+// XREADGROUP fails alike and none of them writes.
+func XReadGroup(table string, key, group, consumer, id []byte, count int64, noAck bool, keys ...[]byte) engine.Mutation {
+	args := append([][]byte{group, consumer, id, num(count), flag(noAck)}, keys...)
+	return engine.CallMutation(table, key, fnXReadGroup, args...)
+}
+
+// checkGroups checks that each key holds a stream with group, answering the first failure.
+func checkGroups(tx *engine.Tx, group []byte, keys [][]byte) (*engine.Result, error) {
+	for _, k := range keys {
+		st, wrong, err := openStream(tx, tx.Table(), k)
+		if err != nil {
+			return nil, err
+		}
+		res := engine.Result{Err: ErrNoGroup, New: engine.Item{Value: k}}
+		if wrong {
+			res.Err = engine.ErrWrongType
+			return &res, nil
+		}
+		if g, err := st.group(group); err != nil || !g.found {
+			return &res, err
+		}
 	}
-	return engine.CallMutation(table, key, fnXReadGroup, group, consumer, id, num(count), na)
+	return nil, nil
 }
 
 func xreadgroup(tx *engine.Tx, args [][]byte) (engine.Result, error) {
-	if len(args) != 5 {
+	if len(args) < 5 {
 		return engine.Result{}, engine.ErrInvalid
 	}
 	gname, cname, count, noAck := args[0], args[1], parseRead(args[3]), string(args[4]) == "1"
-	st, g, stop, err := openGroup(tx, gname)
-	if stop != nil || err != nil {
-		return *stop, err
+	if stop, err := checkGroups(tx, gname, args[5:]); stop != nil || err != nil {
+		if err != nil {
+			return engine.Result{}, err
+		}
+		return *stop, nil
+	}
+	st, g, stop, done, err := openGroup(tx, gname)
+	if done {
+		return stop, err
 	}
 	now := tx.Now()
 	c, created, err := st.touchConsumer(gname, cname)
@@ -222,14 +247,14 @@ func XAck(table string, key, group []byte, ids ...[]byte) engine.Mutation {
 }
 
 func xack(tx *engine.Tx, args [][]byte) (engine.Result, error) {
-	st, _, stop, err := openGroup(tx, args[0])
+	st, _, stop, done, err := openGroup(tx, args[0])
 	switch {
 	case err != nil:
 		return engine.Result{}, err
-	case stop != nil && stop.Err == ErrNoGroup:
+	case done && stop.Err == ErrNoGroup:
 		return intResult(0), nil
-	case stop != nil:
-		return *stop, nil
+	case done:
+		return stop, nil
 	}
 	n := int64(0)
 	for _, a := range args[1:] {

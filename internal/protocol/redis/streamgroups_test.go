@@ -151,6 +151,14 @@ func TestStreamGroupsMatchRedis(t *testing.T) {
 		"XINFO GROUPS t", "XTRIM t MAXLEN 1", "XINFO GROUPS t", "XREADGROUP GROUP g c STREAMS t >", "XINFO GROUPS t",
 		"XDEL t 2-1", "XINFO GROUPS t", "XINFO STREAM t", "XADD t 3-1 a 1", "XINFO GROUPS t",
 		"XREADGROUP GROUP i c STREAMS t >", "XINFO GROUPS t", "~XINFO STREAM t FULL COUNT 0",
+		// several streams: all are checked before any is read; in a script and in MULTI (where BLOCK does not wait)
+		"XADD m1 1-1 a 1", "XADD m1 2-1 b 2", "XGROUP CREATE m1 g 0", "XREADGROUP GROUP g c STREAMS m1 m2 > >",
+		"XREADGROUP GROUP g c COUNT 1 STREAMS m1 str > >", "XPENDING m1 g", "XINFO GROUPS m1",
+		"EVAL return(redis.call('XREADGROUP','GROUP','g','c','COUNT','1','BLOCK','0','STREAMS',KEYS[1],'>')) 1 m1",
+		"EVAL return(redis.call('XREADGROUP','GROUP','g','c3','COUNT','1','STREAMS',KEYS[1],'>')) 1 m1",
+		"EVAL return(redis.call('XREADGROUP','GROUP','g','c3','STREAMS',KEYS[1],'0')) 1 m1",
+		"MULTI", "XREADGROUP GROUP g c2 BLOCK 100 STREAMS m1 >", "XREADGROUP GROUP g c2 BLOCK 100 STREAMS m1 >", "EXEC",
+		"XPENDING m1 g", "XADD m3 1-1 a 1", "XGROUP CREATE m3 g 0", "XREADGROUP GROUP g c STREAMS m1 m3 0 >",
 	})
 }
 

@@ -6,7 +6,10 @@ import (
 
 	"anykv/internal/collections"
 	"anykv/internal/engine"
+	"anykv/internal/protocol/resp"
 )
+
+func init() { notes["xreadgroup"] = noteXReadGroup }
 
 // xreadgroupKeys finds XREADGROUP's keys: the first half of what follows STREAMS, passing over the values of
 // GROUP, COUNT and BLOCK (a group or consumer named "streams" is no STREAMS).
@@ -37,9 +40,24 @@ type readGroupSpec struct {
 	keys, ids       [][]byte
 }
 
-// parseReadGroup parses XREADGROUP's arguments, answering Redis's errors.
-func (s *session) parseReadGroup(args [][]byte) (readGroupSpec, bool) {
-	sp := readGroupSpec{count: -1}
+// hasBlock says whether XREADGROUP's options (before STREAMS) ask to BLOCK.
+func hasBlock(args [][]byte) bool {
+	for p := 1; p < len(args) && !eq(args[p], "streams"); p++ {
+		switch {
+		case eq(args[p], "block"):
+			return true
+		case eq(args[p], "group"):
+			p += 2
+		case eq(args[p], "count"):
+			p++
+		}
+	}
+	return false
+}
+
+// parseReadGroup parses XREADGROUP's arguments; msg is Redis's error when they are wrong.
+func parseReadGroup(args [][]byte) (sp readGroupSpec, msg string) {
+	sp.count = -1
 	streams := 0
 	for i := 1; i < len(args) && streams == 0; i++ {
 		more := len(args) - i - 1
@@ -48,19 +66,16 @@ func (s *session) parseReadGroup(args [][]byte) (readGroupSpec, bool) {
 			n, ok := argInt(args[i+1])
 			switch {
 			case !ok:
-				s.w.Error("ERR timeout is not an integer or out of range")
-				return sp, false
+				return sp, "ERR timeout is not an integer or out of range"
 			case n < 0:
-				s.w.Error("ERR timeout is negative")
-				return sp, false
+				return sp, "ERR timeout is negative"
 			}
 			sp.block, sp.hasBlock = time.Duration(n)*time.Millisecond, true
 			i++
 		case eq(args[i], "count") && more > 0:
 			n, ok := argInt(args[i+1])
 			if !ok {
-				s.w.Error(errNotInt)
-				return sp, false
+				return sp, errNotInt
 			}
 			if n > 0 {
 				sp.count = n
@@ -69,8 +84,7 @@ func (s *session) parseReadGroup(args [][]byte) (readGroupSpec, bool) {
 		case eq(args[i], "streams") && more > 0:
 			streams = i + 1
 			if (len(args)-streams)%2 != 0 {
-				s.w.Error("ERR Unbalanced 'xreadgroup' list of streams: for each stream key an ID or '>' must be specified.")
-				return sp, false
+				return sp, "ERR Unbalanced 'xreadgroup' list of streams: for each stream key an ID or '>' must be specified."
 			}
 		case eq(args[i], "group") && more >= 2:
 			sp.group, sp.consumer = args[i+1], args[i+2]
@@ -78,141 +92,153 @@ func (s *session) parseReadGroup(args [][]byte) (readGroupSpec, bool) {
 		case eq(args[i], "noack"):
 			sp.noAck = true
 		default:
-			s.w.Error("ERR syntax error")
-			return sp, false
+			return sp, "ERR syntax error"
 		}
 	}
 	switch {
 	case streams == 0:
-		s.w.Error("ERR syntax error")
-		return sp, false
+		return sp, "ERR syntax error"
 	case sp.group == nil:
-		s.w.Error("ERR Missing GROUP option for XREADGROUP")
-		return sp, false
+		return sp, "ERR Missing GROUP option for XREADGROUP"
 	}
 	n := (len(args) - streams) / 2
 	for _, id := range args[streams+n:] {
 		switch {
 		case string(id) == "$":
-			s.w.Error("ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set.")
-			return sp, false
+			return sp, "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set."
 		case string(id) != ">":
 			if _, ok := collections.ParseID(id, false); !ok {
-				s.w.Error(collections.ErrStreamID.Error())
-				return sp, false
+				return sp, collections.ErrStreamID.Error()
 			}
 		}
 	}
-	// Waiting may refill the parser's buffer.
-	sp.group, sp.consumer = copyArgs([][]byte{sp.group})[0], copyArgs([][]byte{sp.consumer})[0]
-	sp.keys, sp.ids = copyArgs(args[streams:streams+n]), copyArgs(args[streams+n:])
-	return sp, true
+	sp.keys, sp.ids = args[streams:streams+n], args[streams+n:]
+	return sp, ""
 }
 
-// cmdXReadGroup reads each stream for a consumer of a group: ">" delivers the entries no consumer of the group
-// was given yet (each becomes pending unless NOACK), an ID the consumer's own pending entries after it. With BLOCK
-// and only ">" with nothing new, it waits as XREAD BLOCK does, woken by XADD, and by any write of its keys: a
-// stream deleted (DEL, FLUSHDB) or its group destroyed meanwhile answers NOGROUP, a key of another type now
-// WRONGTYPE, as Redis 7.2 does (it runs the command again). It runs on its own
-// (not in a script; in MULTI after the transaction's batch, without blocking), as XREAD does.
-func cmdXReadGroup(s *session, args [][]byte) {
-	sp, ok := s.parseReadGroup(args)
-	if !ok {
+// muts are the calls that read each stream: each checks all of them first, so one fails as all do.
+func (sp *readGroupSpec) muts(table string) []engine.Mutation {
+	var all [][]byte
+	if len(sp.keys) > 1 {
+		all = sp.keys
+	}
+	muts := make([]engine.Mutation, len(sp.keys))
+	for i, k := range sp.keys {
+		muts[i] = collections.XReadGroup(table, k, sp.group, sp.consumer, sp.ids[i], sp.count, sp.noAck, all...)
+	}
+	return muts
+}
+
+// writeReadGroup writes XREADGROUP's reply from its calls' results: the first error, or each stream that
+// answered (the history always, new entries when there are); false when none did (nothing written).
+func writeReadGroup(w *resp.Writer, sp *readGroupSpec, res []engine.Result) bool {
+	served := 0
+	for i, r := range res {
+		switch {
+		case errors.Is(r.Err, collections.ErrNoGroup):
+			key := sp.keys[i] // or the first key of several that failed the check
+			if len(r.New.Value) > 0 {
+				key = r.New.Value
+			}
+			w.Error("NOGROUP No such key '" + string(key) + "' or consumer group '" + string(sp.group) + "' in XREADGROUP with GROUP option")
+			return true
+		case r.Err != nil:
+			w.Error(errText(r.Err))
+			return true
+		case r.NewFound || len(r.Members) > 0:
+			served++
+		}
+	}
+	if served == 0 {
+		return false
+	}
+	if w.Proto() >= 3 {
+		w.MapHeader(served)
+	} else {
+		w.ArrayHeader(served)
+	}
+	for i, r := range res {
+		if !r.NewFound && len(r.Members) == 0 {
+			continue
+		}
+		if w.Proto() < 3 {
+			w.ArrayHeader(2)
+		}
+		w.Bulk(sp.keys[i])
+		w.ArrayHeader(len(r.Members))
+		for _, m := range r.Members {
+			w.ArrayHeader(2)
+			w.Bulk(m.Name)
+			if len(m.Item.Value) == 0 { // pending, but deleted from the stream since
+				w.NullArray()
+				continue
+			}
+			fields, _ := collections.DecodeFields(m.Item.Value)
+			w.ArrayHeader(len(fields))
+			for _, f := range fields {
+				w.Bulk(f)
+			}
+		}
+	}
+	return true
+}
+
+// cmdXReadGroupData is XREADGROUP in the batch: without BLOCK, in MULTI (where BLOCK waits for nothing, as in
+// Redis) and in scripts.
+func cmdXReadGroupData(s *session, args [][]byte) {
+	sp, msg := parseReadGroup(args)
+	if msg != "" {
+		s.fail(msg)
 		return
 	}
-	// apply applies muts and answers the first error (false: none, res are the results).
-	apply := func(muts []engine.Mutation) ([]engine.Result, bool) {
+	for _, m := range sp.muts(s.table()) {
+		s.add(m)
+	}
+	s.plan(func(w *resp.Writer, res []engine.Result) {
+		if !writeReadGroup(w, &sp, res) {
+			w.NullArray()
+		}
+	})
+}
+
+// noteXReadGroup: XREADGROUP sends xgroup-createconsumer for each stream where it made its consumer.
+func noteXReadGroup(n *noteCtx) {
+	for i, r := range n.res {
+		if i < len(n.keys) && collections.ConsumerCreated(r) {
+			n.emit(notifyStream, "xgroup-createconsumer", n.keys[i])
+		}
+	}
+}
+
+// cmdXReadGroup is XREADGROUP with BLOCK, on its own: when no stream has anything for it (only ">" and nothing
+// new), it waits as XREAD BLOCK does, woken by XADD and by any write of its keys: a stream deleted (DEL,
+// FLUSHDB) or its group destroyed meanwhile answers NOGROUP, a key of another type now WRONGTYPE, as Redis 7.2
+// does (it runs the command again).
+func cmdXReadGroup(s *session, args [][]byte) {
+	sp, msg := parseReadGroup(args)
+	if msg != "" {
+		s.w.Error(msg)
+		return
+	}
+	sp.group, sp.consumer = copyArgs([][]byte{sp.group})[0], copyArgs([][]byte{sp.consumer})[0]
+	sp.keys, sp.ids = copyArgs(sp.keys), copyArgs(sp.ids) // waiting may refill the parser's buffer
+	muts := sp.muts(s.table())
+	attempt := func() bool {
 		res, err := s.h.store.Apply(respCtx, muts)
 		if err != nil {
 			s.w.Error(errText(err))
-			return nil, true
-		}
-		return res, s.readGroupErr(sp, res)
-	}
-	attempt := func() bool {
-		muts := make([]engine.Mutation, 0, len(sp.keys))
-		if len(sp.keys) > 1 { // every stream and group is checked before any is read, as Redis does
-			for _, k := range sp.keys {
-				muts = append(muts, groupProbe(s.table(), k, sp.group))
-			}
-			if _, failed := apply(muts); failed {
-				return true
-			}
-			muts = muts[:0]
-		}
-		for i, k := range sp.keys {
-			muts = append(muts, collections.XReadGroup(s.table(), k, sp.group, sp.consumer, sp.ids[i], sp.count, sp.noAck))
-		}
-		res, failed := apply(muts)
-		if failed {
 			return true
 		}
-		served := 0
 		for i, r := range res {
-			if collections.ConsumerCreated(r) {
+			if r.Err == nil && collections.ConsumerCreated(r) {
 				s.h.notify(notifyStream, "xgroup-createconsumer", s.db, sp.keys[i])
 			}
-			if r.NewFound || len(r.Members) > 0 {
-				served++
-			}
 		}
-		if served == 0 {
-			return false
-		}
-		if s.w.Proto() >= 3 {
-			s.w.MapHeader(served)
-		} else {
-			s.w.ArrayHeader(served)
-		}
-		for i, r := range res {
-			if !r.NewFound && len(r.Members) == 0 {
-				continue
-			}
-			if s.w.Proto() < 3 {
-				s.w.ArrayHeader(2)
-			}
-			s.w.Bulk(sp.keys[i])
-			s.w.ArrayHeader(len(r.Members))
-			for _, m := range r.Members {
-				s.w.ArrayHeader(2)
-				s.w.Bulk(m.Name)
-				if len(m.Item.Value) == 0 { // pending, but deleted from the stream since
-					s.w.NullArray()
-					continue
-				}
-				fields, _ := collections.DecodeFields(m.Item.Value)
-				s.w.ArrayHeader(len(fields))
-				for _, f := range fields {
-					s.w.Bulk(f)
-				}
-			}
-		}
-		return true
-	}
-	if !sp.hasBlock {
-		if !attempt() {
-			s.w.NullArray()
-		}
-		return
+		return writeReadGroup(s.w, &sp, res)
 	}
 	s.h.waiters.groups.Add(1)
 	defer s.h.waiters.groups.Add(-1)
 	if !s.block(sp.keys, sp.block, false, attempt) {
 		s.w.NullArray()
 	}
-}
-
-// readGroupErr answers the first error among XREADGROUP's results, if any.
-func (s *session) readGroupErr(sp readGroupSpec, res []engine.Result) bool {
-	for i, r := range res {
-		switch {
-		case errors.Is(r.Err, collections.ErrNoGroup):
-			s.w.Error("NOGROUP No such key '" + string(sp.keys[i]) + "' or consumer group '" + string(sp.group) + "' in XREADGROUP with GROUP option")
-			return true
-		case r.Err != nil:
-			s.w.Error(errText(r.Err))
-			return true
-		}
-	}
-	return false
 }

@@ -22,7 +22,7 @@ func init() {
 		x(&command{name: "xtrim", arity: -4, flags: rw, data: cmdXTrim, since: "5.0.0", summary: "Deletes messages from the beginning of a stream."}),
 		x(&command{name: "xread", arity: -4, flags: ro, firstKey: -1, movable: streamsKeys, imm: cmdXRead, since: "5.0.0", summary: "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise."}),
 		// Consumer groups (streamgroups.go, streamreadgroup.go).
-		x(&command{name: "xreadgroup", arity: -7, flags: rw, firstKey: -1, movable: xreadgroupKeys, imm: cmdXReadGroup, since: "5.0.0", summary: "Returns new or historical messages from a stream for a consumer in a group. Blocks until a message is available otherwise."}),
+		x(&command{name: "xreadgroup", arity: -7, flags: rw, firstKey: -1, movable: xreadgroupKeys, data: cmdXReadGroupData, imm: cmdXReadGroup, immIf: hasBlock, since: "5.0.0", summary: "Returns new or historical messages from a stream for a consumer in a group. Blocks until a message is available otherwise."}),
 		x(&command{name: "xgroup", arity: -2, flags: rw, firstKey: 2, lastKey: 2, step: 1, data: cmdXGroup, since: "5.0.0", summary: "A container for consumer groups commands."}),
 		x(&command{name: "xack", arity: -4, flags: rw | flagFast, data: cmdXAck, since: "5.0.0", summary: "Returns the number of messages that were successfully acknowledged by the consumer group member of a stream."}),
 		x(&command{name: "xpending", arity: -3, flags: ro, data: cmdXPending, since: "5.0.0", summary: "Returns the information and entries from a stream consumer group's pending entries list."}),
