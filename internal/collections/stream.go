@@ -155,6 +155,7 @@ type stream struct {
 	coll
 	tally                   tally // loaded on demand (loadTally)
 	tallyLoaded, tallyDirty bool
+	first                   *ID // the first entry's ID, once read (firstID)
 }
 
 func openStream(tx *engine.Tx, table string, key []byte) (stream, bool, error) {

@@ -44,8 +44,9 @@ func xclaim(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		return stop, err
 	}
 	now := tx.Now()
+	cl := claimer{st: &st, group: gname, name: cname, justID: justID}
 	if g.last.less(lastID) {
-		g.last = lastID
+		g.last, cl.changed = lastID, true
 		st.putGroup(g)
 	}
 	delivery := now
@@ -58,7 +59,6 @@ func xclaim(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	if delivery < 0 || delivery > now {
 		delivery = now
 	}
-	cl := claimer{st: &st, group: gname, name: cname, justID: justID}
 	for _, a := range args[9:] {
 		id, _ := ParseID(a, false)
 		p, pending, err := st.nack(gname, id)
@@ -72,6 +72,7 @@ func xclaim(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		if !exists { // gone from the stream: gone from the PEL too
 			if pending {
 				st.delNack(gname, id)
+				cl.changed = true
 			}
 			continue
 		}
@@ -103,6 +104,7 @@ type claimer struct {
 	created     bool
 	items       replyBuf
 	n           int
+	changed     bool // the call changed the group: the meta is rewritten (its version, for WATCH)
 }
 
 // claim gives p (an existing entry, whose fields are v) to the consumer, delivered at at; its delivery count
@@ -122,6 +124,7 @@ func (cl *claimer) claim(p nack, v []byte, at, retry int64) error {
 	}
 	cl.st.putNack(cl.group, p)
 	cl.n++
+	cl.changed = true
 	if cl.justID {
 		cl.items.id(p.id)
 		return nil
@@ -129,14 +132,16 @@ func (cl *claimer) claim(p nack, v []byte, at, retry int64) error {
 	return cl.items.entry(p.id, v)
 }
 
-// finish records the consumer active (if it claimed anything) and the stream changed, and returns the result
-// with reply out.
+// finish records the consumer active (if it claimed anything) and the stream changed (if it did: a call that
+// changed nothing leaves the key's version, as Redis leaves a WATCH of it), and returns the result with reply out.
 func (cl *claimer) finish(out replyBuf) engine.Result {
 	if cl.c.found {
 		cl.c.active = cl.st.tx.Now()
 		cl.st.putConsumer(cl.group, cl.c)
 	}
-	cl.st.put()
+	if cl.changed {
+		cl.st.put()
+	}
 	res := out.result()
 	consumerCreated(&res, cl.created)
 	return res
@@ -193,10 +198,10 @@ func xautoclaim(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	if err != nil {
 		return engine.Result{}, err
 	}
+	cl := claimer{st: &st, group: gname, name: cname, justID: justID, changed: len(deleted) > 0}
 	for _, p := range deleted {
 		st.delNack(gname, p.id)
 	}
-	cl := claimer{st: &st, group: gname, name: cname, justID: justID}
 	for _, p := range claimed {
 		v, _, err := st.entry(p.id)
 		if err != nil {

@@ -285,10 +285,17 @@ func (st *stream) lastID() ID { return ID{st.meta.LastMS, st.meta.LastSeq} }
 // entriesAdded is Redis's entries_added: every entry ever added.
 func (st *stream) entriesAdded() int64 { return st.meta.Count + int64(st.tally.deleted) }
 
-// firstID is the first entry's ID (0-0 when empty), Redis's first_id.
+// firstID is the first entry's ID (0-0 when empty), Redis's first_id; read once per call (the group functions
+// delete no entries).
 func (st *stream) firstID() (ID, error) {
+	if st.first != nil {
+		return *st.first, nil
+	}
 	var first ID
 	err := st.entries(ID{}, maxStreamID, false, func(id ID, _ []byte) bool { first = id; return false })
+	if err == nil {
+		st.first = &first
+	}
 	return first, err
 }
 

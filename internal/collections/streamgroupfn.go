@@ -236,7 +236,7 @@ func xreadgroup(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 			st.putGroup(g)
 		}
 	}
-	st.putConsumer(gname, c)
+	st.putConsumer(gname, c) // its seen time, even when nothing was read (Redis 7.2's idle)
 	st.put()
 	return res, nil
 }

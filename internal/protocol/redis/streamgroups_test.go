@@ -159,6 +159,10 @@ func TestStreamGroupsMatchRedis(t *testing.T) {
 		"EVAL return(redis.call('XREADGROUP','GROUP','g','c3','STREAMS',KEYS[1],'0')) 1 m1",
 		"MULTI", "XREADGROUP GROUP g c2 BLOCK 100 STREAMS m1 >", "XREADGROUP GROUP g c2 BLOCK 100 STREAMS m1 >", "EXEC",
 		"XPENDING m1 g", "XADD m3 1-1 a 1", "XGROUP CREATE m3 g 0", "XREADGROUP GROUP g c STREAMS m1 m3 0 >",
+		// a group command that changes nothing leaves a WATCH of the stream (one that writes fails it, where
+		// Redis's do not: docs/resp.md)
+		"WATCH m3", "XCLAIM m3 g c 3600000 1-1", "XAUTOCLAIM m3 g c 3600000 0", "XPENDING m3 g", "XACK m3 g 9-9",
+		"XINFO STREAM m3", "MULTI", "PING", "EXEC", "WATCH m3", "XADD m3 2-1 b 2", "MULTI", "PING", "EXEC",
 	})
 }
 
