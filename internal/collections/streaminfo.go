@@ -7,7 +7,8 @@ import (
 )
 
 // XInfo answers an XINFO subcommand about the stream at key as a reply tree, in Redis 7.2's fields: op
-// "groups", "consumers" (arg: the group), "stream", or "full" (arg: COUNT, 0 for all). ErrNotFound when there is
+// "groups", "consumers" (arg: the group), "stream", or "full" (arg: COUNT, 0 for all); or, for op "records",
+// the stream's group records as Members (Name the member key, for MEMORY USAGE). ErrNotFound when there is
 // no stream, ErrNoGroup for CONSUMERS of a group that does not exist.
 func XInfo(table string, key []byte, op string, arg []byte) engine.Mutation {
 	return engine.CallMutation(table, key, fnXInfo, []byte(op), arg)
@@ -43,6 +44,15 @@ func xinfo(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		err = st.infoStream(&out, false, 0)
 	case "full":
 		err = st.infoStream(&out, true, parseRead(args[1]))
+	case "records": // every group record, as Members named by their member keys (MEMORY USAGE counts them)
+		var res engine.Result
+		prefix := engine.MemberPrefix(nil, st.key, st.meta.Gen)
+		space := append(prefix[:len(prefix):len(prefix)], groupSpace...)
+		err := st.tx.Scan(st.mt(), engine.PrefixRange(space), func(k []byte, it engine.Item) bool {
+			res.Members = append(res.Members, engine.Member{Name: append([]byte(nil), k[len(prefix):]...), Item: it})
+			return true
+		})
+		return res, err
 	default:
 		return engine.Result{}, engine.ErrInvalid
 	}

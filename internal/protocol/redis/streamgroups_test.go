@@ -262,3 +262,31 @@ func TestStreamGroupEvents(t *testing.T) {
 		compareEvents(t, runNotifyLines(t, addr, groupNotifyScript, plain), want)
 	}
 }
+
+// TestStreamGroupsMemoryUsage: MEMORY USAGE of a stream counts its groups' records (a group, its consumers and
+// pending entries) with its entries, and what XGROUP DESTROY removed no longer.
+func TestStreamGroupsMemoryUsage(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	rc := ts.raw(t)
+	do := func(line string) string {
+		rc.send(cmdRESP(line))
+		return rc.reply()
+	}
+	do("XADD s 1-1 field value")
+	do("XADD s 2-1 field value")
+	bare := do("MEMORY USAGE s")
+	do("XGROUP CREATE s g 0")
+	withGroup := do("MEMORY USAGE s")
+	do("XREADGROUP GROUP g consumer STREAMS s >")
+	withPending := do("MEMORY USAGE s")
+	do("XGROUP DESTROY s g")
+	after := do("MEMORY USAGE s")
+	n := func(r string) int {
+		var v int
+		fmt.Sscanf(r, ":%d", &v)
+		return v
+	}
+	if !(n(bare) > 0 && n(withGroup) > n(bare) && n(withPending) > n(withGroup) && n(after) == n(bare)) {
+		t.Fatalf("MEMORY USAGE: stream %q, with a group %q, with 2 pending entries %q, group destroyed %q", bare, withGroup, withPending, after)
+	}
+}
