@@ -2,6 +2,7 @@ package redis
 
 import (
 	"fmt"
+	"math/rand"
 	"regexp"
 	"strings"
 	"testing"
@@ -288,5 +289,67 @@ func TestStreamGroupsMemoryUsage(t *testing.T) {
 	}
 	if !(n(bare) > 0 && n(withGroup) > n(bare) && n(withPending) > n(withGroup) && n(after) == n(bare)) {
 		t.Fatalf("MEMORY USAGE: stream %q, with a group %q, with 2 pending entries %q, group destroyed %q", bare, withGroup, withPending, after)
+	}
+}
+
+// randomGroupScript is a random sequence of consumer-group commands over one stream, two groups and three
+// consumers, whose replies Redis 7.0 and 7.2 give alike (consumers exist before they read; idle times 0 or an
+// hour; times masked with "~").
+func randomGroupScript(seed int64, n int) []string {
+	r := rand.New(rand.NewSource(seed))
+	lines := []string{"XGROUP CREATE s g1 $ MKSTREAM", "XGROUP CREATE s g2 0"}
+	for _, g := range []string{"g1", "g2"} {
+		for _, c := range []string{"c1", "c2", "c3"} {
+			lines = append(lines, "XGROUP CREATECONSUMER s "+g+" "+c)
+		}
+	}
+	next := 1
+	id := func() string { return fmt.Sprintf("%d-1", 1+r.Intn(next+1)) }
+	pick := func(xs ...string) string { return xs[r.Intn(len(xs))] }
+	for len(lines) < n {
+		g, c := pick("g1", "g2"), pick("c1", "c2", "c3")
+		switch r.Intn(16) {
+		case 0, 1, 2:
+			lines = append(lines, fmt.Sprintf("XADD s %d-1 f %d", next, next))
+			next++
+		case 3:
+			lines = append(lines, "XDEL s "+id())
+		case 4:
+			lines = append(lines, fmt.Sprintf("XTRIM s MAXLEN %d", r.Intn(6)))
+		case 5, 6, 7:
+			lines = append(lines, fmt.Sprintf("XREADGROUP GROUP %s %s COUNT %d %sSTREAMS s %s", g, c, r.Intn(4),
+				pick("", "NOACK "), pick(">", ">", "0", id())))
+		case 8:
+			lines = append(lines, "XACK s "+g+" "+id()+" "+id())
+		case 9:
+			lines = append(lines, "XCLAIM s "+g+" "+c+" "+pick("0", "3600000")+" "+id()+" "+id()+
+				pick("", " JUSTID", " FORCE", " RETRYCOUNT 3", " LASTID "+id()))
+		case 10:
+			lines = append(lines, fmt.Sprintf("XAUTOCLAIM s %s %s %s %s COUNT %d%s", g, c, pick("0", "3600000"), id(),
+				1+r.Intn(3), pick("", " JUSTID")))
+		case 11:
+			lines = append(lines, "XPENDING s "+g, "~XPENDING s "+g+" - + 10", "~XPENDING s "+g+" - + 10 "+c)
+		case 12:
+			lines = append(lines, "XINFO GROUPS s", "XINFO STREAM s", "~XINFO STREAM s FULL", "~XINFO CONSUMERS s "+g)
+		case 13:
+			lines = append(lines, "XGROUP SETID s "+g+" "+pick("$", id(), "0")+pick("", fmt.Sprintf(" ENTRIESREAD %d", r.Intn(4))))
+		case 14:
+			lines = append(lines, "XGROUP DELCONSUMER s "+g+" "+c, "XGROUP CREATECONSUMER s "+g+" "+c)
+		case 15:
+			lines = append(lines, "XGROUP DESTROY s "+g, "XGROUP CREATE s "+g+" "+pick("$", "0", id()))
+			for _, c := range []string{"c1", "c2", "c3"} {
+				lines = append(lines, "XGROUP CREATECONSUMER s "+g+" "+c)
+			}
+		}
+	}
+	return append(lines, "XINFO GROUPS s", "~XINFO STREAM s FULL COUNT 0", "XPENDING s g1", "XPENDING s g2")
+}
+
+// TestStreamGroupsRandomMatchRedis runs random sequences of group commands (deliveries, acknowledgements, claims,
+// deletions and trims under them, SETID, consumers and groups deleted and made again) against redis-server and
+// anykv, and requires the same replies: pending entries, delivery counts, cursors, entries-read and lag.
+func TestStreamGroupsRandomMatchRedis(t *testing.T) {
+	for seed := int64(1); seed <= 12; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { sameAsRedisGroups(t, randomGroupScript(seed, 250)) })
 	}
 }
