@@ -353,3 +353,50 @@ func TestStreamGroupsRandomMatchRedis(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { sameAsRedisGroups(t, randomGroupScript(seed, 250)) })
 	}
 }
+
+// TestStreamGroupTimes: delivery, seen and active times are the batch's time (the test's clock), and answer as
+// Redis 7.2 defines them: XPENDING's idle since the last delivery, XCLAIM's IDLE and TIME setting it; XINFO
+// CONSUMERS' idle since the last attempt to read or claim (a consumer XREADGROUP made reading nothing among
+// them, 7.2's) and inactive since the last read or claim that got something (-1: never); XINFO STREAM FULL's
+// seen-time, active-time and delivery times as unix ms.
+func TestStreamGroupTimes(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	rc := ts.raw(t)
+	now := ts.clock.Load()
+	steps := []struct {
+		cmd, want string
+		advance   time.Duration
+	}{
+		{"XGROUP CREATE s g $ MKSTREAM", "+OK\r\n", 0},
+		{"XREADGROUP GROUP g alice COUNT 1 STREAMS s >", "*-1\r\n", 100 * time.Millisecond},
+		{"XINFO CONSUMERS s g", "*1\r\n*8\r\n$4\r\nname\r\n$5\r\nalice\r\n$7\r\npending\r\n:0\r\n$4\r\nidle\r\n:100\r\n$8\r\ninactive\r\n:-1\r\n", 0},
+		{"XADD s 1-1 f v", "$3\r\n1-1\r\n", 0},
+		{"XREADGROUP GROUP g alice COUNT 1 STREAMS s >", "*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n", 250 * time.Millisecond},
+		{"XREADGROUP GROUP g alice STREAMS s >", "*-1\r\n", 50 * time.Millisecond},
+		{"XINFO CONSUMERS s g", "*1\r\n*8\r\n$4\r\nname\r\n$5\r\nalice\r\n$7\r\npending\r\n:1\r\n$4\r\nidle\r\n:50\r\n$8\r\ninactive\r\n:300\r\n", 0},
+		{"XPENDING s g - + 10", "*1\r\n*4\r\n$3\r\n1-1\r\n$5\r\nalice\r\n:300\r\n:1\r\n", 0},
+		{"XCLAIM s g bob 0 1-1 IDLE 1000 JUSTID", "*1\r\n$3\r\n1-1\r\n", 0},
+		{"XPENDING s g - + 10", "*1\r\n*4\r\n$3\r\n1-1\r\n$3\r\nbob\r\n:1000\r\n:1\r\n", 0},
+		{fmt.Sprintf("XCLAIM s g bob 0 1-1 TIME %d JUSTID", now+400-20), "*1\r\n$3\r\n1-1\r\n", 0},
+		{"XPENDING s g - + 10", "*1\r\n*4\r\n$3\r\n1-1\r\n$3\r\nbob\r\n:20\r\n:1\r\n", 0},
+		{"XPENDING s g IDLE 21 - + 10", "*0\r\n", 0},
+		{fmt.Sprintf("XCLAIM s g bob 0 1-1 TIME %d JUSTID", now+10_000), "*1\r\n$3\r\n1-1\r\n", 0}, // the future: now
+		{"XPENDING s g - + 10", "*1\r\n*4\r\n$3\r\n1-1\r\n$3\r\nbob\r\n:0\r\n:1\r\n", 0},
+		{"XINFO STREAM s FULL", fmt.Sprintf("*18\r\n$6\r\nlength\r\n:1\r\n$15\r\nradix-tree-keys\r\n:1\r\n$16\r\nradix-tree-nodes\r\n:2\r\n"+
+			"$17\r\nlast-generated-id\r\n$3\r\n1-1\r\n$20\r\nmax-deleted-entry-id\r\n$3\r\n0-0\r\n$13\r\nentries-added\r\n:1\r\n"+
+			"$23\r\nrecorded-first-entry-id\r\n$3\r\n1-1\r\n$7\r\nentries\r\n*1\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n"+
+			"$6\r\ngroups\r\n*1\r\n*14\r\n$4\r\nname\r\n$1\r\ng\r\n$17\r\nlast-delivered-id\r\n$3\r\n1-1\r\n$12\r\nentries-read\r\n:1\r\n"+
+			"$3\r\nlag\r\n:0\r\n$9\r\npel-count\r\n:1\r\n$7\r\npending\r\n*1\r\n*4\r\n$3\r\n1-1\r\n$3\r\nbob\r\n:%[1]d\r\n:1\r\n"+
+			"$9\r\nconsumers\r\n*2\r\n*10\r\n$4\r\nname\r\n$5\r\nalice\r\n$9\r\nseen-time\r\n:%[2]d\r\n$11\r\nactive-time\r\n:%[3]d\r\n"+
+			"$9\r\npel-count\r\n:0\r\n$7\r\npending\r\n*0\r\n*10\r\n$4\r\nname\r\n$3\r\nbob\r\n$9\r\nseen-time\r\n:%[1]d\r\n"+
+			"$11\r\nactive-time\r\n:%[1]d\r\n$9\r\npel-count\r\n:1\r\n$7\r\npending\r\n*1\r\n*3\r\n$3\r\n1-1\r\n:%[1]d\r\n:1\r\n",
+			now+400, now+350, now+100), 0},
+	}
+	for _, st := range steps {
+		rc.send(cmdRESP(st.cmd))
+		if got := rc.reply(); got != st.want {
+			t.Errorf("%s (at +%d ms): %q\nwant %q", st.cmd, ts.clock.Load()-now, got, st.want)
+		}
+		ts.advance(st.advance)
+	}
+}
