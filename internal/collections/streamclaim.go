@@ -71,7 +71,7 @@ func xclaim(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		}
 		if !exists { // gone from the stream: gone from the PEL too
 			if pending {
-				st.delNack(gname, id)
+				st.delNack(gname, p)
 				cl.changed = true
 			}
 			continue
@@ -116,13 +116,14 @@ func (cl *claimer) claim(p nack, v []byte, at, retry int64) error {
 			return err
 		}
 	}
+	prev := p.consumer
 	p.consumer, p.at = cl.name, at
 	if retry >= 0 {
 		p.count = retry
 	} else if !cl.justID {
 		p.count++
 	}
-	cl.st.putNack(cl.group, p)
+	cl.st.putNack(cl.group, p, prev)
 	cl.n++
 	cl.changed = true
 	if cl.justID {
@@ -200,7 +201,7 @@ func xautoclaim(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	}
 	cl := claimer{st: &st, group: gname, name: cname, justID: justID, changed: len(deleted) > 0}
 	for _, p := range deleted {
-		st.delNack(gname, p.id)
+		st.delNack(gname, p)
 	}
 	for _, p := range claimed {
 		v, _, err := st.entry(p.id)
@@ -299,11 +300,11 @@ func xpending(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	now := tx.Now()
 	var items replyBuf
 	n := int64(0)
-	err = st.nacks(gname, from, to, func(p nack) bool {
+	visit := func(p nack) bool {
 		if n >= count {
 			return false
 		}
-		if only != nil && string(p.consumer) != string(only) || minIdle > 0 && now-p.at < minIdle {
+		if minIdle > 0 && now-p.at < minIdle {
 			return true
 		}
 		items.array(4)
@@ -313,7 +314,12 @@ func xpending(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		items.integer(p.count)
 		n++
 		return true
-	})
+	}
+	if only != nil {
+		err = st.nacksOf(gname, only, from, to, visit)
+	} else {
+		err = st.nacks(gname, from, to, visit)
+	}
 	if err != nil {
 		return engine.Result{}, err
 	}

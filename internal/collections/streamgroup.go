@@ -15,6 +15,8 @@ import (
 //	'g' group                                a group: last-delivered-id (16 bytes), entries-read (varint, -1: unknown)
 //	'p' uvarint(len(group)) group id(16)     a pending entry: uvarint(len(consumer)) consumer, delivery time (ms, varint), deliveries (uvarint)
 //	'c' uvarint(len(group)) group consumer   a consumer: seen time, active time (ms, varints; -1: never)
+//	'o' lp(group) lp(consumer) id(16)        a consumer's pending entry (empty: an index, so that reading one
+//	                                         consumer's pending entries reads only those)
 //	's'                                      the stream's tally: entries deleted (uvarint), the largest ID XDEL deleted (16 bytes)
 //
 // So the entry scans (XRANGE, XREAD, trims), which end at the largest ID's key, and XLEN (the meta's count)
@@ -34,6 +36,7 @@ const (
 	tagGroup    = 'g'
 	tagPending  = 'p'
 	tagConsumer = 'c'
+	tagOwner    = 'o'
 	tagTally    = 's'
 )
 
@@ -149,24 +152,39 @@ func (st *stream) nack(g []byte, id ID) (nack, bool, error) {
 	return p, err == nil, err
 }
 
-func (st *stream) putNack(g []byte, p nack) {
+// putNack stores p, pending for p.consumer; prev is who it was pending for before (nil: nobody), whose index
+// entry moves to p.consumer's.
+func (st *stream) putNack(g []byte, p nack, prev []byte) {
 	v := binary.AppendUvarint(binary.AppendVarint(lp(p.consumer), p.at), uint64(p.count))
 	st.tx.Put(st.mt(), st.gkey(tagPending, lp(g), p.id.key()), engine.Item{Value: v})
+	if prev == nil || string(prev) != string(p.consumer) {
+		if prev != nil {
+			st.tx.Delete(st.mt(), st.gkey(tagOwner, lp(g), lp(prev), p.id.key()))
+		}
+		st.tx.Put(st.mt(), st.gkey(tagOwner, lp(g), lp(p.consumer), p.id.key()), engine.Item{})
+	}
 }
 
-func (st *stream) delNack(g []byte, id ID) {
-	st.tx.Delete(st.mt(), st.gkey(tagPending, lp(g), id.key()))
+// delNack deletes p (acknowledged, or its entry gone) with its consumer's index entry.
+func (st *stream) delNack(g []byte, p nack) {
+	st.tx.Delete(st.mt(), st.gkey(tagPending, lp(g), p.id.key()))
+	st.tx.Delete(st.mt(), st.gkey(tagOwner, lp(g), lp(p.consumer), p.id.key()))
+}
+
+// idRange is the range of keys under prefix whose last 16 bytes are IDs in [from, to].
+func idRange(prefix []byte, from, to ID) engine.Range {
+	r := engine.Range{Start: append(prefix[:len(prefix):len(prefix)], from.key()...), End: engine.PrefixEnd(prefix)}
+	if end, ok := to.Next(); ok {
+		r.End = append(prefix[:len(prefix):len(prefix)], end.key()...)
+	}
+	return r
 }
 
 // nacks calls fn for the group's pending entries with IDs in [from, to], in ID order.
 func (st *stream) nacks(g []byte, from, to ID, fn func(p nack) bool) error {
 	prefix := st.gkey(tagPending, lp(g))
-	r := engine.Range{Start: append(prefix[:len(prefix):len(prefix)], from.key()...), End: engine.PrefixEnd(prefix)}
-	if end, ok := to.Next(); ok {
-		r.End = append(prefix[:len(prefix):len(prefix)], end.key()...)
-	}
 	var ferr error
-	err := st.tx.Scan(st.mt(), r, func(k []byte, it engine.Item) bool {
+	err := st.tx.Scan(st.mt(), idRange(prefix, from, to), func(k []byte, it engine.Item) bool {
 		p, err := decodeNack(idOf(k[len(prefix):]), it.Value)
 		if err != nil {
 			ferr = err
@@ -178,6 +196,41 @@ func (st *stream) nacks(g []byte, from, to ID, fn func(p nack) bool) error {
 		err = ferr
 	}
 	return err
+}
+
+// nacksOf calls fn for consumer c's pending entries with IDs in [from, to], in ID order: its index gives their
+// IDs, so this reads the consumer's entries only, not the group's.
+func (st *stream) nacksOf(g, c []byte, from, to ID, fn func(p nack) bool) error {
+	prefix := st.gkey(tagOwner, lp(g), lp(c))
+	var ids []ID
+	err := st.tx.Scan(st.mt(), idRange(prefix, from, to), func(k []byte, _ engine.Item) bool {
+		ids = append(ids, idOf(k[len(prefix):]))
+		return true
+	})
+	for _, id := range ids {
+		if err != nil {
+			return err
+		}
+		var p nack
+		var found bool
+		if p, found, err = st.nack(g, id); err == nil && !found {
+			err = engine.ErrCorrupt // the index names an entry the group does not hold
+		}
+		if err == nil && !fn(p) {
+			break
+		}
+	}
+	return err
+}
+
+// pendingOf counts consumer c's pending entries (from its index, reading no entry).
+func (st *stream) pendingOf(g, c []byte) (int64, error) {
+	n := int64(0)
+	err := st.tx.Scan(st.mt(), engine.PrefixRange(st.gkey(tagOwner, lp(g), lp(c))), func([]byte, engine.Item) bool {
+		n++
+		return true
+	})
+	return n, err
 }
 
 // consumer is a group's consumer record.

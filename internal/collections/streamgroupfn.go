@@ -72,7 +72,7 @@ func xgroup(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 			return intResult(0), nil
 		}
 		st.tx.Delete(st.mt(), st.gkey(tagGroup, name))
-		for _, tag := range []byte{tagPending, tagConsumer} {
+		for _, tag := range []byte{tagPending, tagOwner, tagConsumer} {
 			var keys [][]byte
 			prefix := st.gkey(tag, lp(name))
 			if err := st.scanPrefix(func(rest, _ []byte) bool {
@@ -103,17 +103,15 @@ func xgroup(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		if err != nil || !c.found {
 			return intResult(0), err
 		}
-		var mine []ID
-		if err := st.nacks(name, ID{}, maxStreamID, func(p nack) bool {
-			if string(p.consumer) == string(c.name) {
-				mine = append(mine, p.id)
-			}
+		var mine []nack
+		if err := st.nacksOf(name, c.name, ID{}, maxStreamID, func(p nack) bool {
+			mine = append(mine, p)
 			return true
 		}); err != nil {
 			return engine.Result{}, err
 		}
-		for _, id := range mine {
-			st.delNack(name, id)
+		for _, p := range mine {
+			st.delNack(name, p)
 		}
 		st.tx.Delete(st.mt(), st.gkey(tagConsumer, lp(name), c.name))
 		st.put()
@@ -188,10 +186,8 @@ func xreadgroup(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		from, ok := after.Next()
 		var mine []nack
 		if ok {
-			err = st.nacks(gname, from, maxStreamID, func(p nack) bool {
-				if string(p.consumer) == string(cname) {
-					mine = append(mine, p)
-				}
+			err = st.nacksOf(gname, cname, from, maxStreamID, func(p nack) bool {
+				mine = append(mine, p)
 				return !(count >= 0 && int64(len(mine)) >= count)
 			})
 		}
@@ -205,7 +201,7 @@ func xreadgroup(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 			}
 			if found {
 				p.at, p.count = now, p.count+1
-				st.putNack(gname, p)
+				st.putNack(gname, p, p.consumer)
 			}
 			res.Members = append(res.Members, engine.Member{Name: []byte(p.id.String()), Item: engine.Item{Value: v}})
 		}
@@ -227,8 +223,16 @@ func xreadgroup(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 			if err := st.advance(&g, id); err != nil {
 				return engine.Result{}, err
 			}
-			if !noAck {
-				st.putNack(gname, nack{id: id, consumer: cname, at: now, count: 1})
+			if !noAck { // pending for this consumer now, whoever it was pending for (after a SETID back, a FORCE)
+				old, found, err := st.nack(gname, id)
+				if err != nil {
+					return engine.Result{}, err
+				}
+				var prev []byte
+				if found {
+					prev = old.consumer
+				}
+				st.putNack(gname, nack{id: id, consumer: cname, at: now, count: 1}, prev)
 			}
 		}
 		if len(ids) > 0 {
@@ -259,10 +263,10 @@ func xack(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	n := int64(0)
 	for _, a := range args[1:] {
 		id, _ := ParseID(a, false)
-		if _, found, err := st.nack(args[0], id); err != nil {
+		if p, found, err := st.nack(args[0], id); err != nil {
 			return engine.Result{}, err
 		} else if found {
-			st.delNack(args[0], id)
+			st.delNack(args[0], p)
 			n++
 		}
 	}

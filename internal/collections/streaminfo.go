@@ -124,10 +124,6 @@ func (st *stream) infoGroups(out *replyBuf) error {
 }
 
 func (st *stream) infoConsumers(out *replyBuf, g []byte) error {
-	_, per, err := st.pelOf(g)
-	if err != nil {
-		return err
-	}
 	var cs []consumer
 	if err := st.consumers(g, func(c consumer) bool { cs = append(cs, c); return true }); err != nil {
 		return err
@@ -138,8 +134,12 @@ func (st *stream) infoConsumers(out *replyBuf, g []byte) error {
 		out.mapOf(4)
 		out.str("name")
 		out.bulk(c.name)
+		pending, err := st.pendingOf(g, c.name)
+		if err != nil {
+			return err
+		}
 		out.str("pending")
-		out.integer(int64(len(per[string(c.name)])))
+		out.integer(pending)
 		out.str("idle")
 		out.integer(max(now-c.seen, 0))
 		out.str("inactive")
