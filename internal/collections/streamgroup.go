@@ -10,11 +10,11 @@ import (
 
 // Stream consumer groups. A group's state lives beside the stream's entries, as further members of the
 // stream's member table under keys that sort after every entry ID: sixteen 0xFF bytes (the largest ID's key,
-// which they extend) and a tag byte:
+// which they extend) and a tag byte (lp(x) is x after its length as a uvarint):
 //
 //	'g' group                                a group: last-delivered-id (16 bytes), entries-read (varint, -1: unknown)
-//	'p' uvarint(len(group)) group id(16)     a pending entry: uvarint(len(consumer)) consumer, delivery time (ms, varint), deliveries (uvarint)
-//	'c' uvarint(len(group)) group consumer   a consumer: seen time, active time (ms, varints; -1: never)
+//	'p' lp(group) id(16)                     a pending entry: lp(consumer), delivery time (ms, varint), deliveries (uvarint)
+//	'c' lp(group) consumer                   a consumer: seen time, active time (ms, varints; -1: never)
 //	'o' lp(group) lp(consumer) id(16)        a consumer's pending entry (empty: an index, so that reading one
 //	                                         consumer's pending entries reads only those)
 //	's'                                      the stream's tally: entries deleted (uvarint), the largest ID XDEL deleted (16 bytes)
@@ -22,7 +22,8 @@ import (
 // So the entry scans (XRANGE, XREAD, trims), which end at the largest ID's key, and XLEN (the meta's count)
 // never see them, while whatever handles a collection's members whole carries them: DEL, UNLINK and expiry
 // reclaim them with the entries, RENAME and COPY move or copy them (a copy keeps its groups, as Redis's COPY
-// does). Every write rewrites the meta (its version), so WATCH sees group changes as Redis's WATCH does.
+// does). A call that writes rewrites the meta (its version), as every collection write does; so a WATCH of the
+// stream sees group changes, which Redis's does not (docs/resp.md), and a call that changes nothing writes nothing.
 //
 // The tally gives Redis 7's entries-added (count + deleted) and max-deleted-entry-id, from which XINFO's
 // entries-read and lag are derived as Redis derives them; XADD does not write it, only deletions do.

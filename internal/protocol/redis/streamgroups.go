@@ -10,9 +10,9 @@ import (
 )
 
 // Stream consumer groups: XGROUP, XACK, XPENDING, XCLAIM, XAUTOCLAIM and XINFO (XREADGROUP: streamreadgroup.go).
-// Each compiles into one call of a stream function (internal/collections/streamgroup*.go) that reads and writes
-// the group's records in the batch, so they run in pipelines, MULTI and scripts like any data command. Replies and
-// errors are Redis 7.2's.
+// Each compiles into one call of a stream function (internal/collections: streamgroupfn.go, streamclaim.go,
+// streaminfo.go; the records in streamgroup.go) that reads and writes the group's records in the batch, so they
+// run in pipelines, MULTI and scripts like any data command. Replies and errors are Redis 7.2's.
 
 func init() {
 	notes["xgroup"] = noteXGroup
