@@ -155,7 +155,8 @@ type stream struct {
 	coll
 	tally                   tally // loaded on demand (loadTally)
 	tallyLoaded, tallyDirty bool
-	first                   *ID // the first entry's ID, once read (firstID)
+	first                   *ID      // the first entry's ID, once read (firstID)
+	pel                     pelDelta // the call's changes to its group's pending counts (flushPel)
 }
 
 func openStream(tx *engine.Tx, table string, key []byte) (stream, bool, error) {

@@ -91,7 +91,7 @@ func xclaim(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	}
 	var out replyBuf
 	out.array(cl.n)
-	return cl.finish(append(out, cl.items...)), nil
+	return cl.finish(append(out, cl.items...))
 }
 
 // claimer hands pending entries to one consumer of a group (XCLAIM, XAUTOCLAIM), which it makes, or marks seen,
@@ -135,17 +135,20 @@ func (cl *claimer) claim(p nack, v []byte, at, retry int64) error {
 
 // finish records the consumer active (if it claimed anything) and the stream changed (if it did: a call that
 // changed nothing leaves the key's version, as Redis leaves a WATCH of it), and returns the result with reply out.
-func (cl *claimer) finish(out replyBuf) engine.Result {
+func (cl *claimer) finish(out replyBuf) (engine.Result, error) {
 	if cl.c.found {
 		cl.c.active = cl.st.tx.Now()
 		cl.st.putConsumer(cl.group, cl.c)
 	}
 	if cl.changed {
+		if err := cl.st.flushPel(cl.group); err != nil {
+			return engine.Result{}, err
+		}
 		cl.st.put()
 	}
 	res := out.result()
 	consumerCreated(&res, cl.created)
-	return res
+	return res, nil
 }
 
 // XAutoClaim claims up to count pending entries of group idle for at least minIdle ms, from start on, for
@@ -221,7 +224,7 @@ func xautoclaim(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	for _, p := range deleted {
 		out.id(p.id)
 	}
-	return cl.finish(out), nil
+	return cl.finish(out)
 }
 
 // XPending answers XPENDING's summary of group (summary), or its pending entries in [from, to] idle for at
@@ -240,43 +243,36 @@ func xpending(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		return engine.Result{}, engine.ErrInvalid
 	}
 	gname := args[0]
-	st, _, stop, done, err := openGroup(tx, gname)
+	st, g, stop, done, err := openGroup(tx, gname)
 	if done {
 		return stop, err
 	}
 	var out replyBuf
-	if string(args[1]) == "1" {
-		var total int64
-		var first, last ID
-		per := map[string]int64{}
-		if err := st.nacks(gname, ID{}, maxStreamID, func(p nack) bool {
-			if total == 0 {
-				first = p.id
-			}
-			last = p.id
-			total++
-			per[string(p.consumer)]++
-			return true
-		}); err != nil {
-			return engine.Result{}, err
-		}
+	if string(args[1]) == "1" { // the summary: from the counts, and the PEL's two ends
 		out.array(4)
-		out.integer(total)
-		if total == 0 {
+		out.integer(g.pending)
+		if g.pending == 0 {
 			out.null()
 			out.null()
 			out.nullArray()
 			return out.result(), nil
 		}
-		out.id(first)
-		out.id(last)
+		prefix := st.gkey(tagPending, lp(gname))
+		for _, scan := range []func(string, engine.Range, func([]byte, engine.Item) bool) error{st.tx.Scan, st.tx.ScanReverse} {
+			if err := scan(st.mt(), engine.PrefixRange(prefix), func(k []byte, _ engine.Item) bool {
+				out.id(idOf(k[len(prefix):]))
+				return false
+			}); err != nil {
+				return engine.Result{}, err
+			}
+		}
 		var items replyBuf
 		n := 0
 		if err := st.consumers(gname, func(c consumer) bool { // in name order, those with pending entries
-			if k := per[string(c.name)]; k > 0 {
+			if c.pending > 0 {
 				items.array(2)
 				items.bulk(c.name)
-				items.str(string(num(k)))
+				items.str(string(num(c.pending)))
 				n++
 			}
 			return true

@@ -12,9 +12,9 @@ import (
 // stream's member table under keys that sort after every entry ID: sixteen 0xFF bytes (the largest ID's key,
 // which they extend) and a tag byte (lp(x) is x after its length as a uvarint):
 //
-//	'g' group                                a group: last-delivered-id (16 bytes), entries-read (varint, -1: unknown)
+//	'g' group                                a group: last-delivered-id (16 bytes), entries-read (varint, -1: unknown), pending entries (uvarint)
 //	'p' lp(group) id(16)                     a pending entry: lp(consumer), delivery time (ms, varint), deliveries (uvarint)
-//	'c' lp(group) consumer                   a consumer: seen time, active time (ms, varints; -1: never)
+//	'c' lp(group) consumer                   a consumer: seen time, active time (ms, varints; -1: never), pending entries (uvarint)
 //	'o' lp(group) lp(consumer) id(16)        a consumer's pending entry (empty: an index, so that reading one
 //	                                         consumer's pending entries reads only those)
 //	's'                                      the stream's tally: entries deleted (uvarint), the largest ID XDEL deleted (16 bytes)
@@ -74,10 +74,31 @@ func (st *stream) scanPrefix(fn func(rest, v []byte) bool, tag byte, parts ...[]
 
 // group is a consumer group's record.
 type group struct {
-	name  []byte
-	last  ID
-	read  int64 // entries-read
-	found bool
+	name    []byte
+	last    ID
+	read    int64 // entries-read
+	pending int64 // its pending entries
+	found   bool
+}
+
+// decodeGroup reads a group record's value: last-delivered-id, entries-read (varint), pending (uvarint).
+func decodeGroup(name, v []byte) (group, error) {
+	g := group{name: name, found: true}
+	if len(v) < 17 {
+		return g, engine.ErrCorrupt
+	}
+	g.last = idOf(v)
+	var w1, w2 int
+	g.read, w1 = binary.Varint(v[16:])
+	if w1 > 0 {
+		var n uint64
+		n, w2 = binary.Uvarint(v[16+w1:])
+		g.pending = int64(n)
+	}
+	if w1 <= 0 || w2 <= 0 {
+		return g, engine.ErrCorrupt
+	}
+	return g, nil
 }
 
 func (st *stream) group(name []byte) (group, error) {
@@ -89,17 +110,11 @@ func (st *stream) group(name []byte) (group, error) {
 	if err != nil || !found {
 		return g, err
 	}
-	if len(it.Value) < 17 {
-		return g, engine.ErrCorrupt
-	}
-	g.last = idOf(it.Value)
-	g.read, _ = binary.Varint(it.Value[16:])
-	g.found = true
-	return g, nil
+	return decodeGroup(name, it.Value)
 }
 
 func (st *stream) putGroup(g group) {
-	v := binary.AppendVarint(g.last.key(), g.read)
+	v := binary.AppendUvarint(binary.AppendVarint(g.last.key(), g.read), uint64(g.pending))
 	st.tx.Put(st.mt(), st.gkey(tagGroup, g.name), engine.Item{Value: v})
 }
 
@@ -107,12 +122,11 @@ func (st *stream) putGroup(g group) {
 func (st *stream) groups(fn func(g group) bool) error {
 	var ferr error
 	err := st.scanPrefix(func(rest, v []byte) bool {
-		if len(v) < 17 {
-			ferr = engine.ErrCorrupt
+		var g group
+		if g, ferr = decodeGroup(append([]byte(nil), rest...), v); ferr != nil {
 			return false
 		}
-		read, _ := binary.Varint(v[16:])
-		return fn(group{name: append([]byte(nil), rest...), last: idOf(v), read: read, found: true})
+		return fn(g)
 	}, tagGroup)
 	if err == nil {
 		err = ferr
@@ -161,8 +175,12 @@ func (st *stream) putNack(g []byte, p nack, prev []byte) {
 	if prev == nil || string(prev) != string(p.consumer) {
 		if prev != nil {
 			st.tx.Delete(st.mt(), st.gkey(tagOwner, lp(g), lp(prev), p.id.key()))
+			st.count(prev, -1)
+		} else {
+			st.pel.total++
 		}
 		st.tx.Put(st.mt(), st.gkey(tagOwner, lp(g), lp(p.consumer), p.id.key()), engine.Item{})
+		st.count(p.consumer, 1)
 	}
 }
 
@@ -170,6 +188,50 @@ func (st *stream) putNack(g []byte, p nack, prev []byte) {
 func (st *stream) delNack(g []byte, p nack) {
 	st.tx.Delete(st.mt(), st.gkey(tagPending, lp(g), p.id.key()))
 	st.tx.Delete(st.mt(), st.gkey(tagOwner, lp(g), lp(p.consumer), p.id.key()))
+	st.pel.total--
+	st.count(p.consumer, -1)
+}
+
+// pelDelta is how a call changed its group's pending counts, kept until flushPel writes them.
+type pelDelta struct {
+	total int64
+	per   map[string]int64 // by consumer
+}
+
+func (st *stream) count(consumer []byte, d int64) {
+	if st.pel.per == nil {
+		st.pel.per = map[string]int64{}
+	}
+	st.pel.per[string(consumer)] += d
+}
+
+// flushPel adds the call's changes to the pending counts of group g and of its consumers, reading their records
+// as the batch has them now: a call writes its group and consumer first, then flushes.
+func (st *stream) flushPel(g []byte) error {
+	d := st.pel
+	st.pel = pelDelta{}
+	if d.total != 0 {
+		gr, err := st.group(g)
+		if err != nil || !gr.found {
+			return err
+		}
+		gr.pending += d.total
+		st.putGroup(gr)
+	}
+	for name, n := range d.per {
+		if n == 0 {
+			continue
+		}
+		c, err := st.consumer(g, []byte(name))
+		if err != nil {
+			return err
+		}
+		if c.found { // not one DELCONSUMER deleted
+			c.pending += n
+			st.putConsumer(g, c)
+		}
+	}
+	return nil
 }
 
 // idRange is the range of keys under prefix whose last 16 bytes are IDs in [from, to].
@@ -224,57 +286,60 @@ func (st *stream) nacksOf(g, c []byte, from, to ID, fn func(p nack) bool) error 
 	return err
 }
 
-// pendingOf counts consumer c's pending entries (from its index, reading no entry).
-func (st *stream) pendingOf(g, c []byte) (int64, error) {
-	n := int64(0)
-	err := st.tx.Scan(st.mt(), engine.PrefixRange(st.gkey(tagOwner, lp(g), lp(c))), func([]byte, engine.Item) bool {
-		n++
-		return true
-	})
-	return n, err
-}
-
 // consumer is a group's consumer record.
 type consumer struct {
 	name         []byte
 	seen, active int64
+	pending      int64 // its pending entries
 	found        bool
 }
 
-func (st *stream) consumer(g, name []byte) (consumer, error) {
-	c := consumer{name: name, active: -1}
-	it, found, err := st.tx.Get(st.mt(), st.gkey(tagConsumer, lp(g), name))
-	if err != nil || !found {
-		return c, err
-	}
-	var w1, w2 int
-	c.seen, w1 = binary.Varint(it.Value)
+// decodeConsumer reads a consumer record's value: seen and active times (varints), pending (uvarint).
+func decodeConsumer(name, v []byte) (consumer, error) {
+	c := consumer{name: name, active: -1, found: true}
+	var w1, w2, w3 int
+	c.seen, w1 = binary.Varint(v)
 	if w1 > 0 {
-		c.active, w2 = binary.Varint(it.Value[w1:])
+		c.active, w2 = binary.Varint(v[w1:])
 	}
-	if w1 <= 0 || w2 <= 0 {
+	if w2 > 0 {
+		var n uint64
+		n, w3 = binary.Uvarint(v[w1+w2:])
+		c.pending = int64(n)
+	}
+	if w1 <= 0 || w2 <= 0 || w3 <= 0 {
 		return c, engine.ErrCorrupt
 	}
-	c.found = true
 	return c, nil
 }
 
+func (st *stream) consumer(g, name []byte) (consumer, error) {
+	it, found, err := st.tx.Get(st.mt(), st.gkey(tagConsumer, lp(g), name))
+	if err != nil || !found {
+		return consumer{name: name, active: -1}, err
+	}
+	return decodeConsumer(name, it.Value)
+}
+
 func (st *stream) putConsumer(g []byte, c consumer) {
-	v := binary.AppendVarint(binary.AppendVarint(nil, c.seen), c.active)
+	v := binary.AppendUvarint(binary.AppendVarint(binary.AppendVarint(nil, c.seen), c.active), uint64(c.pending))
 	st.tx.Put(st.mt(), st.gkey(tagConsumer, lp(g), c.name), engine.Item{Value: v})
 }
 
 // consumers calls fn for each consumer of the group in name order.
 func (st *stream) consumers(g []byte, fn func(c consumer) bool) error {
-	return st.scanPrefix(func(rest, v []byte) bool {
-		c := consumer{name: append([]byte(nil), rest...), active: -1}
-		var w int
-		c.seen, w = binary.Varint(v)
-		if w > 0 {
-			c.active, _ = binary.Varint(v[w:])
+	var ferr error
+	err := st.scanPrefix(func(rest, v []byte) bool {
+		var c consumer
+		if c, ferr = decodeConsumer(append([]byte(nil), rest...), v); ferr != nil {
+			return false
 		}
 		return fn(c)
 	}, tagConsumer, lp(g))
+	if err == nil {
+		err = ferr
+	}
+	return err
 }
 
 // touchConsumer finds or creates the consumer and marks it seen now; created says it was new.

@@ -114,6 +114,9 @@ func xgroup(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 			st.delNack(name, p)
 		}
 		st.tx.Delete(st.mt(), st.gkey(tagConsumer, lp(name), c.name))
+		if err := st.flushPel(name); err != nil {
+			return engine.Result{}, err
+		}
 		st.put()
 		res := intResult(int64(len(mine)))
 		res.Old, res.OldFound = engine.Item{Value: []byte("deleted")}, true
@@ -241,6 +244,9 @@ func xreadgroup(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		}
 	}
 	st.putConsumer(gname, c) // its seen time, even when nothing was read (Redis 7.2's idle)
+	if err := st.flushPel(gname); err != nil {
+		return engine.Result{}, err
+	}
 	st.put()
 	return res, nil
 }
@@ -271,6 +277,9 @@ func xack(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		}
 	}
 	if n > 0 {
+		if err := st.flushPel(args[0]); err != nil {
+			return engine.Result{}, err
+		}
 		st.put()
 	}
 	return intResult(n), nil

@@ -62,18 +62,6 @@ func xinfo(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	return out.result(), nil
 }
 
-// pelOf tallies a group's pending entries: their number, and each consumer's entries in ID order.
-func (st *stream) pelOf(g []byte) (int64, map[string][]nack, error) {
-	n := int64(0)
-	per := map[string][]nack{}
-	err := st.nacks(g, ID{}, maxStreamID, func(p nack) bool {
-		n++
-		per[string(p.consumer)] = append(per[string(p.consumer)], p)
-		return true
-	})
-	return n, per, err
-}
-
 // lagReply adds a group's entries-read and lag (null when unknown).
 func (st *stream) lagReply(out *replyBuf, g group) error {
 	out.str("entries-read")
@@ -99,10 +87,6 @@ func (st *stream) infoGroups(out *replyBuf) error {
 	}
 	out.array(len(gs))
 	for _, g := range gs {
-		pending, _, err := st.pelOf(g.name)
-		if err != nil {
-			return err
-		}
 		consumers := int64(0)
 		if err := st.consumers(g.name, func(consumer) bool { consumers++; return true }); err != nil {
 			return err
@@ -113,7 +97,7 @@ func (st *stream) infoGroups(out *replyBuf) error {
 		out.str("consumers")
 		out.integer(consumers)
 		out.str("pending")
-		out.integer(pending)
+		out.integer(g.pending)
 		out.str("last-delivered-id")
 		out.id(g.last)
 		if err := st.lagReply(out, g); err != nil {
@@ -134,12 +118,8 @@ func (st *stream) infoConsumers(out *replyBuf, g []byte) error {
 		out.mapOf(4)
 		out.str("name")
 		out.bulk(c.name)
-		pending, err := st.pendingOf(g, c.name)
-		if err != nil {
-			return err
-		}
 		out.str("pending")
-		out.integer(pending)
+		out.integer(c.pending)
 		out.str("idle")
 		out.integer(max(now-c.seen, 0))
 		out.str("inactive")
@@ -202,12 +182,6 @@ func (st *stream) infoStream(out *replyBuf, full bool, count int64) error {
 		}
 		return nil
 	}
-	limit := func(n int) int {
-		if count > 0 && int64(n) > count {
-			return int(count)
-		}
-		return n
-	}
 	var entries replyBuf
 	n := 0
 	var ferr error
@@ -227,10 +201,6 @@ func (st *stream) infoStream(out *replyBuf, full bool, count int64) error {
 	out.str("groups")
 	out.array(len(gs))
 	for _, g := range gs {
-		total, per, err := st.pelOf(g.name)
-		if err != nil {
-			return err
-		}
 		var all []nack
 		if err := st.nacks(g.name, ID{}, maxStreamID, func(p nack) bool {
 			all = append(all, p)
@@ -247,7 +217,7 @@ func (st *stream) infoStream(out *replyBuf, full bool, count int64) error {
 			return err
 		}
 		out.str("pel-count")
-		out.integer(total)
+		out.integer(g.pending)
 		out.str("pending")
 		out.array(len(all))
 		for _, p := range all {
@@ -264,7 +234,13 @@ func (st *stream) infoStream(out *replyBuf, full bool, count int64) error {
 		out.str("consumers")
 		out.array(len(cs))
 		for _, c := range cs {
-			mine := per[string(c.name)]
+			var mine []nack
+			if err := st.nacksOf(g.name, c.name, ID{}, maxStreamID, func(p nack) bool {
+				mine = append(mine, p)
+				return count == 0 || int64(len(mine)) < count
+			}); err != nil {
+				return err
+			}
 			out.mapOf(5)
 			out.str("name")
 			out.bulk(c.name)
@@ -273,10 +249,10 @@ func (st *stream) infoStream(out *replyBuf, full bool, count int64) error {
 			out.str("active-time")
 			out.integer(c.active)
 			out.str("pel-count")
-			out.integer(int64(len(mine)))
+			out.integer(c.pending)
 			out.str("pending")
-			out.array(limit(len(mine)))
-			for _, p := range mine[:limit(len(mine))] {
+			out.array(len(mine))
+			for _, p := range mine {
 				out.array(3)
 				out.id(p.id)
 				out.integer(p.at)
