@@ -12,8 +12,8 @@ import (
 
 // Streams (XADD, XRANGE, XREAD, ...). A stream is a meta item (KindStream, generation, length and the last
 // entry ID) and one member per entry, keyed by its ID as 16 big-endian bytes (milliseconds, sequence), so entries
-// sort by ID and a range of IDs is a range scan. An entry's value is its field/value pairs. Consumer groups are
-// not served.
+// sort by ID and a range of IDs is a range scan. An entry's value is its field/value pairs. Consumer groups
+// live in further members after every entry (streamgroup.go).
 
 // ID is a stream entry ID.
 type ID struct{ MS, Seq uint64 }
@@ -97,6 +97,14 @@ const (
 	fnXDel  = "stream.del"
 	fnXTrim = "stream.trim"
 	fnXRead = "stream.range"
+	// The consumer groups' (streamgroupfn.go, streamclaim.go, streaminfo.go).
+	fnXGroup     = "stream.group"
+	fnXReadGroup = "stream.readgroup"
+	fnXAck       = "stream.ack"
+	fnXClaim     = "stream.claim"
+	fnXAutoClaim = "stream.autoclaim"
+	fnXPending   = "stream.pending"
+	fnXInfo      = "stream.info"
 )
 
 func init() {
@@ -104,6 +112,13 @@ func init() {
 	engine.RegisterFunc(fnXDel, xdel)
 	engine.RegisterFunc(fnXTrim, xtrim)
 	engine.RegisterUncachedKeyReadFunc(fnXRead, xrange)
+	engine.RegisterFunc(fnXGroup, xgroup)
+	engine.RegisterFunc(fnXReadGroup, xreadgroup)
+	engine.RegisterFunc(fnXAck, xack)
+	engine.RegisterFunc(fnXClaim, xclaim)
+	engine.RegisterFunc(fnXAutoClaim, xautoclaim)
+	engine.RegisterUncachedKeyReadFunc(fnXPending, xpending)
+	engine.RegisterUncachedKeyReadFunc(fnXInfo, xinfo)
 }
 
 // StreamTrim says how XADD and XTRIM trim: by MaxLen (keep the newest MaxLen entries) or by MinID (drop older ones).
@@ -136,11 +151,24 @@ func XAdd(table string, key []byte, id []byte, noMkStream bool, trim StreamTrim,
 }
 
 // stream is one stream as a function sees it.
-type stream struct{ coll }
+type stream struct {
+	coll
+	tally                   tally // loaded on demand (loadTally)
+	tallyLoaded, tallyDirty bool
+	first                   *ID      // the first entry's ID, once read (firstID)
+	pel                     pelDelta // the call's changes to its group's pending counts (flushPel)
+}
 
 func openStream(tx *engine.Tx, table string, key []byte) (stream, bool, error) {
 	c, wrong, err := openColl(tx, table, key, engine.KindStream)
-	return stream{c}, wrong, err
+	return stream{coll: c}, wrong, err
+}
+
+// create makes the (absent) stream the call works on, empty, with a new generation.
+func (st *stream) create() {
+	st.meta = engine.CollMeta{Gen: st.tx.NextVersion()}
+	st.item = engine.Item{Kind: engine.KindStream}
+	st.exists = true
 }
 
 // entries calls fn for the entries with IDs in [from, to], oldest first (newest first if rev). The scan starts
@@ -157,8 +185,8 @@ func (st *stream) entries(from, to ID, rev bool, fn func(id ID, value []byte) bo
 	r := engine.Range{Start: append(prefix[:len(prefix):len(prefix)], start...)}
 	if end, ok := to.Next(); ok {
 		r.End = append(prefix[:len(prefix):len(prefix)], end.key()...)
-	} else {
-		r.End = engine.PrefixEnd(prefix)
+	} else { // just past the largest ID's key: the group records after it (streamgroup.go) are no entries
+		r.End = append(append(prefix[:len(prefix):len(prefix)], groupSpace...), 0)
 	}
 	if bytes.Compare(r.Start, r.End) >= 0 {
 		return nil
@@ -172,9 +200,11 @@ func (st *stream) entries(from, to ID, rev bool, fn func(id ID, value []byte) bo
 	})
 }
 
-func (st *stream) del(id ID) {
+// del deletes an entry (byXDel: XDEL's, which Redis's max-deleted-entry-id records; a trim's does not).
+func (st *stream) del(id ID, byXDel bool) error {
 	st.tx.Delete(engine.MemberTable(st.table), engine.MemberKey(st.key, st.meta.Gen, id.key()))
 	st.meta.Count--
+	return st.noteDeleted(id, byXDel)
 }
 
 // trim drops entries by the rule and returns how many.
@@ -206,7 +236,9 @@ func (st *stream) trim(t StreamTrim) (int64, error) {
 		}
 	}
 	for _, id := range drop {
-		st.del(id)
+		if err := st.del(id, false); err != nil {
+			return 0, err
+		}
 	}
 	if len(drop) > 0 { // the oldest entries went: new IDs only come above them
 		st.meta.Floor = drop[len(drop)-1].key()
@@ -255,9 +287,7 @@ func xadd(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	case !st.exists && string(args[1]) == "0":
 		return engine.Result{Err: engine.ErrNotFound}, nil
 	case !st.exists:
-		st.meta = engine.CollMeta{Gen: tx.NextVersion()}
-		st.item = engine.Item{Kind: engine.KindStream}
-		st.exists = true
+		st.create()
 	}
 	last := ID{st.meta.LastMS, st.meta.LastSeq}
 	var id ID
@@ -302,7 +332,7 @@ func xadd(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	if err != nil {
 		return engine.Result{}, err
 	}
-	st.put()
+	st.store()
 	return engine.Result{New: engine.Item{Value: []byte(id.String())}, NewFound: true, Old: engine.Item{Value: num(int64(trimmed))}}, nil
 }
 
@@ -326,12 +356,14 @@ func xdel(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		if _, found, err := tx.Get(engine.MemberTable(st.table), mk); err != nil {
 			return engine.Result{}, err
 		} else if found {
-			st.del(id)
+			if err := st.del(id, true); err != nil {
+				return engine.Result{}, err
+			}
 			n++
 		}
 	}
 	if n > 0 {
-		st.put()
+		st.store()
 	}
 	return intResult(n), nil
 }
@@ -351,7 +383,7 @@ func xtrim(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		return engine.Result{}, err
 	}
 	if n > 0 {
-		st.put()
+		st.store()
 	}
 	return intResult(n), nil
 }

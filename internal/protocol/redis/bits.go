@@ -475,6 +475,7 @@ func memoryUsage(s *session, args [][]byte) {
 	s.add(collections.Range(s.table(), key, 0, -1))
 	s.add(collections.ZRange(s.table(), key, collections.RangeSpec{By: "rank", Min: []byte("0"), Max: []byte("-1"), Count: -1}))
 	s.add(collections.XRange(s.table(), key, collections.ID{}, maxID, false, -1))
+	s.add(collections.XInfo(s.table(), key, "records", nil)) // a stream's consumer groups
 	s.plan(func(w *resp.Writer, res []engine.Result) {
 		r := res[0]
 		switch {

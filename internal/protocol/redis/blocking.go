@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +37,7 @@ func init() {
 type waiters struct {
 	n       atomic.Int64  // registrations, so writers skip the lock when nobody waits
 	clients atomic.Int64  // connections waiting now (INFO's blocked_clients)
+	groups  atomic.Int64  // XREADGROUPs waiting now: any write to their keys wakes them (see wake)
 	seq     atomic.Uint64 // order of blocking, for first come, first served
 	mu      sync.Mutex
 	m       map[string]map[*blocked]struct{}
@@ -139,8 +141,17 @@ func (w *waiters) wake(muts []engine.Mutation, res []engine.Result) {
 	var keys []string
 	for i := range muts {
 		m := &muts[i]
-		switch m.Op {
-		case engine.OpCall, engine.OpRename, engine.OpCopy:
+		wide := m.Writes() && w.groups.Load() > 0 // a blocked XREADGROUP answers its stream's deletion or a new type
+		switch {
+		case wide && m.Op == engine.OpFlush:
+			w.mu.Lock()
+			for k := range w.m {
+				if m.Table == "" || strings.HasPrefix(k, m.Table+"\x00") {
+					keys = append(keys, k)
+				}
+			}
+			w.mu.Unlock()
+		case m.Op == engine.OpCall, m.Op == engine.OpRename, m.Op == engine.OpCopy, wide:
 			keys = append(keys, waitKey(m.Table, m.Key))
 			if m.Target.Table != "" {
 				keys = append(keys, waitKey(m.Target.Table, m.Target.Key))

@@ -30,6 +30,9 @@ type command struct {
 	firstKey, lastKey, step int
 	data                    func(s *session, args [][]byte)
 	imm                     func(s *session, args [][]byte)
+	// immIf, for a command with both, says when a call runs on its own (imm) rather than in the batch (data)
+	// outside MULTI and scripts: XREADGROUP with BLOCK, which may wait.
+	immIf func(args [][]byte) bool
 	// tx, for a command that runs on its own (imm), compiles it into a transaction's batch when it is queued in
 	// MULTI, so that it runs in its place there, atomically with the rest (EVAL).
 	tx                        func(s *session, args [][]byte)

@@ -169,6 +169,12 @@ func inScript(args []any) []any {
 // runNotifyScriptAs is runNotifyScript sending each command as wrap makes it.
 func runNotifyScriptAs(t *testing.T, addr string, wrap func([]any) []any) []string {
 	t.Helper()
+	return runNotifyLines(t, addr, notifyScript, wrap)
+}
+
+// runNotifyLines is runNotifyScriptAs for the commands of script.
+func runNotifyLines(t *testing.T, addr, script string, wrap func([]any) []any) []string {
+	t.Helper()
 	ctx := context.Background()
 	c := goredis.NewClient(&goredis.Options{Addr: addr, Protocol: 2, PoolSize: 1}) // one connection: MULTI
 	defer c.Close()
@@ -187,7 +193,7 @@ func runNotifyScriptAs(t *testing.T, addr string, wrap func([]any) []any) []stri
 	if _, err := ps.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(notifyScript, "\n") {
+	for _, line := range strings.Split(script, "\n") {
 		var args []any
 		for _, a := range strings.Fields(line) {
 			if a == `""` {

@@ -239,7 +239,7 @@ func (s *session) dispatch(args [][]byte) {
 		return
 	}
 	switch {
-	case cmd.data != nil:
+	case cmd.data != nil && (cmd.immIf == nil || !cmd.immIf(args)):
 		if !s.batch.Fits(3*len(args), s.h.store.PipelineBatch()) || s.h.commandPerBatch {
 			// An engine of one-item batches would refuse pipelined commands on two keys merged into one batch.
 			s.flush() // keep each engine batch within the store's limit; a command's own mutations stay together

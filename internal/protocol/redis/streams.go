@@ -21,6 +21,14 @@ func init() {
 		x(&command{name: "xdel", arity: -3, flags: rw | flagFast, data: cmdXDel, since: "5.0.0", summary: "Returns the number of messages after removing them from a stream."}),
 		x(&command{name: "xtrim", arity: -4, flags: rw, data: cmdXTrim, since: "5.0.0", summary: "Deletes messages from the beginning of a stream."}),
 		x(&command{name: "xread", arity: -4, flags: ro, firstKey: -1, movable: streamsKeys, imm: cmdXRead, since: "5.0.0", summary: "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise."}),
+		// Consumer groups (streamgroups.go, streamreadgroup.go).
+		x(&command{name: "xreadgroup", arity: -7, flags: rw, firstKey: -1, movable: xreadgroupKeys, data: cmdXReadGroupData, imm: cmdXReadGroup, immIf: hasBlock, since: "5.0.0", summary: "Returns new or historical messages from a stream for a consumer in a group. Blocks until a message is available otherwise."}),
+		x(&command{name: "xgroup", arity: -2, flags: rw, firstKey: 2, lastKey: 2, step: 1, data: cmdXGroup, since: "5.0.0", summary: "A container for consumer groups commands."}),
+		x(&command{name: "xack", arity: -4, flags: rw | flagFast, data: cmdXAck, since: "5.0.0", summary: "Returns the number of messages that were successfully acknowledged by the consumer group member of a stream."}),
+		x(&command{name: "xpending", arity: -3, flags: ro, data: cmdXPending, since: "5.0.0", summary: "Returns the information and entries from a stream consumer group's pending entries list."}),
+		x(&command{name: "xclaim", arity: -6, flags: rw | flagFast, data: cmdXClaim, since: "5.0.0", summary: "Changes, or acquires, ownership of a message in a consumer group, as if the message was delivered a consumer group member."}),
+		x(&command{name: "xautoclaim", arity: -6, flags: rw | flagFast, data: cmdXAutoClaim, since: "6.2.0", summary: "Changes, or acquires, ownership of messages in a consumer group, as if the messages were delivered to as consumer group member."}),
+		x(&command{name: "xinfo", arity: -2, flags: ro, firstKey: 2, lastKey: 2, step: 1, data: cmdXInfo, since: "5.0.0", summary: "A container for stream introspection commands."}),
 	)
 }
 
@@ -155,13 +163,11 @@ func cmdXRange(s *session, args [][]byte) {
 		return
 	}
 	count := int64(-1)
+	n, given, ok := s.lastCount(args, 4)
 	switch {
-	case len(args) == 6 && eq(args[4], "count"):
-		n, ok := argInt(args[5])
-		if !ok {
-			s.fail(errNotInt)
-			return
-		}
+	case !ok:
+		return
+	case given:
 		count = max(n, 0)
 	case len(args) != 4:
 		s.fail("ERR syntax error")
@@ -180,6 +186,17 @@ func cmdXRange(s *session, args [][]byte) {
 			writeEntries(w, r.Members)
 		}
 	})
+}
+
+// lastCount parses "COUNT n" when it is all of args from at on (given), answering a bad n (ok false).
+func (s *session) lastCount(args [][]byte, at int) (n int64, given, ok bool) {
+	if len(args) != at+2 || !eq(args[at], "count") {
+		return 0, false, true
+	}
+	if n, ok = argInt(args[at+1]); !ok {
+		s.fail(errNotInt)
+	}
+	return n, true, ok
 }
 
 func cmdXDel(s *session, args [][]byte) {
@@ -235,6 +252,12 @@ func cmdXRead(s *session, args [][]byte) {
 			}
 			block, hasBlock = time.Duration(n)*time.Millisecond, true
 			i++
+		case eq(args[i], "group") && i+2 < len(args):
+			s.w.Error("ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead.")
+			return
+		case eq(args[i], "noack"):
+			s.w.Error("ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead.")
+			return
 		default:
 			s.w.Error("ERR syntax error")
 			return
@@ -259,6 +282,10 @@ func cmdXRead(s *session, args [][]byte) {
 				after[k], _ = collections.ParseID(res[0].New.Value, false)
 			}
 			continue
+		}
+		if string(a) == ">" {
+			s.w.Error("ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.")
+			return
 		}
 		id, ok := collections.ParseID(a, false)
 		if !ok {
