@@ -132,7 +132,7 @@ func TestRedisCLI(t *testing.T) {
 		{"rpush l x y", "2"}, {"lrange l 0 -1", "x\ny"}, {"zadd z 1.5 m", "1"}, {"zscore z m", "1.5"},
 		{"get h", "WRONGTYPE Operation against a key holding the wrong kind of value"},
 		{"xadd s 1-1 f v", "1-1"}, {"xlen s", "1"},
-		{"xgroup create s g $", "OK"}, {"xsetid s 1-1", "ERR unknown command 'xsetid', with args beginning with: 's' '1-1'"},
+		{"xgroup create s g $", "OK"}, {"nosuchcmd s 1-1", "ERR unknown command 'nosuchcmd', with args beginning with: 's' '1-1'"},
 		{"ping", "PONG"}, {"dbsize", "6"},
 	} {
 		if got := cli(strings.Fields(step.args)...); got != step.want {

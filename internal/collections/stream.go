@@ -24,6 +24,9 @@ func (id ID) String() string {
 
 func (id ID) less(o ID) bool { return id.MS < o.MS || id.MS == o.MS && id.Seq < o.Seq }
 
+// Less reports whether id comes before o.
+func (id ID) Less(o ID) bool { return id.less(o) }
+
 func (id ID) key() []byte {
 	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, id.MS), id.Seq)
 }

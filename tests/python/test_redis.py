@@ -95,7 +95,7 @@ def test_server_commands(r):
     with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
         r.get("h")
     with pytest.raises(redis.ResponseError, match="unknown command"):
-        r.execute_command("XSETID", "s", "1-1")
+        r.execute_command("NOSUCHCMD", "s", "1-1")
 
 
 def test_kill_minus_nine_keeps_acknowledged_collection_writes(anykv):

@@ -224,9 +224,10 @@ func init() {
 		"zdiffstore":       storeInto(notifyZSet, "zdiffstore", firstArg),
 		"zrangestore":      storeInto(notifyZSet, "zrangestore", firstArg),
 
-		"xadd":  noteXAdd,
-		"xdel":  on(notifyStream, "xdel", positive),
-		"xtrim": on(notifyStream, "xtrim", positive),
+		"xadd":   noteXAdd,
+		"xdel":   on(notifyStream, "xdel", positive),
+		"xtrim":  on(notifyStream, "xtrim", positive),
+		"xsetid": on(notifyStream, "xsetid", isOK),
 	} {
 		notes[name] = f
 	}

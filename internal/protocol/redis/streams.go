@@ -20,6 +20,7 @@ func init() {
 		x(&command{name: "xrevrange", arity: -4, flags: ro, data: cmdXRange, since: "5.0.0", summary: "Returns the messages from a stream within a range of IDs in reverse order."}),
 		x(&command{name: "xdel", arity: -3, flags: rw | flagFast, data: cmdXDel, since: "5.0.0", summary: "Returns the number of messages after removing them from a stream."}),
 		x(&command{name: "xtrim", arity: -4, flags: rw, data: cmdXTrim, since: "5.0.0", summary: "Deletes messages from the beginning of a stream."}),
+		x(&command{name: "xsetid", arity: -3, flags: rw, data: cmdXSetID, since: "5.0.0", summary: "An internal command for replicating stream values."}),
 		x(&command{name: "xread", arity: -4, flags: ro, firstKey: -1, movable: streamsKeys, imm: cmdXRead, since: "5.0.0", summary: "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise."}),
 		// Consumer groups (streamgroups.go, streamreadgroup.go).
 		x(&command{name: "xreadgroup", arity: -7, flags: rw, firstKey: -1, movable: xreadgroupKeys, data: cmdXReadGroupData, imm: cmdXReadGroup, immIf: hasBlock, since: "5.0.0", summary: "Returns new or historical messages from a stream for a consumer in a group. Blocks until a message is available otherwise."}),
@@ -37,7 +38,8 @@ var maxID = collections.ID{MS: ^uint64(0), Seq: ^uint64(0)}
 
 // streamErr answers the stream functions' own errors, whose texts are Redis's.
 func streamErr(err error) string {
-	for _, e := range []error{collections.ErrStreamID, collections.ErrStreamIDSmall, collections.ErrStreamIDZero} {
+	for _, e := range []error{collections.ErrStreamID, collections.ErrStreamIDSmall, collections.ErrStreamIDZero,
+		collections.ErrSetIDSmallerThanTop, collections.ErrSetIDEntriesAdded} {
 		if errors.Is(err, e) {
 			return e.Error()
 		}
@@ -208,6 +210,58 @@ func cmdXDel(s *session, args [][]byte) {
 	}
 	s.add(collections.XDel(s.table(), args[1], args[2:]...))
 	s.plan(replyListInt)
+}
+
+// cmdXSetID sets a stream's last ID, and with ENTRIESADDED and MAXDELETEDID Redis 7's counters, with Redis's
+// checks in its order (the arguments first, then the key).
+func cmdXSetID(s *session, args [][]byte) {
+	strictID := func(b []byte) (collections.ID, bool) {
+		if string(b) == "-" || string(b) == "+" {
+			return collections.ID{}, false
+		}
+		return collections.ParseID(b, false)
+	}
+	id, ok := strictID(args[2])
+	if !ok {
+		s.fail(collections.ErrStreamID.Error())
+		return
+	}
+	added, maxDeleted := int64(-1), collections.ID{}
+	for i := 3; i < len(args); i += 2 {
+		switch {
+		case eq(args[i], "entriesadded") && i+1 < len(args):
+			n, ok := argInt(args[i+1])
+			switch {
+			case !ok:
+				s.fail(errNotInt)
+				return
+			case n < 0:
+				s.fail("ERR entries_added must be positive")
+				return
+			}
+			added = n
+		case eq(args[i], "maxdeletedid") && i+1 < len(args):
+			if maxDeleted, ok = strictID(args[i+1]); !ok {
+				s.fail(collections.ErrStreamID.Error())
+				return
+			}
+			if id.Less(maxDeleted) {
+				s.fail("ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id")
+				return
+			}
+		default:
+			s.fail(errSyntax)
+			return
+		}
+	}
+	s.add(collections.XSetID(s.table(), args[1], id, added, maxDeleted))
+	s.plan(func(w *resp.Writer, res []engine.Result) {
+		if r := res[0]; r.Err != nil {
+			w.Error(streamErr(r.Err))
+			return
+		}
+		w.SimpleString("OK")
+	})
 }
 
 func cmdXTrim(s *session, args [][]byte) {
