@@ -60,8 +60,9 @@ func (q *Queries[V]) word(table string) *atomic.Uint64 {
 	return &q.words[maphash.String(q.seed, table)%tableWords]
 }
 
-// Enabled reports whether the cache stores answers at all (callers may then skip listing a batch's tables).
-func (q *Queries[V]) Enabled() bool { return q.max > 0 }
+// Enabled reports whether the cache stores answers at all (callers may then skip listing a batch's tables); a
+// nil cache (a store without an engine) stores none.
+func (q *Queries[V]) Enabled() bool { return q != nil && q.max > 0 }
 
 // Begin marks the tables a batch may change, before the engine sees it (all: every table, a flush).
 func (q *Queries[V]) Begin(tables []string, all bool) { q.move(tables, all, oneBatch) }

@@ -125,8 +125,10 @@ func New(e engine.Engine, opts Options) *Store {
 	if l.MaxBatch <= 0 {
 		l.MaxBatch = DefaultMaxBatch
 	}
-	s := &Store{eng: e, limits: l, clock: opts.Clock, log: opts.Logger, stop: make(chan struct{}),
-		queries: cache.NewQueries[answer](opts.QueryCacheBytes)}
+	s := &Store{eng: e, limits: l, clock: opts.Clock, log: opts.Logger, stop: make(chan struct{})}
+	if e != nil { // a store without an engine (a script's, which only compiles commands) asks no queries
+		s.queries = cache.NewQueries[answer](opts.QueryCacheBytes) // 36 KiB of marks, zeroed for every script before
+	}
 	s.levels = newLevels(e, opts.EngineName, opts.Consistency)
 	s.pipelineBatch = l.MaxBatch
 	if h := engine.BatchHintOf(e); h > 0 {
@@ -424,7 +426,9 @@ func (s *Store) Stats() Stats {
 			st.Engine[k] = v
 		}
 	}
-	s.queries.Stats("query_cache_", st.Engine)
+	if s.queries != nil {
+		s.queries.Stats("query_cache_", st.Engine)
+	}
 	return st
 }
 
