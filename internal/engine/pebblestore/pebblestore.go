@@ -58,9 +58,11 @@ const (
 	DefaultCacheBytes = 256 << 20
 	memTableSize      = 4 << 20
 	bloomBitsPerKey   = 10 // ~1% false positives
-	// syncInterval is the background fsync period of SyncInterval.
-	syncInterval = time.Second
 )
+
+// syncInterval is the background fsync period of SyncInterval (a variable for tests that must see groups only
+// in the journal, never in a synced WAL).
+var syncInterval = time.Second
 
 // Options configures Open.
 type Options struct {
