@@ -167,3 +167,31 @@ func TestDownStopsALegacyRedisMember(t *testing.T) {
 		t.Errorf("Down left the legacy member (pid %d, alive %v) running: skipped %q", pid, alive(pid), skipped)
 	}
 }
+
+// TestEtcdMembersAreCheckedByIdentity: an etcd answering on a member's client port that is not that member of the
+// cluster (a port another test's etcd took before the member could bind it) is caught, even when it has the
+// member's name: Up used to hand out such a cluster, and a test that stopped the other members to cut member 0
+// off read from a healthy cluster it never touched.
+func TestEtcdMembersAreCheckedByIdentity(t *testing.T) {
+	needEtcd(t)
+	dir := filepath.Join(t.TempDir(), "a")
+	a, err := Up("etcd", 2, dir, Options{})
+	t.Cleanup(func() { Down(dir) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkEtcdMembers(a); err != nil {
+		t.Fatalf("a cluster as started: %v", err)
+	}
+	b, _ := testEtcd(t) // its only member is also named m1
+	swapped := *a
+	swapped.Members = append([]Member(nil), a.Members...)
+	swapped.Members[0].Addr = b.Members[0].Addr
+	if err := checkEtcdMembers(&swapped); err == nil || !strings.Contains(err.Error(), "is of cluster") {
+		t.Errorf("member m1 answered by another cluster's m1: %v", err)
+	}
+	swapped.Members[0], swapped.Members[1].Addr = a.Members[0], b.Members[0].Addr
+	if err := checkEtcdMembers(&swapped); err == nil || !strings.Contains(err.Error(), `is member "m1", not m2`) {
+		t.Errorf("member m2 answered by another cluster's m1: %v", err)
+	}
+}
