@@ -241,12 +241,17 @@ func (ls *LState) OptUserData(n int, d *LUserData) *LUserData {
 
 /* error operations {{{ */
 
+// anykv patch: the function's name in quotes and a missing argument as "no value", as Lua 5.1 (and Redis) says.
 func (ls *LState) ArgError(n int, message string) {
-	ls.RaiseError("bad argument #%v to %v (%v)", n, ls.rawFrameFuncName(ls.currentFrame), message)
+	ls.RaiseError("bad argument #%v to '%v' (%v)", n, ls.rawFrameFuncName(ls.currentFrame), message)
 }
 
 func (ls *LState) TypeError(n int, typ LValueType) {
-	ls.RaiseError("bad argument #%v to %v (%v expected, got %v)", n, ls.rawFrameFuncName(ls.currentFrame), typ.String(), ls.Get(n).Type().String())
+	got := ls.Get(n).Type().String()
+	if n > ls.GetTop() {
+		got = "no value"
+	}
+	ls.RaiseError("bad argument #%v to '%v' (%v expected, got %v)", n, ls.rawFrameFuncName(ls.currentFrame), typ.String(), got)
 }
 
 /* }}} */

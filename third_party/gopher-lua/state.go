@@ -161,6 +161,7 @@ type callFrameStack interface {
 type fixedCallFrameStack struct {
 	array []callFrame
 	sp    int
+	hwm   int // anykv patch: the most frames pushed since ClearStack
 }
 
 func newFixedCallFrameStack(size int) callFrameStack {
@@ -182,6 +183,7 @@ func (cs *fixedCallFrameStack) Push(v callFrame) {
 	cs.array[cs.sp] = v
 	cs.array[cs.sp].Idx = cs.sp
 	cs.sp++
+	cs.hwm = max(cs.hwm, cs.sp) // anykv patch
 }
 
 func (cs *fixedCallFrameStack) Sp() int {
@@ -368,6 +370,7 @@ type registryHandler interface {
 }
 type registry struct {
 	array   []LValue
+	hwm     int // anykv patch: the most slots required since ClearStack (every write checks its size first)
 	top     int
 	growBy  int
 	maxSize int
@@ -376,10 +379,13 @@ type registry struct {
 }
 
 func newRegistry(handler registryHandler, initialSize int, growBy int, maxSize int, alloc *allocator) *registry {
-	return &registry{make([]LValue, initialSize), 0, growBy, maxSize, alloc, handler}
+	return &registry{array: make([]LValue, initialSize), growBy: growBy, maxSize: maxSize, alloc: alloc, handler: handler}
 }
 
 func (rg *registry) checkSize(requiredSize int) { // +inline-start
+	if requiredSize > rg.hwm { // anykv patch: see ClearStack
+		rg.hwm = requiredSize
+	}
 	if requiredSize > cap(rg.array) {
 		rg.resize(requiredSize)
 	}
@@ -408,6 +414,9 @@ func (rg *registry) SetTop(topi int) { // +inline-start
 	// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 	{
 		requiredSize := topi
+		if requiredSize > rg.hwm { // anykv patch: see ClearStack
+			rg.hwm = requiredSize
+		}
 		if requiredSize > cap(rg.array) {
 			rg.resize(requiredSize)
 		}
@@ -440,6 +449,9 @@ func (rg *registry) Push(v LValue) {
 	// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 	{
 		requiredSize := newSize
+		if requiredSize > rg.hwm { // anykv patch: see ClearStack
+			rg.hwm = requiredSize
+		}
 		if requiredSize > cap(rg.array) {
 			rg.resize(requiredSize)
 		}
@@ -474,6 +486,9 @@ func (rg *registry) CopyRange(regv, start, limit, n int) { // +inline-start
 	// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 	{
 		requiredSize := newSize
+		if requiredSize > rg.hwm { // anykv patch: see ClearStack
+			rg.hwm = requiredSize
+		}
 		if requiredSize > cap(rg.array) {
 			rg.resize(requiredSize)
 		}
@@ -509,6 +524,9 @@ func (rg *registry) FillNil(regm, n int) { // +inline-start
 	// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 	{
 		requiredSize := newSize
+		if requiredSize > rg.hwm { // anykv patch: see ClearStack
+			rg.hwm = requiredSize
+		}
 		if requiredSize > cap(rg.array) {
 			rg.resize(requiredSize)
 		}
@@ -541,6 +559,9 @@ func (rg *registry) Insert(value LValue, reg int) {
 			// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 			{
 				requiredSize := newSize
+				if requiredSize > rg.hwm { // anykv patch: see ClearStack
+					rg.hwm = requiredSize
+				}
 				if requiredSize > cap(rg.array) {
 					rg.resize(requiredSize)
 				}
@@ -565,6 +586,9 @@ func (rg *registry) Insert(value LValue, reg int) {
 			// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 			{
 				requiredSize := newSize
+				if requiredSize > rg.hwm { // anykv patch: see ClearStack
+					rg.hwm = requiredSize
+				}
 				if requiredSize > cap(rg.array) {
 					rg.resize(requiredSize)
 				}
@@ -585,6 +609,9 @@ func (rg *registry) Insert(value LValue, reg int) {
 		// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 		{
 			requiredSize := newSize
+			if requiredSize > rg.hwm { // anykv patch: see ClearStack
+				rg.hwm = requiredSize
+			}
 			if requiredSize > cap(rg.array) {
 				rg.resize(requiredSize)
 			}
@@ -602,6 +629,9 @@ func (rg *registry) Set(regi int, vali LValue) { // +inline-start
 	// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 	{
 		requiredSize := newSize
+		if requiredSize > rg.hwm { // anykv patch: see ClearStack
+			rg.hwm = requiredSize
+		}
 		if requiredSize > cap(rg.array) {
 			rg.resize(requiredSize)
 		}
@@ -618,6 +648,9 @@ func (rg *registry) SetNumber(regi int, vali LNumber) { // +inline-start
 	// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 	{
 		requiredSize := newSize
+		if requiredSize > rg.hwm { // anykv patch: see ClearStack
+			rg.hwm = requiredSize
+		}
 		if requiredSize > cap(rg.array) {
 			rg.resize(requiredSize)
 		}
@@ -1048,6 +1081,9 @@ func (ls *LState) initCallFrame(cf *callFrame) { // +inline-start
 			{
 				rg := ls.reg
 				requiredSize := newSize
+				if requiredSize > rg.hwm { // anykv patch: see ClearStack
+					rg.hwm = requiredSize
+				}
 				if requiredSize > cap(rg.array) {
 					rg.resize(requiredSize)
 				}
@@ -1069,6 +1105,9 @@ func (ls *LState) initCallFrame(cf *callFrame) { // +inline-start
 			{
 				rg := ls.reg
 				requiredSize := newSize
+				if requiredSize > rg.hwm { // anykv patch: see ClearStack
+					rg.hwm = requiredSize
+				}
 				if requiredSize > cap(rg.array) {
 					rg.resize(requiredSize)
 				}
@@ -1160,6 +1199,9 @@ func (ls *LState) pushCallFrame(cf callFrame, fn LValue, meta bool) { // +inline
 				{
 					rg := ls.reg
 					requiredSize := newSize
+					if requiredSize > rg.hwm { // anykv patch: see ClearStack
+						rg.hwm = requiredSize
+					}
 					if requiredSize > cap(rg.array) {
 						rg.resize(requiredSize)
 					}
@@ -1181,6 +1223,9 @@ func (ls *LState) pushCallFrame(cf callFrame, fn LValue, meta bool) { // +inline
 				{
 					rg := ls.reg
 					requiredSize := newSize
+					if requiredSize > rg.hwm { // anykv patch: see ClearStack
+						rg.hwm = requiredSize
+					}
 					if requiredSize > cap(rg.array) {
 						rg.resize(requiredSize)
 					}
@@ -1373,6 +1418,7 @@ func (ls *LState) setFieldString(obj LValue, key string, value LValue) {
 		tb, istable := curobj.(*LTable)
 		if istable {
 			if tb.RawGetString(key) != LNil {
+				ls.checkWritable(tb)
 				tb.RawSetString(key, value)
 				return
 			}
@@ -1382,6 +1428,7 @@ func (ls *LState) setFieldString(obj LValue, key string, value LValue) {
 			if !istable {
 				ls.RaiseError("attempt to index a non-table object(%v) with key '%s'", curobj.Type().String(), key)
 			}
+			ls.checkWritable(tb)
 			tb.RawSetString(key, value)
 			return
 		}
@@ -1913,6 +1960,7 @@ func (ls *LState) GetTable(obj LValue, key LValue) LValue {
 }
 
 func (ls *LState) RawSet(tb *LTable, key LValue, value LValue) {
+	ls.checkWritable(tb)
 	if n, ok := key.(LNumber); ok && math.IsNaN(float64(n)) {
 		ls.RaiseError("table index is NaN")
 	} else if key == LNil {
@@ -1922,7 +1970,36 @@ func (ls *LState) RawSet(tb *LTable, key LValue, value LValue) {
 }
 
 func (ls *LState) RawSetInt(tb *LTable, key int, value LValue) {
+	ls.checkWritable(tb)
 	tb.RawSetInt(key, value)
+}
+
+// checkWritable raises Redis's error if tb is read-only (anykv patch: LTable.SetReadOnly).
+// The error carries the script's position when an instruction of the script writes, not when a library function
+// does (as in Redis, whose C functions raise it without one).
+func (ls *LState) checkWritable(tb *LTable) {
+	if !tb.readonly {
+		return
+	}
+	if cf := ls.currentFrame; cf != nil && cf.Fn.IsG {
+		ls.raiseError(0, "Attempt to modify a readonly table")
+	}
+	ls.RaiseError("Attempt to modify a readonly table")
+}
+
+// ClearStack drops every value the registry and the call frames hold (anykv patch): an interpreter kept for
+// another script must not keep the last one's data alive. Call it only between scripts, with nothing running.
+// Only the slots and frames used since the last ClearStack are cleared: a short script uses a few of thousands.
+func (ls *LState) ClearStack() {
+	clear(ls.reg.array[:min(ls.reg.hwm, len(ls.reg.array))])
+	ls.reg.top, ls.reg.hwm = 0, 0
+	if cs, ok := ls.stack.(*fixedCallFrameStack); ok {
+		clear(cs.array[:cs.hwm])
+		cs.sp, cs.hwm = 0, 0
+	} else {
+		panic("ClearStack: only for a fixed call stack")
+	}
+	ls.currentFrame = nil
 }
 
 func (ls *LState) SetField(obj LValue, key string, value LValue) {
@@ -2130,6 +2207,7 @@ func (ls *LState) SetMetatable(obj LValue, mt LValue) {
 
 	switch v := obj.(type) {
 	case *LTable:
+		ls.checkWritable(v)
 		v.Metatable = mt
 	case *LUserData:
 		v.Metatable = mt

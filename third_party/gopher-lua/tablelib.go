@@ -21,6 +21,9 @@ var tableFuncs = map[string]LGFunction{
 
 func tableSort(L *LState) int {
 	tbl := L.CheckTable(1)
+	if len(tbl.array) > 1 { // anykv patch: fewer than two elements are not moved
+		L.checkWritable(tbl)
+	}
 	sorter := lValueArraySorter{L, nil, tbl.array}
 	if L.GetTop() != 1 {
 		sorter.Fn = L.CheckFunction(2)
@@ -41,6 +44,9 @@ func tableMaxN(L *LState) int {
 
 func tableRemove(L *LState) int {
 	tbl := L.CheckTable(1)
+	if tbl.Len() > 0 { // anykv patch: an empty table is not written
+		L.checkWritable(tbl)
+	}
 	if L.GetTop() == 1 {
 		L.Push(tbl.Remove(-1))
 	} else {
@@ -84,6 +90,7 @@ func tableConcat(L *LState) int {
 
 func tableInsert(L *LState) int {
 	tbl := L.CheckTable(1)
+	L.checkWritable(tbl) // anykv patch
 	nargs := L.GetTop()
 	if nargs == 1 {
 		L.RaiseError("wrong number of arguments")

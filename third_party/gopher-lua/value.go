@@ -161,7 +161,17 @@ type LTable struct {
 	strdict map[string]LValue
 	keys    []LValue
 	k2i     map[LValue]int
+
+	readonly bool // anykv patch: see SetReadOnly
 }
+
+// SetReadOnly makes the table read-only to scripts (anykv patch): an assignment, rawset, setmetatable,
+// table.insert, table.remove or table.sort on it raises "Attempt to modify a readonly table", as Redis 7's
+// patched Lua does for its globals and libraries. The Go API's Raw* methods still write it.
+func (tb *LTable) SetReadOnly() { tb.readonly = true }
+
+// ReadOnly reports whether SetReadOnly was called (anykv patch).
+func (tb *LTable) ReadOnly() bool { return tb.readonly }
 
 func (tb *LTable) String() string   { return fmt.Sprintf("table: %p", tb) }
 func (tb *LTable) Type() LValueType { return LTTable }

@@ -83,6 +83,9 @@ func copyReturnValues(L *LState, regv, start, n, b int) { // +inline-start
 			// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 			{
 				requiredSize := newSize
+				if requiredSize > rg.hwm { // anykv patch: see ClearStack
+					rg.hwm = requiredSize
+				}
 				if requiredSize > cap(rg.array) {
 					rg.resize(requiredSize)
 				}
@@ -112,6 +115,9 @@ func copyReturnValues(L *LState, regv, start, n, b int) { // +inline-start
 			// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 			{
 				requiredSize := newSize
+				if requiredSize > rg.hwm { // anykv patch: see ClearStack
+					rg.hwm = requiredSize
+				}
 				if requiredSize > cap(rg.array) {
 					rg.resize(requiredSize)
 				}
@@ -151,6 +157,9 @@ func copyReturnValues(L *LState, regv, start, n, b int) { // +inline-start
 				// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 				{
 					requiredSize := newSize
+					if requiredSize > rg.hwm { // anykv patch: see ClearStack
+						rg.hwm = requiredSize
+					}
 					if requiredSize > cap(rg.array) {
 						rg.resize(requiredSize)
 					}
@@ -232,6 +241,9 @@ func callGFunction(L *LState, tailcall bool) bool {
 		// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 		{
 			requiredSize := newSize
+			if requiredSize > rg.hwm { // anykv patch: see ClearStack
+				rg.hwm = requiredSize
+			}
 			if requiredSize > cap(rg.array) {
 				rg.resize(requiredSize)
 			}
@@ -319,6 +331,9 @@ func init() {
 				// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 				{
 					requiredSize := newSize
+					if requiredSize > rg.hwm { // anykv patch: see ClearStack
+						rg.hwm = requiredSize
+					}
 					if requiredSize > cap(rg.array) {
 						rg.resize(requiredSize)
 					}
@@ -349,6 +364,9 @@ func init() {
 				// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 				{
 					requiredSize := newSize
+					if requiredSize > rg.hwm { // anykv patch: see ClearStack
+						rg.hwm = requiredSize
+					}
 					if requiredSize > cap(rg.array) {
 						rg.resize(requiredSize)
 					}
@@ -377,6 +395,9 @@ func init() {
 					// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 					{
 						requiredSize := newSize
+						if requiredSize > rg.hwm { // anykv patch: see ClearStack
+							rg.hwm = requiredSize
+						}
 						if requiredSize > cap(rg.array) {
 							rg.resize(requiredSize)
 						}
@@ -409,6 +430,9 @@ func init() {
 				// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 				{
 					requiredSize := newSize
+					if requiredSize > rg.hwm { // anykv patch: see ClearStack
+						rg.hwm = requiredSize
+					}
 					if requiredSize > cap(rg.array) {
 						rg.resize(requiredSize)
 					}
@@ -440,6 +464,9 @@ func init() {
 					// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 					{
 						requiredSize := newSize
+						if requiredSize > rg.hwm { // anykv patch: see ClearStack
+							rg.hwm = requiredSize
+						}
 						if requiredSize > cap(rg.array) {
 							rg.resize(requiredSize)
 						}
@@ -461,6 +488,9 @@ func init() {
 					// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 					{
 						requiredSize := newSize
+						if requiredSize > rg.hwm { // anykv patch: see ClearStack
+							rg.hwm = requiredSize
+						}
 						if requiredSize > cap(rg.array) {
 							rg.resize(requiredSize)
 						}
@@ -495,6 +525,9 @@ func init() {
 					// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 					{
 						requiredSize := newSize
+						if requiredSize > rg.hwm { // anykv patch: see ClearStack
+							rg.hwm = requiredSize
+						}
 						if requiredSize > cap(rg.array) {
 							rg.resize(requiredSize)
 						}
@@ -526,6 +559,9 @@ func init() {
 				// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 				{
 					requiredSize := newSize
+					if requiredSize > rg.hwm { // anykv patch: see ClearStack
+						rg.hwm = requiredSize
+					}
 					if requiredSize > cap(rg.array) {
 						rg.resize(requiredSize)
 					}
@@ -557,6 +593,9 @@ func init() {
 				// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 				{
 					requiredSize := newSize
+					if requiredSize > rg.hwm { // anykv patch: see ClearStack
+						rg.hwm = requiredSize
+					}
 					if requiredSize > cap(rg.array) {
 						rg.resize(requiredSize)
 					}
@@ -588,6 +627,9 @@ func init() {
 				// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 				{
 					requiredSize := newSize
+					if requiredSize > rg.hwm { // anykv patch: see ClearStack
+						rg.hwm = requiredSize
+					}
 					if requiredSize > cap(rg.array) {
 						rg.resize(requiredSize)
 					}
@@ -619,6 +661,9 @@ func init() {
 				// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 				{
 					requiredSize := newSize
+					if requiredSize > rg.hwm { // anykv patch: see ClearStack
+						rg.hwm = requiredSize
+					}
 					if requiredSize > cap(rg.array) {
 						rg.resize(requiredSize)
 					}
@@ -693,6 +738,9 @@ func init() {
 				// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 				{
 					requiredSize := newSize
+					if requiredSize > rg.hwm { // anykv patch: see ClearStack
+						rg.hwm = requiredSize
+					}
 					if requiredSize > cap(rg.array) {
 						rg.resize(requiredSize)
 					}
@@ -725,6 +773,9 @@ func init() {
 				// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 				{
 					requiredSize := newSize
+					if requiredSize > rg.hwm { // anykv patch: see ClearStack
+						rg.hwm = requiredSize
+					}
 					if requiredSize > cap(rg.array) {
 						rg.resize(requiredSize)
 					}
@@ -745,6 +796,9 @@ func init() {
 				// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 				{
 					requiredSize := newSize
+					if requiredSize > rg.hwm { // anykv patch: see ClearStack
+						rg.hwm = requiredSize
+					}
 					if requiredSize > cap(rg.array) {
 						rg.resize(requiredSize)
 					}
@@ -782,6 +836,9 @@ func init() {
 					// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 					{
 						requiredSize := newSize
+						if requiredSize > rg.hwm { // anykv patch: see ClearStack
+							rg.hwm = requiredSize
+						}
 						if requiredSize > cap(rg.array) {
 							rg.resize(requiredSize)
 						}
@@ -808,6 +865,9 @@ func init() {
 						// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 						{
 							requiredSize := newSize
+							if requiredSize > rg.hwm { // anykv patch: see ClearStack
+								rg.hwm = requiredSize
+							}
 							if requiredSize > cap(rg.array) {
 								rg.resize(requiredSize)
 							}
@@ -830,6 +890,9 @@ func init() {
 							// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 							{
 								requiredSize := newSize
+								if requiredSize > rg.hwm { // anykv patch: see ClearStack
+									rg.hwm = requiredSize
+								}
 								if requiredSize > cap(rg.array) {
 									rg.resize(requiredSize)
 								}
@@ -867,6 +930,9 @@ func init() {
 					// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 					{
 						requiredSize := newSize
+						if requiredSize > rg.hwm { // anykv patch: see ClearStack
+							rg.hwm = requiredSize
+						}
 						if requiredSize > cap(rg.array) {
 							rg.resize(requiredSize)
 						}
@@ -888,6 +954,9 @@ func init() {
 					// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 					{
 						requiredSize := newSize
+						if requiredSize > rg.hwm { // anykv patch: see ClearStack
+							rg.hwm = requiredSize
+						}
 						if requiredSize > cap(rg.array) {
 							rg.resize(requiredSize)
 						}
@@ -920,6 +989,9 @@ func init() {
 					// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 					{
 						requiredSize := newSize
+						if requiredSize > rg.hwm { // anykv patch: see ClearStack
+							rg.hwm = requiredSize
+						}
 						if requiredSize > cap(rg.array) {
 							rg.resize(requiredSize)
 						}
@@ -949,6 +1021,9 @@ func init() {
 							// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 							{
 								requiredSize := newSize
+								if requiredSize > rg.hwm { // anykv patch: see ClearStack
+									rg.hwm = requiredSize
+								}
 								if requiredSize > cap(rg.array) {
 									rg.resize(requiredSize)
 								}
@@ -970,6 +1045,9 @@ func init() {
 							// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 							{
 								requiredSize := newSize
+								if requiredSize > rg.hwm { // anykv patch: see ClearStack
+									rg.hwm = requiredSize
+								}
 								if requiredSize > cap(rg.array) {
 									rg.resize(requiredSize)
 								}
@@ -992,6 +1070,9 @@ func init() {
 						// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 						{
 							requiredSize := newSize
+							if requiredSize > rg.hwm { // anykv patch: see ClearStack
+								rg.hwm = requiredSize
+							}
 							if requiredSize > cap(rg.array) {
 								rg.resize(requiredSize)
 							}
@@ -1029,6 +1110,9 @@ func init() {
 				// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 				{
 					requiredSize := newSize
+					if requiredSize > rg.hwm { // anykv patch: see ClearStack
+						rg.hwm = requiredSize
+					}
 					if requiredSize > cap(rg.array) {
 						rg.resize(requiredSize)
 					}
@@ -1151,6 +1235,9 @@ func init() {
 					// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 					{
 						requiredSize := newSize
+						if requiredSize > rg.hwm { // anykv patch: see ClearStack
+							rg.hwm = requiredSize
+						}
 						if requiredSize > cap(rg.array) {
 							rg.resize(requiredSize)
 						}
@@ -1223,6 +1310,9 @@ func init() {
 							{
 								rg := ls.reg
 								requiredSize := newSize
+								if requiredSize > rg.hwm { // anykv patch: see ClearStack
+									rg.hwm = requiredSize
+								}
 								if requiredSize > cap(rg.array) {
 									rg.resize(requiredSize)
 								}
@@ -1244,6 +1334,9 @@ func init() {
 							{
 								rg := ls.reg
 								requiredSize := newSize
+								if requiredSize > rg.hwm { // anykv patch: see ClearStack
+									rg.hwm = requiredSize
+								}
 								if requiredSize > cap(rg.array) {
 									rg.resize(requiredSize)
 								}
@@ -1405,6 +1498,9 @@ func init() {
 							{
 								rg := ls.reg
 								requiredSize := newSize
+								if requiredSize > rg.hwm { // anykv patch: see ClearStack
+									rg.hwm = requiredSize
+								}
 								if requiredSize > cap(rg.array) {
 									rg.resize(requiredSize)
 								}
@@ -1426,6 +1522,9 @@ func init() {
 							{
 								rg := ls.reg
 								requiredSize := newSize
+								if requiredSize > rg.hwm { // anykv patch: see ClearStack
+									rg.hwm = requiredSize
+								}
 								if requiredSize > cap(rg.array) {
 									rg.resize(requiredSize)
 								}
@@ -1498,6 +1597,9 @@ func init() {
 					// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 					{
 						requiredSize := newSize
+						if requiredSize > rg.hwm { // anykv patch: see ClearStack
+							rg.hwm = requiredSize
+						}
 						if requiredSize > cap(rg.array) {
 							rg.resize(requiredSize)
 						}
@@ -1584,6 +1686,9 @@ func init() {
 							// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 							{
 								requiredSize := newSize
+								if requiredSize > rg.hwm { // anykv patch: see ClearStack
+									rg.hwm = requiredSize
+								}
 								if requiredSize > cap(rg.array) {
 									rg.resize(requiredSize)
 								}
@@ -1613,6 +1718,9 @@ func init() {
 							// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 							{
 								requiredSize := newSize
+								if requiredSize > rg.hwm { // anykv patch: see ClearStack
+									rg.hwm = requiredSize
+								}
 								if requiredSize > cap(rg.array) {
 									rg.resize(requiredSize)
 								}
@@ -1652,6 +1760,9 @@ func init() {
 								// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 								{
 									requiredSize := newSize
+									if requiredSize > rg.hwm { // anykv patch: see ClearStack
+										rg.hwm = requiredSize
+									}
 									if requiredSize > cap(rg.array) {
 										rg.resize(requiredSize)
 									}
@@ -1694,6 +1805,9 @@ func init() {
 						// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 						{
 							requiredSize := newSize
+							if requiredSize > rg.hwm { // anykv patch: see ClearStack
+								rg.hwm = requiredSize
+							}
 							if requiredSize > cap(rg.array) {
 								rg.resize(requiredSize)
 							}
@@ -1723,6 +1837,9 @@ func init() {
 						// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 						{
 							requiredSize := newSize
+							if requiredSize > rg.hwm { // anykv patch: see ClearStack
+								rg.hwm = requiredSize
+							}
 							if requiredSize > cap(rg.array) {
 								rg.resize(requiredSize)
 							}
@@ -1762,6 +1879,9 @@ func init() {
 							// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 							{
 								requiredSize := newSize
+								if requiredSize > rg.hwm { // anykv patch: see ClearStack
+									rg.hwm = requiredSize
+								}
 								if requiredSize > cap(rg.array) {
 									rg.resize(requiredSize)
 								}
@@ -1811,6 +1931,9 @@ func init() {
 							// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 							{
 								requiredSize := newSize
+								if requiredSize > rg.hwm { // anykv patch: see ClearStack
+									rg.hwm = requiredSize
+								}
 								if requiredSize > cap(rg.array) {
 									rg.resize(requiredSize)
 								}
@@ -1834,6 +1957,9 @@ func init() {
 								// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 								{
 									requiredSize := newSize
+									if requiredSize > rg.hwm { // anykv patch: see ClearStack
+										rg.hwm = requiredSize
+									}
 									if requiredSize > cap(rg.array) {
 										rg.resize(requiredSize)
 									}
@@ -1853,6 +1979,9 @@ func init() {
 								// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 								{
 									requiredSize := topi
+									if requiredSize > rg.hwm { // anykv patch: see ClearStack
+										rg.hwm = requiredSize
+									}
 									if requiredSize > cap(rg.array) {
 										rg.resize(requiredSize)
 									}
@@ -1906,6 +2035,9 @@ func init() {
 						// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 						{
 							requiredSize := newSize
+							if requiredSize > rg.hwm { // anykv patch: see ClearStack
+								rg.hwm = requiredSize
+							}
 							if requiredSize > cap(rg.array) {
 								rg.resize(requiredSize)
 							}
@@ -1941,6 +2073,9 @@ func init() {
 				// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 				{
 					requiredSize := topi
+					if requiredSize > rg.hwm { // anykv patch: see ClearStack
+						rg.hwm = requiredSize
+					}
 					if requiredSize > cap(rg.array) {
 						rg.resize(requiredSize)
 					}
@@ -1973,6 +2108,9 @@ func init() {
 				// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 				{
 					requiredSize := newSize
+					if requiredSize > rg.hwm { // anykv patch: see ClearStack
+						rg.hwm = requiredSize
+					}
 					if requiredSize > cap(rg.array) {
 						rg.resize(requiredSize)
 					}
@@ -1993,6 +2131,9 @@ func init() {
 				// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 				{
 					requiredSize := newSize
+					if requiredSize > rg.hwm { // anykv patch: see ClearStack
+						rg.hwm = requiredSize
+					}
 					if requiredSize > cap(rg.array) {
 						rg.resize(requiredSize)
 					}
@@ -2013,6 +2154,9 @@ func init() {
 				// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 				{
 					requiredSize := newSize
+					if requiredSize > rg.hwm { // anykv patch: see ClearStack
+						rg.hwm = requiredSize
+					}
 					if requiredSize > cap(rg.array) {
 						rg.resize(requiredSize)
 					}
@@ -2035,6 +2179,9 @@ func init() {
 					// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 					{
 						requiredSize := newSize
+						if requiredSize > rg.hwm { // anykv patch: see ClearStack
+							rg.hwm = requiredSize
+						}
 						if requiredSize > cap(rg.array) {
 							rg.resize(requiredSize)
 						}
@@ -2120,6 +2267,9 @@ func init() {
 				// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 				{
 					requiredSize := newSize
+					if requiredSize > rg.hwm { // anykv patch: see ClearStack
+						rg.hwm = requiredSize
+					}
 					if requiredSize > cap(rg.array) {
 						rg.resize(requiredSize)
 					}
@@ -2171,6 +2321,9 @@ func init() {
 				// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 				{
 					requiredSize := newSize
+					if requiredSize > rg.hwm { // anykv patch: see ClearStack
+						rg.hwm = requiredSize
+					}
 					if requiredSize > cap(rg.array) {
 						rg.resize(requiredSize)
 					}
@@ -2232,6 +2385,9 @@ func opArith(L *LState, inst uint32, baseframe *callFrame) int { //OP_ADD, OP_SU
 			// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 			{
 				requiredSize := newSize
+				if requiredSize > rg.hwm { // anykv patch: see ClearStack
+					rg.hwm = requiredSize
+				}
 				if requiredSize > cap(rg.array) {
 					rg.resize(requiredSize)
 				}
@@ -2254,6 +2410,9 @@ func opArith(L *LState, inst uint32, baseframe *callFrame) int { //OP_ADD, OP_SU
 			// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
 			{
 				requiredSize := newSize
+				if requiredSize > rg.hwm { // anykv patch: see ClearStack
+					rg.hwm = requiredSize
+				}
 				if requiredSize > cap(rg.array) {
 					rg.resize(requiredSize)
 				}

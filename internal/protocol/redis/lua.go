@@ -3,7 +3,9 @@ package redis
 import (
 	"bytes"
 	"context"
+	crand "crypto/rand"
 	"crypto/sha1"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -13,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	lua "github.com/yuin/gopher-lua"
@@ -64,7 +67,7 @@ func compileScript(sha string, src []byte) (*lua.FunctionProto, error) {
 	if chunk, err = luaConcatAST(chunk); err != nil {
 		return nil, err
 	}
-	if p, err = lua.Compile(chunk, "<string>"); err != nil {
+	if p, err = lua.Compile(chunk, "user_script"); err != nil {
 		return nil, err
 	}
 	p = p.FunctionPrototypes[0] // the script, inside the chunk that declares its upvalue
@@ -83,11 +86,9 @@ func compileScript(sha string, src []byte) (*lua.FunctionProto, error) {
 	return p, nil
 }
 
-// newLua returns an interpreter with only the libraries a script may use: no files, no OS, no module loading,
-// and a math.random that is deterministic (as Redis seeds it), so a script's effect depends only on its input.
-// lim bounds what its library functions may build and how long they may run (lua_limits.go).
-func newLua(lim *luaLimits) *lua.LState {
-	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: 200, RegistrySize: 256 * 20})
+// openLibs installs in L the libraries a script may use: no files, no OS, no module loading, and Redis's
+// math.random. lim bounds what its library functions may build and how long they may run (lua_limits.go).
+func openLibs(L *lua.LState, lim *luaLimits) {
 	for _, lib := range []struct {
 		name string
 		fn   lua.LGFunction
@@ -97,30 +98,65 @@ func newLua(lim *luaLimits) *lua.LState {
 		L.Push(lua.LString(lib.name))
 		L.Call(1, 0)
 	}
-	seed := uint64(0x5eed)
 	mathLib := L.GetGlobal("math").(*lua.LTable)
-	mathLib.RawSetString("random", L.NewFunction(func(L *lua.LState) int { // a fixed-seed generator, as in Redis
-		seed = seed*6364136223846793005 + 1442695040888963407
-		f := float64(seed>>11) / (1 << 53)
-		switch L.GetTop() {
-		case 0:
-			L.Push(lua.LNumber(f))
-		case 1:
-			L.Push(lua.LNumber(1 + int64(f*float64(L.CheckInt64(1)))))
-		default:
-			lo, hi := L.CheckInt64(1), L.CheckInt64(2)
-			L.Push(lua.LNumber(lo + int64(f*float64(hi-lo+1))))
-		}
-		return 1
-	}))
+	mathLib.RawSetString("random", L.NewFunction(luaRandom))
 	mathLib.RawSetString("huge", lua.LNumber(math.Inf(1))) // Lua's HUGE_VAL (gopher-lua's is the largest finite number)
-	mathLib.RawSetString("randomseed", L.NewFunction(func(L *lua.LState) int { seed = uint64(L.CheckInt64(1)); return 0 }))
+	mathLib.RawSetString("randomseed", L.NewFunction(func(L *lua.LState) int {
+		luaRandState.Store(srand48(int32(L.CheckInt64(1))))
+		return 0
+	}))
 	openCJSON(L, lim)
 	openCMsgpack(L)
 	openBit(L)
 	openStruct(L)
 	installLimits(L, lim)
-	return L
+}
+
+// luaRandState is math.random's state. As in Redis 7, there is one for all scripts, kept from one to the next
+// (Redis 7 no longer seeds it before each script, its scripts being replicated by their effects): a script's
+// math.randomseed(n) sets where the scripts after it continue. It starts from a random seed.
+var luaRandState atomic.Uint64
+
+func init() {
+	var b [4]byte
+	crand.Read(b[:])
+	luaRandState.Store(srand48(int32(binary.LittleEndian.Uint32(b[:]))))
+}
+
+// srand48 is the state Redis's redisSrand48(v) sets.
+func srand48(v int32) uint64 { return uint64(uint32(v))<<16 | 0x330e }
+
+// luaRandom is Redis's math.random: its lrand48 (48-bit linear congruential) scaled as its patched lmathlib.c
+// does, with Lua 5.1's argument checks.
+func luaRandom(L *lua.LState) int {
+	var next uint64
+	for old := luaRandState.Load(); ; old = luaRandState.Load() {
+		if next = (old*0x5deece66d + 0xb) & (1<<48 - 1); luaRandState.CompareAndSwap(old, next) {
+			break
+		}
+	}
+	const max = math.MaxInt32
+	r := float64((next>>17)%max) / max
+	checkInt := func(n int) int64 { return int64(int32(L.CheckInt64(n))) } // luaL_checkint: a C int
+	switch L.GetTop() {
+	case 0:
+		L.Push(lua.LNumber(r))
+	case 1:
+		u := checkInt(1)
+		if u < 1 {
+			L.ArgError(1, "interval is empty")
+		}
+		L.Push(lua.LNumber(math.Floor(r*float64(u)) + 1))
+	case 2:
+		l, u := checkInt(1), checkInt(2)
+		if l > u {
+			L.ArgError(2, "interval is empty")
+		}
+		L.Push(lua.LNumber(math.Floor(r*float64(int32(u-l+1))) + float64(l)))
+	default:
+		L.RaiseError("wrong number of arguments")
+	}
+	return 1
 }
 
 // luaArg turns a redis.call argument into a command argument: strings and numbers only, as in Redis.

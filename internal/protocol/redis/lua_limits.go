@@ -61,11 +61,12 @@ type luaLimits struct {
 	heavy     bool   // the heap had to be collected: see collectAfter
 }
 
-func newLuaLimits(ctx context.Context, maxValue int) *luaLimits {
+// init sets lim for a script run within ctx whose strings may be as long as the value limit maxValue.
+func (lim *luaLimits) init(ctx context.Context, maxValue int) {
 	if maxValue <= 0 || maxValue > luaMaxStringCap {
 		maxValue = luaMaxStringCap
 	}
-	return &luaLimits{ctx: ctx, maxString: maxValue, heapBase: heapLive(), nextCtx: luaCheckEvery,
+	*lim = luaLimits{ctx: ctx, maxString: maxValue, heapBase: heapLive(), nextCtx: luaCheckEvery,
 		nextHeap: luaHeapEvery}
 }
 

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 
 	lua "github.com/yuin/gopher-lua"
@@ -63,16 +64,14 @@ func FuzzLuaStruct(f *testing.F) {
 		f.Add(s, []byte("\x03abc\x00def\xff\xfe"), 1)
 	}
 	f.Fuzz(func(t *testing.T, format string, data []byte, pos int) {
-		lim := newLuaLimits(context.Background(), 1<<20)
-		L := newLua(lim)
-		defer L.Close()
-		L.SetGlobal("FMT", lua.LString(format))
-		L.SetGlobal("DATA", lua.LString(data))
-		L.SetGlobal("POS", lua.LNumber(pos))
+		vm := newLuaVM()
+		vm.prepare(context.Background(), 1<<20, nil, [][]byte{[]byte(format), data}, [][]byte{[]byte(strconv.Itoa(pos))})
+		defer vm.release(false)
+		L := vm.L
 		for _, call := range []string{
-			"return struct.pack(FMT, 1, -2, 3.5, DATA, 4, DATA, 2^40)",
-			"return struct.unpack(FMT, DATA, POS)",
-			"return struct.size(FMT)",
+			"return struct.pack(KEYS[1], 1, -2, 3.5, KEYS[2], 4, KEYS[2], 2^40)",
+			"return struct.unpack(KEYS[1], KEYS[2], tonumber(ARGV[1]))",
+			"return struct.size(KEYS[1])",
 		} {
 			err := L.DoString(call)
 			var ae *lua.ApiError

@@ -330,9 +330,9 @@ func (e scriptError) Error() string { return e.msg }
 // databases, the mode ("0" or "1" for read-only, then "n" if the caller wants keyspace events, "3" if it speaks
 // RESP3), the number of the handler that runs it (scriptHost), numkeys, the keys and the other arguments.
 func runScript(tx *engine.Tx, args [][]byte) (engine.Result, error) {
-	var lim *luaLimits
-	res, err := runScriptLua(tx, args, &lim)
-	if lim != nil && lim.collectAfter() { // once the script's data is garbage: see collectAfter
+	var collect bool
+	res, err := runScriptLua(tx, args, &collect)
+	if collect { // once the script's data is garbage: see collectAfter
 		runtime.GC()
 	}
 	return res, err
@@ -342,8 +342,8 @@ func runScript(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 // engine, which does not know the connection's handler).
 var scriptLimits = func() *resp.Limits { l := resp.DefaultLimits(); return &l }()
 
-// runScriptLua is runScript but for the collection after it; it sets *limp to the script's limits.
-func runScriptLua(tx *engine.Tx, args [][]byte, limp **luaLimits) (res engine.Result, err error) {
+// runScriptLua is runScript but for the collection after it; it sets *collect if one should follow.
+func runScriptLua(tx *engine.Tx, args [][]byte, collect *bool) (res engine.Result, err error) {
 	if len(args) < 7 {
 		return engine.Result{}, engine.ErrInvalid
 	}
@@ -361,6 +361,10 @@ func runScriptLua(tx *engine.Tx, args [][]byte, limp **luaLimits) (res engine.Re
 	}
 	keys, argv := args[7:7+numKeys], args[7+numKeys:]
 	sha := sha1hex(args[0])
+	compiled, err := compileScript(sha, args[0])
+	if err != nil {
+		return engine.Result{Err: scriptError{compileErrorText(err)}}, nil
+	}
 	// Commands compile against a store that only knows the limits and the batch's time: they run through tx.
 	h := &Handler{store: kv.New(nil, kv.Options{Limits: kv.Limits{MaxValue: maxValue},
 		Clock: func() time.Time { return time.UnixMilli(tx.Now()) }, SweepInterval: -1}),
@@ -377,7 +381,6 @@ func runScriptLua(tx *engine.Tx, args [][]byte, limp **luaLimits) (res engine.Re
 			res.Extra = run.out
 		}
 	}()
-	var fatal error // a failure of the batch itself (a write outside KEYS): the script stops and nothing applies
 
 	ctx, cancel := context.WithCancel(context.Background())
 	limit := time.Duration(luaTimeLimit.Load())
@@ -386,25 +389,60 @@ func runScriptLua(tx *engine.Tx, args [][]byte, limp **luaLimits) (res engine.Re
 		ctx, cancel = context.WithDeadline(ctx, tx.Started().Add(limit))
 	}
 	defer cancel()
-	lim := newLuaLimits(ctx, maxValue)
-	*limp = lim
-	L := newLua(lim)
-	defer L.Close()
-	L.SetContext(ctx)
-	strs := func(bs [][]byte) *lua.LTable {
-		t := L.NewTable()
-		for i, b := range bs {
-			t.RawSetInt(i+1, lua.LString(b))
-		}
-		return t
+	vm := getLuaVM()
+	vm.prepare(ctx, maxValue, run, keys, argv)
+	ok := false
+	defer func() {
+		*collect = vm.lim.collectAfter()
+		vm.release(ok)
+	}()
+	L := vm.L
+	fn := L.NewFunctionFromProto(compiled)
+	if len(fn.Upvalues) > 0 { // luaConcatName, what `..` calls (see luaConcatAST)
+		uv := &lua.Upvalue{}
+		uv.Close()
+		uv.SetValue(vm.concat)
+		fn.Upvalues[0] = uv
 	}
-	L.SetGlobal("KEYS", strs(keys))
-	L.SetGlobal("ARGV", strs(argv))
+	killed := func() engine.Result {
+		return engine.Result{Err: scriptError{"ERR Script killed: it ran longer than the script time limit (" +
+			limit.String() + "); its writes before that are kept"}}
+	}
+	L.Push(fn)
+	// PCall's traceback has one line per frame (third_party/gopher-lua: it had one per tail call, 10 GB of them
+	// after `local function f() return f() end` ran to the time limit).
+	if err := L.PCall(0, 1, nil); err != nil {
+		if vm.fatal != nil {
+			return engine.Result{}, vm.fatal
+		}
+		if ctx.Err() != nil {
+			return killed(), nil
+		}
+		msg := scriptErrorText(err) + " script: " + sha
+		if line := errorLine(err); line > 0 {
+			msg += ", on @user_script:" + strconv.Itoa(line) + "."
+		}
+		return engine.Result{Err: scriptError{msg}}, nil
+	}
+	w := resp.NewWriter(proto)
+	if err := luaToRESP(ctx, w, L.Get(-1)); err != nil {
+		if ctx.Err() != nil {
+			return killed(), nil
+		}
+		return engine.Result{Err: scriptError{err.Error()}}, nil
+	}
+	ok = true
+	return engine.Result{New: engine.Item{Value: append([]byte(nil), w.Bytes()...)}, NewFound: true}, nil
+}
+
+// redisLib builds the redis table: redis.call and redis.pcall run through vm.run.
+func (vm *luaVM) redisLib() *lua.LTable {
+	L := vm.L
 	call := func(protect bool) lua.LGFunction {
 		return func(L *lua.LState) int {
-			v, err := run.call(L)
+			v, err := vm.run.call(L)
 			if err != nil {
-				fatal = err
+				vm.fatal = err
 				L.RaiseError("%v", err)
 			}
 			if t, ok := v.(*lua.LTable); ok && !protect {
@@ -448,47 +486,7 @@ func runScriptLua(tx *engine.Tx, args [][]byte, limp **luaLimits) (res engine.Re
 	for name, lvl := range map[string]int{"LOG_DEBUG": 0, "LOG_VERBOSE": 1, "LOG_NOTICE": 2, "LOG_WARNING": 3} {
 		r.RawSetString(name, lua.LNumber(lvl))
 	}
-	L.SetGlobal("redis", r)
-
-	compiled, err := compileScript(sha, args[0])
-	if err != nil {
-		return engine.Result{Err: scriptError{compileErrorText(err)}}, nil
-	}
-	fn := L.NewFunctionFromProto(compiled)
-	if len(fn.Upvalues) > 0 { // luaConcatName, what `..` calls (see luaConcatAST)
-		uv := &lua.Upvalue{}
-		uv.Close()
-		uv.SetValue(L.NewFunction(func(L *lua.LState) int { return luaConcat(L, lim) }))
-		fn.Upvalues[0] = uv
-	}
-	killed := func() engine.Result {
-		return engine.Result{Err: scriptError{"ERR Script killed: it ran longer than the script time limit (" +
-			limit.String() + "); its writes before that are kept"}}
-	}
-	L.Push(fn)
-	// PCall's traceback has one line per frame (third_party/gopher-lua: it had one per tail call, 10 GB of them
-	// after `local function f() return f() end` ran to the time limit).
-	if err := L.PCall(0, 1, nil); err != nil {
-		if fatal != nil {
-			return engine.Result{}, fatal
-		}
-		if ctx.Err() != nil {
-			return killed(), nil
-		}
-		msg := scriptErrorText(err) + " script: " + sha
-		if line := errorLine(err); line > 0 {
-			msg += ", on @user_script:" + strconv.Itoa(line) + "."
-		}
-		return engine.Result{Err: scriptError{msg}}, nil
-	}
-	w := resp.NewWriter(proto)
-	if err := luaToRESP(ctx, w, L.Get(-1)); err != nil {
-		if ctx.Err() != nil {
-			return killed(), nil
-		}
-		return engine.Result{Err: scriptError{err.Error()}}, nil
-	}
-	return engine.Result{New: engine.Item{Value: append([]byte(nil), w.Bytes()...)}, NewFound: true}, nil
+	return r
 }
 
 // scriptRun is what a script's redis.call needs: the batch, the script's own handler (it compiles commands), its
@@ -600,7 +598,7 @@ func errorLine(err error) int {
 		if i == 0 && strings.HasPrefix(frame, "[G]") {
 			continue
 		}
-		at, ok := strings.CutPrefix(frame, "<string>:")
+		at, ok := strings.CutPrefix(frame, "user_script:")
 		if !ok {
 			return 0
 		}
@@ -620,10 +618,7 @@ func scriptErrorText(err error) string {
 			}
 		}
 		if msg, ok := ae.Object.(lua.LString); ok {
-			if at, ok := strings.CutPrefix(firstLine(string(msg)), "<string>:"); ok {
-				return "ERR user_script:" + at // the chunk Redis names user_script
-			}
-			return "ERR " + firstLine(string(msg)) // error(msg, 0): no position
+			return "ERR " + firstLine(string(msg)) // the chunk is named user_script, as Redis names it
 		}
 	}
 	return "ERR user_script: " + firstLine(err.Error())

@@ -21,22 +21,27 @@ func TestScriptErrorsMatchRedis(t *testing.T) {
 		"return redis.pcall('nosuch')",
 		"local x = struct.pack('!3 b', 1) return x", // luaL_error's text, not a bad argument's (a review)
 	}
-	run := func(addr string) []string {
-		rc := dialRaw(t, addr)
-		defer rc.c.Close()
-		var out []string
-		for _, s := range scripts {
-			rc.send(fmt.Sprintf("*3\r\n$4\r\nEVAL\r\n$%d\r\n%s\r\n$1\r\n0\r\n", len(s), s))
-			out = append(out, rc.reply())
-		}
-		return out
-	}
-	want := run(startRedisServer(t))
-	ts := startServer(t, Options{}, 0)
-	got := run(ts.addr)
+	want := evalReplies(t, startRedisServer(t), scripts, "0")
+	got := evalReplies(t, startServer(t, Options{}, 0).addr, scripts, "0")
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("%q:\n%q\nredis-server: %q", scripts[i], got[i], want[i])
 		}
 	}
+}
+
+// evalReplies sends EVAL script args... for each script on one connection to addr and returns the raw replies.
+func evalReplies(t *testing.T, addr string, scripts []string, args ...string) []string {
+	rc := dialRaw(t, addr)
+	defer rc.c.Close()
+	var out []string
+	for _, s := range scripts {
+		cmd := fmt.Sprintf("*%d\r\n$4\r\nEVAL\r\n$%d\r\n%s\r\n", 2+len(args), len(s), s)
+		for _, a := range args {
+			cmd += fmt.Sprintf("$%d\r\n%s\r\n", len(a), a)
+		}
+		rc.send(cmd)
+		out = append(out, rc.reply())
+	}
+	return out
 }

@@ -1,0 +1,80 @@
+package redis
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestScriptGlobalsMatchRedis: the globals, the libraries and the metatables are read-only and an unknown
+// global is an error, with Redis 7's texts (a script could set globals, and change string.rep for the scripts
+// after it, once interpreters were kept); math.random is Redis's generator, its state kept from script to
+// script; a library's bad argument is worded as Lua 5.1's. Byte for byte against redis-server.
+func TestScriptGlobalsMatchRedis(t *testing.T) {
+	scripts := []string{
+		"x = 1", "return foo", "function f() end", "_G.x = 1", "ARGV = 1", "redis.call = nil",
+		"string.foo = 1; return 1", "local s = string; s.x = 2", "math.random = nil", "cjson.x = 1", "bit.x = 1",
+		"struct.x = 1", "cmsgpack.x = 1", "table.x = 1",
+		"rawset(_G, 'x', 1)", "rawset(cjson, 'x', 1)", "setmetatable(_G, nil)", "setmetatable(string, {})",
+		"table.insert(string, 1)", "table.sort(math)", "table.remove(redis)", "getmetatable('').__index = nil",
+		"getmetatable(_G).__index = nil", "return tostring(rawget(_G, 'foo'))", "return type(_G)",
+		"local t = {} t.x = 1 setmetatable(t, {}) rawset(t, 'y', 2) table.insert(t, 3) return {t.x, t.y, t[1]}",
+		"KEYS[1] = 'a' ARGV[2] = 'b' return {KEYS[1], ARGV[2], #KEYS, #ARGV}",
+		"return {pcall(function() x = 1 end)}", "return getfenv", "return setfenv", "return print",
+		"math.randomseed(5)", "return math.random(1000)", "return {math.random(1000), math.random(3, 9), math.random(-5, -1)}",
+		"return tostring(math.random())", "math.randomseed(-7.9) return math.random(2^30)",
+		"return math.random(0)", "return math.random(5, 1)", "return math.random(1, 2, 3)", "return math.random(2^31 + 5)",
+		"return string.rep()", "return string.rep('x', 'y')", "return math.floor('a')", "return tonumber()",
+		"return table.concat(1)", "return bit.band('x')", "return struct.pack()",
+	}
+	want := evalReplies(t, startRedisServer(t), scripts, "1", "k", "a")
+	got := evalReplies(t, startServer(t, Options{}, 0).addr, scripts, "1", "k", "a")
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("%q:\n%q\nredis-server: %q", scripts[i], got[i], want[i])
+		}
+	}
+}
+
+// TestScriptsLeaveNothingForTheNext: interpreters are kept from one script to the next, on many connections at
+// once; what a script could leave behind (globals, library functions, metatables, KEYS and ARGV of another
+// length) is not seen by the scripts after it, whether it ended normally or failed.
+func TestScriptsLeaveNothingForTheNext(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	spoil := []string{
+		"pcall(function() x = 1 end) pcall(rawset, _G, 'y', 1) pcall(rawset, string, 'rep', print) " +
+			"pcall(setmetatable, _G, nil) pcall(function() getmetatable('').__index = {} end) return 1",
+		"pcall(function() redis.call = nil end) pcall(table.insert, math, 1) error('fails')",
+		"local t = {} for i = 1, 1000 do t[i] = string.rep('x', 100) end return #t",
+	}
+	check := "return {tostring(rawget(_G, 'x')), tostring(rawget(_G, 'y')), string.rep('a', 3), " +
+		"type(getmetatable(_G).__index), ('b'):rep(2), type(redis.call), #math, #KEYS, #ARGV, KEYS[1], ARGV[1]}"
+	want := "[nil nil aaa function bb function 0 1 1 k v]"
+	var wg sync.WaitGroup
+	errs := make(chan string, 8*50)
+	for c := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl := ts.client(t, nil)
+			for i := range 50 {
+				s := spoil[(c+i)%len(spoil)]
+				cl.Eval(ctx, s, []string{"k1", "k2", "k3"}, "a1", "a2", "a3", "a4")
+				got, err := cl.Eval(ctx, check, []string{"k"}, "v").Result()
+				if g := fmt.Sprint(got); err != nil || g != want {
+					errs <- fmt.Sprintf("after %.40q: %s %v", s, g, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	var all []string
+	for e := range errs {
+		all = append(all, e)
+	}
+	if len(all) > 0 {
+		t.Fatalf("%d of 400 checks saw another script's state, e.g.\n%s", len(all), strings.Join(all[:min(len(all), 5)], "\n"))
+	}
+}
