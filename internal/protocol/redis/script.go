@@ -87,9 +87,8 @@ func (c *scriptCache) setWide(sha string) {
 	c.wide[sha] = true
 }
 
-// put adds src (EVAL's if eval, else SCRIPT LOAD's) and returns its SHA1.
-func (c *scriptCache) put(src []byte, eval bool) string {
-	sha := sha1hex(src)
+// put adds src (EVAL's if eval, else SCRIPT LOAD's), whose SHA1 is sha, and returns the cache's copy of it.
+func (c *scriptCache) put(src []byte, sha string, eval bool) []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
@@ -111,6 +110,7 @@ func (c *scriptCache) put(src []byte, eval bool) string {
 	case e != nil:
 		c.evals.MoveToFront(e)
 	}
+	kept := c.m[sha]
 	for c.evals.Len() > 1 && (c.evals.Len() > scriptCacheEvalMax || c.evalBytes > scriptCacheEvalBytes) {
 		old := c.evals.Remove(c.evals.Back()).(string)
 		c.evalBytes -= len(c.m[old])
@@ -118,7 +118,7 @@ func (c *scriptCache) put(src []byte, eval bool) string {
 		delete(c.evalElem, old)
 		delete(c.wide, old)
 	}
-	return sha
+	return kept
 }
 
 // get returns the script with this SHA1 (any case); touch marks it used (EVALSHA), for the eviction order.
@@ -146,7 +146,7 @@ func cmdEval(s *session, args [][]byte) {
 		s.w.Error(msg)
 		return
 	}
-	sha := sha1hex(m.Call.Args[0])
+	sha := string(m.Call.Args[1])
 	m.Call.AnyKey = !readOnly && s.h.scripts.isWide(sha)
 	res, err := s.h.store.Apply(respCtx, []engine.Mutation{m})
 	if errors.Is(err, engine.ErrUndeclaredWrite) && !m.Call.AnyKey && !readOnly {
@@ -181,15 +181,20 @@ func txEval(s *session, args [][]byte) {
 }
 
 // evalMutation checks an EVAL, EVALSHA, EVAL_RO or EVALSHA_RO and builds the call of the script (of copies of
-// the arguments) and whether it is read-only, or returns the error to answer.
+// the arguments, the script the cache's own) and whether it is read-only, or returns the error to answer. The
+// script's SHA1 is computed once here, and handed on (BullMQ's scripts are up to 40 kB: a hash of one costs
+// tens of microseconds).
 func (s *session) evalMutation(args [][]byte) (_ engine.Mutation, readOnly bool, errMsg string) {
 	name := lower(args[0])
-	src := args[1]
+	src, sha := args[1], ""
 	if strings.HasPrefix(name, "evalsha") {
 		var ok bool
 		if src, ok = s.h.scripts.get(string(args[1]), true); !ok {
 			return engine.Mutation{}, false, "NOSCRIPT No matching script. Please use EVAL."
 		}
+		sha = strings.ToLower(string(args[1]))
+	} else {
+		sha = sha1hex(src)
 	}
 	n, ok := argInt(args[2])
 	switch {
@@ -200,12 +205,12 @@ func (s *session) evalMutation(args [][]byte) (_ engine.Mutation, readOnly bool,
 	case n > int64(len(args)-3):
 		return engine.Mutation{}, false, "ERR Number of keys can't be greater than number of args"
 	}
-	sb, msg := checkScript(src)
+	sb, msg := checkScript(src, sha)
 	if msg != "" {
 		return engine.Mutation{}, false, msg
 	}
 	if !strings.HasPrefix(name, "evalsha") {
-		s.h.scripts.put(src, true) // once it compiles, as Redis keeps only those
+		src = s.h.scripts.put(src, sha, true) // once it compiles, as Redis keeps only those
 	}
 	keys := args[3 : 3+n]
 	for _, k := range keys {
@@ -228,10 +233,11 @@ func (s *session) evalMutation(args [][]byte) (_ engine.Mutation, readOnly bool,
 	if s.w.Proto() >= 3 {
 		mode += "3" // the caller's protocol: the result is encoded for it
 	}
-	fargs := [][]byte{src, []byte(itoa(int64(s.db))), []byte(itoa(int64(s.h.store.Limits().MaxValue))),
+	fargs := [][]byte{[]byte(sha), []byte(itoa(int64(s.db))), []byte(itoa(int64(s.h.store.Limits().MaxValue))),
 		[]byte(itoa(int64(s.h.opts.Databases))), []byte(mode), []byte(itoa(s.h.scriptHost)), args[2]}
 	fargs = append(fargs, args[3:]...)
-	m := engine.Mutation{Op: engine.OpCall, Table: s.table(), Call: engine.CallArgs{Name: evalFunc, Args: copyArgs(fargs), Keys: copyArgs(keys)}}
+	fargs = append([][]byte{src}, copyArgs(fargs)...) // src is the cache's, never changed
+	m := engine.Mutation{Op: engine.OpCall, Table: s.table(), Call: engine.CallArgs{Name: evalFunc, Args: fargs, Keys: copyArgs(keys)}}
 	if len(keys) > 0 {
 		m.Key = m.Call.Keys[0]
 	}
@@ -256,11 +262,13 @@ func writeEvalReply(w *resp.Writer, res []engine.Result, err error) {
 func cmdScript(s *session, args [][]byte) {
 	switch sub := lower(args[1]); {
 	case sub == "load" && len(args) == 3:
-		if _, msg := checkScript(args[2]); msg != "" {
+		sha := sha1hex(args[2])
+		if _, msg := checkScript(args[2], sha); msg != "" {
 			s.w.Error(msg)
 			return
 		}
-		s.w.BulkString(s.h.scripts.put(args[2], false))
+		s.h.scripts.put(args[2], sha, false)
+		s.w.BulkString(sha)
 	case sub == "exists" && len(args) >= 3:
 		s.w.ArrayHeader(len(args) - 2)
 		for _, sha := range args[2:] {
@@ -282,14 +290,14 @@ func cmdScript(s *session, args [][]byte) {
 	}
 }
 
-// checkScript reads src's shebang and compiles it (the compiled form is kept for its runs), answering Redis's
-// error for a malformed shebang or a script that does not compile.
-func checkScript(src []byte) (scriptShebang, string) {
+// checkScript reads src's shebang and compiles it (the compiled form is kept for its runs, by its SHA1 sha),
+// answering Redis's error for a malformed shebang or a script that does not compile.
+func checkScript(src []byte, sha string) (scriptShebang, string) {
 	sb, msg := parseShebang(src)
 	if msg != "" {
 		return sb, "ERR " + msg
 	}
-	if _, err := compileScript(sha1hex(src), src); err != nil {
+	if _, err := compileScript(sha, src); err != nil {
 		return sb, compileErrorText(err)
 	}
 	return sb, ""
@@ -326,8 +334,8 @@ type scriptError struct{ msg string }
 
 func (e scriptError) Error() string { return e.msg }
 
-// runScript is the function "redis.eval": args are the script, the database, the value limit, the number of
-// databases, the mode ("0" or "1" for read-only, then "n" if the caller wants keyspace events, "3" if it speaks
+// runScript is the function "redis.eval": args are the script, its SHA1, the database, the value limit, the
+// number of databases, the mode ("0" or "1" for read-only, then "n" if the caller wants keyspace events, "3" if it speaks
 // RESP3), the number of the handler that runs it (scriptHost), numkeys, the keys and the other arguments.
 func runScript(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	var collect bool
@@ -344,9 +352,11 @@ var scriptLimits = func() *resp.Limits { l := resp.DefaultLimits(); return &l }(
 
 // runScriptLua is runScript but for the collection after it; it sets *collect if one should follow.
 func runScriptLua(tx *engine.Tx, args [][]byte, collect *bool) (res engine.Result, err error) {
-	if len(args) < 7 {
+	if len(args) < 8 {
 		return engine.Result{}, engine.ErrInvalid
 	}
+	src, sha := args[0], string(args[1])
+	args = args[1:] // from here on args[1] is the database, args[6] the number of keys
 	db, _ := strconv.Atoi(string(args[1]))
 	maxValue, _ := strconv.Atoi(string(args[2]))
 	databases, _ := strconv.Atoi(string(args[3]))
@@ -360,8 +370,7 @@ func runScriptLua(tx *engine.Tx, args [][]byte, collect *bool) (res engine.Resul
 		return engine.Result{}, engine.ErrInvalid
 	}
 	keys, argv := args[7:7+numKeys], args[7+numKeys:]
-	sha := sha1hex(args[0])
-	compiled, err := compileScript(sha, args[0])
+	compiled, err := compileScript(sha, src)
 	if err != nil {
 		return engine.Result{Err: scriptError{compileErrorText(err)}}, nil
 	}
