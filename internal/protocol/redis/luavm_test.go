@@ -1,10 +1,17 @@
 package redis
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"anykv/internal/engine"
+	"anykv/internal/engine/memstore"
+	"anykv/internal/kv"
 )
 
 // TestScriptGlobalsMatchRedis: the globals, the libraries and the metatables are read-only and an unknown
@@ -77,4 +84,88 @@ func TestScriptsLeaveNothingForTheNext(t *testing.T) {
 	if len(all) > 0 {
 		t.Fatalf("%d of 400 checks saw another script's state, e.g.\n%s", len(all), strings.Join(all[:min(len(all), 5)], "\n"))
 	}
+}
+
+// applyCounter counts the batches an engine applies.
+type applyCounter struct {
+	engine.Engine
+	n atomic.Int64
+}
+
+func (e *applyCounter) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, error) {
+	e.n.Add(1)
+	return e.Engine.Apply(ctx, b)
+}
+
+// TestPipelinedScriptsShareABatch: a pipeline of scripts is applied as one batch, as a pipeline of SETs is (each
+// was a batch, so an fsync, of its own: BullMQ's addBulk of 100 jobs made 100); a script seen for the first time
+// that writes a key it does not declare, pipelined among other commands, still runs, and they are answered in
+// order; each pipelined script has its time limit to itself.
+func TestPipelinedScriptsShareABatch(t *testing.T) {
+	eng := &applyCounter{Engine: memstore.New()}
+	ts := startServerOver(t, eng, kv.Options{}, Options{}, 0)
+	rc := dialRaw(t, ts.addr)
+	defer rc.c.Close()
+	const set = "redis.call('SET', KEYS[1], ARGV[1]) return redis.call('GET', KEYS[1])"
+	rc.send(respCommand("EVAL", set, "1", "k0", "v0"))
+	if got := rc.reply(); got != "$2\r\nv0\r\n" {
+		t.Fatalf("EVAL: %q", got)
+	}
+	sha := sha1hex([]byte(set))
+	var pipe strings.Builder
+	for i := range 50 {
+		pipe.WriteString(respCommand("EVALSHA", sha, "1", fmt.Sprint("k", i), fmt.Sprint("v", i)))
+	}
+	before := eng.n.Load()
+	rc.send(pipe.String())
+	for i := range 50 {
+		if got, want := rc.reply(), fmt.Sprintf("$%d\r\nv%d\r\n", len(fmt.Sprint("v", i)), i); got != want {
+			t.Fatalf("EVALSHA %d: %q, want %q", i, got, want)
+		}
+	}
+	if n := eng.n.Load() - before; n > 3 {
+		t.Errorf("50 pipelined scripts took %d batches, want one (up to three if the pipeline arrived in pieces)", n)
+	}
+
+	// A script not yet known to write undeclared keys, among other commands: they are answered one by one.
+	const wide = "redis.call('SET', 'undeclared', ARGV[1]) return redis.call('INCR', KEYS[1])"
+	mixed := respCommand("SET", "a", "1") + respCommand("EVAL", wide, "1", "n", "x") + respCommand("GET", "undeclared") +
+		respCommand("EVAL", wide, "1", "n", "y") + respCommand("GET", "undeclared")
+	rc.send(mixed)
+	for i, want := range []string{"+OK\r\n", ":1\r\n", "$1\r\nx\r\n", ":2\r\n", "$1\r\ny\r\n"} {
+		if got := rc.reply(); got != want {
+			t.Errorf("reply %d of the mixed pipeline: %q, want %q", i, got, want)
+		}
+	}
+	before = eng.n.Load()
+	rc.send(mixed)
+	for i, want := range []string{"+OK\r\n", ":3\r\n", "$1\r\nx\r\n", ":4\r\n", "$1\r\ny\r\n"} {
+		if got := rc.reply(); got != want {
+			t.Errorf("reply %d of the mixed pipeline, again: %q, want %q", i, got, want)
+		}
+	}
+	if n := eng.n.Load() - before; n > 2 {
+		t.Errorf("the mixed pipeline, its script now known, took %d batches", n)
+	}
+
+	// Three pipelined scripts of about 0.8 s each under a 2 s limit: none is stopped. (TIME is the batch's in a
+	// script, so the loop is calibrated by a first run.)
+	const loop = "local n = 0 for i = 1, tonumber(ARGV[1]) do n = n + i end return 1"
+	start := time.Now()
+	rc.send(respCommand("EVAL", loop, "0", "1000000"))
+	if got := rc.reply(); got != ":1\r\n" {
+		t.Fatalf("calibration: %q", got)
+	}
+	n := fmt.Sprint(int64(1e6 * 0.8 / time.Since(start).Seconds()))
+	old := luaTimeLimit.Load()
+	luaTimeLimit.Store(int64(2 * time.Second))
+	t.Cleanup(func() { luaTimeLimit.Store(old) })
+	start = time.Now()
+	rc.send(respCommand("EVAL", loop, "0", n) + respCommand("EVAL", loop, "0", n) + respCommand("EVAL", loop, "0", n))
+	for i := range 3 {
+		if got := rc.reply(); got != ":1\r\n" {
+			t.Errorf("pipelined script %d of about 0.8 s under a 2 s limit: %q", i, got)
+		}
+	}
+	t.Logf("three scripts of %s additions: %v", n, time.Since(start))
 }

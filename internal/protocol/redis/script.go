@@ -33,10 +33,10 @@ func init() {
 	sc := func(c *command) *command { c.groupName = "scripting"; c.firstKey = -1; return c }
 	keyed := func(c *command) *command { c.movable, c.flags = numKeys(2), c.flags|flagNoMandatoryKeys; return c }
 	register(
-		keyed(sc(&command{name: "eval", arity: -3, tx: txEval, flags: flagWrite, imm: cmdEval, since: "2.6.0", summary: "Executes a server-side Lua script."})),
-		keyed(sc(&command{name: "evalsha", arity: -3, tx: txEval, flags: flagWrite, imm: cmdEval, since: "2.6.0", summary: "Executes a server-side Lua script by SHA1 digest."})),
-		keyed(sc(&command{name: "eval_ro", arity: -3, tx: txEval, flags: flagReadonly, imm: cmdEval, since: "7.0.0", summary: "Executes a read-only server-side Lua script."})),
-		keyed(sc(&command{name: "evalsha_ro", arity: -3, tx: txEval, flags: flagReadonly, imm: cmdEval, since: "7.0.0", summary: "Executes a read-only server-side Lua script by SHA1 digest."})),
+		keyed(sc(&command{name: "eval", arity: -3, data: dataEval, tx: txEval, flags: flagWrite, since: "2.6.0", summary: "Executes a server-side Lua script."})),
+		keyed(sc(&command{name: "evalsha", arity: -3, data: dataEval, tx: txEval, flags: flagWrite, since: "2.6.0", summary: "Executes a server-side Lua script by SHA1 digest."})),
+		keyed(sc(&command{name: "eval_ro", arity: -3, data: dataEval, tx: txEval, flags: flagReadonly, since: "7.0.0", summary: "Executes a read-only server-side Lua script."})),
+		keyed(sc(&command{name: "evalsha_ro", arity: -3, data: dataEval, tx: txEval, flags: flagReadonly, since: "7.0.0", summary: "Executes a read-only server-side Lua script by SHA1 digest."})),
 		sc(&command{name: "script", arity: -2, imm: cmdScript, since: "2.6.0", summary: "A container for Lua scripts management commands."}),
 	)
 	engine.RegisterFunc(evalFunc, runScript)
@@ -140,28 +140,44 @@ func (c *scriptCache) flush() {
 	c.evals.Init()
 }
 
-func cmdEval(s *session, args [][]byte) {
-	m, readOnly, msg := s.evalMutation(args)
+// dataEval compiles a script called outside MULTI into the connection's batch, so that a pipeline of scripts
+// (BullMQ's addBulk sends a hundred) commits as one group, with one fsync, rather than one each. A script not
+// known to write keys it does not declare runs declaring only its KEYS; if it does write another, the batch fails
+// with nothing applied and flush answers its commands one at a time (applyEval): that script runs again, allowed
+// to, and is remembered as such. Each script's time limit counts from its own start.
+func dataEval(s *session, args [][]byte) {
+	m, readOnly, msg := s.evalMutation(args, true)
 	if msg != "" {
-		s.w.Error(msg)
+		s.fail(msg)
 		return
 	}
-	sha := string(m.Call.Args[1])
-	m.Call.AnyKey = !readOnly && s.h.scripts.isWide(sha)
-	res, err := s.h.store.Apply(respCtx, []engine.Mutation{m})
-	if errors.Is(err, engine.ErrUndeclaredWrite) && !m.Call.AnyKey && !readOnly {
-		// It wrote a key it did not declare, and nothing applied: again, allowed to (see the top of this file).
-		s.h.scripts.setWide(sha)
+	m.Call.AnyKey = !readOnly && s.h.scripts.isWide(string(m.Call.Args[1]))
+	s.add(m)
+	h := s.h
+	s.plan(func(w *resp.Writer, res []engine.Result) { writeEvalReply(w, res, nil); h.scriptNotes(res) })
+}
+
+// isEval reports whether m is a script's call (dataEval, txEval).
+func isEval(m *engine.Mutation) bool { return m.Op == engine.OpCall && m.Call.Name == evalFunc }
+
+// applyEval applies the mutations of one command holding a script's call, for flush's one-at-a-time answers: a
+// script that wrote a key it did not declare runs again allowed to (and is remembered as one that does), and a
+// failure of the script's batch (a write to another database) becomes the script's error reply, as Redis
+// answers it, nothing of it applied.
+func (s *session) applyEval(muts []engine.Mutation, i int) ([]engine.Result, error) {
+	res, err := s.apply(muts)
+	m := &muts[i]
+	if errors.Is(err, engine.ErrUndeclaredWrite) && !m.Call.AnyKey {
+		s.h.scripts.setWide(string(m.Call.Args[1]))
 		m.Call.AnyKey = true
-		res, err = s.h.store.Apply(respCtx, []engine.Mutation{m})
+		res, err = s.apply(muts)
 	}
-	if err == nil { // a script that failed after writing keeps its writes: they may fill a waiter's list
-		s.h.waiters.wake([]engine.Mutation{m}, res)
+	if errors.Is(err, engine.ErrInvalid) {
+		res = make([]engine.Result, len(muts))
+		res[i].Err = scriptError{scriptBatchErrorText(err)}
+		return res, nil
 	}
-	writeEvalReply(s.w, res, err)
-	if err == nil {
-		s.h.scriptNotes(res)
-	}
+	return res, err
 }
 
 // txEval compiles EVAL and its kin queued in a transaction into the transaction's batch, so that the script runs
@@ -169,7 +185,7 @@ func cmdEval(s *session, args [][]byte) {
 // key of its database (AnyKey): a transaction cannot be run again once a script turns out to write keys it did
 // not declare.
 func txEval(s *session, args [][]byte) {
-	m, readOnly, msg := s.evalMutation(args)
+	m, readOnly, msg := s.evalMutation(args, false)
 	if msg != "" {
 		s.fail(msg)
 		return
@@ -183,8 +199,8 @@ func txEval(s *session, args [][]byte) {
 // evalMutation checks an EVAL, EVALSHA, EVAL_RO or EVALSHA_RO and builds the call of the script (of copies of
 // the arguments, the script the cache's own) and whether it is read-only, or returns the error to answer. The
 // script's SHA1 is computed once here, and handed on (BullMQ's scripts are up to 40 kB: a hash of one costs
-// tens of microseconds).
-func (s *session) evalMutation(args [][]byte) (_ engine.Mutation, readOnly bool, errMsg string) {
+// tens of microseconds). ownLimit makes its time limit count from its own start, not the batch's.
+func (s *session) evalMutation(args [][]byte, ownLimit bool) (_ engine.Mutation, readOnly bool, errMsg string) {
 	name := lower(args[0])
 	src, sha := args[1], ""
 	if strings.HasPrefix(name, "evalsha") {
@@ -230,6 +246,9 @@ func (s *session) evalMutation(args [][]byte) (_ engine.Mutation, readOnly bool,
 	if !readOnly && s.h.notifying() {
 		mode += "n" // keyspace events wanted: the script's commands collect theirs (keyEvent)
 	}
+	if ownLimit {
+		mode += "p" // its time limit from its own start (a pipeline's scripts), not the transaction's first
+	}
 	if s.w.Proto() >= 3 {
 		mode += "3" // the caller's protocol: the result is encoded for it
 	}
@@ -249,7 +268,7 @@ func (s *session) evalMutation(args [][]byte) (_ engine.Mutation, readOnly bool,
 func writeEvalReply(w *resp.Writer, res []engine.Result, err error) {
 	switch {
 	case errors.Is(err, engine.ErrInvalid):
-		w.Error("ERR " + strings.TrimPrefix(err.Error(), engine.ErrInvalid.Error()+": ") + " (a script may write keys of its own database only, and may not flush)")
+		w.Error(scriptBatchErrorText(err))
 	case err != nil:
 		w.Error(errText(err))
 	case res[0].Err != nil:
@@ -257,6 +276,12 @@ func writeEvalReply(w *resp.Writer, res []engine.Result, err error) {
 	default:
 		w.Raw(res[0].New.Value)
 	}
+}
+
+// scriptBatchErrorText is the error a script answers whose batch the engine refused (ErrInvalid: it wrote
+// another database or flushed).
+func scriptBatchErrorText(err error) string {
+	return "ERR " + strings.TrimPrefix(err.Error(), engine.ErrInvalid.Error()+": ") + " (a script may write keys of its own database only, and may not flush)"
 }
 
 func cmdScript(s *session, args [][]byte) {
@@ -394,8 +419,13 @@ func runScriptLua(tx *engine.Tx, args [][]byte, collect *bool) (res engine.Resul
 	ctx, cancel := context.WithCancel(context.Background())
 	limit := time.Duration(luaTimeLimit.Load())
 	if limit > 0 { // 0: busy-reply-threshold 0, never stopped
-		// From the batch's first script: the scripts of one transaction share the limit (tx.Started).
-		ctx, cancel = context.WithDeadline(ctx, tx.Started().Add(limit))
+		// A pipeline's script ("p") from its own start; a transaction's from its batch's first script: the
+		// scripts of one transaction share the limit (tx.Started).
+		start := tx.Started()
+		if strings.Contains(string(args[4]), "p") {
+			start = time.Now()
+		}
+		ctx, cancel = context.WithDeadline(ctx, start.Add(limit))
 	}
 	defer cancel()
 	vm := getLuaVM()
@@ -557,7 +587,7 @@ func (r *scriptRun) call(L *lua.LState) (lua.LValue, error) {
 		return errTable("ERR Unknown Redis command called from script"), nil
 	case cmd.immIf != nil && cmd.immIf(args): // XREADGROUP's BLOCK: no script waits
 		return errTable("ERR " + string(args[0]) + " command is not allowed with BLOCK option from scripts"), nil
-	case cmd.data == nil && (!cmd.inScript || r.host == nil):
+	case cmd.data == nil && (!cmd.inScript || r.host == nil), cmd.tx != nil: // cmd.tx: EVAL and its kin
 		return errTable("ERR This Redis command is not allowed from script"), nil
 	case readOnly && cmd.flags&flagWrite != 0:
 		return errTable("ERR Write commands are not allowed from read-only scripts."), nil

@@ -358,9 +358,10 @@ func (s *session) flush() {
 	defer s.releaseResults()
 	s.picks = 0 // the batch's picks (roomForPicks) leave with it
 	res, err := s.run(nil)
-	if errors.Is(err, engine.ErrBatchTooBig) && s.batch.Len() > 1 {
+	if (errors.Is(err, engine.ErrBatchTooBig) && s.batch.Len() > 1) || (errors.Is(err, engine.ErrInvalid) && hasEval(s.batch.Muts())) {
 		// The batch is this server's cut of a pipeline of independent commands: apply them one by one, so that
-		// only a command too big by itself fails.
+		// only a command too big by itself fails, and a script that wrote a key it did not declare runs again
+		// (applyEval).
 		answered := time.Now()
 		s.batch.AnswerEach(s.applyOne, func(p *pending, own []engine.Result, muts []engine.Mutation, err error) {
 			s.replyTo(p, own, muts, err, answered)
@@ -374,6 +375,11 @@ func (s *session) flush() {
 // applyOne applies one request's mutations for flush's one-at-a-time answers: its plain reads directly, as run
 // would.
 func (s *session) applyOne(muts []engine.Mutation) ([]engine.Result, error) {
+	for i := range muts {
+		if isEval(&muts[i]) {
+			return s.applyEval(muts, i)
+		}
+	}
 	if !plainReads(muts) || s.readsInOneTrip(muts) {
 		return s.apply(muts)
 	}
@@ -462,6 +468,16 @@ func (s *session) apply(muts []engine.Mutation) ([]engine.Result, error) {
 		s.h.waiters.wake(muts, res)
 	}
 	return res, err
+}
+
+// hasEval reports whether muts hold a script's call.
+func hasEval(muts []engine.Mutation) bool {
+	for i := range muts {
+		if isEval(&muts[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 func plainReads(muts []engine.Mutation) bool {

@@ -81,10 +81,10 @@ func cmdExec(s *session, args [][]byte) {
 		s.cur, s.curArgs = c, a // each queued command counts in INFO commandstats under its own name
 		if c.data != nil || c.tx != nil {
 			before := len(s.batch.Muts())
-			if c.data != nil {
-				s.compile(c, a)
-			} else {
+			if c.tx != nil { // its transaction form (EVAL: the script may write any key, and shares the time limit)
 				c.tx(s, a)
+			} else {
+				s.compile(c, a)
 			}
 			muts := s.batch.Muts()
 			for i := before; i < len(muts); i++ {
