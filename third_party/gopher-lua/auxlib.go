@@ -17,22 +17,14 @@ func (ls *LState) CheckAny(n int) LValue {
 	return ls.Get(n)
 }
 
+// anykv patch: CheckInt, CheckInt64, OptInt and OptInt64 take a numeric string, as Lua 5.1's luaL_checkinteger
+// does (string.rep('x', '3'), math.random('5') in Redis).
 func (ls *LState) CheckInt(n int) int {
-	v := ls.Get(n)
-	if intv, ok := v.(LNumber); ok {
-		return int(intv)
-	}
-	ls.TypeError(n, LTNumber)
-	return 0
+	return int(ls.CheckNumber(n))
 }
 
 func (ls *LState) CheckInt64(n int) int64 {
-	v := ls.Get(n)
-	if intv, ok := v.(LNumber); ok {
-		return int64(intv)
-	}
-	ls.TypeError(n, LTNumber)
-	return 0
+	return int64(ls.CheckNumber(n))
 }
 
 func (ls *LState) CheckNumber(n int) LNumber {
@@ -142,27 +134,17 @@ func (ls *LState) CheckOption(n int, options []string) int {
 /* optType {{{ */
 
 func (ls *LState) OptInt(n int, d int) int {
-	v := ls.Get(n)
-	if v == LNil {
+	if ls.Get(n) == LNil {
 		return d
 	}
-	if intv, ok := v.(LNumber); ok {
-		return int(intv)
-	}
-	ls.TypeError(n, LTNumber)
-	return 0
+	return int(ls.CheckNumber(n))
 }
 
 func (ls *LState) OptInt64(n int, d int64) int64 {
-	v := ls.Get(n)
-	if v == LNil {
+	if ls.Get(n) == LNil {
 		return d
 	}
-	if intv, ok := v.(LNumber); ok {
-		return int64(intv)
-	}
-	ls.TypeError(n, LTNumber)
-	return 0
+	return int64(ls.CheckNumber(n))
 }
 
 func (ls *LState) OptNumber(n int, d LNumber) LNumber {

@@ -385,6 +385,10 @@ func baseSetFEnv(L *LState) int {
 }
 
 func baseSetMetatable(L *LState) int {
+	// anykv patch: a table only, as in Lua 5.1 (and Redis); any other value's metatable is its whole type's, which
+	// a script could change for the scripts after it on a kept interpreter (a string's __index, a number's
+	// __tostring, __add consulted before a numeric string is converted).
+	L.CheckTable(1)
 	L.CheckTypes(2, LTNil, LTTable)
 	obj := L.Get(1)
 	if obj == LNil {

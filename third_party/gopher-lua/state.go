@@ -1974,6 +1974,10 @@ func (ls *LState) RawSetInt(tb *LTable, key int, value LValue) {
 	tb.RawSetInt(key, value)
 }
 
+// CloseBuiltinMetatables makes SetMetatable refuse to change the metatable of a type (a string's, a number's,
+// ...) from now on (anykv patch): those are the interpreter's, shared by every script it runs.
+func (ls *LState) CloseBuiltinMetatables() { ls.G.builtinMtsClosed = true }
+
 // checkWritable raises Redis's error if tb is read-only (anykv patch: LTable.SetReadOnly).
 // The error carries the script's position when an instruction of the script writes, not when a library function
 // does (as in Redis, whose C functions raise it without one).
@@ -2212,6 +2216,9 @@ func (ls *LState) SetMetatable(obj LValue, mt LValue) {
 	case *LUserData:
 		v.Metatable = mt
 	default:
+		if ls.G.builtinMtsClosed {
+			ls.RaiseError("Attempt to modify a readonly table") // anykv patch: see CloseBuiltinMetatables
+		}
 		ls.G.builtinMts[int(obj.Type())] = mt
 	}
 }

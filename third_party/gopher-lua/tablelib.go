@@ -90,11 +90,11 @@ func tableConcat(L *LState) int {
 
 func tableInsert(L *LState) int {
 	tbl := L.CheckTable(1)
-	L.checkWritable(tbl) // anykv patch
 	nargs := L.GetTop()
 	if nargs == 1 {
 		L.RaiseError("wrong number of arguments")
 	}
+	L.checkWritable(tbl) // anykv patch
 
 	if L.GetTop() == 2 {
 		tbl.Append(L.Get(2))

@@ -194,9 +194,10 @@ type Global struct {
 	Registry      *LTable
 	Global        *LTable
 
-	builtinMts map[int]LValue
-	tempFiles  []*os.File
-	gccount    int32
+	builtinMts       map[int]LValue
+	builtinMtsClosed bool // anykv patch: see CloseBuiltinMetatables
+	tempFiles        []*os.File
+	gccount          int32
 }
 
 type LState struct {

@@ -98,18 +98,39 @@ func newLuaVM() *luaVM {
 	return vm
 }
 
+// luaOmitted are globals Redis 7's scripts have and anykv's leave out (the compiler, the collector, coroutines):
+// they read as nil, not as the error of a global that does not exist.
+var luaOmitted = map[string]struct{}{"loadstring": {}, "load": {}, "collectgarbage": {}, "gcinfo": {}, "coroutine": {},
+	"__redis__err__handler": {}}
+
+// dropLuaVMs forgets the idle interpreters (SCRIPT FLUSH, as Redis starts a new Lua state then).
+func dropLuaVMs() {
+	luaVMs.Lock()
+	free := luaVMs.free
+	luaVMs.free = nil
+	luaVMs.Unlock()
+	for _, vm := range free {
+		vm.L.Close()
+	}
+}
+
 // closeGlobals makes the globals, every table among them, and the globals' and strings' metatables read-only
 // (lua.LTable.SetReadOnly, a patch of the vendored gopher-lua), and a read of a global that does not exist an
-// error, with Redis 7's texts.
+// error, with Redis 7's texts; no type's metatable can be set any more (setmetatable takes tables only).
 func closeGlobals(L *lua.LState) {
 	g := L.G.Global
 	mt := L.NewTable()
 	mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
-		L.RaiseError("Script attempted to access nonexistent global variable '%s'", L.CheckAny(2).String())
+		name := L.CheckAny(2).String()
+		if _, omitted := luaOmitted[name]; omitted {
+			return 0 // nil, as before interpreters were kept: `local f = loadstring or load` works
+		}
+		L.RaiseError("Script attempted to access nonexistent global variable '%s'", name)
 		return 0
 	}))
 	L.SetMetatable(g, mt)
 	mt.SetReadOnly()
+	L.CloseBuiltinMetatables() // setmetatable of a string, number, ... would change its whole type's
 	g.ForEach(func(_, v lua.LValue) {
 		if t, ok := v.(*lua.LTable); ok {
 			t.SetReadOnly()

@@ -34,6 +34,8 @@ func TestScriptGlobalsMatchRedis(t *testing.T) {
 		"return math.random(0)", "return math.random(5, 1)", "return math.random(1, 2, 3)", "return math.random(2^31 + 5)",
 		"return string.rep()", "return string.rep('x', 'y')", "return math.floor('a')", "return tonumber()",
 		"return table.concat(1)", "return bit.band('x')", "return struct.pack()",
+		"setmetatable('', {})", "setmetatable(0, {})", "setmetatable(true, {})", "setmetatable(tostring, {})",
+		"return string.rep('x', '3')", "math.randomseed('7') return math.random('5')",
 	}
 	want := evalReplies(t, startRedisServer(t), scripts, "1", "k", "a")
 	got := evalReplies(t, startServer(t, Options{}, 0).addr, scripts, "1", "k", "a")
@@ -54,10 +56,14 @@ func TestScriptsLeaveNothingForTheNext(t *testing.T) {
 			"pcall(setmetatable, _G, nil) pcall(function() getmetatable('').__index = {} end) return 1",
 		"pcall(function() redis.call = nil end) pcall(table.insert, math, 1) error('fails')",
 		"local t = {} for i = 1, 1000 do t[i] = string.rep('x', 100) end return #t",
+		// A review's: a type's metatable is the interpreter's (a string's __index and __add ran in later scripts).
+		"pcall(setmetatable, '', {__index = function() return 'x' end, __add = function() return 1000 end}) " +
+			"pcall(setmetatable, 0, {__tostring = function() return 'y' end}) pcall(setmetatable, true, {}) return 1",
 	}
 	check := "return {tostring(rawget(_G, 'x')), tostring(rawget(_G, 'y')), string.rep('a', 3), " +
-		"type(getmetatable(_G).__index), ('b'):rep(2), type(redis.call), #math, #KEYS, #ARGV, KEYS[1], ARGV[1]}"
-	want := "[nil nil aaa function bb function 0 1 1 k v]"
+		"type(getmetatable(_G).__index), ('b'):rep(2), type(redis.call), #math, #KEYS, #ARGV, KEYS[1], ARGV[1], " +
+		"'41' + 1, tostring(5), type(getmetatable(true))}"
+	want := "[nil nil aaa function bb function 0 1 1 k v 42 5 nil]"
 	var wg sync.WaitGroup
 	errs := make(chan string, 8*50)
 	for c := range 8 {

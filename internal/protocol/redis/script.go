@@ -305,6 +305,7 @@ func cmdScript(s *session, args [][]byte) {
 		}
 	case sub == "flush" && (len(args) == 2 || len(args) == 3 && (lower(args[2]) == "sync" || lower(args[2]) == "async")):
 		s.h.scripts.flush()
+		dropLuaVMs()
 		s.w.SimpleString("OK")
 	case sub == "flush":
 		s.w.Error("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
