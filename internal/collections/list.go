@@ -10,6 +10,7 @@ package collections
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
 	"strconv"
 
 	"anykv/internal/engine"
@@ -320,11 +321,19 @@ func setAt(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 
 // scanElems calls fn for the elements at positions [from, to), in order.
 func (l *list) scanElems(from, to int64, fn func(pos int64, v []byte) bool) error {
+	return l.scanElemsDir(from, to, false, fn)
+}
+
+// scanElemsDir is scanElems, from the last position down if reverse.
+func (l *list) scanElemsDir(from, to int64, reverse bool, fn func(pos int64, v []byte) bool) error {
 	prefix := engine.MemberPrefix(nil, l.key, l.meta.Gen)
 	r := engine.Range{Start: append(prefix[:len(prefix):len(prefix)], elem(from)...), End: append(prefix[:len(prefix):len(prefix)], elem(to)...)}
-	return l.tx.Scan(engine.MemberTable(l.table), r, func(k []byte, it engine.Item) bool {
-		p := int64(binary.BigEndian.Uint64(k[len(prefix):]) ^ 1<<63)
-		return fn(p, it.Value)
+	scan := l.tx.Scan
+	if reverse {
+		scan = l.tx.ScanReverse
+	}
+	return scan(engine.MemberTable(l.table), r, func(k []byte, it engine.Item) bool {
+		return fn(int64(binary.BigEndian.Uint64(k[len(prefix):])^1<<63), it.Value)
 	})
 }
 
@@ -439,6 +448,9 @@ func (l *list) all() ([][]byte, error) {
 	return vs, err
 }
 
+// rem is LREM: it reads from the end count names only as far as its |count|-th match (BullMQ removes a finished
+// job with LREM active -1 id, the job most often near the tail), and closes the gaps by moving the shorter side
+// of the list (removeAt), where it rewrote every element.
 func rem(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	count, err := parseNum(args[0])
 	if err != nil || len(args) != 2 {
@@ -448,34 +460,71 @@ func rem(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	if res, done, err := settle(l.exists, wrong, err, intResult(0)); done {
 		return res, err
 	}
-	vs, err := l.all()
-	if err != nil {
+	var hits []int64
+	match := func(p int64, v []byte) bool {
+		if string(v) == string(args[1]) {
+			hits = append(hits, p)
+		}
+		return count == 0 || int64(len(hits)) < max(count, -count)
+	}
+	from, to := l.meta.Head, l.meta.Head+l.meta.Count
+	err = l.scanElemsDir(from, to, count < 0, match)
+	if count < 0 {
+		slices.Reverse(hits)
+	}
+	if err != nil || len(hits) == 0 {
+		return intResult(0), err
+	}
+	if err := l.removeAt(hits); err != nil {
 		return engine.Result{}, err
 	}
-	drop := make([]bool, len(vs))
-	removed := int64(0)
-	for k := range vs {
-		i := k
-		if count < 0 {
-			i = len(vs) - 1 - k
-		}
-		if string(vs[i]) == string(args[1]) && (count == 0 || removed < max(count, -count)) {
-			drop[i] = true
-			removed++
-		}
+	l.save()
+	return intResult(int64(len(hits))), nil
+}
+
+// removeAt removes the elements at the positions ps (ascending), moving the elements on the shorter side of
+// them: those after ps[0] one step or more toward the head, or those before ps[len(ps)-1] toward the tail (the
+// head then starts further on).
+func (l *list) removeAt(ps []int64) error {
+	end := l.meta.Head + l.meta.Count
+	first, last := ps[0], ps[len(ps)-1]
+	gone := make(map[int64]bool, len(ps))
+	for _, p := range ps {
+		gone[p] = true
 	}
-	if removed == 0 {
-		return intResult(0), nil
-	}
-	kept := vs[:0:0]
-	for i, v := range vs {
-		if !drop[i] {
+	var kept [][]byte
+	keep := func(p int64, v []byte) bool {
+		if !gone[p] {
 			kept = append(kept, v)
 		}
+		return true
 	}
-	l.rewrite(kept)
-	l.save()
-	return intResult(removed), nil
+	n := int64(len(ps))
+	if end-1-first <= last-l.meta.Head { // the tail side is shorter: it moves toward the head
+		if err := l.scanElems(first, end, keep); err != nil {
+			return err
+		}
+		for i, v := range kept {
+			l.put(first+int64(i), v)
+		}
+		for p := end - n; p < end; p++ {
+			l.del(p)
+		}
+	} else { // the head side moves toward the tail
+		if err := l.scanElems(l.meta.Head, last+1, keep); err != nil {
+			return err
+		}
+		head := l.meta.Head + n
+		for i, v := range kept {
+			l.put(head+int64(i), v)
+		}
+		for p := l.meta.Head; p < head; p++ {
+			l.del(p)
+		}
+		l.meta.Head = head
+	}
+	l.meta.Count -= n
+	return nil
 }
 
 func insert(tx *engine.Tx, args [][]byte) (engine.Result, error) {
