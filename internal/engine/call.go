@@ -84,6 +84,12 @@ func RegisterKeyReadFunc(name string, fn Func, when func(args [][]byte) bool) {
 // pages, a stream's ranges); it still only reads, so a script may call it on any key.
 func RegisterUncachedKeyReadFunc(name string, fn Func) { register(name, fn, true, &keyRead{}) }
 
+// RegisterReadFunc is RegisterUncachedKeyReadFunc for a function that never writes but may also read keys its
+// mutation does not name: SORT, whose BY and GET patterns name keys built from the elements it sorts. It counts
+// as a read as those do (ReadsOnly; a script may call it on any key), and no cache keeps its answer, which other
+// keys change; an engine that resolves reads on a snapshot already tracks every key a resolution read.
+func RegisterReadFunc(name string, fn Func) { RegisterUncachedKeyReadFunc(name, fn) }
+
 // KeyRead reports whether m is a call that RegisterKeyReadFunc says reads only its own key, with an answer a
 // cache may keep until the key changes (and has no Target, no Call.Keys, not AnyKey).
 func KeyRead(m *Mutation) bool {

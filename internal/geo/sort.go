@@ -3,7 +3,8 @@ package geo
 // The two sorts Redis orders search results with, reproduced step for step so that points at equal distances
 // (and a NaN distance, which compares as neither above nor equal) come out in redis-server's order: glibc's
 // qsort, a stable merge sort, when every result is returned, and Redis's pqsort (NetBSD's quicksort that only
-// sorts the part of the array holding the ranks asked for) when COUNT returns fewer.
+// sorts the part of the array holding the ranks asked for) when COUNT returns fewer. SORT orders its elements
+// with the same two (internal/collections/sort.go), the partial one under BY with LIMIT.
 
 // MergeSort sorts a as glibc's qsort does (msort): the first n/2 elements and the rest are sorted, then merged,
 // the left element taken while cmp(left, right) <= 0.

@@ -147,15 +147,16 @@ var geoScript = []string{
 	"GEOSEARCHSTORE Sicily Sicily FROMLONLAT 15 37 BYRADIUS 100 km COUNT 1", "ZRANGE Sicily 0 -1",
 }
 
-// geoTranscript runs script on a fresh connection to addr, in RESP2 and then RESP3, and returns every reply.
-func geoTranscript(t *testing.T, addr string, script []string) []string {
+// protoTranscript runs script on a fresh connection to addr, in RESP2 and then RESP3, and returns every reply.
+// Each command is split as splitLine splits it: on spaces, with "double-quoted" Go-escaped arguments.
+func protoTranscript(t *testing.T, addr string, script []string) []string {
 	var out []string
 	for _, proto := range []string{"2", "3"} {
 		rc := dialRaw(t, addr)
 		rc.send("HELLO " + proto + "\r\n")
 		rc.reply()
 		for _, cmd := range script {
-			rc.send(respCommand(strings.Fields(cmd)...))
+			rc.send(respCommand(splitLine(t, cmd)...))
 			out = append(out, proto+" "+cmd+" -> "+rc.reply())
 		}
 		rc.c.Close()
@@ -184,9 +185,9 @@ func compareTranscripts(t *testing.T, got, want []string) {
 
 // TestGeoMatchesRedis: the GEO commands answer geoScript as redis-server 7.0 does, in RESP2 and RESP3.
 func TestGeoMatchesRedis(t *testing.T) {
-	want := geoTranscript(t, startRedisServer(t), geoScript)
+	want := protoTranscript(t, startRedisServer(t), geoScript)
 	ts := startServer(t, Options{}, 0)
-	compareTranscripts(t, geoTranscript(t, ts.addr, geoScript), want)
+	compareTranscripts(t, protoTranscript(t, ts.addr, geoScript), want)
 }
 
 // randomGeoScript builds the randomized comparison: n points (some sharing positions, some on the limits), then
@@ -298,7 +299,7 @@ func TestGeoRandomMatchesRedis(t *testing.T) {
 	ts := startServer(t, Options{}, 0)
 	setup, script := randomGeoScript(rand.New(rand.NewSource(7)), 3000, 1000)
 	all := append(append([]string{"FLUSHALL"}, setup...), script...)
-	compareTranscripts(t, geoTranscript(t, ts.addr, all), geoTranscript(t, redisAddr, all))
+	compareTranscripts(t, protoTranscript(t, ts.addr, all), protoTranscript(t, redisAddr, all))
 
 	want, got := storedDistances(t, redisAddr, script), storedDistances(t, ts.addr, script)
 	values, lastBit := 0, 0

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -133,6 +134,12 @@ GEORADIUSBYMEMBER g Palermo 1 m STOREDIST gr
 GEOSEARCHSTORE gs g FROMLONLAT 15 37 BYRADIUS 200 km
 GEOSEARCHSTORE gs g FROMLONLAT 0 0 BYRADIUS 1 m
 GEORADIUS nosuch 0 0 1 m STORE gr
+RPUSH so 3 1 2
+SORT so STORE sd
+SORT so LIMIT 5 5 STORE sd
+SORT nosuch STORE sd
+SORT so
+SORT so DESC STORE so
 FLUSHDB`
 
 var notifyWant = strings.Split(`new k1|set k1|set k1|expire k1|append k1|setrange k1|new n|incrby n|incrby n|incrbyfloat n|`+
@@ -147,7 +154,8 @@ var notifyWant = strings.Split(`new k1|set k1|set k1|expire k1|append k1|setrang
 	`rename_from zr|rename_to zn|new bo|set bo|del bo|new bf|setbit bf|new m1|set m1|new m2|set m2|new px|set px|`+
 	`expire px|set px|set px|new gs|set gs|new ps|set ps|expire ps|new t1|set t1|new t2|lpush t2|new t3|incrby t3|new bl|rpush bl|lpop bl|rpop bl|del bl|new bm|rpush bm|`+
 	`new bm2|rpush bm2|lpop bm|del bm|new bm|lpush bm|rpop bm2|del bm2|new bz|zadd bz|zpopmin bz|del bz|`+
-	`new g|zadd g|new gr|georadiusstore gr|georadiusstore gr|geosearchstore gs|del gs|del gr`, "|")
+	`new g|zadd g|new gr|georadiusstore gr|georadiusstore gr|geosearchstore gs|del gs|del gr|new so|rpush so|new sd|`+
+	`sortstore sd|del sd|sortstore so`, "|")
 
 // runNotifyScript subscribes to every keyspace and keyevent channel of addr, runs the script and returns the
 // events in arrival order as "event key", checking that each keyspace message has its keyevent twin.
@@ -294,6 +302,7 @@ func startRedisServerIfAny(t *testing.T) string {
 	l.Close()
 	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", t.TempDir())
+	cmd.Env = append(os.Environ(), "LC_ALL=C") // SORT ALPHA collates with strcoll: in the C locale, bytes, as anykv
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -561,7 +561,7 @@ func (r *scriptRun) call(L *lua.LState) (lua.LValue, error) {
 		}
 		args[i] = b
 	}
-	s := &session{h: h, w: resp.NewWriter(2), db: db, authed: true, ctx: context.Background()}
+	s := &session{h: h, w: resp.NewWriter(2), db: db, authed: true, ctx: context.Background(), inScript: true}
 	switch lower(args[0]) { // the few non-data commands scripts use, answered without leaving the batch
 	case "time": // the batch's time, so the script stays deterministic
 		now := tx.Now()

@@ -108,6 +108,9 @@ type session struct {
 	// (command.inScript), and the cursors of the handler that runs it; nil on a connection.
 	tx      *engine.Tx
 	cursors *cursorTable
+	// inScript: the session compiles a script's redis.call (SORT then sorts a set even BY a constant, as Redis
+	// does for scripts).
+	inScript bool
 
 	// Pub/sub: once the connection subscribed, its output goes through sub (see pubsub.go).
 	sub      *pusher
