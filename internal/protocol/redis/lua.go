@@ -191,11 +191,11 @@ func respToLua(L *lua.LState, b []byte) (lua.LValue, []byte, error) {
 	line, rest := string(b[1:i]), b[i+2:]
 	switch b[0] {
 	case '+':
-		t := L.NewTable()
+		t := L.CreateTable(0, 1) // NewTable's room for 32 and 32 was most of what scripts allocated
 		t.RawSetString("ok", lua.LString(line))
 		return t, rest, nil
 	case '-':
-		t := L.NewTable()
+		t := L.CreateTable(0, 1)
 		t.RawSetString("err", lua.LString(line))
 		return t, rest, nil
 	case ':':
@@ -218,7 +218,7 @@ func respToLua(L *lua.LState, b []byte) (lua.LValue, []byte, error) {
 		if b[0] == '%' {
 			n *= 2
 		}
-		t := L.NewTable()
+		t := L.CreateTable(min(n, len(rest)/4+1), 0) // an element takes 4 bytes at least (":1\r\n")
 		for k := 1; k <= n; k++ {
 			var v lua.LValue
 			if v, rest, err = respToLua(L, rest); err != nil {
@@ -509,13 +509,13 @@ func goToLua(L *lua.LState, lim *luaLimits, v any) lua.LValue {
 	case bool:
 		return lua.LBool(v)
 	case []any:
-		t := L.NewTable()
+		t := L.CreateTable(len(v), 0)
 		for i, e := range v {
 			t.RawSetInt(i+1, goToLua(L, lim, e))
 		}
 		return t
 	case map[string]any:
-		t := L.NewTable()
+		t := L.CreateTable(0, len(v))
 		keys := make([]string, 0, len(v))
 		for k := range v {
 			keys = append(keys, k)

@@ -498,13 +498,13 @@ func (vm *luaVM) redisLib() *lua.LTable {
 	r.RawSetString("call", L.NewFunction(call(false)))
 	r.RawSetString("pcall", L.NewFunction(call(true)))
 	r.RawSetString("error_reply", L.NewFunction(func(L *lua.LState) int {
-		t := L.NewTable()
+		t := L.CreateTable(0, 1)
 		t.RawSetString("err", lua.LString(errorReplyText(L.CheckString(1))))
 		L.Push(t)
 		return 1
 	}))
 	r.RawSetString("status_reply", L.NewFunction(func(L *lua.LState) int {
-		t := L.NewTable()
+		t := L.CreateTable(0, 1)
 		t.RawSetString("ok", lua.LString(L.CheckString(1)))
 		L.Push(t)
 		return 1
@@ -532,6 +532,7 @@ func (vm *luaVM) redisLib() *lua.LTable {
 // scriptRun is what a script's redis.call needs: the batch, the script's own handler (it compiles commands), its
 // database and mode, the handler that runs it (nil when gone), and the events and messages it sent so far.
 type scriptRun struct {
+	s        *session // what its commands compile in (session)
 	tx       *engine.Tx
 	h        *Handler
 	db       int
@@ -543,9 +544,9 @@ type scriptRun struct {
 // call runs one redis.call from a script: the command compiles as on a connection and its mutations apply
 // through tx. It returns the reply as a Lua value (an {err=} table for an error reply), or the batch's own failure.
 func (r *scriptRun) call(L *lua.LState) (lua.LValue, error) {
-	tx, h, db, readOnly := r.tx, r.h, r.db, r.readOnly
+	tx, readOnly := r.tx, r.readOnly
 	errTable := func(msg string) lua.LValue {
-		t := L.NewTable()
+		t := L.CreateTable(0, 1)
 		t.RawSetString("err", lua.LString(msg))
 		return t
 	}
@@ -561,16 +562,16 @@ func (r *scriptRun) call(L *lua.LState) (lua.LValue, error) {
 		}
 		args[i] = b
 	}
-	s := &session{h: h, w: resp.NewWriter(2), db: db, authed: true, ctx: context.Background(), inScript: true}
+	s := r.session()
 	switch lower(args[0]) { // the few non-data commands scripts use, answered without leaving the batch
 	case "time": // the batch's time, so the script stays deterministic
 		now := tx.Now()
-		t := L.NewTable()
+		t := L.CreateTable(2, 0)
 		t.RawSetInt(1, lua.LString(strconv.FormatInt(now/1000, 10)))
 		t.RawSetInt(2, lua.LString(strconv.FormatInt(now%1000*1000, 10)))
 		return t, nil
 	case "ping":
-		t := L.NewTable()
+		t := L.CreateTable(0, 1)
 		t.RawSetString("ok", lua.LString("PONG"))
 		return t, nil
 	case "publish", "spublish":
@@ -612,11 +613,25 @@ func (r *scriptRun) call(L *lua.LState) (lua.LValue, error) {
 	return r.lua(L, s.w.Bytes()), nil
 }
 
+// session returns the session the script's commands compile in, emptied: one for all of a script's calls (one
+// each was a sixth of what a BullMQ script allocated).
+func (r *scriptRun) session() *session {
+	if r.s == nil {
+		r.s = &session{h: r.h, w: resp.NewWriter(2), db: r.db, authed: true, ctx: context.Background(), inScript: true}
+		return r.s
+	}
+	s := r.s
+	s.w.Reset()
+	s.batch.Reset()
+	s.tx, s.cursors = nil, nil
+	return s
+}
+
 // lua converts a command's reply for the script: an {err=} table when it cannot be read.
 func (r *scriptRun) lua(L *lua.LState, reply []byte) lua.LValue {
 	v, _, err := respToLua(L, reply)
 	if err != nil {
-		t := L.NewTable()
+		t := L.CreateTable(0, 1)
 		t.RawSetString("err", lua.LString("ERR "+err.Error()))
 		return t
 	}
