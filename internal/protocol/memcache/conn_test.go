@@ -490,3 +490,23 @@ func TestRefusedReplyClosesTheConnection(t *testing.T) {
 		t.Fatalf("after a refused reply the connection sent %d bytes, beginning %q", len(rest), rest[:min(len(rest), 30)])
 	}
 }
+
+// TestGrowingRequestFitsTheBudgetOnce: a set whose value arrives into a buffer grown step by step (16 KiB to
+// 1 MiB) is stored under a budget just over its final buffer. Each growth reserved the new buffer beside the
+// one it left, 528 KiB + 1 MiB at the last step, and the client was answered out of memory and closed.
+func TestGrowingRequestFitsTheBudgetOnce(t *testing.T) {
+	val := strings.Repeat("v", 1<<20)
+	b := membudget.New(int64(membudget.ClassSize(len(val)+100)+minRead), nil)
+	ts := startServer(t, func(o *Options, _ *kv.Options) { o.Budget = b })
+	nc, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(nc, "set big 0 0 %d\r\n%s\r\n", len(val), val)
+	got := make([]byte, len("STORED\r\n"))
+	if _, err := io.ReadFull(nc, got); err != nil || string(got) != "STORED\r\n" {
+		t.Fatalf("a 1 MiB set under a %d-byte budget: %q, %v", b.Limit(), got, err)
+	}
+}
