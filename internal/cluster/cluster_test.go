@@ -26,6 +26,19 @@ func needEtcd(t *testing.T) {
 	}
 }
 
+// needRedis returns redis-server's path, or fails (CI) or skips the test when it is not installed.
+func needRedis(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("redis-server not installed")
+		}
+		t.Skip("redis-server not installed (CI unset: skipping)")
+	}
+	return bin
+}
+
 // testEtcd starts a one-member etcd cluster in a temporary directory, stopped when the test ends.
 func testEtcd(t *testing.T) (*State, string) {
 	t.Helper()
@@ -129,13 +142,7 @@ func TestDownLeavesAReusedPidAlone(t *testing.T) {
 // redis-cluster member on file without a start time was taken for another process: Down left it running, and
 // removed the directory that recorded it.
 func TestDownStopsALegacyRedisMember(t *testing.T) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("redis-server not installed")
-		}
-		t.Skip("redis-server not installed (CI unset: skipping)")
-	}
+	bin := needRedis(t)
 	dir := filepath.Join(t.TempDir(), "c")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -206,13 +213,7 @@ func TestEtcdMembersAreCheckedByIdentity(t *testing.T) {
 // whose member then was a dead pid and someone else's server. Now each node's own process must listen on its
 // port and bus port, and the cluster is started again on new ports.
 func TestRedisClusterNodesAreItsOwn(t *testing.T) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("redis-server not installed")
-		}
-		t.Skip("redis-server not installed (CI unset: skipping)")
-	}
+	bin := needRedis(t)
 	sdir := filepath.Join(t.TempDir(), "stranger")
 	if err := os.MkdirAll(sdir, 0o755); err != nil {
 		t.Fatal(err)

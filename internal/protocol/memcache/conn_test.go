@@ -466,13 +466,7 @@ func (oneItemEngine) SingleItemBatches() bool { return true }
 // cannot hold), and never lets the replies after it go out in its place.
 func TestRefusedReplyClosesTheConnection(t *testing.T) {
 	b := membudget.New(64<<20, nil)
-	ts := startServer(t, func(o *Options, _ *kv.Options) { o.Budget = b })
-	nc, err := net.Dial("tcp", ts.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	nc := dialBudget(t, b)
 	val := strings.Repeat("v", 900<<10)
 	fmt.Fprintf(nc, "set big 0 0 %d\r\n%s\r\nset small 0 0 1\r\nS\r\n", len(val), val)
 	want := "STORED\r\nSTORED\r\n"
@@ -497,16 +491,24 @@ func TestRefusedReplyClosesTheConnection(t *testing.T) {
 func TestGrowingRequestFitsTheBudgetOnce(t *testing.T) {
 	val := strings.Repeat("v", 1<<20)
 	b := membudget.New(int64(membudget.ClassSize(len(val)+100)+minRead), nil)
-	ts := startServer(t, func(o *Options, _ *kv.Options) { o.Budget = b })
-	nc, err := net.Dial("tcp", ts.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	nc := dialBudget(t, b)
 	fmt.Fprintf(nc, "set big 0 0 %d\r\n%s\r\n", len(val), val)
 	got := make([]byte, len("STORED\r\n"))
 	if _, err := io.ReadFull(nc, got); err != nil || string(got) != "STORED\r\n" {
 		t.Fatalf("a 1 MiB set under a %d-byte budget: %q, %v", b.Limit(), got, err)
 	}
+}
+
+// dialBudget starts a server whose request and reply buffers count against b and returns a connection to it,
+// closed when the test ends, with a 10 s deadline.
+func dialBudget(t *testing.T, b *membudget.Budget) net.Conn {
+	t.Helper()
+	ts := startServer(t, func(o *Options, _ *kv.Options) { o.Budget = b })
+	nc, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	return nc
 }
