@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"anykv/internal/engine/pebblestore/smallfs"
+	"anykv/internal/procnet"
 	"anykv/internal/servertest"
 )
 
@@ -187,11 +188,13 @@ func (s *inProcServer) restart() {
 	s.starts++
 	go func() { s.done <- runServer(ctx, &c, log) }()
 	for deadline := time.Now().Add(20 * time.Second); ; {
-		wait := time.Duration(0)
 		if c, err := net.DialTimeout("tcp", s.ep.RESP, 200*time.Millisecond); err == nil {
 			c.Close()
-			// The port answers, but it may be another process's that took it: runServer fails at once then.
-			wait = 200 * time.Millisecond
+			// The port answers, but it may be another process's that took it (runServer then fails to bind it,
+			// after opening the store and the other listeners): it is this server once this process holds it.
+			if procnet.Listens(os.Getpid(), s.ep.RESP) {
+				return
+			}
 		}
 		select {
 		case err := <-s.done:
@@ -206,10 +209,7 @@ func (s *inProcServer) restart() {
 				return
 			}
 			s.t.Fatalf("the server stopped during start-up: %v\n%s", err, s.out)
-		case <-time.After(wait):
-			if wait > 0 {
-				return
-			}
+		default:
 		}
 		if time.Now().After(deadline) {
 			s.t.Fatalf("the server did not accept connections within 20s:\n%s", s.out)

@@ -183,7 +183,8 @@ var javaOpens = []string{
 // upCassandra starts n Cassandra nodes on 127.0.0.1, 127.0.0.2, ... (loopback aliases: Linux routes all of
 // 127/8 to lo), each with the same ports and one evenly spaced token, node 1 the seed; node 1 first (the others
 // need a seed to gossip with), then the rest together. It waits until every node sees every other one up and
-// ready in its gossip.
+// ready in its gossip. A node whose port another process took before it bound it exits: the cluster is then
+// started again on new ports.
 func upCassandra(n int, dir string, noHints bool) (*State, error) {
 	java, err := exec.LookPath("java")
 	if err != nil {
@@ -193,6 +194,11 @@ func upCassandra(n int, dir string, noHints bool) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
+	return retryOnTakenPort(dir, func() (*State, error) { return upCassandraOnce(java, lib, n, dir, noHints) })
+}
+
+// upCassandraOnce is one attempt of upCassandra, on ports picked now.
+func upCassandraOnce(java, lib string, n int, dir string, noHints bool) (*State, error) {
 	hosts := make([]string, n)
 	for i := range hosts {
 		hosts[i] = "127.0.0." + strconv.Itoa(i+1)
@@ -287,16 +293,20 @@ func commonFreePorts(hosts []string, k int) ([]int, error) {
 	return ports, nil
 }
 
-// waitCassandra waits until each member in idx answers CQL and lists the other members among the first n of st
-// in system.peers (gossip has them in the ring, status normal): what nodetool status shows as UN.
+// waitCassandra waits until each member in idx answers CQL from its own process (not another one that took its
+// port: the seed, checked alone, would pass on any Cassandra) and lists the other members among the first n of
+// st in system.peers (gossip has them in the ring, status normal): what nodetool status shows as UN.
 func waitCassandra(st *State, idx []int, n int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for _, i := range idx {
 		m := st.Members[i]
+		if err := waitOwnListener(m, time.Until(deadline)); err != nil {
+			return fmt.Errorf("cassandra node %w", err)
+		}
 		var err error
 		for {
 			if !alive(m.Pid) {
-				return fmt.Errorf("cassandra node %s exited during start-up; log %s:\n%s", m.Name, m.Log, logTail(m.Log, 20))
+				return fmt.Errorf("cassandra node %w", exitedDuringStart(m))
 			}
 			if err = peersSeen(st, i, n); err == nil {
 				break

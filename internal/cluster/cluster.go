@@ -17,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"anykv/internal/procnet"
 )
 
 // Member is one process of a cluster.
@@ -163,7 +165,10 @@ func (st *State) Restart(i int) error {
 	if st.Engine == "cassandra" { // a JVM: slower to start, and ready once it is back in its peers' ring
 		return waitRejoined(st, i, 120*time.Second)
 	}
-	return waitListening(m.Addr, 30*time.Second)
+	if st.Engine == "redis-cluster" {
+		return waitRedisNode(*m, 30*time.Second)
+	}
+	return waitOwnListener(*m, 30*time.Second)
 }
 
 // Save writes the state to dir.
@@ -336,6 +341,70 @@ func waitListening(addr string, timeout time.Duration) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// errPortTaken is the error of a member that exited during start-up because another process had bound its port
+// after freePorts picked it (tests start clusters side by side): Up starts the cluster again on new ports.
+var errPortTaken = errors.New("its port was taken by another process")
+
+// waitOwnListener polls until member m's own process listens on m.Addr, so that what answers there is the
+// member and not another process that bound the port before it could (a connection that succeeds proves
+// nothing: the member then exits, and the port keeps answering). It fails when the member exits first
+// (wrapping errPortTaken if its log says why) or timeout passes.
+func waitOwnListener(m Member, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if !alive(m.Pid) {
+			return exitedDuringStart(m)
+		}
+		c, err := net.DialTimeout("tcp", m.Addr, time.Second)
+		if err == nil {
+			c.Close()
+			if procnet.Listens(m.Pid, m.Addr) {
+				return nil
+			}
+			err = errors.New("another process listens there")
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not listen on %s within %s: %w", m.Name, m.Addr, timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// exitedDuringStart is the error of member m, which exited while it started: errPortTaken when its log says
+// an address was in use.
+func exitedDuringStart(m Member) error {
+	tail := logTail(m.Log, 200) // a JVM logs a stack trace and its shutdown after the bind error
+	if strings.Contains(strings.ToLower(tail), "address already in use") {
+		return fmt.Errorf("%s (%s) exited: %w; log %s:\n%s", m.Name, m.Addr, errPortTaken, m.Log, lastLines(tail, 5))
+	}
+	return fmt.Errorf("%s (%s) exited during start-up; log %s:\n%s", m.Name, m.Addr, m.Log, lastLines(tail, 20))
+}
+
+// retryOnTakenPort runs up, which starts a cluster on ports it picks, until it fails for another reason than
+// errPortTaken or has tried three times; between tries it stops what the try started and removes its members'
+// directories under dir.
+func retryOnTakenPort(dir string, up func() (*State, error)) (*State, error) {
+	for attempt := 1; ; attempt++ {
+		st, err := up()
+		if !errors.Is(err, errPortTaken) || attempt == 3 {
+			return st, err
+		}
+		if st != nil {
+			st.stop()
+			for _, m := range st.Members {
+				// The log too: the next try's member appends to it, and an old bind error would be read as its own.
+				if err := errors.Join(os.RemoveAll(filepath.Join(dir, m.Name)), os.RemoveAll(m.Log)); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+}
+
+// pickPorts picks the ports of a Redis Cluster's nodes: freePorts, or a test's stand-in that hands out a port
+// another process holds.
+var pickPorts = freePorts
 
 // freePorts returns n distinct free loopback ports.
 func freePorts(n int) ([]int, error) {

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"encoding/json"
+	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"anykv/internal/procnet"
 )
 
 func needEtcd(t *testing.T) {
@@ -20,6 +24,19 @@ func needEtcd(t *testing.T) {
 		}
 		t.Skip("etcd not installed (CI unset: skipping)")
 	}
+}
+
+// needRedis returns redis-server's path, or fails (CI) or skips the test when it is not installed.
+func needRedis(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("redis-server not installed")
+		}
+		t.Skip("redis-server not installed (CI unset: skipping)")
+	}
+	return bin
 }
 
 // testEtcd starts a one-member etcd cluster in a temporary directory, stopped when the test ends.
@@ -125,13 +142,7 @@ func TestDownLeavesAReusedPidAlone(t *testing.T) {
 // redis-cluster member on file without a start time was taken for another process: Down left it running, and
 // removed the directory that recorded it.
 func TestDownStopsALegacyRedisMember(t *testing.T) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("redis-server not installed")
-		}
-		t.Skip("redis-server not installed (CI unset: skipping)")
-	}
+	bin := needRedis(t)
 	dir := filepath.Join(t.TempDir(), "c")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -193,5 +204,99 @@ func TestEtcdMembersAreCheckedByIdentity(t *testing.T) {
 	swapped.Members[0], swapped.Members[1].Addr = a.Members[0], b.Members[0].Addr
 	if err := checkEtcdMembers(&swapped); err == nil || !strings.Contains(err.Error(), `is member "m1", not m2`) {
 		t.Errorf("member m2 answered by another cluster's m1: %v", err)
+	}
+}
+
+// TestRedisClusterNodesAreItsOwn: a port another process took between the pick and the node's bind (here a
+// fresh cluster-mode redis-server, as another test's cluster waiting for its own create) makes that node exit
+// while the port answers: Up used to wait only for the port to answer and joined the stranger into the cluster,
+// whose member then was a dead pid and someone else's server. Now each node's own process must listen on its
+// port and bus port, and the cluster is started again on new ports.
+func TestRedisClusterNodesAreItsOwn(t *testing.T) {
+	bin := needRedis(t)
+	sdir := filepath.Join(t.TempDir(), "stranger")
+	if err := os.MkdirAll(sdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger := Member{Name: "stranger", Addr: "127.0.0.1:" + strconv.Itoa(ports[0]), Log: filepath.Join(sdir, "log")}
+	args := []string{"--port", strconv.Itoa(ports[0]), "--bind", "127.0.0.1", "--dir", sdir, "--cluster-enabled", "yes",
+		"--save", "", "--protected-mode", "no", "--daemonize", "no"}
+	if stranger.Pid, _, err = spawn(bin, args, stranger.Log); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(stranger.Pid, syscall.SIGKILL) })
+	if err := waitRedisNode(stranger, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	calls := 0
+	pickPorts = func(n int) ([]int, error) {
+		calls++
+		p, err := freePorts(n)
+		if calls == 1 && err == nil {
+			p[0] = ports[0] // the first node's port is the stranger's by the time it binds
+		}
+		return p, err
+	}
+	t.Cleanup(func() { pickPorts = freePorts })
+	dir := filepath.Join(t.TempDir(), "c")
+	st, err := Up("redis-cluster", 3, dir, Options{})
+	t.Cleanup(func() { Down(dir) })
+	if err != nil {
+		t.Fatalf("Up after a taken port (%d tries): %v", calls, err)
+	}
+	if calls != 2 {
+		t.Errorf("ports picked %d times, want 2 (a second try after the taken port)", calls)
+	}
+	for _, m := range st.Members {
+		if m.Addr == stranger.Addr || !alive(m.Pid) || !procnet.Listens(m.Pid, m.Addr) {
+			t.Errorf("member %s on %s (pid %d, alive %v) is not what answers there", m.Name, m.Addr, m.Pid, alive(m.Pid))
+		}
+	}
+	out, err := exec.Command("redis-cli", "-h", "127.0.0.1", "-p", strconv.Itoa(ports[0]), "cluster", "nodes").CombinedOutput()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(strings.TrimSpace(string(out)), "\n") + 1; n != 1 {
+		t.Errorf("the stranger was joined into the cluster: it knows %d nodes:\n%s", n, out)
+	}
+}
+
+// TestWaitOwnListenerIsNotFooled: a member whose address answers from another process is not taken as
+// listening, and once it exits with a bind error in its log it is reported as having lost its port (Up then
+// starts again on new ports): the check Cassandra's seed, probed alone, needs.
+func TestWaitOwnListenerIsNotFooled(t *testing.T) {
+	if _, err := os.Stat("/proc/net/tcp"); err != nil {
+		t.Skip("no /proc/net/tcp")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // the other process's listener (this test's own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	log := filepath.Join(t.TempDir(), "m1.log")
+	if err := os.WriteFile(log, []byte("java.net.BindException: Address already in use\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pid, _, err := spawn("/bin/sleep", []string{"30"}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	m := Member{Name: "m1", Pid: pid, Addr: ln.Addr().String(), Log: log}
+	if err := waitOwnListener(m, 300*time.Millisecond); err == nil || !strings.Contains(err.Error(), "another process listens") {
+		t.Fatalf("a member whose port answers from another process: %v", err)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	deadline := time.Now().Add(5 * time.Second)
+	for alive(pid) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := waitOwnListener(m, 5*time.Second); !errors.Is(err, errPortTaken) {
+		t.Fatalf("a member that exited with a bind error: %v, want errPortTaken", err)
 	}
 }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,7 +22,9 @@ const NodeTimeout = 1500 * time.Millisecond
 // 3 masters with n/3-1 replicas each (9 nodes: two replicas, so a shard that lost its master still has one to
 // WAIT for). Each node
 // keeps an append-only file, so a node killed and restarted before its replica took over comes back with its
-// data rather than empty. It waits until every node reports cluster_state:ok.
+// data rather than empty. It waits until every node reports cluster_state:ok. A node whose port another process
+// took before it bound it exits, while the port answers as that process: the nodes are joined only once each
+// one's own process listens, and the cluster is started again on new ports when one lost its port.
 func upRedisCluster(n int, dir string) (*State, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -34,8 +37,13 @@ func upRedisCluster(n int, dir string) (*State, error) {
 	if n < 3 || n%3 != 0 {
 		return nil, fmt.Errorf("--nodes %d: a Redis Cluster here is 3 masters with the same number of replicas each: --nodes 3, 6 or 9", n)
 	}
+	return retryOnTakenPort(dir, func() (*State, error) { return upRedisClusterOnce(bin, cli, n, dir) })
+}
+
+// upRedisClusterOnce is one attempt of upRedisCluster, on ports picked now.
+func upRedisClusterOnce(bin, cli string, n int, dir string) (*State, error) {
 	replicas := n/3 - 1
-	ports, err := freePorts(n)
+	ports, err := pickPorts(n)
 	if err != nil {
 		return nil, err
 	}
@@ -63,8 +71,8 @@ func upRedisCluster(n int, dir string) (*State, error) {
 		st.Members = append(st.Members, Member{Name: name, Pid: pid, Start: start, Addr: addr, Args: args, Log: log})
 		addrs = append(addrs, addr)
 	}
-	for _, a := range addrs {
-		if err := waitListening(a, 30*time.Second); err != nil {
+	for _, m := range st.Members {
+		if err := waitRedisNode(m, 30*time.Second); err != nil {
 			return st, err
 		}
 	}
@@ -78,6 +86,28 @@ func upRedisCluster(n int, dir string) (*State, error) {
 		st.URL += "/?replicas=0"
 	}
 	return st, waitRedisCluster(addrs, replicas, 60*time.Second)
+}
+
+// waitRedisNode waits until member m's own process listens on its port and on its cluster bus port (10000
+// above), which it binds next: a node that lost the bus port to another process exits after its port answered.
+func waitRedisNode(m Member, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	host, port, err := net.SplitHostPort(m.Addr)
+	if err != nil {
+		return err
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return err
+	}
+	bus := m
+	bus.Addr = net.JoinHostPort(host, strconv.Itoa(p+10000))
+	for _, m := range []Member{m, bus} {
+		if err := waitOwnListener(m, time.Until(deadline)); err != nil {
+			return fmt.Errorf("redis cluster node %w", err)
+		}
+	}
+	return nil
 }
 
 // waitRedisCluster waits until every node answers CLUSTER INFO with cluster_state:ok and sees every slot range

@@ -134,6 +134,35 @@ func TestNeverOverBudget(t *testing.T) {
 	}
 }
 
+// TestGrowReservesWhatItAdds: a buffer grown into a bigger one reserves the difference, so a request whose new
+// buffer fits the budget is not refused for the old one it leaves; a refused Grow leaves the old reservation.
+func TestGrowReservesWhatItAdds(t *testing.T) {
+	small, big := ClassSize(70<<10), ClassSize(100<<10)
+	b := New(int64(big+100), nil)
+	a := b.Open("a", nil)
+	defer a.Close()
+	buf, err := a.Alloc(70 << 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if buf, err = a.Grow(buf, 100<<10); err != nil || len(buf) != big {
+		t.Fatalf("Grow to %d bytes under a %d-byte budget: %d bytes, %v", big, b.Limit(), len(buf), err)
+	}
+	if a.Held() != int64(big) || b.Used() != int64(big) {
+		t.Fatalf("held %d, used %d after Grow, want %d", a.Held(), b.Used(), big)
+	}
+	if _, err := a.Grow(buf, 200<<10); !errors.Is(err, ErrOverBudget) || a.Held() != int64(big) {
+		t.Fatalf("Grow past the budget: %v, holding %d; want ErrOverBudget holding %d", err, a.Held(), big)
+	}
+	if buf, err = a.Grow(buf, 70<<10); err != nil || len(buf) != small || a.Held() != int64(small) {
+		t.Fatalf("Grow to a smaller class: %d bytes, %v, holding %d", len(buf), err, a.Held())
+	}
+	a.Free(buf)
+	if b.Used() != 0 {
+		t.Fatalf("used %d after Free", b.Used())
+	}
+}
+
 func TestNilBudgetAndAccount(t *testing.T) {
 	var b *Budget
 	a := b.Open("x", nil)

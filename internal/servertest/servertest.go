@@ -10,12 +10,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"anykv/internal/procnet"
 )
 
 var (
@@ -182,7 +183,7 @@ func (s *Server) launch() (string, bool) {
 		c, err := net.DialTimeout("tcp", s.RESP, 200*time.Millisecond)
 		if err == nil {
 			c.Close()
-			if listensOn(s.cmd.Process.Pid, s.RESP) {
+			if procnet.Listens(s.cmd.Process.Pid, s.RESP) {
 				return "", true
 			} // else another process listens on the port: this one will fail to bind it, and exit
 		}
@@ -250,42 +251,4 @@ func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return strings.Clone(b.b.String())
-}
-
-// listensOn reports whether process pid holds the socket listening on addr's port, from Linux's /proc (a dial
-// that succeeds may reach another test's server that took the port); true when /proc cannot tell (another OS,
-// or a server in another network namespace).
-func listensOn(pid int, addr string) bool {
-	_, port, err := net.SplitHostPort(addr)
-	n, perr := strconv.Atoi(port)
-	if err != nil || perr != nil {
-		return true
-	}
-	want := fmt.Sprintf(":%04X", n)
-	inodes := map[string]bool{}
-	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(data), "\n") {
-			fields := strings.Fields(line) // sl local_address rem_address st ... inode
-			if len(fields) >= 10 && fields[3] == "0A" && strings.HasSuffix(fields[1], want) {
-				inodes["socket:["+fields[9]+"]"] = true
-			}
-		}
-	}
-	if len(inodes) == 0 {
-		return true
-	}
-	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-	if err != nil {
-		return true
-	}
-	for _, fd := range fds {
-		if link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && inodes[link] {
-			return true
-		}
-	}
-	return false
 }

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,6 +18,7 @@ import (
 
 	"anykv/internal/bench/cpuset"
 	"anykv/internal/bench/driver"
+	"anykv/internal/procnet"
 )
 
 // Options configure deployments.
@@ -163,10 +166,14 @@ func startFailure(logPath string, exit error) error {
 	return fmt.Errorf("server exited during start-up (%v); log %s:\n%s", exit, logPath, logTail(logPath, 20))
 }
 
-// waitReady polls the target with its driver until it answers, the process
-// dies or the timeout passes. On failure the process is stopped.
+// waitReady polls the target with its driver until it answers from the process started (its process group
+// holds the listener of the URL's host:port, when the URL names one), the process dies or the timeout passes.
+// An answer alone is not enough: another process may have bound the port between freePort and the server's
+// bind, and then answers while the server started exits (Start tries again on new ports). On failure the
+// process is stopped.
 func waitReady(ctx context.Context, p *proc, url string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
+	addr := tcpAddr(url)
 	var lastErr error
 	for {
 		if p != nil && p.exited() {
@@ -177,7 +184,10 @@ func waitReady(ctx context.Context, p *proc, url string, timeout time.Duration) 
 		cancel()
 		if err == nil {
 			d.Close()
-			return nil
+			if p == nil || addr == "" || procnet.GroupListens(p.cmd.Process.Pid, addr) {
+				return nil
+			}
+			err = fmt.Errorf("%s answers from another process", addr)
 		}
 		lastErr = err
 		if ctx.Err() != nil {
@@ -197,6 +207,18 @@ func waitReady(ctx context.Context, p *proc, url string, timeout time.Duration) 
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// tcpAddr is the host:port of a target URL, or "" when it names none (a Unix socket, several hosts).
+func tcpAddr(target string) string {
+	u, err := url.Parse(target)
+	if err != nil {
+		return ""
+	}
+	if _, _, err := net.SplitHostPort(u.Host); err != nil {
+		return ""
+	}
+	return u.Host
 }
 
 func logPath(dir, name string) string { return filepath.Join(dir, name+".log") }

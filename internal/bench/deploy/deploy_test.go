@@ -10,11 +10,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"anykv/internal/bench/cpuset"
+	"anykv/internal/procnet"
 )
 
 func baseDir(t *testing.T) string {
@@ -274,5 +276,44 @@ func TestStartFailureSeesAPortClashUnderAStackTrace(t *testing.T) {
 	other := write("other.log", "ERROR Invalid yaml")
 	if err := startFailure(other, nil); errors.Is(err, errPortInUse) || err == nil {
 		t.Fatalf("another failure: %v", err)
+	}
+}
+
+// TestStartIsNotFooledByATakenPort: a port another process took between freePort and the server's bind (here
+// another redis-server's) answers before the server started has even tried to bind it: waitReady took that
+// answer for the server's and Start handed out the other process's address, with the pid of a server that
+// exited. It is not run in parallel: it replaces freePort while it runs.
+func TestStartIsNotFooledByATakenPort(t *testing.T) {
+	if _, ok := findBinary("redis-server"); !ok {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("redis-server not installed")
+		}
+		t.Skip("redis-server not installed (CI unset: skipping)")
+	}
+	other, err := Start(context.Background(), "redis-nopersist", Options{BaseDir: baseDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Stop()
+	_, port, _ := net.SplitHostPort(addrOf(t, other.URL))
+	taken, _ := strconv.Atoi(port)
+	picks := 0
+	freePort = func() (int, error) {
+		if picks++; picks == 1 {
+			return taken, nil
+		}
+		return loopbackPort()
+	}
+	defer func() { freePort = loopbackPort }()
+	s, err := Start(context.Background(), "redis-nopersist", Options{BaseDir: baseDir(t)})
+	if err != nil {
+		t.Fatalf("Start after a taken port: %v", err)
+	}
+	defer s.Stop()
+	if s.URL == other.URL || !procnet.Listens(s.Pid, addrOf(t, s.URL)) {
+		t.Fatalf("Start handed out %s (pid %d), the other server's %s, or one its process does not listen on", s.URL, s.Pid, other.URL)
+	}
+	if picks != 2 {
+		t.Errorf("ports picked %d times, want 2 (a second try after the taken port)", picks)
 	}
 }

@@ -232,8 +232,12 @@ func logTail(path string, n int) string {
 	return tail(string(b), n)
 }
 
-// freePort asks the kernel for a free TCP port on 127.0.0.1.
-func freePort() (int, error) {
+// freePort picks the ports of the servers started: loopbackPort, or a test's stand-in that hands out a port
+// another process holds.
+var freePort = loopbackPort
+
+// loopbackPort asks the kernel for a free TCP port on 127.0.0.1.
+func loopbackPort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"anykv/internal/procnet"
 )
 
 func init() {
@@ -261,16 +264,24 @@ func (n *procNode) Restart(ctx context.Context) error {
 		return err
 	}
 	n.p = p
-	return waitListening(ctx, n.addr, 30*time.Second)
+	return waitListening(ctx, p, n.addr, 30*time.Second)
 }
 
-// waitListening polls addr until it accepts a TCP connection.
-func waitListening(ctx context.Context, addr string, timeout time.Duration) error {
+// waitListening polls addr until it accepts a TCP connection from p (its process group holds the listener, not
+// another process that took the port while p was down), or p exits.
+func waitListening(ctx context.Context, p *proc, addr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
+		if p.exited() {
+			return startFailure(p.logPath, p.err)
+		}
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
-			return c.Close()
+			c.Close()
+			if procnet.GroupListens(p.cmd.Process.Pid, addr) {
+				return nil
+			}
+			err = errors.New("another process listens there")
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("%s did not accept connections within %v: %w", addr, timeout, err)

@@ -66,12 +66,13 @@ func (a *api) readBodyMax(w http.ResponseWriter, r *http.Request, limit int64) (
 			} else {
 				n = min(n, int(limit)+1) // a byte past the limit is enough to refuse it
 			}
-			if err := acct.Reserve(n); err != nil {
+			// What it adds: the bytes of the buffer it leaves pass to it (reserving the new buffer beside the old one
+			// refused a body that fits, at its last growth, for half its size more).
+			if err := acct.Reserve(n - cap(buf)); err != nil {
 				return nil, nil, errClientsMemory
 			}
 			grown := make([]byte, len(buf), n)
 			copy(grown, buf)
-			acct.Release(cap(buf))
 			buf = grown
 		}
 		k, err := body.Read(buf[len(buf):cap(buf)])

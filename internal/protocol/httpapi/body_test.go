@@ -83,6 +83,32 @@ func TestBodyBytesGoBackToTheBudget(t *testing.T) {
 	}
 }
 
+// TestGrowingBodyFitsTheBudgetOnce: a 900 KiB body, read into a buffer that doubles from 64 KiB, is stored under
+// a 1 MiB budget. Each growth reserved the new buffer before giving back the old one: 512 KiB + 900 KiB at the
+// last, and the PUT was refused (503) though the body fits.
+func TestGrowingBodyFitsTheBudgetOnce(t *testing.T) {
+	b := membudget.New(1<<20, nil)
+	addr := budgetServer(t, b)
+	val := strings.Repeat("v", 900<<10)
+	req, err := http.NewRequest("PUT", "http://"+addr+"/v1/tables/default/keys/k", strings.NewReader(val))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "localhost:8080"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("PUT of 900 KiB under a 1 MiB budget: %d %s", resp.StatusCode, body)
+	}
+	if u := settled(b); u != 0 {
+		t.Fatalf("the budget holds %d bytes after the request ended", u)
+	}
+}
+
 // downEngine fails every read as a datastore that refuses connections does.
 type downEngine struct{ engine.Engine }
 

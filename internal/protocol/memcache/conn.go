@@ -235,8 +235,14 @@ func (c *conn) compact() bool {
 	case c.big && target <= len(c.small):
 		nb = c.small
 	case target > len(c.buf) && len(c.buf)-held < minRead:
+		size := min(target, max(membudget.NextSize(len(c.buf)), held+minRead))
 		var err error
-		if nb, err = c.acct.Alloc(min(target, max(membudget.NextSize(len(c.buf)), held+minRead))); err != nil {
+		if c.big {
+			nb, err = c.acct.Grow(c.buf, size) // outgrown mid-request: its bytes pass to the new buffer
+		} else {
+			nb, err = c.acct.Alloc(size)
+		}
+		if err != nil {
 			return false
 		}
 	case c.r == c.w:
@@ -250,12 +256,8 @@ func (c *conn) compact() bool {
 		return true
 	}
 	copy(nb, c.buf[c.r:c.w])
-	switch {
-	case !c.big:
-	case len(nb) == len(c.small):
+	if c.big && len(nb) == len(c.small) {
 		c.acct.Free(c.buf) // the big request is done: pool its buffer for the next
-	default:
-		c.acct.Drop(c.buf) // outgrown mid-request
 	}
 	c.buf, c.big = nb, len(nb) > len(c.small)
 	c.r, c.w = 0, held

@@ -466,13 +466,7 @@ func (oneItemEngine) SingleItemBatches() bool { return true }
 // cannot hold), and never lets the replies after it go out in its place.
 func TestRefusedReplyClosesTheConnection(t *testing.T) {
 	b := membudget.New(64<<20, nil)
-	ts := startServer(t, func(o *Options, _ *kv.Options) { o.Budget = b })
-	nc, err := net.Dial("tcp", ts.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	nc := dialBudget(t, b)
 	val := strings.Repeat("v", 900<<10)
 	fmt.Fprintf(nc, "set big 0 0 %d\r\n%s\r\nset small 0 0 1\r\nS\r\n", len(val), val)
 	want := "STORED\r\nSTORED\r\n"
@@ -489,4 +483,32 @@ func TestRefusedReplyClosesTheConnection(t *testing.T) {
 	if len(rest) != 0 {
 		t.Fatalf("after a refused reply the connection sent %d bytes, beginning %q", len(rest), rest[:min(len(rest), 30)])
 	}
+}
+
+// TestGrowingRequestFitsTheBudgetOnce: a set whose value arrives into a buffer grown step by step (16 KiB to
+// 1 MiB) is stored under a budget just over its final buffer. Each growth reserved the new buffer beside the
+// one it left, 528 KiB + 1 MiB at the last step, and the client was answered out of memory and closed.
+func TestGrowingRequestFitsTheBudgetOnce(t *testing.T) {
+	val := strings.Repeat("v", 1<<20)
+	b := membudget.New(int64(membudget.ClassSize(len(val)+100)+minRead), nil)
+	nc := dialBudget(t, b)
+	fmt.Fprintf(nc, "set big 0 0 %d\r\n%s\r\n", len(val), val)
+	got := make([]byte, len("STORED\r\n"))
+	if _, err := io.ReadFull(nc, got); err != nil || string(got) != "STORED\r\n" {
+		t.Fatalf("a 1 MiB set under a %d-byte budget: %q, %v", b.Limit(), got, err)
+	}
+}
+
+// dialBudget starts a server whose request and reply buffers count against b and returns a connection to it,
+// closed when the test ends, with a 10 s deadline.
+func dialBudget(t *testing.T, b *membudget.Budget) net.Conn {
+	t.Helper()
+	ts := startServer(t, func(o *Options, _ *kv.Options) { o.Budget = b })
+	nc, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	return nc
 }

@@ -99,6 +99,42 @@ func closedWhileSending(err error) bool {
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF)
 }
 
+// TestQueuedCommandsSentOneByOneAreRefused: a MULTI whose 100 kB SETs come one at a time, each after the last
+// one's reply, has those past the budget refused and aborts at EXEC; its connection stays open. Each SET's
+// request buffer grows from the connection's own 16 KiB through 80 KiB to 144 KiB as it arrives, and the
+// growth reserved the new buffer beside the old one: the ninth SET, beside 800 kB of queued commands, passed
+// 1 MiB for a moment and its client was closed. TestHeldStateCountsAgainstTheBudget's pipelined MULTI met the
+// same when a SET arrived after the one before it was parsed (an EOF instead of EXECABORT, under load).
+func TestQueuedCommandsSentOneByOneAreRefused(t *testing.T) {
+	ts := startServer(t, Options{Budget: membudget.New(1<<20, nil)}, 0)
+	c := ts.client(t, &goredis.Options{PoolSize: 1})
+	conn := c.Conn()
+	defer conn.Close()
+	val := strings.Repeat("v", 100<<10)
+	if err := conn.Do(ctx, "multi").Err(); err != nil {
+		t.Fatal(err)
+	}
+	queued := 0
+	for i := range 20 { // 2 MB
+		err := conn.Do(ctx, "set", fmt.Sprint("k", i), val).Err()
+		switch {
+		case err == nil:
+			queued++
+		case !strings.Contains(err.Error(), errHeldMemory):
+			t.Fatalf("SET %d after %d queued: %v, want refused as held memory", i, queued, err)
+		}
+	}
+	if err := conn.Do(ctx, "exec").Err(); err == nil || !strings.Contains(err.Error(), "EXECABORT") {
+		t.Fatalf("EXEC after %d of 20 queued: %v, want EXECABORT", queued, err)
+	}
+	if queued == 0 || queued == 20 {
+		t.Fatalf("%d of 20 SETs of 100 kB queued under a 1 MiB budget", queued)
+	}
+	if n, err := conn.Do(ctx, "dbsize").Int(); err != nil || n != 0 {
+		t.Fatalf("DBSIZE after the aborted transaction: %d, %v", n, err)
+	}
+}
+
 // TestHeldStateCountsAgainstTheBudget: queued MULTI commands, WATCHed keys and subscriptions count against
 // maxmemory-clients, as Redis counts them in a client's memory: past the budget the command is refused (a MULTI
 // then aborts at EXEC), and what a connection held is given back when it ends its transaction or unsubscribes.

@@ -256,18 +256,19 @@ func (p *Parser) moveTo(size int) bool {
 		nb = p.small
 	} else {
 		var err error
-		if nb, err = p.acct.Alloc(size); err != nil {
+		if p.big {
+			nb, err = p.acct.Grow(p.buf, size) // outgrown mid-command: its bytes pass to the new buffer
+		} else {
+			nb, err = p.acct.Alloc(size)
+		}
+		if err != nil {
 			p.err = ErrClientMemory
 			return false
 		}
 	}
 	copy(nb, p.buf[p.r:p.w])
-	switch {
-	case !p.big:
-	case size <= initialBufSize:
+	if p.big && size <= initialBufSize {
 		p.acct.Free(p.buf) // the big command is done: pool its buffer for the next
-	default:
-		p.acct.Drop(p.buf) // outgrown mid-command
 	}
 	p.buf, p.big = nb, size > initialBufSize
 	p.shift(p.r)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"anykv/internal/membudget"
 )
 
 // small limits make every boundary cheap to reach.
@@ -316,6 +318,57 @@ func TestFillGrowsWithData(t *testing.T) {
 	p.Feed([]byte("PING\r\n"))
 	if cap(p.buf) > initialBufSize || p.big {
 		t.Fatalf("buffer kept %d bytes after the big request", cap(p.buf))
+	}
+}
+
+// TestGrowingRequestCountsItsBufferOnce: a request that outgrows its big buffer while it arrives holds the
+// budget for the buffer it grows into, not for that one and the one it leaves together. A 1 MiB SET under a
+// budget just over its final buffer used to pass through 528 KiB + 1 MiB and be refused (ErrClientMemory: its
+// client closed), though what it holds fits.
+func TestGrowingRequestCountsItsBufferOnce(t *testing.T) {
+	val := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
+	stream := []byte(multibulk("SET", "k", string(val)) + multibulk("GET", "k"))
+	budget := membudget.New(int64(membudget.ClassSize(len(val)+100)+minRead), nil)
+	acct := budget.Open("test", nil)
+	defer acct.Close()
+	p := NewParser(DefaultLimits())
+	p.SetAccount(acct)
+	r := iotest.HalfReader(bytes.NewReader(stream))
+	var got [][]byte
+	grew := 0
+	for last := 0; ; {
+		for {
+			args, err := p.Next()
+			if err != nil {
+				t.Fatalf("after %d commands, holding %d bytes in a %d-byte buffer: %v", len(got), p.Buffered(), p.Size(), err)
+			}
+			if args == nil {
+				break
+			}
+			got = append(got, bytes.Clone(args[len(args)-1]))
+		}
+		if p.big && p.Size() != last {
+			grew++
+			last = p.Size()
+		}
+		if held := acct.Held(); p.big && held != int64(p.Size()) || !p.big && held != 0 {
+			t.Fatalf("the account holds %d bytes for a %d-byte buffer (big %v)", held, p.Size(), p.big)
+		}
+		if _, err := p.Fill(r); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got) != 2 || !bytes.Equal(got[0], val) || string(got[1]) != "k" {
+		t.Fatalf("got %d commands", len(got))
+	}
+	if grew < 3 {
+		t.Fatalf("the buffer grew %d times, want several (the case tested)", grew)
+	}
+	p.Feed([]byte("PING\r\n"))
+	if p.big || acct.Held() != 0 || budget.Used() != 0 {
+		t.Fatalf("after the big request: big buffer %v, account holds %d, budget used %d", p.big, acct.Held(), budget.Used())
 	}
 }
 
