@@ -8,9 +8,12 @@ import (
 	"math"
 	"math/big"
 	"runtime/debug"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/google/btree"
 )
 
 // Reader gives Resolve the stored state an engine holds before a batch.
@@ -52,7 +55,10 @@ type resolver struct {
 	// collection's meta item under a pipeline of pushes) hands the engine one write for it, not one per change.
 	// Until the batch has written scanWrites keys there is no map: own scans writes[scanFrom:] (the writes since
 	// the last FLUSHALL), which for the common small batch is faster than hashing and allocates nothing.
-	overlay    map[slot]int
+	overlay map[slot]int
+	// sorted holds overlay's keys in order, for scans (ownRange): built by the batch's first scan over a big
+	// overlay, then kept by record; nil whenever overlay starts over or forgets keys.
+	sorted     *btree.BTreeG[slot]
 	scanFrom   int
 	flushedAll bool
 	flushed    map[string]bool
@@ -272,10 +278,44 @@ func (rs *resolver) record(wr Write) {
 	}
 	rs.writes = append(rs.writes, wr)
 	if rs.overlay != nil {
-		rs.overlay[slot{wr.Table, string(wr.Key)}] = len(rs.writes) - 1
+		k := slot{wr.Table, string(wr.Key)}
+		rs.overlay[k] = len(rs.writes) - 1
+		if rs.sorted != nil {
+			rs.sorted.ReplaceOrInsert(k)
+		}
 	} else if len(rs.writes)-rs.scanFrom > scanWrites {
 		rs.index()
 	}
+}
+
+// ownRange returns the keys of table in r that the batch wrote (or deleted), sorted. Over a big overlay (a
+// batch of a hundred pipelined scripts writes a thousand keys, and each of their collection commands scans) it
+// reads them from sorted, built once, where it went through the whole map at every scan.
+func (rs *resolver) ownRange(table string, r Range) []string {
+	var mine []string
+	if len(rs.overlay) < 64 {
+		for s := range rs.overlay {
+			if s.table == table && r.Contains([]byte(s.key)) {
+				mine = append(mine, s.key)
+			}
+		}
+		sort.Strings(mine)
+		return mine
+	}
+	if rs.sorted == nil {
+		rs.sorted = btree.NewG(16, func(a, b slot) bool { return a.table < b.table || a.table == b.table && a.key < b.key })
+		for s := range rs.overlay {
+			rs.sorted.ReplaceOrInsert(s)
+		}
+	}
+	rs.sorted.AscendGreaterOrEqual(slot{table, string(r.Start)}, func(s slot) bool {
+		if s.table != table || r.End != nil && s.key >= string(r.End) {
+			return false
+		}
+		mine = append(mine, s.key)
+		return true
+	})
+	return mine
 }
 
 // index builds the overlay map from the writes own would scan; own uses the map from then on.
@@ -291,7 +331,7 @@ func (rs *resolver) index() {
 func (rs *resolver) flush(table string) {
 	if table == "" {
 		rs.flushedAll = true
-		rs.overlay = nil
+		rs.overlay, rs.sorted = nil, nil
 		rs.scanFrom = len(rs.writes) + 1 // the writes after the flush's own, appended below
 	} else {
 		if rs.flushed == nil {
@@ -306,6 +346,7 @@ func (rs *resolver) flush(table string) {
 				delete(rs.overlay, s)
 			}
 		}
+		rs.sorted = nil
 	}
 	rs.writes = append(rs.writes, Write{Table: table, Flush: true})
 	rs.recorded++

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 )
 
 // RangeReader is a Reader that can also list stored items in key order. Resolve needs it for the member ops that
@@ -61,13 +60,7 @@ func (rs *resolver) scanRange(table string, r Range, reverse bool, fn func(key [
 	if rs.overlay == nil {
 		rs.index()
 	}
-	var mine []string
-	for s := range rs.overlay {
-		if s.table == table && r.Contains([]byte(s.key)) {
-			mine = append(mine, s.key)
-		}
-	}
-	sort.Strings(mine)
+	mine := rs.ownRange(table, r)
 	before := func(a, b string) bool { return a < b } // a comes before b in the scan's order
 	if reverse {
 		slices.Reverse(mine)
