@@ -6,6 +6,7 @@ package procnet
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"strconv"
@@ -106,4 +107,37 @@ func pgrp(pid int) int {
 		return -1
 	}
 	return g
+}
+
+// FreePort returns a TCP port free on 127.0.0.1, for a server started after, picked at random below the kernel's
+// ephemeral port range and at least 10,000 below its start (a Redis Cluster node also binds its port + 10,000).
+// Outgoing connections take their local ports from that range, so a port picked in it, as port 0 picks, can be
+// taken by any connection of any process before the server binds it (a member restarted on its old port failed
+// so in CI); below it only another deliberate pick can take it. Port 0's pick when the range leaves no room.
+func FreePort() (int, error) {
+	lo := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				lo = n
+			}
+		}
+	}
+	const floor = 10000
+	for range 64 {
+		if lo-10000 <= floor {
+			break
+		}
+		p := floor + rand.IntN(lo-10000-floor)
+		if l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p)); err == nil {
+			l.Close()
+			return p, nil
+		}
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }

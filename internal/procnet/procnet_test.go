@@ -4,6 +4,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -87,5 +89,34 @@ func TestGroupListens(t *testing.T) {
 	}
 	if GroupListens(other.Process.Pid, addr) {
 		t.Fatal("a group that holds nothing listens")
+	}
+}
+
+// TestFreePortIsBelowTheEphemeralRange: FreePort's ports are free and below the ephemeral range by 10,000 at
+// least (there no outgoing connection can take them before the server binds), and not always the same one.
+func TestFreePortIsBelowTheEphemeralRange(t *testing.T) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		t.Skip("no /proc/sys/net/ipv4/ip_local_port_range")
+	}
+	lo, _ := strconv.Atoi(strings.Fields(string(b))[0])
+	seen := map[int]bool{}
+	for range 20 {
+		p, err := FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lo > 21000 && (p < 10000 || p >= lo-10000) {
+			t.Fatalf("FreePort = %d, want one in [10000, %d)", p, lo-10000)
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			t.Fatalf("FreePort's %d: %v", p, err)
+		}
+		l.Close()
+		seen[p] = true
+	}
+	if len(seen) < 10 {
+		t.Errorf("20 picks gave %d ports", len(seen))
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"anykv/internal/bench/cpuset"
+	"anykv/internal/procnet"
 )
 
 // proc is one server process in its own process group, so a terminal's
@@ -236,15 +236,8 @@ func logTail(path string, n int) string {
 // another process holds.
 var freePort = loopbackPort
 
-// loopbackPort asks the kernel for a free TCP port on 127.0.0.1.
-func loopbackPort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// loopbackPort picks a free TCP port on 127.0.0.1 below the ephemeral range (procnet.FreePort).
+func loopbackPort() (int, error) { return procnet.FreePort() }
 
 // findBinary looks name up on PATH and in the sbin directories, which a
 // non-root PATH often lacks.
