@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -52,15 +53,24 @@ func Binary(t testing.TB) string {
 	return built
 }
 
-// FreePort returns a loopback address with a port that was free a moment ago.
+// FreePort returns a loopback address with a port that was free a moment ago, below the ephemeral range
+// (procnet.FreePort), so that no outgoing connection can take it before the server binds it, also when it is
+// restarted on it.
 func FreePort(t testing.TB) string {
 	t.Helper()
-	return FreePortOn(t, "127.0.0.1")
+	p, err := procnet.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
 }
 
 // FreePortOn returns an address of host (an IP of this machine) with a port that was free a moment ago.
 func FreePortOn(t testing.TB, host string) string {
 	t.Helper()
+	if host == "127.0.0.1" {
+		return FreePort(t)
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		t.Fatal(err)
