@@ -2,6 +2,7 @@ package kv
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -10,6 +11,8 @@ import (
 )
 
 type ctxKey struct{}
+
+func itoa(i int) string { return strconv.Itoa(i) }
 
 // TestOnAppliedHearsEveryBatch: while set, OnApplied's function hears every batch Apply and ApplyWatched applied,
 // with the caller's context, and EachWritten names what it changed (a delete of an absent key changes nothing, a
@@ -20,8 +23,8 @@ func TestOnAppliedHearsEveryBatch(t *testing.T) {
 	var got []string
 	s.OnApplied(func(ctx context.Context, muts []engine.Mutation, res []engine.Result) {
 		who, _ := ctx.Value(ctxKey{}).(string)
-		EachWritten(muts, res, func(table string, key []byte) { got = append(got, who+":"+table+"/"+string(key)) },
-			func(table string) { got = append(got, who+":flush "+table) })
+		EachWritten(muts, res, func(i int, table string, key []byte) { got = append(got, who+":"+itoa(i)+table+"/"+string(key)) },
+			func(i int, table string) { got = append(got, who+":"+itoa(i)+"flush "+table) })
 	})
 	ctx := context.WithValue(context.Background(), ctxKey{}, "a")
 	if _, err := s.Apply(ctx, []engine.Mutation{wset("t", "k"), wdel("t", "absent"), {Op: engine.OpGet, Table: "t", Key: []byte("k")}}); err != nil {
@@ -36,7 +39,7 @@ func TestOnAppliedHearsEveryBatch(t *testing.T) {
 	if _, err := s.Apply(ctx, []engine.Mutation{wset("t", "later")}); err != nil {
 		t.Fatal(err)
 	}
-	if g := strings.Join(got, " "); g != "a:t/k b:t/k b:flush u" {
+	if g := strings.Join(got, " "); g != "a:0t/k b:0t/k b:1flush u" {
 		t.Fatalf("heard %q", g)
 	}
 }
