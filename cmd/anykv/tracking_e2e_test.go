@@ -84,7 +84,7 @@ func TestRueidisClientSideCaching(t *testing.T) {
 
 // TestTrackingInvalidatesEveryWriter: a RESP3 tracking connection gets the invalidation push of a key it read
 // when a memcached client writes it, when an HTTP client deletes it, and when it expires (the pebble engine's
-// sweeper removes it).
+// sweeper removes it); a memcached flush_all sends the null of a flush.
 func TestTrackingInvalidatesEveryWriter(t *testing.T) {
 	s := servertest.Start(t, servertest.Options{Memcache: true, HTTP: true})
 	c, err := net.Dial("tcp", s.RESP)
@@ -107,6 +107,9 @@ func TestTrackingInvalidatesEveryWriter(t *testing.T) {
 	pushFor := func(how, key string) {
 		t.Helper()
 		want := []string{">2\r\n", "$10\r\n", "invalidate\r\n", "*1\r\n", "$" + strconv.Itoa(len(key)) + "\r\n", key + "\r\n"}
+		if key == "" { // a flush's null
+			want = []string{">2\r\n", "$10\r\n", "invalidate\r\n", "_\r\n"}
+		}
 		var got []string
 		for len(got) < len(want) || strings.Join(got[len(got)-len(want):], "") != strings.Join(want, "") {
 			got = append(got, line(how))
@@ -131,4 +134,8 @@ func TestTrackingInvalidatesEveryWriter(t *testing.T) {
 	pushFor("an HTTP DELETE", "b")
 	c.Write([]byte("SET c 1 PX 100\r\nGET c\r\n"))
 	pushFor("the expiry", "c")
+	if err := mc.FlushAll(); err != nil {
+		t.Fatal(err)
+	}
+	pushFor("a memcached flush_all", "")
 }
