@@ -296,26 +296,14 @@ func (s *session) clientTrackingInfo() {
 	flags := []string{"off"}
 	if on {
 		flags[0] = "on"
-		if t.bcast {
-			flags = append(flags, "bcast")
-		}
-		if t.optin {
-			flags = append(flags, "optin")
-			if t.caching {
-				flags = append(flags, "caching-yes")
+		for _, f := range []struct { // in Redis's order
+			set  bool
+			name string
+		}{{t.bcast, "bcast"}, {t.optin, "optin"}, {t.optin && t.caching, "caching-yes"}, {t.optout, "optout"},
+			{t.optout && t.caching, "caching-no"}, {t.noloop, "noloop"}, {s.state.trackBroken.Load(), "broken_redirect"}} {
+			if f.set {
+				flags = append(flags, f.name)
 			}
-		}
-		if t.optout {
-			flags = append(flags, "optout")
-			if t.caching {
-				flags = append(flags, "caching-no")
-			}
-		}
-		if t.noloop {
-			flags = append(flags, "noloop")
-		}
-		if s.state.trackBroken.Load() {
-			flags = append(flags, "broken_redirect")
 		}
 	}
 	w := s.w
