@@ -310,15 +310,25 @@ func TestTrackingTableBound(t *testing.T) {
 
 // TestTrackedCacheStaysFresh: a RESP3 client that caches its GETs as client-side caching does (a value from a
 // reply, dropped at its key's invalidation) never keeps a stale value while other clients write the key: once
-// they stop, what it has cached is what the server has. This fails if a key is registered after its read (a
-// write between them reaches nobody) or if an invalidation can overtake the reply of a read that saw the older
-// value.
+// they stop, what it has cached is what the server has. Both as a plain GET and as rueidis reads in OPTIN mode
+// (CLIENT CACHING YES, then GET in a transaction). This fails if a key is registered after its read (a write
+// between them reaches nobody) or if an invalidation can overtake the reply of a read that saw the older value.
 func TestTrackedCacheStaysFresh(t *testing.T) {
+	for _, mode := range []struct{ on, read string }{
+		{"CLIENT TRACKING ON", "GET k"},
+		{"CLIENT TRACKING ON OPTIN", "CLIENT CACHING YES\r\nMULTI\r\nGET k\r\nEXEC"},
+	} {
+		t.Run(mode.on, func(t *testing.T) { trackedCacheStaysFresh(t, mode.on, mode.read) })
+	}
+}
+
+func trackedCacheStaysFresh(t *testing.T, on, read string) {
 	ts := startServer(t, Options{}, 0)
 	rc, check := ts.raw(t), ts.raw(t)
-	rc.send("HELLO 3\r\nCLIENT TRACKING ON\r\n")
+	rc.send("HELLO 3\r\n" + on + "\r\n")
 	rc.reply()
 	rc.reply()
+	replies := strings.Count(read, "\r\n") + 1
 	valid, val := false, ""
 	// next reads until a reply that is not a push, dropping the cached value at each invalidation of k.
 	next := func() string {
@@ -358,9 +368,12 @@ func TestTrackedCacheStaysFresh(t *testing.T) {
 				next()
 				continue
 			}
-			rc.send("GET k\r\n")
-			r := next()
-			valid, val = true, r
+			rc.send(read + "\r\n")
+			var r string
+			for i := 0; i < replies; i++ {
+				r = next()
+			}
+			valid, val = true, strings.TrimPrefix(r, "*1\r\n")
 		}
 		rc.send("PING\r\n")
 		next()
