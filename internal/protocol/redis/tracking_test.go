@@ -1,12 +1,18 @@
 package redis
 
 import (
+	"context"
 	"os"
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"anykv/internal/engine"
+	"anykv/internal/engine/memstore"
+	"anykv/internal/kv"
 )
 
 // trackStep is a transcriptStep whose command may name a connection's client id as {name}; replies show ids so
@@ -311,8 +317,8 @@ func TestTrackingTableBound(t *testing.T) {
 // TestTrackedCacheStaysFresh: a RESP3 client that caches its GETs as client-side caching does (a value from a
 // reply, dropped at its key's invalidation) never keeps a stale value while other clients write the key: once
 // they stop, what it has cached is what the server has. Both as a plain GET and as rueidis reads in OPTIN mode
-// (CLIENT CACHING YES, then GET in a transaction). This fails if a key is registered after its read (a write
-// between them reaches nobody) or if an invalidation can overtake the reply of a read that saw the older value.
+// (CLIENT CACHING YES, then GET in a transaction). This fails if an invalidation can overtake the reply of a
+// read that saw the older value (TestTrackingRegistersBeforeTheRead covers the registration's side).
 func TestTrackedCacheStaysFresh(t *testing.T) {
 	for _, mode := range []struct{ on, read string }{
 		{"CLIENT TRACKING ON", "GET k"},
@@ -381,5 +387,49 @@ func trackedCacheStaysFresh(t *testing.T, on, read string) {
 		if now := check.reply(); valid && val != now {
 			t.Fatalf("round %d: the cache holds %q, the server %q", round, val, now)
 		}
+	}
+}
+
+// pausingEngine holds the next Get, once armed, after it read and before it returns, until told to go on.
+type pausingEngine struct {
+	engine.Engine
+	armed        atomic.Bool
+	read, resume chan struct{}
+}
+
+func (p *pausingEngine) Get(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
+	it, err := p.Engine.Get(ctx, table, key, now)
+	if p.armed.CompareAndSwap(true, false) {
+		p.read <- struct{}{}
+		<-p.resume
+	}
+	return it, err
+}
+
+// TestTrackingRegistersBeforeTheRead: a write that lands after a tracked GET read the old value, but before the
+// GET answered, still sends the invalidation, after the GET's reply. (Registering the key once the read is done
+// would miss that write, and the client would keep the old value.)
+func TestTrackingRegistersBeforeTheRead(t *testing.T) {
+	e := &pausingEngine{Engine: memstore.New(), read: make(chan struct{}), resume: make(chan struct{})}
+	ts := startServerOver(t, e, kv.Options{}, Options{}, 0)
+	rc, w := ts.raw(t), ts.raw(t)
+	w.send("SET k old\r\n")
+	w.reply()
+	rc.send("HELLO 3\r\nCLIENT TRACKING ON\r\n")
+	rc.reply()
+	rc.reply()
+	e.armed.Store(true)
+	rc.send("GET k\r\n")
+	<-e.read
+	w.send("SET k new\r\n")
+	if r := w.reply(); r != "+OK\r\n" {
+		t.Fatalf("SET: %q", r)
+	}
+	close(e.resume)
+	if r := rc.reply(); r != "$3\r\nold\r\n" {
+		t.Fatalf("GET: %q", r)
+	}
+	if r := rc.reply(); r != push("k")+"\r\n" {
+		t.Fatalf("after the GET: %q, want the invalidation of k", r)
 	}
 }
