@@ -69,10 +69,11 @@ func (m *trackMsg) send() {
 		value = keysArray(m.keys)
 	}
 	if m.redir == 0 {
-		own.box.deliver(own, value, false)
+		own.box.deliver(own, value, false, true)
 		return
 	}
-	if m.to != nil && m.to.box.deliver(m.to, value, true) {
+	// A redirect to itself is held as its own messages are: its reads are the ones they invalidate.
+	if m.to != nil && m.to.box.deliver(m.to, value, true, m.to == own) {
 		return
 	}
 	own.state.trackBroken.Store(true)
@@ -109,10 +110,10 @@ func (b *inbox) isResp3() bool {
 	return b.resp3
 }
 
-// deliver sends an invalidation whose value (the keys, or a null) is value to s, framed for its protocol; it
-// reports false only when s is gone. A redirected one is not held while s is busy: s's reads are not the ones
-// it invalidates.
-func (b *inbox) deliver(s *session, value []byte, redirected bool) bool {
+// deliver sends an invalidation whose value (the keys, or a null) is value to s, framed for its protocol (a
+// redirected one as a pub/sub message to a subscribed RESP2 connection), held while s is busy if mayHold; it
+// reports false only when s is gone.
+func (b *inbox) deliver(s *session, value []byte, redirected, mayHold bool) bool {
 	b.mu.Lock()
 	resp3, pubsub, gone := b.resp3, b.pubsub, b.gone
 	b.mu.Unlock()
@@ -127,7 +128,7 @@ func (b *inbox) deliver(s *session, value []byte, redirected bool) bool {
 	default:
 		return true // RESP2 has no push on the same connection: Redis sends nothing
 	}
-	b.push(s, msg, !redirected)
+	b.push(s, msg, mayHold)
 	return true
 }
 
