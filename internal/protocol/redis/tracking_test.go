@@ -433,3 +433,48 @@ func TestTrackingRegistersBeforeTheRead(t *testing.T) {
 		t.Fatalf("after the GET: %q, want the invalidation of k", r)
 	}
 }
+
+// TestTrackingWritesMatchRedis: which writes invalidate which keys, as redis-server 7 sends them: a change of any
+// kind (EXPIRE, PERSIST, APPEND, list, set, hash and sorted-set writes, GETDEL, UNLINK, MOVE, COPY's target,
+// RENAME's source and target, a script's write), and none for what changes nothing (SADD of a member there, DEL of
+// a missing key, SET NX of an existing key, EXPIRE of a missing key, HDEL of a missing field) or only reads.
+func TestTrackingWritesMatchRedis(t *testing.T) {
+	sameAsRedis(t, writesTranscript)
+}
+
+// writesTranscript has a RESP3 connection track a set of keys and, after each of a list of writes by another
+// connection, report the keys whose invalidations it got (up to a sentinel key's, written after).
+func writesTranscript(t *testing.T, addr string) []string {
+	w, t3 := dialRaw(t, addr), dialRaw(t, addr)
+	do := func(rc *rawConn, cmd string) string { rc.send(cmd + "\r\n"); return rc.reply() }
+	for _, c := range []string{"FLUSHALL", "MSET s 1 p 1 a 1 g 1 u 1 m 1 c 1 r 1 n 1", "SADD set x", "RPUSH l x",
+		"HSET h f v", "ZADD z 1 x", "HELLO 3", "CLIENT TRACKING ON"} {
+		rc := w
+		if c == "HELLO 3" || c == "CLIENT TRACKING ON" {
+			rc = t3
+		}
+		do(rc, c)
+	}
+	var out []string
+	for i, c := range []string{"EXPIRE s 100", "PERSIST s", "APPEND a x", "LPUSH l y", "SADD set x", "SADD set y",
+		"HDEL h nosuch", "HSET h f w", "ZADD z 1 x", "ZINCRBY z 1 x", "GETDEL g", "UNLINK u", "MOVE m 1",
+		"COPY c c2", "RENAME r n", "DEL nosuch", "SET s 2 NX", "EXPIRE nosuch 10", "GET s",
+		"EVAL \"return redis.call('incr', KEYS[1])\" 1 p"} {
+		for _, r := range []string{"MGET s p a g u m c c2 r n nosuch sentinel", "SCARD set", "LLEN l", "HLEN h", "ZCARD z"} {
+			do(t3, r)
+		}
+		reply := do(w, c)
+		do(w, "SET sentinel "+itoa(int64(i)))
+		var keys []string
+		for {
+			r := t3.reply()
+			k := r[strings.LastIndex(r[:len(r)-2], "\n")+1 : len(r)-2]
+			if k == "sentinel" {
+				break
+			}
+			keys = append(keys, k)
+		}
+		out = append(out, c+" -> "+strings.TrimSpace(reply)+" invalidates "+strings.Join(keys, " "))
+	}
+	return out
+}
