@@ -104,6 +104,7 @@ type Store struct {
 	watches  watchRegistry // keys WATCHed by Redis clients (watch.go)
 	expired  atomic.Pointer[func(table string, key []byte)]
 	written  atomic.Pointer[func(muts []engine.Mutation, res []engine.Result)] // OnWrites
+	applied  atomic.Pointer[AppliedFunc]                                       // OnApplied
 	levels   levels
 	name     string // the engine, as errors name it (Options.EngineName; "this engine" when unset)
 }
@@ -289,7 +290,34 @@ func (s *Store) Apply(ctx context.Context, muts []engine.Mutation) ([]engine.Res
 	if fn := s.written.Load(); fn != nil && err == nil && ctx.Value(notifiedKey{}) == nil {
 		(*fn)(muts, res)
 	}
+	if err == nil {
+		s.tellApplied(ctx, muts, res)
+	}
 	return res, err
+}
+
+// AppliedFunc hears of a batch Apply or ApplyWatched applied: the caller's context, the batch and its results.
+type AppliedFunc func(ctx context.Context, muts []engine.Mutation, res []engine.Result)
+
+// OnApplied makes Apply and ApplyWatched call fn with every batch they applied, from any protocol, before they
+// return, until OnApplied(nil): Redis's client-side caching sets it while a client tracks keys, to send the
+// invalidations of the keys written. Without it a batch costs one atomic load more. fn must not block and must
+// not change muts or res.
+func (s *Store) OnApplied(fn AppliedFunc) {
+	if fn == nil {
+		s.applied.Store(nil)
+		return
+	}
+	s.applied.Store(&fn)
+}
+
+// tellApplied calls OnApplied's function, if any. It is loaded once the batch was applied, not before: a reader
+// that registered for a key before it read the key and saw its old value had its function set before that (see
+// protocol/redis's tracking), so the batch that wrote the key, done after that read, finds the function.
+func (s *Store) tellApplied(ctx context.Context, muts []engine.Mutation, res []engine.Result) {
+	if fn := s.applied.Load(); fn != nil {
+		(*fn)(ctx, muts, res)
+	}
 }
 
 // notifiedKey marks a context of Notified.

@@ -102,6 +102,7 @@ func (s *Store) ApplyWatched(ctx context.Context, w *Watch, muts []engine.Mutati
 	res, err := s.apply(ctx, muts)
 	if err == nil {
 		r.mark(muts, res)
+		s.tellApplied(ctx, muts, res)
 	}
 	return res, err
 }
@@ -118,17 +119,33 @@ func (s *Store) applyMarking(ctx context.Context, muts []engine.Mutation) ([]eng
 	return res, err
 }
 
-// mark makes dirty every Watch naming a key the applied batch wrote: a write that succeeded and found or left
-// an item (deleting an absent key changes nothing, as in Redis), a function's declared keys and those it reports
-// having written (Result.Wrote), or a flushed table.
+// mark makes dirty every Watch naming a key the applied batch wrote (EachWritten), or a key of a table it flushed.
 func (r *watchRegistry) mark(muts []engine.Mutation, res []engine.Result) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	hit := func(table string, key []byte) {
+	EachWritten(muts, res, func(_ int, table string, key []byte) {
 		for _, w := range r.keys[table][string(key)] {
 			w.dirty.Store(true)
 		}
-	}
+	}, func(_ int, flushed string) {
+		for table, t := range r.keys {
+			if flushed == "" || flushed == table {
+				for _, ws := range t {
+					for _, w := range ws {
+						w.dirty.Store(true)
+					}
+				}
+			}
+		}
+	})
+}
+
+// EachWritten calls key with each key an applied batch changed, in the batch's order, and flush with each table
+// it flushed ("": every table), each with the index of the mutation in muts: a write that succeeded and found or left an item (deleting an absent key changes
+// nothing, as in Redis), a function's key, declared keys and those it reports having written (Result.Wrote), a
+// RENAME's or COPY's target. These are the keys Redis's signalModifiedKey names, for WATCH and for client-side
+// caching's invalidations (protocol/redis). A key may come more than once.
+func EachWritten(muts []engine.Mutation, res []engine.Result, key func(i int, table string, key []byte), flush func(i int, table string)) {
 	for i := range muts {
 		m := &muts[i]
 		if !m.Writes() || (i < len(res) && (res[i].Err != nil || res[i].Unchanged)) {
@@ -136,32 +153,26 @@ func (r *watchRegistry) mark(muts []engine.Mutation, res []engine.Result) {
 		}
 		switch {
 		case m.Op == engine.OpFlush:
-			for table, t := range r.keys {
-				if m.Table == "" || m.Table == table {
-					for _, ws := range t {
-						for _, w := range ws {
-							w.dirty.Store(true)
-						}
-					}
-				}
-			}
+			flush(i, m.Table)
 			continue
 		case m.Op == engine.OpCall:
-			hit(m.Table, m.Key)
+			if m.Key != nil { // a script of no KEYS names none
+				key(i, m.Table, m.Key)
+			}
 			for _, k := range m.Call.Keys {
-				hit(m.Table, k)
+				key(i, m.Table, k)
 			}
 			if i < len(res) {
 				for _, k := range res[i].Wrote { // keys a call that may write any key (a script) reports
-					hit(m.Table, k)
+					key(i, m.Table, k)
 				}
 			}
 		case m.Op == engine.OpCopy: // COPY changes its target only, and a WATCH of its source stays (as in Redis)
 		case i >= len(res) || res[i].OldFound || res[i].NewFound:
-			hit(m.Table, m.Key)
+			key(i, m.Table, m.Key)
 		}
 		if m.Target.Key != nil {
-			hit(m.Target.Table, m.Target.Key)
+			key(i, m.Target.Table, m.Target.Key)
 		}
 	}
 }

@@ -311,6 +311,14 @@ func (s *session) block(keys [][]byte, timeout time.Duration, consumes bool, att
 				s.closing = true
 				return false
 			}
+			if s.trk != nil { // its invalidations need not wait for it
+				s.trackIdle()
+				defer func() {
+					if s.trk.on {
+						s.trackBusy()
+					}
+				}()
+			}
 		}
 		s.h.waiters.park(b)
 		woken := false

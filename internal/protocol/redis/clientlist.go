@@ -25,6 +25,9 @@ type clientState struct {
 	obl             atomic.Int64 // reply bytes waiting to be written
 	resp            atomic.Int32
 	blocked         atomic.Bool
+	tracking        atomic.Uint32 // trackingOn, trackingBcast (tracking.go)
+	trackBroken     atomic.Bool   // an invalidation found the redirect target gone (flag R)
+	redir           atomic.Int64  // CLIENT TRACKING's redirect (0: none), -1 when not tracking
 }
 
 // containers are the commands whose subcommand is part of the name Redis 7 shows in CLIENT LIST (cmd=).
@@ -97,6 +100,15 @@ func (s *session) clientLine(now time.Time, argv int) string {
 	if st.blocked.Load() {
 		flags += "b"
 	}
+	if tr := st.tracking.Load(); tr&trackingOn != 0 { // t, R, B in Redis's order
+		flags += "t"
+		if st.trackBroken.Load() {
+			flags += "R"
+		}
+		if tr&trackingBcast != 0 {
+			flags += "B"
+		}
+	}
 	if flags == "" {
 		flags = "N"
 	}
@@ -118,7 +130,7 @@ func (s *session) clientLine(now time.Time, argv int) string {
 		{"multi", itoa(int64(st.multi.Load()))}, {"qbuf", itoa(qbuf)}, {"qbuf-free", itoa(qcap - qbuf)},
 		{"argv-mem", itoa(int64(argv))}, {"multi-mem", itoa(mm)}, {"rbs", itoa(qcap)}, {"rbp", itoa(qbuf)},
 		{"obl", itoa(obl)}, {"oll", "0"}, {"omem", "0"}, {"tot-mem", itoa(qcap + mm + obl + int64(argv))},
-		{"events", "r"}, {"cmd", cmd}, {"user", "default"}, {"redir", "-1"},
+		{"events", "r"}, {"cmd", cmd}, {"user", "default"}, {"redir", itoa(st.redir.Load())},
 		{"resp", itoa(int64(st.resp.Load()))}, {"lib-name", s.libName}, {"lib-ver", s.libVer},
 	} {
 		if b.Len() > 0 {

@@ -113,7 +113,7 @@ func cmdHello(s *session, args [][]byte) {
 		}
 		s.setInfo(func() { s.name = string(name) })
 	}
-	s.w.SetProto(proto)
+	s.setProto(proto)
 	w := s.w
 	w.MapHeader(7)
 	w.BulkString("server")
@@ -165,7 +165,8 @@ func cmdReset(s *session, args [][]byte) {
 		s.leaveAll()
 		s.unhold(&s.held.subs)
 	}
-	s.w.SetProto(2)
+	s.trackOff()
+	s.setProto(2)
 	s.setAuthed(!s.h.opts.Auth.Required())
 	s.reads = nil // READWRITE
 	s.setInfo(func() { s.db, s.name = 0, "" })
@@ -267,8 +268,16 @@ func cmdClient(s *session, args [][]byte) {
 		s.h.pause.unpause()
 	case (sub == "no-evict" || sub == "no-touch") && len(args) == 3:
 		s.w.SimpleString("OK")
+	case sub == "tracking" && len(args) >= 3:
+		s.clientTracking(args)
+	case sub == "caching" && len(args) == 3:
+		s.clientCaching(args[2])
+	case sub == "getredir" && len(args) == 2:
+		s.clientGetRedir()
+	case sub == "trackinginfo" && len(args) == 2:
+		s.clientTrackingInfo()
 	default:
 		s.subcommandError("client", args[1], "kill", "setname", "getname", "id", "info", "list", "setinfo", "pause",
-			"unpause", "no-evict", "no-touch")
+			"unpause", "no-evict", "no-touch", "tracking", "caching", "getredir", "trackinginfo")
 	}
 }

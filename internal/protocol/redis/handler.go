@@ -83,6 +83,7 @@ type Handler struct {
 	conns       atomic.Pointer[server.Counts] // set once the listener is up (SetConnCounts); nil before
 	cursors     cursorTable
 	collCursors cursorTable // HSCAN, SSCAN and ZSCAN's, apart: paging a big collection never evicts a SCAN's
+	track       trackTable  // client-side caching's tracking table (tracking_table.go)
 	broker      *pubsub.Broker
 	shards      *pubsub.Broker // shard channels (SSUBSCRIBE, SPUBLISH): a namespace of their own, as in Redis
 	waiters     waiters        // connections blocked in BLPOP and the like
@@ -153,6 +154,7 @@ func New(store *kv.Store, opts Options) *Handler {
 	if f, err := ParseNotifyEvents(opts.NotifyKeyspaceEvents); err == nil { // the flag was checked by the caller
 		h.notifyFlags.Store(int32(f))
 	}
+	h.track.maxKeys.Store(defaultTrackingMaxKeys)
 	h.applyStart()
 	store.OnExpired(h.expired)
 	store.OnWrites(h.othersWrote)
@@ -203,6 +205,8 @@ func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 	defer func() {
 		s.unwatch()
 		s.endMonitor()
+		s.trackOff()
+		s.closeInbox()
 		s.endPubSub()
 		h.mu.Lock()
 		delete(h.sessions, s.id)
@@ -217,6 +221,9 @@ func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 			s.parser.SetLimits(*l)
 			s.lim = l
 		}
+		if s.trk != nil && s.trk.on {
+			s.trackBusy()
+		}
 		closing, ran := s.runParsed()
 		yielded := false
 		if ran > 1 && s.w.Len() > 0 && s.sub == nil { // (a pusher writes a subscriber's or monitor's output)
@@ -229,6 +236,9 @@ func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 		}
 		if werr := s.out(); werr != nil {
 			return
+		}
+		if s.trk != nil {
+			s.trackIdle()
 		}
 		if closing {
 			return

@@ -195,7 +195,7 @@ func (h *Handler) statSection(sec string) [][2]string {
 			cur = c.Current.Load()
 		}
 		return [][2]string{{"connected_clients", itoa(cur)}, {"maxclients", h.opts.Settings["maxclients"]},
-			{"blocked_clients", itoa(h.waiters.clients.Load())}}
+			{"blocked_clients", itoa(h.waiters.clients.Load())}, {"tracking_clients", itoa(int64(h.track.n.Load()))}}
 	case "memory":
 		f := h.memFigures()
 		return [][2]string{{"used_memory", itoa(int64(f.heap))}, {"used_memory_human", human(f.heap)},
@@ -216,11 +216,13 @@ func (h *Handler) statSection(sec string) [][2]string {
 			total, rejected = c.Total.Load(), c.Rejected.Load()
 		}
 		b := h.base()
+		_, keys, items, prefixes := h.track.stats()
 		return [][2]string{{"total_connections_received", itoa(total - b.connections)},
 			{"total_commands_processed", itoa(h.stats.commands.Load())}, {"instantaneous_ops_per_sec", "0"},
 			{"rejected_connections", itoa(rejected - b.rejected)}, {"expired_keys", itoa(st.ExpiredSwept - b.expired)},
 			{"keyspace_hits", itoa(st.Hits - b.hits)}, {"keyspace_misses", itoa(st.Misses - b.misses)},
-			{"total_error_replies", itoa(h.errs.total.Load())}}
+			{"tracking_total_keys", itoa(int64(keys))}, {"tracking_total_items", itoa(int64(items))},
+			{"tracking_total_prefixes", itoa(int64(prefixes))}, {"total_error_replies", itoa(h.errs.total.Load())}}
 	case "cluster":
 		return [][2]string{{"cluster_enabled", "0"}}
 	case "replication":

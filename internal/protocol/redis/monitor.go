@@ -49,9 +49,7 @@ func cmdMonitor(s *session, args [][]byte) {
 		return
 	}
 	s.w.SimpleString("OK")
-	if s.sub == nil {
-		s.sub = newPusher(s.conn, s.w.Proto() >= 3)
-	}
+	s.ensurePusher()
 	s.out() // +OK goes before the first line
 	s.monitoring = true
 	s.h.monitors.add(s.sub)

@@ -124,6 +124,7 @@ func (h *Handler) expired(table string, key []byte) {
 	if db, ok := h.dbOf(table); ok {
 		h.notify(notifyExpired, "expired", db, key)
 	}
+	h.trackExpired(table, key)
 }
 
 // keyEvent is one keyspace event a script's command sent, or a message it published (scriptpub.go), kept until
@@ -277,7 +278,7 @@ func (s *session) publishNotes(p *pending, res []engine.Result, muts []engine.Mu
 func (s *session) applyNoted(m engine.Mutation, name string, args [][]byte) (engine.Result, func(from int), error) {
 	cmd := commands[name]
 	if !s.h.notifying() {
-		res, err := s.h.store.Apply(respCtx, []engine.Mutation{m})
+		res, err := s.h.store.Apply(s.writeCtx(), []engine.Mutation{m})
 		if err != nil {
 			return engine.Result{}, func(int) {}, err
 		}
@@ -286,7 +287,7 @@ func (s *session) applyNoted(m engine.Mutation, name string, args [][]byte) (eng
 	keys := cmd.keys(args)
 	muts := bracket(s.table(), keys, []engine.Mutation{m})
 	p := pending{probes: len(keys), note: cmd, args: args, db: s.db}
-	res, err := s.h.store.Apply(respCtx, muts)
+	res, err := s.h.store.Apply(s.writeCtx(), muts)
 	if err != nil {
 		return engine.Result{}, func(int) {}, err
 	}

@@ -228,6 +228,7 @@ func (s *session) leaveAll() {
 		s.h.shards.Unsubscribe(ch, shardSub{s.sub})
 	}
 	s.channels, s.patterns, s.shards = map[string]int{}, map[string]int{}, map[string]int{}
+	s.notePubSub()
 }
 
 // out sends the replies written so far: through the pusher once the connection has subscribed.
@@ -236,6 +237,7 @@ func (s *session) out() error {
 		return nil
 	}
 	defer s.w.Reset()
+	s.adoptPusher()
 	if s.sub != nil {
 		s.sub.enqueue(s.w.Bytes())
 		return nil
@@ -290,11 +292,12 @@ func cmdSubscribe(s *session, args [][]byte) {
 		return
 	}
 	name := lower(args[0])
-	if s.sub == nil {
-		s.sub = newPusher(s.conn, s.w.Proto() >= 3)
+	if s.channels == nil {
+		s.ensurePusher()
 		s.channels, s.patterns, s.shards = map[string]int{}, map[string]int{}, map[string]int{}
 	}
-	s.out() // earlier replies stay ahead of the confirmations
+	defer s.notePubSub() // a RESP2 redirect target now gets invalidations as messages (tracking_push.go)
+	s.out()              // earlier replies stay ahead of the confirmations
 	s.sub.hold()
 	defer s.sub.release()
 	pattern, shard := name[0] == 'p', name == "ssubscribe" || name == "sunsubscribe"

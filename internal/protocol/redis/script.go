@@ -253,7 +253,7 @@ func (s *session) evalMutation(args [][]byte, ownLimit bool) (_ engine.Mutation,
 		mode += "3" // the caller's protocol: the result is encoded for it
 	}
 	fargs := [][]byte{[]byte(sha), []byte(itoa(int64(s.db))), []byte(itoa(int64(s.h.store.Limits().MaxValue))),
-		[]byte(itoa(int64(s.h.opts.Databases))), []byte(mode), []byte(itoa(s.h.scriptHost)), args[2]}
+		[]byte(itoa(int64(s.h.opts.Databases))), []byte(mode), []byte(itoa(s.h.scriptHost) + s.scriptTracker()), args[2]}
 	fargs = append(fargs, args[3:]...)
 	fargs = append([][]byte{src}, copyArgs(fargs)...) // src is the cache's, never changed
 	m := engine.Mutation{Op: engine.OpCall, Table: s.table(), Call: engine.CallArgs{Name: evalFunc, Args: fargs, Keys: copyArgs(keys)}}
@@ -362,7 +362,8 @@ func (e scriptError) Error() string { return e.msg }
 
 // runScript is the function "redis.eval": args are the script, its SHA1, the database, the value limit, the
 // number of databases, the mode ("0" or "1" for read-only, then "n" if the caller wants keyspace events, "3" if it speaks
-// RESP3), the number of the handler that runs it (scriptHost), numkeys, the keys and the other arguments.
+// RESP3), the number of the handler that runs it (scriptHost) with ":id" of the tracking client whose reads it
+// registers (session.scriptTracker), numkeys, the keys and the other arguments.
 func runScript(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	var collect bool
 	res, err := runScriptLua(tx, args, &collect)
@@ -406,7 +407,8 @@ func runScriptLua(tx *engine.Tx, args [][]byte, collect *bool) (res engine.Resul
 		opts: Options{Databases: databases}}
 	// The limits commands bound their work by (SRANDMEMBER's picks, LCS's table).
 	h.limits.Store(scriptLimits)
-	run := &scriptRun{tx: tx, h: h, db: db, readOnly: readOnly, host: scriptHost(args[5])}
+	host, tracker := scriptHost(args[5])
+	run := &scriptRun{tx: tx, h: h, db: db, readOnly: readOnly, host: host, tracker: tracker}
 	if strings.Contains(string(args[4]), "n") { // the caller wants keyspace events: the commands collect them
 		h.sink = &run.out
 		h.notifyFlags.Store(notifyAll | notifyNew | notifyKeyspace | notifyKeyevent)
@@ -539,6 +541,8 @@ type scriptRun struct {
 	readOnly bool
 	host     *Handler
 	out      []keyEvent
+	// tracker is the id of the tracking client that runs the script, whose reads register their keys (0: none).
+	tracker int64
 }
 
 // call runs one redis.call from a script: the command compiles as on a connection and its mutations apply
@@ -595,6 +599,11 @@ func (r *scriptRun) call(L *lua.LState) (lua.LValue, error) {
 		return errTable("ERR Write commands are not allowed from read-only scripts."), nil
 	case (cmd.arity > 0 && n != cmd.arity) || (cmd.arity < 0 && n < -cmd.arity):
 		return errTable("ERR Wrong number of args calling Redis command from script"), nil
+	}
+	if r.tracker != 0 && r.host != nil && cmd.flags&flagReadonly != 0 {
+		if keys := cmd.keys(args); len(keys) > 0 { // before the read, as a connection's (tracking.go)
+			r.host.trackKeysOf(r.tracker, keys)
+		}
 	}
 	if cmd.data == nil { // KEYS, SCAN, RANDOMKEY, DBSIZE, ECHO: over the keys the batch sees
 		s.tx, s.cursors = tx, &r.host.cursors

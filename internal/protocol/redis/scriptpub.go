@@ -3,6 +3,7 @@ package redis
 import (
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"weak"
 
@@ -42,15 +43,18 @@ func registerScriptHost(h *Handler) {
 	}, h.scriptHost)
 }
 
-// scriptHost returns the handler numbered by arg, nil when there is none (any more).
-func scriptHost(arg []byte) *Handler {
-	id, err := strconv.ParseInt(string(arg), 10, 64)
+// scriptHost returns the handler numbered by arg, nil when there is none (any more), and the tracking client
+// that follows the number after a colon (0: none).
+func scriptHost(arg []byte) (*Handler, int64) {
+	num, client, _ := strings.Cut(string(arg), ":")
+	tracker, _ := strconv.ParseInt(client, 10, 64)
+	id, err := strconv.ParseInt(num, 10, 64)
 	if err != nil {
-		return nil
+		return nil, 0
 	}
 	scriptHosts.mu.Lock()
 	defer scriptHosts.mu.Unlock()
-	return scriptHosts.m[id].Value()
+	return scriptHosts.m[id].Value(), tracker
 }
 
 // scriptPublish answers a script's PUBLISH or SPUBLISH (args: the command, the channel, the message) and keeps the

@@ -117,6 +117,16 @@ type session struct {
 	channels map[string]int // subscribed names, each with the bytes it holds (s.held.subs)
 	patterns map[string]int
 	shards   map[string]int // shard channels (SSUBSCRIBE)
+
+	// Client-side caching (tracking.go): the connection's tracking state (nil until CLIENT TRACKING ON), and
+	// where other goroutines leave its invalidations (tracking_push.go).
+	trk *tracker
+	box inbox
+	// trackOwn holds the invalidations of the connection's own writes until their commands' replies are written
+	// (emitOwn); inExec is set while EXEC compiles and answers its transaction (its tracked reads and own
+	// invalidations then follow the transaction's order: trackExecKeys, replayExec).
+	trackOwn []ownInval
+	inExec   bool
 }
 
 func newSession(h *Handler, c net.Conn) *session {
@@ -131,6 +141,7 @@ func newSession(h *Handler, c net.Conn) *session {
 	s.acct = h.opts.Budget.Open(c.RemoteAddr().String(), membudget.EvictConn(c))
 	s.parser.SetAccount(s.acct)
 	s.fd = connFD(c)
+	s.state.redir.Store(-1)
 	s.publishState(true)
 	return s
 }
@@ -187,6 +198,9 @@ func (s *session) dispatch(args [][]byte) {
 	s.obs, s.cur, s.curArgs = s.h.unknownCommand, nil, args
 	s.start = s.readAt
 	cmd := s.lookup(args[0])
+	if s.trk != nil {
+		s.trackCommand(cmd)
+	}
 	if cmd == nil {
 		name := string(args[0])
 		if name == "POST" || name == "Host:" || name == "post" || name == "host:" {
@@ -241,6 +255,9 @@ func (s *session) dispatch(args [][]byte) {
 		s.immediate(func() { s.w.SimpleString("QUEUED") })
 		return
 	}
+	if s.trk != nil {
+		s.trackRead(cmd, args) // before it reads: a write it does not see invalidates after it
+	}
 	switch {
 	case cmd.data != nil && (cmd.immIf == nil || !cmd.immIf(args)):
 		if !s.batch.Fits(3*len(args), s.h.store.PipelineBatch()) || s.h.commandPerBatch {
@@ -252,6 +269,9 @@ func (s *session) dispatch(args [][]byte) {
 		s.flush()
 		before := s.w.Len()
 		cmd.imm(s, args)
+		if len(s.trackOwn) > 0 { // after the reply of EXEC, EVAL, a blocking command
+			s.emitOwn(nil, nil)
+		}
 		out := s.w.Bytes()
 		failed, took := len(out) > before && out[before] == '-', time.Since(s.start)
 		s.obs.Observe(took, failed)
@@ -373,6 +393,9 @@ func (s *session) flush() {
 		return
 	}
 	s.writeReplies(res, err)
+	if len(s.trackOwn) > 0 { // any not matched to a reply
+		s.emitOwn(nil, nil)
+	}
 }
 
 // applyOne applies one request's mutations for flush's one-at-a-time answers: its plain reads directly, as run
@@ -463,9 +486,9 @@ func (s *session) apply(muts []engine.Mutation) ([]engine.Result, error) {
 	var res []engine.Result
 	var err error
 	if s.execWatch != nil {
-		res, err = s.h.store.ApplyWatched(context.Background(), s.execWatch, muts)
+		res, err = s.h.store.ApplyWatched(s.writeCtx(), s.execWatch, muts)
 	} else {
-		res, err = s.h.store.Apply(respCtx, muts)
+		res, err = s.h.store.Apply(s.writeCtx(), muts)
 	}
 	if err == nil {
 		s.h.waiters.wake(muts, res)
@@ -607,6 +630,9 @@ func (s *session) replyTo(p *pending, own []engine.Result, muts []engine.Mutatio
 	s.account(p.cmd, p.args, took, p.rejected, failed)
 	if p.note != nil && err == nil {
 		s.publishNotes(p, own, muts, s.w.Bytes()[before:])
+	}
+	if len(s.trackOwn) > 0 {
+		s.emitOwn(muts, own)
 	}
 	if s.w.Len() >= replyChunk && s.conn != nil { // a script's call (no connection) reads its replies back
 		s.out() // a batch of large replies streams, as runParsed's do; a failed write shows at the next

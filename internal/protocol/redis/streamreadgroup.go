@@ -224,7 +224,7 @@ func cmdXReadGroup(s *session, args [][]byte) {
 	sp.keys, sp.ids = copyArgs(sp.keys), copyArgs(sp.ids) // waiting may refill the parser's buffer
 	muts := sp.muts(s.table())
 	attempt := func() bool {
-		res, err := s.h.store.Apply(respCtx, muts)
+		res, err := s.h.store.Apply(s.writeCtx(), muts)
 		if err != nil {
 			s.w.Error(errText(err))
 			return true

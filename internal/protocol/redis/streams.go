@@ -330,7 +330,7 @@ func cmdXRead(s *session, args [][]byte) {
 	after := make([]collections.ID, n)
 	for k, a := range rest[n:] {
 		if string(a) == "$" { // the stream's last ID now
-			res, err := s.h.store.Apply(respCtx, []engine.Mutation{
+			res, err := s.h.store.Apply(s.writeCtx(), []engine.Mutation{
 				collections.XRange(s.table(), keys[k], maxID, maxID, false, 0)})
 			if err == nil && res[0].Err == nil {
 				after[k], _ = collections.ParseID(res[0].New.Value, false)
@@ -361,7 +361,7 @@ func cmdXRead(s *session, args [][]byte) {
 			if !ok {
 				continue
 			}
-			res, err := s.h.store.Apply(respCtx, []engine.Mutation{
+			res, err := s.h.store.Apply(s.writeCtx(), []engine.Mutation{
 				collections.XRange(s.table(), key, from, maxID, false, count)})
 			if err == nil {
 				err = res[0].Err

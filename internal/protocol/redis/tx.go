@@ -67,7 +67,9 @@ func cmdExec(s *session, args [][]byte) {
 		s.w.Error("EXECABORT Transaction discarded because of previous errors.")
 		return
 	}
-	s.picks = 0 // the transaction is a batch of its own (roomForPicks)
+	s.picks = 0     // the transaction is a batch of its own (roomForPicks)
+	s.inExec = true // its tracked reads register in its order (trackExecKeys), its own invalidations wait
+	defer func() { s.inExec = false }()
 	for _, a := range queued {
 		c := s.lookup(a[0])
 		if c.name == "select" { // it changes where the commands after it write, so it takes effect now
@@ -79,6 +81,9 @@ func cmdExec(s *session, args [][]byte) {
 			continue
 		}
 		s.cur, s.curArgs = c, a // each queued command counts in INFO commandstats under its own name
+		if s.trk != nil {
+			s.trackRead(c, a)
+		}
 		if c.data != nil || c.tx != nil {
 			before := len(s.batch.Muts())
 			if c.tx != nil { // its transaction form (EVAL: the script may write any key, and shares the time limit)
@@ -104,6 +109,10 @@ func cmdExec(s *session, args [][]byte) {
 			Cond: engine.CondVersion, Version: wt.version, Guard: true})
 	}
 	s.execWatch = wk
+	if s.trk != nil && s.trk.exec != nil {
+		s.trk.exec.off = len(guards)
+		defer s.h.trackExecDone(s.trk)
+	}
 	res, err := s.run(guards)
 	s.execWatch = nil
 	if errors.Is(err, engine.ErrAborted) {
@@ -112,7 +121,7 @@ func cmdExec(s *session, args [][]byte) {
 		return
 	}
 	s.w.ArrayHeader(len(queued))
-	s.writeReplies(res, err)
+	s.writeReplies(res, err) // the invalidations of its own keys follow the whole reply (dispatch writes them)
 }
 
 func cmdWatch(s *session, args [][]byte) {
