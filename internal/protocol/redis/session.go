@@ -209,6 +209,10 @@ func (s *session) dispatch(args [][]byte) {
 	if s.subscribedContext(cmd) {
 		return
 	}
+	if cmd.name == "module" && moduleRefused(args) {
+		s.reject(moduleRefusal)
+		return
+	}
 	if s.monitoring && monitorRefuses(cmd) {
 		s.reject("ERR Replica can't interact with the keyspace")
 		return
