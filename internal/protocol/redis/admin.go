@@ -12,6 +12,8 @@ func init() {
 	register(
 		&command{name: "wait", arity: 3, imm: cmdWait, groupName: "generic", since: "3.0.0",
 			summary: "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed."},
+		&command{name: "waitaof", arity: 4, imm: cmdWaitAOF, groupName: "generic", since: "7.2.0",
+			summary: "Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the master and/or replicas."},
 		&command{name: "latency", arity: -2, flags: flagAdmin, imm: cmdLatency, groupName: "server", since: "2.8.13",
 			summary: "A container for latency diagnostics commands."},
 		&command{name: "shutdown", arity: -1, flags: flagAdmin, imm: cmdShutdown, groupName: "server", since: "1.0.0",
@@ -26,15 +28,60 @@ func cmdWait(s *session, args [][]byte) {
 		s.w.Error(errNotInt)
 		return
 	}
-	timeout, ok := argInt(args[2])
+	if msg := timeoutMsError(args[2]); msg != "" {
+		s.w.Error(msg)
+		return
+	}
+	s.w.Int(0)
+}
+
+// timeoutMsError checks a timeout in milliseconds as Redis's getTimeoutFromObjectOrReply does, answering its
+// error ("" for a good one).
+func timeoutMsError(b []byte) string {
+	timeout, ok := argInt(b)
+	switch {
+	case !ok:
+		return "ERR timeout is not an integer or out of range"
+	case timeout < 0:
+		return "ERR timeout is negative"
+	}
+	return ""
+}
+
+// cmdWaitAOF answers Redis 7.2's WAITAOF numlocal numreplicas timeout at once, as WAIT: [1, 0] when the
+// connection's acknowledged writes are already on disk (the pebble engine with --fsync always, reported as
+// appendfsync always), else [0, 0]; anykv has no replicas. Redis would wait up to the timeout for a local fsync
+// (everysec) or for replicas. Without an append-only file (an engine other than pebble: appendonly no) numlocal
+// 1 is Redis's error.
+func cmdWaitAOF(s *session, args [][]byte) {
+	numlocal, ok := argInt(args[1])
 	if !ok {
 		s.w.Error(errNotInt)
 		return
 	}
-	if timeout < 0 {
-		s.w.Error("ERR timeout is negative")
+	if numlocal < 0 || numlocal > 1 {
+		s.w.Error("ERR value is out of range, value must between 0 and 1")
 		return
 	}
+	if n, ok := argInt(args[2]); !ok || n < 0 {
+		s.w.Error("ERR value is out of range, must be positive")
+		return
+	}
+	if msg := timeoutMsError(args[3]); msg != "" {
+		s.w.Error(msg)
+		return
+	}
+	set := s.h.settings()
+	if numlocal == 1 && set["appendonly"] != "yes" {
+		s.w.Error("ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.")
+		return
+	}
+	local := int64(0)
+	if set["appendonly"] == "yes" && set["appendfsync"] == "always" {
+		local = 1
+	}
+	s.w.ArrayHeader(2)
+	s.w.Int(local)
 	s.w.Int(0)
 }
 
