@@ -25,6 +25,11 @@ type clientState struct {
 	obl             atomic.Int64 // reply bytes waiting to be written
 	resp            atomic.Int32
 	blocked         atomic.Bool
+	monitor         atomic.Bool
+	// reading is set while the connection waits for its client's next bytes, lastRead (store time, unix ns) when
+	// they last came: the idle timeout (CONFIG SET timeout) closes a client idle in a read.
+	reading  atomic.Bool
+	lastRead atomic.Int64
 }
 
 // containers are the commands whose subcommand is part of the name Redis 7 shows in CLIENT LIST (cmd=).
@@ -66,6 +71,7 @@ func (s *session) publishState(done bool) {
 	st.qcap.Store(int64(s.parser.Size()))
 	st.obl.Store(int64(s.w.Len()))
 	st.resp.Store(int32(s.w.Proto()))
+	st.monitor.Store(s.monitoring)
 }
 
 // connFD is the connection's file descriptor, as Redis shows it (-1 when the connection has none).
