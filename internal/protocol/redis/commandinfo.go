@@ -24,7 +24,14 @@ var commandInfoJSON []byte
 var (
 	commandInfoTail = map[string][2][]byte{}
 	commandCats     = map[string][]string{}
+	// commandSubs are a container's subcommands ("config|get") with their categories, as COMMAND LIST lists them.
+	commandSubs = map[string][]subcommand{}
 )
+
+type subcommand struct {
+	name string
+	cats []string
+}
 
 func init() {
 	var raw map[string]string
@@ -42,7 +49,82 @@ func init() {
 			panic(fmt.Sprintf("redis: commandinfo.json: %s: categories: %v", name, err))
 		}
 		commandCats[name] = cats
+		subs, err := respSubcommands(r3[4:])
+		if err != nil {
+			panic(fmt.Sprintf("redis: commandinfo.json: %s: subcommands: %v", name, err))
+		}
+		commandSubs[name] = subs
 	}
+}
+
+// respSkip returns the length of the RESP3 value v starts with.
+func respSkip(v string) (int, error) {
+	end := strings.Index(v, "\r\n")
+	if end < 1 {
+		return 0, fmt.Errorf("no value at %q", v[:min(len(v), 16)])
+	}
+	n, _ := strconv.Atoi(v[1:end])
+	next, items := end+2, 0
+	switch v[0] {
+	case '$', '=', '!':
+		return next + n + 2, nil
+	case '*', '~', '>':
+		items = n
+	case '%', '|':
+		items = 2 * n
+	}
+	for range items {
+		l, err := respSkip(v[next:])
+		if err != nil {
+			return 0, err
+		}
+		next += l
+	}
+	return next, nil
+}
+
+// respSubcommands reads, from the four values of a COMMAND INFO tail, the subcommands' names and categories.
+func respSubcommands(v string) ([]subcommand, error) {
+	for range 3 { // categories, tips, key specs
+		l, err := respSkip(v)
+		if err != nil {
+			return nil, err
+		}
+		v = v[l:]
+	}
+	end := strings.Index(v, "\r\n")
+	if end < 1 || v[0] != '*' && v[0] != '~' {
+		return nil, fmt.Errorf("no set of subcommands")
+	}
+	n, _ := strconv.Atoi(v[1:end])
+	v = v[end+2:]
+	var out []subcommand
+	for range n {
+		l, err := respSkip(v)
+		if err != nil {
+			return nil, err
+		}
+		entry := v[:l]
+		v = v[l:]
+		var vals []string
+		for e := entry[strings.Index(entry, "\r\n")+2:]; e != ""; {
+			k, err := respSkip(e)
+			if err != nil {
+				return nil, err
+			}
+			vals, e = append(vals, e[:k]), e[k:]
+		}
+		if len(vals) != 10 || vals[0][0] != '$' {
+			return nil, fmt.Errorf("a subcommand entry of %d values", len(vals))
+		}
+		name := vals[0][strings.Index(vals[0], "\r\n")+2 : len(vals[0])-2]
+		cats, err := respSimpleSet(vals[6])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, subcommand{name, cats})
+	}
+	return out, nil
 }
 
 // respSimpleSet reads the RESP3 set of simple strings v starts with (the categories).
@@ -84,19 +166,20 @@ func writeCommandInfoTail(s *session, c *command) {
 	s.w.SetHeader(0) // subcommands
 }
 
-// commandList answers COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern] as Redis 7: no
-// command comes from a module, a category is named without its @ in any case, a pattern matches names in any
-// case. Containers' subcommands are not listed (Redis lists "config|get" too).
+// commandList answers COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern] as Redis 7: each
+// command, a container followed by Redis's subcommands of it ("config|get"; as COMMAND INFO and DOCS, all of
+// them, also those anykv does not serve); no command comes from a module, a category is named without its @ in
+// any case, a pattern matches names in any case.
 func commandList(s *session, args [][]byte) {
-	match := func(*command) bool { return true }
+	match := func(string, []string) bool { return true }
 	switch {
 	case len(args) == 2:
 	case len(args) == 5 && eq(args[2], "filterby") && eq(args[3], "module"):
-		match = func(*command) bool { return false }
+		match = func(string, []string) bool { return false }
 	case len(args) == 5 && eq(args[2], "filterby") && eq(args[3], "aclcat"):
 		cat := "@" + lower(args[4])
-		match = func(c *command) bool {
-			for _, k := range commandCats[c.name] {
+		match = func(_ string, cats []string) bool {
+			for _, k := range cats {
 				if k == cat {
 					return true
 				}
@@ -105,15 +188,20 @@ func commandList(s *session, args [][]byte) {
 		}
 	case len(args) == 5 && eq(args[2], "filterby") && eq(args[3], "pattern"):
 		g := glob.Compile([]byte(lower(args[4])))
-		match = func(c *command) bool { return g.Matches([]byte(c.name)) }
+		match = func(name string, _ []string) bool { return g.Matches([]byte(name)) }
 	default:
 		s.w.Error(errSyntax)
 		return
 	}
 	var names []string
 	for _, c := range sortedCommands() {
-		if match(c) {
+		if match(c.name, commandCats[c.name]) {
 			names = append(names, c.name)
+		}
+		for _, sc := range commandSubs[c.name] {
+			if match(sc.name, sc.cats) {
+				names = append(names, sc.name)
+			}
 		}
 	}
 	s.w.ArrayHeader(len(names))

@@ -75,7 +75,7 @@ func canonInfoTail(t *testing.T, v string) string {
 	if len(vals) != 4 {
 		t.Fatalf("%d values in a COMMAND INFO tail", len(vals))
 	}
-	subs := vals[3]
+	subs := vals[3] // a set in RESP3
 	head := subs[:strings.Index(subs, "\r\n")+2]
 	items := respSplit(t, subs[len(head):])
 	sort.Strings(items)
@@ -155,7 +155,8 @@ func TestCommandListFilterBy(t *testing.T) {
 	}
 	for _, cmd := range []string{"COMMAND LIST FILTERBY ACLCAT geo", "COMMAND LIST FILTERBY ACLCAT GEO",
 		"COMMAND LIST FILTERBY ACLCAT @geo", "COMMAND LIST FILTERBY ACLCAT bogus", "COMMAND LIST FILTERBY PATTERN z*",
-		"COMMAND LIST FILTERBY PATTERN GEO*", "COMMAND LIST FILTERBY MODULE json", "COMMAND LIST FILTERBY",
+		"COMMAND LIST FILTERBY PATTERN GEO*", "COMMAND LIST FILTERBY PATTERN config*", "COMMAND LIST FILTERBY PATTERN xinfo*",
+		"COMMAND LIST FILTERBY MODULE json", "COMMAND LIST FILTERBY",
 		"COMMAND LIST FILTERBY ACLCAT", "COMMAND LIST FILTERBY bogus x", "COMMAND LIST x",
 		"COMMAND LIST FILTERBY PATTERN a b"} {
 		want, got := list(addr, cmd), list(ts.addr, cmd)
