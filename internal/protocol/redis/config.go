@@ -122,13 +122,16 @@ func (h *Handler) configSet(pairs [][]byte) string {
 			return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - duplicate parameter"
 		}
 		seen[name] = true
-		if configSetters[name] == nil {
+		if configSetters[name] == nil && !(fixedButSettable[name] && sameSetting(name, known[name], string(pairs[i+1]))) {
 			return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - can't set immutable config"
 		}
 	}
 	var apply []func()
 	for i := 0; i < len(pairs); i += 2 {
 		name, v := lower(pairs[i]), string(pairs[i+1])
+		if configSetters[name] == nil {
+			continue // set to the value it has (fixedButSettable): nothing changes
+		}
 		fn, err := configSetters[name](h, v)
 		if err != nil {
 			return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + err.Error()
@@ -139,6 +142,24 @@ func (h *Handler) configSet(pairs [][]byte) string {
 		fn()
 	}
 	return ""
+}
+
+// fixedButSettable are settings Redis changes at run time that anykv has fixed (maxmemory 0, noeviction, no RDB
+// saves, the append-only file and its fsync as the engine and --fsync make them): a CONFIG SET to the value they
+// have answers OK and changes nothing (test setups send CONFIG SET save "" and maxmemory 0), any other value is
+// refused as immutable.
+var fixedButSettable = map[string]bool{"maxmemory": true, "maxmemory-policy": true, "save": true, "appendonly": true,
+	"appendfsync": true}
+
+// sameSetting tells whether v names the value now of a fixedButSettable setting: a memory value by its bytes, a
+// word in any case.
+func sameSetting(name, now, v string) bool {
+	if name == "maxmemory" {
+		n, ok := ParseMemory(v)
+		m, _ := ParseMemory(now)
+		return ok && n == m
+	}
+	return strings.EqualFold(v, now)
 }
 
 // memorySettings are the settings given in bytes (with Redis's units); a config file gets them as plain numbers.
