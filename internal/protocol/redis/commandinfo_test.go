@@ -1,9 +1,6 @@
 package redis
 
 import (
-	"encoding/json"
-	"flag"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -91,29 +88,7 @@ var arity72 = map[string]bool{"zrank": true, "zrevrank": true}
 func TestCommandInfoFile(t *testing.T) {
 	addr := startRedisServer(t)
 	tails, heads := redisInfoTails(t, addr)
-	if f := flag.Lookup("rewrite"); f != nil && f.Value.String() == "true" {
-		names := make([]string, 0, len(tails))
-		for n := range tails {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		var b strings.Builder
-		b.WriteString("{\n")
-		for i, n := range names {
-			k, _ := json.Marshal(n)
-			v, _ := json.Marshal(tails[n])
-			b.Write(k)
-			b.WriteString(": ")
-			b.Write(v)
-			if i < len(names)-1 {
-				b.WriteString(",")
-			}
-			b.WriteString("\n")
-		}
-		b.WriteString("}\n")
-		if err := os.WriteFile("commandinfo.json", []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if rewriteJSON(t, "commandinfo.json", tails) {
 		t.Skip("commandinfo.json rewritten: rebuild to embed it")
 	}
 	ts := startServer(t, Options{}, 0)
