@@ -6,8 +6,8 @@ import (
 )
 
 // Operator commands that tools send and that mean little here, answered as Redis answers them in the same
-// situation: WAIT (anykv has no replicas; a write is durable when it is acknowledged), LATENCY (Redis's latency
-// monitor is off by default, and anykv has none), SHUTDOWN (the server stops as on SIGTERM) and CLIENT KILL.
+// situation: WAIT and WAITAOF (anykv has no replicas; a write is durable when it is acknowledged), LATENCY (Redis's
+// latency monitor, latency.go), SHUTDOWN (the server stops as on SIGTERM) and CLIENT KILL.
 func init() {
 	register(
 		&command{name: "wait", arity: 3, imm: cmdWait, groupName: "generic", since: "3.0.0",
@@ -85,19 +85,39 @@ func cmdWaitAOF(s *session, args [][]byte) {
 	s.w.Int(0)
 }
 
-// latencyDoctor is Redis's answer while its latency monitor is disabled (latency-monitor-threshold 0).
-const latencyDoctor = `I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Redis instance. You may use "CONFIG SET latency-monitor-threshold <milliseconds>." in order to enable it. If we weren't in a deep space mission I'd suggest to take a look at https://redis.io/topics/latency-monitor.`
-
 func cmdLatency(s *session, args [][]byte) {
 	sub := strings.ToLower(string(args[1]))
 	switch {
-	case sub == "latest" && len(args) == 2, sub == "history" && len(args) == 3:
-		s.w.ArrayHeader(0) // no event was ever recorded
+	case sub == "latest" && len(args) == 2:
+		names, series := s.h.latency.snapshot()
+		s.w.ArrayHeader(len(names))
+		for _, n := range names {
+			ts := series[n]
+			last := ts.samples[len(ts.samples)-1]
+			s.w.ArrayHeader(4)
+			s.w.BulkString(n)
+			s.w.Int(last.at)
+			s.w.Int(last.ms)
+			s.w.Int(ts.max)
+		}
+	case sub == "history" && len(args) == 3:
+		_, series := s.h.latency.snapshot()
+		ts := series[string(args[2])]
+		s.w.ArrayHeader(len(ts.samples))
+		for _, x := range ts.samples {
+			s.w.ArrayHeader(2)
+			s.w.Int(x.at)
+			s.w.Int(x.ms)
+		}
 	case sub == "reset":
-		s.w.Int(0)
+		s.w.Int(s.h.latency.reset(args[2:]))
 	case sub == "doctor" && len(args) == 2:
-		s.w.Verbatim("txt", latencyDoctor)
+		s.w.Verbatim("txt", s.h.latency.doctor(s.h.store.Time().Unix()))
 	case sub == "graph" && len(args) == 3:
+		if g := s.h.latency.graphTitle(string(args[2])); g != "" {
+			s.w.Verbatim("txt", g)
+			return
+		}
 		s.w.Error("ERR No samples available for event '" + string(args[2]) + "'")
 	case sub == "help":
 		lines := []string{"LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",

@@ -46,6 +46,10 @@ var configSetters = map[string]func(h *Handler, v string) (apply func(), err err
 		n, err := configInt(v, 1<<20, math.MaxInt64, true)
 		return func() { h.setLimits(func(l *resp.Limits) { l.MaxBulk = int(min(n, math.MaxInt/4)) }) }, err
 	},
+	"latency-monitor-threshold": func(h *Handler, v string) (func(), error) {
+		n, err := configInt(v, 0, math.MaxInt64, false)
+		return func() { h.latency.threshold.Store(n) }, err
+	},
 	"timeout": func(h *Handler, v string) (func(), error) {
 		n, err := configInt(v, 0, math.MaxInt32, false)
 		return func() { h.setIdleTimeout(n) }, err
@@ -214,6 +218,7 @@ func (h *Handler) liveSettings(m map[string]string) {
 	ms := itoa(luaTimeLimit.Load() / int64(time.Millisecond))
 	m["busy-reply-threshold"], m["lua-time-limit"] = ms, ms
 	m["timeout"] = itoa(h.idleTimeout.Load())
+	m["latency-monitor-threshold"] = itoa(h.latency.threshold.Load())
 	if c := h.conns.Load(); c != nil && c.Max.Load() > 0 {
 		m["maxclients"] = itoa(c.Max.Load())
 	}

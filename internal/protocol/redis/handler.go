@@ -123,6 +123,7 @@ type Handler struct {
 	// idle clients runs (idle.go).
 	idleTimeout atomic.Int64
 	sweeping    atomic.Bool
+	latency     latencyMonitor // LATENCY and latency-monitor-threshold (latency.go)
 }
 
 // New returns a handler over store.
