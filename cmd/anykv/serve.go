@@ -66,6 +66,8 @@ type config struct {
 	configFile          string            // --config: redis.conf-style settings, rewritten by CONFIG REWRITE
 	slowerThan, slowLen int64             // slowlog-log-slower-than (µs), slowlog-max-len
 	busyThreshold       int64             // busy-reply-threshold (ms): how long a Lua script may run
+	idleTimeout         int64             // timeout (s): a Redis client idle this long is closed (0: never)
+	latencyThreshold    int64             // latency-monitor-threshold (ms): LATENCY records commands this slow (0: off)
 	rewriter            *configRewriter   // nil without --config
 	allCounts           countsSet         // every listener's figures: CONFIG SET maxclients changes their limit
 	budget              *membudget.Budget // request buffers of all RESP and memcached connections
@@ -130,6 +132,8 @@ func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.Int64Var(&c.slowerThan, "slowlog-log-slower-than", int64(envInt("slowlog-log-slower-than", 10000)), "SLOWLOG records commands that took at least this many microseconds (negative: none)"+envNote("slowlog-log-slower-than"))
 	fs.Int64Var(&c.slowLen, "slowlog-max-len", int64(envInt("slowlog-max-len", 128)), "most commands SLOWLOG keeps"+envNote("slowlog-max-len"))
 	fs.Int64Var(&c.busyThreshold, "busy-reply-threshold", int64(envInt("busy-reply-threshold", 5000)), "milliseconds a Lua script may run before it is stopped (Redis's busy-reply-threshold, lua-time-limit; 0: never)"+envNote("busy-reply-threshold"))
+	fs.Int64Var(&c.idleTimeout, "timeout", int64(envInt("timeout", 0)), "seconds a Redis client may stay idle before it is closed (Redis's timeout; 0: never; subscribers, monitors and blocked clients are not closed)"+envNote("timeout"))
+	fs.Int64Var(&c.latencyThreshold, "latency-monitor-threshold", int64(envInt("latency-monitor-threshold", 0)), "LATENCY records the commands that took at least this many milliseconds (Redis's latency monitor; 0: off)"+envNote("latency-monitor-threshold"))
 	str(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	str(&c.logFormat, "log-format", "text", "log format: text or json")
 	str(&c.pprofAddr, "pprof", "", "serve Go's net/http/pprof profiles on this address (for profiling; off by default)")
@@ -270,7 +274,8 @@ func (c *config) settings() map[string]string {
 // startSettings are the Redis run-time settings the handler takes at start as CONFIG SET would set them.
 func (c *config) startSettings() map[string]string {
 	return map[string]string{"slowlog-log-slower-than": strconv.FormatInt(c.slowerThan, 10),
-		"slowlog-max-len": strconv.FormatInt(c.slowLen, 10), "busy-reply-threshold": strconv.FormatInt(c.busyThreshold, 10)}
+		"slowlog-max-len": strconv.FormatInt(c.slowLen, 10), "busy-reply-threshold": strconv.FormatInt(c.busyThreshold, 10),
+		"timeout": strconv.FormatInt(c.idleTimeout, 10), "latency-monitor-threshold": strconv.FormatInt(c.latencyThreshold, 10)}
 }
 
 // countsSet is every listener's connection figures, so CONFIG SET maxclients reaches them all.

@@ -6,12 +6,14 @@ import (
 )
 
 // Operator commands that tools send and that mean little here, answered as Redis answers them in the same
-// situation: WAIT (anykv has no replicas; a write is durable when it is acknowledged), LATENCY (Redis's latency
-// monitor is off by default, and anykv has none), SHUTDOWN (the server stops as on SIGTERM) and CLIENT KILL.
+// situation: WAIT and WAITAOF (anykv has no replicas; a write is durable when it is acknowledged), LATENCY (Redis's
+// latency monitor, latency.go), SHUTDOWN (the server stops as on SIGTERM) and CLIENT KILL.
 func init() {
 	register(
 		&command{name: "wait", arity: 3, imm: cmdWait, groupName: "generic", since: "3.0.0",
 			summary: "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed."},
+		&command{name: "waitaof", arity: 4, imm: cmdWaitAOF, groupName: "generic", since: "7.2.0",
+			summary: "Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the master and/or replicas."},
 		&command{name: "latency", arity: -2, flags: flagAdmin, imm: cmdLatency, groupName: "server", since: "2.8.13",
 			summary: "A container for latency diagnostics commands."},
 		&command{name: "shutdown", arity: -1, flags: flagAdmin, imm: cmdShutdown, groupName: "server", since: "1.0.0",
@@ -26,31 +28,96 @@ func cmdWait(s *session, args [][]byte) {
 		s.w.Error(errNotInt)
 		return
 	}
-	timeout, ok := argInt(args[2])
-	if !ok {
-		s.w.Error(errNotInt)
-		return
-	}
-	if timeout < 0 {
-		s.w.Error("ERR timeout is negative")
+	if msg := timeoutMsError(args[2]); msg != "" {
+		s.w.Error(msg)
 		return
 	}
 	s.w.Int(0)
 }
 
-// latencyDoctor is Redis's answer while its latency monitor is disabled (latency-monitor-threshold 0).
-const latencyDoctor = `I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Redis instance. You may use "CONFIG SET latency-monitor-threshold <milliseconds>." in order to enable it. If we weren't in a deep space mission I'd suggest to take a look at https://redis.io/topics/latency-monitor.`
+// timeoutMsError checks a timeout in milliseconds as Redis's getTimeoutFromObjectOrReply does, answering its
+// error ("" for a good one).
+func timeoutMsError(b []byte) string {
+	timeout, ok := argInt(b)
+	switch {
+	case !ok:
+		return "ERR timeout is not an integer or out of range"
+	case timeout < 0:
+		return "ERR timeout is negative"
+	}
+	return ""
+}
+
+// cmdWaitAOF answers Redis 7.2's WAITAOF numlocal numreplicas timeout at once, as WAIT: [1, 0] when the
+// connection's acknowledged writes are already on disk (the pebble engine with --fsync always, reported as
+// appendfsync always), else [0, 0]; anykv has no replicas. Redis would wait up to the timeout for a local fsync
+// (everysec) or for replicas. Without an append-only file (an engine other than pebble: appendonly no) numlocal
+// 1 is Redis's error.
+func cmdWaitAOF(s *session, args [][]byte) {
+	numlocal, ok := argInt(args[1])
+	if !ok {
+		s.w.Error(errNotInt)
+		return
+	}
+	if numlocal < 0 || numlocal > 1 {
+		s.w.Error("ERR value is out of range, value must between 0 and 1")
+		return
+	}
+	if n, ok := argInt(args[2]); !ok || n < 0 {
+		s.w.Error("ERR value is out of range, must be positive")
+		return
+	}
+	if msg := timeoutMsError(args[3]); msg != "" {
+		s.w.Error(msg)
+		return
+	}
+	set := s.h.settings()
+	if numlocal == 1 && set["appendonly"] != "yes" {
+		s.w.Error("ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.")
+		return
+	}
+	local := int64(0)
+	if set["appendonly"] == "yes" && set["appendfsync"] == "always" {
+		local = 1
+	}
+	s.w.ArrayHeader(2)
+	s.w.Int(local)
+	s.w.Int(0)
+}
 
 func cmdLatency(s *session, args [][]byte) {
 	sub := strings.ToLower(string(args[1]))
 	switch {
-	case sub == "latest" && len(args) == 2, sub == "history" && len(args) == 3:
-		s.w.ArrayHeader(0) // no event was ever recorded
+	case sub == "latest" && len(args) == 2:
+		names, series := s.h.latency.snapshot()
+		s.w.ArrayHeader(len(names))
+		for _, n := range names {
+			ts := series[n]
+			last := ts.samples[len(ts.samples)-1]
+			s.w.ArrayHeader(4)
+			s.w.BulkString(n)
+			s.w.Int(last.at)
+			s.w.Int(last.ms)
+			s.w.Int(ts.max)
+		}
+	case sub == "history" && len(args) == 3:
+		_, series := s.h.latency.snapshot()
+		ts := series[string(args[2])]
+		s.w.ArrayHeader(len(ts.samples))
+		for _, x := range ts.samples {
+			s.w.ArrayHeader(2)
+			s.w.Int(x.at)
+			s.w.Int(x.ms)
+		}
 	case sub == "reset":
-		s.w.Int(0)
+		s.w.Int(s.h.latency.reset(args[2:]))
 	case sub == "doctor" && len(args) == 2:
-		s.w.Verbatim("txt", latencyDoctor)
+		s.w.Verbatim("txt", s.h.latency.doctor(s.h.store.Time().Unix()))
 	case sub == "graph" && len(args) == 3:
+		if g := s.h.latency.graphTitle(string(args[2])); g != "" {
+			s.w.Verbatim("txt", g)
+			return
+		}
 		s.w.Error("ERR No samples available for event '" + string(args[2]) + "'")
 	case sub == "help":
 		lines := []string{"LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",

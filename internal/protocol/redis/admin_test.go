@@ -81,3 +81,44 @@ func TestSubcommandErrorsMatchRedis(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitAOF: Redis 7.2's WAITAOF (go-redis's own suite calls it; anykv reports 7.2.4) answers at once, a local
+// fsync when every acknowledged write is on disk (appendfsync always) and no replica, after Redis's checks of its
+// arguments in Redis's order; numlocal 1 without an append-only file is Redis's error.
+func TestWaitAOF(t *testing.T) {
+	const noAOF = "-ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.\r\n"
+	for _, tc := range []struct {
+		settings map[string]string
+		cmds     map[string]string
+	}{
+		{map[string]string{"appendonly": "yes", "appendfsync": "always"}, map[string]string{
+			"WAITAOF 1 0 0": "*2\r\n:1\r\n:0\r\n", "WAITAOF 0 1 100": "*2\r\n:1\r\n:0\r\n", "WAITAOF 0 0 0": "*2\r\n:1\r\n:0\r\n",
+		}},
+		{map[string]string{"appendonly": "yes", "appendfsync": "everysec"}, map[string]string{
+			"WAITAOF 1 0 10": "*2\r\n:0\r\n:0\r\n",
+		}},
+		{nil, map[string]string{ // no append-only file (an engine other than pebble)
+			"WAITAOF 1 0 0": noAOF, "WAITAOF 0 0 0": "*2\r\n:0\r\n:0\r\n",
+			"WAITAOF x 0 0":   "-ERR value is not an integer or out of range\r\n",
+			"WAITAOF 2 0 0":   "-ERR value is out of range, value must between 0 and 1\r\n",
+			"WAITAOF -1 0 0":  "-ERR value is out of range, value must between 0 and 1\r\n",
+			"WAITAOF 1 x 0":   "-ERR value is out of range, must be positive\r\n",
+			"WAITAOF 0 -1 0":  "-ERR value is out of range, must be positive\r\n",
+			"WAITAOF 1 0 x":   "-ERR timeout is not an integer or out of range\r\n",
+			"WAITAOF 1 0 -5":  "-ERR timeout is negative\r\n",
+			"WAITAOF 0 0":     "-ERR wrong number of arguments for 'waitaof' command\r\n",
+			"WAIT 0 x":        "-ERR timeout is not an integer or out of range\r\n",
+			"WAIT 0 1.5":      "-ERR timeout is not an integer or out of range\r\n",
+			"WAITAOF 0 0 1.5": "-ERR timeout is not an integer or out of range\r\n",
+		}},
+	} {
+		ts := startServer(t, Options{Settings: tc.settings}, 0)
+		rc := ts.raw(t)
+		for cmd, want := range tc.cmds {
+			rc.send(cmd + "\r\n")
+			if got := rc.reply(); got != want {
+				t.Errorf("%v: %q: %q, want %q", tc.settings, cmd, got, want)
+			}
+		}
+	}
+}

@@ -265,7 +265,10 @@ func cmdBitField(s *session, args [][]byte) {
 func cmdLCS(s *session, args [][]byte) {
 	var lenOnly, idx, withLen bool
 	minLen := int64(0)
-	for i := 3; i < len(args); i++ {
+	// Redis checks the keys' types before it reads the options: a bad option is answered only when both keys
+	// hold strings (or nothing).
+	optErr := ""
+	for i := 3; i < len(args) && optErr == ""; i++ {
 		switch {
 		case eq(args[i], "len"):
 			lenOnly = true
@@ -276,30 +279,38 @@ func cmdLCS(s *session, args [][]byte) {
 		case eq(args[i], "minmatchlen") && i+1 < len(args):
 			n, ok := argInt(args[i+1])
 			if !ok {
-				s.fail(errNotInt)
-				return
+				optErr = errNotInt
+				break
 			}
 			minLen = max(n, 0)
 			i++
 		default:
-			s.fail("ERR syntax error")
-			return
+			optErr = "ERR syntax error"
 		}
 	}
-	if lenOnly && idx {
-		s.fail("ERR If you want both the length and indexes, please just use IDX.")
-		return
+	if optErr == "" && lenOnly && idx {
+		optErr = "ERR If you want both the length and indexes, please just use IDX."
 	}
 	s.get(args[1])
 	s.get(args[2])
 	s.plan(func(w *resp.Writer, res []engine.Result) {
 		var v [2][]byte
+		for _, r := range res {
+			if errors.Is(r.Err, engine.ErrWrongType) {
+				w.Error("ERR The specified keys must contain string values")
+				return
+			}
+		}
 		for i, r := range res {
 			if r.Err != nil && !errors.Is(r.Err, engine.ErrNotFound) {
 				w.Error(errText(r.Err))
 				return
 			}
 			v[i] = r.New.Value
+		}
+		if optErr != "" {
+			w.Error(optErr)
+			return
 		}
 		table := 4 * int64(len(v[0])+1) * int64(len(v[1])+1)
 		if table > int64(s.h.limits.Load().MaxBulk) { // as Redis 7.2

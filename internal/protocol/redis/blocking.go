@@ -282,6 +282,8 @@ func (s *session) block(keys [][]byte, timeout time.Duration, consumes bool, att
 	}()
 	s.state.blocked.Store(true)
 	defer s.state.blocked.Store(false)
+	started := time.Now()
+	defer func() { s.waited += time.Since(started) }()
 	counted := false // counted in blocked_clients from its first wait, as Redis counts a blocked client
 	defer func() {
 		if counted {

@@ -28,6 +28,11 @@ type clientState struct {
 	tracking        atomic.Uint32 // trackingOn, trackingBcast (tracking.go)
 	trackBroken     atomic.Bool   // an invalidation found the redirect target gone (flag R)
 	redir           atomic.Int64  // CLIENT TRACKING's redirect (0: none), -1 when not tracking
+	monitor         atomic.Bool
+	// reading is set while the connection waits for its client's next bytes, lastRead (store time, unix ns) when
+	// they last came: the idle timeout (CONFIG SET timeout) closes a client idle in a read.
+	reading  atomic.Bool
+	lastRead atomic.Int64
 }
 
 // containers are the commands whose subcommand is part of the name Redis 7 shows in CLIENT LIST (cmd=).
@@ -69,6 +74,7 @@ func (s *session) publishState(done bool) {
 	st.qcap.Store(int64(s.parser.Size()))
 	st.obl.Store(int64(s.w.Len()))
 	st.resp.Store(int32(s.w.Proto()))
+	st.monitor.Store(s.monitoring)
 }
 
 // connFD is the connection's file descriptor, as Redis shows it (-1 when the connection has none).

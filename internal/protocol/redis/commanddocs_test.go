@@ -36,29 +36,7 @@ func redisDocs(t *testing.T, addr string) map[string]string {
 func TestCommandDocsFile(t *testing.T) {
 	if addr := startRedisServerIfAny(t); addr != "" {
 		docs := redisDocs(t, addr)
-		if f := flag.Lookup("rewrite"); f != nil && f.Value.String() == "true" {
-			names := make([]string, 0, len(docs))
-			for n := range docs {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			var b strings.Builder
-			b.WriteString("{\n")
-			for i, n := range names {
-				k, _ := json.Marshal(n)
-				v, _ := json.Marshal(docs[n])
-				b.Write(k)
-				b.WriteString(": ")
-				b.Write(v)
-				if i < len(names)-1 {
-					b.WriteString(",")
-				}
-				b.WriteString("\n")
-			}
-			b.WriteString("}\n")
-			if err := os.WriteFile("commanddocs.json", []byte(b.String()), 0o644); err != nil {
-				t.Fatal(err)
-			}
+		if rewriteJSON(t, "commanddocs.json", docs) {
 			t.Skip("commanddocs.json rewritten: rebuild to embed it")
 		}
 		for n, d := range docs {
@@ -78,6 +56,38 @@ func TestCommandDocsFile(t *testing.T) {
 			t.Errorf("commanddocs.json lacks %s, and the command names no group of its own", c.name)
 		}
 	}
+}
+
+// rewriteJSON, when the test runs with -rewrite, writes m to path as a JSON object of one name per line, in name
+// order, and reports true.
+func rewriteJSON(t *testing.T, path string, m map[string]string) bool {
+	t.Helper()
+	if f := flag.Lookup("rewrite"); f == nil || f.Value.String() != "true" {
+		return false
+	}
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString("{\n")
+	for i, n := range names {
+		k, _ := json.Marshal(n)
+		v, _ := json.Marshal(m[n])
+		b.Write(k)
+		b.WriteString(": ")
+		b.Write(v)
+		if i < len(names)-1 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("}\n")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return true
 }
 
 // canonResp3 prints a RESP3 value with each map's entries sorted: redis-server lists subcommands in its hash

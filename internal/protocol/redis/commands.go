@@ -120,13 +120,16 @@ func writeCommandInfo(s *session, c *command) {
 	for _, f := range fl {
 		w.SimpleString(f)
 	}
-	w.Int(int64(c.firstKey))
-	w.Int(int64(c.lastKey))
-	w.Int(int64(c.step))
-	w.SetHeader(0) // ACL categories
-	w.SetHeader(0) // tips
-	w.SetHeader(0) // key specs
-	w.SetHeader(0) // subcommands
+	if c.container { // Redis names a container's keys in its subcommands' entries only
+		w.Int(0)
+		w.Int(0)
+		w.Int(0)
+	} else {
+		w.Int(int64(c.firstKey))
+		w.Int(int64(c.lastKey))
+		w.Int(int64(c.step))
+	}
+	writeCommandInfoTail(s, c)
 }
 
 func cmdCommand(s *session, args [][]byte) {
@@ -176,11 +179,7 @@ func cmdCommand(s *session, args [][]byte) {
 			writeCommandDoc(s, c)
 		}
 	case "list":
-		all := sortedCommands()
-		s.w.ArrayHeader(len(all))
-		for _, c := range all {
-			s.w.BulkString(c.name)
-		}
+		commandList(s, args)
 	case "getkeys":
 		if len(args) < 3 {
 			s.w.Error("ERR Invalid arguments specified for command")

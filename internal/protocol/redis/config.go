@@ -50,6 +50,14 @@ var configSetters = map[string]func(h *Handler, v string) (apply func(), err err
 		n, err := configInt(v, 0, math.MaxInt64, false)
 		return func() { h.track.maxKeys.Store(n); h.trackTrim() }, err
 	},
+	"latency-monitor-threshold": func(h *Handler, v string) (func(), error) {
+		n, err := configInt(v, 0, math.MaxInt64, false)
+		return func() { h.latency.threshold.Store(n) }, err
+	},
+	"timeout": func(h *Handler, v string) (func(), error) {
+		n, err := configInt(v, 0, math.MaxInt32, false)
+		return func() { h.setIdleTimeout(n) }, err
+	},
 	"busy-reply-threshold": setScriptLimit,
 	"lua-time-limit":       setScriptLimit, // Redis 7's older name of the same setting
 }
@@ -122,13 +130,16 @@ func (h *Handler) configSet(pairs [][]byte) string {
 			return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - duplicate parameter"
 		}
 		seen[name] = true
-		if configSetters[name] == nil {
+		if configSetters[name] == nil && !(fixedButSettable[name] && sameSetting(name, known[name], string(pairs[i+1]))) {
 			return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - can't set immutable config"
 		}
 	}
 	var apply []func()
 	for i := 0; i < len(pairs); i += 2 {
 		name, v := lower(pairs[i]), string(pairs[i+1])
+		if configSetters[name] == nil {
+			continue // set to the value it has (fixedButSettable): nothing changes
+		}
 		fn, err := configSetters[name](h, v)
 		if err != nil {
 			return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + err.Error()
@@ -139,6 +150,24 @@ func (h *Handler) configSet(pairs [][]byte) string {
 		fn()
 	}
 	return ""
+}
+
+// fixedButSettable are settings Redis changes at run time that anykv has fixed (maxmemory 0, noeviction, no RDB
+// saves, the append-only file and its fsync as the engine and --fsync make them): a CONFIG SET to the value they
+// have answers OK and changes nothing (test setups send CONFIG SET save "" and maxmemory 0), any other value is
+// refused as immutable.
+var fixedButSettable = map[string]bool{"maxmemory": true, "maxmemory-policy": true, "save": true, "appendonly": true,
+	"appendfsync": true}
+
+// sameSetting tells whether v names the value now of a fixedButSettable setting: a memory value by its bytes, a
+// word in any case.
+func sameSetting(name, now, v string) bool {
+	if name == "maxmemory" {
+		n, ok := ParseMemory(v)
+		m, _ := ParseMemory(now)
+		return ok && n == m
+	}
+	return strings.EqualFold(v, now)
 }
 
 // memorySettings are the settings given in bytes (with Redis's units); a config file gets them as plain numbers.
@@ -193,6 +222,8 @@ func (h *Handler) liveSettings(m map[string]string) {
 	ms := itoa(luaTimeLimit.Load() / int64(time.Millisecond))
 	m["busy-reply-threshold"], m["lua-time-limit"] = ms, ms
 	m["tracking-table-max-keys"] = itoa(h.track.maxKeys.Load())
+	m["timeout"] = itoa(h.idleTimeout.Load())
+	m["latency-monitor-threshold"] = itoa(h.latency.threshold.Load())
 	if c := h.conns.Load(); c != nil && c.Max.Load() > 0 {
 		m["maxclients"] = itoa(c.Max.Load())
 	}

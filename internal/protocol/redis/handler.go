@@ -120,6 +120,11 @@ type Handler struct {
 	changed map[string]string
 	// observers holds each command's metrics by command.id, looked up once here rather than per request.
 	observers []*metrics.Observer
+	// idleTimeout is CONFIG SET timeout, in seconds (0: none); sweeping is set while the goroutine that closes
+	// idle clients runs (idle.go).
+	idleTimeout atomic.Int64
+	sweeping    atomic.Bool
+	latency     latencyMonitor // LATENCY and latency-monitor-threshold (latency.go)
 }
 
 // New returns a handler over store.
@@ -214,8 +219,13 @@ func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 	}()
 	readStart := readyield.Now()
 	for ctx.Err() == nil {
+		s.state.reading.Store(true)
 		n, err := s.parser.Fill(c)
+		s.state.reading.Store(false)
 		s.readAt = time.Now()
+		if h.idleTimeout.Load() > 0 {
+			s.state.lastRead.Store(h.store.Time().UnixNano())
+		}
 		readyield.Read(readStart, readyield.At(s.readAt), n)
 		if l := h.limits.Load(); l != s.lim { // CONFIG SET changed the request limits: they apply from this read
 			s.parser.SetLimits(*l)

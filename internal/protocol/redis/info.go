@@ -67,7 +67,6 @@ func (h *Handler) settings() map[string]string {
 		"appendonly":       "no",
 		"maxmemory":        "0",
 		"maxmemory-policy": maxmemoryPolicy, // what INFO memory reports
-		"timeout":          "0",
 
 		"slowlog-log-slower-than": itoa(h.slowlog.slowerThan.Load()),
 		"slowlog-max-len":         itoa(h.slowlog.maxLen.Load()),

@@ -72,7 +72,9 @@ type session struct {
 	closing bool
 	// monitoring: the connection ran MONITOR; its output goes through sub, and it may not touch the keyspace.
 	monitoring bool
-	lastCmd    string
+	// waited is how long the command running now waited blocked (BLPOP), which the latency monitor leaves out.
+	waited  time.Duration
+	lastCmd string
 
 	// The batch being built from the commands of one read: their mutations and replies, in order.
 	batch pipeline.Batch[pending]
@@ -224,6 +226,10 @@ func (s *session) dispatch(args [][]byte) {
 		return
 	}
 	if s.subscribedContext(cmd) {
+		return
+	}
+	if cmd.name == "module" && moduleRefused(args) {
+		s.reject(moduleRefusal)
 		return
 	}
 	if s.monitoring && monitorRefuses(cmd) {
