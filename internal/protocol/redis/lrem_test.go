@@ -2,6 +2,8 @@ package redis
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -19,7 +21,8 @@ import (
 func TestLRemMatchesRedis(t *testing.T) {
 	theirs := goredis.NewClient(&goredis.Options{Addr: startRedisServer(t)})
 	t.Cleanup(func() { theirs.Close() })
-	ps, err := pebblestore.Open(pebblestore.Options{Dir: t.TempDir(), Sync: pebblestore.SyncNever})
+	ps, err := pebblestore.Open(pebblestore.Options{Dir: t.TempDir(), Sync: pebblestore.SyncNever,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
