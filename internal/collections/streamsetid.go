@@ -36,13 +36,8 @@ func xsetid(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		return engine.Result{}, engine.ErrInvalid
 	}
 	st, wrong, err := openStream(tx, tx.Table(), tx.Key())
-	switch {
-	case err != nil:
-		return engine.Result{}, err
-	case wrong:
-		return wrongType, nil
-	case !st.exists:
-		return engine.Result{Err: engine.ErrNotFound}, nil
+	if res, done, err := settle(st.exists, wrong, err, engine.Result{Err: engine.ErrNotFound}); done {
+		return res, err
 	}
 	if err := st.loadTally(); err != nil {
 		return engine.Result{}, err

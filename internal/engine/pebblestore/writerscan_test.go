@@ -66,27 +66,9 @@ func TestGroupScansSeeTheOverlay(t *testing.T) {
 				muts = append(muts, engine.Mutation{Op: engine.OpDelete, Table: "s", Key: []byte(k)})
 				delete(model, k)
 			case 2, 3:
-				lo, hi := key(), key()
-				if lo > hi {
-					lo, hi = hi, lo
-				}
-				dir := ""
-				if r.IntN(2) == 0 {
-					dir = "r"
-				}
-				var in []string
-				for k := range model {
-					if k >= lo && k < hi {
-						in = append(in, k)
-					}
-				}
-				slices.Sort(in)
-				if dir == "r" {
-					slices.Reverse(in)
-				}
-				scans = append(scans, scan{b, len(muts), strings.Join(in, ",")})
-				muts = append(muts, engine.Mutation{Op: engine.OpCall, Table: "s", Key: []byte("scan"),
-					Call: engine.CallArgs{Name: scanFunc, Args: [][]byte{[]byte(lo), []byte(hi), []byte(dir)}}})
+				m, want := randomScan(r, key, model)
+				scans = append(scans, scan{b, len(muts), want})
+				muts = append(muts, m)
 			default:
 				muts = append(muts, set("s", k, "v"))
 				model[k] = true
@@ -135,27 +117,9 @@ func TestBatchScansSeeTheBatch(t *testing.T) {
 				muts = append(muts, engine.Mutation{Op: engine.OpDelete, Table: "s", Key: []byte(k)})
 				delete(model, k)
 			case 2:
-				lo, hi := key(), key()
-				if lo > hi {
-					lo, hi = hi, lo
-				}
-				dir := ""
-				if r.IntN(2) == 0 {
-					dir = "r"
-				}
-				var in []string
-				for k := range model {
-					if k >= lo && k < hi {
-						in = append(in, k)
-					}
-				}
-				slices.Sort(in)
-				if dir == "r" {
-					slices.Reverse(in)
-				}
-				want = append(want, strings.Join(in, ","))
-				muts = append(muts, engine.Mutation{Op: engine.OpCall, Table: "s", Key: []byte("scan"),
-					Call: engine.CallArgs{Name: scanFunc, Args: [][]byte{[]byte(lo), []byte(hi), []byte(dir)}}})
+				m, w := randomScan(r, key, model)
+				want = append(want, w)
+				muts = append(muts, m)
 			default:
 				muts = append(muts, set("s", k, "v"))
 				model[k] = true
@@ -175,4 +139,29 @@ func TestBatchScansSeeTheBatch(t *testing.T) {
 			}
 		}
 	}
+}
+
+// randomScan is a scanFunc call over a random range of keys from key, forward or backward, and what it must
+// answer over the keys model holds.
+func randomScan(r *rand.Rand, key func() string, model map[string]bool) (engine.Mutation, string) {
+	lo, hi := key(), key()
+	if lo > hi {
+		lo, hi = hi, lo
+	}
+	dir := ""
+	if r.IntN(2) == 0 {
+		dir = "r"
+	}
+	var in []string
+	for k := range model {
+		if k >= lo && k < hi {
+			in = append(in, k)
+		}
+	}
+	slices.Sort(in)
+	if dir == "r" {
+		slices.Reverse(in)
+	}
+	return engine.Mutation{Op: engine.OpCall, Table: "s", Key: []byte("scan"),
+		Call: engine.CallArgs{Name: scanFunc, Args: [][]byte{[]byte(lo), []byte(hi), []byte(dir)}}}, strings.Join(in, ",")
 }
