@@ -77,7 +77,7 @@ func (s *session) account(cmd *command, args [][]byte, took time.Duration, rejec
 		st.failed.Add(1)
 	}
 	s.h.slowlog.offer(s, cmd, args, took)
-	s.h.latency.offer(s.h.store.Time(), cmd, took-s.waited)
+	s.h.latency.offer(s.h.store.Time, cmd, took-s.waited)
 	s.waited = 0
 	if s.h.monitors.n.Load() > 0 { // the only cost of MONITOR while nobody monitors
 		s.feedMonitors(cmd, args)
