@@ -71,17 +71,46 @@ func (s *session) account(cmd *command, args [][]byte, took time.Duration, rejec
 		st.rejected.Add(1)
 		return
 	}
-	st.calls.Add(1)
-	st.usec.Add(took.Microseconds())
-	if failed {
-		st.failed.Add(1)
-	}
+	s.counted.add(st, took, failed)
 	s.h.slowlog.offer(s, cmd, args, took)
 	s.h.latency.offer(s.h.store.Time, cmd, took-s.waited)
 	s.waited = 0
 	if s.h.monitors.n.Load() > 0 { // the only cost of MONITOR while nobody monitors
 		s.feedMonitors(cmd, args)
 	}
+}
+
+// counted gathers the statistics of consecutive replies of one command, added to its shared counters at once
+// (when another command's reply comes, and before a batch's replies are written): three atomic additions per
+// reply on counters every connection shares were 1.4% of a GET pipeline's CPU, and contended with more cores.
+type counted struct {
+	st                *cmdStats
+	calls, usec, fail int64
+}
+
+func (c *counted) add(st *cmdStats, took time.Duration, failed bool) {
+	if c.st != st {
+		c.flush()
+		c.st = st
+	}
+	c.calls++
+	c.usec += took.Microseconds()
+	if failed {
+		c.fail++
+	}
+}
+
+// flush adds what was gathered to the shared counters.
+func (c *counted) flush() {
+	if c.st == nil {
+		return
+	}
+	c.st.calls.Add(c.calls)
+	c.st.usec.Add(c.usec)
+	if c.fail > 0 {
+		c.st.failed.Add(c.fail)
+	}
+	*c = counted{}
 }
 
 // commandStatsSection is INFO commandstats: one line per command called at least once, in name order.

@@ -92,15 +92,17 @@ type session struct {
 	watched []watch
 	watch   *kv.Watch // the same keys in the store's touched-key registry; nil: none watched
 	// execWatch is the watch EXEC's batch runs under (run applies it with kv.Store.ApplyWatched).
-	execWatch *kv.Watch
-	lower     [32]byte // scratch for lower-casing command names without allocating
-	obs       *metrics.Observer
-	cur       *command // the command being compiled, and its arguments
-	curArgs   [][]byte
-	start     time.Time
-	readAt    time.Time // when the bytes being parsed were read (set only when metrics are on)
-	group     uint32    // the last guard group this session used (MSETNX)
-	picks     int64     // repeated random picks the batch holds (roomForPicks)
+	execWatch  *kv.Watch
+	lower      [32]byte // scratch for lower-casing command names without allocating
+	lastLookup *command // the command lookup found last, compared with before the table is hashed
+	counted    counted  // command statistics not yet added to the shared counters (cmdstats.go)
+	obs        *metrics.Observer
+	cur        *command // the command being compiled, and its arguments
+	curArgs    [][]byte
+	start      time.Time
+	readAt     time.Time // when the bytes being parsed were read (set only when metrics are on)
+	group      uint32    // the last guard group this session used (MSETNX)
+	picks      int64     // repeated random picks the batch holds (roomForPicks)
 
 	ctx     context.Context // ends when the server shuts down (blocking commands stop waiting)
 	noBlock bool            // set while EXEC runs: blocking commands answer at once, as in Redis
@@ -192,7 +194,16 @@ func (s *session) lookup(name []byte) *command {
 		}
 		b[i] = c
 	}
-	return commands[string(b)]
+	// A pipeline mostly repeats its command: compare with the last one found before hashing the name (the map
+	// lookup was 2% of a GET pipeline's CPU).
+	if c := s.lastLookup; c != nil && c.name == string(b) {
+		return c
+	}
+	c := commands[string(b)]
+	if c != nil && c.name == string(b) {
+		s.lastLookup = c
+	}
+	return c
 }
 
 // dispatch runs or queues one command.
@@ -282,6 +293,7 @@ func (s *session) dispatch(args [][]byte) {
 		failed, took := len(out) > before && out[before] == '-', time.Since(s.start)
 		s.obs.Observe(took, failed)
 		s.account(cmd, args, took, false, failed)
+		s.counted.flush()
 	}
 }
 
@@ -396,6 +408,7 @@ func (s *session) flush() {
 			s.replyTo(p, own, muts, err, answered)
 		})
 		s.observed.flush()
+		s.counted.flush()
 		return
 	}
 	s.writeReplies(res, err)
@@ -596,6 +609,7 @@ func (s *session) writeReplies(res []engine.Result, err error) {
 		s.replyTo(p, own, muts, err, answered)
 	})
 	s.observed.flush()
+	s.counted.flush()
 }
 
 // observations gathers the metrics of consecutive replies of one command that took as long (a pipeline's GETs,
