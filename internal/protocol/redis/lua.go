@@ -265,7 +265,7 @@ type respConv struct {
 
 func (c *respConv) write(v lua.LValue, depth int) error {
 	if c.count++; c.count%luaCheckEvery == 0 {
-		if err := c.ctx.Err(); err != nil {
+		if err := scriptDone(c.ctx); err != nil {
 			return err
 		}
 		if c.w.Len() > luaMaxStringCap {

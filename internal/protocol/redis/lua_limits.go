@@ -7,6 +7,7 @@ import (
 	"runtime/metrics"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	lua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/ast"
@@ -107,9 +108,21 @@ func (lim *luaLimits) stepN(L *lua.LState, n int) {
 }
 
 func (lim *luaLimits) checkCtx(L *lua.LState) {
-	if err := lim.ctx.Err(); err != nil {
+	if err := scriptDone(lim.ctx); err != nil {
 		L.RaiseError("%s", err.Error()) // the VM's own text: runScript sees ctx.Err and answers the time limit
 	}
+}
+
+// scriptDone is ctx.Err, or context.DeadlineExceeded once ctx's deadline passed even if its timer has not fired
+// yet: on a loaded machine the timer's goroutine may run after a whole library call that began before the limit.
+func scriptDone(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // alloc is called before building a string (or structure) of about n bytes: too large, or past the memory

@@ -457,7 +457,7 @@ func runScriptLua(tx *engine.Tx, args [][]byte, collect *bool) (res engine.Resul
 		if vm.fatal != nil {
 			return engine.Result{}, vm.fatal
 		}
-		if ctx.Err() != nil {
+		if scriptDone(ctx) != nil {
 			return killed(), nil
 		}
 		msg := scriptErrorText(err) + " script: " + sha
@@ -468,7 +468,7 @@ func runScriptLua(tx *engine.Tx, args [][]byte, collect *bool) (res engine.Resul
 	}
 	w := resp.NewWriter(proto)
 	if err := luaToRESP(ctx, w, L.Get(-1)); err != nil {
-		if ctx.Err() != nil {
+		if scriptDone(ctx) != nil {
 			return killed(), nil
 		}
 		return engine.Result{Err: scriptError{err.Error()}}, nil
