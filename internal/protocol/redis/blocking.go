@@ -284,7 +284,8 @@ func (s *session) block(keys [][]byte, timeout time.Duration, consumes bool, att
 	defer s.state.blocked.Store(false)
 	started := time.Now()
 	defer func() { s.waited += time.Since(started) }()
-	counted := false // counted in blocked_clients from its first wait, as Redis counts a blocked client
+	var unblocked <-chan bool // CLIENT UNBLOCK's, once it waits: true for ERROR
+	counted := false          // counted in blocked_clients from its first wait, as Redis counts a blocked client
 	defer func() {
 		if counted {
 			s.h.waiters.clients.Add(-1)
@@ -306,6 +307,9 @@ func (s *session) block(keys [][]byte, timeout time.Duration, consumes bool, att
 		if !counted {
 			counted = true
 			s.h.waiters.clients.Add(1)
+			var done func()
+			unblocked, done = s.unblockable()
+			defer done()
 			// The replies of the commands before it in the pipeline go out now, as Redis sends them before it
 			// blocks: a client may wait for one of them to unblock this one (bee-queue's two BRPOPLPUSHes on
 			// one connection waited for the next push, their first one served and its reply held).
@@ -329,6 +333,8 @@ func (s *session) block(keys [][]byte, timeout time.Duration, consumes bool, att
 			case ack = <-b.ch:
 				woken = true
 			case <-expired:
+				return false
+			case s.unblockedErr = <-unblocked:
 				return false
 			case <-s.ctx.Done():
 				return false
@@ -429,7 +435,7 @@ func (s *session) popFirst(keys [][]byte, woken bool, p popSpec) bool {
 func (s *session) blockPop(keys [][]byte, timeout time.Duration, p popSpec) {
 	woken := false
 	if !s.block(keys, timeout, true, func() bool { ok := s.popFirst(keys, woken, p); woken = true; return ok }) {
-		s.w.NullArray()
+		s.blockEnded(s.w.NullArray)
 	}
 }
 
@@ -488,6 +494,79 @@ func cmdBMove(s *session, args [][]byte) {
 		return true
 	})
 	if !moved {
-		s.w.Null()
+		s.blockEnded(s.w.NullArray) // Redis's RESP2 answer at the timeout is *-1 here too, not $-1
 	}
+}
+
+// errUnblocked is what a blocking command answers when CLIENT UNBLOCK ... ERROR ended its wait.
+const errUnblocked = "UNBLOCKED client unblocked via CLIENT UNBLOCK"
+
+// unblockable registers the connection, waiting in a blocking command, for CLIENT UNBLOCK: it returns the
+// channel the unblocking sends on (true: ERROR) and what to call when the wait is over.
+func (s *session) unblockable() (<-chan bool, func()) {
+	ch := make(chan bool, 1)
+	s.unblockMu.Lock()
+	s.unblockCh = ch
+	s.unblockMu.Unlock()
+	return ch, func() {
+		s.unblockMu.Lock()
+		s.unblockCh = nil
+		s.unblockMu.Unlock()
+	}
+}
+
+// unblock ends s's wait in a blocking command, as its timeout would (withErr: with errUnblocked instead), and
+// reports whether it was waiting. Called from another connection's goroutine.
+func (s *session) unblock(withErr bool) bool {
+	s.unblockMu.Lock()
+	defer s.unblockMu.Unlock()
+	if s.unblockCh == nil {
+		return false
+	}
+	select {
+	case s.unblockCh <- withErr:
+		return true
+	default: // unblocked already
+		return false
+	}
+}
+
+// blockEnded answers a blocking command that got nothing: its timeout reply, or errUnblocked.
+func (s *session) blockEnded(timedOut func()) {
+	if s.unblockedErr {
+		s.unblockedErr = false
+		s.w.Error(errUnblocked)
+		return
+	}
+	timedOut()
+}
+
+// clientUnblock is CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 if that connection waited in a blocking command (BLPOP,
+// BLMOVE, BZPOPMIN, XREAD and XREADGROUP with BLOCK, ...) and now answers as at its timeout or with an
+// UNBLOCKED error; 0 otherwise (a connection paused by CLIENT PAUSE is not blocked in this sense, as in Redis).
+func (s *session) clientUnblock(args [][]byte) {
+	id, err := strconv.ParseInt(string(args[2]), 10, 64)
+	if err != nil {
+		s.w.Error(errNotInt)
+		return
+	}
+	withErr := false
+	if len(args) == 4 {
+		switch lower(args[3]) {
+		case "timeout":
+		case "error":
+			withErr = true
+		default:
+			s.w.Error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+			return
+		}
+	}
+	s.h.mu.Lock()
+	o := s.h.sessions[id]
+	s.h.mu.Unlock()
+	if o != nil && o.unblock(withErr) {
+		s.w.Int(1)
+		return
+	}
+	s.w.Int(0)
 }

@@ -276,8 +276,12 @@ func cmdClient(s *session, args [][]byte) {
 		s.clientGetRedir()
 	case sub == "trackinginfo" && len(args) == 2:
 		s.clientTrackingInfo()
+	case sub == "unblock" && (len(args) == 3 || len(args) == 4):
+		s.clientUnblock(args)
+	case sub == "unblock" && len(args) > 4:
+		s.w.Error("ERR unknown subcommand or wrong number of arguments for '" + clip(args[1]) + "'. Try CLIENT HELP.")
 	default:
 		s.subcommandError("client", args[1], "kill", "setname", "getname", "id", "info", "list", "setinfo", "pause",
-			"unpause", "no-evict", "no-touch", "tracking", "caching", "getredir", "trackinginfo")
+			"unpause", "no-evict", "no-touch", "tracking", "caching", "getredir", "trackinginfo", "unblock")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync"
 	"time"
 
 	"anykv/internal/engine"
@@ -96,13 +97,19 @@ type session struct {
 	lower      [32]byte // scratch for lower-casing command names without allocating
 	lastLookup *command // the command lookup found last, compared with before the table is hashed
 	counted    counted  // command statistics not yet added to the shared counters (cmdstats.go)
-	obs        *metrics.Observer
-	cur        *command // the command being compiled, and its arguments
-	curArgs    [][]byte
-	start      time.Time
-	readAt     time.Time // when the bytes being parsed were read (set only when metrics are on)
-	group      uint32    // the last guard group this session used (MSETNX)
-	picks      int64     // repeated random picks the batch holds (roomForPicks)
+
+	// CLIENT UNBLOCK (blocking.go): while the connection waits in a blocking command, the channel another
+	// connection's CLIENT UNBLOCK sends on, under unblockMu; unblockedErr: the wait ended with ERROR.
+	unblockMu    sync.Mutex
+	unblockCh    chan bool
+	unblockedErr bool
+	obs          *metrics.Observer
+	cur          *command // the command being compiled, and its arguments
+	curArgs      [][]byte
+	start        time.Time
+	readAt       time.Time // when the bytes being parsed were read (set only when metrics are on)
+	group        uint32    // the last guard group this session used (MSETNX)
+	picks        int64     // repeated random picks the batch holds (roomForPicks)
 
 	ctx     context.Context // ends when the server shuts down (blocking commands stop waiting)
 	noBlock bool            // set while EXEC runs: blocking commands answer at once, as in Redis

@@ -239,6 +239,6 @@ func cmdXReadGroup(s *session, args [][]byte) {
 	s.h.waiters.groups.Add(1)
 	defer s.h.waiters.groups.Add(-1)
 	if !s.block(sp.keys, sp.block, false, attempt) {
-		s.w.NullArray()
+		s.blockEnded(s.w.NullArray)
 	}
 }

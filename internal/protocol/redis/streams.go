@@ -399,6 +399,6 @@ func cmdXRead(s *session, args [][]byte) {
 		return
 	}
 	if !s.block(keys, block, false, attempt) {
-		s.w.NullArray()
+		s.blockEnded(s.w.NullArray)
 	}
 }
