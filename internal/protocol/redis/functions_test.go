@@ -54,7 +54,7 @@ var funcLoadErrors = []string{
 	"#!lua name=lib3\nredis.register_function{function_name='g', callback=function() end, flags='no-writes'}",
 	"#!lua name=lib3\nredis.register_function(1,2,3)",
 	"#!lua name=lib3\nredis.register_function('getk', function() end)", // another library's function
-	"#!lua name=t1\nredis.register_function('zz', function() end)",      // the library exists
+	"#!lua name=t1\nredis.register_function('zz', function() end)",     // the library exists
 }
 
 // functionsTranscript loads a library, calls its functions (FCALL, FCALL_RO, errors, KEYS not a global), lists
