@@ -384,8 +384,75 @@ func (s *Store) check(muts []engine.Mutation) error {
 	return nil
 }
 
-// apply runs a checked batch: statistics, the query cache's bookkeeping and the engine.
+// apply runs a checked batch: statistics, the query cache's bookkeeping and the engine. A batch that flushes
+// every table (FLUSHALL) writes the function libraries back after it, in the same batch: Redis's FLUSHALL keeps
+// them (its results are not returned).
 func (s *Store) apply(ctx context.Context, muts []engine.Mutation) ([]engine.Result, error) {
+	if flushesAll(muts) {
+		it, err := s.eng.Get(ctx, FunctionsTable, functionsKey, s.Now())
+		switch {
+		case errors.Is(err, engine.ErrNotFound):
+		case err != nil:
+			return nil, err
+		default:
+			n := len(muts)
+			res, err := s.applyChecked(ctx, append(muts[:n:n], functionsPut(it.Value)))
+			if len(res) > n {
+				res = res[:n]
+			}
+			return res, err
+		}
+	}
+	return s.applyChecked(ctx, muts)
+}
+
+func flushesAll(muts []engine.Mutation) bool {
+	for i := range muts {
+		if muts[i].Op == engine.OpFlush && muts[i].Table == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// FunctionsTable is the engine's table where the Redis protocol keeps its function libraries (FUNCTION LOAD), as
+// one item: an internal table, as collections' member tables are, that no client names (Apply, Get, Scan and
+// Tables refuse or skip it), and that a flush of every table (FLUSHALL) keeps.
+const FunctionsTable = "\x00functions"
+
+var functionsKey = []byte("libraries")
+
+func functionsPut(v []byte) engine.Mutation {
+	return engine.Mutation{Op: engine.OpSet, Table: FunctionsTable, Key: functionsKey, Value: v, Set: engine.SetArgs{Blind: true}}
+}
+
+// Functions returns the function libraries stored (SetFunctions), nil when there are none.
+func (s *Store) Functions(ctx context.Context) ([]byte, error) {
+	ctx, err := s.levels.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	it, err := s.eng.Get(ctx, FunctionsTable, functionsKey, s.Now())
+	if errors.Is(err, engine.ErrNotFound) {
+		return nil, nil
+	}
+	return it.Value, err
+}
+
+// SetFunctions stores the function libraries, durably, as one item of FunctionsTable; nil or empty deletes it.
+func (s *Store) SetFunctions(ctx context.Context, v []byte) error {
+	m := functionsPut(v)
+	if len(v) == 0 {
+		m = engine.Mutation{Op: engine.OpDelete, Table: FunctionsTable, Key: functionsKey}
+	} else if len(v) > s.limits.MaxValue {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrValueTooLarge, len(v), s.limits.MaxValue)
+	}
+	_, err := s.applyChecked(ctx, []engine.Mutation{m})
+	return err
+}
+
+// applyChecked is apply without the flush keeper.
+func (s *Store) applyChecked(ctx context.Context, muts []engine.Mutation) ([]engine.Result, error) {
 	s.stats.batches.Add(1)
 	s.stats.mutations.Add(int64(len(muts)))
 	if s.queries.Enabled() {

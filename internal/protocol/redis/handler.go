@@ -90,6 +90,7 @@ type Handler struct {
 	monitors    monitorSet     // connections in MONITOR mode (monitor.go)
 	pause       pauseState     // CLIENT PAUSE (pause.go)
 	scripts     scriptCache
+	funcs       funcRegistry // FUNCTION LOAD's libraries (functions.go)
 	saves       saves
 	// notifyFlags are the keyspace event classes and channel kinds being sent (notify.go).
 	notifyFlags atomic.Int32

@@ -23,7 +23,6 @@ func init() {
 		&command{name: "slowlog", arity: -2, flags: flagAdmin, imm: cmdSlowlog, since: "2.2.12", summary: "A container for slow log commands."},
 		&command{name: "time", arity: 1, flags: flagFast, imm: cmdTime, summary: "Returns the server time."},
 		&command{name: "debug", arity: -2, flags: flagAdmin, imm: cmdDebug, summary: "A container for debugging commands."},
-		&command{name: "function", arity: -2, imm: cmdFunction, summary: "A container for function commands (only FUNCTION FLUSH, a no-op)."},
 	)
 }
 
@@ -46,14 +45,6 @@ func cmdDebug(s *session, args [][]byte) {
 		return
 	}
 	s.w.Error("ERR unknown subcommand '" + clip(args[1]) + "'. Try DEBUG HELP.")
-}
-
-func cmdFunction(s *session, args [][]byte) {
-	if eq(args[1], "flush") && len(args) <= 3 {
-		s.w.SimpleString("OK") // anykv has no functions: flushing them is a harmless no-op
-		return
-	}
-	s.w.Error("ERR unknown subcommand '" + clip(args[1]) + "'. Try FUNCTION HELP.")
 }
 
 // maxmemoryPolicy is Redis's name for what anykv does when memory runs short: it evicts nothing.

@@ -54,6 +54,11 @@ const (
 // LoadString compiles it: a compile error's text is the same). Its `..` operators are calls of luaConcat, the
 // function's one upvalue if it has any (see luaConcatAST).
 func compileScript(sha string, src []byte) (*lua.FunctionProto, error) {
+	return compileChunk(sha, src, "user_script")
+}
+
+// compileChunk is compileScript of a chunk named name (user_script, or a library's user_function), kept by key.
+func compileChunk(sha string, src []byte, name string) (*lua.FunctionProto, error) {
 	protoCache.mu.Lock()
 	p := protoCache.m[sha]
 	protoCache.mu.Unlock()
@@ -67,7 +72,7 @@ func compileScript(sha string, src []byte) (*lua.FunctionProto, error) {
 	if chunk, err = luaConcatAST(chunk); err != nil {
 		return nil, err
 	}
-	if p, err = lua.Compile(chunk, "user_script"); err != nil {
+	if p, err = lua.Compile(chunk, name); err != nil {
 		return nil, err
 	}
 	p = p.FunctionPrototypes[0] // the script, inside the chunk that declares its upvalue

@@ -65,7 +65,7 @@ func FuzzLuaStruct(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, format string, data []byte, pos int) {
 		vm := newLuaVM()
-		vm.prepare(context.Background(), 1<<20, nil, [][]byte{[]byte(format), data}, [][]byte{[]byte(strconv.Itoa(pos))})
+		vm.prepare(context.Background(), 1<<20, nil, [][]byte{[]byte(format), data}, [][]byte{[]byte(strconv.Itoa(pos))}, false)
 		defer vm.release(false)
 		L := vm.L
 		for _, call := range []string{

@@ -21,6 +21,10 @@ type luaVM struct {
 	run     *scriptRun     // what redis.call runs through
 	fatal   error          // a failure of the batch itself that redis.call met: the script stops, nothing applies
 	concat  *lua.LFunction // what the rewritten `..` calls (luaConcatAST)
+	// loading collects what redis.register_function registers while a library's code runs (functions.go).
+	loading *funcLoad
+	// loadGlobals are the globals a library's code sees as it loads (loadAPI), made once.
+	loadGlobals *lua.LTable
 }
 
 // luaVMsKept bounds the idle interpreters kept: scripts run one at a time in a commit group's writer, a few
@@ -46,12 +50,15 @@ func getLuaVM() *luaVM {
 	return newLuaVM()
 }
 
-// prepare readies vm for a script with these keys and arguments, run through run within ctx.
-func (vm *luaVM) prepare(ctx context.Context, maxValue int, run *scriptRun, keys, argv [][]byte) {
+// prepare readies vm for a script with these keys and arguments, run through run within ctx; a function's
+// (fn) have no KEYS and ARGV globals, as in Redis: they are its arguments.
+func (vm *luaVM) prepare(ctx context.Context, maxValue int, run *scriptRun, keys, argv [][]byte, fn bool) {
 	vm.lim.init(ctx, maxValue)
 	vm.run, vm.fatal = run, nil
-	vm.globals.RawSetString("KEYS", vm.strings(keys))
-	vm.globals.RawSetString("ARGV", vm.strings(argv))
+	if !fn {
+		vm.globals.RawSetString("KEYS", vm.strings(keys))
+		vm.globals.RawSetString("ARGV", vm.strings(argv))
+	}
 	vm.L.SetContext(ctx)
 }
 

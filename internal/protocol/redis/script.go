@@ -38,6 +38,9 @@ func init() {
 		keyed(sc(&command{name: "eval_ro", arity: -3, data: dataEval, tx: txEval, flags: flagReadonly, since: "7.0.0", summary: "Executes a read-only server-side Lua script."})),
 		keyed(sc(&command{name: "evalsha_ro", arity: -3, data: dataEval, tx: txEval, flags: flagReadonly, since: "7.0.0", summary: "Executes a read-only server-side Lua script by SHA1 digest."})),
 		sc(&command{name: "script", arity: -2, imm: cmdScript, since: "2.6.0", summary: "A container for Lua scripts management commands."}),
+		keyed(sc(&command{name: "fcall", arity: -3, data: dataEval, tx: txEval, flags: flagWrite, since: "7.0.0", summary: "Invokes a function."})),
+		keyed(sc(&command{name: "fcall_ro", arity: -3, data: dataEval, tx: txEval, flags: flagReadonly, since: "7.0.0", summary: "Invokes a read-only function."})),
+		sc(&command{name: "function", arity: -2, imm: cmdFunction, since: "7.0.0", summary: "A container for function commands."}),
 	)
 	engine.RegisterFunc(evalFunc, runScript)
 }
@@ -78,7 +81,7 @@ func (c *scriptCache) isWide(sha string) bool {
 func (c *scriptCache) setWide(sha string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.m[sha]; !ok {
+	if _, ok := c.m[sha]; !ok && !strings.Contains(sha, "\x00") { // "\x00": a function's (fcallMutation)
 		return // evicted meanwhile: it will be found wide again if it runs again
 	}
 	if c.wide == nil {
@@ -202,6 +205,9 @@ func txEval(s *session, args [][]byte) {
 // tens of microseconds). ownLimit makes its time limit count from its own start, not the batch's.
 func (s *session) evalMutation(args [][]byte, ownLimit bool) (_ engine.Mutation, readOnly bool, errMsg string) {
 	name := lower(args[0])
+	if strings.HasPrefix(name, "fcall") {
+		return s.fcallMutation(args, ownLimit)
+	}
 	src, sha := args[1], ""
 	if strings.HasPrefix(name, "evalsha") {
 		var ok bool
@@ -228,20 +234,27 @@ func (s *session) evalMutation(args [][]byte, ownLimit bool) (_ engine.Mutation,
 	if !strings.HasPrefix(name, "evalsha") {
 		src = s.h.scripts.put(src, sha, true) // once it compiles, as Redis keeps only those
 	}
-	keys := args[3 : 3+n]
+	readOnly = strings.HasSuffix(name, "_ro")
+	if readOnly && sb.present && !sb.noWrites {
+		return engine.Mutation{}, false, "ERR Can not execute a script with write flag using *_ro command."
+	}
+	return s.scriptMutation(src, sha, args[2:], int(n), readOnly || sb.noWrites, ownLimit, "")
+}
+
+// scriptMutation builds the call of a script (or, with mode "f", of a function: src its library's code, sha the
+// function's name, a zero byte and the library's SHA1) given numkeys and the keys and arguments after it in
+// rest (n keys), or returns the error to answer.
+func (s *session) scriptMutation(src []byte, sha string, rest [][]byte, n int, readOnly, ownLimit bool, mode string) (_ engine.Mutation, _ bool, errMsg string) {
+	keys := rest[1 : 1+n]
 	for _, k := range keys {
 		if len(k) > s.h.store.Limits().MaxKey {
 			return engine.Mutation{}, false, "ERR key exceeds maximum allowed size (" + itoa(int64(s.h.store.Limits().MaxKey)) + " bytes)"
 		}
 	}
-	readOnly = strings.HasSuffix(name, "_ro")
-	if readOnly && sb.present && !sb.noWrites {
-		return engine.Mutation{}, false, "ERR Can not execute a script with write flag using *_ro command."
-	}
-	readOnly = readOnly || sb.noWrites
-	mode := "0"
 	if readOnly {
-		mode = "1"
+		mode = "1" + mode
+	} else {
+		mode = "0" + mode
 	}
 	if !readOnly && s.h.notifying() {
 		mode += "n" // keyspace events wanted: the script's commands collect theirs (keyEvent)
@@ -253,8 +266,8 @@ func (s *session) evalMutation(args [][]byte, ownLimit bool) (_ engine.Mutation,
 		mode += "3" // the caller's protocol: the result is encoded for it
 	}
 	fargs := [][]byte{[]byte(sha), []byte(itoa(int64(s.db))), []byte(itoa(int64(s.h.store.Limits().MaxValue))),
-		[]byte(itoa(int64(s.h.opts.Databases))), []byte(mode), []byte(itoa(s.h.scriptHost) + s.scriptTracker()), args[2]}
-	fargs = append(fargs, args[3:]...)
+		[]byte(itoa(int64(s.h.opts.Databases))), []byte(mode), []byte(itoa(s.h.scriptHost) + s.scriptTracker())}
+	fargs = append(fargs, rest...)
 	fargs = append([][]byte{src}, copyArgs(fargs)...) // src is the cache's, never changed
 	m := engine.Mutation{Op: engine.OpCall, Table: s.table(), Call: engine.CallArgs{Name: evalFunc, Args: fargs, Keys: copyArgs(keys)}}
 	if len(keys) > 0 {
@@ -397,7 +410,16 @@ func runScriptLua(tx *engine.Tx, args [][]byte, collect *bool) (res engine.Resul
 		return engine.Result{}, engine.ErrInvalid
 	}
 	keys, argv := args[7:7+numKeys], args[7+numKeys:]
-	compiled, err := compileScript(sha, src)
+	fname, chunk := "", "user_script"
+	var compiled *lua.FunctionProto
+	if strings.Contains(string(args[4]), "f") { // a function: sha is its name, a zero byte, its library's SHA1
+		var libSHA string
+		fname, libSHA, _ = strings.Cut(sha, "\x00")
+		chunk = "user_function"
+		compiled, err = compileLibrary(libSHA, src)
+	} else {
+		compiled, err = compileScript(sha, src)
+	}
 	if err != nil {
 		return engine.Result{Err: scriptError{compileErrorText(err)}}, nil
 	}
@@ -432,37 +454,39 @@ func runScriptLua(tx *engine.Tx, args [][]byte, collect *bool) (res engine.Resul
 	}
 	defer cancel()
 	vm := getLuaVM()
-	vm.prepare(ctx, maxValue, run, keys, argv)
+	vm.prepare(ctx, maxValue, run, keys, argv, fname != "")
 	ok := false
 	defer func() {
 		*collect = vm.lim.collectAfter()
 		vm.release(ok)
 	}()
 	L := vm.L
-	fn := L.NewFunctionFromProto(compiled)
-	if len(fn.Upvalues) > 0 { // luaConcatName, what `..` calls (see luaConcatAST)
-		uv := &lua.Upvalue{}
-		uv.Close()
-		uv.SetValue(vm.concat)
-		fn.Upvalues[0] = uv
-	}
 	killed := func() engine.Result {
 		return engine.Result{Err: scriptError{"ERR Script killed: it ran longer than the script time limit (" +
 			limit.String() + "); its writes before that are kept"}}
 	}
-	L.Push(fn)
 	// PCall's traceback has one line per frame (third_party/gopher-lua: it had one per tail call, 10 GB of them
 	// after `local function f() return f() end` ran to the time limit).
-	if err := L.PCall(0, 1, nil); err != nil {
+	if fname != "" {
+		err = vm.callFunction(compiled, fname, keys, argv)
+	} else {
+		L.Push(vm.closure(compiled))
+		err = L.PCall(0, 1, nil)
+	}
+	if err != nil {
 		if vm.fatal != nil {
 			return engine.Result{}, vm.fatal
 		}
 		if scriptDone(ctx) != nil {
 			return killed(), nil
 		}
-		msg := scriptErrorText(err) + " script: " + sha
-		if line := errorLine(err); line > 0 {
-			msg += ", on @user_script:" + strconv.Itoa(line) + "."
+		name := sha
+		if fname != "" {
+			name = fname
+		}
+		msg := scriptErrorText(err, chunk) + " script: " + name
+		if line := errorLine(err, chunk); line > 0 {
+			msg += ", on @" + chunk + ":" + strconv.Itoa(line) + "."
 		}
 		return engine.Result{Err: scriptError{msg}}, nil
 	}
@@ -651,7 +675,7 @@ func (r *scriptRun) lua(L *lua.LState, reply []byte) lua.LValue {
 // raised the error, or of its caller when it is not written in Lua (error, redis.call); 0 when neither has one.
 // It is read from the traceback PCall recorded (a handler function would need room on the Lua stack, which a
 // script that failed by filling it does not leave).
-func errorLine(err error) int {
+func errorLine(err error, chunk string) int {
 	var ae *lua.ApiError
 	if !errors.As(err, &ae) {
 		return 0
@@ -662,7 +686,7 @@ func errorLine(err error) int {
 		if i == 0 && strings.HasPrefix(frame, "[G]") {
 			continue
 		}
-		at, ok := strings.CutPrefix(frame, "user_script:")
+		at, ok := strings.CutPrefix(frame, chunk+":")
 		if !ok {
 			return 0
 		}
@@ -673,7 +697,7 @@ func errorLine(err error) int {
 }
 
 // scriptErrorText is the error a failed script answers: the error reply a redis.call raised, or Lua's message.
-func scriptErrorText(err error) string {
+func scriptErrorText(err error, chunk string) string {
 	var ae *lua.ApiError
 	if errors.As(err, &ae) {
 		if t, ok := ae.Object.(*lua.LTable); ok {
@@ -685,7 +709,7 @@ func scriptErrorText(err error) string {
 			return "ERR " + firstLine(string(msg)) // the chunk is named user_script, as Redis names it
 		}
 	}
-	return "ERR user_script: " + firstLine(err.Error())
+	return "ERR " + chunk + ": " + firstLine(err.Error())
 }
 
 func firstLine(s string) string {

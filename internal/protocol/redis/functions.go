@@ -1,0 +1,1002 @@
+package redis
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"hash/crc64"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"anykv/internal/engine"
+	"anykv/internal/glob"
+)
+
+// Redis 7 functions (FUNCTION, FCALL, FCALL_RO). A library is Lua code that starts with `#!lua name=<lib>` and
+// registers functions with redis.register_function. Its code runs at FUNCTION LOAD in Redis 7.0's load
+// environment (only `redis` with register_function, log, the LOG_ levels and the version; everything else is a
+// nonexistent global), and the functions it registered, with their flags and descriptions, are kept in the
+// handler's registry. The libraries are data, as in Redis: their code is stored in the engine (kv.FunctionsTable,
+// one item, in Redis's FUNCTION DUMP format), written durably by each change, read at the first FUNCTION or FCALL
+// after a start, and kept by FLUSHALL. FCALL runs a function as EVALSHA runs a script: the same call of
+// "redis.eval" in the engine's batch (atomic, durable), the same limits and read-only rules, with mode "f": the
+// library's code (compiled once, by its SHA1) runs again in the load environment to register its functions,
+// then the one called runs with the ordinary globals, given KEYS and ARGV as its two arguments.
+
+// Limits of the libraries kept: Redis has none (they are bounded by its memory).
+const (
+	funcMaxLibraries = 1024
+	funcMaxCodeBytes = 16 << 20
+)
+
+// funcDef is a registered function.
+type funcDef struct {
+	name, desc string
+	hasDesc    bool
+	flags      []string // in Redis's order (funcFlagNames)
+	noWrites   bool
+}
+
+// funcLib is a loaded library.
+type funcLib struct {
+	name  string
+	code  []byte // never changed: FCALL hands it to the engine
+	sha   string
+	funcs []funcDef // by name
+}
+
+// funcFlagNames are the flags a function may have, in the order Redis lists them.
+var funcFlagNames = []string{"no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"}
+
+// funcRegistry holds a handler's libraries; mu also serializes their changes and the engine's writes of them.
+type funcRegistry struct {
+	mu     sync.Mutex
+	loaded bool
+	libs   map[string]*funcLib
+	byName map[string]*funcLib // function name → its library
+	bytes  int
+}
+
+// funcLoadTimeLimit bounds a library's load (Redis: 500 ms).
+const funcLoadTimeLimit = 500 * time.Millisecond
+
+// funcLoadMaxValue bounds a string a library's code builds as it loads (the default value limit).
+const funcLoadMaxValue = 64 << 20
+
+// parseLibraryMeta reads a library's shebang `#!lua name=<lib>`, answering Redis's errors.
+func parseLibraryMeta(code []byte) (name string, errMsg string) {
+	if !bytes.HasPrefix(code, []byte("#!")) {
+		return "", "ERR Missing library metadata"
+	}
+	end := bytes.IndexByte(code, '\n')
+	if end < 0 {
+		return "", "ERR Invalid library metadata"
+	}
+	parts := strings.Fields(string(code[2:end]))
+	if len(parts) == 0 || parts[0] != "lua" {
+		e := ""
+		if len(parts) > 0 {
+			e = parts[0]
+		}
+		return "", "ERR Engine '" + e + "' not found"
+	}
+	found := false
+	for _, p := range parts[1:] {
+		v, ok := strings.CutPrefix(p, "name=")
+		switch {
+		case !ok:
+			return "", "ERR Invalid metadata value given: " + p
+		case found:
+			return "", "ERR Invalid metadata value, name argument was given multiple times"
+		}
+		name, found = v, true
+	}
+	if !found {
+		return "", "ERR Library name was not given"
+	}
+	if !validFuncName(name) {
+		return "", "ERR " + errFuncName
+	}
+	return name, ""
+}
+
+const errFuncName = "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long"
+
+// validFuncName reports whether name is a valid library or function name, as Redis's functionsVerifyName.
+func validFuncName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// loadLibrary compiles a library and runs its code in the load environment, returning it with the functions
+// it registered, or Redis's error.
+func loadLibrary(code []byte) (*funcLib, string) {
+	name, msg := parseLibraryMeta(code)
+	if msg != "" {
+		return nil, msg
+	}
+	lib := &funcLib{name: name, code: append([]byte(nil), code...), sha: sha1hex(code)}
+	proto, err := compileLibrary(lib.sha, lib.code)
+	if err != nil {
+		return nil, "ERR Error compiling function: user_function: " + firstLine(err.Error())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), funcLoadTimeLimit)
+	defer cancel()
+	vm := getLuaVM()
+	vm.prepare(ctx, funcLoadMaxValue, nil, nil, nil, true)
+	ok := false
+	defer func() { vm.release(ok) }()
+	reg, err := vm.runLibrary(proto)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, "ERR Error registering functions: ERR FUNCTION LOAD timeout"
+		}
+		return nil, "ERR Error registering functions: " + scriptErrorText(err, "user_function")
+	}
+	ok = true
+	if len(reg.defs) == 0 {
+		return nil, "ERR No functions registered"
+	}
+	lib.funcs = reg.defs
+	sort.Slice(lib.funcs, func(i, j int) bool { return lib.funcs[i].name < lib.funcs[j].name })
+	return lib, ""
+}
+
+// compileLibrary is compileScript for a library's code (chunk user_function; its own cache entries).
+func compileLibrary(sha string, code []byte) (*lua.FunctionProto, error) {
+	return compileChunk("f"+sha, code, "user_function")
+}
+
+// funcLoad is what a run of a library's code registered.
+type funcLoad struct {
+	defs      []funcDef
+	callbacks map[string]*lua.LFunction
+}
+
+// runLibrary runs a library's compiled code in a new load environment and returns what it registered; env, the
+// environment its functions keep, then reads the ordinary globals (Redis 7.0 swaps the globals' __index so).
+func (vm *luaVM) runLibrary(proto *lua.FunctionProto) (*funcLoad, error) {
+	L := vm.L
+	reg := &funcLoad{callbacks: map[string]*lua.LFunction{}}
+	env := L.CreateTable(0, 0)
+	mt := L.CreateTable(0, 1)
+	mt.RawSetString("__index", vm.loadAPI())
+	L.SetMetatable(env, mt)
+	env.SetReadOnly()
+	mt.SetReadOnly()
+	fn := vm.closure(proto)
+	fn.Env = env
+	vm.loading = reg
+	defer func() { vm.loading = nil }()
+	L.Push(fn)
+	if err := L.PCall(0, 0, nil); err != nil {
+		return nil, err
+	}
+	mt.RawSetString("__index", vm.globals) // the functions run with the ordinary globals
+	return reg, nil
+}
+
+// closure makes a function of a compiled script or library, its `..` operators calling vm.concat.
+func (vm *luaVM) closure(proto *lua.FunctionProto) *lua.LFunction {
+	fn := vm.L.NewFunctionFromProto(proto)
+	if len(fn.Upvalues) > 0 { // luaConcatName, what `..` calls (see luaConcatAST)
+		uv := &lua.Upvalue{}
+		uv.Close()
+		uv.SetValue(vm.concat)
+		fn.Upvalues[0] = uv
+	}
+	return fn
+}
+
+// loadAPI returns the globals a library's code sees as it loads, as Redis 7.0's: only redis, with
+// register_function, log, the LOG_ levels and the version; reading anything else is an error.
+func (vm *luaVM) loadAPI() *lua.LTable {
+	if vm.loadGlobals != nil {
+		return vm.loadGlobals
+	}
+	L := vm.L
+	missing := L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("Script attempted to access nonexistent global variable '%s'", L.CheckAny(2).String())
+		return 0
+	})
+	closed := func(t *lua.LTable) *lua.LTable {
+		mt := L.CreateTable(0, 1)
+		mt.RawSetString("__index", missing)
+		L.SetMetatable(t, mt)
+		mt.SetReadOnly()
+		t.SetReadOnly()
+		return t
+	}
+	r := L.CreateTable(0, 8)
+	r.RawSetString("register_function", L.NewFunction(vm.registerFunction))
+	r.RawSetString("log", L.NewFunction(func(L *lua.LState) int {
+		if L.GetTop() < 2 {
+			raiseErr(L, "ERR redis.log() requires two arguments or more.")
+		}
+		return 0
+	}))
+	real := vm.globals.RawGetString("redis").(*lua.LTable)
+	for _, k := range []string{"LOG_DEBUG", "LOG_VERBOSE", "LOG_NOTICE", "LOG_WARNING", "REDIS_VERSION", "REDIS_VERSION_NUM"} {
+		r.RawSetString(k, real.RawGetString(k))
+	}
+	g := L.CreateTable(0, 1)
+	g.RawSetString("redis", closed(r))
+	vm.loadGlobals = closed(g)
+	return vm.loadGlobals
+}
+
+// raiseErr raises an error reply (an {err=msg} table), as Redis's luaPushError and luaError do.
+func raiseErr(L *lua.LState, msg string) {
+	t := L.CreateTable(0, 1)
+	t.RawSetString("err", lua.LString(msg))
+	L.Error(t, 0)
+}
+
+// registerFunction is redis.register_function(name, callback) or redis.register_function{function_name=,
+// callback=, flags=, description=}, with Redis 7.0's checks and errors.
+func (vm *luaVM) registerFunction(L *lua.LState) int {
+	reg := vm.loading
+	if reg == nil {
+		raiseErr(L, "ERR redis.register_function can only be called on FUNCTION LOAD command")
+	}
+	var def funcDef
+	var cb *lua.LFunction
+	switch L.GetTop() {
+	case 1:
+		t, ok := L.Get(1).(*lua.LTable)
+		if !ok {
+			raiseErr(L, "ERR calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).")
+		}
+		var bad string
+		t.ForEach(func(k, v lua.LValue) {
+			if bad != "" {
+				return
+			}
+			ks, ok := k.(lua.LString)
+			if !ok {
+				bad = "ERR named argument key given to redis.register_function is not a string"
+				return
+			}
+			switch string(ks) {
+			case "function_name":
+				if s, ok := luaStringOf(v); ok {
+					def.name = s
+				} else {
+					bad = "ERR function_name argument given to redis.register_function must be a string"
+				}
+			case "description":
+				if s, ok := luaStringOf(v); ok {
+					def.desc, def.hasDesc = s, true
+				} else {
+					bad = "ERR description argument given to redis.register_function must be a string"
+				}
+			case "callback":
+				if f, ok := v.(*lua.LFunction); ok {
+					cb = f
+				} else {
+					bad = "ERR callback argument given to redis.register_function must be a function"
+				}
+			case "flags":
+				ft, ok := v.(*lua.LTable)
+				if !ok {
+					bad = "ERR flags argument to redis.register_function must be a table representing function flags"
+					return
+				}
+				if !readFuncFlags(ft, &def) {
+					bad = "ERR unknown flag given"
+				}
+			default:
+				bad = "ERR unknown argument given to redis.register_function"
+			}
+		})
+		switch {
+		case bad != "":
+			raiseErr(L, bad)
+		case def.name == "":
+			raiseErr(L, "ERR redis.register_function must get a function name argument")
+		case cb == nil:
+			raiseErr(L, "ERR redis.register_function must get a callback argument")
+		}
+	case 2:
+		s, ok := luaStringOf(L.Get(1))
+		if !ok {
+			raiseErr(L, "ERR first argument to redis.register_function must be a string")
+		}
+		f, ok := L.Get(2).(*lua.LFunction)
+		if !ok {
+			raiseErr(L, "ERR second argument to redis.register_function must be a function")
+		}
+		def.name, cb = s, f
+	default:
+		raiseErr(L, "ERR wrong number of arguments to redis.register_function")
+	}
+	if !validFuncName(def.name) {
+		raiseErr(L, "ERR "+errFuncName)
+	}
+	if _, dup := reg.callbacks[def.name]; dup {
+		raiseErr(L, "ERR Function already exists in the library")
+	}
+	reg.callbacks[def.name] = cb
+	reg.defs = append(reg.defs, def)
+	return 0
+}
+
+// luaStringOf is lua_isstring and lua_tostring: a string, or a number as text.
+func luaStringOf(v lua.LValue) (string, bool) {
+	switch v := v.(type) {
+	case lua.LString:
+		return string(v), true
+	case lua.LNumber:
+		return v.String(), true
+	}
+	return "", false
+}
+
+// readFuncFlags reads a flags table into def (in Redis's order), false for an unknown flag.
+func readFuncFlags(t *lua.LTable, def *funcDef) bool {
+	set := map[string]bool{}
+	ok := true
+	t.ForEach(func(_, v lua.LValue) {
+		s, isStr := v.(lua.LString)
+		if !isStr {
+			ok = false
+			return
+		}
+		known := false
+		for _, f := range funcFlagNames {
+			known = known || f == string(s)
+		}
+		ok = ok && known
+		set[string(s)] = true
+	})
+	for _, f := range funcFlagNames {
+		if set[f] {
+			def.flags = append(def.flags, f)
+		}
+	}
+	def.noWrites = set["no-writes"]
+	return ok
+}
+
+// callFunction runs the function name of the library compiled as proto with keys and args (its two arguments),
+// leaving its result on the stack, or returns the error it raised.
+func (vm *luaVM) callFunction(proto *lua.FunctionProto, name string, keys, args [][]byte) error {
+	reg, err := vm.runLibrary(proto)
+	if err != nil {
+		return err
+	}
+	cb := reg.callbacks[name]
+	if cb == nil { // the library changed meanwhile
+		return &lua.ApiError{Type: lua.ApiErrorRun, Object: lua.LString("Function not found")}
+	}
+	L := vm.L
+	L.Push(cb)
+	L.Push(vm.strings(keys))
+	L.Push(vm.strings(args))
+	return L.PCall(2, 1, nil)
+}
+
+// funcsLoaded returns the handler's libraries, locked, read from the engine first if they were not yet (after a
+// start); or the engine's error, unlocked.
+func (h *Handler) funcsLoaded(ctx context.Context) (*funcRegistry, error) {
+	r := &h.funcs
+	r.mu.Lock()
+	if r.loaded {
+		return r, nil
+	}
+	payload, err := h.store.Functions(ctx)
+	if err != nil {
+		r.mu.Unlock()
+		return nil, err
+	}
+	libs, msg := decodeFunctions(payload)
+	if msg != "" {
+		h.log.Warn("function libraries stored in the engine do not load", "error", msg)
+	}
+	r.libs, r.byName, r.bytes = map[string]*funcLib{}, map[string]*funcLib{}, 0
+	for _, lib := range libs {
+		r.add(lib)
+	}
+	r.loaded = true
+	return r, nil
+}
+
+// add adds lib (whose functions collide with no other library's).
+func (r *funcRegistry) add(lib *funcLib) {
+	r.libs[lib.name] = lib
+	for _, f := range lib.funcs {
+		r.byName[f.name] = lib
+	}
+	r.bytes += len(lib.code)
+}
+
+func (r *funcRegistry) remove(name string) {
+	lib := r.libs[name]
+	if lib == nil {
+		return
+	}
+	delete(r.libs, name)
+	for _, f := range lib.funcs {
+		delete(r.byName, f.name)
+	}
+	r.bytes -= len(lib.code)
+}
+
+// sorted returns the libraries by name.
+func (r *funcRegistry) sorted() []*funcLib {
+	out := make([]*funcLib, 0, len(r.libs))
+	for _, l := range r.libs {
+		out = append(out, l)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// lookup finds a function and its library (with r.mu not held).
+func (h *Handler) lookupFunction(ctx context.Context, name string) (*funcLib, *funcDef, error) {
+	r, err := h.funcsLoaded(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer r.mu.Unlock()
+	lib := r.byName[name]
+	if lib == nil {
+		return nil, nil, nil
+	}
+	for i := range lib.funcs {
+		if lib.funcs[i].name == name {
+			return lib, &lib.funcs[i], nil
+		}
+	}
+	return nil, nil, nil
+}
+
+// merge adds libs to r (replacing those of the same name if replace), answering Redis's error for a collision
+// or a limit passed, with r unchanged then.
+func (r *funcRegistry) merge(libs []*funcLib, replace, restore bool) string {
+	saved, savedBy, savedBytes := cloneMap(r.libs), cloneMap(r.byName), r.bytes
+	undo := func(msg string) string { r.libs, r.byName, r.bytes = saved, savedBy, savedBytes; return msg }
+	for _, lib := range libs {
+		if r.libs[lib.name] != nil {
+			if !replace {
+				if restore { // Redis's texts differ
+					return undo("ERR Library " + lib.name + " already exists")
+				}
+				return undo("ERR Library '" + lib.name + "' already exists")
+			}
+			r.remove(lib.name)
+		}
+		for _, f := range lib.funcs {
+			if r.byName[f.name] != nil {
+				return undo("ERR Function " + f.name + " already exists")
+			}
+		}
+		r.add(lib)
+	}
+	if len(r.libs) > funcMaxLibraries || r.bytes > funcMaxCodeBytes {
+		return undo("ERR too many function libraries: anykv keeps at most 1024 libraries and 16 MiB of their code")
+	}
+	return ""
+}
+
+func cloneMap[K comparable, V any](m map[K]V) map[K]V {
+	c := make(map[K]V, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// save writes r's libraries to the engine (r.mu held); on failure r is set back to before (with old, the
+// libraries then).
+func (h *Handler) saveFunctions(ctx context.Context, r *funcRegistry, old map[string]*funcLib) error {
+	var payload []byte
+	if len(r.libs) > 0 {
+		payload = encodeFunctions(r.sorted())
+	}
+	if err := h.store.SetFunctions(ctx, payload); err != nil {
+		r.libs, r.byName, r.bytes = map[string]*funcLib{}, map[string]*funcLib{}, 0
+		for _, lib := range old {
+			r.add(lib)
+		}
+		return err
+	}
+	dropLuaVMs() // as Redis, a new Lua state: nothing of the old libraries stays in one
+	return nil
+}
+
+// The FUNCTION DUMP payload, Redis 7's: for each library the RDB opcode FUNCTION2 (245) and its code as an RDB
+// string, then the RDB version (2 bytes, little-endian; 10 is Redis 7.0's) and a CRC64 (Jones) of all before it
+// (8 bytes, little-endian). anykv writes the code uncompressed, where Redis compresses strings longer than 20
+// bytes with LZF; it reads both.
+const (
+	rdbOpcodeFunction2   = 245
+	rdbOpcodeFunctionOld = 246
+	funcRDBVersion       = 10
+	funcRDBVersionMax    = 12 // the newest RESTORE reads (Redis 7.4's); its function format is 7.0's
+)
+
+var crc64Jones = crc64.MakeTable(0x95ac9329ac4bc9b5)
+
+// redisCRC64 is Redis's crc64 (Jones polynomial, reflected, no inversion).
+func redisCRC64(b []byte) uint64 { return ^crc64.Update(^uint64(0), crc64Jones, b) }
+
+func encodeFunctions(libs []*funcLib) []byte {
+	var b []byte
+	for _, lib := range libs {
+		b = append(b, rdbOpcodeFunction2)
+		b = appendRDBLen(b, uint64(len(lib.code)))
+		b = append(b, lib.code...)
+	}
+	b = binary.LittleEndian.AppendUint16(b, funcRDBVersion)
+	return binary.LittleEndian.AppendUint64(b, redisCRC64(b))
+}
+
+func appendRDBLen(b []byte, n uint64) []byte {
+	switch {
+	case n < 1<<6:
+		return append(b, byte(n))
+	case n < 1<<14:
+		return append(b, byte(n>>8)|0x40, byte(n))
+	case n <= 0xffffffff:
+		return binary.BigEndian.AppendUint32(append(b, 0x80), uint32(n))
+	}
+	return binary.BigEndian.AppendUint64(append(b, 0x81), n)
+}
+
+var errPayload = errors.New("ERR DUMP payload version or checksum are wrong")
+
+// decodeFunctions reads a FUNCTION DUMP payload and loads its libraries, answering Redis's error.
+func decodeFunctions(p []byte) ([]*funcLib, string) {
+	if len(p) == 0 {
+		return nil, ""
+	}
+	codes, err := readFunctionsPayload(p)
+	if err != nil {
+		return nil, err.Error()
+	}
+	libs := make([]*funcLib, 0, len(codes))
+	for _, code := range codes {
+		lib, msg := loadLibrary(code)
+		if msg != "" {
+			return nil, msg
+		}
+		libs = append(libs, lib)
+	}
+	return libs, ""
+}
+
+func readFunctionsPayload(p []byte) ([][]byte, error) {
+	if len(p) < 10 {
+		return nil, errPayload
+	}
+	body := p[:len(p)-8]
+	ver := binary.LittleEndian.Uint16(p[len(p)-10:])
+	if ver > funcRDBVersionMax || binary.LittleEndian.Uint64(p[len(p)-8:]) != redisCRC64(body) {
+		return nil, errPayload
+	}
+	body = body[:len(body)-2]
+	var codes [][]byte
+	for len(body) > 0 {
+		op := body[0]
+		body = body[1:]
+		switch op {
+		case rdbOpcodeFunction2:
+		case rdbOpcodeFunctionOld:
+			return nil, errors.New("ERR Pre-GA function format not supported")
+		default:
+			return nil, errors.New("ERR given type is not a function")
+		}
+		code, rest, ok := readRDBString(body)
+		if !ok {
+			return nil, errors.New("ERR Failed loading library payload")
+		}
+		codes, body = append(codes, code), rest
+	}
+	return codes, nil
+}
+
+// readRDBLen reads an RDB length; enc reports a special encoding (its kind in n).
+func readRDBLen(b []byte) (n uint64, enc bool, rest []byte, ok bool) {
+	if len(b) == 0 {
+		return 0, false, nil, false
+	}
+	switch b[0] >> 6 {
+	case 0:
+		return uint64(b[0] & 0x3f), false, b[1:], true
+	case 1:
+		if len(b) < 2 {
+			return 0, false, nil, false
+		}
+		return uint64(b[0]&0x3f)<<8 | uint64(b[1]), false, b[2:], true
+	case 3:
+		return uint64(b[0] & 0x3f), true, b[1:], true
+	}
+	switch {
+	case b[0] == 0x80 && len(b) >= 5:
+		return uint64(binary.BigEndian.Uint32(b[1:])), false, b[5:], true
+	case b[0] == 0x81 && len(b) >= 9:
+		return binary.BigEndian.Uint64(b[1:]), false, b[9:], true
+	}
+	return 0, false, nil, false
+}
+
+// readRDBString reads an RDB string: raw, LZF-compressed, or an integer.
+func readRDBString(b []byte) ([]byte, []byte, bool) {
+	n, enc, b, ok := readRDBLen(b)
+	if !ok {
+		return nil, nil, false
+	}
+	if !enc {
+		if uint64(len(b)) < n {
+			return nil, nil, false
+		}
+		return b[:n], b[n:], true
+	}
+	switch n {
+	case 0, 1, 2: // an 8, 16 or 32-bit integer
+		size := 1 << n
+		if len(b) < size {
+			return nil, nil, false
+		}
+		var v int64
+		switch size {
+		case 1:
+			v = int64(int8(b[0]))
+		case 2:
+			v = int64(int16(binary.LittleEndian.Uint16(b)))
+		default:
+			v = int64(int32(binary.LittleEndian.Uint32(b)))
+		}
+		return []byte(itoa(v)), b[size:], true
+	case 3: // LZF
+		clen, _, b, ok := readRDBLen(b)
+		if !ok {
+			return nil, nil, false
+		}
+		ulen, _, b, ok := readRDBLen(b)
+		if !ok || uint64(len(b)) < clen || ulen > funcMaxCodeBytes {
+			return nil, nil, false
+		}
+		out, ok := lzfDecompress(b[:clen], int(ulen))
+		return out, b[clen:], ok
+	}
+	return nil, nil, false
+}
+
+// lzfDecompress is liblzf's lzf_decompress, into exactly n bytes.
+func lzfDecompress(in []byte, n int) ([]byte, bool) {
+	out := make([]byte, 0, n)
+	for i := 0; i < len(in); {
+		ctrl := int(in[i])
+		i++
+		if ctrl < 1<<5 { // a literal run of ctrl+1 bytes
+			ctrl++
+			if i+ctrl > len(in) || len(out)+ctrl > n {
+				return nil, false
+			}
+			out = append(out, in[i:i+ctrl]...)
+			i += ctrl
+			continue
+		}
+		length := ctrl >> 5
+		if length == 7 {
+			if i >= len(in) {
+				return nil, false
+			}
+			length += int(in[i])
+			i++
+		}
+		if i >= len(in) {
+			return nil, false
+		}
+		ref := len(out) - (ctrl&0x1f)<<8 - 1 - int(in[i])
+		i++
+		length += 2
+		if ref < 0 || len(out)+length > n {
+			return nil, false
+		}
+		for j := 0; j < length; j++ { // byte by byte: the copy may overlap what it writes
+			out = append(out, out[ref+j])
+		}
+	}
+	if len(out) != n {
+		return nil, false
+	}
+	return out, true
+}
+
+// funcHelp is FUNCTION HELP's text, Redis 7.0's.
+var funcHelp = []string{
+	"FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"LOAD [REPLACE] <FUNCTION CODE>",
+	"    Create a new library with the given library name and code.",
+	"DELETE <LIBRARY NAME>",
+	"    Delete the given library.",
+	"LIST [LIBRARYNAME PATTERN] [WITHCODE]",
+	"    Return general information on all the libraries:",
+	"    * Library name",
+	"    * The engine used to run the Library",
+	"    * Library description",
+	"    * Functions list",
+	"    * Library code (if WITHCODE is given)",
+	"    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
+	"STATS",
+	"    Return information about the current function running:",
+	"    * Function name",
+	"    * Command used to run the function",
+	"    * Duration in MS that the function is running",
+	"    If no function is running, return nil",
+	"    In addition, returns a list of available engines.",
+	"KILL",
+	"    Kill the current running function.",
+	"FLUSH [ASYNC|SYNC]",
+	"    Delete all the libraries.",
+	"    When called without the optional mode argument, the behavior is determined by the",
+	"    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+	"    * ASYNC: Asynchronously flush the libraries.",
+	"    * SYNC: Synchronously flush the libraries.",
+	"DUMP",
+	"    Return a serialized payload representing the current libraries, can be restored using FUNCTION RESTORE command",
+	"RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
+	"    Restore the libraries represented by the given payload, it is possible to give a restore policy to",
+	"    control how to handle existing libraries (default APPEND):",
+	"    * FLUSH: delete all existing libraries.",
+	"    * APPEND: appends the restored libraries to the existing libraries. On collision, abort.",
+	"    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
+	"      libraries with the new libraries (notice that even on this option there is a chance of failure",
+	"      in case of functions name collision with another library).",
+	"HELP",
+	"    Prints this help.",
+}
+
+// cmdFunction is FUNCTION and its subcommands.
+func cmdFunction(s *session, args [][]byte) {
+	sub := lower(args[1])
+	arityOK := map[string]func(n int) bool{
+		"load": func(n int) bool { return n >= 3 }, "delete": func(n int) bool { return n == 3 },
+		"list": func(n int) bool { return n >= 2 }, "stats": func(n int) bool { return n == 2 },
+		"kill": func(n int) bool { return n == 2 }, "help": func(n int) bool { return n == 2 },
+		"dump": func(n int) bool { return n == 2 }, "restore": func(n int) bool { return n >= 3 },
+		"flush": func(n int) bool { return n <= 3 },
+	}[sub]
+	switch {
+	case arityOK == nil:
+		s.w.Error("ERR unknown subcommand '" + clip(args[1]) + "'. Try FUNCTION HELP.")
+		return
+	case sub == "flush" && !arityOK(len(args)):
+		s.w.Error("ERR unknown subcommand or wrong number of arguments for '" + clip(args[1]) + "'. Try FUNCTION HELP.")
+		return
+	case !arityOK(len(args)):
+		s.w.Error("ERR wrong number of arguments for 'function|" + sub + "' command")
+		return
+	case sub == "help":
+		s.w.ArrayHeader(len(funcHelp))
+		for _, l := range funcHelp {
+			s.w.SimpleString(l)
+		}
+		return
+	case sub == "kill":
+		s.w.Error("NOTBUSY No scripts in execution right now.")
+		return
+	case sub == "flush" && len(args) == 3 && !eq(args[2], "sync") && !eq(args[2], "async"):
+		s.w.Error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
+		return
+	case sub == "list":
+		if msg := checkFuncListArgs(args); msg != "" {
+			s.w.Error(msg)
+			return
+		}
+	case sub == "restore" && len(args) > 4:
+		s.w.Error("ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.")
+		return
+	}
+	r, err := s.h.funcsLoaded(s.ctx)
+	if err != nil {
+		s.w.Error(errText(err))
+		return
+	}
+	defer r.mu.Unlock()
+	switch sub {
+	case "stats":
+		s.w.MapHeader(2)
+		s.w.BulkString("running_script")
+		s.w.Null()
+		s.w.BulkString("engines")
+		s.w.MapHeader(1)
+		s.w.BulkString("LUA")
+		s.w.MapHeader(2)
+		s.w.BulkString("libraries_count")
+		s.w.Int(int64(len(r.libs)))
+		s.w.BulkString("functions_count")
+		s.w.Int(int64(len(r.byName)))
+	case "list":
+		s.funcList(r, args)
+	case "dump":
+		s.w.Bulk(encodeFunctions(r.sorted()))
+	case "delete":
+		if r.libs[string(args[2])] == nil {
+			s.w.Error("ERR Library not found")
+			return
+		}
+		if s.changeFunctions(r, func() string { r.remove(string(args[2])); return "" }) {
+			s.w.SimpleString("OK")
+		}
+	case "flush":
+		if s.changeFunctions(r, func() string {
+			r.libs, r.byName, r.bytes = map[string]*funcLib{}, map[string]*funcLib{}, 0
+			return ""
+		}) {
+			s.w.SimpleString("OK")
+		}
+	case "load":
+		replace := false
+		for _, a := range args[2 : len(args)-1] {
+			if !eq(a, "replace") {
+				s.w.Error("ERR Unknown option given: " + clip(a))
+				return
+			}
+			replace = true
+		}
+		lib, msg := loadLibrary(args[len(args)-1])
+		if msg != "" {
+			s.w.Error(msg)
+			return
+		}
+		if s.changeFunctions(r, func() string { return r.merge([]*funcLib{lib}, replace, false) }) {
+			s.w.BulkString(lib.name)
+		}
+	case "restore":
+		policy := "append"
+		if len(args) == 4 {
+			policy = lower(args[3])
+		}
+		if policy != "append" && policy != "replace" && policy != "flush" {
+			s.w.Error("ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.")
+			return
+		}
+		libs, msg := decodeFunctions(args[2])
+		if msg != "" {
+			s.w.Error(msg)
+			return
+		}
+		ok := s.changeFunctions(r, func() string {
+			if policy == "flush" {
+				r.libs, r.byName, r.bytes = map[string]*funcLib{}, map[string]*funcLib{}, 0
+			}
+			return r.merge(libs, policy == "replace", true)
+		})
+		if ok {
+			s.w.SimpleString("OK")
+		}
+	}
+}
+
+// changeFunctions applies change to r (r.mu held) and writes the libraries to the engine, reporting true, or
+// answers change's error or the engine's (r then as before).
+func (s *session) changeFunctions(r *funcRegistry, change func() string) bool {
+	old := cloneMap(r.libs)
+	if msg := change(); msg != "" {
+		s.w.Error(msg)
+		return false
+	}
+	if err := s.h.saveFunctions(s.writeCtx(), r, old); err != nil {
+		s.w.Error(errText(err))
+		return false
+	}
+	return true
+}
+
+// checkFuncListArgs checks FUNCTION LIST's options, answering Redis's error.
+func checkFuncListArgs(args [][]byte) string {
+	withCode, pattern := false, false
+	for i := 2; i < len(args); i++ {
+		switch {
+		case eq(args[i], "withcode") && !withCode:
+			withCode = true
+		case eq(args[i], "libraryname") && !pattern:
+			if i+1 >= len(args) {
+				return "ERR library name argument was not given"
+			}
+			pattern = true
+			i++
+		default:
+			return "ERR Unknown argument " + clip(args[i])
+		}
+	}
+	return ""
+}
+
+// funcList answers FUNCTION LIST (its options checked).
+func (s *session) funcList(r *funcRegistry, args [][]byte) {
+	withCode := false
+	var pat *glob.Pattern
+	for i := 2; i < len(args); i++ {
+		if eq(args[i], "withcode") {
+			withCode = true
+		} else {
+			pat = glob.Compile(args[i+1])
+			i++
+		}
+	}
+	var libs []*funcLib
+	for _, lib := range r.sorted() {
+		if pat == nil || pat.Matches([]byte(lib.name)) {
+			libs = append(libs, lib)
+		}
+	}
+	w := s.w
+	w.ArrayHeader(len(libs))
+	for _, lib := range libs {
+		n := 3
+		if withCode {
+			n++
+		}
+		w.MapHeader(n)
+		w.BulkString("library_name")
+		w.BulkString(lib.name)
+		w.BulkString("engine")
+		w.BulkString("LUA")
+		w.BulkString("functions")
+		w.ArrayHeader(len(lib.funcs))
+		for _, f := range lib.funcs {
+			w.MapHeader(3)
+			w.BulkString("name")
+			w.BulkString(f.name)
+			w.BulkString("description")
+			if f.hasDesc {
+				w.BulkString(f.desc)
+			} else {
+				w.Null()
+			}
+			w.BulkString("flags")
+			w.SetHeader(len(f.flags))
+			for _, fl := range f.flags {
+				w.SimpleString(fl)
+			}
+		}
+		if withCode {
+			w.BulkString("library_code")
+			w.Bulk(lib.code)
+		}
+	}
+}
+
+// fcallMutation checks an FCALL or FCALL_RO and builds the call of its function, as evalMutation does for a
+// script, or returns the error to answer.
+func (s *session) fcallMutation(args [][]byte, ownLimit bool) (_ engine.Mutation, readOnly bool, errMsg string) {
+	lib, def, err := s.h.lookupFunction(s.ctx, string(args[1]))
+	switch {
+	case err != nil:
+		return engine.Mutation{}, false, errText(err)
+	case def == nil:
+		return engine.Mutation{}, false, "ERR Function not found"
+	}
+	n, ok := argInt(args[2])
+	switch {
+	case !ok:
+		return engine.Mutation{}, false, "ERR Bad number of keys provided"
+	case n < 0:
+		return engine.Mutation{}, false, "ERR Number of keys can't be negative"
+	case n > int64(len(args)-3):
+		return engine.Mutation{}, false, "ERR Number of keys can't be greater than number of args"
+	}
+	readOnly = strings.HasSuffix(lower(args[0]), "_ro")
+	if readOnly && !def.noWrites {
+		return engine.Mutation{}, false, "ERR Can not execute a script with write flag using *_ro command."
+	}
+	return s.scriptMutation(lib.code, def.name+"\x00"+lib.sha, args[2:], int(n), readOnly || def.noWrites, ownLimit, "f")
+}

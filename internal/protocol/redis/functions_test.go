@@ -1,0 +1,189 @@
+package redis
+
+import (
+	"strings"
+	"testing"
+
+	"anykv/internal/engine/memstore"
+	"anykv/internal/kv"
+)
+
+const funcTestLib = `#!lua name=t1
+local function helper(k) return redis.call('get', k) end
+redis.register_function('getk', function(keys, args) return helper(keys[1]) end)
+redis.register_function('setk', function(keys, args) return redis.call('set', keys[1], args[1]) end)
+redis.register_function{function_name='ro', callback=function(keys, args) return redis.call('set', keys[1], 'x') end, flags={'no-writes'}}
+redis.register_function{function_name='rog', callback=function(keys, args) return #keys + #args end, flags={'allow-oom', 'no-writes'}, description='read only'}
+redis.register_function('boom', function(keys, args)
+  error('bad thing')
+end)
+redis.register_function('boom2', function(keys, args)
+  return redis.call('incr', keys[1])
+end)
+redis.register_function('gl', function(keys, args) return KEYS end)
+redis.register_function('ty', function(keys, args) return {type(keys), string.len('abc'), args[1], {double=1.5}} end)
+redis.register_function('e0', function(keys, args) error('x', 0) end)
+redis.register_function('et', function(keys, args) error({err='MY custom'}) end)
+redis.register_function('gw', function(keys, args) x = 1 end)
+redis.register_function('undeclared', function(keys, args) return redis.call('set', 'other', '1') end)`
+
+// funcLoadErrors are libraries FUNCTION LOAD refuses, each with Redis 7.0's error.
+var funcLoadErrors = []string{
+	"redis.register_function('f1', function() end)",
+	"#!lua name=my-lib\nredis.register_function('f1', function() end)",
+	"#!lua name=lib2\nlocal x = 1",
+	"#!lua name=lib2\nredis.register_function{function_name='g', callback=function() end, flags={'bad'}}",
+	"#!lua name=lib2\nredis.call('set','a','b')",
+	"#!lua name=lib2\nredis.register_function('g-x', function() end)",
+	"#!lua name=lib2\nerror('boom')",
+	"#!lua name=lib2\nlocal t = string",
+	"#!lua name=lib2\nlocal t = redis.pcall",
+	"#!lua name=lib2\nx = 5",
+	"#!lua name=lib2\nredis.foo = 5",
+	"#!lua name=lib2\nredis.log(1)",
+	"#!lua\nredis.register_function('g', function() end)",
+	"#!lua name=a name=b\nredis.register_function('g', function() end)",
+	"#!lua foo=a\nredis.register_function('g', function() end)",
+	"#!js name=a\nredis.register_function('g', function() end)",
+	"#!lua name=lib3\nredis.register_function('g', function() end)\nredis.register_function('g', function() end)",
+	"#!lua name=lib3\nredis.register_function('g')",
+	"#!lua name=lib3\nredis.register_function('g', 5)",
+	"#!lua name=lib3\nredis.register_function{function_name='g', callback=function() end, foo=1}",
+	"#!lua name=lib3\nredis.register_function{callback=function() end}",
+	"#!lua name=lib3\nredis.register_function{function_name='g'}",
+	"#!lua name=lib3\nredis.register_function{function_name='g', callback=function() end, flags='no-writes'}",
+	"#!lua name=lib3\nredis.register_function(1,2,3)",
+	"#!lua name=lib3\nredis.register_function('getk', function() end)", // another library's function
+	"#!lua name=t1\nredis.register_function('zz', function() end)",     // the library exists
+}
+
+// functionsTranscript loads a library, calls its functions (FCALL, FCALL_RO, errors, KEYS not a global), lists
+// it, and runs FUNCTION's other subcommands and their errors, in RESP2 and RESP3.
+func functionsTranscript(t *testing.T, addr string) []string {
+	c := func(args ...string) transcriptStep { return transcriptStep{"sub", respCommand(args...), 1} }
+	steps := []transcriptStep{
+		c("FUNCTION", "FLUSH"), c("FLUSHALL"),
+		c("FUNCTION", "LOAD", funcTestLib),
+		c("FCALL", "getk", "1", "a"), c("FCALL", "setk", "1", "a", "v"), c("FCALL", "getk", "1", "a"),
+		c("FCALL_RO", "setk", "1", "a", "v"), c("FCALL_RO", "ro", "1", "a"), c("FCALL", "ro", "1", "a"),
+		c("FCALL_RO", "rog", "2", "a", "b", "c"), c("FCALL", "boom", "0"), c("SET", "s", "str"),
+		c("FCALL", "boom2", "1", "s"), c("FCALL", "gl", "0"), c("FCALL", "ty", "0", "arg"), c("FCALL", "e0", "0"),
+		c("FCALL", "et", "0"), c("FCALL", "gw", "0"), c("FCALL", "undeclared", "0"), c("GET", "other"),
+		c("FCALL", "nope", "0"), c("FCALL", "nope", "x"), c("FCALL", "getk", "x"), c("FCALL", "getk", "-1"),
+		c("FCALL", "getk", "2", "a"), c("FCALL", "getk"), c("FCALL_RO", "nope", "0"),
+		c("FUNCTION", "STATS"), c("FUNCTION", "KILL"), c("FUNCTION", "HELP"),
+		c("FUNCTION", "LIST", "LIBRARYNAME", "nomatch*"),
+		c("FUNCTION", "LIST", "LIBRARYNAME"), c("FUNCTION", "LIST", "foo"), c("FUNCTION", "LIST", "WITHCODE", "WITHCODE"),
+		c("FUNCTION", "LIST", "LIBRARYNAME", "a", "LIBRARYNAME", "b"),
+		c("FUNCTION", "DELETE", "nope"), c("FUNCTION", "DELETE", "a", "b"), c("FUNCTION", "FLUSH", "bad"),
+		c("FUNCTION", "FLUSH", "SYNC", "x"), c("FUNCTION", "RESTORE"), c("FUNCTION", "RESTORE", "x"),
+		c("FUNCTION", "RESTORE", "x", "y"), c("FUNCTION", "DUMP", "x"), c("FUNCTION", "STATS", "x"),
+		c("FUNCTION", "foo"), c("FUNCTION"), c("FUNCTION", "LOAD", "a", "b"), c("FUNCTION", "LOAD", "REPLACE"),
+	}
+	for _, code := range funcLoadErrors {
+		steps = append(steps, c("FUNCTION", "LOAD", code))
+	}
+	steps = append(steps,
+		c("FUNCTION", "LOAD", "REPLACE", "#!lua name=t1\nredis.register_function('zz', function() return 7 end)"),
+		c("FCALL", "zz", "0"), c("FCALL", "getk", "1", "a"),
+		// one function per library: Redis lists a library's functions in its hash table's order
+		c("FUNCTION", "LOAD", "#!lua name=l2\nredis.register_function{function_name='f', callback=function() return 1 end, flags={'allow-stale','no-writes'}, description='d'}"),
+		c("FUNCTION", "LIST", "LIBRARYNAME", "l*", "WITHCODE"), c("FUNCTION", "LIST", "LIBRARYNAME", "t*"),
+		c("FUNCTION", "STATS"),
+		c("FUNCTION", "DELETE", "l2"), c("FUNCTION", "DELETE", "l2"), c("FCALL", "f", "0"),
+		c("FUNCTION", "FLUSH", "ASYNC"), c("FUNCTION", "LIST"), c("FUNCTION", "DUMP"),
+		c("FUNCTION", "LOAD", "#!lua name=l3\nredis.register_function('h', function() return 1 end)"),
+		c("FLUSHALL"), c("DBSIZE"), c("FCALL", "h", "0"), c("FUNCTION", "FLUSH"), c("FCALL", "h", "0"),
+	)
+	return pubsubTranscript(t, addr, steps)
+}
+
+// TestFunctionsMatchRedis: FUNCTION LOAD, LIST, STATS, DELETE, FLUSH, HELP, KILL and FCALL, FCALL_RO answer as
+// redis-server 7.0 does, byte for byte, in RESP2 and RESP3, errors included; FLUSHALL keeps the functions.
+func TestFunctionsMatchRedis(t *testing.T) {
+	sameAsRedis(t, functionsTranscript)
+}
+
+// TestFunctionDumpRestoreWithRedis: FUNCTION DUMP's payload of redis-server (LZF-compressed code) restores into
+// anykv, anykv's restores into redis-server, and anykv's into anykv, with the restore policies' errors.
+func TestFunctionDumpRestoreWithRedis(t *testing.T) {
+	const lib1 = "#!lua name=l1\nredis.register_function('f', function(keys, args) return 'one: ' .. string.rep('ab', 20) end)"
+	const lib2 = "#!lua name=l2\nredis.register_function('g', function() return 2 end)"
+	rs := dialRaw(t, startRedisServer(t))
+	ts := startServer(t, Options{}, 0)
+	ak := ts.raw(t)
+	do := func(rc *rawConn, args ...string) string { rc.send(respCommand(args...)); return rc.reply() }
+	bulk := func(r string) string { // a bulk string reply's content
+		if !strings.HasPrefix(r, "$") {
+			t.Fatalf("not a bulk string: %q", r)
+		}
+		_, body, _ := strings.Cut(r, "\r\n")
+		return strings.TrimSuffix(body, "\r\n")
+	}
+	do(rs, "FUNCTION", "LOAD", lib1)
+	do(rs, "FUNCTION", "LOAD", lib2)
+	payload := bulk(do(rs, "FUNCTION", "DUMP"))
+	if got := do(ak, "FUNCTION", "RESTORE", payload); got != "+OK\r\n" {
+		t.Fatalf("restore of redis-server's payload: %q", got)
+	}
+	want := do(rs, "FCALL", "f", "0")
+	if got := do(ak, "FCALL", "f", "0"); got != want {
+		t.Fatalf("FCALL f after restore: %q, redis-server %q", got, want)
+	}
+	do(rs, "FUNCTION", "DELETE", "l2") // one library that collides: Redis finds the first in its hash table's order
+	do(ak, "FUNCTION", "DELETE", "l2")
+	for _, policy := range []string{"APPEND", "REPLACE", "FLUSH", "BAD"} {
+		if got, want := do(ak, "FUNCTION", "RESTORE", payload, policy), do(rs, "FUNCTION", "RESTORE", payload, policy); got != want {
+			t.Errorf("RESTORE %s: %q, redis-server %q", policy, got, want)
+		}
+	}
+	if got, want := do(ak, "FUNCTION", "RESTORE", payload[:len(payload)-1]+"x"), do(rs, "FUNCTION", "RESTORE", payload[:len(payload)-1]+"x"); got != want {
+		t.Errorf("RESTORE of a bad checksum: %q, redis-server %q", got, want)
+	}
+	ours := bulk(do(ak, "FUNCTION", "DUMP"))
+	do(rs, "FUNCTION", "FLUSH")
+	if got := do(rs, "FUNCTION", "RESTORE", ours); got != "+OK\r\n" {
+		t.Fatalf("redis-server's restore of anykv's payload: %q", got)
+	}
+	if got, want := do(rs, "FUNCTION", "LIST", "WITHCODE"), do(ak, "FUNCTION", "LIST", "WITHCODE"); got != want {
+		t.Errorf("libraries after the round trip: redis-server %q, anykv %q", got, want)
+	}
+	// anykv to anykv
+	ts2 := startServer(t, Options{}, 0)
+	ak2 := ts2.raw(t)
+	if got := do(ak2, "FUNCTION", "RESTORE", ours); got != "+OK\r\n" {
+		t.Fatalf("anykv's restore of its payload: %q", got)
+	}
+	if got := do(ak2, "FCALL", "g", "0"); got != ":2\r\n" {
+		t.Fatalf("FCALL g: %q", got)
+	}
+	// An empty payload: the version and checksum only, as Redis's.
+	do(rs, "FUNCTION", "FLUSH")
+	do(ak, "FUNCTION", "FLUSH")
+	if got, want := do(ak, "FUNCTION", "DUMP"), do(rs, "FUNCTION", "DUMP"); got != want {
+		t.Errorf("DUMP of no libraries: %q, redis-server %q", got, want)
+	}
+}
+
+// TestFunctionsAreData: the libraries are kept in the engine: another handler over the same store (a restart)
+// finds them, FLUSHALL keeps them, keys commands never see them, FUNCTION FLUSH removes them from the engine; an
+// FCALL's writes are durable in the engine as a script's.
+func TestFunctionsAreData(t *testing.T) {
+	e := memstore.New()
+	ts := startServerOver(t, e, kv.Options{}, Options{}, 0)
+	rc := ts.raw(t)
+	rc.expect("$2\r\nlx\r\n", "FUNCTION", "LOAD", "#!lua name=lx\nredis.register_function('w', function(keys, args) redis.call('set', keys[1], args[1]) return redis.call('incr', keys[2]) end)")
+	rc.expect(":1\r\n", "FCALL", "w", "2", "k", "n", "v")
+	rc.expect("+OK\r\n", "FLUSHALL")
+	rc.expect(":0\r\n", "DBSIZE")
+	rc.expect("*0\r\n", "KEYS", "*")
+	rc.expect("*2\r\n$1\r\n0\r\n*0\r\n", "SCAN", "0")
+	rc.expect(":1\r\n", "FCALL", "w", "2", "k", "n", "v")
+	ts2 := startServerOver(t, e, kv.Options{}, Options{}, 0) // a restart over the same engine
+	rc2 := ts2.raw(t)
+	rc2.expect(":2\r\n", "FCALL", "w", "2", "k", "n", "v")
+	rc2.expect("$1\r\nv\r\n", "GET", "k")
+	rc2.expect("+OK\r\n", "FUNCTION", "FLUSH")
+	ts3 := startServerOver(t, e, kv.Options{}, Options{}, 0)
+	ts3.raw(t).expect("-ERR Function not found\r\n", "FCALL", "w", "2", "k", "n", "v")
+}
