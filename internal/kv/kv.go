@@ -95,6 +95,9 @@ type Store struct {
 	nowFn         func() int64 // Now, made once: a batch's Clock (a method value made per batch would allocate)
 	log           *slog.Logger
 	stats         counters
+	// functionsMu orders the writes of the function libraries (SetFunctions) with a flush of every table, which
+	// reads them and writes them back: a library written in between would be undone.
+	functionsMu sync.Mutex
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -389,6 +392,8 @@ func (s *Store) check(muts []engine.Mutation) error {
 // them (its results are not returned).
 func (s *Store) apply(ctx context.Context, muts []engine.Mutation) ([]engine.Result, error) {
 	if flushesAll(muts) {
+		s.functionsMu.Lock()
+		defer s.functionsMu.Unlock()
 		it, err := s.eng.Get(ctx, FunctionsTable, functionsKey, s.Now())
 		switch {
 		case errors.Is(err, engine.ErrNotFound):
@@ -447,6 +452,8 @@ func (s *Store) SetFunctions(ctx context.Context, v []byte) error {
 	} else if len(v) > s.limits.MaxValue {
 		return fmt.Errorf("%w: %d bytes, limit %d", ErrValueTooLarge, len(v), s.limits.MaxValue)
 	}
+	s.functionsMu.Lock()
+	defer s.functionsMu.Unlock()
 	_, err := s.applyChecked(ctx, []engine.Mutation{m})
 	return err
 }

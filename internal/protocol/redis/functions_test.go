@@ -1,9 +1,13 @@
 package redis
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"anykv/internal/engine"
 	"anykv/internal/engine/memstore"
 	"anykv/internal/kv"
 )
@@ -186,4 +190,60 @@ func TestFunctionsAreData(t *testing.T) {
 	rc2.expect("+OK\r\n", "FUNCTION", "FLUSH")
 	ts3 := startServerOver(t, e, kv.Options{}, Options{}, 0)
 	ts3.raw(t).expect("-ERR Function not found\r\n", "FCALL", "w", "2", "k", "n", "v")
+}
+
+// TestFunctionLoadsSurviveConcurrentFlushAll: FUNCTION LOADs acknowledged while FLUSHALLs run on another
+// connection are all in the engine afterwards. A FLUSHALL reads the libraries and writes them back in its batch;
+// a library written in between would be undone (kv.Store.functionsMu orders the two).
+func TestFunctionLoadsSurviveConcurrentFlushAll(t *testing.T) {
+	e := slowFunctionReads{memstore.New()}
+	ts := startServerOver(t, e, kv.Options{}, Options{}, 0)
+	loader, flusher := ts.client(t, nil), ts.client(t, nil)
+	const n = 150
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range n {
+			code := fmt.Sprintf("#!lua name=l%d\nredis.register_function('f%d', function() return %d end)", i, i, i)
+			if err := loader.Do(ctx, "FUNCTION", "LOAD", code).Err(); err != nil {
+				t.Errorf("FUNCTION LOAD l%d: %v", i, err)
+				return
+			}
+			// A FLUSHALL that read the libraries before this load has committed by now: what the engine holds
+			// must still have it (the next load would write it again, hiding the loss).
+			time.Sleep(3 * time.Millisecond)
+			if stored, err := ts.store.Functions(ctx); err != nil || !strings.Contains(string(stored), fmt.Sprintf("name=l%d\n", i)) {
+				t.Errorf("after FUNCTION LOAD l%d was acknowledged and FLUSHALLs ran, the engine's libraries lack it (%v)", i, err)
+				return
+			}
+		}
+	}()
+	flushes := 0
+	for running := true; running; flushes++ {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		if err := flusher.FlushAll(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again := startServerOver(t, e, kv.Options{}, Options{}, 0).client(t, nil) // reads the libraries from the engine
+	for i := range n {
+		if got, err := again.Do(ctx, "FCALL", fmt.Sprint("f", i), "0").Int(); err != nil || got != i {
+			t.Fatalf("after %d FLUSHALLs, FCALL f%d = %d, %v: the acknowledged library l%d is lost", flushes, i, got, err, i)
+		}
+	}
+}
+
+// slowFunctionReads is an engine whose reads of the function libraries take a millisecond, so that a write of
+// them can fall between a FLUSHALL's read and its batch.
+type slowFunctionReads struct{ *memstore.Store }
+
+func (e slowFunctionReads) Get(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
+	if table == kv.FunctionsTable {
+		time.Sleep(time.Millisecond)
+	}
+	return e.Store.Get(ctx, table, key, now)
 }
