@@ -393,3 +393,75 @@ func FuzzRestorePayload(f *testing.F) {
 		}
 	})
 }
+
+// TestMigrateMatchesRedis: MIGRATE from anykv and from redis-server to a second redis-server answers alike and
+// moves alike (KEYS, COPY, REPLACE, AUTH, NOKEY, the target's errors, a port nobody listens on), and
+// redis-server's MIGRATE into anykv lands.
+func TestMigrateMatchesRedis(t *testing.T) {
+	r1 := dialRaw(t, startRedisServer(t))
+	target := startRedisServer(t)
+	ts := startServer(t, Options{}, 0)
+	ak := ts.raw(t)
+	th, tp, _ := net.SplitHostPort(target)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, closed, _ := net.SplitHostPort(l.Addr().String())
+	l.Close()
+	var replies [2][]string
+	for i, src := range []*rawConn{r1, ak} {
+		db := strconv.Itoa(i + 1)
+		for _, c := range [][]string{
+			{"SET", "a", "1"}, {"RPUSH", "l", "x", "y"}, {"PEXPIRE", "l", "100000"}, {"SET", "c", "v"},
+			{"MIGRATE", th, tp, "", db, "1000", "KEYS", "a", "l", "nosuch"},
+			{"EXISTS", "a", "l"},
+			{"MIGRATE", th, tp, "nosuch", db, "1000"},
+			{"MIGRATE", th, tp, "c", db, "1000", "COPY"},
+			{"EXISTS", "c"},
+			{"MIGRATE", th, tp, "c", db, "1000"},
+			{"MIGRATE", th, tp, "c", db, "1000", "REPLACE"},
+			{"EXISTS", "c"},
+			{"SET", "c", "w"},
+			{"MIGRATE", th, tp, "c", db, "1000", "KEYS", "x"},
+			{"MIGRATE", th, tp, "", db, "1000", "FOO"},
+			{"MIGRATE", th, tp, "", db, "x"},
+			{"MIGRATE", th, tp, "c", db, "1000", "REPLACE", "AUTH", "pw"},
+			{"MIGRATE", th, tp, "c", db, "1000", "REPLACE", "AUTH2", "u", "pw"},
+			{"MIGRATE", "127.0.0.1", closed, "c", db, "100"},
+			{"EXISTS", "c"},
+		} {
+			replies[i] = append(replies[i], strings.Join(c, " ")+" → "+src.do(c...))
+			if c[0] == "MIGRATE" {
+				replies[i][len(replies[i])-1] = strings.Replace(replies[i][len(replies[i])-1], " "+db+" ", " db ", 1)
+			}
+		}
+	}
+	for i := range replies[0] {
+		if replies[0][i] != replies[1][i] {
+			t.Errorf("redis-server: %q\n       anykv: %q", replies[0][i], replies[1][i])
+		}
+	}
+	tr := dialRaw(t, target)
+	for _, db := range []string{"1", "2"} {
+		tr.do("SELECT", db)
+		got := tr.do("GET", "a") + tr.do("LRANGE", "l", "0", "-1") + tr.do("GET", "c")
+		// c is w: a target without a password refuses the AUTH and runs the RESTORE after it, as it does for Redis.
+		if want := "$1\r\n1\r\n*2\r\n$1\r\nx\r\n$1\r\ny\r\n$1\r\nw\r\n"; got != want {
+			t.Errorf("target db %s holds %q", db, got)
+		}
+		if ttl := tr.do("TTL", "l"); ttl != ":100\r\n" && ttl != ":99\r\n" {
+			t.Errorf("target db %s: TTL %q", db, ttl)
+		}
+	}
+	// redis-server migrates into anykv.
+	ah, ap, _ := net.SplitHostPort(ts.addr)
+	r1.do("HSET", "mh", "f", "1", "g", "")
+	r1.do("SET", "ms", "hello")
+	if r := r1.do("MIGRATE", ah, ap, "", "0", "1000", "KEYS", "mh", "ms"); r != "+OK\r\n" {
+		t.Fatalf("MIGRATE from redis-server to anykv: %q", r)
+	}
+	if got := ak.do("HMGET", "mh", "f", "g") + ak.do("GET", "ms"); got != "*2\r\n$1\r\n1\r\n$0\r\n\r\n$5\r\nhello\r\n" {
+		t.Errorf("anykv holds %q", got)
+	}
+}
