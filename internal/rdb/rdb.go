@@ -42,10 +42,11 @@ const (
 	TypeStreamListpack2 = 19
 )
 
-// Errors, with the texts Redis answers RESTORE with (but ErrTooLarge and ErrStream, anykv's own).
+// Errors. Redis answers RESTORE's with "ERR DUMP payload version or checksum are wrong" (ErrChecksum) and "ERR Bad
+// data format" (ErrFormat).
 var (
 	ErrChecksum = errors.New("DUMP payload version or checksum are wrong")
-	ErrFormat   = errors.New("Bad data format")
+	ErrFormat   = errors.New("bad data format")
 	// ErrTooLarge: the value decodes to more than Limits allow (a string or member over MaxValue, or more than
 	// MaxTotal in all).
 	ErrTooLarge = errors.New("the restored value exceeds the server's limits")
@@ -295,19 +296,10 @@ func (d *decoder) value() (Value, error) {
 	case TypeListQuicklist, TypeListQuicklist2:
 		return d.quicklist(t == TypeListQuicklist2)
 	case TypeListZiplist, TypeHashZiplist, TypeZSetZiplist, TypeHashListpack, TypeZSetListpack:
-		b, err := d.blob()
-		if err != nil {
-			return Value{}, err
-		}
 		kind := map[byte]Kind{TypeListZiplist: List, TypeHashZiplist: Hash, TypeHashListpack: Hash,
 			TypeZSetZiplist: ZSet, TypeZSetListpack: ZSet}[t]
 		v := Value{Kind: kind}
-		if t == TypeHashListpack || t == TypeZSetListpack {
-			err = d.listpack(b, &v.Elems)
-		} else {
-			err = d.ziplist(b, &v.Elems)
-		}
-		if err != nil {
+		if err := d.packed(t == TypeHashListpack || t == TypeZSetListpack, &v.Elems); err != nil {
 			return Value{}, err
 		}
 		return finish(v)
@@ -440,22 +432,25 @@ func (d *decoder) quicklist(v2 bool) (Value, error) {
 			v.Elems = append(v.Elems, s)
 			continue
 		}
-		b, err := d.blob()
-		if err == nil && len(b) == 0 {
-			err = ErrFormat
-		}
-		if err == nil {
-			if v2 {
-				err = d.listpack(b, &v.Elems)
-			} else {
-				err = d.ziplist(b, &v.Elems)
-			}
-		}
-		if err != nil {
+		if err := d.packed(v2, &v.Elems); err != nil {
 			return Value{}, err
 		}
 	}
 	return finish(v)
+}
+
+// packed reads a string holding a listpack (or a ziplist) and appends its entries to out.
+func (d *decoder) packed(listpack bool, out *[][]byte) error {
+	b, err := d.blob()
+	switch {
+	case err != nil:
+		return err
+	case len(b) == 0:
+		return ErrFormat
+	case listpack:
+		return d.listpack(b, out)
+	}
+	return d.ziplist(b, out)
 }
 
 // finish checks what a collection's elements must satisfy: at least one (Redis refuses an empty key), pairs for
@@ -466,23 +461,12 @@ func finish(v Value) (Value, error) {
 	}
 	switch v.Kind {
 	case Hash:
-		if len(v.Elems)%2 != 0 {
+		if len(v.Elems)%2 != 0 || !distinct(v.Elems, 2) {
 			return Value{}, ErrFormat
 		}
-		seen := make(map[string]struct{}, len(v.Elems)/2)
-		for i := 0; i < len(v.Elems); i += 2 {
-			if _, dup := seen[string(v.Elems[i])]; dup {
-				return Value{}, ErrFormat
-			}
-			seen[string(v.Elems[i])] = struct{}{}
-		}
 	case Set:
-		seen := make(map[string]struct{}, len(v.Elems))
-		for _, e := range v.Elems {
-			if _, dup := seen[string(e)]; dup {
-				return Value{}, ErrFormat
-			}
-			seen[string(e)] = struct{}{}
+		if !distinct(v.Elems, 1) {
+			return Value{}, ErrFormat
 		}
 	case ZSet:
 		if v.Scores == nil { // pairs of member and score, from a listpack or ziplist
@@ -505,15 +489,20 @@ func finish(v Value) (Value, error) {
 }
 
 func finishZSet(v Value) (Value, error) {
-	if len(v.Elems) == 0 {
+	if len(v.Elems) == 0 || !distinct(v.Elems, 1) {
 		return Value{}, ErrFormat
 	}
-	seen := make(map[string]struct{}, len(v.Elems))
-	for _, e := range v.Elems {
-		if _, dup := seen[string(e)]; dup {
-			return Value{}, ErrFormat
-		}
-		seen[string(e)] = struct{}{}
-	}
 	return v, nil
+}
+
+// distinct reports whether every step-th element of elems, from the first, differs from the others.
+func distinct(elems [][]byte, step int) bool {
+	seen := make(map[string]struct{}, len(elems)/step)
+	for i := 0; i < len(elems); i += step {
+		if _, dup := seen[string(elems[i])]; dup {
+			return false
+		}
+		seen[string(elems[i])] = struct{}{}
+	}
+	return true
 }

@@ -89,6 +89,8 @@ func cmdRestore(s *session, args [][]byte) {
 		v, err = rdb.Decode(args[3], rdb.Limits{MaxValue: s.h.store.Limits().MaxValue, MaxTotal: restoreMaxTotal,
 			ElemOverhead: restoreElemOverhead})
 		switch {
+		case errors.Is(err, rdb.ErrFormat):
+			refuse = "ERR Bad data format"
 		case errors.Is(err, rdb.ErrTooLarge):
 			refuse = "ERR the restored value exceeds the server's limits (a string, member or field over the value size limit, or over 256 MiB in all)"
 		case err != nil:
