@@ -211,6 +211,7 @@ func (h *Handler) statSection(sec string) [][2]string {
 			{"total_commands_processed", itoa(h.stats.commands.Load())}, {"instantaneous_ops_per_sec", "0"},
 			{"rejected_connections", itoa(rejected - b.rejected)}, {"expired_keys", itoa(st.ExpiredSwept - b.expired)},
 			{"keyspace_hits", itoa(st.Hits - b.hits)}, {"keyspace_misses", itoa(st.Misses - b.misses)},
+			{"migrate_cached_sockets", "0"},
 			{"tracking_total_keys", itoa(int64(keys))}, {"tracking_total_items", itoa(int64(items))},
 			{"tracking_total_prefixes", itoa(int64(prefixes))}, {"total_error_replies", itoa(h.errs.total.Load())}}
 	case "cluster":

@@ -177,6 +177,16 @@ func init() {
 				n.h.notify(notifyGeneric, "move_to", db, n.args[1])
 			}
 		},
+		"restore": func(n *noteCtx) { // Redis adds the key anew ("new", also over a key REPLACE deleted), or deletes it
+			switch key := n.args[1]; {
+			case !n.ok():
+			case n.exists(key):
+				n.announce(key)
+				n.h.notify(notifyGeneric, "restore", n.db, key)
+			case n.existed(key):
+				n.h.notify(notifyGeneric, "del", n.db, key)
+			}
+		},
 		"copy": func(n *noteCtx) {
 			if n.count() > 0 {
 				n.emit(notifyGeneric, "copy_to", n.args[2])

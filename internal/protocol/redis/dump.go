@@ -1,0 +1,125 @@
+package redis
+
+import (
+	"errors"
+	"math"
+
+	"anykv/internal/collections"
+	"anykv/internal/engine"
+	"anykv/internal/protocol/resp"
+	"anykv/internal/rdb"
+)
+
+func init() {
+	register(
+		&command{name: "dump", arity: 2, flags: flagReadonly, data: cmdDump, summary: "Returns a serialized representation of the value stored at a key."},
+		&command{name: "restore", arity: -4, flags: flagWrite, data: cmdRestore, summary: "Creates a key from the serialized representation of a value."},
+	)
+}
+
+// restoreMaxTotal bounds what one RESTORE's payload may decode to (its strings, and restoreElemOverhead for each):
+// the 256 MiB a batch may build (COPY's bound). A payload's integers and LZF strings decode to more than their
+// bytes: without it, a 64 MiB payload of small integers asked for gigabytes.
+const (
+	restoreMaxTotal     = 256 << 20
+	restoreElemOverhead = 96
+)
+
+func cmdDump(s *session, args [][]byte) {
+	s.add(collections.Dump(s.table(), args[1]))
+	s.plan(func(w *resp.Writer, res []engine.Result) {
+		switch r := res[0]; {
+		case errors.Is(r.Err, engine.ErrNotFound):
+			w.Null()
+		case errors.Is(r.Err, collections.ErrDumpStream):
+			w.Error(r.Err.Error())
+		case r.Err != nil:
+			w.Error(errText(r.Err))
+		default:
+			w.Bulk(r.New.Value)
+		}
+	})
+}
+
+// cmdRestore checks the options first, then (in the batch) whether the key is free, and only then the TTL and the
+// payload, in Redis's order: a refusal of the TTL or payload travels with the mutation and is answered once the
+// key is known free.
+func cmdRestore(s *session, args [][]byte) {
+	var replace, absTTL, idle, freq bool
+	for j := 4; j < len(args); j++ {
+		more := j+1 < len(args)
+		switch {
+		case eq(args[j], "replace"):
+			replace = true
+		case eq(args[j], "absttl"):
+			absTTL = true
+		case eq(args[j], "idletime") && more && !freq, eq(args[j], "freq") && more && !idle:
+			n, ok := argInt(args[j+1])
+			switch {
+			case !ok:
+				s.fail(errNotInt)
+				return
+			case eq(args[j], "idletime") && n < 0:
+				s.fail("ERR Invalid IDLETIME value, must be >= 0")
+				return
+			case eq(args[j], "freq") && (n < 0 || n > 255):
+				s.fail("ERR Invalid FREQ value, must be >= 0 and <= 255")
+				return
+			}
+			// Accepted and not kept: anykv evicts nothing, so has no idle time or frequency (OBJECT IDLETIME and
+			// FREQ report its own figures).
+			idle, freq = idle || eq(args[j], "idletime"), freq || eq(args[j], "freq")
+			j++
+		default:
+			s.fail(errSyntax)
+			return
+		}
+	}
+	var v rdb.Value
+	var expires int64
+	refuse := ""
+	ttl, ok := argInt(args[2])
+	switch {
+	case !ok:
+		refuse = errNotInt
+	case ttl < 0:
+		refuse = "ERR Invalid TTL value, must be >= 0"
+	default:
+		var err error
+		v, err = rdb.Decode(args[3], rdb.Limits{MaxValue: s.h.store.Limits().MaxValue, MaxTotal: restoreMaxTotal,
+			ElemOverhead: restoreElemOverhead})
+		switch {
+		case errors.Is(err, rdb.ErrFormat):
+			refuse = "ERR Bad data format"
+		case errors.Is(err, rdb.ErrTooLarge):
+			refuse = "ERR the restored value exceeds the server's limits (a string, member or field over the value size limit, or over 256 MiB in all)"
+		case err != nil:
+			refuse = "ERR " + err.Error()
+		}
+		switch {
+		case ttl == 0:
+		case absTTL:
+			expires = ttl
+		default:
+			now := s.h.store.Now()
+			expires = now + min(ttl, math.MaxInt64-now)
+		}
+	}
+	if refuse != "" {
+		v = rdb.Value{}
+	}
+	s.add(collections.Restore(s.table(), args[1], v, expires, replace, refuse))
+	s.plan(func(w *resp.Writer, res []engine.Result) {
+		var re *collections.RestoreError
+		switch r := res[0]; {
+		case errors.Is(r.Err, engine.ErrExists):
+			w.Error("BUSYKEY Target key name already exists.")
+		case errors.As(r.Err, &re):
+			w.Error(re.Msg)
+		case r.Err != nil:
+			w.Error(errText(r.Err))
+		default:
+			w.SimpleString("OK")
+		}
+	})
+}

@@ -1,0 +1,219 @@
+package redis
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"strconv"
+	"time"
+
+	"anykv/internal/collections"
+	"anykv/internal/engine"
+)
+
+func init() {
+	register(&command{name: "migrate", arity: -6, flags: flagWrite, firstKey: 3, lastKey: 3, imm: cmdMigrate, movable: migrateKeys,
+		summary: "Atomically transfers a key from one Redis instance to another."})
+}
+
+// migrateKeys finds MIGRATE's keys: the one at 3, or (when it is empty) those after KEYS.
+func migrateKeys(args [][]byte) []int {
+	if len(args) > 3 && len(args[3]) > 0 {
+		return []int{3}
+	}
+	for j := 6; j < len(args); j++ {
+		if eq(args[j], "keys") {
+			idx := make([]int, 0, len(args)-j-1)
+			for i := j + 1; i < len(args); i++ {
+				idx = append(idx, i)
+			}
+			return idx
+		}
+	}
+	return nil
+}
+
+// cmdMigrate sends keys to another Redis-protocol server as RESTOREs (after AUTH and SELECT), as Redis 7.0's
+// MIGRATE does, and deletes each one the target took unless COPY: a key that changed meanwhile (its version
+// differs from the one dumped) is left where it is. A fresh connection each time: nothing is cached.
+func cmdMigrate(s *session, args [][]byte) {
+	var copyKeys, replace bool
+	var user, pass []byte
+	keys := [][]byte{args[3]}
+	for j := 6; j < len(args); j++ {
+		more := len(args) - 1 - j
+		switch {
+		case eq(args[j], "copy"):
+			copyKeys = true
+		case eq(args[j], "replace"):
+			replace = true
+		case eq(args[j], "auth") && more >= 1:
+			pass = args[j+1]
+			j++
+		case eq(args[j], "auth2") && more >= 2:
+			user, pass = args[j+1], args[j+2]
+			j += 2
+		case eq(args[j], "keys"):
+			if len(args[3]) != 0 {
+				s.w.Error("ERR When using MIGRATE KEYS option, the key argument must be set to the empty string")
+				return
+			}
+			keys, j = args[j+1:], len(args)
+		default:
+			s.w.Error(errSyntax)
+			return
+		}
+	}
+	timeout, ok1 := argInt(args[5])
+	db, ok2 := argInt(args[4])
+	if !ok1 || !ok2 {
+		s.w.Error(errNotInt)
+		return
+	}
+	if timeout <= 0 {
+		timeout = 1000
+	}
+	// Each key's payload, and its version and expiry, read in one batch.
+	muts := make([]engine.Mutation, 0, 2*len(keys))
+	for _, k := range keys {
+		muts = append(muts, collections.Dump(s.table(), k),
+			engine.Mutation{Op: engine.OpGet, Table: s.table(), Key: k, AnyKind: true, NoValue: true})
+	}
+	res, err := s.apply(muts)
+	if err != nil {
+		s.w.Error(errText(err))
+		return
+	}
+	type found struct {
+		key, payload []byte
+		version      uint64
+		expires      int64
+	}
+	var send []found
+	for i, k := range keys {
+		d, it := res[2*i], res[2*i+1]
+		switch {
+		case errors.Is(d.Err, engine.ErrNotFound) || it.Err != nil:
+			continue
+		case d.Err != nil:
+			s.w.Error(errText(d.Err))
+			return
+		}
+		send = append(send, found{k, d.New.Value, it.New.Version, it.New.Expires})
+	}
+	if len(send) == 0 {
+		s.w.SimpleString("NOKEY")
+		return
+	}
+	wait := time.Duration(timeout) * time.Millisecond
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort(string(args[1]), string(args[2])), wait)
+	if err != nil {
+		// Redis connects without waiting and learns of a refusal when it writes.
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			s.w.Error("IOERR error or timeout connecting to the client")
+		} else {
+			s.w.Error("IOERR error or timeout writing to target instance")
+		}
+		return
+	}
+	defer conn.Close()
+	var out []byte
+	command := func(parts ...[]byte) {
+		out = append(out, '*')
+		out = strconv.AppendInt(out, int64(len(parts)), 10)
+		out = append(out, '\r', '\n')
+		for _, p := range parts {
+			out = append(out, '$')
+			out = strconv.AppendInt(out, int64(len(p)), 10)
+			out = append(append(append(out, '\r', '\n'), p...), '\r', '\n')
+		}
+	}
+	if pass != nil {
+		if user != nil {
+			command([]byte("AUTH"), user, pass)
+		} else {
+			command([]byte("AUTH"), pass)
+		}
+	}
+	command([]byte("SELECT"), []byte(strconv.FormatInt(db, 10)))
+	now := s.h.store.Now()
+	for _, f := range send {
+		ttl := int64(0)
+		if f.expires != 0 {
+			ttl = max(f.expires-now, 1)
+		}
+		if replace {
+			command([]byte("RESTORE"), f.key, []byte(strconv.FormatInt(ttl, 10)), f.payload, []byte("REPLACE"))
+		} else {
+			command([]byte("RESTORE"), f.key, []byte(strconv.FormatInt(ttl, 10)), f.payload)
+		}
+	}
+	conn.SetWriteDeadline(time.Now().Add(wait + time.Duration(len(out)>>20)*time.Second))
+	if _, err := conn.Write(out); err != nil {
+		s.w.Error("IOERR error or timeout writing to target instance")
+		return
+	}
+	r := bufio.NewReader(conn)
+	readLine := func() (string, bool) {
+		conn.SetReadDeadline(time.Now().Add(wait))
+		line, err := r.ReadString('\n')
+		if err != nil || len(line) < 2 {
+			return "", false
+		}
+		return line[:len(line)-2], true
+	}
+	var authReply, selReply string
+	ok := true
+	if pass != nil {
+		authReply, ok = readLine()
+	}
+	if ok {
+		selReply, ok = readLine()
+	}
+	failure := ""
+	switch {
+	case !ok:
+	case len(authReply) > 0 && authReply[0] == '-':
+		failure = authReply[1:]
+	case len(selReply) > 0 && selReply[0] == '-':
+		failure = selReply[1:]
+	}
+	var del []engine.Mutation
+	for _, f := range send {
+		if !ok {
+			break
+		}
+		var line string
+		if line, ok = readLine(); !ok {
+			break
+		}
+		switch {
+		case failure != "":
+		case len(line) > 0 && line[0] == '-':
+			failure = line[1:]
+		case !copyKeys:
+			del = append(del, engine.Mutation{Op: engine.OpDelete, Table: s.table(), Key: f.key, AnyKind: true,
+				Cond: engine.CondVersion, Version: f.version})
+		}
+	}
+	if len(del) > 0 {
+		res, err := s.apply(del)
+		if err != nil {
+			s.w.Error(errText(err))
+			return
+		}
+		for i, m := range del {
+			if res[i].Err == nil {
+				s.h.notify(notifyGeneric, "del", s.db, m.Key)
+			}
+		}
+	}
+	switch {
+	case failure != "":
+		s.w.Error("ERR Target instance replied with error: " + failure)
+	case !ok:
+		s.w.Error("IOERR error or timeout reading to target instance")
+	default:
+		s.w.SimpleString("OK")
+	}
+}
