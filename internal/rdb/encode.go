@@ -27,12 +27,12 @@ func Encode(v Value) []byte {
 		if v.Kind == Hash {
 			t, n = TypeHash, n/2
 		}
-		b = appendLen(append(make([]byte, 0, elemsSize(v.Elems)+24), t), uint64(n))
+		b = AppendLen(append(make([]byte, 0, elemsSize(v.Elems)+24), t), uint64(n))
 		for _, e := range v.Elems {
 			b = appendString(b, e)
 		}
 	case ZSet:
-		b = appendLen(append(make([]byte, 0, elemsSize(v.Elems)+9*len(v.Elems)+24), TypeZSet2), uint64(len(v.Elems)))
+		b = AppendLen(append(make([]byte, 0, elemsSize(v.Elems)+9*len(v.Elems)+24), TypeZSet2), uint64(len(v.Elems)))
 		for i, e := range v.Elems {
 			b = binary.LittleEndian.AppendUint64(appendString(b, e), math.Float64bits(v.Scores[i]))
 		}
@@ -57,8 +57,8 @@ func Finish(b []byte) []byte {
 	return binary.LittleEndian.AppendUint64(b, CRC64(0, b))
 }
 
-// appendLen appends an RDB length.
-func appendLen(b []byte, n uint64) []byte {
+// AppendLen appends an RDB length.
+func AppendLen(b []byte, n uint64) []byte {
 	switch {
 	case n < 1<<6:
 		return append(b, byte(n))
@@ -83,7 +83,7 @@ func appendString(b []byte, s []byte) []byte {
 			return binary.LittleEndian.AppendUint32(append(b, 0xc2), uint32(n))
 		}
 	}
-	return append(appendLen(b, uint64(len(s))), s...)
+	return append(AppendLen(b, uint64(len(s))), s...)
 }
 
 // canonicalInt reads s as an integer if it is one written as Redis writes integers (no sign but a minus, no
@@ -112,11 +112,11 @@ func appendQuicklist(b []byte, elems [][]byte) []byte {
 		nodes = append(nodes, elems[start:end])
 		start = end
 	}
-	b = appendLen(append(b, TypeListQuicklist2), uint64(len(nodes)))
+	b = AppendLen(append(b, TypeListQuicklist2), uint64(len(nodes)))
 	var lp []byte
 	for _, node := range nodes {
 		lp = appendListpack(lp[:0], node)
-		b = append(appendLen(append(b, 2), uint64(len(lp))), lp...)
+		b = append(AppendLen(append(b, 2), uint64(len(lp))), lp...)
 	}
 	return b
 }

@@ -506,3 +506,20 @@ func distinct(elems [][]byte, step int) bool {
 	}
 	return true
 }
+
+// Stream reads bytes and RDB strings one after another from a payload's body (its footer checked and cut off by
+// the caller), as FUNCTION DUMP's payload holds them: an opcode, then a library's code. Its strings are bounded
+// by lim as Decode's are.
+type Stream struct{ d decoder }
+
+// NewStream reads body.
+func NewStream(body []byte, lim Limits) *Stream { return &Stream{d: decoder{r: reader{b: body}, lim: lim}} }
+
+// More reports whether bytes are left.
+func (s *Stream) More() bool { return s.d.r.off < len(s.d.r.b) }
+
+// Byte reads one byte.
+func (s *Stream) Byte() (byte, error) { return s.d.r.byte() }
+
+// String reads an RDB string (raw, an integer or LZF-compressed).
+func (s *Stream) String() ([]byte, error) { return s.d.str() }

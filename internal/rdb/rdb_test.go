@@ -205,7 +205,7 @@ func payload(t byte, body []byte) []byte { return Finish(append([]byte{t}, body.
 func TestDecodeZiplists(t *testing.T) {
 	zl := ziplist("a", int8(-5), int16(300), int32(-70000), int64(1<<40), 7, 12, -1000000, strings.Repeat("s", 300), strings.Repeat("l", 20000))
 	want := "a -5 300 -70000 1099511627776 7 12 -1000000 " + strings.Repeat("s", 300) + " " + strings.Repeat("l", 20000)
-	str := func(b []byte) []byte { return append(appendLen(nil, uint64(len(b))), b...) }
+	str := func(b []byte) []byte { return append(AppendLen(nil, uint64(len(b))), b...) }
 	for name, c := range map[string]struct {
 		p    []byte
 		kind Kind

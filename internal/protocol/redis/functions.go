@@ -3,9 +3,7 @@ package redis
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
-	"hash/crc64"
 	"sort"
 	"strings"
 	"sync"
@@ -15,6 +13,7 @@ import (
 
 	"anykv/internal/engine"
 	"anykv/internal/glob"
+	"anykv/internal/rdb"
 )
 
 // Redis 7 functions (FUNCTION, FCALL, FCALL_RO). A library is Lua code that starts with `#!lua name=<lib>` and
@@ -525,36 +524,16 @@ func (h *Handler) saveFunctions(ctx context.Context, r *funcRegistry, old map[st
 const (
 	rdbOpcodeFunction2   = 245
 	rdbOpcodeFunctionOld = 246
-	funcRDBVersion       = 10
-	funcRDBVersionMax    = 12 // the newest RESTORE reads (Redis 7.4's); its function format is 7.0's
 )
-
-var crc64Jones = crc64.MakeTable(0x95ac9329ac4bc9b5)
-
-// redisCRC64 is Redis's crc64 (Jones polynomial, reflected, no inversion).
-func redisCRC64(b []byte) uint64 { return ^crc64.Update(^uint64(0), crc64Jones, b) }
 
 func encodeFunctions(libs []*funcLib) []byte {
 	var b []byte
 	for _, lib := range libs {
 		b = append(b, rdbOpcodeFunction2)
-		b = appendRDBLen(b, uint64(len(lib.code)))
+		b = rdb.AppendLen(b, uint64(len(lib.code)))
 		b = append(b, lib.code...)
 	}
-	b = binary.LittleEndian.AppendUint16(b, funcRDBVersion)
-	return binary.LittleEndian.AppendUint64(b, redisCRC64(b))
-}
-
-func appendRDBLen(b []byte, n uint64) []byte {
-	switch {
-	case n < 1<<6:
-		return append(b, byte(n))
-	case n < 1<<14:
-		return append(b, byte(n>>8)|0x40, byte(n))
-	case n <= 0xffffffff:
-		return binary.BigEndian.AppendUint32(append(b, 0x80), uint32(n))
-	}
-	return binary.BigEndian.AppendUint64(append(b, 0x81), n)
+	return rdb.Finish(b)
 }
 
 var errPayload = errors.New("ERR DUMP payload version or checksum are wrong")
@@ -580,143 +559,26 @@ func decodeFunctions(p []byte) ([]*funcLib, string) {
 }
 
 func readFunctionsPayload(p []byte) ([][]byte, error) {
-	if len(p) < 10 {
+	if rdb.Check(p) != nil {
 		return nil, errPayload
 	}
-	body := p[:len(p)-8]
-	ver := binary.LittleEndian.Uint16(p[len(p)-10:])
-	if ver > funcRDBVersionMax || binary.LittleEndian.Uint64(p[len(p)-8:]) != redisCRC64(body) {
-		return nil, errPayload
-	}
-	body = body[:len(body)-2]
+	body := rdb.NewStream(p[:len(p)-10], rdb.Limits{MaxValue: funcMaxCodeBytes})
 	var codes [][]byte
-	for len(body) > 0 {
-		op := body[0]
-		body = body[1:]
-		switch op {
+	for body.More() {
+		switch op, _ := body.Byte(); op {
 		case rdbOpcodeFunction2:
 		case rdbOpcodeFunctionOld:
 			return nil, errors.New("ERR Pre-GA function format not supported")
 		default:
 			return nil, errors.New("ERR given type is not a function")
 		}
-		code, rest, ok := readRDBString(body)
-		if !ok {
+		code, err := body.String()
+		if err != nil {
 			return nil, errors.New("ERR Failed loading library payload")
 		}
-		codes, body = append(codes, code), rest
+		codes = append(codes, code)
 	}
 	return codes, nil
-}
-
-// readRDBLen reads an RDB length; enc reports a special encoding (its kind in n).
-func readRDBLen(b []byte) (n uint64, enc bool, rest []byte, ok bool) {
-	if len(b) == 0 {
-		return 0, false, nil, false
-	}
-	switch b[0] >> 6 {
-	case 0:
-		return uint64(b[0] & 0x3f), false, b[1:], true
-	case 1:
-		if len(b) < 2 {
-			return 0, false, nil, false
-		}
-		return uint64(b[0]&0x3f)<<8 | uint64(b[1]), false, b[2:], true
-	case 3:
-		return uint64(b[0] & 0x3f), true, b[1:], true
-	}
-	switch {
-	case b[0] == 0x80 && len(b) >= 5:
-		return uint64(binary.BigEndian.Uint32(b[1:])), false, b[5:], true
-	case b[0] == 0x81 && len(b) >= 9:
-		return binary.BigEndian.Uint64(b[1:]), false, b[9:], true
-	}
-	return 0, false, nil, false
-}
-
-// readRDBString reads an RDB string: raw, LZF-compressed, or an integer.
-func readRDBString(b []byte) ([]byte, []byte, bool) {
-	n, enc, b, ok := readRDBLen(b)
-	if !ok {
-		return nil, nil, false
-	}
-	if !enc {
-		if uint64(len(b)) < n {
-			return nil, nil, false
-		}
-		return b[:n], b[n:], true
-	}
-	switch n {
-	case 0, 1, 2: // an 8, 16 or 32-bit integer
-		size := 1 << n
-		if len(b) < size {
-			return nil, nil, false
-		}
-		var v int64
-		switch size {
-		case 1:
-			v = int64(int8(b[0]))
-		case 2:
-			v = int64(int16(binary.LittleEndian.Uint16(b)))
-		default:
-			v = int64(int32(binary.LittleEndian.Uint32(b)))
-		}
-		return []byte(itoa(v)), b[size:], true
-	case 3: // LZF
-		clen, _, b, ok := readRDBLen(b)
-		if !ok {
-			return nil, nil, false
-		}
-		ulen, _, b, ok := readRDBLen(b)
-		if !ok || uint64(len(b)) < clen || ulen > funcMaxCodeBytes {
-			return nil, nil, false
-		}
-		out, ok := lzfDecompress(b[:clen], int(ulen))
-		return out, b[clen:], ok
-	}
-	return nil, nil, false
-}
-
-// lzfDecompress is liblzf's lzf_decompress, into exactly n bytes.
-func lzfDecompress(in []byte, n int) ([]byte, bool) {
-	out := make([]byte, 0, n)
-	for i := 0; i < len(in); {
-		ctrl := int(in[i])
-		i++
-		if ctrl < 1<<5 { // a literal run of ctrl+1 bytes
-			ctrl++
-			if i+ctrl > len(in) || len(out)+ctrl > n {
-				return nil, false
-			}
-			out = append(out, in[i:i+ctrl]...)
-			i += ctrl
-			continue
-		}
-		length := ctrl >> 5
-		if length == 7 {
-			if i >= len(in) {
-				return nil, false
-			}
-			length += int(in[i])
-			i++
-		}
-		if i >= len(in) {
-			return nil, false
-		}
-		ref := len(out) - (ctrl&0x1f)<<8 - 1 - int(in[i])
-		i++
-		length += 2
-		if ref < 0 || len(out)+length > n {
-			return nil, false
-		}
-		for j := 0; j < length; j++ { // byte by byte: the copy may overlap what it writes
-			out = append(out, out[ref+j])
-		}
-	}
-	if len(out) != n {
-		return nil, false
-	}
-	return out, true
 }
 
 // funcHelp is FUNCTION HELP's text, Redis 7.0's.
