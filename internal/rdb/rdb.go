@@ -513,7 +513,9 @@ func distinct(elems [][]byte, step int) bool {
 type Stream struct{ d decoder }
 
 // NewStream reads body.
-func NewStream(body []byte, lim Limits) *Stream { return &Stream{d: decoder{r: reader{b: body}, lim: lim}} }
+func NewStream(body []byte, lim Limits) *Stream {
+	return &Stream{d: decoder{r: reader{b: body}, lim: lim}}
+}
 
 // More reports whether bytes are left.
 func (s *Stream) More() bool { return s.d.r.off < len(s.d.r.b) }
