@@ -11,8 +11,10 @@ import (
 	"syscall"
 	"time"
 
+	"anykv/internal/collections"
 	"anykv/internal/engine"
 	"anykv/internal/glob"
+	"anykv/internal/protocol/resp"
 )
 
 func init() {
@@ -22,7 +24,8 @@ func init() {
 		&command{name: "config", arity: -2, flags: flagAdmin, imm: cmdConfig, summary: "A container for server configuration commands."},
 		&command{name: "slowlog", arity: -2, flags: flagAdmin, imm: cmdSlowlog, since: "2.2.12", summary: "A container for slow log commands."},
 		&command{name: "time", arity: 1, flags: flagFast, imm: cmdTime, summary: "Returns the server time."},
-		&command{name: "debug", arity: -2, flags: flagAdmin, imm: cmdDebug, summary: "A container for debugging commands."},
+		&command{name: "debug", arity: -2, flags: flagAdmin, imm: cmdDebug, data: cmdDebugObject, immIf: notDebugObject,
+			summary: "A container for debugging commands."},
 	)
 }
 
@@ -44,7 +47,37 @@ func cmdDebug(s *session, args [][]byte) {
 		s.w.SimpleString("OK")
 		return
 	}
-	s.w.Error("ERR unknown subcommand '" + clip(args[1]) + "'. Try DEBUG HELP.")
+	if eq(args[1], "error") && len(args) == 3 { // an error reply of the client's choosing (client tests use it)
+		s.w.Error(string(args[2]))
+		return
+	}
+	s.w.Error("ERR unknown subcommand or wrong number of arguments for '" + clip(args[1]) + "'. Try DEBUG HELP.")
+}
+
+// notDebugObject: DEBUG runs on its own (cmdDebug) but for DEBUG OBJECT key, a read in the batch.
+func notDebugObject(args [][]byte) bool { return len(args) != 3 || !eq(args[1], "object") }
+
+// cmdDebugObject is DEBUG OBJECT key: Redis's line, its encoding as OBJECT ENCODING's, its serializedlength the
+// length of the value's DUMP encoding (without its type and footer).
+func cmdDebugObject(s *session, args [][]byte) {
+	s.getAny(args[2])
+	s.add(collections.Dump(s.table(), args[2]))
+	s.plan(func(w *resp.Writer, res []engine.Result) {
+		it, dumped := res[0], res[1]
+		switch {
+		case errors.Is(it.Err, engine.ErrNotFound):
+			w.Error("ERR no such key")
+		case it.Err != nil:
+			w.Error(errText(it.Err))
+		default:
+			size := 0 // a stream, which DUMP does not encode
+			if dumped.Err == nil {
+				size = max(len(dumped.New.Value)-11, 0)
+			}
+			w.SimpleString("Value at:0x0 refcount:1 encoding:" + encodingOf(it.New) + " serializedlength:" +
+				itoa(int64(size)) + " lru:0 lru_seconds_idle:0")
+		}
+	})
 }
 
 // maxmemoryPolicy is Redis's name for what anykv does when memory runs short: it evicts nothing.

@@ -74,7 +74,7 @@ var adminClientSubs = map[string]bool{"kill": true, "list": true, "pause": true,
 
 // feedMonitors sends one command that ran to every monitor (the caller checked that there is one).
 func (s *session) feedMonitors(cmd *command, args [][]byte) {
-	if cmd.flags&flagAdmin != 0 && cmd.data == nil {
+	if cmd.flags&flagAdmin != 0 && (cmd.data == nil || cmd.name == "debug") { // DEBUG OBJECT runs in the batch
 		return
 	}
 	if cmd.name == "client" && len(args) > 1 && adminClientSubs[lower(args[1])] {

@@ -617,7 +617,7 @@ func (r *scriptRun) call(L *lua.LState) (lua.LValue, error) {
 		return errTable("ERR Unknown Redis command called from script"), nil
 	case cmd.immIf != nil && cmd.immIf(args): // XREADGROUP's BLOCK: no script waits
 		return errTable("ERR " + string(args[0]) + " command is not allowed with BLOCK option from scripts"), nil
-	case cmd.data == nil && (!cmd.inScript || r.host == nil), cmd.tx != nil: // cmd.tx: EVAL and its kin
+	case cmd.data == nil && (!cmd.inScript || r.host == nil), cmd.tx != nil, cmd.name == "debug": // cmd.tx: EVAL and its kin
 		return errTable("ERR This Redis command is not allowed from script"), nil
 	case readOnly && cmd.flags&flagWrite != 0:
 		return errTable("ERR Write commands are not allowed from read-only scripts."), nil
