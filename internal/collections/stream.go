@@ -138,7 +138,9 @@ func init() {
 // since the entries were added, no node filled up by bytes first (stream-node-max-bytes) and XDEL deleted only
 // the oldest entries. A "~" trim deletes nothing until a whole node can go, and then all of it in one call:
 // never fewer than MaxLen kept, and a capped stream (XADD MAXLEN ~ on every add) deletes a node's worth every
-// Node adds instead of one entry on every add.
+// Node adds instead of one entry on every add. The meta's Head (a list's first index; unused by streams before)
+// counts the entries deleted since the stream last ran empty, so a trim knows where its nodes begin without
+// reading anything (a stream last written by an older anykv counts from its first entry then).
 type StreamTrim struct {
 	By     string // "", "maxlen" or "minid"
 	MaxLen int64
@@ -233,6 +235,9 @@ func (st *stream) entries(from, to ID, rev bool, fn func(id ID, value []byte) bo
 func (st *stream) del(id ID, byXDel bool) error {
 	st.tx.Delete(engine.MemberTable(st.table), engine.MemberKey(st.key, st.meta.Gen, id.key()))
 	st.meta.Count--
+	if st.meta.Head++; st.meta.Count == 0 { // the entry added next starts a node (StreamTrim)
+		st.meta.Head = 0
+	}
 	return st.noteDeleted(id, byXDel)
 }
 
@@ -252,9 +257,6 @@ func (st *stream) trim(t StreamTrim) (int64, error) {
 	if t.Approx {
 		if t.Limit > 0 {
 			most = min(most, t.Limit)
-		}
-		if err := st.loadTally(); err != nil {
-			return 0, err
 		}
 		if most = st.wholeNodes(most, t.Node); most == 0 { // no whole node may go: nothing to read
 			return 0, nil
@@ -286,8 +288,7 @@ func (st *stream) trim(t StreamTrim) (int64, error) {
 }
 
 // wholeNodes is how many of the oldest entries, at most n, fill whole nodes of node entries (StreamTrim): the
-// first node's live entries, and node more for each further node, or every entry with the last node. The
-// tally must be loaded.
+// first node's live entries, and node more for each further node, or every entry with the last node.
 func (st *stream) wholeNodes(n, node int64) int64 {
 	if node <= 0 {
 		node = 100 // Redis's default; its 0 (nodes bounded by bytes alone) has no count to follow
@@ -295,12 +296,7 @@ func (st *stream) wholeNodes(n, node int64) int64 {
 	if n >= st.meta.Count {
 		return st.meta.Count
 	}
-	// The entries added since the stream last ran empty, less the live ones, went from the first node.
-	gone := (int64(st.tally.deleted) - st.tally.emptied) % node
-	if gone < 0 {
-		gone += node
-	}
-	first := node - gone // the live entries of the first node
+	first := node - st.meta.Head%node // the live entries of the first node: the deleted ones went from it
 	if n < first {
 		return 0
 	}

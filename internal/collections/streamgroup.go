@@ -17,8 +17,7 @@ import (
 //	'c' lp(group) consumer                   a consumer: seen time, active time (ms, varints; -1: never), pending entries (uvarint)
 //	'o' lp(group) lp(consumer) id(16)        a consumer's pending entry (empty: an index, so that reading one
 //	                                         consumer's pending entries reads only those)
-//	's'                                      the stream's tally: entries deleted (uvarint), the largest ID XDEL deleted (16 bytes),
-//	                                         the entries deleted when the stream last ran empty (varint; absent: 0)
+//	's'                                      the stream's tally: entries deleted (uvarint), the largest ID XDEL deleted (16 bytes)
 //
 // So the entry scans (XRANGE, XREAD, trims), which end at the largest ID's key, and XLEN (the meta's count)
 // never see them, while whatever handles a collection's members whole carries them: DEL, UNLINK and expiry
@@ -357,9 +356,6 @@ func (st *stream) touchConsumer(g, name []byte) (c consumer, created bool, err e
 type tally struct {
 	deleted    uint64
 	maxDeleted ID
-	// emptied is deleted when the stream last ran empty: the entry added next began a new node (StreamTrim),
-	// as Redis frees a stream's last node with its last entry.
-	emptied int64
 }
 
 func (st *stream) loadTally() error {
@@ -377,13 +373,6 @@ func (st *stream) loadTally() error {
 		return engine.ErrCorrupt
 	}
 	st.tally = tally{deleted: n, maxDeleted: idOf(it.Value[w:])}
-	if rest := it.Value[w+16:]; len(rest) > 0 {
-		e, w := binary.Varint(rest)
-		if w != len(rest) {
-			return engine.ErrCorrupt
-		}
-		st.tally.emptied = e
-	}
 	return nil
 }
 
@@ -393,9 +382,6 @@ func (st *stream) noteDeleted(id ID, byXDel bool) error {
 		return err
 	}
 	st.tally.deleted++
-	if st.meta.Count == 0 {
-		st.tally.emptied = int64(st.tally.deleted)
-	}
 	if byXDel && st.tally.maxDeleted.less(id) {
 		st.tally.maxDeleted = id
 	}
@@ -407,9 +393,6 @@ func (st *stream) noteDeleted(id ID, byXDel bool) error {
 func (st *stream) store() {
 	if st.tallyDirty {
 		v := append(binary.AppendUvarint(nil, st.tally.deleted), st.tally.maxDeleted.key()...)
-		if st.tally.emptied != 0 {
-			v = binary.AppendVarint(v, st.tally.emptied)
-		}
 		st.tx.Put(st.mt(), st.gkey(tagTally), engine.Item{Value: v})
 		st.tallyDirty = false
 	}

@@ -56,9 +56,7 @@ func xsetid(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	}
 	st.meta.LastMS, st.meta.LastSeq = id.MS, id.Seq
 	if added >= 0 {
-		deleted := uint64(added - st.meta.Count)
-		st.tally.emptied += int64(deleted - st.tally.deleted) // the node layout stays where it was
-		st.tally.deleted = deleted
+		st.tally.deleted = uint64(added - st.meta.Count)
 		st.tallyDirty = true
 	}
 	if maxDeleted != (ID{}) {
