@@ -9,7 +9,7 @@ import (
 
 // TestStreamApproxTrimSurvivesKill: a stream capped with XADD MAXLEN ~ (nodes of 10 entries, the serve flag) is
 // the same after a SIGKILL and a restart (its entries, XLEN, entries-added and first entry), and its next "~"
-// trims fall on the same node boundaries as before: the node layout lives in the stream's tally, written in the
+// trims fall on the same node boundaries as before: where the nodes begin is in the stream's meta, written in the
 // same batch as the trim.
 func TestStreamApproxTrimSurvivesKill(t *testing.T) {
 	s := servertest.Start(t, servertest.Options{Fsync: "always", Args: []string{"--stream-node-max-entries", "10"}})
