@@ -8,7 +8,7 @@ set ::anykv_noop_config {
     list-max-ziplist-size list-max-listpack-size
     hash-max-ziplist-entries hash-max-ziplist-value hash-max-listpack-entries hash-max-listpack-value
     zset-max-ziplist-entries zset-max-ziplist-value zset-max-listpack-entries zset-max-listpack-value
-    stream-node-max-entries stream-node-max-bytes
+    stream-node-max-bytes
 }
 
 # anykv_noop_config_set reports whether args is a CONFIG SET of only the parameters above.

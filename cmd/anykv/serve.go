@@ -68,6 +68,7 @@ type config struct {
 	busyThreshold       int64             // busy-reply-threshold (ms): how long a Lua script may run
 	idleTimeout         int64             // timeout (s): a Redis client idle this long is closed (0: never)
 	latencyThreshold    int64             // latency-monitor-threshold (ms): LATENCY records commands this slow (0: off)
+	streamNode          int64             // stream-node-max-entries: the node size of XADD's and XTRIM's "~" trims
 	rewriter            *configRewriter   // nil without --config
 	allCounts           countsSet         // every listener's figures: CONFIG SET maxclients changes their limit
 	budget              *membudget.Budget // request buffers of all RESP and memcached connections
@@ -134,6 +135,7 @@ func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.Int64Var(&c.busyThreshold, "busy-reply-threshold", int64(envInt("busy-reply-threshold", 5000)), "milliseconds a Lua script may run before it is stopped (Redis's busy-reply-threshold, lua-time-limit; 0: never)"+envNote("busy-reply-threshold"))
 	fs.Int64Var(&c.idleTimeout, "timeout", int64(envInt("timeout", 0)), "seconds a Redis client may stay idle before it is closed (Redis's timeout; 0: never; subscribers, monitors and blocked clients are not closed)"+envNote("timeout"))
 	fs.Int64Var(&c.latencyThreshold, "latency-monitor-threshold", int64(envInt("latency-monitor-threshold", 0)), "LATENCY records the commands that took at least this many milliseconds (Redis's latency monitor; 0: off)"+envNote("latency-monitor-threshold"))
+	fs.Int64Var(&c.streamNode, "stream-node-max-entries", int64(envInt("stream-node-max-entries", 100)), "XADD's and XTRIM's MAXLEN ~ and MINID ~ trim streams only in whole nodes of this many entries (Redis's stream-node-max-entries; 0: 100)"+envNote("stream-node-max-entries"))
 	str(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	str(&c.logFormat, "log-format", "text", "log format: text or json")
 	str(&c.pprofAddr, "pprof", "", "serve Go's net/http/pprof profiles on this address (for profiling; off by default)")
@@ -275,7 +277,8 @@ func (c *config) settings() map[string]string {
 func (c *config) startSettings() map[string]string {
 	return map[string]string{"slowlog-log-slower-than": strconv.FormatInt(c.slowerThan, 10),
 		"slowlog-max-len": strconv.FormatInt(c.slowLen, 10), "busy-reply-threshold": strconv.FormatInt(c.busyThreshold, 10),
-		"timeout": strconv.FormatInt(c.idleTimeout, 10), "latency-monitor-threshold": strconv.FormatInt(c.latencyThreshold, 10)}
+		"timeout": strconv.FormatInt(c.idleTimeout, 10), "latency-monitor-threshold": strconv.FormatInt(c.latencyThreshold, 10),
+		"stream-node-max-entries": strconv.FormatInt(c.streamNode, 10)}
 }
 
 // countsSet is every listener's connection figures, so CONFIG SET maxclients reaches them all.

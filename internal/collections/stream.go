@@ -49,6 +49,7 @@ var (
 	ErrStreamID      = errors.New("ERR Invalid stream ID specified as stream command argument")
 	ErrStreamIDSmall = errors.New("ERR The ID specified in XADD is equal or smaller than the target stream top item")
 	ErrStreamIDZero  = errors.New("ERR The ID specified in XADD must be greater than 0-0")
+	ErrStreamFull    = errors.New("ERR The stream has exhausted the last possible ID, unable to add more items")
 )
 
 // ParseID parses an ID argument: "ms-seq" or "ms" (seq is 0, or the largest when high: an end of a range).
@@ -125,20 +126,47 @@ func init() {
 }
 
 // StreamTrim says how XADD and XTRIM trim: by MaxLen (keep the newest MaxLen entries) or by MinID (drop older ones).
+// Exactly, or with Approx (Redis's "~") only in whole nodes of Node entries, at most Limit entries a call.
+//
+// Redis keeps a stream in radix-tree nodes of up to stream-node-max-entries entries and its "~" frees only whole
+// nodes, from the oldest on, while the stream keeps MaxLen entries (or the node's last ID is below MinID) and the
+// call's deletions stay within LIMIT. anykv has no nodes; it trims as if the entries ever added had been laid in
+// nodes of Node entries counted from the stream's first entry (the n-th entry added goes to node (n-1)/Node; the
+// first entry added after the stream last ran empty starts a node again), the entries deleted so far (by trims
+// and XDEL) being the oldest ones: so the first node holds the live entries up to the next multiple of Node,
+// every further node Node entries, the last one what is left. That is Redis's layout when Node has not changed
+// since the entries were added, no node filled up by bytes first (stream-node-max-bytes) and XDEL deleted only
+// the oldest entries. A "~" trim deletes nothing until a whole node can go, and then all of it in one call:
+// never fewer than MaxLen kept, and a capped stream (XADD MAXLEN ~ on every add) deletes a node's worth every
+// Node adds instead of one entry on every add. The meta's Head (a list's first index; unused by streams before)
+// counts the entries deleted since the stream last ran empty, so a trim knows where its nodes begin without
+// reading anything (a stream last written by an older anykv counts from its first entry then).
 type StreamTrim struct {
 	By     string // "", "maxlen" or "minid"
 	MaxLen int64
 	MinID  ID
+	Approx bool
+	Limit  int64 // with Approx, the most entries one call deletes (0: no limit)
+	Node   int64 // with Approx, the node size (stream-node-max-entries; 0 or less: 100)
 }
 
+// streamTrimArgs is how many arguments StreamTrim.args makes.
+const streamTrimArgs = 6
+
 func (t StreamTrim) args() [][]byte {
-	return [][]byte{[]byte(t.By), num(t.MaxLen), []byte(t.MinID.String())}
+	approx := []byte("=")
+	if t.Approx {
+		approx = []byte("~")
+	}
+	return [][]byte{[]byte(t.By), num(t.MaxLen), []byte(t.MinID.String()), approx, num(t.Limit), num(t.Node)}
 }
 
 func parseTrim(a [][]byte) StreamTrim {
 	n, _ := strconv.ParseInt(string(a[1]), 10, 64)
 	id, _ := ParseID(a[2], false)
-	return StreamTrim{By: string(a[0]), MaxLen: n, MinID: id}
+	limit, _ := strconv.ParseInt(string(a[4]), 10, 64)
+	node, _ := strconv.ParseInt(string(a[5]), 10, 64)
+	return StreamTrim{By: string(a[0]), MaxLen: n, MinID: id, Approx: string(a[3]) == "~", Limit: limit, Node: node}
 }
 
 // XAdd appends an entry with fields (name, value pairs) under id ("*", "ms-*" or "ms-seq"), creating the stream
@@ -207,36 +235,46 @@ func (st *stream) entries(from, to ID, rev bool, fn func(id ID, value []byte) bo
 func (st *stream) del(id ID, byXDel bool) error {
 	st.tx.Delete(engine.MemberTable(st.table), engine.MemberKey(st.key, st.meta.Gen, id.key()))
 	st.meta.Count--
+	if st.meta.Head++; st.meta.Count == 0 { // the entry added next starts a node (StreamTrim)
+		st.meta.Head = 0
+	}
 	return st.noteDeleted(id, byXDel)
 }
 
 // trim drops entries by the rule and returns how many.
 func (st *stream) trim(t StreamTrim) (int64, error) {
-	var drop []ID
+	most := st.meta.Count // the most entries that may go
 	switch t.By {
 	case "maxlen":
-		excess := st.meta.Count - t.MaxLen
-		if excess <= 0 {
+		most -= t.MaxLen
+	case "minid":
+	default:
+		return 0, nil
+	}
+	if most <= 0 {
+		return 0, nil
+	}
+	if t.Approx {
+		if t.Limit > 0 {
+			most = min(most, t.Limit)
+		}
+		if most = st.wholeNodes(most, t.Node); most == 0 { // no whole node may go: nothing to read
 			return 0, nil
 		}
-		err := st.entries(ID{}, ID{^uint64(0), ^uint64(0)}, false, func(id ID, _ []byte) bool {
-			drop = append(drop, id)
-			return int64(len(drop)) < excess
-		})
-		if err != nil {
-			return 0, err
+	}
+	var drop []ID
+	err := st.entries(ID{}, ID{^uint64(0), ^uint64(0)}, false, func(id ID, _ []byte) bool {
+		if t.By == "minid" && !id.less(t.MinID) {
+			return false
 		}
-	case "minid":
-		err := st.entries(ID{}, ID{^uint64(0), ^uint64(0)}, false, func(id ID, _ []byte) bool {
-			if !id.less(t.MinID) {
-				return false
-			}
-			drop = append(drop, id)
-			return true
-		})
-		if err != nil {
-			return 0, err
-		}
+		drop = append(drop, id)
+		return int64(len(drop)) < most
+	})
+	if err != nil {
+		return 0, err
+	}
+	if t.Approx { // MINID's entries below the ID may end inside a node, which stays
+		drop = drop[:st.wholeNodes(int64(len(drop)), t.Node)]
 	}
 	for _, id := range drop {
 		if err := st.del(id, false); err != nil {
@@ -247,6 +285,22 @@ func (st *stream) trim(t StreamTrim) (int64, error) {
 		st.meta.Floor = drop[len(drop)-1].key()
 	}
 	return int64(len(drop)), nil
+}
+
+// wholeNodes is how many of the oldest entries, at most n, fill whole nodes of node entries (StreamTrim): the
+// first node's live entries, and node more for each further node, or every entry with the last node.
+func (st *stream) wholeNodes(n, node int64) int64 {
+	if node <= 0 {
+		node = 100 // Redis's default; its 0 (nodes bounded by bytes alone) has no count to follow
+	}
+	if n >= st.meta.Count {
+		return st.meta.Count
+	}
+	first := node - st.meta.Head%node // the live entries of the first node: the deleted ones went from it
+	if n < first {
+		return 0
+	}
+	return first + (n-first)/node*node
 }
 
 func encodeFields(fields [][]byte) []byte {
@@ -278,7 +332,7 @@ func DecodeFields(v []byte) ([][]byte, error) {
 }
 
 func xadd(tx *engine.Tx, args [][]byte) (engine.Result, error) {
-	if len(args) < 7 || (len(args)-5)%2 != 0 {
+	if len(args) < 2+streamTrimArgs+2 || (len(args)-2-streamTrimArgs)%2 != 0 {
 		return engine.Result{}, engine.ErrInvalid
 	}
 	st, wrong, err := openStream(tx, tx.Table(), tx.Key())
@@ -293,6 +347,9 @@ func xadd(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		st.create()
 	}
 	last := ID{st.meta.LastMS, st.meta.LastSeq}
+	if last == (ID{^uint64(0), ^uint64(0)}) {
+		return engine.Result{Err: ErrStreamFull}, nil
+	}
 	var id ID
 	spec := string(args[0])
 	switch {
@@ -328,10 +385,10 @@ func xadd(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		return engine.Result{Err: ErrStreamIDSmall}, nil
 	}
 	tx.Put(engine.MemberTable(tx.Table()), engine.MemberKey(tx.Key(), st.meta.Gen, id.key()),
-		engine.Item{Value: encodeFields(args[5:])})
+		engine.Item{Value: encodeFields(args[2+streamTrimArgs:])})
 	st.meta.Count++
 	st.meta.LastMS, st.meta.LastSeq = id.MS, id.Seq
-	trimmed, err := st.trim(parseTrim(args[2:5]))
+	trimmed, err := st.trim(parseTrim(args[2 : 2+streamTrimArgs]))
 	if err != nil {
 		return engine.Result{}, err
 	}

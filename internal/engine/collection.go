@@ -88,7 +88,8 @@ type CollMeta struct {
 	Gen uint64
 	// Count is the number of members (HLEN, SCARD, ...).
 	Count int64
-	// Head is a list's first index: its elements are at Head .. Head+Count-1 (0 for other kinds).
+	// Head is a list's first index: its elements are at Head .. Head+Count-1; a stream's entries deleted since it
+	// last ran empty, where its trims' nodes begin (collections.StreamTrim); 0 for other kinds.
 	Head int64
 	// LastMS and LastSeq are a stream's last entry ID, which new IDs must exceed (0 for other kinds).
 	LastMS, LastSeq uint64

@@ -192,7 +192,11 @@ func randomListCall(rng *rand.Rand, table string, key []byte, tables, keys []str
 	score := []byte([]string{"1", "-2.5", "inf", "0"}[rng.Intn(4)])
 	switch rng.Intn(16) {
 	case 14:
-		return collections.XAdd(table, key, []byte("*"), rng.Intn(4) == 0, collections.StreamTrim{By: "maxlen", MaxLen: int64(rng.Intn(3))}, v, v)
+		trim := collections.StreamTrim{By: "maxlen", MaxLen: int64(rng.Intn(3))}
+		if rng.Intn(2) == 0 { // "~": whole nodes of 1 to 3 entries, at most 0 (none) to 3 a call
+			trim.Approx, trim.Node, trim.Limit = true, int64(1+rng.Intn(3)), int64(rng.Intn(4))
+		}
+		return collections.XAdd(table, key, []byte("*"), rng.Intn(4) == 0, trim, v, v)
 	case 15:
 		return collections.XRange(table, key, collections.ID{}, collections.ID{MS: ^uint64(0), Seq: ^uint64(0)}, rng.Intn(2) == 0, int64(rng.Intn(3)-1))
 	case 8:

@@ -58,6 +58,10 @@ var configSetters = map[string]func(h *Handler, v string) (apply func(), err err
 		n, err := configInt(v, 0, math.MaxInt32, false)
 		return func() { h.setIdleTimeout(n) }, err
 	},
+	"stream-node-max-entries": func(h *Handler, v string) (func(), error) {
+		n, err := configInt(v, 0, math.MaxInt64, false)
+		return func() { h.streamNode.Store(n) }, err
+	},
 	"busy-reply-threshold": setScriptLimit,
 	"lua-time-limit":       setScriptLimit, // Redis 7's older name of the same setting
 }
@@ -224,6 +228,7 @@ func (h *Handler) liveSettings(m map[string]string) {
 	m["tracking-table-max-keys"] = itoa(h.track.maxKeys.Load())
 	m["timeout"] = itoa(h.idleTimeout.Load())
 	m["latency-monitor-threshold"] = itoa(h.latency.threshold.Load())
+	m["stream-node-max-entries"] = itoa(h.streamNode.Load())
 	if c := h.conns.Load(); c != nil && c.Max.Load() > 0 {
 		m["maxclients"] = itoa(c.Max.Load())
 	}

@@ -126,6 +126,8 @@ type Handler struct {
 	idleTimeout atomic.Int64
 	sweeping    atomic.Bool
 	latency     latencyMonitor // LATENCY and latency-monitor-threshold (latency.go)
+	// streamNode is stream-node-max-entries: the node size that XADD's and XTRIM's "~" trims by (streams.go).
+	streamNode atomic.Int64
 }
 
 // New returns a handler over store.
@@ -161,6 +163,7 @@ func New(store *kv.Store, opts Options) *Handler {
 		h.notifyFlags.Store(int32(f))
 	}
 	h.track.maxKeys.Store(defaultTrackingMaxKeys)
+	h.streamNode.Store(defaultStreamNode)
 	h.applyStart()
 	store.OnExpired(h.expired)
 	store.OnWrites(h.othersWrote)

@@ -38,7 +38,7 @@ var maxID = collections.ID{MS: ^uint64(0), Seq: ^uint64(0)}
 
 // streamErr answers the stream functions' own errors, whose texts are Redis's.
 func streamErr(err error) string {
-	for _, e := range []error{collections.ErrStreamID, collections.ErrStreamIDSmall, collections.ErrStreamIDZero,
+	for _, e := range []error{collections.ErrStreamID, collections.ErrStreamIDSmall, collections.ErrStreamIDZero, collections.ErrStreamFull,
 		collections.ErrSetIDSmallerThanTop, collections.ErrSetIDEntriesAdded} {
 		if errors.Is(err, e) {
 			return e.Error()
@@ -47,83 +47,121 @@ func streamErr(err error) string {
 	return errText(err)
 }
 
-// parseTrimArgs parses MAXLEN|MINID [=|~] threshold [LIMIT n] at args[i:], returning the rule and where it ends.
-func (s *session) parseTrimArgs(args [][]byte, i int) (collections.StreamTrim, int, bool) {
-	t := collections.StreamTrim{By: lower(args[i])}
-	i++
-	approx := false
-	if i < len(args) && (string(args[i]) == "=" || string(args[i]) == "~") {
-		approx = string(args[i]) == "~"
-		i++
-	}
-	if i >= len(args) {
-		s.fail("ERR syntax error")
-		return t, i, false
-	}
-	if t.By == "maxlen" {
-		n, ok := argInt(args[i])
-		if !ok || n < 0 {
-			s.fail("ERR The MAXLEN argument must be >= 0.")
-			return t, i, false
+// defaultStreamNode is Redis's default stream-node-max-entries.
+const defaultStreamNode = 100
+
+// parseAddTrim parses XADD's options (from args[2] up to the ID, whose place it returns) or XTRIM's (all of
+// args[2:]) as Redis's streamParseAddOrTrimArgsOrReply does, with its checks and errors in its order: MAXLEN|MINID
+// [=|~] threshold, LIMIT n, and XADD's NOMKSTREAM, in any order. With "~" the trim goes by whole nodes of
+// stream-node-max-entries entries, at most LIMIT entries (without LIMIT, 100 nodes' worth; LIMIT 0: no limit).
+func (s *session) parseAddTrim(args [][]byte, xadd bool) (t collections.StreamTrim, noMk bool, idPos int, ok bool) {
+	limit, limitGiven := int64(0), false
+	i := 2
+options:
+	for ; i < len(args); i++ {
+		more := len(args) - 1 - i
+		switch opt := args[i]; {
+		case xadd && string(opt) == "*":
+			break options
+		case (eq(opt, "maxlen") || eq(opt, "minid")) && more > 0:
+			if t.By != "" {
+				s.fail("ERR syntax error, MAXLEN and MINID options at the same time are not compatible")
+				return t, false, 0, false
+			}
+			t.By, t.Approx = lower(opt), false
+			if next := string(args[i+1]); more >= 2 && (next == "~" || next == "=") {
+				t.Approx = next == "~"
+				i++
+			}
+			if t.By == "maxlen" {
+				n, ok := argInt(args[i+1])
+				switch {
+				case !ok:
+					s.fail(errNotInt)
+					return t, false, 0, false
+				case n < 0:
+					s.fail("ERR The MAXLEN argument must be >= 0.")
+					return t, false, 0, false
+				}
+				t.MaxLen = n
+			} else {
+				id, ok := collections.ParseID(args[i+1], false)
+				if !ok {
+					s.fail(collections.ErrStreamID.Error())
+					return t, false, 0, false
+				}
+				t.MinID = id
+			}
+			i++
+		case eq(opt, "limit") && more > 0:
+			n, ok := argInt(args[i+1])
+			switch {
+			case !ok:
+				s.fail(errNotInt)
+				return t, false, 0, false
+			case n < 0:
+				s.fail("ERR The LIMIT argument must be >= 0.")
+				return t, false, 0, false
+			}
+			limit, limitGiven = n, true
+			i++
+		case xadd && eq(opt, "nomkstream"):
+			noMk = true
+		case xadd: // the ID: ms-seq, ms or ms-*
+			id := string(opt)
+			if ms, ok := strings.CutSuffix(id, "-*"); ok {
+				id = ms
+			}
+			if _, ok := collections.ParseID([]byte(id), false); !ok {
+				s.fail(collections.ErrStreamID.Error())
+				return t, false, 0, false
+			}
+			break options
+		default:
+			s.fail(errSyntax)
+			return t, false, 0, false
 		}
-		t.MaxLen = n
-	} else {
-		id, ok := collections.ParseID(args[i], false)
-		if !ok {
-			s.fail(collections.ErrStreamID.Error())
-			return t, i, false
-		}
-		t.MinID = id
 	}
-	i++
-	if i+1 < len(args) && eq(args[i], "limit") {
-		// A bound on approximate trimming's work (anykv trims exactly), checked as Redis checks it.
-		n, ok := argInt(args[i+1])
-		switch {
-		case !ok:
-			s.fail(errNotInt)
-			return t, i, false
-		case n < 0:
-			s.fail("ERR The LIMIT argument must be >= 0.")
-			return t, i, false
-		}
-		if !approx {
-			s.fail("ERR syntax error, LIMIT cannot be used without the special ~ option")
-			return t, i, false
-		}
-		i += 2
+	switch {
+	case limit != 0 && t.By == "":
+		s.fail("ERR syntax error, LIMIT cannot be used without specifying a trimming strategy")
+		return t, false, 0, false
+	case !xadd && t.By == "":
+		s.fail("ERR syntax error, XTRIM must be called with a trimming strategy")
+		return t, false, 0, false
+	case limitGiven && !t.Approx:
+		s.fail("ERR syntax error, LIMIT cannot be used without the special ~ option")
+		return t, false, 0, false
 	}
-	return t, i, true
+	if t.Approx {
+		t.Node, t.Limit = s.h.streamNode.Load(), limit
+		if !limitGiven { // Redis's default: 100 nodes, within [1, 1000000] (10000 when the node size is 0)
+			switch {
+			case t.Node <= 0:
+				t.Limit = 10000
+			case t.Node > 10000:
+				t.Limit = 1000000
+			default:
+				t.Limit = 100 * t.Node
+			}
+		}
+	}
+	return t, noMk, i, true
 }
 
 func cmdXAdd(s *session, args [][]byte) {
-	noMk, i := false, 2
-	var trim collections.StreamTrim
-options:
-	for i < len(args) {
-		switch {
-		case eq(args[i], "nomkstream"):
-			noMk = true
-			i++
-		case eq(args[i], "maxlen") || eq(args[i], "minid"):
-			var ok bool
-			if trim, i, ok = s.parseTrimArgs(args, i); !ok {
-				return
-			}
-		default:
-			break options
-		}
+	trim, noMk, i, ok := s.parseAddTrim(args, true)
+	if !ok {
+		return
 	}
-	if i >= len(args) || (len(args)-i-1)%2 != 0 || len(args)-i-1 == 0 {
+	if fields := len(args) - i - 1; fields < 2 || fields%2 != 0 {
 		s.fail("ERR wrong number of arguments for 'xadd' command")
 		return
 	}
 	id := args[i]
-	if string(id) != "*" && !strings.HasSuffix(string(id), "-*") {
-		if _, ok := collections.ParseID(id, false); !ok {
-			s.fail(collections.ErrStreamID.Error())
-			return
-		}
+	if v, ok := collections.ParseID(id, false); ok && v == (collections.ID{}) { // before the key is looked at, as Redis
+		s.fail(collections.ErrStreamIDZero.Error())
+		return
 	}
 	s.add(collections.XAdd(s.table(), args[1], id, noMk, trim, args[i+1:]...))
 	s.plan(func(w *resp.Writer, res []engine.Result) {
@@ -265,16 +303,8 @@ func cmdXSetID(s *session, args [][]byte) {
 }
 
 func cmdXTrim(s *session, args [][]byte) {
-	if !eq(args[2], "maxlen") && !eq(args[2], "minid") {
-		s.fail("ERR syntax error")
-		return
-	}
-	trim, end, ok := s.parseTrimArgs(args, 2)
+	trim, _, _, ok := s.parseAddTrim(args, false)
 	if !ok {
-		return
-	}
-	if end != len(args) {
-		s.fail("ERR syntax error")
 		return
 	}
 	s.add(collections.XTrim(s.table(), args[1], trim))
