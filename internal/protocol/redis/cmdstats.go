@@ -78,6 +78,7 @@ func (s *session) account(cmd *command, args [][]byte, took time.Duration, rejec
 	if s.h.monitors.n.Load() > 0 { // the only cost of MONITOR while nobody monitors
 		s.feedMonitors(cmd, args)
 	}
+	s.scriptShown = nil
 }
 
 // counted gathers the statistics of consecutive replies of one command, added to its shared counters at once

@@ -84,9 +84,15 @@ func (s *session) feedMonitors(cmd *command, args [][]byte) {
 	if s.monitoring {
 		s.out() // a monitor's own reply goes before the line that shows its command, as in Redis
 	}
+	lines := [][]byte{line}
+	for _, e := range s.scriptShown { // the commands its script ran, after it, as Redis 7.0 shows them
+		lines = append(lines, monitorLine(s.h.store.Time(), e.db, "lua", lower(e.args[0]), e.args))
+	}
 	s.h.monitors.mu.Lock()
 	for _, p := range s.h.monitors.list {
-		p.enqueue(line)
+		for _, l := range lines {
+			p.enqueue(l)
+		}
 	}
 	s.h.monitors.mu.Unlock()
 }

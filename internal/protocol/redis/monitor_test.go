@@ -25,6 +25,11 @@ var monitorScript = [][]string{
 	{"GET"},
 	{"SELECT", "2"}, {"SET", "x", "1"}, {"SELECT", "0"},
 	{"HELLO", "2", "AUTH", "default", "secret", "SETNAME", "x"},
+	// A script's commands follow its own line, as run by "lua"; those refused before running are not shown.
+	{"EVAL", "redis.call('set','s','1') redis.pcall('nosuch') redis.pcall('set','a') redis.call('ping') return redis.call('get',KEYS[1])", "1", "s"},
+	{"MULTI"}, {"EVAL", "return redis.call('incr','x')", "0"}, {"EXEC"},
+	{"FUNCTION", "LOAD", "#!lua name=mon\nredis.register_function('mf', function(keys) return redis.call('get', keys[1]) end)"},
+	{"FCALL", "mf", "1", "s"},
 	{"ECHO", "done"},
 }
 
@@ -38,6 +43,11 @@ var monitorWant = []string{
 	`[0 A] "CLIENT" "ID"`,
 	`[2 A] "SELECT" "2"`, `[2 A] "SET" "x" "1"`, `[0 A] "SELECT" "0"`,
 	`[0 A] "HELLO" "2" "AUTH" "(redacted)" "(redacted)" "SETNAME" "x"`,
+	`[0 A] "EVAL" "redis.call('set','s','1') redis.pcall('nosuch') redis.pcall('set','a') redis.call('ping') return redis.call('get',KEYS[1])" "1" "s"`,
+	`[0 lua] "set" "s" "1"`, `[0 lua] "ping"`, `[0 lua] "get" "s"`,
+	`[0 A] "MULTI"`, `[0 A] "EVAL" "return redis.call('incr','x')" "0"`, `[0 lua] "incr" "x"`, `[0 A] "EXEC"`,
+	`[0 A] "FUNCTION" "LOAD" "#!lua name=mon\nredis.register_function('mf', function(keys) return redis.call('get', keys[1]) end)"`,
+	`[0 A] "FCALL" "mf" "1" "s"`, `[0 lua] "get" "s"`,
 	`[0 A] "ECHO" "done"`,
 }
 
@@ -73,10 +83,14 @@ func runMonitorScript(t *testing.T, addr string) []string {
 		if m == nil {
 			t.Fatalf("monitor line %q", line)
 		}
-		if m[2] != c.c.LocalAddr().String() {
+		if m[2] != c.c.LocalAddr().String() && m[2] != "lua" {
 			t.Errorf("line %q names %s, the client is %s", line, m[2], c.c.LocalAddr())
 		}
-		got = append(got, "["+m[1]+" A]"+strings.TrimSuffix(line[len(m[0]):], "\r\n"))
+		who := "A"
+		if m[2] == "lua" {
+			who = "lua"
+		}
+		got = append(got, "["+m[1]+" "+who+"]"+strings.TrimSuffix(line[len(m[0]):], "\r\n"))
 	}
 	return got
 }

@@ -136,17 +136,23 @@ type keyEvent struct {
 	key   []byte // the message
 	// publish marks a message (SPUBLISH's when shard).
 	publish, shard bool
+	// monitor marks a command the script ran, args, for monitors (MONITOR shows them as run by "lua").
+	monitor bool
+	args    [][]byte
 }
 
 // scriptNotes publishes the keyspace events a script's commands sent (its Result.Extra), as the classes enabled
-// now say, and the messages it published, in their order.
-func (h *Handler) scriptNotes(res []engine.Result) {
+// now say, and the messages it published, in their order; it returns the commands it ran for monitors, which
+// the session shows after the script's own line (account).
+func (h *Handler) scriptNotes(res []engine.Result) (shown []keyEvent) {
 	if len(res) == 0 {
-		return
+		return nil
 	}
 	if evs, ok := res[0].Extra.([]keyEvent); ok {
 		for _, e := range evs {
 			switch {
+			case e.monitor:
+				shown = append(shown, e)
 			case e.publish && e.shard:
 				h.shards.Publish(e.event, e.key)
 			case e.publish:
@@ -156,6 +162,7 @@ func (h *Handler) scriptNotes(res []engine.Result) {
 			}
 		}
 	}
+	return shown
 }
 
 // respCtx is the context of RESP's writes: they publish their own keyspace events (kv.Notified).

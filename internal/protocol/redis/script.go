@@ -157,7 +157,10 @@ func dataEval(s *session, args [][]byte) {
 	m.Call.AnyKey = !readOnly && s.h.scripts.isWide(string(m.Call.Args[1]))
 	s.add(m)
 	h := s.h
-	s.plan(func(w *resp.Writer, res []engine.Result) { writeEvalReply(w, res, nil); h.scriptNotes(res) })
+	s.plan(func(w *resp.Writer, res []engine.Result) {
+		writeEvalReply(w, res, nil)
+		s.scriptShown = h.scriptNotes(res)
+	})
 }
 
 // isEval reports whether m is a script's call (dataEval, txEval).
@@ -196,7 +199,10 @@ func txEval(s *session, args [][]byte) {
 	m.Call.AnyKey = !readOnly
 	s.add(m)
 	h := s.h
-	s.plan(func(w *resp.Writer, res []engine.Result) { writeEvalReply(w, res, nil); h.scriptNotes(res) })
+	s.plan(func(w *resp.Writer, res []engine.Result) {
+		writeEvalReply(w, res, nil)
+		s.scriptShown = h.scriptNotes(res)
+	})
 }
 
 // evalMutation checks an EVAL, EVALSHA, EVAL_RO or EVALSHA_RO and builds the call of the script (of copies of
@@ -261,6 +267,9 @@ func (s *session) scriptMutation(src []byte, sha string, rest [][]byte, n int, r
 	}
 	if ownLimit {
 		mode += "p" // its time limit from its own start (a pipeline's scripts), not the transaction's first
+	}
+	if s.h.monitors.n.Load() > 0 {
+		mode += "m" // a monitor is on: the script records the commands it runs for it (scriptRun.monitor)
 	}
 	if s.w.Proto() >= 3 {
 		mode += "3" // the caller's protocol: the result is encoded for it
@@ -431,6 +440,7 @@ func runScriptLua(tx *engine.Tx, args [][]byte, collect *bool) (res engine.Resul
 	h.limits.Store(scriptLimits)
 	host, tracker := scriptHost(args[5])
 	run := &scriptRun{tx: tx, h: h, db: db, readOnly: readOnly, host: host, tracker: tracker}
+	run.monitor = strings.Contains(string(args[4]), "m")
 	if strings.Contains(string(args[4]), "n") { // the caller wants keyspace events: the commands collect them
 		h.sink = &run.out
 		h.notifyFlags.Store(notifyAll | notifyNew | notifyKeyspace | notifyKeyevent)
@@ -565,6 +575,8 @@ type scriptRun struct {
 	readOnly bool
 	host     *Handler
 	out      []keyEvent
+	// monitor: a monitor was on when the script was sent; the commands it runs are recorded in out for it.
+	monitor bool
 	// tracker is the id of the tracking client that runs the script, whose reads register their keys (0: none).
 	tracker int64
 }
@@ -591,14 +603,21 @@ func (r *scriptRun) call(L *lua.LState) (lua.LValue, error) {
 		args[i] = b
 	}
 	s := r.session()
+	shown := func() { // a command that passed the checks is shown to monitors, as Redis's call() feeds them
+		if r.monitor {
+			r.out = append(r.out, keyEvent{monitor: true, db: r.db, args: copyArgs(args)})
+		}
+	}
 	switch lower(args[0]) { // the few non-data commands scripts use, answered without leaving the batch
 	case "time": // the batch's time, so the script stays deterministic
+		shown()
 		now := tx.Now()
 		t := L.CreateTable(2, 0)
 		t.RawSetInt(1, lua.LString(strconv.FormatInt(now/1000, 10)))
 		t.RawSetInt(2, lua.LString(strconv.FormatInt(now%1000*1000, 10)))
 		return t, nil
 	case "ping":
+		shown()
 		t := L.CreateTable(0, 1)
 		t.RawSetString("ok", lua.LString("PONG"))
 		return t, nil
@@ -609,6 +628,7 @@ func (r *scriptRun) call(L *lua.LState) (lua.LValue, error) {
 		case n != 3:
 			return errTable("ERR Wrong number of args calling Redis command from script"), nil
 		}
+		shown()
 		return scriptPublish(L, r.host, lower(args[0]) == "spublish", args, &r.out), nil
 	}
 	cmd := s.lookup(args[0])
@@ -624,6 +644,7 @@ func (r *scriptRun) call(L *lua.LState) (lua.LValue, error) {
 	case (cmd.arity > 0 && n != cmd.arity) || (cmd.arity < 0 && n < -cmd.arity):
 		return errTable("ERR Wrong number of args calling Redis command from script"), nil
 	}
+	shown()
 	if r.tracker != 0 && r.host != nil && cmd.flags&flagReadonly != 0 {
 		if keys := cmd.keys(args); len(keys) > 0 { // before the read, as a connection's (tracking.go)
 			r.host.trackKeysOf(r.tracker, keys)

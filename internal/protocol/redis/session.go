@@ -97,6 +97,8 @@ type session struct {
 	lower      [32]byte // scratch for lower-casing command names without allocating
 	lastLookup *command // the command lookup found last, compared with before the table is hashed
 	counted    counted  // command statistics not yet added to the shared counters (cmdstats.go)
+	// scriptShown: the commands the script answered last ran, for monitors (feedMonitors), until it is accounted.
+	scriptShown []keyEvent
 
 	// CLIENT UNBLOCK (blocking.go): while the connection waits in a blocking command, the channel another
 	// connection's CLIENT UNBLOCK sends on, under unblockMu; unblockedErr: the wait ended with ERROR.
