@@ -13,6 +13,7 @@ import (
 
 	"anykv/internal/engine"
 	"anykv/internal/glob"
+	"anykv/internal/protocol/resp"
 	"anykv/internal/rdb"
 )
 
@@ -57,7 +58,7 @@ type funcRegistry struct {
 	mu     sync.Mutex
 	loaded bool
 	libs   map[string]*funcLib
-	byName map[string]*funcLib // function name → its library
+	byName map[string]*funcLib // function name, lower-cased (Redis finds functions without case) → its library
 	bytes  int
 }
 
@@ -76,24 +77,24 @@ func parseLibraryMeta(code []byte) (name string, errMsg string) {
 	if end < 0 {
 		return "", "ERR Invalid library metadata"
 	}
-	parts := strings.Fields(string(code[2:end]))
-	if len(parts) == 0 || parts[0] != "lua" {
-		e := ""
-		if len(parts) > 0 {
-			e = parts[0]
-		}
+	// As Redis's functionExtractLibMetaData: the line split as sdssplitargs does (name="x" is name=x), the engine
+	// what follows #! in the first part, compared without case, as name=.
+	parts, ok := resp.SplitArgs(code[:end])
+	if !ok || len(parts) == 0 {
+		return "", "ERR Invalid library metadata"
+	}
+	if e := parts[0][2:]; !strings.EqualFold(e, "lua") {
 		return "", "ERR Engine '" + e + "' not found"
 	}
 	found := false
 	for _, p := range parts[1:] {
-		v, ok := strings.CutPrefix(p, "name=")
 		switch {
-		case !ok:
+		case len(p) < 5 || !strings.EqualFold(p[:5], "name="):
 			return "", "ERR Invalid metadata value given: " + p
 		case found:
 			return "", "ERR Invalid metadata value, name argument was given multiple times"
 		}
-		name, found = v, true
+		name, found = p[5:], true
 	}
 	if !found {
 		return "", "ERR Library name was not given"
@@ -417,7 +418,7 @@ func (h *Handler) funcsLoaded(ctx context.Context) (*funcRegistry, error) {
 func (r *funcRegistry) add(lib *funcLib) {
 	r.libs[lib.name] = lib
 	for _, f := range lib.funcs {
-		r.byName[f.name] = lib
+		r.byName[strings.ToLower(f.name)] = lib
 	}
 	r.bytes += len(lib.code)
 }
@@ -429,7 +430,7 @@ func (r *funcRegistry) remove(name string) {
 	}
 	delete(r.libs, name)
 	for _, f := range lib.funcs {
-		delete(r.byName, f.name)
+		delete(r.byName, strings.ToLower(f.name))
 	}
 	r.bytes -= len(lib.code)
 }
@@ -451,12 +452,12 @@ func (h *Handler) lookupFunction(ctx context.Context, name string) (*funcLib, *f
 		return nil, nil, err
 	}
 	defer r.mu.Unlock()
-	lib := r.byName[name]
+	lib := r.byName[strings.ToLower(name)]
 	if lib == nil {
 		return nil, nil, nil
 	}
 	for i := range lib.funcs {
-		if lib.funcs[i].name == name {
+		if strings.EqualFold(lib.funcs[i].name, name) {
 			return lib, &lib.funcs[i], nil
 		}
 	}
@@ -479,7 +480,7 @@ func (r *funcRegistry) merge(libs []*funcLib, replace, restore bool) string {
 			r.remove(lib.name)
 		}
 		for _, f := range lib.funcs {
-			if r.byName[f.name] != nil {
+			if r.byName[strings.ToLower(f.name)] != nil {
 				return undo("ERR Function " + f.name + " already exists")
 			}
 		}
@@ -663,7 +664,7 @@ func cmdFunction(s *session, args [][]byte) {
 			return
 		}
 	case sub == "restore" && len(args) > 4:
-		s.w.Error("ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.")
+		s.w.Error("ERR unknown subcommand or wrong number of arguments for '" + clip(args[1]) + "'. Try FUNCTION HELP.")
 		return
 	}
 	r, err := s.h.funcsLoaded(s.ctx)
@@ -790,13 +791,13 @@ func (s *session) funcList(r *funcRegistry, args [][]byte) {
 		if eq(args[i], "withcode") {
 			withCode = true
 		} else {
-			pat = glob.Compile(args[i+1])
+			pat = glob.Compile([]byte(strings.ToLower(string(args[i+1])))) // matched without case, as Redis
 			i++
 		}
 	}
 	var libs []*funcLib
 	for _, lib := range r.sorted() {
-		if pat == nil || pat.Matches([]byte(lib.name)) {
+		if pat == nil || pat.Matches([]byte(strings.ToLower(lib.name))) {
 			libs = append(libs, lib)
 		}
 	}

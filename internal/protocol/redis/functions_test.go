@@ -81,7 +81,17 @@ func functionsTranscript(t *testing.T, addr string) []string {
 		c("FUNCTION", "LIST", "LIBRARYNAME", "a", "LIBRARYNAME", "b"),
 		c("FUNCTION", "DELETE", "nope"), c("FUNCTION", "DELETE", "a", "b"), c("FUNCTION", "FLUSH", "bad"),
 		c("FUNCTION", "FLUSH", "SYNC", "x"), c("FUNCTION", "RESTORE"), c("FUNCTION", "RESTORE", "x"),
-		c("FUNCTION", "RESTORE", "x", "y"), c("FUNCTION", "DUMP", "x"), c("FUNCTION", "STATS", "x"),
+		c("FUNCTION", "RESTORE", "x", "y"), c("FUNCTION", "RESTORE", "x", "FLUSH", "z"), c("FUNCTION", "DUMP", "x"), c("FUNCTION", "STATS", "x"),
+		// shebangs read as Redis's sdssplitargs reads them: quotes, the engine's and name='s case, an empty engine
+		c("FUNCTION", "LOAD", "#!LUA name=up\nredis.register_function('up', function() return 1 end)"),
+		c("FUNCTION", "LOAD", "#!lua NAME=\"q1\"\nredis.register_function('q1', function() return 1 end)"),
+		c("FUNCTION", "LOAD", "#! name=e\nredis.register_function('e', function() return 1 end)"),
+		c("FUNCTION", "LOAD", "#!lua name=\"unbalanced\nredis.register_function('u', function() return 1 end)"),
+		c("FCALL", "up", "0"), c("FCALL", "q1", "0"), c("FCALL", "UP", "0"), c("FCALL_RO", "Q1", "0"),
+		c("FUNCTION", "LOAD", "#!lua name=cs\nredis.register_function('uP', function() return 2 end)"), // Up's name, another case
+		c("FUNCTION", "LIST", "LIBRARYNAME", "U*"), c("FUNCTION", "DELETE", "UP"), c("FUNCTION", "DELETE", "up"), c("FUNCTION", "DELETE", "q1"),
+		c("EVAL", "#!lua flags=\"no-writes\"\nreturn redis.call('set', 'x', 1)", "0"),
+		c("EVAL", "#!LUA\nreturn 1", "0"), c("EVAL", "#!lua flags='x\nreturn 1", "0"),
 		c("FUNCTION", "foo"), c("FUNCTION"), c("FUNCTION", "LOAD", "a", "b"), c("FUNCTION", "LOAD", "REPLACE"),
 	}
 	for _, code := range funcLoadErrors {

@@ -3,6 +3,8 @@ package redis
 import (
 	"bytes"
 	"strings"
+
+	"anykv/internal/protocol/resp"
 )
 
 // Redis 7's script shebang: a script may start with a line `#!lua [flags=f1,f2,...]`. Its flags say what the
@@ -24,8 +26,11 @@ func parseShebang(src []byte) (sb scriptShebang, errMsg string) {
 	if end < 0 {
 		return sb, "Invalid script shebang"
 	}
-	parts := strings.Fields(string(src[:end]))
-	if len(parts) == 0 || parts[0] != "#!lua" {
+	parts, ok := resp.SplitArgs(src[:end]) // as Redis: sdssplitargs (quotes: flags="no-writes")
+	if !ok || len(parts) == 0 {
+		return sb, "Invalid engine in script shebang" // Redis's words for a line sdssplitargs refuses
+	}
+	if parts[0] != "#!lua" {
 		engine := ""
 		if len(parts) > 0 {
 			engine = parts[0]

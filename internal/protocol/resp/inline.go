@@ -42,6 +42,17 @@ func (p *Parser) inline() (args [][]byte, done bool, err *ProtocolError) {
 	return args, true, nil
 }
 
+// SplitArgs splits line into arguments with the rules of Redis's sdssplitargs (splitArgs), on a copy of it;
+// false for unbalanced quotes. Redis reads script and function shebangs so.
+func SplitArgs(line []byte) ([]string, bool) {
+	args, ok := splitArgs(append([]byte(nil), line...), nil)
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = string(a)
+	}
+	return out, ok
+}
+
 // splitArgs splits an inline command line into arguments with the rules of
 // Redis's sdssplitargs, appending them to args. It unescapes in place:
 // an argument is never longer than the text it came from, so the bytes it
