@@ -197,6 +197,9 @@ func (sel *aclSelector) set(op string) error {
 				}
 			}
 		done:
+			if perm == 0 {
+				return errACLSyntax
+			}
 		}
 		pat := op[min(off, len(op)):]
 		if pat == "*" && perm == permAll {

@@ -112,7 +112,7 @@ func cmdACL(s *session, args [][]byte) {
 			return
 		}
 		if len(args) != 3 {
-			s.w.Error("ERR unknown subcommand or wrong number of arguments for 'cat'. Try ACL HELP.")
+			s.w.Error("ERR unknown subcommand or wrong number of arguments for '" + clip(args[1]) + "'. Try ACL HELP.")
 			return
 		}
 		ids, ok := t.cats[lower(args[2])]
@@ -132,12 +132,16 @@ func cmdACL(s *session, args [][]byte) {
 	case "genpass":
 		bits := int64(256)
 		if len(args) > 3 {
-			s.w.Error("ERR unknown subcommand or wrong number of arguments for 'genpass'. Try ACL HELP.")
+			s.w.Error("ERR unknown subcommand or wrong number of arguments for '" + clip(args[1]) + "'. Try ACL HELP.")
 			return
 		}
 		if len(args) == 3 {
-			n, err := strconv.ParseInt(string(args[2]), 10, 64)
-			if err != nil || n <= 0 || n > 4096 {
+			n, ok := argInt(args[2])
+			if !ok {
+				s.w.Error(errNotInt)
+				return
+			}
+			if n <= 0 || n > 4096 {
 				s.w.Error("ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096")
 				return
 			}
@@ -571,7 +575,7 @@ func (s *session) aclLogCommand(args [][]byte) {
 	count := 10
 	switch {
 	case len(args) > 3:
-		s.w.Error("ERR unknown subcommand or wrong number of arguments for 'log'. Try ACL HELP.")
+		s.w.Error("ERR unknown subcommand or wrong number of arguments for '" + clip(args[1]) + "'. Try ACL HELP.")
 		return
 	case len(args) == 3 && eq(args[2], "reset"):
 		l.mu.Lock()

@@ -252,6 +252,10 @@ func (s *session) dispatch(args [][]byte) {
 	}
 	if s.user != nil && !s.user.get().full { // ACL: before the command runs or is queued (aclcheck.go)
 		if msg := s.aclRefuse(cmd, args); msg != "" {
+			if cmd.name == "exec" { // a refused EXEC discards the transaction, as Redis's execCommandAbort
+				msg = "EXECABORT Transaction discarded because of: " + msg
+				s.endMulti()
+			}
 			s.reject(msg)
 			return
 		}
