@@ -314,15 +314,9 @@ func (r *aclRules) set(op string) error {
 			r.set(o)
 		}
 	case op != "" && (op[0] == '>' || op[0] == '#'):
-		var h string
-		if op[0] == '>' {
-			sum := sha256.Sum256([]byte(op[1:]))
-			h = hex.EncodeToString(sum[:])
-		} else {
-			if !validHash(op[1:]) {
-				return errACLHash
-			}
-			h = op[1:]
+		h, err := passwordHash(op, '>')
+		if err != nil {
+			return err
 		}
 		found := false
 		for _, p := range r.passwords {
@@ -333,15 +327,9 @@ func (r *aclRules) set(op string) error {
 		}
 		r.nopass = false
 	case op != "" && (op[0] == '<' || op[0] == '!'):
-		var h string
-		if op[0] == '<' {
-			sum := sha256.Sum256([]byte(op[1:]))
-			h = hex.EncodeToString(sum[:])
-		} else {
-			if !validHash(op[1:]) {
-				return errACLHash
-			}
-			h = op[1:]
+		h, err := passwordHash(op, '<')
+		if err != nil {
+			return err
 		}
 		for i, p := range r.passwords {
 			if p == h {
@@ -372,6 +360,19 @@ func (r *aclRules) finish() *aclRules {
 	root := r.selectors[0]
 	r.full = root.allFuture && len(root.rules) == 0 && root.allKeys && root.allChans
 	return r
+}
+
+// passwordHash is the SHA-256 hex a password rule names: of the password after clear ('>' or '<'), else the
+// hash given (checked).
+func passwordHash(op string, clear byte) (string, error) {
+	if op[0] == clear {
+		sum := sha256.Sum256([]byte(op[1:]))
+		return hex.EncodeToString(sum[:]), nil
+	}
+	if !validHash(op[1:]) {
+		return "", errACLHash
+	}
+	return op[1:], nil
 }
 
 func validHash(h string) bool {

@@ -155,17 +155,7 @@ func TestACLMatchesRedis(t *testing.T) {
 // subcommand Redis has, with the NOPERM of its full name; only the commands Redis lets any client run (AUTH,
 // HELLO, QUIT, RESET: no_auth) run. No command path escapes the check.
 func TestACLEveryCommandRefused(t *testing.T) {
-	ts := startServer(t, Options{}, 0)
-	admin := ts.raw(t)
-	admin.send(inlineToRESP("ACL SETUSER none on nopass nocommands resetkeys resetchannels"))
-	if r := admin.reply(); r != "+OK\r\n" {
-		t.Fatal(r)
-	}
-	c := ts.raw(t)
-	c.send(inlineToRESP("AUTH none x"))
-	if r := c.reply(); r != "+OK\r\n" {
-		t.Fatal(r)
-	}
+	c := connectAsNewUser(t, "none", "nocommands resetkeys resetchannels")
 	tab := aclTable()
 	checked := 0
 	for _, ac := range tab.cmds {
@@ -206,6 +196,23 @@ func TestACLEveryCommandRefused(t *testing.T) {
 	}
 }
 
+// connectAsNewUser starts a server, makes user (on, nopass) with rules, and returns a connection authenticated as
+// it.
+func connectAsNewUser(t *testing.T, user, rules string) *rawConn {
+	ts := startServer(t, Options{}, 0)
+	admin, c := ts.raw(t), ts.raw(t)
+	for _, step := range []struct {
+		rc  *rawConn
+		cmd string
+	}{{admin, "ACL SETUSER " + user + " on nopass " + rules}, {c, "AUTH " + user + " x"}} {
+		step.rc.send(inlineToRESP(step.cmd))
+		if r := step.rc.reply(); r != "+OK\r\n" {
+			t.Fatalf("%s: %q", step.cmd, r)
+		}
+	}
+	return c
+}
+
 // aclKeyExamples are calls for the commands whose keys a run of "1"s does not reach.
 var aclKeyExamples = map[string]string{
 	"xread": "XREAD STREAMS k 0", "xreadgroup": "XREADGROUP GROUP g c STREAMS k >", "migrate": "MIGRATE h 1 k 0 1",
@@ -219,17 +226,7 @@ var aclKeyExamples = map[string]string{
 // TestACLEveryKeyCommandRefused: a user with every command but no key is refused, with the key NOPERM, every
 // command and subcommand that names a key (by anykv's key finder or Redis's key specs).
 func TestACLEveryKeyCommandRefused(t *testing.T) {
-	ts := startServer(t, Options{}, 0)
-	admin := ts.raw(t)
-	admin.send(inlineToRESP("ACL SETUSER nokeys on nopass +@all resetkeys allchannels"))
-	if r := admin.reply(); r != "+OK\r\n" {
-		t.Fatal(r)
-	}
-	c := ts.raw(t)
-	c.send(inlineToRESP("AUTH nokeys x"))
-	if r := c.reply(); r != "+OK\r\n" {
-		t.Fatal(r)
-	}
+	c := connectAsNewUser(t, "nokeys", "+@all resetkeys allchannels")
 	tab := aclTable()
 	checked := 0
 	for _, ac := range tab.cmds {
