@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/tls"
 	"flag"
+	"fmt"
 	"log/slog"
 	"net/http"
 	_ "net/http/pprof" // profiles on --pprof only: DefaultServeMux is served nowhere else
@@ -101,6 +102,9 @@ func startListeners(srv *server.Server, store *kv.Store, c *config, m *metrics.M
 		c.allCounts.add(counts)
 		m.Connections("http", connFigures(counts))
 	}
+	if c.aclFile != "" && c.respAddr == "" && e.respTLS == "" {
+		return fmt.Errorf("--aclfile needs the RESP listener (--resp or --resp-tls): its users are the RESP server's")
+	}
 	// RESP binds last: a client (or a test) that finds it accepting knows every other listener is bound too.
 	if c.respAddr != "" || e.respTLS != "" {
 		ro := redis.Options{Metrics: m,
@@ -114,7 +118,13 @@ func startListeners(srv *server.Server, store *kv.Store, c *config, m *metrics.M
 		if c.rewriter != nil {
 			ro.Rewrite = c.rewriter.rewrite
 		}
+		ro.ACLFile = c.aclFile
 		h := redis.New(store, ro)
+		if c.aclFile != "" {
+			if err := h.LoadACLFile(); err != nil {
+				return fmt.Errorf("--aclfile: %v", err)
+			}
+		}
 		counts, err := listenBoth(srv, "resp", c.respAddr, e.respTLS, e.tls, h, c.maxClients)
 		if err != nil {
 			return err

@@ -38,6 +38,7 @@ type config struct {
 	minFree                  string // --min-free-space, parsed by pebblestore.ParseMinFree
 	respAddr                 string
 	password                 string
+	aclFile                  string
 	maxClients               int
 	maxKey, maxValue         int
 	maxBulk, maxArgs, maxInl int
@@ -103,6 +104,9 @@ func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	str(&c.password, "requirepass", "", "password every client must give: RESP AUTH or HELLO AUTH, memcached a first set command whose data is\n"+
 		"\"<user> <password>\", HTTP \"Authorization: Bearer <password>\" (also /metrics, /v1/openapi.json, --pprof).\n"+
 		"Without it only loopback clients are served, on every listener (protected mode); see docs/security.md")
+	str(&c.aclFile, "aclfile", "", "Redis ACL users file (\"user <name> <rules>\" lines): read at start (an error stops the server),\n"+
+		"written by ACL SAVE, read again by ACL LOAD; RESP clients authenticate as its users, memcached and HTTP\n"+
+		"clients as its default user (only while that user may do everything); see docs/security.md")
 	num(&c.maxClients, "maxclients", 10000, "most connections per protocol")
 	num(&c.maxKey, "max-key-size", kv.DefaultMaxKey, "largest key in bytes")
 	num(&c.maxValue, "max-value-size", kv.DefaultMaxValue, "largest value in bytes, also after APPEND or SETRANGE")

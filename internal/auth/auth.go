@@ -20,17 +20,25 @@ const ProtectedMode = "anykv is running in protected mode because no password is
 	"only clients on the loopback interface are served. To serve other hosts set a password with " +
 	"--requirepass (ANYKV_REQUIREPASS), or bind to loopback only (the default)."
 
-// Policy holds the password and the exposure rule. A nil *Policy is the policy of no password: loopback only.
-// It is safe for concurrent use; SetPassword (Redis's CONFIG SET requirepass) changes it for every protocol.
+// Policy holds the default user's credentials and the exposure rule. A nil *Policy is the policy of no password:
+// loopback only. It is safe for concurrent use; SetPassword (Redis's CONFIG SET requirepass) and SetDefaultUser
+// (the RESP server's ACL SETUSER default) change it for every protocol.
+//
+// memcached and HTTP clients act as Redis's default user, and only while that user may do everything: when it is
+// enabled, has every command and every key and channel (Full). A default user restricted by ACL rules (or
+// disabled) refuses them all, since those protocols cannot apply its rules.
 type Policy struct {
 	secret atomic.Pointer[secret]
 	pace   pacer // wrong passwords, all protocols and clients together
 }
 
-// secret is one password and its digest, swapped whole.
+// secret is the default user's credentials, swapped whole.
 type secret struct {
-	password string
-	digest   [sha256.Size]byte
+	password string              // the requirepass value, for CONFIG GET requirepass ("" when none was set)
+	digests  [][sha256.Size]byte // SHA-256 of each password the default user accepts
+	nopass   bool                // any password passes
+	disabled bool                // the default user is off: no client authenticates as it
+	limited  bool                // its ACL rules restrict it (not every command, key and channel)
 }
 
 // New returns the policy for password; "" means no password, so only loopback clients are served.
@@ -40,39 +48,89 @@ func New(password string) *Policy {
 	return p
 }
 
-// SetPassword replaces the password ("" for none). Clients already authenticated stay so, as in Redis; the
-// exposure rule follows at once for the connections accepted after it.
+// SetPassword replaces the default user's passwords with password ("" for none: nopass), as Redis's requirepass
+// does; its other rules stay. Clients already authenticated stay so, as in Redis; the exposure rule follows at
+// once for the connections accepted after it.
 func (p *Policy) SetPassword(password string) {
-	p.secret.Store(&secret{password: password, digest: sha256.Sum256([]byte(password))})
+	old := p.secret.Load()
+	sec := &secret{password: password, nopass: password == ""}
+	if password != "" {
+		sec.digests = [][sha256.Size]byte{sha256.Sum256([]byte(password))}
+	}
+	if old != nil {
+		sec.disabled, sec.limited = old.disabled, old.limited
+	}
+	p.secret.Store(sec)
+}
+
+// SetDefaultUser records the default user as ACL rules left it: the SHA-256 digests of its passwords, whether it
+// is nopass, enabled, and unrestricted (every command, key and channel). password is kept for CONFIG GET
+// requirepass.
+func (p *Policy) SetDefaultUser(password string, digests [][sha256.Size]byte, nopass, enabled, full bool) {
+	p.secret.Store(&secret{password: password, digests: append([][sha256.Size]byte(nil), digests...), nopass: nopass,
+		disabled: !enabled, limited: !full})
 }
 
 func (p *Policy) current() *secret {
 	if p == nil {
-		return &secret{}
+		return &secret{nopass: true}
 	}
 	return p.secret.Load()
 }
 
-// Required reports whether clients must give a password.
-func (p *Policy) Required() bool { return p.current().password != "" }
+// Required reports whether memcached and HTTP clients (and the server's accounting of unauthenticated
+// connections) must give a password: unless the default user is nopass, enabled and unrestricted.
+func (p *Policy) Required() bool {
+	sec := p.current()
+	return !sec.nopass || sec.disabled || sec.limited
+}
+
+// RESPRequired reports whether a new RESP connection must authenticate before its commands run: Redis's rule,
+// unless the default user is nopass and enabled (a restricted nopass default user serves RESP clients within its
+// rules).
+func (p *Policy) RESPRequired() bool {
+	sec := p.current()
+	return !sec.nopass || sec.disabled
+}
 
 // Password returns the configured password ("" for none), for CONFIG GET requirepass.
 func (p *Policy) Password() string { return p.current().password }
 
-// Check reports whether password opens the server: always when no password is required (as Redis's nopass
-// default user accepts any). Digests are compared in constant time, so neither the password's bytes nor its
-// length leak through timing.
+// Check reports whether password opens the server to a memcached or HTTP client, as the default user: always when
+// the default user is nopass (as Redis's nopass default user accepts any), never when it is disabled or restricted
+// by ACL rules. Digests are compared in constant time, so neither the password's bytes nor its length leak
+// through timing.
 func (p *Policy) Check(password []byte) bool {
 	sec := p.current()
-	if sec.password == "" {
+	if sec.disabled || sec.limited {
+		p.pace.wait()
+		return false
+	}
+	if sec.nopass {
 		return true
 	}
-	got := sha256.Sum256(password)
-	if subtle.ConstantTimeCompare(got[:], sec.digest[:]) == 1 {
+	if MatchDigest(sec.digests, password) {
 		return true
 	}
 	p.pace.wait()
 	return false
+}
+
+// MatchDigest reports whether password's SHA-256 is one of digests, comparing every one in constant time.
+func MatchDigest(digests [][sha256.Size]byte, password []byte) bool {
+	got := sha256.Sum256(password)
+	ok := 0
+	for i := range digests {
+		ok |= subtle.ConstantTimeCompare(got[:], digests[i][:])
+	}
+	return ok == 1
+}
+
+// Pace holds up a failed authentication that did not go through Check (a RESP user's), in the same queue.
+func (p *Policy) Pace() {
+	if p != nil {
+		p.pace.wait()
+	}
 }
 
 // Wrong passwords are paced: past a burst of failureBurst, each waits its turn at failureInterval after the
@@ -119,10 +177,11 @@ func (p *Policy) CheckBearer(authorization string) bool {
 	return p.Check([]byte(strings.TrimSpace(token)))
 }
 
-// Admits reports whether a client at remote may be served at all: with a password set every client may (and
-// must then authenticate); without one only loopback clients (protected mode, as Redis has it).
+// Admits reports whether a client at remote may be served at all: with a password set for the default user
+// every client may (and must then authenticate); while the default user is nopass only loopback clients
+// (protected mode, as Redis has it: other ACL users do not lift it).
 func (p *Policy) Admits(remote net.Addr) bool {
-	return p.Required() || IsLoopback(remote)
+	return !p.current().nopass || IsLoopback(remote)
 }
 
 // IsLoopback reports whether a connection's remote address is on this host's loopback interface. Addresses

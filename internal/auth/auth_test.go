@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"crypto/sha256"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -80,5 +81,26 @@ func TestWrongPasswordsArePaced(t *testing.T) {
 	}
 	if rightTook > 200*time.Millisecond { // the guesses' queue is 400 ms long
 		t.Fatalf("the right password waited %v behind the guesses", rightTook)
+	}
+}
+
+// TestRestrictedDefaultUserRefusesEveryone: once ACL rules restrict the default user (or turn it off), memcached
+// and HTTP clients (Check, CheckBearer) are refused whatever they send, and must authenticate; RESP clients still
+// run as it without a password when it is nopass and on (RESPRequired); the exposure rule follows nopass.
+func TestRestrictedDefaultUserRefusesEveryone(t *testing.T) {
+	far := &net.TCPAddr{IP: net.ParseIP("10.213.0.2"), Port: 1}
+	p := New("")
+	p.SetDefaultUser("", nil, true, true, false) // nopass, on, restricted
+	if !p.Required() || p.Check([]byte("x")) || p.CheckBearer("") || p.RESPRequired() || p.Admits(far) {
+		t.Fatal("a restricted nopass default user: wrong answers")
+	}
+	p = New("pw")
+	p.SetDefaultUser("pw", [][32]byte{sha256.Sum256([]byte("pw"))}, false, false, true) // off
+	if p.Check([]byte("pw")) || !p.RESPRequired() || !p.Admits(far) {
+		t.Fatal("a disabled default user: wrong answers")
+	}
+	p.SetDefaultUser("pw", [][32]byte{sha256.Sum256([]byte("pw")), sha256.Sum256([]byte("pw2"))}, false, true, true)
+	if !p.Check([]byte("pw2")) || !p.Check([]byte("pw")) || p.Check([]byte("pw3")) {
+		t.Fatal("a default user with two passwords: wrong answers")
 	}
 }

@@ -192,6 +192,15 @@ func (s *session) clientKill(args [][]byte) {
 			preds = append(preds, func(o *session) bool { return o.conn.RemoteAddr().String() == v })
 		case "laddr":
 			preds = append(preds, func(o *session) bool { return o.conn.LocalAddr().String() == v })
+		case "user":
+			s.h.acl.mu.Lock()
+			u := s.h.acl.users[v]
+			s.h.acl.mu.Unlock()
+			if u == nil {
+				s.w.Error("ERR No such user '" + v + "'")
+				return
+			}
+			preds = append(preds, func(o *session) bool { return o.user == u })
 		case "type": // as CLIENT LIST's TYPE filter
 			keep, ok := s.clientListFilter(args[i : i+2])
 			if !ok {

@@ -37,7 +37,8 @@ type clientState struct {
 
 // containers are the commands whose subcommand is part of the name Redis 7 shows in CLIENT LIST (cmd=).
 var containers = map[string]bool{"client": true, "config": true, "command": true, "object": true, "memory": true,
-	"script": true, "pubsub": true, "slowlog": true, "function": true, "debug": true, "xinfo": true, "xgroup": true}
+	"script": true, "pubsub": true, "slowlog": true, "function": true, "debug": true, "xinfo": true, "xgroup": true,
+	"acl": true}
 
 // fullNames interns "container|sub" names so publishing one allocates only the first time.
 var fullNames sync.Map
@@ -136,7 +137,7 @@ func (s *session) clientLine(now time.Time, argv int) string {
 		{"multi", itoa(int64(st.multi.Load()))}, {"qbuf", itoa(qbuf)}, {"qbuf-free", itoa(qcap - qbuf)},
 		{"argv-mem", itoa(int64(argv))}, {"multi-mem", itoa(mm)}, {"rbs", itoa(qcap)}, {"rbp", itoa(qbuf)},
 		{"obl", itoa(obl)}, {"oll", "0"}, {"omem", "0"}, {"tot-mem", itoa(qcap + mm + obl + int64(argv))},
-		{"events", "r"}, {"cmd", cmd}, {"user", "default"}, {"redir", itoa(st.redir.Load())},
+		{"events", "r"}, {"cmd", cmd}, {"user", s.userName()}, {"redir", itoa(st.redir.Load())},
 		{"resp", itoa(int64(st.resp.Load()))}, {"lib-name", s.libName}, {"lib-ver", s.libVer},
 	} {
 		if b.Len() > 0 {

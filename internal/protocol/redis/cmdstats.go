@@ -173,6 +173,9 @@ func (h *Handler) resetStats() {
 	}
 	h.stats.since.Store(&b)
 	h.stats.commands.Store(0)
+	for i := range h.acl.denied {
+		h.acl.denied[i].Store(0)
+	}
 	for i := range h.cmdStats {
 		st := &h.cmdStats[i]
 		st.calls.Store(0)

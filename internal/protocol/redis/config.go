@@ -19,7 +19,7 @@ var configSetters = map[string]func(h *Handler, v string) (apply func(), err err
 		return func() { h.notifyFlags.Store(int32(f)) }, err
 	},
 	"requirepass": func(h *Handler, v string) (func(), error) {
-		return func() { h.opts.Auth.SetPassword(v) }, nil // every protocol sharing the policy follows
+		return func() { h.setRequirePass(v) }, nil // the default user's password; every protocol sharing the policy follows
 	},
 	"maxclients": func(h *Handler, v string) (func(), error) {
 		n, err := configInt(v, 1, math.MaxUint32, false)

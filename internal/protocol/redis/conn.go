@@ -41,31 +41,24 @@ func cmdPing(s *session, args [][]byte) {
 
 func cmdEcho(s *session, args [][]byte) { s.w.Bulk(args[1]) }
 
-// checkPassword asks the policy (constant time); user must be "default" (anykv has one user, as Redis without
-// ACLs). Without a password the default user is nopass, as in Redis: any password passes.
-func (s *session) checkPassword(user, pass []byte) bool {
-	ok := s.h.opts.Auth.Check(pass)
-	return ok && (user == nil || string(user) == "default")
-}
-
 func cmdAuth(s *session, args [][]byte) {
 	if len(args) > 3 {
 		s.w.Error(errSyntax)
 		return
 	}
-	if !s.h.opts.Auth.Required() && len(args) == 2 {
-		s.w.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
-		return
-	}
-	var user []byte
-	if len(args) == 3 {
+	user := []byte("default")
+	if len(args) == 2 {
+		if s.h.acl.def.get().nopass {
+			s.w.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+			return
+		}
+	} else {
 		user = args[1]
 	}
-	if !s.checkPassword(user, args[len(args)-1]) {
+	if !s.authenticate(user, args[len(args)-1]) {
 		s.w.Error("WRONGPASS invalid username-password pair or user is disabled.")
 		return
 	}
-	s.setAuthed(true)
 	s.w.SimpleString("OK")
 }
 
@@ -87,12 +80,11 @@ func cmdHello(s *session, args [][]byte) {
 	for i := 2; i < len(args); i++ {
 		switch {
 		case eq(args[i], "auth") && i+2 < len(args):
-			// Without --requirepass the default user has no password and, as in Redis, any password passes.
-			if !s.checkPassword(args[i+1], args[i+2]) {
+			// A nopass user (the default one without --requirepass) takes any password, as in Redis.
+			if !s.authenticate(args[i+1], args[i+2]) {
 				s.w.Error("WRONGPASS invalid username-password pair or user is disabled.")
 				return
 			}
-			s.setAuthed(true)
 			i += 2
 		case eq(args[i], "setname") && i+1 < len(args):
 			name, setName = args[i+1], true
@@ -167,9 +159,9 @@ func cmdReset(s *session, args [][]byte) {
 	}
 	s.trackOff()
 	s.setProto(2)
-	s.setAuthed(!s.h.opts.Auth.Required())
-	s.reads = nil // READWRITE
-	s.setInfo(func() { s.db, s.name = 0, "" })
+	s.setAuthed(!s.h.opts.Auth.RESPRequired()) // back to the default user, authenticated if it is nopass and on
+	s.reads = nil                              // READWRITE
+	s.setInfo(func() { s.db, s.name, s.user = 0, "", s.h.acl.def })
 	s.w.SimpleString("RESET")
 }
 

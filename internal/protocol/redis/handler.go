@@ -63,6 +63,8 @@ type Options struct {
 	ConfigFile string
 	// Start holds start values of run-time settings with no field of their own (see CheckStartSettings).
 	Start map[string]string
+	// ACLFile is Redis's aclfile: the users ACL SAVE writes and ACL LOAD reads (LoadACLFile at start); "": none.
+	ACLFile string
 	// NotifyKeyspaceEvents is the initial notify-keyspace-events value (Redis's class letters; "" sends none).
 	// CONFIG SET changes it while running.
 	NotifyKeyspaceEvents string
@@ -128,6 +130,7 @@ type Handler struct {
 	latency     latencyMonitor // LATENCY and latency-monitor-threshold (latency.go)
 	// streamNode is stream-node-max-entries: the node size that XADD's and XTRIM's "~" trims by (streams.go).
 	streamNode atomic.Int64
+	acl        *aclRegistry // ACL users (acl.go)
 }
 
 // New returns a handler over store.
@@ -147,6 +150,7 @@ func New(store *kv.Store, opts Options) *Handler {
 	runtime.ReadMemStats(&ms)
 	h.startupHeap = ms.HeapAlloc
 	h.cmdStats = make([]cmdStats, commandIDs)
+	h.initACL()
 	for _, c := range commands {
 		h.observers[c.id] = opts.Metrics.Command("resp", c.name) // nil-safe: a nil Metrics gives nil observers
 	}

@@ -246,7 +246,9 @@ func (h *Handler) statSection(sec string) [][2]string {
 			{"keyspace_hits", itoa(st.Hits - b.hits)}, {"keyspace_misses", itoa(st.Misses - b.misses)},
 			{"migrate_cached_sockets", "0"},
 			{"tracking_total_keys", itoa(int64(keys))}, {"tracking_total_items", itoa(int64(items))},
-			{"tracking_total_prefixes", itoa(int64(prefixes))}, {"total_error_replies", itoa(h.errs.total.Load())}}
+			{"tracking_total_prefixes", itoa(int64(prefixes))}, {"total_error_replies", itoa(h.errs.total.Load())},
+			{"acl_access_denied_auth", itoa(h.acl.denied[0].Load())}, {"acl_access_denied_cmd", itoa(h.acl.denied[1].Load())},
+			{"acl_access_denied_key", itoa(h.acl.denied[2].Load())}, {"acl_access_denied_channel", itoa(h.acl.denied[3].Load())}}
 	case "cluster":
 		return [][2]string{{"cluster_enabled", "0"}}
 	case "replication":

@@ -72,12 +72,18 @@ func monitorRefuses(cmd *command) bool {
 // adminClientSubs are the CLIENT subcommands Redis flags admin, and therefore does not show to monitors.
 var adminClientSubs = map[string]bool{"kill": true, "list": true, "pause": true, "unpause": true, "no-evict": true}
 
+// plainACLSubs are the ACL subcommands Redis does not flag admin (monitors see them).
+var plainACLSubs = map[string]bool{"cat": true, "whoami": true, "genpass": true, "help": true}
+
 // feedMonitors sends one command that ran to every monitor (the caller checked that there is one).
 func (s *session) feedMonitors(cmd *command, args [][]byte) {
 	if cmd.flags&flagAdmin != 0 && (cmd.data == nil || cmd.name == "debug") { // DEBUG OBJECT runs in the batch
 		return
 	}
 	if cmd.name == "client" && len(args) > 1 && adminClientSubs[lower(args[1])] {
+		return
+	}
+	if cmd.name == "acl" && len(args) > 1 && !plainACLSubs[lower(args[1])] { // SETUSER, LOG, ...: admin in Redis
 		return
 	}
 	line := monitorLine(s.h.store.Time(), s.db, s.conn.RemoteAddr().String(), cmd.name, args)
@@ -131,6 +137,8 @@ func redacted(name string, args [][]byte, i int) bool {
 	switch name {
 	case "auth":
 		return i > 0
+	case "acl": // ACL SETUSER's rules hold passwords: all redacted, as Redis does
+		return len(args) > 1 && eq(args[1], "setuser") && i >= 2
 	case "config":
 		// CONFIG SET name value [name value ...]: a value whose name is a secret (Redis's SENSITIVE_CONFIG).
 		return len(args) > 1 && eq(args[1], "set") && i >= 3 && i%2 == 1 && sensitiveConfig[strings.ToLower(string(args[i-1]))]

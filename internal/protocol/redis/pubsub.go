@@ -227,7 +227,9 @@ func (s *session) leaveAll() {
 	for ch := range s.shards {
 		s.h.shards.Unsubscribe(ch, shardSub{s.sub})
 	}
+	s.subsMu.Lock()
 	s.channels, s.patterns, s.shards = map[string]int{}, map[string]int{}, map[string]int{}
+	s.subsMu.Unlock()
 	s.notePubSub()
 }
 
@@ -294,7 +296,9 @@ func cmdSubscribe(s *session, args [][]byte) {
 	name := lower(args[0])
 	if s.channels == nil {
 		s.ensurePusher()
+		s.subsMu.Lock()
 		s.channels, s.patterns, s.shards = map[string]int{}, map[string]int{}, map[string]int{}
+		s.subsMu.Unlock()
 	}
 	defer s.notePubSub() // a RESP2 redirect target now gets invalidations as messages (tracking_push.go)
 	s.out()              // earlier replies stay ahead of the confirmations
@@ -328,7 +332,9 @@ func cmdSubscribe(s *session, args [][]byte) {
 					s.out() // through the pusher, after the confirmations before it
 					return
 				}
+				s.subsMu.Lock()
 				set[string(a)] = size
+				s.subsMu.Unlock()
 				s.confirm(name, a, false) // queued before the broker can deliver on it
 				if pattern {
 					broker.PSubscribe(string(a), g, sub)
@@ -357,7 +363,9 @@ func cmdSubscribe(s *session, args [][]byte) {
 		}
 		for _, a := range names {
 			if size, in := set[string(a)]; in {
+				s.subsMu.Lock()
 				delete(set, string(a))
+				s.subsMu.Unlock()
 				s.acct.Release(size)
 				s.held.subs -= size
 				if pattern {

@@ -275,7 +275,7 @@ func (s *session) scriptMutation(src []byte, sha string, rest [][]byte, n int, r
 		mode += "3" // the caller's protocol: the result is encoded for it
 	}
 	fargs := [][]byte{[]byte(sha), []byte(itoa(int64(s.db))), []byte(itoa(int64(s.h.store.Limits().MaxValue))),
-		[]byte(itoa(int64(s.h.opts.Databases))), []byte(mode), []byte(itoa(s.h.scriptHost) + s.scriptTracker())}
+		[]byte(itoa(int64(s.h.opts.Databases))), []byte(mode), []byte(itoa(s.h.scriptHost) + s.scriptTracker() + s.scriptACL())}
 	fargs = append(fargs, rest...)
 	fargs = append([][]byte{src}, copyArgs(fargs)...) // src is the cache's, never changed
 	m := engine.Mutation{Op: engine.OpCall, Table: s.table(), Call: engine.CallArgs{Name: evalFunc, Args: fargs, Keys: copyArgs(keys)}}
@@ -441,6 +441,7 @@ func runScriptLua(tx *engine.Tx, args [][]byte, collect *bool) (res engine.Resul
 	host, tracker := scriptHost(args[5])
 	run := &scriptRun{tx: tx, h: h, db: db, readOnly: readOnly, host: host, tracker: tracker}
 	run.monitor = strings.Contains(string(args[4]), "m")
+	run.user, run.caller, h.acl = scriptACLUser(host, args[5])
 	if strings.Contains(string(args[4]), "n") { // the caller wants keyspace events: the commands collect them
 		h.sink = &run.out
 		h.notifyFlags.Store(notifyAll | notifyNew | notifyKeyspace | notifyKeyevent)
@@ -579,6 +580,10 @@ type scriptRun struct {
 	monitor bool
 	// tracker is the id of the tracking client that runs the script, whose reads register their keys (0: none).
 	tracker int64
+	// user is the ACL user the script's commands are checked as (nil: one who may do everything), caller the
+	// connection that ran it (for ACL LOG; nil when gone).
+	user   *aclUser
+	caller *session
 }
 
 // call runs one redis.call from a script: the command compiles as on a connection and its mutations apply
@@ -603,6 +608,13 @@ func (r *scriptRun) call(L *lua.LState) (lua.LValue, error) {
 		args[i] = b
 	}
 	s := r.session()
+	if s.user != nil { // ACL, as Redis checks a script's call: after the command's name and arity
+		if cmd := s.lookup(args[0]); cmd != nil && !(cmd.arity > 0 && n != cmd.arity || cmd.arity < 0 && n < -cmd.arity) {
+			if res, _ := s.aclDeny(cmd, args); res != aclOK {
+				return errTable(scriptNoperm[res]), nil
+			}
+		}
+	}
 	shown := func() { // a command that passed the checks is shown to monitors, as Redis's call() feeds them
 		if r.monitor {
 			r.out = append(r.out, keyEvent{monitor: true, db: r.db, args: copyArgs(args)})
@@ -671,7 +683,8 @@ func (r *scriptRun) call(L *lua.LState) (lua.LValue, error) {
 // each was a sixth of what a BullMQ script allocated).
 func (r *scriptRun) session() *session {
 	if r.s == nil {
-		r.s = &session{h: r.h, w: resp.NewWriter(2), db: r.db, authed: true, ctx: context.Background(), inScript: true}
+		r.s = &session{h: r.h, w: resp.NewWriter(2), db: r.db, authed: true, ctx: context.Background(), inScript: true,
+			user: r.user, scriptCaller: r.caller}
 		return r.s
 	}
 	s := r.s

@@ -46,7 +46,8 @@ func registerScriptHost(h *Handler) {
 // scriptHost returns the handler numbered by arg, nil when there is none (any more), and the tracking client
 // that follows the number after a colon (0: none).
 func scriptHost(arg []byte) (*Handler, int64) {
-	num, client, _ := strings.Cut(string(arg), ":")
+	hostArg, _, _ := strings.Cut(string(arg), " ") // the ACL user after a space (scriptACLUser)
+	num, client, _ := strings.Cut(hostArg, ":")
 	tracker, _ := strconv.ParseInt(client, 10, 64)
 	id, err := strconv.ParseInt(num, 10, 64)
 	if err != nil {

@@ -70,7 +70,11 @@ type session struct {
 	libName string
 	libVer  string
 	authed  bool
-	closing bool
+	// user is the ACL user the connection runs as (set under h.mu: CLIENT LIST reads it); nil in a script's
+	// session that needs no checks. scriptCaller is, in a script's session, the connection that ran it (ACL LOG).
+	user         *aclUser
+	scriptCaller *session
+	closing      bool
 	// monitoring: the connection ran MONITOR; its output goes through sub, and it may not touch the keyspace.
 	monitoring bool
 	// waited is how long the command running now waited blocked (BLPOP), which the latency monitor leaves out.
@@ -126,7 +130,10 @@ type session struct {
 	inScript bool
 
 	// Pub/sub: once the connection subscribed, its output goes through sub (see pubsub.go).
-	sub      *pusher
+	sub *pusher
+	// subsMu guards the writes of channels, patterns and shards, which ACL SETUSER reads from another goroutine
+	// (its own goroutine reads them without it).
+	subsMu   sync.Mutex
 	channels map[string]int // subscribed names, each with the bytes it holds (s.held.subs)
 	patterns map[string]int
 	shards   map[string]int // shard channels (SSUBSCRIBE)
@@ -146,7 +153,7 @@ func newSession(h *Handler, c net.Conn) *session {
 	s := &session{
 		h: h, conn: c, id: h.nextID.Add(1), created: h.store.Time(),
 		lim: h.limits.Load(), w: resp.NewWriter(2),
-		authed: !h.opts.Auth.Required(), ctx: context.Background(),
+		authed: !h.opts.Auth.RESPRequired(), ctx: context.Background(), user: h.acl.def,
 	}
 	s.parser = resp.NewParser(*s.lim)
 	s.setAuthed(s.authed)
@@ -244,6 +251,16 @@ func (s *session) dispatch(args [][]byte) {
 	if (cmd.arity > 0 && len(args) != cmd.arity) || (cmd.arity < 0 && len(args) < -cmd.arity) {
 		s.reject("ERR wrong number of arguments for '" + cmd.name + "' command")
 		return
+	}
+	if s.user != nil && !s.user.get().full { // ACL: before the command runs or is queued (aclcheck.go)
+		if msg := s.aclRefuse(cmd, args); msg != "" {
+			if cmd.name == "exec" { // a refused EXEC discards the transaction, as Redis's execCommandAbort
+				msg = "EXECABORT Transaction discarded because of: " + msg
+				s.endMulti()
+			}
+			s.reject(msg)
+			return
+		}
 	}
 	if s.subscribedContext(cmd) {
 		return

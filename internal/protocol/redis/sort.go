@@ -22,15 +22,17 @@ func init() {
 	)
 	// STORE sends sortstore about the destination, or del when an empty result removed it.
 	notes["sort"] = func(n *noteCtx) {
-		if _, dst, _ := parseSort(n.args, false, false); dst > 0 {
+		if _, dst, _ := parseSort(n.args, false, false, false); dst > 0 {
 			storeInto(notifyList, "sortstore", func(*noteCtx) []byte { return n.args[dst] })(n)
 		}
 	}
 }
 
 // parseSort reads SORT's options (SORT_RO's when readonly) as Redis's sortCommandGeneric does: dst is the index of
-// the last STORE's destination (0: none), errMsg Redis's error for the first bad option.
-func parseSort(args [][]byte, readonly, script bool) (spec collections.SortSpec, dst int, errMsg string) {
+// the last STORE's destination (0: none), errMsg Redis's error for the first bad option. limited: the user may not
+// read every key (ACL), so BY with a pattern and GET are refused, as in Redis (the keys they read are not
+// arguments).
+func parseSort(args [][]byte, readonly, script, limited bool) (spec collections.SortSpec, dst int, errMsg string) {
 	spec = collections.SortSpec{Src: args[1], Count: -1, Script: script}
 	for j := 2; j < len(args); j++ {
 		left := len(args) - j - 1
@@ -56,9 +58,14 @@ func parseSort(args [][]byte, readonly, script bool) (spec collections.SortSpec,
 			spec.By = args[j+1]
 			if p := args[j+1]; bytes.IndexByte(p[:cLen(p)], '*') < 0 {
 				spec.NoSort = true // a constant: nothing to sort by (and it stays so, as in Redis)
+			} else if limited {
+				return spec, 0, "ERR BY option of SORT denied due to insufficient ACL permissions."
 			}
 			j++
 		case eq(a, "get") && left >= 1:
+			if limited {
+				return spec, 0, "ERR GET option of SORT denied due to insufficient ACL permissions."
+			}
 			spec.Gets = append(spec.Gets, args[j+1])
 			j++
 		default:
@@ -97,14 +104,15 @@ func sortKeys(args [][]byte) []int {
 	if store > 0 {
 		idx = append(idx, store)
 	}
-	if _, dst, msg := parseSort(args, false, false); msg == "" && dst > 0 && (store == 0 || string(args[dst]) != string(args[store])) {
+	if _, dst, msg := parseSort(args, false, false, false); msg == "" && dst > 0 && (store == 0 || string(args[dst]) != string(args[store])) {
 		idx = append(idx, dst)
 	}
 	return idx
 }
 
 func cmdSort(s *session, args [][]byte) {
-	spec, dst, msg := parseSort(args, eq(args[0], "sort_ro"), s.inScript)
+	limited := s.user != nil && !s.user.get().fullKeyAccess(s.lookup(args[0]), args)
+	spec, dst, msg := parseSort(args, eq(args[0], "sort_ro"), s.inScript, limited)
 	if msg != "" {
 		s.fail(msg)
 		return

@@ -72,6 +72,10 @@ func cmdExec(s *session, args [][]byte) {
 	defer func() { s.inExec = false }()
 	for _, a := range queued {
 		c := s.lookup(a[0])
+		if msg := s.aclRecheck(c, a); msg != "" { // the user's rules may have changed since it was queued
+			s.batch.Plan(pending{errMsg: msg})
+			continue
+		}
 		if c.name == "select" { // it changes where the commands after it write, so it takes effect now
 			if msg := s.selectDB(a[1]); msg != "" {
 				s.batch.Plan(pending{errMsg: msg})
