@@ -109,7 +109,7 @@ func cmdBackup(s *session, args [][]byte) {
 	}
 	// Writing files where a client names is the server's file system opened to it (Redis keeps `dir` a
 	// protected config for that reason): a client on another host may write only under the backup directory,
-	// and so may a local one unless it gave the password; without a password any local user could have the
+	// and so may a local one unless it runs as a user with a password (the default user's is --requirepass); without a password any local user could have the
 	// server create directories of files, their contents chosen by SET, wherever its user may write.
 	if !within(dest, s.h.opts.BackupDir) {
 		if !loopbackConn(s.conn) {
@@ -117,7 +117,7 @@ func cmdBackup(s *session, args [][]byte) {
 				s.h.opts.BackupDir + "); a client on the server's own host that gave the password may name any directory")
 			return
 		}
-		if !s.h.opts.Auth.Required() {
+		if u := s.user; u == nil || u.get().nopass { // a user without a password: any local user may be it
 			s.w.Error("ERR BACKUP without a password writes only under the server's backup directory (--backup-dir " +
 				s.h.opts.BackupDir + "); with --requirepass, a client on the server's own host may name any directory")
 			return

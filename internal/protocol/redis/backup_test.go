@@ -73,3 +73,30 @@ func TestLocalBackupAnywhereNeedsThePassword(t *testing.T) {
 		}
 	}
 }
+
+// TestBackupAnywhereNeedsAUserWithAPassword: a local client that authenticated as an ACL user without a password
+// (nopass: any local user may be it) is held to the backup directory as the default nopass user is; one with a
+// password may name any directory.
+func TestBackupAnywhereNeedsAUserWithAPassword(t *testing.T) {
+	var wrote []string
+	ts := startServer(t, Options{BackupDir: "/srv/anykv-backups", Auth: auth.New("sekret"),
+		Backup: func(_ context.Context, dir string) error { wrote = append(wrote, dir); return nil }}, 0)
+	admin := ts.client(t, &goredis.Options{Password: "sekret"})
+	for _, rule := range [][]any{{"ACL", "SETUSER", "guest", "on", "nopass", "+@all", "~*"},
+		{"ACL", "SETUSER", "ops", "on", ">opspw", "+@all", "~*"}} {
+		if err := admin.Do(ctx, rule...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	guest := ts.client(t, &goredis.Options{Username: "guest", Password: "anything"})
+	if err := guest.Do(ctx, "BACKUP", "/root/.ssh/x").Err(); err == nil || !strings.Contains(err.Error(), "writes only under") {
+		t.Fatalf("BACKUP /root/.ssh/x as a nopass user: %v", err)
+	}
+	ops := ts.client(t, &goredis.Options{Username: "ops", Password: "opspw"})
+	if err := ops.Do(ctx, "BACKUP", "/srv/elsewhere").Err(); err != nil {
+		t.Fatalf("BACKUP /srv/elsewhere as a user with a password: %v", err)
+	}
+	if len(wrote) != 1 || wrote[0] != "/srv/elsewhere" {
+		t.Fatalf("backups written: %q", wrote)
+	}
+}
