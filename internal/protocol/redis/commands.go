@@ -44,6 +44,8 @@ type command struct {
 	// notKeys marks arguments at the key positions that are no keys (the shard channels of SPUBLISH): GETKEYS
 	// finds none.
 	notKeys bool
+	// pushes: its replies are pushes (SUBSCRIBE's confirmations), which CLIENT REPLY OFF and SKIP leave.
+	pushes bool
 	// inScript marks an immediate command a script may call (KEYS, SCAN, RANDOMKEY, DBSIZE, ECHO): it then reads
 	// the keys as the script's batch sees them (session.txKeys).
 	inScript  bool

@@ -162,6 +162,7 @@ func cmdReset(s *session, args [][]byte) {
 	s.setAuthed(!s.h.opts.Auth.RESPRequired()) // back to the default user, authenticated if it is nopass and on
 	s.reads = nil                              // READWRITE
 	s.setInfo(func() { s.db, s.name, s.user = 0, "", s.h.acl.def })
+	s.replyOff, s.skipNext, s.silent = false, false, false // CLIENT REPLY ON, and RESET is answered
 	s.w.SimpleString("RESET")
 }
 
@@ -268,12 +269,24 @@ func cmdClient(s *session, args [][]byte) {
 		s.clientGetRedir()
 	case sub == "trackinginfo" && len(args) == 2:
 		s.clientTrackingInfo()
+	case sub == "reply" && len(args) == 3:
+		switch lower(args[2]) {
+		case "on":
+			s.replyOff, s.skipNext, s.silent = false, false, false
+			s.w.SimpleString("OK")
+		case "off":
+			s.replyOff = true
+		case "skip":
+			s.skipNext = !s.replyOff
+		default:
+			s.w.Error(errSyntax)
+		}
 	case sub == "unblock" && (len(args) == 3 || len(args) == 4):
 		s.clientUnblock(args)
 	case sub == "unblock" && len(args) > 4:
 		s.w.Error("ERR unknown subcommand or wrong number of arguments for '" + clip(args[1]) + "'. Try CLIENT HELP.")
 	default:
 		s.subcommandError("client", args[1], "kill", "setname", "getname", "id", "info", "list", "setinfo", "pause",
-			"unpause", "no-evict", "no-touch", "tracking", "caching", "getredir", "trackinginfo", "unblock")
+			"unpause", "no-evict", "no-touch", "tracking", "caching", "getredir", "trackinginfo", "unblock", "reply")
 	}
 }

@@ -36,6 +36,9 @@ func init() {
 		sh(ps(&command{name: "sunsubscribe", arity: -1, flags: flagTx, imm: cmdSubscribe, since: "7.0.0", summary: "Stops listening to messages posted to shard channels."}), -1),
 		sh(ps(&command{name: "spublish", arity: 3, flags: flagFast, imm: cmdSPublish, since: "7.0.0", summary: "Post a message to a shard channel"}), 1),
 	)
+	for _, name := range []string{"subscribe", "unsubscribe", "psubscribe", "punsubscribe", "ssubscribe", "sunsubscribe"} {
+		commands[name].pushes = true // their confirmations are pushes: CLIENT REPLY OFF leaves them, as Redis
+	}
 }
 
 // pubsubLimit bounds a subscriber's queued output.
@@ -239,6 +242,7 @@ func (s *session) out() error {
 		return nil
 	}
 	defer s.w.Reset()
+	s.outs++
 	s.adoptPusher()
 	if s.sub != nil {
 		s.sub.enqueue(s.w.Bytes())

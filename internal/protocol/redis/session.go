@@ -36,6 +36,7 @@ type pending struct {
 	// marks a command refused before it ran (arity, NOAUTH, ...).
 	cmd      *command
 	rejected bool
+	silent   bool // CLIENT REPLY OFF or SKIP: the reply is not sent
 
 	// Keyspace notifications (notify.go): the command whose events to send, its database, and how many key
 	// reads bracket its mutations on each side (among its mutations).
@@ -106,6 +107,12 @@ type session struct {
 
 	// CLIENT UNBLOCK (blocking.go): while the connection waits in a blocking command, the channel another
 	// connection's CLIENT UNBLOCK sends on, under unblockMu; unblockedErr: the wait ended with ERROR.
+	// CLIENT REPLY (conn.go): replyOff (OFF), skipNext (SKIP: the next command's reply), silent (the command being
+	// run answers nothing); outs counts the writes of replies (out), so that a command's reply is found in the
+	// buffer even after a blocking command sent what came before it.
+	replyOff, skipNext, silent bool
+	outs                       int
+
 	unblockMu    sync.Mutex
 	unblockCh    chan bool
 	unblockedErr bool
@@ -190,12 +197,12 @@ func (s *session) add(m engine.Mutation) { s.batch.Add(m) }
 // plan registers the reply of the command that just added its mutations.
 func (s *session) plan(fn replyFunc) {
 	p := s.batch.PlanNext()
-	p.fn, p.obs, p.start, p.cmd, p.args = fn, s.obs, s.start, s.cur, s.curArgs
+	p.fn, p.obs, p.start, p.cmd, p.args, p.silent = fn, s.obs, s.start, s.cur, s.curArgs, s.silent
 }
 
 // fail registers an error reply for the command being compiled; it must add no mutation.
 func (s *session) fail(msg string) {
-	s.batch.Plan(pending{errMsg: msg, obs: s.obs, start: s.start, cmd: s.cur, args: s.curArgs})
+	s.batch.Plan(pending{errMsg: msg, obs: s.obs, start: s.start, cmd: s.cur, args: s.curArgs, silent: s.silent})
 }
 
 // lookup finds the command named by args[0], case-insensitively.
@@ -226,6 +233,7 @@ func (s *session) lookup(name []byte) *command {
 func (s *session) dispatch(args [][]byte) {
 	s.obs, s.cur, s.curArgs = s.h.unknownCommand, nil, args
 	s.start = s.readAt
+	s.silent, s.skipNext = s.replyOff || s.skipNext, false
 	cmd := s.lookup(args[0])
 	if s.trk != nil {
 		s.trackCommand(cmd)
@@ -310,13 +318,19 @@ func (s *session) dispatch(args [][]byte) {
 		s.compile(cmd, args)
 	default:
 		s.flush()
-		before := s.w.Len()
+		before, outs := s.w.Len(), s.outs
 		cmd.imm(s, args)
-		if len(s.trackOwn) > 0 { // after the reply of EXEC, EVAL, a blocking command
-			s.emitOwn(nil, nil)
+		if s.outs != outs { // it sent what came before it (a blocking command): its reply starts the buffer
+			before = 0
 		}
 		out := s.w.Bytes()
 		failed, took := len(out) > before && out[before] == '-', time.Since(s.start)
+		if s.silent && !cmd.pushes {
+			s.w.Truncate(before)
+		}
+		if len(s.trackOwn) > 0 { // after the reply of EXEC, EVAL, a blocking command
+			s.emitOwn(nil, nil)
+		}
 		s.obs.Observe(took, failed)
 		s.account(cmd, args, took, false, failed)
 		s.counted.flush()
@@ -397,7 +411,9 @@ func (s *session) unhold(held *int) {
 // immediate writes a reply now, after the replies already pending.
 func (s *session) immediate(write func()) {
 	s.flush()
-	write()
+	if !s.silent {
+		write()
+	}
 }
 
 // argsSize is the bytes of a command's arguments.
@@ -676,6 +692,9 @@ func (s *session) replyTo(p *pending, own []engine.Result, muts []engine.Mutatio
 	s.account(p.cmd, p.args, took, p.rejected, failed)
 	if p.note != nil && err == nil {
 		s.publishNotes(p, own, muts, s.w.Bytes()[before:])
+	}
+	if p.silent {
+		s.w.Truncate(before)
 	}
 	if len(s.trackOwn) > 0 {
 		s.emitOwn(muts, own)

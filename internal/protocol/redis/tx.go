@@ -73,14 +73,14 @@ func cmdExec(s *session, args [][]byte) {
 	for _, a := range queued {
 		c := s.lookup(a[0])
 		if msg := s.aclRecheck(c, a); msg != "" { // the user's rules may have changed since it was queued
-			s.batch.Plan(pending{errMsg: msg})
+			s.batch.Plan(pending{errMsg: msg, silent: s.silent})
 			continue
 		}
 		if c.name == "select" { // it changes where the commands after it write, so it takes effect now
 			if msg := s.selectDB(a[1]); msg != "" {
-				s.batch.Plan(pending{errMsg: msg})
+				s.batch.Plan(pending{errMsg: msg, silent: s.silent})
 			} else {
-				s.batch.Plan(pending{status: "OK"})
+				s.batch.Plan(pending{status: "OK", silent: s.silent})
 			}
 			continue
 		}
@@ -104,7 +104,7 @@ func cmdExec(s *session, args [][]byte) {
 		} else {
 			// Run after the batch, when its reply is written (LMPOP, a blocking pop, KEYS: docs/resp.md), in the
 			// database selected where it was queued.
-			s.batch.Plan(pending{imm: c, immDB: s.db, args: a, cmd: c, start: s.start})
+			s.batch.Plan(pending{imm: c, immDB: s.db, args: a, cmd: c, start: s.start, silent: s.silent})
 		}
 	}
 	guards := make([]engine.Mutation, 0, len(watched))

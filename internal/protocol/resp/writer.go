@@ -55,6 +55,9 @@ func (w *Writer) Bytes() []byte { return w.buf }
 // Len returns how many bytes are waiting to be flushed.
 func (w *Writer) Len() int { return len(w.buf) }
 
+// Truncate drops what was written after the first n bytes (a reply CLIENT REPLY OFF or SKIP silences).
+func (w *Writer) Truncate(n int) { w.buf = w.buf[:n] }
+
 // Reset empties the writer after a flush, keeping its memory for the next
 // batch unless it grew past 1 MiB.
 func (w *Writer) Reset() {
