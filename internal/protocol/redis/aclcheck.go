@@ -110,7 +110,8 @@ func aclTable() *aclTab {
 
 // keySpec is one of Redis 7's key specifications, as COMMAND INFO gives it.
 type keySpec struct {
-	perm       int // what a key it finds needs: read if access, write if insert, delete or update
+	flags      []string // as COMMAND INFO lists them (RO, RW, OW, RM, access, update, insert, delete, ...)
+	perm       int      // what a key it finds needs: read if access, write if insert, delete or update
 	notKey     bool
 	bsType     string // index, keyword, unknown
 	bsIndex    int
@@ -168,6 +169,7 @@ func fillInfo(info *aclInfo, cats, specs any) {
 		m := s.(map[string]any)
 		var ks keySpec
 		for _, f := range m["flags"].([]any) {
+			ks.flags = append(ks.flags, f.(string))
 			switch f.(string) {
 			case "access":
 				ks.perm |= permRead
@@ -599,4 +601,62 @@ func nopermText(res, id int) string {
 		return "NOPERM this user has no permissions to access one of the channels used as arguments"
 	}
 	return "NOPERM no permission"
+}
+
+// keysAndFlags is COMMAND GETKEYSANDFLAGS's answer for a call of cmd (args[0] its name): the key positions and
+// each key's flags, as Redis's getKeysFromCommandWithSpecs finds them: by the key specs in order when they are
+// complete and their flags fixed, else by the command's own key finder with the flags Redis's getkeys procedures
+// give (SET, BITFIELD, SORT, MIGRATE), or, for any other, those of all its specs.
+func keysAndFlags(cmd *command, args [][]byte) (pos []int, flags [][]string) {
+	t := aclTable()
+	ac := &t.cmds[aclID(cmd, args)]
+	if !ac.specsPartial && len(ac.specs) > 0 {
+		for i := range ac.specs {
+			sp := &ac.specs[i]
+			if sp.notKey {
+				continue
+			}
+			for _, p := range sp.find(args, cmd.arity) {
+				pos, flags = append(pos, p), append(flags, sp.flags)
+			}
+		}
+		return pos, flags
+	}
+	has := func(from int, words ...string) bool {
+		for _, a := range args[min(from, len(args)):] {
+			for _, w := range words {
+				if eq(a, w) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for _, p := range keyPositions(cmd, args) {
+		var f []string
+		switch {
+		case cmd.name == "set" && has(3, "get"), cmd.name == "bitfield" && has(2, "set", "incrby"):
+			f = []string{"RW", "access", "update"}
+		case cmd.name == "set":
+			f = []string{"OW", "update"}
+		case cmd.name == "bitfield", cmd.name == "sort" && p == 1, cmd.name == "sort_ro":
+			f = []string{"RO", "access"}
+		case cmd.name == "sort":
+			f = []string{"OW", "update"} // STORE's destination
+		case cmd.name == "migrate":
+			f = []string{"RW", "access", "delete"}
+		default:
+			seen := map[string]bool{}
+			for i := range ac.specs {
+				for _, fl := range ac.specs[i].flags {
+					if !seen[fl] {
+						seen[fl] = true
+						f = append(f, fl)
+					}
+				}
+			}
+		}
+		pos, flags = append(pos, p), append(flags, f)
+	}
+	return pos, flags
 }

@@ -182,7 +182,7 @@ func cmdCommand(s *session, args [][]byte) {
 		}
 	case "list":
 		commandList(s, args)
-	case "getkeys":
+	case "getkeys", "getkeysandflags":
 		if len(args) < 3 {
 			s.w.Error("ERR Invalid arguments specified for command")
 			return
@@ -197,6 +197,23 @@ func cmdCommand(s *session, args [][]byte) {
 			return
 		case c.arity > 0 && n != c.arity || n < -c.arity:
 			s.w.Error("ERR Invalid number of arguments specified for command")
+			return
+		}
+		if eq(args[1], "getkeysandflags") {
+			pos, flags := keysAndFlags(c, args[2:])
+			if len(pos) == 0 && c.flags&flagNoMandatoryKeys == 0 {
+				s.w.Error("ERR Invalid arguments specified for command")
+				return
+			}
+			s.w.ArrayHeader(len(pos))
+			for i, p := range pos {
+				s.w.ArrayHeader(2)
+				s.w.Bulk(args[2+p])
+				s.w.SetHeader(len(flags[i]))
+				for _, f := range flags[i] {
+					s.w.SimpleString(f)
+				}
+			}
 			return
 		}
 		keys := c.keys(args[2:])

@@ -470,3 +470,46 @@ func TestMovableKeyTooBigFailsAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestGetKeysAndFlagsMatchesRedis: COMMAND GETKEYSANDFLAGS names the keys of calls of every kind (fixed
+// positions, key counts, STREAMS, keywords, subcommands, the commands whose flags depend on their arguments) with
+// the flags redis-server 7.0 gives each, in RESP2 and RESP3.
+func TestGetKeysAndFlagsMatchesRedis(t *testing.T) {
+	calls := [][]string{{"set", "k", "v", "get"}, {"set", "k", "v"}, {"bitfield", "k", "get", "u8", "0"},
+		{"bitfield", "k", "set", "u8", "0", "1"}, {"sort", "k", "by", "x", "store", "d"}, {"sort", "k"}, {"sort_ro", "k"},
+		{"migrate", "h", "1", "k", "0", "10"}, {"migrate", "h", "1", "", "0", "10", "keys", "a", "b"},
+		{"eval", "x", "2", "a", "b", "c"}, {"eval", "x", "0"}, {"fcall", "f", "1", "k"},
+		{"xread", "count", "1", "streams", "a", "b", "0", "0"}, {"xreadgroup", "group", "g", "c", "streams", "s", ">"},
+		{"zunionstore", "d", "2", "a", "b"}, {"lmove", "a", "b", "left", "left"}, {"lmove", "a", "a", "left", "left"},
+		{"georadius", "k", "1", "1", "1", "m", "store", "d"}, {"georadiusbymember", "k", "m", "1", "m", "storedist", "d"},
+		{"rename", "a", "b"}, {"mset", "a", "1", "b", "2"}, {"del", "a", "b"}, {"object", "encoding", "k"},
+		{"xgroup", "create", "s", "g", "$"}, {"memory", "usage", "k"}, {"pfmerge", "d", "a", "b"}, {"pfcount", "a", "b"},
+		{"lpos", "k", "x"}, {"spublish", "ch", "m"}, {"lmpop", "2", "a", "b", "left"}, {"zadd", "k", "1", "m"},
+		{"blpop", "a", "b", "0"}, {"getex", "k"}, {"copy", "a", "b"}, {"smove", "a", "b", "m"}, {"xadd", "s", "*", "f", "v"},
+		{"ping", "x"}, {"nosuch", "x"}, {"get", "a", "b"}}
+	run := func(addr string) string {
+		c := dialRaw(t, addr)
+		var b strings.Builder
+		for _, proto := range []string{"2", "3"} {
+			c.send(respCommand("HELLO", proto))
+			c.reply()
+			for _, call := range calls {
+				c.send(respCommand(append([]string{"COMMAND", "GETKEYSANDFLAGS"}, call...)...))
+				b.WriteString(proto + " " + strings.Join(call, " ") + " -> " + c.reply())
+			}
+		}
+		return b.String()
+	}
+	got, want := run(startServer(t, Options{}, 0).addr), run(startRedisServer(t))
+	if got != want {
+		gl, wl := strings.Split(got, "\n"), strings.Split(want, "\n")
+		for i := range min(len(gl), len(wl)) {
+			if gl[i] != wl[i] {
+				t.Errorf("anykv %q\nredis-server %q", gl[i], wl[i])
+			}
+		}
+	}
+	if !strings.Contains(got, "RW") {
+		t.Fatalf("no flags at all: %q", got)
+	}
+}
