@@ -304,3 +304,45 @@ func TestACLSaveAndLoad(t *testing.T) {
 		t.Fatalf("ACL LOAD: %q", r)
 	}
 }
+
+// TestACLPatternsWithSpacesRefused: a key pattern, channel pattern or first argument holding white space or a
+// zero byte is a syntax error (Redis's ACLStringHasSpaces for patterns; anykv also for first arguments, which
+// redis-server 7.0 lets through), as ACL SAVE writes rules space-separated on one line: a newline in one of them
+// wrote a line of its own into the ACL file, "user root on nopass +@all ~* &*", a user with every permission and
+// no password after ACL LOAD or a restart.
+func TestACLPatternsWithSpacesRefused(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "users.acl")
+	os.WriteFile(file, []byte("user default on nopass ~* &* +@all\n"), 0o600)
+	ts := startServer(t, Options{ACLFile: file}, 0)
+	c := ts.raw(t)
+	send := func(args ...string) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "*%d\r\n", len(args))
+		for _, a := range args {
+			fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+		}
+		c.send(b.String())
+		return c.reply()
+	}
+	const inj = "\nuser root on nopass +@all ~* &*"
+	for _, rule := range []string{"~x" + inj, "%R~x" + inj, "&x" + inj, "+select|x" + inj, "+client|x" + inj,
+		"(~x" + inj + ")", "~a b", "~a\tb", "&a\rb", "~a\x00b", "+select|a\x0bb", "&a\fb"} {
+		if r := send("ACL", "SETUSER", "tenant", rule); !strings.HasPrefix(r, "-ERR Error in ACL SETUSER modifier") {
+			t.Errorf("ACL SETUSER tenant %q: %q", rule, r)
+		}
+	}
+	if r := send("ACL", "SAVE"); r != "+OK\r\n" {
+		t.Fatalf("ACL SAVE: %q", r)
+	}
+	if r := send("ACL", "LOAD"); r != "+OK\r\n" {
+		t.Fatalf("ACL LOAD: %q", r)
+	}
+	if r := send("ACL", "USERS"); strings.Contains(r, "root") {
+		b, _ := os.ReadFile(file)
+		t.Fatalf("ACL USERS after SAVE and LOAD: %q; the file:\n%s", r, b)
+	}
+	if r := send("AUTH", "root", "x"); r != "-WRONGPASS invalid username-password pair or user is disabled.\r\n" {
+		t.Fatalf("AUTH root: %q", r)
+	}
+}
