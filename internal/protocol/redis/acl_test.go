@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // aclTranscript runs steps on addr: each step is "conn: command" (conn names a connection, opened on first use)
@@ -344,5 +345,25 @@ func TestACLPatternsWithSpacesRefused(t *testing.T) {
 	}
 	if r := send("AUTH", "root", "x"); r != "-WRONGPASS invalid username-password pair or user is disabled.\r\n" {
 		t.Fatalf("AUTH root: %q", r)
+	}
+}
+
+// TestMigrateAuthRedacted: MIGRATE's AUTH password and AUTH2 user and password are hidden from MONITOR and the
+// slow log, as Redis's migrateCommand redacts them: a user with +monitor or +slowlog read another's password.
+func TestMigrateAuthRedacted(t *testing.T) {
+	for _, c := range []struct{ line, want string }{
+		{`MIGRATE h 1 k 0 10 AUTH pw1`, `"MIGRATE" "h" "1" "k" "0" "10" "AUTH" "(redacted)"`},
+		{`MIGRATE h 1 '' 0 10 COPY REPLACE AUTH2 u pw2 KEYS a b`, `"MIGRATE" "h" "1" "" "0" "10" "COPY" "REPLACE" "AUTH2" "(redacted)" "(redacted)" "KEYS" "a" "b"`},
+		{`MIGRATE h 1 '' 0 10 KEYS auth pw`, `"MIGRATE" "h" "1" "" "0" "10" "KEYS" "auth" "pw"`},
+	} {
+		words, _ := splitArgs(c.line)
+		args := make([][]byte, len(words))
+		for i, w := range words {
+			args[i] = []byte(w)
+		}
+		got := string(monitorLine(time.Unix(0, 0), 0, "a", "migrate", args))
+		if !strings.HasSuffix(got, "] "+c.want+"\r\n") {
+			t.Errorf("%s: %q", c.line, got)
+		}
 	}
 }
