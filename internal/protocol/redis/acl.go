@@ -481,6 +481,15 @@ func (sel *aclSelector) describeChannels() string {
 
 // describe is the user's rules as ACL LIST and the ACL file write them (after "user <name> ").
 func (r *aclRules) describe() string {
+	b := []string{r.describeRoot()}
+	for _, s := range r.selectors[1:] {
+		b = append(b, "("+s.describe()+")")
+	}
+	return strings.Join(b, " ")
+}
+
+// describeRoot is the user's flags, passwords and root selector, as describe begins.
+func (r *aclRules) describeRoot() string {
 	b := []string{"off"}
 	if r.enabled {
 		b[0] = "on"
@@ -495,9 +504,6 @@ func (r *aclRules) describe() string {
 		b = append(b, "#"+p)
 	}
 	b = append(b, r.selectors[0].describe())
-	for _, s := range r.selectors[1:] {
-		b = append(b, "("+s.describe()+")")
-	}
 	return strings.Join(b, " ")
 }
 

@@ -367,3 +367,41 @@ func TestMigrateAuthRedacted(t *testing.T) {
 		}
 	}
 }
+
+// TestACLSaveRoundTrips: what ACL SAVE writes, ACL LOAD reads back as the same users. A user name beginning with
+// a quote was read as a quoted word ("ops" became the user ops; "x never closed and the file no longer loaded, nor
+// the server started), and a selector's pattern or first argument ending in ")" closed the selector early, the
+// rules after it given to the root selector: (~a) +@all +select|a)) gave the user every command.
+func TestACLSaveRoundTrips(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "users.acl")
+	os.WriteFile(file, []byte("user default on nopass ~* &* +@all\n"), 0o600)
+	ts := startServer(t, Options{ACLFile: file}, 0)
+	c := ts.raw(t)
+	send := func(args ...string) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "*%d\r\n", len(args))
+		for _, a := range args {
+			fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+		}
+		c.send(b.String())
+		return c.reply()
+	}
+	for _, u := range [][]string{{`"ops"`, "on", ">pw", "~t:*", "+get"}, {`"x`, "on", "~a\"b"}, {`'q'`, "on"},
+		{`a"b`, "on", `%R~"c\d`}, {"sel", "on", ">pw", "~t:*", "(~a) +@all +select|a))", `(~"b" &c" +get)`}} {
+		if r := send(append([]string{"ACL", "SETUSER"}, u...)...); r != "+OK\r\n" {
+			t.Fatalf("ACL SETUSER %q: %q", u, r)
+		}
+	}
+	before := send("ACL", "LIST")
+	for _, cmd := range []string{"SAVE", "LOAD"} {
+		if r := send("ACL", cmd); r != "+OK\r\n" {
+			b, _ := os.ReadFile(file)
+			t.Fatalf("ACL %s: %q; the file:\n%s", cmd, r, b)
+		}
+	}
+	if after := send("ACL", "LIST"); after != before {
+		b, _ := os.ReadFile(file)
+		t.Fatalf("ACL LIST before SAVE:\n%q\nafter LOAD:\n%q\nthe file:\n%s", before, after, b)
+	}
+}
