@@ -405,3 +405,30 @@ func TestACLSaveRoundTrips(t *testing.T) {
 		t.Fatalf("ACL LIST before SAVE:\n%q\nafter LOAD:\n%q\nthe file:\n%s", before, after, b)
 	}
 }
+
+// TestACLDeletedUserAllowsNothing: a user ACL DELUSER removed allows nothing any more, so a connection that
+// becomes it after the deletion closed its connections (an AUTH that looked the user up just before, and set
+// it just after) runs no command with the rules it had.
+func TestACLDeletedUserAllowsNothing(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.raw(t)
+	for _, cmd := range []string{"ACL SETUSER gone on nopass +@all ~* &*", "ACL SETUSER gone2 on nopass +@all ~* &*"} {
+		c.send(inlineToRESP(cmd))
+		if r := c.reply(); r != "+OK\r\n" {
+			t.Fatalf("%s: %q", cmd, r)
+		}
+	}
+	ts.h.acl.mu.Lock()
+	u, u2 := ts.h.acl.users["gone"], ts.h.acl.users["gone2"]
+	ts.h.acl.mu.Unlock()
+	c.send(inlineToRESP("ACL DELUSER gone gone2"))
+	if r := c.reply(); r != ":2\r\n" {
+		t.Fatalf("ACL DELUSER: %q", r)
+	}
+	for _, u := range []*aclUser{u, u2} {
+		r := u.get()
+		if res, _ := r.check(commands["get"], [][]byte{[]byte("get"), []byte("k")}); r.enabled || r.full || res == aclOK {
+			t.Fatalf("%s after DELUSER: enabled %v, full %v, GET k %d", u.name, r.enabled, r.full, res)
+		}
+	}
+}

@@ -328,7 +328,8 @@ func mapKeys(m map[string]int) []string {
 }
 
 // dropUsers closes the connections of users deleted (ACL DELUSER, ACL LOAD), as Redis does; the caller's own
-// after its reply.
+// after its reply. A deleted user's rules become a new user's (off, nothing allowed): a connection that takes
+// the user after its connections were closed (an AUTH that found it just before) runs nothing.
 func (h *Handler) dropUsers(me *session, gone []*aclUser) {
 	if len(gone) == 0 {
 		return
@@ -336,6 +337,7 @@ func (h *Handler) dropUsers(me *session, gone []*aclUser) {
 	set := map[*aclUser]bool{}
 	for _, u := range gone {
 		u.deleted.Store(true)
+		u.rules.Store(newRules().finish())
 		set[u] = true
 	}
 	h.killWhere(me, func(o *session) bool { return set[o.user] }, false)
