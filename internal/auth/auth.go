@@ -93,6 +93,15 @@ func (p *Policy) RESPRequired() bool {
 	return !sec.nopass || sec.disabled
 }
 
+// DefaultUnrestricted reports whether memcached and HTTP clients may act as the default user at all: while it is
+// on and unrestricted. A memcached connection authenticated (or served without a password) before ACL rules
+// restricted or disabled the default user asks it before each command, and is refused from then on as a new one
+// would be: it cannot apply the rules, and would otherwise keep reading and writing every key.
+func (p *Policy) DefaultUnrestricted() bool {
+	sec := p.current()
+	return !sec.disabled && !sec.limited
+}
+
 // Password returns the configured password ("" for none), for CONFIG GET requirepass.
 func (p *Policy) Password() string { return p.current().password }
 

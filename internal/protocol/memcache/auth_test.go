@@ -3,6 +3,8 @@ package memcache
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -169,4 +171,61 @@ func TestNoPasswordNoAuth(t *testing.T) {
 	ts := startServer(t)
 	c := dialAuth(t, ts.addr)
 	c.exchange(authSet("alice", "s3cret")+"get anykey\r\n", "STORED", "VALUE anykey 0 12", "alice s3cret", "END")
+}
+
+// TestRestrictedDefaultUserDropsConnectedClients: a memcached client acts as the default user unrestricted, so
+// once ACL rules restrict the default user (or turn it off) a connection that authenticated before, or was served
+// without a password, is refused from its next command on, as new ones are (docs/security.md, ACL users):
+// otherwise it kept reading and writing every key the restricted user may not.
+func TestRestrictedDefaultUserDropsConnectedClients(t *testing.T) {
+	for _, pw := range []string{"s3cret", ""} {
+		for _, enabled := range []bool{true, false} {
+			p := auth.New(pw)
+			ts := startServer(t, func(o *Options, _ *kv.Options) { o.Auth = p })
+			ts.store.Apply1(context.Background(), engine.Mutation{Op: engine.OpSet, Table: "default", Key: []byte("s"), Value: []byte("secret")})
+			c := dialAuth(t, ts.addr)
+			if pw != "" {
+				c.exchange(authSet("u", pw), "STORED")
+			}
+			c.exchange("get s\r\n", "VALUE s 0 6", "secret", "END")
+			var bc net.Conn
+			if pw != "" { // the binary protocol, authenticated by SASL PLAIN
+				bc = dialAuth(t, ts.addr).nc
+				bc.Write(binReq(opSASLAuth, 1, 0, nil, []byte("PLAIN"), []byte("\x00u\x00"+pw)))
+				if st := readBinStatus(t, bc); st != stOK {
+					t.Fatalf("SASL: status %#x", st)
+				}
+			}
+			var digests [][32]byte
+			if pw != "" {
+				digests = [][32]byte{sha256.Sum256([]byte(pw))}
+			}
+			p.SetDefaultUser(pw, digests, pw == "", enabled, !enabled) // on and restricted, or off
+			c.exchange("get s\r\n", "CLIENT_ERROR unauthenticated")
+			c.exchange("set s 0 0 3\r\nhax\r\n", "CLIENT_ERROR bad authentication token format")
+			if bc != nil {
+				bc.Write(binReq(opGet, 2, 0, nil, []byte("s"), nil))
+				if st := readBinStatus(t, bc); st != stAuthError {
+					t.Fatalf("binary get after the default user was restricted: status %#x", st)
+				}
+			}
+			if it, err := ts.store.Get(context.Background(), "default", []byte("s")); err != nil || string(it.Value) != "secret" {
+				t.Fatalf("pw %q enabled %v: %q, %v", pw, enabled, it.Value, err)
+			}
+		}
+	}
+}
+
+// readBinStatus reads one binary response and returns its status.
+func readBinStatus(t *testing.T, c net.Conn) uint16 {
+	t.Helper()
+	h := make([]byte, binaryHeaderLen)
+	if _, err := io.ReadFull(c, h); err != nil {
+		t.Fatal(err)
+	}
+	body := make([]byte, binary.BigEndian.Uint32(h[8:]))
+	if _, err := io.ReadFull(c, body); err != nil {
+		t.Fatal(err)
+	}
+	return binary.BigEndian.Uint16(h[6:])
 }

@@ -154,6 +154,11 @@ func (c *conn) process() (handled int) {
 		c.sniffed, c.bin = true, c.buf[c.r] == binaryRequestMagic
 	}
 	for !c.closing {
+		if c.authed && !c.h.auth.DefaultUnrestricted() {
+			// ACL rules restricted or disabled the default user since this client authenticated (or was let in
+			// without a password): it is refused from now on, as a new client is (docs/security.md, ACL users).
+			c.authed = false
+		}
 		if !c.authed && !c.bin {
 			if !c.authenticate() {
 				break

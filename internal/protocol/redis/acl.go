@@ -202,6 +202,9 @@ func (sel *aclSelector) set(op string) error {
 			}
 		}
 		pat := op[min(off, len(op)):]
+		if hasSpaces(pat) { // ACL SAVE writes rules space-separated on one line (Redis's ACLStringHasSpaces)
+			return errACLSyntax
+		}
 		if pat == "*" && perm == permAll {
 			sel.allKeys, sel.keys = true, nil
 			return nil
@@ -218,6 +221,9 @@ func (sel *aclSelector) set(op string) error {
 			return errACLChansAll
 		}
 		pat := op[1:]
+		if hasSpaces(pat) {
+			return errACLSyntax
+		}
 		if pat == "*" {
 			sel.allChans, sel.chans = true, nil
 			return nil
@@ -258,7 +264,7 @@ func (sel *aclSelector) set(op string) error {
 			return errACLUnknown
 		case t.cmds[id].parent >= 0:
 			return errACLFirstArg
-		case sub == "":
+		case sub == "", hasSpaces(sub): // a first argument with a newline would be a line of its own in the ACL file
 			return errACLSyntax
 		}
 		if len(t.cmds[id].subs) > 0 {
@@ -475,6 +481,15 @@ func (sel *aclSelector) describeChannels() string {
 
 // describe is the user's rules as ACL LIST and the ACL file write them (after "user <name> ").
 func (r *aclRules) describe() string {
+	b := []string{r.describeRoot()}
+	for _, s := range r.selectors[1:] {
+		b = append(b, "("+s.describe()+")")
+	}
+	return strings.Join(b, " ")
+}
+
+// describeRoot is the user's flags, passwords and root selector, as describe begins.
+func (r *aclRules) describeRoot() string {
 	b := []string{"off"}
 	if r.enabled {
 		b[0] = "on"
@@ -489,9 +504,6 @@ func (r *aclRules) describe() string {
 		b = append(b, "#"+p)
 	}
 	b = append(b, r.selectors[0].describe())
-	for _, s := range r.selectors[1:] {
-		b = append(b, "("+s.describe()+")")
-	}
 	return strings.Join(b, " ")
 }
 
@@ -558,12 +570,16 @@ func (a *aclRegistry) sortedUsers() []*aclUser {
 	return out
 }
 
-func validUserName(n string) bool {
-	for i := 0; i < len(n); i++ {
-		switch n[i] {
+func validUserName(n string) bool { return !hasSpaces(n) }
+
+// hasSpaces reports whether s holds white space or a zero byte (Redis's ACLStringHasSpaces): user names, key and
+// channel patterns and first arguments may not, since the ACL file separates them with spaces, a user a line.
+func hasSpaces(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
 		case ' ', '\t', '\n', '\v', '\f', '\r', 0:
-			return false
+			return true
 		}
 	}
-	return true
+	return false
 }

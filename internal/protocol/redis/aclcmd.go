@@ -328,7 +328,8 @@ func mapKeys(m map[string]int) []string {
 }
 
 // dropUsers closes the connections of users deleted (ACL DELUSER, ACL LOAD), as Redis does; the caller's own
-// after its reply.
+// after its reply. A deleted user's rules become a new user's (off, nothing allowed): a connection that takes
+// the user after its connections were closed (an AUTH that found it just before) runs nothing.
 func (h *Handler) dropUsers(me *session, gone []*aclUser) {
 	if len(gone) == 0 {
 		return
@@ -336,6 +337,7 @@ func (h *Handler) dropUsers(me *session, gone []*aclUser) {
 	set := map[*aclUser]bool{}
 	for _, u := range gone {
 		u.deleted.Store(true)
+		u.rules.Store(newRules().finish())
 		set[u] = true
 	}
 	h.killWhere(me, func(o *session) bool { return set[o.user] }, false)
@@ -633,7 +635,7 @@ func (h *Handler) saveACL() error {
 	a.mu.Lock()
 	var b strings.Builder
 	for _, u := range a.sortedUsers() {
-		b.WriteString("user " + u.name + " " + u.get().describe() + "\n")
+		b.WriteString("user " + fileWord(u.name, u.name[0] == '"' || u.name[0] == '\'') + " " + u.get().describeFile() + "\n")
 	}
 	a.mu.Unlock()
 	path := h.opts.ACLFile
@@ -661,6 +663,27 @@ func (h *Handler) saveACL() error {
 		d.Close()
 	}
 	return nil
+}
+
+// describeFile is describe as the ACL file writes it: a selector that would not read back as one word of its own
+// (a pattern or first argument of it ending in ")" closed it early, the rules after it given to the root; a quote
+// began a quoted word) is written quoted, as splitArgs (and Redis's sdssplitargs) read it.
+func (r *aclRules) describeFile() string {
+	b := []string{r.describeRoot()}
+	for _, s := range r.selectors[1:] {
+		d := s.describe()
+		b = append(b, fileWord("("+d+")", strings.ContainsAny(d, `)"'\`)))
+	}
+	return strings.Join(b, " ")
+}
+
+// fileWord is w as a word of the ACL file: as it is, or double-quoted with its backslashes and quotes escaped when
+// quote is set (a user name beginning with a quote was read as a quoted word: "ops" as ops).
+func fileWord(w string, quote bool) string {
+	if !quote {
+		return w
+	}
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(w) + `"`
 }
 
 // LoadACLFile reads Options.ACLFile at start (see loadACL).

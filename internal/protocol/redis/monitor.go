@@ -132,7 +132,8 @@ func monitorLine(now time.Time, db int, addr, name string, args [][]byte) []byte
 }
 
 // redacted reports whether argument i of a call is a secret Redis hides from monitors and the slow log: every
-// argument of AUTH, the user and password after HELLO's AUTH, and the value CONFIG SET gives a password.
+// argument of AUTH, the user and password after HELLO's AUTH and MIGRATE's AUTH2, MIGRATE's AUTH password, and the
+// value CONFIG SET gives a password.
 func redacted(name string, args [][]byte, i int) bool {
 	switch name {
 	case "auth":
@@ -142,6 +143,23 @@ func redacted(name string, args [][]byte, i int) bool {
 	case "config":
 		// CONFIG SET name value [name value ...]: a value whose name is a secret (Redis's SENSITIVE_CONFIG).
 		return len(args) > 1 && eq(args[1], "set") && i >= 3 && i%2 == 1 && sensitiveConfig[strings.ToLower(string(args[i-1]))]
+	case "migrate": // AUTH's password, AUTH2's user and password, as Redis's migrateCommand redacts them
+		for j := 6; j < len(args); j++ {
+			switch {
+			case eq(args[j], "auth"):
+				if i == j+1 {
+					return true
+				}
+				j++
+			case eq(args[j], "auth2"):
+				if i == j+1 || i == j+2 {
+					return true
+				}
+				j += 2
+			case eq(args[j], "keys"):
+				return false
+			}
+		}
 	case "hello":
 		for j := 2; j+2 < len(args); j++ {
 			if eq(args[j], "auth") {
