@@ -22,3 +22,17 @@ func TestDebugObjectAndError(t *testing.T) {
 	rc.expect("-ERR unknown subcommand or wrong number of arguments for 'foo'. Try DEBUG HELP.\r\n", "DEBUG", "foo")
 	rc.expect("$1\r\n1\r\n", "ECHO", "1") // the connection goes on
 }
+
+// TestDebugInTransactionsAndScripts: in MULTI, DEBUG ERROR and SLEEP run as DEBUG does on its own (redis-py
+// queues DEBUG ERROR LOADING in a transaction), DEBUG OBJECT reads in the batch; scripts may not call DEBUG.
+func TestDebugInTransactionsAndScripts(t *testing.T) {
+	rc := startServer(t, Options{}, 0).raw(t)
+	rc.expect("+OK\r\n", "SET", "foo", "bar")
+	rc.expect("+OK\r\n", "MULTI")
+	rc.expect("+QUEUED\r\n", "DEBUG", "ERROR", "LOADING fake message")
+	rc.expect("+QUEUED\r\n", "DEBUG", "OBJECT", "foo")
+	rc.expect("+QUEUED\r\n", "DEBUG", "SLEEP", "0")
+	rc.expect("*3\r\n-LOADING fake message\r\n+Value at:0x0 refcount:1 encoding:embstr serializedlength:4 lru:0 lru_seconds_idle:0\r\n+OK\r\n", "EXEC")
+	rc.expect("-ERR This Redis command is not allowed from script script: 612778f1cd6d890e135bb035f7e968f9008cb714, on @user_script:1.\r\n",
+		"EVAL", "return redis.call('debug', 'error', 'x')", "0")
+}

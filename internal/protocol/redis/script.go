@@ -647,10 +647,10 @@ func (r *scriptRun) call(L *lua.LState) (lua.LValue, error) {
 	switch {
 	case cmd == nil:
 		return errTable("ERR Unknown Redis command called from script"), nil
-	case cmd.immIf != nil && cmd.immIf(args): // XREADGROUP's BLOCK: no script waits
-		return errTable("ERR " + string(args[0]) + " command is not allowed with BLOCK option from scripts"), nil
 	case cmd.data == nil && (!cmd.inScript || r.host == nil), cmd.tx != nil, cmd.name == "debug": // cmd.tx: EVAL and its kin
 		return errTable("ERR This Redis command is not allowed from script"), nil
+	case cmd.immIf != nil && cmd.immIf(args): // XREADGROUP's BLOCK: no script waits
+		return errTable("ERR " + string(args[0]) + " command is not allowed with BLOCK option from scripts"), nil
 	case readOnly && cmd.flags&flagWrite != 0:
 		return errTable("ERR Write commands are not allowed from read-only scripts."), nil
 	case (cmd.arity > 0 && n != cmd.arity) || (cmd.arity < 0 && n < -cmd.arity):

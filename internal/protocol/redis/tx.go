@@ -88,7 +88,9 @@ func cmdExec(s *session, args [][]byte) {
 		if s.trk != nil {
 			s.trackRead(c, a)
 		}
-		if c.data != nil || c.tx != nil {
+		// In the batch: data commands (XREADGROUP's BLOCK too: in a transaction it does not wait), but DEBUG's
+		// other subcommands than OBJECT, which run after the batch as other immediate commands.
+		if (c.data != nil && !(c.name == "debug" && c.immIf(a))) || c.tx != nil {
 			before := len(s.batch.Muts())
 			if c.tx != nil { // its transaction form (EVAL: the script may write any key, and shares the time limit)
 				c.tx(s, a)
