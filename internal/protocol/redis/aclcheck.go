@@ -102,6 +102,24 @@ func aclTable() *aclTab {
 			}
 			t.cmds[id].subs = subs
 		}
+		unserved := make([]string, 0, len(redisUnserved))
+		for name := range redisUnserved {
+			unserved = append(unserved, name)
+		}
+		sort.Strings(unserved) // a container before its subcommands
+		for _, name := range unserved {
+			if _, dup := t.ids[name]; dup {
+				continue
+			}
+			parent := -1
+			if p, _, ok := strings.Cut(name, "|"); ok {
+				parent = t.ids[p]
+			}
+			id := add(name, parent, redisUnserved[name], nil, false)
+			if parent >= 0 {
+				t.cmds[parent].subs = append(t.cmds[parent].subs, id)
+			}
+		}
 		t.n = len(t.cmds)
 		aclTabVal = t
 	})

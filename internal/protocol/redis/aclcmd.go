@@ -420,6 +420,13 @@ func (s *session) userName() string {
 // aclRefuse checks a command of the session's user before it runs or is queued; a refusal is logged and counted
 // and its NOPERM text returned ("" when allowed).
 func (s *session) aclRefuse(cmd *command, args [][]byte) string {
+	if t := aclTable(); len(args) >= 2 && len(t.cmds[t.ids[cmd.name]].subs) > 0 {
+		if _, ok := t.ids[cmd.name+"|"+lower(args[1])]; !ok {
+			// A subcommand no one has: Redis answers so before any ACL check (nothing runs, nothing is logged;
+			// go-redis and redis-py probe newer subcommands as they connect).
+			return "ERR unknown subcommand '" + clip(args[1]) + "'. Try " + strings.ToUpper(cmd.name) + " HELP."
+		}
+	}
 	if res, id := s.aclDeny(cmd, args); res != aclOK {
 		return nopermText(res, id)
 	}
