@@ -324,20 +324,7 @@ func TestACLSaveAndLoad(t *testing.T) {
 // wrote a line of its own into the ACL file, "user root on nopass +@all ~* &*", a user with every permission and
 // no password after ACL LOAD or a restart.
 func TestACLPatternsWithSpacesRefused(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "users.acl")
-	os.WriteFile(file, []byte("user default on nopass ~* &* +@all\n"), 0o600)
-	ts := startServer(t, Options{ACLFile: file}, 0)
-	c := ts.raw(t)
-	send := func(args ...string) string {
-		var b strings.Builder
-		fmt.Fprintf(&b, "*%d\r\n", len(args))
-		for _, a := range args {
-			fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-		}
-		c.send(b.String())
-		return c.reply()
-	}
+	file, send := aclFileServer(t)
 	const inj = "\nuser root on nopass +@all ~* &*"
 	for _, rule := range []string{"~x" + inj, "%R~x" + inj, "&x" + inj, "+select|x" + inj, "+client|x" + inj,
 		"(~x" + inj + ")", "~a b", "~a\tb", "&a\rb", "~a\x00b", "+select|a\x0bb", "&a\fb"} {
@@ -385,20 +372,7 @@ func TestMigrateAuthRedacted(t *testing.T) {
 // the server started), and a selector's pattern or first argument ending in ")" closed the selector early, the
 // rules after it given to the root selector: (~a) +@all +select|a)) gave the user every command.
 func TestACLSaveRoundTrips(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "users.acl")
-	os.WriteFile(file, []byte("user default on nopass ~* &* +@all\n"), 0o600)
-	ts := startServer(t, Options{ACLFile: file}, 0)
-	c := ts.raw(t)
-	send := func(args ...string) string {
-		var b strings.Builder
-		fmt.Fprintf(&b, "*%d\r\n", len(args))
-		for _, a := range args {
-			fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-		}
-		c.send(b.String())
-		return c.reply()
-	}
+	file, send := aclFileServer(t)
 	for _, u := range [][]string{{`"ops"`, "on", ">pw", "~t:*", "+get"}, {`"x`, "on", "~a\"b"}, {`'q'`, "on"},
 		{`a"b`, "on", `%R~"c\d`}, {"sel", "on", ">pw", "~t:*", "(~a) +@all +select|a))", `(~"b" &c" +get)`}} {
 		if r := send(append([]string{"ACL", "SETUSER"}, u...)...); r != "+OK\r\n" {
@@ -458,5 +432,19 @@ func TestACLRulesNameUnservedCommands(t *testing.T) {
 	rc.send(respCommand("CLUSTER", "INFO"))
 	if got := rc.reply(); !strings.HasPrefix(got, "-ERR unknown command 'CLUSTER'") {
 		t.Fatalf("CLUSTER INFO: %q", got)
+	}
+}
+
+// aclFileServer starts a server whose users live in an ACL file (the default user with every permission) and
+// returns the file and a function that sends one command and returns its reply.
+func aclFileServer(t *testing.T) (string, func(args ...string) string) {
+	file := filepath.Join(t.TempDir(), "users.acl")
+	if err := os.WriteFile(file, []byte("user default on nopass ~* &* +@all\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := startServer(t, Options{ACLFile: file}, 0).raw(t)
+	return file, func(args ...string) string {
+		c.send(respCommand(args...))
+		return c.reply()
 	}
 }
