@@ -88,35 +88,52 @@ type Final struct {
 	Read bool   // false: the key could not be read back
 }
 
-// Lost counts acknowledged writes lost and keys that could not be checked. For each key, the last write
-// acknowledged must still be there, or be overwritten by a later write whose outcome is unknown (it failed,
-// but may have been applied): anything else found (absent, an older value) means that acknowledged write is
-// lost. A key never acknowledged cannot lose anything.
-func Lost(ops []Op, final map[string]Final) (lost, unchecked int64) {
-	acked := map[string]uint64{}
-	unknown := map[string][]uint64{}
+// Lost counts acknowledged writes lost and keys that could not be checked, and describes each loss (its key,
+// the write acknowledged and when, what was found, the writes of unknown outcome to the key). For each key, the
+// last write acknowledged must still be there, or be overwritten by a write whose outcome is unknown (it failed
+// or timed out, but may have been applied): anything else found (absent, an older acknowledged value, a value
+// never written) means that acknowledged write is lost. A write of unknown outcome may also have taken effect
+// after a later acknowledged one: its client gave up waiting and wrote again through another front end, while
+// the first front end still committed it (a commit retried after a conflict on the shared version counter,
+// within its engine timeout); nothing answered it, so it is concurrent with everything after it, and a
+// linearizable store may order it last. A key never acknowledged cannot lose anything.
+func Lost(ops []Op, final map[string]Final) (lost, unchecked int64, losses []string) {
+	acked := map[string]Op{}
+	unknown := map[string][]Op{}
 	for _, o := range ops {
 		if !o.Write {
 			continue
 		}
 		if o.Err {
-			unknown[o.Key] = append(unknown[o.Key], o.Seq)
-		} else {
-			acked[o.Key] = max(acked[o.Key], o.Seq)
+			unknown[o.Key] = append(unknown[o.Key], o)
+		} else if o.Seq >= acked[o.Key].Seq {
+			acked[o.Key] = o
 		}
 	}
-	for k, a := range acked {
+	keys := make([]string, 0, len(acked))
+	for k := range acked {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		a := acked[k]
 		f, ok := final[k]
 		switch {
 		case !ok || !f.Read:
 			unchecked++
-		case f.Seq == a:
-		case f.Seq > a && slices.Contains(unknown[k], f.Seq):
+		case f.Seq == a.Seq:
+		case f.Seq != 0 && slices.ContainsFunc(unknown[k], func(o Op) bool { return o.Seq == f.Seq }):
 		default:
 			lost++
+			d := fmt.Sprintf("%s: write %d acknowledged (sent %.3fs, answered %.3fs), found %d", k, a.Seq,
+				a.Start.Seconds(), a.End.Seconds(), f.Seq)
+			for _, u := range unknown[k] {
+				d += fmt.Sprintf("; write %d failed (sent %.3fs, given up %.3fs)", u.Seq, u.Start.Seconds(), u.End.Seconds())
+			}
+			losses = append(losses, d)
 		}
 	}
-	return lost, unchecked
+	return lost, unchecked, losses
 }
 
 // LongestGap returns the longest span of the run [0, end) in which no request succeeded (counted from one

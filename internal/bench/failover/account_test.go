@@ -63,13 +63,15 @@ func TestLost(t *testing.T) {
 		{"older", []Op{w(0, "a", 1, false), w(0, "a", 2, false)}, map[string]Final{"a": {1, true}}, 1, 0},
 		{"overwritten by a failed write", []Op{w(0, "a", 1, false), w(0, "a", 2, true)}, map[string]Final{"a": {2, true}}, 0, 0},
 		{"failed write not applied", []Op{w(0, "a", 1, false), w(0, "a", 2, true)}, map[string]Final{"a": {1, true}}, 0, 0},
+		{"failed write applied after a later acknowledged one", []Op{w(0, "a", 1, true), w(0, "a", 2, false)}, map[string]Final{"a": {1, true}}, 0, 0},
+		{"older acknowledged write back", []Op{w(0, "a", 1, false), w(0, "a", 2, true), w(0, "a", 3, false)}, map[string]Final{"a": {1, true}}, 1, 0},
 		{"never written value", []Op{w(0, "a", 1, false)}, map[string]Final{"a": {7, true}}, 1, 0},
 		{"only failed writes", []Op{w(0, "a", 1, true)}, map[string]Final{"a": {0, true}}, 0, 0},
 		{"not read back", []Op{w(0, "a", 1, false), w(0, "b", 2, false)}, map[string]Final{"a": {1, false}}, 0, 2},
 	} {
-		lost, unchecked := Lost(c.ops, c.final)
-		if lost != c.lost || unchecked != c.unchecked {
-			t.Errorf("%s: lost %d unchecked %d, want %d and %d", c.name, lost, unchecked, c.lost, c.unchecked)
+		lost, unchecked, losses := Lost(c.ops, c.final)
+		if lost != c.lost || unchecked != c.unchecked || int64(len(losses)) != lost {
+			t.Errorf("%s: lost %d unchecked %d (%q), want %d and %d", c.name, lost, unchecked, losses, c.lost, c.unchecked)
 		}
 	}
 }

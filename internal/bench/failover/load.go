@@ -48,6 +48,7 @@ type Result struct {
 	Acked       int64            `json:"acked_writes"`
 	Lost        int64            `json:"lost_writes"`
 	Unchecked   int64            `json:"unchecked_keys"` // keys the read-back could not read
+	Losses      []string         `json:"losses,omitempty"` // each lost write: key, what was acknowledged and found
 	Backwards   int64            `json:"backwards_reads"`
 	Wrong       int64            `json:"wrong_reads"`
 	LongestGap  time.Duration    `json:"longest_gap_ns"`
@@ -111,7 +112,7 @@ func Run(ctx context.Context, d driver.Driver, nodes []deploy.Node, cfg Config) 
 	res.Backwards = Backwards(ops)
 	res.LongestGap, res.GapAt = LongestGap(ops, elapsed)
 	res.DownRate, res.UpRate, res.DownSeconds, _ = Throughput(ops, down, elapsed)
-	res.Lost, res.Unchecked = Lost(ops, readBack(ctx, d, ops, cfg))
+	res.Lost, res.Unchecked, res.Losses = Lost(ops, readBack(ctx, d, ops, cfg))
 	series := hist.NewSeries(start, 100*time.Millisecond)
 	series.Merge(res.OK)
 	series.Merge(res.Errs)

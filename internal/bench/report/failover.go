@@ -54,6 +54,9 @@ func failoverText(rep *Report) string {
 	b.WriteString(padTable(rows, 2))
 	for _, f := range rep.Failover {
 		fmt.Fprintf(&b, "   %s: longest gap %.2fs from %.2fs; kills: %s\n", f.Target, f.LongestGap.Seconds(), f.GapAt.Seconds(), killList(f))
+		for _, l := range f.Losses {
+			fmt.Fprintf(&b, "   %s: LOST %s\n", f.Target, l)
+		}
 	}
 	return b.String()
 }
