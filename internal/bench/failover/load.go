@@ -47,7 +47,7 @@ type Result struct {
 	Failed      int64            `json:"failed"`
 	Acked       int64            `json:"acked_writes"`
 	Lost        int64            `json:"lost_writes"`
-	Unchecked   int64            `json:"unchecked_keys"` // keys the read-back could not read
+	Unchecked   int64            `json:"unchecked_keys"`   // keys the read-back could not read
 	Losses      []string         `json:"losses,omitempty"` // each lost write: key, what was acknowledged and found
 	Backwards   int64            `json:"backwards_reads"`
 	Wrong       int64            `json:"wrong_reads"`
