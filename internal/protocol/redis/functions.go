@@ -71,16 +71,28 @@ func (h *Handler) funcsLoaded(ctx context.Context) (*funcRegistry, error) {
 		r.mu.Unlock()
 		return nil, err
 	}
-	libs, msg := decodeFunctions(payload)
-	if msg != "" {
-		h.log.Warn("function libraries stored in the engine do not load", "error", msg)
-	}
 	r.libs, r.byName, r.bytes = map[string]*funcLib{}, map[string]*funcLib{}, 0
-	for _, lib := range libs {
-		r.add(lib)
+	libs, msg := decodeFunctions(payload)
+	if msg == "" {
+		msg = r.merge(libs, false, true) // two libraries' functions may collide (names are found without case)
+	}
+	if msg != "" {
+		// Serving none would let the next FUNCTION LOAD write the set without them: refuse until FUNCTION FLUSH.
+		h.log.Error("function libraries stored in the engine do not load", "error", msg)
+		r.mu.Unlock()
+		return nil, errUnreadableLibraries{msg}
 	}
 	r.loaded = true
 	return r, nil
+}
+
+// errUnreadableLibraries: the libraries stored do not load (a newer or damaged payload); only FUNCTION FLUSH,
+// which drops them, is served.
+type errUnreadableLibraries struct{ msg string }
+
+func (e errUnreadableLibraries) Error() string {
+	return "the function libraries stored do not load (" + strings.TrimPrefix(e.msg, "ERR ") +
+		"): FUNCTION FLUSH removes them"
 }
 
 // add adds lib (whose functions collide with no other library's).
@@ -329,6 +341,11 @@ func cmdFunction(s *session, args [][]byte) {
 		return
 	}
 	r, err := s.h.funcsLoaded(s.ctx)
+	if errors.As(err, new(errUnreadableLibraries)) && sub == "flush" {
+		r, err = &s.h.funcs, nil // flushed below: what did not load is dropped
+		r.mu.Lock()
+		r.loaded = true
+	}
 	if err != nil {
 		s.w.Error(errText(err))
 		return

@@ -261,3 +261,24 @@ func (e slowFunctionReads) Get(ctx context.Context, table string, key []byte, no
 	}
 	return e.Store.Get(ctx, table, key, now)
 }
+
+// TestUnreadableLibrariesAreNotOverwritten: libraries stored in the engine that do not load (a damaged or newer
+// payload) make FCALL and FUNCTION answer an error rather than serve none, so that a FUNCTION LOAD cannot write
+// the set without them; FUNCTION FLUSH drops them, and then functions load again.
+func TestUnreadableLibrariesAreNotOverwritten(t *testing.T) {
+	e := memstore.New()
+	ts := startServerOver(t, e, kv.Options{}, Options{}, 0)
+	if err := ts.store.SetFunctions(ctx, []byte("not a FUNCTION DUMP payload")); err != nil {
+		t.Fatal(err)
+	}
+	rc := ts.raw(t)
+	const refused = "-ERR the function libraries stored do not load (DUMP payload version or checksum are wrong): FUNCTION FLUSH removes them\r\n"
+	rc.expect(refused, "FCALL", "f", "0")
+	rc.expect(refused, "FUNCTION", "LOAD", "#!lua name=l\nredis.register_function('f', function() return 1 end)")
+	if stored, _ := ts.store.Functions(ctx); string(stored) != "not a FUNCTION DUMP payload" {
+		t.Fatalf("the stored libraries were overwritten: %q", stored)
+	}
+	rc.expect("+OK\r\n", "FUNCTION", "FLUSH")
+	rc.expect("$1\r\nl\r\n", "FUNCTION", "LOAD", "#!lua name=l\nredis.register_function('f', function() return 1 end)")
+	rc.expect(":1\r\n", "FCALL", "f", "0")
+}

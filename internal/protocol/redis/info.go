@@ -69,6 +69,8 @@ func cmdDebugObject(s *session, args [][]byte) {
 			w.Error("ERR no such key")
 		case it.Err != nil:
 			w.Error(errText(it.Err))
+		case dumped.Err != nil && !errors.Is(dumped.Err, collections.ErrDumpStream):
+			w.Error(errText(dumped.Err))
 		default:
 			size := 0 // a stream, which DUMP does not encode
 			if dumped.Err == nil {
