@@ -414,16 +414,24 @@ func TestYCSBFailedInsertDoesNotFreezeKeys(t *testing.T) {
 
 // TestOpenLoopSendsOnTime: paced requests to a store that answers at once must not carry the timer's
 // oversleep (up to a millisecond) in their latency: a thread free before the due time counts from its send.
+// A send that charged the oversleep is slow in every run; a machine loaded by other tests (CI runs packages in
+// parallel under -race) can slow one run's median too, so the check fails only when three runs in a row are slow.
 func TestOpenLoopSendsOnTime(t *testing.T) {
-	r := NewRunner("mem", newMem(), Config{Rate: 2000})
-	r.workload = "x"
-	if err := r.Phase(context.Background(), Phase{Name: "paced", Threads: 1, Ops: 200,
-		Op: func(w *Worker, i int64) Outcome { return w.Noop("noop") }}); err != nil {
-		t.Fatal(err)
+	var medians []time.Duration
+	for range 3 {
+		r := NewRunner("mem", newMem(), Config{Rate: 2000})
+		r.workload = "x"
+		if err := r.Phase(context.Background(), Phase{Name: "paced", Threads: 1, Ops: 200,
+			Op: func(w *Worker, i int64) Outcome { return w.Noop("noop") }}); err != nil {
+			t.Fatal(err)
+		}
+		p50 := r.Results[0].Hist.Quantile(50)
+		if p50 <= 150*time.Microsecond {
+			return
+		}
+		medians = append(medians, p50)
 	}
-	if p50 := r.Results[0].Hist.Quantile(50); p50 > 150*time.Microsecond {
-		t.Errorf("median latency %v of a no-op on an in-memory store: the send oversleeps its due time", p50)
-	}
+	t.Errorf("median latencies %v of a no-op on an in-memory store: the send oversleeps its due time", medians)
 }
 
 // TestOpenLoopSendsEveryDueRequest: with --rate and --duration, every request due before the deadline is sent
