@@ -449,7 +449,13 @@ func groups(ts []touch, fn func(sh uint8, run []touch)) {
 // begin drops the batch's slots and marks them as written; it returns, per shard in the order of ts, the
 // generations the batch left there, which end compares to learn whether any other batch came by.
 func (c *Cache) begin(ts []touch) []began {
-	var gens []began
+	runs := 0
+	for i := range ts {
+		if i == 0 || ts[i].shard != ts[i-1].shard {
+			runs++
+		}
+	}
+	gens := make([]began, 0, runs) // one allocation: appends grew it two or three times a batch
 	groups(ts, func(i uint8, run []touch) {
 		sh := &c.shards[i]
 		sh.mu.Lock()
