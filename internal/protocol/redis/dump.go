@@ -3,6 +3,7 @@ package redis
 import (
 	"errors"
 	"math"
+	"strconv"
 
 	"anykv/internal/collections"
 	"anykv/internal/engine"
@@ -20,10 +21,9 @@ func init() {
 // restoreMaxTotal bounds what one RESTORE's payload may decode to (its strings, and restoreElemOverhead for each):
 // the 256 MiB a batch may build (COPY's bound). A payload's integers and LZF strings decode to more than their
 // bytes: without it, a 64 MiB payload of small integers asked for gigabytes.
-const (
-	restoreMaxTotal     = 256 << 20
-	restoreElemOverhead = 96
-)
+var restoreMaxTotal = 256 << 20 // a variable for tests
+
+const restoreElemOverhead = 96
 
 func cmdDump(s *session, args [][]byte) {
 	s.add(collections.Dump(s.table(), args[1]))
@@ -107,6 +107,8 @@ func cmdRestore(s *session, args [][]byte) {
 	}
 	if refuse != "" {
 		v = rdb.Value{}
+	} else if !s.roomForRestore(v) {
+		return
 	}
 	s.add(collections.Restore(s.table(), args[1], v, expires, replace, refuse))
 	s.plan(func(w *resp.Writer, res []engine.Result) {
@@ -122,4 +124,29 @@ func cmdRestore(s *session, args [][]byte) {
 			w.SimpleString("OK")
 		}
 	})
+}
+
+// roomForRestore keeps the values one batch's RESTOREs decoded within restoreMaxTotal, as roomForPicks keeps its
+// picks, and reports whether the command may join the batch. A batch holds them until it runs, and a payload
+// decodes to up to 88 times its bytes (LZF): a pipeline of RESTOREs of 750 KB payloads, each a 62 MiB string,
+// held them all (2 GB from 22 MB of request, one connection). In a pipeline the batch built so far runs first;
+// inside EXEC, whose commands run as one batch, the command is refused instead.
+func (s *session) roomForRestore(v rdb.Value) bool {
+	n := len(v.Str)
+	for _, e := range v.Elems {
+		n += len(e) + restoreElemOverhead
+	}
+	if s.batch.Len() == 0 {
+		s.restored = 0
+	}
+	if s.restored+n > restoreMaxTotal && s.batch.Len() > 0 {
+		if s.noBlock { // EXEC
+			s.fail("ERR the transaction's restored values would exceed " + strconv.Itoa(restoreMaxTotal>>20) + " MiB")
+			return false
+		}
+		s.flush()
+		s.restored = 0
+	}
+	s.restored += n
+	return true
 }

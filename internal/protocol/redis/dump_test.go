@@ -465,3 +465,40 @@ func TestMigrateMatchesRedis(t *testing.T) {
 		t.Errorf("anykv holds %q", got)
 	}
 }
+
+// TestRestoresOfOneBatchAreBounded: the values the RESTOREs of one batch decoded are bounded (256 MiB; 8 MiB here), as a
+// batch holds them until it runs and LZF payloads decode to up to 88 times their bytes: a pipeline is applied in
+// parts (each RESTORE answered OK), and a transaction's RESTORE past the bound is refused. Before, a pipeline of
+// RESTOREs of 750 KB payloads, each a 62 MiB string, held 2 GB from 22 MB of request on one connection.
+func TestRestoresOfOneBatchAreBounded(t *testing.T) {
+	defer func(n int) { restoreMaxTotal = n }(restoreMaxTotal)
+	restoreMaxTotal = 8 << 20
+	ts := startServer(t, Options{}, 0) // values up to 1 MiB
+	rc := ts.raw(t)
+	body := append([]byte{rdb.TypeListQuicklist2}, rdb.AppendLen(nil, 3)...) // 3 plain nodes of 1 MiB
+	for range 3 {
+		body = append(append(body, 1), lzfBomb(3971)...)
+	}
+	p := string(rdb.Finish(body)) // 36 KB
+	var pipe strings.Builder
+	for i := range 8 {
+		pipe.WriteString(respCmd("RESTORE", "p"+strconv.Itoa(i), "0", p))
+	}
+	rc.send(pipe.String())
+	for i := range 8 {
+		if r := rc.reply(); r != "+OK\r\n" {
+			t.Fatalf("pipelined RESTORE %d: %q", i, r)
+		}
+	}
+	if r := rc.do("LLEN", "p7"); r != ":3\r\n" {
+		t.Errorf("LLEN p7: %q", r)
+	}
+	rc.do("MULTI")
+	for i := range 3 {
+		rc.do("RESTORE", "m"+strconv.Itoa(i), "0", p)
+	}
+	want := "*3\r\n+OK\r\n+OK\r\n-ERR the transaction's restored values would exceed 8 MiB\r\n"
+	if r := rc.do("EXEC"); r != want {
+		t.Errorf("EXEC of 3 RESTOREs of 3 MiB: %q", r)
+	}
+}

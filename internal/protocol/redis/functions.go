@@ -168,7 +168,7 @@ func (r *funcRegistry) merge(libs []*funcLib, replace, restore bool) string {
 		r.add(lib)
 	}
 	if len(r.libs) > funcMaxLibraries || r.bytes > funcMaxCodeBytes {
-		return undo("ERR too many function libraries: anykv keeps at most 1024 libraries and 16 MiB of their code")
+		return undo(errTooManyLibraries.Error())
 	}
 	return ""
 }
@@ -210,7 +210,10 @@ func encodeFunctions(libs []*funcLib) []byte {
 	return rdb.Finish(b)
 }
 
-var errPayload = errors.New("ERR DUMP payload version or checksum are wrong")
+var (
+	errPayload          = errors.New("ERR DUMP payload version or checksum are wrong")
+	errTooManyLibraries = errors.New("ERR too many function libraries: anykv keeps at most 1024 libraries and 16 MiB of their code")
+)
 
 // decodeFunctions reads a FUNCTION DUMP payload and loads its libraries, answering Redis's error.
 func decodeFunctions(p []byte) ([]*funcLib, string) {
@@ -236,9 +239,14 @@ func readFunctionsPayload(p []byte) ([][]byte, error) {
 	if rdb.Check(p) != nil {
 		return nil, errPayload
 	}
-	body := rdb.NewStream(p[:len(p)-10], rdb.Limits{MaxValue: funcMaxCodeBytes})
+	// The codes together are bounded as the libraries kept are, as they are read: LZF-compressed ones expand up
+	// to 88 times, and a 64 MiB payload asked for gigabytes before the limits were checked at the merge.
+	body := rdb.NewStream(p[:len(p)-10], rdb.Limits{MaxValue: funcMaxCodeBytes, MaxTotal: funcMaxCodeBytes})
 	var codes [][]byte
 	for body.More() {
+		if len(codes) == funcMaxLibraries {
+			return nil, errTooManyLibraries
+		}
 		switch op, _ := body.Byte(); op {
 		case rdbOpcodeFunction2:
 		case rdbOpcodeFunctionOld:
@@ -247,7 +255,10 @@ func readFunctionsPayload(p []byte) ([][]byte, error) {
 			return nil, errors.New("ERR given type is not a function")
 		}
 		code, err := body.String()
-		if err != nil {
+		switch {
+		case errors.Is(err, rdb.ErrTooLarge):
+			return nil, errTooManyLibraries
+		case err != nil:
 			return nil, errors.New("ERR Failed loading library payload")
 		}
 		codes = append(codes, code)

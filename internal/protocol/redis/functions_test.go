@@ -10,6 +10,7 @@ import (
 	"anykv/internal/engine"
 	"anykv/internal/engine/memstore"
 	"anykv/internal/kv"
+	"anykv/internal/rdb"
 )
 
 const funcTestLib = `#!lua name=t1
@@ -281,4 +282,38 @@ func TestUnreadableLibrariesAreNotOverwritten(t *testing.T) {
 	rc.expect("+OK\r\n", "FUNCTION", "FLUSH")
 	rc.expect("$1\r\nl\r\n", "FUNCTION", "LOAD", "#!lua name=l\nredis.register_function('f', function() return 1 end)")
 	rc.expect(":1\r\n", "FCALL", "f", "0")
+}
+
+// lzfBomb is an RDB string, LZF-compressed, of 'a' repeated 1 + 264k times, in about 3k bytes.
+func lzfBomb(k int) []byte {
+	c := []byte{0, 'a'} // a literal 'a', then back references of 264 bytes at distance 1
+	for range k {
+		c = append(c, 0xe0, 255, 0)
+	}
+	b := rdb.AppendLen([]byte{0xc3}, uint64(len(c)))
+	return append(rdb.AppendLen(b, uint64(1+264*k)), c...)
+}
+
+// TestFunctionRestoreBoundsWhatItReads: FUNCTION RESTORE's libraries are bounded as they are read (16 MiB of code,
+// 1024 libraries), not once all are loaded: LZF-compressed code expands up to 88 times, so a 64 MiB payload asked
+// for gigabytes of code before any bound was checked.
+func TestFunctionRestoreBoundsWhatItReads(t *testing.T) {
+	var big []byte
+	for range 20 { // 20 libraries of 1 MiB each, in 60 KB
+		big = append(append(big, rdbOpcodeFunction2), lzfBomb(4000)...)
+	}
+	if _, err := readFunctionsPayload(rdb.Finish(big)); err != errTooManyLibraries {
+		t.Errorf("20 MiB of code: %v", err)
+	}
+	var many []byte
+	for range funcMaxLibraries + 1 {
+		many = append(many, rdbOpcodeFunction2, 1, 'x')
+	}
+	if _, err := readFunctionsPayload(rdb.Finish(many)); err != errTooManyLibraries {
+		t.Errorf("1025 libraries: %v", err)
+	}
+	rc := startServer(t, Options{}, 0).raw(t)
+	if r := rc.do("FUNCTION", "RESTORE", string(rdb.Finish(big))); r != "-"+errTooManyLibraries.Error()+"\r\n" {
+		t.Errorf("FUNCTION RESTORE of 20 MiB of code: %q", r)
+	}
 }

@@ -33,9 +33,13 @@ func migrateKeys(args [][]byte) []int {
 	return nil
 }
 
+// migrateMaxReply bounds a line of the target's replies (Redis reads them into 1 KiB).
+const migrateMaxReply = 4096
+
 // cmdMigrate sends keys to another Redis-protocol server as RESTOREs (after AUTH and SELECT), as Redis 7.0's
-// MIGRATE does, and deletes each one the target took unless COPY: a key that changed meanwhile (its version
-// differs from the one dumped) is left where it is. A fresh connection each time: nothing is cached.
+// MIGRATE does, and deletes each one the target answered +OK to unless COPY: a key that changed meanwhile (its
+// version differs from the one dumped) is left where it is. Redis takes any reply but an error for +OK, and so
+// deleted the keys it "migrated" to an HTTP server or any other that answers lines; anykv stops at such a reply. A fresh connection each time: nothing is cached.
 func cmdMigrate(s *session, args [][]byte) {
 	var copyKeys, replace bool
 	var user, pass []byte
@@ -153,14 +157,22 @@ func cmdMigrate(s *session, args [][]byte) {
 		s.w.Error("IOERR error or timeout writing to target instance")
 		return
 	}
-	r := bufio.NewReader(conn)
+	// The target's replies are read a line of at most migrateMaxReply bytes at a time: a target that sends
+	// endless bytes without a newline (MIGRATE names any host) held them all, gigabytes within the timeout.
+	r := bufio.NewReaderSize(conn, migrateMaxReply)
+	unexpected := false // a reply neither +OK nor an error: the target is not a Redis server, or out of step
 	readLine := func() (string, bool) {
 		conn.SetReadDeadline(time.Now().Add(wait))
-		line, err := r.ReadString('\n')
-		if err != nil || len(line) < 2 {
+		line, err := r.ReadSlice('\n')
+		if err != nil || len(line) < 2 || line[len(line)-2] != '\r' {
 			return "", false
 		}
-		return line[:len(line)-2], true
+		reply := string(line[:len(line)-2])
+		if reply != "+OK" && (reply == "" || reply[0] != '-') {
+			unexpected = true
+			return "", false
+		}
+		return reply, true
 	}
 	var authReply, selReply string
 	ok := true
@@ -173,9 +185,9 @@ func cmdMigrate(s *session, args [][]byte) {
 	failure := ""
 	switch {
 	case !ok:
-	case len(authReply) > 0 && authReply[0] == '-':
+	case authReply != "" && authReply[0] == '-':
 		failure = authReply[1:]
-	case len(selReply) > 0 && selReply[0] == '-':
+	case selReply[0] == '-':
 		failure = selReply[1:]
 	}
 	var del []engine.Mutation
@@ -189,9 +201,9 @@ func cmdMigrate(s *session, args [][]byte) {
 		}
 		switch {
 		case failure != "":
-		case len(line) > 0 && line[0] == '-':
+		case line[0] == '-':
 			failure = line[1:]
-		case !copyKeys:
+		case !copyKeys: // +OK: the target holds the key
 			del = append(del, engine.Mutation{Op: engine.OpDelete, Table: s.table(), Key: f.key, AnyKind: true,
 				Cond: engine.CondVersion, Version: f.version})
 		}
@@ -211,6 +223,8 @@ func cmdMigrate(s *session, args [][]byte) {
 	switch {
 	case failure != "":
 		s.w.Error("ERR Target instance replied with error: " + failure)
+	case unexpected:
+		s.w.Error("IOERR the target instance's reply is not +OK nor an error (is it a Redis server?)")
 	case !ok:
 		s.w.Error("IOERR error or timeout reading to target instance")
 	default:

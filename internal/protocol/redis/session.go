@@ -123,6 +123,7 @@ type session struct {
 	readAt       time.Time // when the bytes being parsed were read (set only when metrics are on)
 	group        uint32    // the last guard group this session used (MSETNX)
 	picks        int64     // repeated random picks the batch holds (roomForPicks)
+	restored     int       // bytes of the values the batch's RESTOREs decoded (roomForRestore)
 
 	ctx     context.Context // ends when the server shuts down (blocking commands stop waiting)
 	noBlock bool            // set while EXEC runs: blocking commands answer at once, as in Redis
@@ -439,7 +440,7 @@ func (s *session) flush() {
 		return
 	}
 	defer s.releaseResults()
-	s.picks = 0 // the batch's picks (roomForPicks) leave with it
+	s.picks, s.restored = 0, 0 // the batch's picks (roomForPicks) and restored values leave with it
 	res, err := s.run(nil)
 	if (errors.Is(err, engine.ErrBatchTooBig) && s.batch.Len() > 1) || (errors.Is(err, engine.ErrInvalid) && hasEval(s.batch.Muts())) {
 		// The batch is this server's cut of a pipeline of independent commands: apply them one by one, so that
