@@ -51,6 +51,9 @@ var (
 	// values (many writes of big values in one pipeline or transaction), or it is more than the datastore under
 	// a remote engine takes in one commit; nothing of it was applied.
 	ErrBatchTooBig = errors.New("the pipeline or transaction is too big to apply at once (over 256 MiB of values built, or more than the datastore takes in one commit); nothing of it was applied: send it in smaller parts")
+	// ErrReadTooBig: one read would hand out more than MaxBatchRead bytes of a collection's members (SMEMBERS,
+	// HGETALL, LRANGE 0 -1, DUMP of a collection that big); nothing was answered. It is an ErrBatchTooBig.
+	ErrReadTooBig error = readTooBig{}
 	// ErrUnavailable: the datastore under a remote engine cannot be reached now (a member unreachable, no
 	// leader); nothing was applied, and the request may succeed if sent again.
 	ErrUnavailable = errors.New("the datastore is unavailable")
@@ -64,3 +67,12 @@ var (
 	// decides (a script answers it as an error reply).
 	ErrOutsideTable = fmt.Errorf("%w: a function may write only its own table, and may not flush", ErrInvalid)
 )
+
+type readTooBig struct{}
+
+func (readTooBig) Error() string {
+	return "the reply would hold over 256 MiB of the collection's members: read it in parts (SSCAN, HSCAN, ZSCAN, " +
+		"ranges of LRANGE, ZRANGE or XRANGE)"
+}
+
+func (readTooBig) Unwrap() error { return ErrBatchTooBig }

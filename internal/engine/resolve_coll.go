@@ -74,7 +74,7 @@ func (rs *resolver) scanRange(table string, r Range, reverse bool, fn func(key [
 		}
 		return fn([]byte(k), wr.Item)
 	}
-	stopped := false
+	stopped, tooBig := false, false
 	if !rs.flushedAll && !rs.flushed[table] {
 		err := read(table, r, func(key []byte, it Item) bool {
 			for i < len(mine) && before(mine[i], string(key)) {
@@ -91,7 +91,13 @@ func (rs *resolver) scanRange(table string, r Range, reverse bool, fn func(key [
 				return true
 			}
 			if rs.reading {
-				rs.read += len(it.Value)
+				// The caller copies the member's name as well as its value (a set's members are all names).
+				// One read alone stops at the bound too: SMEMBERS of a set bigger than memory would otherwise
+				// hold all of it, read from the disk it outgrew, until the process ran out of memory.
+				if rs.read += len(key) + len(it.Value); rs.read > MaxBatchRead {
+					tooBig = true
+					return false
+				}
 			}
 			if !fn(key, it) {
 				stopped = true
@@ -101,6 +107,9 @@ func (rs *resolver) scanRange(table string, r Range, reverse bool, fn func(key [
 		})
 		if err != nil {
 			return err
+		}
+		if tooBig {
+			return ErrReadTooBig
 		}
 	}
 	for ; !stopped && i < len(mine); i++ {

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -27,5 +28,58 @@ func TestTransactionOfWritingCallsIsNotRefused(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("MULTI; SETBIT big 0 1; SETBIT big 1 1; EXEC on a 512 KiB string under a 256 KiB read bound: %v", err)
+	}
+}
+
+// TestOneReadOfAHugeCollectionIsBounded: a read of a collection's members counts their names as well as their
+// values against engine.MaxBatchRead, and stops at it even alone (it completed before, however big: SMEMBERS of
+// a set bigger than memory, which anykv keeps on disk, held every member until the process ran out). The
+// command answers an error that says how to read in parts; the pipeline's other commands are answered, and the
+// scans that read in parts still work.
+func TestOneReadOfAHugeCollectionIsBounded(t *testing.T) {
+	defer func(old int) { engine.MaxBatchRead = old }(engine.MaxBatchRead)
+	engine.MaxBatchRead = 1 << 20
+	ts := startPebbleServer(t) // memstore's reads are views, which MaxBatchRead does not count
+	c := ts.client(t, &goredis.Options{PoolSize: 1})
+	var members []any
+	fields := map[string]any{}
+	for i := range 3000 { // 3 MiB of names
+		name := strings.Repeat("m", 1000) + strconv.Itoa(i)
+		members = append(members, name)
+		fields[name] = "v"
+	}
+	if err := c.SAdd(ctx, "bigset", members...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.HSet(ctx, "bighash", fields).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set(ctx, "k", "small", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	cmds, _ := c.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		p.SMembers(ctx, "bigset")
+		p.HGetAll(ctx, "bighash")
+		p.Get(ctx, "k")
+		return nil
+	})
+	for _, cmd := range cmds[:2] {
+		if err := cmd.Err(); err == nil || !strings.Contains(err.Error(), "read it in parts") {
+			t.Errorf("%v over 3 MiB of members under a 1 MiB bound: %v", cmd.Args(), err)
+		}
+	}
+	if v, err := cmds[2].(*goredis.StringCmd).Result(); err != nil || v != "small" {
+		t.Errorf("GET k after them in the pipeline: %q, %v", v, err)
+	}
+	n := 0
+	iter := c.SScan(ctx, "bigset", 0, "", 100).Iterator()
+	for iter.Next(ctx) {
+		n++
+	}
+	if err := iter.Err(); err != nil || n != 3000 {
+		t.Errorf("SSCAN of the big set: %d members, %v", n, err)
+	}
+	if got, err := c.SCard(ctx, "bigset").Result(); err != nil || got != 3000 {
+		t.Errorf("SCARD: %d, %v", got, err)
 	}
 }
