@@ -110,11 +110,40 @@ func openLibs(L *lua.LState, lim *luaLimits) {
 		luaRandState.Store(srand48(int32(L.CheckInt64(1))))
 		return 0
 	}))
+	L.SetGlobal("pcall", L.NewFunction(luaPcall))
 	openCJSON(L, lim)
 	openCMsgpack(L)
 	openBit(L)
 	openStruct(L)
 	installLimits(L, lim)
+}
+
+// luaPcall is Redis 7's pcall: Lua's, but an error reply it catches (an {err=} table, as redis.call raises)
+// comes back as its text.
+func luaPcall(L *lua.LState) int {
+	L.CheckAny(1)
+	v := L.Get(1)
+	if v.Type() != lua.LTFunction && L.GetMetaField(v, "__call").Type() != lua.LTFunction {
+		L.Push(lua.LFalse)
+		L.Push(lua.LString("attempt to call a " + v.Type().String() + " value"))
+		return 2
+	}
+	if err := L.PCall(L.GetTop()-1, lua.MultRet, nil); err != nil {
+		L.Push(lua.LFalse)
+		var obj lua.LValue = lua.LString(err.Error())
+		if ae, ok := err.(*lua.ApiError); ok {
+			obj = ae.Object
+		}
+		if t, ok := obj.(*lua.LTable); ok {
+			if e, isStr := t.RawGetString("err").(lua.LString); isStr {
+				obj = e
+			}
+		}
+		L.Push(obj)
+		return 2
+	}
+	L.Insert(lua.LTrue, 1)
+	return L.GetTop()
 }
 
 // luaRandState is math.random's state. As in Redis 7, there is one for all scripts, kept from one to the next
@@ -185,10 +214,13 @@ func formatLuaNumber(f float64) string {
 	return string(resp.AppendDouble(nil, f))
 }
 
-// respToLua converts one RESP2 reply (from the start of b) to a Lua value, returning the rest of b: integers to
+// respToLua converts one reply (from the start of b) to a Lua value, returning the rest of b: integers to
 // numbers, bulk strings to strings, a null to false, arrays to tables, a status to {ok=...}, an error to
-// {err=...}.
-func respToLua(L *lua.LState, b []byte) (lua.LValue, []byte, error) {
+// {err=...} (marked counted: luaErrorTable). With resp3 (redis.setresp(3)) the RESP3 types convert as Redis 7
+// converts them: a map to {map={k=v...}}, a set to {set={m=true...}}, a null to nil, a double to {double=n}, a
+// boolean to true or false, a big number to {big_number=s}, a verbatim string to {verbatim_string={format=f,
+// string=s}}, and an attribute is passed over.
+func respToLua(L *lua.LState, b []byte, resp3 bool) (lua.LValue, []byte, error) {
 	i := bytes.Index(b, []byte("\r\n"))
 	if i < 1 {
 		return nil, nil, errors.New("truncated reply")
@@ -200,13 +232,11 @@ func respToLua(L *lua.LState, b []byte) (lua.LValue, []byte, error) {
 		t.RawSetString("ok", lua.LString(line))
 		return t, rest, nil
 	case '-':
-		t := L.CreateTable(0, 1)
-		t.RawSetString("err", lua.LString(line))
-		return t, rest, nil
+		return luaErrorTable(L, line, true), rest, nil
 	case ':':
 		n, err := strconv.ParseInt(line, 10, 64)
 		return lua.LNumber(n), rest, err
-	case '$':
+	case '$', '=':
 		n, err := strconv.Atoi(line)
 		if err != nil || n < 0 {
 			return lua.LFalse, rest, err
@@ -214,11 +244,22 @@ func respToLua(L *lua.LState, b []byte) (lua.LValue, []byte, error) {
 		if len(rest) < n+2 {
 			return nil, nil, errors.New("truncated bulk")
 		}
-		return lua.LString(rest[:n]), rest[n+2:], nil
+		s := rest[:n]
+		if b[0] == '=' && len(s) >= 4 { // RESP3 only: "fmt:text"
+			t, vs := L.CreateTable(0, 1), L.CreateTable(0, 2)
+			vs.RawSetString("format", lua.LString(s[:3]))
+			vs.RawSetString("string", lua.LString(s[4:]))
+			t.RawSetString("verbatim_string", vs)
+			return t, rest[n+2:], nil
+		}
+		return lua.LString(s), rest[n+2:], nil
 	case '*', '~', '%':
 		n, err := strconv.Atoi(line)
 		if err != nil || n < 0 {
 			return lua.LFalse, rest, err
+		}
+		if resp3 && b[0] != '*' {
+			return respToLuaTyped(L, b[0], n, rest)
 		}
 		if b[0] == '%' {
 			n *= 2
@@ -226,21 +267,73 @@ func respToLua(L *lua.LState, b []byte) (lua.LValue, []byte, error) {
 		t := L.CreateTable(min(n, len(rest)/4+1), 0) // an element takes 4 bytes at least (":1\r\n")
 		for k := 1; k <= n; k++ {
 			var v lua.LValue
-			if v, rest, err = respToLua(L, rest); err != nil {
+			if v, rest, err = respToLua(L, rest, resp3); err != nil {
 				return nil, nil, err
 			}
 			t.RawSetInt(k, v)
 		}
 		return t, rest, nil
 	case '_':
+		if resp3 {
+			return lua.LNil, rest, nil
+		}
 		return lua.LFalse, rest, nil
 	case ',':
 		f, err := strconv.ParseFloat(line, 64)
+		if resp3 {
+			t := L.CreateTable(0, 1)
+			t.RawSetString("double", lua.LNumber(f))
+			return t, rest, err
+		}
 		return lua.LNumber(f), rest, err
 	case '#':
 		return lua.LBool(line == "t"), rest, nil
+	case '(':
+		t := L.CreateTable(0, 1)
+		t.RawSetString("big_number", lua.LString(line))
+		return t, rest, nil
+	case '|': // an attribute: its map is read and passed over
+		n, err := strconv.Atoi(line)
+		if err != nil || n < 0 {
+			return nil, nil, fmt.Errorf("bad attribute %q", line)
+		}
+		for k := 0; k < 2*n; k++ {
+			if _, rest, err = respToLua(L, rest, resp3); err != nil {
+				return nil, nil, err
+			}
+		}
+		return respToLua(L, rest, resp3)
 	}
 	return nil, nil, fmt.Errorf("unexpected reply type %q", b[0])
+}
+
+// respToLuaTyped converts a RESP3 map ('%') or set ('~') of n elements, its elements in rest: {map={k=v...}} or
+// {set={m=true...}}.
+func respToLuaTyped(L *lua.LState, kind byte, n int, rest []byte) (lua.LValue, []byte, error) {
+	inner := L.CreateTable(0, min(n, len(rest)/4+1))
+	for k := 0; k < n; k++ {
+		key, r, err := respToLua(L, rest, true)
+		if err != nil {
+			return nil, nil, err
+		}
+		rest = r
+		var v lua.LValue = lua.LTrue
+		if kind == '%' {
+			if v, rest, err = respToLua(L, rest, true); err != nil {
+				return nil, nil, err
+			}
+		}
+		if key != lua.LNil { // a nil key cannot be set (Redis's lua_settable would fail)
+			inner.RawSet(key, v)
+		}
+	}
+	t := L.CreateTable(0, 1)
+	if kind == '%' {
+		t.RawSetString("map", inner)
+	} else {
+		t.RawSetString("set", inner)
+	}
+	return t, rest, nil
 }
 
 // luaReplyMaxDepth is how deeply nested a script's result may be: a table that holds itself would be nested
@@ -257,15 +350,21 @@ var (
 // any other table as an array of its elements up to the first nil. Nested deeper than luaReplyMaxDepth it fails
 // with errLuaStackLimit, past luaMaxStringCap bytes with errReplyTooLarge (a few levels of t = {t, t} stand for
 // billions of elements), and it checks ctx (the script's time limit) as it goes, failing with its error.
-func luaToRESP(ctx context.Context, w *resp.Writer, v lua.LValue) error {
-	c := respConv{ctx: ctx, w: w}
+//
+// resp3 is the script's protocol (redis.setresp(3)): true and false are then booleans (RESP2 callers get 1 and
+// 0), not 1 and a null. onError is told each error reply written that was not counted already (not a command's
+// error reply: luaErrorCounted), for INFO errorstats.
+func luaToRESP(ctx context.Context, w *resp.Writer, v lua.LValue, resp3 bool, onError func(string)) error {
+	c := respConv{ctx: ctx, w: w, resp3: resp3, onError: onError}
 	return c.write(v, 0)
 }
 
 type respConv struct {
-	ctx   context.Context
-	w     *resp.Writer
-	count int
+	ctx     context.Context
+	w       *resp.Writer
+	count   int
+	resp3   bool
+	onError func(string)
 }
 
 func (c *respConv) write(v lua.LValue, depth int) error {
@@ -287,9 +386,12 @@ func (c *respConv) write(v lua.LValue, depth int) error {
 		}
 		w.Bulk([]byte(v))
 	case lua.LBool:
-		if v {
+		switch {
+		case c.resp3:
+			w.Bool(bool(v))
+		case bool(v):
 			w.Int(1)
-		} else {
+		default:
 			w.Null()
 		}
 	case *lua.LTable:
@@ -299,6 +401,9 @@ func (c *respConv) write(v lua.LValue, depth int) error {
 		}
 		if e, isStr := v.RawGetString("err").(lua.LString); isStr {
 			w.Error(string(e))
+			if c.onError != nil && !luaErrorCounted(v) {
+				c.onError(strings.TrimPrefix(string(e), "-"))
+			}
 			return nil
 		}
 		if depth >= luaReplyMaxDepth {
