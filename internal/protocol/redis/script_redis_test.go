@@ -1,6 +1,9 @@
 package redis
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // scriptSteps are steps of one connection ("sub"), each a command as arguments, with one reply each.
 func scriptSteps(cmds ...[]string) []transcriptStep {
@@ -139,5 +142,36 @@ func TestScriptACLCheckMatchesRedis(t *testing.T) {
 			eval("return redis.acl_check_cmd('get')"), eval("return redis.acl_check_cmd('invalid-cmd','arg')"),
 			[]string{"ACL", "LOG", "RESET"}, []string{"AUTH", "default", "x"}, []string{"ACL", "DELUSER", "bob"},
 		))
+	})
+}
+
+// TestScriptCacheCountMatchesRedis: INFO memory's number_of_cached_scripts counts the scripts SCRIPT LOAD and
+// EVAL cached (a script that does not compile is not), and SCRIPT FLUSH empties it, as in redis-server (it was
+// not there).
+func TestScriptCacheCountMatchesRedis(t *testing.T) {
+	sameAsRedis(t, func(t *testing.T, addr string) []string {
+		rc := dialRaw(t, addr)
+		do := func(args ...string) string { rc.send(respCommand(args...)); return rc.reply() }
+		count := func() string {
+			info := do("INFO", "memory")
+			for _, line := range strings.Split(info, "\r\n") {
+				if strings.HasPrefix(line, "number_of_cached_scripts:") {
+					return line
+				}
+			}
+			return "no number_of_cached_scripts in " + info
+		}
+		var out []string
+		do("SCRIPT", "FLUSH")
+		out = append(out, count())
+		for i := range 5 {
+			do("SCRIPT", "LOAD", "return "+itoa(int64(i)))
+		}
+		do("SCRIPT", "LOAD", "return 1") // loaded already
+		do("EVAL", "return 'x'", "0")
+		do("EVAL", "return (", "0") // does not compile
+		out = append(out, count())
+		do("SCRIPT", "FLUSH", "ASYNC")
+		return append(out, count())
 	})
 }
