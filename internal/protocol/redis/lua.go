@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
 
 	lua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/parse"
@@ -493,11 +492,7 @@ func openCJSON(L *lua.LState, lim *luaLimits) {
 		c := luaToGoConv{L: L, lim: lim}
 		v := c.conv(L.CheckAny(1), 0)
 		lim.alloc(L, c.size)
-		b, err := json.Marshal(v)
-		if err != nil {
-			L.RaiseError("Cannot serialise: %v", err)
-		}
-		L.Push(lua.LString(b))
+		L.Push(lua.LString(appendJSON(nil, v)))
 		return 1
 	}))
 	t.RawSetString("decode", L.NewFunction(func(L *lua.LState) int {
@@ -507,6 +502,9 @@ func openCJSON(L *lua.LState, lim *luaLimits) {
 			values += strings.Count(s, string(c))
 		}
 		lim.mem(L, 2*len(s)+values*luaValueCost)
+		if depth, at := jsonNesting(s, lim.json.decodeMaxDepth); depth > 0 {
+			L.RaiseError("Found too many nested data structures (%d) at character %d", depth, at)
+		}
 		var v any
 		d := json.NewDecoder(strings.NewReader(s))
 		d.UseNumber()
@@ -516,6 +514,7 @@ func openCJSON(L *lua.LState, lim *luaLimits) {
 		L.Push(goToLua(L, lim, v))
 		return 1
 	}))
+	openCJSONSettings(L, t, &lim.json)
 	L.SetGlobal("cjson", t)
 }
 
@@ -529,9 +528,6 @@ type luaToGoConv struct {
 
 // conv converts v: a table with keys 1..n only is an array, any other a map.
 func (c *luaToGoConv) conv(v lua.LValue, depth int) any {
-	if depth > 1000 {
-		return nil
-	}
 	c.lim.step(c.L)
 	if c.size += 8; c.size > c.lim.maxString {
 		c.lim.alloc(c.L, c.size)
@@ -544,12 +540,24 @@ func (c *luaToGoConv) conv(v lua.LValue, depth int) any {
 		c.size += 24 // longer than any number written: -1.2345678901234e-308
 		f := float64(v)
 		if math.IsInf(f, 0) || math.IsNaN(f) {
-			c.L.RaiseError("Cannot serialise number: must not be NaN or Inf")
+			switch c.lim.json.encodeInvalid {
+			case 0:
+				c.L.RaiseError("Cannot serialise number: must not be NaN or Inf")
+			case 1:
+				if math.IsNaN(f) {
+					return jsonToken("nan")
+				}
+				return jsonToken(map[bool]string{true: "inf", false: "-inf"}[f > 0]) // as %.14g prints them
+			}
+			return nil
 		}
-		return json.Number(strconv.FormatFloat(f, 'g', 14, 64)) // as Redis's cjson writes numbers: %.14g
+		return json.Number(strconv.FormatFloat(f, 'g', c.lim.json.precision, 64)) // as Redis's cjson: %.14g
 	case lua.LBool:
 		return bool(v)
 	case *lua.LTable:
+		if depth+1 > c.lim.json.encodeMaxDepth {
+			c.L.RaiseError("Cannot serialise, excessive nesting (%d)", depth+1)
+		}
 		n := v.Len()
 		isArray, count := true, 0
 		v.ForEach(func(k, _ lua.LValue) {
@@ -567,6 +575,9 @@ func (c *luaToGoConv) conv(v lua.LValue, depth int) any {
 		}
 		out := map[string]any{}
 		v.ForEach(func(k, val lua.LValue) {
+			if kt := k.Type(); kt != lua.LTString && kt != lua.LTNumber {
+				c.L.RaiseError("Cannot serialise %s: table key must be a number or string", kt)
+			}
 			c.size += jsonStringSize(k.String())
 			out[k.String()] = c.conv(val, depth+1)
 		})
@@ -578,32 +589,19 @@ func (c *luaToGoConv) conv(v lua.LValue, depth int) any {
 	return nil
 }
 
-// jsonStringSize is the length of s as encoding/json writes it, quoted and escaped: a control character or
-// one of <>& as \u00XX (six bytes, or two for \n \r \t), a quote or backslash as two, a byte that is not
-// UTF-8 and U+2028/U+2029 as \uXXXX.
+// jsonStringSize is the length of s as cjson.encode writes it (appendJSONString), quoted and escaped: a quote,
+// backslash, slash, \b \f \n \r or \t as two bytes, another control character or DEL as six (\u00XX).
 func jsonStringSize(s string) int {
 	n := 2
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
-				n += 2
-			case c < 0x20 || c == '<' || c == '>' || c == '&':
-				n += 6
-			default:
-				n++
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\' || c == '/' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
+			n += 2
+		case c < 0x20 || c == 0x7f:
 			n += 6
-		} else {
-			n += size
+		default:
+			n++
 		}
-		i += size
 	}
 	return n
 }

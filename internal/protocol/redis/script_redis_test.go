@@ -175,3 +175,35 @@ func TestScriptCacheCountMatchesRedis(t *testing.T) {
 		return append(out, count())
 	})
 }
+
+// TestScriptCJSONSettingsMatchRedis: cjson's settings functions (encode_max_depth and the rest, Redis's smoke
+// test calls them) answer and act as Redis's Lua CJSON does; cjson.encode quotes strings as it does ("\/", no
+// <>& escapes). Each script restores what it set: in Redis a setting outlives the script, here it does not.
+func TestScriptCJSONSettingsMatchRedis(t *testing.T) {
+	restore := " cjson.encode_max_depth(1000) cjson.decode_max_depth(1000) cjson.encode_invalid_numbers(false)" +
+		" cjson.encode_number_precision(14) cjson.encode_keep_buffer(true) "
+	js := func(body string) []string { return eval(body + restore + "return r") }
+	sameAsRedis(t, func(t *testing.T, addr string) []string {
+		return pubsubTranscript(t, addr, scriptSteps(
+			eval("return {cjson.encode_max_depth(), cjson.decode_max_depth(), cjson.encode_keep_buffer(), "+
+				"cjson.encode_invalid_numbers(), cjson.decode_invalid_numbers(), cjson.encode_number_precision()}"),
+			js("local r = {cjson.encode_max_depth(5), cjson.encode_max_depth()}"),
+			eval("return cjson.encode_max_depth(0)"), eval("return cjson.encode_number_precision(15)"),
+			eval("return cjson.encode_keep_buffer('x')"),
+			js("local r = {cjson.encode_keep_buffer(false), cjson.encode_keep_buffer('on')}"),
+			js("local r = cjson.encode_invalid_numbers('null')"),
+			js("cjson.encode_invalid_numbers('null') local r = cjson.encode({1/0})"),
+			js("cjson.encode_invalid_numbers(true) local r = cjson.encode({1/0, -1/0, 0/0})"),
+			eval("return cjson.encode({1/0})"),
+			js("cjson.encode_max_depth(1) local ok, r = pcall(function() return cjson.encode({{1}}) end)"),
+			js("cjson.encode_max_depth(2) local ok, r = pcall(function() return cjson.encode({a={b={c=1}}}) end)"),
+			js("cjson.decode_max_depth(1) local ok, r = pcall(function() return cjson.decode('[[1]]') end)"),
+			js("cjson.decode_max_depth(2) local ok, r = pcall(function() return cjson.decode('{\"a\": [ {\"b\":1}]}') end)"),
+			js("cjson.encode_number_precision(3) local r = cjson.encode({1.23456, 100000})"),
+			eval("return {cjson._NAME, cjson._VERSION, tostring(cjson.encode_sparse_array())}"),
+			eval("local t = {} t[false] = 1 return {pcall(function() return cjson.encode(t) end)}"),
+			eval("return cjson.encode(string.char(1,8,9,10,12,13,31,34,39,47,60,92,127,128,255) .. 'é')"),
+			eval("return cjson.encode({a='x<>&/'})"), eval("return cjson.encode({1, 'a', {true, false}})"),
+		))
+	})
+}
