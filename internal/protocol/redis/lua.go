@@ -110,6 +110,7 @@ func openLibs(L *lua.LState, lim *luaLimits) {
 		return 0
 	}))
 	L.SetGlobal("pcall", L.NewFunction(luaPcall))
+	L.SetGlobal("unpack", L.NewFunction(luaUnpack))
 	openCJSON(L, lim)
 	openCMsgpack(L)
 	openBit(L)
@@ -143,6 +144,24 @@ func luaPcall(L *lua.LState) int {
 	}
 	L.Insert(lua.LTrue, 1)
 	return L.GetTop()
+}
+
+// luaUnpack is Lua 5.1's unpack, with its limit: a C function's stack holds 8,000 values (LUAI_MAXCSTACK),
+// its arguments among them, so unpacking more fails with "too many results to unpack".
+func luaUnpack(L *lua.LState) int {
+	t := L.CheckTable(1)
+	start, end := L.OptInt(2, 1), L.OptInt(3, t.Len())
+	if start > end {
+		return 0
+	}
+	n := end - start + 1
+	if n <= 0 || n+L.GetTop() > 8000 { // n <= 0: the count overflowed
+		L.RaiseError("too many results to unpack")
+	}
+	for i := start; i <= end; i++ {
+		L.Push(t.RawGetInt(i))
+	}
+	return n
 }
 
 // luaRandState is math.random's state. As in Redis 7, there is one for all scripts, kept from one to the next

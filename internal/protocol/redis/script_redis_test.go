@@ -207,3 +207,21 @@ func TestScriptCJSONSettingsMatchRedis(t *testing.T) {
 		))
 	})
 }
+
+// TestScriptUnpackMatchesRedis: unpack hands up to Lua 5.1's 8,000 stack values to a command, as in Redis (7,999
+// to LPUSH overflowed gopher-lua's registry: "registry overflow"), and past that fails as Lua 5.1 fails.
+func TestScriptUnpackMatchesRedis(t *testing.T) {
+	fill := func(n, body string) []string {
+		return eval("local a = {} for i=1," + n + " do a[i]=i end " + body)
+	}
+	sameAsRedis(t, func(t *testing.T, addr string) []string {
+		return pubsubTranscript(t, addr, scriptSteps(
+			[]string{"DEL", "l"}, fill("7999", "return redis.call('lpush', 'l', unpack(a))"), []string{"LLEN", "l"},
+			fill("7999", "return select('#', unpack(a))"), fill("8000", "return select('#', unpack(a))"),
+			fill("8001", "return select('#', unpack(a))"), fill("7998", "return select('#', unpack(a, 1, 7998))"),
+			fill("7997", "return select('#', unpack(a, 1, 7997))"),
+			eval("return {unpack({1,2,3}, 2)}"), eval("return {unpack({1,2,3}, 3, 2)}"),
+			eval("return {unpack({1,2,3}, -1, 1)}"), eval("return unpack({})"), eval("return unpack()"),
+		))
+	})
+}
