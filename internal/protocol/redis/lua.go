@@ -102,6 +102,9 @@ func openLibs(L *lua.LState, lim *luaLimits) {
 		L.Push(lua.LString(lib.name))
 		L.Call(1, 0)
 	}
+	// gopher-lua cannot dump a function's bytecode (its string.dump raised "GopherLua does not support"); Redis's
+	// can, but refuses to load the result. Calling it fails here as loading its result fails there.
+	L.GetGlobal("string").(*lua.LTable).RawSetString("dump", lua.LNil)
 	mathLib := L.GetGlobal("math").(*lua.LTable)
 	mathLib.RawSetString("random", L.NewFunction(luaRandom))
 	mathLib.RawSetString("huge", lua.LNumber(math.Inf(1))) // Lua's HUGE_VAL (gopher-lua's is the largest finite number)

@@ -358,7 +358,11 @@ func luaConcat(L *lua.LState, lim *luaLimits) int {
 			op = L.GetMetaField(rhs, "__concat")
 		}
 		if op.Type() != lua.LTFunction {
-			L.RaiseError("cannot perform concat operation between %v and %v", lhs.Type().String(), rhs.Type().String())
+			bad := lhs // Lua 5.1 names the first operand unless it is a string or a number
+			if lhs.Type() == lua.LTString || lhs.Type() == lua.LTNumber {
+				bad = rhs
+			}
+			L.RaiseError("attempt to concatenate a %s value", bad.Type().String())
 		}
 		L.Push(op)
 		L.Push(lhs)

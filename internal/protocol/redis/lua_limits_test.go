@@ -178,7 +178,7 @@ func TestScriptConcat(t *testing.T) {
 		t.Fatalf("concatenations: %v %v", got, err)
 	}
 	_, err = c.Eval(ctx, "local a = 1\nreturn a .. nil", nil).Result()
-	if err == nil || !strings.Contains(err.Error(), "user_script:2: cannot perform concat operation between number and nil") {
+	if err == nil || !strings.Contains(err.Error(), "user_script:2: attempt to concatenate a nil value") {
 		t.Fatalf("concat error: %v", err)
 	}
 }

@@ -225,3 +225,19 @@ func TestScriptUnpackMatchesRedis(t *testing.T) {
 		))
 	})
 }
+
+// TestScriptRuntimeErrorsMatchRedis: the runtime errors of a script read as Lua 5.1's in Redis where no variable
+// is named (gopher-lua said "attempt to call a non-function object", "cannot perform add operation between
+// number and table", "__len undefined", "attempt to index a non-table object(nil) with key 'b'"); string.dump
+// is not there, so loading a function's bytecode fails as in Redis ("attempt to call a nil value").
+func TestScriptRuntimeErrorsMatchRedis(t *testing.T) {
+	sameAsRedis(t, func(t *testing.T, addr string) []string {
+		return pubsubTranscript(t, addr, scriptSteps(
+			eval("return loadstring(string.dump(function() return 1 end))()"), eval("return (nil)()"),
+			eval("return ({})()"), eval("return 1 + {}"), eval("return {} + 1"), eval("return 'a' + 1"),
+			eval("return 1 - nil"), eval("return #nil"), eval("return #5"), eval("return ({} .. 'a')"),
+			eval("return 'a' .. {}"), eval("return 1 .. nil"), eval("return ('x') < 1"),
+			eval("return (nil).x"), eval("return ('x')()"),
+		))
+	})
+}
