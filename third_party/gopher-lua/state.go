@@ -1174,7 +1174,7 @@ func (ls *LState) pushCallFrame(cf callFrame, fn LValue, meta bool) { // +inline
 		ls.reg.Insert(fn, cf.LocalBase)
 	}
 	if cf.Fn == nil {
-		ls.RaiseError("attempt to call a non-function object")
+		ls.RaiseError("attempt to call a %s value", fn.Type().String()) // anykv patch: Lua 5.1's words
 	}
 	if ls.stack.IsFull() {
 		ls.RaiseError("stack overflow")
@@ -1331,7 +1331,7 @@ func (ls *LState) getField(obj LValue, key LValue) LValue {
 		metaindex := ls.metaOp1(curobj, "__index")
 		if metaindex == LNil {
 			if !istable {
-				ls.RaiseError("attempt to index a non-table object(%v) with key '%s'", curobj.Type().String(), key.String())
+				ls.RaiseError("attempt to index a %s value", curobj.Type().String()) // anykv patch: Lua 5.1's words
 			}
 			return LNil
 		}
@@ -1362,7 +1362,7 @@ func (ls *LState) getFieldString(obj LValue, key string) LValue {
 		metaindex := ls.metaOp1(curobj, "__index")
 		if metaindex == LNil {
 			if !istable {
-				ls.RaiseError("attempt to index a non-table object(%v) with key '%s'", curobj.Type().String(), key)
+				ls.RaiseError("attempt to index a %s value", curobj.Type().String()) // anykv patch: Lua 5.1's words
 			}
 			return LNil
 		}
@@ -1393,7 +1393,7 @@ func (ls *LState) setField(obj LValue, key LValue, value LValue) {
 		metaindex := ls.metaOp1(curobj, "__newindex")
 		if metaindex == LNil {
 			if !istable {
-				ls.RaiseError("attempt to index a non-table object(%v) with key '%s'", curobj.Type().String(), key.String())
+				ls.RaiseError("attempt to index a %s value", curobj.Type().String()) // anykv patch: Lua 5.1's words
 			}
 			ls.RawSet(tb, key, value)
 			return
@@ -1426,7 +1426,7 @@ func (ls *LState) setFieldString(obj LValue, key string, value LValue) {
 		metaindex := ls.metaOp1(curobj, "__newindex")
 		if metaindex == LNil {
 			if !istable {
-				ls.RaiseError("attempt to index a non-table object(%v) with key '%s'", curobj.Type().String(), key)
+				ls.RaiseError("attempt to index a %s value", curobj.Type().String()) // anykv patch: Lua 5.1's words
 			}
 			ls.checkWritable(tb)
 			tb.RawSetString(key, value)

@@ -1089,7 +1089,7 @@ func init() {
 						}
 					}
 				} else {
-					L.RaiseError("__len undefined")
+					L.RaiseError("attempt to get length of a %s value", lv.Type().String()) // anykv patch: Lua 5.1's words
 				}
 			}
 			return 0
@@ -1291,7 +1291,7 @@ func init() {
 					ls.reg.Insert(fn, cf.LocalBase)
 				}
 				if cf.Fn == nil {
-					ls.RaiseError("attempt to call a non-function object")
+					ls.RaiseError("attempt to call a %s value", fn.Type().String()) // anykv patch: Lua 5.1's words
 				}
 				if ls.stack.IsFull() {
 					ls.RaiseError("stack overflow")
@@ -1430,7 +1430,7 @@ func init() {
 				callable, meta = L.metaCall(lv)
 			}
 			if callable == nil {
-				L.RaiseError("attempt to call a non-function object")
+				L.RaiseError("attempt to call a %s value", lv.Type().String()) // anykv patch: Lua 5.1's words
 			}
 			// this section is inlined by go-inline
 			// source function is 'func (ls *LState) closeUpvalues(idx int) ' in '_state.go'
@@ -2502,10 +2502,24 @@ func objectArith(L *LState, opcode int, lhs, rhs LValue) LValue {
 			return numberArith(L, opcode, LNumber(v1), LNumber(v2))
 		}
 	}
-	L.RaiseError(fmt.Sprintf("cannot perform %v operation between %v and %v",
-		strings.TrimLeft(event, "_"), lhs.Type().String(), rhs.Type().String()))
+	// anykv patch: Lua 5.1's words, naming the first operand that is not a number
+	bad := lhs
+	if _, ok := lhs.(LNumber); ok {
+		bad = rhs
+	}
+	L.RaiseError("attempt to perform arithmetic on a %s value", bad.Type().String())
 
 	return LNil
+}
+
+// concatCulprit is the operand of a failed concatenation that Lua 5.1 names: the first one unless it is a
+// string or a number (anykv patch).
+func concatCulprit(lhs, rhs LValue) LValue {
+	switch lhs.(type) {
+	case LString, LNumber:
+		return rhs
+	}
+	return lhs
 }
 
 func stringConcat(L *LState, total, last int) LValue {
@@ -2524,7 +2538,7 @@ func stringConcat(L *LState, total, last int) LValue {
 				total--
 				i--
 			} else {
-				L.RaiseError("cannot perform concat operation between %v and %v", lhs.Type().String(), rhs.Type().String())
+				L.RaiseError("attempt to concatenate a %s value", concatCulprit(lhs, rhs).Type().String()) // anykv patch
 				return LNil
 			}
 		} else {

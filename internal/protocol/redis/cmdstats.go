@@ -60,6 +60,26 @@ func (h *Handler) onError(msg string) {
 	}
 }
 
+// scriptStat counts a command a script called (keyEvent.stat) in INFO commandstats, and its error reply in
+// errorstats.
+func (h *Handler) scriptStat(e keyEvent) {
+	if e.cmd != nil {
+		st := &h.cmdStats[e.cmd.id]
+		switch {
+		case e.rejected:
+			st.rejected.Add(1)
+		case e.errReply != "":
+			st.calls.Add(1)
+			st.failed.Add(1)
+		default:
+			st.calls.Add(1)
+		}
+	}
+	if e.errReply != "" {
+		h.onError(e.errReply)
+	}
+}
+
 // account records one command's outcome once its reply is written: its statistics, the slow log when it took
 // long, and the monitors' feed. rejected marks a command refused before it ran; failed one that answered an error.
 func (s *session) account(cmd *command, args [][]byte, took time.Duration, rejected, failed bool) {

@@ -226,6 +226,7 @@ func (h *Handler) statSection(sec string) [][2]string {
 		return [][2]string{{"used_memory", itoa(int64(f.heap))}, {"used_memory_human", human(f.heap)},
 			{"used_memory_rss", itoa(int64(f.rss))}, {"used_memory_peak", itoa(int64(f.peak))},
 			{"used_memory_peak_human", human(f.peak)}, {"used_memory_startup", itoa(int64(f.startup))},
+			{"used_memory_scripts_eval", itoa(f.lua)}, {"number_of_cached_scripts", itoa(int64(f.scripts))},
 			{"maxmemory", "0"}, {"maxmemory_policy", maxmemoryPolicy}}
 	case "persistence":
 		out := [][2]string{{"loading", "0"}, {"aof_enabled", h.settings()["appendonly"]},

@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
 
 	lua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/parse"
@@ -132,6 +131,9 @@ func openLibs(L *lua.LState, lim *luaLimits) {
 		L.Push(lua.LString(lib.name))
 		L.Call(1, 0)
 	}
+	// gopher-lua cannot dump a function's bytecode (its string.dump raised "GopherLua does not support"); Redis's
+	// can, but refuses to load the result. Calling it fails here as loading its result fails there.
+	L.GetGlobal("string").(*lua.LTable).RawSetString("dump", lua.LNil)
 	mathLib := L.GetGlobal("math").(*lua.LTable)
 	mathLib.RawSetString("random", L.NewFunction(luaRandom))
 	mathLib.RawSetString("huge", lua.LNumber(math.Inf(1))) // Lua's HUGE_VAL (gopher-lua's is the largest finite number)
@@ -139,11 +141,59 @@ func openLibs(L *lua.LState, lim *luaLimits) {
 		luaRandState.Store(srand48(int32(L.CheckInt64(1))))
 		return 0
 	}))
+	L.SetGlobal("pcall", L.NewFunction(luaPcall))
+	L.SetGlobal("unpack", L.NewFunction(luaUnpack))
 	openCJSON(L, lim)
 	openCMsgpack(L)
 	openBit(L)
 	openStruct(L)
 	installLimits(L, lim)
+}
+
+// luaPcall is Redis 7's pcall: Lua's, but an error reply it catches (an {err=} table, as redis.call raises)
+// comes back as its text.
+func luaPcall(L *lua.LState) int {
+	L.CheckAny(1)
+	v := L.Get(1)
+	if v.Type() != lua.LTFunction && L.GetMetaField(v, "__call").Type() != lua.LTFunction {
+		L.Push(lua.LFalse)
+		L.Push(lua.LString("attempt to call a " + v.Type().String() + " value"))
+		return 2
+	}
+	if err := L.PCall(L.GetTop()-1, lua.MultRet, nil); err != nil {
+		L.Push(lua.LFalse)
+		var obj lua.LValue = lua.LString(err.Error())
+		if ae, ok := err.(*lua.ApiError); ok {
+			obj = ae.Object
+		}
+		if t, ok := obj.(*lua.LTable); ok {
+			if e, isStr := t.RawGetString("err").(lua.LString); isStr {
+				obj = e
+			}
+		}
+		L.Push(obj)
+		return 2
+	}
+	L.Insert(lua.LTrue, 1)
+	return L.GetTop()
+}
+
+// luaUnpack is Lua 5.1's unpack, with its limit: a C function's stack holds 8,000 values (LUAI_MAXCSTACK),
+// its arguments among them, so unpacking more fails with "too many results to unpack".
+func luaUnpack(L *lua.LState) int {
+	t := L.CheckTable(1)
+	start, end := L.OptInt(2, 1), L.OptInt(3, t.Len())
+	if start > end {
+		return 0
+	}
+	n := end - start + 1
+	if n <= 0 || n+L.GetTop() > 8000 { // n <= 0: the count overflowed
+		L.RaiseError("too many results to unpack")
+	}
+	for i := start; i <= end; i++ {
+		L.Push(t.RawGetInt(i))
+	}
+	return n
 }
 
 // luaRandState is math.random's state. As in Redis 7, there is one for all scripts, kept from one to the next
@@ -214,10 +264,13 @@ func formatLuaNumber(f float64) string {
 	return string(resp.AppendDouble(nil, f))
 }
 
-// respToLua converts one RESP2 reply (from the start of b) to a Lua value, returning the rest of b: integers to
+// respToLua converts one reply (from the start of b) to a Lua value, returning the rest of b: integers to
 // numbers, bulk strings to strings, a null to false, arrays to tables, a status to {ok=...}, an error to
-// {err=...}.
-func respToLua(L *lua.LState, b []byte) (lua.LValue, []byte, error) {
+// {err=...} (marked counted: luaErrorTable). With resp3 (redis.setresp(3)) the RESP3 types convert as Redis 7
+// converts them: a map to {map={k=v...}}, a set to {set={m=true...}}, a null to nil, a double to {double=n}, a
+// boolean to true or false, a big number to {big_number=s}, a verbatim string to {verbatim_string={format=f,
+// string=s}}, and an attribute is passed over.
+func respToLua(L *lua.LState, b []byte, resp3 bool) (lua.LValue, []byte, error) {
 	i := bytes.Index(b, []byte("\r\n"))
 	if i < 1 {
 		return nil, nil, errors.New("truncated reply")
@@ -229,13 +282,11 @@ func respToLua(L *lua.LState, b []byte) (lua.LValue, []byte, error) {
 		t.RawSetString("ok", lua.LString(line))
 		return t, rest, nil
 	case '-':
-		t := L.CreateTable(0, 1)
-		t.RawSetString("err", lua.LString(line))
-		return t, rest, nil
+		return luaErrorTable(L, line, true), rest, nil
 	case ':':
 		n, err := strconv.ParseInt(line, 10, 64)
 		return lua.LNumber(n), rest, err
-	case '$':
+	case '$', '=':
 		n, err := strconv.Atoi(line)
 		if err != nil || n < 0 {
 			return lua.LFalse, rest, err
@@ -243,11 +294,22 @@ func respToLua(L *lua.LState, b []byte) (lua.LValue, []byte, error) {
 		if len(rest) < n+2 {
 			return nil, nil, errors.New("truncated bulk")
 		}
-		return lua.LString(rest[:n]), rest[n+2:], nil
+		s := rest[:n]
+		if b[0] == '=' && len(s) >= 4 { // RESP3 only: "fmt:text"
+			t, vs := L.CreateTable(0, 1), L.CreateTable(0, 2)
+			vs.RawSetString("format", lua.LString(s[:3]))
+			vs.RawSetString("string", lua.LString(s[4:]))
+			t.RawSetString("verbatim_string", vs)
+			return t, rest[n+2:], nil
+		}
+		return lua.LString(s), rest[n+2:], nil
 	case '*', '~', '%':
 		n, err := strconv.Atoi(line)
 		if err != nil || n < 0 {
 			return lua.LFalse, rest, err
+		}
+		if resp3 && b[0] != '*' {
+			return respToLuaTyped(L, b[0], n, rest)
 		}
 		if b[0] == '%' {
 			n *= 2
@@ -255,21 +317,73 @@ func respToLua(L *lua.LState, b []byte) (lua.LValue, []byte, error) {
 		t := L.CreateTable(min(n, len(rest)/4+1), 0) // an element takes 4 bytes at least (":1\r\n")
 		for k := 1; k <= n; k++ {
 			var v lua.LValue
-			if v, rest, err = respToLua(L, rest); err != nil {
+			if v, rest, err = respToLua(L, rest, resp3); err != nil {
 				return nil, nil, err
 			}
 			t.RawSetInt(k, v)
 		}
 		return t, rest, nil
 	case '_':
+		if resp3 {
+			return lua.LNil, rest, nil
+		}
 		return lua.LFalse, rest, nil
 	case ',':
 		f, err := strconv.ParseFloat(line, 64)
+		if resp3 {
+			t := L.CreateTable(0, 1)
+			t.RawSetString("double", lua.LNumber(f))
+			return t, rest, err
+		}
 		return lua.LNumber(f), rest, err
 	case '#':
 		return lua.LBool(line == "t"), rest, nil
+	case '(':
+		t := L.CreateTable(0, 1)
+		t.RawSetString("big_number", lua.LString(line))
+		return t, rest, nil
+	case '|': // an attribute: its map is read and passed over
+		n, err := strconv.Atoi(line)
+		if err != nil || n < 0 {
+			return nil, nil, fmt.Errorf("bad attribute %q", line)
+		}
+		for k := 0; k < 2*n; k++ {
+			if _, rest, err = respToLua(L, rest, resp3); err != nil {
+				return nil, nil, err
+			}
+		}
+		return respToLua(L, rest, resp3)
 	}
 	return nil, nil, fmt.Errorf("unexpected reply type %q", b[0])
+}
+
+// respToLuaTyped converts a RESP3 map ('%') or set ('~') of n elements, its elements in rest: {map={k=v...}} or
+// {set={m=true...}}.
+func respToLuaTyped(L *lua.LState, kind byte, n int, rest []byte) (lua.LValue, []byte, error) {
+	inner := L.CreateTable(0, min(n, len(rest)/4+1))
+	for k := 0; k < n; k++ {
+		key, r, err := respToLua(L, rest, true)
+		if err != nil {
+			return nil, nil, err
+		}
+		rest = r
+		var v lua.LValue = lua.LTrue
+		if kind == '%' {
+			if v, rest, err = respToLua(L, rest, true); err != nil {
+				return nil, nil, err
+			}
+		}
+		if key != lua.LNil { // a nil key cannot be set (Redis's lua_settable would fail)
+			inner.RawSet(key, v)
+		}
+	}
+	t := L.CreateTable(0, 1)
+	if kind == '%' {
+		t.RawSetString("map", inner)
+	} else {
+		t.RawSetString("set", inner)
+	}
+	return t, rest, nil
 }
 
 // luaReplyMaxDepth is how deeply nested a script's result may be: a table that holds itself would be nested
@@ -286,15 +400,21 @@ var (
 // any other table as an array of its elements up to the first nil. Nested deeper than luaReplyMaxDepth it fails
 // with errLuaStackLimit, past luaMaxStringCap bytes with errReplyTooLarge (a few levels of t = {t, t} stand for
 // billions of elements), and it checks ctx (the script's time limit) as it goes, failing with its error.
-func luaToRESP(ctx context.Context, w *resp.Writer, v lua.LValue) error {
-	c := respConv{ctx: ctx, w: w}
+//
+// resp3 is the script's protocol (redis.setresp(3)): true and false are then booleans (RESP2 callers get 1 and
+// 0), not 1 and a null. onError is told each error reply written that was not counted already (not a command's
+// error reply: luaErrorCounted), for INFO errorstats.
+func luaToRESP(ctx context.Context, w *resp.Writer, v lua.LValue, resp3 bool, onError func(string)) error {
+	c := respConv{ctx: ctx, w: w, resp3: resp3, onError: onError}
 	return c.write(v, 0)
 }
 
 type respConv struct {
-	ctx   context.Context
-	w     *resp.Writer
-	count int
+	ctx     context.Context
+	w       *resp.Writer
+	count   int
+	resp3   bool
+	onError func(string)
 }
 
 func (c *respConv) write(v lua.LValue, depth int) error {
@@ -316,9 +436,12 @@ func (c *respConv) write(v lua.LValue, depth int) error {
 		}
 		w.Bulk([]byte(v))
 	case lua.LBool:
-		if v {
+		switch {
+		case c.resp3:
+			w.Bool(bool(v))
+		case bool(v):
 			w.Int(1)
-		} else {
+		default:
 			w.Null()
 		}
 	case *lua.LTable:
@@ -328,6 +451,9 @@ func (c *respConv) write(v lua.LValue, depth int) error {
 		}
 		if e, isStr := v.RawGetString("err").(lua.LString); isStr {
 			w.Error(string(e))
+			if c.onError != nil && !luaErrorCounted(v) {
+				c.onError(strings.TrimPrefix(string(e), "-"))
+			}
 			return nil
 		}
 		if depth >= luaReplyMaxDepth {
@@ -417,11 +543,7 @@ func openCJSON(L *lua.LState, lim *luaLimits) {
 		c := luaToGoConv{L: L, lim: lim}
 		v := c.conv(L.CheckAny(1), 0)
 		lim.alloc(L, c.size)
-		b, err := json.Marshal(v)
-		if err != nil {
-			L.RaiseError("Cannot serialise: %v", err)
-		}
-		L.Push(lua.LString(b))
+		L.Push(lua.LString(appendJSON(nil, v)))
 		return 1
 	}))
 	t.RawSetString("decode", L.NewFunction(func(L *lua.LState) int {
@@ -431,6 +553,9 @@ func openCJSON(L *lua.LState, lim *luaLimits) {
 			values += strings.Count(s, string(c))
 		}
 		lim.mem(L, 2*len(s)+values*luaValueCost)
+		if depth, at := jsonNesting(s, lim.json.decodeMaxDepth); depth > 0 {
+			L.RaiseError("Found too many nested data structures (%d) at character %d", depth, at)
+		}
 		var v any
 		d := json.NewDecoder(strings.NewReader(s))
 		d.UseNumber()
@@ -440,6 +565,7 @@ func openCJSON(L *lua.LState, lim *luaLimits) {
 		L.Push(goToLua(L, lim, v))
 		return 1
 	}))
+	openCJSONSettings(L, t, &lim.json)
 	L.SetGlobal("cjson", t)
 }
 
@@ -453,9 +579,6 @@ type luaToGoConv struct {
 
 // conv converts v: a table with keys 1..n only is an array, any other a map.
 func (c *luaToGoConv) conv(v lua.LValue, depth int) any {
-	if depth > 1000 {
-		return nil
-	}
 	c.lim.step(c.L)
 	if c.size += 8; c.size > c.lim.maxString {
 		c.lim.alloc(c.L, c.size)
@@ -468,12 +591,24 @@ func (c *luaToGoConv) conv(v lua.LValue, depth int) any {
 		c.size += 24 // longer than any number written: -1.2345678901234e-308
 		f := float64(v)
 		if math.IsInf(f, 0) || math.IsNaN(f) {
-			c.L.RaiseError("Cannot serialise number: must not be NaN or Inf")
+			switch c.lim.json.encodeInvalid {
+			case 0:
+				c.L.RaiseError("Cannot serialise number: must not be NaN or Inf")
+			case 1:
+				if math.IsNaN(f) {
+					return jsonToken("nan")
+				}
+				return jsonToken(map[bool]string{true: "inf", false: "-inf"}[f > 0]) // as %.14g prints them
+			}
+			return nil
 		}
-		return json.Number(strconv.FormatFloat(f, 'g', 14, 64)) // as Redis's cjson writes numbers: %.14g
+		return json.Number(strconv.FormatFloat(f, 'g', c.lim.json.precision, 64)) // as Redis's cjson: %.14g
 	case lua.LBool:
 		return bool(v)
 	case *lua.LTable:
+		if depth+1 > c.lim.json.encodeMaxDepth {
+			c.L.RaiseError("Cannot serialise, excessive nesting (%d)", depth+1)
+		}
 		n := v.Len()
 		isArray, count := true, 0
 		v.ForEach(func(k, _ lua.LValue) {
@@ -491,6 +626,9 @@ func (c *luaToGoConv) conv(v lua.LValue, depth int) any {
 		}
 		out := map[string]any{}
 		v.ForEach(func(k, val lua.LValue) {
+			if kt := k.Type(); kt != lua.LTString && kt != lua.LTNumber {
+				c.L.RaiseError("Cannot serialise %s: table key must be a number or string", kt)
+			}
 			c.size += jsonStringSize(k.String())
 			out[k.String()] = c.conv(val, depth+1)
 		})
@@ -502,32 +640,19 @@ func (c *luaToGoConv) conv(v lua.LValue, depth int) any {
 	return nil
 }
 
-// jsonStringSize is the length of s as encoding/json writes it, quoted and escaped: a control character or
-// one of <>& as \u00XX (six bytes, or two for \n \r \t), a quote or backslash as two, a byte that is not
-// UTF-8 and U+2028/U+2029 as \uXXXX.
+// jsonStringSize is the length of s as cjson.encode writes it (appendJSONString), quoted and escaped: a quote,
+// backslash, slash, \b \f \n \r or \t as two bytes, another control character or DEL as six (\u00XX).
 func jsonStringSize(s string) int {
 	n := 2
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
-				n += 2
-			case c < 0x20 || c == '<' || c == '>' || c == '&':
-				n += 6
-			default:
-				n++
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\' || c == '/' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
+			n += 2
+		case c < 0x20 || c == 0x7f:
 			n += 6
-		} else {
-			n += size
+		default:
+			n++
 		}
-		i += size
 	}
 	return n
 }

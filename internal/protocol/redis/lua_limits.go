@@ -53,13 +53,14 @@ const (
 type luaLimits struct {
 	ctx       context.Context
 	maxString int
-	heapBase  uint64 // the live heap that is not the script's (see checkHeap)
-	steps     int    // work done, in steps
-	nextCtx   int    // steps at which the context is next checked
-	built     int    // bytes the bounded calls built
-	nextHeap  int    // built at which the heap is next checked
-	noGCUntil int    // built up to which the last collection proved the script within the limit
-	heavy     bool   // the heap had to be collected: see collectAfter
+	heapBase  uint64      // the live heap that is not the script's (see checkHeap)
+	steps     int         // work done, in steps
+	nextCtx   int         // steps at which the context is next checked
+	built     int         // bytes the bounded calls built
+	nextHeap  int         // built at which the heap is next checked
+	noGCUntil int         // built up to which the last collection proved the script within the limit
+	heavy     bool        // the heap had to be collected: see collectAfter
+	json      cjsonConfig // cjson's settings, this run's (luajson.go)
 }
 
 // init sets lim for a script run within ctx whose strings may be as long as the value limit maxValue.
@@ -68,7 +69,7 @@ func (lim *luaLimits) init(ctx context.Context, maxValue int) {
 		maxValue = luaMaxStringCap
 	}
 	*lim = luaLimits{ctx: ctx, maxString: maxValue, heapBase: heapLive(), nextCtx: luaCheckEvery,
-		nextHeap: luaHeapEvery}
+		nextHeap: luaHeapEvery, json: cjsonDefaults}
 }
 
 // heapLive is the bytes of heap objects the last garbage collection found live.
@@ -357,7 +358,11 @@ func luaConcat(L *lua.LState, lim *luaLimits) int {
 			op = L.GetMetaField(rhs, "__concat")
 		}
 		if op.Type() != lua.LTFunction {
-			L.RaiseError("cannot perform concat operation between %v and %v", lhs.Type().String(), rhs.Type().String())
+			bad := lhs // Lua 5.1 names the first operand unless it is a string or a number
+			if lhs.Type() == lua.LTString || lhs.Type() == lua.LTNumber {
+				bad = rhs
+			}
+			L.RaiseError("attempt to concatenate a %s value", bad.Type().String())
 		}
 		L.Push(op)
 		L.Push(lhs)

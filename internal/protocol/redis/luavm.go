@@ -27,6 +27,10 @@ type luaVM struct {
 	loadGlobals *lua.LTable
 }
 
+// luaRegistryMax is how many values an interpreter's stack holds at most (registry overflow past it): Lua 5.1's
+// limit of 8,000 for a C function's (unpack's, redis.call's) and room for the frames around it.
+const luaRegistryMax = 32 * 1024
+
 // luaVMsKept bounds the idle interpreters kept: scripts run one at a time in a commit group's writer, a few
 // more in reads beside it.
 const luaVMsKept = 4
@@ -96,7 +100,10 @@ func (vm *luaVM) release(keep bool) {
 // to changes.
 func newLuaVM() *luaVM {
 	vm := &luaVM{}
-	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: 200, RegistrySize: 256 * 20})
+	// The registry (the value stack) grows as a script needs it up to luaRegistryMax: a script may pass 7,999
+	// values to a command (redis.call('lpush', k, unpack(t))), as Lua 5.1's stack limit allows in Redis.
+	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: 200, RegistrySize: 256 * 20,
+		RegistryMaxSize: luaRegistryMax, RegistryGrowStep: 1024})
 	vm.L, vm.globals = L, L.G.Global
 	openLibs(L, &vm.lim)
 	L.SetGlobal("redis", vm.redisLib())

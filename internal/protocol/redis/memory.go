@@ -77,6 +77,7 @@ var memoryHelp = []string{
 type memFigures struct {
 	heap, peak, startup, inuse, heapResident, rss uint64
 	clients, lua                                  int64
+	scripts                                       int // the scripts cached (EVAL's and SCRIPT LOAD's), whose source is lua bytes
 }
 
 // memPeak is the largest heap seen by any reading of the figures (Redis samples its peak the same way).
@@ -101,6 +102,7 @@ func (h *Handler) memFigures() memFigures {
 	for _, src := range h.scripts.m {
 		f.lua += int64(len(src))
 	}
+	f.scripts = len(h.scripts.m)
 	h.scripts.mu.Unlock()
 	return f
 }

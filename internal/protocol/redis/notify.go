@@ -139,6 +139,13 @@ type keyEvent struct {
 	// monitor marks a command the script ran, args, for monitors (MONITOR shows them as run by "lua").
 	monitor bool
 	args    [][]byte
+	// stat marks a command the script called, for INFO commandstats (cmd, nil when unknown; rejected: refused
+	// before it ran) and errorstats (errReply: the error it answered, "" if none); or, with cmd nil and errReply
+	// set, an error reply the script's own reply holds.
+	stat     bool
+	cmd      *command
+	rejected bool
+	errReply string
 }
 
 // scriptNotes publishes the keyspace events a script's commands sent (its Result.Extra), as the classes enabled
@@ -153,6 +160,8 @@ func (h *Handler) scriptNotes(res []engine.Result) (shown []keyEvent) {
 			switch {
 			case e.monitor:
 				shown = append(shown, e)
+			case e.stat:
+				h.scriptStat(e)
 			case e.publish && e.shard:
 				h.shards.Publish(e.event, e.key)
 			case e.publish:

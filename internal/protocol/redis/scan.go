@@ -30,6 +30,15 @@ func (s *session) listKeys(q kv.Query) (kv.Page, error) {
 	return s.h.store.Scan(s.readCtx(), s.table(), q)
 }
 
+// applyRead applies mutations that only read (XREAD's ranges): through the script's batch in a script (tx), else
+// through the store.
+func (s *session) applyRead(muts []engine.Mutation) ([]engine.Result, error) {
+	if s.tx != nil {
+		return s.tx.Apply(muts)
+	}
+	return s.h.store.Apply(s.writeCtx(), muts)
+}
+
 // cursorTable is where SCAN keeps its cursors: the handler's, or in a script the handler's that runs it.
 func (s *session) cursorTable() *cursorTable {
 	if s.cursors != nil {

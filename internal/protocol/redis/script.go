@@ -180,7 +180,7 @@ func (s *session) applyEval(muts []engine.Mutation, i int) ([]engine.Result, err
 	}
 	if errors.Is(err, engine.ErrInvalid) {
 		res = make([]engine.Result, len(muts))
-		res[i].Err = scriptError{scriptBatchErrorText(err)}
+		res[i].Err = scriptError{msg: scriptBatchErrorText(err)}
 		return res, nil
 	}
 	return res, err
@@ -294,7 +294,11 @@ func writeEvalReply(w *resp.Writer, res []engine.Result, err error) {
 	case err != nil:
 		w.Error(errText(err))
 	case res[0].Err != nil:
-		w.Error(res[0].Err.Error())
+		if se, ok := res[0].Err.(scriptError); ok && se.counted {
+			w.ErrorCounted(se.msg)
+		} else {
+			w.Error(res[0].Err.Error())
+		}
 	default:
 		w.Raw(res[0].New.Value)
 	}
@@ -378,7 +382,11 @@ func versionNum(v string) int {
 }
 
 // scriptError is a script's failure, answered as the error reply of EVAL.
-type scriptError struct{ msg string }
+type scriptError struct {
+	msg string
+	// counted: the error reply of a command the script called, counted in INFO errorstats already.
+	counted bool
+}
 
 func (e scriptError) Error() string { return e.msg }
 
@@ -430,7 +438,7 @@ func runScriptLua(tx *engine.Tx, args [][]byte, collect *bool) (res engine.Resul
 		compiled, err = compileScript(sha, src)
 	}
 	if err != nil {
-		return engine.Result{Err: scriptError{compileErrorText(err)}}, nil
+		return engine.Result{Err: scriptError{msg: compileErrorText(err)}}, nil
 	}
 	// Commands compile against a store that only knows the limits and the batch's time: they run through tx.
 	h := &Handler{store: kv.New(nil, kv.Options{Limits: kv.Limits{MaxValue: maxValue},
@@ -473,7 +481,7 @@ func runScriptLua(tx *engine.Tx, args [][]byte, collect *bool) (res engine.Resul
 	}()
 	L := vm.L
 	killed := func() engine.Result {
-		return engine.Result{Err: scriptError{"ERR Script killed: it ran longer than the script time limit (" +
+		return engine.Result{Err: scriptError{msg: "ERR Script killed: it ran longer than the script time limit (" +
 			limit.String() + "); its writes before that are kept"}}
 	}
 	// PCall's traceback has one line per frame (third_party/gopher-lua: it had one per tail call, 10 GB of them
@@ -499,210 +507,20 @@ func runScriptLua(tx *engine.Tx, args [][]byte, collect *bool) (res engine.Resul
 		if line := errorLine(err, chunk); line > 0 {
 			msg += ", on @" + chunk + ":" + strconv.Itoa(line) + "."
 		}
-		return engine.Result{Err: scriptError{msg}}, nil
+		var ae *lua.ApiError
+		counted := errors.As(err, &ae) && luaErrorCounted(ae.Object) // a command's error reply that redis.call raised
+		return engine.Result{Err: scriptError{msg, counted}}, nil
 	}
 	w := resp.NewWriter(proto)
-	if err := luaToRESP(ctx, w, L.Get(-1)); err != nil {
+	onError := func(msg string) { run.out = append(run.out, keyEvent{stat: true, errReply: msg}) }
+	if err := luaToRESP(ctx, w, L.Get(-1), run.resp == 3, onError); err != nil {
 		if scriptDone(ctx) != nil {
 			return killed(), nil
 		}
-		return engine.Result{Err: scriptError{err.Error()}}, nil
+		return engine.Result{Err: scriptError{msg: err.Error()}}, nil
 	}
 	ok = true
 	return engine.Result{New: engine.Item{Value: append([]byte(nil), w.Bytes()...)}, NewFound: true}, nil
-}
-
-// redisLib builds the redis table: redis.call and redis.pcall run through vm.run.
-func (vm *luaVM) redisLib() *lua.LTable {
-	L := vm.L
-	call := func(protect bool) lua.LGFunction {
-		return func(L *lua.LState) int {
-			v, err := vm.run.call(L)
-			if err != nil {
-				vm.fatal = err
-				L.RaiseError("%v", err)
-			}
-			if t, ok := v.(*lua.LTable); ok && !protect {
-				if _, isErr := t.RawGetString("err").(lua.LString); isErr {
-					L.Error(t, 0) // raise the error reply itself: the script fails with it
-				}
-			}
-			L.Push(v)
-			return 1
-		}
-	}
-	r := L.NewTable()
-	r.RawSetString("call", L.NewFunction(call(false)))
-	r.RawSetString("pcall", L.NewFunction(call(true)))
-	r.RawSetString("error_reply", L.NewFunction(func(L *lua.LState) int {
-		t := L.CreateTable(0, 1)
-		t.RawSetString("err", lua.LString(errorReplyText(L.CheckString(1))))
-		L.Push(t)
-		return 1
-	}))
-	r.RawSetString("status_reply", L.NewFunction(func(L *lua.LState) int {
-		t := L.CreateTable(0, 1)
-		t.RawSetString("ok", lua.LString(L.CheckString(1)))
-		L.Push(t)
-		return 1
-	}))
-	r.RawSetString("sha1hex", L.NewFunction(func(L *lua.LState) int {
-		L.Push(lua.LString(sha1hex([]byte(L.CheckString(1)))))
-		return 1
-	}))
-	r.RawSetString("log", L.NewFunction(func(*lua.LState) int { return 0 }))
-	r.RawSetString("setresp", L.NewFunction(func(L *lua.LState) int {
-		if L.CheckInt(1) != 2 {
-			L.RaiseError("RESP version must be 2 here")
-		}
-		return 0
-	}))
-	r.RawSetString("replicate_commands", L.NewFunction(func(L *lua.LState) int { L.Push(lua.LTrue); return 1 }))
-	r.RawSetString("REDIS_VERSION", lua.LString(Version))
-	r.RawSetString("REDIS_VERSION_NUM", lua.LNumber(versionNum(Version)))
-	for name, lvl := range map[string]int{"LOG_DEBUG": 0, "LOG_VERBOSE": 1, "LOG_NOTICE": 2, "LOG_WARNING": 3} {
-		r.RawSetString(name, lua.LNumber(lvl))
-	}
-	return r
-}
-
-// scriptRun is what a script's redis.call needs: the batch, the script's own handler (it compiles commands), its
-// database and mode, the handler that runs it (nil when gone), and the events and messages it sent so far.
-type scriptRun struct {
-	s        *session // what its commands compile in (session)
-	tx       *engine.Tx
-	h        *Handler
-	db       int
-	readOnly bool
-	host     *Handler
-	out      []keyEvent
-	// monitor: a monitor was on when the script was sent; the commands it runs are recorded in out for it.
-	monitor bool
-	// tracker is the id of the tracking client that runs the script, whose reads register their keys (0: none).
-	tracker int64
-	// user is the ACL user the script's commands are checked as (nil: one who may do everything), caller the
-	// connection that ran it (for ACL LOG; nil when gone).
-	user   *aclUser
-	caller *session
-}
-
-// call runs one redis.call from a script: the command compiles as on a connection and its mutations apply
-// through tx. It returns the reply as a Lua value (an {err=} table for an error reply), or the batch's own failure.
-func (r *scriptRun) call(L *lua.LState) (lua.LValue, error) {
-	tx, readOnly := r.tx, r.readOnly
-	errTable := func(msg string) lua.LValue {
-		t := L.CreateTable(0, 1)
-		t.RawSetString("err", lua.LString(msg))
-		return t
-	}
-	n := L.GetTop()
-	if n == 0 {
-		return errTable("ERR Please specify at least one argument for this redis lib call"), nil
-	}
-	args := make([][]byte, n)
-	for i := range args {
-		b, ok := luaArg(L.Get(i + 1))
-		if !ok {
-			return errTable("ERR Lua redis lib command arguments must be strings or integers"), nil
-		}
-		args[i] = b
-	}
-	s := r.session()
-	if s.user != nil { // ACL, as Redis checks a script's call: after the command's name and arity
-		if cmd := s.lookup(args[0]); cmd != nil && !(cmd.arity > 0 && n != cmd.arity || cmd.arity < 0 && n < -cmd.arity) {
-			if res, _ := s.aclDeny(cmd, args); res != aclOK {
-				return errTable(scriptNoperm[res]), nil
-			}
-		}
-	}
-	shown := func() { // a command that passed the checks is shown to monitors, as Redis's call() feeds them
-		if r.monitor {
-			r.out = append(r.out, keyEvent{monitor: true, db: r.db, args: copyArgs(args)})
-		}
-	}
-	switch lower(args[0]) { // the few non-data commands scripts use, answered without leaving the batch
-	case "time": // the batch's time, so the script stays deterministic
-		shown()
-		now := tx.Now()
-		t := L.CreateTable(2, 0)
-		t.RawSetInt(1, lua.LString(strconv.FormatInt(now/1000, 10)))
-		t.RawSetInt(2, lua.LString(strconv.FormatInt(now%1000*1000, 10)))
-		return t, nil
-	case "ping":
-		shown()
-		t := L.CreateTable(0, 1)
-		t.RawSetString("ok", lua.LString("PONG"))
-		return t, nil
-	case "publish", "spublish":
-		switch {
-		case readOnly:
-			return errTable("ERR Write commands are not allowed from read-only scripts."), nil
-		case n != 3:
-			return errTable("ERR Wrong number of args calling Redis command from script"), nil
-		}
-		shown()
-		return scriptPublish(L, r.host, lower(args[0]) == "spublish", args, &r.out), nil
-	}
-	cmd := s.lookup(args[0])
-	switch {
-	case cmd == nil:
-		return errTable("ERR Unknown Redis command called from script"), nil
-	case cmd.data == nil && (!cmd.inScript || r.host == nil), cmd.tx != nil, cmd.name == "debug": // cmd.tx: EVAL and its kin
-		return errTable("ERR This Redis command is not allowed from script"), nil
-	case cmd.immIf != nil && cmd.immIf(args): // XREADGROUP's BLOCK: no script waits
-		return errTable("ERR " + string(args[0]) + " command is not allowed with BLOCK option from scripts"), nil
-	case readOnly && cmd.flags&flagWrite != 0:
-		return errTable("ERR Write commands are not allowed from read-only scripts."), nil
-	case (cmd.arity > 0 && n != cmd.arity) || (cmd.arity < 0 && n < -cmd.arity):
-		return errTable("ERR Wrong number of args calling Redis command from script"), nil
-	}
-	shown()
-	if r.tracker != 0 && r.host != nil && cmd.flags&flagReadonly != 0 {
-		if keys := cmd.keys(args); len(keys) > 0 { // before the read, as a connection's (tracking.go)
-			r.host.trackKeysOf(r.tracker, keys)
-		}
-	}
-	if cmd.data == nil { // KEYS, SCAN, RANDOMKEY, DBSIZE, ECHO: over the keys the batch sees
-		s.tx, s.cursors = tx, &r.host.cursors
-		cmd.imm(s, args)
-		return r.lua(L, s.w.Bytes()), nil
-	}
-	s.compile(cmd, args) // with the probes of keyspace events, when the caller wants them (h.sink)
-	res, err := tx.Apply(s.batch.Muts())
-	if errors.Is(err, engine.ErrOutsideTable) { // MOVE or COPY ... DB to another database, or a flush: refused, nothing applied
-		return errTable("ERR a script may write keys of its own database only, and may not flush"), nil
-	}
-	if err != nil && !errors.Is(err, engine.ErrAborted) {
-		return nil, err
-	}
-	s.writeReplies(res, err)
-	return r.lua(L, s.w.Bytes()), nil
-}
-
-// session returns the session the script's commands compile in, emptied: one for all of a script's calls (one
-// each was a sixth of what a BullMQ script allocated).
-func (r *scriptRun) session() *session {
-	if r.s == nil {
-		r.s = &session{h: r.h, w: resp.NewWriter(2), db: r.db, authed: true, ctx: context.Background(), inScript: true,
-			user: r.user, scriptCaller: r.caller}
-		return r.s
-	}
-	s := r.s
-	s.w.Reset()
-	s.batch.Reset()
-	s.tx, s.cursors = nil, nil
-	return s
-}
-
-// lua converts a command's reply for the script: an {err=} table when it cannot be read.
-func (r *scriptRun) lua(L *lua.LState, reply []byte) lua.LValue {
-	v, _, err := respToLua(L, reply)
-	if err != nil {
-		t := L.CreateTable(0, 1)
-		t.RawSetString("err", lua.LString("ERR "+err.Error()))
-		return t
-	}
-	return v
 }
 
 // errorLine is the line a script failed on, found as Redis's error handler finds it: that of the function that

@@ -51,15 +51,17 @@ func TestPcallAfterManyTailCallsBuildsASmallTraceback(t *testing.T) {
 	}
 }
 
-// TestScriptRegistryOverflowFailsTheScriptOnly: a script that passes the interpreter's registry (unpack of 10,000
-// values) fails with its own error, and in a transaction only that command fails. With an error handler given to
-// PCall, gopher-lua panicked outside its recover: an internal error that refused the whole transaction.
+// TestScriptRegistryOverflowFailsTheScriptOnly: a script that passes the interpreter's registry (ten nested calls
+// with 5,000 arguments each) fails with its own error, and in a transaction only that command fails. With an
+// error handler given to PCall, gopher-lua panicked outside its recover: an internal error that refused the
+// whole transaction.
 func TestScriptRegistryOverflowFailsTheScriptOnly(t *testing.T) {
 	ts := startServer(t, Options{}, 0)
 	c := ts.client(t, &goredis.Options{PoolSize: 1})
-	const script = "local t = {} for i = 1, 10000 do t[i] = i end return select('#', unpack(t))"
+	const script = "local t = {} for i = 1, 5000 do t[i] = i end " +
+		"local function f(n, ...) if n == 0 then return select('#', ...) end return 1 + f(n - 1, ...) end return f(10, unpack(t))"
 	if err := c.Eval(ctx, script, nil).Err(); err == nil || !strings.Contains(err.Error(), "registry overflow") {
-		t.Errorf("unpack of 10,000 values: %v, want the registry overflow error", err)
+		t.Errorf("ten calls of 5,000 arguments: %v, want the registry overflow error", err)
 	}
 	cmds, _ := c.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 		p.Set(ctx, "a", "1", 0)

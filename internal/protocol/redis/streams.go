@@ -21,7 +21,7 @@ func init() {
 		x(&command{name: "xdel", arity: -3, flags: rw | flagFast, data: cmdXDel, since: "5.0.0", summary: "Returns the number of messages after removing them from a stream."}),
 		x(&command{name: "xtrim", arity: -4, flags: rw, data: cmdXTrim, since: "5.0.0", summary: "Deletes messages from the beginning of a stream."}),
 		x(&command{name: "xsetid", arity: -3, flags: rw, data: cmdXSetID, since: "5.0.0", summary: "An internal command for replicating stream values."}),
-		x(&command{name: "xread", arity: -4, flags: ro, firstKey: -1, movable: streamsKeys, imm: cmdXRead, since: "5.0.0", summary: "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise."}),
+		x(&command{name: "xread", arity: -4, flags: ro, firstKey: -1, movable: streamsKeys, imm: cmdXRead, inScript: true, since: "5.0.0", summary: "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise."}),
 		// Consumer groups (streamgroups.go, streamreadgroup.go).
 		x(&command{name: "xreadgroup", arity: -7, flags: rw, firstKey: -1, movable: xreadgroupKeys, data: cmdXReadGroupData, imm: cmdXReadGroup, immIf: hasBlock, since: "5.0.0", summary: "Returns new or historical messages from a stream for a consumer in a group. Blocks until a message is available otherwise."}),
 		x(&command{name: "xgroup", arity: -2, flags: rw, firstKey: 2, lastKey: 2, step: 1, data: cmdXGroup, since: "5.0.0", summary: "A container for consumer groups commands."}),
@@ -360,8 +360,7 @@ func cmdXRead(s *session, args [][]byte) {
 	after := make([]collections.ID, n)
 	for k, a := range rest[n:] {
 		if string(a) == "$" { // the stream's last ID now
-			res, err := s.h.store.Apply(s.writeCtx(), []engine.Mutation{
-				collections.XRange(s.table(), keys[k], maxID, maxID, false, 0)})
+			res, err := s.applyRead([]engine.Mutation{collections.XRange(s.table(), keys[k], maxID, maxID, false, 0)})
 			if err == nil && res[0].Err == nil {
 				after[k], _ = collections.ParseID(res[0].New.Value, false)
 			}
@@ -391,8 +390,7 @@ func cmdXRead(s *session, args [][]byte) {
 			if !ok {
 				continue
 			}
-			res, err := s.h.store.Apply(s.writeCtx(), []engine.Mutation{
-				collections.XRange(s.table(), key, from, maxID, false, count)})
+			res, err := s.applyRead([]engine.Mutation{collections.XRange(s.table(), key, from, maxID, false, count)})
 			if err == nil {
 				err = res[0].Err
 			}

@@ -87,6 +87,15 @@ func (w *Writer) Error(msg string) {
 	w.line('-', msg)
 }
 
+// ErrorCounted appends an error reply as Error does, without telling OnError: one counted already (a script's
+// error that a command it called answered, counted then).
+func (w *Writer) ErrorCounted(msg string) {
+	if len(msg) > 0 && msg[0] == '-' {
+		msg = msg[1:]
+	}
+	w.line('-', msg)
+}
+
 // line appends prefix, s with CR and LF replaced by spaces, and CRLF.
 func (w *Writer) line(prefix byte, s string) {
 	w.buf = append(w.buf, prefix)
