@@ -19,8 +19,8 @@ if [ "${SKIP_INSTALL:-0}" != 1 ]; then
   pip_args="-q --disable-pip-version-check -r tests/python/requirements.txt"
   python3 -m pip install $pip_args 2>/dev/null || python3 -m pip install --break-system-packages $pip_args
   if command -v npm >/dev/null; then
-    echo "== installing Node packages (memjs, a binary-protocol memcached client; bullmq and bull, job queues, with" \
-      "the Redis client ioredis) into ~/.cache/anykv/node"
+    echo "== installing Node packages (memjs, a binary-protocol memcached client; bullmq, bull and bee-queue, job" \
+      "queues, rate-limiter-flexible and redlock, with the Redis client ioredis) into ~/.cache/anykv/node"
     mkdir -p ~/.cache/anykv/node
     [ -d ~/.cache/anykv/node/node_modules/memjs ] ||
       npm install --prefix ~/.cache/anykv/node --no-audit --no-fund --silent memjs@1.3.2 >/dev/null
@@ -28,6 +28,11 @@ if [ "${SKIP_INSTALL:-0}" != 1 ]; then
       npm install --prefix ~/.cache/anykv/node --no-audit --no-fund --silent bullmq@6.7.0 ioredis@6.0.0 >/dev/null
     [ -d ~/.cache/anykv/node/node_modules/bull ] ||
       npm install --prefix ~/.cache/anykv/node --no-audit --no-fund --silent bull@4.16.5 >/dev/null
+    # bee-queue (a job queue on the redis v3 client), rate-limiter-flexible and redlock (on ioredis)
+    { [ -d ~/.cache/anykv/node/node_modules/bee-queue ] && [ -d ~/.cache/anykv/node/node_modules/redlock ] &&
+      [ -d ~/.cache/anykv/node/node_modules/rate-limiter-flexible ]; } ||
+      npm install --prefix ~/.cache/anykv/node --no-audit --no-fund --silent bee-queue@2.0.0 \
+        rate-limiter-flexible@11.4.0 redlock@4.2.0 >/dev/null
   fi
 fi
 

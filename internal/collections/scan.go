@@ -2,6 +2,7 @@ package collections
 
 import (
 	"cmp"
+	"slices"
 
 	"anykv/internal/engine"
 )
@@ -17,7 +18,9 @@ func init() { engine.RegisterUncachedKeyReadFunc(fnScan, scanMembers) }
 // ScanMembers reads up to count members of the hash, set or sorted set (kind) at the key that sort after the
 // member after (from the first member if !resume), in member order, into Members with their values (a sorted
 // set's: its score text). If members follow, Result.New.Value is the last member returned (NewFound), where the
-// next page resumes.
+// next page resumes. A whole sorted set read in one page (from the first member, none left) comes in score order,
+// ties in member order: the order of Redis's listpack, which ZSCAN answers a small sorted set in (walrus's ZSet
+// iterates with ZSCAN and its full-text search ranks by it).
 func ScanMembers(table string, key []byte, kind engine.Kind, resume bool, after []byte, count int64) engine.Mutation {
 	r := []byte("0")
 	if resume {
@@ -46,7 +49,12 @@ func scanMembers(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		r.Start = append(append(prefix[:len(prefix):len(prefix)], args[3]...), 0) // just after the resume member
 	}
 	var res engine.Result
-	var bad error // a member item that does not decode: the page fails, never comes back short
+	type scored struct {
+		score float64
+		at    int // the member's place in Members (member order)
+	}
+	var scores []scored // a sorted set's, to answer a whole one in score order
+	var bad error       // a member item that does not decode: the page fails, never comes back short
 	more := false
 	err = tx.Scan(engine.MemberTable(c.table), r, func(k []byte, it engine.Item) bool {
 		if int64(len(res.Members)) == count {
@@ -56,10 +64,23 @@ func scanMembers(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		m := engine.Member{Name: append([]byte(nil), k[len(prefix):]...)}
 		m.Item.Value, bad = c.memberValue(it.Value)
 		res.Members = append(res.Members, m)
+		if bad == nil && c.item.Kind == engine.KindZSet {
+			var f float64
+			f, bad = decodeScore(it.Value)
+			scores = append(scores, scored{f, len(scores)})
+		}
 		return bad == nil
 	})
 	if err = cmp.Or(err, bad); err != nil {
 		return engine.Result{}, err
+	}
+	if c.item.Kind == engine.KindZSet && string(args[2]) != "1" && !more {
+		slices.SortStableFunc(scores, func(a, b scored) int { return cmp.Compare(a.score, b.score) })
+		byScore := make([]engine.Member, len(scores))
+		for i, s := range scores {
+			byScore[i] = res.Members[s.at]
+		}
+		res.Members = byScore
 	}
 	if more {
 		res.New, res.NewFound = engine.Item{Value: res.Members[len(res.Members)-1].Name}, true

@@ -155,3 +155,60 @@ func TestCollScanKeepsScanCursors(t *testing.T) {
 		t.Fatalf("the paused SCAN after %d HSCAN pages: %v", maxCursors+1000, err)
 	}
 }
+
+// TestSmallZScanMatchesRedis: ZSCAN answers a small sorted set (up to 128 members) in score order, ties in member
+// order, as redis-server answers its listpack, byte for byte in RESP2 and RESP3, after ZADD, ZINCRBY, ZREM and
+// ZUNIONSTORE (walrus's ZSet iterates with ZSCAN, and its full-text search ranks documents by that order). Without
+// redis-server, the replies are checked against the order it gives.
+func TestSmallZScanMatchesRedis(t *testing.T) {
+	cmds := [][]string{
+		{"ZADD", "z", "3", "a", "1", "b", "2", "c", "-1.5", "d", "inf", "e", "-inf", "f", "2", "bb", "0", "z0"},
+		{"ZSCAN", "z", "0"},
+		{"ZSCAN", "z", "0", "COUNT", "2"},
+		{"ZSCAN", "z", "0", "MATCH", "b*"},
+		{"ZINCRBY", "z", "10", "b"},
+		{"ZREM", "z", "c"},
+		{"ZSCAN", "z", "0"},
+		{"ZADD", "w", "5", "a", "0.5", "x"},
+		{"ZUNIONSTORE", "u", "2", "z", "w", "WEIGHTS", "1", "2"},
+		{"ZSCAN", "u", "0"},
+		{"ZSCAN", "missing", "0"},
+	}
+	run := func(addr string, proto string) []string {
+		rc := dialRaw(t, addr)
+		rc.do("HELLO", proto)
+		rc.do("FLUSHALL")
+		var out []string
+		for _, c := range cmds {
+			out = append(out, rc.do(c...))
+		}
+		return out
+	}
+	want := map[int]string{ // the ZSCAN replies' members, in the order redis-server 7.0 gives them
+		1: "f d z0 b bb c a e", 3: "b bb", 6: "f d z0 bb a b e", 9: "f d z0 x bb b a e"}
+	for _, proto := range []string{"2", "3"} {
+		got := run(startServer(t, Options{}, 0).addr, proto)
+		for i, members := range want {
+			var names []string
+			for j, l := range strings.Split(strings.TrimSuffix(got[i], "\r\n"), "\r\n")[4:] {
+				if j%4 == 1 {
+					names = append(names, l)
+				}
+			}
+			if strings.Join(names, " ") != members {
+				t.Errorf("RESP%s %q: members %q, want %q", proto, cmds[i], names, members)
+			}
+		}
+		if got[2] != got[1] {
+			t.Errorf("RESP%s: COUNT 2 over a small sorted set %q, without %q", proto, got[2], got[1])
+		}
+		if addr := startRedisServerIfAny(t); addr != "" {
+			theirs := run(addr, proto)
+			for i := range cmds {
+				if got[i] != theirs[i] {
+					t.Errorf("RESP%s %q:\n anykv        %q\n redis-server %q", proto, cmds[i], got[i], theirs[i])
+				}
+			}
+		}
+	}
+}

@@ -223,11 +223,16 @@ func (h *Handler) statSection(sec string) [][2]string {
 			{"blocked_clients", itoa(h.waiters.clients.Load())}, {"tracking_clients", itoa(int64(h.track.n.Load()))}}
 	case "memory":
 		f := h.memFigures()
+		// Redis's figures that dashboards show (asynq's RDB.RedisInfo, for one, reads used_memory_peak_perc),
+		// printed as Redis prints them: percentages and ratios with two decimals.
 		return [][2]string{{"used_memory", itoa(int64(f.heap))}, {"used_memory_human", human(f.heap)},
-			{"used_memory_rss", itoa(int64(f.rss))}, {"used_memory_peak", itoa(int64(f.peak))},
-			{"used_memory_peak_human", human(f.peak)}, {"used_memory_startup", itoa(int64(f.startup))},
+			{"used_memory_rss", itoa(int64(f.rss))}, {"used_memory_rss_human", human(f.rss)},
+			{"used_memory_peak", itoa(int64(f.peak))}, {"used_memory_peak_human", human(f.peak)},
+			{"used_memory_peak_perc", strconv.FormatFloat(100*ratio(f.heap, f.peak), 'f', 2, 64) + "%"},
+			{"used_memory_startup", itoa(int64(f.startup))},
 			{"used_memory_scripts_eval", itoa(f.lua)}, {"number_of_cached_scripts", itoa(int64(f.scripts))},
-			{"maxmemory", "0"}, {"maxmemory_policy", maxmemoryPolicy}}
+			{"maxmemory", "0"}, {"maxmemory_human", "0B"}, {"maxmemory_policy", maxmemoryPolicy},
+			{"mem_fragmentation_ratio", strconv.FormatFloat(ratio(f.rss, f.heap), 'f', 2, 64)}}
 	case "persistence":
 		out := [][2]string{{"loading", "0"}, {"aof_enabled", h.settings()["appendonly"]},
 			{"anykv_engine", h.opts.Settings["engine"]}, {"anykv_fsync", h.opts.Settings["fsync"]}}

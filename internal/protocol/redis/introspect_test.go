@@ -3,6 +3,7 @@ package redis
 import (
 	"fmt"
 	"net/http/httptest"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -511,5 +512,83 @@ func TestGetKeysAndFlagsMatchesRedis(t *testing.T) {
 	}
 	if !strings.Contains(got, "RW") {
 		t.Fatalf("no flags at all: %q", got)
+	}
+}
+
+// infoFields parses an INFO reply into its field names, in order, and their values.
+func infoFields(out string) ([]string, map[string]string) {
+	var names []string
+	vals := map[string]string{}
+	for _, l := range strings.Split(out, "\r\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && !strings.HasPrefix(l, "#") {
+			names = append(names, k)
+			vals[k] = v
+		}
+	}
+	return names, vals
+}
+
+// TestInfoMemoryMatchesRedis: INFO memory has the fields dashboards read (asynq's Inspector.RedisInfo, and so
+// asynqmon, wants used_memory_peak_perc), each also in redis-server 7.0's section, in its order and written as it
+// writes them (a size with B/K/M/G, a percentage with two decimals and %, a ratio with two decimals).
+func TestInfoMemoryMatchesRedis(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, &goredis.Options{PoolSize: 1})
+	out, err := c.Info(ctx, "memory").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, vals := infoFields(out)
+	for _, f := range []string{"used_memory", "used_memory_human", "used_memory_rss", "used_memory_rss_human",
+		"used_memory_peak", "used_memory_peak_human", "used_memory_peak_perc", "maxmemory", "maxmemory_human",
+		"maxmemory_policy", "mem_fragmentation_ratio"} {
+		if _, ok := vals[f]; !ok {
+			t.Errorf("INFO memory lacks %s:\n%s", f, out)
+		}
+	}
+	shape := map[string]*regexp.Regexp{
+		"_human": regexp.MustCompile(`^\d+(\.\d\d[KMG]|B)$`), "_perc": regexp.MustCompile(`^\d+\.\d\d%$`),
+		"_ratio": regexp.MustCompile(`^\d+\.\d\d$`)}
+	for _, n := range names {
+		for suffix, re := range shape {
+			if strings.HasSuffix(n, suffix) && !re.MatchString(vals[n]) {
+				t.Errorf("%s:%s is not written as Redis writes it", n, vals[n])
+			}
+		}
+	}
+	if p := vals["used_memory_peak_perc"]; p == "0.00%" {
+		t.Errorf("used_memory_peak_perc %s", p)
+	}
+	addr := startRedisServerIfAny(t)
+	if addr == "" {
+		return
+	}
+	r := goredis.NewClient(&goredis.Options{Addr: addr})
+	defer r.Close()
+	rout, err := r.Info(ctx, "memory").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rnames, rvals := infoFields(rout)
+	pos := map[string]int{}
+	for i, n := range rnames {
+		pos[n] = i
+	}
+	last := -1
+	for _, n := range names {
+		i, ok := pos[n]
+		if !ok {
+			t.Errorf("%s is not a field of redis-server's INFO memory", n)
+			continue
+		}
+		if i < last {
+			t.Errorf("%s comes out of redis-server's order", n)
+		}
+		last = i
+		for suffix, re := range shape {
+			if strings.HasSuffix(n, suffix) && !re.MatchString(rvals[n]) {
+				t.Errorf("redis-server's %s:%s does not have the shape checked here", n, rvals[n])
+			}
+		}
 	}
 }
