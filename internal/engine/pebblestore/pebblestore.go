@@ -119,6 +119,7 @@ type Store struct {
 	failed atomic.Pointer[error]
 	// space refuses writes while the disk is (nearly) full, without making it sticky (space.go).
 	space *space
+	yield yielder // counts L0's tables for the parks of flushes and compactions (yield.go)
 
 	// active counts operations in progress; closing turns new ones away. Close waits for active to reach zero
 	// before it stops the writer and closes Pebble, so no operation ever touches a closed DB (Pebble panics).
@@ -210,7 +211,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	po := &pebble.Options{
 		Cache:                       cache,
-		FS:                          spaceFS{FS: opts.FS, sp: s.space},
+		FS:                          spaceFS{FS: opts.FS, sp: s.space, y: &s.yield},
 		FormatMajorVersion:          pebble.FormatValueSeparation, // newest format of pebble v2.1; explicit on purpose
 		MemTableSize:                memTableSize,
 		MemTableStopWritesThreshold: 4,
@@ -228,9 +229,10 @@ func Open(opts Options) (*Store, error) {
 			FlushEnd: s.flushEnded,
 		},
 	}
+	s.yield.listen(po.EventListener)
 	po.Experimental.SpanPolicyFunc = memberTableSpans // spans.go: no sstable holds members and other keys
 	if opts.FS == nil {
-		po.FS = spaceFS{FS: vfs.Default, sp: s.space, osFiles: true}
+		po.FS = spaceFS{FS: vfs.Default, sp: s.space, y: &s.yield, osFiles: true}
 		po.WithFSDefaults() // Pebble's disk health checks, as with the default file system
 	}
 	for i := range po.Levels {
@@ -259,6 +261,7 @@ func Open(opts Options) (*Store, error) {
 	if err != nil {
 		return nil, check.openFailed(err)
 	}
+	s.yield.l0.Store(db.Metrics().Levels[0].TablesCount)
 	version, err := check.afterOpen(db, opts.SkipOpenVerify) // reads the meta records
 	fail := func(err error) (*Store, error) {
 		_ = db.Close()

@@ -287,6 +287,7 @@ func metaEntries(smallest []byte) int64 {
 
 // flushEnded is Pebble's FlushEnd event: the flushed memtables' writes are now counted by the sstables.
 func (s *Store) flushEnded(info pebble.FlushInfo) {
+	s.yield.flushed(info)
 	if info.Err != nil || info.Ingest {
 		return
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -408,7 +407,8 @@ func isENOSPC(err error) bool { return errors.Is(err, syscall.ENOSPC) }
 type spaceFS struct {
 	vfs.FS
 	sp      *space
-	osFiles bool // FS is the operating system's, with nothing between: its WALs may sync on the helper thread
+	y       *yielder // flushes and compactions yield to connections (yield.go)
+	osFiles bool     // FS is the operating system's, with nothing between: its WALs may sync on the helper thread
 }
 
 func (fs spaceFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
@@ -433,7 +433,8 @@ func (fs spaceFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &spaceFile{File: f, name: name, sp: fs.sp, threadSync: fs.osFiles && strings.HasSuffix(name, ".log")}, nil
+	return &spaceFile{File: f, name: name, sp: fs.sp, threadSync: fs.osFiles && strings.HasSuffix(name, ".log"), y: fs.y,
+		bulk: strings.HasSuffix(name, ".sst") || strings.HasSuffix(name, ".blob")}, nil
 }
 
 // spaceFile retries Write and WriteAt from the first byte not written when space.outOfSpace says so. Sync is
@@ -443,14 +444,14 @@ type spaceFile struct {
 	name       string
 	sp         *space
 	threadSync bool // a WAL of the OS file system: SyncData runs on the helper thread
+	y          *yielder
+	bulk       bool      // an sstable or blob file: written by flushes and compactions
+	parked     time.Time // when this file's writer last parked (yield.go)
 }
 
 func (f *spaceFile) Write(p []byte) (int, error) {
-	if !f.threadSync {
-		// A flush or compaction writes its sstables in blocks between long stretches of CPU (encoding,
-		// compressing): yielding at each block lets the connections and the writer run in between, where with
-		// GOMAXPROCS=1 they waited for the scheduler's 10 ms slice (SET p16's p99: benchmarks.md).
-		runtime.Gosched()
+	if f.bulk {
+		f.y.yield(&f.parked) // yield.go
 	}
 	n, err := f.File.Write(p)
 	for try := 0; err != nil && isENOSPC(err) && f.sp.outOfSpace(f.name, try); try++ {

@@ -1,0 +1,69 @@
+package pebblestore
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"anykv/internal/engine"
+)
+
+// TestYielderCountsL0: the L0 table count the parks of flushes and compactions go by (yield.go), kept from
+// Pebble's events, is Pebble's own after flushes and compactions, and after a reopen; were it behind, flushes
+// would go on parking while compactions fall behind, until Pebble stopped writes.
+func TestYielderCountsL0(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(Options{Dir: dir, Logger: quiet, Sync: SyncNever})
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := make([]byte, 100)
+	rng := rand.New(rand.NewPCG(1, 2))
+	flushes := 0
+	for round := 0; round < 6; round++ {
+		muts := make([]engine.Mutation, 0, 1000)
+		for range 40 { // 4 MiB of random keys: about one memtable a round
+			muts = muts[:0]
+			for range 1000 {
+				k := binary.BigEndian.AppendUint64([]byte("key:"), rng.Uint64()%200000)
+				muts = append(muts, engine.Mutation{Op: engine.OpSet, Table: "t", Key: k, Value: val})
+			}
+			if _, err := s.Apply(ctx, &engine.Batch{Now: now, Muts: muts}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		flushes++
+	}
+	settled := func() int64 { // Pebble's L0 table count once no compaction has run for two polls
+		quiet := 0
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if s.db.Metrics().Compact.NumInProgress > 0 {
+				quiet = 0
+			} else if quiet++; quiet == 2 {
+				break
+			}
+		}
+		return s.db.Metrics().Levels[0].TablesCount
+	}
+	want := settled()
+	if got := s.yield.l0.Load(); got != want {
+		t.Errorf("after %d flushes the yielder counts %d L0 tables, Pebble has %d", flushes, got, want)
+	}
+	if m := s.db.Metrics(); m.Compact.Count == 0 {
+		t.Errorf("no compaction ran: the test did not exercise CompactionEnd")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(Options{Dir: dir, Logger: quiet, Sync: SyncNever}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got, want := s.yield.l0.Load(), settled(); got != want {
+		t.Errorf("after a reopen the yielder counts %d L0 tables, Pebble has %d", got, want)
+	}
+}
