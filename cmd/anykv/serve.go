@@ -25,6 +25,7 @@ import (
 	"anykv/internal/engine/pebblestore"
 	"anykv/internal/engine/remote"
 	"anykv/internal/engine/remote/dial"
+	"anykv/internal/gctune"
 	"anykv/internal/kv"
 	"anykv/internal/membudget"
 	"anykv/internal/metrics"
@@ -358,6 +359,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // runServer opens the engine, starts the listeners, and on ctx's end shuts down gracefully.
 func runServer(ctx context.Context, c *config, log *slog.Logger) error {
 	started := time.Now()
+	gctune.Start() // a floor under the collector's heap goal (internal/gctune)
 	level, err := engine.ParseConsistency(c.consistency)
 	if err != nil {
 		return fmt.Errorf("--consistency: %w", err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"anykv/internal/auth"
+	"anykv/internal/gctune"
 	"anykv/internal/kv"
 	"anykv/internal/membudget"
 	"anykv/internal/metrics"
@@ -148,7 +149,7 @@ func New(store *kv.Store, opts Options) *Handler {
 		observers: make([]*metrics.Observer, commandIDs), commandPerBatch: store.CommandPerBatch()}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	h.startupHeap = ms.HeapAlloc
+	h.startupHeap = ms.HeapAlloc - gctune.Held() // without the collector's ballast, as memFigures
 	h.cmdStats = make([]cmdStats, commandIDs)
 	h.initACL()
 	for _, c := range commands {
