@@ -565,9 +565,15 @@ func TestInfoMemoryMatchesRedis(t *testing.T) {
 	}
 	r := goredis.NewClient(&goredis.Options{Addr: addr})
 	defer r.Close()
-	rout, err := r.Info(ctx, "memory").Result()
-	if err != nil {
-		t.Fatal(err)
+	var rout string
+	// redis-server fills its memory figures in its cron (every 100 ms): until then the ratio is -nan.
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if rout, err = r.Info(ctx, "memory").Result(); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(rout, "nan") || time.Now().After(deadline) {
+			break
+		}
 	}
 	rnames, rvals := infoFields(rout)
 	pos := map[string]int{}
