@@ -20,7 +20,8 @@ import (
 //     pipeline 16: p99 13 → 6 ms (docs/benchmarks.md). A park costs the flush up to a millisecond when nothing
 //     else runs (Go's shortest wait for the network), so flushes and compactions run at least at half speed on
 //     an idle server; and while compactions are behind (L0 at parkL0 tables) they do not park, so that they
-//     catch up before Pebble stops writes (a million-key SET load stalled on L0 when they always parked).
+//     catch up before Pebble stops writes (a million-key SET load stalled on L0 when they always parked), nor
+//     while Pebble stops writes (its memtables or L0 full).
 //
 // With more than one P, an idle P polls the network, and nothing parks.
 const (
@@ -29,13 +30,28 @@ const (
 	parkL0    = 8 // Pebble compacts L0 from 4 sublevels and stops writes at 12
 )
 
-// yielder counts L0's tables from Pebble's events, for the parks (see above).
+// yielder counts L0's tables from Pebble's events, for the parks (see above), and knows when Pebble stalls writes.
 type yielder struct {
-	l0 atomic.Int64
+	l0      atomic.Int64
+	stalled atomic.Bool // Pebble stops writes (memtables or L0 full): flushes and compactions run flat out
 }
 
-// listen adds the yielder's counting to el; flushed is called by the FlushEnd handler the store sets.
+// listen adds the yielder's counting to el (after the store's own handlers, which it calls); flushed is called
+// by the FlushEnd handler the store sets.
 func (y *yielder) listen(el *pebble.EventListener) {
+	begin, end := el.WriteStallBegin, el.WriteStallEnd
+	el.WriteStallBegin = func(info pebble.WriteStallBeginInfo) {
+		y.stalled.Store(true)
+		if begin != nil {
+			begin(info)
+		}
+	}
+	el.WriteStallEnd = func() {
+		y.stalled.Store(false)
+		if end != nil {
+			end()
+		}
+	}
 	el.CompactionEnd = func(info pebble.CompactionInfo) {
 		if info.Err != nil {
 			return
@@ -85,7 +101,7 @@ func (y *yielder) add(n int64) {
 
 // yield is called before each block a flush or compaction writes; parked is when this file's writer last parked.
 func (y *yielder) yield(parked *time.Time) {
-	if y == nil || y.l0.Load() >= parkL0 || runtime.GOMAXPROCS(0) > 1 {
+	if y == nil || y.l0.Load() >= parkL0 || y.stalled.Load() || runtime.GOMAXPROCS(0) > 1 {
 		runtime.Gosched()
 		return
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"anykv/internal/engine"
 )
 
@@ -65,5 +67,25 @@ func TestYielderCountsL0(t *testing.T) {
 	defer s.Close()
 	if got, want := s.yield.l0.Load(), settled(); got != want {
 		t.Errorf("after a reopen the yielder counts %d L0 tables, Pebble has %d", got, want)
+	}
+}
+
+// TestYielderKnowsStalls: the store's write-stall handlers still run (they log) and the yielder sees the stall
+// begin and end.
+func TestYielderKnowsStalls(t *testing.T) {
+	var y yielder
+	began, ended := 0, 0
+	el := &pebble.EventListener{
+		WriteStallBegin: func(pebble.WriteStallBeginInfo) { began++ },
+		WriteStallEnd:   func() { ended++ },
+	}
+	y.listen(el)
+	el.WriteStallBegin(pebble.WriteStallBeginInfo{Reason: "memtable count limit reached"})
+	if !y.stalled.Load() || began != 1 {
+		t.Fatalf("after WriteStallBegin: stalled %v, the store's handler ran %d times", y.stalled.Load(), began)
+	}
+	el.WriteStallEnd()
+	if y.stalled.Load() || ended != 1 {
+		t.Fatalf("after WriteStallEnd: stalled %v, the store's handler ran %d times", y.stalled.Load(), ended)
 	}
 }
