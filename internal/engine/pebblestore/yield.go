@@ -34,6 +34,7 @@ const (
 type yielder struct {
 	l0      atomic.Int64
 	stalled atomic.Bool // Pebble stops writes (memtables or L0 full): flushes and compactions run flat out
+	parks   atomic.Int64
 }
 
 // listen adds the yielder's counting to el (after the store's own handlers, which it calls); flushed is called
@@ -114,5 +115,6 @@ func (y *yielder) yield(parked *time.Time) {
 		return
 	}
 	time.Sleep(parkFor)
+	y.parks.Add(1)
 	*parked = time.Now()
 }
