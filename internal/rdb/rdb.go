@@ -78,9 +78,12 @@ type Value struct {
 
 // Limits bound what Decode builds. MaxValue bounds each string, element, field and value; MaxTotal the bytes of
 // all of them together, ElemOverhead counted for each beside its length (what storing it costs beyond its
-// bytes). Zero means no bound.
+// bytes). Zero means no bound. Reserve, if set, is called with what each string counts (its bytes and
+// ElemOverhead) before it is built, once it passed the bounds: an error stops the decode and Decode returns it
+// (the caller releases what the calls before reserved).
 type Limits struct {
 	MaxValue, MaxTotal, ElemOverhead int
+	Reserve                          func(n int) error
 }
 
 // Check verifies a payload's footer as Redis's verifyDumpPayload does: at least the 10 bytes of the footer, an
@@ -182,6 +185,9 @@ type decoder struct {
 	r     reader
 	lim   Limits
 	total int
+	// counting: the string being read holds an encoded structure whose elements are counted (and reserved) as
+	// they are decoded (blob).
+	counting bool
 }
 
 // add counts n bytes of one decoded string against the limits.
@@ -189,9 +195,13 @@ func (d *decoder) add(n uint64) error {
 	if d.lim.MaxValue > 0 && n > uint64(d.lim.MaxValue) {
 		return ErrTooLarge
 	}
-	d.total += int(min(n, math.MaxInt32)) + d.lim.ElemOverhead
+	size := int(min(n, math.MaxInt32)) + d.lim.ElemOverhead
+	d.total += size
 	if d.lim.MaxTotal > 0 && d.total > d.lim.MaxTotal {
 		return ErrTooLarge
+	}
+	if d.lim.Reserve != nil && !d.counting {
+		return d.lim.Reserve(size)
 	}
 	return nil
 }
@@ -270,8 +280,9 @@ const lzfMaxRatio = 88
 // blob reads a string that holds an encoded structure (a listpack, ziplist or intset), checked as it is read.
 func (d *decoder) blob() ([]byte, error) {
 	save := d.total
+	d.counting = true
 	b, err := d.str()
-	d.total = save // what it holds is counted as it is decoded
+	d.total, d.counting = save, false // what it holds is counted as it is decoded
 	return b, err
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"anykv/internal/collections"
 	"anykv/internal/engine"
+	"anykv/internal/membudget"
 	"anykv/internal/protocol/resp"
 	"anykv/internal/rdb"
 )
@@ -78,6 +79,7 @@ func cmdRestore(s *session, args [][]byte) {
 	var v rdb.Value
 	var expires int64
 	refuse := ""
+	taken := 0 // what the decoded value reserved of the budget (reserveRestore)
 	ttl, ok := argInt(args[2])
 	switch {
 	case !ok:
@@ -87,8 +89,12 @@ func cmdRestore(s *session, args [][]byte) {
 	default:
 		var err error
 		v, err = rdb.Decode(args[3], rdb.Limits{MaxValue: s.h.store.Limits().MaxValue, MaxTotal: restoreMaxTotal,
-			ElemOverhead: restoreElemOverhead})
+			ElemOverhead: restoreElemOverhead, Reserve: func(n int) error { return s.reserveRestore(n, &taken) }})
 		switch {
+		case errors.Is(err, membudget.ErrOverBudget), errors.Is(err, membudget.ErrEvicted):
+			s.acct.Release(taken)
+			s.fail(errRestoreMemory)
+			return
 		case errors.Is(err, rdb.ErrFormat):
 			refuse = "ERR Bad data format"
 		case errors.Is(err, rdb.ErrTooLarge):
@@ -106,10 +112,13 @@ func cmdRestore(s *session, args [][]byte) {
 		}
 	}
 	if refuse != "" {
-		v = rdb.Value{}
+		s.acct.Release(taken) // a refused payload keeps nothing of what it decoded
+		taken, v = 0, rdb.Value{}
 	} else if !s.roomForRestore(v) {
+		s.acct.Release(taken)
 		return
 	}
+	s.held.restore += taken // until the batch has run (flush, cmdExec)
 	s.add(collections.Restore(s.table(), args[1], v, expires, replace, refuse))
 	s.plan(func(w *resp.Writer, res []engine.Result) {
 		var re *collections.RestoreError
@@ -126,21 +135,52 @@ func cmdRestore(s *session, args [][]byte) {
 	})
 }
 
+// errRestoreMemory answers a RESTORE whose decoded value would take the connections past their budget.
+const errRestoreMemory = "ERR client memory: maxmemory-clients reached (the values a batch's RESTOREs decoded count)"
+
+// reserveRestore reserves n bytes of a value RESTORE is decoding from the connection's budget account, adding
+// them to *taken; the batch holds the value until it runs (LZF payloads decode to up to 88 times their bytes,
+// and without it 20 connections pipelining a few MB of RESTOREs each held 5 GB past maxmemory-clients). As
+// hold does for queued commands, a refusal fails the command and the connection closes only if it was evicted;
+// in a pipeline the batch built so far runs first, giving back what its RESTOREs reserved, and the reservation
+// is tried again. Inside EXEC, whose commands run as one batch, and in a script, it is refused at once.
+func (s *session) reserveRestore(n int, taken *int) error {
+	err := s.acct.Reserve(n)
+	if errors.Is(err, membudget.ErrOverBudget) && s.held.restore > 0 && !s.noBlock && !s.inScript {
+		s.flush()
+		err = s.acct.Reserve(n)
+	}
+	if err != nil {
+		if errors.Is(err, membudget.ErrEvicted) {
+			s.closing = true
+		}
+		return err
+	}
+	*taken += n
+	return nil
+}
+
 // roomForRestore keeps the values one batch's RESTOREs decoded within restoreMaxTotal, as roomForPicks keeps its
 // picks, and reports whether the command may join the batch. A batch holds them until it runs, and a payload
 // decodes to up to 88 times its bytes (LZF): a pipeline of RESTOREs of 750 KB payloads, each a 62 MiB string,
 // held them all (2 GB from 22 MB of request, one connection). In a pipeline the batch built so far runs first;
-// inside EXEC, whose commands run as one batch, the command is refused instead.
+// inside EXEC, whose commands run as one batch, the command is refused instead. A script's calls each compile
+// in a batch of their own, but what they restore joins the script's batch (its writes) until the script is done:
+// its session counts all of them, and refuses the RESTORE past the bound.
 func (s *session) roomForRestore(v rdb.Value) bool {
 	n := len(v.Str)
 	for _, e := range v.Elems {
 		n += len(e) + restoreElemOverhead
 	}
-	if s.batch.Len() == 0 {
+	if s.batch.Len() == 0 && !s.inScript {
 		s.restored = 0
 	}
-	if s.restored+n > restoreMaxTotal && s.batch.Len() > 0 {
-		if s.noBlock { // EXEC
+	if s.restored+n > restoreMaxTotal && (s.batch.Len() > 0 || s.inScript) {
+		switch {
+		case s.inScript:
+			s.fail("ERR the script's restored values would exceed " + strconv.Itoa(restoreMaxTotal>>20) + " MiB")
+			return false
+		case s.noBlock: // EXEC
 			s.fail("ERR the transaction's restored values would exceed " + strconv.Itoa(restoreMaxTotal>>20) + " MiB")
 			return false
 		}

@@ -93,8 +93,9 @@ type session struct {
 	dirty   bool       // a command failed to queue: EXEC answers EXECABORT
 	queued  [][][]byte // commands queued by MULTI, copied out of the parser's buffer
 	// held is what the connection keeps between requests, reserved from acct (hold): the bytes of its queued
-	// MULTI commands, of its WATCHed keys, and of its subscriptions' names.
-	held    struct{ multi, watch, subs int }
+	// MULTI commands, of its WATCHed keys, and of its subscriptions' names; and, until the batch runs, of the
+	// values its RESTOREs decoded (reserveRestore).
+	held    struct{ multi, watch, subs, restore int }
 	watched []watch
 	watch   *kv.Watch // the same keys in the store's touched-key registry; nil: none watched
 	// execWatch is the watch EXEC's batch runs under (run applies it with kv.Store.ApplyWatched).
@@ -440,7 +441,8 @@ func (s *session) flush() {
 		return
 	}
 	defer s.releaseResults()
-	s.picks, s.restored = 0, 0 // the batch's picks (roomForPicks) and restored values leave with it
+	defer s.unhold(&s.held.restore) // once its replies are written, the batch no longer holds restored values
+	s.picks, s.restored = 0, 0      // the batch's picks (roomForPicks) and restored values leave with it
 	res, err := s.run(nil)
 	if (errors.Is(err, engine.ErrBatchTooBig) && s.batch.Len() > 1) || (errors.Is(err, engine.ErrInvalid) && hasEval(s.batch.Muts())) {
 		// The batch is this server's cut of a pipeline of independent commands: apply them one by one, so that

@@ -1,0 +1,154 @@
+package redis
+
+import (
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"anykv/internal/membudget"
+	"anykv/internal/rdb"
+)
+
+// restoreMiB is a DUMP payload of 12 KB that decodes to a string of 1 MiB (1 + 264 × 3971 bytes, LZF).
+func restoreMiB() string {
+	return string(rdb.Finish(append([]byte{rdb.TypeString}, lzfBomb(3971)...)))
+}
+
+// budgetSession is a session of ts's handler over one end of a pipe whose replies are discarded, so that a test
+// can dispatch commands and see what its account holds between them.
+func budgetSession(t *testing.T, ts *testServer) *session {
+	t.Helper()
+	c, peer := net.Pipe()
+	t.Cleanup(func() { c.Close(); peer.Close() })
+	go io.Copy(io.Discard, peer)
+	s := newSession(ts.h, c)
+	t.Cleanup(s.releaseBuffers)
+	return s
+}
+
+// TestRestoredValuesReserveTheBudget: the values a batch's RESTOREs decoded are reserved from the connection's
+// maxmemory-clients account while the batch holds them, and given back once it ran: after a pipeline's batch, an
+// EXEC, a DISCARD, and when the connection closes. A pipeline past the budget runs its batch so far and goes on;
+// a transaction's RESTORE past it, or one value bigger than the budget, is refused (the connection stays), and
+// nothing of it is written. Before, the decoded values counted nowhere: 20 connections pipelining a few MB of
+// LZF payloads each held 5 GB past the budget.
+func TestRestoredValuesReserveTheBudget(t *testing.T) {
+	budget := membudget.New(3<<20+1<<19, nil) // 3.5 MiB: three values of 1 MiB fit
+	ts := startServer(t, Options{Budget: budget}, 0)
+	p, size := restoreMiB(), int64(1+264*3971+restoreElemOverhead) // what one value reserves
+	s := budgetSession(t, ts)
+	send := func(args ...string) { // joins the batch, as a pipelined command
+		a := make([][]byte, len(args))
+		for i := range args {
+			a[i] = []byte(args[i])
+		}
+		s.dispatch(a)
+	}
+	run := func(args ...string) string { // and the batch runs
+		s.w.Reset()
+		send(args...)
+		s.flush()
+		return string(s.w.Bytes())
+	}
+
+	// A pipeline: held while the batch waits, given back when it runs.
+	send("RESTORE", "a", "0", p)
+	if held := s.acct.Held(); held != size {
+		t.Fatalf("a batch holding a restored value of %d bytes reserved %d", size, held)
+	}
+	send("RESTORE", "b", "0", p)
+	send("RESTORE", "c", "0", p)
+	if held := s.acct.Held(); held != 3*size {
+		t.Fatalf("3 restored values of %d bytes waiting reserved %d", size, held)
+	}
+	send("RESTORE", "d", "0", p) // over the budget: the batch so far runs first
+	if held := s.acct.Held(); held != size {
+		t.Fatalf("after its batch ran, one more restored value reserved %d bytes in all", held)
+	}
+	s.flush()
+	if held := s.acct.Held(); held != 0 {
+		t.Fatalf("after the batch ran the connection holds %d bytes", held)
+	}
+	if got := string(s.w.Bytes()); got != strings.Repeat("+OK\r\n", 4) {
+		t.Fatalf("4 pipelined RESTOREs answered %q", got)
+	}
+	if got := run("EXISTS", "a", "b", "c", "d"); got != ":4\r\n" {
+		t.Fatalf("EXISTS of the 4 restored keys: %q", got)
+	}
+
+	// EXEC: the transaction is one batch; its RESTORE past the budget fails, the others run.
+	run("MULTI")
+	for _, k := range []string{"m1", "m2", "m3", "m4"} {
+		run("RESTORE", k, "0", p)
+	}
+	want := "*4\r\n+OK\r\n+OK\r\n+OK\r\n-" + errRestoreMemory[:len("ERR client memory")]
+	if got := run("EXEC"); !strings.HasPrefix(got, want) {
+		t.Fatalf("EXEC of 4 RESTOREs of 1 MiB under a 3.5 MiB budget: %q", got)
+	}
+	if held := s.acct.Held(); held != 0 {
+		t.Fatalf("after EXEC the connection holds %d bytes", held)
+	}
+	if got := run("EXISTS", "m4"); got != ":0\r\n" {
+		t.Fatalf("the refused RESTORE wrote its key: %q", got)
+	}
+
+	// DISCARD: nothing was decoded, and the queue is given back.
+	run("MULTI")
+	run("RESTORE", "x", "0", p)
+	run("DISCARD")
+	if held := s.acct.Held(); held != 0 {
+		t.Fatalf("after DISCARD the connection holds %d bytes", held)
+	}
+
+	// One value bigger than the whole budget: refused, the connection goes on, nothing written.
+	body := append([]byte{rdb.TypeListQuicklist2}, rdb.AppendLen(nil, 4)...) // 4 plain nodes of 1 MiB
+	for range 4 {
+		body = append(append(body, 1), lzfBomb(3971)...)
+	}
+	if got := run("RESTORE", "big", "0", string(rdb.Finish(body))); !strings.Contains(got, "maxmemory-clients") {
+		t.Fatalf("RESTORE of a 4 MiB list under a 3.5 MiB budget: %q", got)
+	}
+	if got := run("EXISTS", "big"); got != ":0\r\n" || s.closing {
+		t.Fatalf("after the refused RESTORE: %q (closing %v)", got, s.closing)
+	}
+	if held := s.acct.Held(); held != 0 {
+		t.Fatalf("after a refused RESTORE the connection holds %d bytes", held)
+	}
+
+	// A connection that closes: what it held is given back.
+	rc := ts.raw(t)
+	rc.send(respCmd("RESTORE", "z1", "0", p) + respCmd("RESTORE", "z2", "0", p))
+	rc.c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for budget.Used() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the budget still holds %d bytes after the connections closed", budget.Used())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestScriptRestoresAreBounded (the fourth value of 1 MiB passes 3 MiB): what a script's RESTOREs decoded stays in its batch until the script is done, so
+// all of them together are bounded as one batch's (restoreMaxTotal): each call compiles in a batch of its own,
+// and before, each started the count again (a script looping over a 3 MB payload held gigabytes).
+func TestScriptRestoresAreBounded(t *testing.T) {
+	defer func(n int) { restoreMaxTotal = n }(restoreMaxTotal)
+	restoreMaxTotal = 3 << 20
+	ts := startServer(t, Options{}, 0)
+	rc := ts.raw(t)
+	script := `for i = 1, 5 do
+		local r = redis.pcall('RESTORE', 'k' .. i, 0, ARGV[1])
+		if type(r) == 'table' and r.err then return {i, r.err} end
+	end
+	return 'all'`
+	got := rc.do("EVAL", script, "0", restoreMiB())
+	want := "*2\r\n:4\r\n$51\r\nERR the script's restored values would exceed 3 MiB\r\n"
+	if got != want {
+		t.Fatalf("a script restoring 5 × 1 MiB under a 3 MiB bound: %q, want %q", got, want)
+	}
+	if r := rc.do("EVAL", "return redis.call('RESTORE', 'one', 0, ARGV[1])", "0", restoreMiB()); r != "+OK\r\n" {
+		t.Fatalf("the next script's RESTORE: %q", r)
+	}
+}
