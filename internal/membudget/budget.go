@@ -200,7 +200,9 @@ func (a *Account) reserveSlow(n int64) error {
 		if victims == nil {
 			b.mu.Unlock()
 			b.refusals.Add(1)
-			b.log.Warn("maxmemory-clients reached: closing the client whose request buffer would be the largest",
+			// The caller decides what a refusal costs the client: a request buffer that cannot grow closes the
+			// connection (its stream cannot be parsed further), held state (MULTI, WATCH, RESTORE) refuses the command.
+			b.log.Warn("maxmemory-clients reached: refusing the client that would hold the most",
 				"client", a.name, "holds", a.held.Load(), "wants", n, "used", b.used.Load(), "limit", b.limit.Load())
 			return ErrOverBudget
 		}
