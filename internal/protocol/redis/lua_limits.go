@@ -294,23 +294,20 @@ func formatSize(L *lua.LState) int {
 	return size
 }
 
-// tableConcat is table.concat(t [, sep [, i [, j]]]) as gopher-lua has it, with its result bounded.
+// tableConcat is table.concat(t [, sep [, i [, j]]]) as Lua 5.1 has it (Redis's), with its result bounded:
+// elements i to j, none past j even when the table is longer, and Lua's error at the first that is not a string
+// or a number, a nil past the table's end included (gopher-lua clamped i and j to the table, so a range past it
+// answered what the table had, or "").
 func tableConcat(L *lua.LState, lim *luaLimits) int {
 	tbl := L.CheckTable(1)
 	sep := L.OptString(2, "")
-	n := tbl.Len()
-	i, j := L.OptInt(3, 1), L.OptInt(4, n)
-	if L.GetTop() == 3 && (i > n || i < 1) {
-		L.Push(lua.LString(""))
-		return 1
-	}
-	i, j = max(min(i, n), 1), min(j, n)
+	i, j := L.OptInt(3, 1), L.OptInt(4, tbl.Len())
 	var parts []string
 	size := 0
 	for k := i; k <= j; k++ {
 		v := tbl.RawGetInt(k)
 		if !lua.LVCanConvToString(v) {
-			L.RaiseError("invalid value (%s) at index %d in table for concat", v.Type().String(), k)
+			L.RaiseError("invalid value (%s) at index %d in table for 'concat'", v.Type().String(), k)
 		}
 		s := lua.LVAsString(v)
 		if size += len(s) + len(sep); size > lim.maxString {

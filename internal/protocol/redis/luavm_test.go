@@ -175,3 +175,23 @@ func TestPipelinedScriptsShareABatch(t *testing.T) {
 	}
 	t.Logf("three scripts of %s additions: %v", n, time.Since(start))
 }
+
+// TestScriptTableConcatMatchesRedis: table.concat takes elements i to j as Lua 5.1 does, failing at the first
+// that is not a string or number (a nil past the end included), byte for byte as redis-server.
+func TestScriptTableConcatMatchesRedis(t *testing.T) {
+	scripts := []string{
+		"return table.concat({}, 'x', 1, 1e9)", "return table.concat({'a','b'}, 'x', 1, 5)",
+		"return table.concat({'a','b'}, 'x', 3)", "return table.concat({'a','b'}, 'x', 0)",
+		"return table.concat({'a','b'}, 'x', 2, 1)", "return table.concat({'a',{}}, 'x')",
+		"return table.concat({'a','b','c'}, '-', 2)", "return table.concat({1, 2.5, 'c'}, ', ')",
+		"return table.concat({'a','b','c'}, '', -1, 1)", "return table.concat({'a','b','c'}, '', 2, 2)",
+		"return table.concat({})", "return table.concat({'a', nil, 'c'})",
+	}
+	want := evalReplies(t, startRedisServer(t), scripts, "0")
+	got := evalReplies(t, startServer(t, Options{}, 0).addr, scripts, "0")
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("%q:\n%q\nredis-server: %q", scripts[i], got[i], want[i])
+		}
+	}
+}
