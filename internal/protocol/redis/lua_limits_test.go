@@ -441,3 +441,26 @@ func TestScriptCJSONEncodeBound(t *testing.T) {
 		t.Fatalf("within the bound: %v %v", got, err)
 	}
 }
+
+// TestScriptMemoryLimitKeyspaceReads: what KEYS and SCAN answer a script counts against its memory limit, as
+// what it builds does: a loop keeping KEYS * (or a SCAN of every key) over 10,000 keys of 100 bytes held the
+// key names without limit (5 GB past a 1 GiB limit, over 100,000 keys, in one request). Kept once, they fit.
+func TestScriptMemoryLimitKeyspaceReads(t *testing.T) {
+	old := luaMemoryLimit.Load()
+	luaMemoryLimit.Store(32 << 20)
+	t.Cleanup(func() { luaMemoryLimit.Store(old) })
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, nil)
+	if err := c.Eval(ctx, "local p = string.rep('k', 100) for i = 1, 10000 do redis.call('set', p .. i, '1') end", nil).Err(); err != nil && err != goredis.Nil {
+		t.Fatal(err)
+	}
+	for _, call := range []string{"redis.call('keys', '*')", "redis.call('scan', '0', 'count', '100000')[2]"} {
+		got, err := c.Eval(ctx, "local t = {} for i = 1, 100 do t[i] = "+call+" end return #t", nil).Result()
+		if err == nil || !strings.Contains(err.Error(), "script memory limit exceeded") {
+			t.Errorf("keeping %s 100 times: %v %v, want the memory limit's error", call, got, err)
+		}
+		if got, err := c.Eval(ctx, "return #"+call, nil).Result(); err != nil || got != int64(10000) {
+			t.Errorf("%s once: %v %v", call, got, err)
+		}
+	}
+}
