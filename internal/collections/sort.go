@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"anykv/internal/engine"
 	"anykv/internal/geo"
@@ -320,12 +321,20 @@ func cString(b []byte) []byte {
 }
 
 // sortOutput answers the sorted range, or stores it at the mutation's key: each element, or what each GET
-// pattern finds for it. What it holds is bounded by engine.MaxBatchRead, as the values a batch reads are.
+// pattern finds for it. What it holds is bounded by engine.MaxBatchRead, as the values a batch reads are: the
+// values' bytes, and the entry of each value past one per element. GET patterns multiply the entries, and a
+// missing key's entry (a null) has no bytes of its own: a thousand GETs of missing keys over a list of a thousand
+// elements, a request of a few kilobytes, held a million entries (80 MB) uncounted, a thousand times that as
+// easily.
 func sortOutput(tx *engine.Tx, vec []sortItem, gets [][]byte, store bool) (engine.Result, error) {
 	out := make([]engine.Member, 0, min(len(vec)*max(len(gets), 1), 1<<16))
 	size := 0
 	add := func(v []byte, missing bool) error {
-		if size += len(v); size > engine.MaxBatchRead {
+		size += len(v)
+		if len(out) >= len(vec) {
+			size += int(unsafe.Sizeof(engine.Member{}))
+		}
+		if size > engine.MaxBatchRead {
 			return engine.ErrBatchTooBig
 		}
 		m := engine.Member{Name: v}

@@ -51,11 +51,7 @@ func TestScriptBuildsNoHugeString(t *testing.T) {
 
 // TestScriptMemoryLimit: many strings each under the limit, kept together, fail at the memory limit.
 func TestScriptMemoryLimit(t *testing.T) {
-	old := luaMemoryLimit.Load()
-	luaMemoryLimit.Store(32 << 20)
-	t.Cleanup(func() { luaMemoryLimit.Store(old) })
-	ts := startServer(t, Options{}, 0)
-	c := ts.client(t, nil)
+	c := withScriptMemoryLimit(t, 32<<20)
 	_, err := c.Eval(ctx, "local t = {} for i = 1, 200 do t[i] = string.rep('x', 2^20) end return #t", nil).Result()
 	if err == nil || !strings.Contains(err.Error(), "script memory limit exceeded") {
 		t.Fatalf("200 MiB of strings: %v", err)
@@ -305,11 +301,7 @@ func TestScriptConcatOperandValues(t *testing.T) {
 // TestScriptMemoryLimitMediumStrings: strings each just under a MiB (below the size a single call is checked
 // at), kept together, fail at the memory limit too.
 func TestScriptMemoryLimitMediumStrings(t *testing.T) {
-	old := luaMemoryLimit.Load()
-	luaMemoryLimit.Store(32 << 20)
-	t.Cleanup(func() { luaMemoryLimit.Store(old) })
-	ts := startServer(t, Options{}, 0)
-	c := ts.client(t, nil)
+	c := withScriptMemoryLimit(t, 32<<20)
 	for _, script := range []string{
 		"local t = {} for i = 1, 200 do t[i] = string.rep('x', 1048576 - 16) end return #t",
 		"local t = {} for i = 1, 2000 do t[i] = string.rep('x', 2^17) .. i end return #t",
@@ -329,11 +321,7 @@ func TestScriptMemoryLimitMediumStrings(t *testing.T) {
 // TestScriptMemoryLimitNoRatchet: the same script, run again, is refused at about the same size: what the
 // previous run kept, now garbage, does not count as what was there before the script.
 func TestScriptMemoryLimitNoRatchet(t *testing.T) {
-	old := luaMemoryLimit.Load()
-	luaMemoryLimit.Store(64 << 20)
-	t.Cleanup(func() { luaMemoryLimit.Store(old) })
-	ts := startServer(t, Options{}, 0)
-	c := ts.client(t, nil)
+	c := withScriptMemoryLimit(t, 64<<20)
 	script := "local t = {} local ok, e = pcall(function() for i = 1, 1e5 do t[i] = string.rep('x', 1048576) end end) " +
 		"return {#t, tostring(e)}"
 	var counts []int64
@@ -440,4 +428,31 @@ func TestScriptCJSONEncodeBound(t *testing.T) {
 	if err != nil || fmt.Sprint(got) != fmt.Sprint([]any{int64(6002), int64(1<<19 + 2)}) {
 		t.Fatalf("within the bound: %v %v", got, err)
 	}
+}
+
+// TestScriptMemoryLimitKeyspaceReads: what KEYS and SCAN answer a script counts against its memory limit, as
+// what it builds does: a loop keeping KEYS * (or a SCAN of every key) over 10,000 keys of 100 bytes held the
+// key names without limit (5 GB past a 1 GiB limit, over 100,000 keys, in one request). Kept once, they fit.
+func TestScriptMemoryLimitKeyspaceReads(t *testing.T) {
+	c := withScriptMemoryLimit(t, 32<<20)
+	if err := c.Eval(ctx, "local p = string.rep('k', 100) for i = 1, 10000 do redis.call('set', p .. i, '1') end", nil).Err(); err != nil && err != goredis.Nil {
+		t.Fatal(err)
+	}
+	for _, call := range []string{"redis.call('keys', '*')", "redis.call('scan', '0', 'count', '100000')[2]"} {
+		got, err := c.Eval(ctx, "local t = {} for i = 1, 100 do t[i] = "+call+" end return #t", nil).Result()
+		if err == nil || !strings.Contains(err.Error(), "script memory limit exceeded") {
+			t.Errorf("keeping %s 100 times: %v %v, want the memory limit's error", call, got, err)
+		}
+		if got, err := c.Eval(ctx, "return #"+call, nil).Result(); err != nil || got != int64(10000) {
+			t.Errorf("%s once: %v %v", call, got, err)
+		}
+	}
+}
+
+// withScriptMemoryLimit sets the scripts' memory limit for the test and returns a client of a new server.
+func withScriptMemoryLimit(t *testing.T, limit int64) *goredis.Client {
+	old := luaMemoryLimit.Load()
+	luaMemoryLimit.Store(limit)
+	t.Cleanup(func() { luaMemoryLimit.Store(old) })
+	return startServer(t, Options{}, 0).client(t, nil)
 }

@@ -59,6 +59,9 @@ func getLuaVM() *luaVM {
 func (vm *luaVM) prepare(ctx context.Context, maxValue int, run *scriptRun, keys, argv [][]byte, fn bool) {
 	vm.lim.init(ctx, maxValue)
 	vm.run, vm.fatal = run, nil
+	if run != nil {
+		run.lim = &vm.lim
+	}
 	if !fn {
 		vm.globals.RawSetString("KEYS", vm.strings(keys))
 		vm.globals.RawSetString("ARGV", vm.strings(argv))

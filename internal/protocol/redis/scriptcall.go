@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strconv"
@@ -145,6 +146,8 @@ type scriptRun struct {
 	caller *session
 	// resp is the protocol its commands answer in (redis.setresp): 3, or else 2.
 	resp int
+	// lim is the interpreter's bounds (nil: none), which the replies the script is handed count against.
+	lim *luaLimits
 }
 
 // call runs one redis.call from a script: the command compiles as on a connection and its mutations apply
@@ -325,7 +328,15 @@ func (r *scriptRun) session() *session {
 
 // lua converts a command's reply for the script, as RESP2 or RESP3 (redis.setresp): an {err=} table when it
 // cannot be read.
+//
+// What the reply becomes counts against the script's memory limit (lua_limits.go), a value at luaValueCost: a
+// script keeps what its calls answer as easily as what it builds. The values a batch reads are bounded apart
+// (engine.MaxBatchRead), but not the key names KEYS and SCAN list: a loop keeping KEYS * over 100,000 keys took
+// the server 5 GB past the limit in one request.
 func (r *scriptRun) lua(L *lua.LState, reply []byte) lua.LValue {
+	if r.lim != nil {
+		r.lim.mem(L, len(reply)+bytes.Count(reply, []byte("\r\n"))/2*luaValueCost)
+	}
 	v, _, err := respToLua(L, reply, r.resp == 3)
 	if err != nil {
 		return luaErrorTable(L, "ERR "+err.Error(), false)

@@ -312,3 +312,34 @@ func TestSortReplyIsBounded(t *testing.T) {
 		t.Fatalf("the refused SORT ... STORE stored something: EXISTS %q", got)
 	}
 }
+
+// TestSortGetEntriesAreBounded: GET patterns multiply SORT's entries, and a missing key's (a null) has no bytes:
+// a few kilobytes of GETs of missing keys over a list of a thousand elements held a million entries (80 MB at
+// engine.MaxBatchRead 1 MiB, a thousand times that as easily) without counting any. Past one entry per element
+// each counts, and the SORT answers as a batch that reads too much does.
+func TestSortGetEntriesAreBounded(t *testing.T) {
+	defer func(old int) { engine.MaxBatchRead = old }(engine.MaxBatchRead)
+	engine.MaxBatchRead = 1 << 20
+	ts := startServer(t, Options{}, 0)
+	rc := ts.raw(t)
+	push := []string{"RPUSH", "l"}
+	for i := 0; i < 1000; i++ {
+		push = append(push, strconv.Itoa(i))
+	}
+	rc.send(respCommand(push...))
+	rc.reply()
+	sortArgs := []string{"SORT", "l", "BY", "nosort"}
+	for i := 0; i < 1000; i++ {
+		sortArgs = append(sortArgs, "GET", "nosuch*")
+	}
+	tooBig := "-" + errText(engine.ErrBatchTooBig) + "\r\n"
+	rc.send(respCommand(sortArgs...))
+	if got := rc.reply(); got != tooBig {
+		t.Fatalf("SORT with 1000 GETs over 1000 elements: %.60q (%d bytes), want %q", got, len(got), tooBig)
+	}
+	// One GET, or a few, over the same list stay well within: one entry per element counts nothing.
+	rc.send(respCommand("SORT", "l", "BY", "nosort", "LIMIT", "0", "2", "GET", "nosuch*", "GET", "#"))
+	if got, want := rc.reply(), "*4\r\n$-1\r\n$1\r\n0\r\n$-1\r\n$1\r\n1\r\n"; got != want {
+		t.Fatalf("SORT ... GET nosuch* GET #: %q, want %q", got, want)
+	}
+}
