@@ -119,8 +119,11 @@ func TestAsynq(t *testing.T) {
 		t.Errorf("archived: %v %+v", err, archived)
 	}
 	mu.Lock()
-	if after := ran[delayed.ID].Sub(enqueued); after < time.Second || after > 5*time.Second {
-		t.Errorf("the task delayed by 1s ran after %v", after)
+	// asynq scores a scheduled task with its due time in whole seconds (processAt.Unix()), so a task delayed by
+	// 1 s is due at the start of the second it falls in: up to a second early. It must not run before that.
+	due := time.Unix(enqueued.Add(time.Second).Unix(), 0)
+	if at := ran[delayed.ID]; at.Before(due) || at.Sub(enqueued) > 5*time.Second {
+		t.Errorf("the task delayed by 1s (due at %v, its second) ran %v after it was enqueued", due, at.Sub(enqueued))
 	}
 	if runs[failing.ID] != 3 || runs[uniq.ID] != 1 {
 		t.Errorf("runs: failing %d (want 3), unique %d (want 1)", runs[failing.ID], runs[uniq.ID])
