@@ -5,12 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 
+	"anykv/internal/atomicfile"
 	"anykv/internal/protocol/redis"
 )
 
@@ -297,41 +297,11 @@ func (r *configRewriter) rewrite(changed map[string]string) error {
 	return writeFileAtomic(r.path, []byte(strings.Join(out, "\n")+"\n"))
 }
 
-// writeFileAtomic replaces path with data: a temporary file beside it, fsynced, renamed over it, and the
-// directory fsynced, so a crash leaves the old file or the new one, never a mix. The file keeps its mode.
+// writeFileAtomic replaces path with data (internal/atomicfile); the file keeps its mode.
 func writeFileAtomic(path string, data []byte) error {
 	mode := os.FileMode(0o644)
 	if st, err := os.Stat(path); err == nil {
 		mode = st.Mode().Perm()
 	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".rewrite-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename there is nothing left to remove
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return atomicfile.Write(path, data, mode)
 }

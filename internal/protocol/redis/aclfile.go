@@ -4,9 +4,10 @@ import (
 	"bufio"
 	"errors"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
+
+	"anykv/internal/atomicfile"
 )
 
 // The ACL file (--aclfile): ACL SAVE writes the users in Redis's format, ACL LOAD and the start read them back.
@@ -21,31 +22,7 @@ func (h *Handler) saveACL() error {
 		b.WriteString("user " + fileWord(u.name, u.name[0] == '"' || u.name[0] == '\'') + " " + u.get().describeFile() + "\n")
 	}
 	a.mu.Unlock()
-	path := h.opts.ACLFile
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(b.String()); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+	return atomicfile.Write(h.opts.ACLFile, []byte(b.String()), 0o600)
 }
 
 // describeFile is describe as the ACL file writes it: a selector that would not read back as one word of its own
