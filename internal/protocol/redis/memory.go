@@ -236,7 +236,8 @@ func (h *Handler) memoryDoctor() string {
 		"\n\nI'm here to keep you safe, Sam. I want to help you.\n"
 }
 
-// mallocStats is MEMORY MALLOC-STATS: Go's allocator figures, as jemalloc's report stands in Redis.
+// mallocStats is MEMORY MALLOC-STATS: Go's allocator figures, as jemalloc's report stands in Redis, as the runtime
+// counts them (the ballast of internal/gctune included, and listed).
 func mallocStats() string {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -251,7 +252,7 @@ func mallocStats() string {
 		{"StackInuse", ms.StackInuse}, {"StackSys", ms.StackSys}, {"MSpanInuse", ms.MSpanInuse},
 		{"MCacheInuse", ms.MCacheInuse}, {"GCSys", ms.GCSys}, {"OtherSys", ms.OtherSys}, {"Sys", ms.Sys},
 		{"TotalAlloc", ms.TotalAlloc}, {"Mallocs", ms.Mallocs}, {"Frees", ms.Frees}, {"NumGC", uint64(ms.NumGC)},
-		{"NextGC", ms.NextGC},
+		{"NextGC", ms.NextGC}, {"Ballast", gctune.Held()}, // the collector's ballast, within HeapAlloc and HeapInuse
 	} {
 		b.WriteString(f.name + ": " + strconv.FormatUint(f.v, 10) + "\n")
 	}
