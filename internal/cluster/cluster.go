@@ -149,8 +149,21 @@ func (st *State) Kill(i int) error {
 }
 
 // Restart starts member i again with its arguments and data, records its new pid in the state's directory (so
-// Down stops it, whoever calls Down), and waits until it answers.
+// Down stops it, whoever calls Down), and waits until it answers. The port the kill freed can be held for a
+// moment by another process looking for a free one (procnet.FreePort binds and closes, and tests run side by
+// side: a restart in CI met "Address already in use"), so a start that failed on it is tried a few more times.
 func (st *State) Restart(i int) error {
+	for attempt := 1; ; attempt++ {
+		err := st.restartOnce(i)
+		if !errors.Is(err, errPortTaken) || attempt == 5 {
+			return err
+		}
+		time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
+	}
+}
+
+// restartOnce is one try of Restart.
+func (st *State) restartOnce(i int) error {
 	m := &st.Members[i]
 	pid, start, err := spawn(st.Bin, m.Args, m.Log)
 	if err != nil {

@@ -300,3 +300,27 @@ func TestWaitOwnListenerIsNotFooled(t *testing.T) {
 		t.Fatalf("a member that exited with a bind error: %v, want errPortTaken", err)
 	}
 }
+
+// TestRestartWaitsOutABriefHolderOfItsPort: a member restarted while another process holds its port for a
+// moment (another test's probe for a free port) starts once the port is free, rather than failing at once.
+func TestRestartWaitsOutABriefHolderOfItsPort(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	st := &State{Bin: python, Members: []Member{{Name: "m1", Addr: ln.Addr().String(), Log: filepath.Join(t.TempDir(), "m1.log"),
+		Args: []string{"-m", "http.server", "--bind", "127.0.0.1", port}}}}
+	time.AfterFunc(500*time.Millisecond, func() { ln.Close() })
+	if err := st.Restart(0); err != nil {
+		t.Fatalf("restart while the port was held for 0.5 s: %v", err)
+	}
+	defer syscall.Kill(st.Members[0].Pid, syscall.SIGKILL)
+	if b, _ := os.ReadFile(st.Members[0].Log); !strings.Contains(strings.ToLower(string(b)), "address already in use") {
+		t.Errorf("the first start did not meet the held port; log:\n%s", b)
+	}
+}
