@@ -40,7 +40,13 @@ func TestBackupDuringWrites(t *testing.T) {
 			}
 		}()
 	}
+	deadline := time.Now().Add(30 * time.Second)
 	for n := 0; n < 500; { // let the load get going
+		if t.Failed() || time.Now().After(deadline) { // the writers gave up, or are stuck
+			stop.Store(true)
+			wg.Wait()
+			t.Fatalf("%d writes acknowledged before the backup was to start; want 500", n)
+		}
 		time.Sleep(10 * time.Millisecond)
 		mu.Lock()
 		n = len(acked)

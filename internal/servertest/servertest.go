@@ -1,9 +1,12 @@
 // Package servertest starts the real anykv binary on free loopback ports for end-to-end tests, and kills,
-// restarts and stops it as a test needs. The binary comes from $ANYKV_BIN, or is built once per test process.
+// restarts and stops it as a test needs. The binary comes from $ANYKV_BIN, or is built once per test process
+// (into one place per checkout, see build).
 package servertest
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"os"
@@ -35,22 +38,40 @@ func Binary(t testing.TB) string {
 	buildOnce.Do(func() {
 		_, file, _, _ := runtime.Caller(0)
 		root := filepath.Join(filepath.Dir(file), "..", "..")
-		dir, err := os.MkdirTemp("", "anykv-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		built = filepath.Join(dir, "anykv")
-		cmd := exec.Command("go", "build", "-o", built, "./cmd/anykv")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		built, buildErr = build(root)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
 	return built
+}
+
+// build compiles root's cmd/anykv into a directory of the temp dir named after root, so that test runs reuse
+// one binary per checkout instead of leaving a 60 MB copy behind each; the packages' test processes build in
+// parallel, so each writes its own file and renames it into place.
+func build(root string) (string, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(abs))
+	dir := filepath.Join(os.TempDir(), "anykv-test-bin-"+hex.EncodeToString(sum[:6]))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(dir, "anykv-*")
+	if err != nil {
+		return "", err
+	}
+	tmp.Close()
+	defer os.Remove(tmp.Name())
+	cmd := exec.Command("go", "build", "-o", tmp.Name(), "./cmd/anykv")
+	cmd.Dir = abs
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	bin := filepath.Join(dir, "anykv")
+	return bin, os.Rename(tmp.Name(), bin)
 }
 
 // FreePort returns a loopback address with a port that was free a moment ago, below the ephemeral range
@@ -152,6 +173,10 @@ func (s *Server) args() []string {
 	// Listeners not asked for are switched off: their default ports may be taken (Debian starts memcached on
 	// 11211 when it installs it) or used by a parallel test.
 	a = append(a, "--memcache", s.Memcache, "--http", s.HTTP)
+	// The default reserve is 2% of the file system: on a shared test machine whose disk is 98% full every
+	// server would refuse writes, and tests about other things would fail. A test of the reserve sets its own
+	// (a later flag wins).
+	a = append(a, "--min-free-space", "64MiB")
 	return append(a, s.opts.Args...)
 }
 
