@@ -361,6 +361,7 @@ func lrange(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	res.Members = make([]engine.Member, 0, min(max(to-from, 0), 1<<12)) // most ranges are short: no regrowth
 	err = l.scanElems(from, to, func(_ int64, v []byte) bool {
 		res.Members = append(res.Members, engine.Member{Item: engine.Item{Value: v}})
+		tx.Hold(engine.EntryCost)
 		return true
 	})
 	return res, err

@@ -47,6 +47,7 @@ func setMembers(tx *engine.Tx, table string, key []byte) (names [][]byte, meta e
 	prefix := engine.MemberPrefix(nil, key, meta.Gen)
 	err = tx.Scan(engine.MemberTable(table), engine.PrefixRange(prefix), func(k []byte, _ engine.Item) bool {
 		names = append(names, append([]byte(nil), k[len(prefix):]...))
+		tx.Hold(engine.EntryCost)
 		return true
 	})
 	return names, meta, false, err

@@ -477,6 +477,7 @@ func xrange(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 			return false // COUNT 0 answers none, as Redis
 		}
 		res.Members = append(res.Members, engine.Member{Name: []byte(id.String()), Item: engine.Item{Value: v}})
+		tx.Hold(engine.EntryCost)
 		return true
 	})
 	if err != nil {

@@ -124,6 +124,14 @@ func inRange(e entry, lo, hi Bound) (above, below bool) {
 	return above, below
 }
 
+// hold counts an entry selectRange picked against engine.MaxBatchRead (Tx.Hold), unless spec only tallies them
+// (ZCOUNT, ZLEXCOUNT: their bound stays the bytes they scan).
+func (z *zset) hold(spec RangeSpec) {
+	if !spec.Tally {
+		z.tx.Hold(engine.EntryCost)
+	}
+}
+
 // selectRange returns the entries spec selects, in the order a reply lists them, and whether they are the set's
 // lowest or highest entries (what a removal may move the floor or the ceiling past). A rank range reads from the
 // nearer end up to its last rank (negative ranks count from the meta's count); a score range reads only the
@@ -159,6 +167,7 @@ func (z *zset) selectRange(spec RangeSpec) (picked []entry, lowest, highest bool
 		err = read(nil, nil, func(e entry) bool {
 			if i >= skip {
 				picked = append(picked, e)
+				z.hold(spec)
 			}
 			i++
 			return i < skip+take
@@ -213,6 +222,7 @@ func (z *zset) selectRange(spec RangeSpec) (picked []entry, lowest, highest bool
 			}
 			if above, below := inRange(e, lo, hi); above && below {
 				picked = append(picked, e)
+				z.hold(spec)
 			}
 			return true
 		})

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/google/btree"
 )
@@ -91,6 +92,10 @@ var maxBuilt = 256 << 20 // a variable for tests
 // pipeline is then applied one request at a time, its replies streamed; a transaction fails. Front ends that
 // read directly, without Resolve, hold their reads to the same bound.
 var MaxBatchRead = 256 << 20 // a variable for tests
+
+// EntryCost is what a read counts against MaxBatchRead for each member, element or entry it keeps for its
+// result (Tx.Hold), besides the bytes it read: the Member that holds it.
+const EntryCost = int(unsafe.Sizeof(Member{}))
 
 // ExpiryWatcher is a Reader that wants to know until when what Resolve read stays as Resolve judged it:
 // LiveUntil is called with the expiry of each live item read that has one. A writer that publishes a batch's

@@ -150,6 +150,9 @@ func (rs *resolver) member(m *Mutation, res Result) (Result, error) {
 		prefix := MemberPrefix(nil, m.Key, meta.Gen)
 		err := rs.scan(mt, prefix, func(k []byte, it Item) bool {
 			out = append(out, Member{Name: append([]byte(nil), k[len(prefix):]...), Item: it})
+			if rs.reading {
+				rs.read += EntryCost // the Member kept (Tx.Hold)
+			}
 			return true
 		})
 		return Result{Members: out}, err

@@ -83,3 +83,54 @@ func TestOneReadOfAHugeCollectionIsBounded(t *testing.T) {
 		t.Errorf("SCARD: %d, %v", got, err)
 	}
 }
+
+// TestReadsOfSmallMembersCountWhatTheyHold: a collection read counts each member it keeps (a Member, 80 bytes)
+// against engine.MaxBatchRead as well as the bytes it scanned. Scanned bytes alone are a tenth of what small
+// members hold: under a 4 MiB bound SMEMBERS, HGETALL, ZRANGE and ZRANGE BYSCORE of 120,000 names of up to 4
+// bytes (1.5 to 3 MiB scanned) completed with the heap 26 to 42 MiB up, so under the default 256 MiB bound one
+// read of a set of 20 million such members takes gigabytes. ZCOUNT, which answers a number, is bounded as before.
+func TestReadsOfSmallMembersCountWhatTheyHold(t *testing.T) {
+	defer func(old int) { engine.MaxBatchRead = old }(engine.MaxBatchRead)
+	engine.MaxBatchRead = 4 << 20
+	ts := startPebbleServer(t)
+	c := ts.client(t, &goredis.Options{PoolSize: 1})
+	const n = 120000
+	for i := 0; i < n; i += 5000 {
+		if _, err := c.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			ms := make([]any, 0, 5000)
+			zs := make([]goredis.Z, 0, 5000)
+			fs := make([]any, 0, 10000)
+			for j := i; j < i+5000; j++ {
+				m := strconv.FormatInt(int64(j), 36)
+				ms = append(ms, m)
+				zs = append(zs, goredis.Z{Score: float64(j), Member: m})
+				fs = append(fs, m, "")
+			}
+			p.SAdd(ctx, "set", ms...)
+			p.ZAdd(ctx, "zset", zs...)
+			p.HSet(ctx, "hash", fs...)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reads := map[string]func() error{
+		"SMEMBERS":    func() error { return c.SMembers(ctx, "set").Err() },
+		"HGETALL":     func() error { return c.HGetAll(ctx, "hash").Err() },
+		"ZRANGE 0 -1": func() error { return c.ZRange(ctx, "zset", 0, -1).Err() },
+		"ZRANGE BYSCORE": func() error {
+			return c.ZRangeArgs(ctx, goredis.ZRangeArgs{Key: "zset", Start: "-inf", Stop: "+inf", ByScore: true}).Err()
+		},
+	}
+	for name, read := range reads {
+		var err error
+		peak := heapPeak(func() { err = read() })
+		if err == nil || !strings.Contains(err.Error(), "read it in parts") {
+			t.Errorf("%s of %d small members under a %d MiB bound (heap +%d MiB): %v, want the read-in-parts error",
+				name, n, engine.MaxBatchRead>>20, peak>>20, err)
+		}
+	}
+	if got, err := c.ZCount(ctx, "zset", "-inf", "+inf").Result(); err != nil || got != n {
+		t.Errorf("ZCOUNT: %d, %v", got, err)
+	}
+}
