@@ -532,6 +532,7 @@ func (s *Store) Close() error {
 		s.journal.close()
 	}
 	clean, ok := s.prepareClean(err)
+	s.yield.closing.Store(true) // Pebble's Close waits for the flushes and compactions running: they park no more
 	if cerr := s.db.Close(); err == nil && cerr != nil {
 		err = cerr
 	}

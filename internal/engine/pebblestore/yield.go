@@ -21,7 +21,7 @@ import (
 //     else runs (Go's shortest wait for the network), so flushes and compactions run at least at half speed on
 //     an idle server; and while compactions are behind (L0 at parkL0 tables) they do not park, so that they
 //     catch up before Pebble stops writes (a million-key SET load stalled on L0 when they always parked), nor
-//     while Pebble stops writes (its memtables or L0 full).
+//     while Pebble stops writes (its memtables or L0 full), nor while Close waits for them.
 //
 // With more than one P, an idle P polls the network, and nothing parks.
 const (
@@ -34,6 +34,7 @@ const (
 type yielder struct {
 	l0      atomic.Int64
 	stalled atomic.Bool // Pebble stops writes (memtables or L0 full): flushes and compactions run flat out
+	closing atomic.Bool // Close waits for them: no connection is served any more
 	parks   atomic.Int64
 }
 
@@ -102,7 +103,7 @@ func (y *yielder) add(n int64) {
 
 // yield is called before each block a flush or compaction writes; parked is when this file's writer last parked.
 func (y *yielder) yield(parked *time.Time) {
-	if y == nil || y.l0.Load() >= parkL0 || y.stalled.Load() || runtime.GOMAXPROCS(0) > 1 {
+	if y == nil || y.l0.Load() >= parkL0 || y.stalled.Load() || y.closing.Load() || runtime.GOMAXPROCS(0) > 1 {
 		runtime.Gosched()
 		return
 	}

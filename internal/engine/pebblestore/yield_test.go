@@ -95,3 +95,18 @@ func TestYielderKnowsStalls(t *testing.T) {
 		t.Fatalf("after WriteStallEnd: stalled %v, the store's handler ran %d times", y.stalled.Load(), ended)
 	}
 }
+
+// A flush or compaction parks every parkEvery of writing on one P, but not once Close waits for it: nobody is
+// served any more, and each park would lengthen the shutdown.
+func TestYielderDoesNotParkWhileClosing(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, closing := range []bool{false, true} {
+		y := &yielder{}
+		y.closing.Store(closing)
+		parked := time.Now().Add(-2 * parkEvery) // a millisecond and more of writing since the last park
+		y.yield(&parked)
+		if got, want := y.parks.Load(), map[bool]int64{false: 1, true: 0}[closing]; got != want {
+			t.Fatalf("closing %v: %d parks, want %d", closing, got, want)
+		}
+	}
+}
