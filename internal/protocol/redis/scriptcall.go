@@ -141,7 +141,7 @@ type scriptRun struct {
 	// tracker is the id of the tracking client that runs the script, whose reads register their keys (0: none).
 	tracker int64
 	// user is the ACL user the script's commands are checked as (nil: one who may do everything), caller the
-	// connection that ran it (for ACL LOG; nil when gone).
+	// connection that ran it (ACL LOG names it; its batch holds what the script restores: dump.go), nil if none.
 	user   *aclUser
 	caller *session
 	// resp is the protocol its commands answer in (redis.setresp): 3, or else 2.
