@@ -108,7 +108,8 @@ func (b *Budget) Refusals() int64 {
 }
 
 // Account is one connection's share of a Budget. Reserve, Release, Alloc and Free are called by the
-// connection's goroutine only; Evicted and the eviction itself may come from others. A nil *Account accounts
+// connection's goroutine only (or by one it waits on, as a script its batch runs); Evicted and the eviction
+// itself may come from others. A nil *Account accounts
 // nothing and never refuses (Alloc and Free still use the pools).
 type Account struct {
 	b       *Budget
@@ -156,7 +157,13 @@ func (a *Account) Evicted() bool { return a != nil && a.evicted.Load() }
 
 // Reserve accounts n more bytes to a, or fails with ErrOverBudget or ErrEvicted; then nothing is reserved
 // and the caller should tell its client and close.
-func (a *Account) Reserve(n int) error {
+func (a *Account) Reserve(n int) error { return a.reserve(n, true) }
+
+// TryReserve is Reserve without evicting another client or waiting: past the budget it refuses at once, for a
+// caller that must not wait (a script's RESTORE, inside the engine's batch that an evicted client may wait on).
+func (a *Account) TryReserve(n int) error { return a.reserve(n, false) }
+
+func (a *Account) reserve(n int, evict bool) error {
 	if a == nil || n <= 0 {
 		return nil
 	}
@@ -167,6 +174,10 @@ func (a *Account) Reserve(n int) error {
 	for {
 		cur := b.used.Load()
 		if lim := b.limit.Load(); lim > 0 && cur+n64 > lim {
+			if !evict {
+				b.refusals.Add(1)
+				return ErrOverBudget
+			}
 			return a.reserveSlow(n64)
 		}
 		if b.used.CompareAndSwap(cur, cur+n64) {

@@ -87,6 +87,29 @@ func TestEvictTheBiggest(t *testing.T) {
 	}
 }
 
+// TestTryReserveNeverEvicts: TryReserve refuses a reservation past the budget at once, where Reserve would evict
+// the bigger client and wait for it, and takes one that fits.
+func TestTryReserveNeverEvicts(t *testing.T) {
+	b := New(1000, nil)
+	hog := b.Open("hog", func() { t.Error("TryReserve evicted a client") })
+	defer hog.Close()
+	small := b.Open("small", nil)
+	defer small.Close()
+	if err := hog.Reserve(800); err != nil {
+		t.Fatal(err)
+	}
+	if err := small.TryReserve(150); err != nil {
+		t.Fatal(err)
+	}
+	if err := small.TryReserve(100); !errors.Is(err, ErrOverBudget) {
+		t.Fatalf("got %v, want ErrOverBudget", err)
+	}
+	if hog.Evicted() || b.Evictions() != 0 || b.Refusals() != 1 || b.Used() != 950 || small.Held() != 150 {
+		t.Fatalf("evicted %v, evictions %d, refusals %d, used %d, small holds %d", hog.Evicted(), b.Evictions(),
+			b.Refusals(), b.Used(), small.Held())
+	}
+}
+
 // TestNeverOverBudget drives many accounts concurrently, each closing when it is refused or evicted as a
 // connection does, and checks the total never passes the limit and everything is given back.
 func TestNeverOverBudget(t *testing.T) {

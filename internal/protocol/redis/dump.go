@@ -79,7 +79,8 @@ func cmdRestore(s *session, args [][]byte) {
 	var v rdb.Value
 	var expires int64
 	refuse := ""
-	taken := 0 // what the decoded value reserved of the budget (reserveRestore)
+	o := s.restoreHolder()
+	taken := 0 // what the decoded value reserved of o's budget account (reserveRestore)
 	ttl, ok := argInt(args[2])
 	switch {
 	case !ok:
@@ -92,7 +93,7 @@ func cmdRestore(s *session, args [][]byte) {
 			ElemOverhead: restoreElemOverhead, Reserve: func(n int) error { return s.reserveRestore(n, &taken) }})
 		switch {
 		case errors.Is(err, membudget.ErrOverBudget), errors.Is(err, membudget.ErrEvicted):
-			s.acct.Release(taken)
+			o.acct.Release(taken)
 			s.fail(errRestoreMemory)
 			return
 		case errors.Is(err, rdb.ErrFormat):
@@ -112,13 +113,13 @@ func cmdRestore(s *session, args [][]byte) {
 		}
 	}
 	if refuse != "" {
-		s.acct.Release(taken) // a refused payload keeps nothing of what it decoded
+		o.acct.Release(taken) // a refused payload keeps nothing of what it decoded
 		taken, v = 0, rdb.Value{}
 	} else if !s.roomForRestore(v) {
-		s.acct.Release(taken)
+		o.acct.Release(taken)
 		return
 	}
-	s.held.restore += taken // until the batch has run (flush, cmdExec)
+	o.held.restore += taken // until the batch has run (flush, cmdExec; a script's: until the engine ran it, apply)
 	s.add(collections.Restore(s.table(), args[1], v, expires, replace, refuse))
 	s.plan(func(w *resp.Writer, res []engine.Result) {
 		var re *collections.RestoreError
@@ -143,16 +144,21 @@ const errRestoreMemory = "ERR client memory: maxmemory-clients reached (the valu
 // and without it 20 connections pipelining a few MB of RESTOREs each held 5 GB past maxmemory-clients). As
 // hold does for queued commands, a refusal fails the command and the connection closes only if it was evicted;
 // in a pipeline the batch built so far runs first, giving back what its RESTOREs reserved, and the reservation
-// is tried again. Inside EXEC, whose commands run as one batch, and in a script, it is refused at once.
+// is tried again. Inside EXEC, whose commands run as one batch, it is refused at once; in a script, which
+// reserves from the connection that ran it, too, and without evicting anyone (it runs inside the engine's batch,
+// which an evicted client's release could be waiting behind).
 func (s *session) reserveRestore(n int, taken *int) error {
-	err := s.acct.Reserve(n)
-	if errors.Is(err, membudget.ErrOverBudget) && s.held.restore > 0 && !s.noBlock && !s.inScript {
+	o := s.restoreHolder()
+	var err error
+	if s.inScript {
+		err = o.acct.TryReserve(n)
+	} else if err = s.acct.Reserve(n); errors.Is(err, membudget.ErrOverBudget) && s.held.restore > 0 && !s.noBlock {
 		s.flush()
 		err = s.acct.Reserve(n)
 	}
 	if err != nil {
 		if errors.Is(err, membudget.ErrEvicted) {
-			s.closing = true
+			o.closing = true
 		}
 		return err
 	}
@@ -160,27 +166,44 @@ func (s *session) reserveRestore(n int, taken *int) error {
 	return nil
 }
 
+// restoreHolder is the session whose batch holds what a RESTORE decodes, reserving it from its account and
+// counting it (roomForRestore): the connection, or in a script the connection that ran it, whose pipeline or
+// transaction's batch the script's writes join (the script's own session when there is none).
+func (s *session) restoreHolder() *session {
+	if s.inScript && s.scriptCaller != nil {
+		return s.scriptCaller
+	}
+	return s
+}
+
 // roomForRestore keeps the values one batch's RESTOREs decoded within restoreMaxTotal, as roomForPicks keeps its
 // picks, and reports whether the command may join the batch. A batch holds them until it runs, and a payload
 // decodes to up to 88 times its bytes (LZF): a pipeline of RESTOREs of 750 KB payloads, each a 62 MiB string,
 // held them all (2 GB from 22 MB of request, one connection). In a pipeline the batch built so far runs first;
 // inside EXEC, whose commands run as one batch, the command is refused instead. A script's calls each compile
-// in a batch of their own, but what they restore joins the script's batch (its writes) until the script is done:
-// its session counts all of them, and refuses the RESTORE past the bound.
+// in a batch of their own, but what they restore joins the batch that runs the script (its caller's pipeline or
+// transaction) until that batch has run: it counts in the caller's count (restoreHolder), with the values of the
+// batch's RESTOREs and other scripts, and the RESTORE past the bound is refused.
 func (s *session) roomForRestore(v rdb.Value) bool {
 	n := len(v.Str)
 	for _, e := range v.Elems {
 		n += len(e) + restoreElemOverhead
 	}
-	if s.batch.Len() == 0 && !s.inScript {
+	if s.inScript {
+		o := s.restoreHolder()
+		if o.restored+n > restoreMaxTotal {
+			s.fail("ERR the script's restored values, with those of its pipeline or transaction, would exceed " +
+				strconv.Itoa(restoreMaxTotal>>20) + " MiB")
+			return false
+		}
+		o.restored += n
+		return true
+	}
+	if s.batch.Len() == 0 {
 		s.restored = 0
 	}
-	if s.restored+n > restoreMaxTotal && (s.batch.Len() > 0 || s.inScript) {
-		switch {
-		case s.inScript:
-			s.fail("ERR the script's restored values would exceed " + strconv.Itoa(restoreMaxTotal>>20) + " MiB")
-			return false
-		case s.noBlock: // EXEC
+	if s.restored+n > restoreMaxTotal && s.batch.Len() > 0 {
+		if s.noBlock { // EXEC
 			s.fail("ERR the transaction's restored values would exceed " + strconv.Itoa(restoreMaxTotal>>20) + " MiB")
 			return false
 		}

@@ -218,7 +218,7 @@ func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 	h.mu.Unlock()
 	defer func() {
 		s.unwatch()
-		s.unhold(&s.held.restore) // (runParsed runs every batch before the connection closes)
+		s.releaseRestored() // (runParsed runs every batch before the connection closes)
 		s.endMonitor()
 		s.trackOff()
 		s.closeInbox()

@@ -1,12 +1,20 @@
 package redis
 
 import (
+	"context"
 	"io"
+	"log/slog"
 	"net"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"anykv/internal/engine"
+	"anykv/internal/engine/memstore"
+	"anykv/internal/engine/pebblestore"
+	"anykv/internal/kv"
 	"anykv/internal/membudget"
 	"anykv/internal/rdb"
 )
@@ -144,11 +152,199 @@ func TestScriptRestoresAreBounded(t *testing.T) {
 	end
 	return 'all'`
 	got := rc.do("EVAL", script, "0", restoreMiB())
-	want := "*2\r\n:4\r\n$51\r\nERR the script's restored values would exceed 3 MiB\r\n"
+	want := "*2\r\n:4\r\n$95\r\nERR the script's restored values, with those of its pipeline or transaction, would exceed 3 MiB\r\n"
 	if got != want {
 		t.Fatalf("a script restoring 5 × 1 MiB under a 3 MiB bound: %q, want %q", got, want)
 	}
 	if r := rc.do("EVAL", "return redis.call('RESTORE', 'one', 0, ARGV[1])", "0", restoreMiB()); r != "+OK\r\n" {
 		t.Fatalf("the next script's RESTORE: %q", r)
+	}
+}
+
+// heldAtApply is an engine that records, as each batch it applied returns, the most the budget held: what a
+// batch's scripts restored is reserved while the engine holds it.
+type heldAtApply struct {
+	engine.Engine
+	budget *membudget.Budget
+	peak   atomic.Int64
+}
+
+func (e *heldAtApply) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, error) {
+	res, err := e.Engine.Apply(ctx, b)
+	if used := e.budget.Used(); used > e.peak.Load() {
+		e.peak.Store(used)
+	}
+	return res, err
+}
+
+// callerSession is budgetSession registered with its handler, as ServeConn registers a connection: a script
+// finds the connection that ran it by its id.
+func callerSession(t *testing.T, ts *testServer) *session {
+	s := budgetSession(t, ts)
+	ts.h.mu.Lock()
+	ts.h.sessions[s.id] = s
+	ts.h.mu.Unlock()
+	return s
+}
+
+// TestScriptRestoresReserveTheCallersBudget: what a script's RESTOREs decoded is reserved from the calling
+// connection's maxmemory-clients account while the batch holds it, together with what the other scripts of its
+// pipeline or transaction restored, and given back once the batch ran. Past the budget the script's RESTORE is
+// refused as a command error (redis.pcall returns it, redis.call raises it) and writes nothing. Before, a script
+// ran with an account of its own: a pipeline of 20 EVALs held 20 × 256 MiB whatever the budget. Over memstore,
+// and over pebblestore, whose writer goroutine runs the scripts while the connection waits.
+func TestScriptRestoresReserveTheCallersBudget(t *testing.T) {
+	t.Run("memstore", func(t *testing.T) { testScriptRestoresReserve(t, memstore.New()) })
+	t.Run("pebblestore", func(t *testing.T) {
+		quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+		e, err := pebblestore.Open(pebblestore.Options{Dir: t.TempDir(), Logger: quiet, CacheBytes: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		testScriptRestoresReserve(t, e)
+	})
+}
+
+func testScriptRestoresReserve(t *testing.T, e engine.Engine) {
+	budget := membudget.New(3<<20+1<<19, nil) // 3.5 MiB: three values of 1 MiB fit
+	eng := &heldAtApply{Engine: e, budget: budget}
+	ts := startServerOver(t, eng, kv.Options{}, Options{Budget: budget}, 0)
+	p, size := restoreMiB(), int64(1+264*3971+restoreElemOverhead)
+	s := callerSession(t, ts)
+	send := func(args ...string) { // joins the batch, as a pipelined command
+		a := make([][]byte, len(args))
+		for i := range args {
+			a[i] = []byte(args[i])
+		}
+		s.dispatch(a)
+	}
+	run := func(args ...string) string { // and the batch runs
+		s.w.Reset()
+		send(args...)
+		s.flush()
+		return string(s.w.Bytes())
+	}
+	const one = "return redis.pcall('RESTORE', KEYS[1], 0, ARGV[1])"
+	refused := "-" + errRestoreMemory + "\r\n"
+
+	// A pipeline of 5 scripts is one batch: the first three values are held until it ran, the other two refused.
+	s.w.Reset()
+	for i := range 5 {
+		send("EVAL", one, "1", "p"+strconv.Itoa(i), p)
+	}
+	s.flush()
+	if got, want := string(s.w.Bytes()), strings.Repeat("+OK\r\n", 3)+strings.Repeat(refused, 2); got != want {
+		t.Fatalf("5 pipelined scripts each restoring 1 MiB under a 3.5 MiB budget: %q, want %q", got, want)
+	}
+	if pk := eng.peak.Load(); pk != 3*size {
+		t.Errorf("the batch of 5 scripts held %d bytes of the budget as it ran, want %d", pk, 3*size)
+	}
+	if used := budget.Used(); used != 0 {
+		t.Fatalf("after the batch ran the budget holds %d bytes", used)
+	}
+	if got := run("EXISTS", "p0", "p1", "p2", "p3", "p4"); got != ":3\r\n" {
+		t.Fatalf("EXISTS of the 5 keys (2 refused): %q", got)
+	}
+
+	// Scripts not yet known to write keys they do not declare: the batch fails at the first such write, nothing
+	// applied, and its scripts run again one at a time; what the failed run reserved is not counted again.
+	const wide = "local r = redis.call('RESTORE', KEYS[1], 0, ARGV[1]) redis.call('SET', 'w:' .. KEYS[1], 1) return r"
+	s.w.Reset()
+	for i := range 3 {
+		send("EVAL", wide, "1", "w"+strconv.Itoa(i), p)
+	}
+	s.flush()
+	if got := string(s.w.Bytes()); got != strings.Repeat("+OK\r\n", 3) {
+		t.Fatalf("3 pipelined scripts restoring 1 MiB each and writing an undeclared key: %q", got)
+	}
+	if used := budget.Used(); used != 0 {
+		t.Fatalf("after the batch ran again the budget holds %d bytes", used)
+	}
+
+	// One script: redis.call raises the refusal; what it restored before is kept (a script keeps its writes).
+	loop := "for i = 1, 5 do redis.call('RESTORE', 'c' .. i, 0, ARGV[1]) end return 'all'"
+	if got := run("EVAL", loop, "0", p); !strings.HasPrefix(got, strings.TrimSuffix(refused, "\r\n")+" script: ") {
+		t.Fatalf("a script restoring 5 × 1 MiB with redis.call under a 3.5 MiB budget: %q", got)
+	}
+	if got := run("EXISTS", "c1", "c2", "c3", "c4", "c5"); got != ":3\r\n" {
+		t.Fatalf("EXISTS of the script's 5 keys: %q", got)
+	}
+
+	// A transaction's scripts: one batch too.
+	run("MULTI")
+	for i := range 4 {
+		run("EVAL", one, "1", "m"+strconv.Itoa(i), p)
+	}
+	if got, want := run("EXEC"), "*4\r\n"+strings.Repeat("+OK\r\n", 3)+refused; got != want {
+		t.Fatalf("EXEC of 4 scripts each restoring 1 MiB: %q, want %q", got, want)
+	}
+	if used := budget.Used(); used != 0 {
+		t.Fatalf("after EXEC the budget holds %d bytes", used)
+	}
+
+	// Over a connection, which may close before it reads its replies: nothing stays reserved.
+	rc := ts.raw(t)
+	rc.do("DEL", "c1", "c2", "c3")
+	if got := rc.do("EVAL", loop, "0", p); !strings.HasPrefix(got, strings.TrimSuffix(refused, "\r\n")+" script: ") {
+		t.Fatalf("over a connection, a script restoring 5 × 1 MiB: %q", got)
+	}
+	rc.send(respCmd("EVAL", one, "1", "z1", p) + respCmd("EVAL", one, "1", "z2", p))
+	rc.c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for budget.Used() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the budget still holds %d bytes after the connection closed", budget.Used())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestScriptRestoresShareTheBatchBound: the values a batch's RESTOREs decoded are bounded together
+// (restoreMaxTotal), a script's among them: those of the plain RESTOREs and of the other scripts of its
+// pipeline or transaction count. Before, each script counted from zero: a pipeline of 20 EVALs held 20 × 256 MiB
+// until its batch ran.
+func TestScriptRestoresShareTheBatchBound(t *testing.T) {
+	defer func(n int) { restoreMaxTotal = n }(restoreMaxTotal)
+	restoreMaxTotal = 3 << 20 // three values of 1 MiB
+	ts := startServer(t, Options{}, 0)
+	p := restoreMiB()
+	s := callerSession(t, ts)
+	send := func(args ...string) {
+		a := make([][]byte, len(args))
+		for i := range args {
+			a[i] = []byte(args[i])
+		}
+		s.dispatch(a)
+	}
+	batch := func(cmds ...[]string) string {
+		s.w.Reset()
+		for _, c := range cmds {
+			send(c...)
+		}
+		s.flush()
+		return string(s.w.Bytes())
+	}
+	const one = "return redis.pcall('RESTORE', KEYS[1], 0, ARGV[1])"
+	over := "-ERR the script's restored values, with those of its pipeline or transaction, would exceed 3 MiB\r\n"
+
+	got := batch([]string{"RESTORE", "a", "0", p}, []string{"RESTORE", "b", "0", p},
+		[]string{"EVAL", one, "1", "c", p}, []string{"EVAL", one, "1", "d", p})
+	if want := strings.Repeat("+OK\r\n", 3) + over; got != want {
+		t.Fatalf("2 RESTOREs and 2 scripts restoring 1 MiB each, in one pipeline: %q, want %q", got, want)
+	}
+	var evals [][]string
+	for i := range 4 {
+		evals = append(evals, []string{"EVAL", one, "1", "e" + strconv.Itoa(i), p})
+	}
+	if got, want := batch(evals...), strings.Repeat("+OK\r\n", 3)+over; got != want {
+		t.Fatalf("4 pipelined scripts restoring 1 MiB each: %q, want %q", got, want)
+	}
+	got = batch([]string{"MULTI"}, []string{"RESTORE", "m1", "0", p}, []string{"EVAL", one, "1", "m2", p},
+		[]string{"EVAL", one, "1", "m3", p}, []string{"EVAL", one, "1", "m4", p}, []string{"EXEC"})
+	if want := "+OK\r\n" + strings.Repeat("+QUEUED\r\n", 4) + "*4\r\n" + strings.Repeat("+OK\r\n", 3) + over; got != want {
+		t.Fatalf("a transaction of a RESTORE and 3 scripts restoring 1 MiB each: %q, want %q", got, want)
+	}
+	if got := batch([]string{"EXISTS", "d", "e3", "m4"}); got != ":0\r\n" {
+		t.Fatalf("the refused RESTOREs wrote keys: %q", got)
 	}
 }

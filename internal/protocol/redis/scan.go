@@ -64,6 +64,15 @@ func txKeyLister(tx *engine.Tx, table string) keyLister {
 	}
 }
 
+// scriptTimeUp reports whether, in a script (s.tx set; s.ctx is the script's), its time limit passed. KEYS and
+// DBSIZE check it every 10,000 keys: the script is otherwise checked between calls, and KEYS over millions of
+// keys ran far past the limit in one.
+func (s *session) scriptTimeUp() bool { return s.tx != nil && scriptDone(s.ctx) != nil }
+
+// errScriptTimeUp answers a script's KEYS or DBSIZE stopped by its time limit (the script then stops with the
+// time limit's error: scriptRun.call).
+const errScriptTimeUp = "ERR the script's time limit passed during the command"
+
 // literalPrefix returns the part of a glob pattern before its first special character.
 func literalPrefix(pat []byte) []byte {
 	for i, c := range pat {
@@ -125,6 +134,10 @@ func cmdKeys(s *session, args [][]byte) {
 		}
 		if p.Next == nil {
 			break
+		}
+		if s.scriptTimeUp() {
+			s.w.Error(errScriptTimeUp)
+			return
 		}
 		q.After = p.Next
 	}
@@ -247,12 +260,20 @@ func cmdRandomKey(s *session, args [][]byte) {
 
 func cmdDBSize(s *session, args [][]byte) {
 	if s.tx != nil { // in a script: counted as the batch sees the keys, none copied
-		n := int64(0)
-		if err := s.tx.Scan(s.table(), engine.Range{}, func([]byte, engine.Item) bool { n++; return true }); err != nil {
+		n, up := int64(0), false
+		err := s.tx.Scan(s.table(), engine.Range{}, func([]byte, engine.Item) bool {
+			n++
+			up = n%10000 == 0 && s.scriptTimeUp()
+			return !up
+		})
+		switch {
+		case err != nil:
 			s.w.Error(errText(err))
-			return
+		case up:
+			s.w.Error(errScriptTimeUp)
+		default:
+			s.w.Int(n)
 		}
-		s.w.Int(n)
 		return
 	}
 	n, err := s.h.store.Count(s.readCtx(), s.table(), kv.Query{})

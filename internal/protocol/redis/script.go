@@ -275,7 +275,7 @@ func (s *session) scriptMutation(src []byte, sha string, rest [][]byte, n int, r
 		mode += "3" // the caller's protocol: the result is encoded for it
 	}
 	fargs := [][]byte{[]byte(sha), []byte(itoa(int64(s.db))), []byte(itoa(int64(s.h.store.Limits().MaxValue))),
-		[]byte(itoa(int64(s.h.opts.Databases))), []byte(mode), []byte(itoa(s.h.scriptHost) + s.scriptTracker() + s.scriptACL())}
+		[]byte(itoa(int64(s.h.opts.Databases))), []byte(mode), []byte(itoa(s.h.scriptHost) + "/" + itoa(s.id) + s.scriptTracker() + s.scriptACL())}
 	fargs = append(fargs, rest...)
 	fargs = append([][]byte{src}, copyArgs(fargs)...) // src is the cache's, never changed
 	m := engine.Mutation{Op: engine.OpCall, Table: s.table(), Call: engine.CallArgs{Name: evalFunc, Args: fargs, Keys: copyArgs(keys)}}
@@ -392,8 +392,8 @@ func (e scriptError) Error() string { return e.msg }
 
 // runScript is the function "redis.eval": args are the script, its SHA1, the database, the value limit, the
 // number of databases, the mode ("0" or "1" for read-only, then "n" if the caller wants keyspace events, "3" if it speaks
-// RESP3), the number of the handler that runs it (scriptHost) with ":id" of the tracking client whose reads it
-// registers (session.scriptTracker), numkeys, the keys and the other arguments.
+// RESP3), the number of the handler that runs it (scriptHost) with "/id" of the connection that ran it and ":id" of
+// the tracking client whose reads it registers (session.scriptTracker), numkeys, the keys and the other arguments.
 func runScript(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	var collect bool
 	res, err := runScriptLua(tx, args, &collect)
@@ -446,10 +446,13 @@ func runScriptLua(tx *engine.Tx, args [][]byte, collect *bool) (res engine.Resul
 		opts: Options{Databases: databases}}
 	// The limits commands bound their work by (SRANDMEMBER's picks, LCS's table).
 	h.limits.Store(scriptLimits)
-	host, tracker := scriptHost(args[5])
+	host, callerID, tracker := scriptHost(args[5])
 	run := &scriptRun{tx: tx, h: h, db: db, readOnly: readOnly, host: host, tracker: tracker}
 	run.monitor = strings.Contains(string(args[4]), "m")
 	run.user, run.caller, h.acl = scriptACLUser(host, args[5])
+	if run.caller == nil { // (scriptACLUser finds it only for a user with rules)
+		run.caller = scriptCaller(host, callerID)
+	}
 	if strings.Contains(string(args[4]), "n") { // the caller wants keyspace events: the commands collect them
 		h.sink = &run.out
 		h.notifyFlags.Store(notifyAll | notifyNew | notifyKeyspace | notifyKeyevent)

@@ -141,7 +141,7 @@ type scriptRun struct {
 	// tracker is the id of the tracking client that runs the script, whose reads register their keys (0: none).
 	tracker int64
 	// user is the ACL user the script's commands are checked as (nil: one who may do everything), caller the
-	// connection that ran it (for ACL LOG; nil when gone).
+	// connection that ran it (ACL LOG names it; its batch holds what the script restores: dump.go), nil if none.
 	user   *aclUser
 	caller *session
 	// resp is the protocol its commands answer in (redis.setresp): 3, or else 2.
@@ -239,6 +239,9 @@ func (r *scriptRun) call(L *lua.LState) (lua.LValue, error) {
 	if cmd.data == nil { // KEYS, SCAN, RANDOMKEY, DBSIZE, ECHO, XREAD: over the keys the batch sees
 		s.tx, s.cursors = tx, &r.host.cursors
 		cmd.imm(s, args)
+		if r.lim != nil { // KEYS or DBSIZE may have stopped at the time limit (scriptTimeUp): the script stops too
+			r.lim.checkCtx(L)
+		}
 		return r.reply(L, cmd, s.w.Bytes()), nil
 	}
 	s.compile(cmd, args) // with the probes of keyspace events, when the caller wants them (h.sink)
@@ -314,7 +317,11 @@ func (r *scriptRun) reply(L *lua.LState, cmd *command, reply []byte) lua.LValue 
 // each was a sixth of what a BullMQ script allocated). Its replies are in the protocol the script chose.
 func (r *scriptRun) session() *session {
 	if r.s == nil {
-		r.s = &session{h: r.h, w: resp.NewWriter(r.resp), db: r.db, authed: true, ctx: context.Background(), inScript: true,
+		ctx := context.Background()
+		if r.lim != nil && r.lim.ctx != nil {
+			ctx = r.lim.ctx // the script's time limit, which KEYS and DBSIZE check as they go (scriptTimeUp)
+		}
+		r.s = &session{h: r.h, w: resp.NewWriter(r.resp), db: r.db, authed: true, ctx: ctx, inScript: true,
 			user: r.user, scriptCaller: r.caller}
 		return r.s
 	}

@@ -43,19 +43,32 @@ func registerScriptHost(h *Handler) {
 	}, h.scriptHost)
 }
 
-// scriptHost returns the handler numbered by arg, nil when there is none (any more), and the tracking client
-// that follows the number after a colon (0: none).
-func scriptHost(arg []byte) (*Handler, int64) {
+// scriptHost returns the handler numbered by arg, nil when there is none (any more), the connection that ran the
+// script (the id after a slash, 0: none) and the tracking client that follows after a colon (0: none).
+func scriptHost(arg []byte) (_ *Handler, caller, tracker int64) {
 	hostArg, _, _ := strings.Cut(string(arg), " ") // the ACL user after a space (scriptACLUser)
 	num, client, _ := strings.Cut(hostArg, ":")
-	tracker, _ := strconv.ParseInt(client, 10, 64)
+	num, callerArg, _ := strings.Cut(num, "/")
+	caller, _ = strconv.ParseInt(callerArg, 10, 64)
+	tracker, _ = strconv.ParseInt(client, 10, 64)
 	id, err := strconv.ParseInt(num, 10, 64)
 	if err != nil {
-		return nil, 0
+		return nil, 0, 0
 	}
 	scriptHosts.mu.Lock()
 	defer scriptHosts.mu.Unlock()
-	return scriptHosts.m[id].Value(), tracker
+	return scriptHosts.m[id].Value(), caller, tracker
+}
+
+// scriptCaller returns host's connection numbered id, nil when there is none. A script runs only while the
+// connection that ran it waits for its batch (session.apply), so the script may use its state then.
+func scriptCaller(host *Handler, id int64) *session {
+	if host == nil || id == 0 {
+		return nil
+	}
+	host.mu.Lock()
+	defer host.mu.Unlock()
+	return host.sessions[id]
 }
 
 // scriptPublish answers a script's PUBLISH or SPUBLISH (args: the command, the channel, the message) and keeps the

@@ -72,7 +72,8 @@ type session struct {
 	libVer  string
 	authed  bool
 	// user is the ACL user the connection runs as (set under h.mu: CLIENT LIST reads it); nil in a script's
-	// session that needs no checks. scriptCaller is, in a script's session, the connection that ran it (ACL LOG).
+	// session that needs no checks. scriptCaller is, in a script's session, the connection that ran it (ACL LOG;
+	// its RESTOREs reserve from that connection's account, restoreHolder).
 	user         *aclUser
 	scriptCaller *session
 	closing      bool
@@ -410,6 +411,13 @@ func (s *session) unhold(held *int) {
 	*held = 0
 }
 
+// releaseRestored gives back what the values a batch's RESTOREs decoded reserved, once it has run, and starts
+// their count (roomForRestore) again.
+func (s *session) releaseRestored() {
+	s.unhold(&s.held.restore)
+	s.restored = 0
+}
+
 // immediate writes a reply now, after the replies already pending.
 func (s *session) immediate(write func()) {
 	s.flush()
@@ -441,8 +449,8 @@ func (s *session) flush() {
 		return
 	}
 	defer s.releaseResults()
-	defer s.unhold(&s.held.restore) // once its replies are written, the batch no longer holds restored values
-	s.picks, s.restored = 0, 0      // the batch's picks (roomForPicks) and restored values leave with it
+	defer s.releaseRestored() // once its replies are written, the batch no longer holds restored values
+	s.picks = 0               // the batch's picks (roomForPicks) leave with it
 	res, err := s.run(nil)
 	if (errors.Is(err, engine.ErrBatchTooBig) && s.batch.Len() > 1) || (errors.Is(err, engine.ErrInvalid) && hasEval(s.batch.Muts())) {
 		// The batch is this server's cut of a pipeline of independent commands: apply them one by one, so that
@@ -546,14 +554,22 @@ func (s *session) run(guards []engine.Mutation) ([]engine.Result, error) {
 
 // apply applies muts as one batch (under the transaction's WATCH during EXEC) and wakes the connections blocked
 // on a list or sorted set it filled.
+//
+// The batch's scripts restore into it as it runs, reserving and counting what they decoded in this connection's
+// held.restore and restored (roomForRestore): once the engine is done with the batch, committed or not, those
+// values are the store's or garbage, so that is given back here. (A script runs only while its connection waits
+// here.)
 func (s *session) apply(muts []engine.Mutation) ([]engine.Result, error) {
 	var res []engine.Result
 	var err error
+	held, restored := s.held.restore, s.restored
 	if s.execWatch != nil {
 		res, err = s.h.store.ApplyWatched(s.writeCtx(), s.execWatch, muts)
 	} else {
 		res, err = s.h.store.Apply(s.writeCtx(), muts)
 	}
+	s.acct.Release(s.held.restore - held)
+	s.held.restore, s.restored = held, restored
 	if err == nil {
 		s.h.waiters.wake(muts, res)
 	}

@@ -67,9 +67,9 @@ func cmdExec(s *session, args [][]byte) {
 		s.w.Error("EXECABORT Transaction discarded because of previous errors.")
 		return
 	}
-	s.picks = 0                     // the transaction is a batch of its own (roomForPicks)
-	defer s.unhold(&s.held.restore) // the values its RESTOREs decoded, once it ran (or failed)
-	s.inExec = true                 // its tracked reads register in its order (trackExecKeys), its own invalidations wait
+	s.picks = 0               // the transaction is a batch of its own (roomForPicks)
+	defer s.releaseRestored() // the values its RESTOREs decoded, once it ran (or failed)
+	s.inExec = true           // its tracked reads register in its order (trackExecKeys), its own invalidations wait
 	defer func() { s.inExec = false }()
 	for _, a := range queued {
 		c := s.lookup(a[0])
