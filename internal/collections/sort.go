@@ -223,7 +223,7 @@ func (c *coll) sortSpan(start, end int64, desc bool) ([]sortItem, error) {
 	vec := make([]sortItem, 0, min(end-start+1, 1<<16))
 	if c.item.Kind == engine.KindZSet {
 		z := zset{*c}
-		picked, _, _, err := z.selectRange(RangeSpec{By: "rank", Min: num(start), Max: num(end), Rev: desc})
+		picked, _, _, _, err := z.selectRange(RangeSpec{By: "rank", Min: num(start), Max: num(end), Rev: desc})
 		for _, e := range picked {
 			vec = append(vec, sortItem{elem: e.member})
 		}

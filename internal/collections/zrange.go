@@ -124,50 +124,49 @@ func inRange(e entry, lo, hi Bound) (above, below bool) {
 	return above, below
 }
 
-// hold counts an entry selectRange picked against engine.MaxBatchRead (Tx.Hold), unless spec only tallies them
-// (ZCOUNT, ZLEXCOUNT: their bound stays the bytes they scan).
-func (z *zset) hold(spec RangeSpec) {
-	if !spec.Tally {
-		z.tx.Hold(engine.EntryCost)
-	}
-}
-
-// selectRange returns the entries spec selects, in the order a reply lists them, and whether they are the set's
-// lowest or highest entries (what a removal may move the floor or the ceiling past). A rank range reads from the
+// selectRange returns the entries spec selects, in the order a reply lists them, their number n, and whether they
+// are the set's lowest or highest entries (what a removal may move the floor or the ceiling past). With
+// spec.Tally (ZCOUNT, ZLEXCOUNT) it keeps none, only counts them: a count over millions of members holds nothing. A rank range reads from the
 // nearer end up to its last rank (negative ranks count from the meta's count); a score range reads only the
 // index span of its scores, backwards for REV, and stops once it has its LIMIT. A lex range reads every entry:
 // its order is the index's only when all scores are equal.
-func (z *zset) selectRange(spec RangeSpec) (picked []entry, lowest, highest bool, err error) {
+func (z *zset) selectRange(spec RangeSpec) (picked []entry, n int64, lowest, highest bool, err error) {
+	keep := func(e entry) {
+		n++
+		if !spec.Tally {
+			picked = append(picked, e)
+			z.tx.Hold(engine.EntryCost) // what the entry holds, beyond the bytes scanned, counts in the read bound
+		}
+	}
 	switch spec.By {
 	case "rank":
 		start, e1 := parseNum(spec.Min)
 		stop, e2 := parseNum(spec.Max)
 		if e1 != nil || e2 != nil {
-			return nil, false, false, engine.ErrInvalid
+			return nil, 0, false, false, engine.ErrInvalid
 		}
-		n := int64(0)
+		size := int64(0)
 		if z.exists {
-			n = z.meta.Count
+			size = z.meta.Count
 		}
-		start, stop, ok := clampRanks(start, stop, n)
+		start, stop, ok := clampRanks(start, stop, size)
 		if !ok {
-			return nil, false, false, nil
+			return nil, 0, false, false, nil
 		}
 		lo, hi := start, stop // ranks in index order
 		if spec.Rev {
-			lo, hi = n-1-stop, n-1-start
+			lo, hi = size-1-stop, size-1-start
 		}
 		// Read from the end nearer the range: skip, then take the ranks wanted.
-		down := n-1-hi < lo
+		down := size-1-hi < lo
 		skip, take, read := lo, hi-lo+1, z.scan
 		if down {
-			skip, read = n-1-hi, z.scanDown
+			skip, read = size-1-hi, z.scanDown
 		}
 		i := int64(0)
 		err = read(nil, nil, func(e entry) bool {
 			if i >= skip {
-				picked = append(picked, e)
-				z.hold(spec)
+				keep(e)
 			}
 			i++
 			return i < skip+take
@@ -175,7 +174,7 @@ func (z *zset) selectRange(spec RangeSpec) (picked []entry, lowest, highest bool
 		if spec.Rev != down {
 			reverse(picked)
 		}
-		return picked, lo == 0, hi == n-1, err
+		return picked, n, lo == 0, hi == size-1, err
 	case "score", "lex":
 		var lo, hi Bound
 		var ok1, ok2 bool
@@ -187,23 +186,23 @@ func (z *zset) selectRange(spec RangeSpec) (picked []entry, lowest, highest bool
 			hi, ok2 = ParseLexBound(spec.Max)
 		}
 		if !ok1 || !ok2 {
-			return nil, false, false, engine.ErrInvalid
+			return nil, 0, false, false, engine.ErrInvalid
 		}
 		if spec.Offset < 0 {
-			return nil, false, false, nil
+			return nil, 0, false, false, nil
 		}
 		var from, upTo []byte
 		ordered := !lo.IsLexType // the index order is the range's order
 		if !lo.IsLexType {
 			if lo.Score > hi.Score {
-				return nil, false, false, nil
+				return nil, 0, false, false, nil
 			}
 			from, upTo = sortable(lo.Score), sortable(hi.Score)
 		} else if score, same, err := z.oneScore(); err != nil {
-			return nil, false, false, err
+			return nil, 0, false, false, err
 		} else if same {
 			if lo.Inf == 1 || hi.Inf == -1 {
-				return nil, false, false, nil // '+' as the minimum or '-' as the maximum: nothing in range
+				return nil, 0, false, false, nil // '+' as the minimum or '-' as the maximum: nothing in range
 			}
 			from, upTo = lexSpan(score, lo, hi)
 			ordered = true
@@ -216,35 +215,40 @@ func (z *zset) selectRange(spec RangeSpec) (picked []entry, lowest, highest bool
 		if spec.Rev && ordered {
 			read = z.scanDown
 		}
+		if spec.Tally { // nothing is kept: no copy of each member
+			read = z.scanView(spec.Rev && ordered)
+		}
 		err = read(from, upTo, func(e entry) bool {
-			if want >= 0 && int64(len(picked)) >= want {
+			if want >= 0 && n >= want {
 				return false
 			}
 			if above, below := inRange(e, lo, hi); above && below {
-				picked = append(picked, e)
-				z.hold(spec)
+				keep(e)
 			}
 			return true
 		})
 		if err != nil {
-			return nil, false, false, err
+			return nil, 0, false, false, err
 		}
 		lowest = !lo.IsLexType && math.IsInf(lo.Score, -1) && !lo.Excl
 		highest = !lo.IsLexType && math.IsInf(hi.Score, 1) && !hi.Excl
 		if spec.Rev && !ordered {
 			reverse(picked)
 		}
-		if spec.Offset >= int64(len(picked)) {
-			return nil, false, false, nil
+		if spec.Offset >= n {
+			return nil, 0, false, false, nil
 		}
-		picked = picked[spec.Offset:]
-		if spec.Count >= 0 && spec.Count < int64(len(picked)) {
-			picked = picked[:spec.Count]
+		n -= spec.Offset
+		if spec.Count >= 0 && spec.Count < n {
+			n = spec.Count
+		}
+		if !spec.Tally {
+			picked = picked[spec.Offset:][:n]
 		}
 		whole := spec.Offset == 0 && spec.Count < 0
-		return picked, lowest && whole, highest && whole, nil
+		return picked, n, lowest && whole, highest && whole, nil
 	}
-	return nil, false, false, engine.ErrInvalid
+	return nil, 0, false, false, engine.ErrInvalid
 }
 
 // oneScore reports whether every entry of the set has the same score (the lex ranges' premise), and which: the
@@ -295,7 +299,7 @@ func zrange(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	if err != nil || wrong {
 		return wrongOr(err)
 	}
-	picked, _, _, err := z.selectRange(spec)
+	picked, n, _, _, err := z.selectRange(spec)
 	if err != nil {
 		return engine.Result{}, err
 	}
@@ -303,7 +307,7 @@ func zrange(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		return storeEntries(tx, picked)
 	}
 	if spec.Tally {
-		return intResult(int64(len(picked))), nil
+		return intResult(n), nil
 	}
 	var res engine.Result
 	for _, e := range picked {
@@ -382,7 +386,7 @@ func zremrange(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	if err != nil || wrong {
 		return wrongOr(err)
 	}
-	picked, lowest, highest, err := z.selectRange(spec)
+	picked, _, lowest, highest, err := z.selectRange(spec)
 	if err != nil {
 		return engine.Result{}, err
 	}

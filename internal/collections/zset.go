@@ -241,7 +241,19 @@ func (z *zset) scanDown(from, upTo []byte, fn func(e entry) bool) error {
 	return z.scanDir(from, upTo, true, fn)
 }
 
+// scanView is scan or scanDown (down) handing fn each entry's member as a view of the engine's key, valid only
+// during the call: for readers that keep no entry (ZCOUNT, ZLEXCOUNT), which then allocate nothing per entry.
+func (z *zset) scanView(down bool) func(from, upTo []byte, fn func(e entry) bool) error {
+	return func(from, upTo []byte, fn func(e entry) bool) error {
+		return z.scanEntries(from, upTo, down, true, fn)
+	}
+}
+
 func (z *zset) scanDir(from, upTo []byte, down bool, fn func(e entry) bool) error {
+	return z.scanEntries(from, upTo, down, false, fn)
+}
+
+func (z *zset) scanEntries(from, upTo []byte, down, view bool, fn func(e entry) bool) error {
 	if !z.exists {
 		return nil
 	}
@@ -274,7 +286,11 @@ func (z *zset) scanDir(from, upTo []byte, down bool, fn func(e entry) bool) erro
 		if len(rest) < 8 {
 			return true
 		}
-		return fn(entry{member: append([]byte(nil), rest[8:]...), score: unsortable(rest[:8])})
+		member := rest[8:]
+		if !view {
+			member = append([]byte(nil), member...)
+		}
+		return fn(entry{member: member, score: unsortable(rest[:8])})
 	})
 }
 

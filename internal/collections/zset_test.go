@@ -321,3 +321,40 @@ func TestLexRangesMatchModel(t *testing.T) {
 		}
 	}
 }
+
+// ZCOUNT and ZLEXCOUNT count the entries in range without keeping them: their allocations do not grow with the
+// range (they kept every entry, a copy of each member, only to count them: a count over millions of members held
+// them all until it answered).
+func TestCountsKeepNoEntries(t *testing.T) {
+	st := memstore.New()
+	for i := 0; i < 20000; i += 1000 {
+		byScore, byLex := make([][]byte, 0, 2000), make([][]byte, 0, 2000)
+		for j := i; j < i+1000; j++ {
+			m := []byte(fmt.Sprintf("m%05d", j))
+			byScore = append(byScore, []byte(strconv.Itoa(j)), m)
+			byLex = append(byLex, []byte("0"), m) // one score: lex ranges apply
+		}
+		applyOne(t, st, ZAdd("t", []byte("zs"), 0, byScore...))
+		applyOne(t, st, ZAdd("t", []byte("zl"), 0, byLex...))
+	}
+	for _, c := range []struct {
+		key, by                  string
+		fewMin, fewMax, min, max string
+		want                     string
+	}{
+		{"zs", "score", "100", "(200", "100", "(19900", "19800"},
+		{"zl", "lex", "[m00100", "(m00200", "[m00100", "(m19900", "19800"},
+	} {
+		count := func(lo, hi string) engine.Result {
+			return applyOne(t, st, ZRange("t", []byte(c.key), RangeSpec{By: c.by, Min: []byte(lo), Max: []byte(hi), Count: -1, Tally: true}))
+		}
+		few := testing.AllocsPerRun(3, func() { count(c.fewMin, c.fewMax) })
+		many := testing.AllocsPerRun(3, func() { count(c.min, c.max) })
+		if got := count(c.min, c.max); string(got.New.Value) != c.want {
+			t.Fatalf("%s count: %s, want %s", c.by, got.New.Value, c.want)
+		}
+		if many > few+200 {
+			t.Errorf("%s count over %s entries: %.0f allocations, against %.0f over 100: it keeps what it counts", c.by, c.want, many, few)
+		}
+	}
+}
