@@ -5,8 +5,10 @@ import (
 	"errors"
 	"maps"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"anykv/internal/engine"
 	"anykv/internal/glob"
@@ -44,7 +46,14 @@ type funcLib struct {
 	code  []byte // never changed: FCALL hands it to the engine
 	sha   string
 	funcs []funcDef // by name
+	// load numbers this load of the library (libLoads): the interpreters that ran its code keep what it
+	// registered, its local variables with it, for the calls of this load only (luaVM.library), as Redis starts a
+	// library afresh at each FUNCTION LOAD, RESTORE or start.
+	load uint64
 }
+
+// libLoads numbers the libraries loaded (funcLib.load).
+var libLoads atomic.Uint64
 
 // funcFlagNames are the flags a function may have, in the order Redis lists them.
 var funcFlagNames = []string{"no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"}
@@ -550,5 +559,6 @@ func (s *session) fcallMutation(args [][]byte, ownLimit bool) (_ engine.Mutation
 	if readOnly && !def.noWrites {
 		return engine.Mutation{}, false, "ERR Can not execute a script with write flag using *_ro command."
 	}
-	return s.scriptMutation(lib.code, def.name+"\x00"+lib.sha, args[2:], int(n), readOnly || def.noWrites, ownLimit, "f")
+	return s.scriptMutation(lib.code, def.name+"\x00"+lib.sha+"\x00"+strconv.FormatUint(lib.load, 10), args[2:], int(n),
+		readOnly || def.noWrites, ownLimit, "f")
 }

@@ -62,6 +62,9 @@ var funcLoadErrors = []string{
 	"#!lua name=t1\nredis.register_function('zz', function() end)",     // the library exists
 }
 
+// libCounter counts its calls in a local variable of the library.
+const libCounter = "#!lua name=cnt\nlocal n = 0\nredis.register_function('cnt', function() n = n + 1 return n end)"
+
 // functionsTranscript loads a library, calls its functions (FCALL, FCALL_RO, errors, KEYS not a global), lists
 // it, and runs FUNCTION's other subcommands and their errors, in RESP2 and RESP3.
 func functionsTranscript(t *testing.T, addr string) []string {
@@ -109,6 +112,10 @@ func functionsTranscript(t *testing.T, addr string) []string {
 		c("FUNCTION", "FLUSH", "ASYNC"), c("FUNCTION", "LIST"), c("FUNCTION", "DUMP"),
 		c("FUNCTION", "LOAD", "#!lua name=l3\nredis.register_function('h', function() return 1 end)"),
 		c("FLUSHALL"), c("DBSIZE"), c("FCALL", "h", "0"), c("FUNCTION", "FLUSH"), c("FCALL", "h", "0"),
+		// a library's local variables live from call to call, until it is loaded again
+		c("FUNCTION", "LOAD", libCounter), c("FCALL", "cnt", "0"), c("FCALL", "cnt", "0"), c("FCALL", "cnt", "0"),
+		c("FUNCTION", "LOAD", "REPLACE", libCounter), c("FCALL", "cnt", "0"), c("FCALL", "cnt", "0"),
+		c("FUNCTION", "DELETE", "cnt"), c("FUNCTION", "LOAD", libCounter), c("FCALL", "cnt", "0"),
 	)
 	return pubsubTranscript(t, addr, steps)
 }

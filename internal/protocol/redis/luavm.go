@@ -25,6 +25,8 @@ type luaVM struct {
 	loading *funcLoad
 	// loadGlobals are the globals a library's code sees as it loads (loadAPI), made once.
 	loadGlobals *lua.LTable
+	// libs are the function libraries loaded on this interpreter, by their compiled code (library).
+	libs map[libKey]*funcLoad
 }
 
 // luaRegistryMax is how many values an interpreter's stack holds at most (registry overflow past it): Lua 5.1's

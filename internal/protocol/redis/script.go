@@ -73,12 +73,24 @@ const (
 
 // isWide reports whether the script with this SHA1 was seen writing a key it did not declare.
 func (c *scriptCache) isWide(sha string) bool {
+	sha = wideKey(sha)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.wide[sha]
 }
 
+// wideKey is what wide knows a script by: its SHA1, or a function's name and its library's SHA1 (without the
+// library's load number, so that reloads of the same code add nothing).
+func wideKey(sha string) string {
+	if fname, lib, ok := strings.Cut(sha, "\x00"); ok {
+		libSHA, _, _ := strings.Cut(lib, "\x00")
+		return fname + "\x00" + libSHA
+	}
+	return sha
+}
+
 func (c *scriptCache) setWide(sha string) {
+	sha = wideKey(sha)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.m[sha]; !ok && !strings.Contains(sha, "\x00") { // "\x00": a function's (fcallMutation)
@@ -429,9 +441,12 @@ func runScriptLua(tx *engine.Tx, args [][]byte, collect *bool) (res engine.Resul
 	keys, argv := args[7:7+numKeys], args[7+numKeys:]
 	fname, chunk := "", "user_script"
 	var compiled *lua.FunctionProto
-	if strings.Contains(string(args[4]), "f") { // a function: sha is its name, a zero byte, its library's SHA1
-		var libSHA string
-		fname, libSHA, _ = strings.Cut(sha, "\x00")
+	var libLoad uint64
+	if strings.Contains(string(args[4]), "f") { // a function: sha is its name, its library's SHA1 and load number
+		var lib, libSHA, load string
+		fname, lib, _ = strings.Cut(sha, "\x00")
+		libSHA, load, _ = strings.Cut(lib, "\x00")
+		libLoad, _ = strconv.ParseUint(load, 10, 64)
 		chunk = "user_function"
 		compiled, err = compileLibrary(libSHA, src)
 	} else {
@@ -490,7 +505,7 @@ func runScriptLua(tx *engine.Tx, args [][]byte, collect *bool) (res engine.Resul
 	// PCall's traceback has one line per frame (third_party/gopher-lua: it had one per tail call, 10 GB of them
 	// after `local function f() return f() end` ran to the time limit).
 	if fname != "" {
-		err = vm.callFunction(compiled, fname, keys, argv)
+		err = vm.callFunction(compiled, libLoad, fname, keys, argv)
 	} else {
 		L.Push(vm.closure(compiled))
 		err = L.PCall(0, 1, nil)
