@@ -311,6 +311,13 @@ func TestACLSaveAndLoad(t *testing.T) {
 	if r := c.reply(); !strings.Contains(r, "users.acl:3: '+nosuch': Unknown command or category name in ACL") {
 		t.Fatalf("ACL LOAD of a bad file: %q", r)
 	}
+	// A closing quote must end its word, as in Redis's sdssplitargs: the line is refused, where it was read as
+	// two rules, a pattern and +@all.
+	os.WriteFile(file, append(b, []byte("user mallory on nopass \"~app:*\"+@all\n")...), 0o600)
+	c.send(inlineToRESP("ACL LOAD"))
+	if r := c.reply(); !strings.Contains(r, "users.acl:3: unbalanced quotes in acl line.") {
+		t.Fatalf("ACL LOAD of a line whose quote does not end its word: %q", r)
+	}
 	os.WriteFile(file, b, 0o600)
 	c.send(inlineToRESP("ACL LOAD"))
 	if r := c.reply(); r != "+OK\r\n" {

@@ -130,7 +130,9 @@ func (h *Handler) loadACL(me *session) error {
 }
 
 // splitArgs splits a line as Redis's sdssplitargs (an ACL file line): words, "double quoted" with escapes,
-// 'single quoted'.
+// 'single quoted'. A closing quote must end its word, as there: `"~app:*"+@all` is refused, not read as two rules
+// (resp.SplitArgs is sdssplitargs in full, quotes mid-word too; this one reads a quote inside a word as itself,
+// which the words ACL SAVE writes unquoted, a pattern ~a"b, need).
 func splitArgs(line string) ([]string, error) {
 	var out []string
 	i := 0
@@ -152,6 +154,9 @@ func splitArgs(line string) ([]string, error) {
 				c := line[i]
 				if c == '"' {
 					i++
+					if !wordEnds(line, i) {
+						return nil, errors.New("unbalanced quotes")
+					}
 					break
 				}
 				if c == '\\' && i+1 < len(line) {
@@ -194,6 +199,9 @@ func splitArgs(line string) ([]string, error) {
 				c := line[i]
 				if c == '\'' {
 					i++
+					if !wordEnds(line, i) {
+						return nil, errors.New("unbalanced quotes")
+					}
 					break
 				}
 				if c == '\\' && i+1 < len(line) && line[i+1] == '\'' {
@@ -212,3 +220,6 @@ func splitArgs(line string) ([]string, error) {
 		out = append(out, b.String())
 	}
 }
+
+// wordEnds reports whether a quoted word that closed before line[i] ends there: at a space, a tab or the end.
+func wordEnds(line string, i int) bool { return i >= len(line) || line[i] == ' ' || line[i] == '\t' }
