@@ -129,13 +129,7 @@ func TestRestoredValuesReserveTheBudget(t *testing.T) {
 	rc := ts.raw(t)
 	rc.send(respCmd("RESTORE", "z1", "0", p) + respCmd("RESTORE", "z2", "0", p))
 	rc.c.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for budget.Used() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the budget still holds %d bytes after the connections closed", budget.Used())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitReleased(t, budget)
 }
 
 // TestScriptRestoresAreBounded (the fourth value of 1 MiB passes 3 MiB): what a script's RESTOREs decoded stays in its batch until the script is done, so
@@ -290,13 +284,7 @@ func testScriptRestoresReserve(t *testing.T, e engine.Engine) {
 	}
 	rc.send(respCmd("EVAL", one, "1", "z1", p) + respCmd("EVAL", one, "1", "z2", p))
 	rc.c.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for budget.Used() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the budget still holds %d bytes after the connection closed", budget.Used())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitReleased(t, budget)
 }
 
 // TestScriptRestoresShareTheBatchBound: the values a batch's RESTOREs decoded are bounded together
@@ -346,5 +334,17 @@ func TestScriptRestoresShareTheBatchBound(t *testing.T) {
 	}
 	if got := batch([]string{"EXISTS", "d", "e3", "m4"}); got != ":0\r\n" {
 		t.Fatalf("the refused RESTOREs wrote keys: %q", got)
+	}
+}
+
+// waitReleased waits (5 s at most) for budget to hold nothing once a connection closed.
+func waitReleased(t *testing.T, budget *membudget.Budget) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for budget.Used() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the budget still holds %d bytes after the connection closed", budget.Used())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
