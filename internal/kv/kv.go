@@ -293,8 +293,11 @@ func (s *Store) Apply(ctx context.Context, muts []engine.Mutation) ([]engine.Res
 	if fn := s.written.Load(); fn != nil && err == nil && ctx.Value(notifiedKey{}) == nil {
 		(*fn)(muts, res)
 	}
-	if err == nil {
+	switch {
+	case err == nil:
 		s.tellApplied(ctx, muts, res)
+	case errors.Is(err, engine.ErrUnknownOutcome):
+		s.tellDoubted(ctx, muts)
 	}
 	return res, err
 }
@@ -302,8 +305,8 @@ func (s *Store) Apply(ctx context.Context, muts []engine.Mutation) ([]engine.Res
 // AppliedFunc hears of a batch Apply or ApplyWatched applied: the caller's context, the batch and its results.
 type AppliedFunc func(ctx context.Context, muts []engine.Mutation, res []engine.Result)
 
-// OnApplied makes Apply and ApplyWatched call fn with every batch they applied, from any protocol, before they
-// return, until OnApplied(nil): Redis's client-side caching sets it while a client tracks keys, to send the
+// OnApplied makes Apply and ApplyWatched call fn with every batch they applied, from any protocol, and with
+// every batch of unknown outcome (tellDoubted: res nil), before they return, until OnApplied(nil): Redis's client-side caching sets it while a client tracks keys, to send the
 // invalidations of the keys written. Without it a batch costs one atomic load more. fn must not block and must
 // not change muts or res.
 func (s *Store) OnApplied(fn AppliedFunc) {
@@ -312,6 +315,25 @@ func (s *Store) OnApplied(fn AppliedFunc) {
 		return
 	}
 	s.applied.Store(&fn)
+}
+
+// tellDoubted tells OnApplied's function, if any, of a batch whose outcome is unknown (engine.ErrUnknownOutcome:
+// a remote datastore's commit ran but its answer was lost): it may have been applied, so the keys it may have
+// written are told as written (no results: kv.EachWritten counts every write), and every key, as by a flush, if
+// it held a call that may write keys it does not name (a script), since which it wrote is not known. Without
+// this a client tracking a key (client-side caching) kept the value from before a write that did change it.
+// A commit that lands only after this (still in flight at the datastore) is not covered.
+func (s *Store) tellDoubted(ctx context.Context, muts []engine.Mutation) {
+	if s.applied.Load() == nil {
+		return
+	}
+	for i := range muts {
+		if m := &muts[i]; m.Op == engine.OpCall && m.Call.AnyKey && m.Writes() {
+			muts = []engine.Mutation{{Op: engine.OpFlush}}
+			break
+		}
+	}
+	s.tellApplied(ctx, muts, nil)
 }
 
 // tellApplied calls OnApplied's function, if any. It is loaded once the batch was applied, not before: a reader

@@ -2,6 +2,7 @@ package kv
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 
@@ -100,9 +101,12 @@ func (s *Store) ApplyWatched(ctx context.Context, w *Watch, muts []engine.Mutati
 		return nil, engine.ErrAborted
 	}
 	res, err := s.apply(ctx, muts)
-	if err == nil {
+	switch {
+	case err == nil:
 		r.mark(muts, res)
 		s.tellApplied(ctx, muts, res)
+	case errors.Is(err, engine.ErrUnknownOutcome):
+		s.tellDoubted(ctx, muts)
 	}
 	return res, err
 }
