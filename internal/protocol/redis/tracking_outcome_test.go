@@ -3,7 +3,6 @@ package redis
 import (
 	"bytes"
 	"context"
-	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,46 +13,6 @@ import (
 	"anykv/internal/kv"
 )
 
-// cutSecondScript is a proxy's serve function that, once armed, passes the second EVALSHA it sees after arming
-// (a batch's read script, then its commit script) on to the server and drops the client's connection when the
-// server answers it: the commit ran, and the client cannot know.
-func cutSecondScript(armed *atomic.Int32, ran chan<- struct{}) func(c, s net.Conn) {
-	return func(c, s net.Conn) {
-		var cut atomic.Bool
-		go func() {
-			defer c.Close()
-			buf := make([]byte, 64<<10)
-			for {
-				n, err := s.Read(buf)
-				if err != nil {
-					return
-				}
-				if cut.Load() {
-					ran <- struct{}{}
-					return
-				}
-				if _, err := c.Write(buf[:n]); err != nil {
-					return
-				}
-			}
-		}()
-		defer s.Close()
-		buf := make([]byte, 64<<10)
-		for {
-			n, err := c.Read(buf)
-			if err != nil {
-				return
-			}
-			if bytes.Contains(bytes.ToLower(buf[:n]), []byte("evalsha")) && armed.Load() > 0 && armed.Add(-1) == 0 {
-				cut.Store(true)
-			}
-			if _, err := s.Write(buf[:n]); err != nil {
-				return
-			}
-		}
-	}
-}
-
 // TestTrackingInvalidatesAfterUnknownOutcome: over the Redis engine, an INCR whose commit ran but whose answer
 // was lost is answered as an unknown outcome, and the key changed. A client that tracks the key (client-side
 // caching) must be told, as for any write of it: no invalidation was sent, so the client kept serving the value
@@ -62,7 +21,10 @@ func TestTrackingInvalidatesAfterUnknownOutcome(t *testing.T) {
 	target := strings.TrimPrefix(remotetest.Start(t, "redis-nopersist"), "resp://")
 	var armed atomic.Int32
 	ran := make(chan struct{}, 1)
-	addr := remotetest.Proxy(t, target, cutSecondScript(&armed, ran))
+	// The second EVALSHA after arming is the INCR's commit (the first, its read): its answer is cut.
+	addr := remotetest.Proxy(t, target, remotetest.CutAnswer(func(req []byte) bool {
+		return bytes.Contains(bytes.ToLower(req), []byte("evalsha")) && armed.Load() > 0 && armed.Add(-1) == 0
+	}, ran))
 	e, err := redisstore.Open(context.Background(), "redis://"+addr+"/0?prefix=track:")
 	if err != nil {
 		t.Fatal(err)

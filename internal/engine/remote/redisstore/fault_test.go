@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -75,40 +74,9 @@ func TestLostCommitAnswerIsNotResent(t *testing.T) {
 	target := strings.TrimPrefix(remotetest.Start(t, "redis-nopersist"), "resp://")
 	var armed atomic.Bool
 	ran := make(chan struct{}, 1)
-	addr := remotetest.Proxy(t, target, func(c, s net.Conn) {
-		var cut atomic.Bool
-		go func() { // server to client: the answer to the cut command is dropped with the client's connection
-			defer c.Close()
-			buf := make([]byte, 64<<10)
-			for {
-				n, err := s.Read(buf)
-				if err != nil {
-					return
-				}
-				if cut.Load() {
-					ran <- struct{}{}
-					return
-				}
-				if _, err := c.Write(buf[:n]); err != nil {
-					return
-				}
-			}
-		}()
-		defer s.Close()
-		buf := make([]byte, 64<<10)
-		for {
-			n, err := c.Read(buf)
-			if err != nil {
-				return
-			}
-			if bytes.Contains(buf[:n], []byte(commitScript.Hash())) && armed.CompareAndSwap(true, false) {
-				cut.Store(true)
-			}
-			if _, err := s.Write(buf[:n]); err != nil {
-				return
-			}
-		}
-	})
+	addr := remotetest.Proxy(t, target, remotetest.CutAnswer(func(req []byte) bool {
+		return bytes.Contains(req, []byte(commitScript.Hash())) && armed.CompareAndSwap(true, false)
+	}, ran))
 	s, err := Open(context.Background(), "redis://"+addr+"/0?prefix=lost:")
 	if err != nil {
 		t.Fatal(err)

@@ -126,6 +126,46 @@ func Proxy(t *testing.T, target string, serve func(client, server net.Conn)) str
 	return ln.Addr().String()
 }
 
+// CutAnswer is a Proxy serve function that passes everything on until cut reports true for what the client sent
+// (a chunk as read): the server's answer to that is not passed on, the client's connection is dropped instead and
+// ran is told. The request ran, and the client cannot know: a commit whose answer was lost.
+func CutAnswer(cut func(request []byte) bool, ran chan<- struct{}) func(client, server net.Conn) {
+	return func(c, s net.Conn) {
+		var cutting atomic.Bool
+		go func() { // server to client: the answer to the cut request is dropped with the client's connection
+			defer c.Close()
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := s.Read(buf)
+				if err != nil {
+					return
+				}
+				if cutting.Load() {
+					ran <- struct{}{}
+					return
+				}
+				if _, err := c.Write(buf[:n]); err != nil {
+					return
+				}
+			}
+		}()
+		defer s.Close()
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := c.Read(buf)
+			if err != nil {
+				return
+			}
+			if cut(buf[:n]) {
+				cutting.Store(true)
+			}
+			if _, err := s.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+	}
+}
+
 // Stall is a proxy to target whose connections stop passing bytes, both ways, while Stalled is set (a stopped
 // server process, a partition that drops packets): the client's connections stay open and get no answer.
 type Stall struct {
