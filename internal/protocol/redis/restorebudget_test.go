@@ -45,21 +45,9 @@ func budgetSession(t *testing.T, ts *testServer) *session {
 func TestRestoredValuesReserveTheBudget(t *testing.T) {
 	budget := membudget.New(3<<20+1<<19, nil) // 3.5 MiB: three values of 1 MiB fit
 	ts := startServer(t, Options{Budget: budget}, 0)
-	p, size := restoreMiB(), int64(1+264*3971+restoreElemOverhead) // what one value reserves
+	p, size := restoreMiB(), restoredMiB
 	s := budgetSession(t, ts)
-	send := func(args ...string) { // joins the batch, as a pipelined command
-		a := make([][]byte, len(args))
-		for i := range args {
-			a[i] = []byte(args[i])
-		}
-		s.dispatch(a)
-	}
-	run := func(args ...string) string { // and the batch runs
-		s.w.Reset()
-		send(args...)
-		s.flush()
-		return string(s.w.Bytes())
-	}
+	send, run := pipelineOn(s)
 
 	// A pipeline: held while the batch waits, given back when it runs.
 	send("RESTORE", "a", "0", p)
@@ -203,21 +191,9 @@ func testScriptRestoresReserve(t *testing.T, e engine.Engine) {
 	budget := membudget.New(3<<20+1<<19, nil) // 3.5 MiB: three values of 1 MiB fit
 	eng := &heldAtApply{Engine: e, budget: budget}
 	ts := startServerOver(t, eng, kv.Options{}, Options{Budget: budget}, 0)
-	p, size := restoreMiB(), int64(1+264*3971+restoreElemOverhead)
+	p, size := restoreMiB(), restoredMiB
 	s := callerSession(t, ts)
-	send := func(args ...string) { // joins the batch, as a pipelined command
-		a := make([][]byte, len(args))
-		for i := range args {
-			a[i] = []byte(args[i])
-		}
-		s.dispatch(a)
-	}
-	run := func(args ...string) string { // and the batch runs
-		s.w.Reset()
-		send(args...)
-		s.flush()
-		return string(s.w.Bytes())
-	}
+	send, run := pipelineOn(s)
 	const one = "return redis.pcall('RESTORE', KEYS[1], 0, ARGV[1])"
 	refused := "-" + errRestoreMemory + "\r\n"
 
@@ -347,4 +323,26 @@ func waitReleased(t *testing.T, budget *membudget.Budget) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// restoredMiB is what one of restoreMiB's values reserves once decoded.
+const restoredMiB = int64(1 + 264*3971 + restoreElemOverhead)
+
+// pipelineOn gives a session's commands as a pipeline sends them: send joins the batch, run joins it and runs it,
+// returning the replies written since.
+func pipelineOn(s *session) (send func(args ...string), run func(args ...string) string) {
+	send = func(args ...string) {
+		a := make([][]byte, len(args))
+		for i := range args {
+			a[i] = []byte(args[i])
+		}
+		s.dispatch(a)
+	}
+	run = func(args ...string) string {
+		s.w.Reset()
+		send(args...)
+		s.flush()
+		return string(s.w.Bytes())
+	}
+	return send, run
 }
