@@ -268,11 +268,7 @@ func (tx *Tx) Scan(table string, r Range, fn func(key []byte, it Item) bool) err
 // next item with ErrReadTooBig. Scanned bytes alone undercount small members tenfold: SMEMBERS of a set of
 // 4-byte names held about 200 bytes of heap per 13 bytes counted, gigabytes under the 256 MiB bound. Writes
 // count nothing, as their scans do not.
-func (tx *Tx) Hold(n int) {
-	if tx.rs.reading {
-		tx.rs.read += n
-	}
-}
+func (tx *Tx) Hold(n int) { tx.rs.hold(n) }
 
 // ScanReverse is Scan in descending key order.
 func (tx *Tx) ScanReverse(table string, r Range, fn func(key []byte, it Item) bool) error {

@@ -219,10 +219,15 @@ func (rs *resolver) get(table string, key []byte) (Item, bool, error) {
 	if it.Expires != 0 && rs.watch != nil {
 		rs.watch.LiveUntil(it.Expires)
 	}
-	if rs.reading {
-		rs.read += len(it.Value)
-	}
+	rs.hold(len(it.Value))
 	return it, true, nil
+}
+
+// hold counts n bytes a read keeps for its result against MaxBatchRead (writes count nothing: see there).
+func (rs *resolver) hold(n int) {
+	if rs.reading {
+		rs.read += n
+	}
 }
 
 // scanWrites is the number of written keys up to which own scans the batch's writes instead of a map.

@@ -150,9 +150,7 @@ func (rs *resolver) member(m *Mutation, res Result) (Result, error) {
 		prefix := MemberPrefix(nil, m.Key, meta.Gen)
 		err := rs.scan(mt, prefix, func(k []byte, it Item) bool {
 			out = append(out, Member{Name: append([]byte(nil), k[len(prefix):]...), Item: it})
-			if rs.reading {
-				rs.read += EntryCost // the Member kept (Tx.Hold)
-			}
+			rs.hold(EntryCost) // the Member kept
 			return true
 		})
 		return Result{Members: out}, err
