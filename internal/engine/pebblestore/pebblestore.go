@@ -144,6 +144,15 @@ type Store struct {
 
 	sweepMu     sync.Mutex
 	sweepCursor []byte // Pebble key where the next Sweep resumes; nil means the start
+	// expiring counts the writes of items with an expiry, each added once its group is visible to iterators. A
+	// sweep pass that met no item with an expiry leaves the sweeper quiet until the count moves past what it was
+	// when that pass began: nothing can expire that the pass did not see or that was not written since. A
+	// keyspace without TTLs then costs no sweeping (stepping 20,000 items a second over the memtable's many
+	// versions took 8% of the core under GET:SET 10:1 at pipeline 16, docs/benchmarks.md).
+	expiring    atomic.Uint64
+	sweepPassAt uint64 // expiring as the current pass began (sweepMu)
+	sweepSawTTL bool   // the current pass met an item with an expiry (sweepMu)
+	sweepQuiet  bool   // the last whole pass met none: sweep nothing while expiring == sweepPassAt (sweepMu)
 
 	// The key estimate: sstable entries (cached, see keysEstimate) plus memNet, the net point writes (sets minus
 	// deletes) committed since the last memtable flush ended.
@@ -161,6 +170,7 @@ type Store struct {
 	guardWaits   atomic.Int64
 	rejudged     atomic.Int64 // groups resolved again: an item found alive expired during their resolution
 	sweepRemoved atomic.Int64
+	sweepSeen    atomic.Int64  // items sweeps examined
 	version      atomic.Uint64 // highest allocated version, mirrored by the writer for Stats
 }
 

@@ -119,9 +119,17 @@ func (s *Store) SweepReport(ctx context.Context, now int64, budget int, removed 
 	}
 	s.sweepMu.Lock()
 	defer s.sweepMu.Unlock()
+	if s.sweepQuiet {
+		if s.expiring.Load() == s.sweepPassAt {
+			return 0, nil // no item can have expired since the last pass found none with an expiry
+		}
+		s.sweepQuiet = false
+	}
 	lower := dataStart
 	if s.sweepCursor != nil {
 		lower = s.sweepCursor
+	} else {
+		s.sweepPassAt, s.sweepSawTTL = s.expiring.Load(), false // before the pass's first iterator
 	}
 	iter, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: dataEnd})
 	if err != nil {
@@ -137,6 +145,9 @@ func (s *Store) SweepReport(ctx context.Context, now int64, budget int, removed 
 			break
 		}
 		it, err := decodeValue(v)
+		if err == nil && it.Expires != 0 {
+			s.sweepSawTTL = true
+		}
 		if err != nil || it.Live(now) {
 			continue // a corrupt record is not the sweeper's to judge; reads report it
 		}
@@ -155,6 +166,8 @@ func (s *Store) SweepReport(ctx context.Context, now int64, budget int, removed 
 	if err != nil {
 		return 0, fmt.Errorf("pebblestore: sweep: %w", err)
 	}
+	s.sweepQuiet = !valid && !s.sweepSawTTL // a whole pass, and no item with an expiry in it
+	s.sweepSeen.Add(int64(seen))
 	if len(targets) == 0 {
 		return 0, nil
 	}
@@ -186,6 +199,8 @@ const keysEstimateTTL = 5 * time.Second
 //	guard_waits      reads that waited for an in-flight fsync
 //	groups_rejudged  groups resolved again because an item they found alive expired while they were resolved
 //	writer_cache_hits, writer_cache_misses   reads of the writer answered by its item cache or not (itemcache.go)
+//	sweep_removed, sweep_examined   expired items sweeps deleted, and items they examined (none while no item has
+//	                 an expiry: see Store.expiring)
 func (s *Store) Stats() map[string]int64 {
 	if s.enter() != nil {
 		return map[string]int64{}
@@ -219,6 +234,7 @@ func (s *Store) Stats() map[string]int64 {
 		"guard_waits":              s.guardWaits.Load(),
 		"groups_rejudged":          s.rejudged.Load(),
 		"sweep_removed":            s.sweepRemoved.Load(),
+		"sweep_examined":           s.sweepSeen.Load(),
 		"flushes":                  m.Flush.Count,
 		"compactions":              m.Compact.Count,
 		"flush_bytes_written":      flushed,

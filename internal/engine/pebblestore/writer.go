@@ -81,6 +81,7 @@ type writer struct {
 	kbuf     []byte
 	syncOpt  *pebble.WriteOptions
 	net      int64         // the group's sets minus deletes, for the key estimate
+	expiring uint64        // the group's sets of items with an expiry, for Store.expiring
 	netReset bool          // the group flushed everything: net replaces the memtable count
 	guard    bool          // SyncAlways: publish groups to readers until their sync returns
 	flight   chan landing  // SyncAlways: committed groups on their way to the syncer (flight.go)
@@ -241,7 +242,9 @@ func (w *writer) commitGroup() {
 	}
 	var err error
 	if !w.pb.Empty() {
-		if err = w.commit(); err != nil {
+		err = w.commit()
+		w.s.expiring.Add(w.expiring) // after the commit: see Store.expiring
+		if err != nil {
 			w.pb = w.s.db.NewBatch() // Pebble forbids reusing a batch whose commit failed
 		} else {
 			err = w.journal()
@@ -262,7 +265,7 @@ const maxJudgeAttempts = 3
 // when the group is resolved again.
 func (w *writer) resolveGroup() (taken int) {
 	w.keys, w.tables, w.flushed, w.flushAll, w.order = nil, nil, nil, false, nil
-	w.net, w.netReset = 0, false
+	w.net, w.netReset, w.expiring = 0, false, 0
 	w.liveUntil, w.judgeClock = 0, nil
 	for i, r := range w.reqs {
 		if r.state.Load() != reqTaken {
@@ -440,7 +443,9 @@ func (w *writer) land(firstVersion uint64) {
 	w.s.publish(g) // before the batch becomes visible: see guard.go
 	pb := w.pb
 	w.pb = w.s.db.NewBatch() // pb is Pebble's until its fsync returned
-	if err := w.s.db.ApplyNoSyncWait(pb, pebble.Sync); err != nil {
+	err := w.s.db.ApplyNoSyncWait(pb, pebble.Sync)
+	w.s.expiring.Add(w.expiring) // once the batch is visible: see Store.expiring
+	if err != nil {
 		// An invalid batch, or a closed DB: it may have reached the memtable without being durable, so refuse
 		// all further writes; the group stays published so that readers of its keys get the error too.
 		err = fmt.Errorf("pebblestore: commit: %w", err)
@@ -542,6 +547,9 @@ func (w *writer) add(wr *engine.Write) {
 		_ = op.Finish()
 		if w.cache != nil {
 			w.cache.set(k, wr.Item)
+		}
+		if wr.Item.Expires != 0 {
+			w.expiring++
 		}
 		w.net++
 		w.remember(k, wr.Table, ovEntry{item: wr.Item})
