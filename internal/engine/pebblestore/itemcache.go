@@ -2,6 +2,7 @@ package pebblestore
 
 import (
 	"sync/atomic"
+	"unsafe"
 
 	"anykv/internal/clockmap"
 	"anykv/internal/engine"
@@ -10,8 +11,12 @@ import (
 // DefaultWriterCacheBytes bounds the writer's item cache when Options.WriterCacheBytes is 0.
 const DefaultWriterCacheBytes = 64 << 20
 
-// itemCacheOverhead is what an entry costs beside its key and value: the entry, its map slot and ring slot.
-const itemCacheOverhead = 128
+// itemCacheOverhead bounds what an entry costs beside its key and value: the entry, its map slot and ring slot
+// (tooBig). An entry is charged its allocation (clockmap.InlineSize) plus slotOverhead.
+const (
+	itemCacheOverhead = 128
+	slotOverhead      = 32
+)
 
 // itemCache is what the writer knows of the committed state: the items it read lately (kept up to date by its
 // writes of them), and the keys it found absent. Resolving a write reads the state it changes (a collection's meta, the member SADD or HSET asks
@@ -60,16 +65,31 @@ func (c *itemCache) fill(k []byte, it engine.Item, found bool) {
 		return
 	}
 	if !found {
-		c.m.Put(string(k), cachedItem{absent: true}, int64(len(k))+itemCacheOverhead, c.max)
-		return
+		it = engine.Item{}
 	}
-	it.Value = append([]byte{}, it.Value...)
-	c.m.Put(string(k), cachedItem{item: it}, int64(len(k)+len(it.Value))+itemCacheOverhead, c.max)
+	c.put(k, it, !found)
+}
+
+// put stores k's item (or its absence) as one allocation: the entry, the key and a copy of the value. A lookup
+// compares the key it finds, and a hit copies the value out: with the key apart that was one more cache miss on
+// every read of the writer (a sixth of HSET's CPU was the lookup, docs/benchmarks.md). The value's capacity ends
+// at its length.
+func (c *itemCache) put(k []byte, it engine.Item, absent bool) {
+	n := len(k) + len(it.Value)
+	c.m.PutInlineHashed(n, c.m.Hash(k), c.m.InlineSize(n)+slotOverhead, c.max, func(b []byte) (string, cachedItem) {
+		copy(b, k)
+		if !absent {
+			v := it.Value
+			it.Value = b[len(k):n:n]
+			copy(it.Value, v)
+		}
+		return unsafe.String(unsafe.SliceData(b), len(k)), cachedItem{item: it, absent: absent}
+	})
 }
 
 // set records a write of it at k, if the cache knows k. A key enters the cache only by being read: most keys
 // written without a read (a list's pushed elements, a sorted set's score index, a plain SET) are not read soon,
-// and would push out those that are. A cached key keeps its entry and, when it fits, its value's buffer:
+// and would push out those that are. A cached key whose new value fits where the old one is takes it in place:
 // rewriting a hot key (a collection's meta at every member write) allocates nothing.
 func (c *itemCache) set(k []byte, it engine.Item) {
 	e, ok := c.m.Get(k)
@@ -81,13 +101,12 @@ func (c *itemCache) set(k []byte, it engine.Item) {
 		return
 	}
 	buf := e.Val.item.Value
-	if cap(buf) < len(it.Value) || cap(buf) > 2*len(it.Value)+64 {
-		buf = make([]byte, len(it.Value)) // a value that shrank a lot does not keep its old buffer
+	if e.Val.absent || cap(buf) < len(it.Value) || cap(buf) > 2*len(it.Value)+64 {
+		c.put(k, it, false) // a value that shrank a lot does not keep its old room
+		return
 	}
-	buf = append(buf[:0], it.Value...)
-	it.Value = buf
+	it.Value = append(buf[:0], it.Value...)
 	e.Val = cachedItem{item: it}
-	c.m.Resize(e, int64(len(k)+cap(buf))+itemCacheOverhead, c.max)
 }
 
 // tooBig says an item of key k and value v would take more than a quarter of the cache: big values are not

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -171,5 +172,31 @@ func TestGroupResolvedAgainIsAdmittedOnce(t *testing.T) {
 	}
 	if grew, want := s.space.pending.Load()-before, int64((&request{batch: b}).size()); grew != want {
 		t.Fatalf("pending free-space use grew %d for one request of %d bytes", grew, want)
+	}
+}
+
+// TestWriterCacheRewritesInPlaceOrAnew: a rewrite of a cached key is answered with its new value whether it fit
+// where the old one was (same size, a bit smaller), needed more room, shrank a lot, or the key was cached absent;
+// what get hands out is a copy that a later rewrite does not change.
+func TestWriterCacheRewritesInPlaceOrAnew(t *testing.T) {
+	c := newItemCache(1 << 20)
+	k := []byte("\x00t\x00key")
+	c.fill(k, engine.Item{}, false)
+	out := []engine.Item{}
+	for i, v := range []string{"first value", "other value", "shorter", strings.Repeat("long", 40), "s", ""} {
+		c.set(k, engine.Item{Value: []byte(v), Version: uint64(i + 1)})
+		it, found, known := c.get(k)
+		if !found || !known || string(it.Value) != v || it.Version != uint64(i+1) {
+			t.Fatalf("after a rewrite to %q: %q version %d found %v known %v", v, it.Value, it.Version, found, known)
+		}
+		out = append(out, it)
+	}
+	for i, v := range []string{"first value", "other value", "shorter"} {
+		if string(out[i].Value) != v {
+			t.Fatalf("a value get handed out changed with a later rewrite: %q, want %q", out[i].Value, v)
+		}
+	}
+	if got := c.m.Len(); got != 1 {
+		t.Fatalf("%d entries for one key", got)
 	}
 }
