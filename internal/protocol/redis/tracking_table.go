@@ -38,6 +38,12 @@ type trackTable struct {
 	items    int                              // registrations: key and tracker pairs
 	clients  map[int64]*tracker               // trackers with tracking on, by client id
 	prefixes map[string]map[*tracker]struct{} // BCAST prefix → its trackers
+	// lens counts the BCAST prefixes by length and byLen lists those lengths in order: a written key is looked up
+	// under each of its own prefixes of those lengths, one map lookup per length in use. A scan of every prefix
+	// cost each write of any client one comparison per prefix, under mu (100,000 prefixes: see
+	// BenchmarkTrackWritesManyPrefixes).
+	lens  map[int]int
+	byLen []int
 }
 
 // holders are the trackers of one key: most keys have one, kept inline (no allocation).
@@ -132,17 +138,35 @@ func (h *Handler) trackEnable(t *tracker, mode trackMode, prefixes []string) {
 		prefixes = []string{""}
 	}
 	for _, p := range prefixes {
-		set := tt.prefixes[p]
-		if set == nil {
-			set = map[*tracker]struct{}{}
-			tt.prefixes[p] = set
-		}
-		if _, ok := set[t]; !ok {
-			set[t] = struct{}{}
-			t.prefixes = append(t.prefixes, p)
-		}
+		tt.addPrefix(t, p)
 	}
 	sort.Strings(t.prefixes)
+}
+
+// addPrefix gives t the BCAST prefix p (if it has it not); the caller holds mu.
+func (tt *trackTable) addPrefix(t *tracker, p string) {
+	set := tt.prefixes[p]
+	if set == nil {
+		set = map[*tracker]struct{}{}
+		tt.prefixes[p] = set
+		tt.countLen(len(p), 1)
+	}
+	if _, ok := set[t]; !ok {
+		set[t] = struct{}{}
+		t.prefixes = append(t.prefixes, p)
+	}
+}
+
+// dropPrefixes takes t's BCAST prefixes away; the caller holds mu.
+func (tt *trackTable) dropPrefixes(t *tracker) {
+	for _, p := range t.prefixes {
+		delete(tt.prefixes[p], t)
+		if len(tt.prefixes[p]) == 0 {
+			delete(tt.prefixes, p)
+			tt.countLen(len(p), -1)
+		}
+	}
+	t.prefixes = nil
 }
 
 // trackDisable forgets t: its registrations, its prefixes, and its place among the tracking clients.
@@ -162,13 +186,7 @@ func (h *Handler) trackDisable(t *tracker) {
 		}
 	}
 	t.keys = nil
-	for _, p := range t.prefixes {
-		delete(tt.prefixes[p], t)
-		if len(tt.prefixes[p]) == 0 {
-			delete(tt.prefixes, p)
-		}
-	}
-	t.prefixes = nil
+	tt.dropPrefixes(t)
 	if _, ok := tt.clients[t.s.id]; ok {
 		delete(tt.clients, t.s.id)
 		if tt.n.Add(-1) == 0 {
@@ -323,14 +341,12 @@ func (h *Handler) trackWrites(ctx context.Context, muts []engine.Mutation, res [
 			own = append(own, execEvent{at: i - writer.exec.off, key: string(key), write: true})
 		}
 		out = tt.invalidate(writer, key, out)
-		for p := range tt.prefixes {
-			if hasPrefix(key, p) {
-				if bcast == nil {
-					bcast = map[string][][]byte{}
-				}
-				bcast[p] = append(bcast[p], key)
+		tt.eachPrefix(key, func(p string) {
+			if bcast == nil {
+				bcast = map[string][][]byte{}
 			}
-		}
+			bcast[p] = append(bcast[p], key)
+		})
 	}, func(i int, table string) {
 		if table == "" || h.isDB(table) {
 			out = tt.flush(writer, out)
@@ -452,15 +468,45 @@ func (h *Handler) trackExpired(table string, key []byte) {
 // under returns key under each BCAST prefix it has.
 func (tt *trackTable) under(key []byte) map[string][][]byte {
 	var m map[string][][]byte
-	for p := range tt.prefixes {
-		if hasPrefix(key, p) {
-			if m == nil {
-				m = map[string][][]byte{}
-			}
-			m[p] = [][]byte{key}
+	tt.eachPrefix(key, func(p string) {
+		if m == nil {
+			m = map[string][][]byte{}
+		}
+		m[p] = [][]byte{key}
+	})
+	return m
+}
+
+// eachPrefix calls fn with each BCAST prefix key has, shortest first; the caller holds mu.
+func (tt *trackTable) eachPrefix(key []byte, fn func(p string)) {
+	for _, l := range tt.byLen {
+		if l > len(key) {
+			return
+		}
+		if _, ok := tt.prefixes[string(key[:l])]; ok {
+			fn(string(key[:l]))
 		}
 	}
-	return m
+}
+
+// countLen adds d to the BCAST prefixes of length l, keeping byLen the lengths in use; the caller holds mu.
+func (tt *trackTable) countLen(l, d int) {
+	if tt.lens == nil {
+		tt.lens = map[int]int{}
+	}
+	n := tt.lens[l] + d
+	i, found := slices.BinarySearch(tt.byLen, l)
+	switch {
+	case n > 0 && !found:
+		tt.byLen = slices.Insert(tt.byLen, i, l)
+	case n <= 0 && found:
+		tt.byLen = slices.Delete(tt.byLen, i, i+1)
+	}
+	if n > 0 {
+		tt.lens[l] = n
+	} else {
+		delete(tt.lens, l)
+	}
 }
 
 // broadcast adds, for each prefix in bcast (in order), one message with its keys (sorted, each once, as Redis's
@@ -540,6 +586,3 @@ func (tt *trackTable) stats() (clients, keys, items, prefixes int) {
 	defer tt.mu.Unlock()
 	return len(tt.clients), len(tt.keys), tt.items, len(tt.prefixes)
 }
-
-// hasPrefix reports whether key starts with p, without converting either.
-func hasPrefix(key []byte, p string) bool { return len(key) >= len(p) && string(key[:len(p)]) == p }
