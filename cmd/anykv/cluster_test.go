@@ -166,10 +166,10 @@ func TestEtcdFrontEndServesWithAMemberStopped(t *testing.T) {
 		}
 	}
 	pid := st.Members[1].Pid
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+	defer syscall.Kill(pid, syscall.SIGCONT)
+	if err := cluster.Freeze(pid, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	defer syscall.Kill(pid, syscall.SIGCONT)
 	start := time.Now()
 	unknown := 0
 	for i := range 30 {

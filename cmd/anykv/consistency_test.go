@@ -80,7 +80,7 @@ func TestSerializableReadsSurviveAnIsolatedMember(t *testing.T) {
 		}
 	})
 	for _, m := range st.Members[1:] {
-		if err := syscall.Kill(m.Pid, syscall.SIGSTOP); err != nil {
+		if err := cluster.Freeze(m.Pid, 10*time.Second); err != nil {
 			t.Fatal(err)
 		}
 	}

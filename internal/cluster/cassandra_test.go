@@ -65,10 +65,10 @@ func TestCassandraRestartWaitsForRejoin(t *testing.T) {
 		t.Fatal("m3 counts as rejoined while it is dead")
 	}
 	m2 := st.Members[1].Pid
-	if err := syscall.Kill(m2, syscall.SIGSTOP); err != nil {
+	defer syscall.Kill(m2, syscall.SIGCONT)
+	if err := Freeze(m2, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	defer syscall.Kill(m2, syscall.SIGCONT)
 	done := make(chan error, 1)
 	go func() { done <- st.Restart(2) }() // st is not touched here until done
 	if err := waitListening(st.Members[2].Addr, 120*time.Second); err != nil {

@@ -293,6 +293,51 @@ func (st *State) running(m Member) bool {
 }
 
 // alive reports whether pid runs (a zombie does not).
+// Freeze stops process pid (SIGSTOP: a hung process, a cut-off machine) and returns once every thread of it has
+// stopped. The kill only wakes one thread, which then stops the others: until that thread runs (milliseconds on a
+// loaded machine), the rest keep serving, so an etcd member "stopped" that way still acked the leader's
+// heartbeats and a linearizable read through the remaining member was answered. The caller resumes it with
+// SIGCONT.
+func Freeze(pid int, timeout time.Duration) error {
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		stopped, err := allStopped(pid)
+		if err != nil || stopped {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pid %d: not every thread stopped within %v of SIGSTOP", pid, timeout)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// allStopped reports whether every thread of pid is stopped (state T; t, Z and X count: traced, or gone).
+func allStopped(pid int) (bool, error) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return false, err
+	}
+	for _, task := range tasks {
+		tid, err := strconv.Atoi(task.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
+		if err != nil {
+			continue // the thread ended
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) || !strings.ContainsRune("TtZX", rune(b[i+2])) { // stopped, or gone
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
 func alive(pid int) bool {
 	_, state, err := procStat(pid)
 	return err == nil && state != 'Z'
