@@ -4,10 +4,14 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 )
+
+// spins keeps TestFreezeStopsEveryThread's child threads busy.
+var spins atomic.Int64
 
 // TestFreezeStopsEveryThread: Freeze returns only once every thread of the process is stopped, here a child with
 // four threads spinning (a plain SIGSTOP returns while some still run), and SIGCONT resumes them.
@@ -17,6 +21,7 @@ func TestFreezeStopsEveryThread(t *testing.T) {
 			go func() {
 				runtime.LockOSThread()
 				for {
+					spins.Add(1)
 				}
 			}()
 		}
