@@ -292,7 +292,6 @@ func (st *State) running(m Member) bool {
 	return alive(m.Pid) && st.stranger(m) == ""
 }
 
-// alive reports whether pid runs (a zombie does not).
 // Freeze stops process pid (SIGSTOP: a hung process, a cut-off machine) and returns once every thread of it has
 // stopped. The kill only wakes one thread, which then stops the others: until that thread runs (milliseconds on a
 // loaded machine), the rest keep serving, so an etcd member "stopped" that way still acked the leader's
@@ -326,18 +325,18 @@ func allStopped(pid int) (bool, error) {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
+		_, state, err := procStat(tid) // /proc/<tid>/stat is the thread's own
 		if err != nil {
 			continue // the thread ended
 		}
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 || i+2 >= len(b) || !strings.ContainsRune("TtZX", rune(b[i+2])) { // stopped, or gone
+		if !strings.ContainsRune("TtZX", rune(state)) {
 			return false, nil
 		}
 	}
 	return true, nil
 }
 
+// alive reports whether pid runs (a zombie does not).
 func alive(pid int) bool {
 	_, state, err := procStat(pid)
 	return err == nil && state != 'Z'
