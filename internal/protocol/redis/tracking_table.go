@@ -341,12 +341,7 @@ func (h *Handler) trackWrites(ctx context.Context, muts []engine.Mutation, res [
 			own = append(own, execEvent{at: i - writer.exec.off, key: string(key), write: true})
 		}
 		out = tt.invalidate(writer, key, out)
-		tt.eachPrefix(key, func(p string) {
-			if bcast == nil {
-				bcast = map[string][][]byte{}
-			}
-			bcast[p] = append(bcast[p], key)
-		})
+		bcast = tt.under(key, bcast)
 	}, func(i int, table string) {
 		if table == "" || h.isDB(table) {
 			out = tt.flush(writer, out)
@@ -460,33 +455,28 @@ func (h *Handler) trackExpired(table string, key []byte) {
 	tt := &h.track
 	tt.mu.Lock()
 	out := tt.invalidate(nil, key, nil)
-	out = tt.broadcast(nil, tt.under(key), out)
+	out = tt.broadcast(nil, tt.under(key, nil), out)
 	tt.mu.Unlock()
 	h.sendTracking(out)
 }
 
-// under returns key under each BCAST prefix it has.
-func (tt *trackTable) under(key []byte) map[string][][]byte {
-	var m map[string][][]byte
-	tt.eachPrefix(key, func(p string) {
-		if m == nil {
-			m = map[string][][]byte{}
-		}
-		m[p] = [][]byte{key}
-	})
-	return m
-}
-
-// eachPrefix calls fn with each BCAST prefix key has, shortest first; the caller holds mu.
-func (tt *trackTable) eachPrefix(key []byte, fn func(p string)) {
+// under adds key to bcast (prefix → keys written under it, made if nil) under each BCAST prefix key has, shortest
+// first, and returns bcast; the caller holds mu. A written key is looked up under its own prefixes of the lengths
+// in use (byLen).
+func (tt *trackTable) under(key []byte, bcast map[string][][]byte) map[string][][]byte {
 	for _, l := range tt.byLen {
 		if l > len(key) {
-			return
+			break
 		}
 		if _, ok := tt.prefixes[string(key[:l])]; ok {
-			fn(string(key[:l]))
+			if bcast == nil {
+				bcast = map[string][][]byte{}
+			}
+			p := string(key[:l])
+			bcast[p] = append(bcast[p], key)
 		}
 	}
+	return bcast
 }
 
 // countLen adds d to the BCAST prefixes of length l, keeping byLen the lengths in use; the caller holds mu.
