@@ -5,7 +5,6 @@ import (
 	"errors"
 	"maps"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -559,6 +558,6 @@ func (s *session) fcallMutation(args [][]byte, ownLimit bool) (_ engine.Mutation
 	if readOnly && !def.noWrites {
 		return engine.Mutation{}, false, "ERR Can not execute a script with write flag using *_ro command."
 	}
-	return s.scriptMutation(lib.code, def.name+"\x00"+lib.sha+"\x00"+strconv.FormatUint(lib.load, 10), args[2:], int(n),
-		readOnly || def.noWrites, ownLimit, "f")
+	return s.scriptMutation(lib.code, funcID(def.name, lib.sha, lib.load), args[2:], int(n), readOnly || def.noWrites,
+		ownLimit, "f")
 }

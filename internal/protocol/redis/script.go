@@ -82,18 +82,34 @@ func (c *scriptCache) isWide(sha string) bool {
 // wideKey is what wide knows a script by: its SHA1, or a function's name and its library's SHA1 (without the
 // library's load number, so that reloads of the same code add nothing).
 func wideKey(sha string) string {
-	if fname, lib, ok := strings.Cut(sha, "\x00"); ok {
-		libSHA, _, _ := strings.Cut(lib, "\x00")
+	if fname, libSHA, _, ok := splitFuncID(sha); ok {
 		return fname + "\x00" + libSHA
 	}
 	return sha
+}
+
+// funcID is what a function's call carries where a script's carries its SHA1: the function's name, its
+// library's SHA1 and the library's load number (funcLib.load), joined by zero bytes, which no SHA1 holds.
+func funcID(name, libSHA string, load uint64) string {
+	return name + "\x00" + libSHA + "\x00" + strconv.FormatUint(load, 10)
+}
+
+// splitFuncID reads a funcID back; ok is false for a script's SHA1.
+func splitFuncID(id string) (name, libSHA string, load uint64, ok bool) {
+	name, rest, ok := strings.Cut(id, "\x00")
+	if !ok {
+		return "", "", 0, false
+	}
+	libSHA, n, _ := strings.Cut(rest, "\x00")
+	load, _ = strconv.ParseUint(n, 10, 64)
+	return name, libSHA, load, true
 }
 
 func (c *scriptCache) setWide(sha string) {
 	sha = wideKey(sha)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.m[sha]; !ok && !strings.Contains(sha, "\x00") { // "\x00": a function's (fcallMutation)
+	if _, ok := c.m[sha]; !ok && !strings.Contains(sha, "\x00") { // "\x00": a function's (funcID)
 		return // evicted meanwhile: it will be found wide again if it runs again
 	}
 	if c.wide == nil {
@@ -442,11 +458,9 @@ func runScriptLua(tx *engine.Tx, args [][]byte, collect *bool) (res engine.Resul
 	fname, chunk := "", "user_script"
 	var compiled *lua.FunctionProto
 	var libLoad uint64
-	if strings.Contains(string(args[4]), "f") { // a function: sha is its name, its library's SHA1 and load number
-		var lib, libSHA, load string
-		fname, lib, _ = strings.Cut(sha, "\x00")
-		libSHA, load, _ = strings.Cut(lib, "\x00")
-		libLoad, _ = strconv.ParseUint(load, 10, 64)
+	if strings.Contains(string(args[4]), "f") { // a function: sha is its funcID
+		var libSHA string
+		fname, libSHA, libLoad, _ = splitFuncID(sha)
 		chunk = "user_function"
 		compiled, err = compileLibrary(libSHA, src)
 	} else {
