@@ -307,8 +307,8 @@ type AppliedFunc func(ctx context.Context, muts []engine.Mutation, res []engine.
 
 // OnApplied makes Apply and ApplyWatched call fn with every batch they applied, from any protocol, and with
 // every batch of unknown outcome (tellDoubted: res nil), before they return, until OnApplied(nil): Redis's
-// client-side caching sets it while a client tracks keys, to send the invalidations of the keys written. Without it a batch costs one atomic load more. fn must not block and must
-// not change muts or res.
+// client-side caching sets it while a client tracks keys, to send the invalidations of the keys written.
+// Without it a batch costs one atomic load more. fn must not block and must not change muts or res.
 func (s *Store) OnApplied(fn AppliedFunc) {
 	if fn == nil {
 		s.applied.Store(nil)
