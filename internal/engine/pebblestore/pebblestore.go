@@ -160,6 +160,9 @@ type Store struct {
 	sstKeys   int64
 	sstKeysAt time.Time
 	memNet    atomic.Int64
+	// sstStale: a flush ended since sstKeys was counted. An atomic, not statsMu: Pebble calls FlushEnd holding
+	// its own lock, which keysEstimate's SSTables takes under statsMu (the two deadlocked).
+	sstStale atomic.Bool
 
 	// counters for Stats
 	fsyncs       atomic.Int64

@@ -273,7 +273,7 @@ func tableCount(m *pebble.Metrics) int64 {
 func (s *Store) keysEstimate() int64 {
 	s.statsMu.Lock()
 	defer s.statsMu.Unlock()
-	if s.sstKeysAt.IsZero() || time.Since(s.sstKeysAt) >= keysEstimateTTL {
+	if s.sstStale.Swap(false) || s.sstKeysAt.IsZero() || time.Since(s.sstKeysAt) >= keysEstimateTTL {
 		if levels, err := s.db.SSTables(pebble.WithProperties()); err == nil {
 			var n int64
 			for _, l := range levels {
@@ -308,7 +308,5 @@ func (s *Store) flushEnded(info pebble.FlushInfo) {
 		return
 	}
 	s.memNet.Store(0)
-	s.statsMu.Lock()
-	s.sstKeysAt = time.Time{}
-	s.statsMu.Unlock()
+	s.sstStale.Store(true) // not statsMu: see sstStale
 }
