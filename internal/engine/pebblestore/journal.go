@@ -17,8 +17,8 @@ import (
 
 // The journal is SyncInterval's guard against a process crash (SIGKILL, OOM kill, panic). Pebble does not
 // write(2) a commit without a sync: it keeps the record in its in-process WAL buffer until a block fills or a sync
-// is asked for, so a killed process loses acknowledged writes that Redis's appendfsync everysec, the model of
-// this mode, would keep. So after each group commits, the writer also appends the group's Pebble batch to a
+// is asked for (or its flush loop, still busy with earlier work, picks it up), so a killed process loses
+// acknowledged writes that Redis's appendfsync everysec, the model of this mode, would keep. So after each group commits, the writer also appends the group's Pebble batch to a
 // journal file with one write(2) and no fsync, before answering: from then on the OS holds it, and only a power
 // loss or OS crash can take it (about a second of writes, as documented).
 //
