@@ -616,7 +616,8 @@ func (s *Store) sweepStep(ctx context.Context, always bool) error {
 
 // OnExpired makes the sweeper call fn with the table and key of each item it removes because it expired, once the
 // removal is durable (Redis's "expired" keyspace events), if the engine can name them (engine.SweepReporter).
-// fn must not block. nil stops the calls.
+// fn must not block nor call the engine: the sweep calls it inside an engine operation (a reopen of the engine
+// would wait for fn, and fn for the reopen). nil stops the calls.
 func (s *Store) OnExpired(fn func(table string, key []byte)) {
 	if fn == nil {
 		s.expired.Store(nil)
