@@ -9,9 +9,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"anykv/internal/cluster"
 	"anykv/internal/collections"
 	"anykv/internal/engine"
 	"anykv/internal/engine/remote"
@@ -108,7 +110,7 @@ func TestRedisClusterWaitsForAReplica(t *testing.T) {
 	if replica == nil {
 		t.Fatal("no replica holds the table's keys")
 	}
-	if err := replica.Signal(syscall.SIGSTOP); err != nil {
+	if err := cluster.Freeze(replica.Pid, 10*time.Second); err != nil { // every thread stopped: none acks the write
 		t.Fatal(err)
 	}
 	_, err := s.Apply(ctx, set)
@@ -159,10 +161,10 @@ func TestRedisClusterWaitsForEveryReplica(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := p.Signal(syscall.SIGSTOP); err != nil {
+		t.Cleanup(func() { p.Signal(syscall.SIGCONT) })
+		if err := cluster.Freeze(p.Pid, 10*time.Second); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { p.Signal(syscall.SIGCONT) })
 		stopped[master] = p
 	}
 	if len(stopped) != 3 {
