@@ -26,7 +26,9 @@ func TestBallastRaisesTheGoalNotTheHeapInUse(t *testing.T) {
 	if after.NextGC < before.NextGC+Ballast {
 		t.Errorf("next collection at %d MiB of heap, was %d MiB: the ballast did not raise the goal", after.NextGC>>20, before.NextGC>>20)
 	}
-	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew < Ballast || grew > Ballast+8<<20 {
+	// About: what an earlier test's goroutines still held may be freed between the two readings (a shuffled run
+	// saw 63 MiB).
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew < Ballast-8<<20 || grew > Ballast+8<<20 {
 		t.Errorf("heap in use grew by %d MiB, want about %d", grew>>20, Ballast>>20)
 	}
 }
