@@ -284,6 +284,8 @@ func (s *Store) keysEstimate() int64 {
 				}
 			}
 			s.sstKeys, s.sstKeysAt = n, time.Now()
+		} else {
+			s.sstKeysAt = time.Time{} // counted again at the next call
 		}
 	}
 	return max(s.sstKeys+s.memNet.Load(), 0)
