@@ -67,11 +67,11 @@ func TestBigRepliesToNonReadersStayWithinBudget(t *testing.T) {
 			t.Logf("RSS peak %d MiB from %d MiB", peak()/mib, base/mib)
 			// What the clients still connected hold: the replies of those the budget kept (the others' were
 			// collected), not one per client.
-			waitRSSBelow(t, s.PID(), base+3*testBudget)
+			waitRSSBelow(t, s, base+3*testBudget)
 			for _, nc := range conns {
 				nc.Close()
 			}
-			waitRSSBelow(t, s.PID(), base+rssRecovered)
+			waitRSSBelow(t, s, base+rssRecovered)
 			roundTrip(t, other, "STRLEN big\r\n", fmt.Sprintf(":%d\r\n", len(big)))
 		})
 	}

@@ -107,6 +107,6 @@ func TestRESPRestoresStayWithinBudget(t *testing.T) {
 	for _, c := range conns {
 		c.Close()
 	}
-	waitRSSBelow(t, s.PID(), base+rssRecovered)
+	waitRSSBelow(t, s, base+rssRecovered)
 	roundTrip(t, other, "GET small\r\n", "$1\r\nv\r\n")
 }
