@@ -16,12 +16,13 @@ import (
 // Map does no locking itself: the owner holds its lock for writing around Put, Remove, Resize and Reset, and at
 // least for reading around Get and Has.
 //
-// The index is keyed by a 64-bit hash of the key (the entry keeps the key, compared at each lookup): its slots
-// hold the hash inline where a string key points to its bytes elsewhere, one cache miss fewer per lookup of a
-// big map (the read cache's lookup was a fifth of GET's CPU at pipeline 16, nearly all of it memory stalls). Two
-// keys of one hash (seeded per map, so not chosen by clients) share a slot: the later Put replaces the other.
+// The index (index.go) is keyed by a 64-bit hash of the key (the entry keeps the key, compared at each lookup):
+// its slots hold the hash inline where a string key points to its bytes elsewhere, one cache miss fewer per
+// lookup of a big map (the read cache's lookup was a fifth of GET's CPU at pipeline 16, nearly all of it memory
+// stalls). Two keys of one hash (seeded per map, so not chosen by clients) share a slot: the later Put replaces
+// the other.
 type Map[V any] struct {
-	items map[uint64]*Entry[V]
+	items index[V]
 	seed  maphash.Seed
 	ring  []*Entry[V]
 	hand  int
@@ -44,7 +45,7 @@ func New[V any]() Map[V] { return Seeded[V](maphash.MakeSeed()) }
 // Seeded returns an empty map that hashes keys with seed: an owner that hashes a key with it anyway (to pick one
 // of several maps) passes the hash to the *Hashed methods instead of having the map hash the key again.
 func Seeded[V any](seed maphash.Seed) Map[V] {
-	return Map[V]{items: make(map[uint64]*Entry[V]), seed: seed}
+	return Map[V]{seed: seed}
 }
 
 // Hash is key's hash in m, for the *Hashed methods.
@@ -52,8 +53,8 @@ func (m *Map[V]) Hash(key []byte) uint64 { return maphash.Bytes(m.seed, key) }
 
 // find returns key's entry, if any; h is key's hash.
 func (m *Map[V]) find(key []byte, h uint64) (*Entry[V], bool) {
-	e, ok := m.items[h]
-	if !ok || e.key != string(key) {
+	e := m.items.get(h)
+	if e == nil || e.key != string(key) {
 		return nil, false
 	}
 	return e, true
@@ -81,12 +82,12 @@ func (m *Map[V]) Put(key string, val V, size, max int64) (evicted int) {
 
 // PutHashed is Put of key whose Hash is h.
 func (m *Map[V]) PutHashed(key string, h uint64, val V, size, max int64) (evicted int) {
-	if e, ok := m.items[h]; ok {
+	if e := m.items.get(h); e != nil {
 		m.drop(e) // key's entry, or another key's of the same hash
 	}
 	evicted = m.evict(size, max)
 	e := &Entry[V]{key: key, Val: val, hash: h, size: size, pos: len(m.ring)}
-	m.items[h] = e
+	m.items.put(h, e)
 	m.ring = append(m.ring, e)
 	m.bytes += size
 	return evicted
@@ -98,14 +99,14 @@ func (m *Map[V]) PutHashed(key string, h uint64, val V, size, max int64) (evicte
 // dependent cache misses (a third of a GET's CPU at pipeline 16 was the read cache's lookup, two thirds of it
 // waiting on the entry and on its key). Past maxInline bytes, b is an allocation of its own.
 func (m *Map[V]) PutInlineHashed(n int, h uint64, size, max int64, fill func(b []byte) (string, V)) (evicted int) {
-	if e, ok := m.items[h]; ok {
+	if e := m.items.get(h); e != nil {
 		m.drop(e) // key's entry, or another key's of the same hash
 	}
 	evicted = m.evict(size, max)
 	e, b := newInline[V](n)
 	e.key, e.Val = fill(b)
 	e.hash, e.size, e.pos = h, size, len(m.ring)
-	m.items[h] = e
+	m.items.put(h, e)
 	m.ring = append(m.ring, e)
 	m.bytes += size
 	return evicted
@@ -241,7 +242,7 @@ func (m *Map[V]) RemoveHashed(key string, h uint64) bool {
 // drop takes e out of the map and the ring; the ring's last entry takes its place, so the hand, pointing at
 // e's position, looks at that entry next.
 func (m *Map[V]) drop(e *Entry[V]) {
-	delete(m.items, e.hash)
+	m.items.del(e.hash)
 	last := len(m.ring) - 1
 	m.ring[e.pos] = m.ring[last]
 	m.ring[e.pos].pos = e.pos
@@ -252,7 +253,7 @@ func (m *Map[V]) drop(e *Entry[V]) {
 
 // Reset empties the map and returns how many entries it held.
 func (m *Map[V]) Reset() int {
-	n := len(m.items)
+	n := m.items.n
 	*m = Seeded[V](m.seed) // the owner's hashes stay valid
 	return n
 }
@@ -275,7 +276,7 @@ func (m *Map[V]) Resize(e *Entry[V], size, max int64) (evicted int) {
 }
 
 // Len is the number of entries.
-func (m *Map[V]) Len() int { return len(m.items) }
+func (m *Map[V]) Len() int { return m.items.n }
 
 // Bytes is the sum of the entries' sizes.
 func (m *Map[V]) Bytes() int64 { return m.bytes }

@@ -47,7 +47,7 @@ func TestClockRemoveKeepsTheRingConsistent(t *testing.T) {
 		t.Fatalf("ring %d, map %d, bytes %d", len(m.ring), m.Len(), m.bytes)
 	}
 	for i, e := range m.ring {
-		if e.pos != i || m.items[e.hash] != e {
+		if e.pos != i || m.items.get(e.hash) != e {
 			t.Fatalf("ring[%d] = %q at pos %d", i, e.key, e.pos)
 		}
 	}
@@ -80,9 +80,9 @@ func TestHashCollision(t *testing.T) {
 	m.Put("c", 3, 10, 1000)
 	e, _ := m.Get([]byte("a"))
 	hb := maphash.String(m.seed, "b")
-	delete(m.items, e.hash)
+	m.items.del(e.hash)
 	e.hash = hb
-	m.items[hb] = e // "a"'s entry now sits where "b" hashes
+	m.items.put(hb, e) // "a"'s entry now sits where "b" hashes
 	if _, ok := m.Get([]byte("b")); ok || m.Has([]byte("b")) {
 		t.Fatal(`"b" found through "a"'s entry`)
 	}
@@ -97,7 +97,7 @@ func TestHashCollision(t *testing.T) {
 		t.Fatalf("map %d, ring %d, bytes %d after the replacing Put", m.Len(), len(m.ring), m.Bytes())
 	}
 	for i, e := range m.ring {
-		if e.pos != i || m.items[e.hash] != e || e.key == "a" {
+		if e.pos != i || m.items.get(e.hash) != e || e.key == "a" {
 			t.Fatalf("ring[%d] = %q at pos %d", i, e.key, e.pos)
 		}
 	}
