@@ -203,7 +203,8 @@ func MemberKey(key []byte, gen uint64, member []byte) []byte {
 // SplitMemberKey splits a member-table key into the collection's key, its generation and the member.
 func SplitMemberKey(mk []byte) (key []byte, gen uint64, member []byte, err error) {
 	n, w := binary.Uvarint(mk)
-	if w <= 0 || uint64(len(mk)-w) < n+8 {
+	// n+8 would wrap for a length within 8 of 2^64: compare without adding to it.
+	if w <= 0 || uint64(len(mk)-w) < 8 || uint64(len(mk)-w)-8 < n {
 		return nil, 0, nil, fmt.Errorf("%w: member key %q", ErrCorrupt, mk)
 	}
 	key = mk[w : w+int(n)]

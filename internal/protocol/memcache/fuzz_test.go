@@ -2,6 +2,7 @@ package memcache
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 )
 
@@ -40,6 +41,46 @@ func FuzzSplit(f *testing.F) {
 		}
 		if small := serveScript(chunks...); !bytes.Equal(whole, small) {
 			t.Fatalf("input %q in 7-byte reads:\nwhole %q\nsmall %q", data, whole, small)
+		}
+	})
+}
+
+// FuzzSession feeds an arbitrary text-protocol stream to a connection, then a line end and "mn", and requires
+// the connection to be still answering: a malformed request gets its error and the next request its reply. The
+// inputs that may legitimately leave the connection unable to answer "mn" are only checked not to panic: a
+// storage command (its data block may swallow "mn"), quit, an HTTP request line, a binary-protocol stream, and a
+// line over memcached's limit, all of which close the connection or wait for more.
+func FuzzSession(f *testing.F) {
+	for _, s := range []string{
+		"get a b c\r\ngets a\r\ngat 10 a\r\ngats -1 a b\r\n",
+		"mg k v c f t k O123 q\r\nmd k q\r\nma n N0 J5 D2 MI\r\nme k\r\nmn\r\n",
+		"mg a2V5 b v\r\nmg !!!! b\r\nma k M+ MI\r\nmg k T-1 N99999999999999999999\r\n",
+		"incr n 18446744073709551615\r\ndecr n -1\r\ntouch k 10 noreply\r\ndelete k 0\r\n",
+		"flush_all 10\r\nflush_all noreply\r\nverbosity 1\r\nversion\r\nstats slabs\r\nstats detail on\r\n",
+		"\x00get a\r\nget \x00\r\n\r\n \r\nGET a\r\nmg\r\nmg  k\r\n",
+		"mg k k k\r\nmg k vv\r\nmg k O" + strings.Repeat("x", 40) + "\r\nmd k C1 I T30 x\r\n",
+		"cache_memlimit 100\r\nlru_crawler metadump all\r\nwatch\r\nmisbehave\r\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		data = bytes.ReplaceAll(data, []byte("stats"), []byte("statz"))
+		out := serveScript(data, []byte("\r\nmn\r\n"))
+		if len(data) > 0 && data[0] == binaryRequestMagic {
+			return
+		}
+		for _, s := range []string{"set", "add", "replace", "append", "prepend", "cas", "ms", "quit", "HTTP/"} {
+			if bytes.Contains(data, []byte(s)) {
+				return
+			}
+		}
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			if len(line) > maxLineLen {
+				return
+			}
+		}
+		if !bytes.HasSuffix(out, []byte("MN\r\n")) {
+			t.Fatalf("input %q: the connection did not answer mn after it; replies %q", data, out)
 		}
 	})
 }
