@@ -291,7 +291,7 @@ func respToLua(L *lua.LState, b []byte, resp3 bool) (lua.LValue, []byte, error) 
 		if err != nil || n < 0 {
 			return lua.LFalse, rest, err
 		}
-		if len(rest) < n+2 {
+		if n > len(rest)-2 { // not len(rest) < n+2, which a length near 2^63 would wrap
 			return nil, nil, errors.New("truncated bulk")
 		}
 		s := rest[:n]
