@@ -133,7 +133,9 @@ class AnyKV:
         self.proc = subprocess.Popen([self.binary, 'serve', '--dir', self.dir, '--resp', '127.0.0.1:%d' % self.port,
                                       '--memcache', '', '--http', '', '--log-level', 'warn'] + self.extra,
                                      stdout=self.log, stderr=self.log)
-        wait_port(self.port, self.proc)
+        # 60 s: a restart after SIGKILL flushes the replayed WAL with fsyncs, which took over 20 s on a machine
+        # whose disk several fsync-always servers shared (the pebble.Open of a 9 MB directory: 3.4 s alone)
+        wait_port(self.port, self.proc, 60)
 
     def kill9(self):
         self.proc.send_signal(signal.SIGKILL); self.proc.wait()
