@@ -431,12 +431,12 @@ func TestACLDeletedUserAllowsNothing(t *testing.T) {
 func TestACLRulesNameUnservedCommands(t *testing.T) {
 	rc := startServer(t, Options{}, 0).raw(t)
 	rc.expect("+OK\r\n", "ACL", "SETUSER", "app", "on", "nopass", "+@all", "-cluster", "-swapdb", "+cluster|info", "~*")
-	rc.send(respCommand("ACL", "LIST"))
+	rc.send(respCmd("ACL", "LIST"))
 	if got := rc.reply(); !strings.Contains(got, "user app on nopass ~* resetchannels +@all -cluster -swapdb +cluster|info") {
 		t.Fatalf("ACL LIST: %q", got)
 	}
 	rc.expect("-ERR Error in ACL SETUSER modifier '+nosuch': Unknown command or category name in ACL\r\n", "ACL", "SETUSER", "app", "+nosuch")
-	rc.send(respCommand("CLUSTER", "INFO"))
+	rc.send(respCmd("CLUSTER", "INFO"))
 	if got := rc.reply(); !strings.HasPrefix(got, "-ERR unknown command 'CLUSTER'") {
 		t.Fatalf("CLUSTER INFO: %q", got)
 	}
@@ -451,7 +451,7 @@ func aclFileServer(t *testing.T) (string, func(args ...string) string) {
 	}
 	c := startServer(t, Options{ACLFile: file}, 0).raw(t)
 	return file, func(args ...string) string {
-		c.send(respCommand(args...))
+		c.send(respCmd(args...))
 		return c.reply()
 	}
 }

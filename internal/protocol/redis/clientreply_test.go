@@ -37,14 +37,14 @@ func TestClientReplyMatchesRedis(t *testing.T) {
 
 func clientReplyTranscript(t *testing.T, addr, proto string) string {
 	c := dialRaw(t, addr)
-	c.send(respCommand("HELLO", proto))
+	c.send(respCmd("HELLO", proto))
 	c.reply()
 	var b strings.Builder
 	for _, step := range clientReplySteps {
-		b.WriteString(respCommand(step...))
+		b.WriteString(respCmd(step...))
 	}
 	c.send(b.String())
-	c.send(respCommand("ECHO", "end"))
+	c.send(respCmd("ECHO", "end"))
 	var out strings.Builder
 	for !strings.HasSuffix(out.String(), "$3\r\nend\r\n") {
 		c.c.SetReadDeadline(time.Now().Add(5 * time.Second))

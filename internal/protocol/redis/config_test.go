@@ -131,7 +131,7 @@ func TestConfigSetTakesEffect(t *testing.T) {
 
 	t.Cleanup(func() { luaTimeLimit.Store(int64(5 * time.Second)) })
 	admin.expect("+OK\r\n", "CONFIG", "SET", "busy-reply-threshold", "50")
-	admin.send(respCommand("EVAL", "while true do end", "0"))
+	admin.send(respCmd("EVAL", "while true do end", "0"))
 	if got := admin.reply(); !strings.Contains(got, "Script killed") {
 		t.Fatalf("a script past busy-reply-threshold: %q", got)
 	}

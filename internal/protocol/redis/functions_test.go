@@ -68,7 +68,7 @@ const libCounter = "#!lua name=cnt\nlocal n = 0\nredis.register_function('cnt', 
 // functionsTranscript loads a library, calls its functions (FCALL, FCALL_RO, errors, KEYS not a global), lists
 // it, and runs FUNCTION's other subcommands and their errors, in RESP2 and RESP3.
 func functionsTranscript(t *testing.T, addr string) []string {
-	c := func(args ...string) transcriptStep { return transcriptStep{"sub", respCommand(args...), 1} }
+	c := func(args ...string) transcriptStep { return transcriptStep{"sub", respCmd(args...), 1} }
 	steps := []transcriptStep{
 		c("FUNCTION", "FLUSH"), c("FLUSHALL"),
 		c("FUNCTION", "LOAD", funcTestLib),
@@ -134,7 +134,7 @@ func TestFunctionDumpRestoreWithRedis(t *testing.T) {
 	rs := dialRaw(t, startRedisServer(t))
 	ts := startServer(t, Options{}, 0)
 	ak := ts.raw(t)
-	do := func(rc *rawConn, args ...string) string { rc.send(respCommand(args...)); return rc.reply() }
+	do := func(rc *rawConn, args ...string) string { rc.send(respCmd(args...)); return rc.reply() }
 	bulk := func(r string) string { // a bulk string reply's content
 		if !strings.HasPrefix(r, "$") {
 			t.Fatalf("not a bulk string: %q", r)

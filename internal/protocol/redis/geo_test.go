@@ -156,7 +156,7 @@ func protoTranscript(t *testing.T, addr string, script []string) []string {
 		rc.send("HELLO " + proto + "\r\n")
 		rc.reply()
 		for _, cmd := range script {
-			rc.send(respCommand(splitLine(t, cmd)...))
+			rc.send(respCmd(splitLine(t, cmd)...))
 			out = append(out, proto+" "+cmd+" -> "+rc.reply())
 		}
 		rc.c.Close()
@@ -281,9 +281,9 @@ func storedDistances(t *testing.T, addr string, script []string) [][]string {
 				keep = append(keep, f[i])
 			}
 		}
-		rc.send(respCommand(append([]string{"GEOSEARCHSTORE", "dists", "pts", "STOREDIST"}, keep...)...))
+		rc.send(respCmd(append([]string{"GEOSEARCHSTORE", "dists", "pts", "STOREDIST"}, keep...)...))
 		rc.reply()
-		rc.send(respCommand("ZRANGE", "dists", "0", "-1", "WITHSCORES"))
+		rc.send(respCmd("ZRANGE", "dists", "0", "-1", "WITHSCORES"))
 		out = append(out, strings.Split(rc.reply(), "\r\n"))
 	}
 	return out

@@ -304,7 +304,7 @@ func TestSlowlogRedactionForms(t *testing.T) {
 	// Inside MULTI/EXEC, on a connection logged in before.
 	raw.expect("+OK\r\n", "MULTI")
 	raw.expect("+QUEUED\r\n", "CONFIG", "SET", "requirepass", "SECRETtx")
-	raw.send(respCommand("EXEC"))
+	raw.send(respCmd("EXEC"))
 	t.Logf("EXEC: %q", raw.reply())
 	secrets = append(secrets, "SECRETtx")
 	got, err := c.Do(ctx, "SLOWLOG", "GET", "-1").Slice()
@@ -492,10 +492,10 @@ func TestGetKeysAndFlagsMatchesRedis(t *testing.T) {
 		c := dialRaw(t, addr)
 		var b strings.Builder
 		for _, proto := range []string{"2", "3"} {
-			c.send(respCommand("HELLO", proto))
+			c.send(respCmd("HELLO", proto))
 			c.reply()
 			for _, call := range calls {
-				c.send(respCommand(append([]string{"COMMAND", "GETKEYSANDFLAGS"}, call...)...))
+				c.send(respCmd(append([]string{"COMMAND", "GETKEYSANDFLAGS"}, call...)...))
 				b.WriteString(proto + " " + strings.Join(call, " ") + " -> " + c.reply())
 			}
 		}

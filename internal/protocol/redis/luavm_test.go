@@ -113,14 +113,14 @@ func TestPipelinedScriptsShareABatch(t *testing.T) {
 	rc := dialRaw(t, ts.addr)
 	defer rc.c.Close()
 	const set = "redis.call('SET', KEYS[1], ARGV[1]) return redis.call('GET', KEYS[1])"
-	rc.send(respCommand("EVAL", set, "1", "k0", "v0"))
+	rc.send(respCmd("EVAL", set, "1", "k0", "v0"))
 	if got := rc.reply(); got != "$2\r\nv0\r\n" {
 		t.Fatalf("EVAL: %q", got)
 	}
 	sha := sha1hex([]byte(set))
 	var pipe strings.Builder
 	for i := range 50 {
-		pipe.WriteString(respCommand("EVALSHA", sha, "1", fmt.Sprint("k", i), fmt.Sprint("v", i)))
+		pipe.WriteString(respCmd("EVALSHA", sha, "1", fmt.Sprint("k", i), fmt.Sprint("v", i)))
 	}
 	before := eng.n.Load()
 	rc.send(pipe.String())
@@ -135,8 +135,8 @@ func TestPipelinedScriptsShareABatch(t *testing.T) {
 
 	// A script not yet known to write undeclared keys, among other commands: they are answered one by one.
 	const wide = "redis.call('SET', 'undeclared', ARGV[1]) return redis.call('INCR', KEYS[1])"
-	mixed := respCommand("SET", "a", "1") + respCommand("EVAL", wide, "1", "n", "x") + respCommand("GET", "undeclared") +
-		respCommand("EVAL", wide, "1", "n", "y") + respCommand("GET", "undeclared")
+	mixed := respCmd("SET", "a", "1") + respCmd("EVAL", wide, "1", "n", "x") + respCmd("GET", "undeclared") +
+		respCmd("EVAL", wide, "1", "n", "y") + respCmd("GET", "undeclared")
 	rc.send(mixed)
 	for i, want := range []string{"+OK\r\n", ":1\r\n", "$1\r\nx\r\n", ":2\r\n", "$1\r\ny\r\n"} {
 		if got := rc.reply(); got != want {
@@ -158,7 +158,7 @@ func TestPipelinedScriptsShareABatch(t *testing.T) {
 	// script, so the loop is calibrated by a first run.)
 	const loop = "local n = 0 for i = 1, tonumber(ARGV[1]) do n = n + i end return 1"
 	start := time.Now()
-	rc.send(respCommand("EVAL", loop, "0", "1000000"))
+	rc.send(respCmd("EVAL", loop, "0", "1000000"))
 	if got := rc.reply(); got != ":1\r\n" {
 		t.Fatalf("calibration: %q", got)
 	}
@@ -167,7 +167,7 @@ func TestPipelinedScriptsShareABatch(t *testing.T) {
 	luaTimeLimit.Store(int64(2 * time.Second))
 	t.Cleanup(func() { luaTimeLimit.Store(old) })
 	start = time.Now()
-	rc.send(respCommand("EVAL", loop, "0", n) + respCommand("EVAL", loop, "0", n) + respCommand("EVAL", loop, "0", n))
+	rc.send(respCmd("EVAL", loop, "0", n) + respCmd("EVAL", loop, "0", n) + respCmd("EVAL", loop, "0", n))
 	for i := range 3 {
 		if got := rc.reply(); got != ":1\r\n" {
 			t.Errorf("pipelined script %d of about 0.8 s under a 2 s limit: %q", i, got)

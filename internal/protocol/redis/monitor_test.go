@@ -51,15 +51,6 @@ var monitorWant = []string{
 	`[0 A] "ECHO" "done"`,
 }
 
-func respCommand(args ...string) string {
-	var b strings.Builder
-	b.WriteString("*" + itoa(int64(len(args))) + "\r\n")
-	for _, a := range args {
-		b.WriteString("$" + itoa(int64(len(a))) + "\r\n" + a + "\r\n")
-	}
-	return b.String()
-}
-
 var monitorPrefix = regexp.MustCompile(`(?m)^\+[0-9]+\.[0-9]{6} \[([0-9]+) ([^\]]+)\]`)
 
 // runMonitorScript monitors addr while a second connection runs monitorScript, and returns the lines seen,
@@ -67,13 +58,13 @@ var monitorPrefix = regexp.MustCompile(`(?m)^\+[0-9]+\.[0-9]{6} \[([0-9]+) ([^\]
 func runMonitorScript(t *testing.T, addr string) []string {
 	t.Helper()
 	mon := dialRaw(t, addr)
-	mon.send(respCommand("MONITOR"))
+	mon.send(respCmd("MONITOR"))
 	if r := mon.reply(); r != "+OK\r\n" {
 		t.Fatalf("MONITOR: %q", r)
 	}
 	c := dialRaw(t, addr)
 	for _, cmd := range monitorScript {
-		c.send(respCommand(cmd...))
+		c.send(respCmd(cmd...))
 		c.reply()
 	}
 	var got []string
@@ -112,7 +103,7 @@ func monitorSelf(t *testing.T, addr string) string {
 	mon := dialRaw(t, addr)
 	var b strings.Builder
 	for _, cmd := range [][]string{{"MONITOR"}, {"GET", "nokey"}, {"PING"}, {"ECHO", "x"}, {"RESET"}, {"GET", "nokey"}} {
-		mon.send(respCommand(cmd...))
+		mon.send(respCmd(cmd...))
 		r := mon.reply()
 		if cmd[0] == "PING" || cmd[0] == "ECHO" {
 			r += mon.reply()
@@ -144,7 +135,7 @@ func TestSlowMonitorIsDisconnected(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mon.Close()
-	mon.Write([]byte(respCommand("MONITOR")))
+	mon.Write([]byte(respCmd("MONITOR")))
 	r := bufio.NewReader(mon)
 	if line, _ := r.ReadString('\n'); line != "+OK\r\n" {
 		t.Fatalf("MONITOR: %q", line)
@@ -152,7 +143,7 @@ func TestSlowMonitorIsDisconnected(t *testing.T) {
 	c := ts.raw(t)
 	big := strings.Repeat("\x01", 1000000) // 4 MB once quoted
 	for i := 0; i*4000000 < 3*pubsubLimit; i++ {
-		c.send(respCommand("SET", "k", big))
+		c.send(respCmd("SET", "k", big))
 		if got := c.reply(); got != "+OK\r\n" {
 			t.Fatalf("SET while a monitor lags: %q", got)
 		}

@@ -23,7 +23,7 @@ func TestClientPauseWrite(t *testing.T) {
 	waits := pauseWaits(ts)
 	p, w, r := ts.raw(t), ts.raw(t), ts.raw(t)
 	p.expect("+OK\r\n", "CLIENT", "PAUSE", "100000", "WRITE")
-	w.send(respCommand("GET", "k") + respCommand("SET", "k", "v"))
+	w.send(respCmd("GET", "k") + respCmd("SET", "k", "v"))
 	if got := w.reply(); got != "$-1\r\n" {
 		t.Fatalf("GET before the paused SET: %q", got)
 	}
@@ -31,7 +31,7 @@ func TestClientPauseWrite(t *testing.T) {
 		t.Fatalf("%s waits, want set", name)
 	}
 	r.expect("$-1\r\n", "GET", "k")
-	r.send(respCommand("CLIENT", "LIST"))
+	r.send(respCmd("CLIENT", "LIST"))
 	if got := r.reply(); !strings.Contains(got, "flags=b db=0") || !strings.Contains(got, "cmd=set ") {
 		t.Errorf("CLIENT LIST does not show the waiting client blocked on set:\n%s", got)
 	}
@@ -48,11 +48,11 @@ func TestClientPauseAll(t *testing.T) {
 	ts := startServer(t, Options{}, 0)
 	waits := pauseWaits(ts)
 	p, o, mon := ts.raw(t), ts.raw(t), ts.raw(t)
-	mon.send(respCommand("MONITOR"))
+	mon.send(respCmd("MONITOR"))
 	mon.reply()
 	p.expect("+OK\r\n", "CLIENT", "PAUSE", "100000")
-	p.send(respCommand("PING"))
-	o.send(respCommand("CLIENT", "UNPAUSE"))
+	p.send(respCmd("PING"))
+	o.send(respCmd("CLIENT", "UNPAUSE"))
 	got := map[string]bool{<-waits: true, <-waits: true}
 	if !got["ping"] || !got["client"] {
 		t.Fatalf("waiting: %v, want ping and client", got)
@@ -65,7 +65,7 @@ func TestClientPauseAll(t *testing.T) {
 		t.Fatalf("the paused CLIENT UNPAUSE: %q", r)
 	}
 
-	p.send(respCommand("CLIENT", "PAUSE", "1", "ALL") + respCommand("PING"))
+	p.send(respCmd("CLIENT", "PAUSE", "1", "ALL") + respCmd("PING"))
 	if r := p.reply() + p.reply(); r != "+OK\r\n+PONG\r\n" { // the read deadline bounds the wait
 		t.Fatalf("a pause that times out: %q", r)
 	}
@@ -80,7 +80,7 @@ func TestUnpauseRepliesBeforeTheResumedCommands(t *testing.T) {
 	f := func(name string) { waits <- name }
 	ts.h.pause.waiting.Store(&f)
 	mon, p := ts.raw(t), ts.raw(t)
-	mon.send(respCommand("MONITOR"))
+	mon.send(respCmd("MONITOR"))
 	mon.reply()
 	const held = 32
 	cs := make([]*rawConn, held)
@@ -90,12 +90,12 @@ func TestUnpauseRepliesBeforeTheResumedCommands(t *testing.T) {
 	for round := range 30 {
 		p.expect("+OK\r\n", "CLIENT", "PAUSE", "100000")
 		for _, c := range cs {
-			c.send(respCommand("PING"))
+			c.send(respCmd("PING"))
 		}
 		for range held {
 			<-waits
 		}
-		mon.send(respCommand("CLIENT", "UNPAUSE"))
+		mon.send(respCmd("CLIENT", "UNPAUSE"))
 		if r := mon.reply(); r != "+OK\r\n" {
 			t.Fatalf("round %d: the monitor's CLIENT UNPAUSE answered %q after a resumed command's line", round, r)
 		}
@@ -120,14 +120,14 @@ func TestUnpauseDoesNotWaitForItsReader(t *testing.T) {
 	waits := pauseWaits(ts)
 	p, w := ts.raw(t), ts.raw(t)
 	p.expect("+OK\r\n", "CLIENT", "PAUSE", "100000", "WRITE")
-	w.send(respCommand("SET", "k", "v"))
+	w.send(respCmd("SET", "k", "v"))
 	<-waits
 	srv, cli := net.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	defer cli.Close()
 	go ts.h.ServeConn(ctx, srv)
-	if _, err := cli.Write([]byte(respCommand("CLIENT", "UNPAUSE"))); err != nil { // its +OK is not read yet
+	if _, err := cli.Write([]byte(respCmd("CLIENT", "UNPAUSE"))); err != nil { // its +OK is not read yet
 		t.Fatal(err)
 	}
 	w.c.SetReadDeadline(time.Now().Add(2 * time.Second))
@@ -149,7 +149,7 @@ func TestClientPauseErrors(t *testing.T) {
 		{[]string{"CLIENT", "PAUSE", "10", "FOO"}, "-ERR CLIENT PAUSE mode must be WRITE or ALL\r\n"},
 		{[]string{"CLIENT", "UNPAUSE"}, "+OK\r\n"},
 	} {
-		c.send(respCommand(tc.args...))
+		c.send(respCmd(tc.args...))
 		if got := c.reply(); got != tc.want {
 			t.Errorf("%v: %q, want %q", tc.args, got, tc.want)
 		}
@@ -159,7 +159,7 @@ func TestClientPauseErrors(t *testing.T) {
 // expect sends one command and fails the test unless its reply is want.
 func (rc *rawConn) expect(want string, args ...string) {
 	rc.t.Helper()
-	rc.send(respCommand(args...))
+	rc.send(respCmd(args...))
 	if got := rc.reply(); got != want {
 		rc.t.Fatalf("%v: %q, want %q", args, got, want)
 	}

@@ -43,13 +43,13 @@ func TestRemotePendingClientStaysRefusedWithoutPassword(t *testing.T) {
 	remote.expect("-NOAUTH Authentication required.\r\n", "GET", "k")
 
 	admin.expect("+OK\r\n", "CONFIG", "SET", "requirepass", "") // protected mode: other hosts are refused
-	remote.send(respCommand("GET", "k"))
+	remote.send(respCmd("GET", "k"))
 	if got := remote.reply(); got == "$1\r\nv\r\n" {
 		t.Errorf("a client from another host that never authenticated read a key in protected mode: %q", got)
 	}
 
 	admin.expect("+OK\r\n", "CONFIG", "SET", "requirepass", "n3w") // the password is back
-	remote.send(respCommand("GET", "k"))
+	remote.send(respCmd("GET", "k"))
 	if got := remote.reply(); got == "$1\r\nv\r\n" {
 		t.Errorf("after CONFIG SET requirepass n3w, a client that never gave any password still reads: %q", got)
 	}

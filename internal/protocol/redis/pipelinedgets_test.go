@@ -13,11 +13,7 @@ import (
 func respCmds(cmds ...string) string {
 	var b strings.Builder
 	for _, cmd := range cmds {
-		args := strings.Fields(cmd)
-		b.WriteString("*" + strconv.Itoa(len(args)) + "\r\n")
-		for _, a := range args {
-			b.WriteString("$" + strconv.Itoa(len(a)) + "\r\n" + a + "\r\n")
-		}
+		b.WriteString(respCmd(strings.Fields(cmd)...))
 	}
 	return b.String()
 }

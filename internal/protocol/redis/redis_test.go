@@ -215,7 +215,7 @@ func TestUnauthenticatedBounds(t *testing.T) {
 		{[]string{"DEL", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10"}, "-ERR Protocol error: unauthenticated multibulk length\r\n"},
 	} {
 		c := ts.raw(t)
-		c.send(respCommand(tc.args...))
+		c.send(respCmd(tc.args...))
 		if got := c.reply(); got != tc.want {
 			t.Fatalf("unauthenticated %s of %d arguments: %q, want %q", tc.args[0], len(tc.args), got, tc.want)
 		}
@@ -231,7 +231,7 @@ func TestUnauthenticatedBounds(t *testing.T) {
 	c.expect("+OK\r\n", "SET", "k", big)
 	c.expect(":0\r\n", "DEL", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10")
 	c.expect("+RESET\r\n", "RESET")
-	c.send(respCommand("SET", "k", big))
+	c.send(respCmd("SET", "k", big))
 	if got := c.reply(); got != "-ERR Protocol error: unauthenticated bulk length\r\n" {
 		t.Fatalf("after RESET: %q", got)
 	}

@@ -9,7 +9,7 @@ import (
 func scriptSteps(cmds ...[]string) []transcriptStep {
 	steps := make([]transcriptStep, len(cmds))
 	for i, args := range cmds {
-		steps[i] = transcriptStep{"sub", respCommand(args...), 1}
+		steps[i] = transcriptStep{"sub", respCmd(args...), 1}
 	}
 	return steps
 }
@@ -151,7 +151,7 @@ func TestScriptACLCheckMatchesRedis(t *testing.T) {
 func TestScriptCacheCountMatchesRedis(t *testing.T) {
 	sameAsRedis(t, func(t *testing.T, addr string) []string {
 		rc := dialRaw(t, addr)
-		do := func(args ...string) string { rc.send(respCommand(args...)); return rc.reply() }
+		do := func(args ...string) string { rc.send(respCmd(args...)); return rc.reply() }
 		count := func() string {
 			info := do("INFO", "memory")
 			for _, line := range strings.Split(info, "\r\n") {

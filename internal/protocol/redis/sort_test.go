@@ -276,8 +276,8 @@ func TestSortOverPebbleAndCache(t *testing.T) {
 	compareTranscripts(t, protoTranscript(t, mine.addr, sortScript), protoTranscript(t, startServer(t, Options{}, 0).addr, sortScript))
 
 	rc := mine.raw(t)
-	rc.send(respCommand("RPUSH", "pl", "2", "1") + respCommand("GET", "pw_1") + respCommand("SET", "pw_1", "9") +
-		respCommand("SET", "pv_2", "two") + respCommand("SORT", "pl", "BY", "pw_*", "GET", "#", "GET", "pv_*"))
+	rc.send(respCmd("RPUSH", "pl", "2", "1") + respCmd("GET", "pw_1") + respCmd("SET", "pw_1", "9") +
+		respCmd("SET", "pv_2", "two") + respCmd("SORT", "pl", "BY", "pw_*", "GET", "#", "GET", "pv_*"))
 	for i := 0; i < 4; i++ {
 		rc.reply()
 	}
@@ -294,20 +294,20 @@ func TestSortReplyIsBounded(t *testing.T) {
 	engine.MaxBatchRead = 256 << 10
 	ts := startServer(t, Options{}, 0)
 	rc := ts.raw(t)
-	rc.send(respCommand("SET", "big", strings.Repeat("v", 100<<10)) + respCommand("RPUSH", "l", "", "", ""))
+	rc.send(respCmd("SET", "big", strings.Repeat("v", 100<<10)) + respCmd("RPUSH", "l", "", "", ""))
 	rc.reply()
 	rc.reply()
 	tooBig := "-" + errText(engine.ErrBatchTooBig) + "\r\n"
 	for _, store := range [][]string{nil, {"STORE", "dst"}} {
-		rc.send(respCommand("SET", "x", "1") + respCommand(append([]string{"SORT", "l", "GET", "big*"}, store...)...) +
-			respCommand("GET", "x") + respCommand("SORT", "l", "LIMIT", "0", "2", "GET", "#"))
+		rc.send(respCmd("SET", "x", "1") + respCmd(append([]string{"SORT", "l", "GET", "big*"}, store...)...) +
+			respCmd("GET", "x") + respCmd("SORT", "l", "LIMIT", "0", "2", "GET", "#"))
 		for i, want := range []string{"+OK\r\n", tooBig, "$1\r\n1\r\n", "*2\r\n$0\r\n\r\n$0\r\n\r\n"} {
 			if got := rc.reply(); got != want {
 				t.Fatalf("%v, reply %d: %q, want %q", store, i, got, want)
 			}
 		}
 	}
-	rc.send(respCommand("EXISTS", "dst"))
+	rc.send(respCmd("EXISTS", "dst"))
 	if got := rc.reply(); got != ":0\r\n" {
 		t.Fatalf("the refused SORT ... STORE stored something: EXISTS %q", got)
 	}
@@ -326,19 +326,19 @@ func TestSortGetEntriesAreBounded(t *testing.T) {
 	for i := 0; i < 1000; i++ {
 		push = append(push, strconv.Itoa(i))
 	}
-	rc.send(respCommand(push...))
+	rc.send(respCmd(push...))
 	rc.reply()
 	sortArgs := []string{"SORT", "l", "BY", "nosort"}
 	for i := 0; i < 1000; i++ {
 		sortArgs = append(sortArgs, "GET", "nosuch*")
 	}
 	tooBig := "-" + errText(engine.ErrBatchTooBig) + "\r\n"
-	rc.send(respCommand(sortArgs...))
+	rc.send(respCmd(sortArgs...))
 	if got := rc.reply(); got != tooBig {
 		t.Fatalf("SORT with 1000 GETs over 1000 elements: %.60q (%d bytes), want %q", got, len(got), tooBig)
 	}
 	// One GET, or a few, over the same list stay well within: one entry per element counts nothing.
-	rc.send(respCommand("SORT", "l", "BY", "nosort", "LIMIT", "0", "2", "GET", "nosuch*", "GET", "#"))
+	rc.send(respCmd("SORT", "l", "BY", "nosort", "LIMIT", "0", "2", "GET", "nosuch*", "GET", "#"))
 	if got, want := rc.reply(), "*4\r\n$-1\r\n$1\r\n0\r\n$-1\r\n$1\r\n1\r\n"; got != want {
 		t.Fatalf("SORT ... GET nosuch* GET #: %q, want %q", got, want)
 	}
