@@ -1,0 +1,405 @@
+"""The differential fuzzer's command generator: random commands over 6 keys for each group (strings, expiry, keys,
+hashes, lists, sets, sorted sets, bitmaps, misc). difffuzz.py sets SHORT_EXPIRY and widens MEMBERS, FIELDS and
+IDX (in place) from its options."""
+import time
+KEYS = ['k%d' % i for i in range(6)]
+MEMBERS = ['m%d' % i for i in range(8)]
+FIELDS = ['f%d' % i for i in range(6)]
+VALUES = ['', 'a', 'b', 'abc', 'hello', '0', '1', '-1', '5', '10', '-7', '3.5', '1e3', '007', ' 1', '9223372036854775807',
+          '-9223372036854775808', '0.1', 'x y', '\x00z', '\xff']
+INTS = ['0', '1', '-1', '2', '5', '-3', '10', '100', '9223372036854775807', '-9223372036854775808', '1.5', 'a', '']
+FLOATS = ['0', '1', '-1', '0.5', '1.5', '-2.25', '0.1', '1e2', '3', 'inf', '-inf', '+inf', 'abc', '1e400', '0x10', '  2']
+SCORES = ['0', '1', '2', '-1', '1.5', '3', '-2.5', '0.1', 'inf', '-inf', '10', '2']
+SHORT_EXPIRY = False
+BIGTTL = ['1000', '5000', '100000', '86400']
+
+def R(r, l): return r.choice(l)
+
+def key(r): return R(r, KEYS)
+
+def score_bound(r):
+    v = R(r, ['0', '1', '2', '-1', '1.5', '3', 'inf', '-inf', '+inf', '(1', '(2', '(0', '(-1', '(inf', '5'])
+    return v
+
+def lex_bound(r):
+    return R(r, ['-', '+', '[m1', '[m3', '(m2', '(m5', '[m7', '(m0', '[a', '[z', '[', '('])
+
+IDX = [0, 1, 2, -1, -2, 3, 5, -5, 10, -10, 100]
+def idx(r): return str(r.choice(IDX))
+
+def gen_string(r):
+    k = key(r)
+    c = r.randrange(22)
+    if c == 0:
+        a = ['SET', k, R(r, VALUES)]
+        o = r.random()
+        if o < 0.15: a += ['NX']
+        elif o < 0.3: a += ['XX']
+        if r.random() < 0.15: a += ['GET']
+        if r.random() < 0.15: a += ['EX', R(r, BIGTTL)]
+        elif r.random() < 0.1: a += ['KEEPTTL']
+        return a
+    if c == 1: return ['GET', k]
+    if c == 2: return ['APPEND', k, R(r, VALUES)]
+    if c == 3: return ['INCR', k]
+    if c == 4: return ['INCRBY', k, R(r, INTS)]
+    if c == 5: return ['DECRBY', k, R(r, INTS)]
+    if c == 6: return ['INCRBYFLOAT', k, R(r, FLOATS)]
+    if c == 7: return ['SETRANGE', k, str(r.choice([0, 1, 2, 5, 10, 20])), R(r, VALUES)]
+    if c == 8: return ['GETRANGE', k, idx(r), idx(r)]
+    if c == 9: return ['GETDEL', k]
+    if c == 10:
+        a = ['GETEX', k]
+        o = r.randrange(4)
+        if o == 0: a += ['EX', R(r, BIGTTL)]
+        elif o == 1: a += ['PX', R(r, BIGTTL) + '000']
+        elif o == 2: a += ['PERSIST']
+        return a
+    if c == 11: return ['SETNX', k, R(r, VALUES)]
+    if c == 12:
+        a = ['MSETNX']
+        for _ in range(r.randint(1, 3)): a += [key(r), R(r, VALUES)]
+        return a
+    if c == 13:
+        a = ['MSET']
+        for _ in range(r.randint(1, 3)): a += [key(r), R(r, VALUES)]
+        return a
+    if c == 14: return ['MGET'] + [key(r) for _ in range(r.randint(1, 3))]
+    if c == 15: return ['STRLEN', k]
+    if c == 16: return ['DECR', k]
+    if c == 17: return ['GETSET', k, R(r, VALUES)]
+    if c == 18: return ['SETEX', k, R(r, BIGTTL), R(r, VALUES)]
+    if c == 19: return ['SUBSTR', k, idx(r), idx(r)]
+    if c == 20: return ['SET', k, str(r.randint(-5, 20))]
+    return ['GET', k]
+
+def gen_expire(r):
+    k = key(r)
+    c = r.randrange(10)
+    if c <= 2:
+        a = [R(r, ['EXPIRE', 'PEXPIRE']), k]
+        t = R(r, BIGTTL)
+        if a[0] == 'PEXPIRE': t += '000'
+        if r.random() < 0.05: t = R(r, ['0', '-1'])
+        a.append(t)
+        if r.random() < 0.5: a.append(R(r, ['NX', 'XX', 'GT', 'LT', 'nx', 'NX XX']))
+        if a[-1] == 'NX XX': a = a[:-1] + ['NX', 'XX']
+        return a
+    if c == 3: return ['PERSIST', k]
+    if c == 4:
+        if SHORT_EXPIRY and r.random() < 0.5:  # key expires for real (runner sleeps after it)
+            return R(r, [['PEXPIRE', k, '15'], ['SET', k, R(r, VALUES), 'PX', '15'], ['PEXPIRE', k, '15', 'XX'], ['GETEX', k, 'PX', '15']])
+        return ['TTL', k]
+    if c == 5: return ['PTTL', k]
+    if c == 6: return ['EXPIRETIME', k]
+    if c == 7: return ['EXPIREAT', k, str(int(time.time()) + int(R(r, BIGTTL))) if r.random() < 0.9 else '100']
+    if c == 8: return ['PEXPIRETIME', k]
+    return ['TTL', k]
+
+def gen_keys(r):
+    k = key(r)
+    c = r.randrange(8)
+    if c == 0: return ['DEL'] + [key(r) for _ in range(r.randint(1, 3))]
+    if c == 1: return ['EXISTS'] + [key(r) for _ in range(r.randint(1, 3))]
+    if c == 2: return ['TYPE', k]
+    if c == 3: return ['RENAME', k, key(r)]
+    if c == 4: return ['RENAMENX', k, key(r)]
+    if c == 5:
+        a = ['COPY', k, key(r)]
+        if r.random() < 0.5: a.append('REPLACE')
+        return a
+    if c == 6: return ['UNLINK', k]
+    return ['STRLEN', k]
+
+def gen_hash(r):
+    k = key(r)
+    c = r.randrange(16)
+    if c <= 1:
+        a = ['HSET', k]
+        for _ in range(r.randint(1, 3)): a += [R(r, FIELDS), R(r, VALUES)]
+        return a
+    if c == 2: return ['HSETNX', k, R(r, FIELDS), R(r, VALUES)]
+    if c == 3: return ['HDEL', k] + [R(r, FIELDS) for _ in range(r.randint(1, 3))]
+    if c == 4: return ['HINCRBY', k, R(r, FIELDS), R(r, INTS)]
+    if c == 5: return ['HINCRBYFLOAT', k, R(r, FIELDS), R(r, FLOATS)]
+    if c == 6: return ['HGETALL', k]
+    if c == 7: return ['HMGET', k] + [R(r, FIELDS) for _ in range(r.randint(1, 3))]
+    if c == 8: return ['HLEN', k]
+    if c == 9: return ['HSTRLEN', k, R(r, FIELDS)]
+    if c == 10: return ['HGET', k, R(r, FIELDS)]
+    if c == 11: return ['HEXISTS', k, R(r, FIELDS)]
+    if c == 12: return ['HKEYS', k]
+    if c == 13: return ['HVALS', k]
+    if c == 14:
+        a = ['HMSET', k]
+        for _ in range(r.randint(1, 2)): a += [R(r, FIELDS), R(r, VALUES)]
+        return a
+    return ['HSET', k, R(r, FIELDS), str(r.randint(-3, 10))]
+
+def gen_list(r):
+    k = key(r)
+    c = r.randrange(22)
+    if c <= 1: return [R(r, ['LPUSH', 'RPUSH']), k] + [R(r, MEMBERS) for _ in range(r.randint(1, max(4, len(MEMBERS) // 3)))]
+    if c == 2: return [R(r, ['LPUSHX', 'RPUSHX']), k] + [R(r, MEMBERS) for _ in range(r.randint(1, 2))]
+    if c == 3:
+        a = [R(r, ['LPOP', 'RPOP']), k]
+        if r.random() < 0.5: a.append(str(r.choice([0, 1, 2, 3, 10, -1])))
+        return a
+    if c == 4: return ['LRANGE', k, idx(r), idx(r)]
+    if c == 5: return ['LINDEX', k, idx(r)]
+    if c == 6: return ['LSET', k, idx(r), R(r, MEMBERS)]
+    if c == 7: return ['LINSERT', k, R(r, ['BEFORE', 'AFTER']), R(r, MEMBERS), R(r, MEMBERS)]
+    if c == 8: return ['LREM', k, str(r.choice([0, 1, 2, -1, -2, 5])), R(r, MEMBERS)]
+    if c == 9: return ['LTRIM', k, idx(r), idx(r)]
+    if c == 10:
+        a = ['LPOS', k, R(r, MEMBERS)]
+        if r.random() < 0.5: a += ['RANK', str(r.choice([1, 2, -1, -2, 3, 0]))]
+        if r.random() < 0.5: a += ['COUNT', str(r.choice([0, 1, 2, 5, -1]))]
+        if r.random() < 0.3: a += ['MAXLEN', str(r.choice([0, 1, 2, 3, 10]))]
+        r.shuffle(a[3:]) if False else None
+        return a
+    if c == 11: return ['LMOVE', k, key(r), R(r, ['LEFT', 'RIGHT']), R(r, ['LEFT', 'RIGHT'])]
+    if c == 12: return ['RPOPLPUSH', k, key(r)]
+    if c == 13: return ['LLEN', k]
+    if c == 14: return ['LRANGE', k, '0', '-1']
+    if c == 15: return ['LMPOP', str(2), k, key(r), R(r, ['LEFT', 'RIGHT'])] + (['COUNT', str(r.randint(1, 3))] if r.random() < .5 else [])
+    return [R(r, ['LPUSH', 'RPUSH']), k] + [R(r, MEMBERS) for _ in range(r.randint(1, 3))]
+
+def gen_set(r):
+    k = key(r)
+    c = r.randrange(20)
+    if c <= 2: return ['SADD', k] + [R(r, MEMBERS) for _ in range(r.randint(1, max(4, len(MEMBERS) // 3)))]
+    if c == 3: return ['SREM', k] + [R(r, MEMBERS) for _ in range(r.randint(1, 3))]
+    if c == 4: return ['SMEMBERS', k]
+    if c == 5: return ['SISMEMBER', k, R(r, MEMBERS)]
+    if c == 6: return ['SMISMEMBER', k] + [R(r, MEMBERS) for _ in range(r.randint(1, 3))]
+    if c == 7: return ['SCARD', k]
+    if c == 8: return ['SMOVE', k, key(r), R(r, MEMBERS)]
+    if c in (9, 10, 11): return [R(r, ['SINTER', 'SUNION', 'SDIFF']), k] + [key(r) for _ in range(r.randint(0, 2))]
+    if c in (12, 13, 14): return [R(r, ['SINTERSTORE', 'SUNIONSTORE', 'SDIFFSTORE']), key(r), k] + [key(r) for _ in range(r.randint(0, 2))]
+    if c == 15:
+        ks = [k] + [key(r) for _ in range(r.randint(0, 2))]
+        a = ['SINTERCARD', str(len(ks))] + ks
+        if r.random() < 0.5: a += ['LIMIT', str(r.choice([0, 1, 2, 5]))]
+        return a
+    return ['SADD', k] + [R(r, MEMBERS) for _ in range(r.randint(1, 3))]
+
+def gen_zset(r):
+    k = key(r)
+    c = r.randrange(34)
+    if c <= 3:
+        a = ['ZADD', k]
+        o = r.random()
+        if o < 0.12: a.append('NX')
+        elif o < 0.24: a.append('XX')
+        o = r.random()
+        if o < 0.12: a.append('GT')
+        elif o < 0.24: a.append('LT')
+        if r.random() < 0.2: a.append('CH')
+        if r.random() < 0.12:
+            a += ['INCR', R(r, SCORES), R(r, MEMBERS)]
+        else:
+            for _ in range(r.randint(1, max(3, len(MEMBERS) // 4))): a += [R(r, SCORES), R(r, MEMBERS)]
+        return a
+    if c == 4: return ['ZREM', k] + [R(r, MEMBERS) for _ in range(r.randint(1, 3))]
+    if c == 5: return ['ZSCORE', k, R(r, MEMBERS)]
+    if c == 6: return ['ZMSCORE', k] + [R(r, MEMBERS) for _ in range(r.randint(1, 3))]
+    if c == 7: return ['ZINCRBY', k, R(r, SCORES), R(r, MEMBERS)]
+    if c == 8: return ['ZCARD', k]
+    if c == 9: return ['ZCOUNT', k, score_bound(r), score_bound(r)]
+    if c == 10: return [R(r, ['ZRANK', 'ZREVRANK']), k, R(r, MEMBERS)]
+    if c in (11, 12, 13):
+        m = r.randrange(3)
+        if m == 0: a = ['ZRANGE', k, idx(r), idx(r)]
+        elif m == 1: a = ['ZRANGE', k, score_bound(r), score_bound(r), 'BYSCORE']
+        else: a = ['ZRANGE', k, lex_bound(r), lex_bound(r), 'BYLEX']
+        if r.random() < 0.3: a.append('REV')
+        if m > 0 and r.random() < 0.3: a += ['LIMIT', str(r.choice([0, 1, 2, -1])), str(r.choice([0, 1, 2, 3, -1, -5]))]
+        if m < 2 and r.random() < 0.4: a.append('WITHSCORES')
+        return a
+    if c == 14:
+        m = r.randrange(3)
+        if m == 0: a = ['ZRANGESTORE', key(r), k, idx(r), idx(r)]
+        elif m == 1: a = ['ZRANGESTORE', key(r), k, score_bound(r), score_bound(r), 'BYSCORE']
+        else: a = ['ZRANGESTORE', key(r), k, lex_bound(r), lex_bound(r), 'BYLEX']
+        if r.random() < 0.3: a.append('REV')
+        if m > 0 and r.random() < 0.3: a += ['LIMIT', str(r.choice([0, 1, 2])), str(r.choice([1, 2, 3, -1]))]
+        return a
+    if c == 15:
+        a = [R(r, ['ZRANGEBYSCORE', 'ZREVRANGEBYSCORE']), k, score_bound(r), score_bound(r)]
+        if r.random() < 0.4: a.append('WITHSCORES')
+        if r.random() < 0.3: a += ['LIMIT', str(r.choice([0, 1, 2])), str(r.choice([1, 2, -1]))]
+        return a
+    if c == 16: return ['ZREMRANGEBYSCORE', k, score_bound(r), score_bound(r)]
+    if c == 17: return ['ZREMRANGEBYRANK', k, idx(r), idx(r)]
+    if c == 18: return ['ZREMRANGEBYLEX', k, lex_bound(r), lex_bound(r)]
+    if c in (19, 20):
+        a = [R(r, ['ZPOPMIN', 'ZPOPMAX']), k]
+        if r.random() < 0.5: a.append(str(r.choice([0, 1, 2, 3, 10, -1])))
+        return a
+    if c in (21, 22):
+        ks = [k] + [key(r) for _ in range(r.randint(0, 2))]
+        a = [R(r, ['ZUNIONSTORE', 'ZINTERSTORE', 'ZDIFFSTORE']), key(r), str(len(ks))] + ks
+        if a[0] != 'ZDIFFSTORE':
+            if r.random() < 0.4:
+                ws = ['1', '2', '0', '-1', '0.5', 'inf']
+                a += ['WEIGHTS'] + [R(r, ws) for _ in ks]
+            if r.random() < 0.4: a += ['AGGREGATE', R(r, ['SUM', 'MIN', 'MAX'])]
+        return a
+    if c == 23:
+        ks = [k] + [key(r) for _ in range(r.randint(0, 2))]
+        a = [R(r, ['ZUNION', 'ZINTER', 'ZDIFF']), str(len(ks))] + ks
+        if a[0] != 'ZDIFF':
+            if r.random() < 0.3: a += ['WEIGHTS'] + [R(r, ['1', '2', '0', '-1']) for _ in ks]
+            if r.random() < 0.3: a += ['AGGREGATE', R(r, ['SUM', 'MIN', 'MAX'])]
+        if r.random() < 0.5: a.append('WITHSCORES')
+        return a
+    if c == 24: return ['ZLEXCOUNT', k, lex_bound(r), lex_bound(r)]
+    if c == 25:
+        a = [R(r, ['ZRANGEBYLEX', 'ZREVRANGEBYLEX']), k, lex_bound(r), lex_bound(r)]
+        if r.random() < 0.3: a += ['LIMIT', str(r.choice([0, 1, 2])), str(r.choice([1, 2, -1]))]
+        return a
+    if c == 26:
+        ks = [k] + [key(r) for _ in range(r.randint(0, 1))]
+        a = ['ZINTERCARD', str(len(ks))] + ks
+        if r.random() < .4: a += ['LIMIT', str(r.choice([0, 1, 2]))]
+        return a
+    if c == 27:
+        return ['ZMPOP', '2', k, key(r), R(r, ['MIN', 'MAX'])] + (['COUNT', str(r.randint(1, 3))] if r.random() < .5 else [])
+    if c == 28:
+        a = ['ZREVRANGE', k, idx(r), idx(r)]
+        if r.random() < 0.4: a.append('WITHSCORES')
+        return a
+    return ['ZADD', k, R(r, SCORES), R(r, MEMBERS)]
+
+def gen_bit(r):
+    k = key(r)
+    c = r.randrange(10)
+    if c <= 2: return ['SETBIT', k, str(r.choice([0, 1, 2, 3, 7, 8, 9, 15, 16, 23, 31, 40, 63])), R(r, ['0', '1', '1', '2'])]
+    if c == 3: return ['GETBIT', k, str(r.choice([0, 1, 7, 8, 9, 16, 40, 100]))]
+    if c == 4:
+        a = ['BITCOUNT', k]
+        if r.random() < 0.6:
+            a += [idx(r), idx(r)]
+            if r.random() < 0.5: a.append(R(r, ['BIT', 'BYTE']))
+        return a
+    if c == 5:
+        a = ['BITPOS', k, R(r, ['0', '1'])]
+        if r.random() < 0.6:
+            a.append(idx(r))
+            if r.random() < 0.6:
+                a.append(idx(r))
+                if r.random() < 0.5: a.append(R(r, ['BIT', 'BYTE']))
+        return a
+    if c == 6:
+        op = R(r, ['AND', 'OR', 'XOR', 'NOT'])
+        srcs = [k] if op == 'NOT' else [key(r) for _ in range(r.randint(1, 3))]
+        return ['BITOP', op, key(r)] + srcs
+    if c in (7, 8):
+        a = ['BITFIELD', k]
+        for _ in range(r.randint(1, 3)):
+            o = r.randrange(4)
+            t = R(r, ['u1', 'u4', 'u8', 'i4', 'i8', 'u16', 'i16', 'i64', 'u63', 'u3'])
+            off = R(r, ['0', '1', '4', '7', '8', '#1', '#0', '13'])
+            if o == 0: a += ['GET', t, off]
+            elif o == 1:
+                v = R(r, ['0', '1', '-1', '100', '255', '300', '-129', '15', '7'])
+                a += ['SET', t, off, v]
+            elif o == 2: a += ['INCRBY', t, off, R(r, ['1', '-1', '100', '200', '-300', '7'])]
+            else: a += ['OVERFLOW', R(r, ['WRAP', 'SAT', 'FAIL'])]
+        return a
+    if c == 9:
+        a = ['BITFIELD_RO', k, 'GET', R(r, ['u8', 'i8', 'u4', 'i16']), R(r, ['0', '3', '#1'])]
+        return a
+    return ['GETBIT', k, '0']
+
+NUMS = ['0', '1', '2', '3', '4', '5', '-1', '1.5', '10', '007', 'x']
+
+def gen_misc(r):
+    """Commands whose replies are deterministic or are compared by shape (random picks)."""
+    k = key(r)
+    c = r.randrange(30)
+    if c == 0: return ['RPUSH', k] + [R(r, NUMS) for _ in range(r.randint(1, 4))]
+    if c in (1, 2):
+        a = [R(r, ['SORT', 'SORT', 'SORT_RO']), k]
+        if r.random() < 0.3: a += ['BY', R(r, ['k*', 'k*->f1', 'nosort', 'zz*'])]
+        elif r.random() < 0.5: a.append('ALPHA')
+        if r.random() < 0.3: a += ['LIMIT', str(r.choice([0, 1, 2, -1])), str(r.choice([0, 1, 3, -1]))]
+        if r.random() < 0.3:
+            for _ in range(r.randint(1, 2)): a += ['GET', R(r, ['#', 'k*', 'k*->f1', 'k*->f0'])]
+        if r.random() < 0.3: a.append('DESC')
+        if a[0] == 'SORT' and 'nosort' not in a and r.random() < 0.3: a += ['STORE', key(r)]
+        if 'BY' in a and a[a.index('BY') + 1] == 'nosort' and r.random() < 0.5: a.append('ALPHA')
+        return a
+    if c == 3:
+        a = ['LCS', k, key(r)]
+        o = r.randrange(4)
+        if o == 1: a.append('LEN')
+        elif o >= 2:
+            a.append('IDX')
+            if r.random() < 0.5: a += ['MINMATCHLEN', str(r.choice([0, 1, 2, 3]))]
+            if r.random() < 0.5: a.append('WITHMATCHLEN')
+        return a
+    if c == 4:
+        a = ['SRANDMEMBER', k]
+        if r.random() < 0.7: a.append(str(r.choice([0, 1, 2, 5, 100, -1, -3, -20])))
+        return a
+    if c == 5:
+        a = ['HRANDFIELD', k]
+        if r.random() < 0.7:
+            a.append(str(r.choice([0, 1, 2, 5, 100, -1, -3, -20])))
+            if r.random() < 0.5: a.append('WITHVALUES')
+        return a
+    if c == 6:
+        a = ['ZRANDMEMBER', k]
+        if r.random() < 0.7:
+            a.append(str(r.choice([0, 1, 2, 5, 100, -1, -3, -20])))
+            if r.random() < 0.5: a.append('WITHSCORES')
+        return a
+    if c == 7: return ['SPOP', k, R(r, ['0', '1000'])]
+    if c == 8: return ['KEYS', R(r, ['*', 'k[0-2]', 'k?', '*1', 'x*'])]
+    if c == 9:
+        a = ['SCAN', '0', 'COUNT', '1000']
+        if r.random() < 0.4: a += ['MATCH', R(r, ['k[1-3]', '*', 'k?'])]
+        if r.random() < 0.4: a += ['TYPE', R(r, ['string', 'list', 'set', 'zset', 'hash', 'none'])]
+        return a
+    if c == 10: return [R(r, ['HSCAN', 'SSCAN', 'ZSCAN']), k, '0'] + (['MATCH', R(r, ['*', 'm[1-4]', 'f?', '*2'])] if r.random() < 0.3 else [])
+    if c == 11: return ['DBSIZE']
+    if c == 12: return ['TOUCH'] + [key(r) for _ in range(r.randint(1, 3))]
+    if c == 13: return ['MOVE', k, '1']
+    if c == 14:
+        a = ['COPY', k, key(r), 'DB', '1']
+        if r.random() < 0.5: a.append('REPLACE')
+        return a
+    if c == 15: return ['PSETEX', k, R(r, BIGTTL) + '000', R(r, VALUES)]
+    if c == 16:
+        t = int(time.time()) + int(R(r, BIGTTL))
+        return R(r, [['SET', k, R(r, VALUES), 'EXAT', str(t)], ['SET', k, R(r, VALUES), 'PXAT', str(t * 1000)],
+                     ['GETEX', k, 'EXAT', str(t)], ['PEXPIREAT', k, str(t * 1000)], ['SET', k, R(r, VALUES), 'PX', R(r, BIGTTL) + '000', 'GET']])
+    if c in (17, 18): return ['PFADD', k] + [R(r, MEMBERS + ['a', 'b']) for _ in range(r.randint(0, 3))]
+    if c == 19: return ['PFCOUNT'] + [key(r) for _ in range(r.randint(1, 2))]
+    if c == 20: return ['PFMERGE', k] + [key(r) for _ in range(r.randint(0, 2))]
+    if c == 21: return ['GEOADD', k] + R(r, [[], ['NX'], ['XX'], ['CH']]) + [R(r, ['13.361389', '15.087269', '-122.27652', '0', '179.9', '-180']),
+                                                                         R(r, ['38.115556', '37.502669', '37.805186', '0', '85.05', '-85.06']), R(r, MEMBERS)]
+    if c == 22: return ['GEOPOS', k] + [R(r, MEMBERS) for _ in range(r.randint(1, 2))]
+    if c == 23: return ['GEODIST', k, R(r, MEMBERS), R(r, MEMBERS)] + R(r, [[], ['km'], ['mi']])
+    if c == 24:
+        a = ['GEOSEARCH', k, 'FROMMEMBER', R(r, MEMBERS)] if r.random() < 0.5 else ['GEOSEARCH', k, 'FROMLONLAT', '15', '37']
+        a += R(r, [['BYRADIUS', R(r, ['100', '500', '20000']), 'km'], ['BYBOX', '400', '400', 'km']])
+        a.append(R(r, ['ASC', 'DESC']))
+        if r.random() < 0.4: a += ['COUNT', str(r.choice([1, 2, 3]))]
+        if r.random() < 0.4: a.append(R(r, ['WITHDIST', 'WITHCOORD', 'WITHHASH']))
+        return a
+    if c == 25: return ['GEOHASH', k] + [R(r, MEMBERS) for _ in range(r.randint(1, 2))]
+    if c == 26: return ['OBJECT', 'ENCODING', k]
+    if c == 27: return ['DUMP', k] if r.random() < 0.5 else ['XRESTORE', k, key(r)]  # XRESTORE: Runner.restore_from_redis
+    if c == 28: return ['ZRANK', k, R(r, MEMBERS)]
+    return ['SETRANGE', k, str(r.choice([0, 3, 30, 100])), R(r, VALUES)]
+
+GROUPS = {'str': gen_string, 'exp': gen_expire, 'keys': gen_keys, 'hash': gen_hash, 'list': gen_list,
+          'set': gen_set, 'zset': gen_zset, 'bit': gen_bit, 'misc': gen_misc}
+WEIGHTS = {'str': 3, 'exp': 1, 'keys': 2, 'hash': 2, 'list': 3, 'set': 2, 'zset': 4, 'bit': 2, 'misc': 2}
+
+def gen_cmd(r, groups):
+    g = r.choices(groups, weights=[WEIGHTS[x] for x in groups])[0]
+    return GROUPS[g](r)
