@@ -1,5 +1,7 @@
 package clockmap
 
+import "math/bits"
+
 // index finds a map's entries by their 64-bit hash: an open-addressing table with linear probing whose slots hold
 // the hash beside the entry's pointer, so a probe compares hashes without loading entries, and a lookup is a load
 // of the slot's cache line and then of the entry. It replaced a Go map[uint64]*Entry, whose lookup first walks
@@ -89,7 +91,7 @@ func (x *index[V]) grow() {
 	old := x.slots
 	size := max(minSlots, 2*len(old))
 	x.slots = make([]islot[V], size)
-	x.shift = uint8(64 - log2(size))
+	x.shift = uint8(64 - bits.TrailingZeros(uint(size)))
 	mask := size - 1
 	for _, s := range old {
 		if s.e == nil {
@@ -101,14 +103,4 @@ func (x *index[V]) grow() {
 		}
 		x.slots[i] = s
 	}
-}
-
-// log2 of a power of two.
-func log2(n int) int {
-	b := 0
-	for n > 1 {
-		n >>= 1
-		b++
-	}
-	return b
 }
