@@ -231,19 +231,27 @@ func (w *waiters) wake(muts []engine.Mutation, res []engine.Result) {
 	}
 }
 
-// blockTimeout parses a blocking command's timeout in seconds (0: forever).
+// blockTimeout parses a blocking command's timeout in seconds (0: forever), answering Redis's error if it is bad.
 func (s *session) blockTimeout(arg []byte) (time.Duration, bool) {
+	d, msg := parseTimeout(arg)
+	if msg != "" {
+		s.w.Error(msg)
+		return 0, false
+	}
+	return d, true
+}
+
+// parseTimeout reads a blocking command's timeout in seconds, or returns Redis's error for it.
+func parseTimeout(arg []byte) (time.Duration, string) {
 	f, err := strconv.ParseFloat(string(arg), 64)
 	switch {
 	case err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f > math.MaxInt64/float64(time.Second):
-		s.w.Error("ERR timeout is not a float or out of range")
-		return 0, false
+		return 0, "ERR timeout is not a float or out of range"
 	case f < 0:
-		s.w.Error("ERR timeout is negative")
-		return 0, false
+		return 0, "ERR timeout is negative"
 	}
 	// In whole milliseconds rounded up, as Redis: a tiny positive timeout is 1 ms, not 0 (which waits forever).
-	return time.Duration(math.Ceil(f*1000)) * time.Millisecond, true
+	return time.Duration(math.Ceil(f*1000)) * time.Millisecond, ""
 }
 
 // block runs attempt until it reports success, waiting between tries for a wake-up on keys, until timeout (0:

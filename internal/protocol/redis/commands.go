@@ -46,8 +46,8 @@ type command struct {
 	notKeys bool
 	// pushes: its replies are pushes (SUBSCRIBE's confirmations), which CLIENT REPLY OFF and SKIP leave.
 	pushes bool
-	// inScript marks an immediate command a script may call (KEYS, SCAN, RANDOMKEY, DBSIZE, ECHO, XREAD): it then reads
-	// the keys as the script's batch sees them (session.txKeys).
+	// inScript marks an immediate command a script may call (KEYS, SCAN, RANDOMKEY, DBSIZE, ECHO, XREAD, LMPOP,
+	// ZMPOP, BLMPOP, BZMPOP): it then reads and writes the keys as the script's batch sees them (session.tx).
 	inScript  bool
 	container bool // in containers: CLIENT LIST names it with its subcommand (set by register)
 	id        int  // its index in a handler's per-command figures (set by register)

@@ -2,15 +2,16 @@ package redis
 
 // LMPOP, BLMPOP, ZMPOP and BZMPOP (Redis 7.0): pop up to COUNT elements from the first of several lists or sorted
 // sets that has any. Each pop is atomic on its key and the keys are tried in order; like the blocking pops they
-// are immediate commands, so inside MULTI they run after the transaction's batch.
+// are immediate commands, which inside MULTI run in their place in the transaction's batch (tximm.go). Scripts
+// may call them, the blocking forms answering at once, as in Redis 7 (which refuses BLPOP and its kin there).
 
 func init() {
 	rw := flagWrite
 	register(
-		&command{name: "lmpop", arity: -4, flags: rw, firstKey: -1, movable: numKeys(1), imm: cmdMPop, groupName: "list", since: "7.0.0", summary: "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped."},
-		&command{name: "blmpop", arity: -5, flags: rw, firstKey: -1, movable: numKeys(2), imm: cmdMPop, groupName: "list", since: "7.0.0", summary: "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped."},
-		&command{name: "zmpop", arity: -4, flags: rw, firstKey: -1, movable: numKeys(1), imm: cmdMPop, groupName: "sorted-set", since: "7.0.0", summary: "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped."},
-		&command{name: "bzmpop", arity: -5, flags: rw, firstKey: -1, movable: numKeys(2), imm: cmdMPop, groupName: "sorted-set", since: "7.0.0", summary: "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped."},
+		&command{name: "lmpop", arity: -4, flags: rw, firstKey: -1, movable: numKeys(1), imm: cmdMPop, inScript: true, groupName: "list", since: "7.0.0", summary: "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped."},
+		&command{name: "blmpop", arity: -5, flags: rw, firstKey: -1, movable: numKeys(2), imm: cmdMPop, inScript: true, groupName: "list", since: "7.0.0", summary: "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped."},
+		&command{name: "zmpop", arity: -4, flags: rw, firstKey: -1, movable: numKeys(1), imm: cmdMPop, inScript: true, groupName: "sorted-set", since: "7.0.0", summary: "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped."},
+		&command{name: "bzmpop", arity: -5, flags: rw, firstKey: -1, movable: numKeys(2), imm: cmdMPop, inScript: true, groupName: "sorted-set", since: "7.0.0", summary: "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped."},
 	)
 }
 

@@ -288,13 +288,13 @@ func (s *session) publishNotes(p *pending, res []engine.Result, muts []engine.Mu
 	notes[p.note.name](ev)
 }
 
-// applyNoted applies m on its own, as the blocking commands do, and returns its result, sendNotes, which
-// sends the events of command name called with args (BLPOP's pop sends LPOP's events) once the reply is
+// applyNoted applies m on its own (applyHere), as the blocking commands do, and returns its result, sendNotes,
+// which sends the events of command name called with args (BLPOP's pop sends LPOP's events) once the reply is
 // written (from: where the reply starts in s.w), and the batch's error.
 func (s *session) applyNoted(m engine.Mutation, name string, args [][]byte) (engine.Result, func(from int), error) {
 	cmd := commands[name]
 	if !s.h.notifying() {
-		res, err := s.h.store.Apply(s.writeCtx(), []engine.Mutation{m})
+		res, err := s.applyHere([]engine.Mutation{m})
 		if err != nil {
 			return engine.Result{}, func(int) {}, err
 		}
@@ -303,7 +303,7 @@ func (s *session) applyNoted(m engine.Mutation, name string, args [][]byte) (eng
 	keys := cmd.keys(args)
 	muts := bracket(s.table(), keys, []engine.Mutation{m})
 	p := pending{probes: len(keys), note: cmd, args: args, db: s.db}
-	res, err := s.h.store.Apply(s.writeCtx(), muts)
+	res, err := s.applyHere(muts)
 	if err != nil {
 		return engine.Result{}, func(int) {}, err
 	}

@@ -30,9 +30,9 @@ func (s *session) listKeys(q kv.Query) (kv.Page, error) {
 	return s.h.store.Scan(s.readCtx(), s.table(), q)
 }
 
-// applyRead applies mutations that only read (XREAD's ranges): through the script's batch in a script (tx), else
-// through the store.
-func (s *session) applyRead(muts []engine.Mutation) ([]engine.Result, error) {
+// applyHere applies mutations on their own (XREAD's ranges, a blocking pop's try): through the batch the session
+// runs in (tx: a script's, or a transaction's for the immediate commands it queued), else through the store.
+func (s *session) applyHere(muts []engine.Mutation) ([]engine.Result, error) {
 	if s.tx != nil {
 		return s.tx.Apply(muts)
 	}

@@ -322,7 +322,7 @@ func (r *scriptRun) session() *session {
 			ctx = r.lim.ctx // the script's time limit, which KEYS and DBSIZE check as they go (scriptTimeUp)
 		}
 		r.s = &session{h: r.h, w: resp.NewWriter(r.resp), db: r.db, authed: true, ctx: ctx, inScript: true,
-			user: r.user, scriptCaller: r.caller}
+			user: r.user, scriptCaller: r.caller, noBlock: true} // BLMPOP and BZMPOP answer at once, as in Redis
 		return r.s
 	}
 	s := r.s

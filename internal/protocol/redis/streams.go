@@ -360,7 +360,7 @@ func cmdXRead(s *session, args [][]byte) {
 	after := make([]collections.ID, n)
 	for k, a := range rest[n:] {
 		if string(a) == "$" { // the stream's last ID now
-			res, err := s.applyRead([]engine.Mutation{collections.XRange(s.table(), keys[k], maxID, maxID, false, 0)})
+			res, err := s.applyHere([]engine.Mutation{collections.XRange(s.table(), keys[k], maxID, maxID, false, 0)})
 			if err == nil && res[0].Err == nil {
 				after[k], _ = collections.ParseID(res[0].New.Value, false)
 			}
@@ -390,7 +390,7 @@ func cmdXRead(s *session, args [][]byte) {
 			if !ok {
 				continue
 			}
-			res, err := s.applyRead([]engine.Mutation{collections.XRange(s.table(), key, from, maxID, false, count)})
+			res, err := s.applyHere([]engine.Mutation{collections.XRange(s.table(), key, from, maxID, false, count)})
 			if err == nil {
 				err = res[0].Err
 			}

@@ -104,9 +104,11 @@ func cmdExec(s *session, args [][]byte) {
 					muts[i].Guard = false // only WATCH guards may abort a whole transaction
 				}
 			}
+		} else if s.queuedInPlace(c, a) { // KEYS, SCAN, LMPOP, BLPOP, ...: in its place, through the batch (tximm.go)
+			s.txQueued(c, a)
 		} else {
-			// Run after the batch, when its reply is written (LMPOP, a blocking pop, KEYS: docs/resp.md), in the
-			// database selected where it was queued.
+			// Run after the batch, when its reply is written (INFO, CLIENT, ...), in the database selected where it
+			// was queued.
 			s.batch.Plan(pending{imm: c, immDB: s.db, args: a, cmd: c, start: s.start, silent: s.silent})
 		}
 	}
