@@ -162,7 +162,12 @@ def gen_list(r):
     if c == 12: return ['RPOPLPUSH', k, key(r)]
     if c == 13: return ['LLEN', k]
     if c == 14: return ['LRANGE', k, '0', '-1']
-    if c == 15: return ['LMPOP', str(2), k, key(r), R(r, ['LEFT', 'RIGHT'])] + (['COUNT', str(r.randint(1, 3))] if r.random() < .5 else [])
+    if c == 15:
+        side = R(r, ['LEFT', 'RIGHT'])
+        if r.random() < .5: return ['LMPOP', str(2), k, key(r), side] + (['COUNT', str(r.randint(1, 3))] if r.random() < .5 else [])
+        # the blocking forms, with a timeout short enough not to slow the run (in MULTI they do not wait)
+        return R(r, [['BLPOP', k, key(r), '0.01'], ['BRPOP', k, key(r), '0.01'], ['BRPOPLPUSH', k, key(r), '0.01'],
+                     ['BLMOVE', k, key(r), side, R(r, ['LEFT', 'RIGHT']), '0.01'], ['BLMPOP', '0.01', '2', k, key(r), side]])
     return [R(r, ['LPUSH', 'RPUSH']), k] + [R(r, MEMBERS) for _ in range(r.randint(1, 3))]
 
 def gen_set(r):
@@ -265,7 +270,9 @@ def gen_zset(r):
         if r.random() < .4: a += ['LIMIT', str(r.choice([0, 1, 2]))]
         return a
     if c == 27:
-        return ['ZMPOP', '2', k, key(r), R(r, ['MIN', 'MAX'])] + (['COUNT', str(r.randint(1, 3))] if r.random() < .5 else [])
+        end = R(r, ['MIN', 'MAX'])
+        if r.random() < .5: return ['ZMPOP', '2', k, key(r), end] + (['COUNT', str(r.randint(1, 3))] if r.random() < .5 else [])
+        return R(r, [['BZPOPMIN', k, key(r), '0.01'], ['BZPOPMAX', k, key(r), '0.01'], ['BZMPOP', '0.01', '2', k, key(r), end]])
     if c == 28:
         a = ['ZREVRANGE', k, idx(r), idx(r)]
         if r.random() < 0.4: a.append('WITHSCORES')
