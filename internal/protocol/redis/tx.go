@@ -104,7 +104,7 @@ func cmdExec(s *session, args [][]byte) {
 					muts[i].Guard = false // only WATCH guards may abort a whole transaction
 				}
 			}
-		} else if s.queuedInPlace(c, a) { // KEYS, SCAN, LMPOP, BLPOP, ...: in its place, through the batch (tximm.go)
+		} else if s.queuedInPlace(c) { // KEYS, SCAN, LMPOP, BLPOP, ...: in its place, through the batch (tximm.go)
 			s.txQueued(c, a)
 		} else {
 			// Run after the batch, when its reply is written (INFO, CLIENT, ...), in the database selected where it

@@ -12,12 +12,12 @@ import (
 )
 
 // Immediate commands queued in a transaction. KEYS, SCAN, RANDOMKEY, DBSIZE and XREAD, and the pops of the first
-// key that has something (LMPOP, ZMPOP and the blocking pops, which in a transaction do not wait), are immediate
-// commands: on a connection they go to the store themselves, a pop once per key it tries. Queued in MULTI they
-// run in their place inside the transaction's batch, as in Redis: they see the writes queued before them and
-// none queued after, and a pop is atomic with the rest. Each becomes a call of an engine function that runs the
-// command over the batch's view (session.tx), as a script's calls do; BLMOVE and BRPOPLPUSH become the LMOVE and
-// RPOPLPUSH they are when nothing waits.
+// key that has something (LMPOP, ZMPOP and the blocking pops), are immediate commands: on a connection they go
+// to the store themselves, a pop once per key it tries. Queued in MULTI they run in their place inside the
+// transaction's batch, as in Redis: they see the writes queued before them and none queued after, a pop is
+// atomic with the rest, and a blocking command answers at once. Each becomes a call of an engine function that
+// runs the command over the batch's view (session.tx), as a script's calls do; BLMOVE and BRPOPLPUSH become the
+// LMOVE and RPOPLPUSH they are when nothing waits.
 
 func init() {
 	engine.RegisterReadFunc(txReadFunc, runQueued)
@@ -33,21 +33,15 @@ const (
 )
 
 // queuedInPlace reports whether queued immediate command c runs in its place inside the transaction's batch
-// (txQueued) rather than after it. XREAD with BLOCK stays after it, where it answers at once, as Redis answers it
-// in MULTI. An engine that takes one item (or one slot) per batch could not run these in one: there they all
-// stay after it.
-func (s *session) queuedInPlace(c *command, args [][]byte) bool {
+// (txQueued) rather than after it. An engine that takes one item (or one slot) per batch could not run these in
+// one: there they all stay after it.
+func (s *session) queuedInPlace(c *command) bool {
 	switch c.name {
-	case "keys", "scan", "randomkey", "dbsize", "lmpop", "zmpop", "blmpop", "bzmpop", "blpop", "brpop",
+	case "keys", "scan", "randomkey", "dbsize", "xread", "lmpop", "zmpop", "blmpop", "bzmpop", "blpop", "brpop",
 		"bzpopmin", "bzpopmax", "blmove", "brpoplpush":
-	case "xread":
-		if hasBlock(args) {
-			return false
-		}
-	default:
-		return false
+		return !s.h.store.CommandPerBatch()
 	}
-	return !s.h.store.CommandPerBatch()
+	return false
 }
 
 // txQueued compiles a queued immediate command (queuedInPlace) into the transaction's batch.

@@ -14,7 +14,7 @@ func txKeyspaceTranscript(t *testing.T, addr string) []string {
 	}
 	add("FLUSHALL", "CONFIG RESETSTAT", "SET a 1", "MULTI", "DBSIZE", "SET b 2", "DBSIZE", "KEYS b", "DEL a", "KEYS a", "RANDOMKEY",
 		"SCAN 0 MATCH b COUNT 100", "SCAN 0 TYPE string COUNT 100", "XREAD STREAMS s 0", "XADD s 1-1 f v",
-		"XREAD COUNT 5 STREAMS s 0", "SCAN x", "KEYS c", "SET c 3", "EXEC")
+		"XREAD COUNT 5 STREAMS s 0", "XREAD BLOCK 0 STREAMS s $", "XREAD BLOCK 10 STREAMS s 0", "SCAN x", "KEYS c", "SET c 3", "EXEC")
 	add("MULTI", "SELECT 1", "SET x 1", "DBSIZE", "KEYS *", "SCAN 0 COUNT 100", "SELECT 0", "DBSIZE", "EXEC", "DBSIZE")
 	add("MULTI", "FLUSHDB", "DBSIZE", "RANDOMKEY", "KEYS *", "SET z 1", "KEYS *", "RANDOMKEY", "DEL z", "DBSIZE", "EXEC")
 	add("INFO errorstats") // the SCAN's error counted once
