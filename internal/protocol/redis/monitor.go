@@ -45,6 +45,10 @@ func (m *monitorSet) remove(p *pusher) {
 }
 
 func cmdMonitor(s *session, args [][]byte) {
+	if s.noBlock { // queued in MULTI: Redis 7 queues it, and EXEC answers this
+		s.w.Error("ERR MONITOR isn't allowed for DENY BLOCKING client")
+		return
+	}
 	if s.monitoring { // Redis ignores a second MONITOR, without a reply
 		return
 	}

@@ -291,7 +291,7 @@ func (s *session) dispatch(args [][]byte) {
 		s.waitPause(cmd)
 	}
 	if s.inMulti && cmd.flags&flagTx == 0 {
-		if cmd.name == "monitor" {
+		if cmd.name == "save" || cmd.name == "shutdown" { // Redis 7's no-multi commands (MONITOR: cmdMonitor)
 			s.reject("ERR Command not allowed inside a transaction")
 			return
 		}

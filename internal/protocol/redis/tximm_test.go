@@ -77,3 +77,21 @@ func scriptPopTranscript(t *testing.T, addr string) []string {
 func TestScriptPopsMatchRedis(t *testing.T) {
 	sameAsRedis(t, scriptPopTranscript)
 }
+
+// noMultiTranscript queues SAVE, SHUTDOWN and MONITOR in transactions: Redis refuses the first two there
+// ("Command not allowed inside a transaction") and EXEC then aborts, where anykv queued them and EXEC shut it
+// down; it queues MONITOR and EXEC answers it an error, where anykv refused it.
+func noMultiTranscript(t *testing.T, addr string) []string {
+	var steps []transcriptStep
+	for _, c := range []string{"SAVE", "SHUTDOWN", "SHUTDOWN NOSAVE", "MONITOR"} {
+		for _, s := range []string{"DEL foo", "MULTI", "SET foo bar", c, "EXEC", "GET foo"} {
+			steps = append(steps, transcriptStep{"pub", s, 1})
+		}
+	}
+	return pubsubTranscript(t, addr, steps)
+}
+
+// TestMultiRefusesNoMultiCommandsMatchesRedis: unit/multi's "MULTI with SAVE" and "MULTI with SHUTDOWN".
+func TestMultiRefusesNoMultiCommandsMatchesRedis(t *testing.T) {
+	sameAsRedis(t, noMultiTranscript)
+}
