@@ -190,6 +190,10 @@ type Result struct {
 	// Wrote, for an OpCall with Call.AnyKey, lists the keys of its Table the function may have written beyond
 	// Key and Call.Keys (each once, in the order first written; a write that then failed may be listed).
 	Wrote [][]byte
+	// WroteAll says Wrote names every key of Table the call wrote, the ones it declares included, so that WATCH and
+	// tracking (kv.EachWritten) count those alone: a pop of the first of several keys that has something writes
+	// one of the keys it declares (a queued LMPOP, protocol/redis).
+	WroteAll bool
 	// Unchanged says the mutation wrote nothing (a ZADD of the scores members have, a SETRANGE of nothing, a
 	// DEL of an absent key): WATCH need not count its keys as changed, as Redis does not.
 	Unchanged bool

@@ -146,7 +146,8 @@ func (r *watchRegistry) mark(muts []engine.Mutation, res []engine.Result) {
 
 // EachWritten calls key with each key an applied batch changed, in the batch's order, and flush with each table
 // it flushed ("": every table), each with the index of the mutation in muts: a write that succeeded and found or left an item (deleting an absent key changes
-// nothing, as in Redis), a function's key, declared keys and those it reports having written (Result.Wrote), a
+// nothing, as in Redis), a function's key, declared keys and those it reports having written (Result.Wrote; those
+// alone with Result.WroteAll), a
 // RENAME's or COPY's target. These are the keys Redis's signalModifiedKey names, for WATCH and for client-side
 // caching's invalidations (protocol/redis). A key may come more than once.
 func EachWritten(muts []engine.Mutation, res []engine.Result, key func(i int, table string, key []byte), flush func(i int, table string)) {
@@ -159,6 +160,10 @@ func EachWritten(muts []engine.Mutation, res []engine.Result, key func(i int, ta
 		case m.Op == engine.OpFlush:
 			flush(i, m.Table)
 			continue
+		case m.Op == engine.OpCall && i < len(res) && res[i].WroteAll:
+			for _, k := range res[i].Wrote { // it says which of its keys it wrote
+				key(i, m.Table, k)
+			}
 		case m.Op == engine.OpCall:
 			if m.Key != nil { // a script of no KEYS names none
 				key(i, m.Table, m.Key)

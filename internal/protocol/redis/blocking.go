@@ -433,6 +433,7 @@ func (s *session) popFirst(keys [][]byte, woken bool, p popSpec) bool {
 			}
 		}
 		sendNotes(from)
+		s.popped = k
 		return true
 	}
 	return false

@@ -71,8 +71,10 @@ func cmdExec(s *session, args [][]byte) {
 	defer s.releaseRestored() // the values its RESTOREs decoded, once it ran (or failed)
 	s.inExec = true           // its tracked reads register in its order (trackExecKeys), its own invalidations wait
 	defer func() { s.inExec = false }()
+	hello := false // a HELLO was queued: it may change the protocol of the replies after it (queuedInPlace)
 	for _, a := range queued {
 		c := s.lookup(a[0])
+		hello = hello || c.name == "hello"
 		if msg := s.aclRecheck(c, a); msg != "" { // the user's rules may have changed since it was queued
 			s.batch.Plan(pending{errMsg: msg, silent: s.silent})
 			continue
@@ -104,7 +106,7 @@ func cmdExec(s *session, args [][]byte) {
 					muts[i].Guard = false // only WATCH guards may abort a whole transaction
 				}
 			}
-		} else if s.queuedInPlace(c) { // KEYS, SCAN, LMPOP, BLPOP, ...: in its place, through the batch (tximm.go)
+		} else if s.queuedInPlace(c, hello) { // KEYS, SCAN, LMPOP, BLPOP, ...: in its place, through the batch (tximm.go)
 			s.txQueued(c, a)
 		} else {
 			// Run after the batch, when its reply is written (INFO, CLIENT, ...), in the database selected where it

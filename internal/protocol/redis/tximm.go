@@ -34,12 +34,13 @@ const (
 
 // queuedInPlace reports whether queued immediate command c runs in its place inside the transaction's batch
 // (txQueued) rather than after it. An engine that takes one item (or one slot) per batch could not run these in
-// one: there they all stay after it.
-func (s *session) queuedInPlace(c *command) bool {
+// one: there they all stay after it. So do those after a queued HELLO (hello): it runs after the batch, and the
+// reply of one run inside it is written in the protocol of before, where the HELLO may change it.
+func (s *session) queuedInPlace(c *command, hello bool) bool {
 	switch c.name {
 	case "keys", "scan", "randomkey", "dbsize", "xread", "lmpop", "zmpop", "blmpop", "bzmpop", "blpop", "brpop",
 		"bzpopmin", "bzpopmax", "blmove", "brpoplpush":
-		return !s.h.store.CommandPerBatch()
+		return !hello && !s.h.store.CommandPerBatch()
 	}
 	return false
 }
@@ -95,7 +96,7 @@ func (s *session) txMove(args [][]byte) {
 		sidesOK = from && to
 	}
 	if _, msg := parseTimeout(args[len(args)-1]); msg != "" && sidesOK { // a bad side: LMOVE's syntax error first
-		s.batch.Plan(pending{errMsg: msg, silent: s.silent})
+		s.fail(msg) // a failed call of BLMOVE or BRPOPLPUSH in INFO commandstats, as in Redis
 		return
 	}
 	s.compile(commands[name], move)
@@ -131,6 +132,12 @@ func runQueued(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		tx: tx, cursors: &host.cursors, noBlock: true}
 	cmd.imm(s, args[4:])
 	res := engine.Result{New: engine.Item{Value: s.w.Bytes()}}
+	if cmd.flags&flagWrite != 0 { // a pop wrote the key it answered from, if any, and none of the others it names
+		res.WroteAll = true
+		if s.popped != nil {
+			res.Wrote = [][]byte{s.popped}
+		}
+	}
 	if len(events) > 0 {
 		res.Extra = events
 	}
