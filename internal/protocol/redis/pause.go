@@ -77,36 +77,63 @@ func (p *pauseState) current() (ended chan struct{}, until time.Time, all bool) 
 	return p.ended, p.until, p.all
 }
 
-// pausedWrite reports whether a WRITE pause covers cmd: a write command, or an EXEC with queued writes.
-func (s *session) pausedWrite(cmd *command) bool {
-	if cmd.flags&flagWrite != 0 {
+// pausedWrite reports whether a WRITE pause covers cmd called with args, as Redis 7 decides it: a write command,
+// a command Redis may replicate (PUBLISH, SPUBLISH, PFCOUNT), a script or function not declared no-writes, or an
+// EXEC of queued commands one of which is covered.
+func (s *session) pausedWrite(cmd *command, args [][]byte) bool {
+	switch cmd.name {
+	case "publish", "spublish", "pfcount":
 		return true
-	}
-	if cmd.name == "exec" {
+	case "eval", "evalsha", "fcall":
+		return !s.noWritesScript(cmd.name, args)
+	case "exec":
 		for _, q := range s.queued {
-			if c := s.lookup(q[0]); c != nil && c.flags&flagWrite != 0 {
+			if c := s.lookup(q[0]); c != nil && s.pausedWrite(c, q) {
 				return true
 			}
 		}
+		return false
 	}
-	return false
+	return cmd.flags&flagWrite != 0
+}
+
+// noWritesScript reports whether the script EVAL or EVALSHA names, or the function FCALL names, is declared
+// no-writes (its shebang's or its registration's flags). An unknown one is not: it answers an error when it runs.
+func (s *session) noWritesScript(name string, args [][]byte) bool {
+	if len(args) < 2 {
+		return false
+	}
+	src := args[1]
+	switch name {
+	case "fcall":
+		_, def, err := s.h.lookupFunction(s.ctx, string(args[1]))
+		return err == nil && def != nil && def.noWrites
+	case "evalsha":
+		var ok bool
+		if src, ok = s.h.scripts.get(string(args[1]), false); !ok {
+			return false
+		}
+	}
+	sb, msg := parseShebang(src)
+	return msg == "" && sb.noWrites
 }
 
 // waitPause holds a command that the pause covers until the pause ends; the replies of the commands before it
 // are sent first. The caller checked pause.active.
-func (s *session) waitPause(cmd *command) {
+func (s *session) waitPause(cmd *command, args [][]byte) {
 	if s.monitoring {
 		return
 	}
 	p := &s.h.pause
 	for {
 		ended, until, all := p.current()
-		if ended == nil || (!all && !s.pausedWrite(cmd)) {
+		if ended == nil || (!all && !s.pausedWrite(cmd, args)) {
 			return
 		}
 		s.flush()
 		s.out()
 		s.state.blocked.Store(true)
+		s.h.waiters.clients.Add(1) // INFO's blocked_clients counts it, as Redis counts a paused client
 		if f := p.waiting.Load(); f != nil {
 			(*f)(cmd.name)
 		}
@@ -118,6 +145,7 @@ func (s *session) waitPause(cmd *command) {
 		}
 		t.Stop()
 		s.state.blocked.Store(false)
+		s.h.waiters.clients.Add(-1)
 		if s.ctx.Err() != nil {
 			return
 		}

@@ -289,7 +289,7 @@ func (s *session) dispatch(args [][]byte) {
 		return
 	}
 	if s.h.pause.active.Load() { // CLIENT PAUSE (pause.go); one atomic load otherwise
-		s.waitPause(cmd)
+		s.waitPause(cmd, args)
 	}
 	if s.inMulti && cmd.flags&flagTx == 0 {
 		if cmd.name == "save" || cmd.name == "shutdown" { // Redis 7's no-multi commands (MONITOR: cmdMonitor)
