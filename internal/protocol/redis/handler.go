@@ -80,6 +80,7 @@ type Handler struct {
 	opts            Options
 	log             *slog.Logger
 	started         time.Time
+	runID, replID   string // INFO's run_id and master_replid: 40 random hex digits each, as Redis draws them at start
 	// startupHeap is the Go heap when the handler was made (MEMORY STATS startup.allocated).
 	startupHeap uint64
 	nextID      atomic.Int64
@@ -146,6 +147,7 @@ func New(store *kv.Store, opts Options) *Handler {
 		opts.Auth = auth.New("") // no password, until CONFIG SET requirepass gives one
 	}
 	h := &Handler{store: store, opts: opts, log: opts.Logger, started: time.Now(), sessions: map[int64]*session{},
+		runID: randomHex(20), replID: randomHex(20),
 		observers: make([]*metrics.Observer, commandIDs), commandPerBatch: store.CommandPerBatch()}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)

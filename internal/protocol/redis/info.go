@@ -2,6 +2,8 @@ package redis
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"os"
 	"runtime"
@@ -211,6 +213,7 @@ func (h *Handler) statSection(sec string) [][2]string {
 		return [][2]string{
 			{"redis_version", Version}, {"redis_mode", "standalone"}, {"anykv_version", h.opts.AnykvVersion},
 			{"os", runtime.GOOS + " " + runtime.GOARCH}, {"arch_bits", "64"}, {"process_id", itoa(int64(os.Getpid()))},
+			{"run_id", h.runID},
 			{"tcp_port", port}, {"uptime_in_seconds", itoa(int64(up.Seconds()))},
 			{"uptime_in_days", itoa(int64(up.Hours() / 24))}, {"executable", exe}, {"config_file", h.opts.ConfigFile},
 		}
@@ -259,8 +262,11 @@ func (h *Handler) statSection(sec string) [][2]string {
 			{"acl_access_denied_key", itoa(h.acl.denied[2].Load())}, {"acl_access_denied_channel", itoa(h.acl.denied[3].Load())}}
 	case "cluster":
 		return [][2]string{{"cluster_enabled", "0"}}
-	case "replication":
-		return [][2]string{{"role", "master"}, {"connected_slaves", "0"}}
+	case "replication": // a master without replicas, with Redis's fields (exporters and failover tools read them)
+		return [][2]string{{"role", "master"}, {"connected_slaves", "0"}, {"master_failover_state", "no-failover"},
+			{"master_replid", h.replID}, {"master_replid2", strings.Repeat("0", 40)}, {"master_repl_offset", "0"},
+			{"second_repl_offset", "-1"}, {"repl_backlog_active", "0"}, {"repl_backlog_size", "1048576"},
+			{"repl_backlog_first_byte_offset", "0"}, {"repl_backlog_histlen", "0"}}
 	case "cpu":
 		var ru syscall.Rusage
 		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
@@ -311,4 +317,11 @@ func human(n uint64) string {
 		return strconv.FormatFloat(float64(n)/(1<<10), 'f', 2, 64) + "K"
 	}
 	return strconv.FormatUint(n, 10) + "B"
+}
+
+// randomHex returns 2n hex digits from crypto/rand (INFO's run_id and master_replid).
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
 }
