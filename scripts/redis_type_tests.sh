@@ -19,7 +19,8 @@ suites=("$@")
 [ ${#suites[@]} -gt 0 ] || suites=(unit/protocol unit/type/list unit/type/hash unit/type/set unit/type/zset unit/type/incr
   unit/type/string unit/type/list-2 unit/type/list-3 unit/expire unit/keyspace unit/bitops unit/bitfield unit/pubsub unit/scan
   unit/hyperloglog unit/type/stream unit/type/stream-cgroups unit/sort unit/dump unit/functions unit/scripting
-  unit/multi unit/pause unit/tracking unit/geo unit/quit unit/info-command unit/introspection-2 unit/slowlog)
+  unit/multi unit/pause unit/tracking unit/geo unit/quit unit/info-command unit/introspection-2 unit/slowlog
+  unit/other)
 
 if [ ! -f "$tarball" ]; then
   mkdir -p "$cache"
