@@ -39,7 +39,8 @@ func TestTxPopAfterQueuedHello(t *testing.T) {
 	rc := dialRaw(t, ts.addr)
 	rc.do("HELLO", "3")
 	rc.do("ZADD", "z", "1", "a")
-	for _, c := range [][]string{{"MULTI"}, {"HELLO", "2"}, {"BLPOP", "nol", "0"}, {"BZPOPMIN", "z", "0"}, {"LMPOP", "1", "nol", "LEFT"}} {
+	for _, c := range [][]string{{"MULTI"}, {"HELLO", "2"}, {"BLPOP", "nol", "0"}, {"BZPOPMIN", "z", "0"},
+		{"LMPOP", "1", "nol", "LEFT"}} {
 		rc.do(c...)
 	}
 	got := rc.do("EXEC")

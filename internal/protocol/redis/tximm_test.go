@@ -12,9 +12,10 @@ func txKeyspaceTranscript(t *testing.T, addr string) []string {
 			steps = append(steps, transcriptStep{"sub", c, 1})
 		}
 	}
-	add("FLUSHALL", "CONFIG RESETSTAT", "SET a 1", "MULTI", "DBSIZE", "SET b 2", "DBSIZE", "KEYS b", "DEL a", "KEYS a", "RANDOMKEY",
-		"SCAN 0 MATCH b COUNT 100", "SCAN 0 TYPE string COUNT 100", "XREAD STREAMS s 0", "XADD s 1-1 f v",
-		"XREAD COUNT 5 STREAMS s 0", "XREAD BLOCK 0 STREAMS s $", "XREAD BLOCK 10 STREAMS s 0", "SCAN x", "KEYS c", "SET c 3", "EXEC")
+	add("FLUSHALL", "CONFIG RESETSTAT", "SET a 1", "MULTI", "DBSIZE", "SET b 2", "DBSIZE", "KEYS b", "DEL a", "KEYS a",
+		"RANDOMKEY", "SCAN 0 MATCH b COUNT 100", "SCAN 0 TYPE string COUNT 100", "XREAD STREAMS s 0", "XADD s 1-1 f v",
+		"XREAD COUNT 5 STREAMS s 0", "XREAD BLOCK 0 STREAMS s $", "XREAD BLOCK 10 STREAMS s 0", "SCAN x", "KEYS c",
+		"SET c 3", "EXEC")
 	add("MULTI", "SELECT 1", "SET x 1", "DBSIZE", "KEYS *", "SCAN 0 COUNT 100", "SELECT 0", "DBSIZE", "EXEC", "DBSIZE")
 	add("MULTI", "FLUSHDB", "DBSIZE", "RANDOMKEY", "KEYS *", "SET z 1", "KEYS *", "RANDOMKEY", "DEL z", "DBSIZE", "EXEC")
 	add("INFO errorstats") // the SCAN's error counted once
@@ -31,7 +32,8 @@ func TestTxKeyspaceReadsMatchRedis(t *testing.T) {
 // hears the keyspace events: each pop must take what the writes queued before it left (they ran after the batch,
 // and so saw the transaction's later pushes too, outside its atomicity), and send Redis's events in order.
 func txPopTranscript(t *testing.T, addr string) []string {
-	steps := []transcriptStep{{"pub", "FLUSHALL", 1}, {"pub", "CONFIG RESETSTAT", 1}, {"pub", "CONFIG SET notify-keyspace-events KEA", 1},
+	steps := []transcriptStep{{"pub", "FLUSHALL", 1}, {"pub", "CONFIG RESETSTAT", 1},
+		{"pub", "CONFIG SET notify-keyspace-events KEA", 1},
 		{"sub", "PSUBSCRIBE __keyevent@0__:*", 1}, {"pub", "RPUSH l a b c", 1}, {"pub", "ZADD z 1 x 2 y", 1}}
 	for _, c := range []string{"MULTI", "LMPOP 2 nol l LEFT COUNT 2", "RPUSH l d", "BLPOP l 0", "BRPOP nol2 l 1",
 		"BZPOPMIN z 0", "ZMPOP 1 z MAX", "ZMPOP 1 z MAX", "BLMOVE l l2 LEFT RIGHT 0", "RPUSH l e f", "RPUSH l2 p",
