@@ -121,6 +121,12 @@ def known(cmd, a, b):
 def same(cmd, a, b):
     if isinstance(a, tuple) and isinstance(b, tuple) and a and b and a[0] == 'approx' and b[0] == 'approx':
         return abs(a[1] - b[1]) <= 3
+    if sorted((a, b), key=repr) == [0, 1] and cmd[0].upper() in ('EXPIRE', 'PEXPIRE') and \
+            {'GT', 'LT'} & {x.upper() for x in cmd[3:]}:
+        # A relative expiry equal to the key's (EXPIRE k 86400 GT after GETEX k PX 86400000) ties within the
+        # millisecond or two between the commands: the servers may see different gaps (seed 1080 of CI's second
+        # range failed once so). A GT or LT that moved the expiry by more shows in the key space's TTLs.
+        return True
     if isinstance(a, ErrReply) or isinstance(b, ErrReply):
         return isinstance(a, ErrReply) and isinstance(b, ErrReply) and a == b
     return a == b
