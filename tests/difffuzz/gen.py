@@ -351,17 +351,11 @@ def gen_misc(r):
         a = ['SRANDMEMBER', k]
         if r.random() < 0.7: a.append(str(r.choice([0, 1, 2, 5, 100, -1, -3, -20])))
         return a
-    if c == 5:
-        a = ['HRANDFIELD', k]
+    if c in (5, 6):  # HRANDFIELD, ZRANDMEMBER: a count, then the values or scores with it
+        a = [('HRANDFIELD', 'ZRANDMEMBER')[c - 5], k]
         if r.random() < 0.7:
             a.append(str(r.choice([0, 1, 2, 5, 100, -1, -3, -20])))
-            if r.random() < 0.5: a.append('WITHVALUES')
-        return a
-    if c == 6:
-        a = ['ZRANDMEMBER', k]
-        if r.random() < 0.7:
-            a.append(str(r.choice([0, 1, 2, 5, 100, -1, -3, -20])))
-            if r.random() < 0.5: a.append('WITHSCORES')
+            if r.random() < 0.5: a.append(('WITHVALUES', 'WITHSCORES')[c - 5])
         return a
     if c == 7: return ['SPOP', k, R(r, ['0', '1000'])]
     if c == 8: return ['KEYS', R(r, ['*', 'k[0-2]', 'k?', '*1', 'x*'])]

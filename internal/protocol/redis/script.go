@@ -469,12 +469,8 @@ func runScriptLua(tx *engine.Tx, args [][]byte, collect *bool) (res engine.Resul
 	if err != nil {
 		return engine.Result{Err: scriptError{msg: compileErrorText(err)}}, nil
 	}
-	// Commands compile against a store that only knows the limits and the batch's time: they run through tx.
-	h := &Handler{store: kv.New(nil, kv.Options{Limits: kv.Limits{MaxValue: maxValue},
-		Clock: func() time.Time { return time.UnixMilli(tx.Now()) }, SweepInterval: -1}),
-		opts: Options{Databases: databases}}
-	// The limits commands bound their work by (SRANDMEMBER's picks, LCS's table).
-	h.limits.Store(scriptLimits)
+	// The limits commands bound their work by (SRANDMEMBER's picks, LCS's table) are the defaults.
+	h := batchHandler(tx, kv.Limits{MaxValue: maxValue}, databases, scriptLimits)
 	host, callerID, tracker := scriptHost(args[5])
 	run := &scriptRun{tx: tx, h: h, db: db, readOnly: readOnly, host: host, tracker: tracker}
 	run.monitor = strings.Contains(string(args[4]), "m")
@@ -483,8 +479,7 @@ func runScriptLua(tx *engine.Tx, args [][]byte, collect *bool) (res engine.Resul
 		run.caller = scriptCaller(host, callerID)
 	}
 	if strings.Contains(string(args[4]), "n") { // the caller wants keyspace events: the commands collect them
-		h.sink = &run.out
-		h.notifyFlags.Store(notifyAll | notifyNew | notifyKeyspace | notifyKeyevent)
+		h.collectEvents(&run.out)
 	}
 	defer func() {
 		if err == nil && len(run.out) > 0 { // a script that failed keeps its writes, and sends their events

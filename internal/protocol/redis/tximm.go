@@ -119,14 +119,10 @@ func runQueued(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	case errDB != nil || errProto != nil || cmd == nil || cmd.imm == nil:
 		return engine.Result{}, fmt.Errorf("%w: a queued command's call has bad arguments", engine.ErrInvalid)
 	}
-	// The handler the command sees knows only the limits and the batch's time: it reads and writes through tx.
-	h := &Handler{store: kv.New(nil, kv.Options{Limits: host.store.Limits(), SweepInterval: -1,
-		Clock: func() time.Time { return time.UnixMilli(tx.Now()) }}), opts: Options{Databases: host.opts.Databases}}
-	h.limits.Store(host.limits.Load())
+	h := batchHandler(tx, host.store.Limits(), host.opts.Databases, host.limits.Load())
 	var events []keyEvent
 	if string(args[3]) == "n" {
-		h.sink = &events // sent by the connection once the batch is durable (txQueued)
-		h.notifyFlags.Store(notifyAll | notifyNew | notifyKeyspace | notifyKeyevent)
+		h.collectEvents(&events) // sent by the connection once the batch is durable (txQueued)
 	}
 	s := &session{h: h, w: resp.NewWriter(proto), db: db, id: caller, authed: true, ctx: context.Background(),
 		tx: tx, cursors: &host.cursors, noBlock: true}
@@ -142,4 +138,21 @@ func runQueued(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		res.Extra = events
 	}
 	return res, nil
+}
+
+// batchHandler is the handler commands run on inside an engine batch (a script's calls, a transaction's queued
+// immediate commands): its store knows only the limits and the batch's time, and every read and write goes through
+// tx; respLimits are the request limits the commands bound their work by.
+func batchHandler(tx *engine.Tx, limits kv.Limits, databases int, respLimits *resp.Limits) *Handler {
+	h := &Handler{store: kv.New(nil, kv.Options{Limits: limits, SweepInterval: -1,
+		Clock: func() time.Time { return time.UnixMilli(tx.Now()) }}), opts: Options{Databases: databases}}
+	h.limits.Store(respLimits)
+	return h
+}
+
+// collectEvents makes h keep every keyspace event its commands send in *into, to be sent by the connection's
+// handler once the batch is durable (which filters them by its own notify-keyspace-events).
+func (h *Handler) collectEvents(into *[]keyEvent) {
+	h.sink = into
+	h.notifyFlags.Store(notifyAll | notifyNew | notifyKeyspace | notifyKeyevent)
 }
