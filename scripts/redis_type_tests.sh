@@ -3,7 +3,8 @@
 # mode), skipping the tests listed in scripts/redis-tests.skip (deviations documented in docs/resp.md). Exits
 # non-zero when a test fails. Needs tclsh and curl. Usage: scripts/redis_type_tests.sh [unit ...]
 # (default: the suites below); ANYKV_BIN uses a built binary, REDIS_TESTS_KEEP=1 keeps the run's directory,
-# REDIS_TESTS_TIMEOUT (s, default 300) bounds the suite's silence before it gives up.
+# REDIS_TESTS_TIMEOUT (s, default 300) bounds the suite's silence before it gives up, REDIS_TESTS_SHARDS (default
+# 3) is how many servers and runtests share the units.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -13,14 +14,33 @@ sha256=4b1dc4ee6d622a09fff9c6777191209750fb5e5a725ef78ea012d6eef4c22982
 url=http://deb.debian.org/debian/pool/main/r/redis/redis_$version.orig.tar.gz
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/anykv
 tarball=$cache/redis_$version.orig.tar.gz
+# The default suites, each with the seconds it took alone (2026-11-30): the run deals them out to
+# REDIS_TESTS_SHARDS (default 3) servers that run side by side, the longest first to the least loaded. Each shard
+# runs its units in this order. One run of them all took 248 s on one server, with the CPU a third busy.
+# unit/protocol first: unit/type/list and unit/type/set raise proto-max-bulk-len to 10 GB on the server they run
+# on (each file has a server of its own in Redis's CI), and its oversized-bulk tests then wait for the bytes.
+default=(unit/protocol:1 unit/type/list:12 unit/type/hash:5 unit/type/set:10 unit/type/zset:29 unit/type/incr:0
+  unit/type/string:10 unit/type/list-2:18 unit/type/list-3:44 unit/expire:6 unit/keyspace:0 unit/bitops:2
+  unit/bitfield:1 unit/pubsub:0 unit/scan:8 unit/hyperloglog:56 unit/type/stream:8 unit/type/stream-cgroups:2
+  unit/sort:8 unit/dump:0 unit/functions:1 unit/scripting:2 unit/multi:1 unit/pause:0 unit/tracking:2 unit/geo:17
+  unit/quit:0 unit/info-command:0 unit/introspection-2:3 unit/slowlog:0 unit/other:2)
 suites=("$@")
-# unit/protocol first: unit/type/list and unit/type/set raise proto-max-bulk-len to 10 GB on the one server they
-# share (each file has a server of its own in Redis's CI), and its oversized-bulk tests then wait for the bytes.
-[ ${#suites[@]} -gt 0 ] || suites=(unit/protocol unit/type/list unit/type/hash unit/type/set unit/type/zset unit/type/incr
-  unit/type/string unit/type/list-2 unit/type/list-3 unit/expire unit/keyspace unit/bitops unit/bitfield unit/pubsub unit/scan
-  unit/hyperloglog unit/type/stream unit/type/stream-cgroups unit/sort unit/dump unit/functions unit/scripting
-  unit/multi unit/pause unit/tracking unit/geo unit/quit unit/info-command unit/introspection-2 unit/slowlog
-  unit/other)
+if [ ${#suites[@]} -eq 0 ]; then
+  suites=("${default[@]}")
+else
+  suites=("${suites[@]/%/:1}")
+fi
+shards=${REDIS_TESTS_SHARDS:-3}
+[ "$shards" -le ${#suites[@]} ] || shards=${#suites[@]}
+# shard[i] is the shard of suites[i]: the longest first, each to the shard with the fewest seconds so far.
+declare -a shard load
+for ((j = 0; j < shards; j++)); do load[j]=0; done
+while read -r secs i; do
+  least=0
+  for ((j = 1; j < shards; j++)); do [ "${load[j]}" -ge "${load[least]}" ] || least=$j; done
+  shard[i]=$least
+  load[least]=$((load[least] + secs))
+done < <(for i in "${!suites[@]}"; do echo "${suites[i]##*:} $i"; done | sort -k1,1nr -k2,2n)
 
 if [ ! -f "$tarball" ]; then
   mkdir -p "$cache"
@@ -30,57 +50,92 @@ fi
 echo "$sha256  $tarball" | sha256sum -c --quiet
 
 work=$(mktemp -d)
-pid=""
+servers=() runners=()
 cleanup() {
-  [ -z "$pid" ] || kill "$pid" 2>/dev/null || true
-  [ -z "$pid" ] || wait "$pid" 2>/dev/null || true
+  for p in "${runners[@]}" "${servers[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   [ "${REDIS_TESTS_KEEP:-0}" = 1 ] && echo "kept $work" || rm -rf "$work"
 }
 trap cleanup EXIT
-
-tar xzf "$tarball" -C "$work" "redis-$version/tests" "redis-$version/runtest"
-suite=$work/redis-$version
-# Load the shim after the suite's own procs are defined (just before its main block).
-sed -i "s|^if {\$::client} {\$|source $root/scripts/redis-tests-shim.tcl\n&|" "$suite/tests/test_helper.tcl"
-grep -q redis-tests-shim "$suite/tests/test_helper.tcl"
-# Two tests of 7.0.15 send a blocking XREAD on one connection and at once change its key on another, taking the
-# XREAD to run first: true of a single-threaded Redis, not of anykv, which serves each connection on its own
-# goroutine; on a loaded machine the XREAD then ran after the SET (WRONGTYPE) or after the XADD (its "$" is 667,
-# and it waits forever). Redis's later suites wait for the client to be blocked there, as these lines do.
-cgroups=$suite/tests/unit/type/stream-cgroups.tcl
-sed -i 's|^\( *\)\$rd XREAD BLOCK 0 STREAMS mystream "\$"$|&\n\1wait_for_blocked_clients_count 1|' "$cgroups"
-[ "$(grep -A1 '^ *\$rd XREAD BLOCK 0 STREAMS mystream "\$"$' "$cgroups" | grep -c wait_for_blocked_clients_count)" = 2 ]
-{ grep -v '^\s*\(#\|$\)' scripts/redis-tests.skip || true; } > "$work/skip"
 
 bin=${ANYKV_BIN:-}
 if [ -z "$bin" ]; then
   go build -o bin/anykv ./cmd/anykv
   bin=$root/bin/anykv
 fi
-: > "$work/anykv.log" # exists before tail follows it
-# --fsync never: the suites write a lot and test replies, not durability.
-"$bin" serve --dir "$work/data" --fsync never --resp 127.0.0.1:0 --memcache '' --http '' > "$work/anykv.log" 2>&1 &
-pid=$!
-# The server logs "anykv ready" once it listens; the port it picked is in its "listening" line.
-grep -q -m1 'anykv ready' < <(timeout 30 tail -n +1 -f --pid "$pid" "$work/anykv.log") || { cat "$work/anykv.log"; exit 1; }
-port=$(sed -n 's/.*msg=listening protocol=resp addr=127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/anykv.log")
-[ -n "$port" ] || { cat "$work/anykv.log"; exit 1; }
+{ grep -v '^\s*\(#\|$\)' scripts/redis-tests.skip || true; } > "$work/skip"
 
-# --baseport: where the suite's own control socket goes; random so that two runs on one machine do not collide.
-args=(--host 127.0.0.1 --port "$port" --baseport $((20000 + RANDOM % 20000)) --skipfile "$work/skip" --ignore-encoding --ignore-digest --durable
-  --timeout "${REDIS_TESTS_TIMEOUT:-300}" --tags -needs:debug --tags -needs:repl --tags -needs:config-maxmemory --tags -needs:save
-  --tags -needs:reset --tags -needs:config-resetstat --tags -needs:latency)
-for s in "${suites[@]}"; do args+=(--single "$s"); done
+# prepare DIR: the suite unpacked into DIR, with the shim and the two waits below.
+prepare() {
+  mkdir -p "$1"
+  tar xzf "$tarball" -C "$1" "redis-$version/tests" "redis-$version/runtest"
+  local suite=$1/redis-$version
+  # Load the shim after the suite's own procs are defined (just before its main block).
+  sed -i "s|^if {\$::client} {\$|source $root/scripts/redis-tests-shim.tcl\n&|" "$suite/tests/test_helper.tcl"
+  grep -q redis-tests-shim "$suite/tests/test_helper.tcl"
+  # Two tests of 7.0.15 send a blocking XREAD on one connection and at once change its key on another, taking the
+  # XREAD to run first: true of a single-threaded Redis, not of anykv, which serves each connection on its own
+  # goroutine; on a loaded machine the XREAD then ran after the SET (WRONGTYPE) or after the XADD (its "$" is 667,
+  # and it waits forever). Redis's later suites wait for the client to be blocked there, as these lines do.
+  local cgroups=$suite/tests/unit/type/stream-cgroups.tcl
+  sed -i 's|^\( *\)\$rd XREAD BLOCK 0 STREAMS mystream "\$"$|&\n\1wait_for_blocked_clients_count 1|' "$cgroups"
+  [ "$(grep -A1 '^ *\$rd XREAD BLOCK 0 STREAMS mystream "\$"$' "$cgroups" | grep -c wait_for_blocked_clients_count)" = 2 ]
+}
+
+# serve DIR: starts anykv with its data in DIR and prints its pid and port.
+serve() {
+  : > "$1/anykv.log" # exists before tail follows it
+  # --fsync never: the suites write a lot and test replies, not durability.
+  "$bin" serve --dir "$1/data" --fsync never --resp 127.0.0.1:0 --memcache '' --http '' > "$1/anykv.log" 2>&1 &
+  local p=$!
+  # The server logs "anykv ready" once it listens; the port it picked is in its "listening" line.
+  grep -q -m1 'anykv ready' < <(timeout 30 tail -n +1 -f --pid "$p" "$1/anykv.log") || { cat "$1/anykv.log" >&2; return 1; }
+  local port
+  port=$(sed -n 's/.*msg=listening protocol=resp addr=127\.0\.0\.1:\([0-9]*\).*/\1/p' "$1/anykv.log")
+  [ -n "$port" ] || { cat "$1/anykv.log" >&2; return 1; }
+  echo "$p $port"
+}
+
 start=$(date +%s)
-set +e
-(cd "$suite" && ./runtest "${args[@]}") > "$work/runtest.log" 2>&1
-rc=$?
-set -e
-sed 's/\x1b\[[0-9;]*m//g' "$work/runtest.log" > "$work/plain.log"
-grep -E '^\[(err|exception|TIMEOUT)\]|^(Expected|ERR|WRONGTYPE)|IN PROGRESS' "$work/plain.log" | head -n 100 || true
-passed=$(grep -c '^\[ok\]' "$work/plain.log" || true)
-failed=$(grep -cE '^\[(err|exception|TIMEOUT)\]' "$work/plain.log" || true)
-skipped=$(grep -cE '^\[(skip|ignore)\]' "$work/plain.log" || true)
-echo "redis $version suites (${suites[*]}) in $(($(date +%s) - start)) s"
+for ((j = 0; j < shards; j++)); do
+  dir=$work/shard$j
+  prepare "$dir"
+  read -r p port < <(serve "$dir") || exit 1
+  servers+=("$p")
+  units=()
+  for i in "${!suites[@]}"; do [ "${shard[i]}" != "$j" ] || units+=("${suites[i]%:*}"); done
+  echo "${units[*]}" > "$dir/units"
+  # --baseport: where the suite's own control socket goes: apart for each shard, and random so that two runs on
+  # one machine do not collide.
+  args=(--host 127.0.0.1 --port "$port" --baseport $((20000 + RANDOM % 4000 * 5 + j * 64)) --skipfile "$work/skip"
+    --ignore-encoding --ignore-digest --durable --timeout "${REDIS_TESTS_TIMEOUT:-300}" --tags -needs:debug
+    --tags -needs:repl --tags -needs:config-maxmemory --tags -needs:save --tags -needs:reset
+    --tags -needs:config-resetstat --tags -needs:latency)
+  for u in "${units[@]}"; do args+=(--single "$u"); done
+  (
+    cd "$dir/redis-$version"
+    status=0
+    ./runtest "${args[@]}" > "$dir/runtest.log" 2>&1 || status=$?
+    echo "$status" > "$dir/rc"
+  ) &
+  runners+=($!)
+done
+wait "${runners[@]}"
+runners=()
+
+rc=0 passed=0 failed=0 skipped=0
+for ((j = 0; j < shards; j++)); do
+  dir=$work/shard$j
+  sed 's/\x1b\[[0-9;]*m//g' "$dir/runtest.log" > "$dir/plain.log"
+  grep -E '^\[(err|exception|TIMEOUT)\]|^(Expected|ERR|WRONGTYPE)|IN PROGRESS' "$dir/plain.log" | head -n 100 || true
+  n=$(grep -c '^\[ok\]' "$dir/plain.log" || true) && passed=$((passed + n))
+  f=$(grep -cE '^\[(err|exception|TIMEOUT)\]' "$dir/plain.log" || true) && failed=$((failed + f))
+  n=$(grep -cE '^\[(skip|ignore)\]' "$dir/plain.log" || true) && skipped=$((skipped + n))
+  if [ "$(cat "$dir/rc")" != 0 ] || [ "$f" != 0 ]; then
+    rc=1
+    echo "shard $j ($(cat "$dir/units")) failed:"
+    tail -n 20 "$dir/plain.log"
+  fi
+done
+echo "redis $version suites (${suites[*]%:*}) in $(($(date +%s) - start)) s on $shards servers"
 echo "redis-tests: $passed passed, $failed failed, $skipped skipped"
-[ "$rc" = 0 ] && [ "$failed" = 0 ] && [ "$passed" -gt 0 ] || { tail -n 20 "$work/plain.log"; exit 1; }
+[ "$rc" = 0 ] && [ "$failed" = 0 ] && [ "$passed" -gt 0 ]
