@@ -529,7 +529,7 @@ func (rs *resolver) incr(m *Mutation, res *Result, table string, key []byte) {
 
 // incrFloat adds Value's decimal text to the number in res.Old (the item at table/key) and stores the sum there.
 func (rs *resolver) incrFloat(m *Mutation, res *Result, table string, key []byte) {
-	delta, ok := parseLongDouble(m.Value)
+	delta, ok := ParseLongDouble(m.Value)
 	if !ok {
 		res.Err = ErrNotFloat
 		return
@@ -537,7 +537,7 @@ func (rs *resolver) incrFloat(m *Mutation, res *Result, table string, key []byte
 	it := res.Old
 	n := new(big.Float).SetPrec(longDoublePrec)
 	if res.OldFound {
-		if n, ok = parseLongDouble(it.Value); !ok {
+		if n, ok = ParseLongDouble(it.Value); !ok {
 			res.Err = ErrNotFloat
 			return
 		}
@@ -559,20 +559,28 @@ func (rs *resolver) incrFloat(m *Mutation, res *Result, table string, key []byte
 const (
 	longDoublePrec   = 64
 	longDoubleMaxExp = 16384
+	// longDoubleMinExp is the binary exponent (big.Float's MantExp) of numbers from half the smallest subnormal
+	// long double (2^-16446) up: text of a smaller nonzero number rounds to zero, which strtold reports as a range
+	// error.
+	longDoubleMinExp = -16445
 )
 
-// parseLongDouble parses decimal or hexadecimal float text as strtold does, refusing spaces, NaN and a finite
-// number out of range; "inf" and "infinity" (any case, signed) are infinities, as Redis's string2ld takes them.
-func parseLongDouble(b []byte) (*big.Float, bool) {
+// ParseLongDouble parses decimal or hexadecimal float text as strtold does in Redis's string2ld, with 64 bits of
+// mantissa: it refuses spaces, underscores, NaN, and a finite number out of range or so small it reads as zero;
+// "inf" and "infinity" (any case, signed) are infinities.
+func ParseLongDouble(b []byte) (*big.Float, bool) {
 	s := string(b)
-	if s == "" || strings.TrimSpace(s) != s {
+	if s == "" || strings.TrimSpace(s) != s || strings.IndexByte(s, '_') >= 0 { // Go's syntax allows 0x_1 and 1_0
 		return nil, false
 	}
 	if inf, neg := IsInfText(s); inf {
 		return new(big.Float).SetInf(neg), true
 	}
+	if digits := strings.TrimLeft(s, "+-"); len(digits) > 1 && digits[0] == '0' && strings.IndexByte("bBoO", digits[1]) >= 0 {
+		return nil, false // Go's 0b and 0o prefixes; strtold reads only 0x
+	}
 	f, _, err := big.ParseFloat(s, 0, longDoublePrec, big.ToNearestEven)
-	if err != nil || f.IsInf() || f.MantExp(nil) > longDoubleMaxExp {
+	if err != nil || f.IsInf() || f.MantExp(nil) > longDoubleMaxExp || f.Sign() != 0 && f.MantExp(nil) < longDoubleMinExp {
 		return nil, false
 	}
 	return f, true
@@ -581,7 +589,7 @@ func parseLongDouble(b []byte) (*big.Float, bool) {
 // IsFloatText reports whether b is an increment OpIncrFloat and OpMemberIncrFloat accept (strtold's syntax), so
 // that a protocol can refuse a bad one before it looks at the key, in Redis's order.
 func IsFloatText(b []byte) bool {
-	_, ok := parseLongDouble(b)
+	_, ok := ParseLongDouble(b)
 	return ok
 }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"math"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -241,17 +242,30 @@ func (s *session) blockTimeout(arg []byte) (time.Duration, bool) {
 	return d, true
 }
 
-// parseTimeout reads a blocking command's timeout in seconds, or returns Redis's error for it.
+// parseTimeout reads a blocking command's timeout in seconds, or returns Redis's error for it. Redis reads it as a
+// long double (hexadecimal and "inf" included), takes the milliseconds rounded up, and calls what does not fit a
+// 64-bit integer negative (the conversion's result on x86-64); 0 waits forever, and so in effect does a timeout
+// past time.Duration's 292 years (Redis takes up to 292 million years).
 func parseTimeout(arg []byte) (time.Duration, string) {
-	f, err := strconv.ParseFloat(string(arg), 64)
-	switch {
-	case err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f > math.MaxInt64/float64(time.Second):
+	f, ok := engine.ParseLongDouble(arg)
+	if !ok {
 		return 0, "ERR timeout is not a float or out of range"
-	case f < 0:
+	}
+	if f.IsInf() {
 		return 0, "ERR timeout is negative"
 	}
-	// In whole milliseconds rounded up, as Redis: a tiny positive timeout is 1 ms, not 0 (which waits forever).
-	return time.Duration(math.Ceil(f*1000)) * time.Millisecond, ""
+	ms := new(big.Float).SetPrec(f.Prec()).Mul(f, big.NewFloat(1000))
+	n, acc := ms.Int(nil) // toward zero: a positive fraction is rounded up below
+	if acc == big.Below {
+		n.Add(n, big.NewInt(1))
+	}
+	switch {
+	case !n.IsInt64() || n.Sign() < 0:
+		return 0, "ERR timeout is negative"
+	case n.Int64() > math.MaxInt64/int64(time.Millisecond):
+		return math.MaxInt64, ""
+	}
+	return time.Duration(n.Int64()) * time.Millisecond, ""
 }
 
 // block runs attempt until it reports success, waiting between tries for a wake-up on keys, until timeout (0:
