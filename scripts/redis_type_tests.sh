@@ -52,7 +52,12 @@ echo "$sha256  $tarball" | sha256sum -c --quiet
 work=$(mktemp -d)
 servers=() runners=()
 cleanup() {
-  for p in "${runners[@]}" "${servers[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  for p in "${runners[@]}" "${servers[@]}"; do kill "$p" 2>/dev/null || true; done
+  # The servers are not this shell's children (serve starts them in a subshell): wait until each is gone.
+  for p in "${runners[@]}" "${servers[@]}"; do
+    for ((i = 0; i < 200; i++)); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
+    kill -9 "$p" 2>/dev/null || true
+  done
   [ "${REDIS_TESTS_KEEP:-0}" = 1 ] && echo "kept $work" || rm -rf "$work"
 }
 trap cleanup EXIT

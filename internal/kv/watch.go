@@ -3,6 +3,7 @@ package kv
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -100,10 +101,11 @@ func (s *Store) ApplyWatched(ctx context.Context, w *Watch, muts []engine.Mutati
 	if w.Dirty() {
 		return nil, engine.ErrAborted
 	}
+	live := s.liveWatched(ctx, muts)
 	res, err := s.apply(ctx, muts)
 	switch {
 	case err == nil:
-		r.mark(muts, res)
+		r.mark(muts, res, live)
 		s.tellApplied(ctx, muts, res)
 	case errors.Is(err, engine.ErrUnknownOutcome):
 		s.tellDoubted(ctx, muts)
@@ -116,15 +118,52 @@ func (s *Store) applyMarking(ctx context.Context, muts []engine.Mutation) ([]eng
 	r := &s.watches
 	r.gate.RLock()
 	defer r.gate.RUnlock()
+	live := s.liveWatched(ctx, muts)
 	res, err := s.apply(ctx, muts)
 	if err == nil {
-		r.mark(muts, res)
+		r.mark(muts, res, live)
 	}
 	return res, err
 }
 
-// mark makes dirty every Watch naming a key the applied batch wrote (EachWritten), or a key of a table it flushed.
-func (r *watchRegistry) mark(muts []engine.Mutation, res []engine.Result) {
+// liveWatched returns, for a batch that flushes, the watched keys of the tables it flushes that hold a live item
+// before it: a flush changes those alone, and Redis aborts only their watches (a key written by the batch itself
+// marks its watches anyway). A key a concurrent batch creates or deletes meanwhile is marked by that batch; one
+// watched meanwhile is guarded by the version its WATCH read. A failed read counts as live (an abort is safe).
+func (s *Store) liveWatched(ctx context.Context, muts []engine.Mutation) map[[2]string]bool {
+	var flushed []string
+	for i := range muts {
+		if muts[i].Op == engine.OpFlush {
+			flushed = append(flushed, muts[i].Table)
+		}
+	}
+	if flushed == nil {
+		return nil
+	}
+	r := &s.watches
+	var keys [][2]string
+	r.mu.Lock()
+	for table, t := range r.keys {
+		if slices.Contains(flushed, "") || slices.Contains(flushed, table) {
+			for k := range t {
+				keys = append(keys, [2]string{table, k})
+			}
+		}
+	}
+	r.mu.Unlock()
+	live := make(map[[2]string]bool, len(keys))
+	now := s.Now()
+	for _, tk := range keys {
+		if _, err := s.ViewAnyAt(ctx, tk[0], []byte(tk[1]), now); !errors.Is(err, engine.ErrNotFound) {
+			live[tk] = true
+		}
+	}
+	return live
+}
+
+// mark makes dirty every Watch naming a key the applied batch wrote (EachWritten), or a key of a table it flushed
+// that was live before it (liveWatched).
+func (r *watchRegistry) mark(muts []engine.Mutation, res []engine.Result, live map[[2]string]bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	EachWritten(muts, res, func(_ int, table string, key []byte) {
@@ -134,7 +173,10 @@ func (r *watchRegistry) mark(muts []engine.Mutation, res []engine.Result) {
 	}, func(_ int, flushed string) {
 		for table, t := range r.keys {
 			if flushed == "" || flushed == table {
-				for _, ws := range t {
+				for k, ws := range t {
+					if !live[[2]string{table, k}] {
+						continue
+					}
 					for _, w := range ws {
 						w.dirty.Store(true)
 					}

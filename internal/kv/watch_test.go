@@ -18,8 +18,8 @@ func wdel(table, key string) engine.Mutation {
 }
 
 // TestWatchSeesEveryWrite: a key created and deleted again marks its Watch although it ends absent as it began;
-// writes of other keys, other tables, or a delete of an absent key do not; a flush does; a released Watch is
-// forgotten.
+// writes of other keys, other tables, or a delete of an absent key do not; a flush does if it deleted the key; a
+// released Watch is forgotten.
 func TestWatchSeesEveryWrite(t *testing.T) {
 	ctx := context.Background()
 	s := New(memstore.New(), Options{SweepInterval: -1})
@@ -49,13 +49,25 @@ func TestWatchSeesEveryWrite(t *testing.T) {
 		t.Fatalf("%d keys still registered after Release", n)
 	}
 
-	w2 := s.NewWatch()
-	w2.Add("t", []byte("k"))
-	apply(engine.Mutation{Op: engine.OpFlush, Table: "t"})
-	if !w2.Dirty() {
-		t.Fatal("a flush of the table did not mark the watch")
+	// A flush marks the watches of the keys it deleted, as Redis's touchAllWatchedKeysInDb: not of absent or
+	// expired keys, nor of other tables' (but FLUSHALL's).
+	for _, table := range []string{"t", ""} {
+		apply(wset("t", "live"), engine.Mutation{Op: engine.OpSet, Table: "t", Key: []byte("stale"), Value: []byte("v"),
+			Expires: s.Now() - 1}, wset("u", "other"))
+		watches := map[string]*Watch{}
+		for _, tk := range [][2]string{{"t", "live"}, {"t", "stale"}, {"t", "absent"}, {"u", "other"}} {
+			w := s.NewWatch()
+			w.Add(tk[0], []byte(tk[1]))
+			watches[tk[0]+"/"+tk[1]] = w
+		}
+		apply(engine.Mutation{Op: engine.OpFlush, Table: table})
+		for name, want := range map[string]bool{"t/live": true, "t/stale": false, "t/absent": false, "u/other": table == ""} {
+			if watches[name].Dirty() != want {
+				t.Errorf("flush of %q: watch of %s dirty %v, want %v", table, name, watches[name].Dirty(), want)
+			}
+			watches[name].Release()
+		}
 	}
-	w2.Release()
 }
 
 // gatedEngine blocks its first Apply until released, telling the test when it is inside.
