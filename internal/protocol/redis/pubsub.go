@@ -4,6 +4,7 @@ import (
 	"net"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"anykv/internal/glob"
@@ -274,6 +275,27 @@ func (s *session) endPubSub() {
 	<-s.sub.done
 }
 
+// channelStillAllowed checks a channel (or pattern) just added to the connection's set against the user's rules
+// as they are now. An ACL change stores the new rules, then closes the subscribers they refuse
+// (killSubscribersOutside): a change that stored its rules after this read sees the channel in the set.
+func (s *session) channelStillAllowed(ch []byte, pattern, shard bool) bool {
+	if s.user == nil {
+		return true
+	}
+	r, one := s.user.get(), []string{string(ch)}
+	switch {
+	case pattern:
+		return r.channelsAllowed(nil, one, nil)
+	case shard:
+		return r.channelsAllowed(nil, nil, one)
+	}
+	return r.channelsAllowed(one, nil, nil)
+}
+
+// testHookSubscribing, when set by a test, runs after the command's ACL check and before a channel is added to the
+// connection's set, where a concurrent ACL change may land.
+var testHookSubscribing atomic.Pointer[func(*session)]
+
 // confirm queues one (un)subscribe confirmation.
 func (s *session) confirm(kind string, name []byte, null bool) {
 	n := s.subscriptions()
@@ -336,9 +358,19 @@ func cmdSubscribe(s *session, args [][]byte) {
 					s.out() // through the pusher, after the confirmations before it
 					return
 				}
+				if hook := testHookSubscribing.Load(); hook != nil {
+					(*hook)(s)
+				}
 				s.subsMu.Lock()
 				set[string(a)] = size
 				s.subsMu.Unlock()
+				if !s.channelStillAllowed(a, pattern, shard) {
+					// An ACL change (SETUSER, DELUSER, LOAD) looked at this connection's channels after the
+					// command's check and before this one was added: the connection goes, as the change would
+					// have closed it, before it can hear the channel.
+					s.conn.Close()
+					return
+				}
 				s.confirm(name, a, false) // queued before the broker can deliver on it
 				if pattern {
 					broker.PSubscribe(string(a), g, sub)
