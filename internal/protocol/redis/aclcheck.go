@@ -306,8 +306,8 @@ func aclKeys(cmd *command, id int, args [][]byte) []aclKeyRef {
 			continue
 		}
 		union |= sp.perm
-		if sp.incomplete && ac.specsPartial {
-			continue
+		if sp.incomplete && ac.specsPartial || ac.specsPartial && cmd.movable != nil {
+			continue // Redis reads a command with an incomplete spec by its getkeys procedure alone (MIGRATE, SORT)
 		}
 		for _, p := range sp.find(args, cmd.arity) {
 			if _, ok := found[p]; !ok {

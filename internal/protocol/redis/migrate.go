@@ -16,21 +16,32 @@ func init() {
 		summary: "Atomically transfers a key from one Redis instance to another."})
 }
 
-// migrateKeys finds MIGRATE's keys: the one at 3, or (when it is empty) those after KEYS.
+// migrateKeys finds MIGRATE's keys as Redis's migrateGetKeys does, and as cmdMigrate reads its options: the key at
+// 3, or those after KEYS (AUTH's password and AUTH2's user and password passed over on the way), none when KEYS
+// comes with a key at 3 (the command refuses that). ACL checks these keys alone, as Redis does for a command with
+// an incomplete key spec.
 func migrateKeys(args [][]byte) []int {
-	if len(args) > 3 && len(args[3]) > 0 {
-		return []int{3}
+	if len(args) < 4 {
+		return nil
 	}
 	for j := 6; j < len(args); j++ {
-		if eq(args[j], "keys") {
+		switch {
+		case eq(args[j], "keys"):
+			if len(args[3]) > 0 {
+				return nil
+			}
 			idx := make([]int, 0, len(args)-j-1)
 			for i := j + 1; i < len(args); i++ {
 				idx = append(idx, i)
 			}
 			return idx
+		case eq(args[j], "auth"):
+			j++
+		case eq(args[j], "auth2"):
+			j += 2
 		}
 	}
-	return nil
+	return []int{3}
 }
 
 // migrateMaxReply bounds a line of the target's replies (Redis reads them into 1 KiB).
