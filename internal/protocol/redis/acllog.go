@@ -1,6 +1,8 @@
 package redis
 
 import (
+	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -79,6 +81,33 @@ func (l *aclLog) add(reason, ctx, object, user, info string) {
 	l.entries = append([]*aclLogEntry{e}, l.entries...)
 	if len(l.entries) > l.maxLen {
 		l.entries = l.entries[:l.maxLen]
+	}
+}
+
+// maxLenSetting is acllog-max-len for CONFIG GET.
+func (l *aclLog) maxLenSetting() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return itoa(int64(l.maxLen))
+}
+
+// acllog-max-len bounds the entries ACL LOG keeps (Redis's default 128); as in Redis, a lower bound takes effect
+// at the next entry.
+func init() {
+	configSetters["acllog-max-len"] = func(h *Handler, v string) (func(), error) {
+		n, err := strconv.ParseInt(v, 10, 64)
+		switch {
+		case err != nil:
+			return nil, configError("argument couldn't be parsed into an integer")
+		case n < 0:
+			return nil, configError("argument must be between 0 and 9223372036854775807 inclusive")
+		}
+		return func() {
+			l := &h.acl.log
+			l.mu.Lock()
+			l.maxLen = int(min(n, math.MaxInt))
+			l.mu.Unlock()
+		}, nil
 	}
 }
 

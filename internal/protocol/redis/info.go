@@ -98,6 +98,7 @@ func (h *Handler) settings() map[string]string {
 
 		"slowlog-log-slower-than": itoa(h.slowlog.slowerThan.Load()),
 		"slowlog-max-len":         itoa(h.slowlog.maxLen.Load()),
+		"acllog-max-len":          h.acl.log.maxLenSetting(),
 
 		"notify-keyspace-events": formatNotifyEvents(int(h.notifyFlags.Load())),
 	}
