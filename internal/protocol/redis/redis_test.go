@@ -225,7 +225,17 @@ func TestUnauthenticatedBounds(t *testing.T) {
 			t.Fatalf("the connection stayed open after %q: %q, %v", tc.want, b, err)
 		}
 	}
+	// A length past the server's bulk bound (anykv's default is lower than Redis's 512 MiB; here 1 MiB) but
+	// within Redis's: Redis calls it unauthenticated.
+	admin := ts.raw(t)
+	admin.expect("+OK\r\n", "AUTH", "s3cret")
+	admin.expect("+OK\r\n", "CONFIG", "SET", "proto-max-bulk-len", "1048576")
 	c := ts.raw(t)
+	c.send("*1\r\n$100000000\r\n")
+	if got := c.reply(); got != "-ERR Protocol error: unauthenticated bulk length\r\n" {
+		t.Fatalf("unauthenticated bulk of 100 MB: %q", got)
+	}
+	c = ts.raw(t)
 	c.expect("-NOAUTH Authentication required.\r\n", "SET", "k", big[:16<<10]) // at the bound: parsed, then refused
 	c.expect("+OK\r\n", "AUTH", "s3cret")
 	c.expect("+OK\r\n", "SET", "k", big)

@@ -91,6 +91,8 @@ type Parser struct {
 const (
 	unauthMaxArgs = 10
 	unauthMaxBulk = 16 << 10
+	// redisMaxBulk is Redis's default proto-max-bulk-len.
+	redisMaxBulk = 512 << 20
 )
 
 // SetUnauthenticated turns the bounds for a client that has not authenticated on or off (between commands):
@@ -361,6 +363,11 @@ func (p *Parser) Next() ([][]byte, error) {
 				return p.fail(expectedDollar(c))
 			}
 			n, ok := parseInt(p.buf[p.pos+1 : cr])
+			if ok && p.unauth && n > unauthMaxBulk && n <= redisMaxBulk {
+				// Before the bound: Redis checks its proto-max-bulk-len (512 MiB) first, anykv's is lower
+				// (the value limit), and a bulk Redis calls unauthenticated gets Redis's error here too.
+				return p.fail(ErrUnauthBulkLength)
+			}
 			if !ok || n < 0 || n > int64(p.lim.MaxBulk) {
 				return p.fail(ErrInvalidBulkLength)
 			}
