@@ -32,3 +32,20 @@ proc r {args} {
     if {[anykv_noop_config_set {*}$args]} { return OK }
     [srv $level "client"] {*}$args
 }
+
+# Files whose start_server blocks are tagged external:skip only because they change what a shared server would
+# keep for the next file (ACL users, the ACL log): listed in REDIS_TESTS_RUN_EXTERNAL (e.g. "tests/unit/acl.tcl"),
+# their blocks that ask for no configuration of their own (overrides, a config file) run against anykv too.
+rename start_server anykv_start_server
+proc start_server {options {code undefined}} {
+    if {[info exists ::env(REDIS_TESTS_RUN_EXTERNAL)] &&
+        [lsearch -exact $::env(REDIS_TESTS_RUN_EXTERNAL) $::curfile] >= 0 && [dict exists $options tags] &&
+        ![dict exists $options config] && ![dict exists $options overrides]} {
+        set tags [string map {\" ""} [dict get $options tags]]
+        dict set options tags [lsearch -all -inline -not -exact $tags external:skip]
+    }
+    if {$code eq "undefined"} {
+        return [anykv_start_server $options]
+    }
+    uplevel 1 [list anykv_start_server $options $code]
+}
