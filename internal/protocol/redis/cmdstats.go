@@ -52,6 +52,47 @@ func (e *errorStats) reset() {
 	e.mu.Unlock()
 }
 
+// statNames names the statistics slots: a command's id is its slot, and Redis's subcommands of the containers
+// (config|get, xgroup|create, ...) follow, as INFO commandstats counts them apart (statSlots).
+var (
+	statOnce  sync.Once
+	statNames []string
+)
+
+// statSlots numbers the slots once every file registered its commands, and returns their names.
+func statSlots() []string {
+	statOnce.Do(func() {
+		t := aclTable() // Redis's subcommands, and anykv's own (CLIENT NO-TOUCH, ...)
+		statNames = make([]string, commandIDs)
+		for _, c := range sortedCommands() {
+			statNames[c.id] = c.name
+			id, ok := t.ids[c.name]
+			if !ok || len(t.cmds[id].subs) == 0 {
+				continue
+			}
+			c.subStats = map[string]int{}
+			for _, sid := range t.cmds[id].subs {
+				_, sub, _ := strings.Cut(t.cmds[sid].name, "|")
+				c.subStats[sub] = len(statNames)
+				statNames = append(statNames, t.cmds[sid].name)
+			}
+		}
+	})
+	return statNames
+}
+
+// statSlot is the slot a call of cmd counts in: its subcommand's, for a container; ok is false for a container's
+// subcommand Redis does not know, which Redis counts in errorstats only.
+func statSlot(cmd *command, args [][]byte) (slot int, ok bool) {
+	if cmd.subStats == nil || len(args) < 2 {
+		return cmd.id, true
+	}
+	if len(args[1]) <= 32 {
+		slot, ok = cmd.subStats[lower(args[1])]
+	}
+	return slot, ok
+}
+
 // onError is the reply writer's OnError: it counts the error in INFO errorstats and in the metrics.
 func (h *Handler) onError(msg string) {
 	kind, _, _ := strings.Cut(msg, " ")
@@ -63,8 +104,8 @@ func (h *Handler) onError(msg string) {
 // scriptStat counts a command a script called (keyEvent.stat) in INFO commandstats, and its error reply in
 // errorstats.
 func (h *Handler) scriptStat(e keyEvent) {
-	if e.cmd != nil {
-		st := &h.cmdStats[e.cmd.id]
+	if e.cmd != nil && e.slotOK {
+		st := &h.cmdStats[e.slot]
 		switch {
 		case e.rejected:
 			st.rejected.Add(1)
@@ -86,12 +127,16 @@ func (s *session) account(cmd *command, args [][]byte, took time.Duration, rejec
 	if cmd == nil {
 		return
 	}
-	st := &s.h.cmdStats[cmd.id]
+	slot, ok := statSlot(cmd, args)
 	if rejected {
-		st.rejected.Add(1)
+		if ok {
+			s.h.cmdStats[slot].rejected.Add(1)
+		}
 		return
 	}
-	s.counted.add(st, took, failed)
+	if ok {
+		s.counted.add(&s.h.cmdStats[slot], took, failed)
+	}
 	s.h.slowlog.offer(s, cmd, args, took)
 	s.h.latency.offer(s.h.store.Time, cmd, took-s.waited)
 	s.waited = 0
@@ -134,11 +179,18 @@ func (c *counted) flush() {
 	*c = counted{}
 }
 
-// commandStatsSection is INFO commandstats: one line per command called at least once, in name order.
+// commandStatsSection is INFO commandstats: one line per command or subcommand called at least once, in name
+// order.
 func (h *Handler) commandStatsSection() [][2]string {
+	names := statSlots()
+	slots := make([]int, len(names))
+	for i := range slots {
+		slots[i] = i
+	}
+	sort.Slice(slots, func(i, j int) bool { return names[slots[i]] < names[slots[j]] })
 	var out [][2]string
-	for _, c := range sortedCommands() {
-		st := &h.cmdStats[c.id]
+	for _, slot := range slots {
+		st := &h.cmdStats[slot]
 		calls, usec, rej, failed := st.calls.Load(), st.usec.Load(), st.rejected.Load(), st.failed.Load()
 		if calls == 0 && rej == 0 {
 			continue
@@ -147,7 +199,7 @@ func (h *Handler) commandStatsSection() [][2]string {
 		if calls > 0 {
 			per = float64(usec) / float64(calls)
 		}
-		out = append(out, [2]string{"cmdstat_" + c.name, "calls=" + itoa(calls) + ",usec=" + itoa(usec) +
+		out = append(out, [2]string{"cmdstat_" + names[slot], "calls=" + itoa(calls) + ",usec=" + itoa(usec) +
 			",usec_per_call=" + strconv.FormatFloat(per, 'f', 2, 64) + ",rejected_calls=" + itoa(rej) +
 			",failed_calls=" + itoa(failed)})
 	}

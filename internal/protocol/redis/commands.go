@@ -51,6 +51,9 @@ type command struct {
 	inScript  bool
 	container bool // in containers: CLIENT LIST names it with its subcommand (set by register)
 	id        int  // its index in a handler's per-command figures (set by register)
+	// subStats is a container's statistics slot of each subcommand Redis 7 counts apart (config|get), by
+	// lower-case name; nil for other commands (statSlots sets it).
+	subStats map[string]int
 }
 
 // commands is the command table, keyed by lower-case name; filled by init in each file.
@@ -300,6 +303,7 @@ func (s *session) subcommandError(container string, sub []byte, served ...string
 	for _, sv := range served {
 		if sv == name {
 			s.w.Error("ERR wrong number of arguments for '" + container + "|" + name + "' command")
+			s.subRejected = true // refused before it ran, as Redis's arity check of the subcommand
 			return
 		}
 	}

@@ -105,7 +105,7 @@ type Handler struct {
 	// its brokers (scriptpub.go).
 	scriptHost int64
 	// Command and error statistics (cmdstats.go) and the slow log (slowlog.go).
-	cmdStats       []cmdStats // by command.id
+	cmdStats       []cmdStats // by slot (statSlot: a command's id, or its subcommand's slot)
 	errs           errorStats
 	slowlog        slowlog
 	unknownCommand *metrics.Observer // the metrics of commands anykv does not know
@@ -152,7 +152,7 @@ func New(store *kv.Store, opts Options) *Handler {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	h.startupHeap = ms.HeapAlloc - gctune.Held() // without the collector's ballast, as memFigures
-	h.cmdStats = make([]cmdStats, commandIDs)
+	h.cmdStats = make([]cmdStats, len(statSlots()))
 	h.initACL()
 	for _, c := range commands {
 		h.observers[c.id] = opts.Metrics.Command("resp", c.name) // nil-safe: a nil Metrics gives nil observers

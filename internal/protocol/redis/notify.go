@@ -144,6 +144,8 @@ type keyEvent struct {
 	// set, an error reply the script's own reply holds.
 	stat     bool
 	cmd      *command
+	slot     int  // cmd's statistics slot (statSlot)
+	slotOK   bool // false for a container's subcommand Redis does not know: errorstats only
 	rejected bool
 	errReply string
 }

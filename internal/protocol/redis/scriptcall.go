@@ -148,6 +148,8 @@ type scriptRun struct {
 	resp int
 	// lim is the interpreter's bounds (nil: none), which the replies the script is handed count against.
 	lim *luaLimits
+	// args is the call in progress, whose subcommand stat counts it under.
+	args [][]byte
 }
 
 // call runs one redis.call from a script: the command compiles as on a connection and its mutations apply
@@ -160,6 +162,7 @@ func (r *scriptRun) call(L *lua.LState) (lua.LValue, error) {
 	if msg != "" {
 		return luaErrorTable(L, msg, false), nil
 	}
+	r.args = args // for stat
 	n := len(args)
 	s := r.session()
 	cmd := s.lookup(args[0])
@@ -300,7 +303,11 @@ func (r *scriptRun) aclCheck(L *lua.LState) bool {
 // refused before it ran (rejected) or run, and the error it answered or was refused with (msg, "" if none).
 // They are counted once the script is done (scriptNotes), so that a script run again counts once.
 func (r *scriptRun) stat(cmd *command, rejected bool, msg string) {
-	r.out = append(r.out, keyEvent{stat: true, cmd: cmd, rejected: rejected, errReply: msg})
+	e := keyEvent{stat: true, cmd: cmd, rejected: rejected, errReply: msg}
+	if cmd != nil {
+		e.slot, e.slotOK = statSlot(cmd, r.args)
+	}
+	r.out = append(r.out, e)
 }
 
 // reply converts a command's reply for the script (lua) and records the call (stat).

@@ -77,6 +77,7 @@ type session struct {
 	user         *aclUser
 	scriptCaller *session
 	closing      bool
+	subRejected  bool // subcommandError refused a subcommand's arity: the call counts as rejected (INFO commandstats)
 	// monitoring: the connection ran MONITOR; its output goes through sub, and it may not touch the keyspace.
 	monitoring bool
 	// waited is how long the command running now waited blocked (BLPOP), which the latency monitor leaves out.
@@ -336,7 +337,9 @@ func (s *session) dispatch(args [][]byte) {
 			s.emitOwn(nil, nil)
 		}
 		s.obs.Observe(took, failed)
-		s.account(cmd, args, took, false, failed)
+		rejected := s.subRejected
+		s.subRejected = false
+		s.account(cmd, args, took, rejected, failed && !rejected)
 		s.counted.flush()
 	}
 }
