@@ -285,10 +285,15 @@ func (s *Store) Apply(ctx context.Context, muts []engine.Mutation) ([]engine.Res
 	}
 	var res []engine.Result
 	var err error
-	if s.watches.active.Load() > 0 { // somebody WATCHes keys: mark what this batch writes (watch.go)
+	r := &s.watches
+	// Counted before the check: a WATCH that begins after it knows this write may mark nothing (watch.go).
+	r.unmarked.Add(1)
+	if r.active.Load() > 0 { // somebody WATCHes keys: mark what this batch writes (watch.go)
+		r.unmarked.Add(-1)
 		res, err = s.applyMarking(ctx, muts)
 	} else {
 		res, err = s.apply(ctx, muts)
+		r.unmarked.Add(-1)
 	}
 	if fn := s.written.Load(); fn != nil && err == nil && ctx.Value(notifiedKey{}) == nil {
 		(*fn)(muts, res)

@@ -20,9 +20,13 @@ import (
 // watchRegistry is the Store's set of Watches by table and key.
 type watchRegistry struct {
 	active atomic.Int64 // keys registered by all Watches; 0: Apply skips everything below
-	gate   sync.RWMutex // writers shared, ApplyWatched exclusive
-	mu     sync.Mutex
-	keys   map[string]map[string][]*Watch // table → key → the Watches naming it
+	// unmarked counts the batches Apply runs without marking (nobody watched when they began). A Watch added
+	// while one runs may miss its write: if that write creates a watched key a flush then deletes, the key ends
+	// as it was watched, absent, and only the flush can abort the watch (Watch.anyFlush).
+	unmarked atomic.Int64
+	gate     sync.RWMutex // writers shared, ApplyWatched exclusive
+	mu       sync.Mutex
+	keys     map[string]map[string][]*Watch // table → key → the Watches naming it
 }
 
 // Watch is one client's watched keys (a Redis connection between WATCH and EXEC/UNWATCH). A Watch is used by
@@ -30,7 +34,10 @@ type watchRegistry struct {
 type Watch struct {
 	st    *Store
 	dirty atomic.Bool
-	keys  [][2]string // table, key
+	// anyFlush: a write that marks nothing was in flight when a key was added; a flush of its table marks the
+	// Watch whether or not the key was live before it (liveWatched cannot see that write).
+	anyFlush atomic.Bool
+	keys     [][2]string // table, key
 }
 
 // NewWatch returns an empty Watch; Release it when done.
@@ -53,6 +60,9 @@ func (w *Watch) Add(table string, key []byte) {
 	t[k] = append(t[k], w)
 	r.mu.Unlock()
 	r.active.Add(1)
+	if r.unmarked.Load() > 0 { // after active's increment: a batch that began unmarked either shows here or marks
+		w.anyFlush.Store(true)
+	}
 	w.keys = append(w.keys, [2]string{table, k})
 }
 
@@ -174,11 +184,11 @@ func (r *watchRegistry) mark(muts []engine.Mutation, res []engine.Result, live m
 		for table, t := range r.keys {
 			if flushed == "" || flushed == table {
 				for k, ws := range t {
-					if !live[[2]string{table, k}] {
-						continue
-					}
+					wasLive := live[[2]string{table, k}]
 					for _, w := range ws {
-						w.dirty.Store(true)
+						if wasLive || w.anyFlush.Load() {
+							w.dirty.Store(true)
+						}
 					}
 				}
 			}
