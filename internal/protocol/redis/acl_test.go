@@ -177,7 +177,7 @@ func TestACLEveryCommandRefused(t *testing.T) {
 		} else if len(tab.cmds[tab.ids[name]].subs) > 0 {
 			args = append(args, "nosuchsub")
 		}
-		for len(args) < max(cmd.arity, -cmd.arity) {
+		for len(args) < max(cmd.arity, -cmd.arity, ac.arity, -ac.arity) { // a subcommand's arity is checked first
 			args = append(args, "1")
 		}
 		c.send(inlineToRESP(strings.Join(args, " ")))
@@ -252,6 +252,9 @@ func TestACLEveryKeyCommandRefused(t *testing.T) {
 			if sub != "" {
 				args = append(args, sub)
 				target = 5
+				if ac.arity > 0 { // exactly, or the call answers Redis's arity error before any ACL check
+					target = ac.arity
+				}
 			}
 			for len(args) < target {
 				args = append(args, "1")

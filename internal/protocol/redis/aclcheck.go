@@ -43,6 +43,7 @@ type aclCmd struct {
 	subs   []int
 	cats   []string
 	specs  []keySpec
+	arity  int // a subcommand's arity in Redis 7.0 (0: unknown, or a command: its own table has it)
 	// specsPartial: a spec is incomplete, unknown or of variable flags: the command's own key finder decides
 	// (Redis's getkeys procedures).
 	specsPartial bool
@@ -91,7 +92,9 @@ func aclTable() *aclTab {
 			id := add(c.name, -1, cats, info.specs, info.partial)
 			var subs []int
 			for _, sc := range info.subs {
-				subs = append(subs, add(sc.name, id, sc.cats, sc.specs, sc.partial))
+				sid := add(sc.name, id, sc.cats, sc.specs, sc.partial)
+				t.cmds[sid].arity = sc.arity
+				subs = append(subs, sid)
 			}
 			for name, cats := range aclExtraCats {
 				if p, _, _ := strings.Cut(name, "|"); p == c.name && name != c.name {
@@ -146,6 +149,7 @@ type keySpec struct {
 
 type aclInfo struct {
 	name    string
+	arity   int // Redis's (0: unknown)
 	cats    []string
 	specs   []keySpec
 	partial bool
@@ -172,7 +176,7 @@ func parseCommandInfo(name string) aclInfo {
 	fillInfo(&info, vals[0], vals[2])
 	for _, e := range vals[3].([]any) {
 		sub := e.([]any)
-		si := aclInfo{name: sub[0].(string)}
+		si := aclInfo{name: sub[0].(string), arity: int(sub[1].(int64))}
 		fillInfo(&si, sub[6], sub[8])
 		info.subs = append(info.subs, si)
 	}
@@ -284,6 +288,27 @@ func aclID(cmd *command, args [][]byte) int {
 	}
 	return id
 }
+
+// subArityError is Redis's error for a container's subcommand given the wrong number of arguments (by Redis 7.0's
+// arity for it), or "" when the call is not one: Redis checks it before the call runs or is queued.
+func subArityError(cmd *command, args [][]byte) string {
+	if cmd.subStats == nil || len(args) < 2 {
+		return ""
+	}
+	sc := &aclTable().cmds[aclID(cmd, args)]
+	n := sc.arity
+	if a, ok := subArity72[sc.name]; ok {
+		n = a
+	}
+	if sc.parent < 0 || n == 0 || n > 0 && len(args) == n || n < 0 && len(args) >= -n {
+		return ""
+	}
+	return "ERR wrong number of arguments for '" + sc.name + "' command"
+}
+
+// subArity72 are Redis 7.2's arities where 7.0's differ and anykv answers as 7.2 (COMMAND GETKEYS of a command
+// without its arguments answers "Invalid number of arguments specified for command", which client suites expect).
+var subArity72 = map[string]int{"command|getkeys": -3, "command|getkeysandflags": -3}
 
 // aclKeyRef is a key argument and the permission it needs.
 type aclKeyRef struct{ pos, perm int }

@@ -303,7 +303,6 @@ func (s *session) subcommandError(container string, sub []byte, served ...string
 	for _, sv := range served {
 		if sv == name {
 			s.w.Error("ERR wrong number of arguments for '" + container + "|" + name + "' command")
-			s.subRejected = true // refused before it ran, as Redis's arity check of the subcommand
 			return
 		}
 	}

@@ -77,7 +77,6 @@ type session struct {
 	user         *aclUser
 	scriptCaller *session
 	closing      bool
-	subRejected  bool // subcommandError refused a subcommand's arity: the call counts as rejected (INFO commandstats)
 	// monitoring: the connection ran MONITOR; its output goes through sub, and it may not touch the keyspace.
 	monitoring bool
 	// waited is how long the command running now waited blocked (BLPOP), which the latency monitor leaves out.
@@ -265,6 +264,10 @@ func (s *session) dispatch(args [][]byte) {
 		s.reject("ERR wrong number of arguments for '" + cmd.name + "' command")
 		return
 	}
+	if msg := subArityError(cmd, args); msg != "" {
+		s.reject(msg)
+		return
+	}
 	if s.user != nil && !s.user.get().full { // ACL: before the command runs or is queued (aclcheck.go)
 		if msg := s.aclRefuse(cmd, args); msg != "" {
 			if cmd.name == "exec" { // a refused EXEC discards the transaction, as Redis's execCommandAbort
@@ -337,9 +340,7 @@ func (s *session) dispatch(args [][]byte) {
 			s.emitOwn(nil, nil)
 		}
 		s.obs.Observe(took, failed)
-		rejected := s.subRejected
-		s.subRejected = false
-		s.account(cmd, args, took, rejected, failed && !rejected)
+		s.account(cmd, args, took, false, failed)
 		s.counted.flush()
 	}
 }

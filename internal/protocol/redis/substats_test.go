@@ -7,15 +7,16 @@ import (
 	"testing"
 )
 
-// subcommandStatsTranscript calls containers' subcommands directly, with a wrong arity, unknown, and from a
-// script, then reads INFO commandstats and errorstats with the times masked.
+// subcommandStatsTranscript calls containers' subcommands directly, with a wrong arity (also queued in MULTI,
+// which Redis refuses then: EXECABORT), unknown, and from a script, then reads INFO commandstats and errorstats
+// with the times masked.
 func subcommandStatsTranscript(t *testing.T, addr string) []string {
 	c := dialRaw(t, addr)
 	var out []string
 	for _, args := range [][]string{
 		{"FLUSHALL"}, {"XADD", "s", "1-1", "f", "v"}, {"CONFIG", "RESETSTAT"},
 		{"CONFIG", "GET", "save"}, {"config", "get", "save"}, {"CONFIG", "GET"}, {"CONFIG", "FOO"},
-		{"CONFIG"}, {"XGROUP", "CREATE", "s", "g", "$"}, {"XGROUP", "CREATECONSUMER", "s", "nog", "c"},
+		{"CONFIG"}, {"MULTI"}, {"CONFIG", "GET"}, {"CONFIG", "SET", "a"}, {"EXEC"}, {"XGROUP", "CREATE", "s", "g", "$"}, {"XGROUP", "CREATECONSUMER", "s", "nog", "c"},
 		{"XINFO", "STREAM", "s"}, {"CLIENT", "GETNAME"}, {"OBJECT", "ENCODING", "nokey"}, {"MEMORY", "USAGE", "nokey"},
 		{"EVAL", "redis.pcall('XGROUP', 'CREATECONSUMER', 's', 'nog', 'c') return redis.pcall('OBJECT', 'FREQ', 'nokey')", "0"},
 		{"EVAL", "return redis.pcall('CONFIG', 'GET', 'save')", "0"},
@@ -38,7 +39,7 @@ func subcommandStatsTranscript(t *testing.T, addr string) []string {
 
 // TestSubcommandStatsMatchRedis: INFO commandstats counts a container's subcommands apart (cmdstat_config|get,
 // cmdstat_xgroup|createconsumer), as Redis 7 does, calls from scripts included; an unknown subcommand counts in
-// errorstats only. anykv counted them all under the container.
+// errorstats only. anykv counted them all under the container, and queued a subcommand of the wrong arity.
 func TestSubcommandStatsMatchRedis(t *testing.T) {
 	sameAsRedis(t, subcommandStatsTranscript)
 }
