@@ -106,17 +106,17 @@ serve() {
 }
 
 start=$(date +%s)
+portbase=$((20000 + RANDOM % 4000 * 5)) # the suites' control sockets: random, so two runs on one machine do not collide
 for ((j = 0; j < shards; j++)); do
+  units=()
+  for i in "${!suites[@]}"; do [ "${shard[i]}" != "$j" ] || units+=("${suites[i]%:*}"); done
+  [ ${#units[@]} -gt 0 ] || continue # (runtest with no --single would run every unit)
   dir=$work/shard$j
   prepare "$dir"
   read -r p port < <(serve "$dir") || exit 1
   servers+=("$p")
-  units=()
-  for i in "${!suites[@]}"; do [ "${shard[i]}" != "$j" ] || units+=("${suites[i]%:*}"); done
   echo "${units[*]}" > "$dir/units"
-  # --baseport: where the suite's own control socket goes: apart for each shard, and random so that two runs on
-  # one machine do not collide.
-  args=(--host 127.0.0.1 --port "$port" --baseport $((20000 + RANDOM % 4000 * 5 + j * 64)) --skipfile "$work/skip"
+  args=(--host 127.0.0.1 --port "$port" --baseport $((portbase + j * 64)) --skipfile "$work/skip"
     --ignore-encoding --ignore-digest --durable --timeout "${REDIS_TESTS_TIMEOUT:-300}" --tags -needs:debug
     --tags -needs:repl --tags -needs:config-maxmemory --tags -needs:save --tags -needs:reset
     --tags -needs:config-resetstat --tags -needs:latency)
@@ -135,14 +135,19 @@ runners=()
 rc=0 passed=0 failed=0 skipped=0
 for ((j = 0; j < shards; j++)); do
   dir=$work/shard$j
+  [ -f "$dir/units" ] || continue
   sed 's/\x1b\[[0-9;]*m//g' "$dir/runtest.log" > "$dir/plain.log"
   grep -E '^\[(err|exception|TIMEOUT)\]|^(Expected|ERR|WRONGTYPE)|IN PROGRESS' "$dir/plain.log" | head -n 100 || true
   n=$(grep -c '^\[ok\]' "$dir/plain.log" || true) && passed=$((passed + n))
   f=$(grep -cE '^\[(err|exception|TIMEOUT)\]' "$dir/plain.log" || true) && failed=$((failed + f))
   n=$(grep -cE '^\[(skip|ignore)\]' "$dir/plain.log" || true) && skipped=$((skipped + n))
-  if [ "$(cat "$dir/rc")" != 0 ] || [ "$f" != 0 ]; then
+  # Every unit of the shard must have run to its end: runtest reports each as "[k/n done]".
+  read -ra units < "$dir/units"
+  done_units=$(grep -cE "^\[[0-9]+/${#units[@]} done\]: " "$dir/plain.log" || true)
+  if [ "$(cat "$dir/rc" 2>/dev/null)" != 0 ] || [ "$f" != 0 ] || [ "$done_units" != ${#units[@]} ] ||
+    ! grep -q 'All tests passed without errors' "$dir/plain.log"; then
     rc=1
-    echo "shard $j ($(cat "$dir/units")) failed:"
+    echo "shard $j (${units[*]}) failed: rc $(cat "$dir/rc" 2>/dev/null), $done_units of ${#units[@]} units done"
     tail -n 20 "$dir/plain.log"
   fi
 done

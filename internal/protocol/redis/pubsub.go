@@ -367,7 +367,8 @@ func cmdSubscribe(s *session, args [][]byte) {
 				if !s.channelStillAllowed(a, pattern, shard) {
 					// An ACL change (SETUSER, DELUSER, LOAD) looked at this connection's channels after the
 					// command's check and before this one was added: the connection goes, as the change would
-					// have closed it, before it can hear the channel.
+					// have closed it, before it can hear the channel; nothing pipelined after runs.
+					s.closing = true
 					s.conn.Close()
 					return
 				}
