@@ -2,7 +2,6 @@ package redis
 
 import (
 	"math"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -95,12 +94,9 @@ func (l *aclLog) maxLenSetting() string {
 // at the next entry.
 func init() {
 	configSetters["acllog-max-len"] = func(h *Handler, v string) (func(), error) {
-		n, err := strconv.ParseInt(v, 10, 64)
-		switch {
-		case err != nil:
-			return nil, configError("argument couldn't be parsed into an integer")
-		case n < 0:
-			return nil, configError("argument must be between 0 and 9223372036854775807 inclusive")
+		n, err := configNonNegative(v)
+		if err != nil {
+			return nil, err
 		}
 		return func() {
 			l := &h.acl.log

@@ -168,6 +168,18 @@ const (
 	defaultSlowlogLen = 128
 )
 
+// configNonNegative parses a CONFIG SET value of 0 up to 2^63-1, with Redis's errors.
+func configNonNegative(v string) (int64, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	switch {
+	case err != nil:
+		return 0, configError("argument couldn't be parsed into an integer")
+	case n < 0:
+		return 0, configError("argument must be between 0 and 9223372036854775807 inclusive")
+	}
+	return n, nil
+}
+
 // slowlogSettings are the CONFIG setters of the slow log.
 func init() {
 	configSetters["slowlog-log-slower-than"] = func(h *Handler, v string) (func(), error) {
@@ -178,12 +190,9 @@ func init() {
 		return func() { h.slowlog.slowerThan.Store(n) }, nil
 	}
 	configSetters["slowlog-max-len"] = func(h *Handler, v string) (func(), error) {
-		n, err := strconv.ParseInt(v, 10, 64)
-		switch {
-		case err != nil:
-			return nil, configError("argument couldn't be parsed into an integer")
-		case n < 0:
-			return nil, configError("argument must be between 0 and 9223372036854775807 inclusive")
+		n, err := configNonNegative(v)
+		if err != nil {
+			return nil, err
 		}
 		return func() {
 			h.slowlog.maxLen.Store(n)
