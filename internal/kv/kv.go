@@ -234,13 +234,19 @@ func (s *Store) GetAt(ctx context.Context, table string, key []byte, now int64) 
 
 // GetAnyAt returns the live item of any kind at table/key (a collection's meta item for a hash or a set).
 func (s *Store) GetAnyAt(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
-	return s.read(ctx, table, key, now, false)
+	return s.read(ctx, table, key, now, false, true)
+}
+
+// PeekAnyAt is ViewAnyAt without counting in the hit and miss statistics: WATCH's reads of what it watches,
+// which Redis does not count as lookups (INFO keyspace_hits and keyspace_misses).
+func (s *Store) PeekAnyAt(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
+	return s.read(ctx, table, key, now, true, false)
 }
 
 // ViewAt is GetAt whose Value the caller must not modify (engine.Viewer): readers that format it into a reply
 // and drop it save a copy.
 func (s *Store) ViewAt(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
-	it, err := s.read(ctx, table, key, now, true)
+	it, err := s.read(ctx, table, key, now, true, true)
 	if err == nil && it.Kind != engine.KindString {
 		return engine.Item{}, fmt.Errorf("%w: %s", engine.ErrWrongType, it.Kind)
 	}
@@ -249,10 +255,10 @@ func (s *Store) ViewAt(ctx context.Context, table string, key []byte, now int64)
 
 // ViewAnyAt is GetAnyAt whose Value the caller must not modify (engine.Viewer).
 func (s *Store) ViewAnyAt(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
-	return s.read(ctx, table, key, now, true)
+	return s.read(ctx, table, key, now, true, true)
 }
 
-func (s *Store) read(ctx context.Context, table string, key []byte, now int64, view bool) (engine.Item, error) {
+func (s *Store) read(ctx context.Context, table string, key []byte, now int64, view, count bool) (engine.Item, error) {
 	if err := checkTable(table); err != nil {
 		return engine.Item{}, err
 	}
@@ -260,13 +266,16 @@ func (s *Store) read(ctx context.Context, table string, key []byte, now int64, v
 	if err != nil {
 		return engine.Item{}, err
 	}
-	s.stats.gets.Add(1)
 	var it engine.Item
 	if view {
 		it, err = engine.ViewOf(s.eng, ctx, table, key, now)
 	} else {
 		it, err = s.eng.Get(ctx, table, key, now)
 	}
+	if !count {
+		return it, err
+	}
+	s.stats.gets.Add(1)
 	switch {
 	case err == nil:
 		s.stats.hits.Add(1)

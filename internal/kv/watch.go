@@ -164,7 +164,7 @@ func (s *Store) liveWatched(ctx context.Context, muts []engine.Mutation) map[[2]
 	live := make(map[[2]string]bool, len(keys))
 	now := s.Now()
 	for _, tk := range keys {
-		if _, err := s.ViewAnyAt(ctx, tk[0], []byte(tk[1]), now); !errors.Is(err, engine.ErrNotFound) {
+		if _, err := s.PeekAnyAt(ctx, tk[0], []byte(tk[1]), now); !errors.Is(err, engine.ErrNotFound) {
 			live[tk] = true
 		}
 	}

@@ -159,7 +159,7 @@ func cmdWatch(s *session, args [][]byte) {
 	for _, k := range args[1:] {
 		s.watch.Add(s.table(), k) // first: a write after this either shows in the version read or marks the watch
 		var v uint64
-		it, err := s.h.store.GetAnyAt(context.Background(), s.table(), k, s.h.store.Now())
+		it, err := s.h.store.PeekAnyAt(context.Background(), s.table(), k, s.h.store.Now())
 		switch {
 		case err == nil:
 			v = it.Version

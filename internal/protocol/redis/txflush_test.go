@@ -1,6 +1,9 @@
 package redis
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // txFlushTranscript: FLUSHDB and FLUSHALL, from the watching connection or another, inside MULTI or not, abort
 // only the transactions watching a key they deleted (live, in the flushed database), as Redis's
@@ -39,4 +42,26 @@ func txFlushTranscript(t *testing.T, addr string) []string {
 // TestTxFlushAbortsWatchesOfFlushedKeysMatchesRedis compares the transcript with redis-server byte for byte.
 func TestTxFlushAbortsWatchesOfFlushedKeysMatchesRedis(t *testing.T) {
 	sameAsRedis(t, txFlushTranscript)
+}
+
+// watchLookupsTranscript: WATCH and a flush's check of the watched keys are no lookups in INFO's keyspace_hits
+// and keyspace_misses, as in Redis; the GETs after them are.
+func watchLookupsTranscript(t *testing.T, addr string) []string {
+	c := dialRaw(t, addr)
+	for _, args := range [][]string{{"FLUSHALL"}, {"SET", "a", "1"}, {"CONFIG", "RESETSTAT"}, {"WATCH", "a", "b"},
+		{"FLUSHALL"}, {"SET", "a", "1"}, {"GET", "a"}, {"GET", "c"}, {"UNWATCH"}} {
+		c.do(args...)
+	}
+	var out []string
+	for _, line := range strings.Split(c.do("INFO", "stats"), "\r\n") {
+		if strings.HasPrefix(line, "keyspace_hits:") || strings.HasPrefix(line, "keyspace_misses:") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// TestWatchIsNoLookupMatchesRedis compares the counts with redis-server.
+func TestWatchIsNoLookupMatchesRedis(t *testing.T) {
+	sameAsRedis(t, watchLookupsTranscript)
 }
