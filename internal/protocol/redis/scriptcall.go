@@ -174,7 +174,8 @@ func (r *scriptRun) call(L *lua.LState) (lua.LValue, error) {
 		r.stat(cmd, false, msg)
 		return luaErrorTable(L, msg, true)
 	}
-	arityOK := cmd != nil && !(cmd.arity > 0 && n != cmd.arity || cmd.arity < 0 && n < -cmd.arity)
+	arityOK := cmd != nil && !(cmd.arity > 0 && n != cmd.arity || cmd.arity < 0 && n < -cmd.arity) &&
+		subArityError(cmd, args) == "" // a container's subcommand by its own arity, as Redis looks it up
 	if s.user != nil && arityOK { // ACL, as Redis checks a script's call: after the command's name and arity
 		if res, _ := s.aclDeny(cmd, args); res != aclOK {
 			return refuse(scriptNoperm[res]), nil

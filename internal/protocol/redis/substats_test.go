@@ -20,6 +20,7 @@ func subcommandStatsTranscript(t *testing.T, addr string) []string {
 		{"XINFO", "STREAM", "s"}, {"CLIENT", "GETNAME"}, {"OBJECT", "ENCODING", "nokey"}, {"MEMORY", "USAGE", "nokey"},
 		{"EVAL", "redis.pcall('XGROUP', 'CREATECONSUMER', 's', 'nog', 'c') return redis.pcall('OBJECT', 'FREQ', 'nokey')", "0"},
 		{"EVAL", "return redis.pcall('CONFIG', 'GET', 'save')", "0"},
+		{"EVAL", "return redis.pcall('OBJECT', 'ENCODING')", "0"}, {"EVAL", "return redis.pcall('XINFO', 'STREAM')", "0"},
 		{"INFO", "commandstats"}, {"INFO", "errorstats"},
 	} {
 		out = append(out, c.do(args...))
