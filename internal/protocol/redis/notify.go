@@ -176,6 +176,21 @@ func (h *Handler) scriptNotes(res []engine.Result) (shown []keyEvent) {
 	return shown
 }
 
+// replyHeldErrors reports whether a script's reply (its results' events) holds error replies of its own, inside
+// an array: Redis counts the call failed, as it counts the errors (INFO commandstats' failed_calls).
+func replyHeldErrors(res []engine.Result) bool {
+	if len(res) == 0 {
+		return false
+	}
+	evs, _ := res[0].Extra.([]keyEvent)
+	for i := range evs {
+		if evs[i].stat && evs[i].cmd == nil && evs[i].errReply != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // respCtx is the context of RESP's writes: they publish their own keyspace events (kv.Notified).
 var respCtx = kv.Notified(context.Background())
 

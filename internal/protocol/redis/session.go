@@ -711,7 +711,7 @@ func (s *session) replyTo(p *pending, own []engine.Result, muts []engine.Mutatio
 	before := s.w.Len()
 	s.writeReply(p, own, err)
 	out := s.w.Bytes()
-	failed, took := len(out) > before && (out[before] == '-' || err != nil), answered.Sub(p.start)
+	failed, took := len(out) > before && (out[before] == '-' || err != nil || replyHeldErrors(own)), answered.Sub(p.start)
 	s.observed.add(p.obs, took, failed)
 	s.account(p.cmd, p.args, took, p.rejected, failed)
 	if p.note != nil && err == nil {

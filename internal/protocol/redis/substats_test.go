@@ -21,6 +21,7 @@ func subcommandStatsTranscript(t *testing.T, addr string) []string {
 		{"EVAL", "redis.pcall('XGROUP', 'CREATECONSUMER', 's', 'nog', 'c') return redis.pcall('OBJECT', 'FREQ', 'nokey')", "0"},
 		{"EVAL", "return redis.pcall('CONFIG', 'GET', 'save')", "0"},
 		{"EVAL", "return redis.pcall('OBJECT', 'ENCODING')", "0"}, {"EVAL", "return redis.pcall('XINFO', 'STREAM')", "0"},
+		{"EVAL", "return {redis.error_reply('E1 x'), 1, redis.error_reply('E2 y')}", "0"}, // a failed call, as Redis
 		{"INFO", "commandstats"}, {"INFO", "errorstats"},
 	} {
 		out = append(out, c.do(args...))
