@@ -6,7 +6,7 @@ import (
 )
 
 // Texts redis-server 7.0.15 refuses (string2ld: strtold range error to zero, no binary exponent without 0x,
-// 5120 characters or more) that ParseLongDouble takes.
+// 5120 characters or more), which ParseLongDouble took.
 func TestParseLongDoubleRefusesAsStrtold(t *testing.T) {
 	for _, s := range []string{
 		"1e-700000000",                   // below big.Float's exponent range: underflows to 0 silently (BLPOP waits forever)
