@@ -4,7 +4,8 @@
 # non-zero when a test fails. Needs tclsh and curl. Usage: scripts/redis_type_tests.sh [unit ...]
 # (default: the suites below); ANYKV_BIN uses a built binary, REDIS_TESTS_KEEP=1 keeps the run's directory,
 # REDIS_TESTS_TIMEOUT (s, default 300) bounds the suite's silence before it gives up, REDIS_TESTS_SHARDS (default
-# 3) is how many servers and runtests share the units.
+# 3) is how many servers and runtests share the units, REDIS_TESTS_RUN_EXTERNAL (files; default below) whose
+# external:skip blocks without configuration of their own run too (scripts/redis-tests-shim.tcl).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)

@@ -363,16 +363,13 @@ func (p *Parser) Next() ([][]byte, error) {
 				return p.fail(expectedDollar(c))
 			}
 			n, ok := parseInt(p.buf[p.pos+1 : cr])
-			if ok && p.unauth && n > unauthMaxBulk && n <= redisMaxBulk {
-				// Before the bound: Redis checks its proto-max-bulk-len (512 MiB) first, anykv's is lower
-				// (the value limit), and a bulk Redis calls unauthenticated gets Redis's error here too.
+			if ok && p.unauth && n > unauthMaxBulk && n <= max(redisMaxBulk, int64(p.lim.MaxBulk)) {
+				// Before the bound: Redis checks its proto-max-bulk-len (512 MiB by default) first, anykv's is
+				// lower (the value limit), and a bulk Redis calls unauthenticated gets Redis's error here too.
 				return p.fail(ErrUnauthBulkLength)
 			}
 			if !ok || n < 0 || n > int64(p.lim.MaxBulk) {
 				return p.fail(ErrInvalidBulkLength)
-			}
-			if p.unauth && n > unauthMaxBulk {
-				return p.fail(ErrUnauthBulkLength)
 			}
 			p.pos = cr + 2
 			p.bulk = int(n)
