@@ -5,7 +5,9 @@
 # (default: the suites below); ANYKV_BIN uses a built binary, REDIS_TESTS_KEEP=1 keeps the run's directory,
 # REDIS_TESTS_TIMEOUT (s, default 300) bounds the suite's silence before it gives up, REDIS_TESTS_SHARDS (default
 # 3) is how many servers and runtests share the units, REDIS_TESTS_RUN_EXTERNAL (files; default below) whose
-# external:skip blocks without configuration of their own run too (scripts/redis-tests-shim.tcl).
+# external:skip blocks without configuration of their own run too (scripts/redis-tests-shim.tcl). A server that
+# does not start or exits fails the run at once, with the end of its log; on any exit, SIGINT or SIGTERM included,
+# the script stops every server and runtest (with the processes runtest spawned) it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -56,17 +58,40 @@ fi
 echo "$sha256  $tarball" | sha256sum -c --quiet
 
 work=$(mktemp -d)
-servers=() runners=()
-cleanup() {
-  for p in "${runners[@]}" "${servers[@]}"; do kill "$p" 2>/dev/null || true; done
-  # The servers are not this shell's children (serve starts them in a subshell): wait until each is gone.
-  for p in "${runners[@]}" "${servers[@]}"; do
-    for ((i = 0; i < 200; i++)); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
-    kill -9 "$p" 2>/dev/null || true
+# servers[j] is the pid of shard j's anykv, runners[j] that of its runtest. Each is started with setsid, in a
+# session and process group of its own whose id is that pid: "kill -- -PID" reaches runtest's tclsh and the client
+# processes it spawns, and a Ctrl-C in the terminal reaches only this script, whose trap stops them all.
+declare -a servers runners
+# stop PID...: SIGTERM to each (a negative PID is a process group), then SIGKILL to what is left 10 s later.
+stop() {
+  local p i
+  for p in "$@"; do kill -TERM -- "$p" 2>/dev/null || true; done
+  for p in "$@"; do
+    for ((i = 0; i < 100; i++)); do kill -0 -- "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL -- "$p" 2>/dev/null || true
   done
-  [ "${REDIS_TESTS_KEEP:-0}" = 1 ] && echo "kept $work" || rm -rf "$work"
+}
+cleanup() {
+  local rc=$? groups=() p
+  trap '' INT TERM HUP # one cleanup, not interrupted
+  for p in "${runners[@]}"; do groups+=("-$p"); done
+  stop "${groups[@]}" "${servers[@]/#/-}"
+  if [ "${REDIS_TESTS_KEEP:-0}" = 1 ]; then echo "kept $work"; else rm -rf "$work"; fi
+  exit "$rc"
 }
 trap cleanup EXIT
+trap 'echo "redis-tests: interrupted (SIGINT), stopping the shards" >&2; exit 130' INT
+trap 'echo "redis-tests: terminated (SIGTERM), stopping the shards" >&2; exit 143' TERM
+trap 'exit 129' HUP
+# fail MESSAGE [LOG]: prints MESSAGE and the end of LOG, and exits (the EXIT trap stops everything started).
+fail() {
+  echo "redis-tests: $1" >&2
+  if [ -n "${2:-}" ]; then
+    echo "--- last lines of $2:" >&2
+    tail -n 20 "$2" >&2
+  fi
+  exit 1
+}
 
 bin=${ANYKV_BIN:-}
 if [ -z "$bin" ]; then
@@ -88,50 +113,79 @@ prepare() {
   # goroutine; on a loaded machine the XREAD then ran after the SET (WRONGTYPE) or after the XADD (its "$" is 667,
   # and it waits forever). Redis's later suites wait for the client to be blocked there, as these lines do.
   local cgroups=$suite/tests/unit/type/stream-cgroups.tcl
+  # shellcheck disable=SC2016 # the $ are Tcl's
   sed -i 's|^\( *\)\$rd XREAD BLOCK 0 STREAMS mystream "\$"$|&\n\1wait_for_blocked_clients_count 1|' "$cgroups"
+  # shellcheck disable=SC2016
   [ "$(grep -A1 '^ *\$rd XREAD BLOCK 0 STREAMS mystream "\$"$' "$cgroups" | grep -c wait_for_blocked_clients_count)" = 2 ]
 }
 
-# serve DIR: starts anykv with its data in DIR and prints its pid and port.
+# serve J: starts shard J's anykv, with its data in the shard's directory, and sets ports[J] to the port it listens
+# on. Fails the run if the server exits first, or is not ready within 30 s.
+declare -a ports
 serve() {
-  : > "$1/anykv.log" # exists before tail follows it
+  local dir=$work/shard$1
+  : > "$dir/anykv.log" # there before the grep below reads it
   # --fsync never: the suites write a lot and test replies, not durability.
-  "$bin" serve --dir "$1/data" --fsync never --resp 127.0.0.1:0 --memcache '' --http '' > "$1/anykv.log" 2>&1 &
-  local p=$!
+  setsid "$bin" serve --dir "$dir/data" --fsync never --resp 127.0.0.1:0 --memcache '' --http '' \
+    > "$dir/anykv.log" 2>&1 &
+  servers[$1]=$!
   # The server logs "anykv ready" once it listens; the port it picked is in its "listening" line.
-  grep -q -m1 'anykv ready' < <(timeout 30 tail -n +1 -f --pid "$p" "$1/anykv.log") || { cat "$1/anykv.log" >&2; return 1; }
-  local port
-  port=$(sed -n 's/.*msg=listening protocol=resp addr=127\.0\.0\.1:\([0-9]*\).*/\1/p' "$1/anykv.log")
-  [ -n "$port" ] || { cat "$1/anykv.log" >&2; return 1; }
-  echo "$p $port"
+  local deadline=$((SECONDS + 30))
+  until grep -q 'anykv ready' "$dir/anykv.log"; do
+    kill -0 "${servers[$1]}" 2>/dev/null ||
+      fail "shard $1: anykv ($bin) exited before it was ready" "$dir/anykv.log"
+    [ "$SECONDS" -lt "$deadline" ] || fail "shard $1: anykv ($bin) not ready after 30 s" "$dir/anykv.log"
+    sleep 0.1
+  done
+  ports[$1]=$(sed -n 's/.*msg=listening protocol=resp addr=127\.0\.0\.1:\([0-9]*\).*/\1/p' "$dir/anykv.log")
+  [ -n "${ports[$1]}" ] || fail "shard $1: anykv logged no RESP port" "$dir/anykv.log"
 }
 
 start=$(date +%s)
 portbase=$((20000 + RANDOM % 4000 * 5)) # the suites' control sockets: random, so two runs on one machine do not collide
+# Every shard's directory and server first, then the runtests: a server that cannot start stops the run before
+# any test does.
 for ((j = 0; j < shards; j++)); do
   units=()
   for i in "${!suites[@]}"; do [ "${shard[i]}" != "$j" ] || units+=("${suites[i]%:*}"); done
   [ ${#units[@]} -gt 0 ] || continue # (runtest with no --single would run every unit)
   dir=$work/shard$j
   prepare "$dir"
-  read -r p port < <(serve "$dir") || exit 1
-  servers+=("$p")
   echo "${units[*]}" > "$dir/units"
-  args=(--host 127.0.0.1 --port "$port" --baseport $((portbase + j * 64)) --skipfile "$work/skip"
+  serve "$j"
+done
+for j in "${!servers[@]}"; do
+  dir=$work/shard$j
+  read -ra units < "$dir/units"
+  args=(--host 127.0.0.1 --port "${ports[j]}" --baseport $((portbase + j * 64)) --skipfile "$work/skip"
     --ignore-encoding --ignore-digest --durable --timeout "${REDIS_TESTS_TIMEOUT:-300}" --tags -needs:debug
     --tags -needs:repl --tags -needs:config-maxmemory --tags -needs:save --tags -needs:reset
     --tags -needs:config-resetstat --tags -needs:latency)
   for u in "${units[@]}"; do args+=(--single "$u"); done
-  (
-    cd "$dir/redis-$version"
-    status=0
-    ./runtest "${args[@]}" > "$dir/runtest.log" 2>&1 || status=$?
-    echo "$status" > "$dir/rc"
-  ) &
-  runners+=($!)
+  (cd "$dir/redis-$version" && exec setsid ./runtest "${args[@]}" > "$dir/runtest.log" 2>&1) &
+  runners[j]=$!
 done
-wait "${runners[@]}"
-runners=()
+# Wait for the runtests, each shard's exit status in its rc file. A server that exits during the run fails it at
+# once: its tests would fail with "connection refused", or wait for it.
+running=("${!runners[@]}")
+while [ ${#running[@]} -gt 0 ]; do
+  sleep 0.5
+  left=()
+  for j in "${running[@]}"; do
+    kill -0 "${servers[j]}" 2>/dev/null ||
+      fail "shard $j: anykv (pid ${servers[j]}) exited during the run" "$work/shard$j/anykv.log"
+    if kill -0 "${runners[j]}" 2>/dev/null; then
+      left+=("$j")
+    else
+      status=0
+      wait "${runners[j]}" || status=$?
+      echo "$status" > "$work/shard$j/rc"
+      kill -KILL -- "-${runners[j]}" 2>/dev/null || true # whatever runtest left running
+      unset 'runners[j]'
+    fi
+  done
+  running=("${left[@]}")
+done
 
 rc=0 passed=0 failed=0 skipped=0
 for ((j = 0; j < shards; j++)); do
