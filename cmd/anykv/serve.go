@@ -71,6 +71,10 @@ type config struct {
 	idleTimeout         int64             // timeout (s): a Redis client idle this long is closed (0: never)
 	latencyThreshold    int64             // latency-monitor-threshold (ms): LATENCY records commands this slow (0: off)
 	streamNode          int64             // stream-node-max-entries: the node size of XADD's and XTRIM's "~" trims
+	latencyTracking     string            // latency-tracking (yes, no): per-command latency histograms
+	latencyPercentiles  string            // latency-tracking-info-percentiles: those INFO latencystats shows
+	trackingMaxKeys     int64             // tracking-table-max-keys: client-side caching's bound on keys tracked
+	acllogMaxLen        int64             // acllog-max-len: entries ACL LOG keeps
 	rewriter            *configRewriter   // nil without --config
 	allCounts           countsSet         // every listener's figures: CONFIG SET maxclients changes their limit
 	budget              *membudget.Budget // request buffers of all RESP and memcached connections
@@ -141,6 +145,10 @@ func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.Int64Var(&c.idleTimeout, "timeout", int64(envInt("timeout", 0)), "seconds a Redis client may stay idle before it is closed (Redis's timeout; 0: never; subscribers, monitors and blocked clients are not closed)"+envNote("timeout"))
 	fs.Int64Var(&c.latencyThreshold, "latency-monitor-threshold", int64(envInt("latency-monitor-threshold", 0)), "LATENCY records the commands that took at least this many milliseconds (Redis's latency monitor; 0: off)"+envNote("latency-monitor-threshold"))
 	fs.Int64Var(&c.streamNode, "stream-node-max-entries", int64(envInt("stream-node-max-entries", 100)), "XADD's and XTRIM's MAXLEN ~ and MINID ~ trim streams only in whole nodes of this many entries (Redis's stream-node-max-entries; 0: 100)"+envNote("stream-node-max-entries"))
+	str(&c.latencyTracking, "latency-tracking", "yes", "keep a latency histogram per command for INFO latencystats and LATENCY HISTOGRAM (Redis's latency-tracking: yes or no)")
+	str(&c.latencyPercentiles, "latency-tracking-info-percentiles", "50 99 99.9", "the percentiles INFO latencystats shows, apart by spaces (Redis's latency-tracking-info-percentiles)")
+	fs.Int64Var(&c.trackingMaxKeys, "tracking-table-max-keys", int64(envInt("tracking-table-max-keys", 1000000)), "most keys client-side caching (CLIENT TRACKING) remembers; past it the oldest are invalidated (0: no bound)"+envNote("tracking-table-max-keys"))
+	fs.Int64Var(&c.acllogMaxLen, "acllog-max-len", int64(envInt("acllog-max-len", 128)), "most entries ACL LOG keeps"+envNote("acllog-max-len"))
 	str(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	str(&c.logFormat, "log-format", "text", "log format: text or json")
 	str(&c.pprofAddr, "pprof", "", "serve Go's net/http/pprof profiles on this address (for profiling; off by default)")
@@ -283,7 +291,10 @@ func (c *config) startSettings() map[string]string {
 	return map[string]string{"slowlog-log-slower-than": strconv.FormatInt(c.slowerThan, 10),
 		"slowlog-max-len": strconv.FormatInt(c.slowLen, 10), "busy-reply-threshold": strconv.FormatInt(c.busyThreshold, 10),
 		"timeout": strconv.FormatInt(c.idleTimeout, 10), "latency-monitor-threshold": strconv.FormatInt(c.latencyThreshold, 10),
-		"stream-node-max-entries": strconv.FormatInt(c.streamNode, 10)}
+		"stream-node-max-entries": strconv.FormatInt(c.streamNode, 10), "latency-tracking": c.latencyTracking,
+		"latency-tracking-info-percentiles": c.latencyPercentiles,
+		"tracking-table-max-keys":           strconv.FormatInt(c.trackingMaxKeys, 10),
+		"acllog-max-len":                    strconv.FormatInt(c.acllogMaxLen, 10)}
 }
 
 // countsSet is every listener's connection figures, so CONFIG SET maxclients reaches them all.

@@ -119,6 +119,8 @@ func cmdLatency(s *session, args [][]byte) {
 			return
 		}
 		s.w.Error("ERR No samples available for event '" + string(args[2]) + "'")
+	case sub == "histogram":
+		s.latencyHistogram(args[2:])
 	case sub == "help":
 		lines := []string{"LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 			"DOCTOR", "    Return a human readable latency analysis report.",
@@ -127,7 +129,10 @@ func cmdLatency(s *session, args [][]byte) {
 			"LATEST", "    Return the latest latency samples for all events.",
 			"RESET [<event> ...]", "    Reset latency data of one or more <event> classes.",
 			"    (default: reset all data for all event classes)",
-			"HELP", "    Print this help."}
+			"HISTOGRAM [COMMAND ...]",
+			"    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
+			"    If no commands are specified then all histograms are replied.",
+			"HELP", "    Prints this help."}
 		s.w.ArrayHeader(len(lines))
 		for _, l := range lines {
 			s.w.SimpleString(l)

@@ -13,9 +13,20 @@ import (
 // feed. Every command's outcome passes through session.account once its reply is written.
 
 // cmdStats are one command's counters: calls that ran (and their time), calls refused before running (wrong
-// arity, NOAUTH, ...), and calls that ran and answered an error.
+// arity, NOAUTH, ...), and calls that ran and answered an error; and the latency histogram of the calls that ran
+// while latency tracking was on (latencyhist.go), made at the first.
 type cmdStats struct {
 	calls, usec, rejected, failed atomic.Int64
+	hist                          atomic.Pointer[latencyHist]
+}
+
+// histogram returns the command's latency histogram, made if it has none yet.
+func (st *cmdStats) histogram() *latencyHist {
+	if h := st.hist.Load(); h != nil {
+		return h
+	}
+	st.hist.CompareAndSwap(nil, new(latencyHist))
+	return st.hist.Load()
 }
 
 // maxErrorKinds bounds the distinct error prefixes counted, as Redis does (beyond it Redis stops tracking new
@@ -81,6 +92,24 @@ func statSlots() []string {
 	return statNames
 }
 
+// sortedSlots are the statistics slots in name order, as INFO lists them.
+func sortedSlots() []int {
+	slotOrder.Do(func() {
+		names := statSlots()
+		slotsByName = make([]int, len(names))
+		for i := range slotsByName {
+			slotsByName[i] = i
+		}
+		sort.Slice(slotsByName, func(i, j int) bool { return names[slotsByName[i]] < names[slotsByName[j]] })
+	})
+	return slotsByName
+}
+
+var (
+	slotOrder   sync.Once
+	slotsByName []int
+)
+
 // statSlot is the slot a call of cmd counts in: its subcommand's, for a container; ok is false for a container's
 // subcommand Redis does not know, which Redis counts in errorstats only.
 func statSlot(cmd *command, args [][]byte) (slot int, ok bool) {
@@ -136,6 +165,9 @@ func (s *session) account(cmd *command, args [][]byte, took time.Duration, rejec
 	}
 	if ok {
 		s.counted.add(&s.h.cmdStats[slot], took, failed)
+		if !s.h.tracking.off.Load() {
+			s.counted.time(took - s.waited)
+		}
 	}
 	s.h.slowlog.offer(s, cmd, args, took)
 	s.h.latency.offer(s.h.store.Time, cmd, took-s.waited)
@@ -149,9 +181,12 @@ func (s *session) account(cmd *command, args [][]byte, took time.Duration, rejec
 // counted gathers the statistics of consecutive replies of one command, added to its shared counters at once
 // (when another command's reply comes, and before a batch's replies are written): three atomic additions per
 // reply on counters every connection shares were 1.4% of a GET pipeline's CPU, and contended with more cores.
+// A pipeline's replies, answered together, mostly took as long: their latencies are gathered as one too.
 type counted struct {
 	st                *cmdStats
 	calls, usec, fail int64
+	took              time.Duration // the latency of the last timed calls, timed of them
+	timed             int64
 }
 
 func (c *counted) add(st *cmdStats, took time.Duration, failed bool) {
@@ -166,6 +201,16 @@ func (c *counted) add(st *cmdStats, took time.Duration, failed bool) {
 	}
 }
 
+// time adds the latency of the call add counted last to its histogram.
+func (c *counted) time(took time.Duration) {
+	if c.timed > 0 && took != c.took {
+		c.st.histogram().record(c.took, c.timed)
+		c.timed = 0
+	}
+	c.took = took
+	c.timed++
+}
+
 // flush adds what was gathered to the shared counters.
 func (c *counted) flush() {
 	if c.st == nil {
@@ -176,6 +221,9 @@ func (c *counted) flush() {
 	if c.fail > 0 {
 		c.st.failed.Add(c.fail)
 	}
+	if c.timed > 0 {
+		c.st.histogram().record(c.took, c.timed)
+	}
 	*c = counted{}
 }
 
@@ -183,13 +231,8 @@ func (c *counted) flush() {
 // order.
 func (h *Handler) commandStatsSection() [][2]string {
 	names := statSlots()
-	slots := make([]int, len(names))
-	for i := range slots {
-		slots[i] = i
-	}
-	sort.Slice(slots, func(i, j int) bool { return names[slots[i]] < names[slots[j]] })
 	var out [][2]string
-	for _, slot := range slots {
+	for _, slot := range sortedSlots() {
 		st := &h.cmdStats[slot]
 		calls, usec, rej, failed := st.calls.Load(), st.usec.Load(), st.rejected.Load(), st.failed.Load()
 		if calls == 0 && rej == 0 {
@@ -254,6 +297,7 @@ func (h *Handler) resetStats() {
 		st.usec.Store(0)
 		st.rejected.Store(0)
 		st.failed.Store(0)
+		st.hist.Store(nil)
 	}
 	h.errs.reset()
 }

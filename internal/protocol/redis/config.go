@@ -3,6 +3,7 @@ package redis
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -76,6 +77,19 @@ func setScriptLimit(h *Handler, v string) (func(), error) {
 
 // configAliases map a parameter to the one it shares its value with.
 var configAliases = map[string]string{"lua-time-limit": "busy-reply-threshold"}
+
+// RuntimeSettings names the settings CONFIG SET changes, as CONFIG REWRITE writes them (aliases resolved): a
+// config file must be able to set each, or a rewritten file would stop the next start.
+func RuntimeSettings() []string {
+	var out []string
+	for name := range configSetters {
+		if _, alias := configAliases[name]; !alias {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
 
 // configInt parses an integer setting within [lo, hi], with Redis's units (1k, 1kb, 1mb, 1gb) for memory values,
 // and Redis's error texts.
@@ -229,6 +243,12 @@ func (h *Handler) liveSettings(m map[string]string) {
 	m["timeout"] = itoa(h.idleTimeout.Load())
 	m["latency-monitor-threshold"] = itoa(h.latency.threshold.Load())
 	m["stream-node-max-entries"] = itoa(h.streamNode.Load())
+	m["latency-tracking"] = map[bool]string{false: "yes", true: "no"}[h.tracking.off.Load()]
+	ps := make([]string, 0, 3)
+	for _, p := range h.tracking.shown() {
+		ps = append(ps, formatPercentile(p))
+	}
+	m["latency-tracking-info-percentiles"] = strings.Join(ps, " ")
 	if c := h.conns.Load(); c != nil && c.Max.Load() > 0 {
 		m["maxclients"] = itoa(c.Max.Load())
 	}

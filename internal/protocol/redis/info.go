@@ -150,7 +150,7 @@ func cmdConfig(s *session, args [][]byte) {
 
 // infoSections lists INFO's sections in Redis's order; "default" and "all" select them all.
 var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu",
-	"modules", "commandstats", "errorstats", "cluster", "keyspace"}
+	"modules", "commandstats", "errorstats", "latencystats", "cluster", "keyspace"}
 
 // infoHeaders are the section titles that are not the name capitalized.
 var infoHeaders = map[string]string{"cpu": "CPU"}
@@ -164,7 +164,7 @@ func cmdInfo(s *session, args [][]byte) {
 	def := len(want) == 0 || want["default"]
 	var b strings.Builder
 	for _, sec := range infoSections {
-		if !all && !want[sec] && !(def && sec != "commandstats") { // as in Redis, commandstats is not a default section
+		if !all && !want[sec] && !(def && sec != "commandstats" && sec != "latencystats") { // as in Redis, not default sections
 			continue
 		}
 		kvps, err := s.h.infoSection(sec)
@@ -197,6 +197,8 @@ func (h *Handler) infoSection(sec string) ([][2]string, error) {
 		return h.commandStatsSection(), nil
 	case "errorstats":
 		return h.errorStatsSection(), nil
+	case "latencystats":
+		return h.latencyStatsSection(), nil
 	}
 	return h.statSection(sec), nil
 }
