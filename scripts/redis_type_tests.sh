@@ -27,11 +27,11 @@ default=(unit/protocol:1 unit/type/list:12 unit/type/hash:5 unit/type/set:10 uni
   unit/bitfield:1 unit/pubsub:0 unit/scan:8 unit/hyperloglog:56 unit/type/stream:8 unit/type/stream-cgroups:2
   unit/sort:8 unit/dump:0 unit/functions:1 unit/scripting:2 unit/multi:1 unit/pause:0 unit/tracking:2 unit/geo:17
   unit/quit:0 unit/info-command:0 unit/introspection-2:3 unit/slowlog:0 unit/other:2 unit/acl:1 unit/acl-v2:1
-  unit/pubsubshard:1)
+  unit/pubsubshard:1 unit/info:1 unit/latency-monitor:4)
 # These files' blocks are tagged external:skip only because they leave ACL users and the like on the server (each
 # has a server of its own in Redis's CI); each shard's server is fresh, and the shim runs their blocks that ask
 # for no configuration of their own.
-export REDIS_TESTS_RUN_EXTERNAL=${REDIS_TESTS_RUN_EXTERNAL-tests/unit/acl.tcl tests/unit/acl-v2.tcl tests/unit/pubsubshard.tcl}
+export REDIS_TESTS_RUN_EXTERNAL=${REDIS_TESTS_RUN_EXTERNAL-tests/unit/acl.tcl tests/unit/acl-v2.tcl tests/unit/pubsubshard.tcl tests/unit/info.tcl}
 suites=("$@")
 if [ ${#suites[@]} -eq 0 ]; then
   suites=("${default[@]}")
@@ -159,8 +159,7 @@ for j in "${!servers[@]}"; do
   read -ra units < "$dir/units"
   args=(--host 127.0.0.1 --port "${ports[j]}" --baseport $((portbase + j * 64)) --skipfile "$work/skip"
     --ignore-encoding --ignore-digest --durable --timeout "${REDIS_TESTS_TIMEOUT:-300}" --tags -needs:debug
-    --tags -needs:repl --tags -needs:config-maxmemory --tags -needs:save --tags -needs:reset
-    --tags -needs:config-resetstat --tags -needs:latency)
+    --tags -needs:repl --tags -needs:config-maxmemory --tags -needs:save --tags -needs:reset)
   for u in "${units[@]}"; do args+=(--single "$u"); done
   (cd "$dir/redis-$version" && exec setsid ./runtest "${args[@]}" > "$dir/runtest.log" 2>&1) &
   runners[j]=$!
