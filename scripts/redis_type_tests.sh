@@ -22,7 +22,10 @@ tarball=$cache/redis_$version.orig.tar.gz
 # runs its units in this order. One run of them all took 248 s on one server, with the CPU a third busy.
 # unit/protocol first: unit/type/list and unit/type/set raise proto-max-bulk-len to 10 GB on the server they run
 # on (each file has a server of its own in Redis's CI), and its oversized-bulk tests then wait for the bytes.
-default=(unit/protocol:1 unit/type/list:12 unit/type/hash:5 unit/type/set:10 unit/type/zset:29 unit/type/incr:0
+# unit/obuf-limits before it: it reads its subscriber as the second line of CLIENT LIST (publishing until that
+# line's omem grows, forever if clients other units left open come first), and leaves output limits that would
+# close later units' clients (prepare sets Redis's default back at its end).
+default=(unit/obuf-limits:20 unit/protocol:1 unit/type/list:12 unit/type/hash:5 unit/type/set:10 unit/type/zset:29 unit/type/incr:0
   unit/type/string:10 unit/type/list-2:18 unit/type/list-3:44 unit/expire:6 unit/keyspace:0 unit/bitops:2
   unit/bitfield:1 unit/pubsub:0 unit/scan:8 unit/hyperloglog:56 unit/type/stream:8 unit/type/stream-cgroups:2
   unit/sort:8 unit/dump:0 unit/functions:1 unit/scripting:2 unit/multi:1 unit/pause:0 unit/tracking:2 unit/geo:17
@@ -31,7 +34,7 @@ default=(unit/protocol:1 unit/type/list:12 unit/type/hash:5 unit/type/set:10 uni
 # These files' blocks are tagged external:skip only because they leave ACL users and the like on the server (each
 # has a server of its own in Redis's CI); each shard's server is fresh, and the shim runs their blocks that ask
 # for no configuration of their own.
-export REDIS_TESTS_RUN_EXTERNAL=${REDIS_TESTS_RUN_EXTERNAL-tests/unit/acl.tcl tests/unit/acl-v2.tcl tests/unit/pubsubshard.tcl tests/unit/info.tcl}
+export REDIS_TESTS_RUN_EXTERNAL=${REDIS_TESTS_RUN_EXTERNAL-tests/unit/acl.tcl tests/unit/acl-v2.tcl tests/unit/pubsubshard.tcl tests/unit/info.tcl tests/unit/obuf-limits.tcl}
 suites=("$@")
 if [ ${#suites[@]} -eq 0 ]; then
   suites=("${default[@]}")
@@ -112,6 +115,10 @@ prepare() {
   # XREAD to run first: true of a single-threaded Redis, not of anykv, which serves each connection on its own
   # goroutine; on a loaded machine the XREAD then ran after the SET (WRONGTYPE) or after the XADD (its "$" is 667,
   # and it waits forever). Redis's later suites wait for the client to be blocked there, as these lines do.
+  # unit/obuf-limits leaves a 100 KB hard limit on normal clients: its server's later units need the default back.
+  local obuf=$suite/tests/unit/obuf-limits.tcl
+  sed -i '$ s|^}$|    r config set client-output-buffer-limit "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"\n}|' "$obuf"
+  [ "$(tail -n 2 "$obuf" | grep -c 'client-output-buffer-limit "normal 0 0 0')" = 1 ]
   local cgroups=$suite/tests/unit/type/stream-cgroups.tcl
   # shellcheck disable=SC2016 # the $ are Tcl's
   sed -i 's|^\( *\)\$rd XREAD BLOCK 0 STREAMS mystream "\$"$|&\n\1wait_for_blocked_clients_count 1|' "$cgroups"

@@ -125,6 +125,13 @@ func TestConfigFileServe(t *testing.T) {
 			t.Fatal(name, err)
 		}
 	}
+	// Two CONFIG SETs of one class each: REWRITE writes both (the value in force), not the last SET's text.
+	for _, v := range []string{"pubsub 5mb 6mb 80", "normal 10mb 0 0"} {
+		if err := c.ConfigSet(ctx, "client-output-buffer-limit", v).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime["client-output-buffer-limit"] = "normal 10485760 0 0 slave 268435456 67108864 60 pubsub 5242880 6291456 80"
 	if err := c.ConfigRewrite(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}

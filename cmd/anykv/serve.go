@@ -75,6 +75,7 @@ type config struct {
 	latencyPercentiles  string            // latency-tracking-info-percentiles: those INFO latencystats shows
 	trackingMaxKeys     int64             // tracking-table-max-keys: client-side caching's bound on keys tracked
 	acllogMaxLen        int64             // acllog-max-len: entries ACL LOG keeps
+	obufLimits          string            // client-output-buffer-limit: the classes' output limits, as Redis's
 	rewriter            *configRewriter   // nil without --config
 	allCounts           countsSet         // every listener's figures: CONFIG SET maxclients changes their limit
 	budget              *membudget.Budget // request buffers of all RESP and memcached connections
@@ -148,6 +149,8 @@ func newServeFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	str(&c.latencyTracking, "latency-tracking", "yes", "keep a latency histogram per command for INFO latencystats and LATENCY HISTOGRAM (Redis's latency-tracking: yes or no)")
 	str(&c.latencyPercentiles, "latency-tracking-info-percentiles", "50 99 99.9", "the percentiles INFO latencystats shows, apart by spaces (Redis's latency-tracking-info-percentiles)")
 	fs.Int64Var(&c.trackingMaxKeys, "tracking-table-max-keys", int64(envInt("tracking-table-max-keys", 1000000)), "most keys client-side caching (CLIENT TRACKING) remembers; past it the oldest are invalidated (0: no bound)"+envNote("tracking-table-max-keys"))
+	str(&c.obufLimits, "client-output-buffer-limit", "", "output limits per class of client, as Redis's: groups of class (normal, replica, pubsub), hard limit,\n"+
+		"soft limit and soft seconds, e.g. \"pubsub 64mb 16mb 90\" (default: normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60)")
 	fs.Int64Var(&c.acllogMaxLen, "acllog-max-len", int64(envInt("acllog-max-len", 128)), "most entries ACL LOG keeps"+envNote("acllog-max-len"))
 	str(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	str(&c.logFormat, "log-format", "text", "log format: text or json")
@@ -294,7 +297,8 @@ func (c *config) startSettings() map[string]string {
 		"stream-node-max-entries": strconv.FormatInt(c.streamNode, 10), "latency-tracking": c.latencyTracking,
 		"latency-tracking-info-percentiles": c.latencyPercentiles,
 		"tracking-table-max-keys":           strconv.FormatInt(c.trackingMaxKeys, 10),
-		"acllog-max-len":                    strconv.FormatInt(c.acllogMaxLen, 10)}
+		"acllog-max-len":                    strconv.FormatInt(c.acllogMaxLen, 10),
+		"client-output-buffer-limit":        c.obufLimits}
 }
 
 // countsSet is every listener's connection figures, so CONFIG SET maxclients reaches them all.

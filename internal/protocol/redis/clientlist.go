@@ -23,6 +23,7 @@ type clientState struct {
 	qbuf, qcap      atomic.Int64 // request bytes held unparsed, and the request buffer's size
 	multiMem        atomic.Int64 // bytes of the commands queued by MULTI
 	obl             atomic.Int64 // reply bytes waiting to be written
+	omem            atomic.Int64 // bytes a pusher holds queued (a subscriber's)
 	resp            atomic.Int32
 	blocked         atomic.Bool
 	tracking        atomic.Uint32 // trackingOn, trackingBcast (tracking.go)
@@ -68,14 +69,19 @@ func (s *session) publishState(done bool) {
 		multi = int32(len(s.queued))
 	}
 	st.multi.Store(multi)
-	st.sub.Store(int32(len(s.channels)))
-	st.psub.Store(int32(len(s.patterns)))
-	st.ssub.Store(int32(len(s.shards)))
+	s.publishSubs()
 	st.qbuf.Store(int64(s.parser.Buffered()))
 	st.qcap.Store(int64(s.parser.Size()))
 	st.obl.Store(int64(s.w.Len()))
 	st.resp.Store(int32(s.w.Proto()))
 	st.monitor.Store(s.monitoring)
+}
+
+// publishSubs records the connection's subscription counts.
+func (s *session) publishSubs() {
+	s.state.sub.Store(int32(len(s.channels)))
+	s.state.psub.Store(int32(len(s.patterns)))
+	s.state.ssub.Store(int32(len(s.shards)))
 }
 
 // connFD is the connection's file descriptor, as Redis shows it (-1 when the connection has none).
@@ -127,7 +133,7 @@ func (s *session) clientLine(now time.Time, argv int) string {
 	if p := st.cmd.Load(); p != nil {
 		cmd = *p
 	}
-	qbuf, qcap, mm, obl := st.qbuf.Load(), st.qcap.Load(), st.multiMem.Load(), st.obl.Load()
+	qbuf, qcap, mm, obl, omem := st.qbuf.Load(), st.qcap.Load(), st.multiMem.Load(), st.obl.Load(), st.omem.Load()
 	var b strings.Builder
 	for _, f := range [][2]string{
 		{"id", itoa(s.id)}, {"addr", s.conn.RemoteAddr().String()}, {"laddr", s.conn.LocalAddr().String()},
@@ -136,7 +142,7 @@ func (s *session) clientLine(now time.Time, argv int) string {
 		{"sub", itoa(int64(st.sub.Load()))}, {"psub", itoa(int64(st.psub.Load()))}, {"ssub", itoa(int64(st.ssub.Load()))},
 		{"multi", itoa(int64(st.multi.Load()))}, {"qbuf", itoa(qbuf)}, {"qbuf-free", itoa(qcap - qbuf)},
 		{"argv-mem", itoa(int64(argv))}, {"multi-mem", itoa(mm)}, {"rbs", itoa(qcap)}, {"rbp", itoa(qbuf)},
-		{"obl", itoa(obl)}, {"oll", "0"}, {"omem", "0"}, {"tot-mem", itoa(qcap + mm + obl + int64(argv))},
+		{"obl", itoa(obl)}, {"oll", "0"}, {"omem", itoa(omem)}, {"tot-mem", itoa(qcap + mm + obl + omem + int64(argv))},
 		{"events", "r"}, {"cmd", cmd}, {"user", s.userName()}, {"redir", itoa(st.redir.Load())},
 		{"resp", itoa(int64(st.resp.Load()))}, {"lib-name", s.libName}, {"lib-ver", s.libVer},
 	} {

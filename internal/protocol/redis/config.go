@@ -67,6 +67,10 @@ var configSetters = map[string]func(h *Handler, v string) (apply func(), err err
 	"lua-time-limit":       setScriptLimit, // Redis 7's older name of the same setting
 }
 
+// configCanonical gives, for a setting whose CONFIG SET may name part of it, the whole value in force, which CONFIG
+// REWRITE must write (the part alone would drop the rest at the next start).
+var configCanonical = map[string]func(h *Handler) string{}
+
 // setScriptLimit sets how long a script may run before it is stopped, in milliseconds (0: never stopped).
 func setScriptLimit(h *Handler, v string) (func(), error) {
 	n, err := configInt(v, 0, math.MaxInt64, false)
@@ -162,7 +166,12 @@ func (h *Handler) configSet(pairs [][]byte) string {
 		if err != nil {
 			return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + err.Error()
 		}
-		apply = append(apply, fn, func() { h.noteChanged(name, v) })
+		apply = append(apply, fn, func() {
+			if canon := configCanonical[name]; canon != nil {
+				v = canon(h) // after fn applied it
+			}
+			h.noteChanged(name, v)
+		})
 	}
 	for _, fn := range apply {
 		fn()
@@ -243,6 +252,7 @@ func (h *Handler) liveSettings(m map[string]string) {
 	m["timeout"] = itoa(h.idleTimeout.Load())
 	m["latency-monitor-threshold"] = itoa(h.latency.threshold.Load())
 	m["stream-node-max-entries"] = itoa(h.streamNode.Load())
+	m["client-output-buffer-limit"] = h.obufNow().String()
 	m["latency-tracking"] = map[bool]string{false: "yes", true: "no"}[h.tracking.off.Load()]
 	ps := make([]string, 0, 3)
 	for _, p := range h.tracking.shown() {

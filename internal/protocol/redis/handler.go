@@ -129,8 +129,9 @@ type Handler struct {
 	// idle clients runs (idle.go).
 	idleTimeout atomic.Int64
 	sweeping    atomic.Bool
-	latency     latencyMonitor  // LATENCY and latency-monitor-threshold (latency.go)
-	tracking    latencyTracking // latency-tracking and its percentiles (latencyhist.go)
+	latency     latencyMonitor             // LATENCY and latency-monitor-threshold (latency.go)
+	tracking    latencyTracking            // latency-tracking and its percentiles (latencyhist.go)
+	obuf        atomic.Pointer[obufLimits] // client-output-buffer-limit (obuf.go); nil: Redis's default
 	// streamNode is stream-node-max-entries: the node size that XADD's and XTRIM's "~" trims by (streams.go).
 	streamNode atomic.Int64
 	acl        *aclRegistry // ACL users (acl.go)

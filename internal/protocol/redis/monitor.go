@@ -56,6 +56,7 @@ func cmdMonitor(s *session, args [][]byte) {
 	s.ensurePusher()
 	s.out() // +OK goes before the first line
 	s.monitoring = true
+	s.sub.monitor.Store(true)
 	s.h.monitors.add(s.sub)
 }
 
@@ -63,6 +64,7 @@ func cmdMonitor(s *session, args [][]byte) {
 func (s *session) endMonitor() {
 	if s.monitoring {
 		s.monitoring = false
+		s.sub.monitor.Store(false)
 		s.h.monitors.remove(s.sub)
 	}
 }

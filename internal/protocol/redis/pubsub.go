@@ -15,8 +15,8 @@ import (
 // Pub/sub. Once a connection subscribes, everything it sends out goes through its pusher: a queue drained by a
 // goroutine of its own, which publishers append messages to without waiting for the socket. Confirmations are
 // queued before the subscription is registered, so no message can overtake the confirmation of its channel. A
-// subscriber whose queue grows past pubsubLimit (Redis's client-output-buffer-limit for pubsub, 32 MiB) is
-// disconnected, as Redis does, rather than growing memory without end.
+// subscriber whose queue grows past client-output-buffer-limit's pubsub class (Redis's default: 32 MiB at once, or
+// 8 MiB for a minute) is disconnected, as Redis does, rather than growing memory without end (obuf.go).
 
 func init() {
 	ps := func(c *command) *command { c.groupName = "pubsub"; c.firstKey = -1; c.flags |= flagPubSub; return c }
@@ -42,7 +42,7 @@ func init() {
 	}
 }
 
-// pubsubLimit bounds a subscriber's queued output.
+// pubsubLimit bounds a monitor's queued lines and the invalidations held for a busy tracking connection.
 const pubsubLimit = 32 << 20
 
 // pushChunk is the size of the pieces a pusher's queue is kept in: the queue holds about what is queued, where
@@ -51,30 +51,37 @@ const pubsubLimit = 32 << 20
 // of messages allocates nothing.
 const pushChunk = 16 << 10
 
-// pusher is a subscribed connection's ordered output queue and the goroutine that writes it.
+// pusher is a subscribed connection's ordered output queue and the goroutine that writes it. Its queue is held
+// to the pubsub class's client-output-buffer-limit (obuf.go).
 type pusher struct {
-	conn   net.Conn
-	resp3  bool
-	mu     sync.Mutex
-	cond   *sync.Cond
-	chunks [][]byte // what waits to be written, in order
-	queued int      // bytes in chunks and in the write in progress: what counts against pubsubLimit
-	spare  []byte   // a written chunk, emptied, for the next
-	closed bool
+	conn  net.Conn
+	resp3 bool
+	lim   func() *obufLimits
+	omem  *atomic.Int64 // queued, for CLIENT LIST
+	// monitor: the connection monitors; its queue is held to pubsubLimit instead (Redis counts a monitor a normal
+	// client, without a limit by default).
+	monitor atomic.Bool
+	mu      sync.Mutex
+	cond    *sync.Cond
+	chunks  [][]byte  // what waits to be written, in order
+	queued  int       // bytes in chunks and in the write in progress: what counts against the limits
+	soft    softClock // how long queued has stayed over the soft limit
+	spare   []byte    // a written chunk, emptied, for the next
+	closed  bool
 	// draining: the connection is ending; the writer ends once what is queued is written (drain).
 	draining bool
 	held     int // hold's: while above 0, what is queued waits
 	done     chan struct{}
 }
 
-func newPusher(c net.Conn, resp3 bool) *pusher {
-	p := &pusher{conn: c, resp3: resp3, done: make(chan struct{})}
+func newPusher(s *session, resp3 bool) *pusher {
+	p := &pusher{conn: s.conn, resp3: resp3, lim: s.h.obufNow, omem: &s.state.omem, done: make(chan struct{})}
 	p.cond = sync.NewCond(&p.mu)
 	go p.run()
 	return p
 }
 
-// enqueue appends output; past the limit the subscriber is cut off and b is dropped.
+// enqueue appends output; past the limits the subscriber is cut off and b is dropped.
 func (p *pusher) enqueue(b []byte) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -82,11 +89,16 @@ func (p *pusher) enqueue(b []byte) {
 		return
 	}
 	p.queued += len(b)
-	if p.queued > pubsubLimit {
-		p.closed = true
-		p.conn.Close() // the reader fails next, and the connection ends
-		p.cond.Signal()
+	p.omem.Store(int64(p.queued))
+	l := p.limit()
+	gen := p.soft.gen
+	if p.soft.over(l, int64(p.queued), time.Now) {
+		p.cutOff()
 		return
+	}
+	if p.soft.gen != gen { // just went over the soft limit: cut off then if it is still over, even with no traffic
+		g := p.soft.gen
+		time.AfterFunc(l.softFor+time.Second, func() { p.checkSoft(g) })
 	}
 	for len(b) > 0 {
 		n := len(p.chunks)
@@ -104,6 +116,30 @@ func (p *pusher) enqueue(b []byte) {
 		b = b[k:]
 	}
 	p.cond.Signal()
+}
+
+// limit is what the queue is held to.
+func (p *pusher) limit() obufLimit {
+	if p.monitor.Load() {
+		return obufLimit{hard: pubsubLimit}
+	}
+	return p.lim()[obufPubSub]
+}
+
+// cutOff ends a subscriber past its limits; the caller holds p.mu.
+func (p *pusher) cutOff() {
+	p.closed = true
+	p.conn.Close() // the reader fails next, and the connection ends
+	p.cond.Signal()
+}
+
+// checkSoft cuts the subscriber off if its queue is over the soft limit still, since it went over as gen.
+func (p *pusher) checkSoft(gen int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.closed && p.soft.gen == gen && p.soft.over(p.limit(), int64(p.queued), time.Now) {
+		p.cutOff()
+	}
 }
 
 // Deliver implements pubsub.Subscriber.
@@ -168,6 +204,10 @@ func (p *pusher) run() {
 		_, err := bufs.WriteTo(p.conn) // one writev (it empties out's slices as it goes)
 		p.mu.Lock()
 		p.queued -= n
+		p.omem.Store(int64(p.queued))
+		if p.queued < int(p.limit().soft) {
+			p.soft.since = time.Time{}
+		}
 		if p.spare == nil && cap(last) == pushChunk {
 			p.spare = last
 		}
@@ -248,6 +288,11 @@ func (s *session) out() error {
 	if s.sub != nil {
 		s.sub.enqueue(s.w.Bytes())
 		return nil
+	}
+	if l := s.h.obufNow()[obufNormal]; l.hard > 0 || l.soft > 0 {
+		if err := s.obufWrite(l); err != errObufUnder {
+			return err
+		}
 	}
 	held, err := s.acct.HoldReply(s.w.Len()) // a big reply counts while a client that does not read holds it up
 	if err != nil {
@@ -330,6 +375,9 @@ func cmdSubscribe(s *session, args [][]byte) {
 	s.out()              // earlier replies stay ahead of the confirmations
 	s.sub.hold()
 	defer s.sub.release()
+	// Before the confirmations go out: a client that read one finds the connection a subscriber (CLIENT LIST and
+	// KILL TYPE pubsub; TestClientKillTypePubSub failed one run in three under -race).
+	defer s.publishSubs()
 	pattern, shard := name[0] == 'p', name == "ssubscribe" || name == "sunsubscribe"
 	set, broker, sub := s.channels, s.h.broker, pubsub.Subscriber(s.sub)
 	switch {

@@ -148,7 +148,7 @@ func (b *inbox) push(s *session, msg []byte, mayHold bool) {
 		}
 	default:
 		if b.p == nil {
-			b.p = newPusher(s.conn, b.resp3)
+			b.p = newPusher(s, b.resp3)
 			b.adopt.Store(true)
 		}
 		b.p.enqueue(msg)
@@ -163,7 +163,7 @@ func (s *session) ensurePusher() {
 	b := &s.box
 	b.mu.Lock()
 	if b.p == nil {
-		b.p = newPusher(s.conn, b.resp3)
+		b.p = newPusher(s, b.resp3)
 	}
 	s.sub = b.p
 	b.mu.Unlock()
@@ -222,7 +222,7 @@ func (s *session) releaseHeld() {
 		return
 	}
 	if b.p == nil {
-		b.p = newPusher(s.conn, b.resp3)
+		b.p = newPusher(s, b.resp3)
 	}
 	s.sub = b.p
 	for _, m := range b.held {
