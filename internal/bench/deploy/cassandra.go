@@ -45,9 +45,11 @@ func startCassandra(ctx context.Context, o Options, dir string) (*Server, error)
 	if err != nil {
 		return nil, err
 	}
-	// One node, its own seed; heap 512-768 MiB.
+	// One node, its own seed; heap 512-768 MiB. Writes and lightweight transactions get 5 s (Cassandra's defaults:
+	// 2 s and 1 s): on a 2-core machine shared with the load, a CAS once timed out ("received 0 of 1 required
+	// responses") under the tests of other packages.
 	node := cluster.CassandraNode{Dir: dir, Addr: "127.0.0.1", Native: native, Storage: storage,
-		Seed: fmt.Sprintf("127.0.0.1:%d", storage), Token: "0", Heap: [2]string{"512m", "768m"}}
+		Seed: fmt.Sprintf("127.0.0.1:%d", storage), Token: "0", Heap: [2]string{"512m", "768m"}, Timeout: "5000ms"}
 	bin, args, err := node.Command(java, lib)
 	if err != nil {
 		return nil, err
