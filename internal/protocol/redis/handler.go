@@ -248,6 +248,7 @@ func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 		if s.trk != nil && s.trk.on {
 			s.trackBusy()
 		}
+		s.runOut = 0
 		closing, ran := s.runParsed()
 		yielded := false
 		if ran > 1 && s.w.Len() > 0 && s.sub == nil { // (a pusher writes a subscriber's or monitor's output)
@@ -314,7 +315,7 @@ func (s *session) runParsed() (closing bool, ran int) {
 		if s.batch.Len() >= maxPending {
 			s.flush()
 		}
-		if s.w.Len() >= replyChunk {
+		if n := s.w.Len(); n >= replyChunk && n >= s.outChunk() { // (outChunk is never below replyChunk)
 			if err := s.out(); err != nil {
 				return true, ran
 			}

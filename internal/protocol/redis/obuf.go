@@ -2,6 +2,7 @@ package redis
 
 import (
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -15,8 +16,22 @@ import (
 
 // obufLimit is one class's limits.
 type obufLimit struct {
-	hard, soft int64
+	hard, soft uint64
 	softFor    time.Duration
+}
+
+// obufGrace is the output Redis keeps in a client's own reply buffer (PROTO_REPLY_CHUNK_BYTES), which its limits
+// do not count (getClientOutputBufferMemoryUsage counts the reply list beyond it): so a limit of a few bytes does
+// not close a client at its next +OK. Past it, all of the output counts: Redis's list then holds most of it, all
+// of it for a reply whose length comes after its elements (KEYS: unit/obuf-limits closes one of 111 KB at 100 KB).
+const obufGrace = 16 << 10
+
+// obufCounted is what of n bytes of output counts against the limits.
+func obufCounted(n int) uint64 {
+	if n <= obufGrace {
+		return 0
+	}
+	return uint64(n)
 }
 
 const (
@@ -37,14 +52,15 @@ var defaultObuf = obufLimits{{}, {256 << 20, 64 << 20, 60 * time.Second}, {32 <<
 func (l obufLimits) String() string {
 	parts := make([]string, 0, 12)
 	for i, c := range l {
-		parts = append(parts, obufClassNames[i], itoa(c.hard), itoa(c.soft), itoa(int64(c.softFor/time.Second)))
+		parts = append(parts, obufClassNames[i], strconv.FormatUint(c.hard, 10), strconv.FormatUint(c.soft, 10),
+			itoa(int64(c.softFor/time.Second)))
 	}
 	return strings.Join(parts, " ")
 }
 
 // parseObuf reads CONFIG SET client-output-buffer-limit as Redis does: the value split at each space into
-// groups of class, hard, soft and soft seconds, the limits in Redis's memory units; the classes named change, the
-// others keep cur's. All or nothing, with Redis's errors.
+// groups of class, hard, soft and soft seconds (memtoull's and strtoll's text, truncated as Redis truncates
+// them); the classes named change, the others keep cur's. All or nothing, with Redis's errors.
 func parseObuf(v string, cur obufLimits) (obufLimits, error) {
 	var args []string
 	if v != "" {
@@ -67,15 +83,54 @@ func parseObuf(v string, cur obufLimits) (obufLimits, error) {
 		if class < 0 {
 			return cur, configError("Invalid client class specified in buffer limit configuration.")
 		}
-		hard, okHard := ParseMemory(args[j+1])
-		soft, okSoft := ParseMemory(args[j+2])
-		secs, err := strconv.ParseInt(strings.TrimPrefix(args[j+3], "+"), 10, 32)
-		if !okHard || !okSoft || err != nil && args[j+3] != "" || secs < 0 {
+		hard, okHard := memtoull(args[j+1])
+		soft, okSoft := memtoull(args[j+2])
+		secs, okSecs := strtollInt(args[j+3])
+		if !okHard || !okSoft || !okSecs || secs < 0 {
 			return cur, configError("Error in hard, soft or soft_seconds setting in buffer limit configuration.")
 		}
 		out[class] = obufLimit{hard: hard, soft: soft, softFor: time.Duration(secs) * time.Second}
 	}
 	return out, nil
+}
+
+// memtoull is Redis's: digits (none is 0; past 2^64-1 they stay at it, as strtoull), then a unit (b, k, kb, m, mb,
+// g, gb, any case); the product wraps around 2^64 as C's does.
+func memtoull(s string) (uint64, bool) {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	mul, ok := map[string]uint64{"": 1, "b": 1, "k": 1000, "kb": 1024, "m": 1000 * 1000, "mb": 1024 * 1024,
+		"g": 1000 * 1000 * 1000, "gb": 1024 * 1024 * 1024}[strings.ToLower(s[i:])]
+	if !ok || i >= 128 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s[:i], 10, 64)
+	if err != nil && i > 0 {
+		n = math.MaxUint64 // strtoull's ERANGE, which memtoull does not check
+	}
+	return n * mul, true
+}
+
+// strtollInt is Redis's soft seconds: strtoll's text (a sign, digits; none is 0), the whole field read, the value
+// held at the long long's bounds and then cut to a C int's 32 bits.
+func strtollInt(s string) (int32, bool) {
+	digits := strings.TrimLeft(s, "+-")
+	if len(s)-len(digits) > 1 || strings.Trim(digits, "0123456789") != "" || digits == "" && s != "" {
+		return 0, false
+	}
+	if digits == "" {
+		return 0, true
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil { // out of range: strtoll's LLONG_MAX or LLONG_MIN
+		n = math.MaxInt64
+		if s[0] == '-' {
+			n = math.MinInt64
+		}
+	}
+	return int32(n), true
 }
 
 func init() {
@@ -102,11 +157,12 @@ type softClock struct {
 	gen   int // bumped each time the output goes over the soft limit anew (a pusher's timer checks it)
 }
 
-func (c *softClock) over(l obufLimit, n int64, now func() time.Time) bool {
-	if l.hard > 0 && n >= l.hard {
+func (c *softClock) over(l obufLimit, n int, now func() time.Time) bool {
+	used := obufCounted(n)
+	if l.hard > 0 && used >= l.hard {
 		return true
 	}
-	if l.soft == 0 || n < l.soft {
+	if l.soft == 0 || used < l.soft {
 		c.since = time.Time{}
 		return false
 	}
@@ -119,28 +175,48 @@ func (c *softClock) over(l obufLimit, n int64, now func() time.Time) bool {
 	return t.Sub(c.since) > l.softFor
 }
 
+// maxHeldRun bounds the replies of one run held back for the normal class's hard limit (outChunk).
+const maxHeldRun = 64 << 20
+
+// outChunk is how many reply bytes a run gathers before they are written out: replyChunk, or with a normal hard
+// limit up to the limit (64 MiB at most), so that a run whose replies pass it gets none of them, as in Redis,
+// which writes a run's replies after it.
+func (s *session) outChunk() int {
+	switch l := s.h.obufNow()[obufNormal]; {
+	case l.hard == 0:
+		return replyChunk
+	case l.hard >= maxHeldRun:
+		return maxHeldRun
+	default:
+		return max(int(l.hard)+obufGrace, replyChunk)
+	}
+}
+
 // errObufUnder: the replies are within the normal class's limits, and go out as any.
 var errObufUnder = errors.New("within the output buffer limits")
 
 // errObufLimit ends a connection whose output passed its class's limit.
 var errObufLimit = errors.New("client output buffer limit reached")
 
-// obufWrite applies the normal class's limits l to the replies waiting in s.w: past the hard limit the connection
-// ends without them, as Redis closes a client before it writes what passed the limit; past the soft limit they
-// are written within the soft seconds or the connection ends. It returns errObufUnder when neither applies.
+// obufWrite applies the normal class's limits l to the replies of the connection's current run of commands (what
+// it read at once: a pipeline, an EXEC): those written out already (runOut, every MiB) and those waiting in s.w.
+// At the hard limit the connection ends without the ones waiting, as Redis closes a client before it writes a
+// run's replies that passed the limit; past the soft limit they are written within the soft seconds or the
+// connection ends. It returns errObufUnder when neither applies.
 func (s *session) obufWrite(l obufLimit) error {
-	n := int64(s.w.Len())
-	if l.hard > 0 && n >= l.hard {
-		s.h.log.Info("client output buffer hard limit reached, closing the client", "client", s.conn.RemoteAddr().String(),
-			"bytes", n, "limit", l.hard)
+	n := s.w.Len()
+	used := obufCounted(s.runOut + n)
+	if l.hard > 0 && used >= l.hard {
+		s.h.log.Warn("client closed for overcoming of output buffer limits", "client", s.conn.RemoteAddr().String(),
+			"class", "normal", "bytes", s.runOut+n, "hard", l.hard)
 		s.closing = true
 		s.conn.Close()
 		return errObufLimit
 	}
-	if l.soft == 0 || n < l.soft {
+	if l.soft == 0 || used < l.soft {
 		return errObufUnder
 	}
-	held, err := s.acct.HoldReply(int(n))
+	held, err := s.acct.HoldReply(n)
 	if err != nil {
 		s.closing = true
 		s.conn.Close()
@@ -152,6 +228,8 @@ func (s *session) obufWrite(l obufLimit) error {
 	_, err = s.conn.Write(s.w.Bytes())
 	s.conn.SetWriteDeadline(time.Time{})
 	if err != nil {
+		s.h.log.Warn("client closed for overcoming of output buffer limits", "client", s.conn.RemoteAddr().String(),
+			"class", "normal", "soft", l.soft, "err", err)
 		s.closing = true
 		s.conn.Close()
 	}

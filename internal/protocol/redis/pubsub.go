@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"log/slog"
 	"net"
 	"sort"
 	"sync"
@@ -52,12 +53,16 @@ const pubsubLimit = 32 << 20
 const pushChunk = 16 << 10
 
 // pusher is a subscribed connection's ordered output queue and the goroutine that writes it. Its queue is held
-// to the pubsub class's client-output-buffer-limit (obuf.go).
+// to client-output-buffer-limit (obuf.go): the pubsub class's while the connection has subscriptions, the normal
+// class's otherwise (a RESP3 tracking client, one that unsubscribed from everything), as Redis classes clients.
 type pusher struct {
 	conn  net.Conn
 	resp3 bool
 	lim   func() *obufLimits
 	omem  *atomic.Int64 // queued, for CLIENT LIST
+	state *clientState  // the connection's subscription counts
+	log   *slog.Logger
+	timer *time.Timer // the soft limit's check once its seconds are up (checkSoft); stopped when the pusher ends
 	// monitor: the connection monitors; its queue is held to pubsubLimit instead (Redis counts a monitor a normal
 	// client, without a limit by default).
 	monitor atomic.Bool
@@ -75,7 +80,8 @@ type pusher struct {
 }
 
 func newPusher(s *session, resp3 bool) *pusher {
-	p := &pusher{conn: s.conn, resp3: resp3, lim: s.h.obufNow, omem: &s.state.omem, done: make(chan struct{})}
+	p := &pusher{conn: s.conn, resp3: resp3, lim: s.h.obufNow, omem: &s.state.omem, state: &s.state, log: s.h.log,
+		done: make(chan struct{})}
 	p.cond = sync.NewCond(&p.mu)
 	go p.run()
 	return p
@@ -92,13 +98,16 @@ func (p *pusher) enqueue(b []byte) {
 	p.omem.Store(int64(p.queued))
 	l := p.limit()
 	gen := p.soft.gen
-	if p.soft.over(l, int64(p.queued), time.Now) {
-		p.cutOff()
+	if p.soft.over(l, p.queued, time.Now) {
+		p.cutOff(l)
 		return
 	}
 	if p.soft.gen != gen { // just went over the soft limit: cut off then if it is still over, even with no traffic
 		g := p.soft.gen
-		time.AfterFunc(l.softFor+time.Second, func() { p.checkSoft(g) })
+		if p.timer != nil {
+			p.timer.Stop()
+		}
+		p.timer = time.AfterFunc(l.softFor+time.Second, func() { p.checkSoft(g) })
 	}
 	for len(b) > 0 {
 		n := len(p.chunks)
@@ -118,16 +127,26 @@ func (p *pusher) enqueue(b []byte) {
 	p.cond.Signal()
 }
 
-// limit is what the queue is held to.
+// limit is what the queue is held to: a subscriber's class, pubsub; any other connection's, normal, and at most
+// pubsubLimit, as a monitor's (Redis's normal class has no limit by default, and a RESP3 tracking client that
+// does not read would have its invalidations pile up without end).
 func (p *pusher) limit() obufLimit {
-	if p.monitor.Load() {
-		return obufLimit{hard: pubsubLimit}
+	if !p.monitor.Load() {
+		if st := p.state; st.sub.Load()+st.psub.Load()+st.ssub.Load() > 0 {
+			return p.lim()[obufPubSub]
+		}
 	}
-	return p.lim()[obufPubSub]
+	l := p.lim()[obufNormal]
+	if l.hard == 0 || l.hard > pubsubLimit {
+		l.hard = pubsubLimit
+	}
+	return l
 }
 
-// cutOff ends a subscriber past its limits; the caller holds p.mu.
-func (p *pusher) cutOff() {
+// cutOff ends a connection whose queue passed l; the caller holds p.mu.
+func (p *pusher) cutOff(l obufLimit) {
+	p.log.Warn("client closed for overcoming of output buffer limits", "client", p.conn.RemoteAddr().String(),
+		"queued", p.queued, "hard", l.hard, "soft", l.soft)
 	p.closed = true
 	p.conn.Close() // the reader fails next, and the connection ends
 	p.cond.Signal()
@@ -137,8 +156,8 @@ func (p *pusher) cutOff() {
 func (p *pusher) checkSoft(gen int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.closed && p.soft.gen == gen && p.soft.over(p.limit(), int64(p.queued), time.Now) {
-		p.cutOff()
+	if l := p.limit(); !p.closed && p.soft.gen == gen && p.soft.over(l, p.queued, time.Now) {
+		p.cutOff(l)
 	}
 }
 
@@ -179,6 +198,7 @@ func (ss shardSub) Deliver(_, channel string, msg []byte) {
 
 func (p *pusher) run() {
 	defer close(p.done)
+	defer p.discard() // what is queued and the soft limit's timer go with the pusher
 	for {
 		p.mu.Lock()
 		for (len(p.chunks) == 0 || p.held > 0 && !p.draining) && !p.closed {
@@ -205,7 +225,7 @@ func (p *pusher) run() {
 		p.mu.Lock()
 		p.queued -= n
 		p.omem.Store(int64(p.queued))
-		if p.queued < int(p.limit().soft) {
+		if obufCounted(p.queued) < p.limit().soft {
 			p.soft.since = time.Time{}
 		}
 		if p.spare == nil && cap(last) == pushChunk {
@@ -217,6 +237,20 @@ func (p *pusher) run() {
 			return
 		}
 	}
+}
+
+// discard drops what the ended pusher still holds: its queue (a subscriber cut off at its limit held up to the
+// limit) and the soft limit's timer, which kept the pusher, queue and all, for the soft seconds (a review: 20
+// stalled subscribers closing left 190 MiB for a minute, past maxclients).
+func (p *pusher) discard() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.timer != nil {
+		p.timer.Stop()
+		p.timer = nil
+	}
+	p.chunks, p.spare, p.queued = nil, nil, 0
+	p.omem.Store(0)
 }
 
 // hold keeps queued output from the client until release: a (P)SUBSCRIBE's confirmation is queued before the
@@ -290,7 +324,11 @@ func (s *session) out() error {
 		return nil
 	}
 	if l := s.h.obufNow()[obufNormal]; l.hard > 0 || l.soft > 0 {
-		if err := s.obufWrite(l); err != errObufUnder {
+		err := s.obufWrite(l)
+		if err != errObufUnder {
+			if err == nil {
+				s.runOut += s.w.Len()
+			}
 			return err
 		}
 	}
@@ -304,6 +342,7 @@ func (s *session) out() error {
 	}
 	_, err = s.conn.Write(s.w.Bytes())
 	s.acct.Release(held)
+	s.runOut += s.w.Len()
 	return err
 }
 
