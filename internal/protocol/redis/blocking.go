@@ -339,6 +339,7 @@ func (s *session) block(keys [][]byte, timeout time.Duration, consumes bool, att
 				s.closing = true
 				return false
 			}
+			s.runOut = 0      // what went out before the wait is the client's: the output limits count from here
 			if s.trk != nil { // its invalidations need not wait for it
 				s.trackIdle()
 				defer func() {

@@ -315,7 +315,7 @@ func (s *session) runParsed() (closing bool, ran int) {
 		if s.batch.Len() >= maxPending {
 			s.flush()
 		}
-		if n := s.w.Len(); n >= replyChunk && n >= s.outChunk() { // (outChunk is never below replyChunk)
+		if s.w.Len() >= replyChunk {
 			if err := s.out(); err != nil {
 				return true, ran
 			}

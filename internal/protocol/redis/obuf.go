@@ -116,6 +116,7 @@ func memtoull(s string) (uint64, bool) {
 // strtollInt is Redis's soft seconds: strtoll's text (a sign, digits; none is 0), the whole field read, the value
 // held at the long long's bounds and then cut to a C int's 32 bits.
 func strtollInt(s string) (int32, bool) {
+	s = strings.TrimLeft(s, " \t\n\v\f\r") // strtoll skips leading white space
 	digits := strings.TrimLeft(s, "+-")
 	if len(s)-len(digits) > 1 || strings.Trim(digits, "0123456789") != "" || digits == "" && s != "" {
 		return 0, false
@@ -175,23 +176,6 @@ func (c *softClock) over(l obufLimit, n int, now func() time.Time) bool {
 	return t.Sub(c.since) > l.softFor
 }
 
-// maxHeldRun bounds the replies of one run held back for the normal class's hard limit (outChunk).
-const maxHeldRun = 64 << 20
-
-// outChunk is how many reply bytes a run gathers before they are written out: replyChunk, or with a normal hard
-// limit up to the limit (64 MiB at most), so that a run whose replies pass it gets none of them, as in Redis,
-// which writes a run's replies after it.
-func (s *session) outChunk() int {
-	switch l := s.h.obufNow()[obufNormal]; {
-	case l.hard == 0:
-		return replyChunk
-	case l.hard >= maxHeldRun:
-		return maxHeldRun
-	default:
-		return max(int(l.hard)+obufGrace, replyChunk)
-	}
-}
-
 // errObufUnder: the replies are within the normal class's limits, and go out as any.
 var errObufUnder = errors.New("within the output buffer limits")
 
@@ -199,17 +183,20 @@ var errObufUnder = errors.New("within the output buffer limits")
 var errObufLimit = errors.New("client output buffer limit reached")
 
 // obufWrite applies the normal class's limits l to the replies of the connection's current run of commands (what
-// it read at once: a pipeline, an EXEC): those written out already (runOut, every MiB) and those waiting in s.w.
-// At the hard limit the connection ends without the ones waiting, as Redis closes a client before it writes a
-// run's replies that passed the limit; past the soft limit they are written within the soft seconds or the
-// connection ends. It returns errObufUnder when neither applies.
+// it read at once: a pipeline, an EXEC): those written out already (runOut: a run's replies go out a MiB at a
+// time, so that a connection holds no more) and those waiting in s.w. At the hard limit the connection ends
+// without the ones waiting, as Redis closes a client before it writes what passed the limit; past the soft limit
+// they are written within the soft seconds or the connection ends. It returns errObufUnder when neither applies.
 func (s *session) obufWrite(l obufLimit) error {
+	if s.obufClosed { // the rest of the run's batch, after the close: said once
+		return errObufLimit
+	}
 	n := s.w.Len()
 	used := obufCounted(s.runOut + n)
 	if l.hard > 0 && used >= l.hard {
 		s.h.log.Warn("client closed for overcoming of output buffer limits", "client", s.conn.RemoteAddr().String(),
 			"class", "normal", "bytes", s.runOut+n, "hard", l.hard)
-		s.closing = true
+		s.obufClosed, s.closing = true, true
 		s.conn.Close()
 		return errObufLimit
 	}
@@ -230,7 +217,7 @@ func (s *session) obufWrite(l obufLimit) error {
 	if err != nil {
 		s.h.log.Warn("client closed for overcoming of output buffer limits", "client", s.conn.RemoteAddr().String(),
 			"class", "normal", "soft", l.soft, "err", err)
-		s.closing = true
+		s.obufClosed, s.closing = true, true
 		s.conn.Close()
 	}
 	return err

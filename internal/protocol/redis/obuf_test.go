@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"anykv/internal/membudget"
 )
 
 // obufConfigTranscript sets client-output-buffer-limit well and badly, and reads it back.
@@ -18,7 +20,7 @@ func obufConfigTranscript(t *testing.T, addr string) []string {
 		"normal 1 2 3 pubsub", "normal 1mb 2mb 60 replica 3mb 4mb 70 pubsub 5mb 6mb 80", "PUBSUB 1k 2kb +9",
 		"slave 0 0 0", "", "normal 100 100 0  ", "pubsub 18446744073709551615 0 0", "pubsub 9223372036854775808 1 1",
 		"pubsub 100000000000gb 99999999999999999999 0", "pubsub 1mb 2MB 4294967297", "pubsub 1 2 9999999999",
-		"pubsub 0  0", "pubsub 1 2 +5", "pubsub 1 2 -0", "pubsub +1 2 3", "pubsub 1b 2B 3", "pubsub 1 2 3 normal 1k 2k"} {
+		"pubsub 0  0", "pubsub 1 2 +5", "normal 0 0 \t5", "normal 0 0 \n7", "pubsub 1 2 -0", "pubsub +1 2 3", "pubsub 1b 2B 3", "pubsub 1 2 3 normal 1k 2k"} {
 		out = append(out, "SET "+v+" -> "+c.do("CONFIG", "SET", "client-output-buffer-limit", v))
 		out = append(out, "GET -> "+c.do("CONFIG", "GET", "client-output-buffer-limit"))
 	}
@@ -177,8 +179,8 @@ func TestObufClosedSubscribersFreeTheirQueues(t *testing.T) {
 // TestObufClassesAsRedis: the pubsub class holds only connections with subscriptions (one that unsubscribed from
 // everything, or a RESP3 tracking client with a pusher, is a normal client, as in Redis); a limit counts only
 // what a client's own reply buffer would not hold, so "normal 1 0 0" closes no client at its +OK; and the normal
-// class counts a run's replies together: a pipeline or an EXEC whose replies pass the hard limit gets none,
-// though they are written out a MiB at a time (a review found each point).
+// class counts a run's replies together: a pipeline or an EXEC whose replies pass the hard limit gets none of
+// those past the MiB written at a time (a review found each point).
 func TestObufClassesAsRedis(t *testing.T) {
 	ts := startServer(t, Options{}, 0)
 	admin := ts.raw(t)
@@ -214,20 +216,69 @@ func TestObufClassesAsRedis(t *testing.T) {
 	admin.send(respCmd("CONFIG", "SET", "client-output-buffer-limit", "normal 1 0 0"))
 	answered(admin, `CONFIG SET client-output-buffer-limit "normal 1 0 0" closed its own connection`)
 	admin.reply()
-	admin.expect("+OK\r\n", "CONFIG", "SET", "client-output-buffer-limit", "normal 2mb 0 0")
-	admin.expect("+OK\r\n", "SET", "half", strings.Repeat("h", 500<<10))
+	admin.expect("+OK\r\n", "CONFIG", "SET", "client-output-buffer-limit", "normal 200kb 0 0")
+	admin.expect("+OK\r\n", "SET", "part", strings.Repeat("p", 50000))
 	pipe := ts.raw(t)
-	pipe.send(strings.Repeat(respCmd("GET", "half"), 10)) // 5 MB of replies in one run
+	pipe.send(strings.Repeat(respCmd("GET", "part"), 10)) // 500 KB of replies in one run
 	if !pipe.closed() {
 		t.Error("a pipeline whose replies passed the normal hard limit was answered")
 	}
 	tx := ts.raw(t)
-	tx.send(respCmd("MULTI") + strings.Repeat(respCmd("GET", "half"), 10) + respCmd("EXEC"))
+	tx.send(respCmd("MULTI") + strings.Repeat(respCmd("GET", "part"), 10) + respCmd("EXEC")) // one run: not even +OK
 	if !tx.closed() {
 		t.Error("an EXEC whose replies passed the normal hard limit was answered")
 	}
 	one := ts.raw(t)
-	if got := one.do("GET", "half"); len(got) < 500<<10 {
+	if got := one.do("GET", "part"); len(got) < 50000 {
 		t.Errorf("a reply under the limit: %.40q", got)
+	}
+
+	// Replies written before a blocking command waits are the client's: the run after the wait counts alone (a
+	// review: a BLPOP's reply counted with them, the client closed, the element it popped lost).
+	admin.expect("+OK\r\n", "CONFIG", "SET", "client-output-buffer-limit", "normal 120kb 0 0")
+	b := ts.raw(t)
+	b.send(respCmd("GET", "part") + respCmd("GET", "part") + respCmd("BLPOP", "l", "0") + respCmd("GET", "part"))
+	b.reply()
+	b.reply()
+	time.Sleep(100 * time.Millisecond)
+	admin.expect(":1\r\n", "RPUSH", "l", "x")
+	if got := b.reply(); got != "*2\r\n$1\r\nl\r\n$1\r\nx\r\n" {
+		t.Fatalf("BLPOP answered %q", got)
+	}
+	b.reply()
+}
+
+// TestObufHeldRunsStayWithinTheBudget: with a normal hard limit set, connections that ask for big replies and
+// never read hold no more than without one: a run's replies still go out a MiB at a time, within the request
+// budget (a review: holding a run's replies up to the limit took the heap 791 MiB up from 8 requests of 1.6 KB,
+// with maxmemory-clients at 16 MiB).
+func TestObufHeldRunsStayWithinTheBudget(t *testing.T) {
+	ts := startServer(t, Options{Budget: membudget.New(16<<20, nil)}, 0)
+	admin := ts.raw(t)
+	admin.expect("+OK\r\n", "CONFIG", "SET", "client-output-buffer-limit", "normal 1gb 0 0")
+	admin.expect("+OK\r\n", "SET", "big", strings.Repeat("x", 1<<20-64))
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapInuse
+	}
+	runtime.GC()
+	base := heap()
+	req := []byte(strings.Repeat(respCmd("GET", "big"), 80)) // 1.6 KB asking for 80 MiB
+	for i := 0; i < 8; i++ {
+		c, err := net.Dial("tcp", ts.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.(*net.TCPConn).SetReadBuffer(4096)
+		c.Write(req) // never read
+	}
+	peak := uint64(0)
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		peak = max(peak, heap())
+	}
+	if grew := int64(peak) - int64(base); grew > 128<<20 {
+		t.Fatalf("8 connections sending 1.6 KB each took the heap %d MiB up, with maxmemory-clients at 16 MiB", grew>>20)
 	}
 }

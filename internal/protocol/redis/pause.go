@@ -132,6 +132,7 @@ func (s *session) waitPause(cmd *command, args [][]byte) {
 		}
 		s.flush()
 		s.out()
+		s.runOut = 0 // what went out before the pause is the client's: the output limits count from here
 		s.state.blocked.Store(true)
 		s.h.waiters.clients.Add(1) // INFO's blocked_clients counts it, as Redis counts a paused client
 		if f := p.waiting.Load(); f != nil {

@@ -116,7 +116,8 @@ type session struct {
 	outs                       int
 	// runOut is the reply bytes written out so far for the commands of the current read (a pipeline, an EXEC),
 	// which client-output-buffer-limit's normal class counts with those waiting (obufWrite).
-	runOut int
+	runOut     int
+	obufClosed bool // the connection was closed at its output limit
 
 	unblockMu    sync.Mutex
 	unblockCh    chan bool
@@ -726,7 +727,7 @@ func (s *session) replyTo(p *pending, own []engine.Result, muts []engine.Mutatio
 	if len(s.trackOwn) > 0 {
 		s.emitOwn(muts, own)
 	}
-	if n := s.w.Len(); n >= replyChunk && s.conn != nil && n >= s.outChunk() { // a script's call (no connection) reads its replies back
+	if s.w.Len() >= replyChunk && s.conn != nil { // a script's call (no connection) reads its replies back
 		s.out() // a batch of large replies streams, as runParsed's do; a failed write shows at the next
 	}
 }
