@@ -118,26 +118,36 @@ func configInt(v string, lo, hi int64, memory bool) (int64, error) {
 	return n, nil
 }
 
+// configBool reads a yes or no setting (any case), with Redis's error.
+func configBool(v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "yes":
+		return true, nil
+	case "no":
+		return false, nil
+	}
+	return false, configError("argument must be 'yes' or 'no'")
+}
+
 // ParseMemory reads a byte count as Redis's memtoull: digits, then optionally k, kb, m, mb, g or gb (k = 1000,
 // kb = 1024), in any case.
 func ParseMemory(v string) (int64, bool) {
 	s := strings.ToLower(v)
-	mul := int64(1)
-	for _, u := range []struct {
-		suffix string
-		mul    int64
-	}{{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1e3}, {"m", 1e6}, {"g", 1e9}, {"b", 1}} {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mul = strings.TrimSuffix(s, u.suffix), u.mul
-			break
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 || n > math.MaxInt64/mul {
+	i := strings.LastIndexAny(s, "0123456789") + 1
+	mul, ok := memoryUnits[s[i:]]
+	if !ok {
 		return 0, false
 	}
-	return n * mul, true
+	n, err := strconv.ParseInt(s[:i], 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/int64(mul) {
+		return 0, false
+	}
+	return n * int64(mul), true
 }
+
+// memoryUnits are Redis's memory units (lower case) and their bytes: k is 1000, kb 1024.
+var memoryUnits = map[string]uint64{"": 1, "b": 1, "k": 1000, "kb": 1 << 10, "m": 1000 * 1000, "mb": 1 << 20,
+	"g": 1000 * 1000 * 1000, "gb": 1 << 30}
 
 // configSet applies CONFIG SET's name/value pairs: all of them, or none when one is refused (Redis 7 checks
 // every pair before applying any). It returns the error reply, or "".

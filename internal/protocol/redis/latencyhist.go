@@ -3,6 +3,7 @@ package redis
 import (
 	"math"
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -32,11 +33,15 @@ type latencyHist struct {
 	counts [histLen]atomic.Int64
 }
 
+// histBucket is the power-of-two bucket a value (ns) falls in: hdr_histogram's get_bucket_index.
+func histBucket(v int64) int {
+	return 64 - bits.LeadingZeros64(uint64(v)|histSubMask) - (histHalfBits + 1)
+}
+
 // histIndex is the count a value (ns, within histMin..histMax) falls in: hdr_histogram's counts_index_for.
 func histIndex(v int64) int {
-	bucket := 64 - bits.LeadingZeros64(uint64(v)|histSubMask) - (histHalfBits + 1)
-	sub := int(v >> bucket)
-	return (bucket+1)<<histHalfBits + sub - histHalf
+	bucket := histBucket(v)
+	return (bucket+1)<<histHalfBits + int(v>>bucket) - histHalf
 }
 
 // histValue is the lowest value of count i: hdr_value_at_index.
@@ -51,7 +56,7 @@ func histValue(i int) int64 {
 
 // histHighest is the highest value counted with v: hdr_histogram's highest_equivalent_value.
 func histHighest(v int64) int64 {
-	bucket := 64 - bits.LeadingZeros64(uint64(v)|histSubMask) - (histHalfBits + 1)
+	bucket := histBucket(v)
 	sub := v >> bucket
 	size := int64(1) << bucket
 	if sub >= 2*histHalf {
@@ -105,11 +110,11 @@ func cdf(counts *[histLen]int64, total int64, micros, cumulative []int64) ([]int
 		if level <= histMax {
 			last = histIndex(level)
 		}
-		for ; i <= last && i < histLen; i++ {
+		for ; i <= last; i++ {
 			sum += counts[i]
 		}
 		if sum > prev {
-			micros = append(micros, histHighest(histValue(min(last, histLen-1)))/1000)
+			micros = append(micros, histHighest(histValue(last))/1000)
 			cumulative = append(cumulative, sum)
 		}
 		prev = sum
@@ -165,17 +170,6 @@ func parsePercentiles(v string) ([]float64, error) {
 		out = append(out, p)
 	}
 	return out, nil
-}
-
-// configBool reads a yes or no setting (any case), with Redis's error.
-func configBool(v string) (bool, error) {
-	switch strings.ToLower(v) {
-	case "yes":
-		return true, nil
-	case "no":
-		return false, nil
-	}
-	return false, configError("argument must be 'yes' or 'no'")
 }
 
 func init() {
@@ -236,12 +230,12 @@ func (s *session) latencyHistogram(names [][]byte) {
 				slots = append(slots, slot)
 			}
 		default:
-			slots = append(slots, c.id)
-			for _, slot := range sortedSlots() {
-				if strings.HasPrefix(all[slot], c.name+"|") {
-					slots = append(slots, slot)
-				}
+			subs := make([]int, 0, len(c.subStats))
+			for _, slot := range c.subStats {
+				subs = append(subs, slot)
 			}
+			slices.SortFunc(subs, func(a, b int) int { return strings.Compare(all[a], all[b]) })
+			slots = append(append(slots, c.id), subs...)
 		}
 	}
 	// Each histogram is copied into one buffer and written at once: a request naming a command 20,000 times must

@@ -101,8 +101,7 @@ func memtoull(s string) (uint64, bool) {
 	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
 		i++
 	}
-	mul, ok := map[string]uint64{"": 1, "b": 1, "k": 1000, "kb": 1024, "m": 1000 * 1000, "mb": 1024 * 1024,
-		"g": 1000 * 1000 * 1000, "gb": 1024 * 1024 * 1024}[strings.ToLower(s[i:])]
+	mul, ok := memoryUnits[strings.ToLower(s[i:])]
 	if !ok || i >= 128 {
 		return 0, false
 	}
@@ -158,7 +157,7 @@ type softClock struct {
 	gen   int // bumped each time the output goes over the soft limit anew (a pusher's timer checks it)
 }
 
-func (c *softClock) over(l obufLimit, n int, now func() time.Time) bool {
+func (c *softClock) over(l obufLimit, n int) bool {
 	used := obufCounted(n)
 	if l.hard > 0 && used >= l.hard {
 		return true
@@ -167,7 +166,7 @@ func (c *softClock) over(l obufLimit, n int, now func() time.Time) bool {
 		c.since = time.Time{}
 		return false
 	}
-	t := now()
+	t := time.Now()
 	if c.since.IsZero() {
 		c.since = t
 		c.gen++
@@ -176,49 +175,35 @@ func (c *softClock) over(l obufLimit, n int, now func() time.Time) bool {
 	return t.Sub(c.since) > l.softFor
 }
 
-// errObufUnder: the replies are within the normal class's limits, and go out as any.
-var errObufUnder = errors.New("within the output buffer limits")
-
 // errObufLimit ends a connection whose output passed its class's limit.
 var errObufLimit = errors.New("client output buffer limit reached")
 
-// obufWrite applies the normal class's limits l to the replies of the connection's current run of commands (what
+// obufCheck applies the normal class's limits l to the replies of the connection's current run of commands (what
 // it read at once: a pipeline, an EXEC): those written out already (runOut: a run's replies go out a MiB at a
 // time, so that a connection holds no more) and those waiting in s.w. At the hard limit the connection ends
 // without the ones waiting, as Redis closes a client before it writes what passed the limit; past the soft limit
-// they are written within the soft seconds or the connection ends. It returns errObufUnder when neither applies.
-func (s *session) obufWrite(l obufLimit) error {
+// the deadline by which out must have written them (Redis disconnects once the output stayed over the soft limit
+// more than soft seconds, counted in whole seconds).
+func (s *session) obufCheck(l obufLimit) (deadline time.Time, err error) {
 	if s.obufClosed { // the rest of the run's batch, after the close: said once
-		return errObufLimit
+		return deadline, errObufLimit
 	}
-	n := s.w.Len()
-	used := obufCounted(s.runOut + n)
+	n := s.runOut + s.w.Len()
+	used := obufCounted(n)
 	if l.hard > 0 && used >= l.hard {
-		s.h.log.Warn("client closed for overcoming of output buffer limits", "client", s.conn.RemoteAddr().String(),
-			"class", "normal", "bytes", s.runOut+n, "hard", l.hard)
-		s.obufClosed, s.closing = true, true
-		s.conn.Close()
-		return errObufLimit
+		s.obufClose("hard limit", "bytes", n, "hard", l.hard)
+		return deadline, errObufLimit
 	}
-	if l.soft == 0 || used < l.soft {
-		return errObufUnder
+	if l.soft > 0 && used >= l.soft {
+		deadline = time.Now().Add(l.softFor + time.Second)
 	}
-	held, err := s.acct.HoldReply(n)
-	if err != nil {
-		s.closing = true
-		s.conn.Close()
-		return err
-	}
-	defer s.acct.Release(held)
-	// Redis disconnects once the output stayed over the soft limit more than soft seconds, counted in whole seconds.
-	s.conn.SetWriteDeadline(time.Now().Add(l.softFor + time.Second))
-	_, err = s.conn.Write(s.w.Bytes())
-	s.conn.SetWriteDeadline(time.Time{})
-	if err != nil {
-		s.h.log.Warn("client closed for overcoming of output buffer limits", "client", s.conn.RemoteAddr().String(),
-			"class", "normal", "soft", l.soft, "err", err)
-		s.obufClosed, s.closing = true, true
-		s.conn.Close()
-	}
-	return err
+	return deadline, nil
+}
+
+// obufClose ends a normal client at its output limit, and says so.
+func (s *session) obufClose(why string, attrs ...any) {
+	s.h.log.Warn("client closed for overcoming of output buffer limits", append([]any{"client",
+		s.conn.RemoteAddr().String(), "class", "normal", "why", why}, attrs...)...)
+	s.obufClosed, s.closing = true, true
+	s.conn.Close()
 }

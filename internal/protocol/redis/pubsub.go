@@ -59,8 +59,7 @@ type pusher struct {
 	conn  net.Conn
 	resp3 bool
 	lim   func() *obufLimits
-	omem  *atomic.Int64 // queued, for CLIENT LIST
-	state *clientState  // the connection's subscription counts
+	state *clientState // the connection's subscription counts, and omem (queued, for CLIENT LIST)
 	log   *slog.Logger
 	timer *time.Timer // the soft limit's check once its seconds are up (checkSoft); stopped when the pusher ends
 	// monitor: the connection monitors; its queue is held to pubsubLimit instead (Redis counts a monitor a normal
@@ -80,7 +79,7 @@ type pusher struct {
 }
 
 func newPusher(s *session, resp3 bool) *pusher {
-	p := &pusher{conn: s.conn, resp3: resp3, lim: s.h.obufNow, omem: &s.state.omem, state: &s.state, log: s.h.log,
+	p := &pusher{conn: s.conn, resp3: resp3, lim: s.h.obufNow, state: &s.state, log: s.h.log,
 		done: make(chan struct{})}
 	p.cond = sync.NewCond(&p.mu)
 	go p.run()
@@ -95,10 +94,10 @@ func (p *pusher) enqueue(b []byte) {
 		return
 	}
 	p.queued += len(b)
-	p.omem.Store(int64(p.queued))
+	p.state.omem.Store(int64(p.queued))
 	l := p.limit()
 	gen := p.soft.gen
-	if p.soft.over(l, p.queued, time.Now) {
+	if p.soft.over(l, p.queued) {
 		p.cutOff(l)
 		return
 	}
@@ -156,7 +155,7 @@ func (p *pusher) cutOff(l obufLimit) {
 func (p *pusher) checkSoft(gen int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if l := p.limit(); !p.closed && p.soft.gen == gen && p.soft.over(l, p.queued, time.Now) {
+	if l := p.limit(); !p.closed && p.soft.gen == gen && p.soft.over(l, p.queued) {
 		p.cutOff(l)
 	}
 }
@@ -224,7 +223,7 @@ func (p *pusher) run() {
 		_, err := bufs.WriteTo(p.conn) // one writev (it empties out's slices as it goes)
 		p.mu.Lock()
 		p.queued -= n
-		p.omem.Store(int64(p.queued))
+		p.state.omem.Store(int64(p.queued))
 		if obufCounted(p.queued) < p.limit().soft {
 			p.soft.since = time.Time{}
 		}
@@ -250,7 +249,7 @@ func (p *pusher) discard() {
 		p.timer = nil
 	}
 	p.chunks, p.spare, p.queued = nil, nil, 0
-	p.omem.Store(0)
+	p.state.omem.Store(0)
 }
 
 // hold keeps queued output from the client until release: a (P)SUBSCRIBE's confirmation is queued before the
@@ -323,12 +322,10 @@ func (s *session) out() error {
 		s.sub.enqueue(s.w.Bytes())
 		return nil
 	}
+	var deadline time.Time // the normal class's soft limit's, for replies over it (obuf.go)
 	if l := s.h.obufNow()[obufNormal]; l.hard > 0 || l.soft > 0 {
-		err := s.obufWrite(l)
-		if err != errObufUnder {
-			if err == nil {
-				s.runOut += s.w.Len()
-			}
+		var err error
+		if deadline, err = s.obufCheck(l); err != nil {
 			return err
 		}
 	}
@@ -340,9 +337,18 @@ func (s *session) out() error {
 		s.conn.Close()
 		return err
 	}
+	if !deadline.IsZero() {
+		s.conn.SetWriteDeadline(deadline)
+	}
 	_, err = s.conn.Write(s.w.Bytes())
 	s.acct.Release(held)
 	s.runOut += s.w.Len()
+	if !deadline.IsZero() {
+		s.conn.SetWriteDeadline(time.Time{})
+		if err != nil {
+			s.obufClose("the soft limit's seconds passed", "err", err)
+		}
+	}
 	return err
 }
 

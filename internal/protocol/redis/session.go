@@ -115,7 +115,7 @@ type session struct {
 	replyOff, skipNext, silent bool
 	outs                       int
 	// runOut is the reply bytes written out so far for the commands of the current read (a pipeline, an EXEC),
-	// which client-output-buffer-limit's normal class counts with those waiting (obufWrite).
+	// which client-output-buffer-limit's normal class counts with those waiting (obufCheck).
 	runOut     int
 	obufClosed bool // the connection was closed at its output limit
 
