@@ -1,0 +1,425 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"anykv/internal/engine/remote/remotetest"
+	"anykv/internal/servertest"
+)
+
+// TestKillKeepsEveryTypeAsAcknowledged is the kill -9 test of every data type, with redis-server as the model.
+// Writers, each on keys of its own, send random pipelines of commands over strings, bitmaps, lists, hashes, sets,
+// sorted sets and streams, with expiries, renames, copies, moves between their keys, scripts and MULTI blocks;
+// the server is killed with SIGKILL in the middle and restarted. A writer's commands apply in order, a MULTI
+// block or a script whole or not at all, so its keys after the restart must be exactly redis-server's after its
+// acknowledged commands and some prefix of those it sent without an answer: no acknowledged write lost, none
+// half applied, none out of order. Each round's keys are checked again after every later kill.
+func TestKillKeepsEveryTypeAsAcknowledged(t *testing.T) {
+	model := goredis.NewClient(&goredis.Options{Addr: strings.TrimPrefix(remotetest.Start(t, "redis-nopersist"), "resp://"),
+		MaxRetries: -1})
+	t.Cleanup(func() { model.Close() })
+	for _, tc := range []struct {
+		name   string
+		fsync  string
+		env    []string
+		deploy string // a datastore to put anykv in front of (internal/bench/deploy's name), "" for Pebble
+	}{
+		{"always", "always", nil, ""}, {"interval", "interval", nil, ""},
+		{"always-one-core", "always", []string{"GOMAXPROCS=1"}, ""},
+		{"postgres", "always", nil, "postgres"}, {"mariadb", "always", nil, "mariadb"}, {"redis", "always", nil, "redis"},
+		{"etcd", "always", nil, "etcd"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			engine := ""
+			if tc.deploy != "" {
+				// (the deploy names a Redis target resp://, which anykv takes as redis://)
+				engine = strings.Replace(remotetest.Start(t, tc.deploy), "resp://", "redis://", 1)
+			}
+			s := servertest.Start(t, servertest.Options{Engine: engine, Fsync: tc.fsync, Env: tc.env})
+			var settled []map[string]string // per round, what its keys hold
+			for round := range 3 {
+				ws := make([]*modelWriter, 6)
+				for i := range ws {
+					ws[i] = &modelWriter{prefix: fmt.Sprintf("%s:r%d:w%d:", tc.name, round, i),
+						rng: rand.New(rand.NewPCG(uint64(round), uint64(i)))}
+				}
+				runUntilKilled(t, s, ws)
+				s.Restart()
+				c := client(t, s.RESP)
+				for r, want := range settled {
+					if got := dumpKeys(t, c, fmt.Sprintf("%s:r%d:", tc.name, r)); !maps2Equal(got, want) {
+						t.Fatalf("round %d's keys changed after round %d's kill:\n%s", r, round, dumpDiff(want, got))
+					}
+				}
+				all := map[string]string{}
+				acked, tails, applied := 0, 0, 0
+				for _, w := range ws {
+					got := dumpKeys(t, c, w.prefix)
+					j := w.matchPrefix(t, model, got)
+					if j < 0 {
+						t.Fatalf("%s: after the kill its keys match no prefix of its %d unanswered units over its %d "+
+							"acknowledged ones; after the acknowledged ones redis-server holds:\n%s", w.prefix, len(w.tail()),
+							w.acked, dumpDiff(w.modelAt(t, model, 0), got))
+					}
+					applied += j
+					acked += w.acked - j
+					tails += len(w.tail()) + j
+					for k, v := range got {
+						all[k] = v
+					}
+				}
+				t.Logf("round %d: %d writers, %d acknowledged units and %d unanswered (%d of them found applied) checked "+
+					"after kill -9, %d keys", round, len(ws), acked, tails, applied, len(all))
+				if acked < 50 {
+					t.Fatalf("round %d: only %d units acknowledged before the kill", round, acked)
+				}
+				settled = append(settled, all)
+			}
+		})
+	}
+}
+
+// modelWriter is one client's history: the units it sent (a command, a MULTI block or a script), of which the
+// first acked were answered.
+type modelWriter struct {
+	prefix string
+	rng    *rand.Rand
+	units  [][][]any
+	acked  int
+	xid    int // the last stream ID it used
+}
+
+func (w *modelWriter) tail() [][][]any { return w.units[w.acked:] }
+
+// runUntilKilled has every writer send pipelines until the server is killed, after at least 300 answered units.
+func runUntilKilled(t *testing.T, s *servertest.Server, ws []*modelWriter) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	answered := 0
+	stop := make(chan struct{})
+	for _, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := goredis.NewClient(&goredis.Options{Addr: s.RESP, MaxRetries: -1, PoolSize: 1,
+				ReadTimeout: 10 * time.Second})
+			defer c.Close()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				first := len(w.units)
+				for range 1 + w.rng.IntN(24) {
+					w.units = append(w.units, w.unit())
+				}
+				var last []*goredis.Cmd // per unit, the command whose answer acknowledges it
+				_, err := c.Pipelined(ctx, func(p goredis.Pipeliner) error {
+					for _, u := range w.units[first:] {
+						var cmd *goredis.Cmd
+						for _, args := range u {
+							cmd = p.Do(ctx, args...)
+						}
+						last = append(last, cmd)
+					}
+					return nil
+				})
+				n := 0
+				for _, cmd := range last {
+					if !answeredBy(cmd.Err()) {
+						break
+					}
+					n++
+				}
+				w.acked = first + n
+				mu.Lock()
+				answered += n
+				mu.Unlock()
+				if n < len(last) {
+					if err == nil {
+						t.Errorf("%s: a unit unanswered in a pipeline that succeeded", w.prefix)
+					}
+					return // the server is gone
+				}
+			}
+		}()
+	}
+	for {
+		mu.Lock()
+		n := answered
+		mu.Unlock()
+		if n >= 300 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(time.Duration(rand.IntN(200)) * time.Millisecond)
+	s.Kill()
+	close(stop)
+	wg.Wait()
+}
+
+// answeredBy reports whether a command's error is the server's answer (success, nil or an error reply) rather
+// than a failed connection.
+func answeredBy(err error) bool {
+	var re goredis.Error
+	return err == nil || errors.As(err, &re)
+}
+
+// matchPrefix returns the j for which the writer's keys in got are redis-server's after its acknowledged units and
+// the first j unanswered ones, or -1. It also counts those j units as the writer's acknowledged ones.
+func (w *modelWriter) matchPrefix(t *testing.T, model *goredis.Client, got map[string]string) int {
+	t.Helper()
+	if maps2Equal(w.modelAt(t, model, 0), got) {
+		return 0
+	}
+	for j := 1; j <= len(w.tail()); j++ {
+		w.replay(t, model, w.units[w.acked+j-1:w.acked+j])
+		if maps2Equal(dumpKeys(t, model, w.prefix), got) {
+			w.acked += j
+			return j
+		}
+	}
+	return -1
+}
+
+// modelAt resets redis-server to the writer's acknowledged units and the first j unanswered ones, and dumps it.
+func (w *modelWriter) modelAt(t *testing.T, model *goredis.Client, j int) map[string]string {
+	t.Helper()
+	if err := model.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	w.replay(t, model, w.units[:w.acked+j])
+	return dumpKeys(t, model, w.prefix)
+}
+
+// replay sends units to redis-server, each answered before the next is sent, errors and all.
+func (w *modelWriter) replay(t *testing.T, model *goredis.Client, units [][][]any) {
+	t.Helper()
+	for len(units) > 0 {
+		n := min(len(units), 500)
+		_, err := model.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for _, u := range units[:n] {
+				for _, args := range u {
+					p.Do(ctx, args...)
+				}
+			}
+			return nil
+		})
+		var re goredis.Error
+		if err != nil && !errors.As(err, &re) {
+			t.Fatal(err)
+		}
+		units = units[n:]
+	}
+}
+
+// unit draws the writer's next unit: mostly one command, sometimes a MULTI block or a script.
+func (w *modelWriter) unit() [][]any {
+	switch w.rng.IntN(20) {
+	case 0:
+		cmds := [][]any{{"MULTI"}}
+		for range 2 + w.rng.IntN(3) {
+			cmds = append(cmds, w.command())
+		}
+		return append(cmds, []any{"EXEC"})
+	case 1:
+		return [][]any{{"EVAL", "redis.call('RPUSH', KEYS[1], ARGV[1]) redis.call('HINCRBY', KEYS[2], ARGV[1], 3) " +
+			"redis.call('ZINCRBY', KEYS[3], 2, ARGV[1]) return redis.call('INCR', KEYS[4])", 4,
+			w.key("l"), w.key("h"), w.key("z"), w.key("s"), w.elem()}}
+	}
+	return [][]any{w.command()}
+}
+
+func (w *modelWriter) key(kind string) string { return w.prefix + kind + strconv.Itoa(w.rng.IntN(3)) }
+func (w *modelWriter) elem() string           { return "e" + strconv.Itoa(w.rng.IntN(8)) }
+func (w *modelWriter) num(n int) string       { return strconv.Itoa(w.rng.IntN(n)) }
+func (w *modelWriter) anyKey() string {
+	return w.key([]string{"s", "l", "h", "t", "z", "x"}[w.rng.IntN(6)])
+}
+
+// command draws one deterministic command over the writer's keys (no random picks, no clock-dependent IDs: the
+// same command on the same state has the same effect in anykv and in redis-server).
+func (w *modelWriter) command() []any {
+	s, l, h, st, z := w.key("s"), w.key("l"), w.key("h"), w.key("t"), w.key("z")
+	switch w.rng.IntN(40) {
+	case 0:
+		return []any{"SET", s, "v" + w.num(1000)}
+	case 1:
+		return [][]any{{"SET", s, "v" + w.num(1000), "NX"}, {"SET", s, "v" + w.num(1000), "XX"},
+			{"SET", s, "v" + w.num(1000), "EX", 100000}, {"SET", s, "v" + w.num(1000), "KEEPTTL"}}[w.rng.IntN(4)]
+	case 2:
+		return []any{"APPEND", s, w.elem()}
+	case 3:
+		return []any{"INCRBY", s, w.num(100)}
+	case 4:
+		return []any{"SETRANGE", s, w.num(20), w.elem()}
+	case 5:
+		return []any{"GETDEL", s}
+	case 6:
+		return []any{"MSET", s, w.elem(), w.key("s"), w.elem()}
+	case 7:
+		return []any{"SETBIT", w.key("s"), w.num(100), w.num(2)}
+	case 8:
+		return []any{"LPUSH", l, w.elem(), w.elem()}
+	case 9:
+		return []any{"RPUSH", l, w.elem()}
+	case 10:
+		return []any{"LPOP", l}
+	case 11:
+		return []any{"RPOP", l, 1 + w.rng.IntN(3)}
+	case 12:
+		return []any{"LSET", l, w.rng.IntN(5) - 2, w.elem()}
+	case 13:
+		return []any{"LREM", l, w.rng.IntN(5) - 2, w.elem()}
+	case 14:
+		return []any{"LTRIM", l, w.rng.IntN(3), w.rng.IntN(8) - 2}
+	case 15:
+		return []any{"LINSERT", l, []string{"BEFORE", "AFTER"}[w.rng.IntN(2)], w.elem(), w.elem()}
+	case 16:
+		return []any{"LMOVE", l, w.key("l"), []string{"LEFT", "RIGHT"}[w.rng.IntN(2)], []string{"LEFT", "RIGHT"}[w.rng.IntN(2)]}
+	case 17:
+		return []any{"HSET", h, w.elem(), "v" + w.num(100), w.elem(), "v" + w.num(100)}
+	case 18:
+		return []any{"HDEL", h, w.elem()}
+	case 19:
+		return []any{"HINCRBY", h, w.elem(), w.rng.IntN(20) - 5}
+	case 20:
+		return []any{"HSETNX", h, w.elem(), "n" + w.num(10)}
+	case 21:
+		return []any{"SADD", st, w.elem(), w.elem()}
+	case 22:
+		return []any{"SREM", st, w.elem()}
+	case 23:
+		return []any{"SMOVE", st, w.key("t"), w.elem()}
+	case 24:
+		return []any{[]string{"SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"}[w.rng.IntN(3)], st, w.key("t"), w.key("t")}
+	case 25:
+		return []any{"ZADD", z, w.rng.IntN(10) - 3, w.elem()}
+	case 26:
+		return []any{"ZADD", z, []string{"NX", "XX", "GT", "LT"}[w.rng.IntN(4)], "CH", w.rng.IntN(10), w.elem()}
+	case 27:
+		return []any{"ZINCRBY", z, w.rng.IntN(7) - 3, w.elem()}
+	case 28:
+		return []any{"ZREM", z, w.elem()}
+	case 29:
+		return []any{"ZPOPMIN", z}
+	case 30:
+		return []any{"ZREMRANGEBYRANK", z, 0, w.rng.IntN(2)}
+	case 31:
+		return []any{"ZUNIONSTORE", z, 2, w.key("z"), w.key("z"), "WEIGHTS", 1, 2}
+	case 32:
+		w.xid += w.rng.IntN(3) // an ID at or below the last one is refused, in both
+		return []any{"XADD", w.prefix + "x0", fmt.Sprintf("%d-1", w.xid), "f", w.elem()}
+	case 33:
+		return []any{"XTRIM", w.prefix + "x0", "MAXLEN", w.num(6)}
+	case 34:
+		return []any{"XDEL", w.prefix + "x0", fmt.Sprintf("%d-1", w.rng.IntN(w.xid+1))}
+	case 35:
+		return []any{"RENAME", w.anyKey(), w.anyKey()}
+	case 36:
+		return []any{"COPY", w.anyKey(), w.anyKey(), "REPLACE"}
+	case 37:
+		return []any{"DEL", w.anyKey(), w.anyKey()}
+	case 38:
+		return []any{"EXPIRE", w.anyKey(), 100000}
+	default:
+		return []any{"PERSIST", w.anyKey()}
+	}
+}
+
+// dumpKeys reads every key under prefix as text: its type, whether it has a TTL, and its whole value in a
+// canonical order.
+func dumpKeys(t *testing.T, c *goredis.Client, prefix string) map[string]string {
+	t.Helper()
+	keys, err := c.Keys(ctx, prefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, k := range keys {
+		typ := c.Type(ctx, k).Val()
+		ttl := c.PTTL(ctx, k).Val() > 0
+		var v any
+		var err error
+		switch typ {
+		case "string":
+			v, err = c.Get(ctx, k).Result()
+		case "list":
+			v, err = c.LRange(ctx, k, 0, -1).Result()
+		case "hash":
+			var m map[string]string
+			m, err = c.HGetAll(ctx, k).Result()
+			v = sortedPairs(m)
+		case "set":
+			var m []string
+			m, err = c.SMembers(ctx, k).Result()
+			slices.Sort(m)
+			v = m
+		case "zset":
+			v, err = c.ZRangeWithScores(ctx, k, 0, -1).Result()
+		case "stream":
+			v, err = c.XRange(ctx, k, "-", "+").Result()
+		default:
+			t.Fatalf("key %s of type %q", k, typ)
+		}
+		if err != nil {
+			t.Fatalf("reading %s (%s): %v", k, typ, err)
+		}
+		out[k] = fmt.Sprintf("%s ttl=%v %v", typ, ttl, v)
+	}
+	return out
+}
+
+func sortedPairs(m map[string]string) []string {
+	var out []string
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func maps2Equal(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// dumpDiff lists the keys whose dumps differ, want (the model) against got (anykv).
+func dumpDiff(want, got map[string]string) string {
+	var b strings.Builder
+	var keys []string
+	for k := range want {
+		keys = append(keys, k)
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if want[k] != got[k] {
+			fmt.Fprintf(&b, "  %s\n    model: %s\n    anykv: %s\n", k, want[k], got[k])
+		}
+	}
+	return b.String()
+}
