@@ -25,9 +25,7 @@ import (
 // acknowledged commands and some prefix of those it sent without an answer: no acknowledged write lost, none
 // half applied, none out of order. Each round's keys are checked again after every later kill.
 func TestKillKeepsEveryTypeAsAcknowledged(t *testing.T) {
-	model := goredis.NewClient(&goredis.Options{Addr: strings.TrimPrefix(remotetest.Start(t, "redis-nopersist"), "resp://"),
-		MaxRetries: -1})
-	t.Cleanup(func() { model.Close() })
+	model := modelRedis(t)
 	for _, tc := range []struct {
 		name   string
 		fsync  string
@@ -48,12 +46,8 @@ func TestKillKeepsEveryTypeAsAcknowledged(t *testing.T) {
 			s := servertest.Start(t, servertest.Options{Engine: engine, Fsync: tc.fsync, Env: tc.env})
 			var settled []map[string]string // per round, what its keys hold
 			for round := range 3 {
-				ws := make([]*modelWriter, 6)
-				for i := range ws {
-					ws[i] = &modelWriter{prefix: fmt.Sprintf("%s:r%d:w%d:", tc.name, round, i),
-						rng: rand.New(rand.NewPCG(uint64(round), uint64(i)))}
-				}
-				runUntilKilled(t, s, ws)
+				ws := newModelWriters(fmt.Sprintf("%s:r%d:", tc.name, round), round)
+				runUntilKilled(t, s, ws, nil)
 				s.Restart()
 				c := client(t, s.RESP)
 				for r, want := range settled {
@@ -61,56 +55,148 @@ func TestKillKeepsEveryTypeAsAcknowledged(t *testing.T) {
 						t.Fatalf("round %d's keys changed after round %d's kill:\n%s", r, round, dumpDiff(want, got))
 					}
 				}
-				all := map[string]string{}
-				acked, tails, applied := 0, 0, 0
-				for _, w := range ws {
-					got := dumpKeys(t, c, w.prefix)
-					j := w.matchPrefix(t, model, got)
-					if j < 0 {
-						t.Fatalf("%s: after the kill its keys match no prefix of its %d unanswered units over its %d "+
-							"acknowledged ones; after the acknowledged ones redis-server holds:\n%s", w.prefix, len(w.tail()),
-							w.acked, dumpDiff(w.modelAt(t, model, 0), got))
-					}
-					applied += j
-					acked += w.acked - j
-					tails += len(w.tail()) + j
-					for k, v := range got {
-						all[k] = v
-					}
-				}
-				t.Logf("round %d: %d writers, %d acknowledged units and %d unanswered (%d of them found applied) checked "+
-					"after kill -9, %d keys", round, len(ws), acked, tails, applied, len(all))
-				if acked < 50 {
-					t.Fatalf("round %d: only %d units acknowledged before the kill", round, acked)
-				}
-				settled = append(settled, all)
+				settled = append(settled, checkWriters(t, c, model, ws, round))
 			}
 		})
 	}
 }
 
-// modelWriter is one client's history: the units it sent (a command, a MULTI block or a script), of which the
-// first acked were answered.
+// TestEtcdClusterKeepsEveryTypeAsAcknowledged is the same over a 3-member etcd cluster, each member in turn
+// killed with SIGKILL and restarted while the writers go on (the other two keep a quorum), and anykv killed at the
+// end. A command anykv answers with an error of unknown outcome (the member died mid-commit) may or may not have
+// taken effect: the check tries both (the writer stops after that pipeline; one run of four had 8 such units).
+func TestEtcdClusterKeepsEveryTypeAsAcknowledged(t *testing.T) {
+	needEtcd(t)
+	st, _, _ := clusterUp(t, "etcd", 3)
+	model := modelRedis(t)
+	s := servertest.Start(t, servertest.Options{Engine: st.URL})
+	ws := newModelWriters("etcd-cluster:", 0)
+	for _, w := range ws {
+		w.pipe = 4 // a writer stops after a pipeline with an answer of unknown outcome: at most 4 to try both ways
+	}
+	runUntilKilled(t, s, ws, func(wait func(int)) {
+		for i := range st.Members {
+			if err := st.Kill(i); err != nil {
+				t.Fatal(err)
+			}
+			wait(200)
+			if err := st.Restart(i); err != nil {
+				t.Fatal(err)
+			}
+			wait(100)
+		}
+	})
+	s.Restart()
+	checkWriters(t, client(t, s.RESP), model, ws, 0)
+}
+
+// modelRedis starts the redis-server the tests take as the model.
+func modelRedis(t *testing.T) *goredis.Client {
+	addr := strings.TrimPrefix(remotetest.Start(t, "redis-nopersist"), "resp://")
+	model := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1})
+	t.Cleanup(func() { model.Close() })
+	return model
+}
+
+// newModelWriters makes six writers on keys under prefix, drawing their commands from seeds of round.
+func newModelWriters(prefix string, round int) []*modelWriter {
+	ws := make([]*modelWriter, 6)
+	for i := range ws {
+		ws[i] = &modelWriter{prefix: fmt.Sprintf("%sw%d:", prefix, i), rng: rand.New(rand.NewPCG(uint64(round), uint64(i))),
+			pipe: 24}
+	}
+	return ws
+}
+
+// checkWriters checks each writer's keys, read through c after the restart, against the model, and returns them.
+func checkWriters(t *testing.T, c *goredis.Client, model *goredis.Client, ws []*modelWriter, round int) map[string]string {
+	t.Helper()
+	all := map[string]string{}
+	answered, tails, applied, unknown := 0, 0, 0, 0
+	for _, w := range ws {
+		got := dumpKeys(t, c, w.prefix)
+		n := w.answered
+		j := w.matchPrefix(t, model, got)
+		if j < 0 {
+			t.Fatalf("%s: after the kill its keys match no prefix of its %d unanswered units over its %d answered "+
+				"ones (%d of unknown outcome); after the answered ones (those left out) redis-server holds:\n%s",
+				w.prefix, len(w.units)-w.answered, w.answered, len(w.unknown), dumpDiff(w.modelAt(t, model, 0), got))
+		}
+		answered += n
+		tails += len(w.units) - n
+		applied += j
+		unknown += len(w.unknown)
+		for k, v := range got {
+			all[k] = v
+		}
+	}
+	t.Logf("round %d: %d writers, %d units answered (%d of unknown outcome) and %d unanswered (%d of them found "+
+		"applied) checked after kill -9, %d keys", round, len(ws), answered, unknown, tails, applied, len(all))
+	if answered < 300 {
+		t.Fatalf("round %d: only %d units answered before the kill", round, answered)
+	}
+	return all
+}
+
+// modelWriter is one client's history: the units it sent (a command, a MULTI block or a script), and what it
+// learnt of them.
 type modelWriter struct {
 	prefix string
 	rng    *rand.Rand
 	units  [][][]any
-	acked  int
 	xid    int // the last stream ID it used
+	pipe   int // the most units a pipeline holds
+	// answered units were answered, unknown (ascending) those of them answered with an error of unknown outcome
+	// (a datastore under anykv that failed mid-commit: applied or not); acked are the units before the first of
+	// those, all known to have taken effect as answered.
+	answered, acked int
+	unknown         []int
 }
 
-func (w *modelWriter) tail() [][][]any { return w.units[w.acked:] }
+// maxUnknown bounds the units of unknown outcome a check tries both ways (2^maxUnknown replays).
+const maxUnknown = 8
+
+// unknownOutcome reports whether err is anykv's answer that the datastore under it failed, so that the command
+// may or may not have taken effect (no error redis-server gives reads so).
+func unknownOutcome(err error) bool {
+	var re goredis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	return strings.Contains(msg, "outcome unknown") || strings.Contains(msg, "datastore") ||
+		strings.Contains(msg, "unavailable")
+}
 
 // runUntilKilled has every writer send pipelines until the server is killed, after at least 300 answered units.
-func runUntilKilled(t *testing.T, s *servertest.Server, ws []*modelWriter) {
+// mid, if not nil, runs after the first 300 (say to kill a member of the datastore under anykv) and may wait for
+// more. A writer answered an error of unknown outcome stops after that pipeline.
+func runUntilKilled(t *testing.T, s *servertest.Server, ws []*modelWriter, mid func(wait func(more int))) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	answered := 0
+	answered, running := 0, len(ws)
+	wait := func(more int) {
+		mu.Lock()
+		target := answered + more
+		mu.Unlock()
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
+			mu.Lock()
+			n, r := answered, running
+			mu.Unlock()
+			if n >= target || r == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d units answered after a minute, waiting for %d", n, target)
+			}
+		}
+	}
 	stop := make(chan struct{})
 	for _, w := range ws {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() { mu.Lock(); running--; mu.Unlock() }()
 			c := goredis.NewClient(&goredis.Options{Addr: s.RESP, MaxRetries: -1, PoolSize: 1,
 				ReadTimeout: 10 * time.Second})
 			defer c.Close()
@@ -121,7 +207,7 @@ func runUntilKilled(t *testing.T, s *servertest.Server, ws []*modelWriter) {
 				default:
 				}
 				first := len(w.units)
-				for range 1 + w.rng.IntN(24) {
+				for range 1 + w.rng.IntN(w.pipe) {
 					w.units = append(w.units, w.unit())
 				}
 				var last []*goredis.Cmd // per unit, the command whose answer acknowledges it
@@ -136,13 +222,21 @@ func runUntilKilled(t *testing.T, s *servertest.Server, ws []*modelWriter) {
 					return nil
 				})
 				n := 0
-				for _, cmd := range last {
+				for i, cmd := range last {
 					if !answeredBy(cmd.Err()) {
 						break
 					}
+					if unknownOutcome(cmd.Err()) {
+						w.unknown = append(w.unknown, first+i)
+					}
 					n++
 				}
-				w.acked = first + n
+				w.answered = first + n
+				if len(w.unknown) == 0 {
+					w.acked = w.answered
+				} else {
+					w.acked = w.unknown[0]
+				}
 				mu.Lock()
 				answered += n
 				mu.Unlock()
@@ -152,17 +246,15 @@ func runUntilKilled(t *testing.T, s *servertest.Server, ws []*modelWriter) {
 					}
 					return // the server is gone
 				}
+				if len(w.unknown) > 0 {
+					return
+				}
 			}
 		}()
 	}
-	for {
-		mu.Lock()
-		n := answered
-		mu.Unlock()
-		if n >= 300 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
+	wait(300)
+	if mid != nil {
+		mid(wait)
 	}
 	time.Sleep(time.Duration(rand.IntN(200)) * time.Millisecond)
 	s.Kill()
@@ -177,30 +269,43 @@ func answeredBy(err error) bool {
 	return err == nil || errors.As(err, &re)
 }
 
-// matchPrefix returns the j for which the writer's keys in got are redis-server's after its acknowledged units and
-// the first j unanswered ones, or -1. It also counts those j units as the writer's acknowledged ones.
+// matchPrefix returns the j for which the writer's keys in got are redis-server's after its acknowledged units,
+// those answered after them (each of unknown outcome applied or not) and the first j unanswered ones, or -1. It
+// also counts the answered units and those j as the writer's acknowledged ones.
 func (w *modelWriter) matchPrefix(t *testing.T, model *goredis.Client, got map[string]string) int {
 	t.Helper()
-	if maps2Equal(w.modelAt(t, model, 0), got) {
-		return 0
+	if len(w.unknown) > maxUnknown {
+		t.Fatalf("%s: %d units of unknown outcome, more than the check tries both ways", w.prefix, len(w.unknown))
 	}
-	for j := 1; j <= len(w.tail()); j++ {
-		w.replay(t, model, w.units[w.acked+j-1:w.acked+j])
-		if maps2Equal(dumpKeys(t, model, w.prefix), got) {
-			w.acked += j
-			return j
+	for mask := range 1 << len(w.unknown) {
+		if maps2Equal(w.modelAt(t, model, mask), got) {
+			w.acked = w.answered
+			return 0
+		}
+		for j := 1; j <= len(w.units)-w.answered; j++ {
+			w.replay(t, model, w.units[w.answered+j-1:w.answered+j])
+			if maps2Equal(dumpKeys(t, model, w.prefix), got) {
+				w.acked = w.answered + j
+				return j
+			}
 		}
 	}
 	return -1
 }
 
-// modelAt resets redis-server to the writer's acknowledged units and the first j unanswered ones, and dumps it.
-func (w *modelWriter) modelAt(t *testing.T, model *goredis.Client, j int) map[string]string {
+// modelAt resets redis-server to the writer's answered units, of those of unknown outcome the ones mask has a
+// bit of (bit i: w.unknown[i]), and dumps it.
+func (w *modelWriter) modelAt(t *testing.T, model *goredis.Client, mask int) map[string]string {
 	t.Helper()
 	if err := model.FlushAll(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	w.replay(t, model, w.units[:w.acked+j])
+	w.replay(t, model, w.units[:w.acked])
+	for i := w.acked; i < w.answered; i++ {
+		if k := slices.Index(w.unknown, i); k < 0 || mask&(1<<k) != 0 {
+			w.replay(t, model, w.units[i:i+1])
+		}
+	}
 	return dumpKeys(t, model, w.prefix)
 }
 
