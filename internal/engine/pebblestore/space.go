@@ -315,12 +315,21 @@ func (sp *space) outOfSpace(name string, try int) bool {
 	return true
 }
 
-// backgroundError logs an error of Pebble's flushes and compactions; one that is ENOSPC turns writes off and
-// is logged once per disk-full episode (Pebble retries the job until space returns).
+// backgroundError logs an error of Pebble's flushes and compactions; one that is ENOSPC turns writes off (as
+// the free space measured now says) and is logged once per disk-full episode (Pebble retries the job until space
+// returns). The report comes sstRetry after the write met ENOSPC (outOfSpace paces the job), when space may be
+// back and the poller may have turned writes on again: turning them off on that old news refused writes until
+// the next poll. Where free space cannot be measured, writes go off as before.
 func (sp *space) backgroundError(err error) {
 	if !isENOSPC(err) {
 		sp.log.Error("pebble background error", "err", err)
 		return
+	}
+	if sp.measured.Load() {
+		sp.measure()
+		if !sp.full.Load() {
+			return
+		}
 	}
 	if !sp.full.Swap(true) || !sp.bgLogged.Swap(true) {
 		sp.log.Warn("disk full: a flush or compaction failed for lack of space; Pebble retries it, writes are refused",

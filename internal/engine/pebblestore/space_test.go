@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -265,4 +266,24 @@ func TestServingConformance(t *testing.T) {
 		}
 		return v
 	}, engine.AllAbilities)
+}
+
+// TestLateBackgroundENOSPCKeepsWritesOn: a flush that met ENOSPC reports its failure a second later (outOfSpace
+// paces it), when space may be back and the poller may have turned writes on again; that late report must not
+// turn them off until the next poll. (CI saw disk_full still 1 after the store accepted writes again.)
+func TestLateBackgroundENOSPCKeepsWritesOn(t *testing.T) {
+	fs := smallfs.New(64 << 20)
+	s := openLimited(t, fs, 8<<20, time.Hour) // no poll within the test
+	s.space.backgroundError(fmt.Errorf("pebble: flush: write 000012.sst: %w", syscall.ENOSPC))
+	if st := s.Stats(); st["disk_full"] != 0 {
+		t.Fatalf("a late ENOSPC of a flush turned writes off with %d bytes free: %v", st["disk_free_bytes"], st)
+	}
+	if _, err := s.Apply(ctx, &engine.Batch{Now: now, Muts: []engine.Mutation{set("t", "k", "v")}}); err != nil {
+		t.Fatalf("a write after a late ENOSPC with room on disk: %v", err)
+	}
+	fs.Take(60 << 20) // now the disk is full: the same report turns writes off
+	s.space.backgroundError(fmt.Errorf("pebble: flush: write 000013.sst: %w", syscall.ENOSPC))
+	if _, err := s.Apply(ctx, &engine.Batch{Now: now, Muts: []engine.Mutation{set("t", "k", "w")}}); !errors.Is(err, engine.ErrNoSpace) {
+		t.Fatalf("a write after an ENOSPC on a full disk: %v, want ErrNoSpace", err)
+	}
 }
