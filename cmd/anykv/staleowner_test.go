@@ -64,17 +64,17 @@ func (e *staleEnv) owner(id int, k string, r *register, stop *atomic.Bool, fail 
 			}
 		}
 		name := ""
+		issue := func(n string) { // the operation n is about to be sent: from now on readers may see it
+			name, st.name = n, n
+			r.issue(seq, st)
+		}
 		var waitExpiry time.Duration
 		switch op {
 		case 0:
-			name = "SET"
-			st.name = name
-			r.issue(seq, st)
+			issue("SET")
 			err = c.Set(ctx, k, v, 0).Err()
 		case 1:
-			name = "pipelined SET"
-			st.name = name
-			r.issue(seq, st)
+			issue("pipelined SET")
 			p := c.Pipeline()
 			p.Get(ctx, "noise:a")
 			p.Set(ctx, "noise:"+strconv.Itoa(rng.Intn(50)), v, 0)
@@ -83,46 +83,33 @@ func (e *staleEnv) owner(id int, k string, r *register, stop *atomic.Bool, fail 
 			p.Set(ctx, "noise:"+strconv.Itoa(rng.Intn(50)), v, 0)
 			_, err = p.Exec(ctx)
 		case 2:
-			name = "MSET"
-			st.name = name
-			r.issue(seq, st)
+			issue("MSET")
 			err = c.MSet(ctx, k, v, "noise:"+strconv.Itoa(rng.Intn(50)), v).Err()
 		case 3:
-			name = "EVAL declared"
-			st.name = name
-			r.issue(seq, st)
+			issue("EVAL declared")
 			err = c.Eval(ctx, "return redis.call('SET', KEYS[1], ARGV[1])", []string{k}, v).Err()
 		case 4:
-			name = "EVAL undeclared"
-			st.name = name
-			r.issue(seq, st)
+			issue("EVAL undeclared")
 			err = c.Eval(ctx, "redis.call('SET', 'noise:'..ARGV[3], ARGV[2]); return redis.call('SET', ARGV[1], ARGV[2])", nil, k, v, strconv.Itoa(rng.Intn(50))).Err()
 		case 5:
-			name = "FCALL"
-			st.name = name
-			r.issue(seq, st)
+			issue("FCALL")
 			err = c.FCall(ctx, "setany", nil, k, v).Err()
 		case 6:
-			name = "MULTI"
-			st.name = name
-			r.issue(seq, st)
+			issue("MULTI")
 			_, err = c.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 				p.Set(ctx, "noise:"+strconv.Itoa(rng.Intn(50)), v, 0)
 				p.Set(ctx, k, v, 0)
 				return nil
 			})
 		case 7:
-			name = "SETRANGE"
-			st.name = name
-			r.issue(seq, st)
+			issue("SETRANGE")
 			err = c.SetRange(ctx, k, 0, v).Err()
 		case 8:
 			name = "INCRBY"
 			if !exists {
 				cur = 0
 			}
-			st.name = name
-			r.issue(seq, st)
+			issue(name)
 			err = c.IncrBy(ctx, k, seq-cur).Err()
 		case 9:
 			name = "RESTORE"
@@ -133,103 +120,81 @@ func (e *staleEnv) owner(id int, k string, r *register, stop *atomic.Bool, fail 
 			if payload, err = c.Dump(ctx, tmp).Result(); err != nil {
 				break
 			}
-			st.name = name
-			r.issue(seq, st)
+			issue(name)
 			err = c.RestoreReplace(ctx, k, 0, payload).Err()
 		case 10:
 			name = "RENAME"
 			if err = c.Set(ctx, tmp, v, 0).Err(); err != nil {
 				break
 			}
-			st.name = name
-			r.issue(seq, st)
+			issue(name)
 			err = c.Rename(ctx, tmp, k).Err()
 		case 11:
 			name = "COPY"
 			if err = c.Set(ctx, tmp, v, 0).Err(); err != nil {
 				break
 			}
-			st.name = name
-			r.issue(seq, st)
+			issue(name)
 			err = c.Copy(ctx, tmp, k, db, true).Err()
 		case 12:
-			name = "mc set"
-			st.name = name
-			r.issue(seq, st)
+			issue("mc set")
 			err = mc.Set(&memcache.Item{Key: k, Value: []byte(v)})
 		case 13:
 			name = "mc cas"
 			var it *memcache.Item
 			if it, err = mc.Get(k); err != nil {
 				if errors.Is(err, memcache.ErrCacheMiss) {
-					st.name = name
-					r.issue(seq, st)
+					issue(name)
 					err = mc.Add(&memcache.Item{Key: k, Value: []byte(v)})
 				}
 				break
 			}
 			it.Value = []byte(v)
-			st.name = name
-			r.issue(seq, st)
+			issue(name)
 			err = mc.CompareAndSwap(it)
 		case 14:
 			name = "mc incr"
 			if !exists {
-				st.name = name
-				r.issue(seq, st)
+				issue(name)
 				err = mc.Set(&memcache.Item{Key: k, Value: []byte(v)})
 				break
 			}
-			st.name = name
-			r.issue(seq, st)
+			issue(name)
 			_, err = mc.Increment(k, uint64(seq-cur))
 		case 15:
-			name = "ms"
-			st.name = name
-			r.issue(seq, st)
+			issue("ms")
 			var l string
 			if l, err = raw.cmd(fmt.Sprintf("ms %s %d\r\n%s\r\n", k, len(v), v)); err == nil && l != "HD" {
 				err = fmt.Errorf("ms: %q", l)
 			}
 		case 16:
-			name = "ma"
+			issue("ma")
 			if !exists {
-				st.name = name
-				r.issue(seq, st)
 				err = mc.Set(&memcache.Item{Key: k, Value: []byte(v)})
 				break
 			}
-			st.name = name
-			r.issue(seq, st)
 			var l string
 			if l, err = raw.cmd(fmt.Sprintf("ma %s D%d\r\n", k, seq-cur)); err == nil && l != "HD" {
 				err = fmt.Errorf("ma: %q", l)
 			}
 		case 17:
-			name = "HTTP PUT"
-			st.name = name
-			r.issue(seq, st)
+			issue("HTTP PUT")
 			err = httpDo(e.http, "PUT", url, v, 200, 201, 204)
 		case 18:
 			name = "HTTP incr"
 			if !exists {
 				cur = 0
 			}
-			st.name = name
-			r.issue(seq, st)
+			issue(name)
 			err = httpDo(e.http, "POST", url+"/incr?by="+strconv.FormatInt(seq-cur, 10), "", 200)
 		case 19:
-			name = "SET GET"
-			st.name = name
-			r.issue(seq, st)
+			issue("SET GET")
 			err = c.SetArgs(ctx, k, v, goredis.SetArgs{Get: true}).Err()
 			if errors.Is(err, goredis.Nil) {
 				err = nil
 			}
 		case 20:
-			name = "WATCH MULTI"
-			st.name = name
-			r.issue(seq, st)
+			issue("WATCH MULTI")
 			err = c.Watch(ctx, func(tx *goredis.Tx) error {
 				tx.Get(ctx, k)
 				_, err := tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
@@ -241,38 +206,30 @@ func (e *staleEnv) owner(id int, k string, r *register, stop *atomic.Bool, fail 
 		case 21:
 			name = "MOVE"
 			if exists { // MOVE needs the target absent
-				st.name = name
-				r.issue(seq, st)
+				issue(name)
 				err = c.Set(ctx, k, v, 0).Err()
 				break
 			}
 			if err = c1.Set(ctx, k, v, 0).Err(); err != nil {
 				break
 			}
-			st.name = name
-			r.issue(seq, st)
+			issue(name)
 			var moved bool
 			if moved, err = c1.Move(ctx, k, db).Result(); err == nil && !moved {
 				err = fmt.Errorf("MOVE did not move")
 			}
 		case 22:
-			name = "SET KEEPTTL"
-			st.name = name
-			r.issue(seq, st)
+			issue("SET KEEPTTL")
 			err = c.SetArgs(ctx, k, v, goredis.SetArgs{KeepTTL: true}).Err()
 		case 23:
-			name = "mc replace/add"
-			st.name = name
-			r.issue(seq, st)
+			issue("mc replace/add")
 			if exists {
 				err = mc.Replace(&memcache.Item{Key: k, Value: []byte(v)})
 			} else {
 				err = mc.Add(&memcache.Item{Key: k, Value: []byte(v)})
 			}
 		case 24:
-			name = "EVAL pipelined"
-			st.name = name
-			r.issue(seq, st)
+			issue("EVAL pipelined")
 			p := c.Pipeline()
 			p.Set(ctx, "noise:"+strconv.Itoa(rng.Intn(50)), v, 0)
 			p.Eval(ctx, "redis.call('SET', 'noise:x'..ARGV[2], '1'); return redis.call('SET', ARGV[1], ARGV[2])", nil, k, v)
@@ -281,14 +238,12 @@ func (e *staleEnv) owner(id int, k string, r *register, stop *atomic.Bool, fail 
 		case 25:
 			name = "GETEX PERSIST"
 			if !exists {
-				st.name = name
-				r.issue(seq, st)
+				issue(name)
 				err = c.Set(ctx, k, v, time.Hour).Err()
 				break
 			}
 			st.val = cur
-			st.name = name
-			r.issue(seq, st)
+			issue(name)
 			err = c.GetEx(ctx, k, 0).Err()
 			if err == nil {
 				err = c.Persist(ctx, k).Err()
@@ -296,87 +251,59 @@ func (e *staleEnv) owner(id int, k string, r *register, stop *atomic.Bool, fail 
 		// Expiring writes: the key may be read as written or absent until the owner, having waited past the
 		// expiry, records a pseudo operation that leaves it absent.
 		case 26:
-			name = "SET PX"
 			st = regState{val: seq, absent: true}
-			st.name = name
-			r.issue(seq, st)
+			issue("SET PX")
 			err = c.Set(ctx, k, v, 5*time.Millisecond).Err()
 			waitExpiry = 20 * time.Millisecond
 		case 27:
 			// Expired at once, as judged at the time the server took for it: a read that took its time before
 			// (one sent before this was acknowledged) judges it alive, as it may any item that expires later.
-			name = "mc set negative exptime"
 			st = regState{val: seq, absent: true}
-			st.name = name
-			r.issue(seq, st)
+			issue("mc set negative exptime")
 			err = mc.Set(&memcache.Item{Key: k, Value: []byte(v), Expiration: -1})
 			waitExpiry = time.Millisecond
 		case 28:
-			name = "HTTP PUT ttl_ms"
 			st = regState{val: seq, absent: true}
-			st.name = name
-			r.issue(seq, st)
+			issue("HTTP PUT ttl_ms")
 			err = httpDo(e.http, "PUT", url+"?ttl_ms=5", v, 200, 201, 204)
 			waitExpiry = 20 * time.Millisecond
 		case 29:
-			name = "DEL"
-			st.name = name
-			r.issue(seq, st)
+			issue("DEL")
 			err = c.Del(ctx, k).Err()
 		case 30:
-			name = "UNLINK"
-			st.name = name
-			r.issue(seq, st)
+			issue("UNLINK")
 			err = c.Unlink(ctx, k).Err()
 		case 31:
-			name = "GETDEL"
-			st.name = name
-			r.issue(seq, st)
+			issue("GETDEL")
 			err = c.GetDel(ctx, k).Err()
 		case 32:
-			name = "mc delete"
-			st.name = name
-			r.issue(seq, st)
+			issue("mc delete")
 			err = mc.Delete(k)
 		case 33:
-			name = "md"
-			st.name = name
-			r.issue(seq, st)
+			issue("md")
 			var l string
 			if l, err = raw.cmd("md " + k + "\r\n"); err == nil && l != "HD" {
 				err = fmt.Errorf("md: %q", l)
 			}
 		case 34:
-			name = "HTTP DELETE"
-			st.name = name
-			r.issue(seq, st)
+			issue("HTTP DELETE")
 			err = httpDo(e.http, "DELETE", url, "", 204)
 		case 35:
-			name = "EVAL undeclared DEL"
-			st.name = name
-			r.issue(seq, st)
+			issue("EVAL undeclared DEL")
 			err = c.Eval(ctx, "redis.call('SET', 'noise:y', ARGV[2]); return redis.call('DEL', ARGV[1])", nil, k, v).Err()
 		case 36:
-			name = "PEXPIRE past"
-			st.name = name
-			r.issue(seq, st)
+			issue("PEXPIRE past")
 			err = c.PExpireAt(ctx, k, time.Unix(1, 0)).Err()
 		case 37:
-			name = "PEXPIRE 5ms"
 			st = regState{val: cur, absent: true}
-			st.name = name
-			r.issue(seq, st)
+			issue("PEXPIRE 5ms")
 			err = c.PExpire(ctx, k, 5*time.Millisecond).Err()
 			waitExpiry = 20 * time.Millisecond
 		case 38:
-			name = "mc touch -1"
-			st.name = name
-			r.issue(seq, st)
+			issue("mc touch -1")
 			err = mc.Touch(k, -1)
 		case 39:
-			name = "FCALL DEL"
-			st.name = name
-			r.issue(seq, st)
+			issue("FCALL DEL")
 			err = c.FCall(ctx, "delany", nil, k).Err()
 		}
 		if errors.Is(err, goredis.Nil) {
