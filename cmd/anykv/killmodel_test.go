@@ -35,11 +35,18 @@ func TestKillKeepsEveryTypeAsAcknowledged(t *testing.T) {
 		{"always", "always", nil, ""}, {"interval", "interval", nil, ""},
 		{"always-one-core", "always", []string{"GOMAXPROCS=1"}, ""},
 		{"postgres", "always", nil, "postgres"}, {"mariadb", "always", nil, "mariadb"}, {"redis", "always", nil, "redis"},
-		{"etcd", "always", nil, "etcd"},
+		{"etcd", "always", nil, "etcd"}, {"cassandra", "always", nil, "cassandra"},
+		{"redis-cluster", "always", nil, "redis-cluster"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			engine := ""
-			if tc.deploy != "" {
+			switch tc.deploy {
+			case "":
+			case "redis-cluster":
+				engine = remotetest.StartCluster(t, "redis-cluster", 3).URL
+			case "cassandra":
+				engine = remotetest.Start(t, tc.deploy) + "/anykv"
+			default:
 				// (the deploy names a Redis target resp://, which anykv takes as redis://)
 				engine = strings.Replace(remotetest.Start(t, tc.deploy), "resp://", "redis://", 1)
 			}
