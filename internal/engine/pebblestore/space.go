@@ -327,7 +327,9 @@ func (sp *space) backgroundError(err error) {
 	}
 	if sp.measured.Load() {
 		sp.measure()
-		if !sp.full.Load() {
+		if sp.measured.Load() && !sp.full.Load() {
+			sp.log.Info("a flush or compaction failed for lack of space, which has come back since; Pebble retries it",
+				"err", err.Error())
 			return
 		}
 	}
