@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,24 +33,31 @@ func TestMemcacheMatchesMemcached(t *testing.T) {
 		}
 		var history []string
 		for step := range 80 {
-			req := mcCommand(rng)
+			req := mcCommand(rng, "")
 			ra, rb := a.do(t, a.bind(req)), b.do(t, b.bind(req))
 			history = append(history, strings.TrimSpace(req)+"  →  "+ra)
-			if f := strings.Fields(req); f[0] == "touch" || f[0] == "gat" {
-				// anykv gives a touched item a new CAS unique, memcached keeps it (a documented deviation): both
-				// clients forget the key's token, so that their next cas of it sends a bogus one
-				k := f[1]
-				if f[0] == "gat" {
-					k = f[2]
-				}
-				delete(a.tokens, k)
-				delete(b.tokens, k)
-			}
+			forgetTouched(req, a, b)
 			if ra != rb {
 				t.Fatalf("seed %d step %d: %q\n  anykv:     %q\n  memcached: %q\nhistory:\n  %s", seed, step, req, ra, rb,
 					strings.Join(history, "\n  "))
 			}
 		}
+	}
+}
+
+// forgetTouched makes the clients forget the token of a key req touches: anykv gives a touched item a new CAS
+// unique, memcached keeps it (a documented deviation), so both clients' next cas of it sends a bogus one.
+func forgetTouched(req string, conns ...*mcConn) {
+	f := strings.Fields(req)
+	if f[0] != "touch" && f[0] != "gat" {
+		return
+	}
+	k := f[1]
+	if f[0] == "gat" {
+		k = f[2]
+	}
+	for _, c := range conns {
+		delete(c.tokens, k)
 	}
 }
 
@@ -87,21 +96,30 @@ func (m *mcConn) bind(req string) string {
 // do sends req and returns its reply, normalized: cas tokens (remembered for bind) and remaining TTLs by kind.
 func (m *mcConn) do(t *testing.T, req string) string {
 	t.Helper()
+	out, err := m.try(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// try is do, returning a failure of the connection.
+func (m *mcConn) try(req string) (string, error) {
 	m.c.SetDeadline(time.Now().Add(10 * time.Second))
 	if _, err := m.c.Write([]byte(req)); err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	if strings.Contains(strings.SplitN(req, "\r\n", 2)[0], " noreply") {
 		req = "mn\r\n" // nothing comes back: read up to a no-op's MN instead
 		if _, err := m.c.Write([]byte(req)); err != nil {
-			t.Fatal(err)
+			return "", err
 		}
 	}
 	var out []string
 	for {
 		line, err := m.r.ReadString('\n')
 		if err != nil {
-			t.Fatalf("reading the reply to %q: %v (so far %q)", req, err, out)
+			return "", fmt.Errorf("reading the reply to %q: %w (so far %q)", req, err, out)
 		}
 		line = strings.TrimRight(line, "\r\n")
 		f := strings.Fields(line)
@@ -116,7 +134,7 @@ func (m *mcConn) do(t *testing.T, req string) string {
 		if len(f) > 0 && (f[0] == "VALUE" || f[0] == "VA") {
 			data, err := m.r.ReadString('\n')
 			if err != nil {
-				t.Fatal(err)
+				return "", err
 			}
 			data = strings.TrimRight(data, "\r\n")
 			if trimmed := strings.ReplaceAll(data, " ", ""); trimmed != data {
@@ -130,7 +148,7 @@ func (m *mcConn) do(t *testing.T, req string) string {
 			out = append(out, line)
 		}
 		if len(f) == 0 || f[0] != "VALUE" {
-			return strings.Join(out, " | ")
+			return strings.Join(out, " | "), nil
 		}
 	}
 }
@@ -168,9 +186,9 @@ func (m *mcConn) metaFlags(req string, f []string) string {
 	return strings.Join(f, " ")
 }
 
-// mcCommand draws one request (with its data block) over five keys.
-func mcCommand(rng *rand.Rand) string {
-	key := func() string { return "k" + strconv.Itoa(rng.IntN(5)) }
+// mcCommand draws one request (with its data block) over five keys, named prefix + k0..k4.
+func mcCommand(rng *rand.Rand, prefix string) string {
+	key := func() string { return prefix + "k" + strconv.Itoa(rng.IntN(5)) }
 	// No stored number of 2^63 or more: memcached 1.6.18 then looks for a '-' with strchr in the item's bytes,
 	// which are not NUL-terminated, and answers non-numeric or not by what follows them in its memory.
 	values := []string{"", "a", "hello", "0", "1", "41", "12abc", "-1", "99999999999999999999",
@@ -243,4 +261,77 @@ func mcCommand(rng *rand.Rand) string {
 	default:
 		return store("set", k, "")
 	}
+}
+
+// TestMemcacheKillKeepsAcknowledged is the kill -9 test of the memcached protocol, with memcached as the model:
+// eight writers, each on keys of its own, send the random commands above one at a time; anykv is killed with
+// SIGKILL in the middle and restarted, and each writer's keys (value, flags, whether they expire) must be
+// memcached's after its answered commands, or after those and the one it sent without an answer.
+func TestMemcacheKillKeepsAcknowledged(t *testing.T) {
+	model := dialMemcache(t, strings.TrimPrefix(remotetest.Start(t, "memcached"), "memcache://"))
+	s := servertest.Start(t, servertest.Options{Memcache: true})
+	for round := range 3 {
+		sent := make([][]string, 8) // per writer, its requests; all but the last were answered
+		var wg sync.WaitGroup
+		var answered atomic.Int64
+		for w := range sent {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c, err := net.Dial("tcp", s.Memcache)
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				m := &mcConn{c: c, r: bufio.NewReader(c), tokens: map[string]string{}}
+				rng := rand.New(rand.NewPCG(uint64(round), uint64(w)))
+				for {
+					req := mcCommand(rng, fmt.Sprintf("r%dw%d", round, w))
+					sent[w] = append(sent[w], req)
+					if _, err := m.try(m.bind(req)); err != nil {
+						return // the server is gone
+					}
+					forgetTouched(req, m)
+					answered.Add(1)
+				}
+			}()
+		}
+		for answered.Load() < 2000 {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(time.Duration(rand.IntN(50)) * time.Millisecond)
+		s.Kill()
+		wg.Wait()
+		s.Restart()
+		a := dialMemcache(t, s.Memcache)
+		for w, reqs := range sent {
+			prefix := fmt.Sprintf("r%dw%d", round, w)
+			got := mcDump(t, a, prefix)
+			model.do(t, "flush_all\r\n")
+			model.tokens = map[string]string{}
+			for _, req := range reqs[:len(reqs)-1] {
+				model.do(t, model.bind(req))
+				forgetTouched(req, model)
+			}
+			want := mcDump(t, model, prefix)
+			if got != want {
+				model.do(t, model.bind(reqs[len(reqs)-1]))
+				if alt := mcDump(t, model, prefix); got != alt {
+					t.Fatalf("round %d writer %d: after the kill anykv holds\n  %s\nwhere memcached holds after its %d "+
+						"answered requests\n  %s\nor after its unanswered %q too\n  %s", round, w, got, len(reqs)-1, want,
+						reqs[len(reqs)-1], alt)
+				}
+			}
+		}
+		t.Logf("round %d: %d requests answered before the kill, every writer's keys as memcached's", round, answered.Load())
+	}
+}
+
+// mcDump reads the five keys of prefix: value, flags and whether the item expires.
+func mcDump(t *testing.T, m *mcConn, prefix string) string {
+	var out []string
+	for i := range 5 {
+		out = append(out, m.do(t, fmt.Sprintf("mg %sk%d v f t\r\n", prefix, i)))
+	}
+	return strings.Join(out, " ; ")
 }
