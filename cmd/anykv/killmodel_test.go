@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -58,7 +59,7 @@ func TestKillKeepsEveryTypeAsAcknowledged(t *testing.T) {
 				s.Restart()
 				c := client(t, s.RESP)
 				for r, want := range settled {
-					if got := dumpKeys(t, c, fmt.Sprintf("%s:r%d:", tc.name, r)); !maps2Equal(got, want) {
+					if got := dumpKeys(t, c, fmt.Sprintf("%s:r%d:", tc.name, r)); !maps.Equal(got, want) {
 						t.Fatalf("round %d's keys changed after round %d's kill:\n%s", r, round, dumpDiff(want, got))
 					}
 				}
@@ -304,13 +305,13 @@ func (w *modelWriter) matchPrefix(t *testing.T, model *goredis.Client, got map[s
 		t.Fatalf("%s: %d units of unknown outcome, more than the check tries both ways", w.prefix, len(w.unknown))
 	}
 	for mask := range 1 << len(w.unknown) {
-		if maps2Equal(w.modelAt(t, model, mask), got) {
+		if maps.Equal(w.modelAt(t, model, mask), got) {
 			w.acked = w.answered
 			return 0
 		}
 		for j := 1; j <= len(w.units)-w.answered; j++ {
 			w.replay(t, model, w.units[w.answered+j-1:w.answered+j])
-			if maps2Equal(dumpKeys(t, model, w.prefix), got) {
+			if maps.Equal(dumpKeys(t, model, w.prefix), got) {
 				w.acked = w.answered + j
 				return j
 			}
@@ -529,18 +530,6 @@ func sortedPairs(m map[string]string) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-func maps2Equal(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // dumpDiff lists the keys whose dumps differ, want (the model) against got (anykv).

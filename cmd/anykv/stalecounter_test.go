@@ -70,114 +70,112 @@ func (e *staleEnv) incrementer(id int, keys []string, ctrs []*counter, stop *ato
 // increment increments one counter by one, through a path picked at random, and records what it answered; false
 // after a failure.
 func (e *staleEnv) increment(c *goredis.Client, mc *memcache.Client, raw *mcRaw, rng *rand.Rand, keys []string, ctrs []*counter, fail func(string, ...any)) bool {
-	{
-		i := rng.Intn(len(keys))
-		k, ctr := keys[i], ctrs[i]
-		var v int64
-		var err error
-		var path string
-		switch rng.Intn(12) {
-		case 0:
-			path = "INCR"
-			v, err = c.Incr(ctx, k).Result()
-		case 1:
-			path = "pipelined INCR"
-			p := c.Pipeline()
-			p.Get(ctx, keys[rng.Intn(len(keys))])
-			r := p.Incr(ctx, k)
-			p.Set(ctx, "noise:"+strconv.Itoa(rng.Intn(100)), "x", 0)
-			_, err = p.Exec(ctx)
-			v = r.Val()
-		case 2:
-			path = "EVAL INCR"
-			v, err = c.Eval(ctx, "return redis.call('INCR', KEYS[1])", []string{k}).Int64()
-		case 3:
-			path = "EVAL undeclared INCR"
-			v, err = c.Eval(ctx, "redis.call('SET', 'noise:c', '1'); return redis.call('INCR', ARGV[1])", nil, k).Int64()
-		case 4:
-			path = "MULTI INCR"
+	i := rng.Intn(len(keys))
+	k, ctr := keys[i], ctrs[i]
+	var v int64
+	var err error
+	var path string
+	switch rng.Intn(12) {
+	case 0:
+		path = "INCR"
+		v, err = c.Incr(ctx, k).Result()
+	case 1:
+		path = "pipelined INCR"
+		p := c.Pipeline()
+		p.Get(ctx, keys[rng.Intn(len(keys))])
+		r := p.Incr(ctx, k)
+		p.Set(ctx, "noise:"+strconv.Itoa(rng.Intn(100)), "x", 0)
+		_, err = p.Exec(ctx)
+		v = r.Val()
+	case 2:
+		path = "EVAL INCR"
+		v, err = c.Eval(ctx, "return redis.call('INCR', KEYS[1])", []string{k}).Int64()
+	case 3:
+		path = "EVAL undeclared INCR"
+		v, err = c.Eval(ctx, "redis.call('SET', 'noise:c', '1'); return redis.call('INCR', ARGV[1])", nil, k).Int64()
+	case 4:
+		path = "MULTI INCR"
+		var r *goredis.IntCmd
+		_, err = c.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+			p.Incr(ctx, keys[rng.Intn(len(keys))]+":other")
+			r = p.Incr(ctx, k)
+			return nil
+		})
+		v = r.Val()
+	case 5:
+		path = "mc incr"
+		var u uint64
+		u, err = mc.Increment(k, 1)
+		v = int64(u)
+	case 6:
+		path = "HTTP incr"
+		var resp *http.Response
+		resp, err = e.http.Post("http://"+e.s.HTTP+"/v1/tables/default/keys/"+k+"/incr", "", nil)
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var out struct{ Value int64 }
+			if resp.StatusCode != 200 || json.Unmarshal(b, &out) != nil {
+				err = fmt.Errorf("HTTP incr: %d %s", resp.StatusCode, b)
+			}
+			v = out.Value
+		}
+	case 7:
+		path = "ma"
+		var l string
+		if l, err = raw.cmd("ma " + k + " v\r\n"); err == nil {
+			var n int
+			if _, err = fmt.Sscanf(l, "VA %d", &n); err == nil {
+				var val string
+				val, err = raw.line()
+				v, _ = strconv.ParseInt(strings.TrimSpace(val), 10, 64)
+			} else {
+				err = fmt.Errorf("ma: %q", l)
+			}
+		}
+	case 8:
+		path = "FCALL"
+		v, err = c.FCall(ctx, "incrany", nil, k).Int64()
+	case 9:
+		path = "INCRBYFLOAT"
+		var f float64
+		f, err = c.IncrByFloat(ctx, k, 1).Result()
+		v = int64(f)
+	case 10:
+		path = "WATCH INCR"
+		err = c.Watch(ctx, func(tx *goredis.Tx) error {
 			var r *goredis.IntCmd
-			_, err = c.TxPipelined(ctx, func(p goredis.Pipeliner) error {
-				p.Incr(ctx, keys[rng.Intn(len(keys))]+":other")
-				r = p.Incr(ctx, k)
+			_, err := tx.TxPipelined(ctx, func(p goredis.Pipeliner) error { r = p.Incr(ctx, k); return nil })
+			v = r.Val()
+			return err
+		}, k)
+		if errors.Is(err, goredis.TxFailedErr) {
+			return true // the key changed since WATCH: nothing written
+		}
+	case 11:
+		path = "SET GET after read" // a CAS by hand: WATCH, read, write read+1
+		err = c.Watch(ctx, func(tx *goredis.Tx) error {
+			n, err := tx.Get(ctx, k).Int64()
+			if err != nil {
+				return err
+			}
+			_, err = tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+				p.Set(ctx, k, strconv.FormatInt(n+1, 10), 0)
 				return nil
 			})
-			v = r.Val()
-		case 5:
-			path = "mc incr"
-			var u uint64
-			u, err = mc.Increment(k, 1)
-			v = int64(u)
-		case 6:
-			path = "HTTP incr"
-			var resp *http.Response
-			resp, err = e.http.Post("http://"+e.s.HTTP+"/v1/tables/default/keys/"+k+"/incr", "", nil)
-			if err == nil {
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				var out struct{ Value int64 }
-				if resp.StatusCode != 200 || json.Unmarshal(b, &out) != nil {
-					err = fmt.Errorf("HTTP incr: %d %s", resp.StatusCode, b)
-				}
-				v = out.Value
-			}
-		case 7:
-			path = "ma"
-			var l string
-			if l, err = raw.cmd("ma " + k + " v\r\n"); err == nil {
-				var n int
-				if _, err = fmt.Sscanf(l, "VA %d", &n); err == nil {
-					var val string
-					val, err = raw.line()
-					v, _ = strconv.ParseInt(strings.TrimSpace(val), 10, 64)
-				} else {
-					err = fmt.Errorf("ma: %q", l)
-				}
-			}
-		case 8:
-			path = "FCALL"
-			v, err = c.FCall(ctx, "incrany", nil, k).Int64()
-		case 9:
-			path = "INCRBYFLOAT"
-			var f float64
-			f, err = c.IncrByFloat(ctx, k, 1).Result()
-			v = int64(f)
-		case 10:
-			path = "WATCH INCR"
-			err = c.Watch(ctx, func(tx *goredis.Tx) error {
-				var r *goredis.IntCmd
-				_, err := tx.TxPipelined(ctx, func(p goredis.Pipeliner) error { r = p.Incr(ctx, k); return nil })
-				v = r.Val()
-				return err
-			}, k)
-			if errors.Is(err, goredis.TxFailedErr) {
-				return true // the key changed since WATCH: nothing written
-			}
-		case 11:
-			path = "SET GET after read" // a CAS by hand: WATCH, read, write read+1
-			err = c.Watch(ctx, func(tx *goredis.Tx) error {
-				n, err := tx.Get(ctx, k).Int64()
-				if err != nil {
-					return err
-				}
-				_, err = tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
-					p.Set(ctx, k, strconv.FormatInt(n+1, 10), 0)
-					return nil
-				})
-				v = n + 1
-				return err
-			}, k)
-			if errors.Is(err, goredis.TxFailedErr) {
-				return true // someone else won: nothing written
-			}
+			v = n + 1
+			return err
+		}, k)
+		if errors.Is(err, goredis.TxFailedErr) {
+			return true // someone else won: nothing written
 		}
-		if err != nil {
-			fail("%s %s: %v", path, k, err)
-			return false
-		}
-		ctr.answered(v, path, fail)
-		return true
 	}
+	if err != nil {
+		fail("%s %s: %v", path, k, err)
+		return false
+	}
+	ctr.answered(v, path, fail)
+	return true
 }
 
 func (e *staleEnv) counterReader(id int, keys []string, ctrs []*counter, stop *atomic.Bool, reads *atomic.Int64, fail func(string, ...any)) {
