@@ -334,7 +334,7 @@ func (c *Cache) touched(b *engine.Batch) (ts []touch, all, wide bool) {
 	for i := range b.Muts {
 		m := &b.Muts[i]
 		switch {
-		case m.Op == engine.OpFlush:
+		case m.Op == engine.OpFlush || m.Op == engine.OpSwap:
 			return nil, true, false
 		case !m.Writes():
 			continue

@@ -123,7 +123,7 @@ func appendMutation(dst []byte, m *Mutation) []byte {
 		dst = binary.AppendUvarint(dst, uint64(m.Edit.MaxSize))
 	case OpExpire:
 		dst = append(dst, byte(m.Expire.Cond))
-	case OpRename, OpCopy:
+	case OpRename, OpCopy, OpSwap:
 		dst = appendBytes(dst, []byte(m.Target.Table))
 		dst = appendBytes(dst, m.Target.Key)
 	case OpCall:
@@ -288,7 +288,7 @@ func (d *decoder) mutation(m *Mutation) {
 		m.Edit.Offset, m.Edit.MaxSize = d.varint(), int(d.uvarint())
 	case OpExpire:
 		m.Expire.Cond = ExpireCond(d.byte())
-	case OpRename, OpCopy:
+	case OpRename, OpCopy, OpSwap:
 		m.Target.Table, m.Target.Key = string(d.bytes()), d.bytes()
 	case OpCall:
 		m.Target.Table, m.Target.Key = string(d.bytes()), d.bytes()

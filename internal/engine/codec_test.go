@@ -56,7 +56,7 @@ func randomBatch(rng *rand.Rand) *Batch {
 			m.Edit = EditArgs{Offset: rng.Int63(), MaxSize: rng.Intn(1 << 20), Create: m.Op != OpSetRange && coin()}
 		case OpExpire:
 			m.Expire = ExpireArgs{Cond: ExpireCond(rng.Intn(6))}
-		case OpRename, OpCopy:
+		case OpRename, OpCopy, OpSwap:
 			m.Target = Target{Table: string(bytesOrNil(rng.Intn(3))), Key: bytesOrNil(rng.Intn(3))}
 		}
 		if value {

@@ -28,6 +28,7 @@ const (
 	OpMemberIncrFloat // float add of Value's decimal text to the member's value as OpIncrFloat does (HINCRBYFLOAT)
 	OpMembers         // read every member, in member order, into Result.Members (HGETALL inside a batch)
 	OpCall            // run the registered Func Call.Name on Table/Key with Call.Args (see call.go)
+	OpSwap            // trade every item of Table, members included, with those of Target.Table (SWAPDB; resolve_swap.go)
 	opMax
 )
 
@@ -88,7 +89,7 @@ type Mutation struct {
 	Incr   IncrArgs   // OpIncr
 	Edit   EditArgs   // OpAppend, OpPrepend, OpSetRange
 	Expire ExpireArgs // OpExpire
-	Target Target     // OpRename, OpCopy
+	Target Target     // OpRename, OpCopy; OpSwap names only its Table
 	Coll   CollArgs   // the member ops
 	Call   CallArgs   // OpCall
 	// Touch makes OpGet and OpIncr also set Expires (GETEX, gat, memcached ma with T).

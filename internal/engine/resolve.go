@@ -398,6 +398,9 @@ func (rs *resolver) apply(m *Mutation) (Result, error) {
 		}
 		return Result{}, nil
 	}
+	if m.Op == OpSwap {
+		return Result{}, rs.swap(m.Table, m.Target.Table)
+	}
 	if m.Op == OpSet && m.Set.Blind && m.Cond == CondNone && !m.Set.KeepTTL {
 		it := Item{Value: m.Value, Flags: m.Flags, Expires: m.Expires}
 		return Result{New: rs.put(m.Table, m.Key, it), NewFound: true}, nil

@@ -140,11 +140,19 @@ func (s *Store) applyMarking(ctx context.Context, muts []engine.Mutation) ([]eng
 // before it: a flush changes those alone, and Redis aborts only their watches (a key written by the batch itself
 // marks its watches anyway). A key a concurrent batch creates or deletes meanwhile is marked by that batch; one
 // watched meanwhile is guarded by the version its WATCH read. A failed read counts as live (an abort is safe).
+// A swap of two tables (SWAPDB) counts as the flush of both, and a key watched in either counts as live if it is
+// live in either, as Redis's touchAllWatchedKeysInDb judges it.
 func (s *Store) liveWatched(ctx context.Context, muts []engine.Mutation) map[[2]string]bool {
 	var flushed []string
+	partner := map[string][]string{} // a swapped table → the tables it is swapped with
 	for i := range muts {
-		if muts[i].Op == engine.OpFlush {
-			flushed = append(flushed, muts[i].Table)
+		switch m := &muts[i]; m.Op {
+		case engine.OpFlush:
+			flushed = append(flushed, m.Table)
+		case engine.OpSwap:
+			flushed = append(flushed, m.Table, m.Target.Table)
+			partner[m.Table] = append(partner[m.Table], m.Target.Table)
+			partner[m.Target.Table] = append(partner[m.Target.Table], m.Table)
 		}
 	}
 	if flushed == nil {
@@ -164,8 +172,11 @@ func (s *Store) liveWatched(ctx context.Context, muts []engine.Mutation) map[[2]
 	live := make(map[[2]string]bool, len(keys))
 	now := s.Now()
 	for _, tk := range keys {
-		if _, err := s.PeekAnyAt(ctx, tk[0], []byte(tk[1]), now); !errors.Is(err, engine.ErrNotFound) {
-			live[tk] = true
+		for _, table := range append([]string{tk[0]}, partner[tk[0]]...) {
+			if _, err := s.PeekAnyAt(ctx, table, []byte(tk[1]), now); !errors.Is(err, engine.ErrNotFound) {
+				live[tk] = true
+				break
+			}
 		}
 	}
 	return live
@@ -211,6 +222,10 @@ func EachWritten(muts []engine.Mutation, res []engine.Result, key func(i int, ta
 		switch {
 		case m.Op == engine.OpFlush:
 			flush(i, m.Table)
+			continue
+		case m.Op == engine.OpSwap: // every key of both tables may have changed (SWAPDB)
+			flush(i, m.Table)
+			flush(i, m.Target.Table)
 			continue
 		case m.Op == engine.OpCall && i < len(res) && res[i].WroteAll:
 			for _, k := range res[i].Wrote { // it says which of its keys it wrote

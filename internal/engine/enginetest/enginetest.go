@@ -45,6 +45,7 @@ func Run(t *testing.T, open Opener, has engine.Ability) {
 		{"SetRange", testSetRange, 0, false},
 		{"Expire", testExpire, 0, false},
 		{"RenameCopy", testRenameCopy, 0, true},
+		{"Swap", testSwap, 0, true},
 		{"Flush", testFlush, 0, true},
 		{"BatchSeesOwnWrites", testBatchSeesOwnWrites, 0, false},
 		{"ExpiredInvisible", testExpiredInvisible, 0, false},

@@ -161,6 +161,12 @@ func (e *Engine) tooWide(what string) error {
 		"and FLUSH need several; see docs/engines.md)", engine.ErrNotSupported, e.SingleItem, what)
 }
 
+// errSwap refuses a swap of two tables (SWAPDB). Resolve swaps by copying both tables inside the batch, which
+// is atomic where one writer resolves every batch in turn (the embedded engines). Here the copy would be read
+// by range scans the commit does not check, so a key another client created meanwhile could be lost.
+var errSwap = fmt.Errorf("%w: SWAPDB is served over the embedded engine only (it copies both databases in one "+
+	"batch; over a datastore a key written meanwhile could be lost; see docs/resp.md)", engine.ErrNotSupported)
+
 // errClosed is what every call after Close returns.
 var errClosed = fmt.Errorf("remote: %w", engine.ErrClosed)
 
@@ -268,6 +274,11 @@ func (e *Engine) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, e
 	if c, ok := engine.ConsistencyOf(ctx); ok && c != engine.Linearizable {
 		// A batch's reads decide its outcome (and Ranger's scans read members): always linearizable.
 		ctx = engine.WithConsistency(ctx, engine.Linearizable)
+	}
+	for i := range b.Muts {
+		if b.Muts[i].Op == engine.OpSwap {
+			return nil, errSwap
+		}
 	}
 	if e.SingleItem != "" {
 		for i := range b.Muts {

@@ -2,7 +2,7 @@ package redis
 
 // redisUnserved are the commands of Redis 7.0 that anykv does not serve, with their ACL categories (COMMAND INFO of
 // redis-server 7.0.15). ACL rules may name them, as in Redis (an ACL file written for Redis says "-cluster" or
-// "-swapdb"); they never run, so allowing them grants nothing.
+// "-sync"); they never run, so allowing them grants nothing.
 var redisUnserved = map[string][]string{
 	"asking":                        {"fast", "connection"},
 	"bgrewriteaof":                  {"admin", "slow", "dangerous"},
@@ -39,6 +39,5 @@ var redisUnserved = map[string][]string{
 	"psync":                         {"admin", "slow", "dangerous"},
 	"replconf":                      {"admin", "slow", "dangerous"},
 	"restore-asking":                {"keyspace", "write", "slow", "dangerous"},
-	"swapdb":                        {"keyspace", "write", "fast", "dangerous"},
 	"sync":                          {"admin", "slow", "dangerous"},
 }

@@ -152,6 +152,14 @@ func (w *waiters) wake(muts []engine.Mutation, res []engine.Result) {
 				}
 			}
 			w.mu.Unlock()
+		case m.Op == engine.OpSwap: // SWAPDB: a key of either table may now hold what its clients wait for
+			w.mu.Lock()
+			for k := range w.m {
+				if strings.HasPrefix(k, m.Table+"\x00") || strings.HasPrefix(k, m.Target.Table+"\x00") {
+					keys = append(keys, k)
+				}
+			}
+			w.mu.Unlock()
 		case m.Op == engine.OpCall, m.Op == engine.OpRename, m.Op == engine.OpCopy, wide:
 			keys = append(keys, waitKey(m.Table, m.Key))
 			if m.Target.Table != "" {

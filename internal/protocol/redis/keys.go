@@ -20,6 +20,7 @@ func init() {
 		&command{name: "move", arity: 3, flags: rw | flagFast, data: cmdMove, summary: "Moves a key to another database."},
 		&command{name: "copy", arity: -3, flags: rw, lastKey: 2, data: cmdCopy, summary: "Copies the value of a key to a new key."},
 		&command{name: "flushdb", arity: -1, flags: rw | flagAdmin, firstKey: -1, data: cmdFlush, summary: "Remove all keys from the current database."},
+		&command{name: "swapdb", arity: 3, flags: rw | flagFast, firstKey: -1, data: cmdSwapDB, summary: "Swaps two Redis databases."},
 		&command{name: "flushall", arity: -1, flags: rw | flagAdmin, firstKey: -1, data: cmdFlush, summary: "Removes all keys from all databases."},
 		&command{name: "expire", arity: -3, flags: rw | flagFast, data: cmdExpire, summary: "Sets the expiration time of a key in seconds."},
 		&command{name: "pexpire", arity: -3, flags: rw | flagFast, data: cmdExpire, summary: "Sets the expiration time of a key in milliseconds."},
@@ -164,6 +165,36 @@ func cmdCopy(s *session, args [][]byte) {
 	}
 	s.add(m)
 	s.plan(replyOneIfOK)
+}
+
+// cmdSwapDB swaps two databases: their items trade tables in one batch (engine.OpSwap, a copy of both, where
+// Redis swaps two pointers; docs/resp.md). Swapping a database with itself changes nothing and touches no WATCH.
+func cmdSwapDB(s *session, args [][]byte) {
+	var db [2]int64
+	for i, msg := range []string{"ERR invalid first DB index", "ERR invalid second DB index"} {
+		n, ok := argInt(args[1+i])
+		if !ok || n < math.MinInt32 || n > math.MaxInt32 {
+			s.fail(msg)
+			return
+		}
+		db[i] = n
+	}
+	for _, n := range db {
+		if n < 0 || n >= int64(s.h.opts.Databases) {
+			s.fail("ERR DB index is out of range")
+			return
+		}
+	}
+	if db[0] != db[1] {
+		s.add(engine.Mutation{Op: engine.OpSwap, Table: table(int(db[0])), Target: engine.Target{Table: table(int(db[1]))}})
+	}
+	s.plan(func(w *resp.Writer, res []engine.Result) {
+		if len(res) > 0 && res[0].Err != nil {
+			w.Error(errText(res[0].Err))
+			return
+		}
+		w.SimpleString("OK")
+	})
 }
 
 func cmdFlush(s *session, args [][]byte) {
