@@ -85,7 +85,7 @@ func TestACLMatchesRedis(t *testing.T) {
 		// rules, errors and their description
 		"a: ACL SETUSER u1", "a: ACL LIST", "a: ACL GETUSER u1",
 		"a: ACL SETUSER u2 on >p1 " + h + " ~a* %R~r* %W~w* %RW~b* &ch* +@hash +get (~x* +set) (%R~y* &z +@read)",
-		"a: ACL GETUSER u2", "a: ACL LIST",
+		"a: ACL GETUSER u2", "a: ACL LIST", "m: HELLO 3", "m: ACL GETUSER u2", "m: ACL GETUSER default",
 		"a: ACL SETUSER u3 reset", "a: ACL GETUSER u3",
 		"a: ACL SETUSER u4 on nopass allkeys allchannels allcommands", "a: ACL GETUSER u4",
 		"a: ACL SETUSER u4 resetkeys resetchannels nocommands +config|get", "a: ACL GETUSER u4",

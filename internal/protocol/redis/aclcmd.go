@@ -242,7 +242,7 @@ func writeGetUser(s *session, r *aclRules) {
 	w.MapHeader(6)
 	w.BulkString("flags")
 	fl := r.flagNames()
-	w.ArrayHeader(len(fl))
+	w.SetHeader(len(fl)) // a set in RESP3, as Redis's (coredis reads a set there)
 	for _, f := range fl {
 		w.BulkString(f)
 	}

@@ -163,15 +163,18 @@ func (s *session) account(cmd *command, args [][]byte, took time.Duration, rejec
 		}
 		return
 	}
+	// The time a blocking command waited for data (BLPOP, XREAD BLOCK) is not its own: Redis leaves it out of
+	// commandstats, the slow log and the latency figures alike, timing the command's execution alone.
+	took = max(took-s.waited, 0)
+	s.waited = 0
 	if ok {
 		s.counted.add(&s.h.cmdStats[slot], took, failed)
 		if !s.h.tracking.off.Load() {
-			s.counted.time(took - s.waited)
+			s.counted.time(took)
 		}
 	}
 	s.h.slowlog.offer(s, cmd, args, took)
-	s.h.latency.offer(s.h.store.Time, cmd, took-s.waited)
-	s.waited = 0
+	s.h.latency.offer(s.h.store.Time, cmd, took)
 	if s.h.monitors.n.Load() > 0 { // the only cost of MONITOR while nobody monitors
 		s.feedMonitors(cmd, args)
 	}

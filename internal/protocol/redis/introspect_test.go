@@ -256,6 +256,39 @@ func TestSlowlog(t *testing.T) {
 	}
 }
 
+// TestBlockedWaitIsNotSlow: the time a blocking command waits for data is neither in the slow log nor in INFO
+// commandstats' usec, as in Redis, which times only its execution: a worker's BLPOP that waited 300 ms for a job
+// (or timed out) is not a slow command (redis-server 7.0.15 logs none of these and counts a few µs for each).
+func TestBlockedWaitIsNotSlow(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, &goredis.Options{PoolSize: 1, Protocol: 2})
+	other := ts.client(t, &goredis.Options{PoolSize: 1})
+	if err := c.Do(ctx, "BLPOP", "empty", "0.3").Err(); err != goredis.Nil {
+		t.Fatalf("BLPOP of an empty list: %v", err)
+	}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		other.RPush(ctx, "jobs", "j1")
+	}()
+	if v, err := c.BLPop(ctx, 5*time.Second, "jobs").Result(); err != nil || v[1] != "j1" {
+		t.Fatalf("BLPOP served after a wait: %v, %v", v, err)
+	}
+	if err := c.XRead(ctx, &goredis.XReadArgs{Streams: []string{"s", "$"}, Block: 300 * time.Millisecond}).Err(); err != goredis.Nil {
+		t.Fatalf("XREAD BLOCK of nothing: %v", err)
+	}
+	if got, _ := c.Do(ctx, "SLOWLOG", "GET", "-1").Slice(); len(got) != 0 {
+		t.Errorf("SLOWLOG holds the blocked commands' waits: %v", got)
+	}
+	for _, f := range []string{"cmdstat_blpop", "cmdstat_xread"} {
+		v := infoField(t, c, "commandstats", f)
+		_, rest, _ := strings.Cut(v, "usec=")
+		usec, _ := strconv.Atoi(strings.Split(rest, ",")[0])
+		if usec >= 100_000 {
+			t.Errorf("%s:%s counts the wait", f, v)
+		}
+	}
+}
+
 // TestSlowlogRedactsSecrets: a password given by CONFIG SET is logged as "(redacted)", as Redis does; a client
 // still logged in with the old password could read the new one from the log (the audit's case).
 func TestSlowlogRedactsSecrets(t *testing.T) {

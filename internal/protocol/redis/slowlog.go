@@ -8,8 +8,8 @@ import (
 )
 
 // The slow log: commands that took at least slowlog-log-slower-than microseconds (counted from when the command
-// was read to when its reply was written, so a batch's fsync counts), newest first, at most slowlog-max-len of
-// them, as Redis's SLOWLOG reports them.
+// was read to when its reply was written, so a batch's fsync counts, less the time a blocking command waited for
+// data, as Redis leaves it out), newest first, at most slowlog-max-len of them, as Redis's SLOWLOG reports them.
 
 // Redis's bounds on what one entry keeps of a command.
 const (
