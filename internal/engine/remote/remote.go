@@ -133,6 +133,8 @@ type Engine struct {
 	// Ranger, when the adapter can scan, serves the range reads of collection ops (engine.RangeReader). Such a
 	// read needs no check of its own: every collection op reads the collection's meta item, whose stamp
 	// changes with any change of a member, so the meta's check covers the members read.
+	// A range of a user table (KEYS, SCAN, DBSIZE, RANDOMKEY in a script or MULTI) has no such item: it
+	// is not checked at commit either, a known defect (docs/engines.md, TestScriptRangeReadsSerializable).
 	Ranger engine.Scanner
 	// SingleItem, when set, names an engine whose datastore changes one item atomically and no more (memcached):
 	// Apply then refuses, applying nothing, every batch that reads or writes several items or flushes.
