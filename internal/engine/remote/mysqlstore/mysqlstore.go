@@ -15,7 +15,8 @@
 //
 // A commit is one InnoDB transaction at REPEATABLE READ in one round trip (multi-statement query): the keys
 // Resolve read are locked with SELECT ... FOR UPDATE in key order (absent keys get gap locks, so nobody can insert
-// them meanwhile), a guard statement fails with error 1242 if one's version moved, then the flushes, deletes, one
+// them meanwhile), a guard statement fails with error 1242 if one's version moved (a batch that read a range of
+// a table's keys locks that range first and guards it too: remote.RangeCommitter), then the flushes, deletes, one
 // INSERT ... ON DUPLICATE KEY UPDATE of all puts, and COMMIT. The server stops at a statement's error, so a
 // refused batch was not applied: the guard's error, a deadlock or a lock-wait timeout is a conflict to retry,
 // any other is returned. A connection lost after the query was sent leaves the outcome unknown, which is
@@ -272,10 +273,24 @@ func (b *backend) Close() error { return b.db.Close() }
 // Commit implements remote.Backend: one transaction in one round trip. The keys read are locked (FOR UPDATE, in
 // key order) and checked by a statement that fails with "subquery returns more than 1 row" (1242) if a version
 // moved; the server stops a multi-statement query at its first error, so nothing after it runs, COMMIT included.
-func (b *backend) Commit(ctx context.Context, checks []remote.Check, w *remote.Writes, _ any) error {
+func (b *backend) Commit(ctx context.Context, checks []remote.Check, w *remote.Writes, tok any) error {
+	return b.CommitRanges(ctx, checks, nil, w, tok)
+}
+
+// CommitRanges implements remote.RangeCommitter: Commit that first locks each range a batch read (a locking read
+// takes next-key locks, so nobody can insert into the range until COMMIT), then, with the keys' guard, fails with
+// error 1242 unless the range holds exactly the keys and versions read.
+func (b *backend) CommitRanges(ctx context.Context, checks []remote.Check, ranges []remote.RangeCheck, w *remote.Writes, _ any) error {
 	var q strings.Builder
 	q.WriteString("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ; START TRANSACTION;")
-	args := guard(&q, nil, checks)
+	var args []any
+	for _, r := range ranges { // every locking read before the first plain one, which takes the snapshot
+		q.WriteString("SELECT 1 FROM anykv_items WHERE ")
+		args = inRange(&q, args, r)
+		q.WriteString(" ORDER BY tbl, k FOR UPDATE;")
+	}
+	args = guard(&q, args, checks)
+	args = rangeGuard(&q, args, ranges)
 	args = writes(&q, args, w)
 	q.WriteString("COMMIT")
 	if err := b.fits(q.String(), args); err != nil {
@@ -365,6 +380,43 @@ func guard(q *strings.Builder, args []any, checks []remote.Check) []any {
 	}
 	q.WriteString(") AS w LEFT JOIN anykv_items i ON i.tbl = w.tbl AND i.k = w.k " +
 		"WHERE COALESCE(i.version, 0) <> w.ver)) INTO @anykv_check;")
+	return args
+}
+
+// inRange appends the condition selecting the rows of r's range.
+func inRange(q *strings.Builder, args []any, r remote.RangeCheck) []any {
+	q.WriteString("tbl = ? AND k >= ?")
+	args = append(args, []byte(r.Table), nonNil(r.Start))
+	if r.End != nil {
+		q.WriteString(" AND k < ?")
+		args = append(args, r.End)
+	}
+	return args
+}
+
+// rangeGuard appends, per range, a statement that fails with error 1242 (as guard's) unless the range holds as
+// many rows as were read and each key read at the version read: exactly the rows read, as keys are distinct.
+func rangeGuard(q *strings.Builder, args []any, ranges []remote.RangeCheck) []any {
+	for _, r := range ranges {
+		q.WriteString("SELECT (SELECT 1 FROM (SELECT 1 UNION ALL SELECT 2) AS two WHERE " +
+			"(SELECT COUNT(*) FROM anykv_items WHERE ")
+		args = inRange(q, args, r)
+		q.WriteString(") <> ?")
+		args = append(args, len(r.Keys))
+		if len(r.Keys) > 0 {
+			q.WriteString(" OR EXISTS (SELECT 1 FROM (")
+			for i, k := range r.Keys {
+				if i > 0 {
+					q.WriteString(" UNION ALL ")
+				}
+				q.WriteString("SELECT ? AS k, ? AS ver")
+				args = append(args, nonNil(k), r.Versions[i])
+			}
+			q.WriteString(") AS w LEFT JOIN anykv_items i ON i.tbl = ? AND i.k = w.k WHERE COALESCE(i.version, 0) <> w.ver)")
+			args = append(args, []byte(r.Table))
+		}
+		q.WriteString(") INTO @anykv_check;")
+	}
 	return args
 }
 

@@ -12,7 +12,9 @@
 // locks, first on the tables (shared for every table the commit reads or writes and for "all tables",
 // exclusive for a table it flushes or, with FLUSHALL, for "all tables"), then on every key read or written,
 // each phase in hash order so that two commits never deadlock on them; it locks the rows read (FOR UPDATE) and
-// raises serialization_failure if a version changed; then the deletes and one INSERT ... ON CONFLICT DO UPDATE
+// raises serialization_failure if a version changed; a batch that read a range of a table's keys (KEYS, SCAN,
+// DBSIZE in a script or MULTI) takes that table's lock exclusively and checks the range still holds the keys and
+// versions it read (anykv_ranges, remote.RangeCommitter); then the deletes and one INSERT ... ON CONFLICT DO UPDATE
 // of all puts. The table locks order a flush against every commit touching its table: a flush's DELETE, at READ
 // COMMITTED, sees only rows committed before it began, so without them a RENAME's new key committed meanwhile
 // survived a FLUSHDB both reported as done. An error raised by the server rolls everything back. Expired rows
@@ -83,6 +85,21 @@ BEGIN
 		END IF;
 	END LOOP;
 	PERFORM anykv_check(locks, t, k, v);
+END $$;
+CREATE OR REPLACE FUNCTION anykv_ranges(rt bytea[], rlo bytea[], rhi bytea[], ei bigint[], ek bytea[], ev bigint[])
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+	IF EXISTS (
+		(SELECT r.i, it.key, it.version FROM unnest(rt, rlo, rhi) WITH ORDINALITY AS r(tbl, lo, hi, i)
+			JOIN anykv_items it ON it.tbl = r.tbl AND it.key >= r.lo AND (r.hi IS NULL OR it.key < r.hi)
+		EXCEPT ALL SELECT * FROM unnest(ei, ek, ev))
+		UNION ALL
+		(SELECT * FROM unnest(ei, ek, ev)
+		EXCEPT ALL SELECT r.i, it.key, it.version FROM unnest(rt, rlo, rhi) WITH ORDINALITY AS r(tbl, lo, hi, i)
+			JOIN anykv_items it ON it.tbl = r.tbl AND it.key >= r.lo AND (r.hi IS NULL OR it.key < r.hi))
+	) THEN
+		RAISE EXCEPTION 'anykv: concurrent write in a range read' USING ERRCODE = 'serialization_failure';
+	END IF;
 END $$;`
 
 // Open connects to the database at url (postgres://user:pw@host:port/db?...), creates the table, sequence and
@@ -220,7 +237,7 @@ func tableLockOf(table string) int64 {
 }
 
 // tableLocks lists the table locks of a commit in lock order, each with whether it is taken exclusively.
-func tableLocks(checks []remote.Check, w *remote.Writes) ([]int64, []bool) {
+func tableLocks(checks []remote.Check, ranges []remote.RangeCheck, w *remote.Writes) ([]int64, []bool) {
 	mode := map[int64]bool{allTablesLock: w.FlushAll}
 	shared := func(table string) { // unless it is taken exclusively already
 		if l := tableLockOf(table); !mode[l] {
@@ -229,6 +246,9 @@ func tableLocks(checks []remote.Check, w *remote.Writes) ([]int64, []bool) {
 	}
 	for _, t := range w.Flush {
 		mode[tableLockOf(t)] = true
+	}
+	for _, r := range ranges {
+		mode[tableLockOf(r.Table)] = true
 	}
 	for _, c := range checks {
 		shared(c.Table)
@@ -252,7 +272,14 @@ func tableLocks(checks []remote.Check, w *remote.Writes) ([]int64, []bool) {
 }
 
 // Commit implements remote.Backend.
-func (b *backend) Commit(ctx context.Context, checks []remote.Check, w *remote.Writes, _ any) error {
+func (b *backend) Commit(ctx context.Context, checks []remote.Check, w *remote.Writes, tok any) error {
+	return b.CommitRanges(ctx, checks, nil, w, tok)
+}
+
+// CommitRanges implements remote.RangeCommitter: Commit that also takes each range's table lock exclusively (no
+// other commit of the table runs until this one ends, and every one before it is visible) and then requires the
+// range to hold exactly the keys and versions the batch read (anykv_ranges), else a serialization failure.
+func (b *backend) CommitRanges(ctx context.Context, checks []remote.Check, ranges []remote.RangeCheck, w *remote.Writes, _ any) error {
 	batch := &pgx.Batch{}
 	locks := make([]int64, 0, len(checks)+len(w.Put)+len(w.Delete))
 	ct, ck, cv := make([][]byte, len(checks)), make([][]byte, len(checks)), make([]int64, len(checks))
@@ -268,8 +295,11 @@ func (b *backend) Commit(ctx context.Context, checks []remote.Check, w *remote.W
 	}
 	slices.Sort(locks)
 	locks = slices.Compact(locks)
-	tl, excl := tableLocks(checks, w)
+	tl, excl := tableLocks(checks, ranges, w)
 	batch.Queue(`SELECT anykv_lock($1, $2, $3, $4, $5, $6)`, tl, excl, locks, ct, ck, cv)
+	if len(ranges) > 0 {
+		queueRanges(batch, ranges)
+	}
 	switch {
 	case w.FlushAll:
 		batch.Queue(`DELETE FROM anykv_items`)
@@ -300,10 +330,28 @@ func (b *backend) Commit(ctx context.Context, checks []remote.Check, w *remote.W
 			ON CONFLICT (tbl, key) DO UPDATE SET value = EXCLUDED.value, flags = EXCLUDED.flags,
 				expires = EXCLUDED.expires, version = EXCLUDED.version`, t, k, v, f, e, ver)
 	}
-	if batch.Len() == 1 && len(checks) == 0 {
+	if batch.Len() == 1 && len(checks) == 0 { // (a range check is a statement of its own)
 		return nil // nothing to check or write: the locks alone would order nothing
 	}
 	return classify(b.pool.SendBatch(ctx, batch).Close())
+}
+
+// queueRanges queues the check of ranges (anykv_ranges): each range's rows, by the range's position, against the
+// keys and versions read.
+func queueRanges(batch *pgx.Batch, ranges []remote.RangeCheck) {
+	rt, rlo, rhi := make([][]byte, len(ranges)), make([][]byte, len(ranges)), make([][]byte, len(ranges))
+	var ei, ev []int64
+	var ek [][]byte
+	for i, r := range ranges {
+		rt[i], rlo[i], rhi[i] = []byte(r.Table), r.Start, r.End // a nil End is NULL: to the table's end
+		if rlo[i] == nil {
+			rlo[i] = []byte{}
+		}
+		for j, k := range r.Keys {
+			ei, ek, ev = append(ei, int64(i+1)), append(ek, k), append(ev, int64(r.Versions[j]))
+		}
+	}
+	batch.Queue(`SELECT anykv_ranges($1, $2, $3, $4, $5, $6)`, rt, rlo, rhi, ei, ek, ev)
 }
 
 // classify maps a commit error: a refused or rolled-back transaction (the server said so) is final, a
