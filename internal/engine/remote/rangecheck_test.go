@@ -3,13 +3,12 @@ package remote
 import (
 	"context"
 	"fmt"
-	"sort"
 	"testing"
 
 	"anykv/internal/engine"
 )
 
-// rangeBackend is stampBackend that scans its items (the Ranger) and records the range checks commits get.
+// rangeBackend is stampBackend (which also serves as the Ranger) recording the range checks commits get.
 type rangeBackend struct {
 	*stampBackend
 	got [][]RangeCheck
@@ -18,28 +17,6 @@ type rangeBackend struct {
 func (b *rangeBackend) CommitRanges(ctx context.Context, checks []Check, ranges []RangeCheck, w *Writes, tok any) error {
 	b.got = append(b.got, ranges)
 	return b.Commit(ctx, checks, w, tok)
-}
-
-func (b *rangeBackend) Scan(_ context.Context, table string, r engine.Range, _ int64, fn func([]byte, engine.Item) bool) error {
-	b.mu.Lock()
-	var keys []string
-	for k := range b.items {
-		if k.table == table && r.Contains([]byte(k.key)) {
-			keys = append(keys, k.key)
-		}
-	}
-	sort.Strings(keys)
-	items := make([]engine.Item, len(keys))
-	for i, k := range keys {
-		items[i] = b.items[slotKey{table, k}]
-	}
-	b.mu.Unlock()
-	for i, k := range keys {
-		if !fn([]byte(k), items[i]) {
-			return nil
-		}
-	}
-	return nil
 }
 
 func init() {
