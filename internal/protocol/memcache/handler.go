@@ -80,6 +80,8 @@ type Handler struct {
 	flushGen   uint64 // identifies the pending timer, so a late-firing old one cannot forget a new one
 	// afterFunc runs f after d; time.AfterFunc outside tests.
 	afterFunc func(d time.Duration, f func()) stopper
+	// accesses answers mg's h and l flags.
+	accesses *accesses
 }
 
 // stopper is the part of *time.Timer that a delayed flush_all needs.
@@ -108,6 +110,7 @@ func New(store *kv.Store, opts Options) *Handler {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	h := &Handler{
+		accesses:        newAccesses(),
 		store:           store,
 		commandPerBatch: store.CommandPerBatch(),
 		remote:          opts.RemoteEngine,

@@ -90,8 +90,22 @@ func (c *conn) mgReply(req *request, it *engine.Item, found bool, reply uint32) 
 		c.out = append(c.out, "HD"...)
 	}
 	now := c.h.store.Now()
+	var before bool
+	var ago int64
+	if m.hitBefore || m.lastAccess {
+		before, ago = c.h.accesses.fetch(req.key, it.Version, now/1000)
+	}
 	for t, rest := nextToken(m.rest); len(t) > 0; t, rest = nextToken(rest) {
 		switch t[0] {
+		case 'h':
+			if before {
+				c.out = append(c.out, " h1"...)
+			} else {
+				c.out = append(c.out, " h0"...)
+			}
+		case 'l':
+			c.out = append(c.out, " l"...)
+			c.out = strconv.AppendInt(c.out, ago, 10)
 		case 's':
 			c.out = append(c.out, " s"...)
 			c.out = strconv.AppendInt(c.out, int64(len(it.Value)), 10)
@@ -352,8 +366,9 @@ func (c *conn) maAnswer(req *request, res engine.Result) {
 	}
 }
 
-// metaDebug answers me: "ME <key> exp=<> la=<> cas=<> fetch=<> cls=<> size=<>", or EN. anykv keeps no access
-// time, fetch bit or slab class: la is 0, fetch "no", cls 1, and size counts key and value bytes.
+// metaDebug answers me: "ME <key> exp=<> la=<> cas=<> fetch=<> cls=<> size=<>", or EN. la and fetch are what
+// mg's l and h would answer (accesses.peek: me is no fetch); anykv has no slab class: cls is 1, and size counts
+// key and value bytes.
 func (c *conn) metaDebug(req *request) {
 	c.st[sCmdMeta]++
 	it, err := c.h.store.Get(c.ctx, c.h.table, req.key)
@@ -374,9 +389,16 @@ func (c *conn) metaDebug(req *request) {
 		exp = -ttlLeft(it.Expires, c.h.store.Now())
 	}
 	c.out = strconv.AppendInt(c.out, exp, 10)
-	c.out = append(c.out, " la=0 cas="...)
+	fetched, ago := c.h.accesses.peek(req.key, it.Version, c.h.store.Now()/1000)
+	c.out = append(c.out, " la="...)
+	c.out = strconv.AppendInt(c.out, ago, 10)
+	c.out = append(c.out, " cas="...)
 	c.out = strconv.AppendUint(c.out, it.Version, 10)
-	c.out = append(c.out, " fetch=no cls=1 size="...)
+	if fetched {
+		c.out = append(c.out, " fetch=yes cls=1 size="...)
+	} else {
+		c.out = append(c.out, " fetch=no cls=1 size="...)
+	}
 	c.out = strconv.AppendInt(c.out, int64(len(req.key)+len(it.Value)), 10)
 	c.out = append(c.out, '\r', '\n')
 }

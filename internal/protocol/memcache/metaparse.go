@@ -22,7 +22,7 @@ type metaFlags struct {
 	init       uint64 // J
 	hasRecache bool   // R
 	recache    int64
-	// hitBefore (h), lastAccess (l): accepted by memcached's parser; mg refuses them here.
+	// hitBefore (h), lastAccess (l): mg's return flags, answered from the handler's accesses (access.go).
 	hitBefore, lastAccess bool
 }
 
@@ -109,10 +109,6 @@ func (p *parser) parseMeta(line []byte, nt int, r *request) int {
 		case 0, 'I', 'i', '+', 'D', 'd', '-':
 		default:
 			return fail("CLIENT_ERROR invalid mode for ma M token")
-		}
-	case cmdMg:
-		if m.hitBefore || m.lastAccess {
-			return fail("CLIENT_ERROR invalid flag")
 		}
 	}
 	return vlen
