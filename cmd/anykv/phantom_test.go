@@ -18,14 +18,18 @@ const claimIfEmpty = `if redis.call('DBSIZE') == 0 then redis.call('SET', KEYS[1
 // TestScriptRangeReadsSerializable: eight clients on two front ends run claimIfEmpty at once, each with its own
 // key, on an emptied database; serializable batches leave exactly one key. A batch's range read of a client's
 // table (DBSIZE, KEYS, SCAN, RANDOMKEY in a script or MULTI) must be checked at commit (remote.RangeCommitter):
-// without that check PostgreSQL, Redis and MariaDB let two scripts each see an empty database and both write.
-// Pebble (one writer) and etcd (every writing commit compares the version counter) need none. Redis Cluster and
-// Cassandra do not check ranges yet (docs/engines.md) and are not run.
+// without that check PostgreSQL, Redis, MariaDB and a 3-node Redis Cluster let two scripts each see an empty
+// database and both write. Pebble (one writer) and etcd (every writing commit compares the version counter) need
+// none. Cassandra does not check ranges yet (docs/engines.md) and is not run.
 func TestScriptRangeReadsSerializable(t *testing.T) {
-	for _, eng := range []string{"pebble", "etcd", "postgres", "redis-nopersist", "mariadb"} {
+	for _, eng := range []string{"pebble", "etcd", "postgres", "redis-nopersist", "mariadb", "redis-cluster"} {
 		t.Run(eng, func(t *testing.T) {
 			opts := servertest.Options{}
-			if eng != "pebble" {
+			switch eng {
+			case "pebble":
+			case "redis-cluster":
+				opts.Engine = remotetest.StartCluster(t, eng, 3).URL
+			default:
 				u := remotetest.Start(t, eng)
 				if strings.HasPrefix(u, "resp://") {
 					u = "redis" + strings.TrimPrefix(u, "resp") + "/0"

@@ -348,11 +348,12 @@ func (b *backend) Commit(ctx context.Context, checks []remote.Check, w *remote.W
 }
 
 // CommitRanges implements remote.RangeCommitter: the commit script also lists each range's keys from the table's
-// index and requires the keys and stamps the batch read, on one server. Over a Redis Cluster the ranges are not
-// checked yet (docs/engines.md's known defect).
+// index and requires the keys and stamps the batch read. In a cluster a table's index and items share its slot,
+// where the script runs: a range of a table in another slot (a script that SELECTed another database to read it)
+// is left unchecked, as the script could not reach it.
 func (b *backend) CommitRanges(ctx context.Context, checks []remote.Check, ranges []remote.RangeCheck, w *remote.Writes, _ any) error {
-	if b.cl != nil || b.tagged {
-		ranges = nil
+	if b.tagged && len(ranges) > 0 {
+		ranges = b.inSlotOf(ranges, checks, w)
 	}
 	keys := make([]string, 0, len(checks)+len(w.Delete)+len(w.Put)+1)
 	list, flushAll := "1", "0"
@@ -378,6 +379,7 @@ func (b *backend) CommitRanges(ctx context.Context, checks []remote.Check, range
 			hi = "(" + string(r.End)
 		}
 		args = append(args, b.indexKey(r.Table), b.keyPrefix(r.Table), lo, hi, len(r.Keys))
+		anchor = b.indexOnTag(anchor, r.Table)
 		for i, k := range r.Keys {
 			args = append(args, k, strconv.FormatUint(r.Versions[i], 10))
 		}
@@ -407,6 +409,30 @@ func (b *backend) CommitRanges(ctx context.Context, checks []remote.Check, range
 	}
 	ok, err := commitScript.Run(ctx, b.c, keys, args...).Int()
 	return commitOutcome(ok, err)
+}
+
+// inSlotOf keeps the ranges of tables in the slot of the commit's first key (its anchor's).
+func (b *backend) inSlotOf(ranges []remote.RangeCheck, checks []remote.Check, w *remote.Writes) []remote.RangeCheck {
+	var first string
+	switch {
+	case len(checks) > 0:
+		first = checks[0].Table
+	case len(w.Flush) > 0:
+		first = w.Flush[0]
+	case len(w.Delete) > 0:
+		first = w.Delete[0].Table
+	case len(w.Put) > 0:
+		first = w.Put[0].Table
+	default:
+		first = ranges[0].Table // a commit of ranges alone runs in the first range's slot
+	}
+	var in []remote.RangeCheck
+	for _, r := range ranges {
+		if b.tag(r.Table) == b.tag(first) {
+			in = append(in, r)
+		}
+	}
+	return in
 }
 
 // indexOnTag is the commit's anchor key: in a cluster the index of table t (every key of a batch is in t's
