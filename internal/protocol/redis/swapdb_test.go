@@ -41,3 +41,29 @@ func TestSwapDBMatchesRedis(t *testing.T) {
 	}
 	sameAsRedis(t, func(t *testing.T, addr string) []string { return pubsubTranscript(t, addr, steps) })
 }
+
+// TestSwapDBInvalidatesTrackingOnce: a client tracking keys is told once to drop everything when a SWAPDB changes
+// what its database holds (one null invalidation for the two tables swapped, as after a FLUSHDB), where Redis
+// sends nothing and leaves the client's cache with the other database's values.
+func TestSwapDBInvalidatesTrackingOnce(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	a, b := ts.raw(t), ts.raw(t)
+	a.send(respCmd("HELLO", "3"))
+	a.reply()
+	for _, cmd := range [][]string{{"CLIENT", "TRACKING", "ON"}, {"GET", "k"}} {
+		a.send(respCmd(cmd...))
+		a.reply()
+	}
+	b.send(respCmd("SWAPDB", "0", "1"))
+	if got := b.reply(); got != "+OK\r\n" {
+		t.Fatalf("SWAPDB: %q", got)
+	}
+	want := ">2\r\n$10\r\ninvalidate\r\n_\r\n"
+	if got := a.reply(); got != want {
+		t.Fatalf("push %q, want %q", got, want)
+	}
+	a.send(respCmd("PING"))
+	if got := a.reply(); got != "+PONG\r\n" {
+		t.Fatalf("after the invalidation: %q (a second one?)", got)
+	}
+}

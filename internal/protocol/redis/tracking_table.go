@@ -333,6 +333,7 @@ func (h *Handler) trackWrites(ctx context.Context, muts []engine.Mutation, res [
 	var bcast map[string][][]byte // prefix → keys written under it
 	tt.mu.Lock()
 	var own []execEvent // a transaction's own writes, for replayExec
+	flushed := -1       // the mutation last told as a flush
 	kv.EachWritten(muts, res, func(i int, table string, key []byte) {
 		if !h.isDB(table) {
 			return
@@ -343,7 +344,8 @@ func (h *Handler) trackWrites(ctx context.Context, muts []engine.Mutation, res [
 		out = tt.invalidate(writer, key, out)
 		bcast = tt.under(key, bcast)
 	}, func(i int, table string) {
-		if table == "" || h.isDB(table) {
+		if (table == "" || h.isDB(table)) && i != flushed { // a SWAPDB flushes two tables: one null for both
+			flushed = i
 			out = tt.flush(writer, out)
 			if writer != nil && writer.exec != nil {
 				own = append(own, execEvent{at: i - writer.exec.off, flush: true})
