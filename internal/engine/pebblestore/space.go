@@ -354,10 +354,11 @@ func (sp *space) dropBallast(why string) bool {
 	return true
 }
 
-// restoreBallast writes the ballast again once it fits above the reserve.
+// restoreBallast writes the ballast again once it fits above the reserve. It runs on the poller (and at Open), the
+// ballast's only writer, and writes without sp.mu: measure, which takes it, runs in Pebble's BackgroundError
+// callback too, which may hold Pebble's own mutex, and must not wait out megabytes of writes and their fsync. A
+// dropBallast meanwhile finds no ballast to drop (the file takes its name only once whole).
 func (sp *space) restoreBallast() {
-	sp.mu.Lock()
-	defer sp.mu.Unlock()
 	size := ballastSize(sp.reserve.Load())
 	if size <= 0 || !sp.measured.Load() || sp.full.Load() || sp.avail.Load() < sp.reserve.Load()+2*size {
 		return

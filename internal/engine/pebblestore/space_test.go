@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -285,5 +286,59 @@ func TestLateBackgroundENOSPCKeepsWritesOn(t *testing.T) {
 	s.space.backgroundError(fmt.Errorf("pebble: flush: write 000013.sst: %w", syscall.ENOSPC))
 	if _, err := s.Apply(ctx, &engine.Batch{Now: now, Muts: []engine.Mutation{set("t", "k", "w")}}); !errors.Is(err, engine.ErrNoSpace) {
 		t.Fatalf("a write after an ENOSPC on a full disk: %v, want ErrNoSpace", err)
+	}
+}
+
+// gatedBallastFS holds every write of the ballast's temporary file until gate closes.
+type gatedBallastFS struct {
+	vfs.FS
+	gate, writing chan struct{}
+	once          sync.Once
+}
+
+func (f *gatedBallastFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	file, err := f.FS.Create(name, c)
+	if err == nil && strings.HasSuffix(name, BallastName+".tmp") {
+		return gatedFile{file, f}, nil
+	}
+	return file, err
+}
+
+type gatedFile struct {
+	vfs.File
+	fs *gatedBallastFS
+}
+
+func (g gatedFile) Write(p []byte) (int, error) {
+	g.fs.once.Do(func() { close(g.fs.writing) })
+	<-g.fs.gate
+	return g.File.Write(p)
+}
+
+// Pebble reports a flush's ENOSPC from its BackgroundError callback, which may hold its own mutex: the report's
+// measure of free space must not wait for a ballast being written (megabytes and an fsync), which held the
+// space's mutex throughout and so every Pebble operation behind that callback.
+func TestBackgroundErrorDoesNotWaitForTheBallast(t *testing.T) {
+	fs := &gatedBallastFS{FS: smallfs.New(256 << 20), gate: make(chan struct{}), writing: make(chan struct{})}
+	if err := fs.MkdirAll("/db", dirMode); err != nil {
+		t.Fatal(err)
+	}
+	sp := newSpace(fs, "/db", MinFree{Bytes: 8 << 20}, quiet, time.Hour)
+	sp.measure()
+	restored := make(chan struct{})
+	go func() { sp.restoreBallast(); close(restored) }()
+	<-fs.writing
+	reported := make(chan struct{})
+	go func() { sp.backgroundError(fmt.Errorf("pebble: flush: %w", syscall.ENOSPC)); close(reported) }()
+	select {
+	case <-reported:
+	case <-time.After(2 * time.Second):
+		close(fs.gate)
+		t.Fatal("a background ENOSPC report waited for the ballast's write")
+	}
+	close(fs.gate)
+	<-restored
+	if _, err := fs.Stat(sp.ballast); err != nil {
+		t.Fatalf("the ballast was not written: %v", err)
 	}
 }
