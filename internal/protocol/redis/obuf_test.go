@@ -1,10 +1,13 @@
 package redis
 
 import (
+	"bytes"
+	"log/slog"
 	"net"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -280,5 +283,39 @@ func TestObufHeldRunsStayWithinTheBudget(t *testing.T) {
 	}
 	if grew := int64(peak) - int64(base); grew > 128<<20 {
 		t.Fatalf("8 connections sending 1.6 KB each took the heap %d MiB up, with maxmemory-clients at 16 MiB", grew>>20)
+	}
+}
+
+// stuckCloseConn is a connection whose Close waits for release (a TLS Close sending close_notify to a client that
+// does not read waits up to 5 s).
+type stuckCloseConn struct {
+	net.Conn
+	release chan struct{}
+}
+
+func (c stuckCloseConn) Close() error { <-c.release; return c.Conn.Close() }
+
+// A subscriber cut off at its limit is closed without the pusher's lock held: publishers to it go on at once.
+func TestCutOffDoesNotHoldPublishers(t *testing.T) {
+	a, b := net.Pipe()
+	defer b.Close()
+	conn := stuckCloseConn{a, make(chan struct{})}
+	defer close(conn.release)
+	lim := obufLimits{{}, {}, {hard: 1 << 10}}
+	p := &pusher{conn: conn, lim: func() *obufLimits { return &lim }, state: &clientState{}, done: make(chan struct{}),
+		log: slog.New(slog.DiscardHandler)}
+	p.state.sub.Store(1)
+	p.cond = sync.NewCond(&p.mu)
+	delivered := make(chan struct{})
+	go func() {
+		for range 8 {
+			p.Deliver("", "ch", bytes.Repeat([]byte("x"), 8<<10)) // past the hard limit and Redis's 16 KiB of grace
+		}
+		close(delivered)
+	}()
+	select {
+	case <-delivered:
+	case <-time.After(2 * time.Second):
+		t.Fatal("publishing to a subscriber being closed waited for its Close")
 	}
 }

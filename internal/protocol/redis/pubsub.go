@@ -147,7 +147,9 @@ func (p *pusher) cutOff(l obufLimit) {
 	p.log.Warn("client closed for overcoming of output buffer limits", "client", p.conn.RemoteAddr().String(),
 		"queued", p.queued, "hard", l.hard, "soft", l.soft)
 	p.closed = true
-	p.conn.Close() // the reader fails next, and the connection ends
+	// The reader fails next, and the connection ends. Not under p.mu: a TLS connection's Close may wait up to 5 s
+	// to send its close_notify to a client that does not read, and every publisher to this one would wait too.
+	go p.conn.Close()
 	p.cond.Signal()
 }
 
