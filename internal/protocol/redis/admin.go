@@ -253,7 +253,7 @@ func (h *Handler) killWhere(me *session, match func(*session) bool, skipMe bool)
 			me.closing = true
 			continue
 		}
-		o.conn.Close()
+		go o.conn.Close() // a TLS Close may wait up to 5 s on a client that does not read: not once per victim here
 	}
 	return len(victims)
 }

@@ -144,7 +144,7 @@ func (b *inbox) push(s *session, msg []byte, mayHold bool) {
 		b.heldN += len(msg)
 		if b.heldN > pubsubLimit {
 			b.held, b.heldN, b.gone = nil, 0, true
-			s.conn.Close()
+			go s.conn.Close() // not under b.mu: a TLS Close may wait up to 5 s on a client that does not read
 		}
 	default:
 		if b.p == nil {
