@@ -339,7 +339,8 @@ func mcDump(t *testing.T, m *mcConn, prefix string) string {
 // TestMetaHitAndLastAccessMatchMemcached: mg's h (hit before) and l (last access) flags answer as memcached's
 // while every fetch is an mg that asks for one of them (the case anykv tracks: docs/memcache.md): h0 on an
 // item's first fetch, h1 after, h0 again once the item is rewritten, in the order the flags were asked, EN for a
-// miss. The seconds of l are compared by kind (a second may tick between the two servers' answers).
+// miss, an mg with u not counted as a fetch, an mg's T keeping the item's fetch. The seconds of l are compared
+// by kind (a second may tick between the two servers' answers).
 func TestMetaHitAndLastAccessMatchMemcached(t *testing.T) {
 	real := strings.TrimPrefix(remotetest.Start(t, "memcached"), "memcache://")
 	s := servertest.Start(t, servertest.Options{Memcache: true})
@@ -350,6 +351,10 @@ func TestMetaHitAndLastAccessMatchMemcached(t *testing.T) {
 		"ms a 2\r\nxy\r\n", "mg a h\r\n", "mg a l\r\n", "mg a h\r\n", "mg nokey h l v\r\n", "mg nokey h l q\r\nmn\r\n",
 		"ms b 1 T100\r\nz\r\n", "mg b h t v\r\n", "mg b h t\r\n", "md a\r\n", "mg a h l\r\n", "ms a 1\r\nw\r\n",
 		"mg a v h\r\n", "ma b\r\n", "set c 0 0 1\r\n1\r\n", "mg c h l f\r\n", "mg c h l f\r\n",
+		// u leaves the item unfetched; an mg's own T keeps what the item was fetched (meta-memcache's get with a
+		// touch TTL sends mg with T, h and l).
+		"ms d 1\r\nx\r\n", "mg d u h l\r\n", "mg d h\r\n", "mg d h\r\n",
+		"ms e 1\r\nx\r\n", "mg e h l\r\n", "mg e T30 h l v\r\n", "mg e h\r\n", "mg e T60 h\r\n",
 	} {
 		ra, rb := a.do(t, req), b.do(t, req)
 		ra, rb = seconds.ReplaceAllString(ra, "lN"), seconds.ReplaceAllString(rb, "lN")

@@ -14,7 +14,9 @@ const swapEntryCost = 160
 // and a durable indirection from a database to a table would be one more thing every engine, cache and front end
 // must agree on. Each item copied counts against maxBuilt, so that two tables holding more than that together are
 // refused whole (ErrBatchTooBig, nothing applied) rather than held in memory. Items keep their versions and
-// expiry times, and a string its annotation (annotation.go), which stays valid as it names the version. Members of
+// expiry times, and a string its annotation (annotation.go), which stays valid as it names the version; members
+// (and annotations) are written with fresh versions, so that a member the reclaimer saw before a swap and judged
+// dead during it is not the one a second swap brings back (kv/reclaim.go deletes only the version it saw). Members of
 // collections no live meta item names (deleted or expired ones the reclaimer has not reached) stay behind, and go
 // with the flush, as do annotations of items no longer live.
 func (rs *resolver) swap(a, b string) error {
@@ -70,6 +72,12 @@ func (rs *resolver) swap(a, b string) error {
 	}
 	for i := range held {
 		for _, e := range held[i] {
+			if i >= 2 {
+				// A member gets a fresh version: its key (collection, generation, name) may come back to the
+				// member table it left (a second swap), where the reclaimer may have judged it dead while it was
+				// away; the reclaimer deletes only the version it saw (kv/reclaim.go).
+				e.it.Version = rs.next()
+			}
 			rs.record(Write{Table: to[i], Key: e.key, Item: e.it})
 		}
 	}

@@ -17,7 +17,9 @@ import (
 // stay in the member table under a generation no live meta names. Likewise an annotation (engine/annotation.go)
 // stays when its item is rewritten or deleted, describing a version that is gone. Such a generation never comes back (a new
 // collection gets a new one), so those members are garbage for good, invisible to every read, and the background
-// sweep deletes them a few at a time here. It needs an engine that can list tables and scan.
+// sweep deletes them a few at a time here. It needs an engine that can list tables and scan. Only SWAPDB moves a
+// live generation out of a member table, and a second swap may bring it back between the walk's judgement and
+// its delete: so a member is deleted only if it still has the version the walk saw (a swap writes new ones).
 
 // reclaimer remembers where the last pass stopped.
 //
@@ -155,9 +157,10 @@ type runID struct {
 
 // seenMember is a member item the walk examined.
 type seenMember struct {
-	mk  []byte
-	id  runID
-	ann engine.Item // an annotation's (gen 0) version and value
+	mk      []byte
+	id      runID
+	version uint64      // the member item's version
+	ann     engine.Item // an annotation's (gen 0) version and value
 }
 
 // walked is what one scan of a member table found.
@@ -207,7 +210,7 @@ func (j *judge) walk(ctx context.Context, sc engine.Scanner, from []byte, budget
 		if err != nil {
 			return true // not ours to judge: leave it
 		}
-		m := seenMember{mk: append([]byte(nil), mk...), id: runID{string(key), g}}
+		m := seenMember{mk: append([]byte(nil), mk...), id: runID{string(key), g}, version: mi.Version}
 		if g == 0 {
 			m.ann = engine.Item{Version: mi.Version, Value: append([]byte(nil), mi.Value...)}
 		}
@@ -265,7 +268,11 @@ func (j *judge) deleteDead(ctx context.Context, seen []seenMember) (int, error) 
 			return 0, err
 		}
 		if !alive {
-			dead = append(dead, engine.Mutation{Op: engine.OpDelete, Table: j.mt, Key: m.mk, AnyKind: true})
+			// Only the version seen: SWAPDB moves members between member tables with their keys (generation
+			// included), so one judged dead while a swap had taken it away may be back, live, by now; a swap
+			// writes it with a new version (engine/resolve_swap.go).
+			dead = append(dead, engine.Mutation{Op: engine.OpDelete, Table: j.mt, Key: m.mk, AnyKind: true,
+				Cond: engine.CondVersion, Version: m.version})
 		}
 	}
 	// One batch per slot: an engine spread over slots (engine.SlotScoped) refuses a batch across them.

@@ -141,18 +141,29 @@ func (s *Store) applyMarking(ctx context.Context, muts []engine.Mutation) ([]eng
 // marks its watches anyway). A key a concurrent batch creates or deletes meanwhile is marked by that batch; one
 // watched meanwhile is guarded by the version its WATCH read. A failed read counts as live (an abort is safe).
 // A swap of two tables (SWAPDB) counts as the flush of both, and a key watched in either counts as live if it is
-// live in either, as Redis's touchAllWatchedKeysInDb judges it.
+// live in either, as Redis's touchAllWatchedKeysInDb judges it; or, when the batch swaps several, in any table
+// whose items its swaps can bring there (SWAPDB 1 2 then SWAPDB 0 1 brings database 2's to 0).
 func (s *Store) liveWatched(ctx context.Context, muts []engine.Mutation) map[[2]string]bool {
 	var flushed []string
-	partner := map[string][]string{} // a swapped table → the tables it is swapped with
+	partner := map[string][]string{} // a swapped table → every table the batch's swaps connect it with
 	for i := range muts {
 		switch m := &muts[i]; m.Op {
 		case engine.OpFlush:
 			flushed = append(flushed, m.Table)
 		case engine.OpSwap:
 			flushed = append(flushed, m.Table, m.Target.Table)
-			partner[m.Table] = append(partner[m.Table], m.Target.Table)
-			partner[m.Target.Table] = append(partner[m.Target.Table], m.Table)
+			a, b := m.Table, m.Target.Table
+			if slices.Contains(partner[a], b) {
+				continue
+			}
+			group := append(append([]string{a, b}, partner[a]...), partner[b]...)
+			for _, t := range group {
+				for _, u := range group {
+					if u != t && !slices.Contains(partner[t], u) {
+						partner[t] = append(partner[t], u)
+					}
+				}
+			}
 		}
 	}
 	if flushed == nil {
@@ -183,19 +194,41 @@ func (s *Store) liveWatched(ctx context.Context, muts []engine.Mutation) map[[2]
 }
 
 // mark makes dirty every Watch naming a key the applied batch wrote (EachWritten), or a key of a table it flushed
-// that was live before it (liveWatched).
+// that was live before it (liveWatched). A swap also marks the watches of a key the batch wrote before it into
+// either table (SET in database 1, then SWAPDB 0 1: Redis's touchAllWatchedKeysInDb finds it in database 1), even
+// if a later write of the batch deletes it again.
 func (r *watchRegistry) mark(muts []engine.Mutation, res []engine.Result, live map[[2]string]bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var written map[string]map[string]bool // for a batch that swaps: table → keys the batch wrote there so far
+	for i := range muts {
+		if muts[i].Op == engine.OpSwap {
+			written = map[string]map[string]bool{}
+			break
+		}
+	}
 	EachWritten(muts, res, func(_ int, table string, key []byte) {
 		for _, w := range r.keys[table][string(key)] {
 			w.dirty.Store(true)
 		}
-	}, func(_ int, flushed string) {
+		if written != nil {
+			if written[table] == nil {
+				written[table] = map[string]bool{}
+			}
+			written[table][string(key)] = true
+		}
+	}, func(i int, flushed string) {
+		var other string // the table a swap trades flushed's items with
+		if m := &muts[i]; m.Op == engine.OpSwap {
+			other = m.Table
+			if other == flushed {
+				other = m.Target.Table
+			}
+		}
 		for table, t := range r.keys {
 			if flushed == "" || flushed == table {
 				for k, ws := range t {
-					wasLive := live[[2]string{table, k}]
+					wasLive := live[[2]string{table, k}] || other != "" && (written[table][k] || written[other][k])
 					for _, w := range ws {
 						if wasLive || w.anyFlush.Load() {
 							w.dirty.Store(true)
@@ -203,6 +236,15 @@ func (r *watchRegistry) mark(muts []engine.Mutation, res []engine.Result, live m
 					}
 				}
 			}
+		}
+		switch {
+		case written == nil:
+		case flushed == "":
+			clear(written)
+		case other == "":
+			delete(written, flushed)
+		case flushed == muts[i].Target.Table: // the swap's second call: both tables judged, trade their keys
+			written[flushed], written[other] = written[other], written[flushed]
 		}
 	})
 }

@@ -34,9 +34,10 @@ type accessed struct {
 
 func newAccesses() *accesses { return &accesses{seed: maphash.MakeSeed()} }
 
-// fetch records that key's item version was fetched at now (unix seconds) and returns whether that version was
-// fetched so before, and how many seconds ago.
-func (a *accesses) fetch(key []byte, version uint64, now int64) (before bool, ago int64) {
+// fetch records that key's item, found at version read and now at version (they differ when the fetch touched
+// it: mg T), was fetched at now (unix seconds), and returns whether the version read was fetched so before, and
+// how many seconds ago.
+func (a *accesses) fetch(key []byte, read, version uint64, now int64) (before bool, ago int64) {
 	sh := &a.shards[maphash.Bytes(a.seed, key)%accessShards]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -44,7 +45,7 @@ func (a *accesses) fetch(key []byte, version uint64, now int64) (before bool, ag
 		sh.m = make(map[string]accessed)
 	}
 	prev, ok := sh.m[string(key)]
-	if ok && prev.version == version {
+	if ok && prev.version == read {
 		before, ago = true, max(now-prev.at, 0)
 	}
 	if !ok && len(sh.m) >= accessCap/accessShards {

@@ -17,7 +17,7 @@ func (c *conn) mgAnswer(req *request, rs []engine.Result) {
 	res := &rs[len(rs)-1]
 	switch {
 	case res.Err == nil:
-		c.mgReply(req, &res.New, true, res.Old.Flags)
+		c.mgReplyRead(req, &res.New, res.Old.Version, res.Old.Flags)
 	case errors.Is(res.Err, engine.ErrNotFound):
 		c.mgReply(req, nil, false, 0)
 	default:
@@ -57,6 +57,17 @@ func (c *conn) metaGet(req *request) {
 // the order the client sent them, then the stampede flags of reply (W, Z, X). q hides only EN, as in memcached
 // 1.6.
 func (c *conn) mgReply(req *request, it *engine.Item, found bool, reply uint32) {
+	var read uint64
+	if found {
+		read = it.Version
+	}
+	c.mgReplyRead(req, it, read, reply)
+}
+
+// mgReplyRead is mgReply of a found item (nil: a miss) that the mg found at version read, which its T may have
+// rewritten since (it.Version is then new): h and l answer for the item found, as memcached's touch keeps them.
+func (c *conn) mgReplyRead(req *request, it *engine.Item, read uint64, reply uint32) {
+	found := it != nil
 	m := &req.meta
 	c.st[sCmdMeta]++
 	if m.hasTTL {
@@ -92,8 +103,11 @@ func (c *conn) mgReply(req *request, it *engine.Item, found bool, reply uint32) 
 	now := c.h.store.Now()
 	var before bool
 	var ago int64
-	if m.hitBefore || m.lastAccess {
-		before, ago = c.h.accesses.fetch(req.key, it.Version, now/1000)
+	switch {
+	case m.noBump && (m.hitBefore || m.lastAccess):
+		before, ago = c.h.accesses.peek(req.key, read, now/1000) // u: no bump, so not a fetch to remember
+	case m.hitBefore || m.lastAccess:
+		before, ago = c.h.accesses.fetch(req.key, read, it.Version, now/1000)
 	}
 	for t, rest := nextToken(m.rest); len(t) > 0; t, rest = nextToken(rest) {
 		switch t[0] {

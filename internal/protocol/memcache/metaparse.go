@@ -24,6 +24,9 @@ type metaFlags struct {
 	recache    int64
 	// hitBefore (h), lastAccess (l): mg's return flags, answered from the handler's accesses (access.go).
 	hitBefore, lastAccess bool
+	// noBump (u): memcached leaves the item's LRU place and its fetched bit as they were, so the fetch is not
+	// remembered for later h and l flags.
+	noBump bool
 }
 
 // parseMeta parses mg, ms, md, ma, mn and me lines following memcached 1.6's process_m*_command: the same
@@ -184,7 +187,9 @@ func (p *parser) metaFlags(toks [][]byte, r *request) (string, bool) {
 			m.lastAccess = true
 		case 'h':
 			m.hitBefore = true
-		case 'O', 'P', 'L', 'k', 's', 't', 'c', 'f', 'u':
+		case 'u':
+			m.noBump = true
+		case 'O', 'P', 'L', 'k', 's', 't', 'c', 'f':
 		case 'v':
 			m.value = true
 		case 'q':

@@ -103,7 +103,9 @@ func annotate(tx *engine.Tx, table string, key []byte, it engine.Item, bits byte
 }
 
 // mgFunc is mg with N, T or R: vivify a missing item (the caller wins), apply the new TTL, and decide W, Z and
-// X from the bits, marking the win. Result.New is the item as read (after T); a miss without N is ErrNotFound.
+// X from the bits, marking the win. Result.New is the item as read (after T); Result.Old holds the reply's
+// stampede flags (Flags) and the version found before T rewrote the item (Version; 0 if vivified); a miss
+// without N is ErrNotFound.
 func mgFunc(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	p, it, found, err := callTarget(tx, args)
 	if err != nil {
@@ -128,6 +130,10 @@ func mgFunc(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		return engine.Result{Err: engine.ErrNotFound}, nil
 	}
 	touched := p.hasTTL
+	var read uint64 // the version found, before T's rewrite gives the item a new one (mg's h and l: access.go)
+	if found {
+		read = it.Version
+	}
 	if touched {
 		it.Expires = p.ttl
 		it = tx.Put(table, key, it)
@@ -148,7 +154,7 @@ func mgFunc(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	if bits != 0 && (bits != was || touched || !found) {
 		annotate(tx, table, key, it, bits)
 	}
-	return engine.Result{New: it, NewFound: true, Old: engine.Item{Flags: reply}}, nil
+	return engine.Result{New: it, NewFound: true, Old: engine.Item{Flags: reply, Version: read}}, nil
 }
 
 // staleFunc is md I: instead of deleting, give the item a new CAS (and the TTL of T, if given) and mark it

@@ -348,6 +348,9 @@ func queueRanges(batch *pgx.Batch, ranges []remote.RangeCheck) {
 			rlo[i] = []byte{}
 		}
 		for j, k := range r.Keys {
+			if k == nil {
+				k = []byte{} // the empty key: a nil would be NULL, which no row's key equals
+			}
 			ei, ek, ev = append(ei, int64(i+1)), append(ek, k), append(ev, int64(r.Versions[j]))
 		}
 	}
