@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 )
 
@@ -37,4 +38,14 @@ func (f TLSFiles) Config() (*tls.Config, error) {
 		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
 	}
 	return cfg, nil
+}
+
+// CloseNow closes c at once. Closing a TLS connection first sends its close_notify, which waits up to 5 s for a
+// client that does not read (a subscriber cut off at its output limit, a client killed): the connection under
+// the TLS one is closed instead, without it, so that no caller, lock held or not, waits on such a client.
+func CloseNow(c net.Conn) error {
+	if tc, ok := c.(*tls.Conn); ok {
+		return tc.NetConn().Close()
+	}
+	return c.Close()
 }

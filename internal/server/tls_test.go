@@ -124,3 +124,33 @@ func TestTLSFilesErrorsNameTheFile(t *testing.T) {
 		t.Fatalf("a key as CA: %v", err)
 	}
 }
+
+// CloseNow of a TLS connection whose client does not read returns at once, where Close waits up to 5 s to send
+// its close_notify; the client then finds the connection closed.
+func TestCloseNowDoesNotWaitForTheClient(t *testing.T) {
+	certs := servertest.MakeCerts(t)
+	cert, err := tls.LoadX509KeyPair(certs.Cert, certs.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := net.Pipe() // synchronous: a write waits until the other side reads
+	srv := tls.Server(a, &tls.Config{Certificates: []tls.Certificate{cert}})
+	cli := tls.Client(b, clientTLS(t, certs, false))
+	done := make(chan error, 1)
+	go func() { done <- cli.Handshake() }()
+	if err := srv.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	CloseNow(srv) // the client reads nothing
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("CloseNow took %v", took)
+	}
+	cli.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := cli.Read(make([]byte, 1)); err == nil {
+		t.Fatal("the client read from a closed connection")
+	}
+}

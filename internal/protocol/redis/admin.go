@@ -3,6 +3,8 @@ package redis
 import (
 	"strconv"
 	"strings"
+
+	"anykv/internal/server"
 )
 
 // Operator commands that tools send and that mean little here, answered as Redis answers them in the same
@@ -253,7 +255,7 @@ func (h *Handler) killWhere(me *session, match func(*session) bool, skipMe bool)
 			me.closing = true
 			continue
 		}
-		go o.conn.Close() // a TLS Close may wait up to 5 s on a client that does not read: not once per victim here
+		server.CloseNow(o.conn) // a TLS Close would wait up to 5 s per victim that does not read
 	}
 	return len(victims)
 }

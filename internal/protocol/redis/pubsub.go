@@ -11,6 +11,7 @@ import (
 	"anykv/internal/glob"
 	"anykv/internal/protocol/resp"
 	"anykv/internal/pubsub"
+	"anykv/internal/server"
 )
 
 // Pub/sub. Once a connection subscribes, everything it sends out goes through its pusher: a queue drained by a
@@ -147,9 +148,9 @@ func (p *pusher) cutOff(l obufLimit) {
 	p.log.Warn("client closed for overcoming of output buffer limits", "client", p.conn.RemoteAddr().String(),
 		"queued", p.queued, "hard", l.hard, "soft", l.soft)
 	p.closed = true
-	// The reader fails next, and the connection ends. Not under p.mu: a TLS connection's Close may wait up to 5 s
-	// to send its close_notify to a client that does not read, and every publisher to this one would wait too.
-	go p.conn.Close()
+	// The reader fails next, and the connection ends. Closed at once, without a TLS close_notify, which would wait
+	// up to 5 s for this client that does not read, with p.mu held and every publisher to it waiting too.
+	server.CloseNow(p.conn)
 	p.cond.Signal()
 }
 

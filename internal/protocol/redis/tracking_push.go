@@ -8,6 +8,7 @@ import (
 
 	"anykv/internal/engine"
 	"anykv/internal/kv"
+	"anykv/internal/server"
 )
 
 // How client-side caching's invalidations reach a connection (tracking.go, tracking_table.go). They come from any
@@ -144,7 +145,7 @@ func (b *inbox) push(s *session, msg []byte, mayHold bool) {
 		b.heldN += len(msg)
 		if b.heldN > pubsubLimit {
 			b.held, b.heldN, b.gone = nil, 0, true
-			go s.conn.Close() // not under b.mu: a TLS Close may wait up to 5 s on a client that does not read
+			server.CloseNow(s.conn) // under b.mu: a TLS Close would wait up to 5 s on a client that does not read
 		}
 	default:
 		if b.p == nil {
