@@ -158,7 +158,7 @@ def dump(c, db1=False):
         ttl = c.cmd('PTTL', k)
         ttl = ttl // 1000 if ttl > 0 else ttl
         out[k] = (t, v, ttl)
-    if db1:  # MOVE and COPY ... DB 1 wrote there
+    if db1:  # MOVE, COPY ... DB 1 and SWAPDB wrote there
         c.cmd('SELECT', '1')
         for k, v in dump(c).items():
             out['db1:' + k] = v
@@ -238,7 +238,7 @@ class Runner:
                     cmds = [c for c in cmds if not self.lex_unspecified(c)] or [['PING']]
                     # lex commands inside a pipeline cannot be pre-checked against later state
                     cmds = [c for c in cmds if c[0] not in ('ZRANGEBYLEX', 'ZREVRANGEBYLEX', 'ZREMRANGEBYLEX', 'ZLEXCOUNT') and 'BYLEX' not in c] or [['PING']]
-                self.db1 = self.db1 or any(c[0] == 'MOVE' or 'DB' in c for c in cmds)
+                self.db1 = self.db1 or any(c[0] in ('MOVE', 'SWAPDB') or 'DB' in c for c in cmds)
                 for c in cmds: self.ca.send(c)
                 try:
                     ras = [self.ca.read() for _ in cmds]
@@ -282,7 +282,7 @@ class Runner:
                     pf_key = seq[0][1]  # its cache is made alike after it (uncache_hll)
             if not self.args.strict and len(seq) == 1 and self.lex_unspecified(seq[0]):
                 continue
-            self.db1 = self.db1 or any(c[0] == 'MOVE' or 'DB' in c for c in seq)
+            self.db1 = self.db1 or any(c[0] in ('MOVE', 'SWAPDB') or 'DB' in c for c in seq)
             for cmd in seq:
                 try:
                     ra = self.ca.cmd(*cmd)

@@ -325,7 +325,7 @@ NUMS = ['0', '1', '2', '3', '4', '5', '-1', '1.5', '10', '007', 'x']
 def gen_misc(r):
     """Commands whose replies are deterministic or are compared by shape (random picks)."""
     k = key(r)
-    c = r.randrange(30)
+    c = r.randrange(31)
     if c == 0: return ['RPUSH', k] + [R(r, NUMS) for _ in range(r.randint(1, 4))]
     if c in (1, 2):
         a = [R(r, ['SORT', 'SORT', 'SORT_RO']), k]
@@ -395,6 +395,7 @@ def gen_misc(r):
     if c == 26: return ['OBJECT', 'ENCODING', k]
     if c == 27: return ['DUMP', k] if r.random() < 0.5 else ['XRESTORE', k, key(r)]  # XRESTORE: Runner.restore_from_redis
     if c == 28: return ['ZRANK', k, R(r, MEMBERS)]
+    if c == 30: return ['SWAPDB', '0', '1']
     return ['SETRANGE', k, str(r.choice([0, 3, 30, 100])), R(r, VALUES)]
 
 GROUPS = {'str': gen_string, 'exp': gen_expire, 'keys': gen_keys, 'hash': gen_hash, 'list': gen_list,
