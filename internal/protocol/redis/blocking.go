@@ -336,10 +336,13 @@ func (s *session) block(keys [][]byte, timeout time.Duration, consumes bool, att
 		}
 		if !counted {
 			counted = true
-			s.h.waiters.clients.Add(1)
 			var done func()
-			unblocked, done = s.unblockable()
+			unblocked, done = s.unblockable() // before it counts: a CLIENT UNBLOCK sent once INFO shows it blocked finds it
 			defer done()
+			s.h.waiters.clients.Add(1)
+			if hook := testHookCounted.Load(); hook != nil {
+				(*hook)()
+			}
 			// The replies of the commands before it in the pipeline go out now, as Redis sends them before it
 			// blocks: a client may wait for one of them to unblock this one (bee-queue's two BRPOPLPUSHes on
 			// one connection waited for the next push, their first one served and its reply held).
@@ -529,6 +532,9 @@ func cmdBMove(s *session, args [][]byte) {
 		s.blockEnded(s.w.NullArray) // Redis's RESP2 answer at the timeout is *-1 here too, not $-1
 	}
 }
+
+// testHookCounted, when set by a test, runs once a blocking command counts itself in blocked_clients.
+var testHookCounted atomic.Pointer[func()]
 
 // errUnblocked is what a blocking command answers when CLIENT UNBLOCK ... ERROR ended its wait.
 const errUnblocked = "UNBLOCKED client unblocked via CLIENT UNBLOCK"

@@ -70,3 +70,31 @@ func TestClientUnblockMatchesRedis(t *testing.T) {
 		t.Fatalf("the transcript shows no unblocking:\n%s", got)
 	}
 }
+
+// A CLIENT UNBLOCK sent as soon as INFO counts a client in blocked_clients unblocks it (what Redis's suite does
+// after wait_for_blocked_client): the client counted itself before it registered for CLIENT UNBLOCK, which in
+// that window answered 0 and left a BLPOP with no timeout waiting for good (a CI run of unit/type/list hung).
+func TestUnblockRightAfterCounted(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	blocked, other := ts.raw(t), ts.raw(t)
+	blocked.send(respCmd("CLIENT", "ID"))
+	id := strings.TrimSpace(strings.TrimPrefix(blocked.reply(), ":"))
+	counted, proceed := make(chan struct{}), make(chan struct{})
+	hook := func() {
+		close(counted)
+		<-proceed
+	}
+	testHookCounted.Store(&hook)
+	defer testHookCounted.Store(nil)
+	blocked.send(respCmd("BLPOP", "nolist", "0"))
+	<-counted
+	other.send(respCmd("CLIENT", "UNBLOCK", id))
+	got := other.reply()
+	close(proceed)
+	if got != ":1\r\n" {
+		t.Fatalf("CLIENT UNBLOCK of a client counted as blocked: %q, want :1", got)
+	}
+	if r := blocked.reply(); r != "*-1\r\n" {
+		t.Fatalf("the unblocked BLPOP answered %q", r)
+	}
+}
