@@ -236,17 +236,7 @@ func runUntilKilled(t *testing.T, s *servertest.Server, ws []*modelWriter, mid f
 				for range 1 + w.rng.IntN(w.pipe) {
 					w.units = append(w.units, w.unit())
 				}
-				var last []*goredis.Cmd // per unit, the command whose answer acknowledges it
-				_, err := c.Pipelined(ctx, func(p goredis.Pipeliner) error {
-					for _, u := range w.units[first:] {
-						var cmd *goredis.Cmd
-						for _, args := range u {
-							cmd = p.Do(ctx, args...)
-						}
-						last = append(last, cmd)
-					}
-					return nil
-				})
+				last, err := pipelineUnits(c, w.units[first:])
 				n := 0
 				for i, cmd := range last {
 					if !answeredBy(cmd.Err()) {
@@ -287,6 +277,23 @@ func runUntilKilled(t *testing.T, s *servertest.Server, ws []*modelWriter, mid f
 	s.Kill()
 	close(stop)
 	wg.Wait()
+}
+
+// pipelineUnits sends units in one pipeline and returns, per unit, the command whose answer acknowledges it (its
+// last), with the pipeline's error.
+func pipelineUnits(c *goredis.Client, units [][][]any) ([]*goredis.Cmd, error) {
+	var last []*goredis.Cmd
+	_, err := c.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for _, u := range units {
+			var cmd *goredis.Cmd
+			for _, args := range u {
+				cmd = p.Do(ctx, args...)
+			}
+			last = append(last, cmd)
+		}
+		return nil
+	})
+	return last, err
 }
 
 // answeredBy reports whether a command's error is the server's answer (success, nil or an error reply) rather

@@ -74,17 +74,7 @@ func swapUntilKilled(t *testing.T, s *servertest.Server, rng *rand.Rand) ([][][]
 		for range 1 + rng.IntN(16) {
 			units = append(units, swapUnit(rng))
 		}
-		var last []*goredis.Cmd
-		c.Pipelined(ctx, func(p goredis.Pipeliner) error {
-			for _, u := range units[first:] {
-				var cmd *goredis.Cmd
-				for _, args := range u {
-					cmd = p.Do(ctx, args...)
-				}
-				last = append(last, cmd)
-			}
-			return nil
-		})
+		last, _ := pipelineUnits(c, units[first:]) // a failed connection shows in each unanswered command
 		n := 0
 		for _, cmd := range last {
 			if !answeredBy(cmd.Err()) {

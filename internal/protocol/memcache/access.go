@@ -38,17 +38,14 @@ func newAccesses() *accesses { return &accesses{seed: maphash.MakeSeed()} }
 // it: mg T), was fetched at now (unix seconds), and returns whether the version read was fetched so before, and
 // how many seconds ago.
 func (a *accesses) fetch(key []byte, read, version uint64, now int64) (before bool, ago int64) {
-	sh := &a.shards[maphash.Bytes(a.seed, key)%accessShards]
+	sh := a.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	before, ago = sh.seen(key, read, now)
 	if sh.m == nil {
 		sh.m = make(map[string]accessed)
 	}
-	prev, ok := sh.m[string(key)]
-	if ok && prev.version == read {
-		before, ago = true, max(now-prev.at, 0)
-	}
-	if !ok && len(sh.m) >= accessCap/accessShards {
+	if _, ok := sh.m[string(key)]; !ok && len(sh.m) >= accessCap/accessShards {
 		for k := range sh.m { // map order is random enough to forget by
 			delete(sh.m, k)
 			break
@@ -58,11 +55,20 @@ func (a *accesses) fetch(key []byte, read, version uint64, now int64) (before bo
 	return before, ago
 }
 
-// peek is fetch without recording: me's la and fetch fields.
+// peek is fetch without recording: me's la and fetch fields, and mg's h and l with u (no LRU bump).
 func (a *accesses) peek(key []byte, version uint64, now int64) (before bool, ago int64) {
-	sh := &a.shards[maphash.Bytes(a.seed, key)%accessShards]
+	sh := a.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	return sh.seen(key, version, now)
+}
+
+func (a *accesses) shard(key []byte) *accessShard {
+	return &a.shards[maphash.Bytes(a.seed, key)%accessShards]
+}
+
+// seen reports whether key's version was fetched before, and how many seconds before now; the caller holds mu.
+func (sh *accessShard) seen(key []byte, version uint64, now int64) (bool, int64) {
 	if prev, ok := sh.m[string(key)]; ok && prev.version == version {
 		return true, max(now-prev.at, 0)
 	}
