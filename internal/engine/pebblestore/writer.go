@@ -25,6 +25,12 @@ const (
 	versionReserve = 1 << 20
 )
 
+// maxGroupResolved bounds the bytes of the Pebble batch a group builds: past it the group is cut after the request
+// that crossed it and the rest wait for the next group. maxGroupBytes bounds what the requests hold, not what they
+// resolve to: a SWAPDB, COPY or APPEND of a few bytes may build up to engine's 256 MiB each, and a group of
+// hundreds of those would hold gigabytes at once (and Pebble panics on a batch of 4 GiB). A variable for tests.
+var maxGroupResolved = 64 << 20
+
 // Request states: the writer takes a queued request unless its Apply gave up first (ctx done).
 const (
 	reqQueued int32 = iota
@@ -78,6 +84,7 @@ type writer struct {
 	next     func() uint64
 	pb       *pebble.Batch
 	reqs     []*request
+	carry    []*request // requests cut from the last group at maxGroupResolved: the next group starts with them
 	kbuf     []byte
 	syncOpt  *pebble.WriteOptions
 	net      int64         // the group's sets minus deletes, for the key estimate
@@ -158,16 +165,27 @@ func (w *writer) run() {
 		if w.guard {
 			w.slots <- struct{}{} // room for one more group in flight: until then requests queue up
 		}
-		r, ok := <-w.s.queue
-		if !ok {
-			return
+		size := 0
+		if len(w.carry) > 0 {
+			w.reqs = append(w.reqs[:0], w.carry...)
+			clear(w.carry)
+			w.carry = w.carry[:0]
+			for _, r := range w.reqs {
+				size += r.bytes
+			}
+		} else {
+			r, ok := <-w.s.queue
+			if !ok {
+				return
+			}
+			w.reqs = append(w.reqs[:0], r)
+			size = r.bytes
+			// The first request's sender made the writer its next goroutine to run (Go's runnext), ahead of the
+			// connections already runnable with requests of their own: yield once so that they queue theirs and
+			// join this group, instead of a group of one taking the next fsync (SET at pipeline 1: +19%,
+			// benchmarks.md).
+			runtime.Gosched()
 		}
-		w.reqs = append(w.reqs[:0], r)
-		size := r.bytes
-		// The first request's sender made the writer its next goroutine to run (Go's runnext), ahead of the
-		// connections already runnable with requests of their own: yield once so that they queue theirs and join
-		// this group, instead of a group of one taking the next fsync (SET at pipeline 1: +19%, benchmarks.md).
-		runtime.Gosched()
 	fill:
 		for len(w.reqs) < maxGroupReqs && size < maxGroupBytes {
 			select {
@@ -312,8 +330,20 @@ func (w *writer) resolveGroup() (taken int) {
 			w.add(&writes[i])
 		}
 		w.recycle(writes)
+		if w.pb.Len() > maxGroupResolved && i < len(w.reqs)-1 {
+			w.cut(i + 1)
+			break
+		}
 	}
 	return taken
+}
+
+// cut ends the group before w.reqs[i]: the requests from i on go, in order, ahead of any carried already, to the
+// next group (a second resolution of the group may cut it shorter than the first did).
+func (w *writer) cut(i int) {
+	w.carry = append(append([]*request(nil), w.reqs[i:]...), w.carry...)
+	clear(w.reqs[i:])
+	w.reqs = w.reqs[:i]
 }
 
 // recycle takes back the writes buffer once a batch's writes were added (nil: the batch failed), cleared so that
