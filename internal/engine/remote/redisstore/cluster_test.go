@@ -210,3 +210,47 @@ func TestRedisClusterListsCollectionTables(t *testing.T) {
 		}
 	}
 }
+
+// readsThenWrites is a function for TestRedisClusterRefusesChecksOutsideTheSlot: it reads table "1" (a range when
+// its argument is "range", else one key) and writes its own key in table "0".
+func readsThenWrites(tx *engine.Tx, args [][]byte) (engine.Result, error) {
+	n := 0
+	if string(args[0]) == "range" {
+		if err := tx.Scan("1", engine.Range{}, func([]byte, engine.Item) bool { n++; return true }); err != nil {
+			return engine.Result{}, err
+		}
+	} else if _, ok, err := tx.Get("1", []byte("x")); err != nil {
+		return engine.Result{}, err
+	} else if ok {
+		n++
+	}
+	tx.Put(tx.Table(), tx.Key(), engine.Item{Value: fmt.Appendf(nil, "%d", n), Version: tx.NextVersion()})
+	return engine.Result{}, nil
+}
+
+func init() { engine.RegisterFunc("test.readsThenWrites", readsThenWrites) }
+
+// TestRedisClusterRefusesChecksOutsideTheSlot: a batch that writes table "0" after reading table "1" (a script
+// that SELECTed the other database to read it) cannot have its read checked by a commit script, which runs in
+// table 0's slot: it is refused with CROSSSLOT, nothing written, whether it read one key or a range (a range
+// read was once left unchecked, so the batch committed on a read another front end may have changed).
+func TestRedisClusterRefusesChecksOutsideTheSlot(t *testing.T) {
+	st := remotetest.StartCluster(t, "redis-cluster", 3)
+	s := remotetest.Open(t, redisstore.OpenCluster, st.URL+"&prefix=outside:")
+	defer s.Close()
+	ctx := context.Background()
+	if _, err := s.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{{Op: engine.OpSet, Table: "1", Key: []byte("x"), Value: []byte("v")}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, read := range []string{"range", "key"} {
+		m := engine.Mutation{Op: engine.OpCall, Table: "0", Key: []byte("k-" + read),
+			Call: engine.CallArgs{Name: "test.readsThenWrites", Args: [][]byte{[]byte(read)}}}
+		_, err := s.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{m}})
+		if !errors.Is(err, engine.ErrCrossSlot) {
+			t.Errorf("a %s read of table 1 before a write of table 0: %v, want ErrCrossSlot", read, err)
+		}
+		if it, err := s.Get(ctx, "0", m.Key, 1); !errors.Is(err, engine.ErrNotFound) {
+			t.Errorf("after the refused %s read: table 0 holds %q (%v)", read, it.Value, err)
+		}
+	}
+}

@@ -349,11 +349,13 @@ func (b *backend) Commit(ctx context.Context, checks []remote.Check, w *remote.W
 
 // CommitRanges implements remote.RangeCommitter: the commit script also lists each range's keys from the table's
 // index and requires the keys and stamps the batch read. In a cluster a table's index and items share its slot,
-// where the script runs: a range of a table in another slot (a script that SELECTed another database to read it)
-// is left unchecked, as the script could not reach it.
+// where the script runs: a batch that read a table in another slot than the one it commits in (a script that
+// SELECTed another database to read it) is refused with ErrCrossSlot, as the script could not check that read.
 func (b *backend) CommitRanges(ctx context.Context, checks []remote.Check, ranges []remote.RangeCheck, w *remote.Writes, _ any) error {
-	if b.tagged && len(ranges) > 0 {
-		ranges = b.inSlotOf(ranges, checks, w)
+	if b.tagged {
+		if err := b.oneSlot(checks, ranges, w); err != nil {
+			return err
+		}
 	}
 	keys := make([]string, 0, len(checks)+len(w.Delete)+len(w.Put)+1)
 	list, flushAll := "1", "0"
@@ -411,28 +413,37 @@ func (b *backend) CommitRanges(ctx context.Context, checks []remote.Check, range
 	return commitOutcome(ok, err)
 }
 
-// inSlotOf keeps the ranges of tables in the slot of the commit's first key (its anchor's).
-func (b *backend) inSlotOf(ranges []remote.RangeCheck, checks []remote.Check, w *remote.Writes) []remote.RangeCheck {
-	var first string
-	switch {
-	case len(checks) > 0:
-		first = checks[0].Table
-	case len(w.Flush) > 0:
-		first = w.Flush[0]
-	case len(w.Delete) > 0:
-		first = w.Delete[0].Table
-	case len(w.Put) > 0:
-		first = w.Put[0].Table
-	default:
-		first = ranges[0].Table // a commit of ranges alone runs in the first range's slot
+// oneSlot returns ErrCrossSlot, naming two tables, unless every table a commit checks, reads a range of or writes
+// is in one slot (writes of two tables are refused earlier, engine.TableScoped).
+func (b *backend) oneSlot(checks []remote.Check, ranges []remote.RangeCheck, w *remote.Writes) error {
+	first := ""
+	other := func(t string) bool {
+		if first == "" {
+			first = t
+		}
+		return b.tag(t) != b.tag(first)
 	}
-	var in []remote.RangeCheck
+	tables := make([]string, 0, len(checks)+len(ranges)+len(w.Flush)+len(w.Delete)+len(w.Put))
+	for _, c := range checks {
+		tables = append(tables, c.Table)
+	}
 	for _, r := range ranges {
-		if b.tag(r.Table) == b.tag(first) {
-			in = append(in, r)
+		tables = append(tables, r.Table)
+	}
+	tables = append(tables, w.Flush...)
+	for _, d := range w.Delete {
+		tables = append(tables, d.Table)
+	}
+	for _, p := range w.Put {
+		tables = append(tables, p.Table)
+	}
+	for _, t := range tables {
+		if other(t) {
+			return fmt.Errorf("redis-cluster engine: %w: the batch read table %q and table %q, whose slots differ, "+
+				"and one commit script checks one slot", engine.ErrCrossSlot, first, t)
 		}
 	}
-	return in
+	return nil
 }
 
 // indexOnTag is the commit's anchor key: in a cluster the index of table t (every key of a batch is in t's
