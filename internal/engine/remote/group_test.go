@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -442,5 +443,38 @@ func TestUnreachableIsUnavailable(t *testing.T) {
 				t.Errorf("%s with Unreachable %v: %v (unavailable: %v)", what, tell, err, errors.Is(err, engine.ErrUnavailable))
 			}
 		}
+	}
+}
+
+// TestGroupWritesBoundSplitsGroups: batches that hold a few bytes each but write far more (APPENDs to a big value,
+// COPYs) are applied one at a time once a group's writes pass maxGroupWrites, every one of them applied in order,
+// where one commit would have carried them all.
+func TestGroupWritesBoundSplitsGroups(t *testing.T) {
+	defer func(old int) { maxGroupWrites = old }(maxGroupWrites)
+	maxGroupWrites = 4 << 10
+	b := newStampBackend()
+	e := New(b)
+	e.GroupMuts = 64
+	base := strings.Repeat("v", 3<<10)
+	if _, err := e.Apply(context.Background(), &engine.Batch{Now: 1, Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t", Key: []byte("big"), Value: []byte(base)}}}); err != nil {
+		t.Fatal(err)
+	}
+	app := func(c byte) *engine.Batch {
+		return &engine.Batch{Now: 1, Muts: []engine.Mutation{{Op: engine.OpAppend, Table: "t", Key: []byte("big"), Value: []byte{c}}}}
+	}
+	commits := b.commits
+	_, errs := queued(t, e, b, app('a'), app('b'), app('c'), app('d'))
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("batch %d: %v", i, err)
+		}
+	}
+	if it, _, _ := b.Get(context.Background(), Slot{"t", []byte("big")}); string(it.Value) != base+"abcd" {
+		t.Fatalf("after the appends the value ends %q, want abcd", it.Value[len(base):])
+	}
+	// a alone (it was read while the others queued), then b, c and d: a group of the three is cut before the
+	// write that would pass 4 KiB (3 KiB each), so each commits by itself.
+	if n := b.commits - commits; n != 4 {
+		t.Errorf("%d commits, want 4", n)
 	}
 }
