@@ -222,8 +222,9 @@ func (w *writer) commitGroup() {
 	// Take every request first (an Apply that returned already is skipped), so that their batches, which stay
 	// unchanged only while taken, size the group's key map before the first write makes it.
 	w.keysHint = 0
+	// A request carried from the last group (cut) is taken already and keeps refused and admitted: a resolution
+	// of that group may have admitted it (one resolved again and cut shorter), and it must not count twice.
 	for _, r := range w.reqs {
-		r.refused, r.admitted = false, false
 		if r.state.CompareAndSwap(reqQueued, reqTaken) && r.batch != nil {
 			for i := range r.batch.Muts {
 				if r.batch.Muts[i].Writes() {
