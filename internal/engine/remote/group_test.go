@@ -27,6 +27,11 @@ type stampBackend struct {
 	commits int
 	hold    chan struct{} // when set, Read waits for it to close
 	delay   time.Duration
+	// failCall, when > 0, makes the failCall-th call of Commit (counting from 1 in calls) return failErr
+	// without applying anything.
+	calls    int
+	failCall int
+	failErr  error
 }
 
 func newStampBackend() *stampBackend {
@@ -67,6 +72,9 @@ func (b *stampBackend) Commit(_ context.Context, checks []Check, w *Writes, _ an
 	time.Sleep(b.delay)
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.calls++; b.calls == b.failCall {
+		return b.failErr
+	}
 	for _, c := range checks {
 		if b.stamps[slotKey{c.Table, string(c.Key)}] != c.Stamp {
 			return ErrConflict
@@ -476,5 +484,33 @@ func TestGroupWritesBoundSplitsGroups(t *testing.T) {
 	// write that would pass 4 KiB (3 KiB each), so each commits by itself.
 	if n := b.commits - commits; n != 4 {
 		t.Errorf("%d commits, want 4", n)
+	}
+}
+
+// TestGroupCutFailureIsTheFirstBatchesOnly: when the commit of the batches before a cut fails for good (an unknown
+// outcome), that is their answer alone: the batches after the cut were never sent, and are applied by a group of
+// their own instead of being told their outcome is unknown.
+func TestGroupCutFailureIsTheFirstBatchesOnly(t *testing.T) {
+	defer func(old int) { maxGroupWrites = old }(maxGroupWrites)
+	maxGroupWrites = 4 << 10
+	b := newStampBackend()
+	e := New(b)
+	e.GroupMuts = 64
+	big := strings.Repeat("v", 3<<10)
+	set := func(k string) *engine.Batch {
+		return &engine.Batch{Now: 1, Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t", Key: []byte(k), Value: []byte(big)}}}
+	}
+	b.failCall, b.failErr = 2, fmt.Errorf("lost: %w", ErrUnknownOutcome) // the commit of b, cut before c
+	_, errs := queued(t, e, b, set("a"), set("b"), set("c"), set("d"))
+	if errs[0] != nil || !errors.Is(errs[1], ErrUnknownOutcome) {
+		t.Fatalf("a: %v, b: %v; want nil and an unknown outcome", errs[0], errs[1])
+	}
+	for i, k := range []string{"c", "d"} {
+		if errs[2+i] != nil {
+			t.Fatalf("%s, after the cut: %v, want applied", k, errs[2+i])
+		}
+		if _, ok, _ := b.Get(context.Background(), Slot{"t", []byte(k)}); !ok {
+			t.Fatalf("%s answered but not applied", k)
+		}
 	}
 }

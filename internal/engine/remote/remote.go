@@ -363,7 +363,13 @@ func (e *Engine) run(ctx context.Context, ws []*waiter) {
 		case err == nil:
 			return
 		case errors.As(err, &cut):
-			e.run(ctx, ws[cut.n:]) // the first batches committed; the rest go as a group of their own
+			// The first batches committed, or failed by themselves (cut.err); the rest go as a group of their own.
+			if cut.err != nil {
+				for _, w := range ws[:cut.n] {
+					w.res, w.err = nil, e.unavailable(cut.err)
+				}
+			}
+			e.run(ctx, ws[cut.n:])
 			return
 		case errors.Is(err, errSolo) || len(ws) > 1 && (errors.Is(err, engine.ErrCrossSlot) || errors.Is(err, engine.ErrBatchTooBig)):
 			// A batch of the group needs a view the group cannot give, reached into another shard (a script's
@@ -475,16 +481,29 @@ func (e *Engine) try(ctx context.Context, ws []*waiter, slots []Slot, n int) err
 	if used > len(versions) {
 		return fmt.Errorf("remote: batch needed %d versions, %d reserved", used, len(versions))
 	}
-	if err := e.commit(ctx, r, all, snapshot, token); err != nil || cut == 0 {
+	err := e.commit(ctx, r, all, snapshot, token)
+	switch {
+	case cut == 0:
 		return err
+	case errors.Is(err, ErrConflict) || errors.Is(err, errSolo) || errors.Is(err, engine.ErrCrossSlot) ||
+		errors.Is(err, engine.ErrBatchTooBig):
+		return err // nothing applied: run retries the group, or runs it one batch at a time
 	}
-	return cutAt{cut}
+	// Committed, or failed for good (an unknown outcome, an unreachable datastore): that is the first batches'
+	// answer only, the rest were never sent.
+	return cutAt{n: cut, err: err}
 }
 
-// cutAt is try's answer when it committed only the group's first n batches (maxGroupWrites): run applies the rest.
-type cutAt struct{ n int }
+// cutAt is try's answer when it committed only the group's first n batches (maxGroupWrites), or when that commit
+// failed with err: run answers those and applies the rest.
+type cutAt struct {
+	n   int
+	err error
+}
 
-func (c cutAt) Error() string { return fmt.Sprintf("remote: group cut after %d batches", c.n) }
+func (c cutAt) Error() string {
+	return fmt.Sprintf("remote: group cut after %d batches (%v)", c.n, c.err)
+}
 
 // commit is try's end: it commits the writes of the batches resolved with r, checked against what they read.
 func (e *Engine) commit(ctx context.Context, r *reader, all []engine.Write, snapshot bool, token any) error {
