@@ -454,15 +454,22 @@ func TestUnreachableIsUnavailable(t *testing.T) {
 	}
 }
 
-// TestGroupWritesBoundSplitsGroups: batches that hold a few bytes each but write far more (APPENDs to a big value,
-// COPYs) are applied one at a time once a group's writes pass maxGroupWrites, every one of them applied in order,
-// where one commit would have carried them all.
-func TestGroupWritesBoundSplitsGroups(t *testing.T) {
-	defer func(old int) { maxGroupWrites = old }(maxGroupWrites)
+// cutAt4KiB is a grouping engine over a fresh stampBackend whose groups are cut at 4 KiB of writes.
+func cutAt4KiB(t *testing.T) (*stampBackend, *Engine) {
+	old := maxGroupWrites
+	t.Cleanup(func() { maxGroupWrites = old })
 	maxGroupWrites = 4 << 10
 	b := newStampBackend()
 	e := New(b)
 	e.GroupMuts = 64
+	return b, e
+}
+
+// TestGroupWritesBoundSplitsGroups: batches that hold a few bytes each but write far more (APPENDs to a big value,
+// COPYs) are applied one at a time once a group's writes pass maxGroupWrites, every one of them applied in order,
+// where one commit would have carried them all.
+func TestGroupWritesBoundSplitsGroups(t *testing.T) {
+	b, e := cutAt4KiB(t)
 	base := strings.Repeat("v", 3<<10)
 	if _, err := e.Apply(context.Background(), &engine.Batch{Now: 1, Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t", Key: []byte("big"), Value: []byte(base)}}}); err != nil {
 		t.Fatal(err)
@@ -491,11 +498,7 @@ func TestGroupWritesBoundSplitsGroups(t *testing.T) {
 // outcome), that is their answer alone: the batches after the cut were never sent, and are applied by a group of
 // their own instead of being told their outcome is unknown.
 func TestGroupCutFailureIsTheFirstBatchesOnly(t *testing.T) {
-	defer func(old int) { maxGroupWrites = old }(maxGroupWrites)
-	maxGroupWrites = 4 << 10
-	b := newStampBackend()
-	e := New(b)
-	e.GroupMuts = 64
+	b, e := cutAt4KiB(t)
 	big := strings.Repeat("v", 3<<10)
 	set := func(k string) *engine.Batch {
 		return &engine.Batch{Now: 1, Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t", Key: []byte(k), Value: []byte(big)}}}
