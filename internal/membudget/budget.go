@@ -163,6 +163,28 @@ func (a *Account) Reserve(n int) error { return a.reserve(n, true) }
 // caller that must not wait (a script's RESTORE, inside the engine's batch that an evicted client may wait on).
 func (a *Account) TryReserve(n int) error { return a.reserve(n, false) }
 
+// ReserveWait is Reserve for bytes that other clients' replies being written will make room for (values read
+// for a reply): past the budget it evicts no one (they are serving reads as this one is) and waits up to d for
+// the others to let go, then refuses. It refuses at once what the budget could not hold with everything else
+// released.
+func (a *Account) ReserveWait(n int, d time.Duration) error {
+	if a == nil || n <= 0 {
+		return nil
+	}
+	if a.evicted.Load() {
+		return ErrEvicted
+	}
+	if lim := a.b.limit.Load(); lim > 0 && a.held.Load()+int64(n) > lim {
+		a.b.refusals.Add(1)
+		return ErrOverBudget
+	}
+	if err := a.reserve(n, false); err == nil {
+		return nil
+	}
+	a.b.refusals.Add(-1) // not refused yet: reserveSlow counts its own outcome
+	return a.reserveSlowWait(int64(n), d)
+}
+
 func (a *Account) reserve(n int, evict bool) error {
 	if a == nil || n <= 0 {
 		return nil
@@ -190,9 +212,13 @@ func (a *Account) reserve(n int, evict bool) error {
 
 // reserveSlow makes room by evicting the clients that hold more than a would, biggest first, and waits for
 // them to let go; or refuses a when that cannot make enough room.
-func (a *Account) reserveSlow(n int64) error {
+func (a *Account) reserveSlow(n int64) error { return a.reserveSlowWait(n, 0) }
+
+// reserveSlowWait is reserveSlow that, when no client can be evicted for a, waits up to patience for the
+// bytes others hold to be released before refusing (0: refuse at once).
+func (a *Account) reserveSlowWait(n int64, patience time.Duration) error {
 	b := a.b
-	deadline := time.Now().Add(evictWait)
+	deadline := time.Now().Add(max(evictWait, patience))
 	b.waiters.Add(1)
 	defer b.waiters.Add(-1)
 	for {
@@ -207,7 +233,14 @@ func (a *Account) reserveSlow(n int64) error {
 			b.notePeak(cur + n)
 			return nil
 		}
-		victims := b.chooseVictims(a, n)
+		var victims []*Account
+		if patience > 0 {
+			if time.Now().Before(deadline) {
+				victims = []*Account{} // the others hold replies being written: wait for them, evicting none
+			}
+		} else {
+			victims = b.chooseVictims(a, n)
+		}
 		if victims == nil {
 			b.mu.Unlock()
 			b.refusals.Add(1)

@@ -332,7 +332,9 @@ func (s *session) out() error {
 			return err
 		}
 	}
-	held, err := s.acct.HoldReply(s.w.Len()) // a big reply counts while a client that does not read holds it up
+	// A big reply counts while a client that does not read holds it up, but for the copies of values readDirect
+	// reserved already (held.read is twice those values: them and their replies).
+	held, err := s.acct.HoldReply(s.w.Len() - s.held.read/2)
 	if err != nil {
 		// The budget refused the replies (and logged it): they are dropped, so the connection ends here, or the
 		// replies after them would go out in their place (a review: GET small's answered GET big).

@@ -96,7 +96,7 @@ type session struct {
 	// held is what the connection keeps between requests, reserved from acct (hold): the bytes of its queued
 	// MULTI commands, of its WATCHed keys, and of its subscriptions' names; and, until the batch runs, of the
 	// values its RESTOREs decoded (reserveRestore).
-	held    struct{ multi, watch, subs, restore int }
+	held    struct{ multi, watch, subs, restore, read int }
 	watched []watch
 	watch   *kv.Watch // the same keys in the store's touched-key registry; nil: none watched
 	// execWatch is the watch EXEC's batch runs under (run applies it with kv.Store.ApplyWatched).
@@ -490,6 +490,7 @@ func (s *session) applyOne(muts []engine.Mutation) ([]engine.Result, error) {
 	if !plainReads(muts) || s.readsInOneTrip(muts) {
 		return s.apply(muts)
 	}
+	s.unhold(&s.held.read) // the request before's replies are written (or buffered, under replyChunk)
 	if res, over := s.readDirect(muts); !over {
 		return res, nil
 	}
@@ -498,6 +499,7 @@ func (s *session) applyOne(muts []engine.Mutation) ([]engine.Result, error) {
 
 // releaseResults clears the result buffers a batch used, once its replies are written.
 func (s *session) releaseResults() {
+	s.unhold(&s.held.read)
 	s.direct.release()
 	s.split.release()
 }
@@ -623,6 +625,8 @@ func (s *session) readsInOneTrip(muts []engine.Mutation) bool {
 // carries it again).
 func (s *session) readDirect(muts []engine.Mutation) (res []engine.Result, over bool) {
 	res = s.direct.get(len(muts)) // a split batch's two calls each copy theirs out before the next (runSplit)
+	mine, room := 0, 0            // bytes this call reserved for big values (held.read), and those not taken yet
+again:
 	now := s.h.store.Now()
 	read := 0
 	var big map[bigRead]int // reads of big values by key, once one was made
@@ -644,6 +648,37 @@ func (s *session) readDirect(muts []engine.Mutation) (res []engine.Result, over 
 			it.Value = []byte{} // EXISTS, TYPE, TTL: neither counted nor held
 		}
 		read += len(it.Value)
+		if len(it.Value) >= membudget.ReplyHold {
+			// The value and the reply that copies it count against maxmemory-clients until the replies are
+			// written (releaseResults): 30 clients' GET of one 60 MiB string held 1.8 GB of values, 12 of them
+			// then closed when their replies did not fit, and 30 MGETs of four such values took 23 GB.
+			n, used := 2*len(it.Value), mine-room
+			take := min(room, n)
+			room -= take
+			if err := s.acct.TryReserve(n - take); err != nil {
+				// Full: let go of what this call read and reserved, wait for the room it needs (others' replies
+				// are being written), and read again. Waiting holding nothing, two readers never wait on each other.
+				clear(res[:i+1])
+				want := used + n // what the values so far and this one take
+				s.acct.Release(mine)
+				s.held.read -= mine
+				it, mine, room = engine.Item{}, 0, 0
+				if err := s.acct.ReserveWait(want, readWait); err != nil {
+					for j := range res {
+						res[j] = engine.Result{Err: errReadBudget}
+					}
+					if errors.Is(err, membudget.ErrEvicted) {
+						s.closing = true
+					}
+					return res, false
+				}
+				s.held.read += want
+				mine, room = want, want
+				goto again
+			}
+			mine += n - take
+			s.held.read += n - take
+		}
 		if len(it.Value) >= bigReadSize {
 			if big == nil {
 				big = make(map[bigRead]int)
@@ -662,6 +697,13 @@ func (s *session) readDirect(muts []engine.Mutation) (res []engine.Result, over 
 	}
 	return res, over
 }
+
+// readWait bounds how long readDirect waits for room in maxmemory-clients for the values it read, while other
+// connections' replies are written; past it the reads answer errReadBudget.
+const readWait = 30 * time.Second
+
+// errReadBudget answers reads whose values found no room in maxmemory-clients within readWait.
+var errReadBudget = errors.New("client memory: maxmemory-clients reached (values being sent to other clients); try again")
 
 // bigRead names a read readDirect made of a value of at least bigReadSize bytes.
 type bigRead struct {
