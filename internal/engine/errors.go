@@ -68,6 +68,13 @@ var (
 	ErrOutsideTable = fmt.Errorf("%w: a function may write only its own table, and may not flush", ErrInvalid)
 )
 
+// ReserveStep is how many more bytes a batch's reads hold between two calls of Batch.Reserve.
+const ReserveStep = 1 << 20
+
+// ErrReadBudget: the batch's Reserve refused what its reads hold (the caller's memory budget); nothing of the
+// batch was applied. The error wraps Reserve's and ErrBatchTooBig.
+var ErrReadBudget = fmt.Errorf("%w: its reads' results found no room in the memory budget", ErrBatchTooBig)
+
 type readTooBig struct{}
 
 func (readTooBig) Error() string {

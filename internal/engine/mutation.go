@@ -172,7 +172,13 @@ type Batch struct {
 	// answered meanwhile found expired (a SET XX or a CAS would then bring it back). The caller's clock, not the
 	// engine's, so that a test's fake clock still rules.
 	Clock func() int64
-	Muts  []Mutation
+	// Reserve, if set, is told the bytes the batch's reads hold for their results (what MaxBatchRead counts) each
+	// time they pass another ReserveStep, from 0 again whenever the batch is resolved again: a caller that must
+	// account what results keep until they are answered (maxmemory-clients) reserves there, and an error it
+	// returns fails the batch with ErrReadBudget wrapping it, nothing applied. It may be called on an engine's
+	// goroutine while Apply waits.
+	Reserve func(held int) error
+	Muts    []Mutation
 }
 
 // Result is the outcome of one mutation.

@@ -69,6 +69,11 @@ type resolver struct {
 	built      int  // bytes of value arrays this batch allocated (copies, APPEND, SETRANGE), bounded by maxBuilt
 	read       int  // bytes of values this batch's reads read from the engine (copies its results hold), bounded by MaxBatchRead
 	reading    bool // the mutation being applied is a read (see MaxBatchRead): what it reads counts in read
+	// reserve is the batch's Reserve (nil: none), next the read at which it is called again, and refused the
+	// error of its refusal, which fails the batch.
+	reserve     func(int) error
+	nextReserve int
+	refused     error
 }
 
 // maxBuilt bounds the bytes of values one batch may allocate while it resolves the values APPEND, PREPEND,
@@ -137,12 +142,34 @@ func ResolveInto(r Reader, b *Batch, next func() uint64, buf []Write) (writes []
 	if want := len(b.Muts) + len(b.Muts)/2 + 2; cap(buf) < want {
 		buf = make([]Write, 0, want)
 	}
-	rs := resolver{r: r, now: now, next: next, watch: watcherOf(r), writes: buf[:0]}
+	rs := resolver{r: r, now: now, next: next, watch: watcherOf(r), writes: buf[:0], reserve: b.Reserve, nextReserve: ReserveStep}
 	results = make([]Result, len(b.Muts))
 	if err := rs.applyAll(b.Muts, results, nil); err != nil {
+		if rs.refused != nil {
+			err = rs.refusal()
+		}
 		return nil, results, err
 	}
+	if rs.refused != nil { // a script that caught the refusal of its read (pcall) and went on
+		return nil, results, rs.refusal()
+	}
 	return rs.writes, results, nil
+}
+
+// refusal is the batch's error once its Reserve refused.
+func (rs *resolver) refusal() error { return fmt.Errorf("%w: %w", ErrReadBudget, rs.refused) }
+
+// count adds n bytes to what the batch's reads hold, telling its Reserve at each ReserveStep, and reports whether
+// the batch may go on reading (within MaxBatchRead, not refused).
+func (rs *resolver) count(n int) bool {
+	rs.read += n
+	if rs.reserve != nil && rs.refused == nil && rs.read >= rs.nextReserve {
+		if err := rs.reserve(rs.read); err != nil {
+			rs.refused = err
+		}
+		rs.nextReserve = rs.read + ReserveStep
+	}
+	return rs.read <= MaxBatchRead && rs.refused == nil
 }
 
 // applyAll applies muts in order into results, with the guard rules: a failed guard without a group aborts
@@ -225,7 +252,7 @@ func (rs *resolver) get(table string, key []byte) (Item, bool, error) {
 // hold counts n bytes a read keeps for its result against MaxBatchRead (writes count nothing: see there).
 func (rs *resolver) hold(n int) {
 	if rs.reading {
-		rs.read += n
+		rs.count(n)
 	}
 }
 
@@ -386,6 +413,9 @@ func check(c Cond, want uint64, old *Item, found bool) error {
 func (rs *resolver) apply(m *Mutation) (Result, error) {
 	if m.Op == 0 || m.Op >= opMax {
 		return Result{}, fmt.Errorf("%w: op %d", ErrInvalid, m.Op)
+	}
+	if rs.refused != nil {
+		return Result{}, rs.refusal()
 	}
 	if rs.built > maxBuilt || rs.read > MaxBatchRead {
 		return Result{}, ErrBatchTooBig

@@ -94,7 +94,7 @@ func (rs *resolver) scanRange(table string, r Range, reverse bool, fn func(key [
 				// The caller copies the member's name as well as its value (a set's members are all names).
 				// One read alone stops at the bound too: SMEMBERS of a set bigger than memory would otherwise
 				// hold all of it, read from the disk it outgrew, until the process ran out of memory.
-				if rs.read += len(key) + len(it.Value); rs.read > MaxBatchRead {
+				if !rs.count(len(key) + len(it.Value)) {
 					tooBig = true
 					return false
 				}
@@ -109,6 +109,9 @@ func (rs *resolver) scanRange(table string, r Range, reverse bool, fn func(key [
 			return err
 		}
 		if tooBig {
+			if rs.refused != nil {
+				return rs.refusal()
+			}
 			return ErrReadTooBig
 		}
 	}

@@ -359,6 +359,21 @@ func (s *Store) tellApplied(ctx context.Context, muts []engine.Mutation, res []e
 	}
 }
 
+// reserveKey carries a context's Reserving function.
+type reserveKey struct{}
+
+// Reserving returns ctx carrying fn as the Reserve of the batches Apply makes under it (engine.Batch.Reserve): a
+// connection accounts there what its batches' reads hold until their replies are written.
+func Reserving(ctx context.Context, fn func(held int) error) context.Context {
+	return context.WithValue(ctx, reserveKey{}, fn)
+}
+
+// reserveOf is ctx's Reserving function, or nil.
+func reserveOf(ctx context.Context) func(int) error {
+	fn, _ := ctx.Value(reserveKey{}).(func(int) error)
+	return fn
+}
+
 // notifiedKey marks a context of Notified.
 type notifiedKey struct{}
 
@@ -502,7 +517,7 @@ func (s *Store) applyChecked(ctx context.Context, muts []engine.Mutation) ([]eng
 		var one [2]string // most batches write one table (two with a RENAME's target): no allocation for them
 		tables, all := tablesWritten(muts, one[:0])
 		s.queries.Begin(tables, all)
-		res, err := s.eng.Apply(ctx, &engine.Batch{Now: s.Now(), Clock: s.nowFn, Muts: muts})
+		res, err := s.eng.Apply(ctx, &engine.Batch{Now: s.Now(), Clock: s.nowFn, Reserve: reserveOf(ctx), Muts: muts})
 		if errors.Is(err, engine.ErrUnknownOutcome) {
 			// The commit may still land at any time (a datastore's commit timed out after it was sent): no
 			// answer over its tables is cached again, as the read cache keeps such a key in doubt. A count cached
@@ -512,7 +527,7 @@ func (s *Store) applyChecked(ctx context.Context, muts []engine.Mutation) ([]eng
 		s.queries.End(tables, all)
 		return res, err
 	}
-	return s.eng.Apply(ctx, &engine.Batch{Now: s.Now(), Clock: s.nowFn, Muts: muts})
+	return s.eng.Apply(ctx, &engine.Batch{Now: s.Now(), Clock: s.nowFn, Reserve: reserveOf(ctx), Muts: muts})
 }
 
 // tablesWritten lists the tables a batch may change (with repeats), or reports that it flushes every table: the

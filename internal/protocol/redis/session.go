@@ -96,9 +96,13 @@ type session struct {
 	// held is what the connection keeps between requests, reserved from acct (hold): the bytes of its queued
 	// MULTI commands, of its WATCHed keys, and of its subscriptions' names; and, until the batch runs, of the
 	// values its RESTOREs decoded (reserveRestore).
-	held    struct{ multi, watch, subs, restore, read int }
-	watched []watch
-	watch   *kv.Watch // the same keys in the store's touched-key registry; nil: none watched
+	held struct{ multi, watch, subs, restore, read int }
+	// rh reserves what a batch's reads hold (readhold.go), through reserveCtx, made from reserveBase.
+	rh          *readHold
+	reserveBase context.Context
+	reserveCtx  context.Context
+	watched     []watch
+	watch       *kv.Watch // the same keys in the store's touched-key registry; nil: none watched
 	// execWatch is the watch EXEC's batch runs under (run applies it with kv.Store.ApplyWatched).
 	execWatch  *kv.Watch
 	lower      [32]byte // scratch for lower-casing command names without allocating
@@ -482,6 +486,7 @@ func (s *session) flush() {
 // applyOne applies one request's mutations for flush's one-at-a-time answers: its plain reads directly, as run
 // would.
 func (s *session) applyOne(muts []engine.Mutation) ([]engine.Result, error) {
+	s.unhold(&s.held.read) // the request before's replies are written (or buffered, under replyChunk)
 	for i := range muts {
 		if isEval(&muts[i]) {
 			return s.applyEval(muts, i)
@@ -490,7 +495,6 @@ func (s *session) applyOne(muts []engine.Mutation) ([]engine.Result, error) {
 	if !plainReads(muts) || s.readsInOneTrip(muts) {
 		return s.apply(muts)
 	}
-	s.unhold(&s.held.read) // the request before's replies are written (or buffered, under replyChunk)
 	if res, over := s.readDirect(muts); !over {
 		return res, nil
 	}
@@ -574,11 +578,12 @@ func (s *session) apply(muts []engine.Mutation) ([]engine.Result, error) {
 	var res []engine.Result
 	var err error
 	held, restored := s.held.restore, s.restored
-	if s.execWatch != nil {
-		res, err = s.h.store.ApplyWatched(s.writeCtx(), s.execWatch, muts)
-	} else {
-		res, err = s.h.store.Apply(s.writeCtx(), muts)
-	}
+	res, err = s.applyReserving(s.writeCtx(), func(ctx context.Context) ([]engine.Result, error) {
+		if s.execWatch != nil {
+			return s.h.store.ApplyWatched(ctx, s.execWatch, muts)
+		}
+		return s.h.store.Apply(ctx, muts)
+	})
 	s.acct.Release(s.held.restore - held)
 	s.held.restore, s.restored = held, restored
 	if err == nil {
@@ -697,13 +702,6 @@ again:
 	}
 	return res, over
 }
-
-// readWait bounds how long readDirect waits for room in maxmemory-clients for the values it read, while other
-// connections' replies are written; past it the reads answer errReadBudget.
-const readWait = 30 * time.Second
-
-// errReadBudget answers reads whose values found no room in maxmemory-clients within readWait.
-var errReadBudget = errors.New("client memory: maxmemory-clients reached (values being sent to other clients); try again")
 
 // bigRead names a read readDirect made of a value of at least bigReadSize bytes.
 type bigRead struct {
