@@ -241,7 +241,7 @@ func (c *conn) countedStatus(err error, hit, miss stat) uint16 {
 // binGet answers get, getq, getk and getkq from the store.
 func (c *conn) binGet(req *request) {
 	c.st[sCmdGet]++
-	it, err := c.h.store.View(c.ctx, c.h.table, req.key) // copied into the reply at once
+	it, err := c.viewForReply(req.key)
 	status := c.countedStatus(err, sGetHits, sGetMisses)
 	c.binValue(req, it, status, err)
 }

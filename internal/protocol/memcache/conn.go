@@ -41,6 +41,8 @@ type conn struct {
 	buf  []byte
 	r, w int // unparsed input is buf[r:w]
 	out  []byte
+	// outHeld is what big values copied into out reserved from acct (viewForReply), released once out is sent.
+	outHeld int
 	// small is the connection's own read buffer. While a request does not fit it, buf is a big one from
 	// acct's pools (big is true), given back once the unparsed input fits small again.
 	small []byte
@@ -207,13 +209,17 @@ func (c *conn) send() bool {
 	if len(c.out) == 0 {
 		return true
 	}
-	held, err := c.acct.HoldReply(len(c.out)) // a big reply counts while a client that does not read holds it up
+	// A big reply counts while a client that does not read holds it up, but for the values reserved already.
+	held, err := c.acct.HoldReply(len(c.out) - c.outHeld)
 	if err != nil {
 		c.out = c.out[:0]
+		c.acct.Release(c.outHeld)
+		c.outHeld = 0
 		return false // memcached closes a client whose output it cannot hold
 	}
 	n, err := c.nc.Write(c.out)
-	c.acct.Release(held)
+	c.acct.Release(held + c.outHeld)
+	c.outHeld = 0
 	c.st[sBytesWritten] += int64(n)
 	if cap(c.out) > 4*maxOutHold {
 		c.out = make([]byte, 0, readBufSize)

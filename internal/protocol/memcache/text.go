@@ -257,7 +257,7 @@ func (c *conn) get(req *request) {
 			it, err = rs[i].New, rs[i].Err
 			i++
 		} else {
-			it, err = c.h.store.View(c.ctx, c.h.table, k) // copied into the reply at once
+			it, err = c.viewForReply(k)
 		}
 		switch {
 		case err == nil:
