@@ -1,0 +1,60 @@
+package redis
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"anykv/internal/membudget"
+)
+
+// usedSettles waits up to d for the budget's bytes to fall to want, and returns them.
+func usedSettles(b *membudget.Budget, want int64, d time.Duration) int64 {
+	deadline := time.Now().Add(d)
+	for b.Used() != want && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return b.Used()
+}
+
+// TestImmediateReadsLetGoOnceAnswered: what an immediate command's batch read (EXEC's, MIGRATE's) counts against
+// maxmemory-clients goes back once its reply is written, as a pipeline's batch's does. Before, only a flush of a
+// batch gave it back: a connection idle after MULTI HGETALL EXEC of a 2 MiB hash held 4 MiB of the budget until
+// its next data command, through any number of PINGs, and other clients' reads waited for that room.
+func TestImmediateReadsLetGoOnceAnswered(t *testing.T) {
+	budget := membudget.New(64<<20, nil)
+	ts := startServer(t, Options{Budget: budget}, 0)
+	rc := ts.raw(t)
+	field := strings.Repeat("f", 64<<10)
+	for i := range 32 { // 2 MiB
+		rc.do("HSET", "h", fmt.Sprint("f", i), field)
+	}
+	rc.do("SET", "big", strings.Repeat("v", 1<<20))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := l.Addr().(*net.TCPAddr)
+	l.Close() // MIGRATE reads its keys, then finds no one there
+	for _, c := range [][]string{{"HGETALL", "h"}, {"GET", "big"}} {
+		rc.send(respCmd("MULTI") + respCmd(c...) + respCmd("EXEC"))
+		rc.reply()
+		rc.reply()
+		if r := rc.reply(); !strings.HasPrefix(r, "*1\r\n") {
+			t.Fatalf("EXEC of %s: %.40q", c[0], r)
+		}
+		if used := usedSettles(budget, 0, time.Second); used != 0 {
+			t.Fatalf("idle after MULTI %s EXEC, the budget holds %d bytes", c[0], used)
+		}
+	}
+	for _, key := range []string{"h", "big"} {
+		if r := rc.do("MIGRATE", "127.0.0.1", fmt.Sprint(dead.Port), key, "0", "100"); !strings.HasPrefix(r, "-IOERR") {
+			t.Fatalf("MIGRATE to no one: %q", r)
+		}
+		if used := usedSettles(budget, 0, time.Second); used != 0 {
+			t.Fatalf("idle after MIGRATE of %s, the budget holds %d bytes", key, used)
+		}
+	}
+}
