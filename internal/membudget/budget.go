@@ -260,6 +260,11 @@ func (a *Account) reserveSlowWait(n int64, patience time.Duration) error {
 				v.evict()
 			}
 		}
+		if len(victims) > 0 {
+			// A victim may itself be waiting for room (ReserveWait), not blocked on its connection, which evict
+			// wakes: it must hear of it now and let go, not when its patience ends and after this wait refused.
+			b.wake()
+		}
 		wait := time.Until(deadline)
 		if wait <= 0 {
 			b.refusals.Add(1)
