@@ -174,7 +174,7 @@ func (a *Account) ReserveWait(n int, d time.Duration) error {
 	if a.evicted.Load() {
 		return ErrEvicted
 	}
-	if lim := a.b.limit.Load(); lim > 0 && a.held.Load()+int64(n) > lim {
+	if !a.CouldHold(n) {
 		a.b.refusals.Add(1)
 		return ErrOverBudget
 	}
@@ -183,6 +183,16 @@ func (a *Account) ReserveWait(n int, d time.Duration) error {
 	}
 	a.b.refusals.Add(-1) // not refused yet: reserveSlow counts its own outcome
 	return a.reserveSlowWait(int64(n), d)
+}
+
+// CouldHold reports whether a could reserve n more bytes once every other account let go of what it holds:
+// false when even that is not room enough, as ReserveWait then refuses at once.
+func (a *Account) CouldHold(n int) bool {
+	if a == nil {
+		return true
+	}
+	lim := a.b.limit.Load()
+	return lim == 0 || a.held.Load()+int64(n) <= lim
 }
 
 func (a *Account) reserve(n int, evict bool) error {

@@ -54,6 +54,7 @@ func (s *session) reservingCtx(ctx context.Context) context.Context {
 // again, for up to readWait. What the batch reserved stays in held.read until its replies are written
 // (releaseResults).
 func (s *session) applyReserving(ctx context.Context, apply func(context.Context) ([]engine.Result, error)) ([]engine.Result, error) {
+	base := ctx
 	ctx = s.reservingCtx(ctx)
 	var deadline time.Time
 	prepaid := int64(0)
@@ -74,6 +75,13 @@ func (s *session) applyReserving(ctx context.Context, apply func(context.Context
 			deadline = time.Now().Add(readWait)
 		}
 		want := s.rh.want.Load()
+		if !s.acct.CouldHold(int(want)) && s.acct.CouldHold(int(want/2)) {
+			// Twice what it reads could never fit, even with every other client's replies written, but its
+			// replies could: run it again uncounted, as before, its replies counted as they are written (out's
+			// HoldReply), rather than refuse what the budget can serve.
+			ctx, prepaid = base, 0
+			continue
+		}
 		if err := s.acct.ReserveWait(int(want), time.Until(deadline)); err != nil {
 			if errors.Is(err, membudget.ErrEvicted) {
 				s.closing = true

@@ -631,6 +631,7 @@ func (s *session) readsInOneTrip(muts []engine.Mutation) bool {
 func (s *session) readDirect(muts []engine.Mutation) (res []engine.Result, over bool) {
 	res = s.direct.get(len(muts)) // a split batch's two calls each copy theirs out before the next (runSplit)
 	mine, room := 0, 0            // bytes this call reserved for big values (held.read), and those not taken yet
+	uncounted := false            // reading again without reserving: twice the values could never fit (below)
 again:
 	now := s.h.store.Now()
 	read := 0
@@ -653,7 +654,7 @@ again:
 			it.Value = []byte{} // EXISTS, TYPE, TTL: neither counted nor held
 		}
 		read += len(it.Value)
-		if len(it.Value) >= membudget.ReplyHold {
+		if len(it.Value) >= membudget.ReplyHold && !uncounted {
 			// The value and the reply that copies it count against maxmemory-clients until the replies are
 			// written (releaseResults): 30 clients' GET of one 60 MiB string held 1.8 GB of values, 12 of them
 			// then closed when their replies did not fit, and 30 MGETs of four such values took 23 GB.
@@ -668,6 +669,13 @@ again:
 				s.acct.Release(mine)
 				s.held.read -= mine
 				it, mine, room = engine.Item{}, 0, 0
+				if !s.acct.CouldHold(want) && s.acct.CouldHold(want/2) {
+					// Twice the values could never fit, even with every other client's replies written, but their
+					// replies could: read them uncounted, as before, their replies counted as they are written
+					// (out's HoldReply), rather than refuse what the budget can serve.
+					uncounted = true
+					goto again
+				}
 				if err := s.acct.ReserveWait(want, readWait); err != nil {
 					for j := range res {
 						res[j] = engine.Result{Err: errReadBudget}
