@@ -98,3 +98,35 @@ func TestReadsTwiceTheBudgetStillServed(t *testing.T) {
 		t.Fatalf("PING after a refused read: %q", r)
 	}
 }
+
+// TestRetriedScriptRestoresOnce: a script whose batch the budget refused for its reads, and that runs again once
+// there is room, holds what its RESTORE decodes once: the refused run's is given back before the connection
+// waits. Before, the refused run's 1 MiB stayed reserved through the wait and the second run reserved it again,
+// so that its RESTORE was refused where it fitted (the script answered the maxmemory-clients error).
+func TestRetriedScriptRestoresOnce(t *testing.T) {
+	budget := membudget.New(4<<20, nil)
+	ts := startServer(t, Options{Budget: budget}, 0)
+	s := callerSession(t, ts)
+	_, run := pipelineOn(s)
+	field := strings.Repeat("f", 64<<10)
+	for i := range 20 { // 1.25 MiB
+		run("HSET", "h", fmt.Sprint("f", i), field)
+	}
+	others := budget.Open("others", nil) // replies of other clients being written
+	if err := others.Reserve(2 << 20); err != nil {
+		t.Fatal(err)
+	}
+	defer others.Close()
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		others.Release(2 << 20)
+	}()
+	const script = "local r = redis.pcall('RESTORE', KEYS[1], 0, ARGV[1]) " +
+		"if type(r) == 'table' and r.err then return r end return #redis.call('HVALS', KEYS[2])"
+	if got := run("EVAL", script, "2", "k", "h", restoreMiB()); got != ":20\r\n" {
+		t.Fatalf("a script restoring 1 MiB and reading 1.25 MiB under a 4 MiB budget, 2 MiB of it others': %.100q", got)
+	}
+	if h := s.acct.Held(); h != 0 {
+		t.Fatalf("after the script's reply the connection holds %d bytes", h)
+	}
+}

@@ -579,10 +579,20 @@ func (s *session) apply(muts []engine.Mutation) ([]engine.Result, error) {
 	var err error
 	held, restored := s.held.restore, s.restored
 	res, err = s.applyReserving(s.writeCtx(), func(ctx context.Context) ([]engine.Result, error) {
+		var res []engine.Result
+		var err error
 		if s.execWatch != nil {
-			return s.h.store.ApplyWatched(ctx, s.execWatch, muts)
+			res, err = s.h.store.ApplyWatched(ctx, s.execWatch, muts)
+		} else {
+			res, err = s.h.store.Apply(ctx, muts)
 		}
-		return s.h.store.Apply(ctx, muts)
+		if errors.Is(err, engine.ErrReadBudget) {
+			// Refused, nothing applied: what its scripts restored is garbage, and the batch runs again (or not)
+			// after a wait that must not hold it, and whose run must not count it twice.
+			s.acct.Release(s.held.restore - held)
+			s.held.restore, s.restored = held, restored
+		}
+		return res, err
 	})
 	s.acct.Release(s.held.restore - held)
 	s.held.restore, s.restored = held, restored
