@@ -11,6 +11,7 @@ package membudget
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"net"
@@ -26,6 +27,11 @@ var ErrOverBudget = errors.New("maxmemory-clients reached")
 
 // ErrEvicted is returned by Reserve on an account evicted to make room for another connection's request.
 var ErrEvicted = errors.New("evicted: maxmemory-clients reached")
+
+// ErrWaitersHold is ReserveWait's refusal, at once, of a reservation for which only clients themselves waiting
+// for room (in ReserveWait) hold enough: waiting, each would hold what the other waits for until one's patience
+// ended. It wraps ErrOverBudget.
+var ErrWaitersHold = fmt.Errorf("%w: what it waits for is held by clients waiting for room", ErrOverBudget)
 
 // evictWait bounds how long a reservation waits for evicted clients to let go of their buffers.
 const evictWait = 2 * time.Second
@@ -47,6 +53,8 @@ type Budget struct {
 	accounts map[*Account]struct{}
 	changed  chan struct{} // closed (and replaced) when bytes are released or a client is evicted
 	waiters  atomic.Int32
+	// patientHeld is what the accounts waiting in ReserveWait hold: room no wait of another can count on.
+	patientHeld atomic.Int64
 
 	reclaiming, reclaimPending atomic.Bool
 }
@@ -231,6 +239,11 @@ func (a *Account) reserveSlowWait(n int64, patience time.Duration) error {
 	deadline := time.Now().Add(max(evictWait, patience))
 	b.waiters.Add(1)
 	defer b.waiters.Add(-1)
+	if patience > 0 {
+		held := a.held.Load() // unchanged while a waits: its connection's goroutine is here
+		b.patientHeld.Add(held)
+		defer b.patientHeld.Add(-held)
+	}
 	for {
 		b.mu.Lock()
 		if a.evicted.Load() {
@@ -245,6 +258,12 @@ func (a *Account) reserveSlowWait(n int64, patience time.Duration) error {
 		}
 		var victims []*Account
 		if patience > 0 {
+			if lim := b.limit.Load(); lim > 0 && b.patientHeld.Load()+n > lim {
+				// Even with every other client's bytes let go, those that patient clients hold (a's own
+				// included) leave no room: each would wait for the others until their patience ended.
+				b.mu.Unlock()
+				return ErrWaitersHold
+			}
 			if time.Now().Before(deadline) {
 				victims = []*Account{} // the others hold replies being written: wait for them, evicting none
 			}

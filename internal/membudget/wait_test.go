@@ -45,3 +45,36 @@ func TestEvictionEndsAWait(t *testing.T) {
 		t.Fatalf("the waiter's ReserveWait: %v, want ErrEvicted", err)
 	}
 }
+
+// TestWaitersDoNotWaitOnEachOther: ReserveWait refuses at once, with ErrWaitersHold, a reservation that only the
+// bytes of clients themselves waiting for room could make room for; one that bytes of clients not waiting (replies
+// being written) can make room for waits for them.
+func TestWaitersDoNotWaitOnEachOther(t *testing.T) {
+	b := New(1000, nil)
+	first := b.Open("first", nil)
+	defer first.Close()
+	second := b.Open("second", nil)
+	defer second.Close()
+	for _, a := range []*Account{first, second} {
+		if err := a.Reserve(400); err != nil { // what each holds already (a pipeline's first reads)
+			t.Fatal(err)
+		}
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- first.ReserveWait(400, 5*time.Second) }() // 1200: second's 400 must go
+	time.Sleep(50 * time.Millisecond)
+	start := time.Now()
+	if err := second.ReserveWait(400, 5*time.Second); !errors.Is(err, ErrWaitersHold) || !errors.Is(err, ErrOverBudget) {
+		t.Fatalf("a wait for room only another waiter holds: %v after %v, want ErrWaitersHold at once", err, time.Since(start))
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("refused after %v", took)
+	}
+	second.Release(400) // it went on without (its reply written)
+	if err := <-waited; err != nil {
+		t.Fatalf("the first waiter, once the second let go: %v", err)
+	}
+	if b.Used() != 800 {
+		t.Fatalf("used %d, want 800", b.Used())
+	}
+}

@@ -130,3 +130,57 @@ func TestRetriedScriptRestoresOnce(t *testing.T) {
 		t.Fatalf("after the script's reply the connection holds %d bytes", h)
 	}
 }
+
+// TestSplitReadsDoNotWaitOnAnotherWaiter: a pipeline's last reads, run after its writes (runSplit) while its first
+// reads' reservation is held for their replies, do not wait for room that only another connection waiting the same
+// way holds: they read uncounted, as before, and the other gets its room once these replies are written. Before,
+// each waited for the other until readWait (30 s) ended it, and its GETs answered the maxmemory-clients error.
+func TestSplitReadsDoNotWaitOnAnotherWaiter(t *testing.T) {
+	budget := membudget.New(5<<20, nil)
+	ts := startServer(t, Options{Budget: budget}, 0)
+	s := budgetSession(t, ts)
+	send, run := pipelineOn(s)
+	run("SET", "big1", strings.Repeat("a", 1<<20))
+	run("SET", "big2", strings.Repeat("b", 1<<20))
+
+	writing := budget.Open("writing", nil) // a third connection's reply being written, for 300 ms
+	defer writing.Close()
+	if err := writing.Reserve(1 << 20); err != nil {
+		t.Fatal(err)
+	}
+	other := budget.Open("other", nil) // another connection: its pipeline's first reads held, its last ones waiting
+	defer other.Close()
+	if err := other.Reserve(2 << 20); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- other.ReserveWait(5<<19, 10*time.Second) }() // 5.5 MiB: it waits
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		writing.Release(1 << 20) // now 4 MiB are held by the two pipelines, each waiting for 2 or 2.5 more
+	}()
+	time.Sleep(50 * time.Millisecond)
+
+	s.w.Reset()
+	s.runOut = 0
+	start := time.Now()
+	send("GET", "big1")
+	send("SET", "x", "1")
+	send("GET", "big2")
+	s.flush()
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("GET, SET, GET of 1 MiB values took %v", took)
+	}
+	if sent := s.runOut + s.w.Len(); sent < 2<<20 { // the replies past replyChunk went out as they came
+		t.Fatalf("GET, SET, GET of 1 MiB values answered %d bytes: %.100q", sent, s.w.Bytes())
+	}
+	if got := run("GET", "x"); got != "$1\r\n1\r\n" {
+		t.Fatalf("GET x after the pipeline: %q", got)
+	}
+	if err := <-waited; err != nil {
+		t.Fatalf("the other connection's wait once the pipeline's replies were written: %v", err)
+	}
+	if h := s.acct.Held(); h != 0 {
+		t.Fatalf("after its replies the pipeline's connection holds %d", h)
+	}
+}

@@ -673,7 +673,8 @@ again:
 			room -= take
 			if err := s.acct.TryReserve(n - take); err != nil {
 				// Full: let go of what this call read and reserved, wait for the room it needs (others' replies
-				// are being written), and read again. Waiting holding nothing, two readers never wait on each other.
+				// are being written), and read again. The connection may hold more (a split batch's first reads,
+				// its request buffer): ReserveWait refuses a wait only other waiters could end (ErrWaitersHold).
 				clear(res[:i+1])
 				want := used + n // what the values so far and this one take
 				s.acct.Release(mine)
@@ -687,6 +688,12 @@ again:
 					goto again
 				}
 				if err := s.acct.ReserveWait(want, readWait); err != nil {
+					if errors.Is(err, membudget.ErrWaitersHold) {
+						// Only clients waiting as this one would hold the room (a split batch's first reads, a
+						// request's buffer): read uncounted, as before, rather than each wait for the others.
+						uncounted = true
+						goto again
+					}
 					for j := range res {
 						res[j] = engine.Result{Err: errReadBudget}
 					}
