@@ -76,13 +76,6 @@ func (s *session) applyReserving(ctx context.Context, apply func(context.Context
 			deadline = time.Now().Add(readWait)
 		}
 		want := s.rh.want.Load()
-		if !s.acct.CouldHold(int(want)) && s.acct.CouldHold(int(want/2)) {
-			// Twice what it reads could never fit, even with every other client's replies written, but its
-			// replies could: run it again uncounted, as before, its replies counted as they are written (out's
-			// HoldReply), rather than refuse what the budget can serve.
-			ctx, prepaid = base, 0
-			continue
-		}
 		if err := s.acct.ReserveWait(int(want), time.Until(deadline)); err != nil {
 			if errors.Is(err, membudget.ErrWaitersHold) {
 				// Only clients waiting as this one would hold the room (a split batch's first reads, a queued

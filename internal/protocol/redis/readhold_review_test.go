@@ -59,46 +59,6 @@ func TestImmediateReadsLetGoOnceAnswered(t *testing.T) {
 	}
 }
 
-// TestReadsTwiceTheBudgetStillServed: a read whose value and reply (twice its bytes) could never fit
-// maxmemory-clients, but whose reply could, is served as before the reads were counted twice, its reply counted
-// as it is written; only one whose reply could not fit either is refused. Before, with a budget of 1.5 MiB a GET
-// of 1 MiB, and with 2 MiB an HGETALL of 1.25 MiB, answered "maxmemory-clients reached ... try again" at once,
-// every time, where they had been served; so did the SETs pipelined with the HGETALL, not applied.
-func TestReadsTwiceTheBudgetStillServed(t *testing.T) {
-	budget := membudget.New(2<<20, nil)
-	ts := startServer(t, Options{Budget: budget}, 0)
-	rc := ts.raw(t)
-	field := strings.Repeat("f", 64<<10)
-	for i := range 20 { // 1.25 MiB
-		rc.do("HSET", "h", fmt.Sprint("f", i), field)
-	}
-	rc.do("SET", "big", strings.Repeat("v", 1<<20))
-	for _, lim := range []int64{3 << 19, 2 << 20} {
-		budget.SetLimit(lim)
-		for _, c := range [][]string{{"GET", "big"}, {"HGETALL", "h"}, {"EVAL", "return #redis.call('HVALS', KEYS[1])", "1", "h"}} {
-			if r := rc.do(c...); r[0] == '-' {
-				t.Fatalf("%s with a budget of %d: %.80q", c[0], lim, r)
-			}
-			if used := usedSettles(budget, 0, time.Second); used != 0 {
-				t.Fatalf("after %s the budget holds %d", c[0], used)
-			}
-		}
-	}
-	rc.send(respCmd("SET", "a", "1") + respCmd("HGETALL", "h") + respCmd("SET", "b", "1"))
-	for i := range 3 {
-		if r := rc.reply(); r[0] == '-' {
-			t.Fatalf("reply %d of SET, HGETALL, SET: %.80q", i, r)
-		}
-	}
-	budget.SetLimit(1 << 20) // not even the reply fits: refused at once, the connection stays
-	if r := rc.do("HGETALL", "h"); !strings.HasPrefix(r, "-ERR client memory") {
-		t.Fatalf("HGETALL of 1.25 MiB with a budget of 1 MiB: %.80q", r)
-	}
-	if r := rc.do("PING"); r != "+PONG\r\n" {
-		t.Fatalf("PING after a refused read: %q", r)
-	}
-}
-
 // TestRetriedScriptRestoresOnce: a script whose batch the budget refused for its reads, and that runs again once
 // there is room, holds what its RESTORE decodes once: the refused run's is given back before the connection
 // waits. Before, the refused run's 1 MiB stayed reserved through the wait and the second run reserved it again,

@@ -641,7 +641,7 @@ func (s *session) readsInOneTrip(muts []engine.Mutation) bool {
 func (s *session) readDirect(muts []engine.Mutation) (res []engine.Result, over bool) {
 	res = s.direct.get(len(muts)) // a split batch's two calls each copy theirs out before the next (runSplit)
 	mine, room := 0, 0            // bytes this call reserved for big values (held.read), and those not taken yet
-	uncounted := false            // reading again without reserving: twice the values could never fit (below)
+	uncounted := false            // reading again without reserving: only waiting clients hold the room (below)
 again:
 	now := s.h.store.Now()
 	read := 0
@@ -680,13 +680,6 @@ again:
 				s.acct.Release(mine)
 				s.held.read -= mine
 				it, mine, room = engine.Item{}, 0, 0
-				if !s.acct.CouldHold(want) && s.acct.CouldHold(want/2) {
-					// Twice the values could never fit, even with every other client's replies written, but their
-					// replies could: read them uncounted, as before, their replies counted as they are written
-					// (out's HoldReply), rather than refuse what the budget can serve.
-					uncounted = true
-					goto again
-				}
 				if err := s.acct.ReserveWait(want, readWait); err != nil {
 					if errors.Is(err, membudget.ErrWaitersHold) {
 						// Only clients waiting as this one would hold the room (a split batch's first reads, a
