@@ -11,6 +11,7 @@ package membudget
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"net"
@@ -26,6 +27,11 @@ var ErrOverBudget = errors.New("maxmemory-clients reached")
 
 // ErrEvicted is returned by Reserve on an account evicted to make room for another connection's request.
 var ErrEvicted = errors.New("evicted: maxmemory-clients reached")
+
+// ErrWaitersHold is ReserveWait's refusal, at once, of a reservation for which only clients themselves waiting
+// for room (in ReserveWait) hold enough: waiting, each would hold what the other waits for until one's patience
+// ended. It wraps ErrOverBudget.
+var ErrWaitersHold = fmt.Errorf("%w: what it waits for is held by clients waiting for room", ErrOverBudget)
 
 // evictWait bounds how long a reservation waits for evicted clients to let go of their buffers.
 const evictWait = 2 * time.Second
@@ -47,6 +53,8 @@ type Budget struct {
 	accounts map[*Account]struct{}
 	changed  chan struct{} // closed (and replaced) when bytes are released or a client is evicted
 	waiters  atomic.Int32
+	// patientHeld is what the accounts waiting in ReserveWait hold: room no wait of another can count on.
+	patientHeld atomic.Int64
 
 	reclaiming, reclaimPending atomic.Bool
 }
@@ -174,7 +182,7 @@ func (a *Account) ReserveWait(n int, d time.Duration) error {
 	if a.evicted.Load() {
 		return ErrEvicted
 	}
-	if lim := a.b.limit.Load(); lim > 0 && a.held.Load()+int64(n) > lim {
+	if !a.CouldHold(n) {
 		a.b.refusals.Add(1)
 		return ErrOverBudget
 	}
@@ -183,6 +191,16 @@ func (a *Account) ReserveWait(n int, d time.Duration) error {
 	}
 	a.b.refusals.Add(-1) // not refused yet: reserveSlow counts its own outcome
 	return a.reserveSlowWait(int64(n), d)
+}
+
+// CouldHold reports whether a could reserve n more bytes once every other account let go of what it holds:
+// false when even that is not room enough, as ReserveWait then refuses at once.
+func (a *Account) CouldHold(n int) bool {
+	if a == nil {
+		return true
+	}
+	lim := a.b.limit.Load()
+	return lim == 0 || a.held.Load()+int64(n) <= lim
 }
 
 func (a *Account) reserve(n int, evict bool) error {
@@ -221,6 +239,11 @@ func (a *Account) reserveSlowWait(n int64, patience time.Duration) error {
 	deadline := time.Now().Add(max(evictWait, patience))
 	b.waiters.Add(1)
 	defer b.waiters.Add(-1)
+	if patience > 0 {
+		held := a.held.Load() // unchanged while a waits: its connection's goroutine is here
+		b.patientHeld.Add(held)
+		defer b.patientHeld.Add(-held)
+	}
 	for {
 		b.mu.Lock()
 		if a.evicted.Load() {
@@ -235,6 +258,12 @@ func (a *Account) reserveSlowWait(n int64, patience time.Duration) error {
 		}
 		var victims []*Account
 		if patience > 0 {
+			if lim := b.limit.Load(); lim > 0 && b.patientHeld.Load()+n > lim {
+				// Even with every other client's bytes let go, those that patient clients hold (a's own
+				// included) leave no room: each would wait for the others until their patience ended.
+				b.mu.Unlock()
+				return ErrWaitersHold
+			}
 			if time.Now().Before(deadline) {
 				victims = []*Account{} // the others hold replies being written: wait for them, evicting none
 			}
@@ -259,6 +288,11 @@ func (a *Account) reserveSlowWait(n int64, patience time.Duration) error {
 			if v.evict != nil {
 				v.evict()
 			}
+		}
+		if len(victims) > 0 {
+			// A victim may itself be waiting for room (ReserveWait), not blocked on its connection, which evict
+			// wakes: it must hear of it now and let go, not when its patience ends and after this wait refused.
+			b.wake()
 		}
 		wait := time.Until(deadline)
 		if wait <= 0 {

@@ -262,6 +262,9 @@ func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 		if werr := s.out(); werr != nil {
 			return
 		}
+		// Every reply is written: what reads held for them goes back. A batch's (flush) was given back already,
+		// but not an immediate command's (EXEC, MIGRATE), which an idle connection held until its next batch.
+		s.unhold(&s.held.read)
 		if s.trk != nil {
 			s.trackIdle()
 		}

@@ -50,10 +50,12 @@ func (s *session) reservingCtx(ctx context.Context) context.Context {
 
 // applyReserving runs apply (one attempt of a batch under ctx) with what its reads hold reserved; when the budget
 // refuses them, nothing of the batch was applied: it lets go, waits until the room it asked for is free (other
-// clients' replies being written), holding nothing, so that two readers never wait on each other, and tries
-// again, for up to readWait. What the batch reserved stays in held.read until its replies are written
+// clients' replies being written), holding nothing of the batch's reads, and tries again, for up to readWait. A
+// wait that only other waiting clients could end (ErrWaitersHold: what the connection holds besides, a split
+// batch's first reads, is room they wait for) runs the batch uncounted instead, as before. What the batch reserved stays in held.read until its replies are written
 // (releaseResults).
 func (s *session) applyReserving(ctx context.Context, apply func(context.Context) ([]engine.Result, error)) ([]engine.Result, error) {
+	base := ctx
 	ctx = s.reservingCtx(ctx)
 	var deadline time.Time
 	prepaid := int64(0)
@@ -75,6 +77,12 @@ func (s *session) applyReserving(ctx context.Context, apply func(context.Context
 		}
 		want := s.rh.want.Load()
 		if err := s.acct.ReserveWait(int(want), time.Until(deadline)); err != nil {
+			if errors.Is(err, membudget.ErrWaitersHold) {
+				// Only clients waiting as this one would hold the room (a split batch's first reads, a queued
+				// RESTORE's value): run uncounted, as before, rather than each wait for the others.
+				ctx, prepaid = base, 0
+				continue
+			}
 			if errors.Is(err, membudget.ErrEvicted) {
 				s.closing = true
 			}

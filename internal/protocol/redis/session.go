@@ -579,10 +579,20 @@ func (s *session) apply(muts []engine.Mutation) ([]engine.Result, error) {
 	var err error
 	held, restored := s.held.restore, s.restored
 	res, err = s.applyReserving(s.writeCtx(), func(ctx context.Context) ([]engine.Result, error) {
+		var res []engine.Result
+		var err error
 		if s.execWatch != nil {
-			return s.h.store.ApplyWatched(ctx, s.execWatch, muts)
+			res, err = s.h.store.ApplyWatched(ctx, s.execWatch, muts)
+		} else {
+			res, err = s.h.store.Apply(ctx, muts)
 		}
-		return s.h.store.Apply(ctx, muts)
+		if errors.Is(err, engine.ErrReadBudget) {
+			// Refused, nothing applied: what its scripts restored is garbage, and the batch runs again (or not)
+			// after a wait that must not hold it, and whose run must not count it twice.
+			s.acct.Release(s.held.restore - held)
+			s.held.restore, s.restored = held, restored
+		}
+		return res, err
 	})
 	s.acct.Release(s.held.restore - held)
 	s.held.restore, s.restored = held, restored
@@ -631,6 +641,7 @@ func (s *session) readsInOneTrip(muts []engine.Mutation) bool {
 func (s *session) readDirect(muts []engine.Mutation) (res []engine.Result, over bool) {
 	res = s.direct.get(len(muts)) // a split batch's two calls each copy theirs out before the next (runSplit)
 	mine, room := 0, 0            // bytes this call reserved for big values (held.read), and those not taken yet
+	uncounted := false            // reading again without reserving: only waiting clients hold the room (below)
 again:
 	now := s.h.store.Now()
 	read := 0
@@ -653,7 +664,7 @@ again:
 			it.Value = []byte{} // EXISTS, TYPE, TTL: neither counted nor held
 		}
 		read += len(it.Value)
-		if len(it.Value) >= membudget.ReplyHold {
+		if len(it.Value) >= membudget.ReplyHold && !uncounted {
 			// The value and the reply that copies it count against maxmemory-clients until the replies are
 			// written (releaseResults): 30 clients' GET of one 60 MiB string held 1.8 GB of values, 12 of them
 			// then closed when their replies did not fit, and 30 MGETs of four such values took 23 GB.
@@ -662,13 +673,20 @@ again:
 			room -= take
 			if err := s.acct.TryReserve(n - take); err != nil {
 				// Full: let go of what this call read and reserved, wait for the room it needs (others' replies
-				// are being written), and read again. Waiting holding nothing, two readers never wait on each other.
+				// are being written), and read again. The connection may hold more (a split batch's first reads,
+				// its request buffer): ReserveWait refuses a wait only other waiters could end (ErrWaitersHold).
 				clear(res[:i+1])
 				want := used + n // what the values so far and this one take
 				s.acct.Release(mine)
 				s.held.read -= mine
 				it, mine, room = engine.Item{}, 0, 0
 				if err := s.acct.ReserveWait(want, readWait); err != nil {
+					if errors.Is(err, membudget.ErrWaitersHold) {
+						// Only clients waiting as this one would hold the room (a split batch's first reads, a
+						// request's buffer): read uncounted, as before, rather than each wait for the others.
+						uncounted = true
+						goto again
+					}
 					for j := range res {
 						res[j] = engine.Result{Err: errReadBudget}
 					}

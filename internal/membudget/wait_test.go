@@ -1,0 +1,80 @@
+package membudget
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// TestEvictionEndsAWait: a client waiting in ReserveWait (for room its read needs) that another client's
+// reservation evicts hears of it at once, and lets go, so the evicting reservation gets its room; the wait does
+// not last until its patience ends, nor the evictor's until evictWait refuses it (its client then closed
+// although the victim held more than enough).
+func TestEvictionEndsAWait(t *testing.T) {
+	b := New(1000, nil)
+	others := b.Open("others", nil) // replies of other clients being written
+	defer others.Close()
+	if err := others.Reserve(200); err != nil {
+		t.Fatal(err)
+	}
+	waiter := b.Open("waiter", func() {})       // blocked in ReserveWait, not on its connection
+	if err := waiter.Reserve(600); err != nil { // its request buffer
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() {
+		start := time.Now()
+		err := waiter.ReserveWait(300, 10*time.Second)
+		if err == nil {
+			waiter.Release(300)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("the evicted waiter heard of it after %v", took)
+		}
+		waiter.Close() // the connection closes
+		waited <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // it waits
+	small := b.Open("small", nil)
+	defer small.Close()
+	start := time.Now()
+	if err := small.Reserve(300); err != nil {
+		t.Fatalf("a reservation that evicted the waiter (holding 600) was refused after %v: %v", time.Since(start), err)
+	}
+	if err := <-waited; !errors.Is(err, ErrEvicted) {
+		t.Fatalf("the waiter's ReserveWait: %v, want ErrEvicted", err)
+	}
+}
+
+// TestWaitersDoNotWaitOnEachOther: ReserveWait refuses at once, with ErrWaitersHold, a reservation that only the
+// bytes of clients themselves waiting for room could make room for; one that bytes of clients not waiting (replies
+// being written) can make room for waits for them.
+func TestWaitersDoNotWaitOnEachOther(t *testing.T) {
+	b := New(1000, nil)
+	first := b.Open("first", nil)
+	defer first.Close()
+	second := b.Open("second", nil)
+	defer second.Close()
+	for _, a := range []*Account{first, second} {
+		if err := a.Reserve(400); err != nil { // what each holds already (a pipeline's first reads)
+			t.Fatal(err)
+		}
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- first.ReserveWait(400, 5*time.Second) }() // 1200: second's 400 must go
+	time.Sleep(50 * time.Millisecond)
+	start := time.Now()
+	if err := second.ReserveWait(400, 5*time.Second); !errors.Is(err, ErrWaitersHold) || !errors.Is(err, ErrOverBudget) {
+		t.Fatalf("a wait for room only another waiter holds: %v after %v, want ErrWaitersHold at once", err, time.Since(start))
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("refused after %v", took)
+	}
+	second.Release(400) // it went on without (its reply written)
+	if err := <-waited; err != nil {
+		t.Fatalf("the first waiter, once the second let go: %v", err)
+	}
+	if b.Used() != 800 {
+		t.Fatalf("used %d, want 800", b.Used())
+	}
+}
