@@ -41,6 +41,11 @@ func (c *conn) viewForReply(key []byte) (engine.Item, error) {
 			deadline = time.Now().Add(readWait)
 		}
 		if err := c.acct.ReserveWait(n, time.Until(deadline)); err != nil {
+			if errors.Is(err, membudget.ErrWaitersHold) {
+				// Only clients themselves waiting hold the room (this one's earlier values among them): read
+				// uncounted, the reply counted as it is written, rather than each wait for the others.
+				return c.h.store.View(c.ctx, c.h.table, key)
+			}
 			if errors.Is(err, membudget.ErrEvicted) {
 				c.closing = true
 			}

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -104,4 +105,45 @@ func TestCollectionReadsWaitForRoomInTheBudget(t *testing.T) {
 		}
 		others.Close()
 	}
+}
+
+// TestPipelineWaitsOnlyForItsBigReads: a pipeline whose batch the budget refuses for its reads is answered one
+// request at a time, so its writes apply in their turn while only the big read waits for room (before, the
+// whole batch waited, its SETs unapplied until the room came, and all of it failed once readWait passed).
+func TestPipelineWaitsOnlyForItsBigReads(t *testing.T) {
+	budget := membudget.New(3<<20, nil)
+	ts := startServer(t, Options{Budget: budget}, 0)
+	s := budgetSession(t, ts)
+	send, run := pipelineOn(s)
+	field := strings.Repeat("f", 64<<10)
+	for i := range 20 { // 1.25 MiB
+		run("HSET", "h", fmt.Sprint("f", i), field)
+	}
+	others := budget.Open("others", nil) // replies of other clients being written
+	if err := others.Reserve(3 << 19); err != nil {
+		t.Fatal(err)
+	}
+	const hold = 300 * time.Millisecond
+	var seenWhileWaiting atomic.Value
+	go func() {
+		time.Sleep(hold)
+		it, err := ts.store.Get(context.Background(), table(0), []byte("before"))
+		seenWhileWaiting.Store(fmt.Sprintf("%q %v", it.Value, err))
+		others.Release(3 << 19)
+	}()
+	s.w.Reset()
+	send("SET", "before", "1")
+	send("HGETALL", "h")
+	send("SET", "after", "2")
+	s.flush()
+	if got := seenWhileWaiting.Load(); got != `"1" <nil>` {
+		t.Fatalf("while the HGETALL waited, the SET before it read %v; want it applied", got)
+	}
+	if it, err := ts.store.Get(context.Background(), table(0), []byte("after")); err != nil || string(it.Value) != "2" {
+		t.Fatalf("the SET after the HGETALL: %q, %v", it.Value, err)
+	}
+	if h := s.acct.Held(); h != 0 || s.closing {
+		t.Fatalf("after the replies the connection holds %d bytes (closing %v)", h, s.closing)
+	}
+	others.Close()
 }

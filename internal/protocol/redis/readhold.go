@@ -53,7 +53,7 @@ func (s *session) reservingCtx(ctx context.Context) context.Context {
 // clients' replies being written), holding nothing of the batch's reads, and tries again, for up to readWait. A
 // wait that only other waiting clients could end (ErrWaitersHold: what the connection holds besides, a split
 // batch's first reads, is room they wait for) runs the batch uncounted instead, as before. What the batch reserved stays in held.read until its replies are written
-// (releaseResults).
+// (releaseResults). A pipeline's batch is not retried (pipelined).
 func (s *session) applyReserving(ctx context.Context, apply func(context.Context) ([]engine.Result, error)) ([]engine.Result, error) {
 	base := ctx
 	ctx = s.reservingCtx(ctx)
@@ -71,6 +71,12 @@ func (s *session) applyReserving(ctx context.Context, apply func(context.Context
 		if errors.Is(err, membudget.ErrEvicted) {
 			s.closing = true
 			return nil, errReadBudget
+		}
+		if s.pipelined {
+			// A pipeline's batch of several requests: flush answers them one at a time instead (the refusal is an
+			// ErrBatchTooBig), so that only the requests whose reads need the room wait for it, the others applied
+			// in their turn, rather than all of them waiting and, past readWait, all failing.
+			return nil, err
 		}
 		if deadline.IsZero() {
 			deadline = time.Now().Add(readWait)

@@ -99,6 +99,7 @@ type session struct {
 	held struct{ multi, watch, subs, restore, read int }
 	// rh reserves what a batch's reads hold (readhold.go), through reserveCtx, made from reserveBase.
 	rh          *readHold
+	pipelined   bool // flush is running a batch of several requests, which it can answer one at a time
 	reserveBase context.Context
 	reserveCtx  context.Context
 	watched     []watch
@@ -464,7 +465,9 @@ func (s *session) flush() {
 	defer s.releaseResults()
 	defer s.releaseRestored() // once its replies are written, the batch no longer holds restored values
 	s.picks = 0               // the batch's picks (roomForPicks) leave with it
+	s.pipelined = s.batch.Len() > 1
 	res, err := s.run(nil)
+	s.pipelined = false
 	if (errors.Is(err, engine.ErrBatchTooBig) && s.batch.Len() > 1) || (errors.Is(err, engine.ErrInvalid) && hasEval(s.batch.Muts())) {
 		// The batch is this server's cut of a pipeline of independent commands: apply them one by one, so that
 		// only a command too big by itself fails, and a script that wrote a key it did not declare runs again
