@@ -23,24 +23,16 @@ func TestBigReadsWaitForRoomInTheBudget(t *testing.T) {
 	_, run := pipelineOn(s)
 	run("SET", "big", strings.Repeat("v", 1<<20))
 
-	others := budget.Open("others", nil) // replies of other clients being written
-	if err := others.Reserve(3 << 19); err != nil {
-		t.Fatal(err)
-	}
 	const hold = 300 * time.Millisecond
-	var heldWhileReading int64
-	go func() {
-		time.Sleep(hold)
-		heldWhileReading = budget.Used()
-		others.Release(3 << 19)
-	}()
+	var heldWhileReading atomic.Int64
+	othersHold(t, budget, 3<<19, hold, func() { heldWhileReading.Store(budget.Used()) })
 	start := time.Now()
 	run("GET", "big")
 	if took := time.Since(start); took < hold {
 		t.Fatalf("a GET of 1 MiB (2 MiB with its reply) ran in %v with 1.5 MiB of the budget free", took)
 	}
-	if heldWhileReading != 3<<19 {
-		t.Fatalf("while it waited the budget held %d bytes, want only the others' 1.5 MiB", heldWhileReading)
+	if heldWhileReading.Load() != 3<<19 {
+		t.Fatalf("while it waited the budget held %d bytes, want only the others' 1.5 MiB", heldWhileReading.Load())
 	}
 	if s.closing {
 		t.Fatal("the reader was closed instead of waiting")
@@ -54,7 +46,6 @@ func TestBigReadsWaitForRoomInTheBudget(t *testing.T) {
 	if took := time.Since(start); took > time.Second || s.acct.Held() != 0 || budget.Used() != 0 {
 		t.Fatalf("MGET with the budget free took %v and left %d bytes held", took, budget.Used())
 	}
-	others.Close()
 }
 
 // TestCollectionReadsWaitForRoomInTheBudget: what a batch's reads of collections hold (HGETALL, LRANGE, a
@@ -78,17 +69,9 @@ func TestCollectionReadsWaitForRoomInTheBudget(t *testing.T) {
 		{"EVAL", "return #redis.call('HVALS', KEYS[1])", "1", "h"},
 	}
 	for _, read := range reads {
-		others := budget.Open("others", nil) // replies of other clients being written
-		if err := others.Reserve(3 << 19); err != nil {
-			t.Fatal(err)
-		}
 		const hold = 300 * time.Millisecond
 		var heldWhileReading atomic.Int64
-		go func() {
-			time.Sleep(hold)
-			heldWhileReading.Store(budget.Used())
-			others.Release(3 << 19)
-		}()
+		othersHold(t, budget, 3<<19, hold, func() { heldWhileReading.Store(budget.Used()) })
 		start := time.Now()
 		run(read...)
 		if took := time.Since(start); took < hold {
@@ -103,7 +86,6 @@ func TestCollectionReadsWaitForRoomInTheBudget(t *testing.T) {
 		if h := s.acct.Held(); h != 0 {
 			t.Fatalf("after %s's reply the reader still holds %d bytes", read[0], h)
 		}
-		others.Close()
 	}
 }
 
@@ -119,18 +101,11 @@ func TestPipelineWaitsOnlyForItsBigReads(t *testing.T) {
 	for i := range 20 { // 1.25 MiB
 		run("HSET", "h", fmt.Sprint("f", i), field)
 	}
-	others := budget.Open("others", nil) // replies of other clients being written
-	if err := others.Reserve(3 << 19); err != nil {
-		t.Fatal(err)
-	}
-	const hold = 300 * time.Millisecond
 	var seenWhileWaiting atomic.Value
-	go func() {
-		time.Sleep(hold)
+	othersHold(t, budget, 3<<19, 300*time.Millisecond, func() {
 		it, err := ts.store.Get(context.Background(), table(0), []byte("before"))
 		seenWhileWaiting.Store(fmt.Sprintf("%q %v", it.Value, err))
-		others.Release(3 << 19)
-	}()
+	})
 	s.w.Reset()
 	send("SET", "before", "1")
 	send("HGETALL", "h")
@@ -145,5 +120,22 @@ func TestPipelineWaitsOnlyForItsBigReads(t *testing.T) {
 	if h := s.acct.Held(); h != 0 || s.closing {
 		t.Fatalf("after the replies the connection holds %d bytes (closing %v)", h, s.closing)
 	}
-	others.Close()
+}
+
+// othersHold reserves n bytes of budget as other clients' replies being written, and after d calls then (if not
+// nil) and releases them; the account is closed when the test ends.
+func othersHold(t *testing.T, budget *membudget.Budget, n int, d time.Duration, then func()) {
+	t.Helper()
+	others := budget.Open("others", nil)
+	t.Cleanup(others.Close)
+	if err := others.Reserve(n); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(d)
+		if then != nil {
+			then()
+		}
+		others.Release(n)
+	}()
 }
