@@ -182,7 +182,7 @@ func (a *Account) ReserveWait(n int, d time.Duration) error {
 	if a.evicted.Load() {
 		return ErrEvicted
 	}
-	if !a.CouldHold(n) {
+	if !a.couldHold(n) {
 		a.b.refusals.Add(1)
 		return ErrOverBudget
 	}
@@ -193,9 +193,9 @@ func (a *Account) ReserveWait(n int, d time.Duration) error {
 	return a.reserveSlowWait(int64(n), d)
 }
 
-// CouldHold reports whether a could reserve n more bytes once every other account let go of what it holds:
+// couldHold reports whether a could reserve n more bytes once every other account let go of what it holds:
 // false when even that is not room enough, as ReserveWait then refuses at once.
-func (a *Account) CouldHold(n int) bool {
+func (a *Account) couldHold(n int) bool {
 	if a == nil {
 		return true
 	}

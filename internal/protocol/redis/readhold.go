@@ -52,8 +52,9 @@ func (s *session) reservingCtx(ctx context.Context) context.Context {
 // refuses them, nothing of the batch was applied: it lets go, waits until the room it asked for is free (other
 // clients' replies being written), holding nothing of the batch's reads, and tries again, for up to readWait. A
 // wait that only other waiting clients could end (ErrWaitersHold: what the connection holds besides, a split
-// batch's first reads, is room they wait for) runs the batch uncounted instead, as before. What the batch reserved stays in held.read until its replies are written
-// (releaseResults). A pipeline's batch is not retried (pipelined).
+// batch's first reads, is room they wait for) runs the batch uncounted instead, as before. What the batch
+// reserved stays in held.read until its replies are written (releaseResults). A pipeline's batch is not retried
+// (pipelined).
 func (s *session) applyReserving(ctx context.Context, apply func(context.Context) ([]engine.Result, error)) ([]engine.Result, error) {
 	base := ctx
 	ctx = s.reservingCtx(ctx)
@@ -82,20 +83,33 @@ func (s *session) applyReserving(ctx context.Context, apply func(context.Context
 			deadline = time.Now().Add(readWait)
 		}
 		want := s.rh.want.Load()
-		if err := s.acct.ReserveWait(int(want), time.Until(deadline)); err != nil {
-			if errors.Is(err, membudget.ErrWaitersHold) {
-				// Only clients waiting as this one would hold the room (a split batch's first reads, a queued
-				// RESTORE's value): run uncounted, as before, rather than each wait for the others.
-				ctx, prepaid = base, 0
-				continue
-			}
-			if errors.Is(err, membudget.ErrEvicted) {
-				s.closing = true
-			}
+		reserved, ok := s.waitForRead(int(want), time.Until(deadline))
+		switch {
+		case !ok:
 			return nil, errReadBudget
+		case reserved:
+			prepaid = want
+		default:
+			ctx, prepaid = base, 0 // run uncounted
 		}
-		prepaid = want
 	}
+}
+
+// waitForRead waits up to d for want bytes of room for what reads hold (ReserveWait). reserved: they are. ok
+// without reserved: only clients themselves waiting hold the room (a split batch's first reads, a queued
+// RESTORE's value, a request's buffer), so the reads run uncounted, as before they were counted, rather than
+// each wait for the others. !ok: refused (the connection closing, if it was the one evicted).
+func (s *session) waitForRead(want int, d time.Duration) (reserved, ok bool) {
+	err := s.acct.ReserveWait(want, d)
+	switch {
+	case err == nil:
+		return true, true
+	case errors.Is(err, membudget.ErrWaitersHold):
+		return false, true
+	case errors.Is(err, membudget.ErrEvicted):
+		s.closing = true
+	}
+	return false, false
 }
 
 // readWait bounds how long a connection waits for room in maxmemory-clients for the values it read, while other

@@ -578,27 +578,19 @@ func (s *session) run(guards []engine.Mutation) ([]engine.Result, error) {
 // values are the store's or garbage, so that is given back here. (A script runs only while its connection waits
 // here.)
 func (s *session) apply(muts []engine.Mutation) ([]engine.Result, error) {
-	var res []engine.Result
-	var err error
 	held, restored := s.held.restore, s.restored
-	res, err = s.applyReserving(s.writeCtx(), func(ctx context.Context) ([]engine.Result, error) {
-		var res []engine.Result
-		var err error
-		if s.execWatch != nil {
-			res, err = s.h.store.ApplyWatched(ctx, s.execWatch, muts)
-		} else {
-			res, err = s.h.store.Apply(ctx, muts)
-		}
-		if errors.Is(err, engine.ErrReadBudget) {
-			// Refused, nothing applied: what its scripts restored is garbage, and the batch runs again (or not)
-			// after a wait that must not hold it, and whose run must not count it twice.
+	res, err := s.applyReserving(s.writeCtx(), func(ctx context.Context) ([]engine.Result, error) {
+		// After each run (a refused one runs again after a wait, which must not hold what it restored, nor count
+		// it twice) what its scripts restored is given back.
+		defer func() {
 			s.acct.Release(s.held.restore - held)
 			s.held.restore, s.restored = held, restored
+		}()
+		if s.execWatch != nil {
+			return s.h.store.ApplyWatched(ctx, s.execWatch, muts)
 		}
-		return res, err
+		return s.h.store.Apply(ctx, muts)
 	})
-	s.acct.Release(s.held.restore - held)
-	s.held.restore, s.restored = held, restored
 	if err == nil {
 		s.h.waiters.wake(muts, res)
 	}
@@ -614,123 +606,6 @@ func hasEval(muts []engine.Mutation) bool {
 	}
 	return false
 }
-
-func plainReads(muts []engine.Mutation) bool {
-	for i := range muts {
-		if muts[i].Op != engine.OpGet || muts[i].Touch {
-			return false
-		}
-	}
-	return true
-}
-
-// readsInOneTrip reports whether a batch of plain reads goes to the engine as one batch rather than one Get per
-// key: over a datastore (Options.RemoteEngine) that is one round trip for all, where Get would be one each. Reads
-// at a weaker level than linearizable (READONLY, or the server's --consistency) stay Gets: a batch's reads are
-// always linearizable.
-func (s *session) readsInOneTrip(muts []engine.Mutation) bool {
-	if !s.h.opts.RemoteEngine || len(muts) < 2 || s.h.commandPerBatch {
-		return false // an engine of one-item (memcached) or one-slot batches would refuse a batch of several reads
-	}
-	return s.h.store.ReadsLinearizable(s.readCtx())
-}
-
-// readDirect answers plain reads with Get, giving the results Resolve would give for OpGet. Its results hold
-// what they read until the replies are written, so it holds to engine.MaxBatchRead as Resolve does (300
-// pipelined GETs of a 32 MiB value ran the process out of memory): once the values read pass it, the reads left
-// fail with engine.ErrBatchTooBig, and over reports so. Reads with NoValue (EXISTS, TYPE, TTL) keep no value and
-// count nothing; a big value read again shares the first read's result, though it counts again (a reply
-// carries it again).
-func (s *session) readDirect(muts []engine.Mutation) (res []engine.Result, over bool) {
-	res = s.direct.get(len(muts)) // a split batch's two calls each copy theirs out before the next (runSplit)
-	mine, room := 0, 0            // bytes this call reserved for big values (held.read), and those not taken yet
-	uncounted := false            // reading again without reserving: only waiting clients hold the room (below)
-again:
-	now := s.h.store.Now()
-	read := 0
-	var big map[bigRead]int // reads of big values by key, once one was made
-	for i := range muts {
-		m := &muts[i]
-		if read > engine.MaxBatchRead {
-			res[i], over = engine.Result{Err: engine.ErrBatchTooBig}, true
-			continue
-		}
-		if big != nil {
-			if j, ok := big[bigRead{m.Table, string(m.Key), m.AnyKind}]; ok {
-				res[i] = res[j]               // the same read at the same time: the same answer, its value shared
-				read += len(res[j].Old.Value) // held once, but its reply carries it again
-				continue
-			}
-		}
-		it, err := s.h.store.ViewAnyAt(s.readCtx(), m.Table, m.Key, now) // replies only read the value
-		if m.NoValue && err == nil {
-			it.Value = []byte{} // EXISTS, TYPE, TTL: neither counted nor held
-		}
-		read += len(it.Value)
-		if len(it.Value) >= membudget.ReplyHold && !uncounted {
-			// The value and the reply that copies it count against maxmemory-clients until the replies are
-			// written (releaseResults): 30 clients' GET of one 60 MiB string held 1.8 GB of values, 12 of them
-			// then closed when their replies did not fit, and 30 MGETs of four such values took 23 GB.
-			n, used := 2*len(it.Value), mine-room
-			take := min(room, n)
-			room -= take
-			if err := s.acct.TryReserve(n - take); err != nil {
-				// Full: let go of what this call read and reserved, wait for the room it needs (others' replies
-				// are being written), and read again. The connection may hold more (a split batch's first reads,
-				// its request buffer): ReserveWait refuses a wait only other waiters could end (ErrWaitersHold).
-				clear(res[:i+1])
-				want := used + n // what the values so far and this one take
-				s.acct.Release(mine)
-				s.held.read -= mine
-				it, mine, room = engine.Item{}, 0, 0
-				if err := s.acct.ReserveWait(want, readWait); err != nil {
-					if errors.Is(err, membudget.ErrWaitersHold) {
-						// Only clients waiting as this one would hold the room (a split batch's first reads, a
-						// request's buffer): read uncounted, as before, rather than each wait for the others.
-						uncounted = true
-						goto again
-					}
-					for j := range res {
-						res[j] = engine.Result{Err: errReadBudget}
-					}
-					if errors.Is(err, membudget.ErrEvicted) {
-						s.closing = true
-					}
-					return res, false
-				}
-				s.held.read += want
-				mine, room = want, want
-				goto again
-			}
-			mine += n - take
-			s.held.read += n - take
-		}
-		if len(it.Value) >= bigReadSize {
-			if big == nil {
-				big = make(map[bigRead]int)
-			}
-			big[bigRead{m.Table, string(m.Key), m.AnyKind}] = i
-		}
-		if err != nil {
-			res[i] = engine.Result{Err: err}
-			continue
-		}
-		if it.Kind != engine.KindString && !m.AnyKind {
-			res[i] = engine.Result{Err: engine.ErrWrongType, Old: it, OldFound: true}
-			continue
-		}
-		res[i] = engine.Result{Old: it, OldFound: true, New: it, NewFound: true}
-	}
-	return res, over
-}
-
-// bigRead names a read readDirect made of a value of at least bigReadSize bytes.
-type bigRead struct {
-	table, key string
-	anyKind    bool
-}
-
-const bigReadSize = 64 << 10
 
 // writeReplies writes every pending reply and empties the batch; err is a batch-level failure that every
 // mutating command reports.

@@ -1,0 +1,141 @@
+package redis
+
+import (
+	"anykv/internal/engine"
+	"anykv/internal/membudget"
+)
+
+// Plain reads (GET, MGET, EXISTS, ...) answered with Get, outside a batch of the engine.
+
+func plainReads(muts []engine.Mutation) bool {
+	for i := range muts {
+		if muts[i].Op != engine.OpGet || muts[i].Touch {
+			return false
+		}
+	}
+	return true
+}
+
+// readsInOneTrip reports whether a batch of plain reads goes to the engine as one batch rather than one Get per
+// key: over a datastore (Options.RemoteEngine) that is one round trip for all, where Get would be one each. Reads
+// at a weaker level than linearizable (READONLY, or the server's --consistency) stay Gets: a batch's reads are
+// always linearizable.
+func (s *session) readsInOneTrip(muts []engine.Mutation) bool {
+	if !s.h.opts.RemoteEngine || len(muts) < 2 || s.h.commandPerBatch {
+		return false // an engine of one-item (memcached) or one-slot batches would refuse a batch of several reads
+	}
+	return s.h.store.ReadsLinearizable(s.readCtx())
+}
+
+// readDirect answers plain reads with Get, giving the results Resolve would give for OpGet. Its results hold
+// what they read until the replies are written, so it holds to engine.MaxBatchRead as Resolve does (300
+// pipelined GETs of a 32 MiB value ran the process out of memory): once the values read pass it, the reads left
+// fail with engine.ErrBatchTooBig, and over reports so. Reads with NoValue (EXISTS, TYPE, TTL) keep no value and
+// count nothing; a big value read again shares the first read's result, though it counts again (a reply
+// carries it again).
+func (s *session) readDirect(muts []engine.Mutation) (res []engine.Result, over bool) {
+	res = s.direct.get(len(muts)) // a split batch's two calls each copy theirs out before the next (runSplit)
+	var held bigHolds
+again:
+	now := s.h.store.Now()
+	read := 0
+	var big map[bigRead]int // reads of big values by key, once one was made
+	for i := range muts {
+		m := &muts[i]
+		if read > engine.MaxBatchRead {
+			res[i], over = engine.Result{Err: engine.ErrBatchTooBig}, true
+			continue
+		}
+		if big != nil {
+			if j, ok := big[bigRead{m.Table, string(m.Key), m.AnyKind}]; ok {
+				res[i] = res[j]               // the same read at the same time: the same answer, its value shared
+				read += len(res[j].Old.Value) // held once, but its reply carries it again
+				continue
+			}
+		}
+		it, err := s.h.store.ViewAnyAt(s.readCtx(), m.Table, m.Key, now) // replies only read the value
+		if m.NoValue && err == nil {
+			it.Value = []byte{} // EXISTS, TYPE, TTL: neither counted nor held
+		}
+		read += len(it.Value)
+		if len(it.Value) >= membudget.ReplyHold && !held.take(s, 2*len(it.Value)) {
+			// Full: let go of what this call read and reserved, wait for the room it needs (others' replies are
+			// being written), and read again.
+			n := 2 * len(it.Value)
+			clear(res[:i+1])
+			it = engine.Item{} // hold nothing while waiting
+			if !held.wait(s, n) {
+				for j := range res {
+					res[j] = engine.Result{Err: errReadBudget}
+				}
+				return res, false
+			}
+			goto again
+		}
+		if len(it.Value) >= bigReadSize {
+			if big == nil {
+				big = make(map[bigRead]int)
+			}
+			big[bigRead{m.Table, string(m.Key), m.AnyKind}] = i
+		}
+		if err != nil {
+			res[i] = engine.Result{Err: err}
+			continue
+		}
+		if it.Kind != engine.KindString && !m.AnyKind {
+			res[i] = engine.Result{Err: engine.ErrWrongType, Old: it, OldFound: true}
+			continue
+		}
+		res[i] = engine.Result{Old: it, OldFound: true, New: it, NewFound: true}
+	}
+	return res, over
+}
+
+// bigRead names a read readDirect made of a value of at least bigReadSize bytes.
+type bigRead struct {
+	table, key string
+	anyKind    bool
+}
+
+const bigReadSize = 64 << 10
+
+// bigHolds is what one readDirect call reserved for its big values: the value and the reply that copies it count
+// against maxmemory-clients until the replies are written (releaseResults). 30 clients' GET of one 60 MiB string
+// held 1.8 GB of values, 12 of them then closed when their replies did not fit, and 30 MGETs of four such values
+// took 23 GB.
+type bigHolds struct {
+	mine      int  // reserved by this call (also in held.read)
+	room      int  // of mine, what a wait reserved ahead that no value read again has taken yet
+	uncounted bool // reading again without reserving: only waiting clients hold the room (wait)
+}
+
+// take reserves n bytes for one value, from room first; false when the budget has no room for the rest.
+func (b *bigHolds) take(s *session, n int) bool {
+	if b.uncounted {
+		return true
+	}
+	from := min(b.room, n)
+	if s.acct.TryReserve(n-from) != nil {
+		return false
+	}
+	b.room -= from
+	b.mine += n - from
+	s.held.read += n - from
+	return true
+}
+
+// wait lets go of what the call reserved and waits for the room of the values read so far and one of n more
+// bytes; true: read again (with that room, or uncounted), false: refused.
+func (b *bigHolds) wait(s *session, n int) bool {
+	want := b.mine - b.room + n
+	s.acct.Release(b.mine)
+	s.held.read -= b.mine
+	*b = bigHolds{}
+	reserved, ok := s.waitForRead(want, readWait)
+	if reserved {
+		s.held.read += want
+		b.mine, b.room = want, want
+	}
+	b.uncounted = ok && !reserved
+	return ok
+}
