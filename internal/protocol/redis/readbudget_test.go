@@ -58,10 +58,9 @@ func TestCollectionReadsWaitForRoomInTheBudget(t *testing.T) {
 	ts := startServer(t, Options{Budget: budget}, 0)
 	s := budgetSession(t, ts)
 	_, run := pipelineOn(s)
-	field := strings.Repeat("f", 64<<10)
-	for i := range 20 { // 1.25 MiB in all
-		run("HSET", "h", fmt.Sprint("f", i), field)
-		run("RPUSH", "l", field)
+	bigHash(run, "h", 20) // 1.25 MiB each
+	for range 20 {
+		run("RPUSH", "l", strings.Repeat("f", 64<<10))
 	}
 	reads := [][]string{
 		{"HGETALL", "h"},
@@ -97,10 +96,7 @@ func TestPipelineWaitsOnlyForItsBigReads(t *testing.T) {
 	ts := startServer(t, Options{Budget: budget}, 0)
 	s := budgetSession(t, ts)
 	send, run := pipelineOn(s)
-	field := strings.Repeat("f", 64<<10)
-	for i := range 20 { // 1.25 MiB
-		run("HSET", "h", fmt.Sprint("f", i), field)
-	}
+	bigHash(run, "h", 20) // 1.25 MiB
 	var seenWhileWaiting atomic.Value
 	othersHold(t, budget, 3<<19, 300*time.Millisecond, func() {
 		it, err := ts.store.Get(context.Background(), table(0), []byte("before"))
@@ -138,4 +134,12 @@ func othersHold(t *testing.T, budget *membudget.Budget, n int, d time.Duration, 
 		}
 		others.Release(n)
 	}()
+}
+
+// bigHash fills the hash key with n fields of 64 KiB, through run.
+func bigHash(run func(args ...string) string, key string, n int) {
+	field := strings.Repeat("f", 64<<10)
+	for i := range n {
+		run("HSET", key, fmt.Sprint("f", i), field)
+	}
 }

@@ -68,10 +68,7 @@ func TestRetriedScriptRestoresOnce(t *testing.T) {
 	ts := startServer(t, Options{Budget: budget}, 0)
 	s := callerSession(t, ts)
 	_, run := pipelineOn(s)
-	field := strings.Repeat("f", 64<<10)
-	for i := range 20 { // 1.25 MiB
-		run("HSET", "h", fmt.Sprint("f", i), field)
-	}
+	bigHash(run, "h", 20)                // 1.25 MiB
 	others := budget.Open("others", nil) // replies of other clients being written
 	if err := others.Reserve(2 << 20); err != nil {
 		t.Fatal(err)
