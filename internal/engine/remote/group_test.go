@@ -191,6 +191,13 @@ func TestGroupedIncrementsLoseNothing(t *testing.T) {
 // the outcomes in the order of the batches.
 func queued(t *testing.T, e *Engine, b *stampBackend, batches ...*engine.Batch) ([][]engine.Result, []error) {
 	t.Helper()
+	// An earlier call's group may still be serving for a moment after that call returned (it goes back for
+	// more before it stops); wait until it has stopped, or it could take the first call and the next together.
+	for deadline := time.Now().Add(5 * time.Second); e.groupServing(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("an earlier group never stopped serving")
+		}
+	}
 	b.mu.Lock()
 	b.hold = make(chan struct{})
 	b.mu.Unlock()
@@ -320,6 +327,14 @@ func TestQueuedCallerLeaves(t *testing.T) {
 	if _, ok, _ := b.Get(context.Background(), Slot{"t", []byte("b")}); ok {
 		t.Error("the batch of a caller that left was applied")
 	}
+}
+
+// groupServing: shard 0's group has a goroutine serving it.
+func (e *Engine) groupServing() bool {
+	g := e.groups.of(e, 0)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.serving
 }
 
 // groupTookAll reports whether a group is in flight and took every queued call.
