@@ -67,7 +67,7 @@ func (a *api) acdbGet(w http.ResponseWriter, r *http.Request) error {
 	if string(key) == "error" {
 		return badRequest(`the key "error" collides with the reply's error field: read it through /v1`)
 	}
-	it, err := a.store.Get(r.Context(), compatTable, key)
+	it, err := a.viewForReply(r.Context(), w, compatTable, key)
 	switch {
 	case isNotFound(err):
 		return writeJSON(w, http.StatusOK, map[string]string{string(key): "", "error": engine.ErrNotFound.Error()})
@@ -126,7 +126,7 @@ func (a *api) acdbQuery(w http.ResponseWriter, r *http.Request) error {
 	if _, err := a.form(w, r); err != nil {
 		return err
 	}
-	entries, next, err := a.page(r.Context(), compatTable, kv.Query{}, a.opts.MaxPage, true, a.opts.MaxBody)
+	entries, next, err := a.page(r.Context(), w, compatTable, kv.Query{}, a.opts.MaxPage, true, a.opts.MaxBody)
 	if err != nil {
 		return err
 	}

@@ -273,6 +273,9 @@ type respWriter struct {
 	reading atomic.Bool
 	writing atomic.Bool // a big reply is being written, which eviction may then cut short
 	aborted bool        // the budget refused a reply: wrap aborts the response, closing the connection
+	// prepaid is what the reads of the reply's values reserved already (viewForReply): a write of no more is
+	// not counted again.
+	prepaid int
 	// hold opens acct when there is a budget (body.go's account); nil without one.
 	hold func() *membudget.Account
 }
@@ -301,10 +304,13 @@ func (w *respWriter) Write(b []byte) (int, error) {
 	}
 	// A big reply counts against the budget while a client that does not read holds it up.
 	acct := w.hold()
-	held, err := acct.HoldReply(len(b))
-	if err != nil {
-		w.aborted = true
-		return 0, err
+	held := 0
+	if len(b) > w.prepaid {
+		var err error
+		if held, err = acct.HoldReply(len(b)); err != nil {
+			w.aborted = true
+			return 0, err
+		}
 	}
 	w.writing.Store(true)
 	n, err := w.ResponseWriter.Write(b)

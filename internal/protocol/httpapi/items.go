@@ -59,7 +59,12 @@ func (a *api) getItem(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	it, err := a.store.Get(ctx, table, key)
+	var it engine.Item
+	if r.Method == http.MethodHead {
+		it, err = a.store.View(ctx, table, key)
+	} else {
+		it, err = a.viewForReply(ctx, w, table, key)
+	}
 	if err != nil {
 		return err
 	}

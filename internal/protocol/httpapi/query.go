@@ -102,7 +102,7 @@ func (a *api) scanParams(r *http.Request) (scanParams, error) {
 // Values are read one item at a time after a keys-only scan, because kv.Query cannot stop a scan by size: a page
 // of a thousand large values would otherwise be copied whole into memory before it could be cut. An item deleted
 // or expired between the scan and its read is left out, as if the scan had run a moment later.
-func (a *api) page(ctx context.Context, table string, q kv.Query, limit int, values bool, maxBytes int64) ([]kv.Entry, []byte, error) {
+func (a *api) page(ctx context.Context, w http.ResponseWriter, table string, q kv.Query, limit int, values bool, maxBytes int64) ([]kv.Entry, []byte, error) {
 	q.Limit, q.KeysOnly = limit, true
 	p, err := a.store.Scan(ctx, table, q)
 	if err != nil || !values {
@@ -118,7 +118,7 @@ func (a *api) page(ctx context.Context, table string, q kv.Query, limit int, val
 			out = append(out, e) // a collection: listed with its kind, without a value (Get would refuse it)
 			continue
 		}
-		it, err := a.store.Get(ctx, table, e.Key)
+		it, err := a.viewForReply(ctx, w, table, e.Key)
 		if isNotFound(err) {
 			continue
 		}
@@ -148,7 +148,7 @@ func (a *api) scan(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	entries, next, err := a.page(ctx, table, q, p.limit, p.values, min(a.opts.MaxBody, maxPageBytes))
+	entries, next, err := a.page(ctx, w, table, q, p.limit, p.values, min(a.opts.MaxBody, maxPageBytes))
 	if err != nil {
 		return err
 	}

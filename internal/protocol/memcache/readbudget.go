@@ -22,39 +22,17 @@ var errNoRoom = errors.New("client memory: maxmemory-clients reached (values bei
 
 // viewForReply is View of key for a reply, with a big value's room reserved in outHeld (released by send).
 func (c *conn) viewForReply(key []byte) (engine.Item, error) {
-	it, err := c.h.store.View(c.ctx, c.h.table, key) // copied into the reply at once
-	if err != nil || len(it.Value) < membudget.ReplyHold {
-		return it, err
+	it, held, err := membudget.ReadForReply(c.acct, 2, readWait, func() (engine.Item, int, error) {
+		it, err := c.h.store.View(c.ctx, c.h.table, key) // copied into the reply at once
+		return it, len(it.Value), err
+	})
+	switch {
+	case errors.Is(err, membudget.ErrEvicted):
+		c.closing = true
+		return it, errNoRoom
+	case errors.Is(err, membudget.ErrOverBudget):
+		return it, errNoRoom
 	}
-	var deadline time.Time
-	prepaid := 0
-	for {
-		n := 2 * len(it.Value)
-		if n <= prepaid || c.acct.TryReserve(n-prepaid) == nil {
-			c.acct.Release(prepaid - n) // what a value smaller than the one waited for leaves (none if bigger)
-			c.outHeld += n
-			return it, nil
-		}
-		it = engine.Item{} // hold nothing while waiting
-		c.acct.Release(prepaid)
-		if deadline.IsZero() {
-			deadline = time.Now().Add(readWait)
-		}
-		if err := c.acct.ReserveWait(n, time.Until(deadline)); err != nil {
-			if errors.Is(err, membudget.ErrWaitersHold) {
-				// Only clients themselves waiting hold the room (this one's earlier values among them): read
-				// uncounted, the reply counted as it is written, rather than each wait for the others.
-				return c.h.store.View(c.ctx, c.h.table, key)
-			}
-			if errors.Is(err, membudget.ErrEvicted) {
-				c.closing = true
-			}
-			return engine.Item{}, errNoRoom
-		}
-		prepaid = n
-		if it, err = c.h.store.View(c.ctx, c.h.table, key); err != nil || len(it.Value) < membudget.ReplyHold {
-			c.acct.Release(prepaid)
-			return it, err
-		}
-	}
+	c.outHeld += held
+	return it, err
 }

@@ -1,0 +1,66 @@
+package membudget
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// TestReadForReplyCountsWaitsAndRereads: a big value is counted copies times; one that finds no room is let go of
+// and read again once another client's reply is written, counting the size read then; small values and read
+// errors count nothing; a wait past its patience refuses with no value.
+func TestReadForReplyCountsWaitsAndRereads(t *testing.T) {
+	b := New(4*ReplyHold, nil)
+	a := b.Open("reader", nil)
+	defer a.Close()
+	reads := 0
+	value := func(n int) func() (string, int, error) {
+		return func() (string, int, error) { reads++; return "v", n, nil }
+	}
+
+	if v, held, err := ReadForReply(a, 2, time.Second, value(ReplyHold-1)); v != "v" || held != 0 || err != nil {
+		t.Fatalf("a small value: %q, held %d, %v", v, held, err)
+	}
+	boom := errors.New("boom")
+	if _, held, err := ReadForReply(a, 2, time.Second, func() (string, int, error) { return "", 1 << 30, boom }); held != 0 || err != boom {
+		t.Fatalf("a failed read: held %d, %v", held, err)
+	}
+	v, held, err := ReadForReply(a, 2, time.Second, value(ReplyHold))
+	if v != "v" || held != 2*ReplyHold || err != nil || a.Held() != 2*ReplyHold {
+		t.Fatalf("a big value: %q, held %d (account %d), %v", v, held, a.Held(), err)
+	}
+	a.Release(held)
+
+	// Another client's reply fills the budget but for one ReplyHold: the reader waits, and reads again once it
+	// is written; the value then read is smaller, and what the wait reserved beyond it is given back.
+	other := b.Open("other", nil)
+	defer other.Close()
+	if err := other.Reserve(3 * ReplyHold); err != nil {
+		t.Fatal(err)
+	}
+	reads = 0
+	sizes := []int{2 * ReplyHold, ReplyHold + 1}
+	go func() { time.Sleep(50 * time.Millisecond); other.Release(3 * ReplyHold) }()
+	v, held, err = ReadForReply(a, 1, 5*time.Second, func() (string, int, error) {
+		n := sizes[min(reads, 1)]
+		reads++
+		return "v", n, nil
+	})
+	if v != "v" || err != nil || reads != 2 || held != ReplyHold+1 || a.Held() != int64(held) {
+		t.Fatalf("after the wait: %q, %d reads, held %d (account %d), %v", v, reads, held, a.Held(), err)
+	}
+	a.Release(held)
+
+	// No room within its patience: refused, holding nothing.
+	if err := other.Reserve(4 * ReplyHold); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	v, held, err = ReadForReply(a, 1, 100*time.Millisecond, value(ReplyHold))
+	if v != "" || held != 0 || !errors.Is(err, ErrOverBudget) || a.Held() != 0 {
+		t.Fatalf("no room: %q, held %d (account %d), %v", v, held, a.Held(), err)
+	}
+	if took := time.Since(start); took < 100*time.Millisecond || took > evictWait+time.Second {
+		t.Fatalf("refused after %v, want after its patience (at least evictWait)", took)
+	}
+}

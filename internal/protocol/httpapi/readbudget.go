@@ -1,0 +1,48 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"anykv/internal/engine"
+	"anykv/internal/membudget"
+)
+
+// A value of membudget.ReplyHold bytes or more that a reply carries (GET of an item, a page with values, Active
+// Cloud DB's /get and /query) counts against maxmemory-clients from its read until the request ends (wrap closes
+// its account), as RESP's and memcached's reads do: 30 clients' GET of one 60 MiB value over HTTP took 1.8 GB,
+// none of it counted but while the reply was written. A read that finds no room lets go of the value and waits
+// for other clients' replies to go out, evicting no one (they are readers too), then reads again.
+
+// readWait bounds that wait; past it the request is answered errReadRoom.
+const readWait = 30 * time.Second
+
+// errReadRoom answers a read whose value found no room in maxmemory-clients within readWait.
+var errReadRoom = newError(http.StatusServiceUnavailable, "unavailable",
+	"maxmemory-clients reached: values being sent to other clients hold the client memory; try again")
+
+// viewForReply is View of table/key for a reply written to w, with a big value's room reserved in the request's
+// account (respWriter.prepaid, so that its write does not count it again).
+func (a *api) viewForReply(ctx context.Context, w http.ResponseWriter, table string, key []byte) (engine.Item, error) {
+	it, err := a.store.View(ctx, table, key) // written as it is, never changed
+	rw, _ := w.(*respWriter)
+	if err != nil || len(it.Value) < membudget.ReplyHold || rw == nil || rw.hold == nil {
+		return it, err
+	}
+	first := true
+	it, held, err := membudget.ReadForReply(rw.hold(), 1, readWait, func() (engine.Item, int, error) {
+		if first { // the read above
+			first = false
+			return it, len(it.Value), nil
+		}
+		it, err := a.store.View(ctx, table, key)
+		return it, len(it.Value), err
+	})
+	if errors.Is(err, membudget.ErrOverBudget) || errors.Is(err, membudget.ErrEvicted) {
+		return engine.Item{}, errReadRoom
+	}
+	rw.prepaid += held
+	return it, err
+}

@@ -1,0 +1,94 @@
+package httpapi
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"anykv/internal/membudget"
+)
+
+// TestBigReadsWaitForRoomInTheBudget: while other clients' replies fill the budget, a GET of a big value (an
+// item, a page with values, Active Cloud DB's /get) waits for them, evicting no one, then answers with the
+// value; the room it took goes back once the request ends. Before, the value was read uncounted and its reply,
+// counted only as it was written, evicted the client holding the most (30 clients' GET of a 60 MiB value held
+// 1.8 GB, none of it counted before the write).
+func TestBigReadsWaitForRoomInTheBudget(t *testing.T) {
+	b := membudget.New(1<<20, nil)
+	addr := budgetServer(t, b)
+	val := bytes.Repeat([]byte("v"), 512<<10)
+	for _, table := range []string{"t", "default"} { // /get reads the default table
+		req, _ := http.NewRequest("PUT", "http://"+addr+"/v1/tables/"+table+"/keys/big", bytes.NewReader(val))
+		if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusCreated {
+			t.Fatalf("PUT: %v %v", resp, err)
+		}
+	}
+	if u := settled(b); u != 0 {
+		t.Fatalf("after the writes the budget holds %d bytes", u)
+	}
+	for _, get := range []struct{ path, want string }{
+		{"/v1/tables/t/keys/big", string(val)},
+		{"/v1/tables/t/keys?values=true", `"value":"` + string(val[:100])},
+		{"/get?key=big", `"big":"` + string(val[:100])},
+	} {
+		others := b.Open("others", func() { t.Errorf("%s evicted a client", get.path) }) // replies being written
+		if err := others.Reserve(768 << 10); err != nil {
+			t.Fatal(err)
+		}
+		const hold = 300 * time.Millisecond
+		var heldWhileReading atomic.Int64
+		go func() {
+			time.Sleep(hold)
+			heldWhileReading.Store(b.Used())
+			others.Close()
+		}()
+		start := time.Now()
+		resp, err := http.Get("http://" + addr + get.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(body), get.want) {
+			t.Fatalf("GET %s: %d, %d bytes, %v", get.path, resp.StatusCode, len(body), err)
+		}
+		if took := time.Since(start); took < hold {
+			t.Fatalf("GET %s of 512 KiB ran in %v with 256 KiB of the budget free", get.path, took)
+		}
+		if h := heldWhileReading.Load(); h != 768<<10 {
+			t.Fatalf("GET %s: while it waited the budget held %d bytes, want only the others' 768 KiB", get.path, h)
+		}
+		if u := settled(b); u != 0 {
+			t.Fatalf("GET %s: after the reply the budget still holds %d bytes", get.path, u)
+		}
+		if n := b.Evictions(); n != 0 {
+			t.Fatalf("GET %s: %d clients evicted", get.path, n)
+		}
+	}
+}
+
+// TestBigWriteCountsWhatItsReadDidNot: a big reply whose values' reads reserved it already (prepaid) is written
+// without a second count; one they did not (read uncounted) is counted as it is written, and a refusal aborts the
+// response rather than dropping the bytes.
+func TestBigWriteCountsWhatItsReadDidNot(t *testing.T) {
+	b := membudget.New(64<<10, nil)
+	acct := b.Open("reader", nil)
+	defer acct.Close()
+	reply := make([]byte, 128<<10)
+	for _, prepaid := range []int{0, len(reply)} {
+		rec := httptest.NewRecorder()
+		rw := &respWriter{ResponseWriter: rec, routed: true, prepaid: prepaid, hold: func() *membudget.Account { return acct }}
+		n, err := rw.Write(reply)
+		if prepaid == 0 && (err == nil || !rw.aborted || rec.Body.Len() != 0) {
+			t.Errorf("uncounted: wrote %d (%d recorded), %v, aborted %v; want refused by the 64 KiB budget", n, rec.Body.Len(), err, rw.aborted)
+		}
+		if prepaid > 0 && (err != nil || rw.aborted || rec.Body.Len() != len(reply) || b.Used() != 0) {
+			t.Errorf("prepaid: wrote %d, %v, aborted %v, budget %d; want written, counted by its read alone", rec.Body.Len(), err, rw.aborted, b.Used())
+		}
+	}
+}
