@@ -186,8 +186,8 @@ func (a *Account) ReserveWait(n int, d time.Duration) error {
 		a.b.refusals.Add(1)
 		return ErrOverBudget
 	}
-	if err := a.reserve(n, false); err == nil {
-		return nil
+	if err := a.reserve(n, false); err == nil || d <= 0 {
+		return err // (no patience left: refused, evicting no one, as reserveSlowWait would evict without it)
 	}
 	a.b.refusals.Add(-1) // not refused yet: reserveSlow counts its own outcome
 	return a.reserveSlowWait(int64(n), d)

@@ -28,7 +28,11 @@ func (c *conn) mgAnswer(req *request, rs []engine.Result) {
 // metaGet answers mg without N, T or R from the store. A stale item whose win has not been handed out is
 // answered through mgWrite instead, since handing it out is a write.
 func (c *conn) metaGet(req *request) {
-	it, err := c.viewForReply(req.key)
+	view := c.viewForReply
+	if !req.meta.value {
+		view = c.view // the reply carries none of the value (flags, size, CAS only): nothing to reserve
+	}
+	it, err := view(req.key)
 	var bits []byte
 	if err == nil {
 		bits, err = c.h.store.Annotation(c.ctx, c.h.table, req.key, it, c.h.store.Now())

@@ -20,6 +20,9 @@ const readWait = 30 * time.Second
 // errNoRoom: the value found no room in maxmemory-clients within readWait.
 var errNoRoom = errors.New("client memory: maxmemory-clients reached (values being sent to other clients); try again")
 
+// view is View of key, for a reply that carries none of its value.
+func (c *conn) view(key []byte) (engine.Item, error) { return c.h.store.View(c.ctx, c.h.table, key) }
+
 // viewForReply is View of key for a reply, with a big value's room reserved in outHeld (released by send).
 func (c *conn) viewForReply(key []byte) (engine.Item, error) {
 	it, held, err := membudget.ReadForReply(c.acct, 2, readWait, func() (engine.Item, int, error) {

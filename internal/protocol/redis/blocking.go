@@ -350,6 +350,8 @@ func (s *session) block(keys [][]byte, timeout time.Duration, consumes bool, att
 				s.closing = true
 				return false
 			}
+			// Those replies are written: what an earlier EXEC's or MIGRATE's reads held goes back, not held while it waits.
+			s.unhold(&s.held.read)
 			s.runOut = 0      // what went out before the wait is the client's: the output limits count from here
 			if s.trk != nil { // its invalidations need not wait for it
 				s.trackIdle()

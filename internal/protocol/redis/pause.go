@@ -132,6 +132,8 @@ func (s *session) waitPause(cmd *command, args [][]byte) {
 		}
 		s.flush()
 		s.out()
+		// Those replies are written: what an earlier EXEC's or MIGRATE's reads held goes back, not held while it waits.
+		s.unhold(&s.held.read)
 		s.runOut = 0 // what went out before the pause is the client's: the output limits count from here
 		s.state.blocked.Store(true)
 		s.h.waiters.clients.Add(1) // INFO's blocked_clients counts it, as Redis counts a paused client

@@ -332,9 +332,11 @@ func (s *session) out() error {
 			return err
 		}
 	}
-	// A big reply counts while a client that does not read holds it up, but for the copies of values readDirect
-	// reserved already (held.read is twice those values: them and their replies).
-	held, err := s.acct.HoldReply(s.w.Len() - s.held.read/2)
+	// A big reply counts while a client that does not read holds it up, but for what reads reserved already
+	// (held.read, an EXEC's or MIGRATE's: twice what they read, past each MiB, for the values and their replies;
+	// the values are dropped by now, so all of it covers the reply). Only the rest is reserved here, where the
+	// connection's own held.read would make it the biggest holder, refused and closed with its reply dropped.
+	held, err := s.acct.HoldReply(s.w.Len() - s.held.read)
 	if err != nil {
 		// The budget refused the replies (and logged it): they are dropped, so the connection ends here, or the
 		// replies after them would go out in their place (a review: GET small's answered GET big).
