@@ -31,11 +31,13 @@ func (a *api) viewForReply(ctx context.Context, w http.ResponseWriter, table str
 	if err != nil || len(it.Value) < membudget.ReplyHold || rw == nil || rw.hold == nil {
 		return it, err
 	}
-	first := true
+	first, read := it, false
+	it = engine.Item{} // only first holds the value read above, which a wait lets go of
 	it, held, err := membudget.ReadForReply(rw.hold(), 1, readWait, func() (engine.Item, int, error) {
-		if first { // the read above
-			first = false
-			return it, len(it.Value), nil
+		if !read {
+			v := first
+			first, read = engine.Item{}, true
+			return v, len(v.Value), nil
 		}
 		it, err := a.store.View(ctx, table, key)
 		return it, len(it.Value), err
