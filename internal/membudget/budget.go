@@ -186,10 +186,11 @@ func (a *Account) ReserveWait(n int, d time.Duration) error {
 		a.b.refusals.Add(1)
 		return ErrOverBudget
 	}
-	if err := a.reserve(n, false); err == nil || d <= 0 {
+	err := a.reserve(n, false)
+	if err == nil || d <= 0 || errors.Is(err, ErrEvicted) {
 		return err // (no patience left: refused, evicting no one, as reserveSlowWait would evict without it)
 	}
-	a.b.refusals.Add(-1) // not refused yet: reserveSlow counts its own outcome
+	a.b.refusals.Add(-1) // ErrOverBudget, counted, but not refused yet: reserveSlowWait counts its own outcome
 	if n >= reclaimReply {
 		// The caller let go of the value it read before waiting: collect it now, not when the heap has doubled
 		// (30 HTTP clients' GET of a 60 MiB value peaked at 2.9 GB of RSS for a 1 GiB budget).
