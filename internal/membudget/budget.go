@@ -36,6 +36,11 @@ var ErrWaitersHold = fmt.Errorf("%w: what it waits for is held by clients waitin
 // evictWait bounds how long a reservation waits for evicted clients to let go of their buffers.
 const evictWait = 2 * time.Second
 
+// idleEvict is how long a patient reservation (ReserveWait) waits before it may evict clients that have neither
+// reserved nor released anything for as long: a request held half-sent, a big MULTI queue. Replies being written
+// let go within it; without it a reader waited out its patience and failed while such a client held the room.
+var idleEvict = 10 * time.Second
+
 // reclaimMin is the least peak of reserved bytes after which a drop to a quarter of it triggers a collection
 // (see Budget.reclaim).
 const reclaimMin = 64 << 20
@@ -126,6 +131,10 @@ type Account struct {
 	held    atomic.Int64
 	evicted atomic.Bool
 	closed  bool
+	// active is when a last reserved or released bytes (unix ns); patient is set while it waits in ReserveWait.
+	// A patient reservation may evict clients idle for idleEvict that are not patient themselves.
+	active  atomic.Int64
+	patient atomic.Bool
 }
 
 // Open registers a connection. name identifies it in logs (its remote address); evict is called at most
@@ -137,6 +146,7 @@ func (b *Budget) Open(name string, evict func()) *Account {
 		return nil
 	}
 	a := &Account{b: b, name: name, evict: evict}
+	a.active.Store(time.Now().UnixNano())
 	b.mu.Lock()
 	b.accounts[a] = struct{}{}
 	b.mu.Unlock()
@@ -173,7 +183,8 @@ func (a *Account) TryReserve(n int) error { return a.reserve(n, false) }
 
 // ReserveWait is Reserve for bytes that other clients' replies being written will make room for (values read
 // for a reply): past the budget it evicts no one (they are serving reads as this one is) and waits up to d for
-// the others to let go, then refuses. It refuses at once what the budget could not hold with everything else
+// the others to let go, then refuses; after idleEvict of waiting it evicts, as Reserve would, clients bigger than
+// it that have been idle as long (holding a request half-sent, not a reply being written). It refuses at once what the budget could not hold with everything else
 // released.
 func (a *Account) ReserveWait(n int, d time.Duration) error {
 	if a == nil || n <= 0 {
@@ -228,6 +239,7 @@ func (a *Account) reserve(n int, evict bool) error {
 		}
 		if b.used.CompareAndSwap(cur, cur+n64) {
 			a.held.Add(n64)
+			a.active.Store(time.Now().UnixNano())
 			b.notePeak(cur + n64)
 			return nil
 		}
@@ -242,13 +254,16 @@ func (a *Account) reserveSlow(n int64) error { return a.reserveSlowWait(n, 0) }
 // bytes others hold to be released before refusing (0: refuse at once).
 func (a *Account) reserveSlowWait(n int64, patience time.Duration) error {
 	b := a.b
-	deadline := time.Now().Add(max(evictWait, patience))
+	start := time.Now()
+	deadline := start.Add(max(evictWait, patience))
 	b.waiters.Add(1)
 	defer b.waiters.Add(-1)
 	if patience > 0 {
 		held := a.held.Load() // unchanged while a waits: its connection's goroutine is here
 		b.patientHeld.Add(held)
 		defer b.patientHeld.Add(-held)
+		a.patient.Store(true)
+		defer a.patient.Store(false)
 	}
 	for {
 		b.mu.Lock()
@@ -259,6 +274,7 @@ func (a *Account) reserveSlowWait(n int64, patience time.Duration) error {
 		if cur, lim := b.used.Load(), b.limit.Load(); (lim == 0 || cur+n <= lim) && b.used.CompareAndSwap(cur, cur+n) {
 			b.mu.Unlock()
 			a.held.Add(n)
+			a.active.Store(time.Now().UnixNano())
 			b.notePeak(cur + n)
 			return nil
 		}
@@ -270,11 +286,19 @@ func (a *Account) reserveSlowWait(n int64, patience time.Duration) error {
 				b.mu.Unlock()
 				return ErrWaitersHold
 			}
-			if time.Now().Before(deadline) {
-				victims = []*Account{} // the others hold replies being written: wait for them, evicting none
+			if now := time.Now(); now.Before(deadline) {
+				// The others hold replies being written: wait for them, evicting none, but those idle since
+				// idleEvict (not writing anything) once a has waited as long.
+				victims = []*Account{}
+				if now.Sub(start) >= idleEvict {
+					idleSince := now.Add(-idleEvict).UnixNano()
+					if v := b.chooseVictims(a, n, func(v *Account) bool { return !v.patient.Load() && v.active.Load() <= idleSince }); v != nil {
+						victims = v
+					}
+				}
 			}
 		} else {
-			victims = b.chooseVictims(a, n)
+			victims = b.chooseVictims(a, n, nil)
 		}
 		if victims == nil {
 			b.mu.Unlock()
@@ -301,6 +325,9 @@ func (a *Account) reserveSlowWait(n int64, patience time.Duration) error {
 			b.wake()
 		}
 		wait := time.Until(deadline)
+		if until := time.Until(start.Add(idleEvict)); patience > 0 && until > 0 {
+			wait = min(wait, until) // look for idle holders then
+		}
 		if wait <= 0 {
 			b.refusals.Add(1)
 			return ErrOverBudget
@@ -315,10 +342,10 @@ func (a *Account) reserveSlowWait(n int64, patience time.Duration) error {
 }
 
 // chooseVictims marks as evicted the clients, biggest first, each holding more than a would after the
-// reservation, until the bytes being given back cover the shortfall. It returns the newly marked ones (an
+// reservation (and, if may is not nil, allowed by it), until the bytes being given back cover the shortfall. It returns the newly marked ones (an
 // empty, non-nil slice when clients evicted earlier already cover it), or nil when even all of them would
 // not: then a is to be refused. Called with b.mu held.
-func (b *Budget) chooseVictims(a *Account, n int64) []*Account {
+func (b *Budget) chooseVictims(a *Account, n int64, may func(*Account) bool) []*Account {
 	short := b.used.Load() + n - b.limit.Load()
 	for v := range b.accounts {
 		if v.evicted.Load() {
@@ -330,7 +357,7 @@ func (b *Budget) chooseVictims(a *Account, n int64) []*Account {
 	for short > 0 {
 		var big *Account
 		for v := range b.accounts {
-			if v != a && !v.evicted.Load() && v.held.Load() > mine && (big == nil || v.held.Load() > big.held.Load()) {
+			if v != a && !v.evicted.Load() && v.held.Load() > mine && (may == nil || may(v)) && (big == nil || v.held.Load() > big.held.Load()) {
 				big = v
 			}
 		}
@@ -385,6 +412,7 @@ func (a *Account) Release(n int) {
 		return
 	}
 	a.held.Add(-int64(n))
+	a.active.Store(time.Now().UnixNano())
 	a.b.released(int64(n))
 }
 

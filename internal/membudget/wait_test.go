@@ -78,3 +78,59 @@ func TestWaitersDoNotWaitOnEachOther(t *testing.T) {
 		t.Fatalf("used %d, want 800", b.Used())
 	}
 }
+
+// TestPatientWaitEvictsIdleHolders: a reservation waiting in ReserveWait evicts, once it has waited idleEvict, a
+// bigger client that has neither reserved nor released for as long (a request held half-sent), where it waited out
+// its patience and failed; a client that keeps reserving and releasing (a reply being written) is waited for,
+// never evicted.
+func TestPatientWaitEvictsIdleHolders(t *testing.T) {
+	old := idleEvict
+	idleEvict = 200 * time.Millisecond
+	defer func() { idleEvict = old }()
+
+	b := New(1000, nil)
+	idle := b.Open("idle", nil)
+	if err := idle.Reserve(800); err != nil {
+		t.Fatal(err)
+	}
+	idle.evict = func() { go func() { time.Sleep(10 * time.Millisecond); idle.Close() }() } // its connection ends
+	reader := b.Open("reader", nil)
+	defer reader.Close()
+	start := time.Now()
+	if err := reader.ReserveWait(500, 5*time.Second); err != nil {
+		t.Fatalf("a wait that only an idle client's 800 bytes held up: %v after %v", err, time.Since(start))
+	}
+	if took := time.Since(start); took < idleEvict || took > idleEvict+time.Second {
+		t.Fatalf("served after %v, want after idleEvict (%v)", took, idleEvict)
+	}
+	if !idle.Evicted() || b.Evictions() != 1 {
+		t.Fatalf("the idle client evicted: %v (%d evictions)", idle.Evicted(), b.Evictions())
+	}
+	reader.Release(500)
+
+	// A busy client, writing: it reserves and releases every 20 ms, and lets go of all after a second.
+	busy := b.Open("busy", func() { t.Error("a busy client was evicted") })
+	if err := busy.Reserve(800); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+			busy.Release(1)
+			busy.TryReserve(1)
+		}
+		busy.Close()
+	}()
+	start = time.Now()
+	if err := reader.ReserveWait(500, 5*time.Second); err != nil {
+		t.Fatalf("waiting for a busy client: %v", err)
+	}
+	if took := time.Since(start); took < 900*time.Millisecond {
+		t.Fatalf("served after %v, before the busy client let go", took)
+	}
+	<-done
+	if b.Evictions() != 1 {
+		t.Fatalf("%d evictions, want only the idle client's", b.Evictions())
+	}
+}
