@@ -317,6 +317,14 @@ func (w *respWriter) Write(b []byte) (int, error) {
 		}
 	}
 	w.writing.Store(true)
+	if acct.Evicted() {
+		// Evicted before this write began (between a prepaid reply's reads and its write): the eviction found
+		// no write to cut short, and this one would hold the room for as long as its client does not read.
+		w.writing.Store(false)
+		acct.Release(held)
+		w.aborted = true
+		return 0, membudget.ErrEvicted
+	}
 	n, err := w.ResponseWriter.Write(b)
 	w.writing.Store(false)
 	acct.Release(held)
