@@ -67,7 +67,7 @@ func (a *api) acdbGet(w http.ResponseWriter, r *http.Request) error {
 	if string(key) == "error" {
 		return badRequest(`the key "error" collides with the reply's error field: read it through /v1`)
 	}
-	it, err := a.viewForReply(r.Context(), w, compatTable, key)
+	it, err := a.viewForReply(r.Context(), w, compatTable, key, nil)
 	switch {
 	case isNotFound(err):
 		return writeJSON(w, http.StatusOK, map[string]string{string(key): "", "error": engine.ErrNotFound.Error()})

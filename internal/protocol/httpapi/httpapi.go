@@ -197,6 +197,13 @@ func (a *api) wrap(rt route) http.Handler {
 		rw.routed = true
 		if a.opts.Budget != nil {
 			rw.hold = func() *membudget.Account { acct, _ := a.account(rw, r); return acct }
+			// After the reply: the body and values it was built from stay counted until then. Deferred here, not
+			// once the handler returned, so that a handler's panic (which net/http recovers) gives them back too.
+			defer func() {
+				if rw.acct != nil {
+					rw.acct.Close()
+				}
+			}()
 		}
 		// The browser checks come first: a cross-site page is refused whether or not it could give the password.
 		err := a.checkBrowser(r)
@@ -209,9 +216,6 @@ func (a *api) wrap(rt route) http.Handler {
 			if err = checkParams(r, rt); err == nil {
 				err = rt.h(a, rw, r)
 			}
-		}
-		if rw.acct != nil {
-			defer rw.acct.Close() // after the reply: the body it was built from stays counted until then
 		}
 		if err != nil {
 			// A client that went away is its own business: logged for debugging only.
@@ -313,6 +317,14 @@ func (w *respWriter) Write(b []byte) (int, error) {
 		}
 	}
 	w.writing.Store(true)
+	if acct.Evicted() {
+		// Evicted before this write began (between a prepaid reply's reads and its write): the eviction found
+		// no write to cut short, and this one would hold the room for as long as its client does not read.
+		w.writing.Store(false)
+		acct.Release(held)
+		w.aborted = true
+		return 0, membudget.ErrEvicted
+	}
 	n, err := w.ResponseWriter.Write(b)
 	w.writing.Store(false)
 	acct.Release(held)

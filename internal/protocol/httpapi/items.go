@@ -59,22 +59,20 @@ func (a *api) getItem(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var it engine.Item
-	if r.Method == http.MethodHead {
-		it, err = a.store.View(ctx, table, key)
-	} else {
-		it, err = a.viewForReply(ctx, w, table, key)
-	}
+	// The value is counted (viewForReply) only when the reply carries it: not for HEAD, 412 or 304.
+	it, err := a.viewForReply(ctx, w, table, key, func(it engine.Item) bool {
+		return r.Method != http.MethodHead && readCondition(r, it.Version) == 0
+	})
 	if err != nil {
 		return err
 	}
 	h := w.Header()
 	setItemHeaders(h, it, a.store.Now())
 	h.Set("Cache-Control", "no-cache")
-	if im := r.Header.Values("If-Match"); len(im) > 0 && !matchAny(im, it.Version, false) {
+	switch readCondition(r, it.Version) {
+	case http.StatusPreconditionFailed:
 		return errPrecondition
-	}
-	if inm := r.Header.Values("If-None-Match"); len(inm) > 0 && matchAny(inm, it.Version, true) {
+	case http.StatusNotModified:
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
@@ -85,6 +83,17 @@ func (a *api) getItem(w http.ResponseWriter, r *http.Request) error {
 		_, err = w.Write(it.Value)
 	}
 	return err
+}
+
+// readCondition is what r's If-Match and If-None-Match answer for an item of version: 412, 304, or 0 for the item.
+func readCondition(r *http.Request, version uint64) int {
+	if im := r.Header.Values("If-Match"); len(im) > 0 && !matchAny(im, version, false) {
+		return http.StatusPreconditionFailed
+	}
+	if inm := r.Header.Values("If-None-Match"); len(inm) > 0 && matchAny(inm, version, true) {
+		return http.StatusNotModified
+	}
+	return 0
 }
 
 // matchAny reports whether a list of entity tags (from one or more header lines) matches version: "*" matches any

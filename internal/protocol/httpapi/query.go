@@ -118,7 +118,7 @@ func (a *api) page(ctx context.Context, w http.ResponseWriter, table string, q k
 			out = append(out, e) // a collection: listed with its kind, without a value (Get would refuse it)
 			continue
 		}
-		it, err := a.viewForReply(ctx, w, table, e.Key)
+		it, err := a.viewForReply(ctx, w, table, e.Key, nil)
 		if isNotFound(err) {
 			continue
 		}

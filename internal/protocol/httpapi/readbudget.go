@@ -24,11 +24,12 @@ var errReadRoom = newError(http.StatusServiceUnavailable, "unavailable",
 	"maxmemory-clients reached: values being sent to other clients hold the client memory; try again")
 
 // viewForReply is View of table/key for a reply written to w, with a big value's room reserved in the request's
-// account (respWriter.prepaid, so that its write does not count it again).
-func (a *api) viewForReply(ctx context.Context, w http.ResponseWriter, table string, key []byte) (engine.Item, error) {
+// account (respWriter.prepaid, so that its write does not count it again). sends, when not nil, tells whether the
+// reply carries the value of the item read (a GET answered 304 or 412 does not): if not, nothing is reserved.
+func (a *api) viewForReply(ctx context.Context, w http.ResponseWriter, table string, key []byte, sends func(engine.Item) bool) (engine.Item, error) {
 	it, err := a.store.View(ctx, table, key) // written as it is, never changed
 	rw, _ := w.(*respWriter)
-	if err != nil || len(it.Value) < membudget.ReplyHold || rw == nil || rw.hold == nil {
+	if err != nil || len(it.Value) < membudget.ReplyHold || rw == nil || rw.hold == nil || (sends != nil && !sends(it)) {
 		return it, err
 	}
 	first, read := it, false

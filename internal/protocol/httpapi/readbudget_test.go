@@ -92,3 +92,34 @@ func TestBigWriteCountsWhatItsReadDidNot(t *testing.T) {
 		}
 	}
 }
+
+// TestEvictedPrepaidReplyIsNotWritten: a reply whose values' reads reserved it (prepaid) is not written once
+// its request was evicted meanwhile (the request held the most when another needed room, between its reads and
+// its write): eviction only cuts a write short that is under way, so the write began after it went on for as
+// long as its client did not read, holding the room the evicting client waited for. A reply counted as it is
+// written is refused then (its reservation sees the eviction); a prepaid one must be too.
+func TestEvictedPrepaidReplyIsNotWritten(t *testing.T) {
+	b := membudget.New(1<<20, nil)
+	acct := b.Open("reader", nil)
+	defer acct.Close()
+	reply := make([]byte, 768<<10)
+	if err := acct.Reserve(len(reply)); err != nil { // the read of the value, as viewForReply reserves it
+		t.Fatal(err)
+	}
+	other := b.Open("other", nil)
+	defer other.Close()
+	done := make(chan error, 1)
+	go func() { done <- other.Reserve(512 << 10) }() // evicts the reader, the biggest holder, and waits for it
+	for !acct.Evicted() {
+		time.Sleep(time.Millisecond)
+	}
+	rec := httptest.NewRecorder()
+	rw := &respWriter{ResponseWriter: rec, routed: true, prepaid: len(reply), hold: func() *membudget.Account { return acct }}
+	if _, err := rw.Write(reply); err == nil || !rw.aborted || rec.Body.Len() != 0 {
+		t.Errorf("evicted: wrote %d bytes, %v, aborted %v; want the reply refused", rec.Body.Len(), err, rw.aborted)
+	}
+	acct.Close()
+	if err := <-done; err != nil {
+		t.Errorf("the evicting client: %v", err)
+	}
+}
