@@ -10,6 +10,7 @@
 package membudget
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -186,7 +187,7 @@ func (a *Account) TryReserve(n int) error { return a.reserve(n, false) }
 // the others to let go, then refuses; after idleEvict of waiting it evicts, as Reserve would, clients bigger than
 // it that have been idle as long (holding a request half-sent, not a reply being written). It refuses at once what the budget could not hold with everything else
 // released.
-func (a *Account) ReserveWait(n int, d time.Duration) error {
+func (a *Account) ReserveWait(ctx context.Context, n int, d time.Duration) error {
 	if a == nil || n <= 0 {
 		return nil
 	}
@@ -207,7 +208,7 @@ func (a *Account) ReserveWait(n int, d time.Duration) error {
 		// (30 HTTP clients' GET of a 60 MiB value peaked at 2.9 GB of RSS for a 1 GiB budget).
 		a.b.reclaim()
 	}
-	return a.reserveSlowWait(int64(n), d)
+	return a.reserveSlowWait(ctx, int64(n), d)
 }
 
 // couldHold reports whether a could reserve n more bytes once every other account let go of what it holds:
@@ -248,11 +249,11 @@ func (a *Account) reserve(n int, evict bool) error {
 
 // reserveSlow makes room by evicting the clients that hold more than a would, biggest first, and waits for
 // them to let go; or refuses a when that cannot make enough room.
-func (a *Account) reserveSlow(n int64) error { return a.reserveSlowWait(n, 0) }
+func (a *Account) reserveSlow(n int64) error { return a.reserveSlowWait(context.Background(), n, 0) }
 
 // reserveSlowWait is reserveSlow that, when no client can be evicted for a, waits up to patience for the
 // bytes others hold to be released before refusing (0: refuse at once).
-func (a *Account) reserveSlowWait(n int64, patience time.Duration) error {
+func (a *Account) reserveSlowWait(ctx context.Context, n int64, patience time.Duration) error {
 	b := a.b
 	start := time.Now()
 	deadline := start.Add(max(evictWait, patience))
@@ -336,6 +337,9 @@ func (a *Account) reserveSlowWait(n int64, patience time.Duration) error {
 		select {
 		case <-changed:
 		case <-t.C:
+		case <-ctx.Done(): // the client has gone
+			t.Stop()
+			return ctx.Err()
 		}
 		t.Stop()
 	}

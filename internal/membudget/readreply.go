@@ -1,6 +1,7 @@
 package membudget
 
 import (
+	"context"
 	"errors"
 	"time"
 )
@@ -10,11 +11,12 @@ import (
 // of it, which the caller releases (held) once the reply is written. Without room it lets go of the value, waits
 // up to d for other clients' replies to go out (ReserveWait, evicting no one: they are readers too) and reads
 // again; when only clients themselves waiting hold the room, it reads again uncounted (held 0), rather than each
-// waiting for the others. Past d, or on a client evicted meanwhile, it returns ReserveWait's error and no value.
+// waiting for the others. Past d, on a client evicted meanwhile, or once ctx ends (the client gone), it returns
+// ReserveWait's error and no value.
 //
 // memcached's gets and the HTTP API's reads share it; RESP's plain reads, which reserve several values at once
 // for one batch, keep their own (protocol/redis bigHolds).
-func ReadForReply[T any](a *Account, copies int, d time.Duration, read func() (T, int, error)) (v T, held int, err error) {
+func ReadForReply[T any](ctx context.Context, a *Account, copies int, d time.Duration, read func() (T, int, error)) (v T, held int, err error) {
 	v, n, err := read()
 	if a == nil || err != nil || n < ReplyHold {
 		return v, 0, err
@@ -33,7 +35,7 @@ func ReadForReply[T any](a *Account, copies int, d time.Duration, read func() (T
 		if deadline.IsZero() {
 			deadline = time.Now().Add(d)
 		}
-		if err := a.ReserveWait(want, time.Until(deadline)); err != nil {
+		if err := a.ReserveWait(ctx, want, time.Until(deadline)); err != nil {
 			if errors.Is(err, ErrWaitersHold) {
 				v, _, err = read()
 				return v, 0, err

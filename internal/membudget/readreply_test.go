@@ -1,6 +1,7 @@
 package membudget
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -18,14 +19,14 @@ func TestReadForReplyCountsWaitsAndRereads(t *testing.T) {
 		return func() (string, int, error) { reads++; return "v", n, nil }
 	}
 
-	if v, held, err := ReadForReply(a, 2, time.Second, value(ReplyHold-1)); v != "v" || held != 0 || err != nil {
+	if v, held, err := ReadForReply(context.Background(), a, 2, time.Second, value(ReplyHold-1)); v != "v" || held != 0 || err != nil {
 		t.Fatalf("a small value: %q, held %d, %v", v, held, err)
 	}
 	boom := errors.New("boom")
-	if _, held, err := ReadForReply(a, 2, time.Second, func() (string, int, error) { return "", 1 << 30, boom }); held != 0 || err != boom {
+	if _, held, err := ReadForReply(context.Background(), a, 2, time.Second, func() (string, int, error) { return "", 1 << 30, boom }); held != 0 || err != boom {
 		t.Fatalf("a failed read: held %d, %v", held, err)
 	}
-	v, held, err := ReadForReply(a, 2, time.Second, value(ReplyHold))
+	v, held, err := ReadForReply(context.Background(), a, 2, time.Second, value(ReplyHold))
 	if v != "v" || held != 2*ReplyHold || err != nil || a.Held() != 2*ReplyHold {
 		t.Fatalf("a big value: %q, held %d (account %d), %v", v, held, a.Held(), err)
 	}
@@ -41,7 +42,7 @@ func TestReadForReplyCountsWaitsAndRereads(t *testing.T) {
 	reads = 0
 	sizes := []int{2 * ReplyHold, ReplyHold + 1}
 	go func() { time.Sleep(50 * time.Millisecond); other.Release(3 * ReplyHold) }()
-	v, held, err = ReadForReply(a, 1, 5*time.Second, func() (string, int, error) {
+	v, held, err = ReadForReply(context.Background(), a, 1, 5*time.Second, func() (string, int, error) {
 		n := sizes[min(reads, 1)]
 		reads++
 		return "v", n, nil
@@ -56,11 +57,34 @@ func TestReadForReplyCountsWaitsAndRereads(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	v, held, err = ReadForReply(a, 1, 100*time.Millisecond, value(ReplyHold))
+	v, held, err = ReadForReply(context.Background(), a, 1, 100*time.Millisecond, value(ReplyHold))
 	if v != "" || held != 0 || !errors.Is(err, ErrOverBudget) || a.Held() != 0 {
 		t.Fatalf("no room: %q, held %d (account %d), %v", v, held, a.Held(), err)
 	}
 	if took := time.Since(start); took < 100*time.Millisecond || took > evictWait+time.Second {
 		t.Fatalf("refused after %v, want after its patience (at least evictWait)", took)
+	}
+}
+
+// TestReadForReplyLeavesWithItsClient: a read waiting for room returns as soon as its context ends (the client
+// gone), holding nothing, rather than at the end of its patience.
+func TestReadForReplyLeavesWithItsClient(t *testing.T) {
+	b := New(2*ReplyHold, nil)
+	other := b.Open("other", nil)
+	defer other.Close()
+	if err := other.Reserve(2 * ReplyHold); err != nil {
+		t.Fatal(err)
+	}
+	a := b.Open("reader", nil)
+	defer a.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	_, held, err := ReadForReply(ctx, a, 1, 10*time.Second, func() (string, int, error) { return "v", ReplyHold, nil })
+	if !errors.Is(err, context.Canceled) || held != 0 || a.Held() != 0 {
+		t.Fatalf("a gone client's read: held %d (account %d), %v", held, a.Held(), err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("left after %v", took)
 	}
 }

@@ -1,6 +1,7 @@
 package membudget
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ func TestSpentWaitEvictsNoOne(t *testing.T) {
 		if err := reader.Reserve(100); err != nil {
 			t.Fatal(err)
 		}
-		if err := reader.ReserveWait(500, d); !errors.Is(err, ErrOverBudget) {
+		if err := reader.ReserveWait(context.Background(), 500, d); !errors.Is(err, ErrOverBudget) {
 			t.Fatalf("ReserveWait(500, %v) past the budget: %v, want ErrOverBudget", d, err)
 		}
 		if evicted || big.Evicted() || b.Evictions() != 0 {

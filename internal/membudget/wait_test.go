@@ -1,6 +1,7 @@
 package membudget
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ func TestEvictionEndsAWait(t *testing.T) {
 	waited := make(chan error, 1)
 	go func() {
 		start := time.Now()
-		err := waiter.ReserveWait(300, 10*time.Second)
+		err := waiter.ReserveWait(context.Background(), 300, 10*time.Second)
 		if err == nil {
 			waiter.Release(300)
 		}
@@ -61,10 +62,10 @@ func TestWaitersDoNotWaitOnEachOther(t *testing.T) {
 		}
 	}
 	waited := make(chan error, 1)
-	go func() { waited <- first.ReserveWait(400, 5*time.Second) }() // 1200: second's 400 must go
+	go func() { waited <- first.ReserveWait(context.Background(), 400, 5*time.Second) }() // 1200: second's 400 must go
 	time.Sleep(50 * time.Millisecond)
 	start := time.Now()
-	if err := second.ReserveWait(400, 5*time.Second); !errors.Is(err, ErrWaitersHold) || !errors.Is(err, ErrOverBudget) {
+	if err := second.ReserveWait(context.Background(), 400, 5*time.Second); !errors.Is(err, ErrWaitersHold) || !errors.Is(err, ErrOverBudget) {
 		t.Fatalf("a wait for room only another waiter holds: %v after %v, want ErrWaitersHold at once", err, time.Since(start))
 	}
 	if took := time.Since(start); took > time.Second {
@@ -97,7 +98,7 @@ func TestPatientWaitEvictsIdleHolders(t *testing.T) {
 	reader := b.Open("reader", nil)
 	defer reader.Close()
 	start := time.Now()
-	if err := reader.ReserveWait(500, 5*time.Second); err != nil {
+	if err := reader.ReserveWait(context.Background(), 500, 5*time.Second); err != nil {
 		t.Fatalf("a wait that only an idle client's 800 bytes held up: %v after %v", err, time.Since(start))
 	}
 	if took := time.Since(start); took < idleEvict || took > idleEvict+time.Second {
@@ -123,7 +124,7 @@ func TestPatientWaitEvictsIdleHolders(t *testing.T) {
 		busy.Close()
 	}()
 	start = time.Now()
-	if err := reader.ReserveWait(500, 5*time.Second); err != nil {
+	if err := reader.ReserveWait(context.Background(), 500, 5*time.Second); err != nil {
 		t.Fatalf("waiting for a busy client: %v", err)
 	}
 	if took := time.Since(start); took < 900*time.Millisecond {

@@ -25,7 +25,7 @@ func (c *conn) view(key []byte) (engine.Item, error) { return c.h.store.View(c.c
 
 // viewForReply is View of key for a reply, with a big value's room reserved in outHeld (released by send).
 func (c *conn) viewForReply(key []byte) (engine.Item, error) {
-	it, held, err := membudget.ReadForReply(c.acct, 2, readWait, func() (engine.Item, int, error) {
+	it, held, err := membudget.ReadForReply(c.ctx, c.acct, 2, readWait, func() (engine.Item, int, error) {
 		it, err := c.h.store.View(c.ctx, c.h.table, key) // copied into the reply at once
 		return it, len(it.Value), err
 	})

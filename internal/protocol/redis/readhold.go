@@ -100,7 +100,7 @@ func (s *session) applyReserving(ctx context.Context, apply func(context.Context
 // RESTORE's value, a request's buffer), so the reads run uncounted, as before they were counted, rather than
 // each wait for the others. !ok: refused (the connection closing, if it was the one evicted).
 func (s *session) waitForRead(want int, d time.Duration) (reserved, ok bool) {
-	err := s.acct.ReserveWait(want, d)
+	err := s.acct.ReserveWait(context.Background(), want, d) // the connection is not read meanwhile: a client gone is seen after
 	switch {
 	case err == nil:
 		return true, true

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"strings"
@@ -111,7 +112,7 @@ func TestSplitReadsDoNotWaitOnAnotherWaiter(t *testing.T) {
 		t.Fatal(err)
 	}
 	waited := make(chan error, 1)
-	go func() { waited <- other.ReserveWait(5<<19, 10*time.Second) }() // 5.5 MiB: it waits
+	go func() { waited <- other.ReserveWait(context.Background(), 5<<19, 10*time.Second) }() // 5.5 MiB: it waits
 	go func() {
 		time.Sleep(300 * time.Millisecond)
 		writing.Release(1 << 20) // now 4 MiB are held by the two pipelines, each waiting for 2 or 2.5 more
