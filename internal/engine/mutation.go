@@ -98,6 +98,10 @@ type Mutation struct {
 	// the result holds an empty value instead, which neither counts toward MaxBatchRead nor stays in memory until
 	// the reply (EXISTS of many big keys held a copy of each). A hint for reads: the codec does not carry it.
 	NoValue bool
+	// Partial: the reply to an OpGet carries none of the value, only what is computed from it (STRLEN, GETBIT, BITCOUNT):
+	// a plain read counts the value against maxmemory-clients once, not also for a reply's copy. A hint for
+	// reads, as NoValue.
+	Partial bool
 }
 
 // SetArgs are OpSet's own arguments.

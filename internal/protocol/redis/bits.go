@@ -58,7 +58,7 @@ func cmdSetBit(s *session, args [][]byte) {
 
 // readValue plans a read of the string at key and calls fn with its value (nil if absent) to write the reply.
 func (s *session) readValue(key []byte, fn func(w *resp.Writer, v []byte)) {
-	s.get(key)
+	s.getPart(key)
 	s.plan(func(w *resp.Writer, res []engine.Result) {
 		switch r := res[0]; {
 		case r.Err == nil && r.New.Value == nil:

@@ -58,10 +58,14 @@ again:
 			it.Value = []byte{} // EXISTS, TYPE, TTL: neither counted nor held
 		}
 		read += len(it.Value)
-		if len(it.Value) >= membudget.ReplyHold && !held.take(s, 2*len(it.Value)) {
+		copies := 2 // the value and its reply's copy
+		if m.Partial {
+			copies = 1 // STRLEN, bit reads: the reply carries none of it
+		}
+		if len(it.Value) >= membudget.ReplyHold && !held.take(s, copies*len(it.Value)) {
 			// Full: let go of what this call read and reserved, wait for the room it needs (others' replies are
 			// being written), and read again.
-			n := 2 * len(it.Value)
+			n := copies * len(it.Value)
 			clear(res[:i+1])
 			it = engine.Item{} // hold nothing while waiting
 			if !held.wait(s, n) {

@@ -60,3 +60,35 @@ func TestTransactionReadsAreNotHeldAgainstTheirReply(t *testing.T) {
 		t.Fatalf("GET n after the EXEC: %q", r)
 	}
 }
+
+// TestLengthReadsReserveTheValueOnce: STRLEN and the bit reads, whose replies carry none of the value, count it
+// against maxmemory-clients once, not also for a reply's copy: a 600 KiB string under a 1 MiB budget answers them,
+// where they were refused as GET is (twice 600 KiB does not fit).
+func TestLengthReadsReserveTheValueOnce(t *testing.T) {
+	budget := membudget.New(64<<20, nil)
+	ts := startServer(t, Options{Budget: budget}, 0)
+	rc := ts.raw(t)
+	if r := rc.do("SET", "s", strings.Repeat("\xff", 600<<10)); r != "+OK\r\n" {
+		t.Fatalf("SET: %q", r)
+	}
+	budget.SetLimit(1 << 20)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"STRLEN", "s"}, ":614400\r\n"},
+		{[]string{"GETBIT", "s", "7"}, ":1\r\n"},
+		{[]string{"BITCOUNT", "s"}, fmt.Sprintf(":%d\r\n", 8*600<<10)},
+		{[]string{"BITPOS", "s", "0"}, fmt.Sprintf(":%d\r\n", 8*600<<10)}, // past the end, as Redis without an end
+	} {
+		if r := rc.do(c.args...); r != c.want {
+			t.Errorf("%v: %.80q, want %q", c.args, r, c.want)
+		}
+	}
+	if r := rc.do("GET", "s"); !strings.HasPrefix(r, "-ERR client memory") {
+		t.Errorf("GET of the 600 KiB string under a 1 MiB budget: %.80q, want refused", r)
+	}
+	if used := usedSettles(budget, 0, time.Second); used != 0 {
+		t.Fatalf("after the reads the budget holds %d bytes", used)
+	}
+}

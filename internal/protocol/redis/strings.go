@@ -184,6 +184,13 @@ func (s *session) get(key []byte) {
 	m.Op, m.Table, m.Key = engine.OpGet, s.table(), key
 }
 
+// getPart is get for a reply that carries none of the value, only what it computes from it (STRLEN, bit reads:
+// engine.Mutation.Partial).
+func (s *session) getPart(key []byte) {
+	m := s.batch.Next()
+	m.Op, m.Table, m.Key, m.Partial = engine.OpGet, s.table(), key, true
+}
+
 // getAny reads an item of any kind (OBJECT, MEMORY USAGE, a collection's meta).
 func (s *session) getAny(key []byte) {
 	s.add(engine.Mutation{Op: engine.OpGet, Table: s.table(), Key: key, AnyKind: true})
@@ -410,7 +417,7 @@ func cmdAppend(s *session, args [][]byte) {
 }
 
 func cmdStrlen(s *session, args [][]byte) {
-	s.get(args[1])
+	s.getPart(args[1])
 	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if !readFailed(w, res) {
 			w.Int(int64(len(res[0].New.Value)))
@@ -425,7 +432,7 @@ func cmdGetRange(s *session, args [][]byte) {
 		s.fail(errNotInt)
 		return
 	}
-	s.get(args[1])
+	s.get(args[1]) // its reply may carry all of the value
 	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if readFailed(w, res) {
 			return
