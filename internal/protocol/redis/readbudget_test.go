@@ -143,3 +143,27 @@ func bigHash(run func(args ...string) string, key string, n int) {
 		run("HSET", key, fmt.Sprint("f", i), field)
 	}
 }
+
+// TestRepliesKeepTheirReadsRoomUntilWritten: once a batch's replies are built, what its reads reserved is given
+// back but for the replies' bytes, which stay reserved until out writes them, so that out reserves nothing more.
+// Given back whole, the room went to a client waiting for it, and out's reservation (which evicts) could then
+// close that client (an independent review).
+func TestRepliesKeepTheirReadsRoomUntilWritten(t *testing.T) {
+	budget := membudget.New(64<<20, nil)
+	ts := startServer(t, Options{Budget: budget}, 0)
+	s := budgetSession(t, ts)
+	send, run := pipelineOn(s)
+	run("SET", "big", strings.Repeat("v", 512<<10)) // its reply stays buffered (under replyChunk)
+	s.w.Reset()
+	send("GET", "big")
+	send("STRLEN", "big")
+	s.flush()
+	if n := s.w.Len(); n < 512<<10 || s.held.read != n || budget.Used() != int64(n) {
+		t.Fatalf("after the batch: %d bytes of replies, %d held for reads, %d in the budget; want the replies' bytes held", n, s.held.read, budget.Used())
+	}
+	s.w.Reset()
+	s.unhold(&s.held.read) // as ServeConn does once out has written them
+	if budget.Used() != 0 {
+		t.Fatalf("after the replies were written the budget holds %d bytes", budget.Used())
+	}
+}

@@ -342,7 +342,10 @@ func pipelineOn(s *session) (send func(args ...string), run func(args ...string)
 		s.w.Reset()
 		send(args...)
 		s.flush()
-		return string(s.w.Bytes())
+		out := string(s.w.Bytes())
+		s.w.Reset()
+		s.unhold(&s.held.read) // as ServeConn does once out has written the replies
+		return out
 	}
 	return send, run
 }

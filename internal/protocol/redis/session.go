@@ -489,7 +489,7 @@ func (s *session) flush() {
 // applyOne applies one request's mutations for flush's one-at-a-time answers: its plain reads directly, as run
 // would.
 func (s *session) applyOne(muts []engine.Mutation) ([]engine.Result, error) {
-	s.unhold(&s.held.read) // the request before's replies are written (or buffered, under replyChunk)
+	s.trimRead() // the request before's replies are written, or buffered (under replyChunk)
 	for i := range muts {
 		if isEval(&muts[i]) {
 			return s.applyEval(muts, i)
@@ -506,9 +506,20 @@ func (s *session) applyOne(muts []engine.Mutation) ([]engine.Result, error) {
 
 // releaseResults clears the result buffers a batch used, once its replies are written.
 func (s *session) releaseResults() {
-	s.unhold(&s.held.read)
+	s.trimRead()
 	s.direct.release()
 	s.split.release()
+}
+
+// trimRead gives back what reads reserved past the replies buffered in s.w: the values read are dropped once
+// their replies are built, and the replies keep their share until out writes them (ServeConn then gives it back).
+// Given back whole before out, the room went to clients waiting for it, and out's reservation for the replies,
+// which evicts, could then close one of them.
+func (s *session) trimRead() {
+	if keep := min(s.held.read, s.w.Len()); keep < s.held.read {
+		s.acct.Release(s.held.read - keep)
+		s.held.read = keep
+	}
 }
 
 // resultBuf is a slice of results a connection reuses from batch to batch.
