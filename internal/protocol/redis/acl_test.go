@@ -458,3 +458,22 @@ func aclFileServer(t *testing.T) (string, func(args ...string) string) {
 		return c.reply()
 	}
 }
+
+// TestACLScriptTimeWithArgumentsRefused: a script's redis.call('time', ...) with arguments is the wrong number of
+// arguments, as in Redis, and never runs TIME for a user whose rules refuse it (it ran TIME for anyone, the ACL
+// check being skipped for a call of the wrong arity).
+func TestACLScriptTimeWithArgumentsRefused(t *testing.T) {
+	rc := startServer(t, Options{}, 0).raw(t)
+	rc.expect("+OK\r\n", "ACL", "SETUSER", "nt", "on", "nopass", "+@all", "-time", "~*")
+	rc.expect("+OK\r\n", "AUTH", "nt", "x")
+	for _, call := range []string{"redis.call('time', 'x')", "redis.pcall('time', 'x')"} {
+		rc.send(respCmd("EVAL", "return "+call, "0"))
+		if got := rc.reply(); !strings.HasPrefix(got, "-ERR Wrong number of args calling Redis command from script") {
+			t.Fatalf("EVAL %s: %q", call, got)
+		}
+	}
+	rc.send(respCmd("EVAL", "return redis.call('time')", "0"))
+	if got := rc.reply(); !strings.HasPrefix(got, "-ERR The user executing the script can't run this command or subcommand") {
+		t.Fatalf("EVAL redis.call('time'): %q", got)
+	}
+}

@@ -188,6 +188,9 @@ func (r *scriptRun) call(L *lua.LState) (lua.LValue, error) {
 	}
 	switch name := lower(args[0]); {
 	case name == "time": // the batch's time, so the script stays deterministic
+		if !arityOK { // not checked against ACL above: it must not run
+			return refuse("ERR Wrong number of args calling Redis command from script"), nil
+		}
 		shown()
 		r.stat(cmd, false, "")
 		now := tx.Now()
