@@ -195,6 +195,7 @@ func (a *api) wrap(rt route) http.Handler {
 			rw = &respWriter{ResponseWriter: w}
 		}
 		rw.routed = true
+		rw.head = r.Method == http.MethodHead
 		if a.opts.Budget != nil {
 			rw.hold = func() *membudget.Account { acct, _ := a.account(rw, r); return acct }
 			// After the reply: the body and values it was built from stay counted until then. Deferred here, not
@@ -280,6 +281,7 @@ type respWriter struct {
 	// prepaid is what the reads of the reply's values reserved already (viewForReply): a write of no more is
 	// not counted again.
 	prepaid int
+	head    bool // a HEAD request: net/http sends none of the body, so its values reserve nothing
 	// hold opens acct when there is a budget (body.go's account); nil without one.
 	hold func() *membudget.Account
 }

@@ -60,9 +60,7 @@ func (a *api) getItem(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	// The value is counted (viewForReply) only when the reply carries it: not for HEAD, 412 or 304.
-	it, err := a.viewForReply(ctx, w, table, key, func(it engine.Item) bool {
-		return r.Method != http.MethodHead && readCondition(r, it.Version) == 0
-	})
+	it, err := a.viewForReply(ctx, w, table, key, func(it engine.Item) bool { return readCondition(r, it.Version) == 0 })
 	if err != nil {
 		return err
 	}

@@ -25,11 +25,12 @@ var errReadRoom = newError(http.StatusServiceUnavailable, "unavailable",
 
 // viewForReply is View of table/key for a reply written to w, with a big value's room reserved in the request's
 // account (respWriter.prepaid, so that its write does not count it again). sends, when not nil, tells whether the
-// reply carries the value of the item read (a GET answered 304 or 412 does not): if not, nothing is reserved.
+// reply carries the value of the item read (a GET answered 304 or 412 does not): if not, or for a HEAD request,
+// nothing is reserved.
 func (a *api) viewForReply(ctx context.Context, w http.ResponseWriter, table string, key []byte, sends func(engine.Item) bool) (engine.Item, error) {
 	it, err := a.store.View(ctx, table, key) // written as it is, never changed
 	rw, _ := w.(*respWriter)
-	if err != nil || len(it.Value) < membudget.ReplyHold || rw == nil || rw.hold == nil || (sends != nil && !sends(it)) {
+	if err != nil || len(it.Value) < membudget.ReplyHold || rw == nil || rw.hold == nil || rw.head || (sends != nil && !sends(it)) {
 		return it, err
 	}
 	first, read := it, false
