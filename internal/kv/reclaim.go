@@ -283,10 +283,30 @@ func (j *judge) deleteDead(ctx context.Context, seen []seenMember) (int, error) 
 	}
 	removed := 0
 	for _, muts := range bySlot {
-		if _, err := j.s.eng.Apply(ctx, &engine.Batch{Now: j.now, Muts: muts}); err != nil {
+		n, err := j.apply(ctx, muts)
+		removed += n
+		if err != nil {
 			return removed, err
 		}
-		removed += len(muts)
 	}
 	return removed, nil
+}
+
+// apply applies the deletions muts, in halves when the engine refuses them as too big at once (etcd takes 2 MiB a
+// request: the keys of a few dozen 64 KiB members), so that long members do not stop the reclaim for good; each
+// deletion is conditional on its own, so the parts need not be one batch.
+func (j *judge) apply(ctx context.Context, muts []engine.Mutation) (int, error) {
+	_, err := j.s.eng.Apply(ctx, &engine.Batch{Now: j.now, Muts: muts})
+	if errors.Is(err, engine.ErrBatchTooBig) && len(muts) > 1 {
+		n, err := j.apply(ctx, muts[:len(muts)/2])
+		if err != nil {
+			return n, err
+		}
+		m, err := j.apply(ctx, muts[len(muts)/2:])
+		return n + m, err
+	}
+	if err != nil {
+		return 0, err
+	}
+	return len(muts), nil
 }

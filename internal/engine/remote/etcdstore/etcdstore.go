@@ -178,6 +178,9 @@ func (b *backend) Read(ctx context.Context, slots []remote.Slot, n int) ([]remot
 		if readAgain(ctx, err) { // sent again; past the attempts, the client is told the datastore is unavailable
 			return nil, nil, false, nil, fmt.Errorf("etcd: %w (%w): %v", engine.ErrUnavailable, remote.ErrConflict, err)
 		}
+		if tooBig(err) { // long keys: the Gets are more than gRPC sends in one message
+			return nil, nil, false, nil, fmt.Errorf("etcd: %w: %v", engine.ErrBatchTooBig, err)
+		}
 		if err != nil {
 			return nil, nil, false, nil, err
 		}

@@ -138,10 +138,18 @@ type poolTx struct{ p *pgxpool.Pool }
 
 func (p poolTx) Begin(ctx context.Context) (pgx.Tx, error) { return p.p.Begin(ctx) }
 
+// nonNil is b, or an empty slice for nil: pgx sends a nil []byte as NULL, which equals no key, not the empty key.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
 func slotArrays(slots []remote.Slot) (t, k [][]byte) {
 	t, k = make([][]byte, len(slots)), make([][]byte, len(slots))
 	for i, s := range slots {
-		t[i], k[i] = []byte(s.Table), s.Key
+		t[i], k[i] = []byte(s.Table), nonNil(s.Key)
 	}
 	return t, k
 }
@@ -284,7 +292,7 @@ func (b *backend) CommitRanges(ctx context.Context, checks []remote.Check, range
 	locks := make([]int64, 0, len(checks)+len(w.Put)+len(w.Delete))
 	ct, ck, cv := make([][]byte, len(checks)), make([][]byte, len(checks)), make([]int64, len(checks))
 	for i, c := range checks {
-		ct[i], ck[i], cv[i] = []byte(c.Table), c.Key, int64(c.Stamp)
+		ct[i], ck[i], cv[i] = []byte(c.Table), nonNil(c.Key), int64(c.Stamp)
 		locks = append(locks, lockOf(c.Slot))
 	}
 	for _, p := range w.Put {
@@ -319,7 +327,7 @@ func (b *backend) CommitRanges(ctx context.Context, checks []remote.Check, range
 		t, k, v := make([][]byte, n), make([][]byte, n), make([][]byte, n)
 		f, e, ver := make([]int64, n), make([]int64, n), make([]int64, n)
 		for i, p := range w.Put {
-			t[i], k[i], v[i] = []byte(p.Table), p.Key, p.Item.Value
+			t[i], k[i], v[i] = []byte(p.Table), nonNil(p.Key), p.Item.Value
 			if v[i] == nil {
 				v[i] = []byte{}
 			}
@@ -381,7 +389,7 @@ func (b *backend) Get(ctx context.Context, s remote.Slot) (engine.Item, bool, er
 	var flags, ver int64
 	err := b.readAgain(ctx, func() error {
 		return b.pool.QueryRow(ctx, `SELECT value, flags, expires, version FROM anykv_items WHERE tbl = $1 AND key = $2`,
-			[]byte(s.Table), s.Key).Scan(&it.Value, &flags, &it.Expires, &ver)
+			[]byte(s.Table), nonNil(s.Key)).Scan(&it.Value, &flags, &it.Expires, &ver)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return engine.Item{}, false, nil
@@ -415,7 +423,7 @@ func (s *Store) Scan(ctx context.Context, table string, r engine.Range, now int6
 			WHERE tbl = $1 AND key ` + op + ` $2 AND ($3::bytea IS NULL OR key < $3)
 			AND (expires = 0 OR expires > $4) ORDER BY key LIMIT $5`
 		return remote.Call(ctx, s.Engine, func(ctx context.Context) ([]remote.Entry, error) {
-			rows, err := s.b.pool.Query(ctx, q, []byte(table), from, r.End, now, scanPage)
+			rows, err := s.b.pool.Query(ctx, q, []byte(table), nonNil(from), r.End, now, scanPage)
 			if err != nil {
 				return nil, err
 			}
