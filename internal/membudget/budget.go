@@ -183,10 +183,10 @@ func (a *Account) Reserve(n int) error { return a.reserve(n, true) }
 func (a *Account) TryReserve(n int) error { return a.reserve(n, false) }
 
 // ReserveWait is Reserve for bytes that other clients' replies being written will make room for (values read
-// for a reply): past the budget it evicts no one (they are serving reads as this one is) and waits up to d for
-// the others to let go, then refuses; after idleEvict of waiting it evicts, as Reserve would, clients bigger than
-// it that have been idle as long (holding a request half-sent, not a reply being written). It refuses at once what the budget could not hold with everything else
-// released.
+// for a reply): past the budget it evicts no one (they are serving reads as this one is) and waits up to d, or
+// until ctx ends, for the others to let go, then refuses; after idleEvict of waiting it evicts, as Reserve would,
+// clients bigger than it that have been idle as long (holding a request half-sent, not a reply being written).
+// It refuses at once what the budget could not hold with everything else released.
 func (a *Account) ReserveWait(ctx context.Context, n int, d time.Duration) error {
 	if a == nil || n <= 0 {
 		return nil
@@ -346,9 +346,9 @@ func (a *Account) reserveSlowWait(ctx context.Context, n int64, patience time.Du
 }
 
 // chooseVictims marks as evicted the clients, biggest first, each holding more than a would after the
-// reservation (and, if may is not nil, allowed by it), until the bytes being given back cover the shortfall. It returns the newly marked ones (an
-// empty, non-nil slice when clients evicted earlier already cover it), or nil when even all of them would
-// not: then a is to be refused. Called with b.mu held.
+// reservation (and, if may is not nil, allowed by it), until the bytes being given back cover the shortfall. It
+// returns the newly marked ones (an empty, non-nil slice when clients evicted earlier already cover it), or nil
+// when even all of them would not: then a is to be refused. Called with b.mu held.
 func (b *Budget) chooseVictims(a *Account, n int64, may func(*Account) bool) []*Account {
 	short := b.used.Load() + n - b.limit.Load()
 	for v := range b.accounts {

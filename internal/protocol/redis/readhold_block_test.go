@@ -16,10 +16,7 @@ func TestBlockedClientLetsGoOfEarlierReads(t *testing.T) {
 	budget := membudget.New(64<<20, nil)
 	ts := startServer(t, Options{Budget: budget}, 0)
 	rc := ts.raw(t)
-	field := strings.Repeat("f", 64<<10)
-	for i := range 32 { // 2 MiB
-		rc.do("HSET", "h", fmt.Sprint("f", i), field)
-	}
+	bigHash(rc.do, "h", 32) // 2 MiB
 	rc.send(respCmd("MULTI") + respCmd("HGETALL", "h") + respCmd("EXEC") + respCmd("BLPOP", "nothing", "0"))
 	rc.reply()
 	rc.reply()
@@ -40,10 +37,7 @@ func TestTransactionReadsAreNotHeldAgainstTheirReply(t *testing.T) {
 	budget := membudget.New(4<<20, nil)
 	ts := startServer(t, Options{Budget: budget}, 0)
 	rc := ts.raw(t)
-	field := strings.Repeat("f", 64<<10)
-	for i := range 20 { // 1.25 MiB
-		rc.do("HSET", "h", fmt.Sprint("f", i), field)
-	}
+	bigHash(rc.do, "h", 20)              // 1.25 MiB
 	others := budget.Open("others", nil) // another client's reply being written, smaller than this one's
 	defer others.Close()
 	if err := others.Reserve(18 << 20 / 10); err != nil { // 1.8 MiB

@@ -28,10 +28,7 @@ func TestImmediateReadsLetGoOnceAnswered(t *testing.T) {
 	budget := membudget.New(64<<20, nil)
 	ts := startServer(t, Options{Budget: budget}, 0)
 	rc := ts.raw(t)
-	field := strings.Repeat("f", 64<<10)
-	for i := range 32 { // 2 MiB
-		rc.do("HSET", "h", fmt.Sprint("f", i), field)
-	}
+	bigHash(rc.do, "h", 32) // 2 MiB
 	rc.do("SET", "big", strings.Repeat("v", 1<<20))
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
