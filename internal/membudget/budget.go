@@ -326,8 +326,14 @@ func (a *Account) reserveSlowWait(ctx context.Context, n int64, patience time.Du
 			b.wake()
 		}
 		wait := time.Until(deadline)
-		if until := time.Until(start.Add(idleEvict)); patience > 0 && until > 0 {
-			wait = min(wait, until) // look for idle holders then
+		if patience > 0 {
+			// Look for idle holders once a has waited idleEvict, and from then on every tenth of it: a holder
+			// may go idle after the wait began, and nothing else wakes the wait when it has been idle long enough.
+			if until := time.Until(start.Add(idleEvict)); until > 0 {
+				wait = min(wait, until)
+			} else {
+				wait = min(wait, idleEvict/10)
+			}
 		}
 		if wait <= 0 {
 			b.refusals.Add(1)
