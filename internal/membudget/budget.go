@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net"
@@ -38,8 +39,9 @@ var ErrWaitersHold = fmt.Errorf("%w: what it waits for is held by clients waitin
 const evictWait = 2 * time.Second
 
 // idleEvict is how long a patient reservation (ReserveWait) waits before it may evict clients that have neither
-// reserved nor released anything for as long: a request held half-sent, a big MULTI queue. Replies being written
-// let go within it; without it a reader waited out its patience and failed while such a client held the room.
+// reserved nor released anything, nor written a MiB of a reply (WriteReply), for as long: a request held
+// half-sent, a big MULTI queue, a reply its client stopped reading. Replies being read go out or make progress
+// within it; without it a reader waited out its patience and failed while such a client held the room.
 var idleEvict = 10 * time.Second
 
 // reclaimMin is the least peak of reserved bytes after which a drop to a quarter of it triggers a collection
@@ -132,7 +134,8 @@ type Account struct {
 	held    atomic.Int64
 	evicted atomic.Bool
 	closed  bool
-	// active is when a last reserved or released bytes (unix ns); patient is set while it waits in ReserveWait.
+	// active is when a last reserved or released bytes or wrote a MiB of a reply (unix ns); patient is set while
+	// it waits in ReserveWait.
 	// A patient reservation may evict clients idle for idleEvict that are not patient themselves.
 	active  atomic.Int64
 	patient atomic.Bool
@@ -414,6 +417,25 @@ func (a *Account) HoldReply(n int) (held int, err error) {
 		return 0, err
 	}
 	return n, nil
+}
+
+// writeStep is the piece WriteReply writes at a time, marking the account active after each.
+const writeStep = 1 << 20
+
+// WriteReply writes a reply a holds to w, a MiB at a time, marking a active as each piece goes out: a client that
+// reads its reply, however slowly, is being served, not idle (idleEvict), as one that stopped reading is. Written
+// at once, a reply that took longer than idleEvict to go out looked idle, and a waiting read evicted it mid-reply.
+func (a *Account) WriteReply(w io.Writer, b []byte) (n int, err error) {
+	if a == nil || len(b) <= writeStep {
+		return w.Write(b)
+	}
+	for n < len(b) && err == nil {
+		var m int
+		m, err = w.Write(b[n:min(n+writeStep, len(b))])
+		n += m
+		a.active.Store(time.Now().UnixNano())
+	}
+	return n, err
 }
 
 // Release gives back n bytes reserved earlier.

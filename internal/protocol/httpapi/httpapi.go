@@ -327,7 +327,7 @@ func (w *respWriter) Write(b []byte) (int, error) {
 		w.aborted = true
 		return 0, membudget.ErrEvicted
 	}
-	n, err := w.ResponseWriter.Write(b)
+	n, err := acct.WriteReply(w.ResponseWriter, b) // its progress keeps the request from looking idle
 	w.writing.Store(false)
 	acct.Release(held)
 	return n, err

@@ -1,0 +1,83 @@
+package redis
+
+import (
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"anykv/internal/membudget"
+)
+
+// TestSlowReaderIsNotIdle: a client reading a big reply slowly but steadily is being served, not idle: a read
+// waiting for room in maxmemory-clients does not evict it after 10 s (membudget's idleEvict, meant for requests
+// held half-sent), however long its reply takes to go out. Before, the reply's write reserved once and released
+// once, so a reply that took more than 10 s to write looked idle, and the waiting GET closed it mid-reply.
+func TestSlowReaderIsNotIdle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits past membudget's idleEvict (10 s)")
+	}
+	budget := membudget.New(64<<20, nil)
+	ts := startServer(t, Options{Budget: budget}, 0)
+	rc := ts.raw(t)
+	val := strings.Repeat("v", 1<<20)
+	for _, k := range []string{"big", "other"} {
+		if r := rc.do("SET", k, val); r != "+OK\r\n" {
+			t.Fatalf("SET: %q", r)
+		}
+	}
+	// The slow reader: MGET of big 16 times, a 16 MiB reply (2 MiB reserved for the read, 14 more as it is
+	// written), read at about 1 MiB/s: its write lasts some 12 s, what the sockets cannot buffer.
+	budget.SetLimit(17 << 20)
+	c, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.(*net.TCPConn).SetReadBuffer(32 << 10)
+	args := []string{"MGET"}
+	for range 16 {
+		args = append(args, "big")
+	}
+	if _, err := c.Write([]byte(respCmd(args...))); err != nil {
+		t.Fatal(err)
+	}
+	want := 16*(len("$1048576\r\n")+1<<20+2) + len("*16\r\n")
+	got := make(chan int, 1)
+	go func() {
+		n, buf := 0, make([]byte, 64<<10)
+		c.SetReadDeadline(time.Now().Add(60 * time.Second))
+		for n < want {
+			m, err := c.Read(buf)
+			n += m
+			if err != nil {
+				break
+			}
+			time.Sleep(60 * time.Millisecond) // ~1 MiB/s
+		}
+		got <- n
+	}()
+	for deadline := time.Now().Add(5 * time.Second); budget.Used() < 16<<20 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if used := budget.Used(); used < 16<<20 {
+		t.Fatalf("the slow reader's reply holds %d bytes, want 16 MiB", used)
+	}
+	// A GET of other (2 MiB with its reply) waits for room the slow reader holds.
+	r := ts.raw(t)
+	r.send(respCmd("GET", "other"))
+	r.c.SetReadDeadline(time.Now().Add(40 * time.Second))
+	line, err := r.r.ReadString('\n')
+	if err != nil || line != "$1048576\r\n" {
+		t.Errorf("the waiting GET: %q, %v", line, err)
+	} else if _, err := io.CopyN(io.Discard, r.r, 1<<20+2); err != nil {
+		t.Error(err)
+	}
+	if n := <-got; n != want {
+		t.Errorf("the slow reader got %d bytes of its %d-byte reply", n, want)
+	}
+	if e := budget.Evictions(); e != 0 {
+		t.Errorf("%d clients evicted", e)
+	}
+}
