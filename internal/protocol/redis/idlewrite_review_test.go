@@ -81,3 +81,34 @@ func TestSlowReaderIsNotIdle(t *testing.T) {
 		t.Errorf("%d clients evicted", e)
 	}
 }
+
+// TestWrittenRepliesLetGoBeforeTheNextCommand: once a run's replies passed replyChunk and went out in the middle of
+// it (runParsed), what their reads reserved goes back, not held through the commands after them: GET big, then
+// MULTI GET big EXEC (the replies pass replyChunk and are written), then DEBUG SLEEP held the GET's 512 KiB
+// (trimRead kept it for its reply) and the EXEC's 1 MiB through the sleep, the replies long written.
+func TestWrittenRepliesLetGoBeforeTheNextCommand(t *testing.T) {
+	budget := membudget.New(64<<20, nil)
+	ts := startServer(t, Options{Budget: budget}, 0)
+	rc := ts.raw(t)
+	if r := rc.do("SET", "big", strings.Repeat("v", 512<<10)); r != "+OK\r\n" {
+		t.Fatalf("SET: %q", r)
+	}
+	start := time.Now()
+	rc.send(respCmd("GET", "big") + respCmd("MULTI") + respCmd("GET", "big") + respCmd("EXEC") + respCmd("DEBUG", "SLEEP", "0.5"))
+	for _, want := range []string{"$524288", "+OK", "+QUEUED", "*1"} {
+		if r := rc.reply(); !strings.HasPrefix(r, want) {
+			t.Fatalf("%.40q, want %q", r, want)
+		}
+	}
+	if took := time.Since(start); took > 300*time.Millisecond {
+		t.Fatalf("the replies came after %v: held back by the sleep", took)
+	}
+	time.Sleep(100 * time.Millisecond) // within the sleep
+	used := budget.Used()
+	if r := rc.reply(); r != "+OK\r\n" {
+		t.Fatalf("DEBUG SLEEP: %q", r)
+	}
+	if used != 0 {
+		t.Errorf("during the sleep, the replies written, the budget held %d bytes", used)
+	}
+}
