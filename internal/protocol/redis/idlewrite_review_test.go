@@ -112,3 +112,27 @@ func TestWrittenRepliesLetGoBeforeTheNextCommand(t *testing.T) {
 		t.Errorf("during the sleep, the replies written, the budget held %d bytes", used)
 	}
 }
+
+// TestLengthReadSharedWithGetCountsTheReply: a GET that shares a big value with a STRLEN before it in the same
+// batch (readDirect reads a key once) counts the reply's copy the STRLEN did not: a 600 KiB string under a 1 MiB
+// budget is refused to GET (twice 600 KiB does not fit) also after a STRLEN of it. Since STRLEN counted the value
+// once (engine.Mutation.Partial), the GET after it took the value uncounted and was served, holding 1.2 MiB.
+func TestLengthReadSharedWithGetCountsTheReply(t *testing.T) {
+	budget := membudget.New(64<<20, nil)
+	ts := startServer(t, Options{Budget: budget}, 0)
+	rc := ts.raw(t)
+	if r := rc.do("SET", "s", strings.Repeat("v", 600<<10)); r != "+OK\r\n" {
+		t.Fatalf("SET: %q", r)
+	}
+	budget.SetLimit(1 << 20)
+	rc.send(respCmd("STRLEN", "s") + respCmd("GET", "s"))
+	if r := rc.reply(); r != ":614400\r\n" && !strings.HasPrefix(r, "-ERR client memory") {
+		t.Errorf("STRLEN: %.80q", r)
+	}
+	if r := rc.reply(); !strings.HasPrefix(r, "-ERR client memory") {
+		t.Errorf("GET of the 600 KiB string under a 1 MiB budget after a STRLEN of it: %.80q, want refused", r)
+	}
+	if used := usedSettles(budget, 0, time.Second); used != 0 {
+		t.Fatalf("after the reads the budget holds %d bytes", used)
+	}
+}

@@ -47,7 +47,8 @@ again:
 			continue
 		}
 		if big != nil {
-			if j, ok := big[bigRead{m.Table, string(m.Key), m.AnyKind}]; ok {
+			// Not a Partial read's for a reply that carries the value: it counted no reply's copy (read again).
+			if j, ok := big[bigRead{m.Table, string(m.Key), m.AnyKind}]; ok && (!muts[j].Partial || m.Partial) {
 				res[i] = res[j]               // the same read at the same time: the same answer, its value shared
 				read += len(res[j].Old.Value) // held once, but its reply carries it again
 				continue
