@@ -136,3 +136,25 @@ func TestLengthReadSharedWithGetCountsTheReply(t *testing.T) {
 		t.Fatalf("after the reads the budget holds %d bytes", used)
 	}
 }
+
+// TestPipelinedReadsFailAlone: in a pipeline, a GET whose big value finds no room in maxmemory-clients fails (or
+// waits) alone; the GETs beside it are answered, as docs/resp.md says ("only the requests whose reads need the
+// room wait"). Before, readDirect's wait for room covered the whole batch of plain reads: GET small, GET big (600
+// KiB under a 1 MiB budget) answered both with the maxmemory-clients error.
+func TestPipelinedReadsFailAlone(t *testing.T) {
+	budget := membudget.New(64<<20, nil)
+	ts := startServer(t, Options{Budget: budget}, 0)
+	rc := ts.raw(t)
+	rc.do("SET", "big", strings.Repeat("v", 600<<10))
+	rc.do("SET", "small", "x")
+	budget.SetLimit(1 << 20)
+	rc.send(respCmd("GET", "small") + respCmd("GET", "big") + respCmd("GET", "small"))
+	for i, want := range []string{"$1\r\nx\r\n", "-ERR client memory", "$1\r\nx\r\n"} {
+		if r := rc.reply(); !strings.HasPrefix(r, want) {
+			t.Errorf("reply %d: %.60q, want %q", i, r, want)
+		}
+	}
+	if used := usedSettles(budget, 0, time.Second); used != 0 {
+		t.Fatalf("after the reads the budget holds %d bytes", used)
+	}
+}

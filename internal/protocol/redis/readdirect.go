@@ -69,6 +69,14 @@ again:
 			n := copies * len(it.Value)
 			clear(res[:i+1])
 			it = engine.Item{} // hold nothing while waiting
+			if s.pipelined {
+				// A pipeline's batch of several requests: flush answers them one at a time instead (over: an
+				// ErrBatchTooBig), so that only the requests whose reads need the room wait for it, and fail
+				// alone, as applyReserving's batches do.
+				s.acct.Release(held.mine)
+				s.held.read -= held.mine
+				return res, true
+			}
 			if !held.wait(s, n) {
 				for j := range res {
 					res[j] = engine.Result{Err: errReadBudget}
