@@ -305,7 +305,7 @@ func (w *respWriter) Write(b []byte) (int, error) {
 	if w.swallowed != 0 {
 		return len(b), nil
 	}
-	if len(b) < membudget.ReplyHold || w.hold == nil {
+	if len(b) < membudget.ReplyHold || w.hold == nil || w.head { // (net/http discards a HEAD reply's body)
 		return w.ResponseWriter.Write(b)
 	}
 	// A big reply counts against the budget while a client that does not read holds it up.
