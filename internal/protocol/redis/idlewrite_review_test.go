@@ -54,7 +54,7 @@ func TestSlowReaderIsNotIdle(t *testing.T) {
 			if err != nil {
 				break
 			}
-			time.Sleep(60 * time.Millisecond) // ~1 MiB/s
+			time.Sleep(time.Duration(m) * time.Second / (1 << 20)) // 1 MiB/s
 		}
 		got <- n
 	}()
