@@ -39,8 +39,8 @@ var ErrWaitersHold = fmt.Errorf("%w: what it waits for is held by clients waitin
 const evictWait = 2 * time.Second
 
 // idleEvict is how long a patient reservation (ReserveWait) waits before it may evict clients that have neither
-// reserved nor released anything, nor written a MiB of a reply (WriteReply), for as long: a request held
-// half-sent, a big MULTI queue, a reply its client stopped reading. Replies being read go out or make progress
+// reserved nor released anything, nor written a MiB of a reply (WriteReply), for as long, and are not running a
+// request (Serving): a request held half-sent, a big MULTI queue, a reply its client stopped reading. Replies being read go out or make progress
 // within it; without it a reader waited out its patience and failed while such a client held the room.
 var idleEvict = 10 * time.Second
 
@@ -139,6 +139,18 @@ type Account struct {
 	// A patient reservation may evict clients idle for idleEvict that are not patient themselves.
 	active  atomic.Int64
 	patient atomic.Bool
+	// busy is set while its connection runs a request (Serving): a command that takes long is not idle.
+	busy atomic.Bool
+}
+
+// Serving tells that a's connection runs a request (on) or waits for the next (off): a connection busy with a
+// command (an EXEC, a MIGRATE waiting for its target, a batch in the engine) is being served, however long it
+// takes, and a patient reservation does not evict it as idle; one reading a request, or writing a reply
+// (WriteReply), is judged by its progress.
+func (a *Account) Serving(on bool) {
+	if a != nil {
+		a.busy.Store(on)
+	}
 }
 
 // Open registers a connection. name identifies it in logs (its remote address); evict is called at most
@@ -296,7 +308,7 @@ func (a *Account) reserveSlowWait(ctx context.Context, n int64, patience time.Du
 				victims = []*Account{}
 				if now.Sub(start) >= idleEvict {
 					idleSince := now.Add(-idleEvict).UnixNano()
-					if v := b.chooseVictims(a, n, func(v *Account) bool { return !v.patient.Load() && v.active.Load() <= idleSince }); v != nil {
+					if v := b.chooseVictims(a, n, func(v *Account) bool { return !v.patient.Load() && !v.busy.Load() && v.active.Load() <= idleSince }); v != nil {
 						victims = v
 					}
 				}
@@ -426,7 +438,14 @@ const writeStep = 1 << 20
 // reads its reply, however slowly, is being served, not idle (idleEvict), as one that stopped reading is. Written
 // at once, a reply that took longer than idleEvict to go out looked idle, and a waiting read evicted it mid-reply.
 func (a *Account) WriteReply(w io.Writer, b []byte) (n int, err error) {
-	if a == nil || len(b) <= writeStep {
+	if a == nil {
+		return w.Write(b)
+	}
+	if a.busy.Load() { // a write within a request (a pipeline's replies past a MiB): judged by its progress
+		a.busy.Store(false)
+		defer a.busy.Store(true)
+	}
+	if len(b) <= writeStep {
 		return w.Write(b)
 	}
 	for n < len(b) && err == nil {

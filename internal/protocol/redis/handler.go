@@ -249,7 +249,9 @@ func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 			s.trackBusy()
 		}
 		s.runOut = 0
+		s.acct.Serving(true) // running what it read: not idle, however long a command takes (membudget's idleEvict)
 		closing, ran := s.runParsed()
+		s.acct.Serving(false)
 		yielded := false
 		if ran > 1 && s.w.Len() > 0 && s.sub == nil { // (a pusher writes a subscriber's or monitor's output)
 			// A pipeline's replies wait for the other connections that are ready to run, so that the replies of

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -156,5 +157,57 @@ func TestPipelinedReadsFailAlone(t *testing.T) {
 	}
 	if used := usedSettles(budget, 0, time.Second); used != 0 {
 		t.Fatalf("after the reads the budget holds %d bytes", used)
+	}
+}
+
+// TestCommandBeingRunIsNotIdle: a connection running a command that takes long (a MIGRATE waiting for a slow
+// target, holding the 8 MiB its keys' reads reserved) is being served, not idle: a read waiting for room in
+// maxmemory-clients does not evict it after 10 s (membudget's idleEvict). Before, it was evicted: the MIGRATE went
+// on, moved the keys (deleted here), and its +OK was dropped with the connection.
+func TestCommandBeingRunIsNotIdle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits past membudget's idleEvict (10 s)")
+	}
+	budget := membudget.New(64<<20, nil)
+	ts := startServer(t, Options{Budget: budget}, 0)
+	rc := ts.raw(t)
+	for _, k := range []string{"k1", "k2"} {
+		rc.do("SET", k, strings.Repeat("v", 1<<20))
+	}
+	rc.do("SET", "k3", strings.Repeat("v", 900<<10))
+	target, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	go func() { // a target that takes 12 s to answer
+		c, err := target.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		go io.Copy(io.Discard, c)
+		time.Sleep(12 * time.Second)
+		c.Write([]byte(strings.Repeat("+OK\r\n", 4)))
+		time.Sleep(time.Second)
+	}()
+	budget.SetLimit(9 << 20) // the MIGRATE's 8 MiB fit; a GET's 1.8 MiB beside them do not
+	port := fmt.Sprint(target.Addr().(*net.TCPAddr).Port)
+	rc.send(respCmd("MIGRATE", "127.0.0.1", port, "", "0", "30000", "KEYS", "k1", "k2"))
+	for deadline := time.Now().Add(5 * time.Second); budget.Used() < 8<<20 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	r := ts.raw(t)
+	r.send(respCmd("GET", "k3"))
+	r.c.SetReadDeadline(time.Now().Add(40 * time.Second))
+	if line, err := r.r.ReadString('\n'); err != nil || line != "$921600\r\n" {
+		t.Errorf("the waiting GET: %q, %v", line, err)
+	}
+	rc.c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	if line, err := rc.r.ReadString('\n'); err != nil || line != "+OK\r\n" {
+		t.Errorf("MIGRATE (its keys moved): %q, %v", line, err)
+	}
+	if e := budget.Evictions(); e != 0 {
+		t.Errorf("%d clients evicted", e)
 	}
 }
