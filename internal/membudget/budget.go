@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net"
@@ -38,8 +39,9 @@ var ErrWaitersHold = fmt.Errorf("%w: what it waits for is held by clients waitin
 const evictWait = 2 * time.Second
 
 // idleEvict is how long a patient reservation (ReserveWait) waits before it may evict clients that have neither
-// reserved nor released anything for as long: a request held half-sent, a big MULTI queue. Replies being written
-// let go within it; without it a reader waited out its patience and failed while such a client held the room.
+// reserved nor released anything, nor written a MiB of a reply (WriteReply), for as long, and are not running a
+// request (Serving): a request held half-sent, a big MULTI queue, a reply its client stopped reading. Replies being read go out or make progress
+// within it; without it a reader waited out its patience and failed while such a client held the room.
 var idleEvict = 10 * time.Second
 
 // reclaimMin is the least peak of reserved bytes after which a drop to a quarter of it triggers a collection
@@ -132,10 +134,23 @@ type Account struct {
 	held    atomic.Int64
 	evicted atomic.Bool
 	closed  bool
-	// active is when a last reserved or released bytes (unix ns); patient is set while it waits in ReserveWait.
+	// active is when a last reserved or released bytes or wrote a MiB of a reply (unix ns); patient is set while
+	// it waits in ReserveWait.
 	// A patient reservation may evict clients idle for idleEvict that are not patient themselves.
 	active  atomic.Int64
 	patient atomic.Bool
+	// busy is set while its connection runs a request (Serving): a command that takes long is not idle.
+	busy atomic.Bool
+}
+
+// Serving tells that a's connection runs a request (on) or waits for the next (off): a connection busy with a
+// command (an EXEC, a MIGRATE waiting for its target, a batch in the engine) is being served, however long it
+// takes, and a patient reservation does not evict it as idle; one reading a request, or writing a reply
+// (WriteReply), is judged by its progress.
+func (a *Account) Serving(on bool) {
+	if a != nil {
+		a.busy.Store(on)
+	}
 }
 
 // Open registers a connection. name identifies it in logs (its remote address); evict is called at most
@@ -293,7 +308,7 @@ func (a *Account) reserveSlowWait(ctx context.Context, n int64, patience time.Du
 				victims = []*Account{}
 				if now.Sub(start) >= idleEvict {
 					idleSince := now.Add(-idleEvict).UnixNano()
-					if v := b.chooseVictims(a, n, func(v *Account) bool { return !v.patient.Load() && v.active.Load() <= idleSince }); v != nil {
+					if v := b.chooseVictims(a, n, func(v *Account) bool { return !v.patient.Load() && !v.busy.Load() && v.active.Load() <= idleSince }); v != nil {
 						victims = v
 					}
 				}
@@ -326,8 +341,14 @@ func (a *Account) reserveSlowWait(ctx context.Context, n int64, patience time.Du
 			b.wake()
 		}
 		wait := time.Until(deadline)
-		if until := time.Until(start.Add(idleEvict)); patience > 0 && until > 0 {
-			wait = min(wait, until) // look for idle holders then
+		if patience > 0 {
+			// Look for idle holders once a has waited idleEvict, and from then on every tenth of it: a holder
+			// may go idle after the wait began, and nothing else wakes the wait when it has been idle long enough.
+			if until := time.Until(start.Add(idleEvict)); until > 0 {
+				wait = min(wait, until)
+			} else {
+				wait = min(wait, idleEvict/10)
+			}
 		}
 		if wait <= 0 {
 			b.refusals.Add(1)
@@ -408,6 +429,32 @@ func (a *Account) HoldReply(n int) (held int, err error) {
 		return 0, err
 	}
 	return n, nil
+}
+
+// writeStep is the piece WriteReply writes at a time, marking the account active after each.
+const writeStep = 1 << 20
+
+// WriteReply writes a reply a holds to w, a MiB at a time, marking a active as each piece goes out: a client that
+// reads its reply, however slowly, is being served, not idle (idleEvict), as one that stopped reading is. Written
+// at once, a reply that took longer than idleEvict to go out looked idle, and a waiting read evicted it mid-reply.
+func (a *Account) WriteReply(w io.Writer, b []byte) (n int, err error) {
+	if a == nil {
+		return w.Write(b)
+	}
+	if a.busy.Load() { // a write within a request (a pipeline's replies past a MiB): judged by its progress
+		a.busy.Store(false)
+		defer a.busy.Store(true)
+	}
+	if len(b) <= writeStep {
+		return w.Write(b)
+	}
+	for n < len(b) && err == nil {
+		var m int
+		m, err = w.Write(b[n:min(n+writeStep, len(b))])
+		n += m
+		a.active.Store(time.Now().UnixNano())
+	}
+	return n, err
 }
 
 // Release gives back n bytes reserved earlier.

@@ -305,7 +305,7 @@ func (w *respWriter) Write(b []byte) (int, error) {
 	if w.swallowed != 0 {
 		return len(b), nil
 	}
-	if len(b) < membudget.ReplyHold || w.hold == nil {
+	if len(b) < membudget.ReplyHold || w.hold == nil || w.head { // (net/http discards a HEAD reply's body)
 		return w.ResponseWriter.Write(b)
 	}
 	// A big reply counts against the budget while a client that does not read holds it up.
@@ -327,7 +327,7 @@ func (w *respWriter) Write(b []byte) (int, error) {
 		w.aborted = true
 		return 0, membudget.ErrEvicted
 	}
-	n, err := w.ResponseWriter.Write(b)
+	n, err := acct.WriteReply(w.ResponseWriter, b) // its progress keeps the request from looking idle
 	w.writing.Store(false)
 	acct.Release(held)
 	return n, err

@@ -217,7 +217,7 @@ func (c *conn) send() bool {
 		c.outHeld = 0
 		return false // memcached closes a client whose output it cannot hold
 	}
-	n, err := c.nc.Write(c.out)
+	n, err := c.acct.WriteReply(c.nc, c.out) // its progress keeps the connection from looking idle
 	c.acct.Release(held + c.outHeld)
 	c.outHeld = 0
 	c.st[sBytesWritten] += int64(n)

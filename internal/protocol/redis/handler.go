@@ -249,7 +249,9 @@ func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 			s.trackBusy()
 		}
 		s.runOut = 0
+		s.acct.Serving(true) // running what it read: not idle, however long a command takes (membudget's idleEvict)
 		closing, ran := s.runParsed()
+		s.acct.Serving(false)
 		yielded := false
 		if ran > 1 && s.w.Len() > 0 && s.sub == nil { // (a pusher writes a subscriber's or monitor's output)
 			// A pipeline's replies wait for the other connections that are ready to run, so that the replies of
@@ -262,8 +264,8 @@ func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 		if werr := s.out(); werr != nil {
 			return
 		}
-		// Every reply is written: what reads held for them goes back. A batch's (flush) was given back already,
-		// but not an immediate command's (EXEC, MIGRATE), which an idle connection held until its next batch.
+		// Every reply is written: what reads held for them goes back (runParsed kept it for the replies out wrote;
+		// an idle connection held an EXEC's or MIGRATE's until its next batch).
 		s.unhold(&s.held.read)
 		if s.trk != nil {
 			s.trackIdle()
@@ -323,6 +325,9 @@ func (s *session) runParsed() (closing bool, ran int) {
 				return true, ran
 			}
 		}
+		// The command is done: what reads reserved covers at most its replies not yet written (an EXEC's, or a
+		// batch's that replyTo or the out above wrote), not held through the commands after it.
+		s.trimRead()
 	}
 }
 

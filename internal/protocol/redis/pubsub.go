@@ -347,7 +347,7 @@ func (s *session) out() error {
 	if !deadline.IsZero() {
 		s.conn.SetWriteDeadline(deadline)
 	}
-	_, err = s.conn.Write(s.w.Bytes())
+	_, err = s.acct.WriteReply(s.conn, s.w.Bytes()) // its progress keeps the connection from looking idle
 	s.acct.Release(held)
 	s.runOut += s.w.Len()
 	if !deadline.IsZero() {

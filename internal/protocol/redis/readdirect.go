@@ -47,7 +47,8 @@ again:
 			continue
 		}
 		if big != nil {
-			if j, ok := big[bigRead{m.Table, string(m.Key), m.AnyKind}]; ok {
+			// Not a Partial read's for a reply that carries the value: it counted no reply's copy (read again).
+			if j, ok := big[bigRead{m.Table, string(m.Key), m.AnyKind}]; ok && (!muts[j].Partial || m.Partial) {
 				res[i] = res[j]               // the same read at the same time: the same answer, its value shared
 				read += len(res[j].Old.Value) // held once, but its reply carries it again
 				continue
@@ -68,6 +69,14 @@ again:
 			n := copies * len(it.Value)
 			clear(res[:i+1])
 			it = engine.Item{} // hold nothing while waiting
+			if s.pipelined {
+				// A pipeline's batch of several requests: flush answers them one at a time instead (over: an
+				// ErrBatchTooBig), so that only the requests whose reads need the room wait for it, and fail
+				// alone, as applyReserving's batches do.
+				s.acct.Release(held.mine)
+				s.held.read -= held.mine
+				return res, true
+			}
 			if !held.wait(s, n) {
 				for j := range res {
 					res[j] = engine.Result{Err: errReadBudget}

@@ -56,7 +56,11 @@ func (s *session) runSplit(muts []engine.Mutation) (res []engine.Result, err err
 	res = append(res, applied...)
 	if last > 0 {
 		// The writes happened: past engine.MaxBatchRead the reads left answer ErrBatchTooBig (send them again).
+		// Nor can they be answered one at a time any more: they wait for room as one request's reads would.
+		pipelined := s.pipelined
+		s.pipelined = false
 		tail, _ := s.readDirect(muts[len(muts)-last:])
+		s.pipelined = pipelined
 		res = append(res, tail...)
 	}
 	return res, nil, true
