@@ -40,8 +40,9 @@ const evictWait = 2 * time.Second
 
 // idleEvict is how long a patient reservation (ReserveWait) waits before it may evict clients that have neither
 // reserved nor released anything, nor written a MiB of a reply (WriteReply), for as long, and are not running a
-// request (Serving): a request held half-sent, a big MULTI queue, a reply its client stopped reading. Replies being read go out or make progress
-// within it; without it a reader waited out its patience and failed while such a client held the room.
+// request (Serving): a request held half-sent, a big MULTI queue, a reply its client stopped reading. Replies
+// being read go out or make progress within it; without it a reader waited out its patience and failed while
+// such a client held the room.
 var idleEvict = 10 * time.Second
 
 // reclaimMin is the least peak of reserved bytes after which a drop to a quarter of it triggers a collection
