@@ -74,9 +74,24 @@ func (ts *testServer) client(t *testing.T, o *goredis.Options) *goredis.Client {
 
 // rawConn speaks RESP by hand, for exact reply bytes.
 type rawConn struct {
-	t *testing.T
-	c net.Conn
-	r *bufio.Reader
+	t    *testing.T
+	c    net.Conn
+	r    *bufio.Reader
+	prog *progressReader // nil for rawConns made around another reader
+}
+
+// progressReader reads from c; while on, each read may wait 5 s, so that reply allows a long reply (a million
+// SRANDMEMBER picks under -race on a loaded machine) as long as it keeps coming.
+type progressReader struct {
+	c  net.Conn
+	on bool
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	if p.on {
+		p.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	}
+	return p.c.Read(b)
 }
 
 func (ts *testServer) raw(t *testing.T) *rawConn { return dialRaw(t, ts.addr) }
@@ -89,7 +104,8 @@ func dialRaw(t *testing.T, addr string) *rawConn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return &rawConn{t: t, c: c, r: bufio.NewReader(c)}
+	p := &progressReader{c: c}
+	return &rawConn{t: t, c: c, r: bufio.NewReader(p), prog: p}
 }
 
 func (rc *rawConn) send(s string) {
@@ -99,13 +115,17 @@ func (rc *rawConn) send(s string) {
 	}
 }
 
-// reply reads one complete RESP value and returns its bytes.
+// reply reads one complete RESP value and returns its bytes. It fails once the server has sent nothing for 5 s.
 func (rc *rawConn) reply() string {
 	rc.t.Helper()
 	rc.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if rc.prog != nil {
+		rc.prog.on = true
+		defer func() { rc.prog.on = false }()
+	}
 	var b strings.Builder
 	if err := readValue(rc.r, &b); err != nil {
-		rc.t.Fatalf("reading reply: %v (so far %q)", err, b.String())
+		rc.t.Fatalf("reading reply: %v (so far %d bytes: %.200q)", err, b.Len(), b.String())
 	}
 	return b.String()
 }
