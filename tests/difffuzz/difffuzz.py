@@ -129,7 +129,26 @@ def same(cmd, a, b):
         return True
     if isinstance(a, ErrReply) or isinstance(b, ErrReply):
         return isinstance(a, ErrReply) and isinstance(b, ErrReply) and a == b
+    if cmd[0].upper() == 'ZSCAN' and a != b and zscan_hash_order(a, b):
+        return True
     return a == b
+
+def zscan_hash_order(a, b):
+    """Whether ZSCAN replies a (anykv) and b (redis-server) hold the same pairs and redis-server's are not in score
+    order: its SORT (and SORT_RO) of a sorted set converts it to a skiplist (sort.c), even when the SORT fails,
+    and ZSCAN then gives that set in its hash table's order where a listpack's comes in score order, anykv's
+    order (seeds 700390, 700626, 700637 with --groups misc,zset,keys --resp3 --pipeline 0.2 --members 16)."""
+    if not (isinstance(a, list) and isinstance(b, list) and len(a) == len(b) == 2 and a[0] == b[0]
+            and isinstance(a[1], list) and isinstance(b[1], list)):
+        return False
+    pa, pb = list(zip(a[1][0::2], a[1][1::2])), list(zip(b[1][0::2], b[1][1::2]))
+    if sorted(pa, key=skey) != sorted(pb, key=skey):
+        return False
+    try:
+        order = [(float(s[1] if isinstance(s, tuple) else s), m) for m, s in pb]
+    except (TypeError, ValueError):
+        return False
+    return order != sorted(order)
 
 # ---------------------------------------------------------------- dump
 def dump(c, db1=False):
@@ -296,6 +315,9 @@ class Runner:
                 rr = self.cr.cmd(*cmd)
                 if SHORT_EXPIRY and '15' in cmd and cmd[0] in ('PEXPIRE', 'SET', 'GETEX'):
                     time.sleep(0.06)
+                    # redis-server reclaims an expired key lazily or in its 10 Hz sweep, and DBSIZE counts it till
+                    # then (anykv's does not): a read of the key makes redis-server drop it now
+                    self.cr.cmd('EXISTS', cmd[1])
                 if cmd[0] == 'EXEC' and isinstance(ra, list) and isinstance(rr, list):
                     inner = seq[1:-1]
                     na = [normalize(c, x) for c, x in zip(inner, ra)]
