@@ -36,20 +36,20 @@ if [ "${SKIP_INSTALL:-0}" != 1 ]; then
   fi
 fi
 
-echo "== build (with cmd/anykv/default.pgo: profile-guided optimization, scripts/pgo_profile.sh)"
+echo "== build (with cmd/anykv/default.pgo: profile-guided optimization, scripts/pgo_profile.sh) [${SECONDS}s in]"
 go build -o bin/anykv ./cmd/anykv
 export ANYKV_BIN="$root/bin/anykv"
 
-echo "== gofmt, go vet, staticcheck"
+echo "== gofmt, go vet, staticcheck [${SECONDS}s in]"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then echo "gofmt needed:"; echo "$unformatted"; exit 1; fi
 go vet ./...
 go tool staticcheck ./...
 
-echo "== Cassandra jars (fetched once into ~/.cache/anykv, before the packages that start Cassandra run in parallel)"
+echo "== Cassandra jars (fetched once into ~/.cache/anykv, before the packages that start Cassandra run in parallel) [${SECONDS}s in]"
 go test -count=1 -run '^TestCassandraJars$' ./internal/bench/deploy
 
-echo "== go test -race"
+echo "== go test -race [${SECONDS}s in]"
 # anykv refuses writes below 2% free space (--min-free-space); servertest lowers the reserve for its servers, but
 # the bench harness's deployed servers keep the default. Say so when the disk is that full, for the failures to come.
 df -P "${TMPDIR:-/tmp}" | awk 'NR==2 && $4/$2 < 0.03 {print "warning: " $6 " has " int($4/1048576) " GiB free (under 3%): servers started with the default --min-free-space will refuse writes"}'
@@ -62,18 +62,18 @@ set -e
 [ "$rc" = 0 ] || { echo "go test failed"; exit 1; }
 go_ok=$(grep -c '^ok' /tmp/anykv-go-test.log)
 
-echo "== C client (make -C clients/c test)"
+echo "== C client (make -C clients/c test) [${SECONDS}s in]"
 make -s -C clients/c test > /tmp/anykv-c-test.log 2>&1 || { cat /tmp/anykv-c-test.log; exit 1; }
 tail -n 8 /tmp/anykv-c-test.log
 
-echo "== Python client tests (pytest)"
+echo "== Python client tests (pytest) [${SECONDS}s in]"
 set +e
 python3 -m pytest -q tests/python 2>&1 | tail -n 25
 rc=${PIPESTATUS[0]}
 set -e
 [ "$rc" = 0 ] || { echo "pytest failed"; exit 1; }
 
-echo "== differential fuzzing against redis-server (tests/difffuzz: fixed seeds, pipelines, MULTI, RESP3, SIGKILL restarts)"
+echo "== differential fuzzing against redis-server (tests/difffuzz: fixed seeds, pipelines, MULTI, RESP3, SIGKILL restarts) [${SECONDS}s in]"
 for run in "--seeds 0:300" "--seeds 1000:1100 --pipeline 0.3 --restart 0.05" "--seeds 2000:2300 --resp3 --members 16 --multi 0.2"; do
   # shellcheck disable=SC2086 # $run holds several flags
   python3 tests/difffuzz/difffuzz.py --anykv bin/anykv $run > /tmp/anykv-difffuzz.log 2>&1 ||
@@ -81,7 +81,7 @@ for run in "--seeds 0:300" "--seeds 1000:1100 --pipeline 0.3 --restart 0.05" "--
   grep '^done' /tmp/anykv-difffuzz.log
 done
 
-echo "== Redis 7.0.15's own tests of the data types, against anykv (scripts/redis_type_tests.sh)"
+echo "== Redis 7.0.15's own tests of the data types, against anykv (scripts/redis_type_tests.sh) [${SECONDS}s in]"
 # A timing-sensitive test of the suite has failed once in a few runs before: a failed run is shown and run once
 # more, and CI fails if the second run fails too.
 if scripts/redis_type_tests.sh > /tmp/anykv-redis-tests.log 2>&1; then
@@ -92,4 +92,4 @@ else
   scripts/redis_type_tests.sh
 fi
 
-echo "== all tests passed ($go_ok Go packages, C client, Python clients, the differential fuzzer, Redis's type suites)"
+echo "== all tests passed ($go_ok Go packages, C client, Python clients, the differential fuzzer, Redis's type suites) [${SECONDS}s in]"
