@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -29,6 +30,22 @@ func budgetServer(t *testing.T, b *membudget.Budget) string {
 	srv := httptest.NewServer(New(s, Options{Budget: b, Metrics: metrics.New(s), Version: "test"}))
 	t.Cleanup(srv.Close)
 	return srv.Listener.Addr().String()
+}
+
+// putBig stores val as key big of each table through addr and returns the last PUT's ETag.
+func putBig(t *testing.T, addr string, val []byte, tables ...string) string {
+	t.Helper()
+	var tag string
+	for _, table := range tables {
+		req, _ := http.NewRequest("PUT", "http://"+addr+"/v1/tables/"+table+"/keys/big", bytes.NewReader(val))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusCreated {
+			t.Fatalf("PUT: %v %v", resp, err)
+		}
+		resp.Body.Close()
+		tag = resp.Header.Get("ETag")
+	}
+	return tag
 }
 
 // settled waits for b to hold nothing and returns what it holds.

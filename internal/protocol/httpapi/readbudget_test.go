@@ -22,12 +22,7 @@ func TestBigReadsWaitForRoomInTheBudget(t *testing.T) {
 	b := membudget.New(1<<20, nil)
 	addr := budgetServer(t, b)
 	val := bytes.Repeat([]byte("v"), 512<<10)
-	for _, table := range []string{"t", "default"} { // /get reads the default table
-		req, _ := http.NewRequest("PUT", "http://"+addr+"/v1/tables/"+table+"/keys/big", bytes.NewReader(val))
-		if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusCreated {
-			t.Fatalf("PUT: %v %v", resp, err)
-		}
-	}
+	putBig(t, addr, val, "t", "default") // /get reads the default table
 	if u := settled(b); u != 0 {
 		t.Fatalf("after the writes the budget holds %d bytes", u)
 	}
