@@ -42,7 +42,7 @@ const evictWait = 2 * time.Second
 // reserved nor released anything, nor written a MiB of a reply (WriteReply), for as long, and are not running a
 // request (Serving): a request held half-sent, a big MULTI queue, a reply its client stopped reading. Replies
 // being read go out or make progress within it; without it a reader waited out its patience and failed while
-// such a client held the room.
+// such a client held the room. It is the default of each budget's (SetIdleEvict).
 var idleEvict = 10 * time.Second
 
 // reclaimMin is the least peak of reserved bytes after which a drop to a quarter of it triggers a collection
@@ -64,6 +64,8 @@ type Budget struct {
 	waiters  atomic.Int32
 	// patientHeld is what the accounts waiting in ReserveWait hold: room no wait of another can count on.
 	patientHeld atomic.Int64
+	// idleEvict is the budget's (ns): idleEvict unless SetIdleEvict changed it.
+	idleEvict atomic.Int64
 
 	reclaiming, reclaimPending atomic.Bool
 }
@@ -79,6 +81,7 @@ func New(limit int64, log *slog.Logger) *Budget {
 	}
 	b := &Budget{log: log, accounts: map[*Account]struct{}{}, changed: make(chan struct{})}
 	b.limit.Store(limit)
+	b.idleEvict.Store(int64(idleEvict))
 	return b
 }
 
@@ -98,6 +101,14 @@ func (b *Budget) SetLimit(limit int64) {
 	}
 	b.limit.Store(max(limit, 0))
 	b.wake() // reservations waiting for room look again
+}
+
+// SetIdleEvict changes how long a patient reservation waits before it may evict idle clients (idleEvict, 10 s):
+// for tests, which see requests that take longer than that without waiting as long.
+func (b *Budget) SetIdleEvict(d time.Duration) {
+	if b != nil {
+		b.idleEvict.Store(int64(d))
+	}
 }
 
 // Used returns the bytes reserved now across all accounts.
@@ -273,6 +284,7 @@ func (a *Account) reserveSlowWait(ctx context.Context, n int64, patience time.Du
 	b := a.b
 	start := time.Now()
 	deadline := start.Add(max(evictWait, patience))
+	idle := time.Duration(b.idleEvict.Load()) // (idleEvict, or what SetIdleEvict set)
 	b.waiters.Add(1)
 	defer b.waiters.Add(-1)
 	if patience > 0 {
@@ -307,8 +319,8 @@ func (a *Account) reserveSlowWait(ctx context.Context, n int64, patience time.Du
 				// The others hold replies being written: wait for them, evicting none, but those idle since
 				// idleEvict (not writing anything) once a has waited as long.
 				victims = []*Account{}
-				if now.Sub(start) >= idleEvict {
-					idleSince := now.Add(-idleEvict).UnixNano()
+				if now.Sub(start) >= idle {
+					idleSince := now.Add(-idle).UnixNano()
 					if v := b.chooseVictims(a, n, func(v *Account) bool { return !v.patient.Load() && !v.busy.Load() && v.active.Load() <= idleSince }); v != nil {
 						victims = v
 					}
@@ -345,10 +357,10 @@ func (a *Account) reserveSlowWait(ctx context.Context, n int64, patience time.Du
 		if patience > 0 {
 			// Look for idle holders once a has waited idleEvict, and from then on every tenth of it: a holder
 			// may go idle after the wait began, and nothing else wakes the wait when it has been idle long enough.
-			if until := time.Until(start.Add(idleEvict)); until > 0 {
+			if until := time.Until(start.Add(idle)); until > 0 {
 				wait = min(wait, until)
 			} else {
-				wait = min(wait, idleEvict/10)
+				wait = min(wait, idle/10)
 			}
 		}
 		if wait <= 0 {

@@ -153,6 +153,40 @@ func TestPatientWaitEvictsHoldersThatGoIdleLater(t *testing.T) {
 	}
 }
 
+// TestServingIsNotIdle: a patient reservation does not evict a client whose connection runs a request (Serving),
+// however long it has reserved and released nothing (a command slow in the engine); once the request is done, the
+// client is idle as any other and evicted. SetIdleEvict shortens the budget's idleEvict.
+func TestServingIsNotIdle(t *testing.T) {
+	const idle = 50 * time.Millisecond
+	b := New(1000, nil)
+	b.SetIdleEvict(idle)
+	running := b.Open("running", nil)
+	if err := running.Reserve(800); err != nil {
+		t.Fatal(err)
+	}
+	running.evict = func() { go running.Close() }
+	running.Serving(true)
+	reader := b.Open("reader", nil)
+	defer reader.Close()
+	done := make(chan error, 1)
+	go func() { done <- reader.ReserveWait(context.Background(), 500, 5*time.Second) }()
+	select {
+	case err := <-done:
+		t.Fatalf("the wait ended (%v) while the client holding its room ran a request", err)
+	case <-time.After(10 * idle):
+	}
+	if running.Evicted() || b.Evictions() != 0 {
+		t.Fatalf("a client running a request evicted after %v of a wait (idleEvict %v)", 10*idle, idle)
+	}
+	running.Serving(false)
+	if err := <-done; err != nil {
+		t.Fatalf("the wait, once the request was done: %v", err)
+	}
+	if !running.Evicted() || b.Evictions() != 1 {
+		t.Fatalf("the client idle after its request evicted: %v (%d evictions)", running.Evicted(), b.Evictions())
+	}
+}
+
 // idleHolder sets idleEvict to d for the test and returns a budget of 1000 bytes with a client holding 800 of
 // them, whose eviction closes it as its connection's end would.
 func idleHolder(t *testing.T, d time.Duration) (*Budget, *Account) {

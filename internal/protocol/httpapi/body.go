@@ -34,10 +34,11 @@ func (a *api) readBodyMax(w http.ResponseWriter, r *http.Request, limit int64) (
 	if r.ContentLength > limit {
 		return nil, nil, &http.MaxBytesError{Limit: limit}
 	}
-	acct, rw := a.account(w, r)
+	acct, rw := a.account(w, r, false)
 	if rw != nil {
 		rw.reading.Store(true)
 		defer rw.reading.Store(false)
+		defer acct.Serving(true) // the body is in: the handler runs the request (account)
 	}
 	body := http.MaxBytesReader(w, r.Body, limit)
 	want := r.ContentLength // -1: unknown (chunked)
@@ -93,7 +94,12 @@ func (a *api) readBodyMax(w http.ResponseWriter, r *http.Request, limit int64) (
 // short while it is being read, and a big reply's write while it is being written (respWriter.Write), and does
 // nothing otherwise: then the handler is about to let go. Nil (counting
 // nothing) without a budget.
-func (a *api) account(w http.ResponseWriter, r *http.Request) (*membudget.Account, *respWriter) {
+//
+// serving marks the account, as it opens, as running the request (membudget's Serving): a wait for room in the
+// budget does not take it as idle, however long the handler takes (a write slow in the engine). readBodyMax
+// opens it without, as a body being read is judged by the progress of its bytes (one held half-sent is idle),
+// and marks it once the body is in.
+func (a *api) account(w http.ResponseWriter, r *http.Request, serving bool) (*membudget.Account, *respWriter) {
 	rw, ok := w.(*respWriter)
 	if !ok || a.opts.Budget == nil {
 		return nil, nil
@@ -108,6 +114,9 @@ func (a *api) account(w http.ResponseWriter, r *http.Request) (*membudget.Accoun
 				rc.SetWriteDeadline(time.Now().Add(time.Second)) // as membudget.EvictConn
 			}
 		})
+		if serving {
+			rw.acct.Serving(true)
+		}
 	}
 	return rw.acct, rw
 }

@@ -25,7 +25,13 @@ import (
 // budgetServer serves the API over a memory store with request bodies counted in b.
 func budgetServer(t *testing.T, b *membudget.Budget) string {
 	t.Helper()
-	s := kv.New(memstore.New(), kv.Options{Limits: kv.Limits{MaxValue: 1 << 20}, SweepInterval: -1})
+	return budgetServerOver(t, b, memstore.New())
+}
+
+// budgetServerOver is budgetServer over the engine e.
+func budgetServerOver(t *testing.T, b *membudget.Budget, e engine.Engine) string {
+	t.Helper()
+	s := kv.New(e, kv.Options{Limits: kv.Limits{MaxValue: 1 << 20}, SweepInterval: -1})
 	t.Cleanup(func() { s.Close() })
 	srv := httptest.NewServer(New(s, Options{Budget: b, Metrics: metrics.New(s), Version: "test"}))
 	t.Cleanup(srv.Close)

@@ -197,7 +197,7 @@ func (a *api) wrap(rt route) http.Handler {
 		rw.routed = true
 		rw.head = r.Method == http.MethodHead
 		if a.opts.Budget != nil {
-			rw.hold = func() *membudget.Account { acct, _ := a.account(rw, r); return acct }
+			rw.hold = func() *membudget.Account { acct, _ := a.account(rw, r, true); return acct }
 			// After the reply: the body and values it was built from stay counted until then. Deferred here, not
 			// once the handler returned, so that a handler's panic (which net/http recovers) gives them back too.
 			defer func() {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"anykv/internal/engine"
+	"anykv/internal/engine/memstore"
 	"anykv/internal/membudget"
 )
 
@@ -117,4 +120,89 @@ func TestEvictedPrepaidReplyIsNotWritten(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("the evicting client: %v", err)
 	}
+}
+
+// TestRequestBeingRunIsNotIdle: a request whose handler runs long (a PUT held in a slow engine, past the budget's
+// idleEvict, holding its body's bytes) is being served, not idle: another client's GET waiting for room in
+// maxmemory-clients does not evict it, and both are answered once the write is through. Before, it was evicted
+// once the GET had waited idleEvict (10 s unless the budget's SetIdleEvict shortens it): the write was applied,
+// and its reply (here ?return=old, the old value) was refused and the connection closed.
+func TestRequestBeingRunIsNotIdle(t *testing.T) {
+	const idle = 50 * time.Millisecond
+	b := membudget.New(64<<20, nil)
+	b.SetIdleEvict(idle)
+	slow := &heldWrites{Engine: memstore.New(), entered: make(chan struct{}, 1), release: make(chan struct{})}
+	addr := budgetServerOver(t, b, slow)
+	old, other := bytes.Repeat([]byte("o"), 100<<10), bytes.Repeat([]byte("r"), 200<<10)
+	putBig(t, addr, old, "slow")
+	putBig(t, addr, other, "other")
+	if u := settled(b); u != 0 {
+		t.Fatalf("after the writes the budget holds %d bytes", u)
+	}
+
+	slow.held.Store(true)
+	client := &http.Client{Timeout: 10 * time.Second}
+	put := make(chan reply, 1)
+	go func() {
+		req, _ := http.NewRequest("PUT", "http://"+addr+"/v1/tables/slow/keys/big?return=old", bytes.NewReader(make([]byte, 900<<10)))
+		put <- send(client, req)
+	}()
+	<-slow.entered // the PUT is in the engine, its body's bytes held
+	// The PUT's reply (the old value, 100 KiB) fits beside them; the GET of other (200 KiB) does not, and waits.
+	b.SetLimit(b.Used() + 150<<10)
+	get := make(chan reply, 1)
+	go func() {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/v1/tables/other/keys/big", nil)
+		get <- send(client, req)
+	}()
+	time.Sleep(20 * idle)
+	if b.Evictions() != 0 {
+		t.Errorf("a client evicted while the GET waited %v (idleEvict %v)", 20*idle, idle)
+	}
+	close(slow.release)
+	for _, r := range []struct {
+		what string
+		got  reply
+		want []byte
+	}{{"the slow PUT", <-put, old}, {"the waiting GET", <-get, other}} {
+		if r.got.err != nil || r.got.status != http.StatusOK || !bytes.Equal(r.got.body, r.want) {
+			t.Errorf("%s: %d, %d bytes, %v; want 200 and %d bytes", r.what, r.got.status, len(r.got.body), r.got.err, len(r.want))
+		}
+	}
+	if b.Evictions() != 0 {
+		t.Errorf("%d clients evicted", b.Evictions())
+	}
+}
+
+// heldWrites, once held is set, holds every Apply until release is closed, telling entered as one arrives: writes
+// slow in the engine.
+type heldWrites struct {
+	engine.Engine
+	held             atomic.Bool
+	entered, release chan struct{}
+}
+
+func (h *heldWrites) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, error) {
+	if h.held.Load() {
+		h.entered <- struct{}{}
+		<-h.release
+	}
+	return h.Engine.Apply(ctx, b)
+}
+
+// reply is what send got: the status and the whole body, or the error that cut either short.
+type reply struct {
+	status int
+	body   []byte
+	err    error
+}
+
+func send(client *http.Client, req *http.Request) reply {
+	resp, err := client.Do(req)
+	if err != nil {
+		return reply{err: err}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return reply{resp.StatusCode, body, err}
 }

@@ -107,7 +107,10 @@ func (c *conn) serve(ctx context.Context) {
 			if c.h.metered {
 				c.readAt = time.Now()
 			}
-			if c.process() > 1 && len(c.out) > 0 {
+			c.acct.Serving(true) // running what it read: not idle, however long a request takes (membudget's idleEvict)
+			handled := c.process()
+			c.acct.Serving(false)
+			if handled > 1 && len(c.out) > 0 {
 				runtime.Gosched() // replies of a pipeline leave with the round's others, as RESP's do (ServeConn)
 				yielded = true
 			}

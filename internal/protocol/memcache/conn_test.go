@@ -570,3 +570,57 @@ func dialBudget(t *testing.T, b *membudget.Budget) net.Conn {
 	nc.SetDeadline(time.Now().Add(10 * time.Second))
 	return nc
 }
+
+// TestRequestBeingRunIsNotIdle: a connection running what it read (a set held in a slow engine, past the
+// budget's idleEvict, with a get of a big value pipelined behind it) holds the set's request buffer all along
+// and is being served, not idle: another client's get waiting for room in maxmemory-clients does not evict it,
+// and both are answered once the set is through. Before, it was evicted once the get had waited idleEvict (10 s
+// unless the budget's SetIdleEvict shortens it): the set was applied, but the get pipelined behind it was
+// answered out of memory and the connection closed.
+func TestRequestBeingRunIsNotIdle(t *testing.T) {
+	const idle = 50 * time.Millisecond
+	b := membudget.New(64<<20, nil)
+	b.SetIdleEvict(idle)
+	gate := &gatedEngine{Engine: memstore.New(), entered: make(chan struct{}, 1), release: make(chan struct{})}
+	ts := startServerOver(t, gate, func(o *Options, _ *kv.Options) { o.Budget = b })
+	runner, reader := dial(t, ts.addr).c, dial(t, ts.addr).c
+	for _, c := range []net.Conn{runner, reader} {
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+	}
+	mid, other := strings.Repeat("m", membudget.ReplyHold), strings.Repeat("o", 2*membudget.ReplyHold)
+	for _, it := range [][2]string{{"mid", mid}, {"other", other}} {
+		fmt.Fprintf(runner, "set %s 0 0 %d\r\n%s\r\n", it[0], len(it[1]), it[1])
+		<-gate.entered
+		gate.release <- struct{}{} // this one passes
+		expectReply(t, runner, "set "+it[0], "STORED\r\n")
+	}
+
+	big := strings.Repeat("b", 900<<10)
+	fmt.Fprintf(runner, "set big 0 0 %d\r\n%s\r\nget mid\r\n", len(big), big)
+	<-gate.entered // the set is in the engine, its request buffer held
+	// The runner's get of mid (its value twice, 128 KiB) fits beside the buffer; the reader's of other (256 KiB)
+	// does not, and waits.
+	b.SetLimit(b.Used() + 3*membudget.ReplyHold)
+	io.WriteString(reader, "get other\r\n")
+	time.Sleep(20 * idle)
+	if b.Evictions() != 0 {
+		t.Errorf("a client evicted while the reader waited %v (idleEvict %v)", 20*idle, idle)
+	}
+	close(gate.release)
+	expectReply(t, runner, "the slow set and the get behind it",
+		"STORED\r\nVALUE mid 0 "+fmt.Sprint(len(mid))+"\r\n"+mid+"\r\nEND\r\n")
+	expectReply(t, reader, "the waiting get", "VALUE other 0 "+fmt.Sprint(len(other))+"\r\n"+other+"\r\nEND\r\n")
+	if b.Evictions() != 0 {
+		t.Errorf("%d clients evicted", b.Evictions())
+	}
+}
+
+// expectReply reads len(want) bytes from c and fails the test unless they are want.
+func expectReply(t *testing.T, c net.Conn, what, want string) {
+	t.Helper()
+	got := make([]byte, len(want))
+	n, err := io.ReadFull(c, got)
+	if err != nil || string(got) != want {
+		t.Fatalf("%s: %.80q (%d bytes), %v; want %.80q", what, got[:n], n, err, want)
+	}
+}
