@@ -12,14 +12,13 @@ import (
 )
 
 // TestSlowReaderIsNotIdle: a client reading a big reply slowly but steadily is being served, not idle: a read
-// waiting for room in maxmemory-clients does not evict it after 10 s (membudget's idleEvict, meant for requests
-// held half-sent), however long its reply takes to go out. Before, the reply's write reserved once and released
-// once, so a reply that took more than 10 s to write looked idle, and the waiting GET closed it mid-reply.
+// waiting for room in maxmemory-clients does not evict it after the idle limit (membudget's idleEvict, 10 s,
+// meant for requests held half-sent; 1 s here), however long its reply takes to go out. Before, the reply's write
+// reserved once and released once, so a reply that took longer than the limit to write looked idle, and the
+// waiting GET closed it mid-reply.
 func TestSlowReaderIsNotIdle(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits past membudget's idleEvict (10 s)")
-	}
 	budget := membudget.New(64<<20, nil)
+	budget.SetIdleEvict(time.Second)
 	ts := startServer(t, Options{Budget: budget}, 0)
 	rc := ts.raw(t)
 	val := strings.Repeat("v", 1<<20)
@@ -29,7 +28,8 @@ func TestSlowReaderIsNotIdle(t *testing.T) {
 		}
 	}
 	// The slow reader: MGET of big 16 times, a 16 MiB reply (2 MiB reserved for the read, 14 more as it is
-	// written), read at about 1 MiB/s: its write lasts some 12 s, what the sockets cannot buffer.
+	// written), read at about 4 MiB/s: its write lasts some 3 s, what the sockets cannot buffer, a MiB every
+	// quarter of a second.
 	budget.SetLimit(17 << 20)
 	c, err := net.Dial("tcp", ts.addr)
 	if err != nil {
@@ -55,7 +55,7 @@ func TestSlowReaderIsNotIdle(t *testing.T) {
 			if err != nil {
 				break
 			}
-			time.Sleep(time.Duration(m) * time.Second / (1 << 20)) // 1 MiB/s
+			time.Sleep(time.Duration(m) * time.Second / (4 << 20)) // 4 MiB/s
 		}
 		got <- n
 	}()
@@ -162,13 +162,11 @@ func TestPipelinedReadsFailAlone(t *testing.T) {
 
 // TestCommandBeingRunIsNotIdle: a connection running a command that takes long (a MIGRATE waiting for a slow
 // target, holding the 8 MiB its keys' reads reserved) is being served, not idle: a read waiting for room in
-// maxmemory-clients does not evict it after 10 s (membudget's idleEvict). Before, it was evicted: the MIGRATE went
-// on, moved the keys (deleted here), and its +OK was dropped with the connection.
+// maxmemory-clients does not evict it after the idle limit (membudget's idleEvict, 10 s; 1 s here). Before, it was
+// evicted: the MIGRATE went on, moved the keys (deleted here), and its +OK was dropped with the connection.
 func TestCommandBeingRunIsNotIdle(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits past membudget's idleEvict (10 s)")
-	}
 	budget := membudget.New(64<<20, nil)
+	budget.SetIdleEvict(time.Second)
 	ts := startServer(t, Options{Budget: budget}, 0)
 	rc := ts.raw(t)
 	for _, k := range []string{"k1", "k2"} {
@@ -180,14 +178,14 @@ func TestCommandBeingRunIsNotIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer target.Close()
-	go func() { // a target that takes 12 s to answer
+	go func() { // a target that takes 3 s to answer
 		c, err := target.Accept()
 		if err != nil {
 			return
 		}
 		defer c.Close()
 		go io.Copy(io.Discard, c)
-		time.Sleep(12 * time.Second)
+		time.Sleep(3 * time.Second)
 		c.Write([]byte(strings.Repeat("+OK\r\n", 4)))
 		time.Sleep(time.Second)
 	}()
