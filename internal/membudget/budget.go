@@ -455,6 +455,9 @@ func (a *Account) WriteReply(w io.Writer, b []byte) (n int, err error) {
 		return w.Write(b)
 	}
 	if a.busy.Load() { // a write within a request (a pipeline's replies past a MiB): judged by its progress
+		// Served up to now: without this a request that ran long before writing (a page streamed in small
+		// writes after its reads) looked idle from the moment its first write began.
+		a.active.Store(time.Now().UnixNano())
 		a.busy.Store(false)
 		defer a.busy.Store(true)
 	}

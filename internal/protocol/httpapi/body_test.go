@@ -25,17 +25,36 @@ import (
 // budgetServer serves the API over a memory store with request bodies counted in b.
 func budgetServer(t *testing.T, b *membudget.Budget) string {
 	t.Helper()
-	return budgetServerOver(t, b, memstore.New())
+	return budgetServerOver(t, b, memstore.New(), 0)
 }
 
-// budgetServerOver is budgetServer over the engine e.
-func budgetServerOver(t *testing.T, b *membudget.Budget, e engine.Engine) string {
+// budgetServerOver is budgetServer over the engine e, with each connection's socket send buffer set to sndbuf
+// bytes (SO_SNDBUF; the kernel doubles it and no longer tunes it) unless it is 0.
+func budgetServerOver(t *testing.T, b *membudget.Budget, e engine.Engine, sndbuf int) string {
 	t.Helper()
 	s := kv.New(e, kv.Options{Limits: kv.Limits{MaxValue: 1 << 20}, SweepInterval: -1})
 	t.Cleanup(func() { s.Close() })
-	srv := httptest.NewServer(New(s, Options{Budget: b, Metrics: metrics.New(s), Version: "test"}))
+	srv := httptest.NewUnstartedServer(New(s, Options{Budget: b, Metrics: metrics.New(s), Version: "test"}))
+	if sndbuf > 0 {
+		srv.Listener = sendBuffers{srv.Listener, sndbuf}
+	}
+	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv.Listener.Addr().String()
+}
+
+// sendBuffers sets the send buffer of each connection it accepts.
+type sendBuffers struct {
+	net.Listener
+	size int
+}
+
+func (l sendBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetWriteBuffer(l.size)
+	}
+	return c, err
 }
 
 // putBig stores val as key big of each table through addr and returns the last PUT's ETag.

@@ -305,10 +305,13 @@ func (w *respWriter) Write(b []byte) (int, error) {
 	if w.swallowed != 0 {
 		return len(b), nil
 	}
-	if len(b) < membudget.ReplyHold || w.hold == nil || w.head { // (net/http discards a HEAD reply's body)
+	if w.hold == nil || w.head || (len(b) < membudget.ReplyHold && w.acct == nil) { // (net/http discards a HEAD reply's body)
 		return w.ResponseWriter.Write(b)
 	}
-	// A big reply counts against the budget while a client that does not read holds it up.
+	// A big reply counts against the budget while a client that does not read holds it up. A small write of a
+	// request that holds room (a page's values, prepaid, streamed 32 KiB at a time) is not counted again, but is
+	// judged and cut short as a big one is: before, such a write to a client that stopped reading blocked for as
+	// long as the client lived, its request busy (not idle) and not writing, so no eviction could free its room.
 	acct := w.hold()
 	held := 0
 	if len(b) > w.prepaid {

@@ -3,7 +3,9 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -132,7 +134,7 @@ func TestRequestBeingRunIsNotIdle(t *testing.T) {
 	b := membudget.New(64<<20, nil)
 	b.SetIdleEvict(idle)
 	slow := &heldWrites{Engine: memstore.New(), entered: make(chan struct{}, 1), release: make(chan struct{})}
-	addr := budgetServerOver(t, b, slow)
+	addr := budgetServerOver(t, b, slow, 0)
 	old, other := bytes.Repeat([]byte("o"), 100<<10), bytes.Repeat([]byte("r"), 200<<10)
 	putBig(t, addr, old, "slow")
 	putBig(t, addr, other, "other")
@@ -205,4 +207,90 @@ func send(client *http.Client, req *http.Request) reply {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	return reply{resp.StatusCode, body, err}
+}
+
+// TestStalledPageReaderIsEvicted: a client that stops reading a page of values streamed in small writes (values
+// of control bytes, escaped sixfold, go out 32 KiB at a time) is idle once its write has not moved for the idle
+// limit, and a GET waiting for the room its page's values hold evicts it and is answered. Before, only writes of
+// 64 KiB or more could be cut short: such a page's request stayed busy (Serving) in a write that blocked for as
+// long as its client lived, and the GET waited out its 30 s and failed. A client reading such a page slowly but
+// steadily, for longer than the idle limit, is being served and is not evicted: each write marks it active as it
+// begins (membudget's WriteReply), where before its reads of the values did last.
+func TestStalledPageReaderIsEvicted(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rate int // bytes/s the page's client reads, 0 for none
+	}{{"stalled", 0}, {"steady", 2 << 20}} {
+		t.Run(tc.name, func(t *testing.T) {
+			const idle = time.Second
+			b := membudget.New(64<<20, nil)
+			b.SetIdleEvict(idle)
+			addr := budgetServerOver(t, b, memstore.New(), 128<<10)
+			val := bytes.Repeat([]byte{1}, 256<<10)
+			for i := range 4 {
+				k := fmt.Sprint("p", i)
+				req, _ := http.NewRequest("PUT", "http://"+addr+"/v1/tables/page/keys/"+k, bytes.NewReader(val))
+				if r := send(http.DefaultClient, req); r.err != nil || r.status != http.StatusCreated {
+					t.Fatalf("PUT %s: %d %v", k, r.status, r.err)
+				}
+			}
+			other := bytes.Repeat([]byte("r"), 512<<10)
+			putBig(t, addr, other, "other")
+			if u := settled(b); u != 0 {
+				t.Fatalf("after the writes the budget holds %d bytes", u)
+			}
+			b.SetLimit(1<<20 + 256<<10) // the page's four values fit; the GET's 512 KiB beside them do not
+
+			// The page: 1 MiB of values (a page's most), some 6 MiB of JSON, much more than the sockets buffer (the
+			// server's send buffer set to 256 KiB): read at 2 MiB/s, its writes go on for some 3 s, none waiting
+			// more than a tenth of a second.
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.(*net.TCPConn).SetReadBuffer(32 << 10)
+			if _, err := io.WriteString(c, "GET /v1/tables/page/keys?values=true HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			for deadline := time.Now().Add(5 * time.Second); b.Used() < 1<<20 && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if u := b.Used(); u < 1<<20 {
+				t.Fatalf("the page's values hold %d bytes, want 1 MiB", u)
+			}
+			page := make(chan int64, 1)
+			if tc.rate > 0 {
+				go func() {
+					c.SetReadDeadline(time.Now().Add(20 * time.Second))
+					n, buf := int64(0), make([]byte, 16<<10)
+					for {
+						m, err := c.Read(buf)
+						n += int64(m)
+						if err != nil { // (io.EOF once the page is out: Connection: close)
+							break
+						}
+						time.Sleep(time.Duration(m) * time.Second / time.Duration(tc.rate))
+					}
+					page <- n
+				}()
+			}
+			req, _ := http.NewRequest("GET", "http://"+addr+"/v1/tables/other/keys/big", nil)
+			if r := send(&http.Client{Timeout: 10 * time.Second}, req); r.err != nil || r.status != http.StatusOK || !bytes.Equal(r.body, other) {
+				t.Errorf("the waiting GET: %d, %d bytes, %v; want 200 and its 512 KiB", r.status, len(r.body), r.err)
+			}
+			if tc.rate == 0 {
+				if e := b.Evictions(); e != 1 {
+					t.Errorf("%d clients evicted, want the stalled reader", e)
+				}
+				return
+			}
+			if n := <-page; n < 6<<20 {
+				t.Errorf("the steady reader got %d bytes of its page, want over 6 MiB", n)
+			}
+			if e := b.Evictions(); e != 0 {
+				t.Errorf("%d clients evicted, want none", e)
+			}
+		})
+	}
 }
