@@ -131,6 +131,20 @@ func cmdExec(s *session, args [][]byte) {
 		s.w.NullArray()
 		return
 	}
+	if err != nil {
+		// The transaction's batch failed whole: one error for EXEC, never an array, whose elements are each
+		// command's own outcome (a Redis client takes an error there for that command's, the others applied). An
+		// array of this error in every place was answered, and a client that read EXEC's reply as the
+		// transaction's took one of unknown outcome as run: over an etcd cluster losing a member, transactions
+		// were lost that a kill test counted as acknowledged. Nothing applied: Redis's EXECABORT with the reason.
+		s.batch.Reset()
+		if errors.Is(err, engine.ErrUnknownOutcome) {
+			s.w.Error(errText(err)) // it may have been applied: not discarded
+		} else {
+			s.w.Error("EXECABORT Transaction discarded because of: " + errText(err))
+		}
+		return
+	}
 	s.w.ArrayHeader(len(queued))
 	s.writeReplies(res, err) // the invalidations of its own keys follow the whole reply (dispatch writes them)
 }

@@ -53,7 +53,7 @@ func TestScriptInTransactionRunsInItsPlace(t *testing.T) {
 		t.Errorf("the SET after a failing script: %q", v)
 	}
 	// A script's command that writes another database is refused with an error reply, as the script's own
-	// error; the transaction goes on. It failed whole, every reply the raw "invalid mutation" text.
+	// error; the transaction goes on.
 	cmds, _ = c.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 		p.Set(ctx, "m", "1", 0)
 		p.Eval(ctx, "return redis.call('move', 'm', '1')", nil)
