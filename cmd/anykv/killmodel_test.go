@@ -249,6 +249,14 @@ func runUntilKilled(t *testing.T, s *servertest.Server, ws []*modelWriter, mid f
 						w.unknown = append(w.unknown, first+i)
 						w.unknownTexts = append(w.unknownTexts, cmd.Err().Error())
 					}
+					if replies, ok := cmd.Val().([]any); ok { // EXEC's: each command's own outcome, never anykv's failure
+						for _, r := range replies {
+							if e, ok := r.(error); ok && unknownOutcome(e) {
+								t.Errorf("%s: EXEC answered anykv's error in a command's place (a failure of the whole "+
+									"transaction is EXEC's one error): %v", w.prefix, e)
+							}
+						}
+					}
 					n++
 				}
 				w.answered = first + n
