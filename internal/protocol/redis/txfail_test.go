@@ -16,8 +16,9 @@ import (
 // array of it in every command's place, which a client reads as each command's own error (Redis's runtime
 // errors, the others applied): an unknown outcome (the datastore under anykv failed mid-commit) with its own
 // text, since it may have been applied, a batch refused before it applied anything with Redis's EXECABORT and
-// the reason. Before, both were `*3` of the error three times, and a kill test over an etcd cluster that took
-// EXEC's reply for the transaction's counted lost transactions as acknowledged.
+// the reason, and one over two slots with Redis Cluster's CROSSSLOT (not EXECABORT because of it). Before, each
+// was `*3` of the error three times, and a kill test over an etcd cluster that took EXEC's reply for the
+// transaction's counted lost transactions as acknowledged.
 func TestExecOfAFailedBatchIsOneError(t *testing.T) {
 	e := &failNextApply{Engine: memstore.New()}
 	ts := startServerOver(t, e, kv.Options{}, Options{}, 0)
@@ -29,6 +30,9 @@ func TestExecOfAFailedBatchIsOneError(t *testing.T) {
 	}{
 		{fmt.Errorf("etcd: commit outcome unknown: %w", engine.ErrUnknownOutcome), "-ERR etcd: commit outcome unknown"},
 		{fmt.Errorf("etcd: %w", engine.ErrUnavailable), "-EXECABORT Transaction discarded because of: ERR etcd: "},
+		// Keys in two slots of a namespace spread over slots: Redis Cluster's own answer to such an EXEC (it
+		// discards the transaction and answers CROSSSLOT), which a client tells by its code.
+		{fmt.Errorf("%w (the transaction's keys)", engine.ErrCrossSlot), "-CROSSSLOT Keys in request don't hash to the same slot"},
 	} {
 		e.fail.Store(&tc.fail)
 		rc.send(respCmd("MULTI") + respCmd("ZPOPMIN", "z") + respCmd("HINCRBY", "h", "f", "5") + respCmd("LPUSH", "l", "a") + respCmd("EXEC"))
