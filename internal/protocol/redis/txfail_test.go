@@ -69,3 +69,42 @@ func (e *failNextApply) Apply(ctx context.Context, b *engine.Batch) ([]engine.Re
 	}
 	return e.Engine.Apply(ctx, b)
 }
+
+// TestExecNotRunKeepsTheDatabase: a SELECT queued in a transaction that does not run (aborted by a WATCH, or
+// answered with one error because its batch failed whole) does not change the connection's database, as in
+// Redis, where the queued commands of such an EXEC never run. SELECT takes effect as EXEC compiles the
+// transaction, so that the commands after it write there; it stayed in effect, and the commands the client sent
+// after the failed EXEC, taking the transaction for discarded, went to the other database.
+func TestExecNotRunKeepsTheDatabase(t *testing.T) {
+	e := &failNextApply{Engine: memstore.New()}
+	ts := startServerOver(t, e, kv.Options{}, Options{}, 0)
+	rc := ts.raw(t)
+	other := ts.raw(t)
+	for _, tc := range []struct {
+		name string
+		fail error
+		want string
+	}{
+		{"aborted by a WATCH", nil, "*-1\r\n"},
+		{"unavailable", fmt.Errorf("etcd: %w", engine.ErrUnavailable), "-EXECABORT"},
+		{"unknown outcome", fmt.Errorf("etcd: %w", engine.ErrUnknownOutcome), "-ERR etcd"},
+	} {
+		rc.do("SELECT", "0")
+		if tc.fail == nil {
+			rc.do("WATCH", "w")
+			other.do("SET", "w", tc.name)
+		} else {
+			e.fail.Store(&tc.fail)
+		}
+		rc.send(respCmd("MULTI") + respCmd("SELECT", "1") + respCmd("SET", "k", "v") + respCmd("EXEC"))
+		for _, want := range []string{"+OK\r\n", "+QUEUED\r\n", "+QUEUED\r\n", tc.want} {
+			if r := rc.reply(); !strings.HasPrefix(r, want) {
+				t.Fatalf("%s: %q, want %q", tc.name, r, want)
+			}
+		}
+		rc.do("SET", "after", tc.name)
+		if r := other.do("GET", "after"); r != fmt.Sprintf("$%d\r\n%s\r\n", len(tc.name), tc.name) {
+			t.Errorf("%s: the SET after the EXEC not run went to another database than 0 (GET in 0: %q)", tc.name, r)
+		}
+	}
+}
