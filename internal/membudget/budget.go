@@ -18,6 +18,7 @@ import (
 	"math"
 	"net"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -395,23 +396,22 @@ func (b *Budget) chooseVictims(a *Account, n int64, may func(*Account) bool) []*
 	for short > 0 {
 		var big *Account
 		for v := range b.accounts {
-			if v != a && !v.evicted.Load() && v.held.Load() > mine && (may == nil || may(v)) && (big == nil || v.held.Load() > big.held.Load()) {
+			if v != a && !v.evicted.Load() && !slices.Contains(victims, v) && v.held.Load() > mine && (may == nil || may(v)) &&
+				(big == nil || v.held.Load() > big.held.Load()) {
 				big = v
 			}
 		}
 		if big == nil {
-			break
+			// Not enough even so: a is the client to close, and those chosen stay. They are marked only once the
+			// choice is made: evicted is read without b.mu (Evicted, reserve), and a client that saw a mark taken
+			// back here took itself for evicted and closed, or dropped its reply.
+			return nil
 		}
-		big.evicted.Store(true)
 		victims = append(victims, big)
 		short -= big.held.Load()
 	}
-	if short > 0 {
-		// Not enough even so: a is the client to close, and those just marked (not told yet) stay.
-		for _, v := range victims {
-			v.evicted.Store(false)
-		}
-		return nil
+	for _, v := range victims {
+		v.evicted.Store(true)
 	}
 	return victims
 }

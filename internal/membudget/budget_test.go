@@ -235,3 +235,37 @@ func gcCount() uint32 {
 	runtime.ReadMemStats(&m)
 	return m.NumGC
 }
+
+// TestRefusedChoiceMarksNoOne: a choice of victims that cannot make room enough (a is refused instead) marks no
+// client evicted, not even while it is made: Evicted and reserve read the mark without the budget's lock, so a
+// client marked on the way and unmarked after took itself for evicted (RESP closed its connection, HTTP dropped
+// its reply), though it was not.
+func TestRefusedChoiceMarksNoOne(t *testing.T) {
+	b := New(2000, nil)
+	x, y := b.Open("x", nil), b.Open("y", nil)
+	defer x.Close()
+	defer y.Close()
+	for _, v := range []*Account{x, y} {
+		if err := v.Reserve(450); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.SetLimit(100)
+	a := b.Open("a", nil)
+	defer a.Close()
+	seen := false
+	b.mu.Lock()
+	// 200 more: 1000 over the limit, and x and y hold 900 between them.
+	victims := b.chooseVictims(a, 200, func(*Account) bool {
+		seen = seen || x.Evicted() || y.Evicted() // as another goroutine may read it meanwhile
+		return true
+	})
+	b.mu.Unlock()
+	if victims != nil || seen || x.Evicted() || y.Evicted() {
+		t.Errorf("a refused choice: victims %v, a mark seen while choosing %v, marked after: x %v y %v",
+			victims, seen, x.Evicted(), y.Evicted())
+	}
+	if err := a.Reserve(200); !errors.Is(err, ErrOverBudget) || x.Evicted() || y.Evicted() {
+		t.Errorf("Reserve: %v, x evicted %v, y %v; want the refusal of a alone", err, x.Evicted(), y.Evicted())
+	}
+}

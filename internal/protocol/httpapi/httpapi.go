@@ -278,6 +278,8 @@ type respWriter struct {
 	reading atomic.Bool
 	writing atomic.Bool // a big reply is being written, which eviction may then cut short
 	aborted bool        // the budget refused a reply: wrap aborts the response, closing the connection
+	// evictBound: the request was evicted and its small writes since go out within a second (Write)
+	evictBound bool
 	// prepaid is what the reads of the reply's values reserved already (viewForReply): a write of no more is
 	// not counted again.
 	prepaid int
@@ -323,12 +325,22 @@ func (w *respWriter) Write(b []byte) (int, error) {
 	}
 	w.writing.Store(true)
 	if acct.Evicted() {
-		// Evicted before this write began (between a prepaid reply's reads and its write): the eviction found
-		// no write to cut short, and this one would hold the room for as long as its client does not read.
-		w.writing.Store(false)
-		acct.Release(held)
-		w.aborted = true
-		return 0, membudget.ErrEvicted
+		if len(b) >= membudget.ReplyHold {
+			// Evicted before this write began (between a prepaid reply's reads and its write): the eviction found
+			// no write to cut short, and this one would hold the room for as long as its client does not read.
+			w.writing.Store(false)
+			acct.Release(held)
+			w.aborted = true
+			return 0, membudget.ErrEvicted
+		}
+		// A small piece (a reply's status and JSON, a page's 32 KiB): written, within the second an eviction
+		// gives a write under way (account), so that a client that stopped reading lets go of the room at once,
+		// and one that reads learns how its request ended. Refused, a PUT evicted while in the engine was applied
+		// and answered with a closed connection, and a body cut short by eviction lost its 503.
+		if !w.evictBound {
+			w.evictBound = true
+			http.NewResponseController(w.ResponseWriter).SetWriteDeadline(time.Now().Add(time.Second))
+		}
 	}
 	n, err := acct.WriteReply(w.ResponseWriter, b) // its progress keeps the request from looking idle
 	w.writing.Store(false)

@@ -72,6 +72,9 @@ func cmdExec(s *session, args [][]byte) {
 	s.inExec = true           // its tracked reads register in its order (trackExecKeys), its own invalidations wait
 	defer func() { s.inExec = false }()
 	hello := false // a HELLO was queued: it may change the protocol of the replies after it (queuedInPlace)
+	// The database before the transaction: a queued SELECT takes effect below, as the transaction compiles, and
+	// is undone if it does not run (aborted, or failed whole), as Redis never runs the commands of such an EXEC.
+	db := s.db
 	for _, a := range queued {
 		c := s.lookup(a[0])
 		hello = hello || c.name == "hello"
@@ -126,6 +129,9 @@ func cmdExec(s *session, args [][]byte) {
 	}
 	res, err := s.run(guards)
 	s.execWatch = nil
+	if err != nil && s.db != db {
+		s.setInfo(func() { s.db = db })
+	}
 	if errors.Is(err, engine.ErrAborted) {
 		s.batch.Reset()
 		s.w.NullArray()
@@ -138,9 +144,12 @@ func cmdExec(s *session, args [][]byte) {
 		// transaction's took one of unknown outcome as run: over an etcd cluster losing a member, transactions
 		// were lost that a kill test counted as acknowledged. Nothing applied: Redis's EXECABORT with the reason.
 		s.batch.Reset()
-		if errors.Is(err, engine.ErrUnknownOutcome) {
+		switch {
+		case errors.Is(err, engine.ErrUnknownOutcome):
 			s.w.Error(errText(err)) // it may have been applied: not discarded
-		} else {
+		case errors.Is(err, engine.ErrCrossSlot):
+			s.w.Error(errText(err)) // Redis Cluster's answer to an EXEC whose keys span slots, the transaction discarded
+		default:
 			s.w.Error("EXECABORT Transaction discarded because of: " + errText(err))
 		}
 		return

@@ -16,8 +16,9 @@ import (
 // array of it in every command's place, which a client reads as each command's own error (Redis's runtime
 // errors, the others applied): an unknown outcome (the datastore under anykv failed mid-commit) with its own
 // text, since it may have been applied, a batch refused before it applied anything with Redis's EXECABORT and
-// the reason. Before, both were `*3` of the error three times, and a kill test over an etcd cluster that took
-// EXEC's reply for the transaction's counted lost transactions as acknowledged.
+// the reason, and one over two slots with Redis Cluster's CROSSSLOT (not EXECABORT because of it). Before, each
+// was `*3` of the error three times, and a kill test over an etcd cluster that took EXEC's reply for the
+// transaction's counted lost transactions as acknowledged.
 func TestExecOfAFailedBatchIsOneError(t *testing.T) {
 	e := &failNextApply{Engine: memstore.New()}
 	ts := startServerOver(t, e, kv.Options{}, Options{}, 0)
@@ -29,6 +30,9 @@ func TestExecOfAFailedBatchIsOneError(t *testing.T) {
 	}{
 		{fmt.Errorf("etcd: commit outcome unknown: %w", engine.ErrUnknownOutcome), "-ERR etcd: commit outcome unknown"},
 		{fmt.Errorf("etcd: %w", engine.ErrUnavailable), "-EXECABORT Transaction discarded because of: ERR etcd: "},
+		// Keys in two slots of a namespace spread over slots: Redis Cluster's own answer to such an EXEC (it
+		// discards the transaction and answers CROSSSLOT), which a client tells by its code.
+		{fmt.Errorf("%w (the transaction's keys)", engine.ErrCrossSlot), "-CROSSSLOT Keys in request don't hash to the same slot"},
 	} {
 		e.fail.Store(&tc.fail)
 		rc.send(respCmd("MULTI") + respCmd("ZPOPMIN", "z") + respCmd("HINCRBY", "h", "f", "5") + respCmd("LPUSH", "l", "a") + respCmd("EXEC"))
@@ -64,4 +68,43 @@ func (e *failNextApply) Apply(ctx context.Context, b *engine.Batch) ([]engine.Re
 		return nil, *err
 	}
 	return e.Engine.Apply(ctx, b)
+}
+
+// TestExecNotRunKeepsTheDatabase: a SELECT queued in a transaction that does not run (aborted by a WATCH, or
+// answered with one error because its batch failed whole) does not change the connection's database, as in
+// Redis, where the queued commands of such an EXEC never run. SELECT takes effect as EXEC compiles the
+// transaction, so that the commands after it write there; it stayed in effect, and the commands the client sent
+// after the failed EXEC, taking the transaction for discarded, went to the other database.
+func TestExecNotRunKeepsTheDatabase(t *testing.T) {
+	e := &failNextApply{Engine: memstore.New()}
+	ts := startServerOver(t, e, kv.Options{}, Options{}, 0)
+	rc := ts.raw(t)
+	other := ts.raw(t)
+	for _, tc := range []struct {
+		name string
+		fail error
+		want string
+	}{
+		{"aborted by a WATCH", nil, "*-1\r\n"},
+		{"unavailable", fmt.Errorf("etcd: %w", engine.ErrUnavailable), "-EXECABORT"},
+		{"unknown outcome", fmt.Errorf("etcd: %w", engine.ErrUnknownOutcome), "-ERR etcd"},
+	} {
+		rc.do("SELECT", "0")
+		if tc.fail == nil {
+			rc.do("WATCH", "w")
+			other.do("SET", "w", tc.name)
+		} else {
+			e.fail.Store(&tc.fail)
+		}
+		rc.send(respCmd("MULTI") + respCmd("SELECT", "1") + respCmd("SET", "k", "v") + respCmd("EXEC"))
+		for _, want := range []string{"+OK\r\n", "+QUEUED\r\n", "+QUEUED\r\n", tc.want} {
+			if r := rc.reply(); !strings.HasPrefix(r, want) {
+				t.Fatalf("%s: %q, want %q", tc.name, r, want)
+			}
+		}
+		rc.do("SET", "after", tc.name)
+		if r := other.do("GET", "after"); r != fmt.Sprintf("$%d\r\n%s\r\n", len(tc.name), tc.name) {
+			t.Errorf("%s: the SET after the EXEC not run went to another database than 0 (GET in 0: %q)", tc.name, r)
+		}
+	}
 }
