@@ -166,6 +166,14 @@ func (a *Account) Serving(on bool) {
 	}
 }
 
+// Progress marks a active now: its request moved (a body's bytes came in), so it is not idle (idleEvict),
+// however long the request takes to arrive. Its reservations mark it too, but they come only as its buffer grows.
+func (a *Account) Progress() {
+	if a != nil {
+		a.active.Store(time.Now().UnixNano())
+	}
+}
+
 // Open registers a connection. name identifies it in logs (its remote address); evict is called at most
 // once, from another goroutine, to make the connection stop: it must wake the connection's blocked reads and
 // writes (e.g. by setting deadlines), after which the connection sees Evicted, tells its client and closes.

@@ -78,6 +78,11 @@ func (a *api) readBodyMax(w http.ResponseWriter, r *http.Request, limit int64) (
 		}
 		k, err := body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+k]
+		if k > 0 {
+			// A body coming in slowly but steadily is not idle: its buffer grows (and reserves) only at each
+			// doubling, and the second half of a 1 MiB body sent at 40 KiB/s took longer than idleEvict.
+			acct.Progress()
+		}
 		switch {
 		case errors.Is(err, io.EOF):
 			return buf, acct, nil

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -244,21 +245,9 @@ func TestStalledPageReaderIsEvicted(t *testing.T) {
 			// The page: 1 MiB of values (a page's most), some 6 MiB of JSON, much more than the sockets buffer (the
 			// server's send buffer set to 256 KiB): read at 2 MiB/s, its writes go on for some 3 s, none waiting
 			// more than a tenth of a second.
-			c, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := rawHTTP(t, addr, "GET /v1/tables/page/keys?values=true HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
 			c.(*net.TCPConn).SetReadBuffer(32 << 10)
-			if _, err := io.WriteString(c, "GET /v1/tables/page/keys?values=true HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"); err != nil {
-				t.Fatal(err)
-			}
-			for deadline := time.Now().Add(5 * time.Second); b.Used() < 1<<20 && time.Now().Before(deadline); {
-				time.Sleep(10 * time.Millisecond)
-			}
-			if u := b.Used(); u < 1<<20 {
-				t.Fatalf("the page's values hold %d bytes, want 1 MiB", u)
-			}
+			holdsAtLeast(t, b, 1<<20, "the page's values")
 			page := make(chan int64, 1)
 			if tc.rate > 0 {
 				go func() {
@@ -292,5 +281,79 @@ func TestStalledPageReaderIsEvicted(t *testing.T) {
 				t.Errorf("%d clients evicted, want none", e)
 			}
 		})
+	}
+}
+
+// TestSlowBodyIsNotIdle: a body sent slowly but steadily, for longer than the idle limit, is not idle: a GET
+// waiting for room in maxmemory-clients does not evict the PUT sending it, and both are answered. Before, the body
+// marked its request active only as its buffer grew (at each doubling), so the second half of a 1 MiB body sent
+// over more than the limit looked idle, and the waiting GET closed it mid-body.
+func TestSlowBodyIsNotIdle(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	b := membudget.New(64<<20, nil)
+	b.SetIdleEvict(idle)
+	addr := budgetServer(t, b)
+	other := bytes.Repeat([]byte("r"), 512<<10)
+	putBig(t, addr, other, "other")
+	if u := settled(b); u != 0 {
+		t.Fatalf("after the write the budget holds %d bytes", u)
+	}
+	b.SetLimit(1<<20 + 256<<10) // the body's 1 MiB fits; the GET's 512 KiB beside it do not
+
+	const size = 1 << 20
+	c := rawHTTP(t, addr, fmt.Sprintf("PUT /v1/tables/t/keys/slow HTTP/1.1\r\nHost: localhost\r\nContent-Length: %d\r\nConnection: close\r\n\r\n", size))
+	chunk := bytes.Repeat([]byte("s"), 32<<10)
+	for sent := 0; sent < size/2; sent += len(chunk) { // the first half at once: the buffer holds 1 MiB from there
+		c.Write(chunk)
+	}
+	holdsAtLeast(t, b, size, "the body")
+	get := make(chan reply, 1)
+	go func() {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/v1/tables/other/keys/big", nil)
+		get <- send(&http.Client{Timeout: 10 * time.Second}, req)
+	}()
+	// The second half over some 1.6 s, five times the idle limit: 32 KiB every 100 ms.
+	for sent := size / 2; sent < size; sent += len(chunk) {
+		time.Sleep(100 * time.Millisecond)
+		if _, err := c.Write(chunk); err != nil {
+			t.Fatalf("the slow PUT's body, %d bytes in: %v", sent, err)
+		}
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	status, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || !strings.HasPrefix(status, "HTTP/1.1 201") {
+		t.Errorf("the slow PUT: %q, %v; want 201", status, err)
+	}
+	if r := <-get; r.err != nil || r.status != http.StatusOK || !bytes.Equal(r.body, other) {
+		t.Errorf("the waiting GET: %d, %d bytes, %v; want 200 and its 512 KiB", r.status, len(r.body), r.err)
+	}
+	if e := b.Evictions(); e != 0 {
+		t.Errorf("%d clients evicted", e)
+	}
+}
+
+// rawHTTP opens a connection to addr, closed when the test ends, and sends head (a request's head, and its
+// body's start if any).
+func rawHTTP(t *testing.T, addr, head string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := io.WriteString(c, head); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// holdsAtLeast waits up to 5 s for b to hold n bytes, what holds them, and fails the test if it does not.
+func holdsAtLeast(t *testing.T, b *membudget.Budget, n int64, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); b.Used() < n && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if u := b.Used(); u < n {
+		t.Fatalf("%s hold %d bytes, want %d", what, u, n)
 	}
 }
