@@ -624,3 +624,45 @@ func expectReply(t *testing.T, c net.Conn, what, want string) {
 		t.Fatalf("%s: %.80q (%d bytes), %v; want %.80q", what, got[:n], n, err, want)
 	}
 }
+
+// TestSlowRequestIsNotIdle: a big set whose data comes in slowly but steadily, for longer than the idle limit,
+// is not idle: a get waiting for room in maxmemory-clients does not evict it, and both are answered. Before, its
+// bytes marked the connection active only as its buffer grew, so the end of a 1 MiB value sent over more than the
+// limit looked idle, and the waiting get closed it mid-request.
+func TestSlowRequestIsNotIdle(t *testing.T) {
+	const idle = 200 * time.Millisecond
+	b := membudget.New(64<<20, nil)
+	b.SetIdleEvict(idle)
+	ts := startServer(t, func(o *Options, _ *kv.Options) { o.Budget = b })
+	sender, reader := dial(t, ts.addr).c, dial(t, ts.addr).c
+	for _, c := range []net.Conn{sender, reader} {
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+	}
+	other := strings.Repeat("o", 512<<10)
+	fmt.Fprintf(reader, "set other 0 0 %d\r\n%s\r\n", len(other), other)
+	expectReply(t, reader, "set other", "STORED\r\n")
+
+	const size, tail = 1 << 20, 256 << 10
+	val := strings.Repeat("s", size)
+	fmt.Fprintf(sender, "set slow 0 0 %d\r\n%s", size, val[:size-tail]) // the buffer at its full size from here
+	for deadline := time.Now().Add(5 * time.Second); b.Used() < size && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if u := b.Used(); u < size {
+		t.Fatalf("the set's buffer holds %d bytes, want 1 MiB", u)
+	}
+	b.SetLimit(b.Used() + tail) // the reader's get of other does not fit beside it, and waits
+	io.WriteString(reader, "get other\r\n")
+	for sent := size - tail; sent < size; sent += 32 << 10 { // the rest over some 0.8 s, four times the limit
+		time.Sleep(100 * time.Millisecond)
+		if _, err := io.WriteString(sender, val[sent:sent+32<<10]); err != nil {
+			t.Fatalf("the slow set, %d bytes in: %v", sent, err)
+		}
+	}
+	io.WriteString(sender, "\r\n")
+	expectReply(t, sender, "the slow set", "STORED\r\n")
+	expectReply(t, reader, "the waiting get", fmt.Sprintf("VALUE other 0 %d\r\n%s\r\nEND\r\n", len(other), other))
+	if e := b.Evictions(); e != 0 {
+		t.Errorf("%d clients evicted", e)
+	}
+}

@@ -209,3 +209,47 @@ func TestCommandBeingRunIsNotIdle(t *testing.T) {
 		t.Errorf("%d clients evicted", e)
 	}
 }
+
+// TestSlowCommandIsNotIdle: a big SET whose value comes in slowly but steadily, for longer than the idle limit, is
+// not idle: a GET waiting for room in maxmemory-clients does not evict it, and both are answered. Before, its bytes
+// marked the connection active only as the parser's buffer grew (doubling), so the end of a 1 MiB value sent over
+// more than the limit looked idle, and the waiting GET closed it mid-command.
+func TestSlowCommandIsNotIdle(t *testing.T) {
+	budget := membudget.New(64<<20, nil)
+	budget.SetIdleEvict(200 * time.Millisecond)
+	ts := startServer(t, Options{Budget: budget}, 0)
+	rc := ts.raw(t)
+	other := strings.Repeat("o", 512<<10)
+	if r := rc.do("SET", "other", other); r != "+OK\r\n" {
+		t.Fatalf("SET other: %.40q", r)
+	}
+	const size, tail = 1 << 20, 256 << 10
+	val := strings.Repeat("s", size)
+	cmd := respCmd("SET", "slow", val)
+	head := len(cmd) - len(val) - 2
+	sender := ts.raw(t)
+	sender.send(cmd[:head+size-tail]) // the parser's buffer at its full size from here
+	for deadline := time.Now().Add(5 * time.Second); budget.Used() < size && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if u := budget.Used(); u < size {
+		t.Fatalf("the SET's buffer holds %d bytes, want 1 MiB", u)
+	}
+	budget.SetLimit(budget.Used() + tail) // the GET of other does not fit beside it, and waits
+	rc.send(respCmd("GET", "other"))
+	for at := head + size - tail; at < len(cmd); at += 32 << 10 { // the rest over some 0.8 s, four times the limit
+		time.Sleep(100 * time.Millisecond)
+		if _, err := sender.c.Write([]byte(cmd[at:min(at+32<<10, len(cmd))])); err != nil {
+			t.Fatalf("the slow SET, %d bytes in: %v", at, err)
+		}
+	}
+	if r := sender.reply(); r != "+OK\r\n" {
+		t.Errorf("the slow SET: %.40q", r)
+	}
+	if r := rc.reply(); r != fmt.Sprintf("$%d\r\n%s\r\n", len(other), other) {
+		t.Errorf("the waiting GET: %.40q", r)
+	}
+	if e := budget.Evictions(); e != 0 {
+		t.Errorf("%d clients evicted", e)
+	}
+}

@@ -163,6 +163,11 @@ func (p *Parser) Fill(r io.Reader) (int, error) {
 	n, err := r.Read(p.buf[p.w:end])
 	if n > 0 {
 		p.w += n
+		if p.big {
+			// A big command coming in slowly but steadily is not idle (membudget's idleEvict): its buffer doubles,
+			// and reserves, only now and then. Only for a big buffer: small commands pay nothing.
+			p.acct.Progress()
+		}
 	}
 	if err != nil && p.err == nil && p.acct.Evicted() {
 		p.err = ErrClientMemory
