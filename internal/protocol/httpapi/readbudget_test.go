@@ -289,7 +289,7 @@ func TestStalledPageReaderIsEvicted(t *testing.T) {
 // marked its request active only as its buffer grew (at each doubling), so the second half of a 1 MiB body sent
 // over more than the limit looked idle, and the waiting GET closed it mid-body.
 func TestSlowBodyIsNotIdle(t *testing.T) {
-	const idle = 300 * time.Millisecond
+	const idle = 500 * time.Millisecond
 	b := membudget.New(64<<20, nil)
 	b.SetIdleEvict(idle)
 	addr := budgetServer(t, b)
@@ -312,10 +312,11 @@ func TestSlowBodyIsNotIdle(t *testing.T) {
 		req, _ := http.NewRequest("GET", "http://"+addr+"/v1/tables/other/keys/big", nil)
 		get <- send(&http.Client{Timeout: 10 * time.Second}, req)
 	}()
-	// The second half over some 1.6 s, five times the idle limit: 32 KiB every 100 ms.
-	for sent := size / 2; sent < size; sent += len(chunk) {
-		time.Sleep(100 * time.Millisecond)
-		if _, err := c.Write(chunk); err != nil {
+	// The second half over some 1.6 s, three times the idle limit: 16 KiB every 50 ms, a tenth of the limit, so a
+	// sender or server held up by a loaded machine for a few times that still shows progress within it.
+	for sent, piece := size/2, chunk[:16<<10]; sent < size; sent += len(piece) {
+		time.Sleep(50 * time.Millisecond)
+		if _, err := c.Write(piece); err != nil {
 			t.Fatalf("the slow PUT's body, %d bytes in: %v", sent, err)
 		}
 	}

@@ -630,7 +630,7 @@ func expectReply(t *testing.T, c net.Conn, what, want string) {
 // bytes marked the connection active only as its buffer grew, so the end of a 1 MiB value sent over more than the
 // limit looked idle, and the waiting get closed it mid-request.
 func TestSlowRequestIsNotIdle(t *testing.T) {
-	const idle = 200 * time.Millisecond
+	const idle = 500 * time.Millisecond
 	b := membudget.New(64<<20, nil)
 	b.SetIdleEvict(idle)
 	ts := startServer(t, func(o *Options, _ *kv.Options) { o.Budget = b })
@@ -653,9 +653,11 @@ func TestSlowRequestIsNotIdle(t *testing.T) {
 	}
 	b.SetLimit(b.Used() + tail) // the reader's get of other does not fit beside it, and waits
 	io.WriteString(reader, "get other\r\n")
-	for sent := size - tail; sent < size; sent += 32 << 10 { // the rest over some 0.8 s, four times the limit
-		time.Sleep(100 * time.Millisecond)
-		if _, err := io.WriteString(sender, val[sent:sent+32<<10]); err != nil {
+	// The rest over some 1.6 s, three times the limit: 8 KiB every 50 ms, a tenth of the limit, so a sender or
+	// server held up by a loaded machine for a few times that still shows progress within it.
+	for sent := size - tail; sent < size; sent += 8 << 10 {
+		time.Sleep(50 * time.Millisecond)
+		if _, err := io.WriteString(sender, val[sent:sent+8<<10]); err != nil {
 			t.Fatalf("the slow set, %d bytes in: %v", sent, err)
 		}
 	}

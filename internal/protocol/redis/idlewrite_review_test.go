@@ -216,7 +216,7 @@ func TestCommandBeingRunIsNotIdle(t *testing.T) {
 // more than the limit looked idle, and the waiting GET closed it mid-command.
 func TestSlowCommandIsNotIdle(t *testing.T) {
 	budget := membudget.New(64<<20, nil)
-	budget.SetIdleEvict(200 * time.Millisecond)
+	budget.SetIdleEvict(500 * time.Millisecond)
 	ts := startServer(t, Options{Budget: budget}, 0)
 	rc := ts.raw(t)
 	other := strings.Repeat("o", 512<<10)
@@ -237,9 +237,12 @@ func TestSlowCommandIsNotIdle(t *testing.T) {
 	}
 	budget.SetLimit(budget.Used() + tail) // the GET of other does not fit beside it, and waits
 	rc.send(respCmd("GET", "other"))
-	for at := head + size - tail; at < len(cmd); at += 32 << 10 { // the rest over some 0.8 s, four times the limit
-		time.Sleep(100 * time.Millisecond)
-		if _, err := sender.c.Write([]byte(cmd[at:min(at+32<<10, len(cmd))])); err != nil {
+	// The rest over some 1.6 s, three times the limit: 8 KiB every 50 ms, a tenth of the limit, so a sender or
+	// server held up by a loaded machine for a few times that still shows progress within it (at a fifth, 100 ms
+	// every 200 ms, 1 run in some 60 with -race failed on a loaded machine).
+	for at := head + size - tail; at < len(cmd); at += 8 << 10 {
+		time.Sleep(50 * time.Millisecond)
+		if _, err := sender.c.Write([]byte(cmd[at:min(at+8<<10, len(cmd))])); err != nil {
 			t.Fatalf("the slow SET, %d bytes in: %v", at, err)
 		}
 	}
