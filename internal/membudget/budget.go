@@ -40,8 +40,8 @@ var ErrWaitersHold = fmt.Errorf("%w: what it waits for is held by clients waitin
 const evictWait = 2 * time.Second
 
 // idleEvict is how long a patient reservation (ReserveWait) waits before it may evict clients that have neither
-// reserved nor released anything, nor written a MiB of a reply (WriteReply), for as long, and are not running a
-// request (Serving): a request held half-sent, a big MULTI queue, a reply its client stopped reading. Replies
+// reserved nor released anything, nor written a MiB of a reply (WriteReply), nor received a 64th of what they hold
+// of a request (Progress), for as long, and are not running a request (Serving): a request held half-sent, a big MULTI queue, a reply its client stopped reading. Replies
 // being read go out or make progress within it; without it a reader waited out its patience and failed while
 // such a client held the room. It is the default of each budget's (SetIdleEvict).
 var idleEvict = 10 * time.Second
@@ -147,13 +147,16 @@ type Account struct {
 	held    atomic.Int64
 	evicted atomic.Bool
 	closed  bool
-	// active is when a last reserved or released bytes or wrote a MiB of a reply (unix ns); patient is set while
+	// active is when a last reserved or released bytes, wrote a MiB of a reply or made progress receiving a request
+	// (Progress) (unix ns); patient is set while
 	// it waits in ReserveWait.
 	// A patient reservation may evict clients idle for idleEvict that are not patient themselves.
 	active  atomic.Int64
 	patient atomic.Bool
 	// busy is set while its connection runs a request (Serving): a command that takes long is not idle.
 	busy atomic.Bool
+	// arrived counts a request's bytes come in since Progress last marked a active (the connection's goroutine).
+	arrived int64
 }
 
 // Serving tells that a's connection runs a request (on) or waits for the next (off): a connection busy with a
@@ -166,10 +169,18 @@ func (a *Account) Serving(on bool) {
 	}
 }
 
-// Progress marks a active now: its request moved (a body's bytes came in), so it is not idle (idleEvict),
-// however long the request takes to arrive. Its reservations mark it too, but they come only as its buffer grows.
-func (a *Account) Progress() {
-	if a != nil {
+// Progress counts n bytes of a request coming in (a big command's, an HTTP body's) and marks a active once those
+// since the last mark add up to a 64th of what a holds: a request that comes in at that pace or faster (16 KiB in
+// idleEvict for a 1 MiB buffer), however long it takes, is not idle; one that trickles a byte now and then while it
+// holds a big buffer still is. Its reservations mark it too, but they come only as its buffer doubles, and the end
+// of a big request sent slowly looked idle. Called by the connection's goroutine only.
+func (a *Account) Progress(n int) {
+	if a == nil {
+		return
+	}
+	a.arrived += int64(n)
+	if a.arrived >= a.held.Load()/64 {
+		a.arrived = 0
 		a.active.Store(time.Now().UnixNano())
 	}
 }

@@ -201,3 +201,31 @@ func idleHolder(t *testing.T, d time.Duration) (*Budget, *Account) {
 	idle.evict = func() { go func() { time.Sleep(10 * time.Millisecond); idle.Close() }() }
 	return b, idle
 }
+
+// TestProgressMarksAtAPaceOfWhatIsHeld: bytes of a request coming in mark its account active once they add up to a
+// 64th of what it holds since the last mark, not at every read: a client holding 1 MiB that trickles a byte now
+// and then stays idle for a waiting read to evict, one sending 16 KiB in the idle limit does not.
+func TestProgressMarksAtAPaceOfWhatIsHeld(t *testing.T) {
+	b := New(64<<20, nil)
+	a := b.Open("sender", nil)
+	defer a.Close()
+	if err := a.Reserve(1 << 20); err != nil {
+		t.Fatal(err)
+	}
+	a.active.Store(1) // long ago
+	for range 1000 {
+		a.Progress(1)
+	}
+	if got := a.active.Load(); got != 1 {
+		t.Fatalf("1000 bytes trickled in while holding 1 MiB marked the account active (%d)", got)
+	}
+	a.Progress(16<<10 - 1000)
+	if got := a.active.Load(); got == 1 {
+		t.Fatal("16 KiB come in while holding 1 MiB did not mark the account active")
+	}
+	a.active.Store(1)
+	a.Progress(1)
+	if got := a.active.Load(); got != 1 {
+		t.Fatal("a byte right after a mark marked the account again")
+	}
+}

@@ -79,9 +79,10 @@ func (a *api) readBodyMax(w http.ResponseWriter, r *http.Request, limit int64) (
 		k, err := body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+k]
 		if k > 0 {
-			// A body coming in slowly but steadily is not idle: its buffer grows (and reserves) only at each
-			// doubling, and the second half of a 1 MiB body sent at 40 KiB/s took longer than idleEvict.
-			acct.Progress()
+			// A body coming in slowly but steadily is not idle (membudget's Progress: at a 64th of what it holds
+			// per idleEvict): its buffer grows (and reserves) only at each doubling, and the second half of a 1 MiB
+			// body sent at 40 KiB/s took longer than idleEvict.
+			acct.Progress(k)
 		}
 		switch {
 		case errors.Is(err, io.EOF):

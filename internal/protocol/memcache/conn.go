@@ -103,7 +103,7 @@ func (c *conn) serve(ctx context.Context) {
 		c.w += n
 		c.st[sBytesRead] += int64(n)
 		if n > 0 && c.big {
-			c.acct.Progress() // a big request coming in slowly but steadily is not idle (membudget's idleEvict)
+			c.acct.Progress(n) // a big request coming in slowly but steadily is not idle (membudget's idleEvict)
 		}
 		if n > 0 {
 			c.now = c.h.store.Now()

@@ -166,7 +166,7 @@ func (p *Parser) Fill(r io.Reader) (int, error) {
 		if p.big {
 			// A big command coming in slowly but steadily is not idle (membudget's idleEvict): its buffer doubles,
 			// and reserves, only now and then. Only for a big buffer: small commands pay nothing.
-			p.acct.Progress()
+			p.acct.Progress(n)
 		}
 	}
 	if err != nil && p.err == nil && p.acct.Evicted() {
