@@ -40,10 +40,11 @@ var ErrWaitersHold = fmt.Errorf("%w: what it waits for is held by clients waitin
 const evictWait = 2 * time.Second
 
 // idleEvict is how long a patient reservation (ReserveWait) waits before it may evict clients that have neither
-// reserved nor released anything, nor written a MiB of a reply (WriteReply), nor received a 64th of what they hold
-// of a request (Progress), for as long, and are not running a request (Serving): a request held half-sent, a big MULTI queue, a reply its client stopped reading. Replies
-// being read go out or make progress within it; without it a reader waited out its patience and failed while
-// such a client held the room. It is the default of each budget's (SetIdleEvict).
+// reserved nor released anything, nor written a MiB of a reply (WriteReply), nor received a 64th of what they
+// hold of a request (Progress), for as long, and are not running a request (Serving): a request held half-sent,
+// a big MULTI queue, a reply its client stopped reading. Replies being read go out or make progress within it;
+// without it a reader waited out its patience and failed while such a client held the room. It is the default
+// of each budget's (SetIdleEvict).
 var idleEvict = 10 * time.Second
 
 // reclaimMin is the least peak of reserved bytes after which a drop to a quarter of it triggers a collection
@@ -147,10 +148,9 @@ type Account struct {
 	held    atomic.Int64
 	evicted atomic.Bool
 	closed  bool
-	// active is when a last reserved or released bytes, wrote a MiB of a reply or made progress receiving a request
-	// (Progress) (unix ns); patient is set while
-	// it waits in ReserveWait.
-	// A patient reservation may evict clients idle for idleEvict that are not patient themselves.
+	// active is when a last reserved or released bytes, wrote a MiB of a reply or received a request's bytes
+	// (Progress), in unix ns; patient is set while it waits in ReserveWait. A patient reservation may evict clients
+	// idle for idleEvict that are not patient themselves.
 	active  atomic.Int64
 	patient atomic.Bool
 	// busy is set while its connection runs a request (Serving): a command that takes long is not idle.

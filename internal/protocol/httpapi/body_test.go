@@ -57,6 +57,20 @@ func (l sendBuffers) Accept() (net.Conn, error) {
 	return c, err
 }
 
+// bigServer is budgetServer under a 1 MiB budget with a 512 KiB value as key big of tables t and default (Active
+// Cloud DB's /get reads default), the budget settled once the PUTs are answered; it returns the value too.
+func bigServer(t *testing.T) (*membudget.Budget, string, []byte) {
+	t.Helper()
+	b := membudget.New(1<<20, nil)
+	addr := budgetServer(t, b)
+	val := bytes.Repeat([]byte("v"), 512<<10)
+	putBig(t, addr, val, "t", "default")
+	if u := settled(b); u != 0 {
+		t.Fatalf("after the writes the budget holds %d bytes", u)
+	}
+	return b, addr, val
+}
+
 // putBig stores val as key big of each table through addr and returns the last PUT's ETag.
 func putBig(t *testing.T, addr string, val []byte, tables ...string) string {
 	t.Helper()

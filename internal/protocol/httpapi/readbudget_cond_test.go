@@ -51,11 +51,7 @@ func TestConditionalGetReservesNoValue(t *testing.T) {
 // its GET would carry (an item, a page with values, Active Cloud DB's /get): under a budget that cannot hold the
 // value it is answered 200, not 503.
 func TestHeadReservesNoValue(t *testing.T) {
-	b := membudget.New(1<<20, nil)
-	addr := budgetServer(t, b)
-	val := bytes.Repeat([]byte("v"), 512<<10)
-	putBig(t, addr, val, "t", "default")
-	settled(b)
+	b, addr, _ := bigServer(t)
 	b.SetLimit(64 << 10) // the value no longer fits: a GET of it is refused
 	headsOfBig(t, addr, func(path string) {
 		if u := settled(b); u != 0 {
@@ -69,11 +65,7 @@ func TestHeadReservesNoValue(t *testing.T) {
 // client holding more to make room for a body never sent, nor is it refused and its connection aborted. Since
 // 92e1f4d its reads reserved nothing, but its JSON body, written in one piece, was still reserved as a big reply.
 func TestHeadWritesReserveNothing(t *testing.T) {
-	b := membudget.New(1<<20, nil)
-	addr := budgetServer(t, b)
-	val := bytes.Repeat([]byte("v"), 512<<10)
-	putBig(t, addr, val, "t", "default")
-	settled(b)
+	b, addr, _ := bigServer(t)
 	other := b.Open("other", func() {}) // another client's 600 KiB request, half-sent
 	defer other.Close()
 	if err := other.Reserve(600 << 10); err != nil {

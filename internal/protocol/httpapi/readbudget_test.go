@@ -25,13 +25,7 @@ import (
 // counted only as it was written, evicted the client holding the most (30 clients' GET of a 60 MiB value held
 // 1.8 GB, none of it counted before the write).
 func TestBigReadsWaitForRoomInTheBudget(t *testing.T) {
-	b := membudget.New(1<<20, nil)
-	addr := budgetServer(t, b)
-	val := bytes.Repeat([]byte("v"), 512<<10)
-	putBig(t, addr, val, "t", "default") // /get reads the default table
-	if u := settled(b); u != 0 {
-		t.Fatalf("after the writes the budget holds %d bytes", u)
-	}
+	b, addr, val := bigServer(t)
 	for _, get := range []struct{ path, want string }{
 		{"/v1/tables/t/keys/big", string(val)},
 		{"/v1/tables/t/keys?values=true", `"value":"` + string(val[:100])},
@@ -356,5 +350,40 @@ func holdsAtLeast(t *testing.T, b *membudget.Budget, n int64, what string) {
 	}
 	if u := b.Used(); u < n {
 		t.Fatalf("%s hold %d bytes, want %d", what, u, n)
+	}
+}
+
+// TestEvictedRequestStillAnswers: a PUT evicted while its handler runs (another client's request buffer needed
+// the room: Reserve evicts the biggest holder, running or not) is still applied, and its small reply (201 and the
+// version) goes out, bounded by the eviction's write deadline, as before small writes went through the budget's
+// path: the client learns the outcome of a write that was applied instead of a closed connection.
+func TestEvictedRequestStillAnswers(t *testing.T) {
+	b := membudget.New(64<<20, nil)
+	slow := &heldWrites{Engine: memstore.New(), entered: make(chan struct{}, 1), release: make(chan struct{})}
+	addr := budgetServerOver(t, b, slow, 0)
+	slow.held.Store(true)
+	put := make(chan reply, 1)
+	go func() {
+		req, _ := http.NewRequest("PUT", "http://"+addr+"/v1/tables/t/keys/k", bytes.NewReader(make([]byte, 900<<10)))
+		put <- send(&http.Client{Timeout: 10 * time.Second}, req)
+	}()
+	<-slow.entered // the PUT is in the engine, its body's 900 KiB held
+	b.SetLimit(b.Used() + 100<<10)
+	other := b.Open("other", nil)
+	defer other.Close()
+	done := make(chan error, 1)
+	go func() { done <- other.Reserve(200 << 10) }() // evicts the PUT, the biggest holder
+	for b.Evictions() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	close(slow.release)
+	if r := <-put; r.err != nil || r.status != http.StatusCreated {
+		t.Errorf("the evicted PUT, applied: %d %q, %v; want 201", r.status, r.body, r.err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("the evicting client: %v", err)
+	}
+	if it, err := slow.Engine.Get(t.Context(), "t", []byte("k"), 0); err != nil || len(it.Value) != 900<<10 {
+		t.Errorf("the PUT's item: %d bytes, %v", len(it.Value), err)
 	}
 }

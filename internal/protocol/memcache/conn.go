@@ -102,10 +102,10 @@ func (c *conn) serve(ctx context.Context) {
 		readyield.Read(readStart, readyield.Now(), n)
 		c.w += n
 		c.st[sBytesRead] += int64(n)
-		if n > 0 && c.big {
-			c.acct.Progress(n) // a big request coming in slowly but steadily is not idle (membudget's idleEvict)
-		}
 		if n > 0 {
+			if c.big {
+				c.acct.Progress(n) // a big request coming in slowly but steadily is not idle (membudget's idleEvict)
+			}
 			c.now = c.h.store.Now()
 			if c.h.metered {
 				c.readAt = time.Now()

@@ -144,12 +144,11 @@ func cmdExec(s *session, args [][]byte) {
 		// transaction's took one of unknown outcome as run: over an etcd cluster losing a member, transactions
 		// were lost that a kill test counted as acknowledged. Nothing applied: Redis's EXECABORT with the reason.
 		s.batch.Reset()
-		switch {
-		case errors.Is(err, engine.ErrUnknownOutcome):
-			s.w.Error(errText(err)) // it may have been applied: not discarded
-		case errors.Is(err, engine.ErrCrossSlot):
-			s.w.Error(errText(err)) // Redis Cluster's answer to an EXEC whose keys span slots, the transaction discarded
-		default:
+		if errors.Is(err, engine.ErrUnknownOutcome) || errors.Is(err, engine.ErrCrossSlot) {
+			// An unknown outcome may have been applied (not discarded); CROSSSLOT is Redis Cluster's own answer
+			// to an EXEC whose keys span slots.
+			s.w.Error(errText(err))
+		} else {
 			s.w.Error("EXECABORT Transaction discarded because of: " + errText(err))
 		}
 		return
