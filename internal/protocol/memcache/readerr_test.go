@@ -3,6 +3,7 @@ package memcache
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -106,5 +107,44 @@ func TestReadErrorsAreServerErrors(t *testing.T) {
 	}
 	if _, err := mc.Get("missing"); !errors.Is(err, memcache.ErrCacheMiss) {
 		t.Fatalf("a miss after healing: %v", err)
+	}
+}
+
+// TestGatStopsAtAFailedPart: a gat of many keys is applied 16 keys at a time; once a part fails, its reply ends
+// there with the error (the parts before it answered and touched, as memcached's gat stops at a failure), and
+// no key after that part is touched. The parts after it were still applied, and the client, whose reply ended
+// at the error, took their keys for untouched while their expiry had changed.
+func TestGatStopsAtAFailedPart(t *testing.T) {
+	f, addr := startFaulty(t)
+	cl := dial(t, addr)
+	var set strings.Builder
+	keys := make([]string, 40)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("k%02d", i)
+		if i == 20 { // in the second part (keys 16 to 31)
+			keys[i] = "bad20"
+		}
+		fmt.Fprintf(&set, "set %s 0 0 1 noreply\r\nv\r\n", keys[i])
+	}
+	cl.roundTrip([]byte(set.String()))
+	f.Fail(badKeys)
+	want := ""
+	for _, k := range keys[:16] {
+		want += "VALUE " + k + " 0 1\r\nv\r\n"
+	}
+	want += corruptReply
+	gat := "gat 100 " + strings.Join(keys, " ") + "\r\nmn\r\n"
+	if got := string(cl.roundTrip([]byte(gat))); got != want+"MN\r\n" {
+		t.Errorf("gat with a failing second part: %q, want %q", got, want+"MN\r\n")
+	}
+	f.Fail(nil)
+	for i, k := range keys {
+		want := "HD t-1\r\n" // untouched: no expiry
+		if i < 16 {
+			want = "HD t100\r\n"
+		}
+		if got := string(cl.roundTrip([]byte("mg " + k + " t\r\n"))); got != want {
+			t.Errorf("%s after the gat: %q, want %q", k, got, want)
+		}
 	}
 }
