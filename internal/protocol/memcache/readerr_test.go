@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/bradfitz/gomemcache/memcache"
 
+	"anykv/internal/engine"
 	"anykv/internal/engine/enginetest"
 	"anykv/internal/engine/memstore"
 	"anykv/internal/kv"
@@ -146,5 +148,73 @@ func TestGatStopsAtAFailedPart(t *testing.T) {
 		if got := string(cl.roundTrip([]byte("mg " + k + " t\r\n"))); got != want {
 			t.Errorf("%s after the gat: %q, want %q", k, got, want)
 		}
+	}
+}
+
+// failWrites fails every batch that writes or touches while fail holds an error, applying nothing.
+type failWrites struct {
+	engine.Engine
+	fail atomic.Pointer[error]
+}
+
+func (e *failWrites) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, error) {
+	if p := e.fail.Load(); p != nil {
+		for i := range b.Muts {
+			if b.Muts[i].Writes() || b.Muts[i].Touch {
+				return nil, *p
+			}
+		}
+	}
+	return e.Engine.Apply(ctx, b)
+}
+
+// TestPipelineOfAFailedBatchIsErrors: pipelined writes applied as one batch that fails whole (here a commit of
+// unknown outcome) each answer the error, text, meta and binary alike, quiet ones included: a quiet command's
+// silence, or a q flag's, says it succeeded.
+func TestPipelineOfAFailedBatchIsErrors(t *testing.T) {
+	e := &failWrites{Engine: memstore.New()}
+	ts := startServerOver(t, e)
+	text, bin := dial(t, ts.addr), dial(t, ts.addr)
+	text.roundTrip([]byte("set a 0 0 1 noreply\r\n1\r\n"))
+	fail := fmt.Errorf("etcd: %w: the member was lost", engine.ErrUnknownOutcome)
+	e.fail.Store(&fail)
+	const errLine = "SERVER_ERROR etcd: commit outcome unknown: the member was lost\r\n"
+	reqs := []string{"set a 0 0 1\r\n2\r\n", "add b 0 0 1\r\n2\r\n", "cas a 0 0 1 1\r\n2\r\n", "incr a 1\r\n",
+		"append a 0 0 1\r\n2\r\n", "delete a\r\n", "touch a 10\r\n", "gat 10 a\r\n", "ms a 1 q\r\n2\r\n", "ma a q\r\n",
+		"md a q\r\n", "mg a v T10 q\r\n", "mg n N10 q\r\n"}
+	if got, want := string(text.roundTrip([]byte(strings.Join(reqs, "")))), strings.Repeat(errLine, len(reqs)); got != want {
+		t.Errorf("text and meta writes of a failed batch: %q, want %q", got, want)
+	}
+	var in []byte
+	for i, op := range []byte{opSetQ, opAddQ, opReplaceQ, opAppendQ, opDeleteQ, opIncrQ, opFlushQ, opGATQ} {
+		var extras, value []byte
+		switch op {
+		case opSetQ, opAddQ, opReplaceQ:
+			extras, value = u32(0, 0), []byte("2")
+		case opAppendQ:
+			value = []byte("2")
+		case opIncrQ:
+			extras = incrExtras(1, 0, 0)
+		case opGATQ:
+			extras = u32(10)
+		}
+		key := []byte("a")
+		if op == opFlushQ {
+			key = nil
+		}
+		in = append(in, binReq(op, uint32(i), 0, extras, key, value)...)
+	}
+	in = append(in, binReq(opNoop, 99, 0, nil, nil, nil)...)
+	out, _ := bin.sendRaw(in, 300*time.Millisecond)
+	want := ""
+	for i, op := range []byte{opSetQ, opAddQ, opReplaceQ, opAppendQ, opDeleteQ, opIncrQ, opFlushQ, opGATQ} {
+		want += fmt.Sprintf("op=%02x st=84 opq=%d val=%q\n", op, i, strings.TrimSuffix(errLine, "\r\n"))
+	}
+	if got := renderBin(t, out); got != want+"op=0a st=0 opq=99\n" {
+		t.Errorf("quiet binary writes of a failed batch:\n%s\nwant:\n%s", got, want+"op=0a st=0 opq=99\n")
+	}
+	e.fail.Store(nil)
+	if got := string(text.roundTrip([]byte("get a\r\n"))); got != "VALUE a 0 1\r\n1\r\nEND\r\n" {
+		t.Errorf("after the failed batches: %q", got)
 	}
 }
