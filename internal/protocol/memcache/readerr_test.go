@@ -218,3 +218,50 @@ func TestPipelineOfAFailedBatchIsErrors(t *testing.T) {
 		t.Errorf("after the failed batches: %q", got)
 	}
 }
+
+// TestFailedFlushAllKeepsTheDelayedOne: a flush_all that fails (its batch refused) replaces no delayed flush_all:
+// the client, told it failed, still counts on the one it scheduled. It was cancelled as the request was read,
+// so the items were flushed neither now nor at the delayed time.
+func TestFailedFlushAllKeepsTheDelayedOne(t *testing.T) {
+	e := &failWrites{Engine: memstore.New()}
+	ts := startServerOver(t, e)
+	for _, tc := range []struct {
+		name  string
+		flush []byte
+		want  string
+	}{
+		{"text", []byte("flush_all\r\n"), "SERVER_ERROR out of space\r\n"},
+		{"binary", binReq(opFlush, 7, 0, nil, nil, nil), "op=08 st=84 opq=7 val=\"SERVER_ERROR out of space\"\n"},
+	} {
+		cl := dial(t, ts.addr)
+		if tc.name == "text" {
+			if got := string(cl.roundTrip([]byte("set a 0 0 1\r\nv\r\nflush_all 60\r\n"))); got != "STORED\r\nOK\r\n" {
+				t.Fatalf("%s: %q", tc.name, got)
+			}
+		} else {
+			in := append(binReq(opSet, 1, 0, u32(0, 0), []byte("a"), []byte("v")), binReq(opFlush, 2, 0, u32(60), nil, nil)...)
+			if out, _ := cl.sendRaw(in, 300*time.Millisecond); renderBin(t, out) != "op=01 st=0 opq=1 cas\nop=08 st=0 opq=2\n" {
+				t.Fatalf("%s: %s", tc.name, renderBin(t, out))
+			}
+		}
+		fail := error(engine.ErrNoSpace)
+		e.fail.Store(&fail)
+		var got string
+		if tc.name == "text" {
+			got = string(cl.roundTrip(tc.flush))
+		} else {
+			out, _ := cl.sendRaw(tc.flush, 300*time.Millisecond)
+			got = renderBin(t, out)
+		}
+		if got != tc.want {
+			t.Errorf("%s: the failing flush_all answered %q, want %q", tc.name, got, tc.want)
+		}
+		e.fail.Store(nil)
+		if ds := ts.flushes.fire(); len(ds) != 1 {
+			t.Errorf("%s: %d delayed flushes pending after the failed flush_all, want 1", tc.name, len(ds))
+		}
+		if _, err := ts.store.Get(context.Background(), "default", []byte("a")); err == nil {
+			t.Errorf("%s: the item outlived both flushes", tc.name)
+		}
+	}
+}

@@ -66,12 +66,14 @@ func (c *conn) textWrite(req *request) {
 			}
 		}
 	case cmdFlushAll:
+		// A flush_all replaces a pending delayed one, an immediate one once it is applied (textAnswer): one that
+		// failed replaced it too, and the client, told so, had neither flush.
 		if req.exptime > 0 {
+			c.flush() // an immediate flush_all before it is applied first, so it does not cancel this one
 			c.h.scheduleFlush(expiresAt(req.exptime, c.now), c.now)
 			c.queue(req)
 			return
 		}
-		c.h.cancelFlush()
 		c.queue(req, flushMutation(c.h.table))
 	case cmdVerbosity:
 		c.h.verbosity.Store(uint32(min(req.cas, 2)))
@@ -182,6 +184,9 @@ func (c *conn) textAnswer(req *request, rs []engine.Result) {
 		}
 	case cmdFlushAll:
 		c.st[sCmdFlush]++
+		if len(rs) > 0 { // applied now: a pending delayed flush_all is replaced (textWrite)
+			c.h.cancelFlush()
+		}
 		reply = "OK"
 	case cmdVerbosity:
 		reply = "OK"
