@@ -114,13 +114,13 @@ func (c *conn) binWrite(req *request) {
 	case opFlush:
 		if len(req.extras) == 4 {
 			if exp := int64(binary.BigEndian.Uint32(req.extras)); exp > 0 {
+				c.flush() // as text's flush_all (textWrite): an immediate flush before it does not cancel it
 				c.h.scheduleFlush(expiresAt(exp, c.now), c.now)
 				c.queue(req)
 				return
 			}
 		}
-		c.h.cancelFlush()
-		m = flushMutation(c.h.table)
+		m = flushMutation(c.h.table) // it replaces a pending delayed flush once applied (binAnswer)
 	default: // noop, version
 		c.queue(req)
 		return
@@ -178,6 +178,8 @@ func (c *conn) binAnswer(req *request, rs []engine.Result, err error) {
 		c.st[sCmdFlush]++
 		if res.Err != nil {
 			status = stInternal
+		} else if len(rs) > 0 { // applied now: a pending delayed flush is replaced
+			c.h.cancelFlush()
 		}
 	case opVersion:
 		c.out = appendBinResponse(c.out, h, stOK, 0, nil, nil, []byte(c.h.version))

@@ -53,7 +53,7 @@ type conn struct {
 	st      localCounters
 	closing bool
 	// valueWrites counts the pending batch's writes that answer with a value (maxValueWrites); gatFailed: a
-	// part of a gat failed, so its later parts answer nothing (gatAnswer).
+	// part of a gat failed and ended its reply, so its later parts are neither applied nor answered (textWrite).
 	valueWrites int
 	gatFailed   bool
 	authed      bool      // the password was given, or none is required

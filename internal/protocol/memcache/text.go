@@ -50,7 +50,13 @@ func (c *conn) textWrite(req *request) {
 			for k, rest := nextToken(part.keys); len(k) > 0; k, rest = nextToken(rest) {
 				n++
 			}
-			c.reserve(n, n)
+			c.reserve(n, n) // a part after the first applies and answers the one before it
+			if c.gatFailed {
+				// That part failed and ended the reply: the keys after it are not touched, as memcached's gat
+				// stops at a failure, and the client, told of the failure, takes them for untouched.
+				c.gatFailed = false
+				break
+			}
 			for k, rest := nextToken(part.keys); len(k) > 0; k, rest = nextToken(rest) {
 				c.add(engine.Mutation{Op: engine.OpGet, Key: k, Touch: true, Expires: exp})
 			}
@@ -60,12 +66,14 @@ func (c *conn) textWrite(req *request) {
 			}
 		}
 	case cmdFlushAll:
+		// A flush_all replaces a pending delayed one, an immediate one once it is applied (textAnswer): one that
+		// failed replaced it too, and the client, told so, had neither flush.
 		if req.exptime > 0 {
+			c.flush() // an immediate flush_all before it is applied first, so it does not cancel this one
 			c.h.scheduleFlush(expiresAt(req.exptime, c.now), c.now)
 			c.queue(req)
 			return
 		}
-		c.h.cancelFlush()
 		c.queue(req, flushMutation(c.h.table))
 	case cmdVerbosity:
 		c.h.verbosity.Store(uint32(min(req.cas, 2)))
@@ -176,6 +184,9 @@ func (c *conn) textAnswer(req *request, rs []engine.Result) {
 		}
 	case cmdFlushAll:
 		c.st[sCmdFlush]++
+		if len(rs) > 0 { // applied now: a pending delayed flush_all is replaced (textWrite)
+			c.h.cancelFlush()
+		}
 		reply = "OK"
 	case cmdVerbosity:
 		reply = "OK"
@@ -200,13 +211,9 @@ func splitKeys(keys []byte, n int) (first, rest []byte) {
 }
 
 // gatAnswer answers one part of a gat (textWrite): its found items, then END after the last part. A part
-// that fails (err: its whole batch) answers the error, which ends the reply: the gat's later parts answer
-// nothing.
+// that fails (err: its whole batch) answers the error, which ends the reply: gatFailed tells textWrite to plan
+// none of the gat's later parts.
 func (c *conn) gatAnswer(req *request, rs []engine.Result, err error) {
-	if c.gatFailed {
-		c.gatFailed = req.gatMore
-		return
-	}
 	if err != nil {
 		c.line(c.serverError(err))
 		c.gatFailed = req.gatMore

@@ -108,3 +108,34 @@ func TestExecNotRunKeepsTheDatabase(t *testing.T) {
 		}
 	}
 }
+
+// TestPipelineOfAFailedBatchIsErrors: the commands of a pipeline applied as one batch that fails whole each
+// answer the batch's error, whatever their reply would have been (+OK, a count, a script's value): a client
+// takes a reply that is not an error for its command's success.
+func TestPipelineOfAFailedBatchIsErrors(t *testing.T) {
+	e := &failNextApply{Engine: memstore.New()}
+	ts := startServerOver(t, e, kv.Options{}, Options{}, 0)
+	rc := ts.raw(t)
+	rc.do("SET", "a", "1")
+	cmds := [][]string{{"SET", "a", "2"}, {"MSET", "b", "1", "c", "2"}, {"MSETNX", "d", "1", "e", "2"}, {"INCR", "a"},
+		{"LPUSH", "l", "x"}, {"HSET", "h", "f", "v"}, {"EVAL", "return redis.call('SET', KEYS[1], 'v')", "1", "s"},
+		{"SET", "a", "3", "GET"}, {"DEL", "a"}, {"RENAME", "a", "r"}}
+	for _, fail := range []error{fmt.Errorf("etcd: %w: the member was lost", engine.ErrUnknownOutcome),
+		fmt.Errorf("etcd: %w", engine.ErrUnavailable)} {
+		e.fail.Store(&fail)
+		var b strings.Builder
+		for _, c := range cmds {
+			b.WriteString(respCmd(c...))
+		}
+		rc.send(b.String())
+		want := "-" + errText(fail) + "\r\n"
+		for _, c := range cmds {
+			if r := rc.reply(); r != want {
+				t.Errorf("%v in a pipeline whose batch failed with %v: %q, want %q", c, fail, r, want)
+			}
+		}
+	}
+	if r := rc.do("MGET", "a", "b", "d", "s"); r != "*4\r\n$1\r\n1\r\n$-1\r\n$-1\r\n$-1\r\n" {
+		t.Errorf("after the failed batches: %q", r)
+	}
+}
