@@ -120,6 +120,7 @@ func (c *conn) binWrite(req *request) {
 				return
 			}
 		}
+		req.flushGen = c.h.flushGeneration()
 		m = flushMutation(c.h.table) // it replaces a pending delayed flush once applied (binAnswer)
 	default: // noop, version
 		c.queue(req)
@@ -179,7 +180,7 @@ func (c *conn) binAnswer(req *request, rs []engine.Result, err error) {
 		if res.Err != nil {
 			status = stInternal
 		} else if len(rs) > 0 { // applied now: a pending delayed flush is replaced
-			c.h.cancelFlush()
+			c.h.cancelFlush(req.flushGen)
 		}
 	case opVersion:
 		c.out = appendBinResponse(c.out, h, stOK, 0, nil, nil, []byte(c.h.version))

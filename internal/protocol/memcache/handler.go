@@ -180,11 +180,7 @@ func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 func (h *Handler) scheduleFlush(at, now int64) {
 	h.flushMu.Lock()
 	defer h.flushMu.Unlock()
-	if h.flushTimer != nil {
-		h.flushTimer.Stop()
-		h.flushTimer = nil
-	}
-	h.flushGen++
+	h.replaceFlushLocked()
 	if at <= now {
 		return
 	}
@@ -204,8 +200,32 @@ func (h *Handler) scheduleFlush(at, now int64) {
 	})
 }
 
-// cancelFlush drops a pending delayed flush_all: an immediate one supersedes it.
-func (h *Handler) cancelFlush() { h.scheduleFlush(0, 0) }
+// replaceFlushLocked stops the pending delayed flush_all, if any, and starts a new generation (flushMu held).
+func (h *Handler) replaceFlushLocked() {
+	if h.flushTimer != nil {
+		h.flushTimer.Stop()
+		h.flushTimer = nil
+	}
+	h.flushGen++
+}
+
+// flushGeneration identifies the delayed flush_all pending (or none) as an immediate flush_all is read.
+func (h *Handler) flushGeneration() uint64 {
+	h.flushMu.Lock()
+	defer h.flushMu.Unlock()
+	return h.flushGen
+}
+
+// cancelFlush drops a pending delayed flush_all once an immediate one is applied: the immediate one supersedes
+// the delayed one pending when it was read (gen, from flushGeneration), not one another client asked for while
+// it was being applied.
+func (h *Handler) cancelFlush(gen uint64) {
+	h.flushMu.Lock()
+	defer h.flushMu.Unlock()
+	if h.flushGen == gen {
+		h.replaceFlushLocked()
+	}
+}
 
 // relativeMax is memcached's REALTIME_MAXDELTA: exptimes up to 30 days are relative, larger ones unix times.
 const relativeMax = 60 * 60 * 24 * 30

@@ -80,6 +80,8 @@ type request struct {
 	extras   []byte    // cmdBin: the extras of the body
 	// gatMore: this gat request is a part of one whose later keys are planned as further parts (textWrite).
 	gatMore bool
+	// flushGen: an immediate flush_all's Handler.flushGeneration as it was read, for cancelFlush once applied.
+	flushGen uint64
 }
 
 // status tells what parser.next found.

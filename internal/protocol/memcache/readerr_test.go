@@ -265,3 +265,51 @@ func TestFailedFlushAllKeepsTheDelayedOne(t *testing.T) {
 		}
 	}
 }
+
+// gateFlushes holds every batch that flushes a table until release is closed, after saying so on entered.
+type gateFlushes struct {
+	engine.Engine
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (e *gateFlushes) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, error) {
+	for i := range b.Muts {
+		if b.Muts[i].Op == engine.OpFlush {
+			e.entered <- struct{}{}
+			<-e.release
+			break
+		}
+	}
+	return e.Engine.Apply(ctx, b)
+}
+
+// TestImmediateFlushAllKeepsADelayedOneAskedMeanwhile: an immediate flush_all replaces the delayed one pending
+// when it was read, not one another client asked for while it was being applied (the later flush_all wins, as
+// memcached's one "oldest live" time does).
+func TestImmediateFlushAllKeepsADelayedOneAskedMeanwhile(t *testing.T) {
+	e := &gateFlushes{Engine: memstore.New(), entered: make(chan struct{}, 1), release: make(chan struct{})}
+	ts := startServerOver(t, e)
+	a, b := dial(t, ts.addr), dial(t, ts.addr)
+	if _, err := a.c.Write([]byte("flush_all\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-e.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the immediate flush_all never reached the engine")
+	}
+	if got := string(b.roundTrip([]byte("set k 0 0 1\r\nv\r\nflush_all 60\r\n"))); got != "STORED\r\nOK\r\n" {
+		t.Fatalf("the delayed flush_all: %q", got)
+	}
+	close(e.release)
+	if got := string(a.roundTrip(nil)); got != "OK\r\n" {
+		t.Fatalf("the immediate flush_all: %q", got)
+	}
+	if ds := ts.flushes.fire(); len(ds) != 1 || ds[0] != 60*time.Second {
+		t.Fatalf("delayed flushes pending after the immediate one was answered: %v, want the one of 60 s", ds)
+	}
+	if _, err := ts.store.Get(context.Background(), "default", []byte("k")); err == nil {
+		t.Error("k outlived the delayed flush_all")
+	}
+}

@@ -74,6 +74,7 @@ func (c *conn) textWrite(req *request) {
 			c.queue(req)
 			return
 		}
+		req.flushGen = c.h.flushGeneration()
 		c.queue(req, flushMutation(c.h.table))
 	case cmdVerbosity:
 		c.h.verbosity.Store(uint32(min(req.cas, 2)))
@@ -185,7 +186,7 @@ func (c *conn) textAnswer(req *request, rs []engine.Result) {
 	case cmdFlushAll:
 		c.st[sCmdFlush]++
 		if len(rs) > 0 { // applied now: a pending delayed flush_all is replaced (textWrite)
-			c.h.cancelFlush()
+			c.h.cancelFlush(req.flushGen)
 		}
 		reply = "OK"
 	case cmdVerbosity:
