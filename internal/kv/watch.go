@@ -118,6 +118,7 @@ func (s *Store) ApplyWatched(ctx context.Context, w *Watch, muts []engine.Mutati
 		r.mark(muts, res, live)
 		s.tellApplied(ctx, muts, res)
 	case errors.Is(err, engine.ErrUnknownOutcome):
+		r.markDoubted(muts, live)
 		s.tellDoubted(ctx, muts)
 	}
 	return res, err
@@ -130,8 +131,11 @@ func (s *Store) applyMarking(ctx context.Context, muts []engine.Mutation) ([]eng
 	defer r.gate.RUnlock()
 	live := s.liveWatched(ctx, muts)
 	res, err := s.apply(ctx, muts)
-	if err == nil {
+	switch {
+	case err == nil:
 		r.mark(muts, res, live)
+	case errors.Is(err, engine.ErrUnknownOutcome):
+		r.markDoubted(muts, live)
 	}
 	return res, err
 }
@@ -247,6 +251,25 @@ func (r *watchRegistry) mark(muts []engine.Mutation, res []engine.Result, live m
 			written[flushed], written[other] = written[other], written[flushed]
 		}
 	})
+}
+
+// markDoubted marks, after a batch of unknown outcome (it may have been applied), the Watches of every key it may
+// have written: each write taken as done, and a call that may write any key of its table (a script) taken to have
+// written every watched key there. An EXEC guarded by such a key aborts, where the version its WATCH read would
+// miss a write that landed and left the key as it was (created and deleted again).
+func (r *watchRegistry) markDoubted(muts []engine.Mutation, live map[[2]string]bool) {
+	r.mark(muts, nil, live)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range muts {
+		if m := &muts[i]; m.Op == engine.OpCall && m.Call.AnyKey && m.Writes() {
+			for _, ws := range r.keys[m.Table] {
+				for _, w := range ws {
+					w.dirty.Store(true)
+				}
+			}
+		}
+	}
 }
 
 // EachWritten calls key with each key an applied batch changed, in the batch's order, and flush with each table

@@ -139,3 +139,53 @@ func TestPipelineOfAFailedBatchIsErrors(t *testing.T) {
 		t.Errorf("after the failed batches: %q", r)
 	}
 }
+
+// applyThenDoubt applies the next batch, then reports its commit's outcome as unknown, as a remote engine does
+// when its datastore applied a commit and the answer was lost.
+type applyThenDoubt struct {
+	engine.Engine
+	doubt atomic.Bool
+}
+
+func (e *applyThenDoubt) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, error) {
+	res, err := e.Engine.Apply(ctx, b)
+	if err == nil && e.doubt.Swap(false) {
+		return nil, fmt.Errorf("etcd: commit outcome unknown: %w", engine.ErrUnknownOutcome)
+	}
+	return res, err
+}
+
+// TestWriteOfUnknownOutcomeAbortsWatchers: a batch whose outcome is unknown may have written its keys, so an EXEC
+// that WATCHed one of them aborts. The version a WATCH read cannot see a write that landed and left the key as it
+// was (a transaction that created and deleted it, or a script that did so with a key it did not declare).
+func TestWriteOfUnknownOutcomeAbortsWatchers(t *testing.T) {
+	e := &applyThenDoubt{Engine: memstore.New()}
+	ts := startServerOver(t, e, kv.Options{}, Options{}, 0)
+	watcher, writer := ts.raw(t), ts.raw(t)
+	for _, tc := range []struct {
+		name string
+		cmds [][]string
+	}{
+		{"a transaction", [][]string{{"MULTI"}, {"SET", "k", "1"}, {"DEL", "k"}, {"EXEC"}}},
+		{"a script's undeclared key", [][]string{{"EVAL", "redis.call('SET', 'k', '1') redis.call('DEL', 'k')", "0"}}},
+	} {
+		if r := watcher.do("WATCH", "k"); r != "+OK\r\n" {
+			t.Fatalf("WATCH: %q", r)
+		}
+		e.doubt.Store(true)
+		var last string
+		for _, c := range tc.cmds {
+			last = writer.do(c...)
+		}
+		if !strings.Contains(last, "outcome unknown") {
+			t.Fatalf("%s: %q, want the error of unknown outcome", tc.name, last)
+		}
+		watcher.send(respCmd("MULTI") + respCmd("SET", "k", "2") + respCmd("EXEC"))
+		for _, want := range []string{"+OK\r\n", "+QUEUED\r\n", "*-1\r\n"} {
+			if r := watcher.reply(); r != want {
+				t.Errorf("%s: the watcher's transaction: %q, want %q", tc.name, r, want)
+			}
+		}
+		watcher.do("DEL", "k")
+	}
+}
