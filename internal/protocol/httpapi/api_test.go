@@ -13,7 +13,7 @@ func TestPassword(t *testing.T) {
 	f := newFixture(t, Options{Auth: auth.New("s3cret")}, kv.Limits{})
 	f.set("default", "k", "v", 0, 0)
 	for _, target := range []string{"/v1/tables/default/keys/k", "/v1/tables", "/v1/tables/default/keys",
-		"/v1/tables/default/count", "/metrics"} {
+		"/v1/tables/default/count", "/metrics", "/"} {
 		for _, auth := range []string{"", "Bearer wrong", "Bearer s3cret2", "Basic s3cret", "s3cret", "Bearer"} {
 			var hdr []string
 			if auth != "" {
@@ -153,6 +153,24 @@ func TestHealthz(t *testing.T) {
 	f.store.Close()
 	wantError(t, f.do("GET", "/healthz", ""), http.StatusServiceUnavailable, "unavailable")
 	wantError(t, f.do("GET", "/v1/tables/default/keys/k", ""), http.StatusServiceUnavailable, "unavailable")
+}
+
+// TestIndex: the root answers where the API's parts are (a new user's `curl localhost:8080`, a browser's address
+// bar), not a 404; only the root: other unknown paths stay 404, and other methods 405.
+func TestIndex(t *testing.T) {
+	f := newFixture(t, Options{Version: "1.2.3"}, kv.Limits{})
+	rec := f.do("GET", "/", "")
+	wantStatus(t, rec, http.StatusOK)
+	r := decodeJSON[map[string]string](t, rec)
+	if r["name"] != "anykv" || r["version"] != "1.2.3" || r["openapi"] != "/v1/openapi.json" || r["keys"] != "/v1/tables/{table}/keys/{key}" {
+		t.Fatalf("index %v", r)
+	}
+	for _, path := range []string{"openapi", "tables", "health", "metrics"} {
+		wantStatus(t, f.do("GET", r[path], ""), http.StatusOK)
+	}
+	wantError(t, f.do("GET", "/nowhere", ""), http.StatusNotFound, "not_found")
+	wantError(t, f.do("GET", "/v1", ""), http.StatusNotFound, "not_found")
+	wantError(t, f.do("POST", "/", "x"), http.StatusMethodNotAllowed, "method_not_allowed")
 }
 
 func TestMetricsCountRoutes(t *testing.T) {

@@ -88,6 +88,7 @@ const keyPath = "/v1/tables/{table}/keys/{key...}"
 // because it documents its own HEAD behaviour.
 func routes() []route {
 	return []route{
+		{method: "GET", pattern: "/{$}", spec: "/", command: "index", h: (*api).index},
 		{method: "GET", pattern: "/healthz", command: "healthz", open: true, h: (*api).healthz},
 		{method: "GET", pattern: "/metrics", command: "metrics", h: (*api).serveMetrics},
 		{method: "GET", pattern: "/v1/openapi.json", command: "openapi", h: (*api).openapi},
@@ -367,6 +368,15 @@ func (a *api) healthz(w http.ResponseWriter, r *http.Request) error {
 		return writeJSON(w, http.StatusOK, map[string]string{"status": status})
 	}
 	return writeJSON(w, http.StatusOK, map[string]string{"status": status, "version": a.opts.Version})
+}
+
+// index answers the root (a new user's first request, a browser's address bar) with where the API's parts are,
+// rather than a 404.
+func (a *api) index(w http.ResponseWriter, r *http.Request) error {
+	return writeJSON(w, http.StatusOK, map[string]string{
+		"name": "anykv", "version": a.opts.Version, "openapi": "/v1/openapi.json", "tables": "/v1/tables",
+		"keys": "/v1/tables/{table}/keys/{key}", "health": "/healthz", "metrics": "/metrics",
+	})
 }
 
 func (a *api) serveMetrics(w http.ResponseWriter, r *http.Request) error {
