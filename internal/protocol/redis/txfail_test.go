@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"anykv/internal/engine"
 	"anykv/internal/engine/memstore"
@@ -187,5 +188,26 @@ func TestWriteOfUnknownOutcomeAbortsWatchers(t *testing.T) {
 			}
 		}
 		watcher.do("DEL", "k")
+	}
+}
+
+// TestWriteOfUnknownOutcomeWakesBlockedPops: a push whose outcome is unknown may have landed, so a client blocked
+// on its key looks, and takes what it finds, rather than waiting for another write or its timeout.
+func TestWriteOfUnknownOutcomeWakesBlockedPops(t *testing.T) {
+	e := &applyThenDoubt{Engine: memstore.New()}
+	ts := startServerOver(t, e, kv.Options{}, Options{}, 0)
+	popper, pusher := ts.raw(t), ts.raw(t)
+	popper.send(respCmd("BLPOP", "l", "8"))
+	time.Sleep(200 * time.Millisecond) // parked
+	e.doubt.Store(true)
+	if r := pusher.do("LPUSH", "l", "x"); !strings.Contains(r, "outcome unknown") {
+		t.Fatalf("LPUSH: %q, want the error of unknown outcome", r)
+	}
+	start := time.Now()
+	if r := popper.reply(); r != "*2\r\n$1\r\nl\r\n$1\r\nx\r\n" {
+		t.Fatalf("BLPOP: %q", r)
+	}
+	if took := time.Since(start); took > 4*time.Second {
+		t.Errorf("BLPOP took %v to see a push of unknown outcome that landed", took)
 	}
 }
