@@ -113,7 +113,7 @@ func (c *conn) binWrite(req *request) {
 		m = engine.Mutation{Op: engine.OpGet, Key: req.key, Touch: true, Expires: c.expires(int64(binary.BigEndian.Uint32(req.extras)))}
 	case opFlush:
 		if len(req.extras) == 4 {
-			if exp := int64(binary.BigEndian.Uint32(req.extras)); exp > 0 {
+			if exp := int64(binary.BigEndian.Uint32(req.extras)); exp > 0 && !c.h.flushesAtOnce(exp, c.now) {
 				c.flush() // as text's flush_all (textWrite): an immediate flush before it does not cancel it
 				c.h.scheduleFlush(expiresAt(exp, c.now), c.now)
 				c.queue(req)

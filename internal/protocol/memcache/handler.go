@@ -227,6 +227,13 @@ func (h *Handler) cancelFlush(gen uint64) {
 	}
 }
 
+// flushesAtOnce reports whether a delayed flush_all's exptime, already past, flushes now: a unix time since the
+// server started, as memcached's (whose items then all carry a CAS below the one it takes), where a time before
+// the start (memcached counts its start 62 s early) flushes nothing. A relative delay is never past.
+func (h *Handler) flushesAtOnce(exptime, now int64) bool {
+	return exptime > relativeMax && expiresAt(exptime, now) <= now && exptime*1000 > h.started.UnixMilli()-62_000
+}
+
 // relativeMax is memcached's REALTIME_MAXDELTA: exptimes up to 30 days are relative, larger ones unix times.
 const relativeMax = 60 * 60 * 24 * 30
 

@@ -313,3 +313,41 @@ func TestImmediateFlushAllKeepsADelayedOneAskedMeanwhile(t *testing.T) {
 		t.Error("k outlived the delayed flush_all")
 	}
 }
+
+// TestFlushAllAtAPastTime: flush_all with a unix time already past flushes at once if the time is since the server
+// started, as memcached's does (its items all carry a CAS below the one it then takes), and flushes nothing if the
+// time is before the start (memcached counts its start 62 s early); text and binary alike. anykv flushed nothing
+// in both cases.
+func TestFlushAllAtAPastTime(t *testing.T) {
+	ts := startServer(t)
+	cl, bin := dial(t, ts.addr), dial(t, ts.addr)
+	start := int64(clockStart / 1000)
+	ts.clock.Advance(100 * time.Second)
+	for _, tc := range []struct {
+		name    string
+		flush   func(at int64) string
+		wantOut string
+	}{
+		{"text", func(at int64) string { return string(cl.roundTrip([]byte(fmt.Sprintf("flush_all %d\r\n", at)))) }, "OK\r\n"},
+		{"binary", func(at int64) string { // (a connection speaks the protocol of its first request)
+			out, _ := bin.sendRaw(binReq(opFlush, 3, 0, u32(uint32(at)), nil, nil), 300*time.Millisecond)
+			return renderBin(t, out)
+		}, "op=08 st=0 opq=3\n"},
+	} {
+		for _, at := range []int64{start - 3600, start - 30, start + 10} {
+			if got := string(cl.roundTrip([]byte("set a 0 0 1\r\nv\r\n"))); got != "STORED\r\n" {
+				t.Fatalf("set: %q", got)
+			}
+			if got := tc.flush(at); got != tc.wantOut {
+				t.Fatalf("%s flush_all %d: %q", tc.name, at-start, got)
+			}
+			flushed := at > start-62
+			if got := string(cl.roundTrip([]byte("get a\r\n"))); (got == "END\r\n") != flushed {
+				t.Errorf("%s flush_all at %+d s from the start, 100 s after it: get answered %q, want flushed %v", tc.name, at-start, got, flushed)
+			}
+			if ds := ts.flushes.fire(); len(ds) != 0 {
+				t.Errorf("%s flush_all at %+d s: delayed flushes pending %v", tc.name, at-start, ds)
+			}
+		}
+	}
+}

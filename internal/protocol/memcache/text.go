@@ -68,7 +68,7 @@ func (c *conn) textWrite(req *request) {
 	case cmdFlushAll:
 		// A flush_all replaces a pending delayed one, an immediate one once it is applied (textAnswer): one that
 		// failed replaced it too, and the client, told so, had neither flush.
-		if req.exptime > 0 {
+		if req.exptime > 0 && !c.h.flushesAtOnce(req.exptime, c.now) {
 			c.flush() // an immediate flush_all before it is applied first, so it does not cancel this one
 			c.h.scheduleFlush(expiresAt(req.exptime, c.now), c.now)
 			c.queue(req)
