@@ -34,6 +34,9 @@ func TestMemcacheMatchesMemcached(t *testing.T) {
 		var history []string
 		for step := range 80 {
 			req := mcCommand(rng, "")
+			if f := strings.Fields(req); (f[0] == "incr" || f[0] == "ma") && b.padded(t, f[1]) {
+				break // the rest of this sequence would read memcached's padding: a documented deviation (padded)
+			}
 			ra, rb := a.do(t, a.bind(req)), b.do(t, b.bind(req))
 			history = append(history, strings.TrimSpace(req)+"  →  "+ra)
 			forgetTouched(req, a, b)
@@ -43,6 +46,30 @@ func TestMemcacheMatchesMemcached(t *testing.T) {
 			}
 		}
 	}
+}
+
+// padded reports whether the server holds k's value with a space in it: memcached pads a number an incr shrank
+// (a leading zero gone: "0100" became "101 ") and a later append keeps the space inside the value ("101 -1"),
+// which memcached's strtoull then reads as 101 and anykv as no number (docs/memcache.md's deviations). The
+// generated values hold no spaces, so only that padding puts one there. mg with v alone changes nothing.
+func (m *mcConn) padded(t *testing.T, k string) bool {
+	t.Helper()
+	m.c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := m.c.Write([]byte("mg " + k + " v\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	line, err := m.r.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(line, "VA ") {
+		return false
+	}
+	data, err := m.r.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Contains(strings.TrimRight(data, "\r\n"), " ")
 }
 
 // forgetTouched makes the clients forget the token of a key req touches: anykv gives a touched item a new CAS
