@@ -87,11 +87,13 @@ func (s *Store) landOne(l landing) {
 	err := l.err
 	if l.pb != nil {
 		if serr := l.pb.SyncWait(); serr != nil && err == nil {
-			// Pebble treats a failed WAL sync as fatal, so this is not expected; if it happens the writes may be
-			// in the memtable without being durable: refuse all further writes.
-			err = fmt.Errorf("pebblestore: commit: %w", serr)
-			s.failed.Store(&err)
-			s.log.Error("commit sync failed; the store refuses further writes", "err", err)
+			// Not expected (Pebble fails the WAL for good): the group's writes are in the memtable, perhaps not on
+			// disk, so they may be read and flushed, or lost with the process. Its requests are told the outcome
+			// is unknown (never "not applied": EXEC would say "discarded"), and every later write is refused.
+			refusal := fmt.Errorf("pebblestore: commit: %w", serr)
+			s.failed.Store(&refusal)
+			err = fmt.Errorf("pebblestore: %w: the WAL's sync failed: %w", engine.ErrUnknownOutcome, serr)
+			s.log.Error("commit sync failed; the store refuses further writes", "err", serr)
 		}
 		s.fsyncs.Add(1)
 		l.pb.Close()

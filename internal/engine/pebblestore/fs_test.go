@@ -20,6 +20,8 @@ type gateFS struct {
 	cond    *sync.Cond
 	held    bool
 	waiting int // syncs blocked by hold
+
+	fail atomic.Pointer[error] // the error every WAL sync returns, while set
 }
 
 func newGateFS(fs vfs.FS) *gateFS {
@@ -49,7 +51,7 @@ func (g *gateFS) blocked() int {
 	return g.waiting
 }
 
-func (g *gateFS) gate() {
+func (g *gateFS) gate() error {
 	g.syncs.Add(1)
 	if g.delay > 0 {
 		time.Sleep(g.delay)
@@ -61,6 +63,10 @@ func (g *gateFS) gate() {
 		g.waiting--
 	}
 	g.mu.Unlock()
+	if p := g.fail.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 func (g *gateFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
@@ -93,16 +99,22 @@ type gateFile struct {
 }
 
 func (f *gateFile) Sync() error {
-	f.g.gate()
+	if err := f.g.gate(); err != nil {
+		return err
+	}
 	return f.File.Sync()
 }
 
 func (f *gateFile) SyncData() error {
-	f.g.gate()
+	if err := f.g.gate(); err != nil {
+		return err
+	}
 	return f.File.SyncData()
 }
 
 func (f *gateFile) SyncTo(length int64) (bool, error) {
-	f.g.gate()
+	if err := f.g.gate(); err != nil {
+		return false, err
+	}
 	return f.File.SyncTo(length)
 }
