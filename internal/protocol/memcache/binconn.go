@@ -168,7 +168,11 @@ func (c *conn) binAnswer(req *request, rs []engine.Result, err error) {
 	case opTouch: // answered with the item's flags, as memcached does
 		c.st[sCmdTouch]++
 		if status = c.countedStatus(res.Err, sTouchHits, sTouchMisses); status == stOK && !h.quiet {
-			c.out = appendBinResponse(c.out, h, stOK, res.New.Version, binary.BigEndian.AppendUint32(nil, res.New.Flags), nil, nil)
+			it := res.New
+			if !res.NewFound { // a time already past deleted it: memcached answers with the item it expired
+				it = res.Old
+			}
+			c.out = appendBinResponse(c.out, h, stOK, it.Version, binary.BigEndian.AppendUint32(nil, it.Flags), nil, nil)
 			return
 		}
 	case opGAT:
