@@ -157,7 +157,7 @@ func (c *conn) binAnswer(req *request, rs []engine.Result, err error) {
 		if h.base == opDecr {
 			hits, misses = sDecrHits, sDecrMisses
 		}
-		if status = c.countedStatus(res.Err, hits, misses); status == stOK {
+		if status = c.countedStatus(incrErr(res), hits, misses); status == stOK {
 			if h.quiet {
 				return
 			}
@@ -243,6 +243,16 @@ func (c *conn) countedStatus(err error, hit, miss stat) uint16 {
 		return stNonNumeric
 	}
 	return stInternal
+}
+
+// incrErr is the failure of an incr or decr (binary or ma) in memcached's order of checks: an empty value is
+// non-numeric before the CAS is compared (do_add_delta), so a mismatching CAS on an empty value answers
+// non-numeric, as memcached 1.6.18 does; the engine compares the CAS first.
+func incrErr(res engine.Result) error {
+	if errors.Is(res.Err, engine.ErrVersionMismatch) && res.OldFound && len(res.Old.Value) == 0 {
+		return engine.ErrNotInteger
+	}
+	return res.Err
 }
 
 // binGet answers get, getq, getk and getkq from the store.
