@@ -58,6 +58,7 @@ func TestMemcacheBinaryMatchesMemcached(t *testing.T) {
 			b.settle(reqs, numbered)
 		}
 	}
+	t.Logf("%d seeds of %d steps; responses by opcode and status: %v", seeds, steps, b.seen)
 }
 
 // Binary opcodes the test sends, by name (their quiet and K variants included).
@@ -166,6 +167,12 @@ func mcbCommand(rng *rand.Rand, numbered map[string]bool) mcbReq {
 		}
 		return ""
 	}
+	ignoredCAS := func() string {
+		if rng.IntN(8) == 0 {
+			return "bogus"
+		}
+		return ""
+	}
 	quiet := rng.IntN(3) == 0
 	op := func(loud, q byte) byte {
 		if quiet {
@@ -194,8 +201,8 @@ func mcbCommand(rng *rand.Rand, numbered map[string]bool) mcbReq {
 			return mcbReq{op: op(0x00, 0x09), key: k}
 		}
 		return mcbReq{op: op(0x0e, 0x19) + byte(rng.IntN(2)), key: k, value: val(), cas: cas()}
-	case 5, 6, 7:
-		return mcbReq{op: []byte{0x00, 0x09, 0x0c, 0x0d}[rng.IntN(4)], key: k}
+	case 5, 6, 7: // (a CAS on a get, touch or flush is ignored)
+		return mcbReq{op: []byte{0x00, 0x09, 0x0c, 0x0d}[rng.IntN(4)], key: k, cas: ignoredCAS()}
 	case 8:
 		return mcbReq{op: op(0x04, 0x14), key: k, cas: cas()}
 	case 9, 10, 11:
@@ -214,16 +221,16 @@ func mcbCommand(rng *rand.Rand, numbered map[string]bool) mcbReq {
 		r.extras, r.cas = mcbIncrExtras(rng, delta)
 		return r
 	case 12, 13:
-		return mcbReq{op: 0x1c, key: k, extras: u32(exp())}
+		return mcbReq{op: 0x1c, key: k, extras: u32(exp()), cas: ignoredCAS()}
 	case 14, 15:
-		return mcbReq{op: []byte{0x1d, 0x1e, 0x23, 0x24}[rng.IntN(4)], key: k, extras: u32(exp())}
+		return mcbReq{op: []byte{0x1d, 0x1e, 0x23, 0x24}[rng.IntN(4)], key: k, extras: u32(exp()), cas: ignoredCAS()}
 	case 16:
 		return mcbReq{op: 0x0a}
 	case 17:
 		return mcbReq{op: 0x0b}
 	case 18:
 		if rng.IntN(4) == 0 {
-			r := mcbReq{op: op(0x08, 0x18)}
+			r := mcbReq{op: op(0x08, 0x18), cas: ignoredCAS()}
 			if rng.IntN(2) == 0 {
 				r.extras = u32(0) // a delay of 0: at once
 			}
@@ -255,6 +262,7 @@ type mcbConn struct {
 	r      *bufio.Reader
 	tokens map[string]uint64
 	last   map[uint32]mcbResp // the responses of the last exchange, by opaque
+	seen   map[string]int     // responses by opcode and status, for the log
 }
 
 // mcbResp is what settle needs of a response.
@@ -267,7 +275,7 @@ func dialMemcacheBinary(t *testing.T, addr string) *mcbConn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return &mcbConn{c: c, r: bufio.NewReader(c), tokens: map[string]uint64{}}
+	return &mcbConn{c: c, r: bufio.NewReader(c), tokens: map[string]uint64{}, seen: map[string]int{}}
 }
 
 // encode is a request with this server's CAS for it.
@@ -331,8 +339,9 @@ func (m *mcbConn) exchange(t *testing.T, reqs []mcbReq, numbered map[string]bool
 				m.tokens[req.key] = cas
 			}
 		}
+		m.seen[fmt.Sprintf("%s:%x", mcbNames[op], status)]++
 		ext, key, val := body[:el], body[el:el+kl], string(body[el+kl:])
-		if req.key != "" && numbered[req.key] && status == 0 {
+		if b := mcbBase(op); (b == 0x00 || b == 0x1d) && numbered[req.key] && status == 0 {
 			// memcached pads a number an incr or decr shrank with spaces (documented: docs/memcache.md, "Other
 			// deviations"); the values drawn hold no spaces, and no append follows an incr (mcbCommand)
 			val = strings.TrimRight(val, " ")
@@ -366,8 +375,8 @@ func (m *mcbConn) exchange(t *testing.T, reqs []mcbReq, numbered map[string]bool
 	}
 }
 
-// settle updates numbered from the outcome of the last exchange (the servers agreed on it): a store or delete
-// that succeeded replaces the key's number, a flush every key's.
+// settle updates numbered from the outcome of the last exchange (the servers agreed on it), in request order:
+// an incr or decr may write a number, a store or delete that succeeded replaces it, a flush every key's.
 func (m *mcbConn) settle(reqs []mcbReq, numbered map[string]bool) {
 	for _, r := range reqs {
 		resp, answered := m.last[r.opaque]
@@ -377,6 +386,8 @@ func (m *mcbConn) settle(reqs []mcbReq, numbered map[string]bool) {
 			if ok {
 				delete(numbered, r.key)
 			}
+		case 0x05, 0x06: // (marked when drawn too, for the rest of its pipeline)
+			numbered[r.key] = true
 		case 0x08:
 			if ok {
 				clear(numbered)
