@@ -28,9 +28,12 @@ func TestMemcacheBinaryMatchesMemcached(t *testing.T) {
 	real := strings.TrimPrefix(remotetest.Start(t, "memcached"), "memcache://")
 	s := servertest.Start(t, servertest.Options{Memcache: true})
 	a, b := dialMemcacheBinary(t, s.Memcache), dialMemcacheBinary(t, real)
-	seeds, steps := 100, 80 // (ANYKV_MCB_SEEDS=3000 to hunt: about ten minutes)
+	seeds, steps := 100, 80 // (ANYKV_MCB_SEEDS=3000 to hunt: two minutes; ANYKV_MCB_STEPS for longer histories)
 	if n, err := strconv.Atoi(os.Getenv("ANYKV_MCB_SEEDS")); err == nil {
 		seeds = n
+	}
+	if n, err := strconv.Atoi(os.Getenv("ANYKV_MCB_STEPS")); err == nil {
+		steps = n
 	}
 	for seed := range seeds {
 		rng := rand.New(rand.NewPCG(uint64(seed), 11))
