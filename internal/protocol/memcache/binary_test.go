@@ -297,3 +297,54 @@ func TestBinaryUnauthenticatedBodiesAreNotHeld(t *testing.T) {
 		"op=21 st=0 opq=4 val=\"Authenticated\"\n")
 	binExchange(t, cl, set, "op=01 st=0 opq=1 cas\n") // authenticated: the same set is stored
 }
+
+// TestBinaryTouchToAPastTime: a touch to a time already past expires the item and still answers with its flags
+// and a CAS, as memcached 1.6.18 does (checked against it: touch of an item of flags 7 to 2592001, a unix time in
+// 1970, answers 0x0000 with ext=00000007 and the item's CAS; a get then misses). anykv answered flags 0 and CAS 0.
+func TestBinaryTouchToAPastTime(t *testing.T) {
+	var in bytes.Buffer
+	in.Write(binReq(opSet, 1, 0, u32(7, 0), []byte("k"), []byte("v")))
+	in.Write(binReq(opTouch, 2, 0, u32(2592001), []byte("k"), nil))
+	in.Write(binReq(opGet, 3, 0, nil, []byte("k"), nil))
+	in.Write(binReq(opSet, 4, 0, u32(9, 0), []byte("g"), []byte("w")))
+	in.Write(binReq(opGAT, 5, 0, u32(2592001), []byte("g"), nil))
+	in.Write(binReq(opGet, 6, 0, nil, []byte("g"), nil))
+	want := `op=01 st=0 opq=1 cas
+op=1c st=0 opq=2 cas ext=00000007
+op=00 st=1 opq=3 val="Not found"
+op=01 st=0 opq=4 cas
+op=1d st=0 opq=5 cas ext=00000009 val="w"
+op=00 st=1 opq=6 val="Not found"
+`
+	if got := renderBin(t, serveScript(in.Bytes())); got != want {
+		t.Fatalf("responses:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestIncrOfAnEmptyValueIsNonNumericBeforeItsCAS: memcached 1.6.18 refuses to increment an empty value before it
+// compares the CAS (do_add_delta), so an incr or decr with another item's CAS answers non-numeric on an empty
+// value and a CAS mismatch on a non-empty text (checked against it, binary and ma alike); anykv answered a
+// CAS mismatch to both.
+func TestIncrOfAnEmptyValueIsNonNumericBeforeItsCAS(t *testing.T) {
+	var in bytes.Buffer
+	in.Write(binReq(opSet, 1, 0, u32(0, 0), []byte("e"), nil))
+	in.Write(binReq(opSet, 2, 0, u32(0, 0), []byte("a"), []byte("abc")))
+	in.Write(binReq(opIncr, 3, 12345, incrExtras(1, 0, 0xffffffff), []byte("e"), nil))
+	in.Write(binReq(opDecr, 4, 12345, incrExtras(1, 0, 0), []byte("e"), nil))
+	in.Write(binReq(opIncr, 5, 12345, incrExtras(1, 0, 0xffffffff), []byte("a"), nil))
+	want := `op=01 st=0 opq=1 cas
+op=01 st=0 opq=2 cas
+op=05 st=6 opq=3 val="Non-numeric server-side value for incr or decr"
+op=06 st=6 opq=4 val="Non-numeric server-side value for incr or decr"
+op=05 st=2 opq=5 val="Data exists for key."
+`
+	if got := renderBin(t, serveScript(in.Bytes())); got != want {
+		t.Errorf("binary:\n%s\nwant:\n%s", got, want)
+	}
+	got := string(serveScript([]byte("set e 0 0 0\r\n\r\nset a 0 0 3\r\nabc\r\nma e C12345\r\nma e C12345 MD\r\nma a C12345\r\n")))
+	want = "STORED\r\nSTORED\r\nCLIENT_ERROR cannot increment or decrement non-numeric value\r\n" +
+		"CLIENT_ERROR cannot increment or decrement non-numeric value\r\nEX\r\n"
+	if got != want {
+		t.Errorf("ma: %q, want %q", got, want)
+	}
+}

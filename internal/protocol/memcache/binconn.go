@@ -157,7 +157,7 @@ func (c *conn) binAnswer(req *request, rs []engine.Result, err error) {
 		if h.base == opDecr {
 			hits, misses = sDecrHits, sDecrMisses
 		}
-		if status = c.countedStatus(res.Err, hits, misses); status == stOK {
+		if status = c.countedStatus(incrErr(res), hits, misses); status == stOK {
 			if h.quiet {
 				return
 			}
@@ -168,7 +168,11 @@ func (c *conn) binAnswer(req *request, rs []engine.Result, err error) {
 	case opTouch: // answered with the item's flags, as memcached does
 		c.st[sCmdTouch]++
 		if status = c.countedStatus(res.Err, sTouchHits, sTouchMisses); status == stOK && !h.quiet {
-			c.out = appendBinResponse(c.out, h, stOK, res.New.Version, binary.BigEndian.AppendUint32(nil, res.New.Flags), nil, nil)
+			it := res.New
+			if !res.NewFound { // a time already past deleted it: memcached answers with the item it expired
+				it = res.Old
+			}
+			c.out = appendBinResponse(c.out, h, stOK, it.Version, binary.BigEndian.AppendUint32(nil, it.Flags), nil, nil)
 			return
 		}
 	case opGAT:
@@ -239,6 +243,16 @@ func (c *conn) countedStatus(err error, hit, miss stat) uint16 {
 		return stNonNumeric
 	}
 	return stInternal
+}
+
+// incrErr is the failure of an incr or decr (binary or ma) in memcached's order of checks: an empty value is
+// non-numeric before the CAS is compared (do_add_delta), so a mismatching CAS on an empty value answers
+// non-numeric, as memcached 1.6.18 does; the engine compares the CAS first.
+func incrErr(res engine.Result) error {
+	if errors.Is(res.Err, engine.ErrVersionMismatch) && res.OldFound && len(res.Old.Value) == 0 {
+		return engine.ErrNotInteger
+	}
+	return res.Err
 }
 
 // binGet answers get, getq, getk and getkq from the store.

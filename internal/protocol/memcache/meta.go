@@ -331,7 +331,7 @@ func (c *conn) maAnswer(req *request, res engine.Result) {
 	if m.mode == 'D' || m.mode == 'd' || m.mode == '-' {
 		hits, misses = &c.st[sDecrHits], &c.st[sDecrMisses]
 	}
-	switch err := res.Err; {
+	switch err := incrErr(res); {
 	case err == nil:
 		if res.OldFound {
 			*hits++
