@@ -112,16 +112,12 @@ func (c *conn) binWrite(req *request) {
 	case opGAT:
 		m = engine.Mutation{Op: engine.OpGet, Key: req.key, Touch: true, Expires: c.expires(int64(binary.BigEndian.Uint32(req.extras)))}
 	case opFlush:
+		exp := int64(0)
 		if len(req.extras) == 4 {
-			if exp := int64(binary.BigEndian.Uint32(req.extras)); exp > 0 && !c.h.flushesAtOnce(exp, c.now) {
-				c.flush() // as text's flush_all (textWrite): an immediate flush before it does not cancel it
-				c.h.scheduleFlush(expiresAt(exp, c.now), c.now)
-				c.queue(req)
-				return
-			}
+			exp = int64(binary.BigEndian.Uint32(req.extras))
 		}
-		req.flushGen = c.h.flushGeneration()
-		m = flushMutation(c.h.table) // it replaces a pending delayed flush once applied (binAnswer)
+		c.queueFlushAll(req, exp)
+		return
 	default: // noop, version
 		c.queue(req)
 		return

@@ -66,16 +66,7 @@ func (c *conn) textWrite(req *request) {
 			}
 		}
 	case cmdFlushAll:
-		// A flush_all replaces a pending delayed one, an immediate one once it is applied (textAnswer): one that
-		// failed replaced it too, and the client, told so, had neither flush.
-		if req.exptime > 0 && !c.h.flushesAtOnce(req.exptime, c.now) {
-			c.flush() // an immediate flush_all before it is applied first, so it does not cancel this one
-			c.h.scheduleFlush(expiresAt(req.exptime, c.now), c.now)
-			c.queue(req)
-			return
-		}
-		req.flushGen = c.h.flushGeneration()
-		c.queue(req, flushMutation(c.h.table))
+		c.queueFlushAll(req, req.exptime)
 	case cmdVerbosity:
 		c.h.verbosity.Store(uint32(min(req.cas, 2)))
 		c.queue(req)
@@ -95,6 +86,22 @@ func casMutation(key, value []byte, flags uint32, expires int64, cas uint64) eng
 		Cond: engine.CondVersion, Version: cas}
 }
 
+// queueFlushAll queues a flush_all (text, or binary flush) of exptime. A delay schedules the flush (it replaces a
+// pending one at once) and queues req to be answered; otherwise req flushes the table now and replaces a pending
+// delayed flush once applied (textAnswer, binAnswer: one that failed replaced it too, and the client, told so,
+// had neither flush), the one pending as it was read (flushGen).
+func (c *conn) queueFlushAll(req *request, exptime int64) {
+	if exptime > 0 && !c.h.flushesAtOnce(exptime, c.now) {
+		c.flush() // an immediate flush_all before it is applied first, so it does not cancel this one
+		c.h.scheduleFlush(expiresAt(exptime, c.now), c.now)
+		c.queue(req)
+		return
+	}
+	req.flushGen = c.h.flushGeneration()
+	c.queue(req, flushMutation(c.h.table))
+}
+
+// flushMutation deletes every item of table (flush_all, now or when its delay ends).
 func flushMutation(table string) engine.Mutation {
 	return engine.Mutation{Op: engine.OpFlush, Table: table}
 }
