@@ -74,12 +74,12 @@ func (f *Faulty) Apply(ctx context.Context, b *engine.Batch) ([]engine.Result, e
 	return res, err
 }
 
-// Close implements engine.Engine.
 // View implements engine.Viewer as Get, faults included.
 func (f *Faulty) View(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
 	return f.Get(ctx, table, key, now)
 }
 
+// Close implements engine.Engine.
 func (f *Faulty) Close() error { return f.inner.Close() }
 
 // Scan implements engine.Scanner: it fails when it reaches a faulty key, after handing fn the keys before it.
