@@ -204,6 +204,11 @@ func (s *Store) liveWatched(ctx context.Context, muts []engine.Mutation) map[[2]
 func (r *watchRegistry) mark(muts []engine.Mutation, res []engine.Result, live map[[2]string]bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.markLocked(muts, res, live)
+}
+
+// markLocked is mark, with r.mu held.
+func (r *watchRegistry) markLocked(muts []engine.Mutation, res []engine.Result, live map[[2]string]bool) {
 	var written map[string]map[string]bool // for a batch that swaps: table → keys the batch wrote there so far
 	for i := range muts {
 		if muts[i].Op == engine.OpSwap {
@@ -258,9 +263,9 @@ func (r *watchRegistry) mark(muts []engine.Mutation, res []engine.Result, live m
 // written every watched key there. An EXEC guarded by such a key aborts, where the version its WATCH read would
 // miss a write that landed and left the key as it was (created and deleted again).
 func (r *watchRegistry) markDoubted(muts []engine.Mutation, live map[[2]string]bool) {
-	r.mark(muts, nil, live)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.markLocked(muts, nil, live)
 	for i := range muts {
 		if m := &muts[i]; m.Op == engine.OpCall && m.Call.AnyKey && m.Writes() {
 			for _, ws := range r.keys[m.Table] {
@@ -273,10 +278,9 @@ func (r *watchRegistry) markDoubted(muts []engine.Mutation, live map[[2]string]b
 }
 
 // EachWritten calls key with each key an applied batch changed, in the batch's order, and flush with each table
-// it flushed ("": every table), each with the index of the mutation in muts: a write that succeeded and found or left an item (deleting an absent key changes
-// nothing, as in Redis), a function's key, declared keys and those it reports having written (Result.Wrote; those
-// alone with Result.WroteAll), a
-// RENAME's or COPY's target. These are the keys Redis's signalModifiedKey names, for WATCH and for client-side
+// it flushed ("": every table), each with the index of the mutation in muts: a write that succeeded and found or
+// left an item (deleting an absent key changes nothing, as in Redis), a function's key, declared keys and those it
+// reports having written (Result.Wrote; those alone with Result.WroteAll), a RENAME's or COPY's target. These are the keys Redis's signalModifiedKey names, for WATCH and for client-side
 // caching's invalidations (protocol/redis). A key may come more than once.
 func EachWritten(muts []engine.Mutation, res []engine.Result, key func(i int, table string, key []byte), flush func(i int, table string)) {
 	for i := range muts {

@@ -10,6 +10,7 @@
 package membudget
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -410,24 +411,36 @@ func (b *Budget) chooseVictims(a *Account, n int64, may func(*Account) bool) []*
 			short -= v.held.Load()
 		}
 	}
-	victims := []*Account{}
+	if short <= 0 {
+		return []*Account{}
+	}
+	// The candidates, biggest first (their holdings as read once: they change meanwhile, and a sort needs
+	// fixed keys).
+	type cand struct {
+		v    *Account
+		held int64
+	}
+	var cands []cand
 	mine := a.held.Load() + n
-	for short > 0 {
-		var big *Account
-		for v := range b.accounts {
-			if v != a && !v.evicted.Load() && !slices.Contains(victims, v) && v.held.Load() > mine && (may == nil || may(v)) &&
-				(big == nil || v.held.Load() > big.held.Load()) {
-				big = v
-			}
+	for v := range b.accounts {
+		if h := v.held.Load(); v != a && !v.evicted.Load() && h > mine && (may == nil || may(v)) {
+			cands = append(cands, cand{v, h})
 		}
-		if big == nil {
-			// Not enough even so: a is the client to close, and those chosen stay. They are marked only once the
-			// choice is made: evicted is read without b.mu (Evicted, reserve), and a client that saw a mark taken
-			// back here took itself for evicted and closed, or dropped its reply.
-			return nil
+	}
+	slices.SortFunc(cands, func(x, y cand) int { return cmp.Compare(y.held, x.held) })
+	var victims []*Account
+	for _, c := range cands {
+		if short <= 0 {
+			break
 		}
-		victims = append(victims, big)
-		short -= big.held.Load()
+		victims = append(victims, c.v)
+		short -= c.held
+	}
+	if short > 0 {
+		// Not enough even so: a is the client to close, and those chosen stay. They are marked only once the
+		// choice is made: evicted is read without b.mu (Evicted, reserve), and a client that saw a mark taken
+		// back here took itself for evicted and closed, or dropped its reply.
+		return nil
 	}
 	for _, v := range victims {
 		v.evicted.Store(true)
