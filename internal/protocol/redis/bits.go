@@ -413,22 +413,20 @@ func writeLCS(w *resp.Writer, a, b []byte, lenOnly, idx, withLen bool, minLen in
 // as neutral values (FREQ 0, IDLETIME 0, REFCOUNT 1).
 func cmdObject(s *session, args [][]byte) {
 	sub := lower(args[1])
-	if sub == "help" {
+	if sub == "help" && len(args) == 2 {
 		s.plan(func(w *resp.Writer, _ []engine.Result) {
-			lines := []string{"OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-				"ENCODING <key>", "FREQ <key>", "IDLETIME <key>", "REFCOUNT <key>", "HELP"}
-			w.ArrayHeader(len(lines))
-			for _, l := range lines {
-				w.BulkString(l)
+			w.ArrayHeader(len(objectHelp))
+			for _, l := range objectHelp {
+				w.SimpleString(l)
 			}
 		})
 		return
 	}
-	if sub != "encoding" && sub != "freq" && sub != "idletime" && sub != "refcount" {
+	if sub != "encoding" && sub != "freq" && sub != "idletime" && sub != "refcount" && sub != "help" {
 		s.fail("ERR unknown subcommand '" + string(args[1]) + "'. Try OBJECT HELP.")
 		return
 	}
-	if len(args) != 3 {
+	if len(args) != 3 || sub == "help" {
 		s.fail("ERR wrong number of arguments for 'object|" + sub + "' command")
 		return
 	}

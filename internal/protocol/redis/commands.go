@@ -228,6 +228,12 @@ func cmdCommand(s *session, args [][]byte) {
 		for _, k := range keys {
 			s.w.Bulk(k)
 		}
+	case "help":
+		if len(args) != 2 {
+			s.subcommandError("command", args[1], "help")
+			return
+		}
+		s.writeHelp(commandHelp)
 	default:
 		s.w.Error("ERR unknown subcommand '" + clip(args[1]) + "'. Try COMMAND HELP.")
 	}

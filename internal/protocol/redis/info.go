@@ -143,8 +143,10 @@ func cmdConfig(s *session, args [][]byte) {
 	case sub == "resetstat" && len(args) == 2:
 		s.h.resetStats()
 		s.w.SimpleString("OK")
+	case sub == "help" && len(args) == 2:
+		s.writeHelp(configHelp)
 	default:
-		s.subcommandError("config", args[1], "get", "set", "rewrite", "resetstat")
+		s.subcommandError("config", args[1], "get", "set", "rewrite", "resetstat", "help")
 	}
 }
 

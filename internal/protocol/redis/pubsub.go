@@ -556,8 +556,10 @@ func cmdPubSub(s *session, args [][]byte) {
 		}
 	case sub == "numpat" && len(args) == 2:
 		s.w.Int(int64(s.h.broker.NumPat()))
+	case sub == "help" && len(args) == 2:
+		s.writeHelp(pubsubHelp)
 	default:
-		s.subcommandError("pubsub", args[1], "channels", "numsub", "numpat", "shardchannels", "shardnumsub")
+		s.subcommandError("pubsub", args[1], "help", "channels", "numsub", "numpat", "shardchannels", "shardnumsub")
 	}
 }
 

@@ -365,8 +365,10 @@ func cmdScript(s *session, args [][]byte) {
 		s.w.Error("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
 	case sub == "kill" && len(args) == 2:
 		s.w.Error("NOTBUSY No scripts in execution right now.")
+	case sub == "help" && len(args) == 2:
+		s.writeHelp(scriptHelp)
 	default:
-		s.subcommandError("script", args[1], "load", "exists", "flush", "kill")
+		s.subcommandError("script", args[1], "load", "exists", "flush", "kill", "help")
 	}
 }
 
