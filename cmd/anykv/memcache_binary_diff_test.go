@@ -28,14 +28,8 @@ func TestMemcacheBinaryMatchesMemcached(t *testing.T) {
 	real := strings.TrimPrefix(remotetest.Start(t, "memcached"), "memcache://")
 	s := servertest.Start(t, servertest.Options{Memcache: true})
 	a, b := dialMemcacheBinary(t, s.Memcache), dialMemcacheBinary(t, real)
-	seeds, steps := 100, 80 // (ANYKV_MCB_SEEDS=3000 to hunt: two minutes; ANYKV_MCB_STEPS for longer histories)
-	if n, err := strconv.Atoi(os.Getenv("ANYKV_MCB_SEEDS")); err == nil {
-		seeds = n
-	}
-	if n, err := strconv.Atoi(os.Getenv("ANYKV_MCB_STEPS")); err == nil {
-		steps = n
-	}
-	for seed := range seeds {
+	first, seeds, steps := diffRange("ANYKV_MCB", 100, 80) // (ANYKV_MCB_SEEDS=3000 to hunt: two minutes)
+	for seed := first; seed < first+seeds; seed++ {
 		rng := rand.New(rand.NewPCG(uint64(seed), 11))
 		numbered := map[string]bool{}
 		flush := []mcbReq{{op: 0x08, opaque: 1}, {op: 0x0a, opaque: 2}}
@@ -397,4 +391,20 @@ func (m *mcbConn) settle(reqs []mcbReq, numbered map[string]bool) {
 			}
 		}
 	}
+}
+
+// diffRange is a differential test's seeds and steps: n seeds from 0 of the given steps each, unless the
+// environment says otherwise (prefix_FIRST, prefix_SEEDS, prefix_STEPS), to hunt over new seeds or longer
+// histories by hand.
+func diffRange(prefix string, n, steps int) (first, seeds, length int) {
+	first, seeds, length = 0, n, steps
+	for _, v := range []struct {
+		name string
+		to   *int
+	}{{"_FIRST", &first}, {"_SEEDS", &seeds}, {"_STEPS", &length}} {
+		if x, err := strconv.Atoi(os.Getenv(prefix + v.name)); err == nil {
+			*v.to = x
+		}
+	}
+	return first, seeds, length
 }
