@@ -42,7 +42,10 @@
 // the caller keeps that slice; every value read, Old included, is the engine's (Resolve copies a value the same
 // batch wrote before handing it to a later mutation).
 // Apply keeps no reference to the batch or its byte slices after it returns, so a caller may reuse them. Scan's
-// key and Item.Value are valid only during fn; fn copies what it keeps.
+// key and Item.Value are valid only during fn; fn copies what it keeps. A context may carry a ValueGate
+// (WithValueGate): an engine that copies a found value of GateFrom bytes or more out of its own memory asks it
+// first (AdmitValue), and returns its refusal with nothing copied, so that a client's reads reserve their room
+// in maxmemory-clients before the bytes exist (pebble and memory do; a remote engine has the bytes already).
 //
 // Durability. Apply returns once the batch is as durable as the engine's configuration promises (for
 // pebblestore SyncAlways: on disk). A durable engine's reads return only durable writes: a Get or Scan that

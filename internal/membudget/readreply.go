@@ -14,38 +14,94 @@ import (
 // waiting for the others. Past d, on a client evicted meanwhile, or once ctx ends (the client gone), it returns
 // ReserveWait's error and no value.
 //
+// When g is not nil, read makes its reads with a context carrying g (engine.WithValueGate): an engine asks g
+// before it copies out a big value, and the room is reserved then, so that a value without room is never
+// copied (a burst of reads of a big value no longer allocates every copy before most find no room).
+//
 // memcached's gets and the HTTP API's reads share it; RESP's plain reads, which reserve several values at once
 // for one batch, keep their own (protocol/redis bigHolds).
-func ReadForReply[T any](ctx context.Context, a *Account, copies int, d time.Duration, read func() (T, int, error)) (v T, held int, err error) {
-	v, n, err := read()
-	if a == nil || err != nil || n < ReplyHold {
+func ReadForReply[T any](ctx context.Context, a *Account, g *ReplyGate, copies int, d time.Duration, read func() (T, int, error)) (v T, held int, err error) {
+	if g == nil {
+		g = &ReplyGate{} // admits everything: the reads are counted once made, as without a gate
+	}
+	*g = ReplyGate{a: a, copies: copies, on: a != nil}
+	defer func() { g.on = false }()
+	if a == nil {
+		v, _, err = read()
 		return v, 0, err
 	}
 	var zero T
 	var deadline time.Time
-	prepaid := 0 // reserved by a wait, for a value of the size read before it
 	for {
-		want := copies * n
-		if want <= prepaid || a.TryReserve(want-prepaid) == nil {
-			a.Release(prepaid - want) // what a value smaller than the one waited for leaves (none if bigger)
-			return v, want, nil
+		g.reserved, g.refused = 0, 0
+		v, n, err := read()
+		if g.refused == 0 {
+			if err != nil || n < ReplyHold {
+				a.Release(g.reserved + g.prepaid)
+				return v, 0, err
+			}
+			if g.reserved > 0 { // reserved as the engine asked, before the copy
+				return v, g.reserved, nil
+			}
+			if g.uncounted {
+				return v, 0, nil
+			}
+			// A value no engine copied (one a cache shares), or a read without a gate: reserved once read.
+			want := copies * n
+			if want <= g.prepaid || a.TryReserve(want-g.prepaid) == nil {
+				a.Release(g.prepaid - want) // what a value smaller than the one waited for leaves (none if bigger)
+				g.prepaid = 0
+				return v, want, nil
+			}
 		}
+		want := copies * max(n, g.refused)
 		v = zero // hold nothing while waiting
-		a.Release(prepaid)
+		a.Release(g.prepaid)
+		g.prepaid = 0
 		if deadline.IsZero() {
 			deadline = time.Now().Add(d)
 		}
 		if err := a.ReserveWait(ctx, want, time.Until(deadline)); err != nil {
 			if errors.Is(err, ErrWaitersHold) {
+				g.uncounted = true
+				g.reserved, g.refused = 0, 0
 				v, _, err = read()
 				return v, 0, err
 			}
 			return zero, 0, err
 		}
-		prepaid = want
-		if v, n, err = read(); err != nil || n < ReplyHold {
-			a.Release(prepaid)
-			return v, 0, err
-		}
+		g.prepaid = want
 	}
+}
+
+// ReplyGate is ReadForReply's engine.ValueGate (its Admit method), kept by a connection for all its reads so that
+// the context carrying it is made once. Outside ReadForReply it admits everything.
+type ReplyGate struct {
+	a         *Account
+	on        bool // inside ReadForReply
+	copies    int
+	prepaid   int  // reserved by a wait, for a value of the size read before it
+	reserved  int  // reserved by Admit for the read in progress
+	refused   int  // the size of a value Admit found no room for
+	uncounted bool // reading again without reserving: only waiting clients hold the room
+}
+
+// errNoRoomYet is what a read Admit refused returns; ReadForReply waits for the room and reads again.
+var errNoRoomYet = errors.New("membudget: no room for the value yet")
+
+// Admit reserves the room of a value of n bytes about to be copied out for the read in progress, from what a
+// wait reserved first; errNoRoomYet when there is none.
+func (g *ReplyGate) Admit(n int) error {
+	if !g.on || g.uncounted || n < ReplyHold {
+		return nil
+	}
+	want := g.copies * n
+	if want > g.prepaid && g.a.TryReserve(want-g.prepaid) != nil {
+		g.refused = n
+		return errNoRoomYet
+	}
+	g.a.Release(g.prepaid - want)
+	g.prepaid = 0
+	g.reserved += want
+	return nil
 }

@@ -19,14 +19,14 @@ func TestReadForReplyCountsWaitsAndRereads(t *testing.T) {
 		return func() (string, int, error) { reads++; return "v", n, nil }
 	}
 
-	if v, held, err := ReadForReply(context.Background(), a, 2, time.Second, value(ReplyHold-1)); v != "v" || held != 0 || err != nil {
+	if v, held, err := ReadForReply(context.Background(), a, nil, 2, time.Second, value(ReplyHold-1)); v != "v" || held != 0 || err != nil {
 		t.Fatalf("a small value: %q, held %d, %v", v, held, err)
 	}
 	boom := errors.New("boom")
-	if _, held, err := ReadForReply(context.Background(), a, 2, time.Second, func() (string, int, error) { return "", 1 << 30, boom }); held != 0 || err != boom {
+	if _, held, err := ReadForReply(context.Background(), a, nil, 2, time.Second, func() (string, int, error) { return "", 1 << 30, boom }); held != 0 || err != boom {
 		t.Fatalf("a failed read: held %d, %v", held, err)
 	}
-	v, held, err := ReadForReply(context.Background(), a, 2, time.Second, value(ReplyHold))
+	v, held, err := ReadForReply(context.Background(), a, nil, 2, time.Second, value(ReplyHold))
 	if v != "v" || held != 2*ReplyHold || err != nil || a.Held() != 2*ReplyHold {
 		t.Fatalf("a big value: %q, held %d (account %d), %v", v, held, a.Held(), err)
 	}
@@ -42,7 +42,7 @@ func TestReadForReplyCountsWaitsAndRereads(t *testing.T) {
 	reads = 0
 	sizes := []int{2 * ReplyHold, ReplyHold + 1}
 	go func() { time.Sleep(50 * time.Millisecond); other.Release(3 * ReplyHold) }()
-	v, held, err = ReadForReply(context.Background(), a, 1, 5*time.Second, func() (string, int, error) {
+	v, held, err = ReadForReply(context.Background(), a, nil, 1, 5*time.Second, func() (string, int, error) {
 		n := sizes[min(reads, 1)]
 		reads++
 		return "v", n, nil
@@ -57,7 +57,7 @@ func TestReadForReplyCountsWaitsAndRereads(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	v, held, err = ReadForReply(context.Background(), a, 1, 100*time.Millisecond, value(ReplyHold))
+	v, held, err = ReadForReply(context.Background(), a, nil, 1, 100*time.Millisecond, value(ReplyHold))
 	if v != "" || held != 0 || !errors.Is(err, ErrOverBudget) || a.Held() != 0 {
 		t.Fatalf("no room: %q, held %d (account %d), %v", v, held, a.Held(), err)
 	}
@@ -80,11 +80,64 @@ func TestReadForReplyLeavesWithItsClient(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
 	start := time.Now()
-	_, held, err := ReadForReply(ctx, a, 1, 10*time.Second, func() (string, int, error) { return "v", ReplyHold, nil })
+	_, held, err := ReadForReply(ctx, a, nil, 1, 10*time.Second, func() (string, int, error) { return "v", ReplyHold, nil })
 	if !errors.Is(err, context.Canceled) || held != 0 || a.Held() != 0 {
 		t.Fatalf("a gone client's read: held %d (account %d), %v", held, a.Held(), err)
 	}
 	if took := time.Since(start); took > time.Second {
 		t.Fatalf("left after %v", took)
+	}
+}
+
+// TestReplyGateReservesBeforeTheCopy: with a gate, the room of a big value is reserved when the engine asks
+// (Admit), before it copies the value out; without room nothing is copied, the read waits for room and runs
+// again, and the wait's room is what Admit takes then. Outside ReadForReply the gate admits everything.
+func TestReplyGateReservesBeforeTheCopy(t *testing.T) {
+	b := New(4*ReplyHold, nil)
+	a := b.Open("reader", nil)
+	defer a.Close()
+	var g ReplyGate
+	copies := 0
+	// read is an engine's Get of a value of n bytes: it asks the gate, then copies.
+	read := func(n int) func() (string, int, error) {
+		return func() (string, int, error) {
+			if err := g.Admit(n); err != nil {
+				return "", 0, err
+			}
+			copies++
+			return "v", n, nil
+		}
+	}
+	if err := g.Admit(1 << 40); err != nil {
+		t.Fatalf("outside ReadForReply the gate refused: %v", err)
+	}
+	v, held, err := ReadForReply(context.Background(), a, &g, 2, time.Second, read(ReplyHold))
+	if v != "v" || held != 2*ReplyHold || err != nil || a.Held() != 2*ReplyHold || copies != 1 {
+		t.Fatalf("room at once: %q, held %d (account %d), %d copies, %v", v, held, a.Held(), copies, err)
+	}
+	a.Release(held)
+
+	other := b.Open("other", nil)
+	defer other.Close()
+	if err := other.Reserve(3 * ReplyHold); err != nil {
+		t.Fatal(err)
+	}
+	copies = 0
+	go func() { time.Sleep(50 * time.Millisecond); other.Release(3 * ReplyHold) }()
+	v, held, err = ReadForReply(context.Background(), a, &g, 2, 5*time.Second, read(2*ReplyHold))
+	if v != "v" || held != 4*ReplyHold || err != nil || a.Held() != 4*ReplyHold || copies != 1 {
+		t.Fatalf("after a wait: %q, held %d (account %d), %d copies (want the one made with room), %v",
+			v, held, a.Held(), copies, err)
+	}
+	a.Release(held)
+
+	// No room within its patience: refused, nothing copied, nothing held.
+	if err := other.Reserve(4 * ReplyHold); err != nil {
+		t.Fatal(err)
+	}
+	copies = 0
+	v, held, err = ReadForReply(context.Background(), a, &g, 1, 100*time.Millisecond, read(ReplyHold))
+	if v != "" || held != 0 || !errors.Is(err, ErrOverBudget) || a.Held() != 0 || copies != 0 {
+		t.Fatalf("no room: %q, held %d (account %d), %d copies, %v", v, held, a.Held(), copies, err)
 	}
 }

@@ -44,7 +44,7 @@ var (
 func New() *Store { return &Store{tables: make(map[string]*btree.BTreeG[entry])} }
 
 // Get implements engine.Engine.
-func (s *Store) Get(_ context.Context, table string, key []byte, now int64) (engine.Item, error) {
+func (s *Store) Get(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -53,6 +53,9 @@ func (s *Store) Get(_ context.Context, table string, key []byte, now int64) (eng
 	it, ok := s.read(table, key)
 	if !ok || !it.Live(now) {
 		return engine.Item{}, engine.ErrNotFound
+	}
+	if err := engine.AdmitValue(ctx, len(it.Value)); err != nil { // room for a big value first
+		return engine.Item{}, err
 	}
 	it.Value = bytes.Clone(it.Value)
 	if it.Value == nil {

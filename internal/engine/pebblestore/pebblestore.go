@@ -414,7 +414,9 @@ func (s *Store) Get(ctx context.Context, table string, key []byte, now int64) (e
 		if err == nil {
 			found, live = true, it.Live(now)
 			if live {
-				it.Value = append(make([]byte, 0, len(it.Value)), it.Value...) // the caller owns it
+				if err = engine.AdmitValue(ctx, len(it.Value)); err == nil { // room for a big value first
+					it.Value = append(make([]byte, 0, len(it.Value)), it.Value...) // the caller owns it
+				}
 			}
 		}
 		closer.Close()

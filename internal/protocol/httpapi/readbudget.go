@@ -35,7 +35,7 @@ func (a *api) viewForReply(ctx context.Context, w http.ResponseWriter, table str
 	}
 	first, read := it, false
 	it = engine.Item{} // only first holds the value read above, which a wait lets go of
-	it, held, err := membudget.ReadForReply(ctx, rw.hold(), 1, readWait, func() (engine.Item, int, error) {
+	it, held, err := membudget.ReadForReply(ctx, rw.hold(), nil, 1, readWait, func() (engine.Item, int, error) {
 		if !read {
 			v := first
 			first, read = engine.Item{}, true

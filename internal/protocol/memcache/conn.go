@@ -37,6 +37,9 @@ type conn struct {
 	nc  net.Conn
 	ctx context.Context // never cancelled: requests already read are finished during shutdown
 	p   *parser
+	// gate admits the big values viewForReply reads before the engine copies them; gateCtx is ctx carrying it.
+	gate    membudget.ReplyGate
+	gateCtx context.Context
 
 	buf  []byte
 	r, w int // unparsed input is buf[r:w]
@@ -93,6 +96,7 @@ func (*detached) Err() error                  { return nil }
 
 func (c *conn) serve(ctx context.Context) {
 	c.ctx = &detached{ctx}
+	c.gateCtx = engine.WithValueGate(c.ctx, &c.gate)
 	defer c.h.stats.add(&c.st)
 	defer c.releaseBuffers()
 	readStart := readyield.Now()

@@ -25,8 +25,8 @@ func (c *conn) view(key []byte) (engine.Item, error) { return c.h.store.View(c.c
 
 // viewForReply is View of key for a reply, with a big value's room reserved in outHeld (released by send).
 func (c *conn) viewForReply(key []byte) (engine.Item, error) {
-	it, held, err := membudget.ReadForReply(c.ctx, c.acct, 2, readWait, func() (engine.Item, int, error) {
-		it, err := c.h.store.View(c.ctx, c.h.table, key) // copied into the reply at once
+	it, held, err := membudget.ReadForReply(c.ctx, c.acct, &c.gate, 2, readWait, func() (engine.Item, int, error) {
+		it, err := c.h.store.View(c.gateCtx, c.h.table, key) // copied into the reply at once
 		return it, len(it.Value), err
 	})
 	switch {

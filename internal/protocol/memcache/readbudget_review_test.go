@@ -2,11 +2,17 @@ package memcache
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"anykv/internal/engine"
+	"anykv/internal/engine/memstore"
+	"anykv/internal/kv"
 	"anykv/internal/membudget"
 )
 
@@ -30,4 +36,52 @@ func TestMetaGetWithoutValueReservesNothing(t *testing.T) {
 			t.Fatalf("got %q, %v; want a line starting %q", line, err, want)
 		}
 	}
+}
+
+// TestBigGetIsNotCopiedBeforeItsRoom: a get of a big value that finds no room in maxmemory-clients is refused by
+// the engine before it copies the value out (engine.ValueGate through membudget.ReplyGate), waits for room, and
+// copies it once. Before, it copied the value, found no room, let it go and copied it again after the wait.
+func TestBigGetIsNotCopiedBeforeItsRoom(t *testing.T) {
+	b := membudget.New(3<<20, nil)
+	e := &copyCounter{Engine: memstore.New()}
+	ts := startServerOver(t, e, func(o *Options, _ *kv.Options) { o.Budget = b })
+	nc := dial(t, ts.addr).c
+	r := bufio.NewReader(nc)
+	val := strings.Repeat("v", 1<<20)
+	fmt.Fprintf(nc, "set big 0 0 %d\r\n%s\r\n", len(val), val)
+	if line, err := r.ReadString('\n'); line != "STORED\r\n" {
+		t.Fatalf("set: %q, %v", line, err)
+	}
+	others := b.Open("others", nil)
+	defer others.Close()
+	if err := others.Reserve(3 << 19); err != nil { // 1.5 MiB free: less than the value and its reply
+		t.Fatal(err)
+	}
+	time.AfterFunc(300*time.Millisecond, func() { others.Release(3 << 19) })
+	start := time.Now()
+	io.WriteString(nc, "get big\r\n")
+	line, err := r.ReadString('\n')
+	if err != nil || line != fmt.Sprintf("VALUE big 0 %d\r\n", len(val)) {
+		t.Fatalf("get: %q, %v", line, err)
+	}
+	if took := time.Since(start); took < 300*time.Millisecond {
+		t.Fatalf("get answered in %v, before there was room", took)
+	}
+	if n := e.copies.Load(); n != 1 {
+		t.Errorf("the get copied the value %d times, want once (with room)", n)
+	}
+}
+
+// copyCounter counts the Gets that copied out a value of engine.GateFrom bytes or more.
+type copyCounter struct {
+	engine.Engine
+	copies atomic.Int32
+}
+
+func (c *copyCounter) Get(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
+	it, err := c.Engine.Get(ctx, table, key, now)
+	if err == nil && len(it.Value) >= engine.GateFrom {
+		c.copies.Add(1)
+	}
+	return it, err
 }

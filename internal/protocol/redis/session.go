@@ -89,6 +89,9 @@ type session struct {
 	// allocated 3 KiB of results, most of the collector's work under GET pipelines); flush clears them once the
 	// replies are written, so that they keep no value alive.
 	direct, split resultBuf
+	gate          readGate        // readDirect's, kept so that its context is made once per read context
+	gateBase      context.Context // the read context gateCtx was made from (readGateCtx)
+	gateCtx       context.Context
 
 	inMulti bool
 	dirty   bool       // a command failed to queue: EXEC answers EXECABORT
