@@ -2,15 +2,13 @@ package memcache
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"anykv/internal/engine"
+	"anykv/internal/engine/enginetest"
 	"anykv/internal/engine/memstore"
 	"anykv/internal/kv"
 	"anykv/internal/membudget"
@@ -43,7 +41,7 @@ func TestMetaGetWithoutValueReservesNothing(t *testing.T) {
 // copies it once. Before, it copied the value, found no room, let it go and copied it again after the wait.
 func TestBigGetIsNotCopiedBeforeItsRoom(t *testing.T) {
 	b := membudget.New(3<<20, nil)
-	e := &copyCounter{Engine: memstore.New()}
+	e := &enginetest.Copies{Engine: memstore.New()}
 	ts := startServerOver(t, e, func(o *Options, _ *kv.Options) { o.Budget = b })
 	nc := dial(t, ts.addr).c
 	r := bufio.NewReader(nc)
@@ -67,21 +65,7 @@ func TestBigGetIsNotCopiedBeforeItsRoom(t *testing.T) {
 	if took := time.Since(start); took < 300*time.Millisecond {
 		t.Fatalf("get answered in %v, before there was room", took)
 	}
-	if n := e.copies.Load(); n != 1 {
+	if n := e.N.Load(); n != 1 {
 		t.Errorf("the get copied the value %d times, want once (with room)", n)
 	}
-}
-
-// copyCounter counts the Gets that copied out a value of engine.GateFrom bytes or more.
-type copyCounter struct {
-	engine.Engine
-	copies atomic.Int32
-}
-
-func (c *copyCounter) Get(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
-	it, err := c.Engine.Get(ctx, table, key, now)
-	if err == nil && len(it.Value) >= engine.GateFrom {
-		c.copies.Add(1)
-	}
-	return it, err
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"anykv/internal/engine"
+	"anykv/internal/engine/enginetest"
 	"anykv/internal/engine/memstore"
 	"anykv/internal/kv"
 	"anykv/internal/membudget"
@@ -20,40 +20,26 @@ import (
 // the budget held 1 GiB). MGET and memcached's get (TestBigGetIsNotCopiedBeforeItsRoom) go the same way.
 func TestBigValueIsNotCopiedBeforeItsRoom(t *testing.T) {
 	budget := membudget.New(3<<20, nil)
-	e := &copyCounter{Engine: memstore.New()}
+	e := &enginetest.Copies{Engine: memstore.New()}
 	ts := startServerOver(t, e, kv.Options{}, Options{Budget: budget}, 0)
 	s := budgetSession(t, ts)
 	_, run := pipelineOn(s)
 	run("SET", "big", strings.Repeat("v", 1<<20))
 	for _, read := range [][]string{{"GET", "big"}, {"MGET", "big", "nothing"}} {
-		e.copies.Store(0)
+		e.N.Store(0)
 		othersHold(t, budget, 3<<19, 300*time.Millisecond, nil) // 1.5 MiB free: less than the value and its reply
 		start := time.Now()
 		run(read...)
 		if took := time.Since(start); took < 300*time.Millisecond {
 			t.Fatalf("%s ran in %v, before there was room", read[0], took)
 		}
-		if n := e.copies.Load(); n != 1 {
+		if n := e.N.Load(); n != 1 {
 			t.Errorf("%s copied the value %d times, want once (with room)", read[0], n)
 		}
 	}
 	if h := s.acct.Held(); h != 0 {
 		t.Fatalf("after the replies the reader holds %d bytes", h)
 	}
-}
-
-// copyCounter counts the Gets that copied out a value of engine.GateFrom bytes or more.
-type copyCounter struct {
-	engine.Engine
-	copies atomic.Int32
-}
-
-func (c *copyCounter) Get(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
-	it, err := c.Engine.Get(ctx, table, key, now)
-	if err == nil && len(it.Value) >= engine.GateFrom {
-		c.copies.Add(1)
-	}
-	return it, err
 }
 
 // TestBigReadsWaitForRoomInTheBudget: a read of a big value reserves the value and its reply (twice its size)

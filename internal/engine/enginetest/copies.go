@@ -1,0 +1,24 @@
+package enginetest
+
+import (
+	"context"
+	"sync/atomic"
+
+	"anykv/internal/engine"
+)
+
+// Copies is an engine for tests of the read budget: the wrapped engine's Engine methods alone (no View, so every
+// read is a Get that copies), counting the Gets that copied out a value of engine.GateFrom bytes or more.
+type Copies struct {
+	engine.Engine
+	N atomic.Int32 // big values copied out
+}
+
+// Get implements engine.Engine, counting big values.
+func (c *Copies) Get(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
+	it, err := c.Engine.Get(ctx, table, key, now)
+	if err == nil && len(it.Value) >= engine.GateFrom {
+		c.N.Add(1)
+	}
+	return it, err
+}
