@@ -27,17 +27,24 @@ func TestGetAsksTheGateBeforeTheCopy(t *testing.T) {
 	}
 	g := &refusing{}
 	gctx := engine.WithValueGate(ctx, g)
+	// The heap's allocations are the process's: the store's background work (flushing the big batch) allocates
+	// too, so the check is of ten Gets' average, which a copy each would put at the value's size or more.
+	const gets = 10
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	_, err := s.Get(gctx, "t", []byte("big"), now)
+	for range gets {
+		if _, err := s.Get(gctx, "t", []byte("big"), now); !errors.Is(err, errRefused) {
+			t.Fatalf("Get of a refused value: %v", err)
+		}
+	}
 	runtime.ReadMemStats(&after)
-	if !errors.Is(err, errRefused) || len(g.asked) != 1 || g.asked[0] != len(big) {
-		t.Fatalf("Get of a refused value: %v, gate asked %v", err, g.asked)
+	if len(g.asked) != gets || g.asked[0] != len(big) {
+		t.Fatalf("the gate was asked %v, want %d times the value's size", g.asked, gets)
 	}
-	if grew := after.TotalAlloc - before.TotalAlloc; grew > uint64(len(big))/4 {
-		t.Fatalf("a refused Get allocated %d bytes for a value of %d", grew, len(big))
+	if grew := (after.TotalAlloc - before.TotalAlloc) / gets; grew > uint64(len(big))/4 {
+		t.Fatalf("a refused Get allocated %d bytes on average for a value of %d", grew, len(big))
 	}
-	if it, err := s.Get(gctx, "t", []byte("small"), now); err != nil || string(it.Value) != "v" || len(g.asked) != 1 {
+	if it, err := s.Get(gctx, "t", []byte("small"), now); err != nil || string(it.Value) != "v" || len(g.asked) != gets {
 		t.Fatalf("Get of a small value: %q, %v; gate asked %v", it.Value, err, g.asked)
 	}
 	if it, err := s.Get(ctx, "t", []byte("big"), now); err != nil || len(it.Value) != len(big) {
