@@ -43,9 +43,6 @@ func ReadForReply[T any](ctx context.Context, a *Account, g *ReplyGate, copies i
 			if g.reserved > 0 { // reserved as the engine asked, before the copy
 				return v, g.reserved, nil
 			}
-			if g.uncounted {
-				return v, 0, nil
-			}
 			// A value no engine copied (one a cache shares), or a read without a gate: reserved once read.
 			want := copies * n
 			if want <= g.prepaid || a.TryReserve(want-g.prepaid) == nil {
@@ -56,8 +53,10 @@ func ReadForReply[T any](ctx context.Context, a *Account, g *ReplyGate, copies i
 		}
 		want := copies * max(n, g.refused)
 		v = zero // hold nothing while waiting
-		a.Release(g.prepaid)
-		g.prepaid = 0
+		// Let go of all this read reserved: a wait's room, and what Admit took for a value the read then let go
+		// of (an engine may ask twice in one read, e.g. a Get run again on the next store after ErrClosed).
+		a.Release(g.prepaid + g.reserved)
+		g.prepaid, g.reserved = 0, 0
 		if deadline.IsZero() {
 			deadline = time.Now().Add(d)
 		}

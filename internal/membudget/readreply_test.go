@@ -141,3 +141,40 @@ func TestReplyGateReservesBeforeTheCopy(t *testing.T) {
 		t.Fatalf("no room: %q, held %d (account %d), %d copies, %v", v, held, a.Held(), copies, err)
 	}
 }
+
+// TestReplyGateReleasesAnAdmitOfARefusedRead: one read whose engine asks the gate twice (pebblestore.Serving
+// runs a Get again on the next store when the first returned ErrClosed after its copy), the first admitted and
+// the second refused. What the first reserved must be given back with the refused read; ReadForReply zeroes
+// g.reserved at the top of its loop and on ErrWaitersHold without releasing it.
+func TestReplyGateReleasesAnAdmitOfARefusedRead(t *testing.T) {
+	b := New(4*ReplyHold, nil)
+	a := b.Open("reader", nil)
+	defer a.Close()
+	other := b.Open("other", nil)
+	defer other.Close()
+	if err := other.Reserve(ReplyHold); err != nil {
+		t.Fatal(err)
+	}
+	go func() { time.Sleep(50 * time.Millisecond); other.Release(ReplyHold) }()
+	var g ReplyGate
+	reads := 0
+	v, held, err := ReadForReply(context.Background(), a, &g, 2, 5*time.Second, func() (string, int, error) {
+		reads++
+		if reads == 1 {
+			if err := g.Admit(ReplyHold); err != nil { // the first store: admitted, copied, then ErrClosed
+				t.Fatalf("first admit: %v", err)
+			}
+		}
+		if err := g.Admit(ReplyHold); err != nil { // the next store
+			return "", 0, err
+		}
+		return "v", ReplyHold, nil
+	})
+	if err != nil || v != "v" {
+		t.Fatalf("read: %q, %v", v, err)
+	}
+	a.Release(held)
+	if h := a.Held(); h != 0 {
+		t.Fatalf("after the read's room was given back the reader still holds %d bytes (held %d, %d reads)", h, held, reads)
+	}
+}

@@ -22,3 +22,21 @@ func (c *Copies) Get(ctx context.Context, table string, key []byte, now int64) (
 	}
 	return it, err
 }
+
+// FailsAfterGet is an engine whose Get of Key fails with Err after the wrapped engine's Get succeeded (copied its
+// value, and had a read's engine.ValueGate admit it), as pebblestore's wait for a write to be durable can: what
+// the gate reserved must be given back with the failed read.
+type FailsAfterGet struct {
+	engine.Engine
+	Key string
+	Err error
+}
+
+// Get implements engine.Engine.
+func (f FailsAfterGet) Get(ctx context.Context, table string, key []byte, now int64) (engine.Item, error) {
+	it, err := f.Engine.Get(ctx, table, key, now)
+	if err == nil && string(key) == f.Key {
+		return engine.Item{}, f.Err
+	}
+	return it, err
+}

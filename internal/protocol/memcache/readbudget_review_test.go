@@ -2,12 +2,15 @@ package memcache
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"testing"
 	"time"
 
+	"anykv/internal/engine"
 	"anykv/internal/engine/enginetest"
 	"anykv/internal/engine/memstore"
 	"anykv/internal/kv"
@@ -68,4 +71,45 @@ func TestBigGetIsNotCopiedBeforeItsRoom(t *testing.T) {
 	if n := e.N.Load(); n != 1 {
 		t.Errorf("the get copied the value %d times, want once (with room)", n)
 	}
+}
+
+// TestBigGetsGiveTheirRoomBack: what a get reserves for a big value is given back after an engine error that
+// came after the gate admitted the value, and when the value is deleted while the get waits for room (the get
+// then answers END). (An independent review's test of the ValueGate change.)
+func TestBigGetsGiveTheirRoomBack(t *testing.T) {
+	b := membudget.New(3<<20, nil)
+	ts := startServerOver(t, enginetest.FailsAfterGet{Engine: memstore.New(), Key: "fail", Err: errors.New("durability wait failed")}, func(o *Options, _ *kv.Options) { o.Budget = b })
+	nc := dial(t, ts.addr).c
+	r := bufio.NewReader(nc)
+	val := strings.Repeat("v", 1<<20)
+	for _, k := range []string{"big", "fail"} {
+		fmt.Fprintf(nc, "set %s 0 0 %d\r\n%s\r\n", k, len(val), val)
+		if line, err := r.ReadString('\n'); line != "STORED\r\n" {
+			t.Fatalf("set: %q, %v", line, err)
+		}
+	}
+	used := func(what string) {
+		t.Helper()
+		time.Sleep(50 * time.Millisecond)
+		if u := b.Used(); u > 64<<10 {
+			t.Fatalf("%s: budget holds %d after the reply", what, u)
+		}
+	}
+	io.WriteString(nc, "get fail\r\n")
+	if line, _ := r.ReadString('\n'); !strings.HasPrefix(line, "SERVER_ERROR") {
+		t.Fatalf("get fail: %q", line)
+	}
+	used("error after admit")
+	others := b.Open("others", nil)
+	defer others.Close()
+	others.Reserve(3 << 19)
+	time.AfterFunc(200*time.Millisecond, func() {
+		ts.store.Apply(context.Background(), []engine.Mutation{{Op: engine.OpDelete, Table: kv.DefaultTable, Key: []byte("big")}})
+		others.Release(3 << 19)
+	})
+	io.WriteString(nc, "get big\r\n")
+	if line, _ := r.ReadString('\n'); line != "END\r\n" {
+		t.Fatalf("get of a value gone meanwhile: %q", line)
+	}
+	used("value gone")
 }

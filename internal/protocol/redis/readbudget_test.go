@@ -2,12 +2,14 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"anykv/internal/engine"
 	"anykv/internal/engine/enginetest"
 	"anykv/internal/engine/memstore"
 	"anykv/internal/kv"
@@ -196,5 +198,118 @@ func TestRepliesKeepTheirReadsRoomUntilWritten(t *testing.T) {
 	s.unhold(&s.held.read) // as ServeConn does once out has written them
 	if budget.Used() != 0 {
 		t.Fatalf("after the replies were written the budget holds %d bytes", budget.Used())
+	}
+}
+
+// TestBigReadsGiveTheirRoomBack: what plain reads reserve for big values, through the engine's ValueGate or
+// after the read, is all given back once their replies are written, whatever the path: an engine error after
+// the gate admitted the value, an MGET whose second value is refused after its first was admitted (a wait, and
+// the reads again), a pipelined batch answered a request at a time, a value deleted while its read waits; EXISTS,
+// TYPE and TTL of a big value never wait. (An independent review's test of the ValueGate change.)
+func TestBigReadsGiveTheirRoomBack(t *testing.T) {
+	budget := membudget.New(3<<20, nil)
+	ts := startServerOver(t, enginetest.FailsAfterGet{Engine: memstore.New(), Key: "fail", Err: errors.New("durability wait failed")}, kv.Options{}, Options{Budget: budget}, 0)
+	s := budgetSession(t, ts)
+	send, run := pipelineOn(s)
+	mib := strings.Repeat("v", 1<<20)
+	run("SET", "a", mib)
+	run("SET", "b", mib[:512<<10])
+	run("SET", "fail", mib)
+	check := func(what string) {
+		t.Helper()
+		if h := s.acct.Held(); h != 0 {
+			t.Fatalf("%s: reader holds %d after its reply", what, h)
+		}
+	}
+	// Engine error after Admit.
+	if out := run("GET", "fail"); !strings.HasPrefix(out, "-") {
+		t.Fatalf("GET fail: %q", out[:min(len(out), 40)])
+	}
+	check("error after admit")
+	// MGET: a admitted (2 MiB), b refused (1 MiB) with 0.5 MiB free past it... 3 MiB budget, others hold 0.75.
+	othersHold(t, budget, 3<<18, 300*time.Millisecond, nil)
+	start := time.Now()
+	run("MGET", "a", "b", "a")
+	if time.Since(start) < 300*time.Millisecond {
+		t.Fatalf("MGET answered after %v", time.Since(start))
+	}
+	check("MGET second refused")
+	// Pipelined.
+	othersHold(t, budget, 3<<18, 300*time.Millisecond, nil)
+	s.w.Reset()
+	send("GET", "a")
+	send("GET", "b")
+	send("EXISTS", "a")
+	send("STRLEN", "b")
+	s.flush()
+	s.w.Reset()
+	s.unhold(&s.held.read)
+	check("pipelined")
+	// The value goes while the read waits.
+	othersHold(t, budget, 3<<19, 300*time.Millisecond, func() {
+		ts.store.Apply(context.Background(), []engine.Mutation{{Op: engine.OpDelete, Table: table(0), Key: []byte("a")}})
+	})
+	if out := run("GET", "a"); out != "$-1\r\n" {
+		t.Fatalf("GET of a value gone meanwhile: %q", out[:min(len(out), 40)])
+	}
+	check("value gone")
+	// EXISTS and TYPE of a big value never wait; STRLEN waits only for one copy.
+	run("SET", "a", mib)
+	othersHold(t, budget, 5<<19, 300*time.Millisecond, nil) // 0.5 MiB free
+	start = time.Now()
+	for _, c := range [][]string{{"EXISTS", "a"}, {"TYPE", "a"}, {"TTL", "a"}} {
+		run(c...)
+	}
+	if took := time.Since(start); took > 200*time.Millisecond {
+		t.Fatalf("EXISTS/TYPE/TTL waited %v", took)
+	}
+	check("novalue")
+	time.Sleep(400 * time.Millisecond)
+	if u := budget.Used(); u != 0 {
+		t.Fatalf("budget used %d at the end", u)
+	}
+}
+
+// TestConcurrentBigGetsGiveTheBudgetBack: many clients' GET and MGET of a big value under a small budget, each
+// session's gate used from its own goroutine only (run under -race); the budget is back to 0 afterwards.
+func TestConcurrentBigGetsGiveTheBudgetBack(t *testing.T) {
+	budget := membudget.New(3<<20, nil)
+	ts := startServerOver(t, memstore.New(), kv.Options{}, Options{Budget: budget}, 0)
+	val := strings.Repeat("v", 1<<20)
+	ts.raw(t).do("SET", "big", val)
+	const clients = 6
+	var rcs []*rawConn
+	for range clients {
+		rcs = append(rcs, ts.raw(t))
+	}
+	done := make(chan string, clients)
+	for i, rc := range rcs {
+		go func() {
+			for j := range 4 {
+				var got string
+				if (i+j)%2 == 0 {
+					got = rc.do("GET", "big")
+				} else {
+					got = rc.do("MGET", "big", "nothing")
+				}
+				if !strings.Contains(got, val) {
+					done <- "bad reply: " + got[:min(len(got), 60)]
+					return
+				}
+			}
+			done <- ""
+		}()
+	}
+	for range clients {
+		if msg := <-done; msg != "" {
+			t.Fatal(msg)
+		}
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for budget.Used() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if u := budget.Used(); u != 0 {
+		t.Fatalf("budget holds %d after all replies", u)
 	}
 }
