@@ -277,11 +277,12 @@ func (r *watchRegistry) markDoubted(muts []engine.Mutation, live map[[2]string]b
 	}
 }
 
-// EachWritten calls key with each key an applied batch changed, in the batch's order, and flush with each table
-// it flushed ("": every table), each with the index of the mutation in muts: a write that succeeded and found or
-// left an item (deleting an absent key changes nothing, as in Redis), a function's key, declared keys and those it
-// reports having written (Result.Wrote; those alone with Result.WroteAll), a RENAME's or COPY's target. These are the keys Redis's signalModifiedKey names, for WATCH and for client-side
-// caching's invalidations (protocol/redis). A key may come more than once.
+// EachWritten calls key with each key an applied batch changed, in the batch's order, and flush with each table it
+// flushed ("": every table), each with the index of the mutation in muts: a write that succeeded and found or left
+// an item (deleting an absent key changes nothing, as in Redis), a function's key, declared keys and those it
+// reports having written (Result.Wrote; those alone with Result.WroteAll), a RENAME's or COPY's target. These are
+// the keys Redis's signalModifiedKey names, for WATCH and for client-side caching's invalidations (protocol/redis).
+// A key may come more than once.
 func EachWritten(muts []engine.Mutation, res []engine.Result, key func(i int, table string, key []byte), flush func(i int, table string)) {
 	for i := range muts {
 		m := &muts[i]
