@@ -229,10 +229,7 @@ func cmdACL(s *session, args [][]byte) {
 			"HELP",
 			"    Prints this help.",
 		}
-		s.w.ArrayHeader(len(help))
-		for _, h := range help {
-			s.w.SimpleString(h)
-		}
+		helpTo(s.w, help)
 	}
 }
 

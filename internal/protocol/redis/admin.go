@@ -135,10 +135,7 @@ func cmdLatency(s *session, args [][]byte) {
 			"    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
 			"    If no commands are specified then all histograms are replied.",
 			"HELP", "    Prints this help."}
-		s.w.ArrayHeader(len(lines))
-		for _, l := range lines {
-			s.w.SimpleString(l)
-		}
+		helpTo(s.w, lines)
 	default:
 		s.w.Error("ERR unknown subcommand '" + string(args[1]) + "'. Try LATENCY HELP.")
 	}

@@ -415,10 +415,7 @@ func cmdObject(s *session, args [][]byte) {
 	sub := lower(args[1])
 	if sub == "help" && len(args) == 2 {
 		s.plan(func(w *resp.Writer, _ []engine.Result) {
-			w.ArrayHeader(len(objectHelp))
-			for _, l := range objectHelp {
-				w.SimpleString(l)
-			}
+			helpTo(w, objectHelp)
 		})
 		return
 	}

@@ -233,7 +233,7 @@ func cmdCommand(s *session, args [][]byte) {
 			s.subcommandError("command", args[1], "help")
 			return
 		}
-		s.writeHelp(commandHelp)
+		helpTo(s.w, commandHelp)
 	default:
 		s.w.Error("ERR unknown subcommand '" + clip(args[1]) + "'. Try COMMAND HELP.")
 	}

@@ -286,7 +286,7 @@ func cmdClient(s *session, args [][]byte) {
 	case sub == "unblock" && len(args) > 4:
 		s.w.Error("ERR unknown subcommand or wrong number of arguments for '" + clip(args[1]) + "'. Try CLIENT HELP.")
 	case sub == "help" && len(args) == 2:
-		s.writeHelp(clientHelp)
+		helpTo(s.w, clientHelp)
 	default:
 		s.subcommandError("client", args[1], "help", "kill", "setname", "getname", "id", "info", "list", "setinfo", "pause",
 			"unpause", "no-evict", "no-touch", "tracking", "caching", "getredir", "trackinginfo", "unblock", "reply")

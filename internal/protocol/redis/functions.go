@@ -339,10 +339,7 @@ func cmdFunction(s *session, args [][]byte) {
 		s.w.Error("ERR wrong number of arguments for 'function|" + sub + "' command")
 		return
 	case sub == "help":
-		s.w.ArrayHeader(len(funcHelp))
-		for _, l := range funcHelp {
-			s.w.SimpleString(l)
-		}
+		helpTo(s.w, funcHelp)
 		return
 	case sub == "kill":
 		s.w.Error("NOTBUSY No scripts in execution right now.")

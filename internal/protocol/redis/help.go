@@ -1,13 +1,15 @@
 package redis
 
+import "anykv/internal/protocol/resp"
+
 // The HELP texts of containers whose subcommands are served elsewhere (MEMORY's, XINFO's, FUNCTION's and the
 // rest sit beside their commands), byte for byte as redis-server answers them: an array of simple strings.
 
-// writeHelp answers a container's HELP.
-func (s *session) writeHelp(lines []string) {
-	s.w.ArrayHeader(len(lines))
+// helpTo answers a container's HELP on w as Redis does: an array of simple strings.
+func helpTo(w *resp.Writer, lines []string) {
+	w.ArrayHeader(len(lines))
 	for _, l := range lines {
-		s.w.SimpleString(l)
+		w.SimpleString(l)
 	}
 }
 

@@ -144,7 +144,7 @@ func cmdConfig(s *session, args [][]byte) {
 		s.h.resetStats()
 		s.w.SimpleString("OK")
 	case sub == "help" && len(args) == 2:
-		s.writeHelp(configHelp)
+		helpTo(s.w, configHelp)
 	default:
 		s.subcommandError("config", args[1], "get", "set", "rewrite", "resetstat", "help")
 	}

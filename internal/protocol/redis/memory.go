@@ -41,10 +41,7 @@ func cmdMemory(s *session, args [][]byte) {
 		}
 	case sub == "help" && len(args) == 2:
 		fn = func(s *session, w *resp.Writer) {
-			w.ArrayHeader(len(memoryHelp))
-			for _, l := range memoryHelp {
-				w.SimpleString(l)
-			}
+			helpTo(w, memoryHelp)
 		}
 	case sub == "usage" || sub == "stats" || sub == "doctor" || sub == "malloc-stats" || sub == "purge" || sub == "help":
 		s.fail("ERR wrong number of arguments for 'memory|" + sub + "' command")

@@ -557,7 +557,7 @@ func cmdPubSub(s *session, args [][]byte) {
 	case sub == "numpat" && len(args) == 2:
 		s.w.Int(int64(s.h.broker.NumPat()))
 	case sub == "help" && len(args) == 2:
-		s.writeHelp(pubsubHelp)
+		helpTo(s.w, pubsubHelp)
 	default:
 		s.subcommandError("pubsub", args[1], "help", "channels", "numsub", "numpat", "shardchannels", "shardnumsub")
 	}

@@ -76,10 +76,7 @@ func cmdModule(s *session, args [][]byte) {
 	case sub == "list" && len(args) == 2:
 		s.w.ArrayHeader(0)
 	case sub == "help" && len(args) == 2:
-		s.w.ArrayHeader(len(moduleHelp))
-		for _, l := range moduleHelp {
-			s.w.SimpleString(l)
-		}
+		helpTo(s.w, moduleHelp)
 	default:
 		s.subcommandError("module", args[1], "list", "help", "load", "loadex", "unload")
 	}

@@ -366,7 +366,7 @@ func cmdScript(s *session, args [][]byte) {
 	case sub == "kill" && len(args) == 2:
 		s.w.Error("NOTBUSY No scripts in execution right now.")
 	case sub == "help" && len(args) == 2:
-		s.writeHelp(scriptHelp)
+		helpTo(s.w, scriptHelp)
 	default:
 		s.subcommandError("script", args[1], "load", "exists", "flush", "kill", "help")
 	}

@@ -151,10 +151,7 @@ func cmdSlowlog(s *session, args [][]byte) {
 			"HELP",
 			"    Prints this help.",
 		}
-		s.w.ArrayHeader(len(help))
-		for _, h := range help {
-			s.w.SimpleString(h)
-		}
+		helpTo(s.w, help)
 	case sub == "get": // its arity admits more arguments, so Redis answers its older catch-all here
 		s.w.Error("ERR unknown subcommand or wrong number of arguments for '" + clip(args[1]) + "'. Try SLOWLOG HELP.")
 	default:

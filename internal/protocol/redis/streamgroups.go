@@ -124,10 +124,7 @@ func (s *session) subcommand(args [][]byte, container string, arities map[string
 		return sub, false
 	case sub == "help":
 		s.plan(func(w *resp.Writer, _ []engine.Result) {
-			w.ArrayHeader(len(help))
-			for _, l := range help {
-				w.SimpleString(l)
-			}
+			helpTo(w, help)
 		})
 		return sub, false
 	}
