@@ -285,6 +285,8 @@ type respWriter struct {
 	// not counted again.
 	prepaid int
 	head    bool // a HEAD request: net/http sends none of the body, so its values reserve nothing
+	// gate admits the big values viewForReply reads before the engine copies them out.
+	gate membudget.ReplyGate
 	// hold opens acct when there is a budget (body.go's account); nil without one.
 	hold func() *membudget.Account
 }

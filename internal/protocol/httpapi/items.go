@@ -60,7 +60,11 @@ func (a *api) getItem(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	// The value is counted (viewForReply) only when the reply carries it: not for HEAD, 412 or 304.
-	it, err := a.viewForReply(ctx, w, table, key, func(it engine.Item) bool { return readCondition(r, it.Version) == 0 })
+	var sends func(engine.Item) bool
+	if len(r.Header.Values("If-Match")) > 0 || len(r.Header.Values("If-None-Match")) > 0 {
+		sends = func(it engine.Item) bool { return readCondition(r, it.Version) == 0 }
+	}
+	it, err := a.viewForReply(ctx, w, table, key, sends)
 	if err != nil {
 		return err
 	}

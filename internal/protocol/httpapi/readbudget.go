@@ -24,24 +24,32 @@ var errReadRoom = newError(http.StatusServiceUnavailable, "unavailable",
 	"maxmemory-clients reached: values being sent to other clients hold the client memory; try again")
 
 // viewForReply is View of table/key for a reply written to w, with a big value's room reserved in the request's
-// account (respWriter.prepaid, so that its write does not count it again). sends, when not nil, tells whether the
-// reply carries the value of the item read (a GET answered 304 or 412 does not): if not, or for a HEAD request,
-// nothing is reserved.
+// account (respWriter.prepaid, so that its write does not count it again). The read carries the writer's gate
+// (engine.WithValueGate), so an engine reserves a big value's room before it copies the value out, and a value
+// without room is never copied. A HEAD request reserves nothing. sends, when not nil, tells whether the reply
+// carries the value of the item read (a conditional GET answered 304 or 412 does not): such a read is made first
+// without the gate, which could only refuse or wait for room by the value's size, and reserves only when sent.
 func (a *api) viewForReply(ctx context.Context, w http.ResponseWriter, table string, key []byte, sends func(engine.Item) bool) (engine.Item, error) {
-	it, err := a.store.View(ctx, table, key) // written as it is, never changed
 	rw, _ := w.(*respWriter)
-	if err != nil || len(it.Value) < membudget.ReplyHold || rw == nil || rw.hold == nil || rw.head || (sends != nil && !sends(it)) {
-		return it, err
+	if rw == nil || rw.hold == nil || rw.head {
+		return a.store.View(ctx, table, key) // written as it is, never changed
 	}
-	first, read := it, false
-	it = engine.Item{} // only first holds the value read above, which a wait lets go of
-	it, held, err := membudget.ReadForReply(ctx, rw.hold(), nil, 1, readWait, func() (engine.Item, int, error) {
-		if !read {
+	var first engine.Item // a conditional read's first value, handed to ReadForReply when its reply carries it
+	if sends != nil {
+		it, err := a.store.View(ctx, table, key)
+		if err != nil || len(it.Value) < membudget.ReplyHold || !sends(it) {
+			return it, err
+		}
+		first = it
+	}
+	gctx := engine.WithValueGate(ctx, &rw.gate)
+	it, held, err := membudget.ReadForReply(ctx, rw.hold(), &rw.gate, 1, readWait, func() (engine.Item, int, error) {
+		if first.Value != nil {
 			v := first
-			first, read = engine.Item{}, true
+			first = engine.Item{} // only v holds the value read above, which a wait lets go of
 			return v, len(v.Value), nil
 		}
-		it, err := a.store.View(ctx, table, key)
+		it, err := a.store.View(gctx, table, key)
 		return it, len(it.Value), err
 	})
 	if errors.Is(err, membudget.ErrOverBudget) || errors.Is(err, membudget.ErrEvicted) {
