@@ -21,12 +21,23 @@ import (
 // memcached's gets and the HTTP API's reads share it; RESP's plain reads, which reserve several values at once
 // for one batch, keep their own (protocol/redis bigHolds).
 func ReadForReply[T any](ctx context.Context, a *Account, g *ReplyGate, copies int, d time.Duration, read func() (T, int, error)) (v T, held int, err error) {
+	return readForReply(ctx, a, nil, g, copies, d, read)
+}
+
+// ReadForReplyOpening is ReadForReply for a caller that opens its account on demand (an HTTP request's): open is
+// called only once a read meets a value of ReplyHold bytes or more, so that reads of small values open none and
+// stay off the budget's lock, as ReplyHold keeps them off its counter. open may return nil (no budget).
+func ReadForReplyOpening[T any](ctx context.Context, open func() *Account, g *ReplyGate, copies int, d time.Duration, read func() (T, int, error)) (v T, held int, err error) {
+	return readForReply(ctx, nil, open, g, copies, d, read)
+}
+
+func readForReply[T any](ctx context.Context, a *Account, open func() *Account, g *ReplyGate, copies int, d time.Duration, read func() (T, int, error)) (v T, held int, err error) {
 	if g == nil {
 		g = &ReplyGate{} // admits everything: the reads are counted once made, as without a gate
 	}
-	*g = ReplyGate{a: a, copies: copies, on: a != nil}
+	*g = ReplyGate{a: a, open: open, copies: copies, on: a != nil || open != nil}
 	defer func() { g.on = false }()
-	if a == nil {
+	if !g.on {
 		v, _, err = read()
 		return v, 0, err
 	}
@@ -35,6 +46,12 @@ func ReadForReply[T any](ctx context.Context, a *Account, g *ReplyGate, copies i
 	for {
 		g.reserved, g.refused = 0, 0
 		v, n, err := read()
+		if err == nil {
+			g.account(n) // a big value no engine asked about (one a cache shares) opens it here, Admit otherwise
+		}
+		if a = g.a; a == nil { // a small value or a failed read before any was opened, or open found no budget
+			return v, 0, err
+		}
 		if g.refused == 0 {
 			if err != nil || n < ReplyHold {
 				a.Release(g.reserved + g.prepaid)
@@ -77,7 +94,8 @@ func ReadForReply[T any](ctx context.Context, a *Account, g *ReplyGate, copies i
 // the context carrying it is made once. Outside ReadForReply it admits everything.
 type ReplyGate struct {
 	a         *Account
-	on        bool // inside ReadForReply
+	open      func() *Account // opens a when a big value first needs it (ReadForReplyOpening)
+	on        bool            // inside ReadForReply
 	copies    int
 	prepaid   int  // reserved by a wait, for a value of the size read before it
 	reserved  int  // reserved by Admit for the read in progress
@@ -94,6 +112,9 @@ func (g *ReplyGate) Admit(n int) error {
 	if !g.on || g.uncounted || n < ReplyHold {
 		return nil
 	}
+	if g.account(n) == nil { // open found no budget
+		return nil
+	}
 	want := g.copies * n
 	if want > g.prepaid && g.a.TryReserve(want-g.prepaid) != nil {
 		g.refused = n
@@ -103,4 +124,13 @@ func (g *ReplyGate) Admit(n int) error {
 	g.prepaid = 0
 	g.reserved += want
 	return nil
+}
+
+// account is the account a value of n bytes is reserved in, opened now (open) if the value is ReplyHold bytes or
+// more and none is yet; nil while there is none.
+func (g *ReplyGate) account(n int) *Account {
+	if g.a == nil && g.open != nil && n >= ReplyHold {
+		g.a = g.open()
+	}
+	return g.a
 }

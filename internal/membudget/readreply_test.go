@@ -178,3 +178,70 @@ func TestReplyGateReleasesAnAdmitOfARefusedRead(t *testing.T) {
 		t.Fatalf("after the read's room was given back the reader still holds %d bytes (held %d, %d reads)", h, held, reads)
 	}
 }
+
+// TestReadForReplyOpeningOpensForBigValuesOnly: ReadForReplyOpening opens the account only once a read meets a
+// big value: not for small values nor a failed read; then for one the engine asks the gate about (reserved before
+// the copy, and waited for when there is no room) and for one it does not (a value a cache shares, reserved once
+// read), in the account opened once.
+func TestReadForReplyOpeningOpensForBigValuesOnly(t *testing.T) {
+	b := New(4*ReplyHold, nil)
+	var a *Account
+	opens := 0
+	open := func() *Account {
+		opens++
+		if a == nil {
+			a = b.Open("reader", nil)
+		}
+		return a
+	}
+	defer func() { a.Close() }()
+	var g ReplyGate
+	gated := func(n int) func() (string, int, error) { // an engine's Get: it asks the gate, then copies
+		return func() (string, int, error) {
+			if err := admitTo(&g, n); err != nil {
+				return "", 0, err
+			}
+			return "v", n, nil
+		}
+	}
+	shared := func(n int) func() (string, int, error) { return func() (string, int, error) { return "v", n, nil } }
+	boom := errors.New("boom")
+	for _, read := range []func() (string, int, error){gated(ReplyHold - 1), shared(100), func() (string, int, error) { return "", 0, boom }} {
+		if _, held, _ := ReadForReplyOpening(context.Background(), open, &g, 1, time.Second, read); held != 0 || opens != 0 {
+			t.Fatalf("a small value or failed read: held %d, account opened %d times", held, opens)
+		}
+	}
+	for _, read := range []func() (string, int, error){gated(ReplyHold), shared(ReplyHold)} {
+		v, held, err := ReadForReplyOpening(context.Background(), open, &g, 2, time.Second, read)
+		if v != "v" || held != 2*ReplyHold || err != nil || a.Held() != 2*ReplyHold {
+			t.Fatalf("a big value: %q, held %d (account %d), %v", v, held, a.Held(), err)
+		}
+		a.Release(held)
+	}
+	other := b.Open("other", nil)
+	defer other.Close()
+	if err := other.Reserve(3 * ReplyHold); err != nil {
+		t.Fatal(err)
+	}
+	go func() { time.Sleep(50 * time.Millisecond); other.Release(3 * ReplyHold) }()
+	if v, held, err := ReadForReplyOpening(context.Background(), open, &g, 1, 5*time.Second, gated(2*ReplyHold)); v != "v" || held != 2*ReplyHold || err != nil || a.Held() != 2*ReplyHold {
+		t.Fatalf("after a wait: %q, held %d (account %d), %v", v, held, a.Held(), err)
+	}
+	if opens == 0 || b.Used() != 2*ReplyHold {
+		t.Fatalf("account opened %d times; the budget holds %d", opens, b.Used())
+	}
+	noBudget := func() *Account { return nil }
+	for _, read := range []func() (string, int, error){gated(ReplyHold), shared(ReplyHold)} {
+		if v, held, err := ReadForReplyOpening(context.Background(), noBudget, &g, 1, time.Second, read); v != "v" || held != 0 || err != nil {
+			t.Fatalf("without a budget: %q, held %d, %v", v, held, err)
+		}
+	}
+}
+
+// admitTo is g.Admit as an engine reaches it (engine.AdmitValue asks only for values of GateFrom bytes or more).
+func admitTo(g *ReplyGate, n int) error {
+	if n < 64<<10 {
+		return nil
+	}
+	return g.Admit(n)
+}

@@ -43,7 +43,9 @@ func (a *api) viewForReply(ctx context.Context, w http.ResponseWriter, table str
 		first = it
 	}
 	gctx := engine.WithValueGate(ctx, &rw.gate)
-	it, held, err := membudget.ReadForReply(ctx, rw.hold(), &rw.gate, 1, readWait, func() (engine.Item, int, error) {
+	// The request's account is opened only for a big value (rw.hold, once a read meets one): small reads stay off
+	// the budget.
+	it, held, err := membudget.ReadForReplyOpening(ctx, rw.hold, &rw.gate, 1, readWait, func() (engine.Item, int, error) {
 		if first.Value != nil {
 			v := first
 			first = engine.Item{} // only v holds the value read above, which a wait lets go of
