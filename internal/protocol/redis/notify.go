@@ -277,6 +277,9 @@ func (s *session) probes(cmd *command, args [][]byte, mutsBefore, repliesBefore 
 	p.probes = len(keys)
 	p.note = cmd
 	p.args = args
+	if len(args) > 0 && len(args) == len(s.curArgs) && &args[0] == &s.curArgs[0] {
+		p.args = s.keepCur() // the parser's, which its next command reuses (a script's call keeps its own)
+	}
 	p.db = s.db
 }
 

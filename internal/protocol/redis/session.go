@@ -133,11 +133,17 @@ type session struct {
 	obs          *metrics.Observer
 	cur          *command // the command being compiled, and its arguments
 	curArgs      [][]byte
-	start        time.Time
-	readAt       time.Time // when the bytes being parsed were read (set only when metrics are on)
-	group        uint32    // the last guard group this session used (MSETNX)
-	picks        int64     // repeated random picks the batch holds (roomForPicks)
-	restored     int       // bytes of the values the batch's RESTOREs decoded (roomForRestore)
+	// keptArgs holds copies of the outer slices of the batch's commands' arguments (keepCur): the parser reuses
+	// its slice for the next command of a pipeline (the bytes stay until the batch has run), and a pending reply
+	// tells the slow log, MONITOR and keyspace events its command's arguments once the batch ran. curKept is
+	// curArgs's kept copy, once made.
+	keptArgs [][]byte
+	curKept  [][]byte
+	start    time.Time
+	readAt   time.Time // when the bytes being parsed were read (set only when metrics are on)
+	group    uint32    // the last guard group this session used (MSETNX)
+	picks    int64     // repeated random picks the batch holds (roomForPicks)
+	restored int       // bytes of the values the batch's RESTOREs decoded (roomForRestore)
 
 	ctx     context.Context // ends when the server shuts down (blocking commands stop waiting)
 	noBlock bool            // set while EXEC runs: blocking commands answer at once, as in Redis
@@ -212,13 +218,45 @@ func (s *session) add(m engine.Mutation) { s.batch.Add(m) }
 
 // plan registers the reply of the command that just added its mutations.
 func (s *session) plan(fn replyFunc) {
+	args := s.keepCur()
 	p := s.batch.PlanNext()
-	p.fn, p.obs, p.start, p.cmd, p.args, p.silent = fn, s.obs, s.start, s.cur, s.curArgs, s.silent
+	p.fn, p.obs, p.start, p.cmd, p.args, p.silent = fn, s.obs, s.start, s.cur, args, s.silent
 }
 
 // fail registers an error reply for the command being compiled; it must add no mutation.
 func (s *session) fail(msg string) {
-	s.batch.Plan(pending{errMsg: msg, obs: s.obs, start: s.start, cmd: s.cur, args: s.curArgs, silent: s.silent})
+	args := s.keepCur()
+	s.batch.Plan(pending{errMsg: msg, obs: s.obs, start: s.start, cmd: s.cur, args: args, silent: s.silent})
+}
+
+// keepArgsMax is the most arguments keepCur copies; a command with more keeps the parser's slice (Detach), so
+// that a million-argument command's slice is not held twice.
+const keepArgsMax = 64
+
+// keepCur returns the arguments of the command being compiled as they stay until its batch is answered: a copy
+// of the parser's outer slice in keptArgs, which the batch's first command empties (a pending reply used the
+// parser's slice, and the events, MONITOR lines and slow-log entries of a pipeline's commands all named the last
+// command's arguments: TestPipelinedCommandsKeepTheirArgs).
+func (s *session) keepCur() [][]byte {
+	if s.curKept != nil || s.curArgs == nil {
+		return s.curKept
+	}
+	if len(s.curArgs) > keepArgsMax {
+		s.parser.Detach()
+		s.curKept = s.curArgs
+		return s.curKept
+	}
+	if s.batch.Len() == 0 { // the batches before were answered: nothing refers to their copies any more
+		clear(s.keptArgs)
+		if cap(s.keptArgs) > maxPending*8 {
+			s.keptArgs = nil
+		}
+		s.keptArgs = s.keptArgs[:0]
+	}
+	n := len(s.keptArgs)
+	s.keptArgs = append(s.keptArgs, s.curArgs...)
+	s.curKept = s.keptArgs[n:len(s.keptArgs):len(s.keptArgs)]
+	return s.curKept
 }
 
 // lookup finds the command named by args[0], case-insensitively.
@@ -247,7 +285,7 @@ func (s *session) lookup(name []byte) *command {
 
 // dispatch runs or queues one command.
 func (s *session) dispatch(args [][]byte) {
-	s.obs, s.cur, s.curArgs = s.h.unknownCommand, nil, args
+	s.obs, s.cur, s.curArgs, s.curKept = s.h.unknownCommand, nil, args, nil
 	s.start = s.readAt
 	s.silent, s.skipNext = s.replyOff || s.skipNext, false
 	cmd := s.lookup(args[0])

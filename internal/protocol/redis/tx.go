@@ -90,7 +90,7 @@ func cmdExec(s *session, args [][]byte) {
 			}
 			continue
 		}
-		s.cur, s.curArgs = c, a // each queued command counts in INFO commandstats under its own name
+		s.cur, s.curArgs, s.curKept = c, a, nil // each queued command counts in INFO commandstats under its own name
 		if s.trk != nil {
 			s.trackRead(c, a)
 		}

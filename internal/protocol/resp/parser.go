@@ -145,6 +145,10 @@ func (p *Parser) Release() {
 	}
 }
 
+// Detach leaves the arguments Next returned last to the caller: the next command gets an outer slice of its own
+// instead of reusing theirs (a caller keeping a big command's arguments past the next Next, without a copy).
+func (p *Parser) Detach() { p.args = nil }
+
 // Limits returns the limits in force, defaults filled in.
 func (p *Parser) Limits() Limits { return p.lim }
 
