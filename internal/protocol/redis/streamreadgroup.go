@@ -112,7 +112,9 @@ func parseReadGroup(args [][]byte) (sp readGroupSpec, msg string) {
 			}
 		}
 	}
-	sp.keys, sp.ids = args[streams:streams+n], args[streams+n:]
+	// The reply names the keys after the parser read further commands of the pipeline, which reuse args's outer
+	// slice (not the bytes, which stay until the batch has run): the keys get a slice of their own.
+	sp.keys, sp.ids = append([][]byte(nil), args[streams:streams+n]...), args[streams+n:]
 	return sp, ""
 }
 
