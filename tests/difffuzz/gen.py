@@ -402,17 +402,20 @@ def gen_misc(r):
     return ['SETRANGE', k, str(r.choice([0, 3, 30, 100])), R(r, VALUES)]
 
 # Streams: explicit IDs only (a bare * is the wall clock), a small ID space so adds, ranges, trims and groups meet.
-GROUPNAMES = ['g1', 'g2']
 CONSUMERS = ['c1', 'c2', 'c3']
 
-def xms(r): return str(r.choice([0, 1, 1, 2, 3, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30]))
+def xms(r): return str(r.choice([0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 7, 8, 10, 12, 15, 20]))
+
+def xkey(r):
+    """Streams mostly in 3 keys, so that groups, their reads and claims meet."""
+    return R(r, KEYS[:3]) if r.random() < 0.7 else key(r)
 
 def xid(r):
     """An explicit entry ID, sometimes only its milliseconds (a range's start or end fills in the sequence)."""
     o = r.random()
     if o < 0.12: return xms(r)
     if o < 0.15: return R(r, ['0-0', '0-1', '18446744073709551615-18446744073709551615', '1-x', 'x'])
-    return '%s-%d' % (xms(r), r.choice([0, 0, 1, 1, 2, 3]))
+    return '%s-%d' % (xms(r), r.choice([0, 0, 0, 1, 1, 2]))
 
 def xbound(r, end):
     o = r.random()
@@ -432,15 +435,15 @@ def xtrim_args(r):
     return a
 
 def gen_stream(r):
-    k = key(r)
-    g, c = R(r, GROUPNAMES), R(r, CONSUMERS)
-    n = r.randrange(40)
-    if n <= 7:
+    k = xkey(r)
+    g, c = R(r, ['g1', 'g1', 'g1', 'g2']), R(r, CONSUMERS)
+    n = r.randrange(44)
+    if n <= 7 or n >= 42:
         a = ['XADD', k]
         if r.random() < 0.1: a.append('NOMKSTREAM')
         if r.random() < 0.15: a += xtrim_args(r)
         o = r.random()
-        a.append('%s-*' % xms(r) if o < 0.35 else xid(r) if o < 0.5 else '%s-%d' % (r.randint(1, 40), r.randint(0, 2)))
+        a.append('%s-*' % xms(r) if o < 0.4 else xid(r) if o < 0.55 else '%d-%s' % (r.randint(1, 40), R(r, ['0', '1', '*'])))
         return a + xfields(r)
     if n == 8: return ['XLEN', k]
     if n in (9, 10):
@@ -451,7 +454,7 @@ def gen_stream(r):
     if n == 11: return ['XDEL', k] + [xid(r) for _ in range(r.randint(1, 3))]
     if n == 12: return ['XTRIM', k] + xtrim_args(r)
     if n in (13, 14):
-        ks = [k] + ([key(r)] if r.random() < 0.4 else [])
+        ks = [k] + ([xkey(r)] if r.random() < 0.4 else [])
         a = ['XREAD']
         if r.random() < 0.4: a += ['COUNT', str(r.choice([0, 1, 2, 5]))]
         return a + ['STREAMS'] + ks + [R(r, ['0', '0-0', '$', xid(r), xid(r)]) for _ in ks]
@@ -459,12 +462,12 @@ def gen_stream(r):
         a = ['XSETID', k, xid(r)]
         if r.random() < 0.3: a += ['ENTRIESADDED', str(r.choice([0, 1, 3, 5, 10, 100])), 'MAXDELETEDID', xid(r)]
         return a
-    if n in (16, 17):
-        a = ['XGROUP', 'CREATE', k, g, R(r, ['0', '$', xid(r), xid(r)])]
-        if r.random() < 0.5: a.append('MKSTREAM')
+    if n in (16, 17, 38, 39, 40, 41):
+        a = ['XGROUP', 'CREATE', k, g, R(r, ['0', '0', '$', xid(r), xid(r)])]
+        if r.random() < 0.7: a.append('MKSTREAM')
         if r.random() < 0.25: a += ['ENTRIESREAD', str(r.choice([0, 1, 2, 5, 10, -1]))]
         return a
-    if n == 18: return ['XGROUP', 'DESTROY', k, g]
+    if n == 18: return ['XGROUP', 'DESTROY', k, g] if r.random() < 0.5 else ['XGROUP', 'CREATE', k, g, '0', 'MKSTREAM']
     if n == 19:
         a = ['XGROUP', 'SETID', k, g, R(r, ['0', '$', xid(r)])]
         if r.random() < 0.25: a += ['ENTRIESREAD', str(r.choice([0, 1, 2, 5, 10, -1]))]
@@ -472,7 +475,7 @@ def gen_stream(r):
     if n == 20: return ['XGROUP', 'CREATECONSUMER', k, g, c]
     if n == 21: return ['XGROUP', 'DELCONSUMER', k, g, c]
     if n in (22, 23, 24, 25):
-        ks = [k] + ([key(r)] if r.random() < 0.2 else [])
+        ks = [k] + ([xkey(r)] if r.random() < 0.2 else [])
         a = ['XREADGROUP', 'GROUP', g, c]
         if r.random() < 0.5: a += ['COUNT', str(r.choice([0, 1, 2, 3]))]
         if r.random() < 0.15: a.append('NOACK')
@@ -493,7 +496,7 @@ def gen_stream(r):
         if r.random() < 0.5: a.append('JUSTID')
         return a
     if n == 33: return ['TYPE', k]
-    if n == 34: return ['DEL', k]
+    if n == 34: return ['DEL', k] if r.random() < 0.5 else ['XLEN', k]
     if n == 35: return ['EXISTS', k, key(r)]
     if n == 36: return ['RENAME', k, key(r)]
     if n == 37: return ['COPY', k, key(r)] + (['REPLACE'] if r.random() < 0.5 else [])
