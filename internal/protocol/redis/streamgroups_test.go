@@ -428,3 +428,18 @@ func TestXReadGroupPipelinedMatchesRedis(t *testing.T) {
 	}
 	sameAsRedis(t, func(t *testing.T, addr string) []string { return pubsubTranscript(t, addr, steps) })
 }
+
+// TestXReadGroupMaxIDIsNewEntriesMatchesRedis: XREADGROUP's ID 18446744073709551615-18446744073709551615 reads new
+// entries as ">" does, as in Redis, whose parser marks ">" with that very ID (difffuzz seed 5100043, --groups stream:
+// anykv read the consumer's history after it, always empty).
+func TestXReadGroupMaxIDIsNewEntriesMatchesRedis(t *testing.T) {
+	const max = "18446744073709551615-18446744073709551615"
+	var steps []transcriptStep
+	for _, line := range []string{"DEL s t", "XADD s 1-1 f a", "XADD t 1-1 f b", "XGROUP CREATE s g 0", "XGROUP CREATE t g 0",
+		"XREADGROUP GROUP g c STREAMS s " + max, "XREADGROUP GROUP g c STREAMS s " + max, "XPENDING s g",
+		"XREADGROUP GROUP g c STREAMS s 0", "XADD s 2-1 f c", "XREADGROUP GROUP g c2 COUNT 1 NOACK STREAMS t s " + max + " " + max,
+		"XREADGROUP GROUP g c STREAMS t 18446744073709551615-18446744073709551614", "XPENDING s g", "DEL s t"} {
+		steps = append(steps, transcriptStep{"pub", line, 1})
+	}
+	sameAsRedis(t, func(t *testing.T, addr string) []string { return pubsubTranscript(t, addr, steps) })
+}
