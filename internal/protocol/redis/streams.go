@@ -388,8 +388,8 @@ func cmdXRead(s *session, args [][]byte) {
 		var found []got
 		for k, key := range keys {
 			from, ok := after[k].Next()
-			if !ok {
-				continue
+			if !ok { // nothing comes after the largest ID, but the key's type is checked as every key's, as Redis
+				from = maxID
 			}
 			res, err := s.applyHere([]engine.Mutation{collections.XRange(s.table(), key, from, maxID, false, count)})
 			if err == nil {
@@ -400,7 +400,7 @@ func cmdXRead(s *session, args [][]byte) {
 			case err != nil:
 				s.w.Error(errText(err))
 				return true
-			case len(res[0].Members) > 0:
+			case ok && len(res[0].Members) > 0:
 				found = append(found, got{key, res[0].Members})
 			}
 		}
