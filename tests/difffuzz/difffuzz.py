@@ -2,7 +2,7 @@
 """Differential fuzzer: anykv against redis-server 7, command by command and key space by key space.
 
 Each seed is a FLUSHALL'd sequence of random commands (gen.py) over 6 keys (strings, expiry, keys, hashes, lists, sets,
-sorted sets, bitmaps; MULTI blocks, pipelines, RESP3), sent to both servers; replies are compared (unordered
+sorted sets, bitmaps, streams; MULTI blocks, pipelines, RESP3), sent to both servers; replies are compared (unordered
 ones sorted), and every few steps the whole key space (types, contents, TTLs). With --restart anykv is killed
 with SIGKILL between steps and restarted on its directory, and must hold every acknowledged write. A helper
 wrote it for an audit on 2026-11-24; it found the bitmap, SMOVE, ZADD, HINCRBYFLOAT and ZUNION/ZINTER
@@ -19,6 +19,15 @@ its reads, MOVE and COPY ... DB 1 (database 1 is then dumped too), KEYS, SCAN an
 unordered), DBSIZE, TOUCH, PSETEX and the absolute expiries, DUMP (strings of up to 20 bytes byte for byte, others by
 presence) and RESTORE of redis-server's own DUMP of a key into both (listpack, intset and LZF payloads into anykv);
 SRANDMEMBER, HRANDFIELD, ZRANDMEMBER and SPOP compare by length, or by content when the count takes every member.
+
+The stream group (added 2026-12-01) covers XADD (NOMKSTREAM, MAXLEN/MINID with `=` or none), XLEN, XRANGE/XREVRANGE,
+XDEL, XTRIM, XREAD (no BLOCK), XSETID, XGROUP, XREADGROUP (no BLOCK), XACK, XPENDING (the extended form's idle
+times masked), XCLAIM and XAUTOCLAIM with min-idle-time 0, with explicit IDs only (a bare `*` is the clock). The key
+space compares a stream by its entries, XINFO STREAM's counters (not the radix-tree figures), and each group's
+counters, consumers with pending entries, XPENDING summary and pending entries (delivery counts, not idle times);
+consumers without pending entries may be more in anykv (its XREADGROUP makes its consumer even when it reads
+nothing, as Redis 7.2; then XGROUP CREATECONSUMER answers 0 where redis-server 7.0 answers 1). DUMP and RESTORE of
+streams are refused by anykv (documented): a DUMP of a stream passes, and a RESTORE from one is sent as a DUMP.
 
 Options: --len N (commands per sequence), --stop-first, --groups str,hash,... (restrict), --strict (do not
 tolerate the documented deviations: error texts and the order of argument checks, lexicographic ranges over

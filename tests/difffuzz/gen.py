@@ -1,5 +1,5 @@
 """The differential fuzzer's command generator: random commands over 6 keys for each group (strings, expiry, keys,
-hashes, lists, sets, sorted sets, bitmaps, misc). difffuzz.py sets SHORT_EXPIRY and widens MEMBERS, FIELDS and
+hashes, lists, sets, sorted sets, bitmaps, misc, streams). difffuzz.py sets SHORT_EXPIRY and widens MEMBERS, FIELDS and
 IDX (in place) from its options."""
 import time
 KEYS = ['k%d' % i for i in range(6)]
