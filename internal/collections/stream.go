@@ -406,12 +406,15 @@ func xdel(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	if res, done, err := settle(st.exists, wrong, err, intResult(0)); done {
 		return res, err
 	}
-	n := int64(0)
-	for _, a := range args {
-		id, ok := ParseID(a, false)
-		if !ok {
+	ids := make([]ID, len(args)) // all parsed before any goes, as Redis: a bad one deletes none
+	for i, a := range args {
+		var ok bool
+		if ids[i], ok = ParseID(a, false); !ok {
 			return engine.Result{Err: ErrStreamID}, nil
 		}
+	}
+	n := int64(0)
+	for _, id := range ids {
 		mk := engine.MemberKey(st.key, st.meta.Gen, id.key())
 		if _, found, err := tx.Get(engine.MemberTable(st.table), mk); err != nil {
 			return engine.Result{}, err

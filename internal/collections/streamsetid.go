@@ -1,6 +1,7 @@
 package collections
 
 import (
+	"bytes"
 	"errors"
 	"strconv"
 
@@ -55,6 +56,9 @@ func xsetid(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		}
 	}
 	st.meta.LastMS, st.meta.LastSeq = id.MS, id.Seq
+	if k := id.key(); bytes.Compare(k, st.meta.Floor) < 0 { // an emptied stream set back below its trims' deletions:
+		st.meta.Floor = k // the entries added next come above the ID, below the old floor (entries)
+	}
 	if added >= 0 {
 		st.tally.deleted = uint64(added - st.meta.Count)
 		st.tallyDirty = true

@@ -1,5 +1,5 @@
 """The differential fuzzer's command generator: random commands over 6 keys for each group (strings, expiry, keys,
-hashes, lists, sets, sorted sets, bitmaps, misc). difffuzz.py sets SHORT_EXPIRY and widens MEMBERS, FIELDS and
+hashes, lists, sets, sorted sets, bitmaps, misc, streams). difffuzz.py sets SHORT_EXPIRY and widens MEMBERS, FIELDS and
 IDX (in place) from its options."""
 import time
 KEYS = ['k%d' % i for i in range(6)]
@@ -401,9 +401,111 @@ def gen_misc(r):
     if c == 30: return ['SWAPDB', '0', '1']
     return ['SETRANGE', k, str(r.choice([0, 3, 30, 100])), R(r, VALUES)]
 
+# Streams: explicit IDs only (a bare * is the wall clock), a small ID space so adds, ranges, trims and groups meet.
+CONSUMERS = ['c1', 'c2', 'c3']
+
+def xms(r): return str(r.choice([0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 7, 8, 10, 12, 15, 20]))
+
+def xkey(r):
+    """Streams mostly in 3 keys, so that groups, their reads and claims meet."""
+    return R(r, KEYS[:3]) if r.random() < 0.7 else key(r)
+
+def xid(r):
+    """An explicit entry ID, sometimes only its milliseconds (a range's start or end fills in the sequence)."""
+    o = r.random()
+    if o < 0.12: return xms(r)
+    if o < 0.15: return R(r, ['0-0', '0-1', '18446744073709551615-18446744073709551615', '1-x', 'x'])
+    return '%s-%d' % (xms(r), r.choice([0, 0, 0, 1, 1, 2]))
+
+def xbound(r, end):
+    o = r.random()
+    if o < 0.3: return '+' if end else '-'
+    if o < 0.45: return '(' + xid(r)
+    return xid(r)
+
+def xfields(r):
+    a = []
+    for _ in range(r.choices([1, 2, 3], weights=[6, 3, 1])[0]): a += [R(r, FIELDS), R(r, VALUES)]
+    return a
+
+def xtrim_args(r):
+    if r.random() < 0.5: a = ['MAXLEN', str(r.choice([0, 1, 2, 3, 5, 10, -1]))]
+    else: a = ['MINID', xid(r)]
+    if r.random() < 0.5: a.insert(1, '=')
+    return a
+
+def gen_stream(r):
+    k = xkey(r)
+    g, c = R(r, ['g1', 'g1', 'g1', 'g2']), R(r, CONSUMERS)
+    n = r.randrange(44)
+    if n <= 7 or n >= 42:
+        a = ['XADD', k]
+        if r.random() < 0.1: a.append('NOMKSTREAM')
+        if r.random() < 0.15: a += xtrim_args(r)
+        o = r.random()
+        a.append('%s-*' % xms(r) if o < 0.4 else xid(r) if o < 0.55 else '%d-%s' % (r.randint(1, 40), R(r, ['0', '1', '*'])))
+        return a + xfields(r)
+    if n == 8: return ['XLEN', k]
+    if n in (9, 10):
+        rev = r.random() < 0.4
+        a = ['XREVRANGE', k, xbound(r, True), xbound(r, False)] if rev else ['XRANGE', k, xbound(r, False), xbound(r, True)]
+        if r.random() < 0.4: a += ['COUNT', str(r.choice([0, 1, 2, 3, 10, -1]))]
+        return a
+    if n == 11: return ['XDEL', k] + [xid(r) for _ in range(r.randint(1, 3))]
+    if n == 12: return ['XTRIM', k] + xtrim_args(r)
+    if n in (13, 14):
+        ks = [k] + ([xkey(r)] if r.random() < 0.4 else [])
+        a = ['XREAD']
+        if r.random() < 0.4: a += ['COUNT', str(r.choice([0, 1, 2, 5]))]
+        return a + ['STREAMS'] + ks + [R(r, ['0', '0-0', '$', xid(r), xid(r)]) for _ in ks]
+    if n == 15:
+        a = ['XSETID', k, xid(r)]
+        if r.random() < 0.3: a += ['ENTRIESADDED', str(r.choice([0, 1, 3, 5, 10, 100])), 'MAXDELETEDID', xid(r)]
+        return a
+    if n in (16, 17, 38, 39, 40, 41):
+        a = ['XGROUP', 'CREATE', k, g, R(r, ['0', '0', '$', xid(r), xid(r)])]
+        if r.random() < 0.7: a.append('MKSTREAM')
+        if r.random() < 0.25: a += ['ENTRIESREAD', str(r.choice([0, 1, 2, 5, 10, -1]))]
+        return a
+    if n == 18: return ['XGROUP', 'DESTROY', k, g] if r.random() < 0.5 else ['XGROUP', 'CREATE', k, g, '0', 'MKSTREAM']
+    if n == 19:
+        a = ['XGROUP', 'SETID', k, g, R(r, ['0', '$', xid(r)])]
+        if r.random() < 0.25: a += ['ENTRIESREAD', str(r.choice([0, 1, 2, 5, 10, -1]))]
+        return a
+    if n == 20: return ['XGROUP', 'CREATECONSUMER', k, g, c]
+    if n == 21: return ['XGROUP', 'DELCONSUMER', k, g, c]
+    if n in (22, 23, 24, 25):
+        ks = [k] + ([xkey(r)] if r.random() < 0.2 else [])
+        a = ['XREADGROUP', 'GROUP', g, c]
+        if r.random() < 0.5: a += ['COUNT', str(r.choice([0, 1, 2, 3]))]
+        if r.random() < 0.15: a.append('NOACK')
+        return a + ['STREAMS'] + ks + [R(r, ['>', '>', '>', '0', xid(r)]) for _ in ks]
+    if n in (26, 27): return ['XACK', k, g] + [xid(r) for _ in range(r.randint(1, 3))]
+    if n == 28: return ['XPENDING', k, g]
+    if n == 29:
+        a = ['XPENDING', k, g, xbound(r, False), xbound(r, True), str(r.choice([0, 1, 2, 5, 10, -1]))]
+        if r.random() < 0.4: a.append(c)
+        return a
+    if n in (30, 31):
+        a = ['XCLAIM', k, g, c, '0'] + [xid(r) for _ in range(r.randint(1, 3))]
+        if r.random() < 0.5: a.append('JUSTID')
+        return a
+    if n == 32:
+        a = ['XAUTOCLAIM', k, g, c, '0', R(r, ['0', '-', xid(r)])]
+        if r.random() < 0.4: a += ['COUNT', str(r.choice([1, 2, 3, 10]))]
+        if r.random() < 0.5: a.append('JUSTID')
+        return a
+    if n == 33: return ['TYPE', k]
+    if n == 34: return ['DEL', k] if r.random() < 0.5 else ['XLEN', k]
+    if n == 35: return ['EXISTS', k, key(r)]
+    if n == 36: return ['RENAME', k, key(r)]
+    if n == 37: return ['COPY', k, key(r)] + (['REPLACE'] if r.random() < 0.5 else [])
+    return ['XADD', k, '%d-*' % r.randint(1, 40)] + xfields(r)
+
 GROUPS = {'str': gen_string, 'exp': gen_expire, 'keys': gen_keys, 'hash': gen_hash, 'list': gen_list,
-          'set': gen_set, 'zset': gen_zset, 'bit': gen_bit, 'misc': gen_misc}
-WEIGHTS = {'str': 3, 'exp': 1, 'keys': 2, 'hash': 2, 'list': 3, 'set': 2, 'zset': 4, 'bit': 2, 'misc': 2}
+          'set': gen_set, 'zset': gen_zset, 'bit': gen_bit, 'misc': gen_misc,
+          'stream': gen_stream}
+WEIGHTS = {'str': 3, 'exp': 1, 'keys': 2, 'hash': 2, 'list': 3, 'set': 2, 'zset': 4, 'bit': 2, 'misc': 2, 'stream': 3}
 
 def gen_cmd(r, groups):
     g = r.choices(groups, weights=[WEIGHTS[x] for x in groups])[0]

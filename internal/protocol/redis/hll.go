@@ -106,7 +106,7 @@ func cmdPFMerge(s *session, args [][]byte) {
 // cmdPFDebug serves PFDEBUG GETREG, ENCODING, TODENSE and DECODE as Redis 7.0 does; the key is looked up and
 // checked before the subcommand is.
 func cmdPFDebug(s *session, args [][]byte) {
-	sub := lower(args[1])
+	sub, name := lower(args[1]), string(args[1]) // the plan runs after the parser reused args for what followed
 	s.add(hll.Debug(s.table(), args[2], sub))
 	s.plan(func(w *resp.Writer, res []engine.Result) {
 		r := res[0]
@@ -141,7 +141,7 @@ func cmdPFDebug(s *session, args [][]byte) {
 		case "todense":
 			w.Int(int64(r.New.Flags))
 		default:
-			w.Error("ERR Unknown PFDEBUG subcommand '" + string(args[1]) + "'")
+			w.Error("ERR Unknown PFDEBUG subcommand '" + name + "'")
 		}
 	})
 }

@@ -382,3 +382,12 @@ func TestHLLEvents(t *testing.T) {
 		t.Errorf("anykv's events:\n%q\nredis's:\n%q", mine, theirs)
 	}
 }
+
+// TestPFDebugUnknownPipelinedMatchesRedis: PFDEBUG's unknown-subcommand error names its own subcommand when a
+// command pipelined after it was parsed before the batch ran (it named that command's second argument: the
+// parser reuses the argument slice; found reading the code after the same defect of XREADGROUP).
+func TestPFDebugUnknownPipelinedMatchesRedis(t *testing.T) {
+	pipe := "*3\r\n$7\r\nPFDEBUG\r\n$5\r\nBOGUS\r\n$1\r\nh\r\n*2\r\n$4\r\nECHO\r\n$8\r\nxyz12345\r\n"
+	steps := []transcriptStep{{"pub", "DEL h", 1}, {"pub", "PFADD h a", 1}, {"pub", pipe, 2}, {"pub", "DEL h", 1}}
+	sameAsRedis(t, func(t *testing.T, addr string) []string { return pubsubTranscript(t, addr, steps) })
+}

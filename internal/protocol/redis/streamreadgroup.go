@@ -102,17 +102,24 @@ func parseReadGroup(args [][]byte) (sp readGroupSpec, msg string) {
 		return sp, "ERR Missing GROUP option for XREADGROUP"
 	}
 	n := (len(args) - streams) / 2
-	for _, id := range args[streams+n:] {
+	sp.ids = append([][]byte(nil), args[streams+n:]...)
+	for i, id := range sp.ids {
 		switch {
 		case string(id) == "$":
 			return sp, "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set."
 		case string(id) != ">":
-			if _, ok := collections.ParseID(id, false); !ok {
+			v, ok := collections.ParseID(id, false)
+			if !ok {
 				return sp, collections.ErrStreamID.Error()
+			}
+			if v == maxID { // Redis marks ">" with the largest ID: that ID reads new entries
+				sp.ids[i] = []byte(">")
 			}
 		}
 	}
-	sp.keys, sp.ids = args[streams:streams+n], args[streams+n:]
+	// The reply names the keys after the parser read further commands of the pipeline, which reuse args's outer
+	// slice (not the bytes, which stay until the batch has run): the keys get a slice of their own.
+	sp.keys = append([][]byte(nil), args[streams:streams+n]...)
 	return sp, ""
 }
 

@@ -239,15 +239,16 @@ func (s *session) lastCount(args [][]byte, at int) (n int64, given, ok bool) {
 	return n, true, ok
 }
 
+// cmdXDel: the IDs are checked after the key, as Redis (a missing key answers 0, another type WRONGTYPE).
 func cmdXDel(s *session, args [][]byte) {
-	for _, a := range args[2:] {
-		if _, ok := collections.ParseID(a, false); !ok {
-			s.fail(collections.ErrStreamID.Error())
+	s.add(collections.XDel(s.table(), args[1], args[2:]...))
+	s.plan(func(w *resp.Writer, res []engine.Result) {
+		if r := res[0]; r.Err != nil {
+			w.Error(streamErr(r.Err))
 			return
 		}
-	}
-	s.add(collections.XDel(s.table(), args[1], args[2:]...))
-	s.plan(replyListInt)
+		w.Int(collections.Int(res[0]))
+	})
 }
 
 // cmdXSetID sets a stream's last ID, and with ENTRIESADDED and MAXDELETEDID Redis 7's counters, with Redis's
@@ -387,8 +388,8 @@ func cmdXRead(s *session, args [][]byte) {
 		var found []got
 		for k, key := range keys {
 			from, ok := after[k].Next()
-			if !ok {
-				continue
+			if !ok { // nothing comes after the largest ID, but the key's type is checked as every key's, as Redis
+				from = maxID
 			}
 			res, err := s.applyHere([]engine.Mutation{collections.XRange(s.table(), key, from, maxID, false, count)})
 			if err == nil {
@@ -399,7 +400,7 @@ func cmdXRead(s *session, args [][]byte) {
 			case err != nil:
 				s.w.Error(errText(err))
 				return true
-			case len(res[0].Members) > 0:
+			case ok && len(res[0].Members) > 0:
 				found = append(found, got{key, res[0].Members})
 			}
 		}
