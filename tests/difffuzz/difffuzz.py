@@ -45,6 +45,17 @@ BASE = ''  # --workdir: the servers' directories and anykv's logs (default: a fr
 SKIP_FAIL = True  # tolerate the documented deviations (see --strict)
 SHORT_EXPIRY = False  # --short-expiry (gen.SHORT_EXPIRY too)
 
+# ---------------------------------------------------------------- keyspace events (--events)
+EV_CLASSES = 'KEA'  # every class but n (new) and m (miss), both channels
+EV_PATTERN = '__key*@*__:*'
+EV_MARK = 'difffuzz-events-mark'  # a private channel: the drain reads until its marker
+EV_TIMING = ('expired', 'evicted')  # sent when a clock or a sweep decides: never compared
+
+def ev_timing(channel, msg):
+    if channel.startswith('__keyevent@'):
+        return channel.rsplit(':', 1)[-1] in EV_TIMING
+    return msg in EV_TIMING
+
 # ---------------------------------------------------------------- normalisation
 UNORDERED = {'SMEMBERS', 'SINTER', 'SUNION', 'SDIFF', 'HKEYS', 'HVALS'}
 PAIRS = {'HGETALL'}
@@ -272,6 +283,67 @@ class Runner:
         self.cr = Conn(self.r.port)
         if self.args.resp3:
             self.ca.cmd('HELLO', '3'); self.cr.cmd('HELLO', '3')
+        if self.args.events:
+            self.sa = self.subscriber(self.ca, self.a.port)
+            self.sr = self.subscriber(self.cr, self.r.port)
+            self.ev_marks = 0
+
+    # ------------------------------------------------------------ --events
+    def subscriber(self, c, port):
+        """Turns the events on through c (again after each restart: CONFIG SET does not outlive one) and returns a
+        connection subscribed to every keyspace and keyevent channel and to the marker channel."""
+        c.cmd('CONFIG', 'SET', 'notify-keyspace-events', EV_CLASSES)
+        s = Conn(port)
+        if self.args.resp3: s.cmd('HELLO', '3')
+        s.send(['PSUBSCRIBE', EV_PATTERN]); s.read()
+        s.send(['SUBSCRIBE', EV_MARK]); s.read()
+        return s
+
+    def resubscribe_a(self, cut):
+        """anykv was restarted (between steps, once their events were compared) or its connection lost (cut: the
+        events of the step are not comparable); a new subscriber."""
+        self.sa.close()
+        self.sa = self.subscriber(self.ca, self.a.port)
+        self.ev_cut = self.ev_cut or cut
+
+    def drain(self, c, s):
+        """The events s received since the last drain, in order, as (channel, message): a marker PUBLISHed through c
+        (after every reply of the sequence, so after its events: both servers send a command's events before its
+        reply) is read back on s, so no sleep decides what was collected."""
+        self.ev_marks += 1
+        mark = 'm%d' % self.ev_marks
+        c.cmd('PUBLISH', EV_MARK, mark)
+        out = []
+        while True:
+            m = s.read()
+            if not isinstance(m, list) or not m:
+                continue
+            if m[0] == 'message' and m[1] == EV_MARK:
+                if m[2] == mark: return out
+                continue  # a marker of a drain that failed
+            if m[0] == 'pmessage' and not ev_timing(m[2], m[3]):
+                out.append((m[2], m[3]))
+
+    def events_begin(self):
+        self.ev_cut = False
+        self.drain(self.ca, self.sa); self.drain(self.cr, self.sr)
+
+    def same_events(self, seed, step, hist):
+        """Compares the events of the step just answered by both servers (every step is drained, so a difference
+        names its step)."""
+        if not self.args.events: return True
+        ea, er = self.drain(self.ca, self.sa), self.drain(self.cr, self.sr)
+        if self.ev_cut:  # anykv's connection was lost in the step: its events went with its subscriber
+            return True
+        for i in range(max(len(ea), len(er))):
+            a = ea[i] if i < len(ea) else None
+            b = er[i] if i < len(er) else None
+            if a != b:
+                before = ' '.join('%s=%s' % e for e in er[max(0, i - 6):i])
+                self.report(seed, step, hist, 'keyspace event %d of %d/%d differs: anykv %r | redis %r (before it: %s)'
+                            % (i, len(ea), len(er), a, b, before))
+                return False
+        return True
 
     def restart(self):
         self.restarts = getattr(self, 'restarts', 0) + 1
@@ -280,6 +352,7 @@ class Runner:
         self.a.start()
         self.ca = Conn(self.a.port)
         if self.args.resp3: self.ca.cmd('HELLO', '3')
+        if self.args.events: self.resubscribe_a(False)
 
     def report(self, seed, step, hist, msg):
         self.fails += 1
@@ -292,6 +365,7 @@ class Runner:
         r = random.Random(seed)
         groups = self.args.groups
         self.ca.cmd('FLUSHALL'); self.cr.cmd('FLUSHALL')
+        if self.args.events: self.events_begin()
         hist = []
         self.db1 = False
         pf_key = None
@@ -328,6 +402,8 @@ class Runner:
                         bad = True
                 if bad:
                     self.report(seed, step, hist, 'pipelined reply differs')
+                    return False
+                if not self.same_events(seed, step, hist):
                     return False
                 if (step % self.args.dump_every == 0 or step == n) and not self.same_state(seed, step, hist, ''):
                     return False
@@ -404,6 +480,8 @@ class Runner:
             if pf_key is not None:
                 self.uncache_hll(pf_key)
                 pf_key = None
+            if not self.same_events(seed, step, hist):
+                return False
             if self.args.restart and r.random() < self.args.restart:
                 hist.append('*** SIGKILL + restart anykv')
                 self.restart()
@@ -435,6 +513,8 @@ class Runner:
         if isinstance(a, str) and isinstance(b, str) and a != b and a.startswith('HYLL') and len(a) == len(b) >= 16 \
                 and a[:8] == b[:8] and a[16:] == b[16:]:
             self.cr.cmd('SET', k, a.encode('latin1'), 'KEEPTTL')
+            if self.args.events:  # the same set event from both
+                self.ca.cmd('SET', k, a.encode('latin1'), 'KEEPTTL')
 
     def lex_unspecified(self, cmd):
         # Redis: lex ranges over members of different scores are unspecified
@@ -452,6 +532,7 @@ class Runner:
         self.ca.close()
         self.ca = Conn(self.a.port)
         if self.args.resp3: self.ca.cmd('HELLO', '3')
+        if self.args.events: self.resubscribe_a(True)
 
     def stop(self):
         self.a.stop(); self.r.stop()
@@ -474,6 +555,7 @@ def main():
     p.add_argument('--members', type=int, default=8, help='size of the member/field space (default 8)')
     p.add_argument('--strict', action='store_true', help='do not tolerate the documented deviations')
     p.add_argument('--anykv', default=ANYKV, help='the anykv binary (default bin/anykv)')
+    p.add_argument('--events', action='store_true', help='also compare the keyspace notifications of each sequence')
     p.add_argument('--workdir', default='', help='directory for the servers (default: a new temporary one)')
     args = p.parse_args()
     ANYKV = os.path.abspath(args.anykv)
