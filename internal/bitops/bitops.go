@@ -48,7 +48,8 @@ func readString(tx *engine.Tx, table string, key []byte) (engine.Item, bool, err
 }
 
 // SetBit sets bit offset of the string at key to value (0 or 1), growing it with zero bytes, up to maxSize bytes;
-// Int is the old bit.
+// Int is the old bit. A bit that holds value already in a string long enough is not written (the result is
+// Unchanged), as Redis writes nothing and sends no event then.
 func SetBit(table string, key []byte, offset int64, value bool, maxSize int) engine.Mutation {
 	v := []byte("0")
 	if value {
@@ -82,6 +83,9 @@ func setBit(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	old := int64(0)
 	if v[off/8]&mask != 0 {
 		old = 1
+	}
+	if found && len(v) == len(it.Value) && (old == 1) == (string(args[1]) == "1") {
+		return engine.Result{New: engine.Item{Value: num(old)}, NewFound: true}, nil
 	}
 	if string(args[1]) == "1" {
 		v[off/8] |= mask
@@ -246,7 +250,9 @@ type Field struct {
 }
 
 // BitField runs fields on the string at key, growing it as needed up to maxSize bytes; Members hold one result
-// each (Item.Value the number, Flags 1 for a null after an overflow with FAIL).
+// each (Item.Value the number, Flags 1 for a null after an overflow with FAIL). NewFound says what Redis counts
+// as a change, for which it sends "setbit": a SET or INCRBY that did not fail and changed its field's value, or
+// ran on a string the command made or grew.
 func BitField(table string, key []byte, fields []Field, maxSize int) engine.Mutation {
 	args := [][]byte{num(int64(maxSize))}
 	for _, f := range fields {
@@ -271,7 +277,7 @@ func bitField(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		return engine.Result{}, err
 	}
 	v := append([]byte(nil), it.Value...)
-	wrote := false
+	wrote, changed := false, false
 	var res engine.Result
 	for a := args[1:]; len(a) > 0; a = a[5:] {
 		f := Field{Op: string(a[0]), Signed: a[1][0] == 'i', Overflow: string(a[4])}
@@ -301,6 +307,7 @@ func bitField(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 			}
 			setField(v, f, next)
 			wrote = true
+			changed = changed || next != cur
 			if f.Op == "incrby" {
 				out.Item.Value = num(next)
 			}
@@ -308,7 +315,9 @@ func bitField(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		res.Members = append(res.Members, out)
 	}
 	// A write op made room for itself even if it then failed (OVERFLOW FAIL): Redis creates or pads the string.
-	if wrote || len(v) > len(it.Value) || !found && len(v) > 0 {
+	grown := len(v) > len(it.Value) || !found && len(v) > 0
+	res.NewFound = changed || wrote && grown
+	if wrote || grown {
 		if !found {
 			it = engine.Item{}
 		}

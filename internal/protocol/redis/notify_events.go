@@ -155,8 +155,8 @@ func init() {
 		"incrby":      str("incrby"),
 		"decrby":      str("incrby"),
 		"incrbyfloat": str("incrbyfloat"),
-		"setbit":      str("setbit"),
-		"bitfield":    on(notifyString, "setbit", func(n *noteCtx) bool { return n.hasArg("set") || n.hasArg("incrby") }),
+		"setbit":      on(notifyString, "setbit", func(n *noteCtx) bool { return !n.res[0].Unchanged }),
+		"bitfield":    noteBitField,
 		"bitop":       storeInto(notifyString, "set", func(n *noteCtx) []byte { return n.args[2] }),
 		"pfadd":       on(notifyString, "pfadd", positive),
 		"pfmerge":     on(notifyString, "pfadd", isOK), // Redis sends "pfadd" for PFMERGE too
@@ -187,10 +187,18 @@ func init() {
 				n.h.notify(notifyGeneric, "del", n.db, key)
 			}
 		},
-		"copy": func(n *noteCtx) {
-			if n.count() > 0 {
-				n.emit(notifyGeneric, "copy_to", n.args[2])
+		"copy": func(n *noteCtx) { // Redis adds the copy anew (over a key REPLACE deleted too), in the destination's database
+			if n.count() == 0 {
+				return
 			}
+			db := n.db
+			for i := 3; i+1 < len(n.args); i++ {
+				if eq(n.args[i], "db") {
+					db, _ = strconv.Atoi(string(n.args[i+1]))
+				}
+			}
+			n.h.notify(notifyNew, "new", db, n.args[2])
+			n.h.notify(notifyGeneric, "copy_to", db, n.args[2])
 		},
 
 		"lpush":     on(notifyList, "lpush", positive),
@@ -281,6 +289,17 @@ func noteGetEx(n *noteCtx) {
 		n.h.notify(notifyGeneric, "del", n.db, n.args[1])
 	case m.Expires != 0:
 		n.emit(notifyGeneric, "expire", n.args[1])
+	}
+}
+
+// noteBitField: "setbit" when the command changed a field or wrote into a string it made or grew (bitops.BitField's
+// NewFound); a string made for a write that then failed (OVERFLOW FAIL) is new, with no "setbit", as in Redis.
+func noteBitField(n *noteCtx) {
+	if k := n.args[1]; !n.existed(k) && n.exists(k) {
+		n.announce(k)
+	}
+	if n.res[0].NewFound {
+		n.emit(notifyString, "setbit", n.args[1])
 	}
 }
 

@@ -1,0 +1,92 @@
+package redis
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// bitCopyScript: SETBIT and BITFIELD that change nothing (the bit or field holds the value already, a failed
+// OVERFLOW FAIL increment), that only grow or create the string, and COPY into another database or over a key
+// it replaces (difffuzz --events found them).
+const bitCopyScript = `SET d 1
+SETBIT d 0 0
+SETBIT d 2 1
+SETBIT d 100 0
+SETBIT d 100 0
+SETBIT e 3 0
+SETBIT e 3 1
+BITFIELD d SET u8 0 49
+BITFIELD d INCRBY u8 0 0
+BITFIELD d SET u8 0 50
+BITFIELD d INCRBY u8 0 1
+BITFIELD d OVERFLOW FAIL INCRBY u8 0 1000
+BITFIELD d OVERFLOW FAIL INCRBY u8 0 1000 INCRBY u8 200 0
+BITFIELD d SET u8 300 0
+BITFIELD d GET u8 0
+BITFIELD f OVERFLOW FAIL INCRBY u8 0 1000
+BITFIELD g OVERFLOW FAIL INCRBY u8 0 1000 SET u4 0 0
+COPY d c
+COPY d c REPLACE
+COPY d c DB 1
+COPY d c DB 1 REPLACE
+COPY e d REPLACE DB 1`
+
+// runEventsAllDBs runs script's commands (one a line) under "KEAn" and returns the keyevent messages of every
+// database in arrival order, as "db event key".
+func runEventsAllDBs(t *testing.T, addr, script string) []string {
+	t.Helper()
+	ctx := context.Background()
+	c := goredis.NewClient(&goredis.Options{Addr: addr, Protocol: 2, PoolSize: 1})
+	defer c.Close()
+	if err := c.Do(ctx, "CONFIG", "SET", "notify-keyspace-events", "KEAn").Err(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Do(ctx, "CONFIG", "SET", "notify-keyspace-events", "")
+	ps := c.PSubscribe(ctx, "__keyevent@*__:*")
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ps.Subscribe(ctx, "script-end"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(script, "\n") {
+		var args []any
+		for _, a := range strings.Fields(line) {
+			args = append(args, a)
+		}
+		if err := c.Do(ctx, args...).Err(); err != nil && err != goredis.Nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+	}
+	c.Publish(ctx, "script-end", "")
+	var got []string
+	for {
+		m, err := ps.ReceiveMessage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Channel == "script-end" {
+			return got
+		}
+		db, event, _ := strings.Cut(strings.TrimPrefix(m.Channel, "__keyevent@"), "__:")
+		got = append(got, db+" "+event+" "+m.Payload)
+	}
+}
+
+// TestBitAndCopyEventsMatchRedis: SETBIT and BITFIELD send "setbit" only when they changed the string or made or
+// grew it (BITFIELD: with a write that did not fail), as redis-server 7.0.15; COPY sends "new" and "copy_to" in
+// the destination's database, "new" also over a key REPLACE replaced. anykv sent "setbit" for every SETBIT and
+// every BITFIELD with SET or INCRBY, and COPY's events in the source's database.
+func TestBitAndCopyEventsMatchRedis(t *testing.T) {
+	addr := startRedisServer(t)
+	want := runEventsAllDBs(t, addr, bitCopyScript)
+	ts := startServer(t, Options{}, 0)
+	compareEvents(t, runEventsAllDBs(t, ts.addr, bitCopyScript), want)
+}
