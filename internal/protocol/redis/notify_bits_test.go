@@ -34,12 +34,12 @@ COPY d c DB 1
 COPY d c DB 1 REPLACE
 COPY e d REPLACE DB 1`
 
-// runEventsAllDBs runs script's commands (one a line) under "KEAn" and returns the keyevent messages of every
+// runEventsAllDBs runs script's commands (one a line), over RESP protocol proto, under "KEAn" and returns the keyevent messages of every
 // database in arrival order, as "db event key".
-func runEventsAllDBs(t *testing.T, addr, script string) []string {
+func runEventsAllDBs(t *testing.T, addr string, proto int, script string) []string {
 	t.Helper()
 	ctx := context.Background()
-	c := goredis.NewClient(&goredis.Options{Addr: addr, Protocol: 2, PoolSize: 1})
+	c := goredis.NewClient(&goredis.Options{Addr: addr, Protocol: proto, PoolSize: 1})
 	defer c.Close()
 	if err := c.Do(ctx, "CONFIG", "SET", "notify-keyspace-events", "KEAn").Err(); err != nil {
 		t.Fatal(err)
@@ -86,7 +86,19 @@ func runEventsAllDBs(t *testing.T, addr, script string) []string {
 // every BITFIELD with SET or INCRBY, and COPY's events in the source's database.
 func TestBitAndCopyEventsMatchRedis(t *testing.T) {
 	addr := startRedisServer(t)
-	want := runEventsAllDBs(t, addr, bitCopyScript)
+	want := runEventsAllDBs(t, addr, 2, bitCopyScript)
 	ts := startServer(t, Options{}, 0)
-	compareEvents(t, runEventsAllDBs(t, ts.addr, bitCopyScript), want)
+	compareEvents(t, runEventsAllDBs(t, ts.addr, 2, bitCopyScript), want)
+}
+
+// TestResp3EmptySetPopSendsNoEvent: SPOP with a count that pops nothing (a count of 0, a missing key) answers an
+// empty set, in RESP3 "~0", and sends no event; anykv took only RESP2's "*0" for an empty answer and sent "spop"
+// in RESP3 (difffuzz --events --resp3).
+func TestResp3EmptySetPopSendsNoEvent(t *testing.T) {
+	const script = "SADD s a b\nSPOP s 0\nSPOP nokey 3\nSPOP s 1\nSPOP nokey\nSPOP s 5\nSPOP s 2"
+	addr := startRedisServer(t)
+	ts := startServer(t, Options{}, 0)
+	for _, proto := range []int{2, 3} {
+		compareEvents(t, runEventsAllDBs(t, ts.addr, proto, script), runEventsAllDBs(t, addr, proto, script))
+	}
 }

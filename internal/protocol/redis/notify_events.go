@@ -66,7 +66,7 @@ func (n *noteCtx) emptied(key []byte) {
 func (n *noteCtx) null() bool {
 	r := n.reply
 	return bytes.HasPrefix(r, []byte("$-1\r\n")) || bytes.HasPrefix(r, []byte("*-1\r\n")) || bytes.HasPrefix(r, []byte("_\r\n")) ||
-		bytes.HasPrefix(r, []byte("*0\r\n"))
+		bytes.HasPrefix(r, []byte("*0\r\n")) || bytes.HasPrefix(r, []byte("~0\r\n")) // RESP3's empty set: SPOP with a count
 }
 
 // count is an integer reply's value (0 for another reply).
