@@ -81,8 +81,8 @@ rc=${PIPESTATUS[0]}
 set -e
 [ "$rc" = 0 ] || { echo "pytest failed"; exit 1; }
 
-echo "== differential fuzzing against redis-server (tests/difffuzz: fixed seeds, pipelines, MULTI, RESP3, SIGKILL restarts) [${SECONDS}s in]"
-for run in "--seeds 0:300" "--seeds 1000:1100 --pipeline 0.3 --restart 0.05" "--seeds 2000:2300 --resp3 --members 16 --multi 0.2"; do
+echo "== differential fuzzing against redis-server (tests/difffuzz: fixed seeds, pipelines, MULTI, RESP3, SIGKILL restarts, keyspace events) [${SECONDS}s in]"
+for run in "--seeds 0:300" "--seeds 1000:1100 --pipeline 0.3 --restart 0.05 --events" "--seeds 2000:2300 --resp3 --members 16 --multi 0.2 --pipeline 0.2 --events"; do
   # shellcheck disable=SC2086 # $run holds several flags
   python3 tests/difffuzz/difffuzz.py --anykv bin/anykv $run > /tmp/anykv-difffuzz.log 2>&1 ||
     { tail -n 80 /tmp/anykv-difffuzz.log; echo "difffuzz $run failed"; exit 1; }
