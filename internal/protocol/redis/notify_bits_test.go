@@ -1,7 +1,6 @@
 package redis
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -34,50 +33,16 @@ COPY d c DB 1
 COPY d c DB 1 REPLACE
 COPY e d REPLACE DB 1`
 
-// runEventsAllDBs runs script's commands (one a line), over RESP protocol proto, under "KEAn" and returns the keyevent messages of every
-// database in arrival order, as "db event key".
+// runEventsAllDBs runs script's commands (one a line) over RESP protocol proto under "KEAn" and returns the
+// keyevent messages of every database in arrival order, as "db event key".
 func runEventsAllDBs(t *testing.T, addr string, proto int, script string) []string {
 	t.Helper()
-	ctx := context.Background()
-	c := goredis.NewClient(&goredis.Options{Addr: addr, Protocol: proto, PoolSize: 1})
-	defer c.Close()
-	if err := c.Do(ctx, "CONFIG", "SET", "notify-keyspace-events", "KEAn").Err(); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Do(ctx, "CONFIG", "SET", "notify-keyspace-events", "")
-	ps := c.PSubscribe(ctx, "__keyevent@*__:*")
-	defer ps.Close()
-	if _, err := ps.Receive(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := ps.Subscribe(ctx, "script-end"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ps.Receive(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(script, "\n") {
-		var args []any
-		for _, a := range strings.Fields(line) {
-			args = append(args, a)
-		}
-		if err := c.Do(ctx, args...).Err(); err != nil && err != goredis.Nil {
-			t.Fatalf("%s: %v", line, err)
-		}
-	}
-	c.Publish(ctx, "script-end", "")
 	var got []string
-	for {
-		m, err := ps.ReceiveMessage(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m.Channel == "script-end" {
-			return got
-		}
+	eventsOf(t, addr, proto, "__keyevent@*__:*", script, nil, func(m *goredis.Message) {
 		db, event, _ := strings.Cut(strings.TrimPrefix(m.Channel, "__keyevent@"), "__:")
 		got = append(got, db+" "+event+" "+m.Payload)
-	}
+	})
+	return got
 }
 
 // TestBitAndCopyEventsMatchRedis: SETBIT and BITFIELD send "setbit" only when they changed the string or made or

@@ -180,17 +180,39 @@ func runNotifyScriptAs(t *testing.T, addr string, wrap func([]any) []any) []stri
 	return runNotifyLines(t, addr, notifyScript, wrap)
 }
 
-// runNotifyLines is runNotifyScriptAs for the commands of script.
+// runNotifyLines is runNotifyScriptAs for the commands of script: the keyevent messages of database 0, as
+// "event key", checking that each came with its keyspace message.
 func runNotifyLines(t *testing.T, addr, script string, wrap func([]any) []any) []string {
 	t.Helper()
+	var got []string
+	space := 0
+	eventsOf(t, addr, 2, "__key*@0__:*", script, wrap, func(m *goredis.Message) {
+		switch {
+		case strings.HasPrefix(m.Channel, "__keyspace@0__:"):
+			space++
+		case strings.HasPrefix(m.Channel, "__keyevent@0__:"):
+			got = append(got, strings.TrimPrefix(m.Channel, "__keyevent@0__:")+" "+m.Payload)
+		}
+	})
+	if space != len(got) {
+		t.Errorf("%d keyspace messages for %d keyevent messages", space, len(got))
+	}
+	return got
+}
+
+// eventsOf runs script's commands (one a line, `""` an empty argument, each through wrap unless it is nil) on one
+// connection speaking RESP proto, under "KEAn", and hands each message of pattern they caused to each, in
+// arrival order.
+func eventsOf(t *testing.T, addr string, proto int, pattern, script string, wrap func([]any) []any, each func(*goredis.Message)) {
+	t.Helper()
 	ctx := context.Background()
-	c := goredis.NewClient(&goredis.Options{Addr: addr, Protocol: 2, PoolSize: 1}) // one connection: MULTI
+	c := goredis.NewClient(&goredis.Options{Addr: addr, Protocol: proto, PoolSize: 1}) // one connection: MULTI
 	defer c.Close()
 	if err := c.Do(ctx, "CONFIG", "SET", "notify-keyspace-events", "KEAn").Err(); err != nil {
 		t.Fatal(err)
 	}
 	defer c.Do(ctx, "CONFIG", "SET", "notify-keyspace-events", "")
-	ps := c.PSubscribe(ctx, "__key*@0__:*")
+	ps := c.PSubscribe(ctx, pattern)
 	defer ps.Close()
 	if _, err := ps.Receive(ctx); err != nil {
 		t.Fatal(err)
@@ -209,29 +231,23 @@ func runNotifyLines(t *testing.T, addr, script string, wrap func([]any) []any) [
 			}
 			args = append(args, a)
 		}
-		if err := c.Do(ctx, wrap(args)...).Err(); err != nil && err != goredis.Nil {
+		if wrap != nil {
+			args = wrap(args)
+		}
+		if err := c.Do(ctx, args...).Err(); err != nil && err != goredis.Nil {
 			t.Fatalf("%s: %v", line, err)
 		}
 	}
 	c.Publish(ctx, "script-end", "") // after every event of the script: one connection's messages keep their order
-	var got []string
-	space := 0
 	for {
 		m, err := ps.ReceiveMessage(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		switch {
-		case m.Channel == "script-end":
-			if space != len(got) {
-				t.Errorf("%d keyspace messages for %d keyevent messages", space, len(got))
-			}
-			return got
-		case strings.HasPrefix(m.Channel, "__keyspace@0__:"):
-			space++
-		case strings.HasPrefix(m.Channel, "__keyevent@0__:"):
-			got = append(got, strings.TrimPrefix(m.Channel, "__keyevent@0__:")+" "+m.Payload)
+		if m.Channel == "script-end" {
+			return
 		}
+		each(m)
 	}
 }
 
