@@ -1,7 +1,6 @@
 package redis
 
 import (
-	"strings"
 	"testing"
 )
 
@@ -23,9 +22,5 @@ DEL s x`
 
 // TestXDelMatchesRedis: XDEL's checks come in redis-server's order, byte for byte in RESP2 and RESP3.
 func TestXDelMatchesRedis(t *testing.T) {
-	var steps []transcriptStep
-	for _, line := range strings.Split(xdelScript, "\n") {
-		steps = append(steps, transcriptStep{"pub", line, 1})
-	}
-	sameAsRedis(t, func(t *testing.T, addr string) []string { return pubsubTranscript(t, addr, steps) })
+	sameAsRedisLines(t, xdelScript)
 }

@@ -1,7 +1,6 @@
 package redis
 
 import (
-	"strings"
 	"testing"
 )
 
@@ -24,9 +23,5 @@ DEL s x`
 // TestXReadMaxIDMatchesRedis: XREAD after the largest ID answers as redis-server does, byte for byte in RESP2 and
 // RESP3.
 func TestXReadMaxIDMatchesRedis(t *testing.T) {
-	var steps []transcriptStep
-	for _, line := range strings.Split(xreadMaxIDScript, "\n") {
-		steps = append(steps, transcriptStep{"pub", line, 1})
-	}
-	sameAsRedis(t, func(t *testing.T, addr string) []string { return pubsubTranscript(t, addr, steps) })
+	sameAsRedisLines(t, xreadMaxIDScript)
 }

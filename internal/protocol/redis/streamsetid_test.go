@@ -45,11 +45,7 @@ XADD s 70-1 f v`
 // TestXSetIDMatchesRedis: XSETID (it answered "unknown command") answers and changes the stream as redis-server
 // does, byte for byte in RESP2 and RESP3.
 func TestXSetIDMatchesRedis(t *testing.T) {
-	var steps []transcriptStep
-	for _, line := range strings.Split(xsetidScript, "\n") {
-		steps = append(steps, transcriptStep{"pub", line, 1})
-	}
-	sameAsRedis(t, func(t *testing.T, addr string) []string { return pubsubTranscript(t, addr, steps) })
+	sameAsRedisLines(t, xsetidScript)
 }
 
 // xsetidBelowTrimScript: a trim that empties a stream, then XSETID back below the trimmed entries, then XADDs
@@ -77,8 +73,15 @@ DEL s t`
 // TestXSetIDBelowTrimmedEntriesMatchesRedis: entries added below a trim's deletions, after XSETID lowered the
 // emptied stream's last ID, are read as redis-server reads them.
 func TestXSetIDBelowTrimmedEntriesMatchesRedis(t *testing.T) {
+	sameAsRedisLines(t, xsetidBelowTrimScript)
+}
+
+// sameAsRedisLines runs script's commands (one a line) on one connection against anykv and redis-server and
+// compares the replies byte for byte.
+func sameAsRedisLines(t *testing.T, script string) {
+	t.Helper()
 	var steps []transcriptStep
-	for _, line := range strings.Split(xsetidBelowTrimScript, "\n") {
+	for _, line := range strings.Split(script, "\n") {
 		steps = append(steps, transcriptStep{"pub", line, 1})
 	}
 	sameAsRedis(t, func(t *testing.T, addr string) []string { return pubsubTranscript(t, addr, steps) })

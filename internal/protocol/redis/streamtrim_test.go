@@ -50,11 +50,7 @@ XLEN s`
 // TestXTrimOptionsMatchRedis: the trimming options parse, and fail, as redis-server's (LIMIT went unread unless
 // it came right after the threshold), byte for byte in RESP2 and RESP3.
 func TestXTrimOptionsMatchRedis(t *testing.T) {
-	var steps []transcriptStep
-	for _, line := range strings.Split(xtrimOptionsScript, "\n") {
-		steps = append(steps, transcriptStep{"pub", line, 1})
-	}
-	sameAsRedis(t, func(t *testing.T, addr string) []string { return pubsubTranscript(t, addr, steps) })
+	sameAsRedisLines(t, xtrimOptionsScript)
 }
 
 // TestStreamApproxTrimMatchesRedis: XADD and XTRIM with MAXLEN or MINID, "~" or exact, with and without LIMIT, on
