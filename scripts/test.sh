@@ -48,6 +48,13 @@ go tool staticcheck ./...
 
 echo "== Cassandra jars (fetched once into ~/.cache/anykv, before the packages that start Cassandra run in parallel) [${SECONDS}s in]"
 go test -count=1 -run '^TestCassandraJars$' ./internal/bench/deploy
+# The tests' Cassandra nodes start with the C1 compiler only and without bytecode verification: a 3-node cluster
+# then forms with half the CPU (28-34 s of it against 56-70 s, 2026-12-01), and the tests start several clusters
+# and single nodes. Benchmarks run without these options (internal/cluster: CassandraJVMOptionsEnv; the bench's settings
+# lines name them when set).
+if [ -z "${ANYKV_CASSANDRA_JVM_OPTS+set}" ]; then
+  export ANYKV_CASSANDRA_JVM_OPTS="-XX:TieredStopAtLevel=1 -XX:CICompilerCount=1 -XX:+UnlockDiagnosticVMOptions -XX:-BytecodeVerificationRemote -XX:-UsePerfData"
+fi
 
 echo "== go test -race [${SECONDS}s in]"
 # anykv refuses writes below 2% free space (--min-free-space); servertest lowers the reserve for its servers, but

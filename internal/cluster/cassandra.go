@@ -144,6 +144,7 @@ func (n CassandraNode) Command(java, lib string) (string, []string, error) {
 		"-Dcassandra.ring_delay_ms=5000", "-Dcassandra.skip_wait_for_gossip_to_settle=0",
 		"-Dcassandra.storagedir=" + n.Dir, "-Dcassandra.logdir=" + filepath.Join(n.Dir, "logs"),
 		"-Dcassandra.jmx.local.port=0"}, javaOpens...)
+	args = append(args, CassandraJVMOptions()...)
 	args = append(args, "-cp", filepath.Join(lib, "*"), "org.apache.cassandra.service.CassandraDaemon")
 	if os.Geteuid() == 0 {
 		if sp, err := exec.LookPath("setpriv"); err == nil {
@@ -152,6 +153,15 @@ func (n CassandraNode) Command(java, lib string) (string, []string, error) {
 	}
 	return java, args, nil
 }
+
+// CassandraJVMOptionsEnv names the environment variable whose JVM options (separated by spaces) every Cassandra
+// node gets after anykv's own. scripts/test.sh sets it to start-up options (the C1 compiler only, no bytecode
+// verification) that halve the tests' cluster start-ups on two cores; benchmarks should leave it unset, as those
+// options also slow the node's steady state.
+const CassandraJVMOptionsEnv = "ANYKV_CASSANDRA_JVM_OPTS"
+
+// CassandraJVMOptions returns the options of CassandraJVMOptionsEnv, none when it is unset.
+func CassandraJVMOptions() []string { return strings.Fields(os.Getenv(CassandraJVMOptionsEnv)) }
 
 // javaOpens are the module flags Cassandra's own launcher (conf/jvm17-server.options) gives Java 17.
 var javaOpens = []string{

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -107,5 +108,33 @@ func TestCassandraRestartWaitsForRejoin(t *testing.T) {
 			st.stopMember(m)
 			t.Errorf("%s (pid %d) still runs after Down", m.Name, m.Pid)
 		}
+	}
+}
+
+// TestCassandraJVMOptionsComeBeforeTheClass: the options of ANYKV_CASSANDRA_JVM_OPTS reach the JVM (after anykv's,
+// before -cp and the main class, where java would take them for the program's arguments), and none without it.
+func TestCassandraJVMOptionsComeBeforeTheClass(t *testing.T) {
+	node := CassandraNode{Dir: t.TempDir(), Addr: "127.0.0.1", Native: 1, Storage: 2, Seed: "127.0.0.1:2", Token: "0",
+		Heap: [2]string{"256m", "512m"}}
+	t.Setenv(CassandraJVMOptionsEnv, "")
+	_, plain, err := node.Command("java", "/lib")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(CassandraJVMOptionsEnv, " -XX:TieredStopAtLevel=1   -XX:-UsePerfData ")
+	_, args, err := node.Command("java", "/lib")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(args) != len(plain)+2 {
+		t.Fatalf("%d arguments with two options, %d without", len(args), len(plain))
+	}
+	cp := slices.Index(args, "-cp")
+	first := slices.Index(args, "-XX:TieredStopAtLevel=1")
+	if first < 0 || cp < 0 || first > cp || args[first+1] != "-XX:-UsePerfData" || args[len(args)-1] != "org.apache.cassandra.service.CassandraDaemon" {
+		t.Fatalf("options not in place before -cp: %q", args)
+	}
+	if slices.Index(plain, "-XX:TieredStopAtLevel=1") >= 0 {
+		t.Fatalf("an option without the variable: %q", plain)
 	}
 }

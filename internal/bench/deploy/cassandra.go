@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"anykv/internal/cluster"
@@ -64,9 +65,19 @@ func startCassandra(ctx context.Context, o Options, dir string) (*Server, error)
 		return nil, fmt.Errorf("cassandra: %w", err)
 	}
 	return &Server{URL: url, Pid: p.cmd.Process.Pid, Version: "Apache Cassandra " + CassandraVersion,
-		Settings: []string{
+		Settings: append([]string{
 			"single node, commitlog_sync: batch (a write is acknowledged after its commit log fsync)",
 			"paxos_variant: v2 (lightweight transactions), heap 512-768 MiB, no memory locking (CAP_IPC_LOCK dropped)",
-		},
+		}, extraJVMOptions()...),
 		stop: func() error { return p.stop(30 * time.Second) }}, nil
+}
+
+// extraJVMOptions is the settings line that names the JVM options cluster.CassandraJVMOptionsEnv added, if any:
+// a table of figures must say when its Cassandra ran with start-up options that slow it.
+func extraJVMOptions() []string {
+	opts := cluster.CassandraJVMOptions()
+	if len(opts) == 0 {
+		return nil
+	}
+	return []string{"extra JVM options from " + cluster.CassandraJVMOptionsEnv + ": " + strings.Join(opts, " ")}
 }

@@ -72,6 +72,7 @@ func startCluster(ctx context.Context, o Options, dir, engine string, n, fronts 
 		engineURL = st.URL + "?rf=3&read=quorum&slots=16"
 		s.Version = "Apache Cassandra " + CassandraVersion
 		s.Settings = []string{fmt.Sprintf("%d Cassandra nodes on 127.0.0.1-127.0.0.%d, replication factor 3, commitlog_sync batch, paxos_variant v2, write and CAS timeouts 2 s, heap 256-512 MiB; a restarted node counts as down until it answers CQL and its peers gossip its new generation", n, n)}
+		s.Settings = append(s.Settings, extraJVMOptions()...)
 	default:
 		s.Version = output(st.Bin, "--version")
 		s.Settings = []string{fmt.Sprintf("%d redis-server nodes in cluster mode, %d masters with %d replica(s) each, cluster-node-timeout %v, appendonly yes (appendfsync everysec), cluster-require-full-coverage no; replication is asynchronous",
