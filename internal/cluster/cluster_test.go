@@ -333,3 +333,41 @@ func TestRestartWaitsOutABriefHolderOfItsPort(t *testing.T) {
 		t.Errorf("the first start did not meet the held port; log:\n%s", b)
 	}
 }
+
+// TestDownStopsMembersTogether: Down gives every member its 5 s after SIGTERM at the same time, so a cluster of
+// members that ignore SIGTERM (as a Cassandra node may for the whole 5 s) stops in about 5 s, not 5 s a member.
+// Three shells that trap SIGTERM stand for the members; one after another they took 15 s.
+func TestDownStopsMembersTogether(t *testing.T) {
+	dir := t.TempDir()
+	st := &State{Engine: "etcd", Bin: "/bin/sh"}
+	for i := range 3 {
+		c := exec.Command("/bin/sh", "-c", "trap '' TERM; while :; do sleep 1; done")
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Process.Kill() })
+		go c.Wait() // reap it, so that it does not stay a zombie counted as running
+		start, _, err := procStat(c.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Members = append(st.Members, Member{Name: "m" + strconv.Itoa(i+1), Pid: c.Process.Pid, Start: start})
+	}
+	if err := st.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	skipped, err := Down(dir)
+	took := time.Since(began)
+	if err != nil || len(skipped) != 0 {
+		t.Fatalf("Down: %v, skipped %q", err, skipped)
+	}
+	for _, m := range st.Members {
+		if alive(m.Pid) && st.stranger(m) == "" {
+			t.Errorf("%s (pid %d) still runs after Down", m.Name, m.Pid)
+		}
+	}
+	if took > 12*time.Second {
+		t.Errorf("Down took %v for three members that ignore SIGTERM: one after another (3 × 5 s), not together", took)
+	}
+}
