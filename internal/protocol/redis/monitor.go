@@ -54,14 +54,14 @@ func cmdMonitor(s *session, args [][]byte) {
 	}
 	s.w.SimpleString("OK")
 	s.ensurePusher()
-	// +OK is queued before the first line, and held until the monitor is registered: a client told it monitors
-	// sees every command run after that (without the hold a command could run between the two, unseen).
-	s.sub.hold()
+	// +OK is queued before the first line, and held until the monitor is registered (and the command accounted:
+	// holdPushes): a client told it monitors sees every command run after that (without the hold a command could
+	// run between the two, unseen).
+	s.holdPushes()
 	s.out()
 	s.monitoring = true
 	s.sub.monitor.Store(true)
 	s.h.monitors.add(s.sub)
-	s.sub.release()
 }
 
 // endMonitor leaves MONITOR mode (RESET, the connection's end).

@@ -145,10 +145,11 @@ type session struct {
 	picks    int64     // repeated random picks the batch holds (roomForPicks)
 	restored int       // bytes of the values the batch's RESTOREs decoded (roomForRestore)
 
-	ctx     context.Context // ends when the server shuts down (blocking commands stop waiting)
-	noBlock bool            // set while EXEC runs: blocking commands answer at once, as in Redis
-	popped  []byte          // the key popFirst last answered from (a queued pop reports it: runQueued)
-	reads   context.Context // READONLY's context for plain reads; nil: the server default (consistency.go)
+	ctx      context.Context // ends when the server shuts down (blocking commands stop waiting)
+	noBlock  bool            // set while EXEC runs: blocking commands answer at once, as in Redis
+	popped   []byte          // the key popFirst last answered from (a queued pop reports it: runQueued)
+	pushHeld int             // holds of the pusher a (P)SUBSCRIBE or MONITOR took, released once it is accounted
+	reads    context.Context // READONLY's context for plain reads; nil: the server default (consistency.go)
 
 	// In a script's redis.call: its batch, which KEYS, SCAN, RANDOMKEY and DBSIZE read the keys through
 	// (command.inScript), and the cursors of the handler that runs it; nil on a connection.
@@ -390,7 +391,11 @@ func (s *session) dispatch(args [][]byte) {
 			s.emitOwn(nil, nil)
 		}
 		s.obs.Observe(took, failed)
+		if hook := testHookAccounting.Load(); hook != nil {
+			(*hook)(cmd.name)
+		}
 		s.account(cmd, args, took, false, failed)
+		s.releasePushes() // a confirmation leaves once its command is accounted
 		s.counted.flush()
 	}
 }
