@@ -245,7 +245,7 @@ func cmdXReadGroup(s *session, args [][]byte) {
 	}
 	s.h.waiters.groups.Add(1)
 	defer s.h.waiters.groups.Add(-1)
-	if !s.block(sp.keys, sp.block, false, attempt) {
+	if !s.block(sp.keys, sp.block, blockGroup, attempt) {
 		s.blockEnded(s.w.NullArray)
 	}
 }

@@ -427,7 +427,7 @@ func cmdXRead(s *session, args [][]byte) {
 		}
 		return
 	}
-	if !s.block(keys, block, false, attempt) {
+	if !s.block(keys, block, blockReads, attempt) {
 		s.blockEnded(s.w.NullArray)
 	}
 }
