@@ -67,10 +67,13 @@ const (
 	blockGroup                  // XREADGROUP: first come, first served (the first takes the entries), each tried
 )
 
-// wakeAck is closed (done) by the woken client once its try is over; served says whether it was answered.
+// wakeAck is closed (done) by the woken client once its try is over; served says whether it was answered. key
+// is the key (waitKey's form) whose filling woke it: a pop tries that key alone, as Redis serves a blocked
+// client from the key that became ready, not from the first of its keys that holds something.
 type wakeAck struct {
 	done   chan struct{}
 	served bool
+	key    string
 }
 
 func (a *wakeAck) finish(served bool) {
@@ -128,10 +131,10 @@ func (w *waiters) remove(keys []string, b *blocked) {
 // send hands b a wake under w.mu: an ack to wait for if b is parked (it then counts as trying), else a bare
 // signal, which a trying client (the waker itself, or one waiting for it) is never waited for through. nil if
 // nothing is to be waited for.
-func (w *waiters) send(b *blocked) *wakeAck {
+func (w *waiters) send(b *blocked, key string) *wakeAck {
 	var ack *wakeAck
 	if b.parked {
-		ack = &wakeAck{done: make(chan struct{})}
+		ack = &wakeAck{done: make(chan struct{}), key: key}
 	}
 	select {
 	case b.ch <- ack:
@@ -203,11 +206,11 @@ func (w *waiters) wake(muts []engine.Mutation, res []engine.Result) {
 			case b.parked && b.kind != blockReads:
 				queues[i] = append(queues[i], b)
 			case b.parked:
-				if ack := w.send(b); ack != nil {
+				if ack := w.send(b, k); ack != nil {
 					readers = append(readers, ack)
 				}
 			default:
-				w.send(b)
+				w.send(b, k)
 			}
 		}
 		slices.SortFunc(queues[i], func(a, b *blocked) int { return cmp.Compare(a.seq, b.seq) })
@@ -242,7 +245,7 @@ func (w *waiters) wake(muts []engine.Mutation, res []engine.Result) {
 			w.mu.Lock()
 			var ack *wakeAck
 			if _, ok := w.m[keys[i]][b]; ok { // it may have left, or been woken by another key
-				ack = w.send(b)
+				ack = w.send(b, keys[i])
 			}
 			w.mu.Unlock()
 			if ack != nil && !wait(ack) && b.kind == blockPops {
@@ -335,6 +338,7 @@ func (s *session) block(keys [][]byte, timeout time.Duration, kind blockKind, at
 			s.h.waiters.clients.Add(-1)
 		}
 	}()
+	defer func() { s.wokeBy = "" }()
 	for {
 		s.h.waiters.add(names, b) // before the attempt: a push after it wakes us
 		ok := attempt()
@@ -386,6 +390,10 @@ func (s *session) block(keys [][]byte, timeout time.Duration, kind blockKind, at
 			select {
 			case ack = <-b.ch:
 				woken = true
+				s.wokeBy = ""
+				if ack != nil {
+					s.wokeBy = ack.key
+				}
 			case <-expired:
 				return false
 			case s.unblockedErr = <-unblocked:
@@ -439,6 +447,9 @@ func (s *session) popFirst(keys [][]byte, woken bool, p popSpec) bool {
 		note = map[bool]string{true: "zpopmin", false: "zpopmax"}[p.front]
 	}
 	for _, k := range keys {
+		if woken && s.wokeBy != "" && s.wokeBy != waitKey(s.table(), k) {
+			continue // served from the key that woke it, as Redis serves it (see wakeAck)
+		}
 		m := collections.Pop(s.table(), k, p.front, p.count)
 		if p.zset {
 			m = collections.ZPop(s.table(), k, !p.front, max(p.count, 1))

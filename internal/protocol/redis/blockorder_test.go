@@ -91,3 +91,50 @@ func TestBlockedXReadGroupsServedInOrderMatchRedis(t *testing.T) {
 	}
 	blockScriptMatchesRedis(t, b.String())
 }
+
+// TestBlockedPopServedFromTheKeyThatFilledMatchesRedis: a client blocked on several keys is served from the key
+// that was filled first (the order of the transaction's or script's writes), not from the first of its keys
+// that holds something, as Redis serves it from the key that became ready; a key filled after it was served
+// keeps its element, and a client blocked on that key alone still waits. anykv popped the first key listed
+// (blockfuzz seed 61).
+func TestBlockedPopServedFromTheKeyThatFilledMatchesRedis(t *testing.T) {
+	blockScriptMatchesRedis(t, `
+		A> BLPOP l2 l1 0
+		B: MULTI
+		B: RPUSH l1 a
+		B: RPUSH l2 b
+		B: EXEC
+		A?
+		B: LRANGE l1 0 -1
+		B: LRANGE l2 0 -1
+		B: DEL l1 l2
+		A> BLPOP l1 l2 0
+		C> BLPOP l2 0
+		B: MULTI
+		B: RPUSH l2 x
+		B: RPUSH l1 y
+		B: EXEC
+		A?
+		B: LRANGE l1 0 -1
+		B: RPUSH l2 z
+		C?
+		B: DEL l1 l2
+		A> BLMPOP 0 2 l2 l1 LEFT COUNT 2
+		B: EVAL "redis.call('rpush', KEYS[1], 'a', 'b', 'c'); redis.call('rpush', KEYS[2], 'd')" 2 l1 l2
+		A?
+		B: LRANGE l1 0 -1
+		B: LRANGE l2 0 -1
+		A> BZPOPMIN z2 z1 0
+		B: MULTI
+		B: ZADD z1 1 a
+		B: ZADD z2 0 b
+		B: EXEC
+		A?
+		B: ZRANGE z1 0 -1
+		B: ZRANGE z2 0 -1
+		B: DEL z1 z2
+		A> BZMPOP 0 2 z1 z2 MAX COUNT 5
+		B: ZADD z2 5 c
+		A?
+		B: ZRANGE z1 0 -1`)
+}

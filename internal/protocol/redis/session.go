@@ -148,6 +148,7 @@ type session struct {
 	ctx     context.Context // ends when the server shuts down (blocking commands stop waiting)
 	noBlock bool            // set while EXEC runs: blocking commands answer at once, as in Redis
 	popped  []byte          // the key popFirst last answered from (a queued pop reports it: runQueued)
+	wokeBy  string          // in a blocking command's retry, the key (waitKey) whose wake it serves; "" if none
 	reads   context.Context // READONLY's context for plain reads; nil: the server default (consistency.go)
 
 	// In a script's redis.call: its batch, which KEYS, SCAN, RANDOMKEY and DBSIZE read the keys through
