@@ -542,13 +542,19 @@ func cmdBMove(s *session, args [][]byte) {
 	a := copyArgs(args[1:3])
 	m := collections.Move(s.table(), a[0], s.table(), a[1], fromLeft, toLeft)
 	noteArgs := [][]byte{[]byte("lmove"), a[0], a[1], []byte(side(fromLeft)), []byte(side(toLeft))} // LMOVE's events
+	woken := false
 	moved := s.block(a[:1], timeout, blockPops, func() bool {
+		defer func() { woken = true }()
 		r, sendNotes, err := s.applyNoted(m, "lmove", noteArgs)
 		if err == nil {
 			err = r.Err
 		}
 		switch {
 		case errors.Is(err, engine.ErrNotFound):
+			return false
+		case woken && errors.Is(err, engine.ErrWrongType) && !s.holdsList(a[0]):
+			// Once woken, a source that now holds another type is passed over, as Redis serves a blocked
+			// client only from a list (a destination of another type is answered WRONGTYPE, as in Redis).
 			return false
 		case err != nil:
 			s.w.Error(errText(err))
@@ -563,6 +569,12 @@ func cmdBMove(s *session, args [][]byte) {
 	if !moved {
 		s.blockEnded(s.w.NullArray) // Redis's RESP2 answer at the timeout is *-1 here too, not $-1
 	}
+}
+
+// holdsList reports whether key holds a list (false on a failed read: the caller waits on).
+func (s *session) holdsList(key []byte) bool {
+	res, err := s.applyHere([]engine.Mutation{{Op: engine.OpGet, Table: s.table(), Key: key, AnyKind: true, NoValue: true}})
+	return err == nil && res[0].Err == nil && res[0].New.Kind == engine.KindList
 }
 
 // testHookCounted, when set by a test, runs once a blocking command counts itself in blocked_clients.

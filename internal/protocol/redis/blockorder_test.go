@@ -138,3 +138,28 @@ func TestBlockedPopServedFromTheKeyThatFilledMatchesRedis(t *testing.T) {
 		A?
 		B: ZRANGE z1 0 -1`)
 }
+
+// TestBlockedMoveSourceOfOtherTypeMatchesRedis: a BLMOVE or BRPOPLPUSH whose source key is given another type
+// while it waits waits on (Redis serves it only from a list), and is served once the key is a list again; one
+// whose destination holds another type when its source fills is answered WRONGTYPE, the element left in the
+// source, as in Redis. anykv answered WRONGTYPE as soon as a script (whose declared keys wake their clients)
+// made the source a hash (blockfuzz seed 68).
+func TestBlockedMoveSourceOfOtherTypeMatchesRedis(t *testing.T) {
+	blockScriptMatchesRedis(t, `
+		A> BLMOVE src dst LEFT RIGHT 0
+		C> BRPOPLPUSH src2 dst 0
+		B: EVAL "redis.call('hset', KEYS[1], 'f', 'v')" 1 src
+		B: EVAL "redis.call('set', KEYS[1], 'x')" 1 src2
+		B: DEL src src2
+		B: RPUSH src a
+		A?
+		B: RPUSH src2 b
+		C?
+		B: LRANGE dst 0 -1
+		A> BLMOVE src3 dst3 LEFT RIGHT 0
+		B: SET dst3 str
+		B: RPUSH src3 c
+		A?
+		B: LRANGE src3 0 -1
+		B: GET dst3`)
+}
