@@ -447,7 +447,7 @@ func (s *session) popFirst(keys [][]byte, woken bool, p popSpec) bool {
 		note = map[bool]string{true: "zpopmin", false: "zpopmax"}[p.front]
 	}
 	for _, k := range keys {
-		if woken && s.wokeBy != "" && s.wokeBy != waitKey(s.table(), k) {
+		if j := s.wokenIndex(keys); woken && j >= 0 && string(keys[j]) != string(k) {
 			continue // served from the key that woke it, as Redis serves it (see wakeAck)
 		}
 		m := collections.Pop(s.table(), k, p.front, p.count)
@@ -569,6 +569,20 @@ func cmdBMove(s *session, args [][]byte) {
 	if !moved {
 		s.blockEnded(s.w.NullArray) // Redis's RESP2 answer at the timeout is *-1 here too, not $-1
 	}
+}
+
+// wokenIndex is the index in keys of the key whose wake the retry in progress serves (wakeAck), or -1 if none
+// (the first try, or a bare wake): a blocked client is served from that key alone, as Redis serves it.
+func (s *session) wokenIndex(keys [][]byte) int {
+	if s.wokeBy == "" {
+		return -1
+	}
+	for i, k := range keys {
+		if waitKey(s.table(), k) == s.wokeBy {
+			return i
+		}
+	}
+	return -1
 }
 
 // holdsList reports whether key holds a list (false on a failed read: the caller waits on).

@@ -163,3 +163,24 @@ func TestBlockedMoveSourceOfOtherTypeMatchesRedis(t *testing.T) {
 		B: LRANGE src3 0 -1
 		B: GET dst3`)
 }
+
+// TestBlockedXReadServedFromTheStreamThatFilledMatchesRedis: an XREAD or XREADGROUP blocked on several streams
+// is answered with the entries of the stream whose XADD woke it alone, as Redis serves it from the key that became
+// ready, even when a transaction added to another of its streams too; the other stream's entries are read by
+// the next call. anykv answered every stream that had something new (blockfuzz seed 145).
+func TestBlockedXReadServedFromTheStreamThatFilledMatchesRedis(t *testing.T) {
+	blockScriptMatchesRedis(t, `
+		X: XGROUP CREATE s1 g $ MKSTREAM
+		X: XGROUP CREATE s2 g $ MKSTREAM
+		A> XREAD BLOCK 0 STREAMS s1 s2 $ $
+		C> XREADGROUP GROUP g c BLOCK 0 STREAMS s1 s2 > >
+		B: MULTI
+		B: XADD s2 1-1 f a
+		B: XADD s1 1-1 f b
+		B: EXEC
+		A?
+		C?
+		C: XREADGROUP GROUP g c STREAMS s1 s2 > >
+		C: XPENDING s1 g
+		C: XPENDING s2 g`)
+}
