@@ -342,6 +342,13 @@ func (s *session) block(keys [][]byte, timeout time.Duration, kind blockKind, at
 	for {
 		s.h.waiters.add(names, b) // before the attempt: a push after it wakes us
 		ok := attempt()
+		if !ok && !s.noBlock {
+			// Parked before it counts as blocked (blocked_clients, CLIENT LIST's b flag) and before its waker
+			// goes on: a push sent once a client sees it blocked, or once the push that woke it answered,
+			// wakes it in its turn and waits for its try, where one landing while it was not parked would wake
+			// it without order (a later client, parked, could take the element first).
+			s.h.waiters.park(b)
+		}
 		if ack != nil {
 			ack.finish(ok) // the try its waker waited for is over
 			ack = nil
@@ -352,10 +359,6 @@ func (s *session) block(keys [][]byte, timeout time.Duration, kind blockKind, at
 		if s.noBlock {
 			return false
 		}
-		// Parked before it counts as blocked (blocked_clients, CLIENT LIST's b flag): a push sent once a client
-		// sees it blocked wakes it in its turn and waits for its try, where one landing in the first try would
-		// wake it without order (a later client, parked, could take the element first).
-		s.h.waiters.park(b)
 		if !counted {
 			counted = true
 			var done func()

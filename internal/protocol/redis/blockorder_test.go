@@ -49,7 +49,12 @@ func blockTranscript(t *testing.T, addr, script string) []string {
 			c.send(cmd + "\r\n")
 			out = append(out, fmt.Sprintf("%s %q", line, c.reply()))
 		case "?":
-			out = append(out, fmt.Sprintf("%s %q", line, c.reply()))
+			c.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			var b strings.Builder
+			if err := readValue(c.r, &b); err != nil {
+				t.Fatalf("%s: %v (replies so far: %q)", line, err, out)
+			}
+			out = append(out, fmt.Sprintf("%s %q", line, b.String()))
 		default:
 			t.Fatalf("bad line %q", line)
 		}
