@@ -88,6 +88,10 @@ for run in "--seeds 0:300" "--seeds 1000:1100 --pipeline 0.3 --restart 0.05 --ev
     { tail -n 80 /tmp/anykv-difffuzz.log; echo "difffuzz $run failed"; exit 1; }
   grep '^done' /tmp/anykv-difffuzz.log
 done
+echo "== blocking commands under several clients against redis-server (tests/difffuzz/blockfuzz.py: 10 fixed seeds) [${SECONDS}s in]"
+python3 tests/difffuzz/blockfuzz.py --anykv bin/anykv --seeds 0:10 > /tmp/anykv-blockfuzz.log 2>&1 ||
+  { tail -n 80 /tmp/anykv-blockfuzz.log; echo "blockfuzz failed"; exit 1; }
+grep '^done' /tmp/anykv-blockfuzz.log
 
 echo "== Redis 7.0.15's own tests of the data types, against anykv (scripts/redis_type_tests.sh) [${SECONDS}s in]"
 # A timing-sensitive test of the suite has failed once in a few runs before: a failed run is shown and run once
