@@ -189,3 +189,25 @@ func TestBlockedXReadServedFromTheStreamThatFilledMatchesRedis(t *testing.T) {
 		C: XPENDING s1 g
 		C: XPENDING s2 g`)
 }
+
+// TestBlockedXReadWokenByAWriteThatAddsNothingMatchesRedis: an XREAD blocked on two streams is woken by a write
+// of the first that adds nothing (while an XREADGROUP waits somewhere, any write of a stream wakes its readers)
+// and, in the same transaction, an XADD to the second. Redis serves it from the second, the only one that became
+// ready. A guard for the wake that names its key (wakeAck.key): a reader tried on the first stream alone, the
+// second's wake dropped as it was woken already, would wait on until the next write or its timeout.
+func TestBlockedXReadWokenByAWriteThatAddsNothingMatchesRedis(t *testing.T) {
+	blockScriptMatchesRedis(t, `
+X: XADD a 1-1 f v
+X: XADD b 1-1 f v
+X: XGROUP CREATE a g $
+X: XGROUP CREATE other g $ MKSTREAM
+G> XREADGROUP GROUP g c BLOCK 0 STREAMS other >
+A> XREAD BLOCK 0 STREAMS a b 1-1 1-1
+X: MULTI
+X: XGROUP SETID a g 0-0
+X: XADD b 2-1 f v
+X: EXEC
+A?
+X: XADD other 1-1 f v
+G?`)
+}
