@@ -88,14 +88,17 @@ rc=${PIPESTATUS[0]}
 set -e
 [ "$rc" = 0 ] || { echo "pytest failed"; exit 1; }
 
-echo "== differential fuzzing against redis-server (tests/difffuzz: fixed seeds, pipelines, MULTI, RESP3, SIGKILL restarts, keyspace events) [${SECONDS}s in]"
-# The three runs go side by side (each keeps about one core busy, waiting on its servers part of the time; one
-# after another they took 129 s in CI), each with its own servers and log, reported in order.
-runs=("--seeds 0:300" "--seeds 1000:1100 --pipeline 0.3 --restart 0.05 --events" "--seeds 2000:2300 --resp3 --members 16 --multi 0.2 --pipeline 0.2 --events")
+echo "== differential fuzzing against redis-server (tests/difffuzz: fixed seeds, pipelines, MULTI, RESP3, SIGKILL restarts, keyspace events; blockfuzz.py: blocking commands under several clients) [${SECONDS}s in]"
+# The runs go side by side (each keeps at most about one core busy, waiting on its servers part of the time; the
+# three difffuzz runs took 129 s one after another in CI), each with its own servers and log, reported in order.
+fuzz="python3 tests/difffuzz/difffuzz.py --anykv bin/anykv"
+runs=("$fuzz --seeds 0:300" "$fuzz --seeds 1000:1100 --pipeline 0.3 --restart 0.05 --events"
+  "$fuzz --seeds 2000:2300 --resp3 --members 16 --multi 0.2 --pipeline 0.2 --events"
+  "python3 tests/difffuzz/blockfuzz.py --anykv bin/anykv --seeds 0:10")
 pids=()
 for i in "${!runs[@]}"; do
-  # shellcheck disable=SC2086 # a run holds several flags
-  python3 tests/difffuzz/difffuzz.py --anykv bin/anykv ${runs[$i]} > "/tmp/anykv-difffuzz-$i.log" 2>&1 &
+  # shellcheck disable=SC2086 # a run is a command and its flags
+  ${runs[$i]} > "/tmp/anykv-difffuzz-$i.log" 2>&1 &
   pids+=($!)
 done
 fuzz_failed=0
@@ -103,7 +106,7 @@ for i in "${!runs[@]}"; do
   if wait "${pids[$i]}"; then
     grep '^done' "/tmp/anykv-difffuzz-$i.log"
   else
-    tail -n 80 "/tmp/anykv-difffuzz-$i.log"; echo "difffuzz ${runs[$i]} failed"; fuzz_failed=1
+    tail -n 80 "/tmp/anykv-difffuzz-$i.log"; echo "failed: ${runs[$i]}"; fuzz_failed=1
   fi
 done
 [ "$fuzz_failed" = 0 ] || exit 1

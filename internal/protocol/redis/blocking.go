@@ -49,17 +49,31 @@ type waiters struct {
 // after that client was served, and a chain (a BLMOVE whose push serves another BLMOVE) is served through
 // before the first push is answered. Clients that take what they wait for (pops, moves) are woken one at a
 // time, in the order they blocked, until one finds nothing: first come, first served, as Redis serves them.
+// XREADGROUP's readers are woken one at a time in that order too (the first takes the new entries, as in Redis),
+// but one that finds nothing does not stop the others (a reader of another group finds the same entries new).
 type blocked struct {
-	ch       chan *wakeAck // capacity 1: the next try's ack, or nil for a wake nobody waits for
-	seq      uint64        // when it blocked
-	consumes bool          // a pop or move (XREAD takes nothing: every reader is served)
-	parked   bool          // under waiters.mu: waiting in select, not trying
+	ch     chan *wakeAck // capacity 1: the next try's ack, or nil for a wake nobody waits for
+	seq    uint64        // when it blocked
+	kind   blockKind
+	parked bool // under waiters.mu: waiting in select, not trying
 }
 
-// wakeAck is closed (done) by the woken client once its try is over; served says whether it was answered.
+// blockKind says how a blocked client takes what it waits for, and so how a wake serves it.
+type blockKind uint8
+
+const (
+	blockReads blockKind = iota // XREAD: takes nothing, every reader is served at once
+	blockPops                   // a pop or move: first come, first served, until one finds nothing
+	blockGroup                  // XREADGROUP: first come, first served (the first takes the entries), each tried
+)
+
+// wakeAck is closed (done) by the woken client once its try is over; served says whether it was answered. key
+// is the key (waitKey's form) whose filling woke it: a pop tries that key alone, as Redis serves a blocked
+// client from the key that became ready, not from the first of its keys that holds something.
 type wakeAck struct {
 	done   chan struct{}
 	served bool
+	key    string
 }
 
 func (a *wakeAck) finish(served bool) {
@@ -117,10 +131,10 @@ func (w *waiters) remove(keys []string, b *blocked) {
 // send hands b a wake under w.mu: an ack to wait for if b is parked (it then counts as trying), else a bare
 // signal, which a trying client (the waker itself, or one waiting for it) is never waited for through. nil if
 // nothing is to be waited for.
-func (w *waiters) send(b *blocked) *wakeAck {
+func (w *waiters) send(b *blocked, key string) *wakeAck {
 	var ack *wakeAck
 	if b.parked {
-		ack = &wakeAck{done: make(chan struct{})}
+		ack = &wakeAck{done: make(chan struct{}), key: key}
 	}
 	select {
 	case b.ch <- ack:
@@ -189,14 +203,14 @@ func (w *waiters) wake(muts []engine.Mutation, res []engine.Result) {
 	for i, k := range keys {
 		for b := range w.m[k] {
 			switch {
-			case b.parked && b.consumes:
+			case b.parked && b.kind != blockReads:
 				queues[i] = append(queues[i], b)
 			case b.parked:
-				if ack := w.send(b); ack != nil {
+				if ack := w.send(b, k); ack != nil {
 					readers = append(readers, ack)
 				}
 			default:
-				w.send(b)
+				w.send(b, k)
 			}
 		}
 		slices.SortFunc(queues[i], func(a, b *blocked) int { return cmp.Compare(a.seq, b.seq) })
@@ -223,15 +237,19 @@ func (w *waiters) wake(muts []engine.Mutation, res []engine.Result) {
 		}
 	}
 	for i, q := range queues {
+		emptied := false // a pop found nothing: the key is empty again, the pops after it would find nothing either
 		for _, b := range q {
+			if emptied && b.kind == blockPops {
+				continue
+			}
 			w.mu.Lock()
 			var ack *wakeAck
 			if _, ok := w.m[keys[i]][b]; ok { // it may have left, or been woken by another key
-				ack = w.send(b)
+				ack = w.send(b, keys[i])
 			}
 			w.mu.Unlock()
-			if ack != nil && !wait(ack) {
-				break // it found nothing: the key is empty again, the others would find nothing either
+			if ack != nil && !wait(ack) && b.kind == blockPops {
+				emptied = true
 			}
 		}
 	}
@@ -278,9 +296,9 @@ func parseTimeout(arg []byte) (time.Duration, string) {
 
 // block runs attempt until it reports success, waiting between tries for a wake-up on keys, until timeout (0:
 // none). It reports whether an attempt succeeded; false after the timeout, a shutdown or a vanished client.
-// consumes says the attempt takes what it waits for (a pop or move), so clients are woken first come, first
-// served.
-func (s *session) block(keys [][]byte, timeout time.Duration, consumes bool, attempt func() bool) bool {
+// kind says whether the attempt takes what it waits for (a pop or move, an XREADGROUP), so that clients are woken
+// first come, first served.
+func (s *session) block(keys [][]byte, timeout time.Duration, kind blockKind, attempt func() bool) bool {
 	names := make([]string, len(keys))
 	for i, k := range keys {
 		names[i] = waitKey(s.table(), k)
@@ -293,7 +311,7 @@ func (s *session) block(keys [][]byte, timeout time.Duration, consumes bool, att
 	}
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
-	b := &blocked{ch: make(chan *wakeAck, 1), seq: s.h.waiters.seq.Add(1), consumes: consumes}
+	b := &blocked{ch: make(chan *wakeAck, 1), seq: s.h.waiters.seq.Add(1), kind: kind}
 	var ack *wakeAck // the waker waiting for the try in progress
 	defer func() {
 		// Unregistered first, so no waker sends more; then every waker still waiting is released, as if the
@@ -310,8 +328,7 @@ func (s *session) block(keys [][]byte, timeout time.Duration, consumes bool, att
 		default:
 		}
 	}()
-	s.state.blocked.Store(true)
-	defer s.state.blocked.Store(false)
+	defer s.state.blocked.Store(false) // CLIENT LIST's b flag, set once it waits
 	started := time.Now()
 	defer func() { s.waited += time.Since(started) }()
 	var unblocked <-chan bool // CLIENT UNBLOCK's, once it waits: true for ERROR
@@ -321,9 +338,17 @@ func (s *session) block(keys [][]byte, timeout time.Duration, consumes bool, att
 			s.h.waiters.clients.Add(-1)
 		}
 	}()
+	defer func() { s.wokeBy = "" }()
 	for {
 		s.h.waiters.add(names, b) // before the attempt: a push after it wakes us
 		ok := attempt()
+		if !ok && !s.noBlock {
+			// Parked before it counts as blocked (blocked_clients, CLIENT LIST's b flag) and before its waker
+			// goes on: a push sent once a client sees it blocked, or once the push that woke it answered,
+			// wakes it in its turn and waits for its try, where one landing while it was not parked would wake
+			// it without order (a later client, parked, could take the element first).
+			s.h.waiters.park(b)
+		}
 		if ack != nil {
 			ack.finish(ok) // the try its waker waited for is over
 			ack = nil
@@ -340,6 +365,7 @@ func (s *session) block(keys [][]byte, timeout time.Duration, consumes bool, att
 			unblocked, done = s.unblockable() // before it counts: a CLIENT UNBLOCK sent once INFO shows it blocked finds it
 			defer done()
 			s.h.waiters.clients.Add(1)
+			s.state.blocked.Store(true)
 			if hook := testHookCounted.Load(); hook != nil {
 				(*hook)()
 			}
@@ -362,12 +388,15 @@ func (s *session) block(keys [][]byte, timeout time.Duration, consumes bool, att
 				}()
 			}
 		}
-		s.h.waiters.park(b)
 		woken := false
 		for !woken {
 			select {
 			case ack = <-b.ch:
 				woken = true
+				s.wokeBy = ""
+				if ack != nil {
+					s.wokeBy = ack.key
+				}
 			case <-expired:
 				return false
 			case s.unblockedErr = <-unblocked:
@@ -382,8 +411,9 @@ func (s *session) block(keys [][]byte, timeout time.Duration, consumes bool, att
 			}
 		}
 		s.h.waiters.remove(names, b)
-		if consumes && peerClosed(s.conn) {
-			// The client left after it blocked: popping for it would lose the element (its reply goes nowhere).
+		if kind != blockReads && peerClosed(s.conn) {
+			// The client left after it blocked: popping for it would lose the element (its reply goes nowhere;
+			// an XREADGROUP's entries would go pending to a consumer that never reads them, as Redis never does).
 			// Released as if served, the waker tries the next client in line; the 200 ms tick alone caught the
 			// departure too late.
 			s.closing = true
@@ -420,6 +450,9 @@ func (s *session) popFirst(keys [][]byte, woken bool, p popSpec) bool {
 		note = map[bool]string{true: "zpopmin", false: "zpopmax"}[p.front]
 	}
 	for _, k := range keys {
+		if j := s.wokenIndex(keys); woken && j >= 0 && string(keys[j]) != string(k) {
+			continue // served from the key that woke it, as Redis serves it (see wakeAck)
+		}
 		m := collections.Pop(s.table(), k, p.front, p.count)
 		if p.zset {
 			m = collections.ZPop(s.table(), k, !p.front, max(p.count, 1))
@@ -471,7 +504,7 @@ func (s *session) popFirst(keys [][]byte, woken bool, p popSpec) bool {
 // array when none did.
 func (s *session) blockPop(keys [][]byte, timeout time.Duration, p popSpec) {
 	woken := false
-	if !s.block(keys, timeout, true, func() bool { ok := s.popFirst(keys, woken, p); woken = true; return ok }) {
+	if !s.block(keys, timeout, blockPops, func() bool { ok := s.popFirst(keys, woken, p); woken = true; return ok }) {
 		s.blockEnded(s.w.NullArray)
 	}
 }
@@ -512,13 +545,19 @@ func cmdBMove(s *session, args [][]byte) {
 	a := copyArgs(args[1:3])
 	m := collections.Move(s.table(), a[0], s.table(), a[1], fromLeft, toLeft)
 	noteArgs := [][]byte{[]byte("lmove"), a[0], a[1], []byte(side(fromLeft)), []byte(side(toLeft))} // LMOVE's events
-	moved := s.block(a[:1], timeout, true, func() bool {
+	woken := false
+	moved := s.block(a[:1], timeout, blockPops, func() bool {
+		defer func() { woken = true }()
 		r, sendNotes, err := s.applyNoted(m, "lmove", noteArgs)
 		if err == nil {
 			err = r.Err
 		}
 		switch {
 		case errors.Is(err, engine.ErrNotFound):
+			return false
+		case woken && errors.Is(err, engine.ErrWrongType) && !s.holdsList(a[0]):
+			// Once woken, a source that now holds another type is passed over, as Redis serves a blocked
+			// client only from a list (a destination of another type is answered WRONGTYPE, as in Redis).
 			return false
 		case err != nil:
 			s.w.Error(errText(err))
@@ -533,6 +572,26 @@ func cmdBMove(s *session, args [][]byte) {
 	if !moved {
 		s.blockEnded(s.w.NullArray) // Redis's RESP2 answer at the timeout is *-1 here too, not $-1
 	}
+}
+
+// wokenIndex is the index in keys of the key whose wake the retry in progress serves (wakeAck), or -1 if none
+// (the first try, or a bare wake): a blocked client is served from that key alone, as Redis serves it.
+func (s *session) wokenIndex(keys [][]byte) int {
+	if s.wokeBy == "" {
+		return -1
+	}
+	for i, k := range keys {
+		if waitKey(s.table(), k) == s.wokeBy {
+			return i
+		}
+	}
+	return -1
+}
+
+// holdsList reports whether key holds a list (false on a failed read: the caller waits on).
+func (s *session) holdsList(key []byte) bool {
+	res, err := s.applyHere([]engine.Mutation{{Op: engine.OpGet, Table: s.table(), Key: key, AnyKind: true, NoValue: true}})
+	return err == nil && res[0].Err == nil && res[0].New.Kind == engine.KindList
 }
 
 // testHookCounted, when set by a test, runs once a blocking command counts itself in blocked_clients.

@@ -231,21 +231,27 @@ func cmdXReadGroup(s *session, args [][]byte) {
 	sp.keys, sp.ids = copyArgs(sp.keys), copyArgs(sp.ids) // waiting may refill the parser's buffer
 	muts := sp.muts(s.table())
 	attempt := func() bool {
-		res, err := s.h.store.Apply(s.writeCtx(), muts)
+		ms, spec := muts, &sp
+		if j := s.wokenIndex(sp.keys); j >= 0 { // once woken, the stream whose write woke it alone, as Redis answers
+			one := sp
+			one.keys, one.ids = sp.keys[j:j+1], sp.ids[j:j+1]
+			ms, spec = muts[j:j+1], &one // its call still checks every stream and group first
+		}
+		res, err := s.h.store.Apply(s.writeCtx(), ms)
 		if err != nil {
 			s.w.Error(errText(err))
 			return true
 		}
 		for i, r := range res {
 			if r.Err == nil && collections.ConsumerCreated(r) {
-				s.h.notify(notifyStream, "xgroup-createconsumer", s.db, sp.keys[i])
+				s.h.notify(notifyStream, "xgroup-createconsumer", s.db, spec.keys[i])
 			}
 		}
-		return writeReadGroup(s.w, &sp, res)
+		return writeReadGroup(s.w, spec, res)
 	}
 	s.h.waiters.groups.Add(1)
 	defer s.h.waiters.groups.Add(-1)
-	if !s.block(sp.keys, sp.block, false, attempt) {
+	if !s.block(sp.keys, sp.block, blockGroup, attempt) {
 		s.blockEnded(s.w.NullArray)
 	}
 }

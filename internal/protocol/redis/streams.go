@@ -386,7 +386,11 @@ func cmdXRead(s *session, args [][]byte) {
 			ms  []engine.Member
 		}
 		var found []got
+		only := s.wokenIndex(keys) // once woken, the stream whose XADD woke it alone, as Redis answers
 		for k, key := range keys {
+			if only >= 0 && k != only {
+				continue
+			}
 			from, ok := after[k].Next()
 			if !ok { // nothing comes after the largest ID, but the key's type is checked as every key's, as Redis
 				from = maxID
@@ -427,7 +431,7 @@ func cmdXRead(s *session, args [][]byte) {
 		}
 		return
 	}
-	if !s.block(keys, block, false, attempt) {
+	if !s.block(keys, block, blockReads, attempt) {
 		s.blockEnded(s.w.NullArray)
 	}
 }
