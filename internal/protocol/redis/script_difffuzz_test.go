@@ -36,3 +36,29 @@ func TestScriptToNumberMatchesRedis(t *testing.T) {
 		"return '10' + 1", "return '0x10' + 1", "return ' 1e1 ' * 2", "return '1e' + 1", "return string.rep('a', '0x2')",
 	)
 }
+
+// TestScriptStringFormatMatchesRedis: string.format is Lua 5.1's (C's printf of each directive's argument cast as
+// Lua casts it, %q as Lua quotes, Lua's errors). It was Go's fmt.Sprintf: %s of nil answered "nil", %u
+// "%!u(int64=42)", %q quoted as Go, and a missing argument was no error (difffuzz, script group, seeds 0:100).
+func TestScriptStringFormatMatchesRedis(t *testing.T) {
+	sameScriptsAsRedis(t,
+		"return string.format('%s', ARGV[1])", "return string.format('%u', 42)",
+		`return string.format('%q', 'a\0b\n"\r\\')`, "return string.format('%d', 3.7)", "return string.format('%.2f', 1/3)",
+		"return string.format('%5.1f|%-5d|', 2.25, 7)", "return string.format('%g %g %g %g', 1e20, 0.1, 100000, 1e6)",
+		"return string.format('%g %g %#g %.0g', 0.0001, 0.00001, 1, 123)", "return string.format('%10.3G|%.3g', 1e-10, 0.0001234)",
+		"return string.format('%x %X %o', 255, 255, 8)", "return string.format('%#x %#X %#o %#x %#o', 255, 255, 8, 0, 0)",
+		"return string.format('%e %E', 12345.678, 0)", "return string.format('%5s|%-5s|%.3s', 'ab', 'cd', 'abcdef')",
+		"return string.format('%c%c%5c|', 72, 105, 65)", "return string.format('%c', 0) .. string.format('%c', 256) .. 'x'",
+		"return string.format('%i|%+d % d %+d', -42, 5, 5, -5)", "return string.format('%05.1f|%05d|%-05d|%05.3d|%.0d|', -2.5, -42, 42, 7, 0)",
+		"return string.format('%.14g|%d|%10.4f', 2^53, -0, math.pi)", "return string.format('%f %e %g|%5.1f|%-8e|%+g', 1/0, -1/0, 0/0, 1/0, -1/0, 1/0)",
+		"return string.format('%d %d %d', 2^63, -2^63, 0/0)", "return string.format('%u %x %x %x %x', -1, -1, 2^63, 2^64, 0/0)",
+		"return string.format('%d %s', '12', 1.5)", "return string.format('%d', 'x')", "return string.format('%d')",
+		"return string.format('%s', nil)", "return string.format('%s', {})", "return string.format('%y', 1)",
+		"return string.format('%', 1)", "return string.format('abc%')", "return string.format('%5%')",
+		"return string.format('%123d', 1)", "return string.format('%1.123d', 1)", "return string.format('%------d', 1)",
+		"return string.format('%-----d|', 1)", `return string.format('%s|%s', 'a\0b', string.rep('a', 100) .. '\0b')`,
+		"return string.format('%q %%', 1.5)", "return string.format('%.20f|%#.0f %#.0e|%.1f %.0f %.0f', 0.1, 1, 1, 0.25, 0.5, 1.5)",
+		"return string.format('% 08.2f|%+.3e|%-10.2e|', 3.14159, 0, -1234.5)", "return string.format('%d %s', 1)",
+		"return string.format(12, 1)", "return string.format()", "return string.format('%a', 1)",
+	)
+}
