@@ -445,15 +445,16 @@ func (c *respConv) write(v lua.LValue, depth int) error {
 			w.Null()
 		}
 	case *lua.LTable:
-		if ok, isStr := v.RawGetString("ok").(lua.LString); isStr {
-			w.SimpleString(string(ok))
-			return nil
-		}
+		// err before ok, as Redis reads them (luaReplyToRedisReply): {ok='a', err='b'} is the error b
 		if e, isStr := v.RawGetString("err").(lua.LString); isStr {
 			w.Error(string(e))
 			if c.onError != nil && !luaErrorCounted(v) {
 				c.onError(strings.TrimPrefix(string(e), "-"))
 			}
+			return nil
+		}
+		if ok, isStr := v.RawGetString("ok").(lua.LString); isStr {
+			w.SimpleString(string(ok))
 			return nil
 		}
 		if depth >= luaReplyMaxDepth {

@@ -62,3 +62,10 @@ func TestScriptStringFormatMatchesRedis(t *testing.T) {
 		"return string.format(12, 1)", "return string.format()", "return string.format('%a', 1)",
 	)
 }
+
+// TestScriptErrTableBeforeOkMatchesRedis: a returned table with both err and ok is the error, as Redis reads err
+// first; it answered the status (difffuzz, script group, seeds 0:100).
+func TestScriptErrTableBeforeOkMatchesRedis(t *testing.T) {
+	sameScriptsAsRedis(t, "return {ok='a', err='b'}", "return {err='ERR x', ok='y'}", "return {1, {ok='a', err='b'}}",
+		"return {err=1, ok='s'}", "return {ok=1, err={}}")
+}
