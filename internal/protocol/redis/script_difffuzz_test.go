@@ -69,3 +69,14 @@ func TestScriptErrTableBeforeOkMatchesRedis(t *testing.T) {
 	sameScriptsAsRedis(t, "return {ok='a', err='b'}", "return {err='ERR x', ok='y'}", "return {1, {ok='a', err='b'}}",
 		"return {err=1, ok='s'}", "return {ok=1, err={}}")
 }
+
+// TestScriptPcallOfLibraryErrorsMatchRedis: a library function called by pcall itself (pcall(string.rep)) fails
+// with no position and names itself '?', as Lua 5.1's luaL_where and luaL_argerror say for a C caller; the
+// errors named the script's line and '(anonymous)' (found with the difffuzz script group's cjson checks).
+func TestScriptPcallOfLibraryErrorsMatchRedis(t *testing.T) {
+	sameScriptsAsRedis(t, "return {pcall(string.rep)}", "return {pcall(string.format, '%d', 'x')}", "return {pcall(tonumber)}",
+		"return {pcall(setmetatable, 1, 2)}", "return {pcall(struct.pack, 'x9999999999')}", "return {pcall(math.floor, 'x')}",
+		"return {pcall(select, -5)}", "return {pcall(bit.band, 'x')}", "return {pcall(string.find, 'a', '[')}",
+		"return {pcall(error, 'x')}", "return {pcall(function() return string.rep() end)}", "local f = string.rep; return f()",
+		"return {pcall(redis.call, 'GET')}", "return {pcall(redis.sha1hex)}")
+}
