@@ -187,7 +187,11 @@ func strtod(s string) (float64, int) {
 	if i < len(s) && (s[i] == '+' || s[i] == '-') {
 		i++
 	}
-	lower := strings.ToLower(s[i:])
+	lower := s[i:]
+	if len(lower) > 8 {
+		lower = lower[:8]
+	}
+	lower = strings.ToLower(lower)
 	switch {
 	case strings.HasPrefix(lower, "infinity"), strings.HasPrefix(lower, "inf"):
 		n := 3
@@ -390,3 +394,7 @@ func unsafeFastStringToReadOnlyBytes(s string) (bs []byte) {
 	bh.Len = sh.Len
 	return
 }
+
+// StrToD is C's strtod as glibc reads in the C locale (anykv patch, for cjson.decode's numbers): the value of the
+// longest prefix of s that is a number and its length, 0 when none is.
+func StrToD(s string) (float64, int) { return strtod(s) }
