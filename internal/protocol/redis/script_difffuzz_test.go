@@ -1,6 +1,9 @@
 package redis
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // The script group of tests/difffuzz (gen.py's gen_script) found these: each test compares a few scripts' replies
 // with redis-server's, byte for byte.
@@ -112,9 +115,29 @@ func TestScriptCJSONMatchesRedis(t *testing.T) {
 		// a setting lasts for its script here, in Redis for the scripts after it (docs/resp.md): each is undone
 		"cjson.decode_max_depth(2) local ok, e = pcall(cjson.decode, '[[[1]]]') cjson.decode_max_depth(1000) return e",
 		"cjson.encode_max_depth(2) local ok, e = pcall(cjson.encode, {{{1}}}) cjson.encode_max_depth(1000) return e",
-		"cjson.decode_invalid_numbers(false) local r = {pcall(cjson.decode, '01')} " +
+		"cjson.decode_invalid_numbers(false) local r = {pcall(cjson.decode, '01')} "+
 			"r[3], r[4] = pcall(cjson.decode, '[1, -Infinity]') cjson.decode_invalid_numbers(true) return r",
 		"cjson.encode_invalid_numbers('null') local r = cjson.encode({1/0, -1/0, 0/0}) cjson.encode_invalid_numbers(false) return r",
 		"return {1, cjson.null, 3}", "return redis.pcall('SET', 'x', cjson.null)",
 	)
+}
+
+// TestScriptCommandsInMultiMatchRedis: the SCRIPT LOAD, FLUSH and EXISTS queued in a transaction are seen by the
+// commands after them, as Redis runs them in order: an EVALSHA after a SCRIPT LOAD of its script in the same
+// MULTI answered NOSCRIPT (SCRIPT ran after the transaction's batch; difffuzz, script group, seeds 108 and 203);
+// a transaction a WATCH aborted loads and flushes nothing.
+func TestScriptCommandsInMultiMatchRedis(t *testing.T) {
+	const sha11, sha22, sha33 = "a3d7ac8b61b5b5f31433c8dcd2dd07312612f9a1", "8d5adea2ca583454048586d8bdf28e687182ae8e", "a222541f9b057b646fdbdc869a74af2bdad4f302"
+	sameAsRedis(t, func(t *testing.T, addr string) []string {
+		return pubsubTranscript(t, addr, scriptSteps(
+			[]string{"SCRIPT", "FLUSH"}, []string{"MULTI"}, []string{"SCRIPT", "EXISTS", sha11}, []string{"SCRIPT", "LOAD", "return 11"},
+			[]string{"EVALSHA", sha11, "0"}, []string{"SCRIPT", "EXISTS", sha11, sha22}, []string{"SCRIPT", "FLUSH"},
+			[]string{"EVALSHA", sha11, "0"}, []string{"SCRIPT", "EXISTS", sha11}, []string{"EVAL", "return 22", "0"},
+			[]string{"EVALSHA_RO", strings.ToUpper(sha22), "0"}, []string{"SCRIPT", "FLUSH", "bogus"}, []string{"EXEC"},
+			[]string{"SCRIPT", "EXISTS", sha11, sha22}, []string{"EVALSHA", sha22, "0"},
+			[]string{"WATCH", "k"}, []string{"SET", "k", "1"}, []string{"MULTI"}, []string{"SCRIPT", "LOAD", "return 33"},
+			[]string{"SCRIPT", "FLUSH"}, []string{"EXEC"}, []string{"SCRIPT", "EXISTS", sha33, sha22},
+			[]string{"MULTI"}, []string{"SCRIPT", "LOAD", "return 33"}, []string{"EXEC"}, []string{"EVALSHA", sha33, "0"},
+		))
+	})
 }
