@@ -2,7 +2,7 @@
 """Differential fuzzer: anykv against redis-server 7, command by command and key space by key space.
 
 Each seed is a FLUSHALL'd sequence of random commands (gen.py) over 6 keys (strings, expiry, keys, hashes, lists, sets,
-sorted sets, bitmaps, streams; MULTI blocks, pipelines, RESP3), sent to both servers; replies are compared (unordered
+sorted sets, bitmaps, streams, Lua scripts; MULTI blocks, pipelines, RESP3), sent to both servers; replies are compared (unordered
 ones sorted), and every few steps the whole key space (types, contents, TTLs). With --restart anykv is killed
 with SIGKILL between steps and restarted on its directory, and must hold every acknowledged write. A helper
 wrote it for an audit on 2026-11-24; it found the bitmap, SMOVE, ZADD, HINCRBYFLOAT and ZUNION/ZINTER
@@ -28,6 +28,26 @@ counters, consumers with pending entries, XPENDING summary and pending entries (
 consumers without pending entries may be more in anykv (its XREADGROUP makes its consumer even when it reads
 nothing, as Redis 7.2; then XGROUP CREATECONSUMER answers 0 where redis-server 7.0 answers 1). DUMP and RESTORE of
 streams are refused by anykv (documented): a DUMP of a stream passes, and a RESTORE from one is sent as a DUMP.
+
+The script group (added 2026-12-01) EVALs scripts (gen.py, gen_script) that redis.call and redis.pcall the other
+groups' commands over KEYS and ARGV (arguments as ARGV, Lua strings or Lua integers) and return their replies as
+they are, inside tables, through pcall, as cjson, or described by their Lua types (d(): 's:', 'n:', 'ok:', 'err:' and
+its first word, tables); scripts that return Lua values (numbers truncated, booleans, tables with holes and nested,
+{ok=}, {err=}, redis.error_reply/status_reply, the RESP3 tables), cjson.encode/decode, redis.sha1hex, tonumber,
+tostring and string.format; scripts that catch a WRONGTYPE or bad argument with pcall and write on, or that fail
+after writing (the writes stay, checked by the key space, and with --restart after a SIGKILL); EVALSHA and
+EVALSHA_RO of scripts SCRIPT LOAD or EVAL brought and of unknown SHA1s, SCRIPT EXISTS and FLUSH, EVAL_RO of writes,
+bad numkeys, blocking and forbidden commands, and a SELECT that reads database 1. Deterministic: no TIME or random
+commands; the replies of SMEMBERS, HKEYS, HGETALL and the other unordered ones are sorted in the script, TTLs
+reduced to their sign, and an EXPIRE GT/LT's 0 or 1 not returned (a tie, as same() says). Each seed starts with
+SCRIPT FLUSH on both (anykv's cache evicts EVAL's scripts past 500), and a restart flushes redis-server's (anykv's
+is lost with it, as a restarted Redis's). A script's error is compared by its first word, never tolerated further;
+one of Lua alone (no redis.call in the script) whole, less the documented deviations (docs/resp.md, scripting row):
+runtime errors name no variable, and a compile error is gopher-lua's parser's message. Scores in the replies of a
+script that calls a sorted set's command, and {double=}, compare in Redis 7.2's shortest form (docs/resp.md). It
+found tonumber, string.format and cjson differing from Lua 5.1's and Lua CJSON's, {ok=,err=} answered as the
+status, pcall(f) of a library function naming a position and '(anonymous)', and SCRIPT LOAD queued in MULTI unseen
+by the EVALSHA after it (fixed then: TestScript*MatchesRedis in internal/protocol/redis/script_difffuzz_test.go).
 
 --events (added 2026-12-01) also compares the keyspace notifications: both servers get notify-keyspace-events KEA
 (again after each restart), a subscriber of each PSUBSCRIBEs __key*@*__:* and a private marker channel, and after

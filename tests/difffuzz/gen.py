@@ -573,11 +573,17 @@ LUA_SORT = ("local function srt(v, pairs2) if type(v) ~= 'table' or v.err then r
             "local o = {} for i = 1, #v do o[i] = v[i] end table.sort(o) return o end ")
 LUA_SIGN = "local function sg(v) if type(v) == 'number' and v > 0 then return 1 end return v end "
 
+LEX = ('ZRANGEBYLEX', 'ZREVRANGEBYLEX', 'ZREMRANGEBYLEX', 'ZLEXCOUNT')
+
 def script_inner(r):
-    """A command of another group, for a script to call."""
-    g = r.choice([gen_string, gen_string, gen_hash, gen_list, gen_list, gen_set, gen_zset, gen_zset, gen_bit,
-                  gen_keys, gen_expire])
-    return g(r)
+    """A command of another group, for a script to call; no lexicographic range (unspecified over mixed scores,
+    which difffuzz checks outside scripts only)."""
+    while True:
+        g = r.choice([gen_string, gen_string, gen_hash, gen_list, gen_list, gen_set, gen_zset, gen_zset, gen_bit,
+                      gen_keys, gen_expire])
+        c = g(r)
+        if c[0] not in LEX and 'BYLEX' not in c:
+            return c
 
 class LuaCall:
     """Turns commands into redis.call/pcall expressions over KEYS and ARGV (its keys and argv lists)."""
@@ -590,7 +596,11 @@ class LuaCall:
 
     def arg(self, a):
         r = self.r
-        if a in KEYS: return self.key(a)
+        if a in KEYS:
+            if r.random() < 0.1:  # a key the script does not declare (anykv runs such a script again, wide)
+                self.argv.append(a)
+                return R(r, [lua_lit(a), 'ARGV[%d]' % len(self.argv)])
+            return self.key(a)
         o = r.random()
         if o < 0.6:
             self.argv.append(a)
@@ -686,6 +696,8 @@ def gen_script(r):
         # one command, its reply returned as is, through pcall, or described
         cmd = script_inner(r)
         m = r.randrange(6)
+        if r.random() < 0.15 and m < 3:  # the command's reply in RESP3, converted to Lua as Redis 7 converts it
+            return lc.eval(('redis.setresp(3) return %s', 'redis.setresp(3) return d(%s)')[m == 2] % lc.wrapped(cmd, ('call', 'pcall')[m > 0]))
         if m == 0: return lc.eval('return ' + lc.wrapped(cmd))
         if m == 1: return lc.eval('return ' + lc.wrapped(cmd, 'pcall'))
         if m == 2: return lc.eval('return d(%s)' % lc.wrapped(cmd, 'pcall'))
