@@ -555,8 +555,9 @@ def lua_lit(s):
 INT_RE = re.compile(r'^-?(0|[1-9][0-9]{0,14})$')
 
 # The Lua helper that describes a value by its Lua type (d(v)): a string 's:x', a number 'n:5', a boolean
-# 'b:false', a status {ok=} 'ok:x', an error {err=} 'err:' and its first word, a table [..] (RESP3's map, set and
-# double tables too, a map's pairs sorted).
+# 'b:false', a status {ok=} 'ok:x', an error {err=} 'err:' and its first word, a table [..] up to its largest
+# integer key (RESP3's nulls are holes, and # of a table with holes is any of its borders: Lua 5.1's and
+# gopher-lua's differ), RESP3's map, set and double tables too, a map's pairs sorted.
 LUA_DESC = ("local function d(v) local t = type(v) "
             "if t == 'table' then "
             "if v.ok then return 'ok:' .. tostring(v.ok) end "
@@ -564,7 +565,8 @@ LUA_DESC = ("local function d(v) local t = type(v) "
             "if v.double then return 'dbl:' .. tostring(v.double) end "
             "if v.map or v.set then local o = {} for k, x in pairs(v.map or v.set) do o[#o + 1] = d(k) .. '=' .. d(x) end "
             "table.sort(o) return (v.map and 'map{' or 'set{') .. table.concat(o, ',') .. '}' end "
-            "local o = {} for i = 1, #v do o[i] = d(v[i]) end return '[' .. table.concat(o, ',') .. ']' end "
+            "local n = 0 for k in pairs(v) do if type(k) == 'number' and k > n then n = k end end "
+            "local o = {} for i = 1, n do o[i] = d(v[i]) end return '[' .. table.concat(o, ',') .. ']' end "
             "if t == 'string' then return 's:' .. v end "
             "return t .. ':' .. tostring(v) end ")
 # sorts a table of strings (unordered replies), HGETALL's as pairs
