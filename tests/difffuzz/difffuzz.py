@@ -617,7 +617,7 @@ def main():
     p.add_argument('--resp3', action='store_true')
     p.add_argument('--restart', type=float, default=0.0)
     p.add_argument('--dump-every', type=int, default=5)
-    p.add_argument('--groups', default=','.join(gen.DEFAULT_GROUPS))
+    p.add_argument('--groups', default=','.join(GROUPS))
     p.add_argument('--verbose', action='store_true')
     p.add_argument('--hist', type=int, default=25)
     p.add_argument('--stop-first', action='store_true')

@@ -1,6 +1,6 @@
 """The differential fuzzer's command generator: random commands over 6 keys for each group (strings, expiry, keys,
-hashes, lists, sets, sorted sets, bitmaps, misc, streams). difffuzz.py sets SHORT_EXPIRY and widens MEMBERS, FIELDS and
-IDX (in place) from its options."""
+hashes, lists, sets, sorted sets, bitmaps, misc, streams, Lua scripts). difffuzz.py sets SHORT_EXPIRY and widens
+MEMBERS, FIELDS and IDX (in place) from its options."""
 import time
 KEYS = ['k%d' % i for i in range(6)]
 MEMBERS = ['m%d' % i for i in range(8)]
@@ -786,4 +786,3 @@ def gen_script(r):
 
 GROUPS['script'] = gen_script
 WEIGHTS['script'] = 2
-DEFAULT_GROUPS = [g for g in GROUPS if g != 'script']  # the script group is asked for by name (--groups) for now
