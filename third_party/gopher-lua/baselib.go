@@ -81,9 +81,14 @@ func baseDoFile(L *LState) int {
 	return L.GetTop() - top
 }
 
+// baseError is Lua 5.1's error (anykv patch): no argument raises nil, and a number is a message as a string is
+// (with the position), where error() was a bad argument and error(42) raised the number.
 func baseError(L *LState) int {
-	obj := L.CheckAny(1)
+	obj := L.Get(1)
 	level := L.OptInt(2, 1)
+	if n, ok := obj.(LNumber); ok {
+		obj = LString(n.String())
+	}
 	L.Error(obj, level)
 	return 0
 }

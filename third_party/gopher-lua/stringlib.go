@@ -42,43 +42,40 @@ var strFuncs = map[string]LGFunction{
 	"upper":   strUpper,
 }
 
+// strByte is Lua 5.1's str_byte (anykv patch: string.byte('abc', 0, 10) answered nothing): positions relative
+// to the end when negative, the start clamped to 1 and the end to the length.
 func strByte(L *LState) int {
 	str := L.CheckString(1)
-	start := L.OptInt(2, 1) - 1
-	end := L.OptInt(3, -1)
 	l := len(str)
-	if start < 0 {
-		start = l + start + 1
-	}
-	if end < 0 {
-		end = l + end + 1
-	}
-
-	if L.GetTop() == 2 {
-		if start < 0 || start >= l {
-			return 0
+	posrelat := func(pos int) int {
+		if pos < 0 {
+			pos += l + 1
 		}
-		L.Push(LNumber(str[start]))
-		return 1
+		return max(pos, 0)
 	}
-
-	start = intMax(start, 0)
-	end = intMin(end, l)
-	if end < 0 || end <= start || start >= l {
+	posi := posrelat(L.OptInt(2, 1))
+	pose := posrelat(L.OptInt(3, posi))
+	posi = max(posi, 1)
+	pose = min(pose, l)
+	if posi > pose {
 		return 0
 	}
-
-	for i := start; i < end; i++ {
-		L.Push(LNumber(str[i]))
+	for i := posi; i <= pose; i++ {
+		L.Push(LNumber(str[i-1]))
 	}
-	return end - start
+	return pose - posi + 1
 }
 
+// strChar is Lua 5.1's str_char (anykv patch): a code out of 0..255 is an error, where it was cut to a byte.
 func strChar(L *LState) int {
 	top := L.GetTop()
-	bytes := make([]byte, L.GetTop())
+	bytes := make([]byte, top)
 	for i := 1; i <= top; i++ {
-		bytes[i-1] = uint8(L.CheckInt(i))
+		c := int32(cLong(float64(L.CheckNumber(i))))
+		if c < 0 || c > 255 {
+			L.ArgError(i, "invalid value")
+		}
+		bytes[i-1] = byte(c)
 	}
 	L.Push(LString(string(bytes)))
 	return 1
@@ -598,9 +595,16 @@ func strLen(L *LState) int {
 	return 1
 }
 
+// strLower and strUpper change ASCII letters only, as C's tolower and toupper in the C locale (anykv patch: they
+// were Unicode's, so 'é' became 'É').
 func strLower(L *LState) int {
-	str := L.CheckString(1)
-	L.Push(LString(strings.ToLower(str)))
+	b := []byte(L.CheckString(1))
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 32
+		}
+	}
+	L.Push(LString(b))
 	return 1
 }
 
@@ -679,8 +683,13 @@ func strSub(L *LState) int {
 }
 
 func strUpper(L *LState) int {
-	str := L.CheckString(1)
-	L.Push(LString(strings.ToUpper(str)))
+	b := []byte(L.CheckString(1))
+	for i, c := range b {
+		if c >= 'a' && c <= 'z' {
+			b[i] = c - 32
+		}
+	}
+	L.Push(LString(b))
 	return 1
 }
 

@@ -141,3 +141,15 @@ func TestScriptCommandsInMultiMatchRedis(t *testing.T) {
 		))
 	})
 }
+
+// TestScriptStringByteCharCaseErrorMatchRedis: string.byte clamps its range as Lua 5.1 (string.byte('abc', 0, 10)
+// answered nothing), string.char refuses a code out of 0..255 (it cut it to a byte), string.upper and lower
+// change ASCII letters only (they were Unicode's), and error() raises nil and error(42) the string "42" (error()
+// was a bad argument). Found by probing Lua's libraries against redis-server beside the difffuzz script group.
+func TestScriptStringByteCharCaseErrorMatchRedis(t *testing.T) {
+	sameScriptsAsRedis(t, "return {string.byte('abc', 0, 10)}", "return {string.byte('abc')}", "return {string.byte('abc', -1)}",
+		"return {string.byte('abc', -10, -2)}", "return {string.byte('abc', 3, 1)}", "return {string.byte('abc', 4)}",
+		"return string.char(256)", "return string.char(-1)", "return string.char(65.9, 66, '67')",
+		"return string.upper('a\\233') .. string.lower('\\192B')", "return {pcall(error)}", "return {pcall(error, 42)}",
+		"return {pcall(function() error(42) end)}", "return {pcall(function() error() end)}", "return {pcall(error, true)}")
+}
