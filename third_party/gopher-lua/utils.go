@@ -398,3 +398,18 @@ func unsafeFastStringToReadOnlyBytes(s string) (bs []byte) {
 // StrToD is C's strtod as glibc reads in the C locale (anykv patch, for cjson.decode's numbers): the value of the
 // longest prefix of s that is a number and its length, 0 when none is.
 func StrToD(s string) (float64, int) { return strtod(s) }
+
+// CNaN is the NaN glibc's libm answers on x86-64 where Go's math answers math.NaN() (anykv patch: tostring
+// shows the sign, "-nan" against "nan"): an argument's NaN if one was, else an invalid operation's default NaN,
+// which is negative.
+func CNaN(r float64, args ...float64) float64 {
+	if !math.IsNaN(r) {
+		return r
+	}
+	for _, a := range args {
+		if math.IsNaN(a) {
+			return a
+		}
+	}
+	return math.Copysign(math.NaN(), -1)
+}

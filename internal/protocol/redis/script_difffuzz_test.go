@@ -153,3 +153,19 @@ func TestScriptStringByteCharCaseErrorMatchRedis(t *testing.T) {
 		"return string.upper('a\\233') .. string.lower('\\192B')", "return {pcall(error)}", "return {pcall(error, 42)}",
 		"return {pcall(function() error(42) end)}", "return {pcall(function() error() end)}", "return {pcall(error, true)}")
 }
+
+// TestScriptNaNsAndModuloMatchRedis: % is Lua 5.1's a - floor(a/b)*b (5 % math.huge was 5, Redis's -nan), and
+// the NaNs of %, ^ and the math library carry glibc's signs ("-nan" for an invalid operation, "nan" for log10,
+// acos, asin and abs): they printed "nan"; math.modf of an infinity has a zero fraction (it was nan). Found by
+// probing Lua's libraries against redis-server beside the difffuzz script group.
+func TestScriptNaNsAndModuloMatchRedis(t *testing.T) {
+	sameScriptsAsRedis(t, "return tostring(math.fmod(7, 0)) .. tostring(math.fmod(1/0, 3)) .. tostring(math.fmod(5, 1/0))",
+		"return tostring(5 % 0) .. tostring(5 % math.huge) .. tostring(-5 % math.huge)",
+		"return tostring(-7 % 3) .. tostring(7 % -3) .. tostring(-7.5 % 2) .. ' ' .. tostring(1e17 % 3) .. tostring(0.3 % 0.1)",
+		"return tostring((-8)^(1/3)) .. tostring((-8)^0.5) .. tostring(0^0)", "local x = -8 return tostring(x^(1/3))",
+		"return tostring(math.pow(-8, 1/3)) .. tostring(math.sqrt(-1))", "return tostring(math.log(-1)) .. tostring(math.log10(-1))",
+		"return tostring(math.acos(2)) .. tostring(math.asin(2))", "return tostring(math.sin(1/0)) .. tostring(math.tan(1/0))",
+		"return tostring(math.abs(0/0)) .. tostring(math.abs(-(0/0))) .. tostring(math.sin(-(0/0)))",
+		"return {tostring(math.modf(1/0)), tostring(select(2, math.modf(1/0))), tostring(select(2, math.modf(-1/0)))}",
+		"return tostring(math.mod(7, 0)) .. tostring(math.acos(0/0)) .. tostring(math.log10(-(0/0)))")
+}
