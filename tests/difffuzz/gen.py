@@ -633,7 +633,7 @@ def lua_value(r, depth=0):
     tables, status and error tables, redis.error_reply/status_reply."""
     c = r.randrange(16 if depth < 2 else 8)
     if c == 0: return R(r, ['0', '1', '-1', '3.99', '-3.99', '0.5', '-0.5', '1e15', '2^53', '-2^40', '1/3', '7/2', '100.0'])
-    if c == 1: return R(r, ['true', 'false', 'nil'])
+    if c == 1: return R(r, ['true', 'false', 'nil', "{pcall(error)}", "{pcall(error, 42)}", "{pcall(string.rep)}"])
     if c == 2: return lua_lit(R(r, VALUES))
     if c == 3: return R(r, ['ARGV[1]', 'KEYS[1]', '#ARGV', 'tostring(#KEYS)'])
     if c == 4: return R(r, ["tostring(1e15)", "tostring(0.1)", "tostring(1/3)", "tostring(-0)", "tostring(2^63)",
@@ -654,7 +654,12 @@ def lua_value(r, depth=0):
                             "string.format('%G', 1e-10)", "string.format('%u', 42)", "string.format('%%')"])
     if c == 7: return R(r, ["redis.sha1hex('')", "redis.sha1hex(ARGV[1])", "redis.sha1hex('abc')", "redis.sha1hex(123)",
                             "string.upper(ARGV[1])", "string.len(ARGV[1])", "string.rep('ab', 3, ',')", "#ARGV[1]",
-                            "string.byte(ARGV[1], 1, -1)", "string.sub(ARGV[1], 2)", "ARGV[1] .. 1.5", "1 .. ''"])
+                            "string.byte(ARGV[1], 1, -1)", "string.sub(ARGV[1], 2)", "ARGV[1] .. 1.5", "1 .. ''",
+                            "{string.byte('abc', %s, %s)}" % (R(r, ['0', '1', '-1', '-10', '4']), R(r, ['10', '-2', '0', '2'])),
+                            "string.char(%s)" % R(r, ['72, 105', '256', '-1', '65.9', "'67'"]), "string.lower('\\192B\\233')",
+                            "tostring(%s %% %s)" % (R(r, ['5', '-5', '7.5', '1e17', '0.3']), R(r, ['0', '3', '-2', 'math.huge', '0.1'])),
+                            "tostring(%s)" % R(r, ['(-8)^(1/3)', 'math.fmod(7, 0)', 'math.log(-1)', 'math.log10(-1)', 'math.acos(2)',
+                                                   'math.abs(0/0)', 'math.sin(1/0)', 'select(2, math.modf(1/0))', '-(0/0)'])])
     if c == 8:
         n = r.randint(0, 4)
         items = [lua_value(r, depth + 1) for _ in range(n)]
