@@ -2,7 +2,7 @@
 """Differential fuzzer: anykv against redis-server 7, command by command and key space by key space.
 
 Each seed is a FLUSHALL'd sequence of random commands (gen.py) over 6 keys (strings, expiry, keys, hashes, lists, sets,
-sorted sets, bitmaps, streams; MULTI blocks, pipelines, RESP3), sent to both servers; replies are compared (unordered
+sorted sets, bitmaps, streams, Lua scripts; MULTI blocks, pipelines, RESP3), sent to both servers; replies are compared (unordered
 ones sorted), and every few steps the whole key space (types, contents, TTLs). With --restart anykv is killed
 with SIGKILL between steps and restarted on its directory, and must hold every acknowledged write. A helper
 wrote it for an audit on 2026-11-24; it found the bitmap, SMOVE, ZADD, HINCRBYFLOAT and ZUNION/ZINTER
@@ -29,6 +29,26 @@ consumers without pending entries may be more in anykv (its XREADGROUP makes its
 nothing, as Redis 7.2; then XGROUP CREATECONSUMER answers 0 where redis-server 7.0 answers 1). DUMP and RESTORE of
 streams are refused by anykv (documented): a DUMP of a stream passes, and a RESTORE from one is sent as a DUMP.
 
+The script group (added 2026-12-01) EVALs scripts (gen.py, gen_script) that redis.call and redis.pcall the other
+groups' commands over KEYS and ARGV (arguments as ARGV, Lua strings or Lua integers) and return their replies as
+they are, inside tables, through pcall, as cjson, or described by their Lua types (d(): 's:', 'n:', 'ok:', 'err:' and
+its first word, tables); scripts that return Lua values (numbers truncated, booleans, tables with holes and nested,
+{ok=}, {err=}, redis.error_reply/status_reply, the RESP3 tables), cjson.encode/decode, redis.sha1hex, tonumber,
+tostring and string.format; scripts that catch a WRONGTYPE or bad argument with pcall and write on, or that fail
+after writing (the writes stay, checked by the key space, and with --restart after a SIGKILL); EVALSHA and
+EVALSHA_RO of scripts SCRIPT LOAD or EVAL brought and of unknown SHA1s, SCRIPT EXISTS and FLUSH, EVAL_RO of writes,
+bad numkeys, blocking and forbidden commands, and a SELECT that reads database 1. Deterministic: no TIME or random
+commands; the replies of SMEMBERS, HKEYS, HGETALL and the other unordered ones are sorted in the script, TTLs
+reduced to their sign, and an EXPIRE GT/LT's 0 or 1 not returned (a tie, as same() says). Each seed starts with
+SCRIPT FLUSH on both (anykv's cache evicts EVAL's scripts past 500), and a restart flushes redis-server's (anykv's
+is lost with it, as a restarted Redis's). A script's error is compared by its first word, never tolerated further;
+one of Lua alone (no redis.call in the script) whole, less the documented deviations (docs/resp.md, scripting row):
+runtime errors name no variable, and a compile error is gopher-lua's parser's message. Scores in the replies of a
+script that calls a sorted set's command, and {double=}, compare in Redis 7.2's shortest form (docs/resp.md). It
+found tonumber, string.format and cjson differing from Lua 5.1's and Lua CJSON's, {ok=,err=} answered as the
+status, pcall(f) of a library function naming a position and '(anonymous)', and SCRIPT LOAD queued in MULTI unseen
+by the EVALSHA after it (fixed then: TestScript*MatchesRedis in internal/protocol/redis/script_difffuzz_test.go).
+
 --events (added 2026-12-01) also compares the keyspace notifications: both servers get notify-keyspace-events KEA
 (again after each restart), a subscriber of each PSUBSCRIBEs __key*@*__:* and a private marker channel, and after
 every step the events of each are read up to a marker PUBLISHed after the step's replies (a command's events go out
@@ -43,7 +63,7 @@ tolerate the documented deviations: error texts and the order of argument checks
 mixed scores, -0 scores, the cardinality PFCOUNT caches). Failures print as "FAIL seed=S step=I ..." with the command
 history; the exit status is 1 if any seed failed.
 """
-import argparse, os, random, signal, sys, tempfile, time, shutil
+import argparse, os, random, re, signal, sys, tempfile, time, shutil
 
 from respserver import AnyKV, Conn, Err, ErrReply, Redis
 import gen
@@ -96,10 +116,24 @@ def deep(x, f):
 
 def skey(x): return repr(x)
 
+SCRIPTS = ('EVAL', 'EVALSHA', 'EVAL_RO', 'EVALSHA_RO')
+SCORE17 = re.compile(r'-?[0-9]\.[0-9]{14,}(e[-+][0-9]+)?')
+
+def script_scores(x):
+    """A score in Redis 7.0's 17 digits, in a script's reply (a string of it, or within a description or a JSON
+    text), in the shortest form anykv prints, as every score (docs/resp.md, ZADD's and the scripting rows)."""
+    if isinstance(x, tuple) and len(x) == 2 and x[0] == 'double':
+        return ('double', script_scores(x[1]))
+    if isinstance(x, str) and SCORE17.search(x):
+        return SCORE17.sub(lambda m: repr(float(m.group())), x)
+    return x
+
 def normalize(cmd, rep, ttl_now=None):
     name = cmd[0].upper()
     if isinstance(rep, ErrReply):
         return rep
+    if name in SCRIPTS and len(cmd) > 1 and (re.search(r"'b?z[a-z]+'", cmd[1], re.I) or 'double=' in cmd[1]):
+        rep = deep(rep, script_scores)  # a script that called a sorted set's command or returned a double
     if name.startswith('Z') or name in ('BZPOPMIN', 'BZPOPMAX', 'BZMPOP'):
         # score printing: Redis 7.0 17 digits vs anykv shortest
         rep = deep(rep, lambda v: normfloat(v) if isinstance(v, (str, tuple)) and not (isinstance(v, str) and v.startswith('m')) else v)
@@ -147,6 +181,9 @@ def normalize(cmd, rep, ttl_now=None):
 
 def known(cmd, a, b):
     """Documented deviations, tolerated so fuzzing can go deeper (disable with --strict)."""
+    # A script's error is compared by its first word (same), and not tolerated further.
+    if cmd[0].upper() in SCRIPTS:
+        return False
     # An error where Redis gives another error: the order of argument checks differs (listed at the end).
     if isinstance(a, ErrReply) and isinstance(b, ErrReply):
         return True
@@ -171,10 +208,27 @@ def same(cmd, a, b):
         # range failed once so). A GT or LT that moved the expiry by more shows in the key space's TTLs.
         return True
     if isinstance(a, ErrReply) or isinstance(b, ErrReply):
+        if cmd[0].upper() in SCRIPTS and isinstance(a, ErrReply) and isinstance(b, ErrReply) and pure_lua(cmd):
+            return lua_error_text(a.s) == lua_error_text(b.s)  # an error of Lua alone: compared whole
         return isinstance(a, ErrReply) and isinstance(b, ErrReply) and a == b
     if cmd[0].upper() == 'ZSCAN' and a != b and zscan_hash_order(a, b):
         return True
     return a == b
+
+LUA_VARNAME = re.compile(r"attempt to ([a-z]+(?: [a-z]+)*) (?:local|global|field|upvalue|method) '[^']*' \(a ([a-z]+) value\)")
+
+def lua_error_text(s):
+    """A script's error text less what docs/resp.md's scripting row documents: a runtime error names no variable
+    ("attempt to call a nil value" for Lua's "attempt to call local 'x' (a nil value)"), and a script that does
+    not compile gives gopher-lua's parser's message after "Error compiling script" (Lua's: "unexpected symbol near
+    '<eof>'"). Without --strict."""
+    if not SKIP_FAIL: return s
+    if s.startswith('ERR Error compiling script (new function): '): return 'ERR Error compiling script'
+    return LUA_VARNAME.sub(r'attempt to \1 a \2 value', s)
+
+def pure_lua(cmd):
+    """Whether an EVAL's script calls no command (its errors are Lua's, cjson's or its own)."""
+    return cmd[0].upper() in ('EVAL', 'EVAL_RO') and len(cmd) > 1 and 'redis.call' not in cmd[1] and 'redis.pcall' not in cmd[1]
 
 def zscan_hash_order(a, b):
     """Whether ZSCAN replies a (anykv) and b (redis-server) hold the same pairs and redis-server's are not in score
@@ -364,6 +418,7 @@ class Runner:
         self.ca.close()
         self.a.kill9()
         self.a.start()
+        self.cr.cmd('SCRIPT', 'FLUSH')  # anykv's restart emptied its script cache, as a restart of Redis does
         self.ca = Conn(self.a.port)
         if self.args.resp3: self.ca.cmd('HELLO', '3')
         if self.args.events: self.resubscribe_a(False)
@@ -379,6 +434,8 @@ class Runner:
         r = random.Random(seed)
         groups = self.args.groups
         self.ca.cmd('FLUSHALL'); self.cr.cmd('FLUSHALL')
+        if 'script' in groups:  # each seed's EVALSHA finds only the scripts it loaded (anykv's cache evicts past 500)
+            self.ca.cmd('SCRIPT', 'FLUSH'); self.cr.cmd('SCRIPT', 'FLUSH')
         if self.args.events: self.events_begin()
         hist = []
         self.db1 = False

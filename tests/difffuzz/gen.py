@@ -1,6 +1,6 @@
 """The differential fuzzer's command generator: random commands over 6 keys for each group (strings, expiry, keys,
-hashes, lists, sets, sorted sets, bitmaps, misc, streams). difffuzz.py sets SHORT_EXPIRY and widens MEMBERS, FIELDS and
-IDX (in place) from its options."""
+hashes, lists, sets, sorted sets, bitmaps, misc, streams, Lua scripts). difffuzz.py sets SHORT_EXPIRY and widens
+MEMBERS, FIELDS and IDX (in place) from its options."""
 import time
 KEYS = ['k%d' % i for i in range(6)]
 MEMBERS = ['m%d' % i for i in range(8)]
@@ -510,3 +510,284 @@ WEIGHTS = {'str': 3, 'exp': 1, 'keys': 2, 'hash': 2, 'list': 3, 'set': 2, 'zset'
 def gen_cmd(r, groups):
     g = r.choices(groups, weights=[WEIGHTS[x] for x in groups])[0]
     return GROUPS[g](r)
+
+# ---------------------------------------------------------------- Lua scripts
+# The script group: EVAL of scripts that call the other groups' commands (redis.call, redis.pcall, Lua's pcall)
+# over KEYS and ARGV and return, convert or describe their results; scripts of Lua alone (Redis's Lua -> RESP
+# conversions, cjson, sha1hex, tonumber/tostring, string.format); scripts that fail after writing; EVALSHA,
+# EVAL_RO, SCRIPT LOAD/EXISTS/FLUSH, bad numkeys, and blocking or forbidden commands in a script. Deterministic:
+# no TIME or random commands; unordered replies (SMEMBERS, HKEYS, ...) are sorted in the script, TTLs are
+# reduced to their sign, and floats given to redis.call as Lua numbers are exact ones.
+import hashlib, re
+
+# commands whose replies a script sorts (a table of strings; HGETALL's pairs sorted too)
+LUA_UNORDERED = {'SMEMBERS', 'SINTER', 'SUNION', 'SDIFF', 'HKEYS', 'HVALS', 'HGETALL'}
+# reduced to whether they are positive (the clock)
+LUA_CLOCK = {'TTL', 'PTTL', 'EXPIRETIME', 'PEXPIRETIME'}
+# refused in a script, by both (blocking commands that would block, or not allowed from scripts)
+LUA_FORBIDDEN = [['BLPOP', 'k0', '0'], ['BRPOP', 'k1', 'k2', '1'], ['BLMOVE', 'k0', 'k1', 'LEFT', 'RIGHT', '0'],
+                 ['BRPOPLPUSH', 'k0', 'k1', '0'], ['BZPOPMIN', 'k0', '0'], ['BZPOPMAX', 'k2', '1'],
+                 ['MULTI'], ['EXEC'], ['WATCH', 'k0'], ['SUBSCRIBE', 'c'], ['CONFIG', 'GET', 'maxmemory'],
+                 ['EVAL', 'return 1', '0'], ['SCRIPT', 'FLUSH'], ['NOSUCHCMD', 'k0'], ['GET'], ['SET', 'k0'],
+                 ['XREAD', 'BLOCK', '0', 'STREAMS', 'k0', '$'], ['CLIENT', 'ID'], ['SHUTDOWN'], ['DEBUG', 'SLEEP', '0']]
+# scripts EVALSHA runs after SCRIPT LOAD (their SHA1s) or EVAL (cached too)
+LUA_LIB = ["return redis.call('GET', KEYS[1])",
+           "return {KEYS[1], ARGV[1], #KEYS, #ARGV}",
+           "return redis.call('INCR', KEYS[1])",
+           "return redis.pcall('LPUSH', KEYS[1], ARGV[1])",
+           "#!lua flags=no-writes\nreturn redis.call('TYPE', KEYS[1])",
+           "#!lua\nreturn redis.call('SET', KEYS[1], ARGV[1])",
+           "redis.call('HSET', KEYS[1], 'f1', ARGV[1]); return redis.call('HGET', KEYS[1], 'f1')",
+           "return redis.call('EXISTS', KEYS[1], KEYS[2])"]
+
+def sha1(s): return hashlib.sha1(s.encode('latin1')).hexdigest()
+
+def lua_lit(s):
+    """A Lua string literal of s (bytes as latin1 characters)."""
+    out = []
+    for ch in s:
+        o = ord(ch)
+        if ch in "'\\": out.append('\\' + ch)
+        elif 32 <= o < 127: out.append(ch)
+        else: out.append('\\%d' % o)
+    return "'" + ''.join(out) + "'"
+
+INT_RE = re.compile(r'^-?(0|[1-9][0-9]{0,14})$')
+
+# The Lua helper that describes a value by its Lua type (d(v)): a string 's:x', a number 'n:5', a boolean
+# 'b:false', a status {ok=} 'ok:x', an error {err=} 'err:' and its first word, a table [..] up to its largest
+# integer key (RESP3's nulls are holes, and # of a table with holes is any of its borders: Lua 5.1's and
+# gopher-lua's differ), RESP3's map, set and double tables too, a map's pairs sorted.
+LUA_DESC = ("local function d(v) local t = type(v) "
+            "if t == 'table' then "
+            "if v.ok then return 'ok:' .. tostring(v.ok) end "
+            "if v.err then return 'err:' .. (string.match(tostring(v.err), '^%S+') or '') end "
+            "if v.double then return 'dbl:' .. tostring(v.double) end "
+            "if v.map or v.set then local o = {} for k, x in pairs(v.map or v.set) do o[#o + 1] = d(k) .. '=' .. d(x) end "
+            "table.sort(o) return (v.map and 'map{' or 'set{') .. table.concat(o, ',') .. '}' end "
+            "local n = 0 for k in pairs(v) do if type(k) == 'number' and k > n then n = k end end "
+            "local o = {} for i = 1, n do o[i] = d(v[i]) end return '[' .. table.concat(o, ',') .. ']' end "
+            "if t == 'string' then return 's:' .. v end "
+            "return t .. ':' .. tostring(v) end ")
+# sorts a table of strings (unordered replies), HGETALL's as pairs
+LUA_SORT = ("local function srt(v, pairs2) if type(v) ~= 'table' or v.err then return v end "
+            "if pairs2 then local p = {} for i = 1, #v, 2 do p[#p + 1] = v[i] .. '=' .. tostring(v[i + 1]) end table.sort(p) return p end "
+            "local o = {} for i = 1, #v do o[i] = v[i] end table.sort(o) return o end ")
+LUA_SIGN = "local function sg(v) if type(v) == 'number' and v > 0 then return 1 end return v end "
+
+LEX = ('ZRANGEBYLEX', 'ZREVRANGEBYLEX', 'ZREMRANGEBYLEX', 'ZLEXCOUNT')
+
+def script_inner(r):
+    """A command of another group, for a script to call; no lexicographic range (unspecified over mixed scores,
+    which difffuzz checks outside scripts only)."""
+    while True:
+        g = r.choice([gen_string, gen_string, gen_hash, gen_list, gen_list, gen_set, gen_zset, gen_zset, gen_bit,
+                      gen_keys, gen_expire])
+        c = g(r)
+        if c[0] not in LEX and 'BYLEX' not in c:
+            return c
+
+class LuaCall:
+    """Turns commands into redis.call/pcall expressions over KEYS and ARGV (its keys and argv lists)."""
+    def __init__(self, r):
+        self.r, self.keys, self.argv = r, [], []
+
+    def key(self, k):
+        if k not in self.keys: self.keys.append(k)
+        return 'KEYS[%d]' % (self.keys.index(k) + 1)
+
+    def arg(self, a):
+        r = self.r
+        if a in KEYS:
+            if r.random() < 0.1:  # a key the script does not declare (anykv runs such a script again, wide)
+                self.argv.append(a)
+                return R(r, [lua_lit(a), 'ARGV[%d]' % len(self.argv)])
+            return self.key(a)
+        o = r.random()
+        if o < 0.6:
+            self.argv.append(a)
+            return 'ARGV[%d]' % len(self.argv)
+        if INT_RE.match(a) and o < 0.85: return a  # a Lua number: Redis converts it back to the same string
+        return lua_lit(a)
+
+    def expr(self, cmd, fn='call'):
+        name = cmd[0] if self.r.random() < 0.7 else cmd[0].lower()
+        return 'redis.%s(%s)' % (fn, ', '.join([lua_lit(name)] + [self.arg(a) for a in cmd[1:]]))
+
+    def wrapped(self, cmd, fn='call'):
+        """The call as an expression whose value compares alike: unordered replies sorted, clock ones signed."""
+        n = cmd[0].upper()
+        e = self.expr(cmd, fn)
+        if n in LUA_UNORDERED: return 'srt(%s, %s)' % (e, 'true' if n == 'HGETALL' else 'false')
+        if n in LUA_CLOCK: return 'sg(%s)' % e
+        if n in ('EXPIRE', 'PEXPIRE') and {'GT', 'LT'} & set(cmd):
+            return '(%s and 0)' % e  # its 0 or 1 may tie differently (difffuzz.same); the TTLs are compared
+        return e
+
+    def eval(self, body, ro=False):
+        pre = ''.join(h for h, use in ((LUA_DESC, 'd('), (LUA_SORT, 'srt('), (LUA_SIGN, 'sg(')) if use in body)
+        return ['EVAL_RO' if ro else 'EVAL', pre + body, str(len(self.keys))] + self.keys + self.argv
+
+def lua_value(r, depth=0):
+    """A Lua expression to return: numbers (floats truncated), booleans, strings, tables with holes, nested
+    tables, status and error tables, redis.error_reply/status_reply."""
+    c = r.randrange(16 if depth < 2 else 8)
+    if c == 0: return R(r, ['0', '1', '-1', '3.99', '-3.99', '0.5', '-0.5', '1e15', '2^53', '-2^40', '1/3', '7/2', '100.0'])
+    if c == 1: return R(r, ['true', 'false', 'nil', "{pcall(error)}", "{pcall(error, 42)}", "{pcall(string.rep)}"])
+    if c == 2: return lua_lit(R(r, VALUES))
+    if c == 3: return R(r, ['ARGV[1]', 'KEYS[1]', '#ARGV', 'tostring(#KEYS)'])
+    if c == 4: return R(r, ["tostring(1e15)", "tostring(0.1)", "tostring(1/3)", "tostring(-0)", "tostring(2^63)",
+                            "tostring(100)", "tostring(1e100)", "tostring(-1.5)", "tostring(math.huge)",
+                            "tostring(-math.huge)", "tostring(3 % -2)", "tostring(2^-1074)", "tostring(123456789012345678)"])
+    if c == 5: return R(r, ["tonumber('0x10')", "tonumber('1e3')", "tonumber(' 5 ')", "tonumber('5x')", "tonumber('')",
+                            "tonumber('10', 2)", "tonumber('z', 36)", "tostring(tonumber('inf'))", "tostring(tonumber('1e400'))",
+                            "tonumber('-0')", "tonumber('  0x1p4  ')", "tonumber('.5')", "tonumber('5.')", "tonumber('1e')",
+                            "tonumber(ARGV[1])", "tostring(tonumber(ARGV[1]))", "tonumber('9223372036854775807')",
+                            "tonumber('ff', 16)", "tonumber('7', 8)", "tonumber('8', 8)"])
+    if c == 6: return R(r, ["string.format('%d', 3.7)", "string.format('%.2f', 1/3)", "string.format('%5.1f|%-5d|', 2.25, 7)",
+                            "string.format('%g', 1e20)", "string.format('%g', 0.1)", "string.format('%s', 1.5)",
+                            "string.format('%x %X %o', 255, 255, 8)", "string.format('%e', 12345.678)",
+                            "string.format('%q', 'a\\0b\\n\"')", "string.format('%5s|%-5s|', 'ab', 'cd')",
+                            "string.format('%.3s', 'abcdef')", "string.format('%c%c', 72, 105)", "string.format('%i', -42)",
+                            "string.format('%+d % d', 5, 5)", "string.format('%05.1f', -2.5)", "string.format('%.14g', 2^53)",
+                            "string.format('%d', -0)", "string.format('%s', ARGV[1])", "string.format('%10.4f', math.pi)",
+                            "string.format('%G', 1e-10)", "string.format('%u', 42)", "string.format('%%')"])
+    if c == 7: return R(r, ["redis.sha1hex('')", "redis.sha1hex(ARGV[1])", "redis.sha1hex('abc')", "redis.sha1hex(123)",
+                            "string.upper(ARGV[1])", "string.len(ARGV[1])", "string.rep('ab', 3, ',')", "#ARGV[1]",
+                            "string.byte(ARGV[1], 1, -1)", "string.sub(ARGV[1], 2)", "ARGV[1] .. 1.5", "1 .. ''",
+                            "{string.byte('abc', %s, %s)}" % (R(r, ['0', '1', '-1', '-10', '4']), R(r, ['10', '-2', '0', '2'])),
+                            "string.char(%s)" % R(r, ['72, 105', '256', '-1', '65.9', "'67'"]), "string.lower('\\192B\\233')",
+                            "tostring(%s %% %s)" % (R(r, ['5', '-5', '7.5', '1e17', '0.3']), R(r, ['0', '3', '-2', 'math.huge', '0.1'])),
+                            "tostring(%s)" % R(r, ['(-8)^(1/3)', 'math.fmod(7, 0)', 'math.log(-1)', 'math.log10(-1)', 'math.acos(2)',
+                                                   'math.abs(0/0)', 'math.sin(1/0)', 'select(2, math.modf(1/0))', '-(0/0)'])])
+    if c == 8:
+        n = r.randint(0, 4)
+        items = [lua_value(r, depth + 1) for _ in range(n)]
+        return '{' + ', '.join(items) + '}'
+    if c == 9: return '{%s, nil, %s}' % (lua_value(r, depth + 1), lua_value(r, depth + 1))
+    if c == 10: return R(r, ["{ok='x'}", "{ok='OK'}", "{err='x'}", "{err='WRONGTYPE custom'}", "{err='My Error'}",
+                             "{ok=''}", "{err=''}", "{ok=1}", "{err=1}", "{ok='a', err='b'}", "{1, 2, ok='s'}",
+                             "{a=1, b=2}", "{[1]='x', [3]='z'}", "{[2]='y'}", "{x=1, 'arr'}"])
+    if c == 11: return R(r, ["redis.error_reply('bad')", "redis.error_reply('My Error')", "redis.error_reply('-ERR minus')",
+                             "redis.status_reply('FINE')", "redis.status_reply('')", "redis.error_reply('')",
+                             "redis.error_reply('WRONGTYPE x y')", "redis.status_reply('a b')"])
+    if c == 12: return R(r, ["{double=1.5}", "{double=3}", "{double=0.1}", "{big_number='123456789012345678901'}",
+                             "{map={a=1}}", "{set={x=true}}", "{verbatim_string={format='txt', string='hi'}}",
+                             "{double='x'}", "{map={}}", "{set={}}"])
+    if c == 13: return 'cjson.encode(%s)' % lua_json(r)
+    if c == 14: return R(r, ['cjson.decode(%s)', 'cjson.encode(cjson.decode(%s))', 'd(cjson.decode(%s))']) % lua_lit(json_text(r))
+    return '{%s}' % ', '.join(lua_value(r, depth + 1) for _ in range(r.randint(1, 3)))
+
+def lua_json(r, depth=0):
+    """A Lua value cjson encodes deterministically: arrays, objects of one key (table order), numbers, strings."""
+    c = r.randrange(8 if depth < 2 else 5)
+    if c == 0: return R(r, ['0', '1', '-1', '1.5', '0.1', '1/3', '1e20', '-0', '2^53', '1e-7', '123456789012345', 'math.huge', '0/0'])
+    if c == 1: return lua_lit(R(r, VALUES + ['"q"', 'a/b', '\\', '\n\t', '<>&', '\x01', 'é']))
+    if c == 2: return R(r, ['true', 'false', 'cjson.null', 'nil'])
+    if c == 3: return 'ARGV[1]'
+    if c == 4: return '{}'
+    if c == 5: return '{%s}' % ', '.join(lua_json(r, depth + 1) for _ in range(r.randint(1, 3)))
+    if c == 6: return '{%s=%s}' % (R(r, ['a', 'b', 'x_1']), lua_json(r, depth + 1))
+    return '{[%s]=%s}' % (R(r, ['1', '2', '3', '5', "'1'", '1.5', '-1', '0']), lua_json(r, depth + 1))
+
+def json_text(r):
+    return R(r, ['[1,2,3]', '{"a":1}', '"x"', '[1,null,3]', '[]', '{}', 'null', 'true', '1.5', '-0', '1e3',
+                 '[[1,[2]],{"b":[false]}]', '"\\u00e9\\n\\/"', '[1,2,', '{"a"}', '', '01', '1e400', '"\\ud83d\\ude00"',
+                 '[1.0e2, -2.5E-1]', '{"k": {"k": {"k": "v"}}}', '  [ 1 , 2 ]  ', 'nan', '[1]x', '"\x01"',
+                 '123456789012345678', '{"1":"a","2":"b"}', '[0.1]'])
+
+def gen_script(r):
+    lc = LuaCall(r)
+    c = r.randrange(30)
+    if c <= 6:
+        # one command, its reply returned as is, through pcall, or described
+        cmd = script_inner(r)
+        m = r.randrange(6)
+        if r.random() < 0.15 and m < 3:  # the command's reply in RESP3, converted to Lua as Redis 7 converts it
+            return lc.eval(('redis.setresp(3) return %s', 'redis.setresp(3) return d(%s)')[m == 2] % lc.wrapped(cmd, ('call', 'pcall')[m > 0]))
+        if m == 0: return lc.eval('return ' + lc.wrapped(cmd))
+        if m == 1: return lc.eval('return ' + lc.wrapped(cmd, 'pcall'))
+        if m == 2: return lc.eval('return d(%s)' % lc.wrapped(cmd, 'pcall'))
+        if m == 3: return lc.eval('return {%s}' % lc.wrapped(cmd, 'pcall'))
+        if m == 4:  # Lua's pcall of redis.call: Redis 7 raises its error as a table
+            return lc.eval('local ok, e = pcall(function() return %s end) if ok then return d(e) end '
+                           "return {'caught', type(e), type(e) == 'table' and string.match(tostring(e.err), '^%%S+') or 'str'}" % lc.wrapped(cmd))
+        return lc.eval("local r = %s if type(r) == 'table' and r.err then return string.match(r.err, '^%%S+') end "
+                       "return cjson.encode({r})" % lc.wrapped(cmd, 'pcall'))
+    if c <= 10:
+        # several commands, their replies gathered (nil -> false keeps the array whole), a write after a caught error
+        n = r.randint(2, 5)
+        body = 'local t = {} '
+        for i in range(n):
+            body += 't[%d] = %s ' % (i + 1, lc.wrapped(script_inner(r), R(r, ['call', 'pcall', 'pcall'])))
+        if r.random() < 0.5: body += 'return t'
+        else: body += "local o = {} for i = 1, %d do o[i] = d(t[i]) end return o" % n
+        return lc.eval(body)
+    if c <= 13:
+        # pcall catches a WRONGTYPE or bad argument error, then the script goes on and writes
+        k = key(r)
+        bad = R(r, [['INCR', k], ['LPUSH', k, 'x'], ['HSET', k, 'f', 'v'], ['SADD', k, 'm'], ['ZADD', k, '1', 'm'],
+                    ['INCRBY', k, 'x'], ['ZADD', k, 'nan', 'm'], ['LSET', k, '100', 'v'], ['SETRANGE', k, '-1', 'x'],
+                    ['GET', k], ['HINCRBYFLOAT', k, 'f', 'inf'], ['EXPIRE', k, 'x'], ['SET', k, 'v', 'EX', '0'],
+                    ['RENAME', 'nosuchkey', k], ['BITFIELD', k, 'GET', 'u64', '0']])
+        after = script_inner(r)
+        return lc.eval("local r = redis.pcall(%s) local w = %s return {d(r), d(w), type(r) == 'table' and r.err ~= nil}"
+                       % (lc.expr(bad, 'pcall')[len('redis.pcall('):-1], lc.wrapped(after)))
+    if c <= 15:
+        # a script that fails midway after writes: Redis keeps them
+        writes = ' '.join(lc.expr(script_inner(r), R(r, ['call', 'pcall'])) for _ in range(r.randint(1, 3)))
+        fail = R(r, ["error('boom')", "error({err='MYERR failed'})", "return redis.call('INCR', KEYS[1]) + nil",
+                     "local x = nil; return x.y", "return redis.error_reply('late')", "redis.call('NOSUCH')",
+                     "error('boom', 0)", "return {err='after writes'}", "redis.call('LPUSH', KEYS[1], 'x') error('after')"])
+        if 'KEYS[1]' in fail and not lc.keys: lc.key(key(r))
+        return lc.eval(writes + ' ' + fail)
+    if c <= 19:
+        return lc.eval('return ' + lua_value(r))
+    if c == 20:
+        # a blocking or forbidden command
+        cmd = R(r, LUA_FORBIDDEN)
+        return lc.eval('return %s' % lc.expr(cmd, R(r, ['call', 'pcall'])) if r.random() < 0.5 else
+                       'return d(%s)' % lc.expr(cmd, 'pcall'))
+    if c == 21:
+        # EVAL_RO: a read, a write (refused), a write caught by pcall
+        cmd = script_inner(r)
+        return lc.eval(R(r, ['return %s', 'return d(%s)']) % lc.wrapped(cmd, R(r, ['call', 'pcall'])), ro=True)
+    if c in (22, 23):
+        s = R(r, LUA_LIB)
+        ks = [key(r) for _ in range(r.randint(0, 2))]
+        args = [R(r, VALUES) for _ in range(r.randint(0, 2))]
+        o = r.randrange(5)
+        if o == 0: return ['SCRIPT', 'LOAD', s]
+        if o == 1: return ['EVAL', s, str(len(ks))] + ks + args
+        return [R(r, ['EVALSHA', 'EVALSHA', 'EVALSHA_RO']), R(r, [sha1(s), sha1(s).upper()]), str(len(ks))] + ks + args
+    if c == 24:
+        return ['SCRIPT', 'EXISTS'] + [R(r, [sha1(s) for s in LUA_LIB] + ['0' * 40, 'x']) for _ in range(r.randint(1, 4))]
+    if c == 25:
+        o = r.randrange(6)
+        if o == 0: return ['EVALSHA', R(r, ['0' * 40, 'ffffffffffffffffffffffffffffffffffffffff', 'abc', '']), '0']
+        if o == 1: return ['SCRIPT', 'FLUSH'] + R(r, [[], ['SYNC'], ['ASYNC']])
+        if o == 2: return ['EVAL', 'return 1', R(r, ['-1', '3', 'x', '1.5', ''])] + [key(r) for _ in range(r.randint(0, 2))]
+        if o == 3: return ['EVAL', R(r, ['return', 'return (', 'x =', '#!lua flags=bogus\nreturn 1', '#!notlua\nreturn 1', ''])] + ['0']
+        if o == 4: return ['SCRIPT', 'LOAD', R(r, ['return (', 'return 2'])]
+        return ['EVAL_RO', R(r, ["#!lua\nreturn 1", "#!lua flags=no-writes\nreturn redis.call('DEL', KEYS[1])"]), '1', key(r)]
+    if c == 26:
+        # SELECT in a script: reads the other database, the caller's stays
+        k = lc.key(key(r))
+        return lc.eval("redis.call('SELECT', 1) local a = redis.call('EXISTS', %s) redis.call('SELECT', 0) "
+                       "return {a, redis.call('EXISTS', %s)}" % (k, k))
+    # numbers and strings given to commands, converted both ways
+    k = lc.key(key(r))
+    return lc.eval(R(r, ["redis.call('SET', %s, 3.0) return redis.call('GET', %s)",
+                         "redis.call('SET', %s, 1e15) return redis.call('GET', %s)",
+                         "redis.call('SET', %s, -7) return redis.call('INCRBY', %s, 2.0)",
+                         "redis.call('SET', %s, 2.5) return redis.call('GET', %s)",
+                         "redis.call('SET', %s, true) return redis.call('GET', %s)",
+                         "redis.call('RPUSH', %s, 1, 2.5, '3') return redis.call('LRANGE', %s, 0, -1)",
+                         "return redis.call('EXISTS', %s, %s) + 0.5",
+                         "redis.call('HSET', %s, 'n', 10) return redis.call('HINCRBY', %s, 'n', -3)",
+                         "redis.call('DEL', %s) return redis.call('INCRBYFLOAT', %s, 1.5)",
+                         "return tonumber(redis.call('SET', %s, '12') and redis.call('GET', %s)) * 3",
+                         "return redis.call('SET', %s, {}) or redis.call('GET', %s)"]) % (k, k))
+
+GROUPS['script'] = gen_script
+WEIGHTS['script'] = 2

@@ -224,8 +224,17 @@ func (ls *LState) OptUserData(n int, d *LUserData) *LUserData {
 /* error operations {{{ */
 
 // anykv patch: the function's name in quotes and a missing argument as "no value", as Lua 5.1 (and Redis) says.
+// argFuncName is the name of the running function for a bad argument's error: "?" when none is known (a Go
+// function called by another, pcall(string.rep)), as Lua 5.1's luaL_argerror says (anykv patch).
+func (ls *LState) argFuncName() string {
+	if name := ls.rawFrameFuncName(ls.currentFrame); name != "(anonymous)" {
+		return name
+	}
+	return "?"
+}
+
 func (ls *LState) ArgError(n int, message string) {
-	ls.RaiseError("bad argument #%v to '%v' (%v)", n, ls.rawFrameFuncName(ls.currentFrame), message)
+	ls.RaiseError("bad argument #%v to '%v' (%v)", n, ls.argFuncName(), message)
 }
 
 func (ls *LState) TypeError(n int, typ LValueType) {
@@ -233,7 +242,7 @@ func (ls *LState) TypeError(n int, typ LValueType) {
 	if n > ls.GetTop() {
 		got = "no value"
 	}
-	ls.RaiseError("bad argument #%v to '%v' (%v expected, got %v)", n, ls.rawFrameFuncName(ls.currentFrame), typ.String(), got)
+	ls.RaiseError("bad argument #%v to '%v' (%v expected, got %v)", n, ls.argFuncName(), typ.String(), got)
 }
 
 /* }}} */

@@ -3,9 +3,9 @@ package lua
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 )
 
@@ -81,9 +81,14 @@ func baseDoFile(L *LState) int {
 	return L.GetTop() - top
 }
 
+// baseError is Lua 5.1's error (anykv patch): no argument raises nil, and a number is a message as a string is
+// (with the position), where error() was a bad argument and error(42) raised the number.
 func baseError(L *LState) int {
-	obj := L.CheckAny(1)
+	obj := L.Get(1)
 	level := L.OptInt(2, 1)
+	if n, ok := obj.(LNumber); ok {
+		obj = LString(n.String())
+	}
 	L.Error(obj, level)
 	return 0
 }
@@ -405,35 +410,91 @@ func baseSetMetatable(L *LState) int {
 	return 1
 }
 
+// baseToNumber is Lua 5.1's tonumber (anykv patch): in base 10 a number, or a string luaO_str2d reads
+// (parseNumber); in another base C's strtoul of the string (white space, a sign, "0x" in base 16, then digits)
+// followed by nothing but white space; a base out of 2..36 is an error.
 func baseToNumber(L *LState) int {
 	base := L.OptInt(2, 10)
-	noBase := L.Get(2) == LNil
-
-	switch lv := L.CheckAny(1).(type) {
-	case LNumber:
-		L.Push(lv)
-	case LString:
-		str := strings.Trim(string(lv), " \n\t")
-		if strings.Index(str, ".") > -1 {
-			if v, err := strconv.ParseFloat(str, LNumberBit); err != nil {
-				L.Push(LNil)
+	if base == 10 {
+		switch lv := L.CheckAny(1).(type) {
+		case LNumber:
+			L.Push(lv)
+		case LString:
+			if f, ok := str2d(string(lv)); ok {
+				L.Push(LNumber(f))
 			} else {
-				L.Push(LNumber(v))
-			}
-		} else {
-			if noBase && strings.HasPrefix(strings.ToLower(str), "0x") {
-				base, str = 16, str[2:] // Hex number
-			}
-			if v, err := strconv.ParseInt(str, base, LNumberBit); err != nil {
 				L.Push(LNil)
-			} else {
-				L.Push(LNumber(v))
 			}
+		default:
+			L.Push(LNil)
 		}
-	default:
-		L.Push(LNil)
+		return 1
 	}
+	s := cString(L.CheckString(1))
+	if base < 2 || base > 36 {
+		L.ArgError(2, "base out of range")
+	}
+	if n, end := strtoul(s, base); end > 0 {
+		for end < len(s) && isCSpace(s[end]) {
+			end++
+		}
+		if end == len(s) {
+			L.Push(LNumber(n))
+			return 1
+		}
+	}
+	L.Push(LNil)
 	return 1
+}
+
+// strtoul is C's strtoul: the value of the longest prefix of s that is a number in base and its length (0:
+// none); a negative number wraps, one too large is the largest.
+func strtoul(s string, base int) (float64, int) {
+	i := 0
+	for i < len(s) && isCSpace(s[i]) {
+		i++
+	}
+	neg := false
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		neg = s[i] == '-'
+		i++
+	}
+	if base == 16 && len(s) > i+2 && s[i] == '0' && s[i+1]|0x20 == 'x' && digitValue(s[i+2]) < 16 {
+		i += 2
+	}
+	var n uint64
+	over := false
+	j := i
+	for ; j < len(s); j++ {
+		d := digitValue(s[j])
+		if d >= base {
+			break
+		}
+		if n > (math.MaxUint64-uint64(d))/uint64(base) {
+			over = true
+		}
+		n = n*uint64(base) + uint64(d)
+	}
+	if j == i {
+		return 0, 0
+	}
+	if over {
+		return float64(uint64(math.MaxUint64)), j
+	}
+	if neg {
+		n = -n
+	}
+	return float64(n), j
+}
+
+func digitValue(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c|0x20 >= 'a' && c|0x20 <= 'z':
+		return int(c|0x20-'a') + 10
+	}
+	return 99
 }
 
 func baseToString(L *LState) int {

@@ -1285,7 +1285,7 @@ func constFold(exp ast.Expr) ast.Expr { // {{{
 			case "%":
 				return &constLValueExpr{Value: luaModulo(lvalue, rvalue)}
 			case "^":
-				return &constLValueExpr{Value: LNumber(math.Pow(float64(lvalue), float64(rvalue)))}
+				return &constLValueExpr{Value: luaPow(float64(lvalue), float64(rvalue))}
 			default:
 				panic(fmt.Sprintf("unknown binop: %v", expr.Operator))
 			}

@@ -3,10 +3,36 @@ package lua
 import (
 	"math"
 	"math/rand"
+	"slices"
 )
 
 func OpenMath(L *LState) int {
-	mod := L.RegisterModule(MathLibName, mathFuncs).(*LTable)
+	funcs := make(map[string]LGFunction, len(mathFuncs))
+	for name, fn := range mathFuncs {
+		funcs[name] = fn
+		if name == "abs" || name == "max" || name == "min" || name == "random" || name == "randomseed" || name == "modf" || name == "frexp" {
+			continue
+		}
+		fn, positive := fn, name == "log10" || name == "acos" || name == "asin" // glibc's invalid NaN is positive there
+		funcs[name] = func(L *LState) int {                                     // anykv patch: a NaN as glibc's (CNaN)
+			var args []float64
+			for i := 1; i <= L.GetTop(); i++ {
+				if n, ok := L.Get(i).(LNumber); ok {
+					args = append(args, float64(n))
+				}
+			}
+			n := fn(L)
+			if r, ok := L.Get(-1).(LNumber); ok && n == 1 && math.IsNaN(float64(r)) {
+				nan := CNaN(float64(r), args...)
+				if positive && !slices.ContainsFunc(args, math.IsNaN) {
+					nan = math.NaN()
+				}
+				L.Replace(-1, LNumber(nan))
+			}
+			return n
+		}
+	}
+	mod := L.RegisterModule(MathLibName, funcs).(*LTable)
 	mod.RawSetString("pi", LNumber(math.Pi))
 	mod.RawSetString("huge", LNumber(math.MaxFloat64))
 	L.Push(mod)
@@ -168,6 +194,9 @@ func mathMod(L *LState) int {
 
 func mathModf(L *LState) int {
 	v1, v2 := math.Modf(float64(L.CheckNumber(1)))
+	if math.IsInf(v1, 0) { // C's modf: an infinity's fraction is zero (anykv patch; Go's is NaN)
+		v2 = math.Copysign(0, v1)
+	}
 	L.Push(LNumber(v1))
 	L.Push(LNumber(v2))
 	return 2

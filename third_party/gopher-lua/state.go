@@ -773,7 +773,10 @@ func (ls *LState) raiseError(level int, format string, args ...interface{}) {
 	if len(args) > 0 {
 		message = fmt.Sprintf(format, args...)
 	}
-	if level > 0 {
+	if level == 1 && ls.currentFrame != nil && ls.currentFrame.Fn.IsG && ls.currentFrame.Parent != nil && ls.currentFrame.Parent.Fn.IsG {
+		// anykv patch: a Go function called by another (pcall(cjson.decode, s)) gives no position, as Lua 5.1's
+		// luaL_where(L, 1) gives none for a C caller; this named the Lua function further up
+	} else if level > 0 {
 		message = fmt.Sprintf("%v %v", ls.where(level-1, true), message)
 	}
 	if ls.reg.IsFull() {

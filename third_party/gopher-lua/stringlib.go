@@ -2,6 +2,8 @@ package lua
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/yuin/gopher-lua/pm"
@@ -40,43 +42,40 @@ var strFuncs = map[string]LGFunction{
 	"upper":   strUpper,
 }
 
+// strByte is Lua 5.1's str_byte (anykv patch: string.byte('abc', 0, 10) answered nothing): positions relative
+// to the end when negative, the start clamped to 1 and the end to the length.
 func strByte(L *LState) int {
 	str := L.CheckString(1)
-	start := L.OptInt(2, 1) - 1
-	end := L.OptInt(3, -1)
 	l := len(str)
-	if start < 0 {
-		start = l + start + 1
-	}
-	if end < 0 {
-		end = l + end + 1
-	}
-
-	if L.GetTop() == 2 {
-		if start < 0 || start >= l {
-			return 0
+	posrelat := func(pos int) int {
+		if pos < 0 {
+			pos += l + 1
 		}
-		L.Push(LNumber(str[start]))
-		return 1
+		return max(pos, 0)
 	}
-
-	start = intMax(start, 0)
-	end = intMin(end, l)
-	if end < 0 || end <= start || start >= l {
+	posi := posrelat(L.OptInt(2, 1))
+	pose := posrelat(L.OptInt(3, posi))
+	posi = max(posi, 1)
+	pose = min(pose, l)
+	if posi > pose {
 		return 0
 	}
-
-	for i := start; i < end; i++ {
-		L.Push(LNumber(str[i]))
+	for i := posi; i <= pose; i++ {
+		L.Push(LNumber(str[i-1]))
 	}
-	return end - start
+	return pose - posi + 1
 }
 
+// strChar is Lua 5.1's str_char (anykv patch): a code out of 0..255 is an error, where it was cut to a byte.
 func strChar(L *LState) int {
 	top := L.GetTop()
-	bytes := make([]byte, L.GetTop())
+	bytes := make([]byte, top)
 	for i := 1; i <= top; i++ {
-		bytes[i-1] = uint8(L.CheckInt(i))
+		c := int32(cLong(float64(L.CheckNumber(i))))
+		if c < 0 || c > 255 {
+			L.ArgError(i, "invalid value")
+		}
+		bytes[i-1] = byte(c)
 	}
 	L.Push(LString(string(bytes)))
 	return 1
@@ -133,16 +132,268 @@ func strFind(L *LState) int {
 	return md.CaptureLength()/2 + 1
 }
 
+// strFormat is Lua 5.1's str_format (anykv patch; it was Go's fmt.Sprintf, so %s of nil was "nil", %u
+// "%!u(...)", %q escaped as Go quotes, %5.1s counted runes): each directive is C's printf of its argument
+// (flags "-+ #0", a width and a precision of up to two digits each), %d %i %c of the number cast to a C long or
+// int, %o %u %x %X to an unsigned long, %e %E %f %g %G of the double, %s of the string (a string of 100 bytes or
+// more without a precision kept whole), %q quoted as Lua 5.1 quotes it; an item is cut at a NUL, as
+// strlen cuts C's buffer.
 func strFormat(L *LState) int {
-	str := L.CheckString(1)
-	args := make([]interface{}, L.GetTop()-1)
-	top := L.GetTop()
-	for i := 2; i <= top; i++ {
-		args[i-2] = L.Get(i)
+	fs := L.CheckString(1)
+	arg := 1
+	var b []byte
+	for i := 0; i < len(fs); {
+		if fs[i] != '%' {
+			b = append(b, fs[i])
+			i++
+			continue
+		}
+		i++
+		if i < len(fs) && fs[i] == '%' {
+			b = append(b, '%')
+			i++
+			continue
+		}
+		if arg++; arg > L.GetTop() {
+			L.ArgError(arg, "no value")
+		}
+		// scanformat
+		p := i
+		for p < len(fs) && strings.IndexByte("-+ #0", fs[p]) >= 0 {
+			p++
+		}
+		if p-i >= 6 {
+			L.RaiseError("invalid format (repeated flags)")
+		}
+		flags := fs[i:p]
+		width, prec := -1, -1
+		digits := func() int {
+			n := -1
+			for k := 0; k < 2 && p < len(fs) && fs[p] >= '0' && fs[p] <= '9'; k++ {
+				if n < 0 {
+					n = 0
+				}
+				n = n*10 + int(fs[p]-'0')
+				p++
+			}
+			return n
+		}
+		width = digits()
+		if p < len(fs) && fs[p] == '.' {
+			p++
+			if prec = digits(); prec < 0 {
+				prec = 0
+			}
+		}
+		if p < len(fs) && fs[p] >= '0' && fs[p] <= '9' {
+			L.RaiseError("invalid format (width or precision too long)")
+		}
+		var conv byte
+		if p < len(fs) {
+			conv = fs[p]
+		}
+		i = p + 1
+		var item string
+		switch conv {
+		case 'c':
+			item = cPad(flags, width, string([]byte{byte(int32(cLong(float64(L.CheckNumber(arg)))))}))
+		case 'd', 'i':
+			item = cInt(flags, width, prec, cLong(float64(L.CheckNumber(arg))), false, 'd')
+		case 'o', 'u', 'x', 'X':
+			f := float64(L.CheckNumber(arg))
+			var u uint64
+			if f >= 9223372036854775808 { // gcc: the cast of f - 2^63, its top bit flipped
+				u = uint64(cLong(f-9223372036854775808)) ^ 1<<63
+			} else {
+				u = uint64(cLong(f))
+			}
+			item = cInt(flags, width, prec, int64(u), true, conv)
+		case 'e', 'E', 'f', 'g', 'G':
+			item = cFloat(flags, width, prec, float64(L.CheckNumber(arg)), conv)
+		case 'q':
+			s := L.CheckString(arg)
+			b = append(b, '"')
+			for k := 0; k < len(s); k++ {
+				switch c := s[k]; c {
+				case '"', '\\', '\n':
+					b = append(b, '\\', c)
+				case '\r':
+					b = append(b, '\\', 'r')
+				case 0:
+					b = append(b, '\\', '0', '0', '0')
+				default:
+					b = append(b, c)
+				}
+			}
+			b = append(b, '"')
+			continue
+		case 's':
+			s := L.CheckString(arg)
+			if prec < 0 && len(s) >= 100 {
+				b = append(b, s...)
+				continue
+			}
+			s = cString(s)
+			if prec >= 0 && len(s) > prec {
+				s = s[:prec]
+			}
+			item = cPad(flags, width, s)
+		default:
+			if conv == 0 { // the format's end: Lua's %c of a NUL prints nothing
+				L.RaiseError("%s", "invalid option '%' to 'format'")
+			}
+			L.RaiseError("invalid option '%%%c' to 'format'", conv)
+		}
+		b = append(b, cString(item)...)
 	}
-	npat := strings.Count(str, "%") - strings.Count(str, "%%")
-	L.Push(LString(fmt.Sprintf(str, args[:intMin(npat, len(args))]...)))
+	L.Push(LString(b))
 	return 1
+}
+
+// cLong is C's cast of a double to a long on x86-64 (out of range or NaN: the smallest long).
+func cLong(f float64) int64 {
+	if f != f || f >= 9223372036854775808 || f < -9223372036854775808 {
+		return math.MinInt64
+	}
+	return int64(f)
+}
+
+// cPad pads s with spaces to width (C's %-Ns and %Ns, by bytes).
+func cPad(flags string, width int, s string) string {
+	if len(s) >= width {
+		return s
+	}
+	pad := strings.Repeat(" ", width-len(s))
+	if strings.IndexByte(flags, '-') >= 0 {
+		return s + pad
+	}
+	return pad + s
+}
+
+// cInt is C's printf of an integer (unsigned: v's bits as an unsigned long) for conv d, o, u, x or X.
+func cInt(flags string, width, prec int, v int64, unsigned bool, conv byte) string {
+	var digits string
+	neg := false
+	switch {
+	case unsigned && conv == 'o':
+		digits = strconv.FormatUint(uint64(v), 8)
+	case unsigned && (conv == 'x' || conv == 'X'):
+		digits = strconv.FormatUint(uint64(v), 16)
+		if conv == 'X' {
+			digits = strings.ToUpper(digits)
+		}
+	case unsigned:
+		digits = strconv.FormatUint(uint64(v), 10)
+	default:
+		neg = v < 0
+		digits = strconv.FormatUint(uint64(v), 10)
+		if neg {
+			digits = strconv.FormatUint(-uint64(v), 10)
+		}
+	}
+	if prec == 0 && v == 0 {
+		digits = ""
+	}
+	if prec > len(digits) {
+		digits = strings.Repeat("0", prec-len(digits)) + digits
+	}
+	has := func(c byte) bool { return strings.IndexByte(flags, c) >= 0 }
+	prefix := ""
+	switch {
+	case neg:
+		prefix = "-"
+	case !unsigned && has('+'):
+		prefix = "+"
+	case !unsigned && has(' '):
+		prefix = " "
+	}
+	if has('#') {
+		switch {
+		case conv == 'o' && (len(digits) == 0 || digits[0] != '0'):
+			digits = "0" + digits
+		case conv == 'x' && v != 0:
+			prefix = "0x"
+		case conv == 'X' && v != 0:
+			prefix = "0X"
+		}
+	}
+	if has('0') && !has('-') && prec < 0 && len(prefix)+len(digits) < width {
+		digits = strings.Repeat("0", width-len(prefix)-len(digits)) + digits
+	}
+	return cPad(flags, width, prefix+digits)
+}
+
+// cFloat is C's printf of a double for conv e, E, f, g or G (glibc's inf and nan).
+func cFloat(flags string, width, prec int, f float64, conv byte) string {
+	has := func(c byte) bool { return strings.IndexByte(flags, c) >= 0 }
+	sign := ""
+	switch {
+	case math.Signbit(f):
+		sign = "-"
+	case has('+'):
+		sign = "+"
+	case has(' '):
+		sign = " "
+	}
+	a := math.Abs(f)
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		s := "inf"
+		if math.IsNaN(f) {
+			s = "nan"
+		}
+		if conv == 'E' || conv == 'G' {
+			s = strings.ToUpper(s)
+		}
+		return cPad(strings.ReplaceAll(flags, "0", ""), width, sign+s)
+	}
+	if prec < 0 {
+		prec = 6
+	}
+	var body string
+	switch conv {
+	case 'e', 'E':
+		body = strconv.FormatFloat(a, 'e', prec, 64)
+	case 'f':
+		body = strconv.FormatFloat(a, 'f', prec, 64)
+	default:
+		if prec == 0 {
+			prec = 1
+		}
+		body = strconv.FormatFloat(a, 'e', prec-1, 64)
+		exp, _ := strconv.Atoi(body[strings.IndexByte(body, 'e')+1:])
+		if exp < -4 || exp >= prec {
+			body = strconv.FormatFloat(a, 'e', prec-1, 64)
+			if !has('#') {
+				m, e := body[:strings.IndexByte(body, 'e')], body[strings.IndexByte(body, 'e'):]
+				if strings.IndexByte(m, '.') >= 0 {
+					m = strings.TrimRight(strings.TrimRight(m, "0"), ".")
+				}
+				body = m + e
+			}
+		} else {
+			body = strconv.FormatFloat(a, 'f', prec-1-exp, 64)
+			if !has('#') && strings.IndexByte(body, '.') >= 0 {
+				body = strings.TrimRight(strings.TrimRight(body, "0"), ".")
+			}
+		}
+		if conv == 'G' {
+			body = strings.ToUpper(body)
+		}
+	}
+	if conv == 'E' {
+		body = strings.ToUpper(body)
+	}
+	if has('#') && strings.IndexByte(body, '.') < 0 {
+		if e := strings.IndexAny(body, "eE"); e >= 0 {
+			body = body[:e] + "." + body[e:]
+		} else {
+			body += "."
+		}
+	}
+	if has('0') && !has('-') && len(sign)+len(body) < width {
+		body = strings.Repeat("0", width-len(sign)-len(body)) + body
+	}
+	return cPad(flags, width, sign+body)
 }
 
 func strGsub(L *LState) int {
@@ -344,9 +595,16 @@ func strLen(L *LState) int {
 	return 1
 }
 
+// strLower and strUpper change ASCII letters only, as C's tolower and toupper in the C locale (anykv patch: they
+// were Unicode's, so 'é' became 'É').
 func strLower(L *LState) int {
-	str := L.CheckString(1)
-	L.Push(LString(strings.ToLower(str)))
+	b := []byte(L.CheckString(1))
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 32
+		}
+	}
+	L.Push(LString(b))
 	return 1
 }
 
@@ -425,8 +683,13 @@ func strSub(L *LState) int {
 }
 
 func strUpper(L *LState) int {
-	str := L.CheckString(1)
-	L.Push(LString(strings.ToUpper(str)))
+	b := []byte(L.CheckString(1))
+	for i, c := range b {
+		if c >= 'a' && c <= 'z' {
+			b[i] = c - 32
+		}
+	}
+	L.Push(LString(b))
 	return 1
 }
 

@@ -2,8 +2,10 @@ package lua
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -140,19 +142,148 @@ func isArrayKey(v LNumber) bool {
 	return isInteger(v) && v < LNumber(int((^uint(0))>>1)) && v > LNumber(0) && v < LNumber(MaxArrayIndex)
 }
 
+// parseNumber reads a number as Lua 5.1's luaO_str2d does (anykv patch): C's strtod (leading white space, a
+// sign, a decimal or hexadecimal number, with a binary exponent for the latter, inf, infinity or nan, in any
+// case), a hexadecimal integer, then nothing but white space. It parsed Go's forms (ParseInt with base 0: 010
+// was 8, 0b1 and 1_000 were numbers, 1e3 as tonumber's argument was not).
 func parseNumber(number string) (LNumber, error) {
-	var value LNumber
-	number = strings.Trim(number, " \t\n")
-	if v, err := strconv.ParseInt(number, 0, LNumberBit); err != nil {
-		if v2, err2 := strconv.ParseFloat(number, LNumberBit); err2 != nil {
-			return LNumber(0), err2
-		} else {
-			value = LNumber(v2)
-		}
-	} else {
-		value = LNumber(v)
+	if f, ok := str2d(number); ok {
+		return LNumber(f), nil
 	}
-	return value, nil
+	return LNumber(0), strconv.ErrSyntax
+}
+
+// isCSpace is C's isspace in the C locale.
+func isCSpace(c byte) bool { return c == ' ' || c >= '\t' && c <= '\r' }
+
+// str2d is luaO_str2d with glibc's strtod.
+func str2d(s string) (float64, bool) {
+	s = cString(s)
+	f, n := strtod(s)
+	if n == 0 {
+		return 0, false
+	}
+	for n < len(s) && isCSpace(s[n]) {
+		n++
+	}
+	return f, n == len(s)
+}
+
+// cString is s up to its first NUL, as C reads a Lua string.
+func cString(s string) string {
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// strtod is glibc's strtod: the value of the longest prefix of s that is a number and its length (0: none).
+func strtod(s string) (float64, int) {
+	i := 0
+	for i < len(s) && isCSpace(s[i]) {
+		i++
+	}
+	start := i
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		i++
+	}
+	lower := s[i:]
+	if len(lower) > 8 {
+		lower = lower[:8]
+	}
+	lower = strings.ToLower(lower)
+	switch {
+	case strings.HasPrefix(lower, "infinity"), strings.HasPrefix(lower, "inf"):
+		n := 3
+		if strings.HasPrefix(lower, "infinity") {
+			n = 8
+		}
+		if s[start] == '-' {
+			return math.Inf(-1), i + n
+		}
+		return math.Inf(1), i + n
+	case strings.HasPrefix(lower, "nan"):
+		n := i + 3
+		if n < len(s) && s[n] == '(' { // nan(n-char-sequence)
+			j := n + 1
+			for j < len(s) && (s[j] >= '0' && s[j] <= '9' || s[j] >= 'a' && s[j] <= 'z' || s[j] >= 'A' && s[j] <= 'Z' || s[j] == '_') {
+				j++
+			}
+			if j < len(s) && s[j] == ')' {
+				n = j + 1
+			}
+		}
+		if s[start] == '-' {
+			return math.Copysign(math.NaN(), -1), n
+		}
+		return math.NaN(), n
+	}
+	digits := func(j int, hex bool) int {
+		for j < len(s) && (s[j] >= '0' && s[j] <= '9' || hex && (s[j]|0x20 >= 'a' && s[j]|0x20 <= 'f')) {
+			j++
+		}
+		return j
+	}
+	hex := len(s) > i+1 && s[i] == '0' && s[i+1]|0x20 == 'x'
+	if hex {
+		j := digits(i+2, true)
+		k := j
+		if k < len(s) && s[k] == '.' {
+			k = digits(k+1, true)
+		}
+		if k-(i+2) <= 0 || k == j+1 && j == i+2 { // no hexadecimal digit: the 0 alone
+			return 0 * sign(s[start]), i + 1
+		}
+		end := k
+		if k < len(s) && s[k]|0x20 == 'p' {
+			e := k + 1
+			if e < len(s) && (s[e] == '+' || s[e] == '-') {
+				e++
+			}
+			if d := digits(e, false); d > e {
+				end = d
+			}
+		}
+		text := s[start:end]
+		if end == k {
+			text += "p0"
+		}
+		f, err := strconv.ParseFloat(text, 64)
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			return 0, 0
+		}
+		return f, end
+	}
+	j := digits(i, false)
+	k := j
+	if k < len(s) && s[k] == '.' {
+		k = digits(k+1, false)
+	}
+	if j == i && k <= j+1 { // no digit
+		return 0, 0
+	}
+	end := k
+	if k < len(s) && s[k]|0x20 == 'e' {
+		e := k + 1
+		if e < len(s) && (s[e] == '+' || s[e] == '-') {
+			e++
+		}
+		if d := digits(e, false); d > e {
+			end = d
+		}
+	}
+	f, err := strconv.ParseFloat(s[start:end], 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, 0
+	}
+	return f, end
+}
+
+func sign(c byte) float64 {
+	if c == '-' {
+		return -1
+	}
+	return 1
 }
 
 func popenArgs(arg string) (string, []string) {
@@ -262,4 +393,23 @@ func unsafeFastStringToReadOnlyBytes(s string) (bs []byte) {
 	bh.Cap = sh.Len
 	bh.Len = sh.Len
 	return
+}
+
+// StrToD is C's strtod as glibc reads in the C locale (anykv patch, for cjson.decode's numbers): the value of the
+// longest prefix of s that is a number and its length, 0 when none is.
+func StrToD(s string) (float64, int) { return strtod(s) }
+
+// CNaN is the NaN glibc's libm answers on x86-64 where Go's math answers math.NaN() (anykv patch: tostring
+// shows the sign, "-nan" against "nan"): an argument's NaN if one was, else an invalid operation's default NaN,
+// which is negative.
+func CNaN(r float64, args ...float64) float64 {
+	if !math.IsNaN(r) {
+		return r
+	}
+	for _, a := range args {
+		if math.IsNaN(a) {
+			return a
+		}
+	}
+	return math.Copysign(math.NaN(), -1)
 }

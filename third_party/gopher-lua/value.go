@@ -230,7 +230,14 @@ type LUserData struct {
 	Metatable LValue
 }
 
-func (ud *LUserData) String() string   { return fmt.Sprintf("userdata: %p", ud) }
+// String: a userdata holding no Go value prints as Lua 5.1 prints a NULL lightuserdata, "userdata: (nil)"
+// (anykv patch: cjson.null is one, as in Redis).
+func (ud *LUserData) String() string {
+	if ud.Value == nil {
+		return "userdata: (nil)"
+	}
+	return fmt.Sprintf("userdata: %p", ud)
+}
 func (ud *LUserData) Type() LValueType { return LTUserData }
 
 type LChannel chan LValue

@@ -2432,15 +2432,16 @@ func opArith(L *LState, inst uint32, baseframe *callFrame) int { //OP_ADD, OP_SU
 	return 0
 }
 
+// luaModulo is Lua 5.1's luai_nummod, a - floor(a/b)*b (anykv patch: it was fmod and a correction, whose
+// results differ for an infinite b and whose NaNs were positive, where 5 % 0 is -nan).
 func luaModulo(lhs, rhs LNumber) LNumber {
 	flhs := float64(lhs)
 	frhs := float64(rhs)
-	v := math.Mod(flhs, frhs)
-	if frhs > 0 && v < 0 || frhs < 0 && v > 0 {
-		v += frhs
-	}
-	return LNumber(v)
+	return LNumber(flhs - math.Floor(flhs/frhs)*frhs)
 }
+
+// luaPow is C's pow, as Lua 5.1's ^ (anykv patch: its NaN, CNaN).
+func luaPow(lhs, rhs float64) LNumber { return LNumber(CNaN(math.Pow(lhs, rhs), lhs, rhs)) }
 
 func numberArith(L *LState, opcode int, lhs, rhs LNumber) LNumber {
 	switch opcode {
@@ -2455,9 +2456,7 @@ func numberArith(L *LState, opcode int, lhs, rhs LNumber) LNumber {
 	case OP_MOD:
 		return luaModulo(lhs, rhs)
 	case OP_POW:
-		flhs := float64(lhs)
-		frhs := float64(rhs)
-		return LNumber(math.Pow(flhs, frhs))
+		return luaPow(float64(lhs), float64(rhs))
 	}
 	panic("should not reach here")
 	return LNumber(0)

@@ -7,11 +7,9 @@ import (
 	"crypto/sha1"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -445,15 +443,16 @@ func (c *respConv) write(v lua.LValue, depth int) error {
 			w.Null()
 		}
 	case *lua.LTable:
-		if ok, isStr := v.RawGetString("ok").(lua.LString); isStr {
-			w.SimpleString(string(ok))
-			return nil
-		}
+		// err before ok, as Redis reads them (luaReplyToRedisReply): {ok='a', err='b'} is the error b
 		if e, isStr := v.RawGetString("err").(lua.LString); isStr {
 			w.Error(string(e))
 			if c.onError != nil && !luaErrorCounted(v) {
 				c.onError(strings.TrimPrefix(string(e), "-"))
 			}
+			return nil
+		}
+		if ok, isStr := v.RawGetString("ok").(lua.LString); isStr {
+			w.SimpleString(string(ok))
 			return nil
 		}
 		if depth >= luaReplyMaxDepth {
@@ -534,156 +533,34 @@ func (c *respConv) writeTyped(v *lua.LTable, depth int) (done bool, err error) {
 	return false, nil
 }
 
-// openCJSON installs cjson.encode and cjson.decode. Both are bounded by lim: encode in the size of what it
-// builds (a table referenced twice is encoded twice, so 30 levels of t={t,t} would be a billion leaves) and in
-// time; decode in memory, by the number of values its text can hold.
+// openCJSON installs cjson (luacjson.go): encode, decode, null and the settings. Both functions are bounded by
+// lim: encode in the size of what it builds and in time; decode in memory, by the number of values its text can
+// hold, and in time.
 func openCJSON(L *lua.LState, lim *luaLimits) {
 	t := L.NewTable()
+	null := L.NewUserData() // Lua CJSON's NULL lightuserdata: JSON null, one value for all
+	oneArg := func(L *lua.LState) {
+		if L.GetTop() != 1 {
+			L.ArgError(1, "expected 1 argument")
+		}
+	}
 	t.RawSetString("encode", L.NewFunction(func(L *lua.LState) int {
-		c := luaToGoConv{L: L, lim: lim}
-		v := c.conv(L.CheckAny(1), 0)
-		lim.alloc(L, c.size)
-		L.Push(lua.LString(appendJSON(nil, v)))
+		oneArg(L)
+		L.Push(lua.LString(cjsonEncode(L, lim, null, L.Get(1))))
 		return 1
 	}))
 	t.RawSetString("decode", L.NewFunction(func(L *lua.LState) int {
+		oneArg(L)
 		s := L.CheckString(1)
 		values := 1
 		for _, c := range []byte("[{,:") {
 			values += strings.Count(s, string(c))
 		}
 		lim.mem(L, 2*len(s)+values*luaValueCost)
-		if depth, at := jsonNesting(s, lim.json.decodeMaxDepth); depth > 0 {
-			L.RaiseError("Found too many nested data structures (%d) at character %d", depth, at)
-		}
-		var v any
-		d := json.NewDecoder(strings.NewReader(s))
-		d.UseNumber()
-		if err := d.Decode(&v); err != nil {
-			L.RaiseError("Expected value but found invalid token: %v", err)
-		}
-		L.Push(goToLua(L, lim, v))
+		L.Push(cjsonDecode(L, lim, null, s))
 		return 1
 	}))
+	t.RawSetString("null", null)
 	openCJSONSettings(L, t, &lim.json)
 	L.SetGlobal("cjson", t)
-}
-
-// luaToGoConv converts for cjson.encode, counting the bytes of JSON it stands for (size) so that a result over
-// the string limit fails as soon as it is seen, and checking the time limit as it goes.
-type luaToGoConv struct {
-	L    *lua.LState
-	lim  *luaLimits
-	size int
-}
-
-// conv converts v: a table with keys 1..n only is an array, any other a map.
-func (c *luaToGoConv) conv(v lua.LValue, depth int) any {
-	c.lim.step(c.L)
-	if c.size += 8; c.size > c.lim.maxString {
-		c.lim.alloc(c.L, c.size)
-	}
-	switch v := v.(type) {
-	case lua.LString:
-		c.size += jsonStringSize(string(v))
-		return string(v)
-	case lua.LNumber:
-		c.size += 24 // longer than any number written: -1.2345678901234e-308
-		f := float64(v)
-		if math.IsInf(f, 0) || math.IsNaN(f) {
-			switch c.lim.json.encodeInvalid {
-			case 0:
-				c.L.RaiseError("Cannot serialise number: must not be NaN or Inf")
-			case 1:
-				if math.IsNaN(f) {
-					return jsonToken("nan")
-				}
-				return jsonToken(map[bool]string{true: "inf", false: "-inf"}[f > 0]) // as %.14g prints them
-			}
-			return nil
-		}
-		return json.Number(strconv.FormatFloat(f, 'g', c.lim.json.precision, 64)) // as Redis's cjson: %.14g
-	case lua.LBool:
-		return bool(v)
-	case *lua.LTable:
-		if depth+1 > c.lim.json.encodeMaxDepth {
-			c.L.RaiseError("Cannot serialise, excessive nesting (%d)", depth+1)
-		}
-		n := v.Len()
-		isArray, count := true, 0
-		v.ForEach(func(k, _ lua.LValue) {
-			count++
-			if kn, ok := k.(lua.LNumber); !ok || float64(kn) != math.Trunc(float64(kn)) || kn < 1 || int(kn) > n {
-				isArray = false
-			}
-		})
-		if isArray && count > 0 {
-			out := make([]any, n)
-			for i := 1; i <= n; i++ {
-				out[i-1] = c.conv(v.RawGetInt(i), depth+1)
-			}
-			return out
-		}
-		out := map[string]any{}
-		v.ForEach(func(k, val lua.LValue) {
-			if kt := k.Type(); kt != lua.LTString && kt != lua.LTNumber {
-				c.L.RaiseError("Cannot serialise %s: table key must be a number or string", kt)
-			}
-			c.size += jsonStringSize(k.String())
-			out[k.String()] = c.conv(val, depth+1)
-		})
-		if count == 0 {
-			return map[string]any{}
-		}
-		return out
-	}
-	return nil
-}
-
-// jsonStringSize is the length of s as cjson.encode writes it (appendJSONString), quoted and escaped: a quote,
-// backslash, slash, \b \f \n \r or \t as two bytes, another control character or DEL as six (\u00XX).
-func jsonStringSize(s string) int {
-	n := 2
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"' || c == '\\' || c == '/' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
-			n += 2
-		case c < 0x20 || c == 0x7f:
-			n += 6
-		default:
-			n++
-		}
-	}
-	return n
-}
-
-func goToLua(L *lua.LState, lim *luaLimits, v any) lua.LValue {
-	lim.step(L)
-	switch v := v.(type) {
-	case string:
-		return lua.LString(v)
-	case json.Number:
-		f, _ := v.Float64()
-		return lua.LNumber(f)
-	case bool:
-		return lua.LBool(v)
-	case []any:
-		t := L.CreateTable(len(v), 0)
-		for i, e := range v {
-			t.RawSetInt(i+1, goToLua(L, lim, e))
-		}
-		return t
-	case map[string]any:
-		t := L.CreateTable(0, len(v))
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			t.RawSetString(k, goToLua(L, lim, v[k]))
-		}
-		return t
-	}
-	return lua.LNil // JSON null: cjson.null is nil here
 }

@@ -232,8 +232,8 @@ func installLimits(L *lua.LState, lim *luaLimits) {
 // luaValueCost is about what one decoded value costs in memory (a table: more, a number: less).
 const luaValueCost = 128
 
-// formatSize is an upper bound on string.format's result: Go's fmt, which gopher-lua's string.format uses,
-// caps a width or precision at 1e6, so each directive costs at most that plus its argument (escaped, for %q).
+// formatSize is a bound on string.format's result: each directive costs at most its width or precision (Lua's
+// take two digits at most; this counts up to 1e6) plus its argument (escaped, for %q) and a number's digits.
 func formatSize(L *lua.LState) int {
 	f := L.CheckString(1)
 	argCost := func(i int) int {

@@ -1,9 +1,7 @@
 package redis
 
 import (
-	"encoding/json"
 	"math"
-	"sort"
 	"strconv"
 
 	lua "github.com/yuin/gopher-lua"
@@ -83,55 +81,8 @@ func openCJSONSettings(L *lua.LState, t *lua.LTable, cfg *cjsonConfig) {
 	t.RawSetString("_VERSION", lua.LString("2.1.0"))
 }
 
-// jsonToken is a bare token cjson.encode writes as is: inf, -inf or nan (encode_invalid_numbers(true)).
-type jsonToken string
-
-// appendJSON appends v, as cjson.encode's conversion built it (luaToGoConv.conv), as JSON: strings escaped and
-// objects' keys in order as encoding/json writes them.
-func appendJSON(b []byte, v any) []byte {
-	switch v := v.(type) {
-	case nil:
-		return append(b, "null"...)
-	case bool:
-		return strconv.AppendBool(b, v)
-	case json.Number:
-		return append(b, v...)
-	case jsonToken:
-		return append(b, v...)
-	case string:
-		return appendJSONString(b, v)
-	case []any:
-		b = append(b, '[')
-		for i, e := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSON(b, e)
-		}
-		return append(b, ']')
-	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		b = append(b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(b, k)
-			b = append(b, ':')
-			b = appendJSON(b, v[k])
-		}
-		return append(b, '}')
-	}
-	return append(b, "null"...)
-}
-
 // appendJSONString appends s quoted as Lua CJSON quotes it: '"', '\\' and '/' after a backslash, the control
-// characters and DEL as \b \f \n \r \t or \u00XX, every other byte as it is (UTF-8 or not). jsonStringSize
-// bounds its length.
+// characters and DEL as \b \f \n \r \t or \u00XX, every other byte as it is (UTF-8 or not).
 func appendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
@@ -158,31 +109,4 @@ func appendJSONString(b []byte, s string) []byte {
 		}
 	}
 	return append(b, '"')
-}
-
-// jsonNesting returns how deeply the arrays and objects of text nest past max, and where (1-based): the
-// character that opens the first one nested too deeply; 0 when none is.
-func jsonNesting(text string, max int) (depth, at int) {
-	inString, escaped := false, false
-	for i := 0; i < len(text); i++ {
-		c := text[i]
-		switch {
-		case inString && escaped:
-			escaped = false
-		case inString && c == '\\':
-			escaped = true
-		case inString && c == '"':
-			inString = false
-		case inString:
-		case c == '"':
-			inString = true
-		case c == '[' || c == '{':
-			if depth++; depth > max {
-				return depth, i + 1
-			}
-		case c == ']' || c == '}':
-			depth--
-		}
-	}
-	return 0, 0
 }

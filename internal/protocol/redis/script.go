@@ -245,7 +245,7 @@ func (s *session) evalMutation(args [][]byte, ownLimit bool) (_ engine.Mutation,
 	src, sha := args[1], ""
 	if strings.HasPrefix(name, "evalsha") {
 		var ok bool
-		if src, ok = s.h.scripts.get(string(args[1]), true); !ok {
+		if src, ok = s.txScripts.get(s.h, string(args[1]), true); !ok {
 			return engine.Mutation{}, false, "NOSCRIPT No matching script. Please use EVAL."
 		}
 		sha = strings.ToLower(string(args[1]))
@@ -266,7 +266,7 @@ func (s *session) evalMutation(args [][]byte, ownLimit bool) (_ engine.Mutation,
 		return engine.Mutation{}, false, msg
 	}
 	if !strings.HasPrefix(name, "evalsha") {
-		src = s.h.scripts.put(src, sha, true) // once it compiles, as Redis keeps only those
+		src = s.txScripts.put(s.h, src, sha, true) // once it compiles, as Redis keeps only those
 	}
 	readOnly = strings.HasSuffix(name, "_ro")
 	if readOnly && sb.present && !sb.noWrites {

@@ -114,6 +114,9 @@ type session struct {
 	counted    counted  // command statistics not yet added to the shared counters (cmdstats.go)
 	// scriptShown: the commands the script answered last ran, for monitors (feedMonitors), until it is accounted.
 	scriptShown []keyEvent
+	// txScripts: while EXEC compiles, what its queued SCRIPT LOAD and FLUSH did to the script cache, for the
+	// commands after them (txscript.go); nil otherwise.
+	txScripts *txScriptView
 
 	// CLIENT UNBLOCK (blocking.go): while the connection waits in a blocking command, the channel another
 	// connection's CLIENT UNBLOCK sends on, under unblockMu; unblockedErr: the wait ended with ERROR.

@@ -72,6 +72,8 @@ func cmdExec(s *session, args [][]byte) {
 	s.inExec = true           // its tracked reads register in its order (trackExecKeys), its own invalidations wait
 	defer func() { s.inExec = false }()
 	hello := false // a HELLO was queued: it may change the protocol of the replies after it (queuedInPlace)
+	s.txScripts = &txScriptView{}
+	defer func() { s.txScripts = nil }()
 	// The database before the transaction: a queued SELECT takes effect below, as the transaction compiles, and
 	// is undone if it does not run (aborted, or failed whole), as Redis never runs the commands of such an EXEC.
 	db := s.db
@@ -93,6 +95,9 @@ func cmdExec(s *session, args [][]byte) {
 		s.cur, s.curArgs, s.curKept = c, a, nil // each queued command counts in INFO commandstats under its own name
 		if s.trk != nil {
 			s.trackRead(c, a)
+		}
+		if c.name == "script" && s.txScript(a) { // SCRIPT LOAD, EXISTS, FLUSH: seen by the commands after them
+			continue
 		}
 		// In the batch: data commands (XREADGROUP's BLOCK too: in a transaction it does not wait), but DEBUG's
 		// other subcommands than OBJECT, which run after the batch as other immediate commands.
@@ -129,6 +134,9 @@ func cmdExec(s *session, args [][]byte) {
 	}
 	res, err := s.run(guards)
 	s.execWatch = nil
+	if err == nil {
+		s.txScripts.apply(s.h)
+	}
 	if err != nil && s.db != db {
 		s.setInfo(func() { s.db = db })
 	}
