@@ -118,7 +118,13 @@ func (rc *rawConn) send(s string) {
 // reply reads one complete RESP value and returns its bytes. It fails once the server has sent nothing for 5 s.
 func (rc *rawConn) reply() string {
 	rc.t.Helper()
-	rc.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	return rc.replyWithin(5 * time.Second)
+}
+
+// replyWithin is reply for a server that may send nothing for up to d.
+func (rc *rawConn) replyWithin(d time.Duration) string {
+	rc.t.Helper()
+	rc.c.SetReadDeadline(time.Now().Add(d))
 	if rc.prog != nil {
 		rc.prog.on = true
 		defer func() { rc.prog.on = false }()
