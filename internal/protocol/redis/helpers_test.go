@@ -80,16 +80,17 @@ type rawConn struct {
 	prog *progressReader // nil for rawConns made around another reader
 }
 
-// progressReader reads from c; while on, each read may wait 5 s, so that reply allows a long reply (a million
-// SRANDMEMBER picks under -race on a loaded machine) as long as it keeps coming.
+// progressReader reads from c; while on, each read may wait for wait (reply's 5 s), so that reply allows a long
+// reply (a million SRANDMEMBER picks under -race on a loaded machine) as long as it keeps coming.
 type progressReader struct {
-	c  net.Conn
-	on bool
+	c    net.Conn
+	on   bool
+	wait time.Duration
 }
 
 func (p *progressReader) Read(b []byte) (int, error) {
 	if p.on {
-		p.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		p.c.SetReadDeadline(time.Now().Add(p.wait))
 	}
 	return p.c.Read(b)
 }
@@ -126,7 +127,7 @@ func (rc *rawConn) replyWithin(d time.Duration) string {
 	rc.t.Helper()
 	rc.c.SetReadDeadline(time.Now().Add(d))
 	if rc.prog != nil {
-		rc.prog.on = true
+		rc.prog.on, rc.prog.wait = true, d
 		defer func() { rc.prog.on = false }()
 	}
 	var b strings.Builder
