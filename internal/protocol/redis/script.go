@@ -338,9 +338,21 @@ func scriptBatchErrorText(err error) string {
 	return "ERR " + strings.TrimPrefix(err.Error(), engine.ErrInvalid.Error()+": ") + " (a script may write keys of its own database only, and may not flush)"
 }
 
-func cmdScript(s *session, args [][]byte) {
+// scriptCacheOp names the well-formed SCRIPT LOAD, EXISTS or FLUSH of args, the subcommands that touch the script
+// cache ("" for any other, or a malformed one), for cmdScript and a transaction's view of them (txScript).
+func scriptCacheOp(args [][]byte) string {
 	switch sub := lower(args[1]); {
-	case sub == "load" && len(args) == 3:
+	case sub == "load" && len(args) == 3, sub == "exists" && len(args) >= 3:
+		return sub
+	case sub == "flush" && (len(args) == 2 || len(args) == 3 && (lower(args[2]) == "sync" || lower(args[2]) == "async")):
+		return sub
+	}
+	return ""
+}
+
+func cmdScript(s *session, args [][]byte) {
+	switch sub, op := lower(args[1]), scriptCacheOp(args); {
+	case op == "load":
 		sha := sha1hex(args[2])
 		if _, msg := checkScript(args[2], sha); msg != "" {
 			s.w.Error(msg)
@@ -348,7 +360,7 @@ func cmdScript(s *session, args [][]byte) {
 		}
 		s.h.scripts.put(args[2], sha, false)
 		s.w.BulkString(sha)
-	case sub == "exists" && len(args) >= 3:
+	case op == "exists":
 		s.w.ArrayHeader(len(args) - 2)
 		for _, sha := range args[2:] {
 			if _, ok := s.h.scripts.get(string(sha), false); ok {
@@ -357,7 +369,7 @@ func cmdScript(s *session, args [][]byte) {
 				s.w.Int(0)
 			}
 		}
-	case sub == "flush" && (len(args) == 2 || len(args) == 3 && (lower(args[2]) == "sync" || lower(args[2]) == "async")):
+	case op == "flush":
 		s.h.scripts.flush()
 		dropLuaVMs()
 		s.w.SimpleString("OK")

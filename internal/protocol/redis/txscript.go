@@ -67,8 +67,8 @@ func (v *txScriptView) apply(h *Handler) {
 // for another subcommand or a malformed one (run after the batch, as other immediate commands, for its reply).
 func (s *session) txScript(args [][]byte) bool {
 	v := s.txScripts
-	switch sub := lower(args[1]); {
-	case sub == "load" && len(args) == 3:
+	switch scriptCacheOp(args) {
+	case "load":
 		sha := sha1hex(args[2])
 		if _, msg := checkScript(args[2], sha); msg != "" {
 			s.fail(msg)
@@ -76,7 +76,7 @@ func (s *session) txScript(args [][]byte) bool {
 		}
 		v.put(s.h, args[2], sha, false)
 		s.plan(func(w *resp.Writer, _ []engine.Result) { w.BulkString(sha) })
-	case sub == "exists" && len(args) >= 3:
+	case "exists":
 		found := make([]bool, len(args)-2)
 		for i, sha := range args[2:] {
 			_, found[i] = v.get(s.h, string(sha), false)
@@ -91,7 +91,7 @@ func (s *session) txScript(args [][]byte) bool {
 				}
 			}
 		})
-	case sub == "flush" && (len(args) == 2 || len(args) == 3 && (lower(args[2]) == "sync" || lower(args[2]) == "async")):
+	case "flush":
 		v.flushed, v.loaded = true, nil
 		s.plan(func(w *resp.Writer, _ []engine.Result) { w.SimpleString("OK") })
 	default:
