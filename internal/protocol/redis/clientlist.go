@@ -34,6 +34,7 @@ type clientState struct {
 	// they last came: the idle timeout (CONFIG SET timeout) closes a client idle in a read.
 	reading  atomic.Bool
 	lastRead atomic.Int64
+	ending   atomic.Bool // the connection's goroutine is ending: CLIENT LIST leaves it out
 }
 
 // containers are the commands whose subcommand is part of the name Redis 7 shows in CLIENT LIST (cmd=).
@@ -164,6 +165,18 @@ func (s *session) sortedSessions() []*session {
 	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
 	return out
 }
+
+// left reports whether the connection's client has left: it closed its end, or the connection is ending. Redis
+// handles a close in the order it arrives, so a client that closed before another sent CLIENT LIST is not
+// listed; here the closed connection's goroutine may not have run since, or may still be ending (a subscriber's
+// pusher to stop), on a busy machine. Redis's obuf-limits test read such a line as its subscriber's.
+func (s *session) left() bool {
+	return s.state.ending.Load() || peerClosed(s.conn)
+}
+
+// testHookBeforeRead, when set by a test, runs with the connection's id before each read of its requests, once
+// the connection shows as waiting for its client.
+var testHookBeforeRead atomic.Pointer[func(id int64)]
 
 // clientListFilter parses CLIENT LIST's filters, as Redis 7.0: TYPE normal|master|replica|slave|pubsub, or ID
 // followed by client IDs. It answers the error itself when they are wrong.

@@ -219,7 +219,7 @@ func cmdClient(s *session, args [][]byte) {
 		s.publishState(false)
 		s.h.mu.Lock()
 		for _, o := range s.sortedSessions() {
-			if !keep(o) {
+			if !keep(o) || o != s && o.left() {
 				continue
 			}
 			argv := 0

@@ -221,6 +221,7 @@ func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 	h.sessions[s.id] = s
 	h.mu.Unlock()
 	defer func() {
+		s.state.ending.Store(true)
 		s.unwatch()
 		s.releaseRestored() // (runParsed runs every batch before the connection closes)
 		s.endMonitor()
@@ -234,6 +235,9 @@ func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 	readStart := readyield.Now()
 	for ctx.Err() == nil {
 		s.state.reading.Store(true)
+		if f := testHookBeforeRead.Load(); f != nil {
+			(*f)(s.id)
+		}
 		n, err := s.parser.Fill(c)
 		s.state.reading.Store(false)
 		s.readAt = time.Now()

@@ -9,7 +9,9 @@ import (
 
 // peerClosed reports whether the client closed its end of c (or the connection failed), without waiting and
 // without taking any byte: a peek at the socket, which returns 0 bytes once the peer's FIN arrived. A client
-// that left while blocked in BLPOP must not be handed an element it would never receive.
+// that left while blocked in BLPOP must not be handed an element it would never receive, and one that left
+// while its goroutine waits to read is not listed by CLIENT LIST. The peek runs under Control, not Read: Read
+// takes the descriptor's read lock, which the connection's own goroutine holds while it waits in a read.
 func peerClosed(c net.Conn) bool {
 	if tc, ok := c.(interface{ NetConn() net.Conn }); ok { // TLS: the socket underneath
 		c = tc.NetConn()
@@ -24,10 +26,9 @@ func peerClosed(c net.Conn) bool {
 	}
 	closed := false
 	var b [1]byte
-	_ = rc.Read(func(fd uintptr) bool {
+	_ = rc.Control(func(fd uintptr) {
 		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 		closed = (err == nil && n == 0) || (err != nil && err != syscall.EAGAIN && err != syscall.EINTR)
-		return true
 	})
 	return closed
 }
