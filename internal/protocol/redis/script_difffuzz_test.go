@@ -122,6 +122,25 @@ func TestScriptCJSONMatchesRedis(t *testing.T) {
 	)
 }
 
+// TestScriptCJSONNestingMatchesRedis: with encode_max_depth or decode_max_depth raised, nesting is bounded by
+// Lua's C stack (8,000 slots) as Lua CJSON's lua_checkstack bounds it: 7,998 tables to encode, 7,999 arrays or
+// 4,000 objects to decode. Encoding a table that holds itself overflowed the goroutine's stack and ended the
+// server (FuzzCJSON's review of the depth bounds).
+func TestScriptCJSONNestingMatchesRedis(t *testing.T) {
+	const raise = "cjson.encode_max_depth(2^31 - 1) cjson.decode_max_depth(2^31 - 1) "
+	sameScriptsAsRedis(t,
+		raise+"local t = {} t[1] = t return {pcall(cjson.encode, t)}",
+		raise+"local t = {} t.a = t return {pcall(cjson.encode, t)}",
+		raise+"local t = {} t[1] = {a = t} return {pcall(cjson.encode, t)}",
+		raise+"return {pcall(cjson.decode, string.rep('[', 100000))}",
+		raise+"return {pcall(function() return #cjson.encode(cjson.decode(string.rep('[', 7998) .. string.rep(']', 7998))) end)}",
+		raise+"return #cjson.encode(cjson.decode(string.rep('[', 7997) .. string.rep(']', 7997)))",
+		raise+"return {pcall(cjson.decode, string.rep('{\"a\":', 100000))}",
+		raise+"return {pcall(cjson.decode, string.rep('[{\"a\":', 3000))}",
+		raise+"return #cjson.encode(cjson.decode(string.rep('{\"a\":', 3999) .. '1' .. string.rep('}', 3999)))",
+	)
+}
+
 // TestScriptCommandsInMultiMatchRedis: the SCRIPT LOAD, FLUSH and EXISTS queued in a transaction are seen by the
 // commands after them, as Redis runs them in order: an EVALSHA after a SCRIPT LOAD of its script in the same
 // MULTI answered NOSCRIPT (SCRIPT ran after the transaction's batch; difffuzz, script group, seeds 108 and 203);
