@@ -223,14 +223,19 @@ func installLimits(L *lua.LState, lim *luaLimits) {
 	for _, name := range []string{"unpack", "unpack_one", "unpack_limit"} {
 		orig := msgpack.RawGetString(name).(*lua.LFunction).GFunction
 		set(msgpack, name, func(L *lua.LState) int {
-			lim.mem(L, msgpackObjects(L, lim, L.CheckString(1))*luaValueCost)
+			lim.mem(L, msgpackCost(L, lim, L.CheckString(1)))
 			return orig(L)
 		})
 	}
 }
 
-// luaValueCost is about what one decoded value costs in memory (a table: more, a number: less).
+// luaValueCost is about what one decoded value costs in memory (a number: less; a table: luaTableCost).
 const luaValueCost = 128
+
+// luaTableCost is what a table a decoder makes (LState.NewTable: room for 32 elements and 32 keys) costs in
+// memory, about 3 KiB: counted as a value, a text of empty tables (a byte or two each) took 24 times what the
+// memory limit was checked for (an 8 MB cmsgpack argument, 24 GB).
+const luaTableCost = 3 << 10
 
 // formatSize is a bound on string.format's result: each directive costs at most its width or precision (Lua's
 // take two digits at most; this counts up to 1e6) plus its argument (escaped, for %q) and a number's digits.
@@ -600,10 +605,11 @@ func msgpackSize(L *lua.LState, lim *luaLimits, v lua.LValue, level int) int {
 	return 9
 }
 
-// msgpackObjects counts the objects in s (stopping at anything malformed, which unpack then reports), so that
-// unpack's memory can be checked before it builds them.
-func msgpackObjects(L *lua.LState, lim *luaLimits, s string) int {
-	count := 0
+// msgpackCost is about what unpacking s costs in memory, its objects counted (stopping at anything malformed,
+// which unpack then reports) at luaValueCost each and its tables at luaTableCost, so that unpack's memory can be
+// checked before it builds them.
+func msgpackCost(L *lua.LState, lim *luaLimits, s string) int {
+	count, tables := 0, 0
 	for i := 0; i < len(s); count++ {
 		lim.step(L)
 		b := s[i]
@@ -620,7 +626,9 @@ func msgpackObjects(L *lua.LState, lim *luaLimits, s string) int {
 			return min(u, len(s))
 		}
 		switch {
-		case b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3 || b&0xf0 == 0x90 || b&0xf0 == 0x80:
+		case b&0xf0 == 0x90 || b&0xf0 == 0x80:
+			tables++
+		case b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3:
 		case b&0xe0 == 0xa0:
 			i += int(b & 0x1f)
 		case b >= 0xcc && b <= 0xcf:
@@ -635,11 +643,13 @@ func msgpackObjects(L *lua.LState, lim *luaLimits, s string) int {
 			i += size(1 << (b - 0xd9))
 		case b == 0xdc || b == 0xde:
 			i += 2
+			tables++
 		case b == 0xdd || b == 0xdf:
 			i += 4
+			tables++
 		default: // bin and ext: unpack fails on them
-			return count + 1
+			return (count+1)*luaValueCost + tables*luaTableCost
 		}
 	}
-	return count
+	return count*luaValueCost + tables*luaTableCost
 }

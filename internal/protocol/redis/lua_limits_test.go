@@ -450,6 +450,26 @@ func TestScriptMemoryLimitKeyspaceReads(t *testing.T) {
 	}
 }
 
+// TestScriptDecodedTablesCount: the tables cjson.decode and cmsgpack.unpack make count at what they cost (about 3
+// KiB each) against the memory limit: counted as any value (128 bytes), a text of empty tables, a byte or three
+// each, took 24 times the limit (40,000 of them: 120 MiB under a 32 MiB limit).
+func TestScriptDecodedTablesCount(t *testing.T) {
+	c := withScriptMemoryLimit(t, 32<<20)
+	const n = 40000
+	msgpack := "\xdd\x00\x00\x9c\x40" + strings.Repeat("\x90", n)
+	json := "[" + strings.Repeat("[],", n-1) + "[]]"
+	for _, call := range []string{"cmsgpack.unpack(ARGV[1])", "cjson.decode(ARGV[2])"} {
+		_, err := c.Eval(ctx, "return #"+call, nil, msgpack, json).Result()
+		if err == nil || !strings.Contains(err.Error(), "script memory limit exceeded") {
+			t.Errorf("%s of %d empty tables: %v, want the memory limit's error", call, n, err)
+		}
+		got, err := c.Eval(ctx, "return #"+call, nil, "\xdd\x00\x00\x03\xe8"+strings.Repeat("\x90", 1000), "[[]"+strings.Repeat(",[]", 999)+"]").Result()
+		if err != nil || got != int64(1000) {
+			t.Errorf("%s of 1,000 empty tables: %v %v", call, got, err)
+		}
+	}
+}
+
 // withScriptMemoryLimit sets the scripts' memory limit for the test and returns a client of a new server.
 func withScriptMemoryLimit(t *testing.T, limit int64) *goredis.Client {
 	old := luaMemoryLimit.Load()

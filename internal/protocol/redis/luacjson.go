@@ -285,6 +285,7 @@ func (d *cjsonDecoder) value(t *jsonToken) lua.LValue {
 		return d.null
 	case jtObjBegin:
 		d.descend(3) // the table, a key and its value
+		d.lim.mem(d.L, luaTableCost)
 		tab := d.L.NewTable()
 		d.next(t)
 		if t.typ == jtObjEnd {
@@ -314,6 +315,7 @@ func (d *cjsonDecoder) value(t *jsonToken) lua.LValue {
 		}
 	case jtArrBegin:
 		d.descend(2) // the table and a value
+		d.lim.mem(d.L, luaTableCost)
 		tab := d.L.NewTable()
 		d.next(t)
 		if t.typ == jtArrEnd {

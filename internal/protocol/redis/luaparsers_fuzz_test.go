@@ -62,6 +62,20 @@ func short(ss ...string) string {
 	return b.String()
 }
 
+// checkCounted runs call, which calls a decoder on vm, and fails t if it allocated more than twice what it counted
+// against the script's memory limit (luaLimits.mem), and 1 MiB: the limit is checked as that count grows.
+func checkCounted(t *testing.T, vm *luaVM, what string, call func()) {
+	t.Helper()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	alloc, counted := ms.TotalAlloc, vm.lim.built
+	call()
+	runtime.ReadMemStats(&ms)
+	if alloc, counted = ms.TotalAlloc-alloc, vm.lim.built-counted; alloc > 1<<20+2*uint64(counted) {
+		t.Fatalf("%s allocated %d bytes, counted %d against the memory limit", what, alloc, counted)
+	}
+}
+
 // luaPosition is the position Lua puts before an error raised in a chunk (DoString's are named <string>).
 var luaPosition = regexp.MustCompile(`^<string>:\d+: `)
 
@@ -102,7 +116,8 @@ var cjsonErrors = regexp.MustCompile(`^(Expected (value|object key string|colon|
 	`but found (T_[A-Z_]+|invalid token|invalid number|unexpected end of string|invalid escape code|invalid unicode escape code) at character \d+` +
 	`|Found too many nested data structures \(\d+\) at character \d+|JSON parser does not support UTF-16 or UTF-32)$`)
 
-// FuzzCJSON: cjson.decode of any text answers a value or one of Lua CJSON's errors; what it decodes encodes
+// FuzzCJSON: cjson.decode of any text answers a value or one of Lua CJSON's errors, allocating about what it
+// counts against the memory limit; what it decodes encodes
 // (unless it holds NaN or an infinity, which encode refuses by default) to a text that decodes to the same value,
 // numbers to the 14 digits encode writes, and encodes to the same text again (encode sorts objects' keys).
 func FuzzCJSON(f *testing.F) {
@@ -120,7 +135,9 @@ func FuzzCJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		vm := newFuzzVM(1 << 20)
 		defer vm.release(false)
-		rets, msg := luaFuzzRun(t, vm, "return cjson.decode(KEYS[1])", s)
+		var rets []lua.LValue
+		var msg string
+		checkCounted(t, vm, "decode", func() { rets, msg = luaFuzzRun(t, vm, "return cjson.decode(KEYS[1])", s) })
 		if msg != "" {
 			if !cjsonErrors.MatchString(msg) {
 				t.Fatalf("decode(%s): error %q is not Lua CJSON's", short(s), msg)
@@ -179,8 +196,8 @@ var cmsgpackErrors = regexp.MustCompile(`^(Missing bytes in input\.|Bad data for
 	`table index is NaN|stack overflow \((too many return values at once; use unpack_one or unpack_limit instead\.|` +
 	`in function mp_decode_to_lua_array)\))$`)
 
-// FuzzCMsgpack: cmsgpack.unpack of any bytes answers values or one of lua-cmsgpack's errors, allocating in
-// proportion to its input however many elements a header claims; unpack_one from offset to offset answers the
+// FuzzCMsgpack: cmsgpack.unpack of any bytes answers values or one of lua-cmsgpack's errors, allocating about
+// what it counts against the memory limit (in proportion to its input, however many elements a header claims); unpack_one from offset to offset answers the
 // same values; and the values, packed again, unpack to equal values (tables nested deeper than pack keeps, and
 // tables as keys, aside).
 func FuzzCMsgpack(f *testing.F) {
@@ -198,15 +215,9 @@ func FuzzCMsgpack(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		vm := newFuzzVM(1 << 20)
 		defer vm.release(false)
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		before := ms.TotalAlloc
-		vals, msg := luaFuzzRun(t, vm, "return cmsgpack.unpack(KEYS[1])", string(b))
-		runtime.ReadMemStats(&ms)
-		// A value costs at most a table (a few hundred bytes) and each takes a byte of input at least.
-		if alloc := ms.TotalAlloc - before; alloc > 1<<20+uint64(len(b))<<10 {
-			t.Fatalf("unpack of %d bytes allocated %d", len(b), alloc)
-		}
+		var vals []lua.LValue
+		var msg string
+		checkCounted(t, vm, "unpack", func() { vals, msg = luaFuzzRun(t, vm, "return cmsgpack.unpack(KEYS[1])", string(b)) })
 		if msg != "" {
 			if !cmsgpackErrors.MatchString(msg) {
 				t.Fatalf("unpack(%s): error %q is not lua-cmsgpack's", short(string(b)), msg)
