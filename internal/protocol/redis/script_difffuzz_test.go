@@ -141,6 +141,24 @@ func TestScriptCJSONNestingMatchesRedis(t *testing.T) {
 	)
 }
 
+// TestScriptCMsgpackStackMatchesRedis: cmsgpack.unpack answers at most 7,999 values and nests at most 3,999
+// arrays deep, as Lua's C stack bounds lua-cmsgpack's (luaL_checkstack: "stack overflow (...)"); it refused more
+// than 1,000 levels as bad data, and answered values until the registry overflowed (FuzzCMsgpack's review).
+func TestScriptCMsgpackStackMatchesRedis(t *testing.T) {
+	const n = "return {pcall(function() return select('#', "
+	sameScriptsAsRedis(t,
+		n+"cmsgpack.unpack(string.rep('\\1', 7999))) end)}", n+"cmsgpack.unpack(string.rep('\\1', 8000))) end)}",
+		n+"cmsgpack.unpack(string.rep('\\1', 7998), 2)) end)}", n+"cmsgpack.unpack(string.rep('\\1', 7998), 2, 3)) end)}",
+		n+"cmsgpack.unpack_limit(string.rep('\\1', 9000), 7998)) end)}", n+"cmsgpack.unpack_limit(string.rep('\\1', 9000), 7999)) end)}",
+		n+"cmsgpack.unpack_one(string.rep('\\1', 9000), 8)) end)}",
+		n+"cmsgpack.unpack(string.rep('\\145', 3999) .. '\\1')) end)}", n+"cmsgpack.unpack(string.rep('\\145', 4000) .. '\\1')) end)}",
+		n+"cmsgpack.unpack(string.rep('\\145', 2000) .. '\\192')) end)}", n+"cmsgpack.unpack(string.rep('\\145', 9000))) end)}",
+		n+"cmsgpack.unpack(string.rep('\\129', 7997) .. string.rep('\\1', 7998))) end)}",
+		n+"cmsgpack.unpack(string.rep('\\129', 7998) .. string.rep('\\1', 7999))) end)}",
+		n+"cmsgpack.unpack(string.rep('\\129\\1', 5000) .. '\\1')) end)}",
+	)
+}
+
 // TestScriptCommandsInMultiMatchRedis: the SCRIPT LOAD, FLUSH and EXISTS queued in a transaction are seen by the
 // commands after them, as Redis runs them in order: an EVALSHA after a SCRIPT LOAD of its script in the same
 // MULTI answered NOSCRIPT (SCRIPT ran after the transaction's batch; difffuzz, script group, seeds 108 and 203);
