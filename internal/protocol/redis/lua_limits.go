@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
+	"math"
 	"runtime"
 	"runtime/metrics"
 	"strings"
@@ -237,64 +238,66 @@ const luaValueCost = 128
 // memory limit was checked for (an 8 MB cmsgpack argument, 24 GB).
 const luaTableCost = 3 << 10
 
-// formatSize is a bound on string.format's result: each directive costs at most its width or precision (Lua's
-// take two digits at most; this counts up to 1e6) plus its argument (escaped, for %q) and a number's digits.
+// formatSize is a bound on what string.format answers (third_party/gopher-lua's strFormat, Lua 5.1's
+// str_format), reading the format as strFormat does: a byte for each literal byte, and for each directive at
+// most its width (two digits) or what its argument prints: a string's bytes (%q: four for one), a number's
+// precision and 32 bytes (%f: and every digit of its integer part, 309 for 1e308). It stops where strFormat
+// fails. (It counted at most 64 bytes for a number, where %.2f of 1e308 is 312, so a format could build
+// several times the string limit.)
 func formatSize(L *lua.LState) int {
 	f := L.CheckString(1)
-	argCost := func(i int) int {
-		if i < 2 || i > L.GetTop() {
-			return 32
-		}
-		if s, ok := L.Get(i).(lua.LString); ok {
-			return 4*len(s) + 2
-		}
-		return 64 // a number, or "table: 0x..."
-	}
-	size, arg := len(f), 2
-	num := func(i int) (int, int) { // digits at i, capped as fmt caps them
-		n := 0
-		for ; i < len(f) && f[i] >= '0' && f[i] <= '9'; i++ {
-			n = min(n*10+int(f[i]-'0'), 1e6)
-		}
-		return n, i
-	}
-	index := func(i int) int { // an explicit argument index, [n]
-		if i < len(f) && f[i] == '[' {
-			n, j := num(i + 1)
-			if j < len(f) && f[j] == ']' {
-				arg = n + 1
-				return j + 1
-			}
-		}
-		return i
-	}
+	size, arg := 0, 1
 	for i := 0; i < len(f); i++ {
 		if f[i] != '%' {
+			size++
 			continue
 		}
-		i++
-		for i < len(f) && strings.IndexByte("+-# 0", f[i]) >= 0 {
+		if i++; i < len(f) && f[i] == '%' {
+			size++
+			continue
+		}
+		if arg++; arg > L.GetTop() {
+			break // no value: an error
+		}
+		for i < len(f) && strings.IndexByte("-+ #0", f[i]) >= 0 {
 			i++
 		}
-		w, p := 0, 0
-		i = index(i)
-		if i < len(f) && f[i] == '*' {
-			arg, i = arg+1, i+1
-		} else {
-			w, i = num(i)
-		}
-		if i < len(f) && f[i] == '.' {
-			if i = index(i + 1); i < len(f) && f[i] == '*' {
-				arg, i = arg+1, i+1
-			} else {
-				p, i = num(i)
+		num := func() int { // two digits at most: a third is an error
+			n := 0
+			for k := 0; k < 2 && i < len(f) && f[i] >= '0' && f[i] <= '9'; k++ {
+				n, i = n*10+int(f[i]-'0'), i+1
 			}
+			return n
 		}
-		i = index(i)
-		if i < len(f) && f[i] != '%' {
-			size += max(w, p) + argCost(arg) + 16
-			arg++
+		width, prec := num(), 6
+		if i < len(f) && f[i] == '.' {
+			i++
+			prec = num()
 		}
+		if i == len(f) {
+			break // no conversion: an error
+		}
+		v, item := L.Get(arg), 0
+		switch f[i] {
+		case 's':
+			item = 32 // a number's %.14g
+			if s, ok := v.(lua.LString); ok {
+				item = len(s)
+			}
+		case 'q':
+			item = 4*32 + 2
+			if s, ok := v.(lua.LString); ok {
+				item = 4*len(s) + 2
+			}
+		case 'f':
+			item = prec + 32
+			if x := math.Abs(float64(lua.LVAsNumber(v))); x >= 1 && !math.IsInf(x, 0) {
+				item += int(math.Log10(x)) + 1
+			}
+		default: // another number's conversion, %c, or an error
+			item = prec + 32
+		}
+		size += max(width, item)
 	}
 	return size
 }
