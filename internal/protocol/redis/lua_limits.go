@@ -224,7 +224,16 @@ func installLimits(L *lua.LState, lim *luaLimits) {
 	for _, name := range []string{"unpack", "unpack_one", "unpack_limit"} {
 		orig := msgpack.RawGetString(name).(*lua.LFunction).GFunction
 		set(msgpack, name, func(L *lua.LState) int {
-			lim.mem(L, msgpackCost(L, lim, L.CheckString(1)))
+			s, limit, offset := L.CheckString(1), int64(0), int64(0)
+			switch name {
+			case "unpack_one":
+				limit, offset = 1, L.OptInt64(2, 0)
+			case "unpack_limit":
+				limit, offset = L.CheckInt64(2), L.OptInt64(3, 0)
+			}
+			if offset >= 0 && offset <= int64(len(s)) && limit >= 0 { // else unpack fails
+				lim.mem(L, msgpackCost(L, lim, s[offset:], limit))
+			}
 			return orig(L)
 		})
 	}
@@ -608,12 +617,21 @@ func msgpackSize(L *lua.LState, lim *luaLimits, v lua.LValue, level int) int {
 	return 9
 }
 
-// msgpackCost is about what unpacking s costs in memory, its objects counted (stopping at anything malformed,
-// which unpack then reports) at luaValueCost each and its tables at luaTableCost, so that unpack's memory can be
-// checked before it builds them.
-func msgpackCost(L *lua.LState, lim *luaLimits, s string) int {
+// msgpackCost is about what unpacking the first limit objects of s (0: all) costs in memory, its objects counted
+// (stopping at anything malformed, which unpack then reports) at luaValueCost each and its tables at
+// luaTableCost, so that unpack's memory can be checked before it builds them. (It counted all of s for
+// unpack_one, so a loop of unpack_one over s took time and counted memory in the square of its length.)
+func msgpackCost(L *lua.LState, lim *luaLimits, s string, limit int64) int {
 	count, tables := 0, 0
+	var objects, open int // top-level objects begun; objects still to read to end the current one
 	for i := 0; i < len(s); count++ {
+		if open == 0 {
+			if limit > 0 && int64(objects) == limit {
+				break
+			}
+			objects, open = objects+1, 1
+		}
+		open--
 		lim.step(L)
 		b := s[i]
 		i++
@@ -629,8 +647,10 @@ func msgpackCost(L *lua.LState, lim *luaLimits, s string) int {
 			return min(u, len(s))
 		}
 		switch {
-		case b&0xf0 == 0x90 || b&0xf0 == 0x80:
-			tables++
+		case b&0xf0 == 0x90:
+			tables, open = tables+1, open+int(b&0x0f)
+		case b&0xf0 == 0x80:
+			tables, open = tables+1, open+2*int(b&0x0f)
 		case b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3:
 		case b&0xe0 == 0xa0:
 			i += int(b & 0x1f)
@@ -644,12 +664,10 @@ func msgpackCost(L *lua.LState, lim *luaLimits, s string) int {
 			i += 8
 		case b >= 0xd9 && b <= 0xdb:
 			i += size(1 << (b - 0xd9))
-		case b == 0xdc || b == 0xde:
-			i += 2
-			tables++
-		case b == 0xdd || b == 0xdf:
-			i += 4
-			tables++
+		case b == 0xdc || b == 0xdd: // lengths capped at the input's: each element takes a byte at least
+			tables, open = tables+1, open+size(2<<(b-0xdc))
+		case b == 0xde || b == 0xdf:
+			tables, open = tables+1, open+2*size(2<<(b-0xde))
 		default: // bin and ext: unpack fails on them
 			return (count+1)*luaValueCost + tables*luaTableCost
 		}

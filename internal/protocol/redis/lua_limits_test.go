@@ -472,6 +472,23 @@ func TestScriptDecodedTablesCount(t *testing.T) {
 	}
 }
 
+// TestCMsgpackUnpackOneCountsItsObjects: unpack_one and unpack_limit count against the memory limit the objects
+// they read, not all of their input: reading 20,000 objects one by one counted (and scanned) the whole input at
+// each, 400 million objects, 51 GB.
+func TestCMsgpackUnpackOneCountsItsObjects(t *testing.T) {
+	vm := newFuzzVM(1 << 20)
+	defer vm.release(false)
+	const n = 20000
+	rets, msg := luaFuzzRun(t, vm, `local off, n, v = 0, 0 while off ~= -1 do off, v = cmsgpack.unpack_one(KEYS[1], off) n = n + v end
+		off = 0 while off ~= -1 do off = cmsgpack.unpack_limit(KEYS[1], 1000, off) end return n`, strings.Repeat("\x01", n))
+	if msg != "" || len(rets) != 1 || rets[0].String() != "20000" {
+		t.Fatalf("unpack_one over %d objects: %v %s", n, rets, msg)
+	}
+	if vm.lim.built > 4*n*luaValueCost {
+		t.Errorf("unpack_one and unpack_limit over %d objects counted %d bytes", n, vm.lim.built)
+	}
+}
+
 // withScriptMemoryLimit sets the scripts' memory limit for the test and returns a client of a new server.
 func withScriptMemoryLimit(t *testing.T, limit int64) *goredis.Client {
 	old := luaMemoryLimit.Load()
