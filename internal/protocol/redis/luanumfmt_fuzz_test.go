@@ -111,6 +111,8 @@ func FuzzLuaStringFormat(f *testing.F) {
 	f.Add("%s|%q", strings.Repeat("x", 150), -1.5, uint16(0))
 	f.Add("%d %x %o %c", "12", math.Inf(-1), uint16(1000))
 	f.Add("%f %g %e", "0x10", math.NaN(), uint16(60000))
+	f.Add("%c|%5c|%#g|%#.3G", "", 4294967361.0, uint16(100))
+	f.Add("%#.3g", "", 999.5, uint16(100))
 	f.Fuzz(func(t *testing.T, format, s string, n float64, maxValue uint16) {
 		vm := newFuzzVM(64 + int(maxValue))
 		defer vm.release(false)
