@@ -208,7 +208,7 @@ func FuzzCMsgpack(f *testing.F) {
 		"\xdb\xff\xff\xff\xff", "\xdc\x00\x10\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10",
 		"\x01\xc3\xc2\xc0\xa0\x90\x80\xe0\xff\x7f", "\x82\x01\x01\x03\x03", "\x81\x91\x01\x02", "\xcb\x7f\xf0\x00\x00\x00\x00\x00\x00",
 		strings.Repeat("\x91", 17) + "\x01", strings.Repeat("\x91", 4000) + "\x01", strings.Repeat("\x81", 8000) + "\x01",
-		strings.Repeat("\x01", 8000),
+		strings.Repeat("\x01", 8000), "",
 	} {
 		f.Add([]byte(s))
 	}
@@ -225,8 +225,10 @@ func FuzzCMsgpack(f *testing.F) {
 			return
 		}
 		// unpack_one, offset by offset: the values, and their count.
-		rets, msg := luaFuzzRun(t, vm, `local vals, n, off, v = {}, 0, 0 while off ~= -1 and n <= tonumber(KEYS[2]) do
-			off, v = cmsgpack.unpack_one(KEYS[1], off) n = n + 1 vals[n] = v end return vals, n`, string(b), strconv.Itoa(len(vals)))
+		rets, msg := luaFuzzRun(t, vm, `local function one(off, ...) return off, select('#', ...), ... end
+			local vals, n, off, k, v = {}, 0, 0 while off ~= -1 and n <= tonumber(KEYS[2]) do
+			off, k, v = one(cmsgpack.unpack_one(KEYS[1], off)) if k > 0 then n = n + 1 vals[n] = v end end
+			return vals, n`, string(b), strconv.Itoa(len(vals)))
 		if msg != "" || rets[1] != lua.LNumber(len(vals)) {
 			t.Fatalf("unpack(%s) answered %d values, unpack_one %v: %s", short(string(b)), len(vals), rets, msg)
 		}
