@@ -17,7 +17,8 @@ import (
 //     an empty array), any other a map in the table's iteration order; tables nested deeper than 16 and
 //     values of other types (functions, nil) are nil.
 //   - unpack(s) returns every object of s, one value each; unpack_one(s[, offset]) and unpack_limit(s, limit[,
-//     offset]) return the offset to continue from (-1 at the end) then the objects. Integers, floats, nil,
+//     offset]) return the offset to continue from (-1 at the end) then the objects. Integers (a uint 64 read as
+//     a signed one, as Redis reads it: 2^64-1 is -1), floats, nil,
 //     booleans, str and the array and map forms decode; bin and ext (which lua-cmsgpack does not know) are
 //     "Bad data format in input.", a truncated object "Missing bytes in input.". Lua's C stack bounds what one
 //     call answers and how deep it nests, as luaL_checkstack bounds lua-cmsgpack's: 7,999 values, 3,999 nested
@@ -294,8 +295,10 @@ func (d *msgpackDecoder) decode() lua.LValue {
 	case 0xc2, 0xc3:
 		d.pos++
 		return lua.LBool(b == 0xc3)
-	case 0xcc, 0xcd, 0xce, 0xcf:
+	case 0xcc, 0xcd, 0xce:
 		return lua.LNumber(float64(sized(1 << (b - 0xcc))))
+	case 0xcf: // lua_pushunsigned is lua_pushinteger on Lua 5.1: a signed long, so 2^64-1 is -1
+		return lua.LNumber(float64(int64(sized(8))))
 	case 0xd0:
 		return lua.LNumber(int8(sized(1)))
 	case 0xd1:
