@@ -196,7 +196,7 @@ func strFormat(L *LState) int {
 		var item string
 		switch conv {
 		case 'c':
-			item = cPad(flags, width, string([]byte{byte(int32(cLong(float64(L.CheckNumber(arg)))))}))
+			item = cPad(flags, width, string([]byte{byte(cIntCast(float64(L.CheckNumber(arg))))}))
 		case 'd', 'i':
 			item = cInt(flags, width, prec, cLong(float64(L.CheckNumber(arg))), false, 'd')
 		case 'o', 'u', 'x', 'X':
@@ -248,6 +248,15 @@ func strFormat(L *LState) int {
 	}
 	L.Push(LString(b))
 	return 1
+}
+
+// cIntCast is C's cast of a double to an int on x86-64 (out of range or NaN: the smallest int, so %c of 2^32+65 is
+// a NUL, which ends the item, where the long's low byte was 'A').
+func cIntCast(f float64) int32 {
+	if f != f || f >= 2147483648 || f <= -2147483649 {
+		return math.MinInt32
+	}
+	return int32(f)
 }
 
 // cLong is C's cast of a double to a long on x86-64 (out of range or NaN: the smallest long).
@@ -363,6 +372,11 @@ func cFloat(flags string, width, prec int, f float64, conv byte) string {
 		exp, _ := strconv.Atoi(body[strings.IndexByte(body, 'e')+1:])
 		if exp < -4 || exp >= prec {
 			body = strconv.FormatFloat(a, 'e', prec-1, 64)
+			if has('#') && exp == prec && exactExp(a) == prec-1 {
+				// glibc's %#g of a number that rounds up to 10^prec (999.5 with %#.3g) writes no fraction
+				// digits: "1.e+03", not "1.00e+03".
+				body = "1" + body[strings.IndexByte(body, 'e'):]
+			}
 			if !has('#') {
 				m, e := body[:strings.IndexByte(body, 'e')], body[strings.IndexByte(body, 'e'):]
 				if strings.IndexByte(m, '.') >= 0 {
@@ -394,6 +408,13 @@ func cFloat(flags string, width, prec int, f float64, conv byte) string {
 		body = strings.Repeat("0", width-len(sign)-len(body)) + body
 	}
 	return cPad(flags, width, sign+body)
+}
+
+// exactExp is the decimal exponent of a (positive, finite), before any rounding.
+func exactExp(a float64) int {
+	s := strconv.FormatFloat(a, 'e', -1, 64) // the shortest form that reads as a: never a power of ten past it
+	exp, _ := strconv.Atoi(s[strings.IndexByte(s, 'e')+1:])
+	return exp
 }
 
 func strGsub(L *LState) int {

@@ -17,9 +17,12 @@ import (
 //     an empty array), any other a map in the table's iteration order; tables nested deeper than 16 and
 //     values of other types (functions, nil) are nil.
 //   - unpack(s) returns every object of s, one value each; unpack_one(s[, offset]) and unpack_limit(s, limit[,
-//     offset]) return the offset to continue from (-1 at the end) then the objects. Integers, floats, nil,
+//     offset]) return the offset to continue from (-1 at the end) then the objects. Integers (a uint 64 read as
+//     a signed one, as Redis reads it: 2^64-1 is -1), floats, nil,
 //     booleans, str and the array and map forms decode; bin and ext (which lua-cmsgpack does not know) are
-//     "Bad data format in input.", a truncated object "Missing bytes in input.".
+//     "Bad data format in input.", a truncated object "Missing bytes in input.". Lua's C stack bounds what one
+//     call answers and how deep it nests, as luaL_checkstack bounds lua-cmsgpack's: 7,999 values, 3,999 nested
+//     arrays, then "stack overflow (...)" (msgpackDecoder.slots).
 
 // cmsgpackMaxNesting is lua-cmsgpack's LUACMSGPACK_MAX_NESTING: deeper tables are encoded as nil.
 const cmsgpackMaxNesting = 16
@@ -40,13 +43,13 @@ func openCMsgpack(L *lua.LState) {
 		return 1
 	}))
 	t.RawSetString("unpack", L.NewFunction(func(L *lua.LState) int {
-		return msgpackUnpack(L, L.CheckString(1), 0, 0)
+		return msgpackUnpack(L, L.CheckString(1), 0, 0, L.GetTop())
 	}))
 	t.RawSetString("unpack_one", L.NewFunction(func(L *lua.LState) int {
-		return msgpackUnpack(L, L.CheckString(1), 1, L.OptInt64(2, 0))
+		return msgpackUnpack(L, L.CheckString(1), 1, L.OptInt64(2, 0), 1)
 	}))
 	t.RawSetString("unpack_limit", L.NewFunction(func(L *lua.LState) int {
-		return msgpackUnpack(L, L.CheckString(1), L.CheckInt64(2), L.OptInt64(3, 0))
+		return msgpackUnpack(L, L.CheckString(1), L.CheckInt64(2), L.OptInt64(3, 0), 1)
 	}))
 	t.RawSetString("_NAME", lua.LString("cmsgpack"))
 	t.RawSetString("_VERSION", lua.LString("lua-cmsgpack 0.4.0"))
@@ -163,8 +166,8 @@ func msgpackInt(buf []byte, n int64) []byte {
 
 // msgpackUnpack pushes the objects of s from offset, at most limit of them (0 with offset 0: all, as unpack),
 // preceded for unpack_one/unpack_limit by the offset after them (-1 when s is used up). It returns the count
-// pushed.
-func msgpackUnpack(L *lua.LState, s string, limit, offset int64) int {
+// pushed. args is the arguments lua-cmsgpack leaves on the Lua stack (unpack: all; the others pop all but s).
+func msgpackUnpack(L *lua.LState, s string, limit, offset int64, args int) int {
 	all := limit == 0 && offset == 0
 	switch {
 	case offset < 0 || limit < 0:
@@ -172,10 +175,10 @@ func msgpackUnpack(L *lua.LState, s string, limit, offset int64) int {
 	case offset > int64(len(s)):
 		L.RaiseError("Start offset %d greater than input length %d.", offset, len(s))
 	}
-	d := msgpackDecoder{L: L, s: s, pos: int(offset)}
+	d := msgpackDecoder{L: L, s: s, pos: int(offset), slots: args}
 	var vals []lua.LValue
 	for d.pos < len(s) && (all || int64(len(vals)) < limit) {
-		v := d.decode(0)
+		v := d.decode()
 		switch d.err {
 		case errMsgpackEOF:
 			L.RaiseError("Missing bytes in input.")
@@ -183,8 +186,10 @@ func msgpackUnpack(L *lua.LState, s string, limit, offset int64) int {
 			L.RaiseError("Bad data format in input.")
 		}
 		vals = append(vals, v)
+		d.slots++
 	}
 	if !all {
+		d.checkStack("in function mp_unpack_full")
 		next := lua.LNumber(d.pos)
 		if d.pos == len(s) {
 			next = -1
@@ -205,12 +210,23 @@ const (
 	errMsgpackFormat = 2
 )
 
-// msgpackDecoder reads objects from s at pos; err is set (and the value meaningless) on a failure.
+// msgpackDecoder reads objects from s at pos; err is set (and the value meaningless) on a failure. slots counts
+// the Lua stack slots lua-cmsgpack's C would hold at this point (the arguments, the values decoded, a table and
+// an index or key for each level), which bound its output and its nesting as luaL_checkstack bounds them.
 type msgpackDecoder struct {
-	L   *lua.LState
-	s   string
-	pos int
-	err int
+	L     *lua.LState
+	s     string
+	pos   int
+	err   int
+	slots int
+}
+
+// checkStack is luaL_checkstack(L, 1, why): one more slot must fit Lua's C stack (luaCStack), else an error.
+// Redis's Lua answers 7,999 values at most from one unpack, and 3,999 nested arrays.
+func (d *msgpackDecoder) checkStack(why string) {
+	if d.slots+1 > luaCStack {
+		d.L.RaiseError("stack overflow (%s)", why)
+	}
 }
 
 // need reports whether n more bytes are there, setting err otherwise.
@@ -246,15 +262,13 @@ func (d *msgpackDecoder) str(n uint64) lua.LValue {
 	return v
 }
 
-// decode reads one object; depth guards the Go stack against absurdly nested input.
-func (d *msgpackDecoder) decode(depth int) lua.LValue {
+// decode reads one object (mp_decode_to_lua_type); the caller counts the slot of the value it returns. The
+// slots it counts bound its recursion too: each level holds one at least.
+func (d *msgpackDecoder) decode() lua.LValue {
 	if !d.need(1) {
 		return lua.LNil
 	}
-	if depth > 1000 {
-		d.err = errMsgpackFormat
-		return lua.LNil
-	}
+	d.checkStack("too many return values at once; use unpack_one or unpack_limit instead.")
 	b := d.s[d.pos]
 	sized := func(n int) uint64 { u, _ := d.uint(n); return u }
 	switch {
@@ -269,10 +283,10 @@ func (d *msgpackDecoder) decode(depth int) lua.LValue {
 		return d.str(uint64(b & 0x1f))
 	case b&0xf0 == 0x90:
 		d.pos++
-		return d.array(uint64(b&0x0f), depth)
+		return d.array(uint64(b & 0x0f))
 	case b&0xf0 == 0x80:
 		d.pos++
-		return d.table(uint64(b&0x0f), depth)
+		return d.table(uint64(b & 0x0f))
 	}
 	switch b {
 	case 0xc0:
@@ -281,8 +295,10 @@ func (d *msgpackDecoder) decode(depth int) lua.LValue {
 	case 0xc2, 0xc3:
 		d.pos++
 		return lua.LBool(b == 0xc3)
-	case 0xcc, 0xcd, 0xce, 0xcf:
+	case 0xcc, 0xcd, 0xce:
 		return lua.LNumber(float64(sized(1 << (b - 0xcc))))
+	case 0xcf: // lua_pushunsigned is lua_pushinteger on Lua 5.1: a signed long, so 2^64-1 is -1
+		return lua.LNumber(float64(int64(sized(8))))
 	case 0xd0:
 		return lua.LNumber(int8(sized(1)))
 	case 0xd1:
@@ -306,41 +322,51 @@ func (d *msgpackDecoder) decode(depth int) lua.LValue {
 		if !ok {
 			return lua.LNil
 		}
-		return d.array(n, depth)
+		return d.array(n)
 	case 0xde, 0xdf:
 		n, ok := d.uint(2 << (b - 0xde))
 		if !ok {
 			return lua.LNil
 		}
-		return d.table(n, depth)
+		return d.table(n)
 	}
 	d.err = errMsgpackFormat
 	return lua.LNil
 }
 
-func (d *msgpackDecoder) array(n uint64, depth int) lua.LValue {
+// array is mp_decode_to_lua_array: the table, and an index while each element is read, hold a slot each.
+func (d *msgpackDecoder) array(n uint64) lua.LValue {
 	t := d.L.NewTable()
+	d.slots++
+	d.checkStack("in function mp_decode_to_lua_array")
 	for i := uint64(1); i <= n; i++ {
-		v := d.decode(depth + 1)
+		d.slots++
+		v := d.decode()
 		if d.err != 0 {
 			return lua.LNil
 		}
+		d.slots--
 		t.RawSetInt(int(i), v)
 	}
+	d.slots--
 	return t
 }
 
-func (d *msgpackDecoder) table(n uint64, depth int) lua.LValue {
+// table is mp_decode_to_lua_hash: the table holds a slot, and a key while its value is read.
+func (d *msgpackDecoder) table(n uint64) lua.LValue {
 	t := d.L.NewTable()
+	d.slots++
 	for ; n > 0; n-- {
-		k := d.decode(depth + 1)
+		k := d.decode()
 		if d.err != 0 {
 			return lua.LNil
 		}
-		v := d.decode(depth + 1)
+		d.slots++
+		v := d.decode()
 		if d.err != 0 {
 			return lua.LNil
 		}
+		d.slots--
 		if k == lua.LNil {
 			d.L.RaiseError("table index is nil")
 		}
@@ -349,5 +375,6 @@ func (d *msgpackDecoder) table(n uint64, depth int) lua.LValue {
 		}
 		d.L.RawSet(t, k, v)
 	}
+	d.slots--
 	return t
 }

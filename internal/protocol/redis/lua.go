@@ -535,7 +535,7 @@ func (c *respConv) writeTyped(v *lua.LTable, depth int) (done bool, err error) {
 
 // openCJSON installs cjson (luacjson.go): encode, decode, null and the settings. Both functions are bounded by
 // lim: encode in the size of what it builds and in time; decode in memory, by the number of values its text can
-// hold, and in time.
+// hold and each table as it makes it (luaTableCost), and in time.
 func openCJSON(L *lua.LState, lim *luaLimits) {
 	t := L.NewTable()
 	null := L.NewUserData() // Lua CJSON's NULL lightuserdata: JSON null, one value for all

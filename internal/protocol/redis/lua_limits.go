@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
+	"math"
 	"runtime"
 	"runtime/metrics"
 	"strings"
@@ -223,73 +224,89 @@ func installLimits(L *lua.LState, lim *luaLimits) {
 	for _, name := range []string{"unpack", "unpack_one", "unpack_limit"} {
 		orig := msgpack.RawGetString(name).(*lua.LFunction).GFunction
 		set(msgpack, name, func(L *lua.LState) int {
-			lim.mem(L, msgpackObjects(L, lim, L.CheckString(1))*luaValueCost)
+			s, limit, offset := L.CheckString(1), int64(0), int64(0)
+			switch name {
+			case "unpack_one":
+				limit, offset = 1, L.OptInt64(2, 0)
+			case "unpack_limit":
+				limit, offset = L.CheckInt64(2), L.OptInt64(3, 0)
+			}
+			if offset >= 0 && offset <= int64(len(s)) && limit >= 0 { // else unpack fails
+				lim.mem(L, msgpackCost(L, lim, s[offset:], limit))
+			}
 			return orig(L)
 		})
 	}
 }
 
-// luaValueCost is about what one decoded value costs in memory (a table: more, a number: less).
+// luaValueCost is about what one decoded value costs in memory (a number: less; a table: luaTableCost).
 const luaValueCost = 128
 
-// formatSize is a bound on string.format's result: each directive costs at most its width or precision (Lua's
-// take two digits at most; this counts up to 1e6) plus its argument (escaped, for %q) and a number's digits.
+// luaTableCost is what a table a decoder makes (LState.NewTable: room for 32 elements and 32 keys) costs in
+// memory, about 3 KiB: counted as a value, a text of empty tables (a byte or two each) took 24 times what the
+// memory limit was checked for (an 8 MB cmsgpack argument, 24 GB).
+const luaTableCost = 3 << 10
+
+// formatSize is a bound on what string.format answers (third_party/gopher-lua's strFormat, Lua 5.1's
+// str_format), reading the format as strFormat does: a byte for each literal byte, and for each directive at
+// most its width (two digits) or what its argument prints: a string's bytes (%q: four for one), a number's
+// precision and 32 bytes (%f: and every digit of its integer part, 309 for 1e308). It stops where strFormat
+// fails. (It counted at most 64 bytes for a number, where %.2f of 1e308 is 312, so a format could build
+// several times the string limit.)
 func formatSize(L *lua.LState) int {
 	f := L.CheckString(1)
-	argCost := func(i int) int {
-		if i < 2 || i > L.GetTop() {
-			return 32
-		}
-		if s, ok := L.Get(i).(lua.LString); ok {
-			return 4*len(s) + 2
-		}
-		return 64 // a number, or "table: 0x..."
-	}
-	size, arg := len(f), 2
-	num := func(i int) (int, int) { // digits at i, capped as fmt caps them
-		n := 0
-		for ; i < len(f) && f[i] >= '0' && f[i] <= '9'; i++ {
-			n = min(n*10+int(f[i]-'0'), 1e6)
-		}
-		return n, i
-	}
-	index := func(i int) int { // an explicit argument index, [n]
-		if i < len(f) && f[i] == '[' {
-			n, j := num(i + 1)
-			if j < len(f) && f[j] == ']' {
-				arg = n + 1
-				return j + 1
-			}
-		}
-		return i
-	}
+	size, arg := 0, 1
 	for i := 0; i < len(f); i++ {
 		if f[i] != '%' {
+			size++
 			continue
 		}
-		i++
-		for i < len(f) && strings.IndexByte("+-# 0", f[i]) >= 0 {
+		if i++; i < len(f) && f[i] == '%' {
+			size++
+			continue
+		}
+		if arg++; arg > L.GetTop() {
+			break // no value: an error
+		}
+		for i < len(f) && strings.IndexByte("-+ #0", f[i]) >= 0 {
 			i++
 		}
-		w, p := 0, 0
-		i = index(i)
-		if i < len(f) && f[i] == '*' {
-			arg, i = arg+1, i+1
-		} else {
-			w, i = num(i)
-		}
-		if i < len(f) && f[i] == '.' {
-			if i = index(i + 1); i < len(f) && f[i] == '*' {
-				arg, i = arg+1, i+1
-			} else {
-				p, i = num(i)
+		num := func() int { // two digits at most: a third is an error
+			n := 0
+			for k := 0; k < 2 && i < len(f) && f[i] >= '0' && f[i] <= '9'; k++ {
+				n, i = n*10+int(f[i]-'0'), i+1
 			}
+			return n
 		}
-		i = index(i)
-		if i < len(f) && f[i] != '%' {
-			size += max(w, p) + argCost(arg) + 16
-			arg++
+		width, prec := num(), 6
+		if i < len(f) && f[i] == '.' {
+			i++
+			prec = num()
 		}
+		if i == len(f) {
+			break // no conversion: an error
+		}
+		v, item := L.Get(arg), 0
+		switch f[i] {
+		case 's':
+			item = 32 // a number's %.14g
+			if s, ok := v.(lua.LString); ok {
+				item = len(s)
+			}
+		case 'q':
+			item = 4*32 + 2
+			if s, ok := v.(lua.LString); ok {
+				item = 4*len(s) + 2
+			}
+		case 'f':
+			item = prec + 32
+			if x := math.Abs(float64(lua.LVAsNumber(v))); x >= 1 && !math.IsInf(x, 0) {
+				item += int(math.Log10(x)) + 1
+			}
+		default: // another number's conversion, %c, or an error
+			item = prec + 32
+		}
+		size += max(width, item)
 	}
 	return size
 }
@@ -600,11 +617,21 @@ func msgpackSize(L *lua.LState, lim *luaLimits, v lua.LValue, level int) int {
 	return 9
 }
 
-// msgpackObjects counts the objects in s (stopping at anything malformed, which unpack then reports), so that
-// unpack's memory can be checked before it builds them.
-func msgpackObjects(L *lua.LState, lim *luaLimits, s string) int {
-	count := 0
+// msgpackCost is about what unpacking the first limit objects of s (0: all) costs in memory, its objects counted
+// (stopping at anything malformed, which unpack then reports) at luaValueCost each and its tables at
+// luaTableCost, so that unpack's memory can be checked before it builds them. (It counted all of s for
+// unpack_one, so a loop of unpack_one over s took time and counted memory in the square of its length.)
+func msgpackCost(L *lua.LState, lim *luaLimits, s string, limit int64) int {
+	count, tables := 0, 0
+	var objects, open int // top-level objects begun; objects still to read to end the current one
 	for i := 0; i < len(s); count++ {
+		if open == 0 {
+			if limit > 0 && int64(objects) == limit {
+				break
+			}
+			objects, open = objects+1, 1
+		}
+		open--
 		lim.step(L)
 		b := s[i]
 		i++
@@ -620,7 +647,11 @@ func msgpackObjects(L *lua.LState, lim *luaLimits, s string) int {
 			return min(u, len(s))
 		}
 		switch {
-		case b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3 || b&0xf0 == 0x90 || b&0xf0 == 0x80:
+		case b&0xf0 == 0x90:
+			tables, open = tables+1, open+int(b&0x0f)
+		case b&0xf0 == 0x80:
+			tables, open = tables+1, open+2*int(b&0x0f)
+		case b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3:
 		case b&0xe0 == 0xa0:
 			i += int(b & 0x1f)
 		case b >= 0xcc && b <= 0xcf:
@@ -633,13 +664,13 @@ func msgpackObjects(L *lua.LState, lim *luaLimits, s string) int {
 			i += 8
 		case b >= 0xd9 && b <= 0xdb:
 			i += size(1 << (b - 0xd9))
-		case b == 0xdc || b == 0xde:
-			i += 2
-		case b == 0xdd || b == 0xdf:
-			i += 4
+		case b == 0xdc || b == 0xdd: // lengths capped at the input's: each element takes a byte at least
+			tables, open = tables+1, open+size(2<<(b-0xdc))
+		case b == 0xde || b == 0xdf:
+			tables, open = tables+1, open+2*size(2<<(b-0xde))
 		default: // bin and ext: unpack fails on them
-			return count + 1
+			return (count+1)*luaValueCost + tables*luaTableCost
 		}
 	}
-	return count
+	return count*luaValueCost + tables*luaTableCost
 }

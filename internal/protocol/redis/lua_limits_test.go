@@ -21,7 +21,9 @@ func TestScriptBuildsNoHugeString(t *testing.T) {
 		"return #string.rep('abc', 2^31)",
 		"local s = 'x' for i = 1, 40 do s = s .. s end return #s",
 		"local s = string.rep('x', 2^19) return #(s .. s .. s)",
-		"local t = {} for i = 1, 300 do t[i] = 99999 end return #string.format(string.rep('%999999d', 300), unpack(t))",
+		"local s = string.rep('x', 2^19) return #string.format('%s%s%s', s, s, s)",
+		"return #string.format('%q', string.rep('\\0', 2^18))",
+		"local t = {} for i = 1, 4000 do t[i] = 1e308 end return #string.format(string.rep('%.2f', 4000), unpack(t))",
 		"local t = {} for i = 1, 20 do t[i] = string.rep('x', 2^16) end return #table.concat(t)",
 		"local t = {'a', 'b'} return #table.concat(t, string.rep('-', 2^21))",
 		"return #string.gsub(string.rep('x', 2^14), 'x', string.rep('y', 100))",
@@ -447,6 +449,43 @@ func TestScriptMemoryLimitKeyspaceReads(t *testing.T) {
 		if got, err := c.Eval(ctx, "return #"+call, nil).Result(); err != nil || got != int64(10000) {
 			t.Errorf("%s once: %v %v", call, got, err)
 		}
+	}
+}
+
+// TestScriptDecodedTablesCount: the tables cjson.decode and cmsgpack.unpack make count at what they cost (about 3
+// KiB each) against the memory limit: counted as any value (128 bytes), a text of empty tables, a byte or three
+// each, took 24 times the limit (40,000 of them: 120 MiB under a 32 MiB limit).
+func TestScriptDecodedTablesCount(t *testing.T) {
+	c := withScriptMemoryLimit(t, 32<<20)
+	const n = 40000
+	msgpack := "\xdd\x00\x00\x9c\x40" + strings.Repeat("\x90", n)
+	json := "[" + strings.Repeat("[],", n-1) + "[]]"
+	for _, call := range []string{"cmsgpack.unpack(ARGV[1])", "cjson.decode(ARGV[2])"} {
+		_, err := c.Eval(ctx, "return #"+call, nil, msgpack, json).Result()
+		if err == nil || !strings.Contains(err.Error(), "script memory limit exceeded") {
+			t.Errorf("%s of %d empty tables: %v, want the memory limit's error", call, n, err)
+		}
+		got, err := c.Eval(ctx, "return #"+call, nil, "\xdd\x00\x00\x03\xe8"+strings.Repeat("\x90", 1000), "[[]"+strings.Repeat(",[]", 999)+"]").Result()
+		if err != nil || got != int64(1000) {
+			t.Errorf("%s of 1,000 empty tables: %v %v", call, got, err)
+		}
+	}
+}
+
+// TestCMsgpackUnpackOneCountsItsObjects: unpack_one and unpack_limit count against the memory limit the objects
+// they read, not all of their input: reading 20,000 objects one by one counted (and scanned) the whole input at
+// each, 400 million objects, 51 GB.
+func TestCMsgpackUnpackOneCountsItsObjects(t *testing.T) {
+	vm := newFuzzVM(1 << 20)
+	defer vm.release(false)
+	const n = 20000
+	rets, msg := luaFuzzRun(t, vm, `local off, n, v = 0, 0 while off ~= -1 do off, v = cmsgpack.unpack_one(KEYS[1], off) n = n + v end
+		off = 0 while off ~= -1 do off = cmsgpack.unpack_limit(KEYS[1], 1000, off) end return n`, strings.Repeat("\x01", n))
+	if msg != "" || len(rets) != 1 || rets[0].String() != "20000" {
+		t.Fatalf("unpack_one over %d objects: %v %s", n, rets, msg)
+	}
+	if vm.lim.built > 4*n*luaValueCost {
+		t.Errorf("unpack_one and unpack_limit over %d objects counted %d bytes", n, vm.lim.built)
 	}
 }
 

@@ -69,6 +69,7 @@ type cjsonDecoder struct {
 	data  string
 	ptr   int
 	depth int
+	slots int // the Lua stack slots Lua CJSON's C would hold here (see luaCStack)
 }
 
 // at is the byte at i, 0 past the end (C's terminating NUL).
@@ -257,8 +258,16 @@ func (d *cjsonDecoder) throw(expected string, t *jsonToken) {
 	d.L.RaiseError("Expected %s but found %s at character %d", expected, found, t.index+1)
 }
 
-func (d *cjsonDecoder) descend() {
-	if d.depth++; d.depth > d.lim.json.decodeMaxDepth {
+// luaCStack is Lua 5.1's LUAI_MAXCSTACK, the stack slots a C function may use: Lua CJSON's decoder and encoder
+// ask lua_checkstack for the slots of each level they enter, so this bounds their nesting whatever
+// decode_max_depth and encode_max_depth say (in Redis 7,999 arrays deep, 4,000 objects); it also bounds the
+// recursion here, which a raised setting left unbounded (a table containing itself overflowed the goroutine's
+// stack, which ends the process).
+const luaCStack = 8000
+
+// descend is json_decode_descend: one level deeper, where json_parse_*_context needs more slots.
+func (d *cjsonDecoder) descend(more int) {
+	if d.depth++; d.depth > d.lim.json.decodeMaxDepth || d.slots+more > luaCStack {
 		d.L.RaiseError("Found too many nested data structures (%d) at character %d", d.depth, d.ptr)
 	}
 }
@@ -275,13 +284,15 @@ func (d *cjsonDecoder) value(t *jsonToken) lua.LValue {
 	case jtNull:
 		return d.null
 	case jtObjBegin:
-		d.descend()
+		d.descend(3) // the table, a key and its value
+		d.lim.mem(d.L, luaTableCost)
 		tab := d.L.NewTable()
 		d.next(t)
 		if t.typ == jtObjEnd {
 			d.depth--
 			return tab
 		}
+		d.slots += 2 // the table and a key, while the key's value is read
 		for {
 			if t.typ != jtString {
 				d.throw("object key string", t)
@@ -294,6 +305,7 @@ func (d *cjsonDecoder) value(t *jsonToken) lua.LValue {
 			tab.RawSetH(k, d.value(t))
 			if d.next(t); t.typ == jtObjEnd {
 				d.depth--
+				d.slots -= 2
 				return tab
 			}
 			if t.typ != jtComma {
@@ -302,17 +314,20 @@ func (d *cjsonDecoder) value(t *jsonToken) lua.LValue {
 			d.next(t)
 		}
 	case jtArrBegin:
-		d.descend()
+		d.descend(2) // the table and a value
+		d.lim.mem(d.L, luaTableCost)
 		tab := d.L.NewTable()
 		d.next(t)
 		if t.typ == jtArrEnd {
 			d.depth--
 			return tab
 		}
+		d.slots++ // the table, while its values are read
 		for i := 1; ; i++ {
 			tab.RawSetInt(i, d.value(t))
 			if d.next(t); t.typ == jtArrEnd {
 				d.depth--
+				d.slots--
 				return tab
 			}
 			if t.typ != jtComma {
@@ -330,7 +345,7 @@ func cjsonDecode(L *lua.LState, lim *luaLimits, null lua.LValue, s string) lua.L
 	if len(s) >= 2 && (s[0] == 0 || s[1] == 0) {
 		L.RaiseError("JSON parser does not support UTF-16 or UTF-32")
 	}
-	d := cjsonDecoder{L: L, lim: lim, null: null, data: s}
+	d := cjsonDecoder{L: L, lim: lim, null: null, data: s, slots: 1} // the argument's slot
 	var t jsonToken
 	d.next(&t)
 	v := d.value(&t)
@@ -395,7 +410,9 @@ func (e *cjsonEncoder) arrayLength(t *lua.LTable) int {
 	return int(maxKey)
 }
 
-func (e *cjsonEncoder) value(v lua.LValue, depth int) {
+// value appends v's encoding; depth is the tables around it, slots the Lua stack slots Lua CJSON's walk would
+// hold (the argument, a value for each array around v, a key and a value for each object).
+func (e *cjsonEncoder) value(v lua.LValue, depth, slots int) {
 	e.lim.step(e.L)
 	if len(e.b) > e.lim.maxString {
 		e.lim.alloc(e.L, len(e.b))
@@ -410,7 +427,7 @@ func (e *cjsonEncoder) value(v lua.LValue, depth int) {
 	case *lua.LNilType:
 		e.b = append(e.b, "null"...)
 	case *lua.LTable:
-		if depth++; depth > e.lim.json.encodeMaxDepth {
+		if depth++; depth > e.lim.json.encodeMaxDepth || slots+3 > luaCStack { // json_check_encode_depth
 			e.L.RaiseError("Cannot serialise, excessive nesting (%d)", depth)
 		}
 		if n := e.arrayLength(v); n > 0 {
@@ -419,7 +436,7 @@ func (e *cjsonEncoder) value(v lua.LValue, depth int) {
 				if i > 1 {
 					e.b = append(e.b, ',')
 				}
-				e.value(v.RawGetInt(i), depth)
+				e.value(v.RawGetInt(i), depth, slots+1)
 			}
 			e.b = append(e.b, ']')
 			return
@@ -448,7 +465,7 @@ func (e *cjsonEncoder) value(v lua.LValue, depth int) {
 			default:
 				e.fail(p.k, "table key must be a number or string")
 			}
-			e.value(p.v, depth)
+			e.value(p.v, depth, slots+2)
 		}
 		e.b = append(e.b, '}')
 	default:
@@ -489,7 +506,7 @@ func jsonStringSize(s string) int {
 // cjsonEncode is json_encode.
 func cjsonEncode(L *lua.LState, lim *luaLimits, null lua.LValue, v lua.LValue) string {
 	e := cjsonEncoder{L: L, lim: lim, null: null}
-	e.value(v, 0)
+	e.value(v, 0, 1)
 	lim.alloc(L, len(e.b))
 	return string(e.b)
 }

@@ -63,6 +63,10 @@ func TestScriptStringFormatMatchesRedis(t *testing.T) {
 		"return string.format('%q %%', 1.5)", "return string.format('%.20f|%#.0f %#.0e|%.1f %.0f %.0f', 0.1, 1, 1, 0.25, 0.5, 1.5)",
 		"return string.format('% 08.2f|%+.3e|%-10.2e|', 3.14159, 0, -1234.5)", "return string.format('%d %s', 1)",
 		"return string.format(12, 1)", "return string.format()", "return string.format('%a', 1)",
+		// a differential run against glibc's printf (300,000 directives) found these: %c of a number out of an
+		// int's range is a NUL (it was the long's low byte), %#g of a number rounding up to 10^precision
+		"return string.format('%c|%5c|%-3c|%c', 2^32 + 65, 2^40, -2^31 - 1, 0/0)",
+		"return string.format('%#g %#.3g %#G %#.1g %#.2g %#g %#.3g', 999999.5, 999.5, 99.5, 9.5, 99.5, 9999995, 9995)",
 	)
 }
 
@@ -119,6 +123,43 @@ func TestScriptCJSONMatchesRedis(t *testing.T) {
 			"r[3], r[4] = pcall(cjson.decode, '[1, -Infinity]') cjson.decode_invalid_numbers(true) return r",
 		"cjson.encode_invalid_numbers('null') local r = cjson.encode({1/0, -1/0, 0/0}) cjson.encode_invalid_numbers(false) return r",
 		"return {1, cjson.null, 3}", "return redis.pcall('SET', 'x', cjson.null)",
+	)
+}
+
+// TestScriptCJSONNestingMatchesRedis: with encode_max_depth or decode_max_depth raised, nesting is bounded by
+// Lua's C stack (8,000 slots) as Lua CJSON's lua_checkstack bounds it: 7,998 tables to encode, 7,999 arrays or
+// 4,000 objects to decode. Encoding a table that holds itself overflowed the goroutine's stack and ended the
+// server (FuzzCJSON's review of the depth bounds).
+func TestScriptCJSONNestingMatchesRedis(t *testing.T) {
+	const raise = "cjson.encode_max_depth(2^31 - 1) cjson.decode_max_depth(2^31 - 1) "
+	sameScriptsAsRedis(t,
+		raise+"local t = {} t[1] = t return {pcall(cjson.encode, t)}",
+		raise+"local t = {} t.a = t return {pcall(cjson.encode, t)}",
+		raise+"local t = {} t[1] = {a = t} return {pcall(cjson.encode, t)}",
+		raise+"return {pcall(cjson.decode, string.rep('[', 100000))}",
+		raise+"return {pcall(function() return #cjson.encode(cjson.decode(string.rep('[', 7998) .. string.rep(']', 7998))) end)}",
+		raise+"return #cjson.encode(cjson.decode(string.rep('[', 7997) .. string.rep(']', 7997)))",
+		raise+"return {pcall(cjson.decode, string.rep('{\"a\":', 100000))}",
+		raise+"return {pcall(cjson.decode, string.rep('[{\"a\":', 3000))}",
+		raise+"return #cjson.encode(cjson.decode(string.rep('{\"a\":', 3999) .. '1' .. string.rep('}', 3999)))",
+	)
+}
+
+// TestScriptCMsgpackStackMatchesRedis: cmsgpack.unpack answers at most 7,999 values and nests at most 3,999
+// arrays deep, as Lua's C stack bounds lua-cmsgpack's (luaL_checkstack: "stack overflow (...)"); it refused more
+// than 1,000 levels as bad data, and answered values until the registry overflowed (FuzzCMsgpack's review).
+func TestScriptCMsgpackStackMatchesRedis(t *testing.T) {
+	const n = "return {pcall(function() return select('#', "
+	sameScriptsAsRedis(t,
+		n+"cmsgpack.unpack(string.rep('\\1', 7999))) end)}", n+"cmsgpack.unpack(string.rep('\\1', 8000))) end)}",
+		n+"cmsgpack.unpack(string.rep('\\1', 7998), 2)) end)}", n+"cmsgpack.unpack(string.rep('\\1', 7998), 2, 3)) end)}",
+		n+"cmsgpack.unpack_limit(string.rep('\\1', 9000), 7998)) end)}", n+"cmsgpack.unpack_limit(string.rep('\\1', 9000), 7999)) end)}",
+		n+"cmsgpack.unpack_one(string.rep('\\1', 9000), 8)) end)}",
+		n+"cmsgpack.unpack(string.rep('\\145', 3999) .. '\\1')) end)}", n+"cmsgpack.unpack(string.rep('\\145', 4000) .. '\\1')) end)}",
+		n+"cmsgpack.unpack(string.rep('\\145', 2000) .. '\\192')) end)}", n+"cmsgpack.unpack(string.rep('\\145', 9000))) end)}",
+		n+"cmsgpack.unpack(string.rep('\\129', 7997) .. string.rep('\\1', 7998))) end)}",
+		n+"cmsgpack.unpack(string.rep('\\129', 7998) .. string.rep('\\1', 7999))) end)}",
+		n+"cmsgpack.unpack(string.rep('\\129\\1', 5000) .. '\\1')) end)}",
 	)
 }
 
