@@ -90,7 +90,7 @@ var beforeRetry = func() {}
 
 func waitKey(table string, key []byte) string { return table + "\x00" + string(key) }
 
-// add registers b for keys, as trying (not parked).
+// add registers b for keys, as trying (not parked); keys it is registered for already stay as they are.
 func (w *waiters) add(keys []string, b *blocked) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -102,8 +102,10 @@ func (w *waiters) add(keys []string, b *blocked) {
 		if w.m[k] == nil {
 			w.m[k] = map[*blocked]struct{}{}
 		}
-		w.m[k][b] = struct{}{}
-		w.n.Add(1)
+		if _, ok := w.m[k][b]; !ok {
+			w.m[k][b] = struct{}{}
+			w.n.Add(1)
+		}
 	}
 }
 
@@ -244,7 +246,7 @@ func (w *waiters) wake(muts []engine.Mutation, res []engine.Result) {
 			}
 			w.mu.Lock()
 			var ack *wakeAck
-			if _, ok := w.m[keys[i]][b]; ok { // it may have left, or been woken by another key
+			if _, ok := w.m[keys[i]][b]; ok { // it may have left (served by another key, or gone)
 				ack = w.send(b, keys[i])
 			}
 			w.mu.Unlock()
@@ -410,7 +412,8 @@ func (s *session) block(keys [][]byte, timeout time.Duration, kind blockKind, at
 				}
 			}
 		}
-		s.h.waiters.remove(names, b)
+		// Still registered until it leaves: a push to another of its keys before its retry (which looks at the
+		// key that woke it alone) wakes it again, for a retry of every key, where unregistered it would miss it.
 		if kind != blockReads && peerClosed(s.conn) {
 			// The client left after it blocked: popping for it would lose the element (its reply goes nowhere;
 			// an XREADGROUP's entries would go pending to a consumer that never reads them, as Redis never does).

@@ -52,3 +52,79 @@ func TestPushToAKilledBlockedClientKeepsTheElement(t *testing.T) {
 		}
 	}
 }
+
+// retryHold stops every woken blocked client before its retry (beforeRetry) until the test lets it go.
+type retryHold struct {
+	stopped chan struct{} // one receive per retry stopped, in the order the wakes reach them
+	release chan struct{} // a send lets one stopped retry go
+	freed   chan struct{} // closed by free: every retry goes through from then on
+}
+
+func holdRetries(t *testing.T) *retryHold {
+	h := &retryHold{stopped: make(chan struct{}, 16), release: make(chan struct{}), freed: make(chan struct{})}
+	beforeRetry = func() {
+		select {
+		case <-h.freed:
+			return
+		case h.stopped <- struct{}{}:
+		}
+		select {
+		case <-h.release:
+		case <-h.freed:
+		}
+	}
+	t.Cleanup(func() { h.free(); beforeRetry = func() {} })
+	return h
+}
+
+// next waits until a retry stops.
+func (h *retryHold) next(t *testing.T) {
+	t.Helper()
+	select {
+	case <-h.stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no woken client came to its retry")
+	}
+}
+
+func (h *retryHold) free() {
+	select {
+	case <-h.freed:
+	default:
+		close(h.freed)
+	}
+}
+
+// TestPushWhileAWokenClientRetriesReachesIt: A blocks on q1, B on q1 and q2. A push of one element to q1 serves
+// A, then wakes B for q1; while B is on its way to its retry (which looks at q1 alone, the key that woke it), a
+// push to q2 lands. B finds q1 empty and must be served q2's element, as Redis serves it (B is first in line for
+// q2 once the push to q1 is done); B was unregistered between its wake and its retry, so the push to q2 woke
+// nobody and B waited with q2 full.
+func TestPushWhileAWokenClientRetriesReachesIt(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	hold := holdRetries(t)
+	ctl, p1 := ts.raw(t), ts.raw(t)
+	a, b := ts.raw(t), ts.raw(t)
+	a.send("BLPOP q1 0\r\n")
+	waitParked(t, ts, 1)
+	b.send("BLPOP q1 q2 0\r\n")
+	waitParked(t, ts, 2)
+	p1.send("RPUSH q1 x\r\n") // waits for A's and B's tries
+	hold.next(t)              // A
+	hold.release <- struct{}{}
+	if r := a.reply(); r != "*2\r\n$2\r\nq1\r\n$1\r\nx\r\n" {
+		t.Fatalf("A = %q", r)
+	}
+	hold.next(t) // B, woken for q1
+	ctl.send("RPUSH q2 y\r\n")
+	if r := ctl.reply(); r != ":1\r\n" {
+		t.Fatalf("RPUSH q2 y = %q", r)
+	}
+	hold.free()
+	if r := p1.reply(); r != ":1\r\n" {
+		t.Fatalf("RPUSH q1 x = %q", r)
+	}
+	if r := b.replyWithin(3 * time.Second); r != "*2\r\n$2\r\nq2\r\n$1\r\ny\r\n" {
+		t.Fatalf("B = %q, want q2's y", r)
+	}
+}
