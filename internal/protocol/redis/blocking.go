@@ -56,6 +56,7 @@ type blocked struct {
 	seq    uint64        // when it blocked
 	kind   blockKind
 	parked bool // under waiters.mu: waiting in select, not trying
+	missed bool // under waiters.mu: a wake found ch full (a wake for one key on its way): retry every key
 }
 
 // blockKind says how a blocked client takes what it waits for, and so how a wake serves it.
@@ -109,11 +110,17 @@ func (w *waiters) add(keys []string, b *blocked) {
 	}
 }
 
-// park marks b as waiting for a wake: from now on a waker waits for its next try.
-func (w *waiters) park(b *blocked) {
+// park marks b as waiting for a wake: from now on a waker waits for its next try. It reports false, leaving b
+// trying, if a wake was dropped since b last parked: b is to try every key again rather than wait.
+func (w *waiters) park(b *blocked) bool {
 	w.mu.Lock()
+	defer w.mu.Unlock()
+	if b.missed {
+		b.missed = false
+		return false
+	}
 	b.parked = true
-	w.mu.Unlock()
+	return true
 }
 
 func (w *waiters) remove(keys []string, b *blocked) {
@@ -142,7 +149,8 @@ func (w *waiters) send(b *blocked, key string) *wakeAck {
 	case b.ch <- ack:
 		b.parked = false
 		return ack
-	default: // woken already
+	default: // woken already, maybe for another key alone: its try may pass this one over (see park)
+		b.missed = true
 		return nil
 	}
 }
@@ -344,12 +352,13 @@ func (s *session) block(keys [][]byte, timeout time.Duration, kind blockKind, at
 	for {
 		s.h.waiters.add(names, b) // before the attempt: a push after it wakes us
 		ok := attempt()
+		again := false // a wake was dropped during the try: try every key at once
 		if !ok && !s.noBlock {
 			// Parked before it counts as blocked (blocked_clients, CLIENT LIST's b flag) and before its waker
 			// goes on: a push sent once a client sees it blocked, or once the push that woke it answered,
 			// wakes it in its turn and waits for its try, where one landing while it was not parked would wake
 			// it without order (a later client, parked, could take the element first).
-			s.h.waiters.park(b)
+			again = !s.h.waiters.park(b)
 		}
 		if ack != nil {
 			ack.finish(ok) // the try its waker waited for is over
@@ -390,7 +399,10 @@ func (s *session) block(keys [][]byte, timeout time.Duration, kind blockKind, at
 				}()
 			}
 		}
-		woken := false
+		woken := again
+		if again {
+			s.wokeBy = ""
+		}
 		for !woken {
 			select {
 			case ack = <-b.ch:

@@ -128,3 +128,61 @@ func TestPushWhileAWokenClientRetriesReachesIt(t *testing.T) {
 		t.Fatalf("B = %q, want q2's y", r)
 	}
 }
+
+// TestPushWhileAWakeIsOnItsWayReachesIt: as TestPushWhileAWokenClientRetriesReachesIt, with the push to q2
+// landing while the wake for q1 still waits in B's channel (B held just after it parked): the push's wake found
+// the channel full and was dropped, and B's retry looked at q1 alone and waited with q2 full.
+func TestPushWhileAWakeIsOnItsWayReachesIt(t *testing.T) {
+	old := wakeWait
+	wakeWait = 10 * time.Second
+	t.Cleanup(func() { wakeWait = old })
+	ts := startServer(t, Options{}, 0)
+	ctl, p1 := ts.raw(t), ts.raw(t)
+	a, b := ts.raw(t), ts.raw(t)
+	a.send("BLPOP q1 0\r\n")
+	waitBlocked(t, ts, 1)
+	held, let := make(chan struct{}), make(chan struct{})
+	hook := func() { close(held); <-let }
+	testHookCounted.Store(&hook) // B, parked, stops before it waits
+	t.Cleanup(func() { testHookCounted.Store(nil) })
+	b.send("BLPOP q1 q2 0\r\n")
+	<-held
+	testHookCounted.Store(nil)
+	p1.send("RPUSH q1 x\r\n") // serves A, then waits for B's try
+	if r := a.reply(); r != "*2\r\n$2\r\nq1\r\n$1\r\nx\r\n" {
+		t.Fatalf("A = %q", r)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !wakePending(ts) { // the wake for q1 is in B's channel
+		if time.Now().After(deadline) {
+			t.Fatal("B was not woken for q1")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	ctl.send("RPUSH q2 y\r\n")
+	if r := ctl.reply(); r != ":1\r\n" {
+		t.Fatalf("RPUSH q2 y = %q", r)
+	}
+	close(let)
+	if r := p1.reply(); r != ":1\r\n" {
+		t.Fatalf("RPUSH q1 x = %q", r)
+	}
+	if r := b.replyWithin(3 * time.Second); r != "*2\r\n$2\r\nq2\r\n$1\r\ny\r\n" {
+		t.Fatalf("B = %q, want q2's y", r)
+	}
+}
+
+// wakePending reports whether a blocked connection has a wake waiting in its channel.
+func wakePending(ts *testServer) bool {
+	w := &ts.h.waiters
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, bs := range w.m {
+		for b := range bs {
+			if len(b.ch) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
