@@ -351,7 +351,10 @@ func (s *session) block(keys [][]byte, timeout time.Duration, kind blockKind, at
 	defer func() { s.wokeBy = "" }()
 	for {
 		s.h.waiters.add(names, b) // before the attempt: a push after it wakes us
-		ok := attempt()
+		ok, unblockedNow := s.tryBlocked(attempt, unblocked)
+		if unblockedNow {
+			return false
+		}
 		again := false // a wake was dropped during the try: try every key at once
 		if !ok && !s.noBlock {
 			// Parked before it counts as blocked (blocked_clients, CLIENT LIST's b flag) and before its waker
@@ -629,8 +632,27 @@ func (s *session) unblockable() (<-chan bool, func()) {
 	}
 }
 
+// tryBlocked runs a blocking command's try under unblockMu, so that a CLIENT UNBLOCK comes wholly before it or
+// after it, as in Redis: one that came before (while the wake was on its way) ends the wait instead, reported
+// as unblocked; once a try served the client, an UNBLOCK answers 0 (it got its element, not a timeout reply).
+func (s *session) tryBlocked(attempt func() bool, unblocked <-chan bool) (ok, unblockedNow bool) {
+	s.unblockMu.Lock()
+	defer s.unblockMu.Unlock()
+	select {
+	case s.unblockedErr = <-unblocked: // nil before the first wait: never ready
+		return false, true
+	default:
+	}
+	ok = attempt()
+	if ok {
+		s.unblockCh = nil
+	}
+	return ok, false
+}
+
 // unblock ends s's wait in a blocking command, as its timeout would (withErr: with errUnblocked instead), and
-// reports whether it was waiting. Called from another connection's goroutine.
+// reports whether it was waiting. Called from another connection's goroutine; a try in progress is waited for
+// (tryBlocked).
 func (s *session) unblock(withErr bool) bool {
 	s.unblockMu.Lock()
 	defer s.unblockMu.Unlock()

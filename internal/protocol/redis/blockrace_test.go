@@ -186,3 +186,33 @@ func wakePending(ts *testServer) bool {
 	}
 	return false
 }
+
+// TestUnblockWhileAWokenClientRetries: CLIENT UNBLOCK reaches a client woken by a push before its retry. Either
+// the unblock came first (it answers 1, the client its timeout reply, and the element stays) or the push did (the
+// client is served and the unblock answers 0), as in Redis, where the two happen one after the other; anykv
+// answered 1 and served the client too, so whoever unblocked it took it for a client that got nothing.
+func TestUnblockWhileAWokenClientRetries(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	hold := holdRetries(t)
+	ctl, p := ts.raw(t), ts.raw(t)
+	for _, block := range []string{"BLPOP q 0", "BLMOVE q dst LEFT LEFT 0"} {
+		b := ts.raw(t)
+		b.send("CLIENT ID\r\n")
+		id := strings.TrimSpace(strings.TrimPrefix(b.reply(), ":"))
+		b.send(block + "\r\n")
+		waitBlocked(t, ts, 1)
+		p.send("RPUSH q x\r\n")
+		hold.next(t)
+		ctl.send("CLIENT UNBLOCK " + id + "\r\n")
+		hold.release <- struct{}{}
+		unblocked, got := ctl.reply(), b.reply()
+		p.reply()
+		ctl.send("LLEN q\r\n")
+		left := ctl.reply()
+		if !(unblocked == ":1\r\n" && got == "*-1\r\n" && left == ":1\r\n") && !(unblocked == ":0\r\n" && got != "*-1\r\n" && left == ":0\r\n") {
+			t.Fatalf("%s, woken, then CLIENT UNBLOCK = %q; the client got %q, the list holds %s", block, unblocked, got, left)
+		}
+		ctl.send("DEL q dst\r\n")
+		ctl.reply()
+	}
+}
