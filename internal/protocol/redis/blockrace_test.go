@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -214,5 +215,40 @@ func TestUnblockWhileAWokenClientRetries(t *testing.T) {
 		}
 		ctl.send("DEL q dst\r\n")
 		ctl.reply()
+	}
+}
+
+// TestPushToABlockedClientThatSentMoreAndLeftKeepsTheElement: a client blocked in BLPOP sends another command
+// and closes its connection; a push right after must stay in the list, as Redis frees the client when it reads
+// the close. The peek that passes over a departed client saw the unread command, not the close behind it, and
+// the element was popped for nobody (5 of 5 rounds).
+func TestPushToABlockedClientThatSentMoreAndLeftKeepsTheElement(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	ctl := ts.raw(t)
+	for round := 0; round < 5; round++ {
+		c, err := net.Dial("tcp", ts.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write([]byte("BLPOP q 0\r\n"))
+		waitParked(t, ts, 1)
+		c.Write([]byte("PING\r\n"))
+		c.Close()
+		time.Sleep(10 * time.Millisecond) // the bytes and the FIN reach the server; its tick comes much later
+		ctl.send("RPUSH q job\r\n")
+		ctl.reply()
+		ctl.send("LLEN q\r\n")
+		if r := ctl.reply(); r != ":1\r\n" {
+			t.Fatalf("round %d: LLEN q = %q after a push to a client that sent PING and left, want :1", round, r)
+		}
+		ctl.send("DEL q\r\n")
+		ctl.reply()
+		deadline := time.Now().Add(5 * time.Second)
+		for ts.h.waiters.n.Load() != 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the departed client is still registered")
+			}
+			time.Sleep(time.Millisecond)
+		}
 	}
 }

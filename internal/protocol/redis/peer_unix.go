@@ -29,7 +29,8 @@ func peerClosed(c net.Conn) bool {
 	var b [1]byte
 	if err := rc.Control(func(fd uintptr) {
 		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		closed = (err == nil && n == 0) || (err != nil && err != syscall.EAGAIN && err != syscall.EINTR)
+		closed = (err == nil && n == 0) || (err != nil && err != syscall.EAGAIN && err != syscall.EINTR) ||
+			(err == nil && hungUp(fd)) // bytes sent before the close hide it from the peek
 	}); err != nil {
 		return true
 	}
