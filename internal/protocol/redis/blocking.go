@@ -55,8 +55,22 @@ type blocked struct {
 	ch     chan *wakeAck // capacity 1: the next try's ack, or nil for a wake nobody waits for
 	seq    uint64        // when it blocked
 	kind   blockKind
-	parked bool // under waiters.mu: waiting in select, not trying
-	missed bool // under waiters.mu: a wake found ch full (a wake for one key on its way): retry every key
+	parked bool     // under waiters.mu: waiting in select, not trying
+	missed bool     // under waiters.mu: a wake found ch full (a wake for one key on its way): retry every key
+	cur    *wakeAck // under waiters.mu: the last wake sent with an ack, its try in progress until done
+}
+
+// busy reports, under waiters.mu, whether b is trying for a wake another waker waits for.
+func (b *blocked) busy() bool {
+	if b.parked || b.cur == nil {
+		return false
+	}
+	select {
+	case <-b.cur.done:
+		return false
+	default:
+		return true
+	}
 }
 
 // blockKind says how a blocked client takes what it waits for, and so how a wake serves it.
@@ -148,6 +162,9 @@ func (w *waiters) send(b *blocked, key string) *wakeAck {
 	select {
 	case b.ch <- ack:
 		b.parked = false
+		if ack != nil {
+			b.cur = ack
+		}
 		return ack
 	default: // woken already, maybe for another key alone: its try may pass this one over (see park)
 		b.missed = true
@@ -158,8 +175,10 @@ func (w *waiters) send(b *blocked, key string) *wakeAck {
 // wake wakes the clients waiting on the keys a batch may have filled (the targets of pushes, moves, adds and
 // stores; every key a script declared or wrote, from its result) and waits until they have tried again, within
 // wakeWait: those that take what they wait for one at a time in the order they blocked, stopping at the first
-// that finds nothing; the others (XREAD) all at once. res are the batch's results (nil: none needed).
-func (w *waiters) wake(muts []engine.Mutation, res []engine.Result) {
+// that finds nothing; the others (XREAD) all at once. res are the batch's results (nil: none needed). Unless
+// inTry (the waker is a blocked client's try, a BLMOVE's push, which another waker may wait for), a client busy
+// trying for another waker's wake is waited for and then served in its turn, as if that wake came first.
+func (w *waiters) wake(muts []engine.Mutation, res []engine.Result, inTry bool) {
 	if w.n.Load() == 0 {
 		return
 	}
@@ -219,6 +238,8 @@ func (w *waiters) wake(muts []engine.Mutation, res []engine.Result) {
 				if ack := w.send(b, k); ack != nil {
 					readers = append(readers, ack)
 				}
+			case !inTry && b.kind != blockReads && b.busy():
+				queues[i] = append(queues[i], b)
 			default:
 				w.send(b, k)
 			}
@@ -252,9 +273,21 @@ func (w *waiters) wake(muts []engine.Mutation, res []engine.Result) {
 			if emptied && b.kind == blockPops {
 				continue
 			}
-			w.mu.Lock()
 			var ack *wakeAck
-			if _, ok := w.m[keys[i]][b]; ok { // it may have left (served by another key, or gone)
+			w.mu.Lock()
+			_, ok := w.m[keys[i]][b] // it may have left (served by another key, or gone)
+			if ok && !inTry && !late && b.busy() {
+				other := b.cur // its try for another waker: once over, it has parked again if it found nothing
+				w.mu.Unlock()
+				select {
+				case <-other.done:
+				case <-limit.C:
+					late = true
+				}
+				w.mu.Lock()
+				_, ok = w.m[keys[i]][b]
+			}
+			if ok {
 				ack = w.send(b, keys[i])
 			}
 			w.mu.Unlock()
@@ -580,7 +613,7 @@ func cmdBMove(s *session, args [][]byte) {
 		case err != nil:
 			s.w.Error(errText(err))
 		default:
-			s.h.waiters.wake([]engine.Mutation{m}, nil)
+			s.h.waiters.wake([]engine.Mutation{m}, nil, true)
 			from := s.w.Len()
 			s.w.Bulk(r.New.Value)
 			sendNotes(from)

@@ -118,30 +118,33 @@ func TestPushWhileAWokenClientRetriesReachesIt(t *testing.T) {
 	}
 	hold.next(t) // B, woken for q1
 	ctl.send("RPUSH q2 y\r\n")
-	if r := ctl.reply(); r != ":1\r\n" {
-		t.Fatalf("RPUSH q2 y = %q", r)
-	}
+	time.Sleep(20 * time.Millisecond) // the push lands before B's retry
 	hold.free()
-	if r := p1.reply(); r != ":1\r\n" {
-		t.Fatalf("RPUSH q1 x = %q", r)
+	for _, p := range []*rawConn{p1, ctl} {
+		if r := p.reply(); r != ":1\r\n" {
+			t.Fatalf("RPUSH = %q", r)
+		}
 	}
 	if r := b.replyWithin(3 * time.Second); r != "*2\r\n$2\r\nq2\r\n$1\r\ny\r\n" {
 		t.Fatalf("B = %q, want q2's y", r)
 	}
 }
 
-// TestPushWhileAWakeIsOnItsWayReachesIt: as TestPushWhileAWokenClientRetriesReachesIt, with the push to q2
-// landing while the wake for q1 still waits in B's channel (B held just after it parked): the push's wake found
-// the channel full and was dropped, and B's retry looked at q1 alone and waited with q2 full.
+// TestPushWhileAWakeIsOnItsWayReachesIt: as TestPushWhileAWokenClientRetriesReachesIt, with q2 filled by a
+// blocked BLMOVE (D, from src) while the wake for q1 still waits in B's channel (B held just after it parked):
+// the BLMOVE's wake found the channel full and was dropped, and B's retry looked at q1 alone and waited with q2
+// full. (A BLMOVE's wake does not wait for a client busy with another wake, which might wait for it.)
 func TestPushWhileAWakeIsOnItsWayReachesIt(t *testing.T) {
 	old := wakeWait
 	wakeWait = 10 * time.Second
 	t.Cleanup(func() { wakeWait = old })
 	ts := startServer(t, Options{}, 0)
 	ctl, p1 := ts.raw(t), ts.raw(t)
-	a, b := ts.raw(t), ts.raw(t)
+	a, b, d := ts.raw(t), ts.raw(t), ts.raw(t)
 	a.send("BLPOP q1 0\r\n")
 	waitBlocked(t, ts, 1)
+	d.send("BLMOVE src q2 LEFT LEFT 0\r\n")
+	waitBlocked(t, ts, 2)
 	held, let := make(chan struct{}), make(chan struct{})
 	hook := func() { close(held); <-let }
 	testHookCounted.Store(&hook) // B, parked, stops before it waits
@@ -160,9 +163,12 @@ func TestPushWhileAWakeIsOnItsWayReachesIt(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	ctl.send("RPUSH q2 y\r\n")
+	ctl.send("RPUSH src y\r\n") // D moves y to q2
 	if r := ctl.reply(); r != ":1\r\n" {
-		t.Fatalf("RPUSH q2 y = %q", r)
+		t.Fatalf("RPUSH src y = %q", r)
+	}
+	if r := d.reply(); r != "$1\r\ny\r\n" {
+		t.Fatalf("D = %q", r)
 	}
 	close(let)
 	if r := p1.reply(); r != ":1\r\n" {
@@ -250,5 +256,50 @@ func TestPushToABlockedClientThatSentMoreAndLeftKeepsTheElement(t *testing.T) {
 			}
 			time.Sleep(time.Millisecond)
 		}
+	}
+}
+
+// TestPushWhileAWokenClientRetriesServesItInItsTurn: A blocks on q1, B on q1 and q2, C on q2. A push to q1 serves
+// A and wakes B for q1 (in vain: A took the element); while B is on its way to that retry, a push to q2 lands.
+// B is first in line for q2 and is served its element, C waits on, as in Redis, where the two pushes happen one
+// after the other (either way round, B gets q2's element). The push to q2 woke C at once, passing B over as
+// busy, and C took the element.
+func TestPushWhileAWokenClientRetriesServesItInItsTurn(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	hold := holdRetries(t)
+	ctl, p1, p2 := ts.raw(t), ts.raw(t), ts.raw(t)
+	a, b, c := ts.raw(t), ts.raw(t), ts.raw(t)
+	a.send("BLPOP q1 0\r\n")
+	waitParked(t, ts, 1)
+	b.send("BLPOP q1 q2 0\r\n")
+	waitParked(t, ts, 2)
+	c.send("BLPOP q2 0\r\n")
+	waitParked(t, ts, 3)
+	p1.send("RPUSH q1 x\r\n")
+	hold.next(t) // A
+	hold.release <- struct{}{}
+	if r := a.reply(); r != "*2\r\n$2\r\nq1\r\n$1\r\nx\r\n" {
+		t.Fatalf("A = %q", r)
+	}
+	hold.next(t) // B, woken for q1
+	p2.send("RPUSH q2 y\r\n")
+	select {
+	case <-hold.stopped:
+		t.Fatal("the push to q2 woke C, after B in line, while B was busy")
+	case <-time.After(200 * time.Millisecond):
+	}
+	hold.free()
+	for _, p := range []*rawConn{p1, p2} {
+		if r := p.reply(); r != ":1\r\n" {
+			t.Fatalf("RPUSH = %q", r)
+		}
+	}
+	if r := b.reply(); r != "*2\r\n$2\r\nq2\r\n$1\r\ny\r\n" {
+		t.Fatalf("B = %q, want q2's y", r)
+	}
+	ctl.send("RPUSH q2 z\r\n")
+	ctl.reply()
+	if r := c.reply(); r != "*2\r\n$2\r\nq2\r\n$1\r\nz\r\n" {
+		t.Fatalf("C = %q, want z", r)
 	}
 }
