@@ -5,7 +5,8 @@ Each seed opens N clients (some RESP3) on each server and runs the same random s
 sends a blocking command (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP, XREAD BLOCK,
 XREADGROUP BLOCK) or a write (pushes of several elements, ZADD with ties, XADD, LMOVE, pushes inside MULTI/EXEC and
 in a Lua script, SET/ZADD/XADD of another type, DEL, RENAME, COPY, expiries, SWAPDB, FLUSHALL), a control connection
-sends CLIENT UNBLOCK (TIMEOUT/ERROR) or CLIENT KILL, a blocked client leaves, a client sends a blocking command
+sends CLIENT UNBLOCK (TIMEOUT/ERROR) or CLIENT KILL (alone, or with a write pipelined right behind it, which must
+not serve the killed client), a blocked client leaves, a client sends a blocking command
 inside MULTI or with a short timeout (0.05-0.2 s; the script then waits for its reply, so nothing races the
 clock). After each step the runner waits until the server has settled: every client with a command outstanding has
 either answered or shows the `b` flag in CLIENT LIST, for a few polls in a row (anykv also until the same clients
@@ -290,9 +291,10 @@ class Gen:
         r = self.r
         w = [('block', 8 if len(idle) > 1 else 0), ('write', 8), ('multi', 2), ('lua', 1.5), ('disturb', 2),
              ('unblock', 1 if pend else 0), ('kill', 0.4 if pend else 0), ('quit', 0.4 if pend else 0),
+             ('killwrite', 0.6 if pend else 0),
              ('timed', 1 if len(idle) > 1 else 0), ('multiblock', 0.8), ('pipe', 0.8), ('read', 0.8)]
         if not idle:
-            w = [(k, v) for k, v in w if k in ('unblock', 'kill', 'quit')]
+            w = [(k, v) for k, v in w if k in ('unblock', 'kill', 'quit', 'killwrite')]
         tot = sum(v for _, v in w)
         x = r.random() * tot
         for kind, v in w:
@@ -328,6 +330,8 @@ class Gen:
             return ('ctl', j, [['CLIENT', 'UNBLOCK', None] + r.choice([[], ['TIMEOUT'], ['ERROR']])])
         if kind == 'kill':
             return ('kill', j, [['CLIENT', 'KILL', 'ID', None]])
+        if kind == 'killwrite':  # the kill and a write in one pipeline: the write must not serve the killed client
+            return ('kill', j, [['CLIENT', 'KILL', 'ID', None], self.write()])
         return ('quit', j, [])
 
 
@@ -355,7 +359,12 @@ class Runner:
             return side.settle(expect)
         if kind == 'kill':
             c = [x if x is not None else side.ids[i] for x in cmds[0]]
-            side.got[i].append(('kill', norm(side.ctl.cmd(*c))))
+            if len(cmds) == 1:
+                side.got[i].append(('kill', norm(side.ctl.cmd(*c))))
+            else:  # the write right behind the kill, pipelined, its reply kept with the kill's
+                side.ctl.s.sendall(encode(c) + encode(cmds[1]))
+                side.got[i].append(('kill', norm(side.ctl.read())))
+                side.got[i].append((cmds[1], norm(side.ctl.read())))
             return self.reopen(side, i, expect)
         if kind == 'quit':
             side.clients[i].close()
@@ -397,6 +406,8 @@ class Runner:
                 idle = [i for i in range(n) if not rs.pending[i]]
                 pend = [i for i in range(n) if rs.pending[i]]
                 st = g.step(idle, pend)
+                if swaps(st) and any(keycount(c) > 1 for i in pend for c in rs.pending[i]):
+                    st = ('send', st[1], [['PING']])  # which of its filled keys serves it is Redis's dict order
                 hist.append(st)
                 before = [[len(x) for x in s.got] for s in sides]
                 settled = [self.apply(sides[0], st, None)]
@@ -458,6 +469,25 @@ class Runner:
             print('    redis: %r pending %r' % (new[0][i], sides[0].pending[i]))
         self.history(hist)
         sys.stdout.flush()
+
+
+def swaps(st):
+    """Whether a step swaps databases: a client blocked on several keys that the swap fills is served by
+    redis-server from whichever its dict of blocking keys lists first, an order random from one start to the next
+    (its hash seed), so such a step is left out."""
+    return any(isinstance(c, list) and c and c[0] == 'SWAPDB' for c in st[2])
+
+
+def keycount(cmd):
+    """The number of keys a blocking command waits on."""
+    name = str(cmd[0]).upper()
+    if name in ('BLPOP', 'BRPOP', 'BZPOPMIN', 'BZPOPMAX'):
+        return len(cmd) - 2
+    if name in ('BLMPOP', 'BZMPOP'):
+        return int(cmd[2])
+    if name in ('XREAD', 'XREADGROUP'):
+        return (len(cmd) - 1 - [str(a).upper() for a in cmd].index('STREAMS')) // 2
+    return 1
 
 
 def fmt(st):

@@ -55,7 +55,22 @@ type blocked struct {
 	ch     chan *wakeAck // capacity 1: the next try's ack, or nil for a wake nobody waits for
 	seq    uint64        // when it blocked
 	kind   blockKind
-	parked bool // under waiters.mu: waiting in select, not trying
+	parked bool     // under waiters.mu: waiting in select, not trying
+	missed bool     // under waiters.mu: a wake found ch full (a wake for one key on its way): retry every key
+	cur    *wakeAck // under waiters.mu: the last wake sent with an ack, its try in progress until done
+}
+
+// busy reports, under waiters.mu, whether b is trying for a wake another waker waits for.
+func (b *blocked) busy() bool {
+	if b.parked || b.cur == nil {
+		return false
+	}
+	select {
+	case <-b.cur.done:
+		return false
+	default:
+		return true
+	}
 }
 
 // blockKind says how a blocked client takes what it waits for, and so how a wake serves it.
@@ -90,7 +105,7 @@ var beforeRetry = func() {}
 
 func waitKey(table string, key []byte) string { return table + "\x00" + string(key) }
 
-// add registers b for keys, as trying (not parked).
+// add registers b for keys, as trying (not parked); keys it is registered for already stay as they are.
 func (w *waiters) add(keys []string, b *blocked) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -102,16 +117,24 @@ func (w *waiters) add(keys []string, b *blocked) {
 		if w.m[k] == nil {
 			w.m[k] = map[*blocked]struct{}{}
 		}
-		w.m[k][b] = struct{}{}
-		w.n.Add(1)
+		if _, ok := w.m[k][b]; !ok {
+			w.m[k][b] = struct{}{}
+			w.n.Add(1)
+		}
 	}
 }
 
-// park marks b as waiting for a wake: from now on a waker waits for its next try.
-func (w *waiters) park(b *blocked) {
+// park marks b as waiting for a wake: from now on a waker waits for its next try. It reports false, leaving b
+// trying, if a wake was dropped since b last parked: b is to try every key again rather than wait.
+func (w *waiters) park(b *blocked) bool {
 	w.mu.Lock()
+	defer w.mu.Unlock()
+	if b.missed {
+		b.missed = false
+		return false
+	}
 	b.parked = true
-	w.mu.Unlock()
+	return true
 }
 
 func (w *waiters) remove(keys []string, b *blocked) {
@@ -139,8 +162,12 @@ func (w *waiters) send(b *blocked, key string) *wakeAck {
 	select {
 	case b.ch <- ack:
 		b.parked = false
+		if ack != nil {
+			b.cur = ack
+		}
 		return ack
-	default: // woken already
+	default: // woken already, maybe for another key alone: its try may pass this one over (see park)
+		b.missed = true
 		return nil
 	}
 }
@@ -148,8 +175,10 @@ func (w *waiters) send(b *blocked, key string) *wakeAck {
 // wake wakes the clients waiting on the keys a batch may have filled (the targets of pushes, moves, adds and
 // stores; every key a script declared or wrote, from its result) and waits until they have tried again, within
 // wakeWait: those that take what they wait for one at a time in the order they blocked, stopping at the first
-// that finds nothing; the others (XREAD) all at once. res are the batch's results (nil: none needed).
-func (w *waiters) wake(muts []engine.Mutation, res []engine.Result) {
+// that finds nothing; the others (XREAD) all at once. res are the batch's results (nil: none needed). Unless
+// inTry (the waker is a blocked client's try, a BLMOVE's push, which another waker may wait for), a client busy
+// trying for another waker's wake is waited for and then served in its turn, as if that wake came first.
+func (w *waiters) wake(muts []engine.Mutation, res []engine.Result, inTry bool) {
 	if w.n.Load() == 0 {
 		return
 	}
@@ -209,6 +238,8 @@ func (w *waiters) wake(muts []engine.Mutation, res []engine.Result) {
 				if ack := w.send(b, k); ack != nil {
 					readers = append(readers, ack)
 				}
+			case !inTry && b.kind != blockReads && b.busy():
+				queues[i] = append(queues[i], b)
 			default:
 				w.send(b, k)
 			}
@@ -242,9 +273,21 @@ func (w *waiters) wake(muts []engine.Mutation, res []engine.Result) {
 			if emptied && b.kind == blockPops {
 				continue
 			}
-			w.mu.Lock()
 			var ack *wakeAck
-			if _, ok := w.m[keys[i]][b]; ok { // it may have left, or been woken by another key
+			w.mu.Lock()
+			_, ok := w.m[keys[i]][b] // it may have left (served by another key, or gone)
+			if ok && !inTry && !late && b.busy() {
+				other := b.cur // its try for another waker: once over, it has parked again if it found nothing
+				w.mu.Unlock()
+				select {
+				case <-other.done:
+				case <-limit.C:
+					late = true
+				}
+				w.mu.Lock()
+				_, ok = w.m[keys[i]][b]
+			}
+			if ok {
 				ack = w.send(b, keys[i])
 			}
 			w.mu.Unlock()
@@ -341,13 +384,17 @@ func (s *session) block(keys [][]byte, timeout time.Duration, kind blockKind, at
 	defer func() { s.wokeBy = "" }()
 	for {
 		s.h.waiters.add(names, b) // before the attempt: a push after it wakes us
-		ok := attempt()
+		ok, unblockedNow := s.tryBlocked(attempt, unblocked)
+		if unblockedNow {
+			return false
+		}
+		again := false // a wake was dropped during the try: try every key at once
 		if !ok && !s.noBlock {
 			// Parked before it counts as blocked (blocked_clients, CLIENT LIST's b flag) and before its waker
 			// goes on: a push sent once a client sees it blocked, or once the push that woke it answered,
 			// wakes it in its turn and waits for its try, where one landing while it was not parked would wake
 			// it without order (a later client, parked, could take the element first).
-			s.h.waiters.park(b)
+			again = !s.h.waiters.park(b)
 		}
 		if ack != nil {
 			ack.finish(ok) // the try its waker waited for is over
@@ -388,7 +435,10 @@ func (s *session) block(keys [][]byte, timeout time.Duration, kind blockKind, at
 				}()
 			}
 		}
-		woken := false
+		woken := again
+		if again {
+			s.wokeBy = ""
+		}
 		for !woken {
 			select {
 			case ack = <-b.ch:
@@ -410,7 +460,8 @@ func (s *session) block(keys [][]byte, timeout time.Duration, kind blockKind, at
 				}
 			}
 		}
-		s.h.waiters.remove(names, b)
+		// Still registered until it leaves: a push to another of its keys before its retry (which looks at the
+		// key that woke it alone) wakes it again, for a retry of every key, where unregistered it would miss it.
 		if kind != blockReads && peerClosed(s.conn) {
 			// The client left after it blocked: popping for it would lose the element (its reply goes nowhere;
 			// an XREADGROUP's entries would go pending to a consumer that never reads them, as Redis never does).
@@ -562,7 +613,7 @@ func cmdBMove(s *session, args [][]byte) {
 		case err != nil:
 			s.w.Error(errText(err))
 		default:
-			s.h.waiters.wake([]engine.Mutation{m}, nil)
+			s.h.waiters.wake([]engine.Mutation{m}, nil, true)
 			from := s.w.Len()
 			s.w.Bulk(r.New.Value)
 			sendNotes(from)
@@ -614,8 +665,27 @@ func (s *session) unblockable() (<-chan bool, func()) {
 	}
 }
 
+// tryBlocked runs a blocking command's try under unblockMu, so that a CLIENT UNBLOCK comes wholly before it or
+// after it, as in Redis: one that came before (while the wake was on its way) ends the wait instead, reported
+// as unblocked; once a try served the client, an UNBLOCK answers 0 (it got its element, not a timeout reply).
+func (s *session) tryBlocked(attempt func() bool, unblocked <-chan bool) (ok, unblockedNow bool) {
+	s.unblockMu.Lock()
+	defer s.unblockMu.Unlock()
+	select {
+	case s.unblockedErr = <-unblocked: // nil before the first wait: never ready
+		return false, true
+	default:
+	}
+	ok = attempt()
+	if ok {
+		s.unblockCh = nil
+	}
+	return ok, false
+}
+
 // unblock ends s's wait in a blocking command, as its timeout would (withErr: with errUnblocked instead), and
-// reports whether it was waiting. Called from another connection's goroutine.
+// reports whether it was waiting. Called from another connection's goroutine; a try in progress is waited for
+// (tryBlocked).
 func (s *session) unblock(withErr bool) bool {
 	s.unblockMu.Lock()
 	defer s.unblockMu.Unlock()

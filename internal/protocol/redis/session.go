@@ -653,7 +653,7 @@ func (s *session) apply(muts []engine.Mutation) ([]engine.Result, error) {
 		return s.h.store.Apply(ctx, muts)
 	})
 	if err == nil || errors.Is(err, engine.ErrUnknownOutcome) { // the batch may have landed: a waiter looks
-		s.h.waiters.wake(muts, res)
+		s.h.waiters.wake(muts, res, false)
 	}
 	return res, err
 }
