@@ -55,3 +55,49 @@ func TestClientListLeavesOutClientsThatClosed(t *testing.T) {
 		t.Fatalf("CLIENT LIST lists a client that closed its connection:\n%s", got)
 	}
 }
+
+// TestClientListWaitsForClientsThatClosed: once CLIENT LIST leaves out a client that closed, the rest of the
+// server has let it go too, as in Redis: here a tracking client's redirect target, whose connection's goroutine
+// is held for 300 ms after its client closed. A write right after the CLIENT LIST reports the redirect broken;
+// had CLIENT LIST answered at once, the target would still have been registered and the write told no one.
+func TestClientListWaitsForClientsThatClosed(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	var target atomic.Int64
+	target.Store(-1)
+	arrived, release := make(chan struct{}, 1), make(chan struct{})
+	hook := func(id int64) {
+		if id == target.Load() && target.CompareAndSwap(id, -1) {
+			arrived <- struct{}{}
+			<-release
+		}
+	}
+	testHookBeforeRead.Store(&hook)
+	t.Cleanup(func() { testHookBeforeRead.Store(nil) })
+
+	tr, x, w := ts.raw(t), ts.raw(t), ts.raw(t)
+	tr.send("*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n")
+	tr.reply()
+	x.send("*2\r\n$6\r\nCLIENT\r\n$2\r\nID\r\n")
+	xid := strings.TrimSpace(strings.TrimPrefix(x.reply(), ":"))
+	tr.send("CLIENT TRACKING ON REDIRECT " + xid + "\r\nGET d\r\n")
+	if got := tr.reply() + tr.reply(); got != "+OK\r\n_\r\n" {
+		t.Fatalf("tracking on, GET: %q", got)
+	}
+	id, _ := strconv.ParseInt(xid, 10, 64)
+	target.Store(id)
+	x.send("PING\r\n")
+	x.reply()
+	<-arrived
+	x.c.(*net.TCPConn).Close()
+	go func() { time.Sleep(300 * time.Millisecond); close(release) }()
+	w.send("CLIENT LIST\r\n")
+	if got := w.reply(); strings.Contains(got, "id="+xid+" ") {
+		t.Fatalf("CLIENT LIST lists a client that closed its connection:\n%s", got)
+	}
+	w.send("SET d 1\r\n")
+	w.reply()
+	tr.send("PING\r\n")
+	if got := tr.reply(); !strings.Contains(got, "tracking-redir-broken") {
+		t.Fatalf("the write after CLIENT LIST: %q, want the tracking-redir-broken push", got)
+	}
+}

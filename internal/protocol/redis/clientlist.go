@@ -174,6 +174,36 @@ func (s *session) left() bool {
 	return s.state.ending.Load() || peerClosed(s.conn)
 }
 
+// awaitLeft waits, up to leftWait, for the connections whose clients have left to end: then what CLIENT LIST
+// leaves out agrees with the rest of the server (their subscriptions, tracking redirects, watches and blocked
+// waits are undone once their goroutines end), as Redis has handled a close before the commands after it. A
+// connection still ending after leftWait (a script running to its limit) is left out all the same.
+func (s *session) awaitLeft() {
+	var gone []chan struct{}
+	s.h.mu.Lock()
+	for _, o := range s.h.sessions {
+		if o != s && o.left() {
+			gone = append(gone, o.gone)
+		}
+	}
+	s.h.mu.Unlock()
+	if len(gone) == 0 {
+		return
+	}
+	limit := time.NewTimer(leftWait)
+	defer limit.Stop()
+	for _, g := range gone {
+		select {
+		case <-g:
+		case <-limit.C:
+			return
+		}
+	}
+}
+
+// leftWait bounds how long CLIENT LIST waits for connections whose clients left (awaitLeft).
+const leftWait = time.Second
+
 // testHookBeforeRead, when set by a test, runs with the connection's id before each read of its requests, once
 // the connection shows as waiting for its client.
 var testHookBeforeRead atomic.Pointer[func(id int64)]

@@ -215,6 +215,7 @@ func cmdClient(s *session, args [][]byte) {
 			return
 		}
 		var b strings.Builder
+		s.awaitLeft()
 		now := s.h.store.Time()
 		s.publishState(false)
 		s.h.mu.Lock()

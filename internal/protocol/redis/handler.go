@@ -231,6 +231,7 @@ func (h *Handler) ServeConn(ctx context.Context, c net.Conn) {
 		h.mu.Lock()
 		delete(h.sessions, s.id)
 		h.mu.Unlock()
+		close(s.gone)
 	}()
 	readStart := readyield.Now()
 	for ctx.Err() == nil {

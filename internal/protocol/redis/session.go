@@ -58,6 +58,7 @@ type session struct {
 	observed observations // replies answered together, counted at once
 	conn     net.Conn
 	id       int64
+	gone     chan struct{} // closed once the connection has ended and left h.sessions (awaitLeft)
 	parser   *resp.Parser
 	lim      *resp.Limits       // the handler's limits the parser enforces
 	acct     *membudget.Account // the parser's share of Options.Budget
@@ -188,6 +189,7 @@ func newSession(h *Handler, c net.Conn) *session {
 		h: h, conn: c, id: h.nextID.Add(1), created: h.store.Time(),
 		lim: h.limits.Load(), w: resp.NewWriter(2),
 		authed: !h.opts.Auth.RESPRequired(), ctx: context.Background(), user: h.acl.def,
+		gone: make(chan struct{}),
 	}
 	s.parser = resp.NewParser(*s.lim)
 	s.setAuthed(s.authed)
