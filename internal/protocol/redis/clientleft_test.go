@@ -4,6 +4,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,17 +16,7 @@ import (
 // and failed in CI. A client that is still connected and waiting is listed.
 func TestClientListLeavesOutClientsThatClosed(t *testing.T) {
 	ts := startServer(t, Options{}, 0)
-	var target atomic.Int64 // the id of the connection to hold before its next read
-	target.Store(-1)
-	arrived, release := make(chan struct{}, 1), make(chan struct{})
-	hook := func(id int64) {
-		if id == target.Load() && target.CompareAndSwap(id, -1) {
-			arrived <- struct{}{}
-			<-release
-		}
-	}
-	testHookBeforeRead.Store(&hook)
-	t.Cleanup(func() { testHookBeforeRead.Store(nil); close(release) })
+	hold := holdBeforeRead(t)
 
 	a, b := ts.raw(t), ts.raw(t)
 	b.send("*2\r\n$6\r\nCLIENT\r\n$2\r\nID\r\n")
@@ -33,11 +24,11 @@ func TestClientListLeavesOutClientsThatClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	target.Store(id)
+	hold.target.Store(id)
 	b.send("*1\r\n$4\r\nPING\r\n")
 	b.reply()
 	select {
-	case <-arrived:
+	case <-hold.arrived:
 	case <-time.After(5 * time.Second):
 		t.Fatal("b's connection never came back to read")
 	}
@@ -62,17 +53,7 @@ func TestClientListLeavesOutClientsThatClosed(t *testing.T) {
 // had CLIENT LIST answered at once, the target would still have been registered and the write told no one.
 func TestClientListWaitsForClientsThatClosed(t *testing.T) {
 	ts := startServer(t, Options{}, 0)
-	var target atomic.Int64
-	target.Store(-1)
-	arrived, release := make(chan struct{}, 1), make(chan struct{})
-	hook := func(id int64) {
-		if id == target.Load() && target.CompareAndSwap(id, -1) {
-			arrived <- struct{}{}
-			<-release
-		}
-	}
-	testHookBeforeRead.Store(&hook)
-	t.Cleanup(func() { testHookBeforeRead.Store(nil) })
+	hold := holdBeforeRead(t)
 
 	tr, x, w := ts.raw(t), ts.raw(t), ts.raw(t)
 	tr.send("*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n")
@@ -84,12 +65,12 @@ func TestClientListWaitsForClientsThatClosed(t *testing.T) {
 		t.Fatalf("tracking on, GET: %q", got)
 	}
 	id, _ := strconv.ParseInt(xid, 10, 64)
-	target.Store(id)
+	hold.target.Store(id)
 	x.send("PING\r\n")
 	x.reply()
-	<-arrived
+	<-hold.arrived
 	x.c.(*net.TCPConn).Close()
-	go func() { time.Sleep(300 * time.Millisecond); close(release) }()
+	go func() { time.Sleep(300 * time.Millisecond); hold.free() }()
 	w.send("CLIENT LIST\r\n")
 	if got := w.reply(); strings.Contains(got, "id="+xid+" ") {
 		t.Fatalf("CLIENT LIST lists a client that closed its connection:\n%s", got)
@@ -101,3 +82,30 @@ func TestClientListWaitsForClientsThatClosed(t *testing.T) {
 		t.Fatalf("the write after CLIENT LIST: %q, want the tracking-redir-broken push", got)
 	}
 }
+
+// heldRead holds one connection's goroutine before its next read (testHookBeforeRead), as a busy machine may
+// hold it: after target.Store(id), that connection's next read signals arrived and waits for release.
+type heldRead struct {
+	target  atomic.Int64
+	arrived chan struct{}
+	release chan struct{} // closed by the test or, at the latest, by its cleanup
+	once    sync.Once
+}
+
+// holdBeforeRead installs a heldRead for the test; its cleanup removes the hook and releases a held goroutine.
+func holdBeforeRead(t *testing.T) *heldRead {
+	h := &heldRead{arrived: make(chan struct{}, 1), release: make(chan struct{})}
+	h.target.Store(-1)
+	hook := func(id int64) {
+		if id == h.target.Load() && h.target.CompareAndSwap(id, -1) {
+			h.arrived <- struct{}{}
+			<-h.release
+		}
+	}
+	testHookBeforeRead.Store(&hook)
+	t.Cleanup(func() { testHookBeforeRead.Store(nil); h.free() })
+	return h
+}
+
+// free releases the held goroutine.
+func (h *heldRead) free() { h.once.Do(func() { close(h.release) }) }
