@@ -617,7 +617,8 @@ static int roundtrip(struct anykv *h, int argc, const void *const *argv,
         return rc;
     }
     if (r->type == KV_ERROR) {
-        kv_seterr(h, ANYKV_ERR_SERVER, "%s", r->str);
+        /* An empty text ("-\r\n", or one starting with a NUL) would read as "no error". */
+        kv_seterr(h, ANYKV_ERR_SERVER, "%s", r->str[0] != '\0' ? r->str : "server error reply with no text");
         kv_reply_free(r);
         return ANYKV_ERR_SERVER;
     }

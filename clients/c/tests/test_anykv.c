@@ -363,6 +363,9 @@ static void test_bad_replies(void)
     /* A server error reply is reported with its text. */
     CHECK_EQ(get_from_fake("-WRONGTYPE nope\r\n", NULL, err, sizeof err), ANYKV_ERR_SERVER);
     CHECK(strcmp(err, "WRONGTYPE nope") == 0);
+    /* An error reply with no text still gives an error text, not "" (which means success). */
+    CHECK_EQ(get_from_fake("-\r\n", NULL, err, sizeof err), ANYKV_ERR_SERVER);
+    CHECKF(strcmp(err, "server error reply with no text") == 0, "%s", err);
 }
 
 static void test_timeout_reconnect_auth(void)
