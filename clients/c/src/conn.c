@@ -211,6 +211,15 @@ static int connect_server(struct anykv *h, int i)
 static int roundtrip(struct anykv *h, int argc, const void *const *argv,
                      const size_t *argvlen, kv_reply **out);
 
+/* 0 if r is the status reply "+OK" that AUTH and SELECT answer with; anything
+ * else is a server not speaking our protocol, or a stream out of step. */
+static int not_ok(struct anykv *h, const kv_reply *r)
+{
+    if (r->type == KV_STATUS && r->len == 2 && memcmp(r->str, "OK", 2) == 0)
+        return 0;
+    return kv_seterr(h, ANYKV_ERR_PROTOCOL, "unexpected %s reply, not +OK", kv_type_name(r->type));
+}
+
 /* AUTH and SELECT as configured on the connection just made; with several
  * servers and neither, a PING, so that a server that accepts connections but
  * does not answer (stopped, overloaded) is passed over like a dead one. */
@@ -227,6 +236,8 @@ static int handshake(struct anykv *h)
             av[n] = h->username, al[n++] = strlen(h->username);
         av[n] = h->password, al[n++] = strlen(h->password);
         rc = roundtrip(h, n, av, al, &r);
+        if (rc == ANYKV_OK)
+            rc = not_ok(h, r);
         kv_reply_free(r);
         if (h->wbuf != NULL) /* the request held the password: leave no copy */
             explicit_bzero(h->wbuf, h->wlen);
@@ -242,6 +253,8 @@ static int handshake(struct anykv *h)
         const void *av[2] = {"SELECT", db};
         size_t al[2] = {6, (size_t)dl};
         rc = roundtrip(h, 2, av, al, &r);
+        if (rc == ANYKV_OK)
+            rc = not_ok(h, r);
         kv_reply_free(r);
         if (rc != ANYKV_OK) {
             char why[sizeof h->err];
@@ -481,6 +494,12 @@ static void reply_clear(kv_reply *r)
     free(r->str);
     r->elems = NULL;
     r->str = NULL;
+}
+
+const char *kv_type_name(enum kv_type t)
+{
+    static const char *names[] = {"nil", "status", "error", "integer", "bulk", "array"};
+    return names[t];
 }
 
 void kv_reply_free(kv_reply *r)

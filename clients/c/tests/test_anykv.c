@@ -458,6 +458,28 @@ static void test_timeout_reconnect_auth(void)
     }
 }
 
+/* AUTH and SELECT succeed only with +OK: any other reply is a server that
+ * does not speak the protocol (or a stream out of step), and the connect fails. */
+static void test_handshake_replies(void)
+{
+    static const char *const replies[][2] = {{":1\r\n", NULL}, {"$-1\r\n", NULL},
+                                             {"+QUEUED\r\n", NULL}, {"+OK\r\n", "*0\r\n"}};
+    for (int i = 0; i < 4; i++) {
+        const char *s0[] = {replies[i][0], replies[i][1], NULL};
+        const char *const *scripts[] = {s0};
+        fake_server *f = fake_start(scripts, 1);
+        char a[64];
+        snprintf(a, sizeof a, "127.0.0.1:%d", fake_port(f));
+        anykv_options o = {.password = "pw", .database = 1, .lazy = 1};
+        anykv_t *h = anykv_connect(a, &o);
+        CHECK_EQ(anykv_ping(h), ANYKV_ERR_PROTOCOL);
+        const char *want = i < 3 ? "AUTH failed: unexpected" : "SELECT 1 failed: unexpected array";
+        CHECKF(strstr(anykv_errstr(h), want) != NULL, "%s", anykv_errstr(h));
+        anykv_close(h);
+        fake_stop(f);
+    }
+}
+
 /* Failover between servers that accept connections but stop answering (a
  * stopped or wedged process: the kernel still accepts for it), and a reply of
  * the wrong shape, which closes the connection as any protocol error does. */
@@ -562,6 +584,7 @@ int main(void)
     }
     test_bad_replies();
     test_timeout_reconnect_auth();
+    test_handshake_replies();
     test_unanswering_servers();
     test_refused();
     anykv_close(NULL);
