@@ -698,7 +698,7 @@ int main(int argc, char **argv)
     }
     for (int i = optind; i < argc; i++)
         load_path(argv[i]);
-    signal(SIGPIPE, SIG_IGN);
+    /* SIGPIPE stays fatal: the library must send with MSG_NOSIGNAL. */
     signal(SIGALRM, on_alarm);
     extern void __sanitizer_set_death_callback(void (*)(void));
     __sanitizer_set_death_callback(on_death);
