@@ -110,6 +110,9 @@ static size_t g_allocated;    /* bytes requested so far in this call */
 static size_t g_received;     /* bytes received so far in this call */
 static uint64_t g_hookrnd;
 
+static long g_connects;        /* connections the client opened */
+
+int fuzz_connect(int fd, const struct sockaddr *a, socklen_t len);
 ssize_t fuzz_recv(int fd, void *buf, size_t n, int flags);
 void *fuzz_malloc(size_t n);
 void *fuzz_calloc(size_t a, size_t b);
@@ -132,6 +135,14 @@ ssize_t fuzz_recv(int fd, void *buf, size_t n, int flags)
     return got;
 }
 
+int fuzz_connect(int fd, const struct sockaddr *a, socklen_t len)
+{
+    int rc = connect(fd, a, len);
+    if (rc == 0 || errno == EINPROGRESS)
+        g_connects++;
+    return rc;
+}
+
 static int alloc_fails(size_t n)
 {
     g_allocated += n;
@@ -148,7 +159,7 @@ static char *g_script, *g_reuse; /* what a new connection gets; what a reused on
 static size_t g_scriptlen, g_reuselen;
 static int g_hold, g_gen;        /* keep connections open; script generation */
 static int g_port;
-static long g_accepted, g_sent;  /* connections accepted; of them, sent their script */
+static long g_sent;              /* connections that were sent their script */
 static pthread_cond_t g_sent_cond = PTHREAD_COND_INITIALIZER;
 
 static void send_all(int fd, const char *p, size_t n)
@@ -174,7 +185,6 @@ static void *server(void *arg)
         if (fd < 0)
             continue;
         pthread_mutex_lock(&g_lock);
-        g_accepted++;
         char *s = malloc(g_scriptlen + 1);
         size_t len = g_scriptlen;
         int hold = g_hold, gen = g_gen;
@@ -220,9 +230,10 @@ static void set_script(const void *s, size_t n, const char *reuse, int hold)
     pthread_mutex_unlock(&g_lock);
 }
 
-/* Wait (up to 200 ms) until the server has sent all it had to and shut down
- * the connection: the client must then see EOF before its next call. If it
- * still sends, the client has not read it all and sees that instead. */
+/* Wait (up to 200 ms) until the server has accepted every connection the
+ * client opened, sent its script and shut it down: the client must then see
+ * EOF before its next call. If it still sends after that, the client has not
+ * read it all and sees that instead. */
 static void wait_sent(void)
 {
     struct timespec ts;
@@ -231,7 +242,7 @@ static void wait_sent(void)
     if (ts.tv_nsec >= 1000000000)
         ts.tv_sec++, ts.tv_nsec -= 1000000000;
     pthread_mutex_lock(&g_lock);
-    while (g_sent < g_accepted && pthread_cond_timedwait(&g_sent_cond, &g_lock, &ts) == 0)
+    while (g_sent < g_connects && pthread_cond_timedwait(&g_sent_cond, &g_lock, &ts) == 0)
         ;
     pthread_mutex_unlock(&g_lock);
 }
