@@ -596,9 +596,22 @@ static int read_reply(struct anykv *h, int depth, size_t *budget, kv_reply *r)
                 return rc;
         }
         return 0;
-    default:
-        return kv_seterr(h, ANYKV_ERR_PROTOCOL, "unexpected reply type byte 0x%02x",
-                         (unsigned char)type);
+    default: {
+        /* Quote the line's start, escaped: an HTTP or memcached port is then plain to see. */
+        char shown[48];
+        size_t o = 0, i = 0;
+        for (; i < len && o + 5 < sizeof shown; i++) {
+            unsigned char c = (unsigned char)line[i];
+            if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\')
+                shown[o++] = (char)c;
+            else
+                o += (size_t)snprintf(shown + o, sizeof shown - o, "\\x%02x", c);
+        }
+        shown[o] = '\0';
+        return kv_seterr(h, ANYKV_ERR_PROTOCOL,
+                         "not a RESP reply: \"%s\"%s (a server of another protocol?)", shown,
+                         i < len ? "..." : "");
+    }
     }
 }
 

@@ -322,6 +322,13 @@ static void test_bad_replies(void)
 {
     char err[512];
     CHECK_EQ(get_from_fake("hello\r\n", NULL, err, sizeof err), ANYKV_ERR_PROTOCOL);
+    /* A server of another protocol: the error quotes what it said, escaped and cut short. */
+    CHECK_EQ(get_from_fake("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n", NULL, err,
+                           sizeof err), ANYKV_ERR_PROTOCOL);
+    CHECKF(strstr(err, "not a RESP reply: \"HTTP/1.1 400 Bad Request\"") != NULL, "%s", err);
+    CHECK_EQ(get_from_fake("ERROR \"\x01\x7f\\0123456789012345678901234567890123456789\r\n", NULL,
+                           err, sizeof err), ANYKV_ERR_PROTOCOL);
+    CHECKF(strstr(err, "\"ERROR \\x22\\x01\\x7f\\x5c012345678901234567890\"...") != NULL, "%s", err);
     CHECK_EQ(get_from_fake("+OK\n", NULL, err, sizeof err), ANYKV_ERR_PROTOCOL);
     CHECK_EQ(get_from_fake(":12a\r\n", NULL, err, sizeof err), ANYKV_ERR_PROTOCOL);
     CHECK_EQ(get_from_fake("$-2\r\n", NULL, err, sizeof err), ANYKV_ERR_PROTOCOL);
