@@ -271,7 +271,7 @@ static const char *op_names[] = {"ping", "get", "set", "getset", "del", "mget", 
                                  "expire", "scan", "kv739_get", "kv739_put"};
 
 typedef struct {
-    int op, hs, chunk, inject, hold, ncalls, failat, flags;
+    int op, hs, rawhs, chunk, inject, hold, ncalls, failat, flags;
     size_t budget;
 } scenario;
 
@@ -290,6 +290,7 @@ static scenario decode(uint32_t id)
     static const size_t budgets[] = {0, 100, 4096, 1 << 20};
     c.budget = budgets[rnd(&s, 4)];
     c.hold = rnd(&s, 8) == 0;
+    c.rawhs = rnd(&s, 4) == 0; /* the input answers the handshake too; else a sane one does */
     if (c.op >= OP_739GET) /* kv739 has fixed timeouts (3 s) and settings */
         c.hs = 0, c.hold = 0, c.budget = 1 << 20;
     return c;
@@ -435,7 +436,14 @@ static void run_case(const unsigned char *in, size_t len, uint32_t id)
     anykv_t *h = anykv_connect(addr, &o);
     if (h == NULL)
         FAIL("anykv_connect (lazy) failed");
-    set_script(in, len, NULL, c.hold);
+    /* The input follows a sane handshake's replies, or answers the handshake itself. */
+    size_t plen = c.rawhs ? 0 : strlen(hs_replies[c.hs]);
+    unsigned char *script = malloc(plen + len + 1);
+    memcpy(script, hs_replies[c.hs], plen);
+    if (len > 0)
+        memcpy(script + plen, in, len);
+    set_script(script, plen + len, NULL, c.hold);
+    free(script);
     size_t cap = (c.budget ? c.budget : KV_DEFAULT_MAX_REPLY) * 3 + (1 << 20);
     for (int i = 0; i < c.ncalls; i++) {
         g_nalloc = 0, g_allocated = 0, g_received = 0, g_failat = c.failat;
@@ -468,8 +476,8 @@ static void run_case(const unsigned char *in, size_t len, uint32_t id)
     anykv_close(h);
     alarm(0);
     if (g_verbose)
-        fprintf(stderr, "case %u: %s hs=%d chunk=%d inject=%d hold=%d calls=%d failat=%d budget=%zu: %lld ms\n",
-                id, op_names[c.op], c.hs, c.chunk, c.inject, c.hold, c.ncalls, c.failat, c.budget,
+        fprintf(stderr, "case %u: %s hs=%d rawhs=%d chunk=%d inject=%d hold=%d calls=%d failat=%d budget=%zu: %lld ms\n",
+                id, op_names[c.op], c.hs, c.rawhs, c.chunk, c.inject, c.hold, c.ncalls, c.failat, c.budget,
                 (long long)(now_ms() - t0));
 }
 
