@@ -97,7 +97,8 @@ ANYKV_API anykv_t *anykv_connect(const char *hostport, const anykv_options *opts
 ANYKV_API void anykv_close(anykv_t *h);
 
 /* Text of the last error on this handle ("" after a successful call).
- * Server error replies are included verbatim. Valid until the next call. */
+ * Server error replies are included verbatim (one with no text as "server
+ * error reply with no text"). Valid until the next call. */
 ANYKV_API const char *anykv_errstr(const anykv_t *h);
 
 /* Static name of a status code, e.g. "ANYKV_ERR_TIMEOUT". */

@@ -101,8 +101,7 @@ void anykv_free(void *p)
  * protocol error, and the next call reconnects. */
 static int unexpected(anykv_t *h, kv_reply *r, const char *cmd)
 {
-    static const char *names[] = {"nil", "status", "error", "integer", "bulk", "array"};
-    kv_seterr(h, ANYKV_ERR_PROTOCOL, "unexpected %s reply to %s", names[r->type], cmd);
+    kv_seterr(h, ANYKV_ERR_PROTOCOL, "unexpected %s reply to %s", kv_type_name(r->type), cmd);
     kv_reply_free(r);
     kv_disconnect(h);
     return ANYKV_ERR_PROTOCOL;

@@ -211,6 +211,15 @@ static int connect_server(struct anykv *h, int i)
 static int roundtrip(struct anykv *h, int argc, const void *const *argv,
                      const size_t *argvlen, kv_reply **out);
 
+/* 0 if r is the status reply "+OK" that AUTH and SELECT answer with; anything
+ * else is a server not speaking our protocol, or a stream out of step. */
+static int not_ok(struct anykv *h, const kv_reply *r)
+{
+    if (r->type == KV_STATUS && r->len == 2 && memcmp(r->str, "OK", 2) == 0)
+        return 0;
+    return kv_seterr(h, ANYKV_ERR_PROTOCOL, "unexpected %s reply, not +OK", kv_type_name(r->type));
+}
+
 /* AUTH and SELECT as configured on the connection just made; with several
  * servers and neither, a PING, so that a server that accepts connections but
  * does not answer (stopped, overloaded) is passed over like a dead one. */
@@ -227,6 +236,8 @@ static int handshake(struct anykv *h)
             av[n] = h->username, al[n++] = strlen(h->username);
         av[n] = h->password, al[n++] = strlen(h->password);
         rc = roundtrip(h, n, av, al, &r);
+        if (rc == ANYKV_OK)
+            rc = not_ok(h, r);
         kv_reply_free(r);
         if (h->wbuf != NULL) /* the request held the password: leave no copy */
             explicit_bzero(h->wbuf, h->wlen);
@@ -242,6 +253,8 @@ static int handshake(struct anykv *h)
         const void *av[2] = {"SELECT", db};
         size_t al[2] = {6, (size_t)dl};
         rc = roundtrip(h, 2, av, al, &r);
+        if (rc == ANYKV_OK)
+            rc = not_ok(h, r);
         kv_reply_free(r);
         if (rc != ANYKV_OK) {
             char why[sizeof h->err];
@@ -483,6 +496,12 @@ static void reply_clear(kv_reply *r)
     r->str = NULL;
 }
 
+const char *kv_type_name(enum kv_type t)
+{
+    static const char *names[] = {"nil", "status", "error", "integer", "bulk", "array"};
+    return names[t];
+}
+
 void kv_reply_free(kv_reply *r)
 {
     if (r != NULL) {
@@ -577,9 +596,22 @@ static int read_reply(struct anykv *h, int depth, size_t *budget, kv_reply *r)
                 return rc;
         }
         return 0;
-    default:
-        return kv_seterr(h, ANYKV_ERR_PROTOCOL, "unexpected reply type byte 0x%02x",
-                         (unsigned char)type);
+    default: {
+        /* Quote the line's start, escaped: an HTTP or memcached port is then plain to see. */
+        char shown[48];
+        size_t o = 0, i = 0;
+        for (; i < len && o + 5 < sizeof shown; i++) {
+            unsigned char c = (unsigned char)line[i];
+            if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\')
+                shown[o++] = (char)c;
+            else
+                o += (size_t)snprintf(shown + o, sizeof shown - o, "\\x%02x", c);
+        }
+        shown[o] = '\0';
+        return kv_seterr(h, ANYKV_ERR_PROTOCOL,
+                         "not a RESP reply: \"%s\"%s (a server of another protocol?)", shown,
+                         i < len ? "..." : "");
+    }
     }
 }
 
@@ -617,7 +649,8 @@ static int roundtrip(struct anykv *h, int argc, const void *const *argv,
         return rc;
     }
     if (r->type == KV_ERROR) {
-        kv_seterr(h, ANYKV_ERR_SERVER, "%s", r->str);
+        /* An empty text ("-\r\n", or one starting with a NUL) would read as "no error". */
+        kv_seterr(h, ANYKV_ERR_SERVER, "%s", r->str[0] != '\0' ? r->str : "server error reply with no text");
         kv_reply_free(r);
         return ANYKV_ERR_SERVER;
     }

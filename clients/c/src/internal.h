@@ -73,5 +73,6 @@ int kv_connect(struct anykv *h);
 int kv_call(struct anykv *h, int argc, const void *const *argv,
             const size_t *argvlen, kv_reply **out);
 void kv_reply_free(kv_reply *r);
+const char *kv_type_name(enum kv_type t); /* "nil", "status", ... */
 
 #endif

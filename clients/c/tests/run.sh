@@ -16,7 +16,7 @@
 set -u
 
 CDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-B="$CDIR/build"
+B="${KV_BUILD:-$CDIR/build}" # make SANITIZE=1 test: build-san
 TESTS=(test_anykv test_kv739 test_restart test_failover)
 
 for t in kvtool "${TESTS[@]}"; do

@@ -322,6 +322,13 @@ static void test_bad_replies(void)
 {
     char err[512];
     CHECK_EQ(get_from_fake("hello\r\n", NULL, err, sizeof err), ANYKV_ERR_PROTOCOL);
+    /* A server of another protocol: the error quotes what it said, escaped and cut short. */
+    CHECK_EQ(get_from_fake("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n", NULL, err,
+                           sizeof err), ANYKV_ERR_PROTOCOL);
+    CHECKF(strstr(err, "not a RESP reply: \"HTTP/1.1 400 Bad Request\"") != NULL, "%s", err);
+    CHECK_EQ(get_from_fake("ERROR \"\x01\x7f\\0123456789012345678901234567890123456789\r\n", NULL,
+                           err, sizeof err), ANYKV_ERR_PROTOCOL);
+    CHECKF(strstr(err, "\"ERROR \\x22\\x01\\x7f\\x5c012345678901234567890\"...") != NULL, "%s", err);
     CHECK_EQ(get_from_fake("+OK\n", NULL, err, sizeof err), ANYKV_ERR_PROTOCOL);
     CHECK_EQ(get_from_fake(":12a\r\n", NULL, err, sizeof err), ANYKV_ERR_PROTOCOL);
     CHECK_EQ(get_from_fake("$-2\r\n", NULL, err, sizeof err), ANYKV_ERR_PROTOCOL);
@@ -363,6 +370,9 @@ static void test_bad_replies(void)
     /* A server error reply is reported with its text. */
     CHECK_EQ(get_from_fake("-WRONGTYPE nope\r\n", NULL, err, sizeof err), ANYKV_ERR_SERVER);
     CHECK(strcmp(err, "WRONGTYPE nope") == 0);
+    /* An error reply with no text still gives an error text, not "" (which means success). */
+    CHECK_EQ(get_from_fake("-\r\n", NULL, err, sizeof err), ANYKV_ERR_SERVER);
+    CHECKF(strcmp(err, "server error reply with no text") == 0, "%s", err);
 }
 
 static void test_timeout_reconnect_auth(void)
@@ -450,6 +460,28 @@ static void test_timeout_reconnect_auth(void)
         CHECK_EQ(anykv_ping(h), ANYKV_ERR_SERVER);
         CHECKF(strstr(anykv_errstr(h), "AUTH failed: WRONGPASS") != NULL, "%s",
                anykv_errstr(h));
+        anykv_close(h);
+        fake_stop(f);
+    }
+}
+
+/* AUTH and SELECT succeed only with +OK: any other reply is a server that
+ * does not speak the protocol (or a stream out of step), and the connect fails. */
+static void test_handshake_replies(void)
+{
+    static const char *const replies[][2] = {{":1\r\n", NULL}, {"$-1\r\n", NULL},
+                                             {"+QUEUED\r\n", NULL}, {"+OK\r\n", "*0\r\n"}};
+    for (int i = 0; i < 4; i++) {
+        const char *s0[] = {replies[i][0], replies[i][1], NULL};
+        const char *const *scripts[] = {s0};
+        fake_server *f = fake_start(scripts, 1);
+        char a[64];
+        snprintf(a, sizeof a, "127.0.0.1:%d", fake_port(f));
+        anykv_options o = {.password = "pw", .database = 1, .lazy = 1};
+        anykv_t *h = anykv_connect(a, &o);
+        CHECK_EQ(anykv_ping(h), ANYKV_ERR_PROTOCOL);
+        const char *want = i < 3 ? "AUTH failed: unexpected" : "SELECT 1 failed: unexpected array";
+        CHECKF(strstr(anykv_errstr(h), want) != NULL, "%s", anykv_errstr(h));
         anykv_close(h);
         fake_stop(f);
     }
@@ -559,6 +591,7 @@ int main(void)
     }
     test_bad_replies();
     test_timeout_reconnect_auth();
+    test_handshake_replies();
     test_unanswering_servers();
     test_refused();
     anykv_close(NULL);
