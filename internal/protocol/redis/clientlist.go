@@ -174,34 +174,45 @@ func (s *session) left() bool {
 	return s.state.ending.Load() || peerClosed(s.conn)
 }
 
-// awaitLeft waits, up to leftWait, for the connections whose clients have left to end: then what CLIENT LIST
-// leaves out agrees with the rest of the server (their subscriptions, tracking redirects, watches and blocked
-// waits are undone once their goroutines end), as Redis has handled a close before the commands after it. A
-// connection still ending after leftWait (a script running to its limit) is left out all the same.
-func (s *session) awaitLeft() {
-	var gone []chan struct{}
+// awaitLeft waits, up to leftWait, for the connections whose clients have left to end, and returns those still
+// ending after it (a script running to its limit), which CLIENT LIST leaves out all the same. Once they ended,
+// what CLIENT LIST leaves out agrees with the rest of the server (their subscriptions, tracking redirects,
+// watches and blocked waits are undone by their goroutines), as Redis has handled a close before the commands
+// after it. The sockets are looked at outside h.mu, once each.
+func (s *session) awaitLeft() map[*session]bool {
 	s.h.mu.Lock()
+	others := make([]*session, 0, len(s.h.sessions))
 	for _, o := range s.h.sessions {
-		if o != s && o.left() {
-			gone = append(gone, o.gone)
+		if o != s {
+			others = append(others, o)
 		}
 	}
 	s.h.mu.Unlock()
-	if len(gone) == 0 {
-		return
-	}
-	limit := time.NewTimer(leftWait)
-	defer limit.Stop()
-	for _, g := range gone {
-		select {
-		case <-g:
-		case <-limit.C:
-			return
+	var still map[*session]bool
+	var limit *time.Timer
+	for _, o := range others {
+		if !o.left() {
+			continue
 		}
+		if limit == nil {
+			limit = time.NewTimer(leftWait)
+			defer limit.Stop()
+		}
+		select {
+		case <-o.gone:
+			continue
+		case <-limit.C:
+			limit.Reset(0) // past the limit: the rest are not waited for
+		}
+		if still == nil {
+			still = map[*session]bool{}
+		}
+		still[o] = true
 	}
+	return still
 }
 
-// leftWait bounds how long CLIENT LIST waits for connections whose clients left (awaitLeft).
+// leftWait bounds how long CLIENT LIST waits for the connections whose clients left (awaitLeft).
 const leftWait = time.Second
 
 // testHookBeforeRead, when set by a test, runs with the connection's id before each read of its requests, once

@@ -215,12 +215,12 @@ func cmdClient(s *session, args [][]byte) {
 			return
 		}
 		var b strings.Builder
-		s.awaitLeft()
+		left := s.awaitLeft()
 		now := s.h.store.Time()
 		s.publishState(false)
 		s.h.mu.Lock()
 		for _, o := range s.sortedSessions() {
-			if !keep(o) || o != s && o.left() {
+			if !keep(o) || left[o] {
 				continue
 			}
 			argv := 0
