@@ -97,6 +97,9 @@ type Options struct {
 	// versionReserve, for tests, replaces the const versionReserve (0: the default), so that a short run raises
 	// the version record many times.
 	versionReserve uint64
+	// memberFilterBytes, for tests, replaces DefaultMemberFilterBytes (0: the default), so that a short run
+	// passes the bound.
+	memberFilterBytes int64
 	// tune, for tests, adjusts Pebble's options (no automatic compactions, for a MANIFEST that ends as expected).
 	tune func(*pebble.Options)
 }
@@ -165,16 +168,17 @@ type Store struct {
 	sstStale atomic.Bool
 
 	// counters for Stats
-	fsyncs       atomic.Int64
-	batches      atomic.Int64
-	groups       atomic.Int64
-	itemCache    *itemCache // the writer's (nil when off), for Stats
-	maxGroup     atomic.Int64
-	guardWaits   atomic.Int64
-	rejudged     atomic.Int64 // groups resolved again: an item found alive expired during their resolution
-	sweepRemoved atomic.Int64
-	sweepSeen    atomic.Int64  // items sweeps examined
-	version      atomic.Uint64 // highest allocated version, mirrored by the writer for Stats
+	fsyncs        atomic.Int64
+	batches       atomic.Int64
+	groups        atomic.Int64
+	itemCache     *itemCache     // the writer's (nil when off), for Stats
+	memberFilters *memberFilters // the writer's (nil when off), for Stats
+	maxGroup      atomic.Int64
+	guardWaits    atomic.Int64
+	rejudged      atomic.Int64 // groups resolved again: an item found alive expired during their resolution
+	sweepRemoved  atomic.Int64
+	sweepSeen     atomic.Int64  // items sweeps examined
+	version       atomic.Uint64 // highest allocated version, mirrored by the writer for Stats
 }
 
 var (

@@ -115,6 +115,8 @@ type writer struct {
 	wbuf []engine.Write
 	// cache holds items the writer read lately (itemcache.go); nil when off, and in snapshot readers.
 	cache *itemCache
+	// filters prove members of new collections absent (memberfilter.go); with the cache, and nil where it is.
+	filters *memberFilters
 	// liveUntil is the earliest expiry of the items the group's resolution found alive (0: none); judgeClock is
 	// the clock of its first batch that has one (engine.Batch.Clock). See commitGroup.
 	liveUntil   int64
@@ -145,6 +147,8 @@ func newWriter(s *Store, version uint64) *writer {
 	if s.opts.WriterCacheBytes >= 0 {
 		w.cache = newItemCache(cmp.Or(s.opts.WriterCacheBytes, DefaultWriterCacheBytes))
 		s.itemCache = w.cache
+		w.filters = newMemberFilters(version, cmp.Or(s.opts.memberFilterBytes, DefaultMemberFilterBytes))
+		s.memberFilters = w.filters
 	}
 	return w
 }
@@ -579,6 +583,9 @@ func (w *writer) add(wr *engine.Write) {
 		if w.cache != nil {
 			w.cache.set(k, wr.Item)
 		}
+		if w.filters != nil {
+			w.filters.added(wr.Table, wr.Key, k, w.version)
+		}
 		if wr.Item.Expires != 0 {
 			w.expiring++
 		}
@@ -621,11 +628,12 @@ func (w *writer) touch(table string) {
 func (w *writer) Read(table string, key []byte) (engine.Item, bool, error) {
 	k := appendKey(w.kbuf[:0], table, key)
 	w.kbuf = k
-	return w.read(k, table, true)
+	return w.read(k, table, key, true)
 }
 
-// read serves Read and sweep; fill says whether what it reads from Pebble enters the item cache.
-func (w *writer) read(k []byte, table string, fill bool) (engine.Item, bool, error) {
+// read serves Read and sweep: k is the Pebble key of key in table (key nil: not known, as for sweep); fill says
+// whether what it reads from Pebble enters the item cache.
+func (w *writer) read(k []byte, table string, key []byte, fill bool) (engine.Item, bool, error) {
 	e, ok := w.keys[string(k)]
 	w.fromOverlay = ok
 	if ok {
@@ -646,6 +654,12 @@ func (w *writer) read(k []byte, table string, fill bool) (engine.Item, bool, err
 		if it, found, known := w.cache.get(k); known {
 			return it, found, nil
 		}
+	}
+	if key != nil && w.filters != nil && w.filters.absent(table, key, k) {
+		if fill && w.cache != nil {
+			w.cache.fill(k, engine.Item{}, false) // as a read of Pebble would: the write that follows updates it
+		}
+		return engine.Item{}, false, nil
 	}
 	it, found, err := w.readDB(k, table)
 	if err == nil && fill && w.cache != nil {
@@ -709,7 +723,7 @@ func (w *writer) closeIters() {
 // sweep deletes each target still stored with the version Sweep saw (a rewrite since then survives).
 func (w *writer) sweep(r *request) {
 	for _, t := range r.sweep {
-		it, ok, err := w.read(t.key, t.table, false) // what a sweep deletes is not read again: it does not fill the cache
+		it, ok, err := w.read(t.key, t.table, nil, false) // what a sweep deletes is not read again: it does not fill the cache
 		if err != nil {
 			r.err = err
 			return
