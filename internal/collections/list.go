@@ -162,7 +162,7 @@ func elem(i int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(i)^
 func (l *list) memberKey(pos int64) []byte { return engine.MemberKey(l.key, l.meta.Gen, elem(pos)) }
 
 func (l *list) get(pos int64) ([]byte, error) {
-	it, found, err := l.tx.Get(engine.MemberTable(l.table), l.memberKey(pos))
+	it, found, err := l.tx.GetStored(engine.MemberTable(l.table), l.memberKey(pos))
 	if err == nil && !found {
 		err = engine.ErrCorrupt // inside Head..Head+Count-1 every position holds an element
 	}

@@ -240,6 +240,12 @@ func (tx *Tx) Target() (table string, key []byte) { return tx.m.Target.Table, tx
 // Get returns the live item at table/key as the batch sees it, of any kind.
 func (tx *Tx) Get(table string, key []byte) (Item, bool, error) { return tx.rs.get(table, key) }
 
+// GetStored is Get of a key the function knows is stored, such as a list's element inside its bounds: an engine
+// may then skip work that only pays for absent keys (StoredReader). It answers as Get does either way.
+func (tx *Tx) GetStored(table string, key []byte) (Item, bool, error) {
+	return tx.rs.getFrom(table, key, true)
+}
+
 // Put stores it at table/key with a new version and returns it as stored.
 func (tx *Tx) Put(table string, key []byte, it Item) Item {
 	if !tx.writable(table, key) {

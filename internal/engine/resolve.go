@@ -24,6 +24,13 @@ type Reader interface {
 	Read(table string, key []byte) (Item, bool, error)
 }
 
+// StoredReader is a Reader with a read for keys the caller knows are stored (Tx.GetStored: a list's element
+// inside its bounds). It answers as Read does; what it may skip is work that only pays for absent keys (the
+// pebble engine's member filters).
+type StoredReader interface {
+	ReadStored(table string, key []byte) (Item, bool, error)
+}
+
 // Write is one physical change that Resolve asks the engine to make, in order.
 type Write struct {
 	Table string
@@ -217,6 +224,11 @@ func IsConditionFailure(err error) bool {
 
 // get returns the live item at table/key as this batch sees it.
 func (rs *resolver) get(table string, key []byte) (Item, bool, error) {
+	return rs.getFrom(table, key, false)
+}
+
+// getFrom is get; stored says the caller knows the key is stored (StoredReader).
+func (rs *resolver) getFrom(table string, key []byte, stored bool) (Item, bool, error) {
 	if wr, ok := rs.own(table, key); ok {
 		if wr.Delete || !wr.Item.Live(rs.now) { // written earlier in this batch, possibly already expired
 			return Item{}, false, nil
@@ -238,7 +250,14 @@ func (rs *resolver) get(table string, key []byte) (Item, bool, error) {
 	if rs.flushedAll || rs.flushed[table] {
 		return Item{}, false, nil
 	}
-	it, ok, err := rs.r.Read(table, key)
+	var it Item
+	var ok bool
+	var err error
+	if sr, is := rs.r.(StoredReader); stored && is {
+		it, ok, err = sr.ReadStored(table, key)
+	} else {
+		it, ok, err = rs.r.Read(table, key)
+	}
 	if err != nil || !ok || !it.Live(rs.now) {
 		return Item{}, false, err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"anykv/internal/collections"
 	"anykv/internal/engine"
 )
 
@@ -33,7 +34,7 @@ func TestGenFilterKeepsEveryKey(t *testing.T) {
 				fp++
 			}
 		}
-		if fp > 1000 { // 1%: each part has about 0.05%, and a filter of 100,000 keys has 13 parts
+		if fp > 1500 { // 1.5%: a full part has about 0.07%, and a filter of 100,000 keys 12 parts (0.76% measured)
 			t.Fatalf("%d keys: %d false positives in 100,000 lookups", n, fp)
 		}
 	}
@@ -138,7 +139,9 @@ func TestMemberFiltersThroughTheStore(t *testing.T) {
 					t.Fatalf("field %d of a new hash existed", i)
 				}
 			}
-			if got := s.Stats()["writer_filter_absent"]; bound == 0 && got < 199 {
+			// 199 reads of new fields (the first HSET creates the hash and reads none); a bloom filter's false
+			// positives send a few to Pebble (about 0.1% each).
+			if got := s.Stats()["writer_filter_absent"]; bound == 0 && got < 190 {
 				t.Fatalf("writer_filter_absent %d after 200 new fields: the filter was not asked", got)
 			}
 			for i, e := range existed(s, "h", fields...) {
@@ -169,5 +172,36 @@ func TestMemberFiltersThroughTheStore(t *testing.T) {
 				t.Fatalf("HGETALL found %d fields, want %d", n, len(fields))
 			}
 		})
+	}
+}
+
+// A list's pops read elements they know are stored (engine.StoredReader): the filters, which only pay for absent
+// keys, are not asked, yet every element comes back in order.
+func TestListPopsSkipTheMemberFilters(t *testing.T) {
+	s, err := Open(Options{Dir: "/db", FS: vfs.NewMem(), CacheBytes: 8 << 20, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := range 100 {
+		mustApply(t, s, collections.Push("t", []byte("q"), false, false, []byte(fmt.Sprint("e", i))))
+	}
+	asked := s.Stats()["writer_filter_asked"]
+	for i := range 100 {
+		res := mustApply(t, s, collections.Pop("t", []byte("q"), true, -1))
+		if got, want := string(res[0].New.Value), fmt.Sprint("e", i); got != want {
+			t.Fatalf("pop %d: %q, want %q", i, got, want)
+		}
+	}
+	if n := s.Stats()["writer_filter_asked"] - asked; n != 0 {
+		t.Fatalf("100 pops asked the member filters %d times", n)
+	}
+	// A membership read of the same kind of key does ask them (the counter counts).
+	mustApply(t, s, engine.Mutation{Op: engine.OpMemberSet, Table: "t", Key: []byte("h"), Value: []byte("v"),
+		Coll: engine.CollArgs{Kind: engine.KindHash, Member: []byte("a")}})
+	mustApply(t, s, engine.Mutation{Op: engine.OpMemberSet, Table: "t", Key: []byte("h"), Value: []byte("v"),
+		Coll: engine.CollArgs{Kind: engine.KindHash, Member: []byte("b")}})
+	if s.Stats()["writer_filter_asked"] == asked {
+		t.Fatal("an HSET of a new field of a new hash did not ask the member filters")
 	}
 }

@@ -199,8 +199,9 @@ const keysEstimateTTL = 5 * time.Second
 //	guard_waits      reads that waited for an in-flight fsync
 //	groups_rejudged  groups resolved again because an item they found alive expired while they were resolved
 //	writer_cache_hits, writer_cache_misses   reads of the writer answered by its item cache or not (itemcache.go)
-//	writer_filter_absent, writer_filter_bytes   misses of that cache that the member filters answered "absent"
-//	                 without reading Pebble, and the filters' size (memberfilter.go)
+//	writer_filter_asked, writer_filter_absent, writer_filter_bytes   misses of that cache that the member filters
+//	                 were asked about, those they answered "absent" without reading Pebble, and the filters' size
+//	                 (memberfilter.go)
 //	sweep_removed, sweep_examined   expired items sweeps deleted, and items they examined (none while no item has
 //	                 an expiry: see Store.expiring)
 func (s *Store) Stats() map[string]int64 {
@@ -255,7 +256,8 @@ func (s *Store) Stats() map[string]int64 {
 		st["writer_cache_hits"], st["writer_cache_misses"] = c.hits.Load(), c.misses.Load()
 	}
 	if f := s.memberFilters; f != nil {
-		st["writer_filter_absent"], st["writer_filter_bytes"] = f.proved.Load(), f.held.Load()
+		st["writer_filter_asked"], st["writer_filter_absent"], st["writer_filter_bytes"] = f.asked.Load(),
+			f.proved.Load(), f.held.Load()
 	}
 	s.space.stats(st)
 	s.addVerifyStats(st)

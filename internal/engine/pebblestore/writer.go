@@ -631,7 +631,16 @@ func (w *writer) Read(table string, key []byte) (engine.Item, bool, error) {
 	return w.read(k, table, key, true)
 }
 
-// read serves Read and sweep: k is the Pebble key of key in table (key nil: not known, as for sweep); fill says
+// ReadStored implements engine.StoredReader: Read of a key the caller knows is stored (a list's element), which
+// the member filters, built to prove keys absent, would only delay.
+func (w *writer) ReadStored(table string, key []byte) (engine.Item, bool, error) {
+	k := appendKey(w.kbuf[:0], table, key)
+	w.kbuf = k
+	return w.read(k, table, nil, true)
+}
+
+// read serves Read, ReadStored and sweep: k is the Pebble key of key in table (key nil: no member filter, as for
+// ReadStored and sweep); fill says
 // whether what it reads from Pebble enters the item cache.
 func (w *writer) read(k []byte, table string, key []byte, fill bool) (engine.Item, bool, error) {
 	e, ok := w.keys[string(k)]
