@@ -176,6 +176,9 @@ func (sp *space) startReadOnly() bool {
 		return false
 	}
 	sp.readOnly.Store(true)
+	// Writes are refused from now on, not only from the poller's first measure: the reserve may be free (the
+	// WAL's flush is what lacks room), and admit would pass a write to the read-only Pebble, failing the store.
+	sp.full.Store(true)
 	sp.log.Warn("disk full: opening the store read-only; reads are served, writes refused until space is freed",
 		"free_bytes", sp.avail.Load(), "min_free_bytes", sp.reserve.Load(), "wal_bytes", sp.walBytes)
 	return true

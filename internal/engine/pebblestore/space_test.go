@@ -342,3 +342,49 @@ func TestBackgroundErrorDoesNotWaitForTheBallast(t *testing.T) {
 		t.Fatalf("the ballast was not written: %v", err)
 	}
 }
+
+// TestOpenWithoutRoomToFlushRefusesWrites: a store whose disk has room for the reserve but not for flushing the
+// WAL it recovers opens read-only, and a write made before the poller's first measure is refused with
+// ErrNoSpace; it used to be admitted (the reserve was free), reach the read-only Pebble and fail the store.
+func TestOpenWithoutRoomToFlushRefusesWrites(t *testing.T) {
+	fs := smallfs.New(64 << 20)
+	const reserve = 8 << 20
+	s := openLimited(t, fs, reserve, time.Hour)
+	for i := 0; i < 100; i++ {
+		mustApply(t, s, set("t", fmt.Sprintf("k%d", i), strings.Repeat("v", 1000)))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var wal int64
+	names, _ := fs.List("/db")
+	for _, n := range names {
+		if strings.HasSuffix(n, ".log") {
+			if fi, err := fs.Stat("/db/" + n); err == nil {
+				wal += fi.Size()
+			}
+		}
+	}
+	if wal < 2 {
+		t.Fatalf("no WAL to recover (%d bytes)", wal)
+	}
+	u, _ := fs.GetDiskUsage("/db")
+	fs.Take(int64(u.AvailBytes) - reserve - wal/2) // the reserve is free, flushing the WAL is not
+	v, err := OpenServing(Options{Dir: "/db", FS: fs, CacheBytes: 8 << 20, Logger: quiet,
+		MinFreeSpace: MinFree{Bytes: reserve}, spacePoll: time.Hour})
+	if err != nil {
+		t.Fatalf("OpenServing: %v", err)
+	}
+	t.Cleanup(func() { _ = v.Close() })
+	if !v.cur.Load().space.readOnly.Load() {
+		t.Fatal("opened writable without room to flush the WAL")
+	}
+	for i := 0; i < 2; i++ {
+		if _, err := v.Apply(ctx, &engine.Batch{Now: now, Muts: []engine.Mutation{set("t", "c", "3")}}); !errors.Is(err, engine.ErrNoSpace) {
+			t.Fatalf("write %d on the read-only store: %v, want ErrNoSpace", i, err)
+		}
+	}
+	if p := v.cur.Load().failed.Load(); p != nil {
+		t.Fatalf("the store failed: %v", *p)
+	}
+}
