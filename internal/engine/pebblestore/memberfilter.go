@@ -34,8 +34,9 @@ type memberFilters struct {
 	asked, proved, held atomic.Int64
 }
 
-// DefaultMemberFilterBytes bounds the member filters: about 2 bytes a member of a big collection, and 160 bytes a
-// small one (so a million big-collection members, or 200,000 small collections, before the oldest are shed).
+// DefaultMemberFilterBytes bounds the member filters: 2 to 4 bytes a member of a big collection (the last part's
+// room included), and 192 bytes a small one (so about ten million members of big collections, or 175,000 small
+// collections, before the oldest are shed).
 const DefaultMemberFilterBytes = 32 << 20
 
 // filterOverhead is what a generation's filter costs beside its bit arrays: the map's slot, the genFilter and its
