@@ -76,6 +76,18 @@ func waitBlocked(t *testing.T, ts *testServer, n int64) {
 	}
 }
 
+// waitUnregistered waits until no client is registered as waiting for a key, failing with what after 5 s.
+func waitUnregistered(t *testing.T, ts *testServer, what string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for ts.h.waiters.n.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal(what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // TestBlockedClientThatLeavesIsForgotten: a client that disconnects while blocked forever stops waiting (its
 // registration goes) instead of holding a goroutine until the server stops.
 func TestBlockedClientThatLeavesIsForgotten(t *testing.T) {
@@ -87,13 +99,7 @@ func TestBlockedClientThatLeavesIsForgotten(t *testing.T) {
 	c.Write([]byte("BLPOP gone 0\r\n"))
 	waitBlocked(t, ts, 1)
 	c.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for ts.h.waiters.n.Load() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the departed client is still registered as blocked")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitUnregistered(t, ts, "the departed client is still registered as blocked")
 }
 
 // TestPushToABlockedClientThatLeftKeepsTheElement: a client blocks in BLPOP (or BZPOPMIN) and closes its

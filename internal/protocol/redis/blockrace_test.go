@@ -43,13 +43,7 @@ func TestPushToAKilledBlockedClientKeepsTheElement(t *testing.T) {
 			}
 			ctl.send("DEL q z dst s\r\n")
 			ctl.reply()
-			deadline := time.Now().Add(5 * time.Second)
-			for ts.h.waiters.n.Load() != 0 {
-				if time.Now().After(deadline) {
-					t.Fatal("the killed client is still registered")
-				}
-				time.Sleep(time.Millisecond)
-			}
+			waitUnregistered(t, ts, "the killed client is still registered")
 		}
 	}
 }
@@ -249,13 +243,7 @@ func TestPushToABlockedClientThatSentMoreAndLeftKeepsTheElement(t *testing.T) {
 		}
 		ctl.send("DEL q\r\n")
 		ctl.reply()
-		deadline := time.Now().Add(5 * time.Second)
-		for ts.h.waiters.n.Load() != 0 {
-			if time.Now().After(deadline) {
-				t.Fatal("the departed client is still registered")
-			}
-			time.Sleep(time.Millisecond)
-		}
+		waitUnregistered(t, ts, "the departed client is still registered")
 	}
 }
 
