@@ -250,14 +250,13 @@ func (rs *resolver) getFrom(table string, key []byte, stored bool) (Item, bool, 
 	if rs.flushedAll || rs.flushed[table] {
 		return Item{}, false, nil
 	}
-	var it Item
-	var ok bool
-	var err error
-	if sr, is := rs.r.(StoredReader); stored && is {
-		it, ok, err = sr.ReadStored(table, key)
-	} else {
-		it, ok, err = rs.r.Read(table, key)
+	read := rs.r.Read
+	if stored { // asked only then: every other read of every batch passes here
+		if sr, is := rs.r.(StoredReader); is {
+			read = sr.ReadStored
+		}
 	}
+	it, ok, err := read(table, key)
 	if err != nil || !ok || !it.Live(rs.now) {
 		return Item{}, false, err
 	}
