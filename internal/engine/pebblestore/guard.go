@@ -35,7 +35,8 @@ type group struct {
 	err  error         // the commit's error, set before done is closed
 
 	// minVersion is the first version the group could allocate: a stored item with a lower version was
-	// written by an earlier, durable group.
+	// written by an earlier, durable group, unless it is in a table the group flushes (a swap copies items with
+	// their versions: see hides).
 	minVersion uint64
 	keys       map[string]ovEntry  // Pebble keys the group sets or deletes (only the keys matter here)
 	tables     map[string]struct{} // tables the group writes to or flushes
@@ -46,16 +47,19 @@ type group struct {
 // hides reports whether a point read of Pebble key k in table, which found an item with version (or found
 // nothing), may have observed this group's writes, so that the reader must wait for the group's fsync.
 func (g *group) hides(k []byte, table string, found bool, version uint64) bool {
-	if found && version < g.minVersion {
-		return false // an older, durable item: the group has not changed this key (as far as the read saw)
-	}
 	if g.flushAll {
 		return true
 	}
-	if _, ok := g.keys[string(k)]; ok {
+	if _, ok := g.flushed[table]; ok {
+		// Before the version test: a swap (SWAPDB, engine.OpSwap) flushes both its tables and writes their items
+		// back with the versions they had, older than the group's, so an old version found in a flushed table
+		// may be one of the group's writes.
 		return true
 	}
-	_, ok := g.flushed[table]
+	if found && version < g.minVersion {
+		return false // an older, durable item: the group has not changed this key (as far as the read saw)
+	}
+	_, ok := g.keys[string(k)]
 	return ok
 }
 
