@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -23,6 +24,13 @@ import (
 // recoveredPrefix starts the name of the subdirectory where Recover keeps the sstables the opened store dropped.
 const recoveredPrefix = "recovered-"
 
+// recoveringName is an empty file saying that an Open went past damage (Recover) and has not yet recorded, durably,
+// versions above every item left (versionAfterRecovery): the next Open does it, whether or not it finds the damage.
+// It outlives the evidence, which the Open removes (the clean-shutdown record) or Pebble does (obsolete files):
+// a kill in between, or an Open read-only on a full disk, which hands out no version, left a store whose next
+// Open saw no damage and handed out the versions of the items the damage dropped again.
+const recoveringName = "ANYKV-RECOVERING"
+
 // openCheck carries the checks' state from before pebble.Open to after it.
 type openCheck struct {
 	lock    *pebble.Lock // Pebble's directory lock, taken first: no other process changes the files under the checks
@@ -35,6 +43,8 @@ type openCheck struct {
 	// keptJournals counts the damaged journal files copied into keep (it stays then, whatever was dropped).
 	keptJournals int
 	onDisk       map[string]int64 // ... and those sstables, name → size
+	// recovering: recoveringName was found, or written by this Open (see there).
+	recovering bool
 	// liveAtOpen are the sstables the MANIFEST lists, read by a read-only open before the real one: a compaction
 	// the real Open starts may replace some before afterOpen looks, which is no damage.
 	liveAtOpen map[string]bool
@@ -80,11 +90,15 @@ func beforeOpen(opts Options, fs vfs.FS) (*openCheck, error) {
 		return nil, fmt.Errorf("pebblestore: %s cannot be locked: %w", opts.Dir, err)
 	}
 	c.lock = lock
+	if _, serr := fs.Stat(fs.PathJoin(opts.Dir, recoveringName)); serr == nil {
+		c.recovering = true
+	}
 	if c.clean, c.damage, err = fileDamage(fs, opts.Dir); err == nil && len(c.damage) > 0 {
 		if !c.recover {
 			err = &DamageError{Dir: opts.Dir, Damage: c.damage}
-		} else {
-			err = c.keepTables()
+		} else if err = c.keepTables(); err == nil && !c.recovering {
+			err = markRecovering(fs, opts.Dir) // before the record goes, and before Pebble changes anything
+			c.recovering = err == nil
 		}
 	}
 	if err == nil && (c.clean != nil || c.hasDamage(cleanName)) {
@@ -260,7 +274,7 @@ func (c *openCheck) afterOpen(db *pebble.DB, skipTables bool) (version uint64, e
 // be older than items a dropped file or WAL tail held: versions then go on above every item left, by a margin
 // no lost item's version can be near, so that none is ever handed out twice.
 func (c *openCheck) versionAfterRecovery(db *pebble.DB, version uint64) (uint64, error) {
-	if !c.recover || len(c.damage) == 0 {
+	if (!c.recover || len(c.damage) == 0) && !c.recovering {
 		return version, nil
 	}
 	top, err := highestItemVersion(db)
@@ -272,7 +286,34 @@ func (c *openCheck) versionAfterRecovery(db *pebble.DB, version uint64) (uint64,
 	if err := db.Set(metaVersionKey, beUint64(version), pebble.Sync); err != nil {
 		return 0, fmt.Errorf("pebblestore: version record: %w", err)
 	}
+	if c.recovering {
+		if err := c.fs.Remove(c.fs.PathJoin(c.dir, recoveringName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return 0, fmt.Errorf("pebblestore: %w", err)
+		}
+		if err := syncDir(c.fs, c.dir); err != nil {
+			return 0, fmt.Errorf("pebblestore: %w", err)
+		}
+	}
 	return version, nil
+}
+
+// markRecovering writes recoveringName durably.
+func markRecovering(fs vfs.FS, dir string) error {
+	f, err := fs.Create(fs.PathJoin(dir, recoveringName), vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return fmt.Errorf("pebblestore: %w", err)
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = syncDir(fs, dir)
+	}
+	if err != nil {
+		return fmt.Errorf("pebblestore: %w", err)
+	}
+	return nil
 }
 
 // recoverMargin is how far above the stored items a recovering Open that went past damage starts its versions:
