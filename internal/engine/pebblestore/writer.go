@@ -497,7 +497,10 @@ func (w *writer) land(firstVersion uint64) {
 }
 
 // journal appends the committed group to the journal (SyncInterval), so that it survives the process; if it
-// cannot, the WAL is fsynced instead, which makes the group durable the slow way.
+// cannot, the WAL is fsynced instead, which makes the group durable the slow way. If that fsync fails too, Pebble
+// ends the process (a failed synchronous commit is fatal to it: Logger.Fatalf panics, 2026-12-02, tried with an
+// injected sync error), so the group's clients lose their connections rather than hear an outcome, and the
+// restart replays what was acknowledged; an error returned here is one Pebble gave back without ending it.
 func (w *writer) journal() error {
 	if w.s.journal == nil {
 		return nil
