@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,6 +108,9 @@ func (s *Store) reclaimStep(ctx context.Context, budget int) (int, error) {
 		}
 		j := judge{s: s, user: user, mt: mt, now: now, live: map[runID]bool{}}
 		for budget > 0 {
+			// A collection judged dead is judged again for members a later scan reads: between the lookup and
+			// that scan two swaps may have brought its generation back, with new versions the delete would match.
+			maps.DeleteFunc(j.live, func(_ runID, alive bool) bool { return !alive })
 			r, err := j.walk(ctx, sc, from, &budget)
 			if err != nil {
 				return removed, err
@@ -176,7 +180,7 @@ type judge struct {
 	s        *Store
 	user, mt string
 	now      int64
-	live     map[runID]bool
+	live     map[runID]bool // judgements of the step; one of dead holds only for members scanned before it
 }
 
 // walk scans the member table from from, collecting up to *budget members. The walk only collects: the engine

@@ -2,6 +2,7 @@ package kv
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -85,5 +86,37 @@ func TestReclaimRacingSwapsKeepsLiveMembers(t *testing.T) {
 	}
 	if n := len(res[0].Members); n != 3 {
 		t.Fatalf("hash b/h has %d fields after the reclaim, want 3 (the reclaimer deleted live members)", n)
+	}
+}
+
+// TestReclaimRacingSwapsKeepsLiveLongCollection: TestReclaimRacingSwapsKeepsLiveMembers with a hash of more than
+// longRun fields. The walk stops at such a run to ask whether its collection lives and, found dead, goes on
+// through the rest of it; the judgement is kept for the step. If two swaps ran around that lookup, the rest of the
+// run the walk then reads holds the members the second swap brought back, live, with the new versions it wrote:
+// judged by the kept answer, they must not be deleted.
+func TestReclaimRacingSwapsKeepsLiveLongCollection(t *testing.T) {
+	e := &swapRaceEngine{Store: memstore.New(), t: t, done: map[string]bool{}}
+	s := New(e, Options{})
+	defer s.Close()
+	ctx := context.Background()
+	const fields = 3 * longRun
+	var muts []engine.Mutation
+	for i := range fields {
+		muts = append(muts, engine.Mutation{Op: engine.OpMemberSet, Table: "b", Key: []byte("h"), Value: []byte("v"),
+			Coll: engine.CollArgs{Kind: engine.KindHash, Member: fmt.Appendf(nil, "f%03d", i)}})
+	}
+	if _, err := s.Apply(ctx, muts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.reclaimStep(ctx, 10*fields); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Apply(ctx, []engine.Mutation{{Op: engine.OpMembers, Table: "b", Key: []byte("h"),
+		Coll: engine.CollArgs{Kind: engine.KindHash}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(res[0].Members); n != fields {
+		t.Fatalf("hash b/h has %d fields after the reclaim, want %d (the reclaimer deleted live members)", n, fields)
 	}
 }

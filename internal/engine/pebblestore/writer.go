@@ -238,16 +238,26 @@ func (w *writer) commitGroup() {
 		}
 	}
 	taken := w.resolveGroup()
-	for attempt := 1; attempt < maxJudgeAttempts && w.judgedTooEarly(); attempt++ {
-		// An item the group found alive has expired while it was resolved, and reads, which do not see the group
-		// until it is published, may have found it gone: resolved at the time it was judged, the group would bring
-		// it back (a SET XX or CAS succeeding after a read answered nil). Nothing is published yet: resolve it
-		// again, now. Rare: only an expiry that falls within a group's resolution (a millisecond or so).
-		w.forgetWrites() // add put them in the cache, and they will not happen
-		w.pb.Reset()
-		w.version = firstVersion - 1
-		w.s.rejudged.Add(1)
-		taken = w.resolveGroup()
+	for attempt := 1; ; attempt++ {
+		if attempt < maxJudgeAttempts && w.judgedTooEarly() {
+			// An item the group found alive has expired while it was resolved, and reads, which do not see the
+			// group until it is published, may have found it gone: resolved at the time it was judged, the group
+			// would bring it back (a SET XX or CAS succeeding after a read answered nil; a PERSIST of a collection
+			// whose members the reclaimer, having found it gone, deletes). Nothing is published yet: resolve it
+			// again, now. Rare: only an expiry that falls within a group's resolution (a millisecond or so).
+			w.forgetWrites() // add put them in the cache, and they will not happen
+			w.pb.Reset()
+			w.version = firstVersion - 1
+			w.s.rejudged.Add(1)
+			taken = w.resolveGroup()
+			continue
+		}
+		// The version record's fsync, once per reserve of versions, comes between the judgement and the commit:
+		// an item may expire during it as during the resolution, so the group is judged once more after it (the
+		// record it synced stays valid for the versions a second resolution hands out again).
+		if w.pb.Empty() || !w.recordVersion(firstVersion) || attempt >= maxJudgeAttempts || !w.judgedTooEarly() {
+			break
+		}
 	}
 	w.s.batches.Add(int64(taken))
 	w.closeIters()
@@ -257,7 +267,6 @@ func (w *writer) commitGroup() {
 		if int64(taken) > w.s.maxGroup.Load() {
 			w.s.maxGroup.Store(int64(taken))
 		}
-		w.recordVersion(firstVersion)
 	}
 	if w.guard {
 		w.land(firstVersion)
@@ -404,7 +413,8 @@ func (w *writer) judgedTooEarly() bool {
 // it is a ceiling, raised versionReserve past the group's versions only when they pass it: rewriting the first
 // key of the store in every group would make every flushed sstable span from it to the group's keys, and every
 // compaction of keys written in key order would then rewrite the whole store.
-func (w *writer) recordVersion(firstVersion uint64) {
+// It reports whether it waited for an fsync.
+func (w *writer) recordVersion(firstVersion uint64) (synced bool) {
 	reserve := uint64(versionReserve)
 	if w.s.opts.versionReserve > 0 {
 		reserve = w.s.opts.versionReserve
@@ -420,8 +430,9 @@ func (w *writer) recordVersion(firstVersion uint64) {
 			if err := w.s.db.Set(metaFloorKey, beUint64(w.floor), pebble.Sync); err != nil {
 				w.s.log.Warn("the version floor could not be synced; a power loss may reuse versions", "err", err)
 			}
+			return true
 		}
-		return
+		return false
 	}
 	if w.version > w.ceiling {
 		w.ceiling = w.version + reserve
@@ -433,8 +444,10 @@ func (w *writer) recordVersion(firstVersion uint64) {
 			if err := w.s.db.Set(metaVersionKey, beUint64(w.ceiling), pebble.Sync); err != nil {
 				w.s.log.Warn("the version ceiling could not be synced; a crash may reuse versions", "err", err)
 			}
+			return true
 		}
 	}
+	return false
 }
 
 // taken returns the requests of the group the writer took (not withdrawn by their callers).
