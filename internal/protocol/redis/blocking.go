@@ -384,6 +384,7 @@ func (s *session) block(keys [][]byte, timeout time.Duration, kind blockKind, at
 	defer func() { s.wokeBy = "" }()
 	for {
 		s.h.waiters.add(names, b) // before the attempt: a push after it wakes us
+		s.passed = false
 		ok, unblockedNow := s.tryBlocked(attempt, unblocked)
 		if unblockedNow {
 			return false
@@ -397,7 +398,10 @@ func (s *session) block(keys [][]byte, timeout time.Duration, kind blockKind, at
 			again = !s.h.waiters.park(b)
 		}
 		if ack != nil {
-			ack.finish(ok) // the try its waker waited for is over
+			// The try its waker waited for is over. One that passed over a key of another type says nothing of
+			// whether the key is empty: it counts as served, so that the clients after it that take that type
+			// (a BZPOPMIN blocked after a BLPOP on one key) are still tried, as Redis serves them.
+			ack.finish(ok || s.passed)
 			ack = nil
 		}
 		if ok {
@@ -514,7 +518,10 @@ func (s *session) popFirst(keys [][]byte, woken bool, p popSpec) bool {
 		}
 		from := s.w.Len()
 		switch {
-		case errors.Is(err, engine.ErrNotFound), woken && errors.Is(err, engine.ErrWrongType):
+		case errors.Is(err, engine.ErrNotFound):
+			continue
+		case woken && errors.Is(err, engine.ErrWrongType):
+			s.passed = true
 			continue
 		case err != nil:
 			s.w.Error(errText(err))
@@ -609,6 +616,7 @@ func cmdBMove(s *session, args [][]byte) {
 		case woken && errors.Is(err, engine.ErrWrongType) && !s.holdsList(a[0]):
 			// Once woken, a source that now holds another type is passed over, as Redis serves a blocked
 			// client only from a list (a destination of another type is answered WRONGTYPE, as in Redis).
+			s.passed = true
 			return false
 		case err != nil:
 			s.w.Error(errText(err))

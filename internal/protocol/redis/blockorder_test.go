@@ -211,3 +211,27 @@ A?
 X: XADD other 1-1 f v
 G?`)
 }
+
+// TestBlockedClientsOfAnotherTypeStillServedMatchesRedis: a list and a sorted set popper blocked on one key are
+// both waiting for it; a ZADD serves the BZPOPMIN even though a BLPOP blocked before it, and an RPUSH serves the
+// list popper even though a BZPOPMAX blocked before it, as in Redis, which serves a blocked client only from a
+// key of its type and passes over the others. The earlier client of the other type, which finds nothing it can
+// take, must not end the wake for the clients after it.
+func TestBlockedClientsOfAnotherTypeStillServedMatchesRedis(t *testing.T) {
+	blockScriptMatchesRedis(t, `
+		A> BLPOP k 0
+		B> BZPOPMIN k 0
+		C: ZADD k 1 m
+		B?
+		C: RPUSH k a
+		A?
+		D> BZPOPMAX z 0
+		E> BLMPOP 0 1 z LEFT
+		F> BLMOVE z dst LEFT RIGHT 0
+		C: RPUSH z x y
+		E?
+		F?
+		C: ZADD z 2 n
+		D?
+		C: LRANGE dst 0 -1`)
+}

@@ -153,6 +153,7 @@ type session struct {
 	noBlock  bool            // set while EXEC runs: blocking commands answer at once, as in Redis
 	popped   []byte          // the key popFirst last answered from (a queued pop reports it: runQueued)
 	wokeBy   string          // in a blocking command's retry, the key (waitKey) whose wake it serves; "" if none
+	passed   bool            // a blocking pop's try passed over its key, which held a type it does not take
 	pushHeld int             // holds of the pusher a (P)SUBSCRIBE or MONITOR took, released once it is accounted
 	reads    context.Context // READONLY's context for plain reads; nil: the server default (consistency.go)
 
