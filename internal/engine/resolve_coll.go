@@ -90,6 +90,9 @@ func (rs *resolver) scanRange(table string, r Range, reverse bool, fn func(key [
 			if !it.Live(rs.now) {
 				return true
 			}
+			if it.Expires != 0 && rs.watch != nil {
+				rs.watch.LiveUntil(it.Expires) // found alive as a point read does (getFrom)
+			}
 			if rs.reading {
 				// The caller copies the member's name as well as its value (a set's members are all names).
 				// One read alone stops at the bound too: SMEMBERS of a set bigger than memory would otherwise

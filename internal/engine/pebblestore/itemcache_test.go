@@ -200,3 +200,33 @@ func TestWriterCacheRewritesInPlaceOrAnew(t *testing.T) {
 		t.Fatalf("%d entries for one key", got)
 	}
 }
+
+// TestGroupResolvedAgainWhenAnItemItScannedAliveExpires: a range read inside a batch (KEYS or SCAN in a
+// transaction, a script's) that finds alive an item expiring before the group is published makes the group be
+// resolved again, as a point read does: else the batch answers, and writes by, a key that reads may have found
+// gone meanwhile.
+func TestGroupResolvedAgainWhenAnItemItScannedAliveExpires(t *testing.T) {
+	s := open(t, nil, SyncAlways)
+	const expires = now + 100
+	mustApply(t, s, engine.Mutation{Op: engine.OpSet, Table: "s", Key: []byte("k"), Value: []byte("v"), Expires: expires})
+	calls := 0
+	clock := func() int64 { // alive when resolved, expired when the group is checked, and after
+		calls++
+		if calls == 1 {
+			return expires - 1
+		}
+		return expires + 1
+	}
+	res, err := s.Apply(ctx, &engine.Batch{Now: now, Clock: clock, Muts: []engine.Mutation{
+		{Op: engine.OpCall, Table: "s", Call: engine.CallArgs{Name: scanFunc, Args: [][]byte{[]byte("a"), []byte("z"), []byte("f")}}},
+		{Op: engine.OpSet, Table: "t", Key: []byte("x"), Value: []byte("1")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(res[0].New.Value); got != "" {
+		t.Errorf("the scan answered %q, judged before k expired, published after", got)
+	}
+	if n := s.Stats()["groups_rejudged"]; n != 1 {
+		t.Errorf("groups_rejudged = %d, want 1", n)
+	}
+}

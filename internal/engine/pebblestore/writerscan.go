@@ -61,6 +61,7 @@ func (w *writer) scan(table string, r engine.Range, reverse bool, fn func([]byte
 		}
 		it := e.item
 		it.Value = clone(it.Value)
+		w.fromOverlay = true // an earlier batch of the group wrote it (LiveUntil)
 		return fn([]byte(k[len(prefix):]), it)
 	}
 	_, flushed := w.flushed[table]
@@ -97,6 +98,7 @@ func (w *writer) scan(table string, r engine.Range, reverse bool, fn func([]byte
 				return err
 			}
 			it.Value = clone(it.Value)
+			w.fromOverlay = false
 			if !fn(clone(k[len(prefix):]), it) {
 				return nil
 			}
