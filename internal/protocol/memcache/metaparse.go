@@ -92,7 +92,8 @@ func (p *parser) parseMeta(line []byte, nt int, r *request) int {
 	}
 	m := &r.meta
 	if (!m.binary && !p.validKey(r.key)) || len(r.key) > p.maxKey {
-		return fail("CLIENT_ERROR bad command line format")
+		fail("CLIENT_ERROR bad command line format")
+		return vlen // ms: a key memcached accepts, so the block is a value: discarded, never read as commands
 	}
 	r.noreply = m.quiet
 	if opaqueTooLong(m.rest) {

@@ -448,10 +448,13 @@ func (p *parser) exptime(t []byte, r *request) bool {
 func (p *parser) parseStorage(tok [][]byte, nt int, cmd command, r *request) int {
 	r.cmd = cmd
 	p.noreply(tok, r)
-	if !p.key(tok[1], r) {
+	if len(tok[1]) > maxKeyLen { // memcached checks this before anything else and reads no data block
+		r.cmd, r.err = cmdError, "CLIENT_ERROR bad command line format"
 		return -1
 	}
-	flags, ok1 := parseUint(tok[2], 32)
+	keyOK := p.key(tok[1], r)
+	flags, ok1 := parseUint(tok[2], 64) // memcached truncates flags to 32 bits; anykv refuses them below
+	keyOK = keyOK && flags < 1<<32
 	exp, ok2 := parseInt(tok[3])
 	vlen, ok3 := parseInt(tok[4])
 	if !ok1 || !ok2 || !ok3 || vlen < 0 || vlen > 1<<31-3 {
@@ -465,6 +468,13 @@ func (p *parser) parseStorage(tok [][]byte, nt int, cmd command, r *request) int
 			return -1
 		}
 		r.cas = c
+	}
+	if !keyOK {
+		// A key or flags memcached accepts (a control character, a key longer than the store's smaller limit,
+		// flags over 32 bits): to a client the line is valid, so what follows it is a value, never commands. The
+		// request is refused and its block discarded (cmdError).
+		r.cmd, r.err = cmdError, "CLIENT_ERROR bad command line format"
+		return int(vlen)
 	}
 	r.flags, r.exptime = uint32(flags), exp
 	return int(vlen)

@@ -199,8 +199,9 @@ func (c *conn) stampedeCall(fn string, req *request) engine.Mutation {
 }
 
 // msStaleFunc is ms I C<cas> in set or replace mode: with the item's CAS it is a plain compare-and-swap; with
-// an older CAS the value is stored anyway but marked stale, its win not handed out (a late writer's value is
-// kept, and the next reader refreshes it); with a newer one, or C0, it fails (EX).
+// an older CAS the value is stored anyway but marked stale, with the old item's expiry and its win as it was
+// (not handed out: the next reader refreshes the late writer's value; handed out: the winner still does); with
+// a newer one, or C0, it fails (EX).
 func msStaleFunc(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	p, it, found, err := callTarget(tx, args)
 	switch {
@@ -216,10 +217,18 @@ func msStaleFunc(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		return engine.Result{Err: engine.ErrVersionMismatch}, nil
 	}
 	table, key := tx.Table(), tx.Key()
-	nw := tx.Put(table, key, engine.Item{Value: args[1], Flags: p.flags, Expires: p.ttl})
-	if uint64(p.cas) < it.Version {
-		annotate(tx, table, key, nw, bitStale)
+	if uint64(p.cas) == it.Version {
+		nw := tx.Put(table, key, engine.Item{Value: args[1], Flags: p.flags, Expires: p.ttl})
+		return engine.Result{New: nw, NewFound: true}, nil
 	}
+	// An older CAS: as memcached's do_store_item, the stale value keeps the replaced item's expiry (T is
+	// ignored) and its "win sent" bit, so no second reader is told to recache while the winner still is.
+	bits, err := annotation(tx, table, key, it.Version)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	nw := tx.Put(table, key, engine.Item{Value: args[1], Flags: p.flags, Expires: it.Expires})
+	annotate(tx, table, key, nw, bitStale|bits&bitWon)
 	return engine.Result{New: nw, NewFound: true}, nil
 }
 
