@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -94,6 +95,14 @@ func (s *Store) reclaimStep(ctx context.Context, budget int) (int, error) {
 		return 0, err
 	}
 	now, removed := s.Now(), 0
+	// A collection is judged by its meta as stored, expired or not, when the engine's sweep removes expired items:
+	// its members go once the sweep removed the meta. Expiry is judged by each front end's clock, and another front
+	// end whose clock is behind this one's still serves an expired meta as live (and may PERSIST it): judged at
+	// this clock, its members were deleted under it, and HLEN then counted members HGETALL no longer had.
+	at := now
+	if _, ok := s.eng.(engine.Sweeper); ok {
+		at = math.MinInt64
+	}
 	rc := &s.reclaim
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -106,7 +115,7 @@ func (s *Store) reclaimStep(ctx context.Context, budget int) (int, error) {
 		if mt == rc.table {
 			from = rc.from
 		}
-		j := judge{s: s, user: user, mt: mt, now: now, live: map[runID]bool{}}
+		j := judge{s: s, user: user, mt: mt, now: now, at: at, live: map[runID]bool{}}
 		for budget > 0 {
 			// A collection judged dead is judged again for members a later scan reads: between the lookup and
 			// that scan two swaps may have brought its generation back, with new versions the delete would match.
@@ -180,6 +189,7 @@ type judge struct {
 	s        *Store
 	user, mt string
 	now      int64
+	at       int64          // the time the collections' metas (and annotated items) are looked up at
 	live     map[runID]bool // judgements of the step; one of dead holds only for members scanned before it
 }
 
@@ -235,7 +245,7 @@ func (j *judge) alive(ctx context.Context, run runID) (bool, error) {
 	if alive, known := j.live[run]; known {
 		return alive, nil
 	}
-	meta, err := j.s.eng.Get(ctx, j.user, []byte(run.key), j.now)
+	meta, err := j.s.eng.Get(ctx, j.user, []byte(run.key), j.at)
 	alive := false
 	switch {
 	case err == nil && meta.Kind != engine.KindString:
@@ -255,7 +265,7 @@ func (j *judge) deleteDead(ctx context.Context, seen []seenMember) (int, error) 
 	var dead []engine.Mutation
 	for _, m := range seen {
 		if m.id.gen == 0 { // an annotation: alive while it describes the string item's current version
-			it, err := j.s.eng.Get(ctx, j.user, []byte(m.id.key), j.now)
+			it, err := j.s.eng.Get(ctx, j.user, []byte(m.id.key), j.at)
 			if err != nil && !errors.Is(err, engine.ErrNotFound) {
 				return 0, fmt.Errorf("reclaiming members of %q: %w", j.user, err)
 			}
