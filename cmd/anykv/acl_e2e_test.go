@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -45,5 +46,28 @@ func TestACLFileSurvivesRestart(t *testing.T) {
 	defer bad.Close()
 	if err := bad.Ping(ctx).Err(); err == nil || !strings.HasPrefix(err.Error(), "WRONGPASS") {
 		t.Fatalf("a wrong password: %v", err)
+	}
+}
+
+// TestACLFileReadBeforeAnyListener: --aclfile may restrict the default user, whose rules memcached, HTTP and pprof
+// clients act under, so it is read before any listener opens. Those listeners opened first and served for the
+// time the file took to read under --requirepass alone; a file that does not load now stops the server before
+// any "listening" line (before, memcached's and HTTP's came first).
+func TestACLFileReadBeforeAnyListener(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "users.acl")
+	if err := os.WriteFile(file, []byte("user default on >pw ~* &* +@all\nnot a user line\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(servertest.Binary(t), "serve", "--engine", "memory", "--aclfile", file,
+		"--resp", servertest.FreePort(t), "--memcache", servertest.FreePort(t), "--http", servertest.FreePort(t),
+		"--pprof", servertest.FreePort(t)).CombinedOutput()
+	if err == nil {
+		t.Fatalf("serve with a bad --aclfile started: %s", out)
+	}
+	if !strings.Contains(string(out), "--aclfile") {
+		t.Fatalf("serve failed without naming --aclfile: %s", out)
+	}
+	if strings.Contains(string(out), "msg=listening") {
+		t.Errorf("a listener opened before --aclfile was read:\n%s", out)
 	}
 }

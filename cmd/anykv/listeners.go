@@ -64,6 +64,33 @@ func startListeners(srv *server.Server, store *kv.Store, c *config, m *metrics.M
 	if err := e.loadTLS(); err != nil {
 		return err
 	}
+	// The RESP handler is made, and --aclfile read, before any listener opens: the file may restrict the default
+	// user, whose rules memcached, HTTP and pprof clients act under, and a listener opened first served them under
+	// --requirepass alone until it was read (TestACLFileReadBeforeAnyListener).
+	if c.aclFile != "" && c.respAddr == "" && e.respTLS == "" {
+		return fmt.Errorf("--aclfile needs the RESP listener (--resp or --resp-tls): its users are the RESP server's")
+	}
+	var rh *redis.Handler
+	if c.respAddr != "" || e.respTLS != "" {
+		ro := redis.Options{Metrics: m,
+			Auth: c.auth, Databases: c.databases, AnykvVersion: version, Settings: c.settings(), Logger: log,
+			Limits: resp.Limits{MaxBulk: c.maxBulk, MaxArgs: c.maxArgs, MaxInline: c.maxInl, MaxQuery: c.queryLimit},
+			Budget: c.budget, Backup: c.backup, BackupDir: c.backupDir, NotifyKeyspaceEvents: c.notifyEvents,
+			Shutdown: sync.OnceFunc(func() { close(c.shutdown) }),
+			Start:    c.startSettings(), SetMaxClients: c.allCounts.setMax, ConfigFile: c.configFile,
+			RemoteEngine: dial.IsURL(c.engine) && !c.exclusive, // with --exclusive the read cache answers reads
+		}
+		if c.rewriter != nil {
+			ro.Rewrite = c.rewriter.rewrite
+		}
+		ro.ACLFile = c.aclFile
+		rh = redis.New(store, ro)
+		if c.aclFile != "" {
+			if err := rh.LoadACLFile(); err != nil {
+				return fmt.Errorf("--aclfile: %v", err)
+			}
+		}
+	}
 	if c.pprofAddr != "" {
 		// Contention profiles too (/debug/pprof/mutex and /block): one mutex contention event in 100, and
 		// blocking of 10 µs or more. They cost a little, and only when profiling was asked for.
@@ -102,29 +129,9 @@ func startListeners(srv *server.Server, store *kv.Store, c *config, m *metrics.M
 		c.allCounts.add(counts)
 		m.Connections("http", connFigures(counts))
 	}
-	if c.aclFile != "" && c.respAddr == "" && e.respTLS == "" {
-		return fmt.Errorf("--aclfile needs the RESP listener (--resp or --resp-tls): its users are the RESP server's")
-	}
 	// RESP binds last: a client (or a test) that finds it accepting knows every other listener is bound too.
-	if c.respAddr != "" || e.respTLS != "" {
-		ro := redis.Options{Metrics: m,
-			Auth: c.auth, Databases: c.databases, AnykvVersion: version, Settings: c.settings(), Logger: log,
-			Limits: resp.Limits{MaxBulk: c.maxBulk, MaxArgs: c.maxArgs, MaxInline: c.maxInl, MaxQuery: c.queryLimit},
-			Budget: c.budget, Backup: c.backup, BackupDir: c.backupDir, NotifyKeyspaceEvents: c.notifyEvents,
-			Shutdown: sync.OnceFunc(func() { close(c.shutdown) }),
-			Start:    c.startSettings(), SetMaxClients: c.allCounts.setMax, ConfigFile: c.configFile,
-			RemoteEngine: dial.IsURL(c.engine) && !c.exclusive, // with --exclusive the read cache answers reads
-		}
-		if c.rewriter != nil {
-			ro.Rewrite = c.rewriter.rewrite
-		}
-		ro.ACLFile = c.aclFile
-		h := redis.New(store, ro)
-		if c.aclFile != "" {
-			if err := h.LoadACLFile(); err != nil {
-				return fmt.Errorf("--aclfile: %v", err)
-			}
-		}
+	if rh != nil {
+		h := rh
 		counts, err := listenBoth(srv, "resp", c.respAddr, e.respTLS, e.tls, h, c.maxClients)
 		if err != nil {
 			return err
