@@ -135,6 +135,11 @@ func (s *session) waitPause(cmd *command, args [][]byte) {
 		// Those replies are written: what an earlier EXEC's or MIGRATE's reads held goes back, not held while it waits.
 		s.unhold(&s.held.read)
 		s.runOut = 0 // what went out before the pause is the client's: the output limits count from here
+		if s.trk != nil {
+			// Those replies are out: invalidations need not wait for the pause (memcached's and HTTP's writes and
+			// the sweeper's expiries go on during it), as a blocked command's do not (blocking.go).
+			s.trackIdle()
+		}
 		s.state.blocked.Store(true)
 		s.h.waiters.clients.Add(1) // INFO's blocked_clients counts it, as Redis counts a paused client
 		if f := p.waiting.Load(); f != nil {
@@ -149,6 +154,9 @@ func (s *session) waitPause(cmd *command, args [][]byte) {
 		t.Stop()
 		s.state.blocked.Store(false)
 		s.h.waiters.clients.Add(-1)
+		if s.trk != nil && s.trk.on {
+			s.trackBusy()
+		}
 		if s.ctx.Err() != nil {
 			return
 		}
