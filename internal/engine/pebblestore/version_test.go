@@ -59,20 +59,7 @@ func TestRecoverNeverReusesVersions(t *testing.T) {
 	dir := t.TempDir()
 	opts := Options{Dir: dir, CacheBytes: 8 << 20, Logger: quiet, versionReserve: 5,
 		tune: func(o *pebble.Options) { o.DisableAutomaticCompactions = true }}
-	s := buildStoreOpts(t, opts)
-	acked := s.version.Load()
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	names := listNames(t, dir)
-	truncateBy(t, filepath.Join(dir, fileKinds[1].pick(names)), 13)
-	for _, n := range names {
-		if strings.HasSuffix(n, ".log") {
-			if err := os.Remove(filepath.Join(dir, n)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	acked := damagedStore(t, opts)
 	opts.Recover, opts.tune = true, nil
 	r, err := Open(opts)
 	if err != nil {
@@ -114,20 +101,7 @@ func TestRecoverOnFullDiskNeverReusesVersions(t *testing.T) {
 	opts := Options{Dir: dir, FS: diskFullFS{FS: vfs.Default, full: full}, CacheBytes: 8 << 20, Logger: quiet,
 		MinFreeSpace: MinFree{Bytes: 1 << 20}, spacePoll: 10 * time.Millisecond, versionReserve: 5,
 		tune: func(o *pebble.Options) { o.DisableAutomaticCompactions = true }}
-	s := buildStoreOpts(t, opts)
-	acked := s.version.Load()
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	names := listNames(t, dir)
-	truncateBy(t, filepath.Join(dir, fileKinds[1].pick(names)), 13)
-	for _, n := range names {
-		if strings.HasSuffix(n, ".log") {
-			if err := os.Remove(filepath.Join(dir, n)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	acked := damagedStore(t, opts)
 	full.Store(true)
 	opts.Recover, opts.tune = true, nil
 	v, err := OpenServing(opts)
@@ -174,20 +148,7 @@ func TestKillDuringRecoverNeverReusesVersions(t *testing.T) {
 	dir := t.TempDir()
 	opts := Options{Dir: dir, CacheBytes: 8 << 20, Logger: quiet, versionReserve: 5,
 		tune: func(o *pebble.Options) { o.DisableAutomaticCompactions = true }}
-	s := buildStoreOpts(t, opts)
-	acked := s.version.Load()
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	names := listNames(t, dir)
-	truncateBy(t, filepath.Join(dir, fileKinds[1].pick(names)), 13)
-	for _, n := range names {
-		if strings.HasSuffix(n, ".log") {
-			if err := os.Remove(filepath.Join(dir, n)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	acked := damagedStore(t, opts)
 	var killed string
 	opts.Recover, opts.tune, opts.FS = true, nil, killAfterFS{FS: vfs.Default, t: t, killed: &killed}
 	r, err := Open(opts)
@@ -211,4 +172,26 @@ func TestKillDuringRecoverNeverReusesVersions(t *testing.T) {
 				recover, res[0].New.Version, acked)
 		}
 	}
+}
+
+// damagedStore builds a store in opts.Dir, closes it, cuts its MANIFEST short at its end (losing the edit of the
+// last flush, and with it the sstable holding the newest version record) and removes its WALs; it returns the
+// last version the store acknowledged.
+func damagedStore(t *testing.T, opts Options) (acked uint64) {
+	t.Helper()
+	s := buildStoreOpts(t, opts)
+	acked = s.version.Load()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	names := listNames(t, opts.Dir)
+	truncateBy(t, filepath.Join(opts.Dir, fileKinds[1].pick(names)), 13)
+	for _, n := range names {
+		if strings.HasSuffix(n, ".log") {
+			if err := os.Remove(filepath.Join(opts.Dir, n)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return acked
 }
