@@ -116,14 +116,7 @@ func TestGroupResolvedAgainWhenAnItemItFoundAliveExpires(t *testing.T) {
 	s := open(t, nil, SyncAlways)
 	const expires = now + 100
 	mustApply(t, s, engine.Mutation{Op: engine.OpSet, Table: "t", Key: []byte("k"), Value: []byte("old"), Expires: expires})
-	calls := 0
-	clock := func() int64 { // alive when resolved, expired when the group is checked, and after
-		calls++
-		if calls == 1 {
-			return expires - 1
-		}
-		return expires + 1
-	}
+	clock := expiringClock(expires) // alive when resolved, expired when the group is checked, and after
 	res, err := s.Apply(ctx, &engine.Batch{Now: now, Clock: clock, Muts: []engine.Mutation{
 		{Op: engine.OpSet, Table: "t", Key: []byte("k"), Value: []byte("new"), Cond: engine.CondPresent}}})
 	if err != nil || !errors.Is(res[0].Err, engine.ErrNotFound) {
@@ -133,7 +126,7 @@ func TestGroupResolvedAgainWhenAnItemItFoundAliveExpires(t *testing.T) {
 		t.Fatalf("groups_rejudged = %d, want 1", n)
 	}
 	// An item that stays alive past the check costs no second resolution.
-	calls = 0
+	clock = expiringClock(expires)
 	mustApply(t, s, engine.Mutation{Op: engine.OpSet, Table: "t", Key: []byte("j"), Value: []byte("old"), Expires: expires + 1000})
 	if _, err := s.Apply(ctx, &engine.Batch{Now: now, Clock: clock, Muts: []engine.Mutation{
 		{Op: engine.OpSet, Table: "t", Key: []byte("j"), Value: []byte("new"), Cond: engine.CondPresent}}}); err != nil {
@@ -153,14 +146,7 @@ func TestGroupResolvedAgainIsAdmittedOnce(t *testing.T) {
 	}
 	const expires = now + 100
 	mustApply(t, s, engine.Mutation{Op: engine.OpSet, Table: "t", Key: []byte("k"), Value: []byte("old"), Expires: expires})
-	calls := 0
-	clock := func() int64 {
-		calls++
-		if calls == 1 {
-			return expires - 1
-		}
-		return expires + 1
-	}
+	clock := expiringClock(expires) // alive when resolved, expired when the group is checked, and after
 	b := &engine.Batch{Now: now, Clock: clock, Muts: []engine.Mutation{
 		{Op: engine.OpSet, Table: "t", Key: []byte("k"), Value: make([]byte, 1000), Cond: engine.CondPresent}}}
 	before := s.space.pending.Load()
@@ -209,14 +195,7 @@ func TestGroupResolvedAgainWhenAnItemItScannedAliveExpires(t *testing.T) {
 	s := open(t, nil, SyncAlways)
 	const expires = now + 100
 	mustApply(t, s, engine.Mutation{Op: engine.OpSet, Table: "s", Key: []byte("k"), Value: []byte("v"), Expires: expires})
-	calls := 0
-	clock := func() int64 { // alive when resolved, expired when the group is checked, and after
-		calls++
-		if calls == 1 {
-			return expires - 1
-		}
-		return expires + 1
-	}
+	clock := expiringClock(expires) // alive when resolved, expired when the group is checked, and after
 	res, err := s.Apply(ctx, &engine.Batch{Now: now, Clock: clock, Muts: []engine.Mutation{
 		{Op: engine.OpCall, Table: "s", Call: engine.CallArgs{Name: scanFunc, Args: [][]byte{[]byte("a"), []byte("z"), []byte("f")}}},
 		{Op: engine.OpSet, Table: "t", Key: []byte("x"), Value: []byte("1")}}})
@@ -228,5 +207,18 @@ func TestGroupResolvedAgainWhenAnItemItScannedAliveExpires(t *testing.T) {
 	}
 	if n := s.Stats()["groups_rejudged"]; n != 1 {
 		t.Errorf("groups_rejudged = %d, want 1", n)
+	}
+}
+
+// expiringClock is a batch clock that reads expires-1 at its first call (the resolution finds an item of that
+// expiry alive) and expires+1 from then on (it has expired by the group's check).
+func expiringClock(expires int64) func() int64 {
+	calls := 0
+	return func() int64 {
+		calls++
+		if calls == 1 {
+			return expires - 1
+		}
+		return expires + 1
 	}
 }
