@@ -371,10 +371,12 @@ func (e *Engine) run(ctx context.Context, ws []*waiter) {
 			}
 			e.run(ctx, ws[cut.n:])
 			return
-		case errors.Is(err, errSolo) || len(ws) > 1 && (errors.Is(err, engine.ErrCrossSlot) || errors.Is(err, engine.ErrBatchTooBig)):
+		case errors.Is(err, errSolo) || len(ws) > 1 && (errors.Is(err, engine.ErrCrossSlot) ||
+			errors.Is(err, engine.ErrBatchTooBig) || errors.Is(err, engine.ErrInvalid)):
 			// A batch of the group needs a view the group cannot give, reached into another shard (a script's
-			// undeclared key), or the group together is more than the datastore takes in one commit (etcd's
-			// operations, MariaDB's max_allowed_packet): one at a time, so that a batch fails only by itself.
+			// undeclared key), the group together is more than the datastore takes in one commit (etcd's
+			// operations, MariaDB's max_allowed_packet), or the datastore refused one batch's input (a key too
+			// long for MariaDB's column): one at a time, so that a batch fails only by itself.
 			for _, w := range ws {
 				e.run(ctx, []*waiter{w})
 			}

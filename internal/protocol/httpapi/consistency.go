@@ -15,6 +15,9 @@ const hdrConsistency = "X-Anykv-Consistency"
 // An unknown level is a 400; a level the engine cannot serve is refused by the store (501 not_supported).
 func readCtx(r *http.Request) (context.Context, error) {
 	q, h := r.URL.Query().Get("consistency"), r.Header.Get(hdrConsistency)
+	if n := len(r.Header.Values(hdrConsistency)); n > 1 {
+		return nil, badRequest("header %s given %d times", hdrConsistency, n)
+	}
 	name := q
 	switch {
 	case q == "":

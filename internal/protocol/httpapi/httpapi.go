@@ -152,7 +152,46 @@ func New(store *kv.Store, opts Options) http.Handler {
 	for _, rt := range routes() {
 		a.mux.Handle(rt.method+" "+rt.pattern, a.wrap(rt))
 	}
+	// The query route's other methods: without this net/http redirects them to ".../keys/", the empty key, and
+	// clients follow a 307 with the method and body (a DELETE of the table's URL deleted the empty key). ServeHTTP
+	// answers the 405 in JSON.
+	a.mux.HandleFunc("/v1/tables/{table}/keys", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", "GET, HEAD")
+		w.WriteHeader(http.StatusMethodNotAllowed)
+	})
 	return a
+}
+
+// keepEmptySegments escapes, in the key of an item path (after /v1/tables/{table}/keys/), each '/' that begins an
+// empty segment, as %2F: a literal '/' there is part of the key (docs/http.md), and net/http's ServeMux would
+// otherwise redirect "x//y" to "x/y", another key, which clients follow with the method and body. The unescaped
+// path is unchanged; dot segments are left to net/http.
+func keepEmptySegments(r *http.Request) {
+	p := r.URL.EscapedPath()
+	rest, ok := strings.CutPrefix(p, "/v1/tables/")
+	if !ok || !strings.Contains(rest, "//") {
+		return
+	}
+	table, rest, ok := strings.Cut(rest, "/")
+	if !ok || table == "" {
+		return
+	}
+	key, ok := strings.CutPrefix(rest, "keys/")
+	if !ok || !strings.Contains("/"+key, "//") {
+		return
+	}
+	var b strings.Builder
+	b.WriteString(p[:len(p)-len(key)])
+	for i := 0; i < len(key); i++ {
+		// The first '/' of a run, and one that leads the key, begin an empty segment; the run's last '/' is kept,
+		// so that a literal "/incr" still ends the path.
+		if key[i] == '/' && (i == 0 || i+1 < len(key) && key[i+1] == '/') {
+			b.WriteString("%2F")
+			continue
+		}
+		b.WriteByte(key[i])
+	}
+	r.URL.RawPath = b.String()
 }
 
 // ServeHTTP routes the request. Requests that match no route, or no method of a path, get net/http's 404 and 405
@@ -160,6 +199,7 @@ func New(store *kv.Store, opts Options) http.Handler {
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rw := &respWriter{ResponseWriter: w}
 	start := time.Now()
+	keepEmptySegments(r)
 	a.mux.ServeHTTP(rw, r)
 	if rw.routed {
 		return

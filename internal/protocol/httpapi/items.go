@@ -191,7 +191,8 @@ func returnOld(r *http.Request) (bool, error) {
 	return true, nil
 }
 
-// oneOf returns the single value given among query parameters and headers, and its name; two given is an error.
+// oneOf returns the single value given among query parameters and headers, and its name; two given (a header
+// repeated included) is an error.
 func oneOf(r *http.Request, params, headers []string) (name, value string, err error) {
 	q := r.URL.Query()
 	found := func(n, v string) error {
@@ -209,6 +210,9 @@ func oneOf(r *http.Request, params, headers []string) (name, value string, err e
 		}
 	}
 	for _, h := range headers {
+		if vs := r.Header.Values(h); len(vs) > 1 { // as a repeated query parameter (checkParams)
+			return "", "", badRequest("header %s given %d times", h, len(vs))
+		}
 		if v := r.Header.Get(h); v != "" {
 			if err = found(h, v); err != nil {
 				return

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"net/http"
 	"strconv"
 	"unicode/utf8"
@@ -118,7 +119,7 @@ func (a *api) page(ctx context.Context, w http.ResponseWriter, table string, q k
 			out = append(out, e) // a collection: listed with its kind, without a value (Get would refuse it)
 			continue
 		}
-		it, err := a.viewForReply(ctx, w, table, e.Key, nil)
+		it, err := a.pageValue(ctx, w, table, e.Key)
 		if isNotFound(err) {
 			continue
 		}
@@ -129,6 +130,22 @@ func (a *api) page(ctx context.Context, w http.ResponseWriter, table string, q k
 		out = append(out, kv.Entry{Key: e.Key, Item: it})
 	}
 	return out, p.Next, nil // all items may have vanished meanwhile: an empty page with a cursor, ask again
+}
+
+// pageValue reads the item of a values page at key: a string with its value or, if the key holds a collection now
+// (written over RESP since the page's scan), the collection's kind and metadata without a value, as if the scan had
+// run later. Before, such a key failed the whole page with 409 wrong_type.
+func (a *api) pageValue(ctx context.Context, w http.ResponseWriter, table string, key []byte) (engine.Item, error) {
+	for try := 0; ; try++ {
+		it, err := a.viewForReply(ctx, w, table, key, nil)
+		if !errors.Is(err, engine.ErrWrongType) || try == 3 {
+			return it, err
+		}
+		if it, err = a.store.PeekAnyAt(ctx, table, key, a.store.Now()); err != nil || it.Kind != engine.KindString {
+			return engine.Item{Kind: it.Kind, Version: it.Version, Flags: it.Flags, Expires: it.Expires}, err
+		}
+		// a string again: read its value as a string, within the budget
+	}
 }
 
 // scan serves GET /v1/tables/{table}/keys: one page of items in key order.

@@ -322,6 +322,9 @@ func (b *backend) CommitRanges(ctx context.Context, checks []remote.Check, range
 			return fmt.Errorf("%w: a key read was written meanwhile", remote.ErrConflict)
 		case 1213, 1205: // deadlock (the transaction was rolled back), lock wait timeout
 			return fmt.Errorf("%w: %s", remote.ErrConflict, me.Message)
+		case 1406: // data too long: a key over the key column (within anykv's key limit), the client's bad input
+			return fmt.Errorf("%w: a key of over 2816 bytes, or a table name of over 255, does not fit MariaDB's "+
+				"columns (%s)", engine.ErrInvalid, me.Message)
 		}
 		return fmt.Errorf("mysql: commit refused: %w", err)
 	case errors.Is(err, driver.ErrBadConn): // the driver sent nothing

@@ -53,6 +53,7 @@ func TestMariaDB(t *testing.T) {
 	remotetest.Suite(t, fresh, Open, engine.CanScan|engine.CanTables|engine.CanSweep)
 	t.Run("CommitOutcomeUnknown", func(t *testing.T) { testCommitOutcomeUnknown(t, server) })
 	t.Run("RefusedCommitAppliesNothing", func(t *testing.T) { testRefusedCommitAppliesNothing(t, server) })
+	t.Run("LongKeyIsBadInput", func(t *testing.T) { testLongKeyIsBadInput(t, server) })
 	t.Run("LockWaitRetried", func(t *testing.T) { testLockWaitRetried(t, server) })
 }
 

@@ -365,8 +365,9 @@ func queueRanges(batch *pgx.Batch, ranges []remote.RangeCheck) {
 	batch.Queue(`SELECT anykv_ranges($1, $2, $3, $4, $5, $6)`, rt, rlo, rhi, ei, ek, ev)
 }
 
-// classify maps a commit error: a refused or rolled-back transaction (the server said so) is final, a
-// serialization failure or deadlock is a conflict to retry, and anything else after sending is unknown.
+// classify maps a commit error: a refused or rolled-back transaction (the server said so) is final, a key over
+// the index's limit the client's bad input, a serialization failure or deadlock is a conflict to retry, and
+// anything else after sending is unknown.
 func classify(err error) error {
 	if err == nil {
 		return nil
@@ -375,6 +376,10 @@ func classify(err error) error {
 	switch {
 	case errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01"):
 		return fmt.Errorf("%w: %s", remote.ErrConflict, pe.Message)
+	case errors.As(err, &pe) && pe.Code == "54000":
+		// program_limit_exceeded: a key the primary key's index cannot hold (a btree row of over 2704 bytes, an
+		// incompressible key of some 2.7 KiB, within anykv's key limit): the client's bad input, this batch's own.
+		return fmt.Errorf("%w: a key too long for PostgreSQL's index (%s)", engine.ErrInvalid, pe.Message)
 	case errors.As(err, &pe):
 		return err
 	case pgconn.SafeToRetry(err):
