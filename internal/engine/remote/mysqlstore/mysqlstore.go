@@ -323,7 +323,7 @@ func (b *backend) CommitRanges(ctx context.Context, checks []remote.Check, range
 		case 1213, 1205: // deadlock (the transaction was rolled back), lock wait timeout
 			return fmt.Errorf("%w: %s", remote.ErrConflict, me.Message)
 		}
-		return fmt.Errorf("mysql: commit refused: %w", err)
+		return fmt.Errorf("mysql: %w: %w", remote.ErrRefused, err) // the server stopped before COMMIT
 	case errors.Is(err, driver.ErrBadConn): // the driver sent nothing
 		return fmt.Errorf("mysql: commit not sent: %w", err)
 	}

@@ -54,6 +54,7 @@ func TestMariaDB(t *testing.T) {
 	t.Run("CommitOutcomeUnknown", func(t *testing.T) { testCommitOutcomeUnknown(t, server) })
 	t.Run("RefusedCommitAppliesNothing", func(t *testing.T) { testRefusedCommitAppliesNothing(t, server) })
 	t.Run("LockWaitRetried", func(t *testing.T) { testLockWaitRetried(t, server) })
+	t.Run("RefusalIsTheBatchsOwn", func(t *testing.T) { testRefusalIsTheBatchsOwn(t, server) })
 }
 
 // TestUnreachable: a lost or missing connection is unavailable (503); the server's refusal of a statement is not.
