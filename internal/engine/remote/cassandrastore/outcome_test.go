@@ -16,7 +16,8 @@ func TestRefused(t *testing.T) {
 		want bool
 	}{
 		{gocql.ErrNoConnections, true},
-		{&gocql.RequestErrUnavailable{}, true},
+		{&gocql.RequestErrUnavailable{Consistency: gocql.Serial}, true},
+		{&gocql.RequestErrUnavailable{Consistency: gocql.LocalSerial}, true},
 		{fmt.Errorf("wrapped: %w", &gocql.RequestErrInvalid{}), true},
 		{&gocql.RequestErrOverloaded{}, true},
 		{&gocql.RequestErrWriteTimeout{WriteType: "CAS"}, false},
@@ -28,6 +29,21 @@ func TestRefused(t *testing.T) {
 	} {
 		if got := refused(c.err); got != c.want {
 			t.Errorf("refused(%T %v) = %v, want %v", c.err, c.err, got, c.want)
+		}
+	}
+}
+
+// TestUnavailableAtCommitIsUnknown: Paxos v1 (Cassandra 5.0's default paxos_variant) checks the live replicas
+// again for its commit phase, after a quorum accepted the proposal, and answers Unavailable at the commit's
+// consistency (QUORUM) when too few are alive then: the accepted proposal is completed by the partition's next
+// Paxos round, so the BATCH may well be applied. Only an Unavailable at the Paxos consistency (SERIAL, LOCAL_SERIAL:
+// the check before any round, v1's and v2's) proves nothing ran; until 2026-12-02 every Unavailable was a refusal,
+// and a client told "unavailable, send again" could apply its write twice.
+func TestUnavailableAtCommitIsUnknown(t *testing.T) {
+	for _, cl := range []gocql.Consistency{gocql.Quorum, gocql.LocalQuorum, gocql.EachQuorum, gocql.One, gocql.All} {
+		err := fmt.Errorf("wrapped: %w", &gocql.RequestErrUnavailable{Consistency: cl, Required: 2, Alive: 1})
+		if refused(err) {
+			t.Errorf("refused(Unavailable at %v) = true, want false: the proposal may have been accepted", cl)
 		}
 	}
 }
