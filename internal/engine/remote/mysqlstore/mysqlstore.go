@@ -112,7 +112,10 @@ func Config(raw string) (*mysql.Config, error) {
 	// under the driver's own default (64 MiB) a query between the two was prepared instead of interpolated, which
 	// the server refuses for a multi-statement query as a syntax error.
 	cfg.MaxAllowedPacket = 0
-	cfg.Params = map[string]string{"sql_mode": "'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION'"}
+	// autocommit: the version reservation, the reads and the schema are statements of their own whatever the
+	// server's default (autocommit=0 left a transaction open on the pooled connection: the counter row locked,
+	// and that connection's later reads served from its old snapshot).
+	cfg.Params = map[string]string{"sql_mode": "'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION'", "autocommit": "1"}
 	return cfg, nil
 }
 

@@ -1,0 +1,50 @@
+package mysqlstore
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"anykv/internal/engine"
+)
+
+// testServerAutocommitOff: a server whose sessions start with autocommit off (autocommit=0 in its configuration,
+// or SET GLOBAL) must not change what the engine does: its version reservation and reads are statements of
+// their own. Until 2026-12-02 the engine relied on the server's default: with autocommit off the reservation's
+// UPDATE left a transaction open on the pooled connection, holding the counter row's lock, and the later reads on
+// that connection saw that transaction's old snapshot.
+func testServerAutocommitOff(t *testing.T, server string) {
+	url := freshDB(t, server)
+	admin := sqlDB(t, url)
+	if _, err := admin.Exec("SET GLOBAL autocommit = 0"); err != nil { // for sessions opened from now
+		t.Fatal(err)
+	}
+	a, b := open(t, url), open(t, url)
+	if _, err := admin.Exec("SET GLOBAL autocommit = 1"); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	defer b.Close()
+	a.b.db.SetMaxOpenConns(1) // one connection each, so each store's reads and commits share it
+	b.b.db.SetMaxOpenConns(1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	set := func(s *Store, v string) {
+		t.Helper()
+		if _, err := s.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{{Op: engine.OpIncr, Table: "t",
+			Key: []byte("k"), Incr: engine.IncrArgs{Delta: 1, Create: true}}}}); err != nil {
+			t.Fatalf("INCR through %s: %v", v, err)
+		}
+	}
+	for i := 1; i <= 3; i++ {
+		set(a, "a")
+		set(b, "b")
+		for _, s := range []*Store{a, b} {
+			it, err := s.Get(ctx, "t", []byte("k"), 1)
+			if err != nil || string(it.Value) != fmt.Sprint(2*i) {
+				t.Fatalf("round %d: k = %q, %v; want %d", i, it.Value, err, 2*i)
+			}
+		}
+	}
+}
