@@ -502,6 +502,10 @@ func (b *backend) Commit(ctx context.Context, checks []remote.Check, w *remote.W
 		batch.Query("INSERT INTO "+b.items+" (p, tbl, k, v, flags, expires, version) VALUES (?, ?, ?, ?, ?, ?, ?)",
 			p, tblCol(put.Table), nonNil(put.Key), nonNil(put.Item.Value), int64(remote.PackFlags(put.Item)), put.Item.Expires, int64(put.Item.Version))
 	}
+	if n := batch.Size(); n > gocql.BatchSizeMaximum { // gocql would refuse it unsent (ErrTooManyStmts)
+		return fmt.Errorf("cassandra: %w: a batch of %d statements, over the %d a BATCH may hold",
+			engine.ErrBatchTooBig, n, gocql.BatchSizeMaximum)
+	}
 	if err := ctx.Err(); err != nil {
 		return err // not sent
 	}
