@@ -102,7 +102,11 @@ func Config(raw string) (*mysql.Config, error) {
 		}
 		cfg.TLSConfig = v[0]
 	}
-	if err := cfg.Apply(); err != nil { // validates tls
+	// SET NAMES utf8mb4 on every connection, whatever the server sets (init_connect, or character-set-server
+	// with skip-character-set-client-handshake): the driver escapes the keys and values it interpolates with
+	// backslashes, which a multi-byte character set whose characters may end in 0x5c (GBK, Big5, SJIS) reads
+	// as part of a character, letting a value end its literal and run the rest of it as SQL.
+	if err := cfg.Apply(mysql.Charset("utf8mb4", "")); err != nil { // validates tls
 		return nil, fmt.Errorf("%w: %v", remote.ErrBadURL, err)
 	}
 	cfg.Timeout = 10 * time.Second

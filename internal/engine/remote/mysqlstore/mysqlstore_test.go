@@ -57,6 +57,7 @@ func TestMariaDB(t *testing.T) {
 	t.Run("RefusalIsTheBatchsOwn", func(t *testing.T) { testRefusalIsTheBatchsOwn(t, server) })
 	t.Run("PacketAboveDriverDefault", func(t *testing.T) { testPacketAboveDriverDefault(t, server) })
 	t.Run("ServerAutocommitOff", func(t *testing.T) { testServerAutocommitOff(t, server) })
+	t.Run("ServerCharsetCannotInject", func(t *testing.T) { testServerCharsetCannotInject(t, server) })
 }
 
 // TestUnreachable: a lost or missing connection is unavailable (503); the server's refusal of a statement is not.
