@@ -16,8 +16,10 @@ import (
 	"anykv/internal/engine/remote/remotetest"
 )
 
-// TestLostCommitAnswerIsUnknown: the connection drops after the commit's Txn reached etcd, before its answer came
-// back: the client gets ErrUnknownOutcome, and the APPEND was applied once (not resent by the driver or retried).
+// TestLostCommitAnswerIsUnknown: the connection drops after the commit's Txn was sent to etcd, before its answer
+// came back: the client gets ErrUnknownOutcome, and the APPEND was applied at most once (not resent by the driver
+// or retried). Whether it was applied depends on whether etcd had taken the request before the connection closed
+// (the proxy cuts at the first bytes etcd sends after it, which may be an HTTP/2 frame of the connection's own).
 func TestLostCommitAnswerIsUnknown(t *testing.T) {
 	server := remotetest.Start(t, "etcd")
 	u, err := neturl.Parse(server)
@@ -58,7 +60,7 @@ func TestLostCommitAnswerIsUnknown(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if err != nil || string(it.Value) != "xUNIQUE" {
-		t.Fatalf("k = %q (%v), want xUNIQUE: applied once", it.Value, err)
+	if err != nil || string(it.Value) != "x" && string(it.Value) != "xUNIQUE" {
+		t.Fatalf("k = %q (%v), want x or xUNIQUE: applied at most once", it.Value, err)
 	}
 }
