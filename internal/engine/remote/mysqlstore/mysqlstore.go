@@ -118,8 +118,10 @@ func Config(raw string) (*mysql.Config, error) {
 	cfg.MaxAllowedPacket = 0
 	// autocommit: the version reservation, the reads and the schema are statements of their own whatever the
 	// server's default (autocommit=0 left a transaction open on the pooled connection: the counter row locked,
-	// and that connection's later reads served from its old snapshot).
-	cfg.Params = map[string]string{"sql_mode": "'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION'", "autocommit": "1"}
+	// and that connection's later reads served from its old snapshot). sql_safe_updates off: FLUSHALL is a
+	// DELETE without a key in its WHERE, which safe-updates mode refuses.
+	cfg.Params = map[string]string{"sql_mode": "'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION'", "autocommit": "1",
+		"sql_safe_updates": "0"}
 	return cfg, nil
 }
 

@@ -48,3 +48,27 @@ func testServerAutocommitOff(t *testing.T, server string) {
 		}
 	}
 }
+
+// testServerSafeUpdates: a server whose sessions start with sql_safe_updates on (which refuses a DELETE without a
+// key in its WHERE) still flushes: until 2026-12-02 FLUSHALL's "DELETE FROM anykv_items" was refused there
+// (error 1175), every FLUSHALL failing.
+func testServerSafeUpdates(t *testing.T, server string) {
+	url := freshDB(t, server)
+	admin := sqlDB(t, url)
+	if _, err := admin.Exec("SET GLOBAL sql_safe_updates = 1"); err != nil { // for sessions opened from now
+		t.Fatal(err)
+	}
+	defer admin.Exec("SET GLOBAL sql_safe_updates = 0")
+	s := open(t, url)
+	defer s.Close()
+	ctx := context.Background()
+	if _, err := s.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{{Op: engine.OpSet, Table: "t", Key: []byte("k"), Value: []byte("v")}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{{Op: engine.OpFlush}}}); err != nil {
+		t.Fatalf("FLUSHALL: %v", err)
+	}
+	if _, err := s.Get(ctx, "t", []byte("k"), 1); err != engine.ErrNotFound {
+		t.Fatalf("k after FLUSHALL: %v, want not found", err)
+	}
+}
