@@ -131,11 +131,10 @@ func Open(ctx context.Context, raw string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn, err := mysql.NewConnector(cfg)
+	db, err := openIsolated(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", remote.ErrBadURL, err)
+		return nil, err
 	}
-	db := sql.OpenDB(conn)
 	db.SetMaxOpenConns(64)
 	db.SetMaxIdleConns(64)
 	db.SetConnMaxIdleTime(5 * time.Minute)
@@ -155,6 +154,35 @@ func Open(ctx context.Context, raw string) (*Store, error) {
 	s.Engine.GroupMuts = 128
 	s.Engine.Ranger = s // collection ops read ranges of members with the store's own scan
 	return s, nil
+}
+
+// openIsolated returns the pool of connections to cfg's server, each session at REPEATABLE READ whatever the
+// server's default: the reads (Get, a batch's read, scans) are statements of their own, and at READ UNCOMMITTED
+// they answered rows other transactions had not committed (a commit that may yet fail, and is not durable). The
+// variable is transaction_isolation (MySQL, MariaDB from 11.1) or, where the server does not know it, tx_isolation
+// (MariaDB before 11.1); the first connection finds out which.
+func openIsolated(ctx context.Context, cfg *mysql.Config) (*sql.DB, error) {
+	for _, name := range []string{"transaction_isolation", "tx_isolation"} {
+		c := cfg.Clone()
+		c.Params[name] = "'REPEATABLE-READ'"
+		conn, err := mysql.NewConnector(c)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", remote.ErrBadURL, err)
+		}
+		db := sql.OpenDB(conn)
+		err = db.PingContext(ctx)
+		var me *mysql.MySQLError
+		if errors.As(err, &me) && me.Number == 1193 { // unknown system variable: try the other name
+			db.Close()
+			continue
+		}
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		return db, nil
+	}
+	return nil, errors.New("mysql: the server knows neither transaction_isolation nor tx_isolation")
 }
 
 // inSlots appends "(tbl, k) IN ((?,?),...)" for slots and their arguments.

@@ -59,6 +59,7 @@ func TestMariaDB(t *testing.T) {
 	t.Run("ServerAutocommitOff", func(t *testing.T) { testServerAutocommitOff(t, server) })
 	t.Run("ServerCharsetCannotInject", func(t *testing.T) { testServerCharsetCannotInject(t, server) })
 	t.Run("ServerSafeUpdates", func(t *testing.T) { testServerSafeUpdates(t, server) })
+	t.Run("ServerReadUncommitted", func(t *testing.T) { testServerReadUncommitted(t, server) })
 }
 
 // TestUnreachable: a lost or missing connection is unavailable (503); the server's refusal of a statement is not.

@@ -72,3 +72,36 @@ func testServerSafeUpdates(t *testing.T, server string) {
 		t.Fatalf("k after FLUSHALL: %v, want not found", err)
 	}
 }
+
+// testServerReadUncommitted: a server whose sessions default to READ UNCOMMITTED must not let the engine read
+// what another transaction has not committed (a commit may still fail, and is not durable before it commits):
+// until 2026-12-02 the engine's reads ran at the server's default level, and a GET answered a row another
+// transaction had inserted and not committed.
+func testServerReadUncommitted(t *testing.T, server string) {
+	url := freshDB(t, server)
+	admin := sqlDB(t, url)
+	if _, err := admin.Exec("SET GLOBAL TRANSACTION ISOLATION LEVEL READ UNCOMMITTED"); err != nil { // for sessions opened from now
+		t.Fatal(err)
+	}
+	s := open(t, url)
+	if _, err := admin.Exec("SET GLOBAL TRANSACTION ISOLATION LEVEL REPEATABLE READ"); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	tx, err := admin.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec("INSERT INTO anykv_items (tbl, k, v, flags, expires, version) VALUES ('t', 'k', 'dirty', 0, 0, 1)"); err != nil {
+		t.Fatal(err)
+	}
+	if it, err := s.Get(ctx, "t", []byte("k"), 1); err != engine.ErrNotFound {
+		t.Fatalf("GET of a row not committed: %q, %v; want not found", it.Value, err)
+	}
+	res, err := s.Apply(ctx, &engine.Batch{Now: 1, Muts: []engine.Mutation{{Op: engine.OpGet, Table: "t", Key: []byte("k")}}})
+	if err != nil || res[0].Err != engine.ErrNotFound {
+		t.Fatalf("a batch's read of a row not committed: %+v, %v; want not found", res, err)
+	}
+}
