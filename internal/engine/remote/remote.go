@@ -35,6 +35,11 @@ var ErrConflict = errors.New("concurrent write: commit refused")
 // recognize it without knowing of remote engines.
 var ErrUnknownOutcome = engine.ErrUnknownOutcome
 
+// ErrRefused wraps a commit error by which the datastore refused the commit before applying any of it, for what
+// the commit holds (MariaDB refusing a key longer than its key column): Apply then commits the batches of a group
+// so refused one at a time, so that the batch that holds it fails by itself, not the others grouped with it.
+var ErrRefused = errors.New("commit refused")
+
 // ErrBadURL wraps an adapter's complaint about its URL (as opposed to a failure to reach the datastore).
 var ErrBadURL = errors.New("bad URL")
 
@@ -372,11 +377,12 @@ func (e *Engine) run(ctx context.Context, ws []*waiter) {
 			e.run(ctx, ws[cut.n:])
 			return
 		case errors.Is(err, errSolo) || len(ws) > 1 && (errors.Is(err, engine.ErrCrossSlot) ||
-			errors.Is(err, engine.ErrBatchTooBig) || errors.Is(err, engine.ErrInvalid)):
+			errors.Is(err, engine.ErrBatchTooBig) || errors.Is(err, engine.ErrInvalid) || errors.Is(err, ErrRefused)):
 			// A batch of the group needs a view the group cannot give, reached into another shard (a script's
 			// undeclared key), the group together is more than the datastore takes in one commit (etcd's
-			// operations, MariaDB's max_allowed_packet), or the datastore refused one batch's input (a key too
-			// long for MariaDB's column): one at a time, so that a batch fails only by itself.
+			// operations, MariaDB's max_allowed_packet), or the datastore refused what one batch holds (a key too
+			// long for MariaDB's column or PostgreSQL's index, ErrInvalid; another refusal, ErrRefused): one at a
+			// time, so that a batch fails only by itself.
 			for _, w := range ws {
 				e.run(ctx, []*waiter{w})
 			}
@@ -488,7 +494,7 @@ func (e *Engine) try(ctx context.Context, ws []*waiter, slots []Slot, n int) err
 	case cut == 0:
 		return err
 	case errors.Is(err, ErrConflict) || errors.Is(err, errSolo) || errors.Is(err, engine.ErrCrossSlot) ||
-		errors.Is(err, engine.ErrBatchTooBig):
+		errors.Is(err, engine.ErrBatchTooBig) || errors.Is(err, engine.ErrInvalid) || errors.Is(err, ErrRefused):
 		return err // nothing applied: run retries the group, or runs it one batch at a time
 	}
 	// Committed, or failed for good (an unknown outcome, an unreachable datastore): that is the first batches'

@@ -502,6 +502,10 @@ func (b *backend) Commit(ctx context.Context, checks []remote.Check, w *remote.W
 		batch.Query("INSERT INTO "+b.items+" (p, tbl, k, v, flags, expires, version) VALUES (?, ?, ?, ?, ?, ?, ?)",
 			p, tblCol(put.Table), nonNil(put.Key), nonNil(put.Item.Value), int64(remote.PackFlags(put.Item)), put.Item.Expires, int64(put.Item.Version))
 	}
+	if n := batch.Size(); n > gocql.BatchSizeMaximum { // gocql would refuse it unsent (ErrTooManyStmts)
+		return fmt.Errorf("cassandra: %w: a batch of %d statements, over the %d a BATCH may hold",
+			engine.ErrBatchTooBig, n, gocql.BatchSizeMaximum)
+	}
 	if err := ctx.Err(); err != nil {
 		return err // not sent
 	}
@@ -576,8 +580,14 @@ func refusedUnavailable(err error) bool {
 
 // refused reports whether a commit error proves the BATCH was not applied: it was never sent, or the server
 // refused it before running Paxos. Anything else (write timeout, unknown CAS result, a connection lost or a
-// deadline passed while waiting for the answer) leaves the outcome unknown.
+// deadline passed while waiting for the answer) leaves the outcome unknown. So does an Unavailable at any other
+// consistency than the Paxos round's (SERIAL, LOCAL_SERIAL, checked before the round): Paxos v1, Cassandra 5.0's
+// default, checks the replicas again at the commit's (QUORUM) after a quorum accepted the proposal, which the
+// partition's next round then completes.
 func refused(err error) bool {
+	if unavail := (*gocql.RequestErrUnavailable)(nil); errors.As(err, &unavail) {
+		return unavail.Consistency == gocql.Serial || unavail.Consistency == gocql.LocalSerial
+	}
 	var (
 		invalid *gocql.RequestErrInvalid
 		syntax  *gocql.RequestErrSyntax

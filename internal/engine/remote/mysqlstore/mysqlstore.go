@@ -102,13 +102,26 @@ func Config(raw string) (*mysql.Config, error) {
 		}
 		cfg.TLSConfig = v[0]
 	}
-	if err := cfg.Apply(); err != nil { // validates tls
+	// SET NAMES utf8mb4 on every connection, whatever the server sets (init_connect, or character-set-server
+	// with skip-character-set-client-handshake): the driver escapes the keys and values it interpolates with
+	// backslashes, which a multi-byte character set whose characters may end in 0x5c (GBK, Big5, SJIS) reads
+	// as part of a character, letting a value end its literal and run the rest of it as SQL.
+	if err := cfg.Apply(mysql.Charset("utf8mb4", "")); err != nil { // validates tls
 		return nil, fmt.Errorf("%w: %v", remote.ErrBadURL, err)
 	}
 	cfg.Timeout = 10 * time.Second
 	cfg.MultiStatements = true   // a batch's read + version reservation, and a commit's writes, in one round trip
 	cfg.InterpolateParams = true // required by multi-statement queries with arguments
-	cfg.Params = map[string]string{"sql_mode": "'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION'"}
+	// The driver's packet limit is the server's max_allowed_packet (asked on connecting), the one fits judges by:
+	// under the driver's own default (64 MiB) a query between the two was prepared instead of interpolated, which
+	// the server refuses for a multi-statement query as a syntax error.
+	cfg.MaxAllowedPacket = 0
+	// autocommit: the version reservation, the reads and the schema are statements of their own whatever the
+	// server's default (autocommit=0 left a transaction open on the pooled connection: the counter row locked,
+	// and that connection's later reads served from its old snapshot). sql_safe_updates off: FLUSHALL is a
+	// DELETE without a key in its WHERE, which safe-updates mode refuses.
+	cfg.Params = map[string]string{"sql_mode": "'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION'", "autocommit": "1",
+		"sql_safe_updates": "0"}
 	return cfg, nil
 }
 
@@ -118,11 +131,10 @@ func Open(ctx context.Context, raw string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn, err := mysql.NewConnector(cfg)
+	db, err := openIsolated(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", remote.ErrBadURL, err)
+		return nil, err
 	}
-	db := sql.OpenDB(conn)
 	db.SetMaxOpenConns(64)
 	db.SetMaxIdleConns(64)
 	db.SetConnMaxIdleTime(5 * time.Minute)
@@ -142,6 +154,35 @@ func Open(ctx context.Context, raw string) (*Store, error) {
 	s.Engine.GroupMuts = 128
 	s.Engine.Ranger = s // collection ops read ranges of members with the store's own scan
 	return s, nil
+}
+
+// openIsolated returns the pool of connections to cfg's server, each session at REPEATABLE READ whatever the
+// server's default: the reads (Get, a batch's read, scans) are statements of their own, and at READ UNCOMMITTED
+// they answered rows other transactions had not committed (a commit that may yet fail, and is not durable). The
+// variable is transaction_isolation (MySQL, MariaDB from 11.1) or, where the server does not know it, tx_isolation
+// (MariaDB before 11.1); the first connection finds out which.
+func openIsolated(ctx context.Context, cfg *mysql.Config) (*sql.DB, error) {
+	for _, name := range []string{"transaction_isolation", "tx_isolation"} {
+		c := cfg.Clone()
+		c.Params[name] = "'REPEATABLE-READ'"
+		conn, err := mysql.NewConnector(c)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", remote.ErrBadURL, err)
+		}
+		db := sql.OpenDB(conn)
+		err = db.PingContext(ctx)
+		var me *mysql.MySQLError
+		if errors.As(err, &me) && me.Number == 1193 { // unknown system variable: try the other name
+			db.Close()
+			continue
+		}
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		return db, nil
+	}
+	return nil, errors.New("mysql: the server knows neither transaction_isolation nor tx_isolation")
 }
 
 // inSlots appends "(tbl, k) IN ((?,?),...)" for slots and their arguments.
@@ -326,7 +367,7 @@ func (b *backend) CommitRanges(ctx context.Context, checks []remote.Check, range
 			return fmt.Errorf("%w: a key of over 2816 bytes, or a table name of over 255, does not fit MariaDB's "+
 				"columns (%s)", engine.ErrInvalid, me.Message)
 		}
-		return fmt.Errorf("mysql: commit refused: %w", err)
+		return fmt.Errorf("mysql: %w: %w", remote.ErrRefused, err) // the server stopped before COMMIT
 	case errors.Is(err, driver.ErrBadConn): // the driver sent nothing
 		return fmt.Errorf("mysql: commit not sent: %w", err)
 	}

@@ -55,6 +55,12 @@ func TestMariaDB(t *testing.T) {
 	t.Run("RefusedCommitAppliesNothing", func(t *testing.T) { testRefusedCommitAppliesNothing(t, server) })
 	t.Run("LongKeyIsBadInput", func(t *testing.T) { testLongKeyIsBadInput(t, server) })
 	t.Run("LockWaitRetried", func(t *testing.T) { testLockWaitRetried(t, server) })
+	t.Run("RefusalIsTheBatchsOwn", func(t *testing.T) { testRefusalIsTheBatchsOwn(t, server) })
+	t.Run("PacketAboveDriverDefault", func(t *testing.T) { testPacketAboveDriverDefault(t, server) })
+	t.Run("ServerAutocommitOff", func(t *testing.T) { testServerAutocommitOff(t, server) })
+	t.Run("ServerCharsetCannotInject", func(t *testing.T) { testServerCharsetCannotInject(t, server) })
+	t.Run("ServerSafeUpdates", func(t *testing.T) { testServerSafeUpdates(t, server) })
+	t.Run("ServerReadUncommitted", func(t *testing.T) { testServerReadUncommitted(t, server) })
 }
 
 // TestUnreachable: a lost or missing connection is unavailable (503); the server's refusal of a statement is not.
