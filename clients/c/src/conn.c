@@ -437,7 +437,8 @@ static int read_line(struct anykv *h, const char **line, size_t *len)
             return 0;
         }
         scanned = avail;
-        if (avail > KV_MAX_LINE)
+        /* A line at the cap may be here up to its CR, its LF still to come. */
+        if (avail > KV_MAX_LINE + 1)
             return kv_seterr(h, ANYKV_ERR_PROTOCOL, "reply line longer than %d bytes",
                              KV_MAX_LINE);
         int rc = fill(h);

@@ -12,6 +12,8 @@
 #include "check.h"
 #include "fakeserver.h"
 
+#define KV_LINE_CAP 65536 /* KV_MAX_LINE of src/internal.h: a reply line's bytes before CRLF */
+
 static char addr[256];
 static char pfx[96];
 
@@ -375,6 +377,47 @@ static void test_bad_replies(void)
     CHECKF(strcmp(err, "server error reply with no text") == 0, "%s", err);
 }
 
+/* One GET against a fake server that sends its reply in two pieces, 100 ms
+ * apart (first may be "" for the whole reply in one piece); returns the status. */
+static int get_in_pieces(const char *first, const char *second)
+{
+    const char *s0[] = {first, FAKE_PAUSE, second, NULL};
+    const char *s1[] = {second, NULL};
+    const char *const *scripts[] = {first[0] != '\0' ? s0 : s1};
+    fake_server *f = fake_start(scripts, 1);
+    if (!CHECK(f != NULL))
+        return 99;
+    char a[64];
+    snprintf(a, sizeof a, "127.0.0.1:%d", fake_port(f));
+    anykv_options lazy = {.lazy = 1};
+    anykv_t *h = anykv_connect(a, &lazy);
+    char *v = NULL;
+    int rc = anykv_get(h, "k", 1, &v, NULL);
+    anykv_free(v);
+    anykv_close(h);
+    fake_stop(f);
+    return rc;
+}
+
+/* A line at the 64 KiB cap is accepted however it arrives: it was refused
+ * ("longer than 65536 bytes") when its CR came in one read and its LF in the
+ * next, and accepted when both came together. One byte longer is refused
+ * both ways. */
+static void test_line_cap_pieces(void)
+{
+    for (size_t n = KV_LINE_CAP; n <= KV_LINE_CAP + 1; n++) {
+        char *line = malloc(n + 3);
+        memset(line, 'e', n);
+        line[0] = '-';
+        memcpy(line + n, "\r\n", 3);
+        int want = n == KV_LINE_CAP ? ANYKV_ERR_SERVER : ANYKV_ERR_PROTOCOL;
+        CHECKF(get_in_pieces("", line) == want, "%zu-byte line in one piece", n);
+        line[n + 1] = '\0'; /* "...\r" now, then "\n" */
+        CHECKF(get_in_pieces(line, "\n") == want, "%zu-byte line, CR and LF in two reads", n);
+        free(line);
+    }
+}
+
 static void test_timeout_reconnect_auth(void)
 {
     /* A peer that never answers: the call times out after io_timeout_ms. */
@@ -590,6 +633,7 @@ int main(void)
         anykv_close(h);
     }
     test_bad_replies();
+    test_line_cap_pieces();
     test_timeout_reconnect_auth();
     test_handshake_replies();
     test_unanswering_servers();
