@@ -179,12 +179,13 @@ int kv_parse_servers(struct anykv *h, const char *list)
     return 0;
 }
 
-/* Connect to server i (resolve, then each address in turn). */
+/* Connect to server i (resolve, then each address in turn). The connect
+ * timeout starts once resolved: resolution is not bounded by it, and must not
+ * spend it either (a resolver slower than the timeout failed every connect). */
 static int connect_server(struct anykv *h, int i)
 {
     h->host = h->hosts[i];
     h->port = h->ports[i];
-    int64_t deadline = deadline_after(h->connect_timeout_ms);
     struct addrinfo hints, *res = NULL;
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
@@ -193,6 +194,7 @@ static int connect_server(struct anykv *h, int i)
     int g = getaddrinfo(h->host, h->port, &hints, &res);
     if (g != 0)
         return kv_seterr(h, ANYKV_ERR_IO, "resolve %s: %s", h->host, gai_strerror(g));
+    int64_t deadline = deadline_after(h->connect_timeout_ms);
     int rc = ANYKV_ERR_IO;
     for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
         rc = connect_one(h, ai, deadline);

@@ -4,9 +4,12 @@
  * SELECT, reply caps) and against fake servers (protocol errors, timeouts,
  * reconnection, AUTH).
  */
+#include <dlfcn.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "anykv.h"
 #include "check.h"
@@ -600,6 +603,37 @@ static void test_unanswering_servers(void)
     }
 }
 
+/* A slow resolver: while slow_resolver_ms > 0, every getaddrinfo of the library
+ * (this definition interposes on libc's) takes that long before answering. */
+static int slow_resolver_ms;
+
+__attribute__((visibility("default"))) /* built with -fvisibility=hidden: export it to interpose */
+int getaddrinfo(const char *node, const char *service, const struct addrinfo *hints,
+                struct addrinfo **res)
+{
+    int (*real)(const char *, const char *, const struct addrinfo *, struct addrinfo **);
+    *(void **)&real = dlsym(RTLD_NEXT, "getaddrinfo");
+    if (slow_resolver_ms > 0)
+        check_sleep_ms(slow_resolver_ms);
+    return real(node, service, hints, res);
+}
+
+/* Resolution is not bounded by the connect timeout, and does not spend it
+ * either: with a resolver slower than the connect timeout (a first nameserver
+ * down, say) every connect failed at once with "connect ...: timed out", the
+ * server being up, since the deadline was set before resolving. */
+static void test_slow_resolver(void)
+{
+    anykv_options o = {.lazy = 1, .connect_timeout_ms = 300};
+    anykv_t *h = anykv_connect(addr, &o);
+    slow_resolver_ms = 500;
+    int rc = anykv_ping(h);
+    slow_resolver_ms = 0;
+    CHECKF(rc == ANYKV_OK, "ping through a 500 ms resolver with a 300 ms connect timeout: %s: %s",
+           anykv_strerror(rc), anykv_errstr(h));
+    anykv_close(h);
+}
+
 /* A port nobody listens on: bound but not listening, so refused for sure. */
 static void test_refused(void)
 {
@@ -638,6 +672,7 @@ int main(void)
     test_handshake_replies();
     test_unanswering_servers();
     test_refused();
+    test_slow_resolver();
     anykv_close(NULL);
     return check_done("test_anykv");
 }
