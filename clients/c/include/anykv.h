@@ -89,7 +89,8 @@ typedef struct anykv anykv_t;
  * after its request was sent fails (ANYKV_ERR_IO) and is not sent again: its
  * outcome is unknown. opts may be NULL.
  * Unless opts->lazy, connects (and runs AUTH/SELECT) now and returns NULL if
- * that fails. Returns NULL on a malformed address or out of memory.
+ * that fails. Returns NULL on a malformed address (a host holding a space,
+ * as " h2" of "h1:p1, h2:p2", included) or out of memory.
  * (To see why a connect fails, use lazy=1, then anykv_ping + anykv_errstr.) */
 ANYKV_API anykv_t *anykv_connect(const char *hostport, const anykv_options *opts);
 

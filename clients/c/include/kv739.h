@@ -36,9 +36,9 @@ extern "C" {
 /* Connect to "host:port", or to the first answering server of a list
  * "h1:p1,h2:p2,..."; when the server in use dies, later calls move to the
  * next one (a call cut off after sending fails with -1 and is not resent).
- * 0 on success, -1 on failure (bad address, no server reachable). Calling it
- * again replaces the previous connection (if the new connect fails, the
- * previous one is kept). */
+ * 0 on success, -1 on failure (a bad address, a list with spaces among them
+ * included; no server reachable). Calling it again replaces the previous
+ * connection (if the new connect fails, the previous one is kept). */
 KV739_API int kv739_init(char *server);
 
 /* 0 and the value copied (NUL-terminated) into value if the key is present,

@@ -42,7 +42,9 @@ int kv_seterr(struct anykv *h, int code, const char *fmt, ...)
 }
 
 /* Split "host:port" or "[v6]:port". Rejects an empty host, a bare IPv6
- * address (ambiguous colons) and any port that is not 1..65535 in digits. */
+ * address (ambiguous colons), a host with a space or control byte (which no
+ * name or address holds: " h" of "a:1, h:2" was taken, then never resolved)
+ * and any port that is not 1..65535 in digits. */
 int kv_parse_hostport(const char *s, char **host, char **port)
 {
     const char *h, *he, *p;
@@ -64,6 +66,9 @@ int kv_parse_hostport(const char *s, char **host, char **port)
     size_t hlen = (size_t)(he - h), plen = strlen(p);
     if (hlen == 0 || hlen > 255 || plen == 0 || plen > 5)
         return -1;
+    for (size_t i = 0; i < hlen; i++)
+        if ((unsigned char)h[i] <= ' ' || h[i] == 0x7f)
+            return -1;
     long v = 0;
     for (size_t i = 0; i < plen; i++) {
         if (p[i] < '0' || p[i] > '9')

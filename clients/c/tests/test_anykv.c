@@ -248,7 +248,10 @@ static void test_args_and_options(anykv_t *h)
     /* Bad addresses never give a handle. */
     const char *bad[] = {NULL, "", "127.0.0.1", "127.0.0.1:", ":6379", "127.0.0.1:0",
                          "127.0.0.1:65536", "127.0.0.1:12ab", "::1:6379", "[::1]6379",
-                         "127.0.0.1:-1"};
+                         "127.0.0.1:-1",
+                         /* whitespace is no part of a host: the entry could never be resolved */
+                         " 127.0.0.1:6379", "127.0.0.1 :6379", "127.0.0.1:1, 127.0.0.1:2",
+                         "127.0.0.1:1,\t127.0.0.1:2", "[ ::1]:6379"};
     anykv_options lazy = {.lazy = 1};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECKF(anykv_connect(bad[i], &lazy) == NULL, "address %s", bad[i] ? bad[i] : "NULL");

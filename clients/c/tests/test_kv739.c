@@ -52,6 +52,11 @@ static void test_init(void)
     CHECK_EQ(kv739_init(bad4), -1);
     CHECK_EQ(kv739_init(bad5), -1);
     CHECK_EQ(kv739_init(NULL), -1);
+    /* A list written with ", ": its second entry could never be resolved (" 127.0.0.1"),
+     * so the list is refused, rather than taken with a failover that cannot work. */
+    char spaced[600];
+    snprintf(spaced, sizeof spaced, "%s, %s", addr, addr);
+    CHECK_EQ(kv739_init(spaced), -1);
     /* Unreachable: a port that was just closed. */
     const char *const *none[] = {NULL};
     fake_server *f = fake_start(none, 0);
