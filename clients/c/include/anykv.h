@@ -22,7 +22,8 @@
  *   A handle (anykv_t) must be used by one thread at a time. Different
  *   handles are fully independent: the library has no global state, so
  *   give each thread its own handle, or serialise access with your own
- *   mutex.
+ *   mutex. A connection belongs to the process that opened it: after fork(),
+ *   a handle used in the child connects anew (the parent's stays open).
  *
  * CONNECTION RULE:
  *   After an I/O error, a timeout or a protocol error the connection is

@@ -11,7 +11,8 @@
  *
  * Threading: every function may be called from several threads at once.
  * There is ONE process-wide connection, protected by ONE mutex: calls are
- * serialised (each holds the mutex for one network round trip).
+ * serialised (each holds the mutex for one network round trip). After
+ * fork(), the child's calls go over a connection of its own.
  *
  * Failure and recovery: if the server goes away, calls return -1 (fast: the
  * connect timeout is 1 s, the I/O timeout 3 s) and the next call tries to

@@ -205,6 +205,7 @@ static int connect_server(struct anykv *h, int i)
         rc = connect_one(h, ai, deadline);
         if (rc >= 0) {
             h->fd = rc;
+            h->pid = getpid();
             rc = ANYKV_OK;
             break;
         }
@@ -681,7 +682,11 @@ int kv_call(struct anykv *h, int argc, const void *const *argv,
 {
     *out = NULL;
     h->err[0] = '\0';
-    if (h->fd >= 0 && stale(h))
+    /* A connection opened before a fork() is the parent's: a child that used
+     * it too would read the parent's replies (and the parent the child's).
+     * The child drops its copy of the descriptor, which leaves the parent's
+     * connection open, and connects anew. */
+    if (h->fd >= 0 && (h->pid != getpid() || stale(h)))
         kv_disconnect(h);
     if (h->fd < 0) {
         int rc = kv_connect(h);
