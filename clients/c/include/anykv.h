@@ -22,7 +22,8 @@
  *   A handle (anykv_t) must be used by one thread at a time. Different
  *   handles are fully independent: the library has no global state, so
  *   give each thread its own handle, or serialise access with your own
- *   mutex.
+ *   mutex. A connection belongs to the process that opened it: after fork(),
+ *   a handle used in the child connects anew (the parent's stays open).
  *
  * CONNECTION RULE:
  *   After an I/O error, a timeout or a protocol error the connection is
@@ -89,7 +90,8 @@ typedef struct anykv anykv_t;
  * after its request was sent fails (ANYKV_ERR_IO) and is not sent again: its
  * outcome is unknown. opts may be NULL.
  * Unless opts->lazy, connects (and runs AUTH/SELECT) now and returns NULL if
- * that fails. Returns NULL on a malformed address or out of memory.
+ * that fails. Returns NULL on a malformed address (a host holding a space,
+ * as " h2" of "h1:p1, h2:p2", included) or out of memory.
  * (To see why a connect fails, use lazy=1, then anykv_ping + anykv_errstr.) */
 ANYKV_API anykv_t *anykv_connect(const char *hostport, const anykv_options *opts);
 

@@ -11,7 +11,8 @@
  *
  * Threading: every function may be called from several threads at once.
  * There is ONE process-wide connection, protected by ONE mutex: calls are
- * serialised (each holds the mutex for one network round trip).
+ * serialised (each holds the mutex for one network round trip). After
+ * fork(), the child's calls go over a connection of its own.
  *
  * Failure and recovery: if the server goes away, calls return -1 (fast: the
  * connect timeout is 1 s, the I/O timeout 3 s) and the next call tries to
@@ -36,9 +37,9 @@ extern "C" {
 /* Connect to "host:port", or to the first answering server of a list
  * "h1:p1,h2:p2,..."; when the server in use dies, later calls move to the
  * next one (a call cut off after sending fails with -1 and is not resent).
- * 0 on success, -1 on failure (bad address, no server reachable). Calling it
- * again replaces the previous connection (if the new connect fails, the
- * previous one is kept). */
+ * 0 on success, -1 on failure (a bad address, a list with spaces among them
+ * included; no server reachable). Calling it again replaces the previous
+ * connection (if the new connect fails, the previous one is kept). */
 KV739_API int kv739_init(char *server);
 
 /* 0 and the value copied (NUL-terminated) into value if the key is present,

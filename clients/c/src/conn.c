@@ -42,7 +42,9 @@ int kv_seterr(struct anykv *h, int code, const char *fmt, ...)
 }
 
 /* Split "host:port" or "[v6]:port". Rejects an empty host, a bare IPv6
- * address (ambiguous colons) and any port that is not 1..65535 in digits. */
+ * address (ambiguous colons), a host with a space or control byte (which no
+ * name or address holds: " h" of "a:1, h:2" was taken, then never resolved)
+ * and any port that is not 1..65535 in digits. */
 int kv_parse_hostport(const char *s, char **host, char **port)
 {
     const char *h, *he, *p;
@@ -64,6 +66,9 @@ int kv_parse_hostport(const char *s, char **host, char **port)
     size_t hlen = (size_t)(he - h), plen = strlen(p);
     if (hlen == 0 || hlen > 255 || plen == 0 || plen > 5)
         return -1;
+    for (size_t i = 0; i < hlen; i++)
+        if ((unsigned char)h[i] <= ' ' || h[i] == 0x7f)
+            return -1;
     long v = 0;
     for (size_t i = 0; i < plen; i++) {
         if (p[i] < '0' || p[i] > '9')
@@ -179,12 +184,13 @@ int kv_parse_servers(struct anykv *h, const char *list)
     return 0;
 }
 
-/* Connect to server i (resolve, then each address in turn). */
+/* Connect to server i (resolve, then each address in turn). The connect
+ * timeout starts once resolved: resolution is not bounded by it, and must not
+ * spend it either (a resolver slower than the timeout failed every connect). */
 static int connect_server(struct anykv *h, int i)
 {
     h->host = h->hosts[i];
     h->port = h->ports[i];
-    int64_t deadline = deadline_after(h->connect_timeout_ms);
     struct addrinfo hints, *res = NULL;
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
@@ -193,11 +199,13 @@ static int connect_server(struct anykv *h, int i)
     int g = getaddrinfo(h->host, h->port, &hints, &res);
     if (g != 0)
         return kv_seterr(h, ANYKV_ERR_IO, "resolve %s: %s", h->host, gai_strerror(g));
+    int64_t deadline = deadline_after(h->connect_timeout_ms);
     int rc = ANYKV_ERR_IO;
     for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
         rc = connect_one(h, ai, deadline);
         if (rc >= 0) {
             h->fd = rc;
+            h->pid = getpid();
             rc = ANYKV_OK;
             break;
         }
@@ -437,7 +445,8 @@ static int read_line(struct anykv *h, const char **line, size_t *len)
             return 0;
         }
         scanned = avail;
-        if (avail > KV_MAX_LINE)
+        /* A line at the cap may be here up to its CR, its LF still to come. */
+        if (avail > KV_MAX_LINE + 1)
             return kv_seterr(h, ANYKV_ERR_PROTOCOL, "reply line longer than %d bytes",
                              KV_MAX_LINE);
         int rc = fill(h);
@@ -673,7 +682,11 @@ int kv_call(struct anykv *h, int argc, const void *const *argv,
 {
     *out = NULL;
     h->err[0] = '\0';
-    if (h->fd >= 0 && stale(h))
+    /* A connection opened before a fork() is the parent's: a child that used
+     * it too would read the parent's replies (and the parent the child's).
+     * The child drops its copy of the descriptor, which leaves the parent's
+     * connection open, and connects anew. */
+    if (h->fd >= 0 && (h->pid != getpid() || stale(h)))
         kv_disconnect(h);
     if (h->fd < 0) {
         int rc = kv_connect(h);

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "anykv.h"
 
@@ -49,6 +50,7 @@ struct anykv {
     size_t max_reply_bytes;
 
     int fd;                   /* -1 when not connected */
+    pid_t pid;                /* the process that opened fd (a forked child does not use it) */
     int64_t deadline;         /* monotonic ms for the current call; -1 = none */
 
     char *rbuf;               /* read buffer: bytes [rpos, rlen) not consumed */

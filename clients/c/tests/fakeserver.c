@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 struct fake_server {
@@ -61,11 +62,19 @@ static int read_request(fake_server *f, int fd)
 
 static void serve(fake_server *f, int fd, const char *const *script)
 {
+    int pieces = 0; /* the entry continues a reply: read no request first */
     for (int i = 0; script != NULL && script[i] != NULL; i++) {
         if (strcmp(script[i], FAKE_CLOSE) == 0)
             return;
-        if (read_request(f, fd) != 0)
+        if (strcmp(script[i], FAKE_PAUSE) == 0) {
+            struct timespec ts = {0, 100 * 1000000L};
+            nanosleep(&ts, NULL);
+            pieces = 1;
+            continue;
+        }
+        if (!pieces && read_request(f, fd) != 0)
             return;
+        pieces = 0;
         if (strcmp(script[i], FAKE_HANG) == 0) {
             char c;
             while (wait_readable(f, fd) == 0 && recv(fd, &c, 1, 0) > 0)

@@ -9,6 +9,8 @@
  *   - a normal string: sends it as the reply;
  *   - FAKE_HANG:  sends nothing and keeps the connection open until stop;
  *   - FAKE_CLOSE: closes the connection without replying.
+ *   - FAKE_PAUSE: sends nothing for 100 ms, then the next entry follows
+ *     without reading a request first (one reply in two pieces).
  * When the list runs out, the next request closes the connection too.
  * Connections beyond nscripts are closed at once. Every byte received is
  * kept and can be read back with fake_received().
@@ -20,6 +22,7 @@
 
 #define FAKE_HANG "\001hang"
 #define FAKE_CLOSE "\001close"
+#define FAKE_PAUSE "\001pause"
 
 typedef struct fake_server fake_server;
 

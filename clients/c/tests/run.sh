@@ -17,7 +17,7 @@ set -u
 
 CDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 B="${KV_BUILD:-$CDIR/build}" # make SANITIZE=1 test: build-san
-TESTS=(test_anykv test_kv739 test_restart test_failover)
+TESTS=(test_anykv test_kv739 test_restart test_failover test_static)
 
 for t in kvtool "${TESTS[@]}"; do
     if [ ! -x "$B/$t" ]; then

@@ -4,13 +4,18 @@
  * SELECT, reply caps) and against fake servers (protocol errors, timeouts,
  * reconnection, AUTH).
  */
+#include <dlfcn.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "anykv.h"
 #include "check.h"
 #include "fakeserver.h"
+
+#define KV_LINE_CAP 65536 /* KV_MAX_LINE of src/internal.h: a reply line's bytes before CRLF */
 
 static char addr[256];
 static char pfx[96];
@@ -243,7 +248,10 @@ static void test_args_and_options(anykv_t *h)
     /* Bad addresses never give a handle. */
     const char *bad[] = {NULL, "", "127.0.0.1", "127.0.0.1:", ":6379", "127.0.0.1:0",
                          "127.0.0.1:65536", "127.0.0.1:12ab", "::1:6379", "[::1]6379",
-                         "127.0.0.1:-1"};
+                         "127.0.0.1:-1",
+                         /* whitespace is no part of a host: the entry could never be resolved */
+                         " 127.0.0.1:6379", "127.0.0.1 :6379", "127.0.0.1:1, 127.0.0.1:2",
+                         "127.0.0.1:1,\t127.0.0.1:2", "[ ::1]:6379"};
     anykv_options lazy = {.lazy = 1};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECKF(anykv_connect(bad[i], &lazy) == NULL, "address %s", bad[i] ? bad[i] : "NULL");
@@ -373,6 +381,47 @@ static void test_bad_replies(void)
     /* An error reply with no text still gives an error text, not "" (which means success). */
     CHECK_EQ(get_from_fake("-\r\n", NULL, err, sizeof err), ANYKV_ERR_SERVER);
     CHECKF(strcmp(err, "server error reply with no text") == 0, "%s", err);
+}
+
+/* One GET against a fake server that sends its reply in two pieces, 100 ms
+ * apart (first may be "" for the whole reply in one piece); returns the status. */
+static int get_in_pieces(const char *first, const char *second)
+{
+    const char *s0[] = {first, FAKE_PAUSE, second, NULL};
+    const char *s1[] = {second, NULL};
+    const char *const *scripts[] = {first[0] != '\0' ? s0 : s1};
+    fake_server *f = fake_start(scripts, 1);
+    if (!CHECK(f != NULL))
+        return 99;
+    char a[64];
+    snprintf(a, sizeof a, "127.0.0.1:%d", fake_port(f));
+    anykv_options lazy = {.lazy = 1};
+    anykv_t *h = anykv_connect(a, &lazy);
+    char *v = NULL;
+    int rc = anykv_get(h, "k", 1, &v, NULL);
+    anykv_free(v);
+    anykv_close(h);
+    fake_stop(f);
+    return rc;
+}
+
+/* A line at the 64 KiB cap is accepted however it arrives: it was refused
+ * ("longer than 65536 bytes") when its CR came in one read and its LF in the
+ * next, and accepted when both came together. One byte longer is refused
+ * both ways. */
+static void test_line_cap_pieces(void)
+{
+    for (size_t n = KV_LINE_CAP; n <= KV_LINE_CAP + 1; n++) {
+        char *line = malloc(n + 3);
+        memset(line, 'e', n);
+        line[0] = '-';
+        memcpy(line + n, "\r\n", 3);
+        int want = n == KV_LINE_CAP ? ANYKV_ERR_SERVER : ANYKV_ERR_PROTOCOL;
+        CHECKF(get_in_pieces("", line) == want, "%zu-byte line in one piece", n);
+        line[n + 1] = '\0'; /* "...\r" now, then "\n" */
+        CHECKF(get_in_pieces(line, "\n") == want, "%zu-byte line, CR and LF in two reads", n);
+        free(line);
+    }
 }
 
 static void test_timeout_reconnect_auth(void)
@@ -557,6 +606,37 @@ static void test_unanswering_servers(void)
     }
 }
 
+/* A slow resolver: while slow_resolver_ms > 0, every getaddrinfo of the library
+ * (this definition interposes on libc's) takes that long before answering. */
+static int slow_resolver_ms;
+
+__attribute__((visibility("default"))) /* built with -fvisibility=hidden: export it to interpose */
+int getaddrinfo(const char *node, const char *service, const struct addrinfo *hints,
+                struct addrinfo **res)
+{
+    int (*real)(const char *, const char *, const struct addrinfo *, struct addrinfo **);
+    *(void **)&real = dlsym(RTLD_NEXT, "getaddrinfo");
+    if (slow_resolver_ms > 0)
+        check_sleep_ms(slow_resolver_ms);
+    return real(node, service, hints, res);
+}
+
+/* Resolution is not bounded by the connect timeout, and does not spend it
+ * either: with a resolver slower than the connect timeout (a first nameserver
+ * down, say) every connect failed at once with "connect ...: timed out", the
+ * server being up, since the deadline was set before resolving. */
+static void test_slow_resolver(void)
+{
+    anykv_options o = {.lazy = 1, .connect_timeout_ms = 300};
+    anykv_t *h = anykv_connect(addr, &o);
+    slow_resolver_ms = 500;
+    int rc = anykv_ping(h);
+    slow_resolver_ms = 0;
+    CHECKF(rc == ANYKV_OK, "ping through a 500 ms resolver with a 300 ms connect timeout: %s: %s",
+           anykv_strerror(rc), anykv_errstr(h));
+    anykv_close(h);
+}
+
 /* A port nobody listens on: bound but not listening, so refused for sure. */
 static void test_refused(void)
 {
@@ -590,10 +670,12 @@ int main(void)
         anykv_close(h);
     }
     test_bad_replies();
+    test_line_cap_pieces();
     test_timeout_reconnect_auth();
     test_handshake_replies();
     test_unanswering_servers();
     test_refused();
+    test_slow_resolver();
     anykv_close(NULL);
     return check_done("test_anykv");
 }

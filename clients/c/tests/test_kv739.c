@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "anykv.h"
 #include "check.h"
@@ -52,6 +54,11 @@ static void test_init(void)
     CHECK_EQ(kv739_init(bad4), -1);
     CHECK_EQ(kv739_init(bad5), -1);
     CHECK_EQ(kv739_init(NULL), -1);
+    /* A list written with ", ": its second entry could never be resolved (" 127.0.0.1"),
+     * so the list is refused, rather than taken with a failover that cannot work. */
+    char spaced[600];
+    snprintf(spaced, sizeof spaced, "%s, %s", addr, addr);
+    CHECK_EQ(kv739_init(spaced), -1);
     /* Unreachable: a port that was just closed. */
     const char *const *none[] = {NULL};
     fake_server *f = fake_start(none, 0);
@@ -318,6 +325,59 @@ static void test_concurrency(void)
     }
 }
 
+/* ---- fork -------------------------------------------------------------- */
+
+/* kv739_init, then fork: the child's calls must go over a connection of its
+ * own. They went over the inherited one, the parent's socket, so two processes
+ * read each other's replies: a get answered with another key's value, rc 0 (a
+ * parent and 8 children released together: 178 such gets in 100 rounds). A
+ * fake server makes it exact: connection 0 (the parent's) answers the init's
+ * PING and then "parent", connection 1 answers "child". */
+static void test_fork(void)
+{
+    const char *s0[] = {"+PONG\r\n", "$6\r\nparent\r\n", NULL};
+    const char *s1[] = {"$5\r\nchild\r\n", NULL};
+    const char *const *scripts[] = {s0, s1};
+    static fake_server *f; /* static: still reachable in the child at its exit (valgrind) */
+    f = fake_start(scripts, 2);
+    char a[64], k[] = "k";
+    snprintf(a, sizeof a, "127.0.0.1:%d", fake_port(f));
+    if (!CHECKF(kv739_init(a) == 0, "kv739_init(%s) of the fake server", a)) {
+        fake_stop(f);
+        return;
+    }
+    int p[2];
+    if (!CHECK(pipe(p) == 0))
+        return;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) { /* the child: one get, its result to the parent */
+        vbuf out;
+        vb_init(&out);
+        int rc = kv739_get(k, out.b);
+        char res[64];
+        snprintf(res, sizeof res, "%d %.20s", rc, rc == 0 ? out.b : "");
+        ssize_t w = write(p[1], res, strlen(res));
+        _exit(w > 0 ? 0 : 1);
+    }
+    close(p[1]);
+    vbuf out;
+    vb_init(&out);
+    int rc = kv739_get(k, out.b);
+    CHECKF(rc == 0 && strcmp(out.b, "parent") == 0, "parent's get after fork: rc %d, '%.20s'", rc,
+           rc == 0 ? out.b : "");
+    CHECK_EQ(kv739_shutdown(), 0); /* ends connection 0: the fake server goes on to 1 */
+    char res[64] = "";
+    ssize_t n = read(p[0], res, sizeof res - 1);
+    res[n > 0 ? n : 0] = '\0';
+    close(p[0]);
+    int st = 0;
+    CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECKF(strcmp(res, "0 child") == 0, "child's get after fork: '%s' (rc, value)", res);
+    CHECK_EQ(fake_accepted(f), 2);
+    fake_stop(f);
+}
+
 int main(void)
 {
     snprintf(addr, sizeof addr, "%s", check_env("KV_ADDR"));
@@ -326,6 +386,7 @@ int main(void)
     test_put_get();
     test_boundaries();
     test_concurrency();
+    test_fork();
     CHECK_EQ(kv739_shutdown(), 0);
     CHECK_EQ(kv739_shutdown(), 0);
     vbuf out;
