@@ -98,6 +98,7 @@ type binHeader struct {
 	opaque uint32 // echoed
 	cas    uint64
 	status uint16 // not 0: the request was refused while parsing, answer this
+	close  bool   // close the connection once the refusal is answered (memcached's close_after_write)
 }
 
 // binVariants maps the quiet and K opcodes to their base opcode.
@@ -140,10 +141,13 @@ func binShape(base byte) (extras int, key, value, known bool) {
 }
 
 // nextBinary parses one binary request from the front of buf, as next does for the text protocol. A request
-// whose shape is wrong for its opcode (answered "Invalid arguments", then the connection is closed, as
-// memcached does), an unknown opcode, or a value over the item limit is returned with its status set and its
-// body discarded as it arrives. A byte other than the request magic where a header should start ends
-// the connection (cmdClose without a reply), as in memcached.
+// refused from its header is returned with its status set and its body discarded as it arrives, in
+// memcached's order of checks (dispatch_bin_command): a header whose key and extras are longer than its body
+// ("Unknown command"), a request other than SASL or version from a client that has not authenticated ("Auth
+// failure."), a shape wrong for its opcode ("Invalid arguments"), each answered and the connection then
+// closed; an unknown opcode, or a value over the item limit, answered and the connection served on. A byte
+// other than the request magic where a header should start ends the connection (cmdClose without a reply),
+// as in memcached.
 func (p *parser) nextBinary(buf []byte, r *request) (int, status) {
 	p.need = 0
 	if n, st, ok := p.skip(buf); ok {
@@ -166,22 +170,24 @@ func (p *parser) nextBinary(buf []byte, r *request) (int, status) {
 	bodyLen := int(binary.BigEndian.Uint32(buf[8:]))
 	h.opaque, h.cas = binary.BigEndian.Uint32(buf[12:]), binary.BigEndian.Uint64(buf[16:])
 	valueLen := bodyLen - keyLen - extLen
-	if valueLen < 0 {
-		r.cmd = cmdClose // a header that contradicts itself: memcached closes too
-		return len(buf), parsed
+	if valueLen < 0 { // a header that contradicts itself
+		h.status, h.close = stUnknownCommand, true
+		return binaryHeaderLen, parsed
 	}
 	wantExt, wantKey, hasValue, known := binShape(h.base)
 	switch {
+	case p.unauthed && !authFree(h.base):
+		h.status, h.close = stAuthError, true // refused from its header: its body is never held
 	case !known:
 		h.status = stUnknownCommand
 	case wantExt >= 0 && extLen != wantExt, wantExt < 0 && extLen != 0 && extLen != 4,
 		wantKey && keyLen == 0, !wantKey && h.base != opStat && keyLen != 0, !hasValue && valueLen != 0,
 		keyLen > p.maxKey:
-		h.status = stInvalid
+		h.status, h.close = stInvalid, true
 	case hasValue && valueLen > p.maxValue:
 		h.status = stTooLarge
-	case p.unauthed && bodyLen > 0 && (!authFree(h.base) || bodyLen > maxAuthData):
-		h.status = stAuthError // refused from its header: an unauthenticated client's body is never held
+	case p.unauthed && bodyLen > maxAuthData:
+		h.status = stAuthError // a SASL exchange too long to hold: refused, the connection served on
 	}
 	if h.status != stOK { // the body is bounded only when the status is OK: discard it
 		if h.status == stTooLarge && h.base == opSet {

@@ -181,13 +181,17 @@ op=02 st=2 opq=4 val="Data exists for key."
 }
 
 // TestBinarySASL checks SASL PLAIN when a password is set: only the SASL commands and version are served
-// before it, a wrong password is refused, the right one authenticates.
+// before it (anything else is refused and the connection closed), a wrong password is refused, the right one
+// authenticates.
 func TestBinarySASL(t *testing.T) {
 	ts := startServer(t, withPassword("s3cret pw"))
+	if got, want := binaryUntilClose(t, dial(t, ts.addr), append(binReq(opGet, 1, 0, nil, []byte("k"), nil),
+		binReq(opVersion, 2, 0, nil, nil, nil)...)), "op=00 st=20 opq=1 val=\"Auth failure.\"\n"; got != want {
+		t.Fatalf("got\n%swant\n%s", got, want)
+	}
 	cl := dial(t, ts.addr)
 	exchange := func(req []byte, want string) { t.Helper(); binExchange(t, cl, req, want) }
-	exchange(append(binReq(opGet, 1, 0, nil, []byte("k"), nil), binReq(opVersion, 2, 0, nil, nil, nil)...),
-		"op=00 st=20 opq=1 val=\"Auth failure.\"\nop=0b st=0 opq=2 val=\"1.6.18-anykv\"\n")
+	exchange(binReq(opVersion, 2, 0, nil, nil, nil), "op=0b st=0 opq=2 val=\"1.6.18-anykv\"\n")
 	exchange(binReq(opSASLList, 3, 0, nil, nil, nil), "op=20 st=0 opq=3 val=\"PLAIN\"\n")
 	exchange(binReq(opSASLAuth, 4, 0, nil, []byte("PLAIN"), []byte("\x00alice\x00wrong")),
 		"op=21 st=20 opq=4 val=\"Auth failure.\"\n")
@@ -278,18 +282,17 @@ func TestBinaryMetrics(t *testing.T) {
 }
 
 // TestBinaryUnauthenticatedBodiesAreNotHeld: before authenticating, a binary request other than SASL is refused
-// from its header, its body discarded as it arrives: a set announcing an item-sized body is answered before the
-// body is sent, so the server never holds it (300 such connections held 400 MB). A SASL request may carry at most
-// maxAuthData bytes.
+// from its header and the connection closed: a set announcing an item-sized body is answered before the body is
+// sent, so the server never holds it (300 such connections held 400 MB). A SASL request may carry at most
+// maxAuthData bytes; a longer one is refused, its body discarded as it arrives.
 func TestBinaryUnauthenticatedBodiesAreNotHeld(t *testing.T) {
 	ts := startServer(t, withPassword("s3cret pw"))
-	cl := dial(t, ts.addr)
 	set := binReq(opSet, 1, 0, u32(0, 0), []byte("k"), bytes.Repeat([]byte("x"), 1<<20))
-	binExchange(t, cl, set[:binaryHeaderLen+100], "op=01 st=20 opq=1 val=\"Auth failure.\"\n")
-	if _, err := cl.c.Write(set[binaryHeaderLen+100:]); err != nil { // the rest is discarded, not parsed
-		t.Fatal(err)
+	if got, want := binaryUntilClose(t, dial(t, ts.addr), set[:binaryHeaderLen+100]),
+		"op=01 st=20 opq=1 val=\"Auth failure.\"\n"; got != want {
+		t.Fatalf("got\n%swant\n%s", got, want)
 	}
-	binExchange(t, cl, binReq(opGet, 2, 0, nil, []byte("k"), nil), "op=00 st=20 opq=2 val=\"Auth failure.\"\n")
+	cl := dial(t, ts.addr)
 	big := binReq(opSASLAuth, 3, 0, nil, []byte("PLAIN"), bytes.Repeat([]byte("p"), maxAuthData+1))
 	binExchange(t, cl, big[:binaryHeaderLen], "op=21 st=20 opq=3 val=\"Auth failure.\"\n")
 	cl.c.Write(big[binaryHeaderLen:])

@@ -16,14 +16,17 @@ import (
 // handleBinary runs one binary request.
 func (c *conn) handleBinary(req *request) {
 	h := &req.bin
-	if h.status != stInvalid && !c.authed && !authFree(h.base) {
-		// Before a too-large store's own answer too: that answer drops the stored item, a write that only an
-		// authenticated client may cause.
-		h.status, req.tooLarge = stAuthError, cmdNone
+	// The parser refuses the requests of a client that has not authenticated (nextBinary, p.unauthed), before a
+	// too-large store's own answer too: that answer drops the stored item, a write only an authenticated
+	// client may cause. This checks it again.
+	if !c.authed && !authFree(h.base) && !h.close {
+		h.status, h.close, req.tooLarge = stAuthError, true, cmdNone
+	}
+	if h.status == stAuthError && !authFree(h.base) {
 		c.st[sAuthErrors]++
 	}
-	if h.status == stInvalid {
-		c.closing = true // memcached closes a connection that sent a malformed request, once it is answered
+	if h.close {
+		c.closing = true // memcached closes the connection once the refusal is answered
 	}
 	if h.status != stOK {
 		if req.tooLarge != cmdNone {
