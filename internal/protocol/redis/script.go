@@ -533,6 +533,9 @@ func runScriptLua(tx *engine.Tx, args [][]byte, collect *bool) (res engine.Resul
 		L.Push(vm.closure(compiled))
 		err = L.PCall(0, 1, nil)
 	}
+	if errors.Is(vm.fatal, engine.ErrInternal) { // a command panicked (scriptRun.call): caught by pcall or not
+		return engine.Result{}, vm.fatal
+	}
 	if err != nil {
 		if vm.fatal != nil {
 			return engine.Result{}, vm.fatal

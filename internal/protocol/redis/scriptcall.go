@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -23,7 +26,9 @@ func (vm *luaVM) redisLib() *lua.LTable {
 		return func(L *lua.LState) int {
 			v, err := vm.run.call(L)
 			if err != nil {
-				vm.fatal = err
+				if !errors.Is(vm.fatal, engine.ErrInternal) { // a panic's stays: the batch is refused whatever follows
+					vm.fatal = err
+				}
 				L.RaiseError("%v", err)
 			}
 			if t, ok := v.(*lua.LTable); ok && !protect {
@@ -156,7 +161,28 @@ type scriptRun struct {
 // through tx. It returns the reply as a Lua value (an {err=} table for an error reply), or the batch's own failure.
 // As in Redis, each command the script calls counts in INFO commandstats, and each error reply it gets (or each
 // call refused here) in errorstats (stat).
-func (r *scriptRun) call(L *lua.LState) (lua.LValue, error) {
+//
+// A Go panic on the way (a defect of anykv's, in the command or the engine's batch) comes back as an error
+// wrapping engine.ErrInternal, logged with its stack: gopher-lua's PCall would turn it into a Lua error that the
+// script could catch, and the batch, half-changed by the mutation that panicked, would commit; runScript refuses
+// the batch instead, as engine.Resolve refuses any batch that panics. The script's own Lua errors raised in here
+// (the time and memory limits) pass through.
+func (r *scriptRun) call(L *lua.LState) (v lua.LValue, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			if _, isLua := p.(*lua.ApiError); isLua {
+				panic(p)
+			}
+			slog.Error("panic in a command a script called; the script's batch is refused, nothing of it applied",
+				"panic", p, "stack", string(debug.Stack()))
+			v, err = nil, fmt.Errorf("%w: %v", engine.ErrInternal, p)
+		}
+	}()
+	return r.callCommand(L)
+}
+
+// callCommand is call without its recover.
+func (r *scriptRun) callCommand(L *lua.LState) (lua.LValue, error) {
 	tx, readOnly := r.tx, r.readOnly
 	args, msg := luaCallArgs(L)
 	if msg != "" {
