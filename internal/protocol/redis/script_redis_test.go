@@ -241,3 +241,29 @@ func TestScriptRuntimeErrorsMatchRedis(t *testing.T) {
 		))
 	})
 }
+
+// TestScriptReplicationAndDebuggerCallsMatchRedis: redis.set_repl with the REPL_ constants (scripts written for
+// Redis 3.2 to 6 choose what is replicated with it) and the debugger's redis.breakpoint and redis.debug, which
+// do nothing outside a debugging session, answer as in Redis 7 (set_repl's argument checks and errors
+// included), in scripts and, for set_repl, in functions. They were missing: such a script failed with
+// "attempt to call a nil value".
+func TestScriptReplicationAndDebuggerCallsMatchRedis(t *testing.T) {
+	lib := "#!lua name=r2repl\nredis.register_function('r2repl', function(keys, args) " +
+		"redis.set_repl(redis.REPL_NONE) redis.call('set', keys[1], 'f') return {redis.REPL_ALL, redis.call('get', keys[1])} end)"
+	sameAsRedis(t, func(t *testing.T, addr string) []string {
+		return pubsubTranscript(t, addr, scriptSteps(
+			eval("return {redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL}"),
+			eval("return redis.set_repl(redis.REPL_ALL)"),
+			eval("redis.set_repl(redis.REPL_NONE) redis.call('set', KEYS[1], 'v') return redis.call('get', KEYS[1])", "1", "rk"),
+			[]string{"GET", "rk"},
+			eval("return redis.set_repl()"), eval("return redis.set_repl(1, 2)"), eval("return redis.set_repl(4)"),
+			eval("return redis.set_repl(-1)"), eval("return redis.set_repl('x')"), eval("return redis.set_repl('3')"),
+			eval("return redis.set_repl(3.7)"), eval("return redis.set_repl({})"), eval("return redis.set_repl(0/0)"),
+			eval("return redis.set_repl(2^40)"), eval("return {pcall(redis.set_repl, 9)}"),
+			eval("return redis.breakpoint()"), eval("return tostring(redis.breakpoint())"),
+			eval("return select('#', redis.breakpoint(1, 2))"), eval("return redis.debug('x')"),
+			eval("return select('#', redis.debug())"), eval("return select('#', redis.debug('a', {}, 1))"),
+			[]string{"FUNCTION", "LOAD", "REPLACE", lib}, []string{"FCALL", "r2repl", "1", "fk"},
+		))
+	})
+}

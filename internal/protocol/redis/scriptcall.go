@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -88,12 +89,38 @@ func (vm *luaVM) redisLib() *lua.LTable {
 		return 1
 	}))
 	r.RawSetString("replicate_commands", L.NewFunction(func(L *lua.LState) int { L.Push(lua.LTrue); return 1 }))
+	// What a script replicates (set_repl) means nothing here, with no replicas and every write durable: its
+	// argument is checked as Redis 7 checks it, and the script's writes are kept and stored whatever it chose. The
+	// debugger's calls do nothing outside a debugging session (anykv has none): breakpoint answers false.
+	r.RawSetString("set_repl", L.NewFunction(luaSetRepl))
+	r.RawSetString("breakpoint", L.NewFunction(func(L *lua.LState) int { L.Push(lua.LFalse); return 1 }))
+	r.RawSetString("debug", L.NewFunction(func(L *lua.LState) int { return 0 }))
+	for name, flags := range map[string]int{"REPL_NONE": 0, "REPL_AOF": 1, "REPL_SLAVE": 2, "REPL_REPLICA": 2, "REPL_ALL": 3} {
+		r.RawSetString(name, lua.LNumber(flags))
+	}
 	r.RawSetString("REDIS_VERSION", lua.LString(Version))
 	r.RawSetString("REDIS_VERSION_NUM", lua.LNumber(versionNum(Version)))
 	for name, lvl := range map[string]int{"LOG_DEBUG": 0, "LOG_VERBOSE": 1, "LOG_NOTICE": 2, "LOG_WARNING": 3} {
 		r.RawSetString(name, lua.LNumber(lvl))
 	}
 	return r
+}
+
+// luaSetRepl is redis.set_repl(flags) with Redis 7's checks: one argument, read as lua_tonumber reads it (0 for
+// what is not a number) and cast to a C int, a combination of REPL_AOF and REPL_REPLICA.
+func luaSetRepl(L *lua.LState) int {
+	if L.GetTop() != 1 {
+		raiseErr(L, "ERR redis.set_repl() requires two arguments.")
+	}
+	f := float64(lua.LVAsNumber(L.Get(1)))
+	flags := int64(math.MinInt32) // what x86-64 makes of a double an int cannot hold (NaN too)
+	if f > math.MinInt32-1 && f < math.MaxInt32+1 {
+		flags = int64(f) // truncated, as C casts it
+	}
+	if flags&^3 != 0 {
+		raiseErr(L, "ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.")
+	}
+	return 0
 }
 
 // luaLog is redis.log(level, message, ...), with Redis's checks; what it logs goes nowhere.
