@@ -601,8 +601,11 @@ func scriptErrorText(err error, chunk string) string {
 				return string(e)
 			}
 		}
-		if msg, ok := ae.Object.(lua.LString); ok {
-			return "ERR " + firstLine(string(msg)) // the chunk is named user_script, as Redis names it
+		switch v := ae.Object.(type) {
+		case lua.LString:
+			return "ERR " + firstLine(string(v)) // the chunk is named user_script, as Redis names it
+		case lua.LBool, *lua.LNilType: // error(true), error(): Redis's handler makes "ERR " .. tostring(err)
+			return "ERR " + v.String()
 		}
 	}
 	return "ERR " + chunk + ": " + firstLine(err.Error())
