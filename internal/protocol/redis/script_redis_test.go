@@ -267,3 +267,16 @@ func TestScriptReplicationAndDebuggerCallsMatchRedis(t *testing.T) {
 		))
 	})
 }
+
+// TestScriptVerbatimFormatsMatchRedis: a verbatim string a script returns has a format of three bytes, as Redis
+// writes it: the format's first three, a shorter one (or one cut by a zero byte) padded with spaces. A format of
+// other than three bytes became "txt".
+func TestScriptVerbatimFormatsMatchRedis(t *testing.T) {
+	sameAsRedis(t, func(t *testing.T, addr string) []string {
+		var cmds [][]string
+		for _, f := range []string{"'txt'", "'mkd'", "'t'", "''", "'ab'", "'markdown'", "'a\\0b'", "'\\0'"} {
+			cmds = append(cmds, eval("return {verbatim_string={format="+f+", string='hello'}}"))
+		}
+		return pubsubTranscript(t, addr, scriptSteps(cmds...))
+	})
+}
