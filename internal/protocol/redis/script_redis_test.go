@@ -280,3 +280,22 @@ func TestScriptVerbatimFormatsMatchRedis(t *testing.T) {
 		return pubsubTranscript(t, addr, scriptSteps(cmds...))
 	})
 }
+
+// TestReadOnlyScriptsRefusePFCountMatchRedis: a read-only script (EVAL_RO, a no-writes shebang, FCALL_RO) may not
+// call PFCOUNT, which Redis flags may-replicate (it may write its cardinality cache) and refuses there as a write,
+// as it refuses PUBLISH; EVAL may. It ran.
+func TestReadOnlyScriptsRefusePFCountMatchRedis(t *testing.T) {
+	lib := "#!lua name=r2pf\nredis.register_function{function_name='r2pf', flags={'no-writes'}, " +
+		"callback=function(keys) return redis.pcall('pfcount', keys[1]) end}"
+	sameAsRedis(t, func(t *testing.T, addr string) []string {
+		return pubsubTranscript(t, addr, scriptSteps(
+			[]string{"PFADD", "hll", "a", "b"},
+			[]string{"EVAL_RO", "return redis.call('pfcount', KEYS[1])", "1", "hll"},
+			[]string{"EVAL_RO", "return redis.pcall('pfcount', KEYS[1])", "1", "hll"},
+			eval("#!lua flags=no-writes\nreturn redis.pcall('pfcount', KEYS[1])", "1", "hll"),
+			eval("return redis.call('pfcount', KEYS[1])", "1", "hll"),
+			[]string{"FUNCTION", "LOAD", "REPLACE", lib}, []string{"FCALL_RO", "r2pf", "1", "hll"},
+			[]string{"FCALL", "r2pf", "1", "hll"},
+		))
+	})
+}

@@ -284,7 +284,7 @@ func (r *scriptRun) callCommand(L *lua.LState) (lua.LValue, error) {
 		return refuse("ERR This Redis command is not allowed from script"), nil
 	case (cmd.immIf != nil || cmd.name == "xread") && hasBlock(args): // XREAD's and XREADGROUP's BLOCK: no script waits
 		return failed("ERR " + string(args[0]) + " command is not allowed with BLOCK option from scripts"), nil
-	case readOnly && cmd.flags&flagWrite != 0:
+	case readOnly && (cmd.flags&flagWrite != 0 || cmd.name == "pfcount"): // PFCOUNT: may-replicate, as PUBLISH
 		return refuse("ERR Write commands are not allowed from read-only scripts."), nil
 	}
 	if !arityOK {
