@@ -299,3 +299,25 @@ func TestReadOnlyScriptsRefusePFCountMatchRedis(t *testing.T) {
 		))
 	})
 }
+
+// TestScriptCallCheckOrderMatchesRedis: a script's call is checked in Redis 7's order (scriptCall): the command
+// known, its arity, whether scripts may run it, the user's rules, then whether a read-only script may (a write or
+// may-replicate command), and only then the command's own checks (XREADGROUP's BLOCK). A call of the wrong arity
+// answered that read-only scripts may not write, or that scripts may not run it, and a read-only script's
+// XREADGROUP BLOCK the BLOCK error.
+func TestScriptCallCheckOrderMatchesRedis(t *testing.T) {
+	ro := func(script string) []string { return []string{"EVAL_RO", script, "0"} }
+	sameAsRedis(t, func(t *testing.T, addr string) []string {
+		return pubsubTranscript(t, addr, scriptSteps(
+			ro("return redis.pcall('set', 'a')"), ro("return redis.pcall('publish', 'a')"),
+			ro("return redis.pcall('spublish', 'a')"), ro("return redis.pcall('pfcount')"),
+			ro("return redis.pcall('xreadgroup', 'group', 'g', 'c', 'block', '0', 'streams', 'x', '>')"),
+			ro("return redis.pcall('blpop', 'a')"), ro("return redis.pcall('time', 'x')"),
+			eval("return redis.pcall('xreadgroup', 'group', 'g', 'c', 'block', '0', 'streams', 'x', '>')"),
+			eval("return redis.pcall('debug')"), eval("return redis.pcall('eval')"), eval("return redis.pcall('blpop', 'a')"),
+			eval("return redis.pcall('blpop', 'a', '0')"), eval("return redis.pcall('select')"),
+			eval("return redis.pcall('time', 'x')"), eval("return redis.pcall('publish', 'a')"),
+			eval("return redis.call('eval')"), eval("return redis.call('nosuch', 'a')"),
+		))
+	})
+}

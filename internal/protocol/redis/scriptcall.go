@@ -227,23 +227,35 @@ func (r *scriptRun) callCommand(L *lua.LState) (lua.LValue, error) {
 		r.stat(cmd, false, msg)
 		return luaErrorTable(L, msg, true)
 	}
+	name := lower(args[0])
+	// Checked in Redis 7's order (scriptCall): the command, its arity, whether scripts may run it, the user's
+	// rules, whether a read-only script may (a write, or a command Redis may replicate); then the command's own.
 	arityOK := cmd != nil && !(cmd.arity > 0 && n != cmd.arity || cmd.arity < 0 && n < -cmd.arity) &&
 		subArityError(cmd, args) == "" // a container's subcommand by its own arity, as Redis looks it up
-	if s.user != nil && arityOK { // ACL, as Redis checks a script's call: after the command's name and arity
+	switch {
+	case cmd == nil:
+		return refuse("ERR Unknown Redis command called from script"), nil
+	case !arityOK:
+		return refuse("ERR Wrong number of args calling Redis command from script"), nil
+	case name == "time" || name == "ping" || name == "select" || name == "publish" || name == "spublish":
+	case cmd.data == nil && (!cmd.inScript || r.host == nil), cmd.tx != nil, cmd.name == "debug": // cmd.tx: EVAL and its kin
+		return refuse("ERR This Redis command is not allowed from script"), nil
+	}
+	if s.user != nil { // ACL, as Redis checks a script's call: after the command's name and arity
 		if res, _ := s.aclDeny(cmd, args); res != aclOK {
 			return refuse(scriptNoperm[res]), nil
 		}
+	}
+	if readOnly && (cmd.flags&flagWrite != 0 || name == "pfcount" || name == "publish" || name == "spublish") {
+		return refuse("ERR Write commands are not allowed from read-only scripts."), nil // and may-replicate ones
 	}
 	shown := func() { // a command that passed the checks is shown to monitors, as Redis's call() feeds them
 		if r.monitor {
 			r.out = append(r.out, keyEvent{monitor: true, db: r.db, args: copyArgs(args)})
 		}
 	}
-	switch name := lower(args[0]); {
-	case name == "time": // the batch's time, so the script stays deterministic
-		if !arityOK { // not checked against ACL above: it must not run
-			return refuse("ERR Wrong number of args calling Redis command from script"), nil
-		}
+	switch name {
+	case "time": // the batch's time, so the script stays deterministic
 		shown()
 		r.stat(cmd, false, "")
 		now := tx.Now()
@@ -251,11 +263,11 @@ func (r *scriptRun) callCommand(L *lua.LState) (lua.LValue, error) {
 		t.RawSetInt(1, lua.LString(strconv.FormatInt(now/1000, 10)))
 		t.RawSetInt(2, lua.LString(strconv.FormatInt(now%1000*1000, 10)))
 		return t, nil
-	case name == "ping": // PING or PING msg, as on a connection
+	case "ping": // PING or PING msg, as on a connection
 		shown()
 		cmdPing(s, args)
 		return r.reply(L, cmd, s.w.Bytes()), nil
-	case name == "select" && arityOK: // as in Redis 7: the database of the script's later commands, not the caller's
+	case "select": // as in Redis 7: the database of the script's later commands, not the caller's
 		shown()
 		if msg := s.selectDB(args[1]); msg != "" {
 			return failed(msg), nil
@@ -265,30 +277,13 @@ func (r *scriptRun) callCommand(L *lua.LState) (lua.LValue, error) {
 		t := L.CreateTable(0, 1)
 		t.RawSetString("ok", lua.LString("OK"))
 		return t, nil
-	case name == "publish" || name == "spublish":
-		switch {
-		case readOnly:
-			return refuse("ERR Write commands are not allowed from read-only scripts."), nil
-		case n != 3:
-			return refuse("ERR Wrong number of args calling Redis command from script"), nil
-		}
+	case "publish", "spublish":
 		shown()
 		r.stat(cmd, false, "")
 		return scriptPublish(L, r.host, name == "spublish", args, &r.out), nil
 	}
-	switch {
-	case cmd == nil:
-		return refuse("ERR Unknown Redis command called from script"), nil
-	case cmd.name == "select":
-	case cmd.data == nil && (!cmd.inScript || r.host == nil), cmd.tx != nil, cmd.name == "debug": // cmd.tx: EVAL and its kin
-		return refuse("ERR This Redis command is not allowed from script"), nil
-	case (cmd.immIf != nil || cmd.name == "xread") && hasBlock(args): // XREAD's and XREADGROUP's BLOCK: no script waits
+	if (cmd.immIf != nil || cmd.name == "xread") && hasBlock(args) { // XREAD's and XREADGROUP's BLOCK: no script waits
 		return failed("ERR " + string(args[0]) + " command is not allowed with BLOCK option from scripts"), nil
-	case readOnly && (cmd.flags&flagWrite != 0 || cmd.name == "pfcount"): // PFCOUNT: may-replicate, as PUBLISH
-		return refuse("ERR Write commands are not allowed from read-only scripts."), nil
-	}
-	if !arityOK {
-		return refuse("ERR Wrong number of args calling Redis command from script"), nil
 	}
 	shown()
 	if r.tracker != 0 && r.host != nil && cmd.flags&flagReadonly != 0 {
