@@ -242,17 +242,12 @@ func (s *session) evalMutation(args [][]byte, ownLimit bool) (_ engine.Mutation,
 	if strings.HasPrefix(name, "fcall") {
 		return s.fcallMutation(args, ownLimit)
 	}
-	src, sha := args[1], ""
-	if strings.HasPrefix(name, "evalsha") {
-		var ok bool
-		if src, ok = s.txScripts.get(s.h, string(args[1]), true); !ok {
-			return engine.Mutation{}, false, "NOSCRIPT No matching script. Please use EVAL."
-		}
-		sha = strings.ToLower(string(args[1]))
-	} else {
-		sha = sha1hex(src)
+	const noScript = "NOSCRIPT No matching script. Please use EVAL."
+	evalsha := strings.HasPrefix(name, "evalsha")
+	if evalsha && len(args[1]) != 40 { // as Redis's evalShaCommand, before anything else
+		return engine.Mutation{}, false, noScript
 	}
-	n, ok := argInt(args[2])
+	n, ok := argInt(args[2]) // before the script is looked up, as Redis's evalGenericCommand
 	switch {
 	case !ok:
 		return engine.Mutation{}, false, errNotInt
@@ -261,11 +256,20 @@ func (s *session) evalMutation(args [][]byte, ownLimit bool) (_ engine.Mutation,
 	case n > int64(len(args)-3):
 		return engine.Mutation{}, false, "ERR Number of keys can't be greater than number of args"
 	}
+	src, sha := args[1], ""
+	if evalsha {
+		if src, ok = s.txScripts.get(s.h, string(args[1]), true); !ok {
+			return engine.Mutation{}, false, noScript
+		}
+		sha = strings.ToLower(string(args[1]))
+	} else {
+		sha = sha1hex(src)
+	}
 	sb, msg := checkScript(src, sha)
 	if msg != "" {
 		return engine.Mutation{}, false, msg
 	}
-	if !strings.HasPrefix(name, "evalsha") {
+	if !evalsha {
 		src = s.txScripts.put(s.h, src, sha, true) // once it compiles, as Redis keeps only those
 	}
 	readOnly = strings.HasSuffix(name, "_ro")

@@ -321,3 +321,16 @@ func TestScriptCallCheckOrderMatchesRedis(t *testing.T) {
 		))
 	})
 }
+
+// TestEvalShaChecksNumKeysFirstMatchesRedis: EVALSHA checks its key count before it looks the script up, as
+// Redis's evalGenericCommand does: an unknown script with a bad count answers the count's error. It answered
+// NOSCRIPT.
+func TestEvalShaChecksNumKeysFirstMatchesRedis(t *testing.T) {
+	const unknown = "ffffffffffffffffffffffffffffffffffffffff"
+	sameAsRedis(t, func(t *testing.T, addr string) []string {
+		return pubsubTranscript(t, addr, scriptSteps(
+			[]string{"EVALSHA", unknown, "x"}, []string{"EVALSHA", unknown, "-1"}, []string{"EVALSHA", unknown, "2", "a"},
+			[]string{"EVALSHA", unknown, "0"}, []string{"EVALSHA_RO", unknown, "x"}, []string{"EVALSHA", "abc", "x"},
+		))
+	})
+}
