@@ -144,7 +144,7 @@ func openLibs(L *lua.LState, lim *luaLimits) {
 	openCJSON(L, lim)
 	openCMsgpack(L)
 	openBit(L)
-	openStruct(L)
+	openStruct(L, lim)
 	installLimits(L, lim)
 }
 

@@ -20,7 +20,7 @@ import (
 // replaced or wrapped here:
 //
 //   - A string a call builds (string.rep, string.format, table.concat, string.gsub, upper/lower/reverse, the `..`
-//     operator, cjson.encode, cmsgpack.pack) may not be longer than luaLimits.maxString: the server's value
+//     operator, cjson.encode, cmsgpack.pack, struct.pack) may not be longer than luaLimits.maxString: the server's value
 //     limit (kv MaxValue, 64 MiB by default), at most luaMaxStringCap. Past it the call raises "string too
 //     large". cjson.decode and cmsgpack.unpack are bounded by the size of their input string.
 //   - The bytes those calls build are added up over the script, and each time the total passes another MiB

@@ -248,3 +248,23 @@ func TestBigScriptsAreNotCompiled(t *testing.T) {
 		t.Errorf("EVAL of %d bytes: %d, %v", len(under), got, err)
 	}
 }
+
+// TestStructPackIsBoundedByTheStringLimit: struct.pack builds at most the value limit, as string.rep and the other
+// calls that build strings do ("string too large"). It was not bounded: one call of 's' options over big strings
+// built 600 MB (the process went to 2.9 GB), and 8,000 arguments of 64 MiB would be 512 GB.
+func TestStructPackIsBoundedByTheStringLimit(t *testing.T) {
+	c := startServer(t, Options{}, 0).client(t, nil) // a value limit of 1 MiB
+	for _, script := range []string{
+		"local s = string.rep('a', 600000) return #struct.pack('ss', s, s)",
+		"local s = string.rep('a', 600000) return #struct.pack('c0c0', s, s)",
+		"local s = string.rep('a', 100000) return #struct.pack(string.rep('x', 1000000) .. 's', s)",
+		"return #struct.pack(string.rep('x', 1048570) .. 'i8', 1)", // small options past the limit
+	} {
+		if n, err := c.Eval(ctx, script, nil).Int(); err == nil || !strings.Contains(err.Error(), "string too large") {
+			t.Errorf("%s: %d, %v; want the string limit's error", script, n, err)
+		}
+	}
+	if n, err := c.Eval(ctx, "local s = string.rep('a', 600000) return #struct.pack('>!4 i2 s', 7, s)", nil).Int(); err != nil || n != 600003 {
+		t.Errorf("a pack within the limit: %d, %v", n, err)
+	}
+}
