@@ -208,6 +208,17 @@ func installLimits(L *lua.LState, lim *luaLimits) {
 	installPatterns(L, str, lim)
 	tab := L.GetGlobal("table").(*lua.LTable)
 	set(tab, "concat", func(L *lua.LState) int { return tableConcat(L, lim) })
+	// table.sort's own comparisons (third_party/gopher-lua's LState.SortCompare) count as the bytes two strings
+	// may scan, so that a sort of long strings stops at the time limit as pattern matching does.
+	L.SortCompare = func(L *lua.LState, a, b lua.LValue) {
+		n := 1
+		if sa, ok := a.(lua.LString); ok {
+			if sb, ok := b.(lua.LString); ok {
+				n += min(len(sa), len(sb))
+			}
+		}
+		lim.stepN(L, n)
+	}
 	msgpack := L.GetGlobal("cmsgpack").(*lua.LTable)
 	origPack := msgpack.RawGetString("pack").(*lua.LFunction).GFunction
 	set(msgpack, "pack", func(L *lua.LState) int {
