@@ -2392,3 +2392,23 @@ func (ls *LState) RemoveCallerFrame() *callFrame {
 /* }}} */
 
 //
+
+// longCompare is the length from which a comparison of two strings checks the context at once (anykv patch).
+const longCompare = 64 << 10
+
+// afterLongCompare raises the context's error, once it is done, after a comparison of two strings of longCompare
+// bytes or more (anykv patch): such a comparison is one instruction that may scan tens of megabytes, and the
+// context is checked only every 1,024 instructions, so a loop of them ran far past a script's time limit (48 s
+// past 5 s with 60 MB strings). A deadline that passed counts even before its timer fired.
+func (ls *LState) afterLongCompare(a, b LString) {
+	if min(len(a), len(b)) < longCompare || ls.ctx == nil {
+		return
+	}
+	err := ls.ctx.Err()
+	if d, ok := ls.ctx.Deadline(); err == nil && ok && !time.Now().Before(d) {
+		err = context.DeadlineExceeded
+	}
+	if err != nil {
+		ls.RaiseError(err.Error())
+	}
+}

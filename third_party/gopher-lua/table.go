@@ -25,6 +25,9 @@ func (lv lValueArraySorter) Less(i, j int) bool {
 		lv.L.Call(2, 1)
 		return LVAsBool(lv.L.reg.Pop())
 	}
+	if lv.L.SortCompare != nil { // anykv patch: see LState.SortCompare
+		lv.L.SortCompare(lv.L, lv.Values[i], lv.Values[j])
+	}
 	return lessThan(lv.L, lv.Values[i], lv.Values[j])
 }
 

@@ -363,27 +363,10 @@ func int2Fb(val int) int {
 	return ((e + 1) << 3) | (x - 8)
 }
 
+// strCmp compares two strings byte by byte, as Lua 5.1's l_strcmp does in the C locale (anykv patch: as memcmp
+// does, where a loop in Go took 2-3 ms a megabyte).
 func strCmp(s1, s2 string) int {
-	len1 := len(s1)
-	len2 := len(s2)
-	for i := 0; ; i++ {
-		c1 := -1
-		if i < len1 {
-			c1 = int(s1[i])
-		}
-		c2 := -1
-		if i != len2 {
-			c2 = int(s2[i])
-		}
-		switch {
-		case c1 < c2:
-			return -1
-		case c1 > c2:
-			return +1
-		case c1 < 0:
-			return 0
-		}
-	}
+	return strings.Compare(s1, s2)
 }
 
 func unsafeFastStringToReadOnlyBytes(s string) (bs []byte) {

@@ -207,6 +207,10 @@ type LState struct {
 	Panic   func(*LState)
 	Dead    bool
 	Options Options
+	// SortCompare, if set, is called before table.sort compares two values itself (without a comparison
+	// function), with them (anykv patch): a sort is one call in Go, whose comparisons of long strings no check
+	// between VM instructions sees, so the embedder counts them against its time limit (and may raise an error).
+	SortCompare func(L *LState, a, b LValue)
 
 	stop         int32
 	reg          *registry

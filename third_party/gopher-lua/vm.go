@@ -1188,6 +1188,7 @@ func init() {
 				switch lhs.Type() {
 				case LTString:
 					ret = strCmp(string(lhs.(LString)), string(rhs.(LString))) <= 0
+					L.afterLongCompare(lhs.(LString), rhs.(LString))
 				default:
 					switch objectRational(L, lhs, rhs, "__le") {
 					case 1:
@@ -2574,6 +2575,7 @@ func lessThan(L *LState, lhs, rhs LValue) bool {
 	switch lhs.Type() {
 	case LTString:
 		ret = strCmp(string(lhs.(LString)), string(rhs.(LString))) < 0
+		L.afterLongCompare(lhs.(LString), rhs.(LString))
 	default:
 		ret = objectRationalWithError(L, lhs, rhs, "__lt")
 	}
@@ -2598,6 +2600,9 @@ func equals(L *LState, lhs, rhs LValue, raw bool) bool {
 		ret = bool(lhs.(LBool)) == bool(rhs.(LBool))
 	case LTString:
 		ret = string(lhs.(LString)) == string(rhs.(LString))
+		if len(lhs.(LString)) == len(rhs.(LString)) { // (else not compared)
+			L.afterLongCompare(lhs.(LString), rhs.(LString))
+		}
 	case LTUserData, LTTable:
 		if lhs == rhs {
 			ret = true

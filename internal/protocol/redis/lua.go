@@ -144,7 +144,7 @@ func openLibs(L *lua.LState, lim *luaLimits) {
 	openCJSON(L, lim)
 	openCMsgpack(L)
 	openBit(L)
-	openStruct(L)
+	openStruct(L, lim)
 	installLimits(L, lim)
 }
 
@@ -498,10 +498,15 @@ func (c *respConv) writeTyped(v *lua.LTable, depth int) (done bool, err error) {
 		f, fok := vs.RawGetString("format").(lua.LString)
 		str, sok := vs.RawGetString("string").(lua.LString)
 		if fok && sok {
-			if len(f) > 3 {
-				f = f[:3] // Redis takes the format's first three bytes
+			// Redis's addReplyVerbatim takes the format's first three bytes as a C string: up to a zero byte,
+			// padded with spaces.
+			if i := strings.IndexByte(string(f), 0); i >= 0 {
+				f = f[:i]
 			}
-			w.Verbatim(string(f), string(str))
+			if len(f) > 3 {
+				f = f[:3]
+			}
+			w.Verbatim(string(f)+"   "[len(f):], string(str))
 			return true, nil
 		}
 	}

@@ -20,7 +20,7 @@ import (
 // replaced or wrapped here:
 //
 //   - A string a call builds (string.rep, string.format, table.concat, string.gsub, upper/lower/reverse, the `..`
-//     operator, cjson.encode, cmsgpack.pack) may not be longer than luaLimits.maxString: the server's value
+//     operator, cjson.encode, cmsgpack.pack, struct.pack) may not be longer than luaLimits.maxString: the server's value
 //     limit (kv MaxValue, 64 MiB by default), at most luaMaxStringCap. Past it the call raises "string too
 //     large". cjson.decode and cmsgpack.unpack are bounded by the size of their input string.
 //   - The bytes those calls build are added up over the script, and each time the total passes another MiB
@@ -208,6 +208,17 @@ func installLimits(L *lua.LState, lim *luaLimits) {
 	installPatterns(L, str, lim)
 	tab := L.GetGlobal("table").(*lua.LTable)
 	set(tab, "concat", func(L *lua.LState) int { return tableConcat(L, lim) })
+	// table.sort's own comparisons (third_party/gopher-lua's LState.SortCompare) count as the bytes two strings
+	// may scan, so that a sort of long strings stops at the time limit as pattern matching does.
+	L.SortCompare = func(L *lua.LState, a, b lua.LValue) {
+		n := 1
+		if sa, ok := a.(lua.LString); ok {
+			if sb, ok := b.(lua.LString); ok {
+				n += min(len(sa), len(sb))
+			}
+		}
+		lim.stepN(L, n)
+	}
 	msgpack := L.GetGlobal("cmsgpack").(*lua.LTable)
 	origPack := msgpack.RawGetString("pack").(*lua.LFunction).GFunction
 	set(msgpack, "pack", func(L *lua.LState) int {

@@ -19,7 +19,7 @@ type luaVM struct {
 	globals *lua.LTable
 	lim     luaLimits      // the running script's bounds: the library functions hold &lim
 	run     *scriptRun     // what redis.call runs through
-	fatal   error          // a failure of the batch itself that redis.call met: the script stops, nothing applies
+	fatal   error          // a failure of the batch itself that redis.call met: the script stops, nothing applies (one wrapping engine.ErrInternal, a panic, even if the script caught it)
 	concat  *lua.LFunction // what the rewritten `..` calls (luaConcatAST)
 	// loading collects what redis.register_function registers while a library's code runs (functions.go).
 	loading *funcLoad

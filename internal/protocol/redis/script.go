@@ -242,17 +242,12 @@ func (s *session) evalMutation(args [][]byte, ownLimit bool) (_ engine.Mutation,
 	if strings.HasPrefix(name, "fcall") {
 		return s.fcallMutation(args, ownLimit)
 	}
-	src, sha := args[1], ""
-	if strings.HasPrefix(name, "evalsha") {
-		var ok bool
-		if src, ok = s.txScripts.get(s.h, string(args[1]), true); !ok {
-			return engine.Mutation{}, false, "NOSCRIPT No matching script. Please use EVAL."
-		}
-		sha = strings.ToLower(string(args[1]))
-	} else {
-		sha = sha1hex(src)
+	const noScript = "NOSCRIPT No matching script. Please use EVAL."
+	evalsha := strings.HasPrefix(name, "evalsha")
+	if evalsha && len(args[1]) != 40 { // as Redis's evalShaCommand, before anything else
+		return engine.Mutation{}, false, noScript
 	}
-	n, ok := argInt(args[2])
+	n, ok := argInt(args[2]) // before the script is looked up, as Redis's evalGenericCommand
 	switch {
 	case !ok:
 		return engine.Mutation{}, false, errNotInt
@@ -261,11 +256,20 @@ func (s *session) evalMutation(args [][]byte, ownLimit bool) (_ engine.Mutation,
 	case n > int64(len(args)-3):
 		return engine.Mutation{}, false, "ERR Number of keys can't be greater than number of args"
 	}
+	src, sha := args[1], ""
+	if evalsha {
+		if src, ok = s.txScripts.get(s.h, string(args[1]), true); !ok {
+			return engine.Mutation{}, false, noScript
+		}
+		sha = strings.ToLower(string(args[1]))
+	} else {
+		sha = sha1hex(src)
+	}
 	sb, msg := checkScript(src, sha)
 	if msg != "" {
 		return engine.Mutation{}, false, msg
 	}
-	if !strings.HasPrefix(name, "evalsha") {
+	if !evalsha {
 		src = s.txScripts.put(s.h, src, sha, true) // once it compiles, as Redis keeps only those
 	}
 	readOnly = strings.HasSuffix(name, "_ro")
@@ -533,6 +537,9 @@ func runScriptLua(tx *engine.Tx, args [][]byte, collect *bool) (res engine.Resul
 		L.Push(vm.closure(compiled))
 		err = L.PCall(0, 1, nil)
 	}
+	if errors.Is(vm.fatal, engine.ErrInternal) { // a command panicked (scriptRun.call): caught by pcall or not
+		return engine.Result{}, vm.fatal
+	}
 	if err != nil {
 		if vm.fatal != nil {
 			return engine.Result{}, vm.fatal
@@ -598,8 +605,11 @@ func scriptErrorText(err error, chunk string) string {
 				return string(e)
 			}
 		}
-		if msg, ok := ae.Object.(lua.LString); ok {
-			return "ERR " + firstLine(string(msg)) // the chunk is named user_script, as Redis names it
+		switch v := ae.Object.(type) {
+		case lua.LString:
+			return "ERR " + firstLine(string(v)) // the chunk is named user_script, as Redis names it
+		case lua.LBool, *lua.LNilType: // error(true), error(): Redis's handler makes "ERR " .. tostring(err)
+			return "ERR " + v.String()
 		}
 	}
 	return "ERR " + chunk + ": " + firstLine(err.Error())

@@ -248,3 +248,65 @@ func TestBigScriptsAreNotCompiled(t *testing.T) {
 		t.Errorf("EVAL of %d bytes: %d, %v", len(under), got, err)
 	}
 }
+
+// TestStructPackIsBoundedByTheStringLimit: struct.pack builds at most the value limit, as string.rep and the other
+// calls that build strings do ("string too large"). It was not bounded: one call of 's' options over big strings
+// built 600 MB (the process went to 2.9 GB), and 8,000 arguments of 64 MiB would be 512 GB.
+func TestStructPackIsBoundedByTheStringLimit(t *testing.T) {
+	c := startServer(t, Options{}, 0).client(t, nil) // a value limit of 1 MiB
+	for _, script := range []string{
+		"local s = string.rep('a', 600000) return #struct.pack('ss', s, s)",
+		"local s = string.rep('a', 600000) return #struct.pack('c0c0', s, s)",
+		"local s = string.rep('a', 100000) return #struct.pack(string.rep('x', 1000000) .. 's', s)",
+		"return #struct.pack(string.rep('x', 1048570) .. 'i8', 1)", // small options past the limit
+	} {
+		if n, err := c.Eval(ctx, script, nil).Int(); err == nil || !strings.Contains(err.Error(), "string too large") {
+			t.Errorf("%s: %d, %v; want the string limit's error", script, n, err)
+		}
+	}
+	if n, err := c.Eval(ctx, "local s = string.rep('a', 600000) return #struct.pack('>!4 i2 s', 7, s)", nil).Int(); err != nil || n != 600003 {
+		t.Errorf("a pack within the limit: %d, %v", n, err)
+	}
+}
+
+// TestTableSortStoppedAtTheTimeLimit: table.sort, one call in Go, is stopped at the time limit like the other
+// library calls that can run long: without a comparison function it compared in Go without ever looking at the
+// clock, and sorting 4,000 substrings of one 1 MB string (each comparison scanning a megabyte) ran for seconds
+// past a limit of 100 ms (a comparison of long strings now checks the limit itself, and those of shorter ones
+// are memcmp's speed: 40,000 substrings of a 60 KB string take seconds); substrings of 60 MB would hold every write for hours. With a comparison function, and
+// a sort that fits the limit, nothing changes.
+func TestTableSortStoppedAtTheTimeLimit(t *testing.T) {
+	c := withTimeLimit(t, 100*time.Millisecond)
+	fill := func(n, m int) string { // m substrings of a string of n bytes, shuffled
+		return fmt.Sprintf("local s = string.rep('a', %d) local t = {} for i = 1, %d do t[i] = s:sub(i) end "+
+			"for i = #t, 2, -1 do local j = math.random(i) t[i], t[j] = t[j], t[i] end ", n, m)
+	}
+	killedWithin(t, c, 700*time.Millisecond, fill(1000000, 20000)+"table.sort(t) return #t",
+		fill(60000, 40000)+"table.sort(t) return #t", // comparisons of 20-60 KB: seconds of them
+		fill(1000000, 20000)+"table.sort(t, function(a, b) return a < b end) return #t")
+	got, err := c.Eval(ctx, "local t = {} for i = 1, 1000 do t[i] = (i * 7919) % 1000 end table.sort(t) "+
+		"local u = {'b', 'c', 'a'} table.sort(u, function(x, y) return x > y end) return {t[1], t[1000], u[1], u[3]}", nil).Slice()
+	if err != nil || fmt.Sprint(got) != "[0 999 c a]" {
+		t.Errorf("sorts within the limit: %v, %v", got, err)
+	}
+}
+
+// TestLongStringComparisonsStoppedAtTheTimeLimit: a loop comparing long strings stops near the time limit. The
+// interpreter checks the limit every 1,024 instructions, and a comparison (<, <=, ==) of two long strings is one
+// instruction: gopher-lua compared them a byte at a time in Go, about 3 ms a megabyte, so a loop of comparisons
+// of 1 MB strings ran a second past a 100 ms limit (of 60 MB strings, 48 s past a 5 s one). They now compare as
+// memcmp does, and a comparison of long strings checks the limit at once.
+func TestLongStringComparisonsStoppedAtTheTimeLimit(t *testing.T) {
+	c := withTimeLimit(t, 100*time.Millisecond)
+	loop := func(setup, cmp string) string { // a loop of two instructions a comparison
+		return "local s = string.rep('a', 1000000) " + setup + " while true do " + strings.Repeat("if "+cmp+" then end ", 16) + "end"
+	}
+	killedWithin(t, c, 500*time.Millisecond,
+		loop("local u = s:sub(2)", "s < u"), loop("local u = s:sub(2)", "s <= u"),
+		loop("local u = s:sub(1, -2) .. 'b'", "s == u"))
+	got, err := c.Eval(ctx, "return {tostring('a' < 'b'), tostring('ab' < 'a'), tostring('a\\0b' < 'a\\0c'), "+
+		"tostring('a' <= 'a'), tostring('\\255' > 'z'), tostring('' < '\\0')}", nil).StringSlice()
+	if err != nil || strings.Join(got, " ") != "true false true true true true" {
+		t.Errorf("comparisons: %v, %v", got, err)
+	}
+}

@@ -20,6 +20,7 @@ func TestScriptErrorsMatchRedis(t *testing.T) {
 		"redis.call('SET', 'k', 'v')\n\n\nreturn redis.call('INCR', 'k')",
 		"return redis.pcall('nosuch')",
 		"local x = struct.pack('!3 b', 1) return x", // luaL_error's text, not a bad argument's (a review)
+		"error()", "\nerror(nil)", "error(true)", "error(false)", // "ERR nil", not "ERR user_script: nil"
 	}
 	want := evalReplies(t, startRedisServer(t), scripts, "0")
 	got := evalReplies(t, startServer(t, Options{}, 0).addr, scripts, "0")

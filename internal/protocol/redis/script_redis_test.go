@@ -241,3 +241,96 @@ func TestScriptRuntimeErrorsMatchRedis(t *testing.T) {
 		))
 	})
 }
+
+// TestScriptReplicationAndDebuggerCallsMatchRedis: redis.set_repl with the REPL_ constants (scripts written for
+// Redis 3.2 to 6 choose what is replicated with it) and the debugger's redis.breakpoint and redis.debug, which
+// do nothing outside a debugging session, answer as in Redis 7 (set_repl's argument checks and errors
+// included), in scripts and, for set_repl, in functions. They were missing: such a script failed with
+// "attempt to call a nil value".
+func TestScriptReplicationAndDebuggerCallsMatchRedis(t *testing.T) {
+	lib := "#!lua name=r2repl\nredis.register_function('r2repl', function(keys, args) " +
+		"redis.set_repl(redis.REPL_NONE) redis.call('set', keys[1], 'f') return {redis.REPL_ALL, redis.call('get', keys[1])} end)"
+	sameAsRedis(t, func(t *testing.T, addr string) []string {
+		return pubsubTranscript(t, addr, scriptSteps(
+			eval("return {redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL}"),
+			eval("return redis.set_repl(redis.REPL_ALL)"),
+			eval("redis.set_repl(redis.REPL_NONE) redis.call('set', KEYS[1], 'v') return redis.call('get', KEYS[1])", "1", "rk"),
+			[]string{"GET", "rk"},
+			eval("return redis.set_repl()"), eval("return redis.set_repl(1, 2)"), eval("return redis.set_repl(4)"),
+			eval("return redis.set_repl(-1)"), eval("return redis.set_repl('x')"), eval("return redis.set_repl('3')"),
+			eval("return redis.set_repl(3.7)"), eval("return redis.set_repl({})"), eval("return redis.set_repl(0/0)"),
+			eval("return redis.set_repl(2^40)"), eval("return {pcall(redis.set_repl, 9)}"),
+			eval("return redis.breakpoint()"), eval("return tostring(redis.breakpoint())"),
+			eval("return select('#', redis.breakpoint(1, 2))"), eval("return redis.debug('x')"),
+			eval("return select('#', redis.debug())"), eval("return select('#', redis.debug('a', {}, 1))"),
+			[]string{"FUNCTION", "LOAD", "REPLACE", lib}, []string{"FCALL", "r2repl", "1", "fk"},
+		))
+	})
+}
+
+// TestScriptVerbatimFormatsMatchRedis: a verbatim string a script returns has a format of three bytes, as Redis
+// writes it: the format's first three, a shorter one (or one cut by a zero byte) padded with spaces. A format of
+// other than three bytes became "txt".
+func TestScriptVerbatimFormatsMatchRedis(t *testing.T) {
+	sameAsRedis(t, func(t *testing.T, addr string) []string {
+		var cmds [][]string
+		for _, f := range []string{"'txt'", "'mkd'", "'t'", "''", "'ab'", "'markdown'", "'a\\0b'", "'\\0'"} {
+			cmds = append(cmds, eval("return {verbatim_string={format="+f+", string='hello'}}"))
+		}
+		return pubsubTranscript(t, addr, scriptSteps(cmds...))
+	})
+}
+
+// TestReadOnlyScriptsRefusePFCountMatchRedis: a read-only script (EVAL_RO, a no-writes shebang, FCALL_RO) may not
+// call PFCOUNT, which Redis flags may-replicate (it may write its cardinality cache) and refuses there as a write,
+// as it refuses PUBLISH; EVAL may. It ran.
+func TestReadOnlyScriptsRefusePFCountMatchRedis(t *testing.T) {
+	lib := "#!lua name=r2pf\nredis.register_function{function_name='r2pf', flags={'no-writes'}, " +
+		"callback=function(keys) return redis.pcall('pfcount', keys[1]) end}"
+	sameAsRedis(t, func(t *testing.T, addr string) []string {
+		return pubsubTranscript(t, addr, scriptSteps(
+			[]string{"PFADD", "hll", "a", "b"},
+			[]string{"EVAL_RO", "return redis.call('pfcount', KEYS[1])", "1", "hll"},
+			[]string{"EVAL_RO", "return redis.pcall('pfcount', KEYS[1])", "1", "hll"},
+			eval("#!lua flags=no-writes\nreturn redis.pcall('pfcount', KEYS[1])", "1", "hll"),
+			eval("return redis.call('pfcount', KEYS[1])", "1", "hll"),
+			[]string{"FUNCTION", "LOAD", "REPLACE", lib}, []string{"FCALL_RO", "r2pf", "1", "hll"},
+			[]string{"FCALL", "r2pf", "1", "hll"},
+		))
+	})
+}
+
+// TestScriptCallCheckOrderMatchesRedis: a script's call is checked in Redis 7's order (scriptCall): the command
+// known, its arity, whether scripts may run it, the user's rules, then whether a read-only script may (a write or
+// may-replicate command), and only then the command's own checks (XREADGROUP's BLOCK). A call of the wrong arity
+// answered that read-only scripts may not write, or that scripts may not run it, and a read-only script's
+// XREADGROUP BLOCK the BLOCK error.
+func TestScriptCallCheckOrderMatchesRedis(t *testing.T) {
+	ro := func(script string) []string { return []string{"EVAL_RO", script, "0"} }
+	sameAsRedis(t, func(t *testing.T, addr string) []string {
+		return pubsubTranscript(t, addr, scriptSteps(
+			ro("return redis.pcall('set', 'a')"), ro("return redis.pcall('publish', 'a')"),
+			ro("return redis.pcall('spublish', 'a')"), ro("return redis.pcall('pfcount')"),
+			ro("return redis.pcall('xreadgroup', 'group', 'g', 'c', 'block', '0', 'streams', 'x', '>')"),
+			ro("return redis.pcall('blpop', 'a')"), ro("return redis.pcall('time', 'x')"),
+			eval("return redis.pcall('xreadgroup', 'group', 'g', 'c', 'block', '0', 'streams', 'x', '>')"),
+			eval("return redis.pcall('debug')"), eval("return redis.pcall('eval')"), eval("return redis.pcall('blpop', 'a')"),
+			eval("return redis.pcall('blpop', 'a', '0')"), eval("return redis.pcall('select')"),
+			eval("return redis.pcall('time', 'x')"), eval("return redis.pcall('publish', 'a')"),
+			eval("return redis.call('eval')"), eval("return redis.call('nosuch', 'a')"),
+		))
+	})
+}
+
+// TestEvalShaChecksNumKeysFirstMatchesRedis: EVALSHA checks its key count before it looks the script up, as
+// Redis's evalGenericCommand does: an unknown script with a bad count answers the count's error. It answered
+// NOSCRIPT.
+func TestEvalShaChecksNumKeysFirstMatchesRedis(t *testing.T) {
+	const unknown = "ffffffffffffffffffffffffffffffffffffffff"
+	sameAsRedis(t, func(t *testing.T, addr string) []string {
+		return pubsubTranscript(t, addr, scriptSteps(
+			[]string{"EVALSHA", unknown, "x"}, []string{"EVALSHA", unknown, "-1"}, []string{"EVALSHA", unknown, "2", "a"},
+			[]string{"EVALSHA", unknown, "0"}, []string{"EVALSHA_RO", unknown, "x"}, []string{"EVALSHA", "abc", "x"},
+		))
+	})
+}

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -23,7 +27,9 @@ func (vm *luaVM) redisLib() *lua.LTable {
 		return func(L *lua.LState) int {
 			v, err := vm.run.call(L)
 			if err != nil {
-				vm.fatal = err
+				if !errors.Is(vm.fatal, engine.ErrInternal) { // a panic's stays: the batch is refused whatever follows
+					vm.fatal = err
+				}
 				L.RaiseError("%v", err)
 			}
 			if t, ok := v.(*lua.LTable); ok && !protect {
@@ -83,12 +89,38 @@ func (vm *luaVM) redisLib() *lua.LTable {
 		return 1
 	}))
 	r.RawSetString("replicate_commands", L.NewFunction(func(L *lua.LState) int { L.Push(lua.LTrue); return 1 }))
+	// What a script replicates (set_repl) means nothing here, with no replicas and every write durable: its
+	// argument is checked as Redis 7 checks it, and the script's writes are kept and stored whatever it chose. The
+	// debugger's calls do nothing outside a debugging session (anykv has none): breakpoint answers false.
+	r.RawSetString("set_repl", L.NewFunction(luaSetRepl))
+	r.RawSetString("breakpoint", L.NewFunction(func(L *lua.LState) int { L.Push(lua.LFalse); return 1 }))
+	r.RawSetString("debug", L.NewFunction(func(L *lua.LState) int { return 0 }))
+	for name, flags := range map[string]int{"REPL_NONE": 0, "REPL_AOF": 1, "REPL_SLAVE": 2, "REPL_REPLICA": 2, "REPL_ALL": 3} {
+		r.RawSetString(name, lua.LNumber(flags))
+	}
 	r.RawSetString("REDIS_VERSION", lua.LString(Version))
 	r.RawSetString("REDIS_VERSION_NUM", lua.LNumber(versionNum(Version)))
 	for name, lvl := range map[string]int{"LOG_DEBUG": 0, "LOG_VERBOSE": 1, "LOG_NOTICE": 2, "LOG_WARNING": 3} {
 		r.RawSetString(name, lua.LNumber(lvl))
 	}
 	return r
+}
+
+// luaSetRepl is redis.set_repl(flags) with Redis 7's checks: one argument, read as lua_tonumber reads it (0 for
+// what is not a number) and cast to a C int, a combination of REPL_AOF and REPL_REPLICA.
+func luaSetRepl(L *lua.LState) int {
+	if L.GetTop() != 1 {
+		raiseErr(L, "ERR redis.set_repl() requires two arguments.")
+	}
+	f := float64(lua.LVAsNumber(L.Get(1)))
+	flags := int64(math.MinInt32) // what x86-64 makes of a double an int cannot hold (NaN too)
+	if f > math.MinInt32-1 && f < math.MaxInt32+1 {
+		flags = int64(f) // truncated, as C casts it
+	}
+	if flags&^3 != 0 {
+		raiseErr(L, "ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.")
+	}
+	return 0
 }
 
 // luaLog is redis.log(level, message, ...), with Redis's checks; what it logs goes nowhere.
@@ -156,7 +188,28 @@ type scriptRun struct {
 // through tx. It returns the reply as a Lua value (an {err=} table for an error reply), or the batch's own failure.
 // As in Redis, each command the script calls counts in INFO commandstats, and each error reply it gets (or each
 // call refused here) in errorstats (stat).
-func (r *scriptRun) call(L *lua.LState) (lua.LValue, error) {
+//
+// A Go panic on the way (a defect of anykv's, in the command or the engine's batch) comes back as an error
+// wrapping engine.ErrInternal, logged with its stack: gopher-lua's PCall would turn it into a Lua error that the
+// script could catch, and the batch, half-changed by the mutation that panicked, would commit; runScript refuses
+// the batch instead, as engine.Resolve refuses any batch that panics. The script's own Lua errors raised in here
+// (the time and memory limits) pass through.
+func (r *scriptRun) call(L *lua.LState) (v lua.LValue, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			if _, isLua := p.(*lua.ApiError); isLua {
+				panic(p)
+			}
+			slog.Error("panic in a command a script called; the script's batch is refused, nothing of it applied",
+				"panic", p, "stack", string(debug.Stack()))
+			v, err = nil, fmt.Errorf("%w: %v", engine.ErrInternal, p)
+		}
+	}()
+	return r.callCommand(L)
+}
+
+// callCommand is call without its recover.
+func (r *scriptRun) callCommand(L *lua.LState) (lua.LValue, error) {
 	tx, readOnly := r.tx, r.readOnly
 	args, msg := luaCallArgs(L)
 	if msg != "" {
@@ -174,23 +227,35 @@ func (r *scriptRun) call(L *lua.LState) (lua.LValue, error) {
 		r.stat(cmd, false, msg)
 		return luaErrorTable(L, msg, true)
 	}
+	name := lower(args[0])
+	// Checked in Redis 7's order (scriptCall): the command, its arity, whether scripts may run it, the user's
+	// rules, whether a read-only script may (a write, or a command Redis may replicate); then the command's own.
 	arityOK := cmd != nil && !(cmd.arity > 0 && n != cmd.arity || cmd.arity < 0 && n < -cmd.arity) &&
 		subArityError(cmd, args) == "" // a container's subcommand by its own arity, as Redis looks it up
-	if s.user != nil && arityOK { // ACL, as Redis checks a script's call: after the command's name and arity
+	switch {
+	case cmd == nil:
+		return refuse("ERR Unknown Redis command called from script"), nil
+	case !arityOK:
+		return refuse("ERR Wrong number of args calling Redis command from script"), nil
+	case name == "time" || name == "ping" || name == "select" || name == "publish" || name == "spublish":
+	case cmd.data == nil && (!cmd.inScript || r.host == nil), cmd.tx != nil, cmd.name == "debug": // cmd.tx: EVAL and its kin
+		return refuse("ERR This Redis command is not allowed from script"), nil
+	}
+	if s.user != nil { // ACL, as Redis checks a script's call: after the command's name and arity
 		if res, _ := s.aclDeny(cmd, args); res != aclOK {
 			return refuse(scriptNoperm[res]), nil
 		}
+	}
+	if readOnly && (cmd.flags&flagWrite != 0 || name == "pfcount" || name == "publish" || name == "spublish") {
+		return refuse("ERR Write commands are not allowed from read-only scripts."), nil // and may-replicate ones
 	}
 	shown := func() { // a command that passed the checks is shown to monitors, as Redis's call() feeds them
 		if r.monitor {
 			r.out = append(r.out, keyEvent{monitor: true, db: r.db, args: copyArgs(args)})
 		}
 	}
-	switch name := lower(args[0]); {
-	case name == "time": // the batch's time, so the script stays deterministic
-		if !arityOK { // not checked against ACL above: it must not run
-			return refuse("ERR Wrong number of args calling Redis command from script"), nil
-		}
+	switch name {
+	case "time": // the batch's time, so the script stays deterministic
 		shown()
 		r.stat(cmd, false, "")
 		now := tx.Now()
@@ -198,11 +263,11 @@ func (r *scriptRun) call(L *lua.LState) (lua.LValue, error) {
 		t.RawSetInt(1, lua.LString(strconv.FormatInt(now/1000, 10)))
 		t.RawSetInt(2, lua.LString(strconv.FormatInt(now%1000*1000, 10)))
 		return t, nil
-	case name == "ping": // PING or PING msg, as on a connection
+	case "ping": // PING or PING msg, as on a connection
 		shown()
 		cmdPing(s, args)
 		return r.reply(L, cmd, s.w.Bytes()), nil
-	case name == "select" && arityOK: // as in Redis 7: the database of the script's later commands, not the caller's
+	case "select": // as in Redis 7: the database of the script's later commands, not the caller's
 		shown()
 		if msg := s.selectDB(args[1]); msg != "" {
 			return failed(msg), nil
@@ -212,30 +277,13 @@ func (r *scriptRun) call(L *lua.LState) (lua.LValue, error) {
 		t := L.CreateTable(0, 1)
 		t.RawSetString("ok", lua.LString("OK"))
 		return t, nil
-	case name == "publish" || name == "spublish":
-		switch {
-		case readOnly:
-			return refuse("ERR Write commands are not allowed from read-only scripts."), nil
-		case n != 3:
-			return refuse("ERR Wrong number of args calling Redis command from script"), nil
-		}
+	case "publish", "spublish":
 		shown()
 		r.stat(cmd, false, "")
 		return scriptPublish(L, r.host, name == "spublish", args, &r.out), nil
 	}
-	switch {
-	case cmd == nil:
-		return refuse("ERR Unknown Redis command called from script"), nil
-	case cmd.name == "select":
-	case cmd.data == nil && (!cmd.inScript || r.host == nil), cmd.tx != nil, cmd.name == "debug": // cmd.tx: EVAL and its kin
-		return refuse("ERR This Redis command is not allowed from script"), nil
-	case (cmd.immIf != nil || cmd.name == "xread") && hasBlock(args): // XREAD's and XREADGROUP's BLOCK: no script waits
+	if (cmd.immIf != nil || cmd.name == "xread") && hasBlock(args) { // XREAD's and XREADGROUP's BLOCK: no script waits
 		return failed("ERR " + string(args[0]) + " command is not allowed with BLOCK option from scripts"), nil
-	case readOnly && cmd.flags&flagWrite != 0:
-		return refuse("ERR Write commands are not allowed from read-only scripts."), nil
-	}
-	if !arityOK {
-		return refuse("ERR Wrong number of args calling Redis command from script"), nil
 	}
 	shown()
 	if r.tracker != 0 && r.host != nil && cmd.flags&flagReadonly != 0 {
