@@ -69,9 +69,24 @@ func startPostgres(ctx context.Context, o Options, dir string) (*Server, error) 
 			os.Chown(lp, acct.uid, acct.gid)
 		}
 	}
-	if err := runTool(ctx, 2*time.Minute, filepath.Join(bin, "initdb"),
-		[]string{"-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-locale", "--no-sync"},
-		dir, lp, acct, nil); err != nil {
+	// TCP clients need the password (trust on 127.0.0.1 let any user of the machine in as the superuser, who runs
+	// programs as the server's account: COPY ... TO PROGRAM); the unix socket, in dir (0700), is the owner's alone.
+	pw := rand.Text()
+	pwfile := filepath.Join(dir, "pwfile")
+	if err := os.WriteFile(pwfile, []byte(pw+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	if acct != nil {
+		if err := os.Chown(pwfile, acct.uid, acct.gid); err != nil {
+			return nil, err
+		}
+	}
+	err = runTool(ctx, 2*time.Minute, filepath.Join(bin, "initdb"),
+		[]string{"-D", data, "-U", "postgres", "--auth-local=trust", "--auth-host=scram-sha-256", "--pwfile=" + pwfile,
+			"-E", "UTF8", "--no-locale", "--no-sync"},
+		dir, lp, acct, nil)
+	os.Remove(pwfile)
+	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	port, err := freePort()
@@ -98,7 +113,7 @@ func startPostgres(ctx context.Context, o Options, dir string) (*Server, error) 
 		}
 		return nil, fmt.Errorf("postgres: %w\n%s", err, logTail(filepath.Join(dir, "server.log"), 20))
 	}
-	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	url := fmt.Sprintf("postgres://postgres:%s@127.0.0.1:%d/postgres?sslmode=disable", pw, port)
 	if err := waitReady(ctx, nil, url, o.ReadyTimeout); err != nil {
 		stop()
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -111,7 +126,7 @@ func startPostgres(ctx context.Context, o Options, dir string) (*Server, error) 
 		Settings: []string{
 			"fsync=on, synchronous_commit=on, full_page_writes=on: each commit waits for its WAL flush",
 			"initdb --no-sync (the fresh cluster files are not fsynced; the WAL of every commit is)",
-			"runs as " + user + ", trust authentication on 127.0.0.1",
+			"runs as " + user + ", on 127.0.0.1 with a random password (scram-sha-256); trust only on the unix socket in the data directory",
 		},
 		stop: stop}, nil
 }

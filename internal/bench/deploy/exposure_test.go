@@ -1,0 +1,95 @@
+package deploy
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// asNobody runs bin args as user nobody (runuser): another local user of the machine, who must not get into
+// what the bench deploys. It needs root; the test skips without it, except under CI=true.
+func asNobody(t *testing.T, bin string, args ...string) (string, error) {
+	t.Helper()
+	out, err := exec.Command("runuser", append([]string{"-u", "nobody", "--", bin}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
+func needRootAnd(t *testing.T, bins ...string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("needs root, to probe as another user")
+		}
+		t.Skip("needs root, to probe as another user")
+	}
+	for _, b := range append([]string{"runuser"}, bins...) {
+		if _, err := exec.LookPath(b); err != nil {
+			t.Fatalf("%s missing: %v", b, err)
+		}
+	}
+}
+
+// TestPostgresTargetRefusesOtherLocalUsers: the postgres target once ran initdb -A trust, so any user of the
+// machine could connect to 127.0.0.1:PORT as the superuser postgres, without a password, and run programs as the
+// server's account (COPY ... TO PROGRAM): as root, the account postgres, which owns the system's own clusters.
+// Now TCP clients need the password the target URL carries, and the unix socket is in a directory of mode 0700.
+func TestPostgresTargetRefusesOtherLocalUsers(t *testing.T) {
+	t.Parallel()
+	needRootAnd(t, "psql")
+	s, err := Start(context.Background(), "postgres", Options{BaseDir: baseDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw, ok := u.User.Password()
+	if !ok || pw == "" {
+		t.Errorf("target URL %s carries no password", s.URL)
+	}
+	u.User = url.User(u.User.Username())
+	out, err := asNobody(t, "psql", "-w", "-X", u.String(), "-c", "COPY (SELECT 1) TO PROGRAM 'true'")
+	if err == nil {
+		t.Errorf("another local user ran COPY TO PROGRAM as the superuser without a password:\n%s", out)
+	} else if !strings.Contains(out, "password") {
+		t.Errorf("psql without the password failed otherwise than on it: %v\n%s", err, out)
+	}
+	if out, err := asNobody(t, "psql", "-w", "-X", "-h", s.Dir, "-p", u.Port(), "-U", "postgres", "-c", "SELECT 1"); err == nil {
+		t.Errorf("another local user connected through the unix socket in %s:\n%s", s.Dir, out)
+	}
+	u.User = url.UserPassword(u.User.Username(), pw)
+	if out, err := asNobody(t, "psql", "-w", "-X", u.String(), "-c", "SELECT 1"); err != nil {
+		t.Errorf("the target URL itself does not connect: %v\n%s", err, out)
+	}
+}
+
+// TestMariaDBTargetRefusesOtherLocalUsers: root@localhost has no password on the unix socket, which the
+// target's directory must keep to the server's account; it was left at mode 0755 (Start's), so any user of the
+// machine connected as root, with the FILE privilege (files read and written as the server's account).
+func TestMariaDBTargetRefusesOtherLocalUsers(t *testing.T) {
+	t.Parallel()
+	needRootAnd(t, "mariadb", "mariadbd")
+	s, err := Start(context.Background(), "mariadb", Options{BaseDir: baseDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	sock := filepath.Join(s.Dir, "mysqld.sock")
+	if _, err := os.Stat(sock); err != nil {
+		t.Fatalf("no socket where the test looks for it: %v", err)
+	}
+	if out, err := asNobody(t, "mariadb", "--no-defaults", "-S", sock, "-u", "root", "-e", "SELECT CURRENT_USER()"); err == nil {
+		t.Errorf("another local user connected as root through %s:\n%s", sock, out)
+	}
+	if st, err := os.Stat(s.Dir); err != nil {
+		t.Error(err)
+	} else if st.Mode().Perm()&0o077 != 0 {
+		t.Errorf("target directory %s has mode %v: open to other users", s.Dir, st.Mode().Perm())
+	}
+}
