@@ -2,12 +2,16 @@ package deploy
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"anykv/internal/servertest"
 )
 
 // asNobody runs bin args as user nobody (runuser): another local user of the machine, who must not get into
@@ -91,5 +95,45 @@ func TestMariaDBTargetRefusesOtherLocalUsers(t *testing.T) {
 		t.Error(err)
 	} else if st.Mode().Perm()&0o077 != 0 {
 		t.Errorf("target directory %s has mode %v: open to other users", s.Dir, st.Mode().Perm())
+	}
+}
+
+// TestFrontEndsKeepPasswordsOffTheCommandLine: anykv over a deployed postgres or mariadb was started as
+// `anykv serve --engine URL`, the URL with the datastore's password, which ps shows to every user of the machine
+// (/proc/PID/cmdline is world-readable): the mariadb user anykv has every privilege, FILE included. The URL
+// now goes through the front end's environment (ANYKV_ENGINE), which only its owner reads.
+func TestFrontEndsKeepPasswordsOffTheCommandLine(t *testing.T) {
+	t.Parallel()
+	bin := servertest.Binary(t)
+	for _, name := range []string{"anykv+postgres", "anykv+mariadb"} {
+		t.Run(name, func(t *testing.T) {
+			s, err := Start(context.Background(), name, Options{BaseDir: baseDir(t), AnykvBin: bin})
+			if err != nil {
+				if _, ok := err.(*NotInstalledError); ok && os.Getenv("CI") != "true" {
+					t.Skip(err)
+				}
+				t.Fatal(err)
+			}
+			defer s.Stop()
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", s.Pid))
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+			if !slices.Contains(args, "serve") {
+				t.Fatalf("pid %d is not the front end: %q", s.Pid, args)
+			}
+			for _, a := range args {
+				if u, err := url.Parse(a); err == nil && u.User != nil {
+					if _, ok := u.User.Password(); ok {
+						t.Errorf("the front end's command line shows a password: %q", a)
+					}
+				}
+			}
+			settings := strings.Join(s.Settings, "; ")
+			if !strings.Contains(settings, "datastore: ") || !strings.Contains(settings, "over ") {
+				t.Errorf("settings %q do not say what the front end serves", settings)
+			}
+		})
 	}
 }
