@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"anykv/internal/servertest"
 )
@@ -135,5 +136,44 @@ func TestFrontEndsKeepPasswordsOffTheCommandLine(t *testing.T) {
 				t.Errorf("settings %q do not say what the front end serves", settings)
 			}
 		})
+	}
+}
+
+// TestKillPidFileSparesAReusedPid: when pg_ctl stop fails, the postgres target SIGKILLs the pid in
+// postmaster.pid, which a server that died leaves behind; it killed whatever process had the pid since. Now only
+// a process running the postgres program is killed.
+func TestKillPidFileSparesAReusedPid(t *testing.T) {
+	t.Parallel()
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pidfile := filepath.Join(t.TempDir(), "postmaster.pid")
+	for _, c := range []struct {
+		exe      string
+		survives bool
+	}{{"/bin/sh", true}, {sleep, false}} {
+		cmd := exec.Command(sleep, "60")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		if err := os.WriteFile(pidfile, fmt.Appendf(nil, "%d\n/data\n", cmd.Process.Pid), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		killPidFile(pidfile, c.exe)
+		select {
+		case <-done:
+			if c.survives {
+				t.Errorf("killPidFile(%s) killed pid %d, which runs %s", c.exe, cmd.Process.Pid, sleep)
+			}
+		case <-time.After(500 * time.Millisecond):
+			if !c.survives {
+				t.Errorf("killPidFile(%s) left the process alone", c.exe)
+			}
+			cmd.Process.Kill()
+			<-done
+		}
 	}
 }

@@ -102,7 +102,7 @@ func startPostgres(ctx context.Context, o Options, dir string) (*Server, error) 
 	stop := func() error {
 		err := runTool(context.Background(), 60*time.Second, pgctl, []string{"-D", data, "-m", "fast", "-w", "-t", "30", "stop"}, dir, lp, acct, nil)
 		if err != nil {
-			killPidFile(filepath.Join(data, "postmaster.pid"))
+			killPidFile(filepath.Join(data, "postmaster.pid"), filepath.Join(bin, "postgres"))
 		}
 		return err
 	}
@@ -131,16 +131,23 @@ func startPostgres(ctx context.Context, o Options, dir string) (*Server, error) 
 		stop: stop}, nil
 }
 
-// killPidFile SIGKILLs the process named on the first line of a pid file.
-func killPidFile(path string) {
+// killPidFile SIGKILLs the process named on the first line of a pid file, if it runs the program exe: a server
+// that died leaves its pid file behind, and the system may have given the pid to another process since (which
+// the bench, as root, would have killed whatever it was).
+func killPidFile(path, exe string) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
 	if pid, err := strconv.Atoi(strings.TrimSpace(line)); err == nil && pid > 1 {
-		if p, err := os.FindProcess(pid); err == nil {
-			p.Kill()
+		if p, err := os.FindProcess(pid); err == nil { // a pidfd: the checks below and the kill reach one process
+			running, err1 := os.Stat(fmt.Sprintf("/proc/%d/exe", pid))
+			want, err2 := os.Stat(exe)
+			if err1 == nil && err2 == nil && os.SameFile(running, want) {
+				p.Kill()
+			}
+			p.Release()
 		}
 	}
 }
