@@ -36,7 +36,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	sigs := []os.Signal{syscall.SIGINT, syscall.SIGTERM}
+	if (args[0] == "bench" || args[0] == "cluster") && !signal.Ignored(syscall.SIGHUP) {
+		// A closed terminal tears the bench's servers down as Ctrl-C does: killed outright, it left the members
+		// of its cluster targets (detached, as anykv cluster up starts them) running. cluster up, like on
+		// Ctrl-C, finishes and records its members for cluster down: killed outright, it left them running and
+		// recorded nowhere. Not under nohup: Notify would take back the SIGHUP nohup ignores.
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), sigs...)
 	defer stop()
 	switch args[0] {
 	case "serve":

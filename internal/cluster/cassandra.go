@@ -136,14 +136,16 @@ func (n CassandraNode) Command(java, lib string) (string, []string, error) {
 	if err := os.WriteFile(conf, []byte(n.YAML()), 0o644); err != nil {
 		return "", nil, err
 	}
+	// No JMX: -Dcassandra.jmx.local.port (0 picked a random port) opened it on 127.0.0.1 without authentication,
+	// where any user of the machine could load native code into the node (DiagnosticCommand's JVMTI.agent_load).
+	// Neither the bench nor anykv cluster uses nodetool.
 	// ring_delay_ms bounds the startup shadow round: a restarted non-seed waits 2× it for a seed's gossip ack
 	// and gives up ("Unable to gossip with any peers"). Idle, the ack takes 0.2–0.7 s; on a loaded CI machine
 	// 100 ms (1 s in practice) failed a restart, so 5 s. Nodes with auto_bootstrap false never sleep for it.
 	args := append([]string{"-Xms" + n.Heap[0], "-Xmx" + n.Heap[1], "-XX:+UseG1GC", "-Xss512k",
 		"-Dcassandra.config=file://" + conf, "-Dcassandra-foreground=yes",
 		"-Dcassandra.ring_delay_ms=5000", "-Dcassandra.skip_wait_for_gossip_to_settle=0",
-		"-Dcassandra.storagedir=" + n.Dir, "-Dcassandra.logdir=" + filepath.Join(n.Dir, "logs"),
-		"-Dcassandra.jmx.local.port=0"}, javaOpens...)
+		"-Dcassandra.storagedir=" + n.Dir, "-Dcassandra.logdir=" + filepath.Join(n.Dir, "logs")}, javaOpens...)
 	args = append(args, CassandraJVMOptions()...)
 	args = append(args, "-cp", filepath.Join(lib, "*"), "org.apache.cassandra.service.CassandraDaemon")
 	if os.Geteuid() == 0 {

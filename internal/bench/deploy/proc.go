@@ -52,9 +52,13 @@ func unprivileged(names ...string) (*account, error) {
 	return nil, fmt.Errorf("running as root and none of the users %s exists", strings.Join(names, ", "))
 }
 
-// mkdirFor creates dir (and parents) owned by acct, mode 0700.
+// mkdirFor creates dir (and parents) owned by acct, mode 0700: also when it exists already (Start made it 0755),
+// since it holds a server's unix socket, which lets in whoever reaches it.
 func mkdirFor(dir string, acct *account) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
 		return err
 	}
 	if acct != nil {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"anykv/internal/engine/remote/dial"
 	"anykv/internal/procnet"
 )
 
@@ -204,11 +205,13 @@ func startAnykv(ctx context.Context, o Options, dir, variant, engineURL string, 
 			args = append(args, "--"+extra, "")
 		}
 	}
-	var settings []string
+	var settings, env []string
 	switch {
 	case engineURL != "":
-		args = append(args, "--engine", engineURL)
-		settings = []string{"over " + engineURL + " (--engine URL): durability is the datastore's"}
+		// In the environment, which only its owner reads: ps shows a command line, and with it the URL's
+		// password (the mariadb and postgres targets' own), to every user of the machine.
+		env = append(env, "ANYKV_ENGINE="+engineURL)
+		settings = []string{"over " + dial.Redact(engineURL) + " (--engine URL, as ANYKV_ENGINE): durability is the datastore's"}
 		if exclusive {
 			args = append(args, "--exclusive")
 			settings = append(settings, "read and query caches on (--exclusive: the only writer of the datastore)")
@@ -225,7 +228,6 @@ func startAnykv(ctx context.Context, o Options, dir, variant, engineURL string, 
 		args = append(args, "--fsync", "always")
 		settings = []string{"fsync before every write is acknowledged (--fsync always)"}
 	}
-	var env []string
 	if len(o.CPUs) > 0 {
 		// The Go runtime runs one P per allowed core; say so explicitly.
 		env = append(env, fmt.Sprintf("GOMAXPROCS=%d", len(o.CPUs)))

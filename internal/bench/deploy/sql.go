@@ -69,9 +69,24 @@ func startPostgres(ctx context.Context, o Options, dir string) (*Server, error) 
 			os.Chown(lp, acct.uid, acct.gid)
 		}
 	}
-	if err := runTool(ctx, 2*time.Minute, filepath.Join(bin, "initdb"),
-		[]string{"-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-locale", "--no-sync"},
-		dir, lp, acct, nil); err != nil {
+	// TCP clients need the password (trust on 127.0.0.1 let any user of the machine in as the superuser, who runs
+	// programs as the server's account: COPY ... TO PROGRAM); the unix socket, in dir (0700), is the owner's alone.
+	pw := rand.Text()
+	pwfile := filepath.Join(dir, "pwfile")
+	if err := os.WriteFile(pwfile, []byte(pw+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	if acct != nil {
+		if err := os.Chown(pwfile, acct.uid, acct.gid); err != nil {
+			return nil, err
+		}
+	}
+	err = runTool(ctx, 2*time.Minute, filepath.Join(bin, "initdb"),
+		[]string{"-D", data, "-U", "postgres", "--auth-local=trust", "--auth-host=scram-sha-256", "--pwfile=" + pwfile,
+			"-E", "UTF8", "--no-locale", "--no-sync"},
+		dir, lp, acct, nil)
+	os.Remove(pwfile)
+	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	port, err := freePort()
@@ -87,7 +102,7 @@ func startPostgres(ctx context.Context, o Options, dir string) (*Server, error) 
 	stop := func() error {
 		err := runTool(context.Background(), 60*time.Second, pgctl, []string{"-D", data, "-m", "fast", "-w", "-t", "30", "stop"}, dir, lp, acct, nil)
 		if err != nil {
-			killPidFile(filepath.Join(data, "postmaster.pid"))
+			killPidFile(filepath.Join(data, "postmaster.pid"), filepath.Join(bin, "postgres"))
 		}
 		return err
 	}
@@ -98,7 +113,7 @@ func startPostgres(ctx context.Context, o Options, dir string) (*Server, error) 
 		}
 		return nil, fmt.Errorf("postgres: %w\n%s", err, logTail(filepath.Join(dir, "server.log"), 20))
 	}
-	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	url := fmt.Sprintf("postgres://postgres:%s@127.0.0.1:%d/postgres?sslmode=disable", pw, port)
 	if err := waitReady(ctx, nil, url, o.ReadyTimeout); err != nil {
 		stop()
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -111,21 +126,28 @@ func startPostgres(ctx context.Context, o Options, dir string) (*Server, error) 
 		Settings: []string{
 			"fsync=on, synchronous_commit=on, full_page_writes=on: each commit waits for its WAL flush",
 			"initdb --no-sync (the fresh cluster files are not fsynced; the WAL of every commit is)",
-			"runs as " + user + ", trust authentication on 127.0.0.1",
+			"runs as " + user + ", on 127.0.0.1 with a random password (scram-sha-256); trust only on the unix socket in the data directory",
 		},
 		stop: stop}, nil
 }
 
-// killPidFile SIGKILLs the process named on the first line of a pid file.
-func killPidFile(path string) {
+// killPidFile SIGKILLs the process named on the first line of a pid file, if it runs the program exe: a server
+// that died leaves its pid file behind, and the system may have given the pid to another process since (which
+// the bench, as root, would have killed whatever it was).
+func killPidFile(path, exe string) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
 	if pid, err := strconv.Atoi(strings.TrimSpace(line)); err == nil && pid > 1 {
-		if p, err := os.FindProcess(pid); err == nil {
-			p.Kill()
+		if p, err := os.FindProcess(pid); err == nil { // a pidfd: the checks below and the kill reach one process
+			running, err1 := os.Stat(fmt.Sprintf("/proc/%d/exe", pid))
+			want, err2 := os.Stat(exe)
+			if err1 == nil && err2 == nil && os.SameFile(running, want) {
+				p.Kill()
+			}
+			p.Release()
 		}
 	}
 }

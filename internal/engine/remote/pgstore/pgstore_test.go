@@ -33,8 +33,12 @@ func freshDB(t *testing.T, server string) string {
 	if _, err := c.Exec(ctx, "CREATE DATABASE "+name); err != nil {
 		t.Fatal(err)
 	}
-	cfg := c.Config()
-	return fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, name)
+	u, err := neturl.Parse(server) // its user and password too: the deployed server asks TCP clients for it
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	return u.String()
 }
 
 func TestPostgres(t *testing.T) {
