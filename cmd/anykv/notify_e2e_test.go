@@ -133,3 +133,42 @@ func TestOtherProtocolsSendKeyspaceEvents(t *testing.T) {
 		t.Fatalf("events with n %q\nwant %q", got, want)
 	}
 }
+
+// TestMemcachedAddSendsNew: memcached's add creates the key when it stores (it reads the key to check it is
+// absent), so it sends "new" before "set", as Redis's SET NX does; a refused add sends nothing, and replace,
+// which needs the key there, no "new". othersWrote took every memcached store for the blind set, which reads
+// nothing, and sent no "new" for an add.
+func TestMemcachedAddSendsNew(t *testing.T) {
+	s := servertest.Start(t, servertest.Options{Memcache: true, Args: []string{"--notify-keyspace-events", "KEAn"}})
+	c := client(t, s.RESP)
+	ps := c.PSubscribe(ctx, "__keyevent@0__:*")
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mc := memcache.New(s.Memcache)
+	if err := mc.Add(&memcache.Item{Key: "q", Value: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := mc.Add(&memcache.Item{Key: "q", Value: []byte("y")}); err != memcache.ErrNotStored {
+		t.Fatalf("add of a present key: %v", err)
+	}
+	if err := mc.Replace(&memcache.Item{Key: "q", Value: []byte("z")}); err != nil {
+		t.Fatal(err)
+	}
+	c.Publish(ctx, "__keyevent@0__:end", "")
+	var got []string
+	for {
+		m, err := ps.ReceiveMessage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Channel == "__keyevent@0__:end" {
+			break
+		}
+		got = append(got, strings.TrimPrefix(m.Channel, "__keyevent@0__:")+" "+m.Payload)
+	}
+	if got, want := strings.Join(got, ", "), "new q, set q, set q"; got != want {
+		t.Fatalf("events %q\nwant %q", got, want)
+	}
+}
