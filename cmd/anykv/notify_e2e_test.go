@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bradfitz/gomemcache/memcache"
+	goredis "github.com/redis/go-redis/v9"
 
 	"anykv/internal/servertest"
 )
@@ -131,5 +132,88 @@ func TestOtherProtocolsSendKeyspaceEvents(t *testing.T) {
 	}
 	if got, want := until(), "set m, new p, set p, set m, set p"; got != want {
 		t.Fatalf("events with n %q\nwant %q", got, want)
+	}
+}
+
+// TestMemcachedAddSendsNew: memcached's add creates the key when it stores (it reads the key to check it is
+// absent), so it sends "new" before "set", as Redis's SET NX does; a refused add sends nothing, and replace,
+// which needs the key there, no "new". othersWrote took every memcached store for the blind set, which reads
+// nothing, and sent no "new" for an add.
+func TestMemcachedAddSendsNew(t *testing.T) {
+	s := servertest.Start(t, servertest.Options{Memcache: true, Args: []string{"--notify-keyspace-events", "KEAn"}})
+	c := client(t, s.RESP)
+	ps := c.PSubscribe(ctx, "__keyevent@0__:*")
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mc := memcache.New(s.Memcache)
+	if err := mc.Add(&memcache.Item{Key: "q", Value: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := mc.Add(&memcache.Item{Key: "q", Value: []byte("y")}); err != memcache.ErrNotStored {
+		t.Fatalf("add of a present key: %v", err)
+	}
+	if err := mc.Replace(&memcache.Item{Key: "q", Value: []byte("z")}); err != nil {
+		t.Fatal(err)
+	}
+	c.Publish(ctx, "__keyevent@0__:end", "")
+	var got []string
+	for {
+		m, err := ps.ReceiveMessage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Channel == "__keyevent@0__:end" {
+			break
+		}
+		got = append(got, strings.TrimPrefix(m.Channel, "__keyevent@0__:")+" "+m.Payload)
+	}
+	if got, want := strings.Join(got, ", "), "new q, set q, set q"; got != want {
+		t.Fatalf("events %q\nwant %q", got, want)
+	}
+}
+
+// TestMemcachedWriteAnswersABlockedReadGroup: a stream that a memcached client replaces (set) or deletes (touch
+// with a time in the past) answers the XREADGROUP BLOCK 0 waiting on it at once, as a RESP write does (WRONGTYPE,
+// NOGROUP: Redis 7.2's answers), where it stayed blocked for good: only RESP batches woke blocked clients.
+func TestMemcachedWriteAnswersABlockedReadGroup(t *testing.T) {
+	s := servertest.Start(t, servertest.Options{Memcache: true})
+	c := client(t, s.RESP)
+	mc := memcache.New(s.Memcache)
+	for _, tc := range []struct {
+		write func() error
+		want  string
+	}{
+		{func() error { return mc.Set(&memcache.Item{Key: "s", Value: []byte("x")}) }, "WRONGTYPE"},
+		{func() error { return mc.Touch("s", -1) }, "NOGROUP"},
+	} {
+		c.Del(ctx, "s")
+		if err := c.XGroupCreateMkStream(ctx, "s", "g", "$").Err(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			done <- c.XReadGroup(ctx, &goredis.XReadGroupArgs{Group: "g", Consumer: "c", Streams: []string{"s", ">"}, Block: 0}).Err()
+		}()
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if info := c.Info(ctx, "clients").Val(); strings.Contains(info, "blocked_clients:1") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("XREADGROUP did not block")
+			}
+		}
+		if err := tc.write(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-done:
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("blocked XREADGROUP answered %v, want %s", err, tc.want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("XREADGROUP still blocked 5 s after its stream was written by memcached (want %s)", tc.want)
+		}
 	}
 }

@@ -52,12 +52,16 @@ var (
 	ErrStreamFull    = errors.New("ERR The stream has exhausted the last possible ID, unable to add more items")
 )
 
-// ParseID parses an ID argument: "ms-seq" or "ms" (seq is 0, or the largest when high: an end of a range).
+// ParseID parses an ID argument: "ms-seq" or "ms" (seq is 0, or the largest when high: an end of a range), as
+// Redis's streamGenericParseIDOrReply reads it: at most 127 bytes, read as a C string (up to a NUL byte), each
+// part as string2ull reads it (parseIDPart).
 func ParseID(b []byte, high bool) (ID, bool) {
-	s := string(b)
-	msPart, seqPart, hasSeq := strings.Cut(s, "-")
-	ms, err := strconv.ParseUint(msPart, 10, 64)
-	if err != nil {
+	if len(b) > 127 {
+		return ID{}, false
+	}
+	msPart, seqPart, hasSeq := strings.Cut(string(CString(b)), "-")
+	ms, ok := parseIDPart(msPart)
+	if !ok {
 		return ID{}, false
 	}
 	if !hasSeq {
@@ -66,8 +70,39 @@ func ParseID(b []byte, high bool) (ID, bool) {
 		}
 		return ID{ms, 0}, true
 	}
-	seq, err := strconv.ParseUint(seqPart, 10, 64)
-	return ID{ms, seq}, err == nil
+	seq, ok := parseIDPart(seqPart)
+	return ID{ms, seq}, ok
+}
+
+// CString is b up to its first NUL byte, as C code that reads an argument as a string sees it.
+func CString(b []byte) []byte {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		return b[:i]
+	}
+	return b
+}
+
+// parseIDPart reads one number of an ID as Redis's string2ull does: a canonical integer (string2ll's: no sign
+// but '-', no leading zero) unless it is negative; else what strtoull reads whole, without overflow: leading
+// white space, a sign ('-' negates modulo 2^64, so " -1" is the largest), decimal digits. So "+5", " 5" and
+// "005" are 5, while "-1" and "5 " are no number.
+func parseIDPart(s string) (uint64, bool) {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil && s == strconv.FormatInt(n, 10) {
+		return uint64(n), n >= 0
+	}
+	s = strings.TrimLeft(s, " \t\n\v\f\r")
+	neg := false
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		neg, s = s[0] == '-', s[1:]
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 // ParseRangeID parses an XRANGE bound: "-", "+", an ID, or "(" and an ID for an exclusive bound.
@@ -351,7 +386,7 @@ func xadd(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 		return engine.Result{Err: ErrStreamFull}, nil
 	}
 	var id ID
-	spec := string(args[0])
+	spec := string(CString(args[0]))
 	switch {
 	case spec == "*":
 		now := uint64(max(tx.Now(), 0))
@@ -361,8 +396,8 @@ func xadd(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 			return engine.Result{Err: ErrStreamIDSmall}, nil
 		}
 	case strings.HasSuffix(spec, "-*"):
-		ms, err := strconv.ParseUint(strings.TrimSuffix(spec, "-*"), 10, 64)
-		if err != nil {
+		ms, ok := parseIDPart(strings.TrimSuffix(spec, "-*"))
+		if !ok || len(args[0]) > 127 {
 			return engine.Result{Err: ErrStreamID}, nil
 		}
 		id = ID{ms, 0}

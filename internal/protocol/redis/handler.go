@@ -4,6 +4,7 @@
 package redis
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"anykv/internal/auth"
+	"anykv/internal/engine"
 	"anykv/internal/gctune"
 	"anykv/internal/kv"
 	"anykv/internal/membudget"
@@ -175,8 +177,26 @@ func New(store *kv.Store, opts Options) *Handler {
 	h.streamNode.Store(defaultStreamNode)
 	h.applyStart()
 	store.OnExpired(h.expired)
-	store.OnWrites(h.othersWrote)
+	store.OnWrites(h.otherProtocolWrote)
 	return h
+}
+
+// otherProtocolWrote is the store's OnWrites hook for the batches of memcached and HTTP clients: their keyspace
+// events (othersWrote), and the blocked XREADGROUPs on the keys they wrote woken, as a RESP batch wakes them
+// (waiters.wake), so that a stream a memcached set replaced, or a touch with a time in the past deleted, answers
+// its readers as Redis does rather than leaving them blocked. The wake waits for the readers' tries, so it runs on
+// a goroutine of its own with its own copy of the keys (the hook must not block, and the caller reuses them).
+func (h *Handler) otherProtocolWrote(muts []engine.Mutation, res []engine.Result) {
+	h.othersWrote(muts, res)
+	if h.waiters.groups.Load() == 0 {
+		return
+	}
+	own := make([]engine.Mutation, len(muts))
+	for i := range muts {
+		own[i] = engine.Mutation{Op: muts[i].Op, Table: muts[i].Table, Key: bytes.Clone(muts[i].Key), Touch: muts[i].Touch,
+			Target: engine.Target{Table: muts[i].Target.Table, Key: bytes.Clone(muts[i].Target.Key)}}
+	}
+	go h.waiters.wake(own, nil, false)
 }
 
 // SetConnCounts lets INFO report the listener's connection figures.

@@ -210,8 +210,10 @@ func (h *Handler) othersWrote(muts []engine.Mutation, res []engine.Result) {
 		if !ok {
 			continue
 		}
-		// A blind SET (memcached's set) reads nothing, so it cannot tell a created key: it sends no "new".
-		created := !r.OldFound && r.NewFound && !(m.Op == engine.OpSet && m.Set.Blind)
+		// A blind SET (memcached's set) reads nothing, so it cannot tell a created key: it sends no "new". A store
+		// with a condition (add, replace, cas) reads the key whatever its Blind says, as the engines apply it.
+		blind := m.Op == engine.OpSet && m.Set.Blind && m.Cond == engine.CondNone && !m.Set.KeepTTL
+		created := !r.OldFound && r.NewFound && !blind
 		switch m.Op {
 		case engine.OpSet:
 			if created {

@@ -58,7 +58,6 @@ const pushChunk = 16 << 10
 // class's otherwise (a RESP3 tracking client, one that unsubscribed from everything), as Redis classes clients.
 type pusher struct {
 	conn  net.Conn
-	resp3 bool
 	lim   func() *obufLimits
 	state *clientState // the connection's subscription counts, and omem (queued, for CLIENT LIST)
 	log   *slog.Logger
@@ -68,11 +67,14 @@ type pusher struct {
 	monitor atomic.Bool
 	mu      sync.Mutex
 	cond    *sync.Cond
-	chunks  [][]byte  // what waits to be written, in order
-	queued  int       // bytes in chunks and in the write in progress: what counts against the limits
-	soft    softClock // how long queued has stayed over the soft limit
-	spare   []byte    // a written chunk, emptied, for the next
-	closed  bool
+	// resp3: the connection speaks RESP3 as of the last output it queued (output), so messages are pushes; a
+	// message is encoded under mu, so it comes in the protocol of the replies around it, as Redis writes it.
+	resp3  bool
+	chunks [][]byte  // what waits to be written, in order
+	queued int       // bytes in chunks and in the write in progress: what counts against the limits
+	soft   softClock // how long queued has stayed over the soft limit
+	spare  []byte    // a written chunk, emptied, for the next
+	closed bool
 	// draining: the connection is ending; the writer ends once what is queued is written (drain).
 	draining bool
 	held     int // hold's: while above 0, what is queued waits
@@ -91,6 +93,23 @@ func newPusher(s *session, resp3 bool) *pusher {
 func (p *pusher) enqueue(b []byte) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.enqueueLocked(b)
+}
+
+// output appends the connection's own output (replies, confirmations), written in proto, the protocol the
+// connection speaks from then on: the messages queued after it are written in that protocol (HELLO and RESET
+// change it). b may be empty.
+func (p *pusher) output(b []byte, proto int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.resp3 = proto >= 3
+	if len(b) > 0 {
+		p.enqueueLocked(b)
+	}
+}
+
+// enqueueLocked is enqueue with p.mu held.
+func (p *pusher) enqueueLocked(b []byte) {
 	if p.closed {
 		return
 	}
@@ -165,6 +184,8 @@ func (p *pusher) checkSoft(gen int) {
 
 // Deliver implements pubsub.Subscriber.
 func (p *pusher) Deliver(pattern, channel string, msg []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	w := resp.NewWriter(2)
 	if p.resp3 {
 		w.SetProto(3)
@@ -179,7 +200,7 @@ func (p *pusher) Deliver(pattern, channel string, msg []byte) {
 	}
 	w.BulkString(channel)
 	w.Bulk(msg)
-	p.enqueue(w.Bytes())
+	p.enqueueLocked(w.Bytes())
 }
 
 // shardSub is a connection's pusher as a subscriber of shard channels: their messages are "smessage".
@@ -187,6 +208,8 @@ type shardSub struct{ p *pusher }
 
 // Deliver implements pubsub.Subscriber.
 func (ss shardSub) Deliver(_, channel string, msg []byte) {
+	ss.p.mu.Lock()
+	defer ss.p.mu.Unlock()
 	w := resp.NewWriter(2)
 	if ss.p.resp3 {
 		w.SetProto(3)
@@ -195,7 +218,7 @@ func (ss shardSub) Deliver(_, channel string, msg []byte) {
 	w.BulkString("smessage")
 	w.BulkString(channel)
 	w.Bulk(msg)
-	ss.p.enqueue(w.Bytes())
+	ss.p.enqueueLocked(w.Bytes())
 }
 
 func (p *pusher) run() {
@@ -335,13 +358,16 @@ func (s *session) leaveAll() {
 // out sends the replies written so far: through the pusher once the connection has subscribed.
 func (s *session) out() error {
 	if s.w.Len() == 0 {
+		if s.sub != nil { // a HELLO or RESET whose reply CLIENT REPLY silenced still changes the messages' protocol
+			s.sub.output(nil, s.w.Proto())
+		}
 		return nil
 	}
 	defer s.w.Reset()
 	s.outs++
 	s.adoptPusher()
 	if s.sub != nil {
-		s.sub.enqueue(s.w.Bytes())
+		s.sub.output(s.w.Bytes(), s.w.Proto())
 		return nil
 	}
 	var deadline time.Time // the normal class's soft limit's, for replies over it (obuf.go)
@@ -427,7 +453,7 @@ func (s *session) confirm(kind string, name []byte, null bool) {
 		w.Bulk(name)
 	}
 	w.Int(int64(n))
-	s.sub.enqueue(w.Bytes())
+	s.sub.output(w.Bytes(), s.w.Proto())
 }
 
 func cmdSubscribe(s *session, args [][]byte) {

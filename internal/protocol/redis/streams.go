@@ -61,7 +61,7 @@ options:
 	for ; i < len(args); i++ {
 		more := len(args) - 1 - i
 		switch opt := args[i]; {
-		case xadd && string(opt) == "*":
+		case xadd && string(collections.CString(opt)) == "*": // read as a C string, as Redis reads it
 			break options
 		case (eq(opt, "maxlen") || eq(opt, "minid")) && more > 0:
 			if t.By != "" {
@@ -108,11 +108,11 @@ options:
 		case xadd && eq(opt, "nomkstream"):
 			noMk = true
 		case xadd: // the ID: ms-seq, ms or ms-*
-			id := string(opt)
+			id := string(collections.CString(opt))
 			if ms, ok := strings.CutSuffix(id, "-*"); ok {
 				id = ms
 			}
-			if _, ok := collections.ParseID([]byte(id), false); !ok {
+			if _, ok := collections.ParseID([]byte(id), false); !ok || len(opt) > 127 {
 				s.fail(collections.ErrStreamID.Error())
 				return t, false, 0, false
 			}
