@@ -158,6 +158,16 @@ func cmdXAdd(s *session, args [][]byte) {
 		s.fail("ERR wrong number of arguments for 'xadd' command")
 		return
 	}
+	// An entry is stored as one item, its fields and values together: bounded by the value limit as a string or a
+	// hash's value is (Redis bounds only each argument, by proto-max-bulk-len).
+	size := 0
+	for _, f := range args[i+1:] {
+		size += len(f)
+	}
+	if size > s.h.store.Limits().MaxValue {
+		s.fail("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+		return
+	}
 	id := args[i]
 	if v, ok := collections.ParseID(id, false); ok && v == (collections.ID{}) { // before the key is looked at, as Redis
 		s.fail(collections.ErrStreamIDZero.Error())
