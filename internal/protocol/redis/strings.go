@@ -468,10 +468,8 @@ func cmdSetRange(s *session, args [][]byte) {
 		s.fail("ERR offset is out of range")
 		return
 	}
-	if off > int64(s.h.store.Limits().MaxValue)-int64(len(args[3])) { // written so that it cannot overflow
-		s.fail("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
-		return
-	}
+	// The engine refuses an end past the value limit (ErrTooLarge, Redis's proto-max-bulk-len error), after the
+	// key's kind and an empty value, as Redis orders them: WRONGTYPE, then the current length for "", then the size.
 	s.add(engine.Mutation{Op: engine.OpSetRange, Table: s.table(), Key: args[1], Value: args[3], Edit: engine.EditArgs{Offset: off}})
 	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if r := res[0]; r.Err != nil {

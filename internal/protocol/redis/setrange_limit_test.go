@@ -1,0 +1,44 @@
+package redis
+
+import (
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// TestSetRangeChecksTypeAndEmptyValueBeforeTheSizeLimit: as Redis's setrangeCommand, SETRANGE answers WRONGTYPE
+// for another kind and the current length (0 for a missing key, which it does not create) for an empty value
+// whatever the offset, and only then refuses an end past the value limit. anykv refused every offset past
+// --max-value-size first: `SETRANGE s 100000000 ""` was "string exceeds maximum allowed size" where redis-server
+// 7.0 answers 5, and over a list it was that error instead of WRONGTYPE.
+func TestSetRangeChecksTypeAndEmptyValueBeforeTheSizeLimit(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, &goredis.Options{PoolSize: 1})
+	c.Set(ctx, "s", "hello", 0)
+	c.RPush(ctx, "l", "a")
+	const huge = "9223372036854775807"
+	for _, off := range []string{"100000000", huge} {
+		if n, err := c.Do(ctx, "setrange", "s", off, "").Int64(); err != nil || n != 5 {
+			t.Errorf("SETRANGE s %s \"\": %d, %v; want 5 as Redis", off, n, err)
+		}
+		if n, err := c.Do(ctx, "setrange", "missing", off, "").Int64(); err != nil || n != 0 {
+			t.Errorf("SETRANGE missing %s \"\": %d, %v; want 0 as Redis", off, n, err)
+		}
+		for _, v := range []string{"", "x"} {
+			err := c.Do(ctx, "setrange", "l", off, v).Err()
+			if err == nil || err.Error() != "WRONGTYPE Operation against a key holding the wrong kind of value" {
+				t.Errorf("SETRANGE l %s %q: %v; want WRONGTYPE as Redis", off, v, err)
+			}
+		}
+		err := c.Do(ctx, "setrange", "s", off, "x").Err()
+		if err == nil || err.Error() != "ERR string exceeds maximum allowed size (proto-max-bulk-len)" {
+			t.Errorf("SETRANGE s %s x: %v; want the size limit's error", off, err)
+		}
+	}
+	if n, err := c.Exists(ctx, "missing").Result(); err != nil || n != 0 {
+		t.Errorf("EXISTS missing: %d, %v; an empty SETRANGE created it", n, err)
+	}
+	if v, err := c.Get(ctx, "s").Result(); err != nil || v != "hello" {
+		t.Errorf("GET s: %q, %v; want hello unchanged", v, err)
+	}
+}
