@@ -64,14 +64,14 @@ func setBit(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	if err1 != nil || err2 != nil || off < 0 {
 		return engine.Result{}, engine.ErrInvalid
 	}
-	if off/8 >= maxSize {
-		return engine.Result{Err: ErrBitOffset}, nil
-	}
 	it, found, err := readString(tx, tx.Table(), tx.Key())
-	if errors.Is(err, engine.ErrWrongType) {
+	if errors.Is(err, engine.ErrWrongType) { // before the size, as Redis: another kind is WRONGTYPE at any offset
 		return engine.Result{Err: err}, nil
 	} else if err != nil {
 		return engine.Result{}, err
+	}
+	if off/8 >= maxSize {
+		return engine.Result{Err: ErrBitOffset}, nil
 	}
 	v := it.Value
 	if need := int(off/8) + 1; len(v) < need {

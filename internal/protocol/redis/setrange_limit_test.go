@@ -42,3 +42,31 @@ func TestSetRangeChecksTypeAndEmptyValueBeforeTheSizeLimit(t *testing.T) {
 		t.Errorf("GET s: %q, %v; want hello unchanged", v, err)
 	}
 }
+
+// TestSetBitPastTheValueLimitOnAnotherKindIsWrongType: SETBIT at an offset within Redis's 2^32 bits but past
+// --max-value-size, on a key of another kind, is WRONGTYPE as in redis-server 7.0 (the kind is checked before the
+// size); anykv answered "string exceeds maximum allowed size". On a string it is still refused, writing nothing.
+func TestSetBitPastTheValueLimitOnAnotherKindIsWrongType(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, &goredis.Options{PoolSize: 1})
+	c.RPush(ctx, "l", "a")
+	c.Set(ctx, "s", "x", 0)
+	off := "4294967295" // the last bit Redis accepts; past the default 64 MiB value limit
+	err := c.Do(ctx, "setbit", "l", off, "1").Err()
+	if err == nil || err.Error() != "WRONGTYPE Operation against a key holding the wrong kind of value" {
+		t.Errorf("SETBIT l %s 1: %v; want WRONGTYPE as Redis", off, err)
+	}
+	err = c.Do(ctx, "setbit", "s", off, "1").Err()
+	if err == nil || err.Error() != "ERR string exceeds maximum allowed size (proto-max-bulk-len)" {
+		t.Errorf("SETBIT s %s 1: %v; want the size limit's error", off, err)
+	}
+	if v, err := c.Get(ctx, "s").Result(); err != nil || v != "x" {
+		t.Errorf("GET s: %q, %v; want x unchanged", v, err)
+	}
+	if err := c.Do(ctx, "setbit", "missing", off, "1").Err(); err == nil {
+		t.Error("SETBIT missing past the value limit: accepted")
+	}
+	if n, err := c.Exists(ctx, "missing").Result(); err != nil || n != 0 {
+		t.Errorf("EXISTS missing: %d, %v; a refused SETBIT created it", n, err)
+	}
+}
