@@ -70,3 +70,41 @@ func TestSetBitPastTheValueLimitOnAnotherKindIsWrongType(t *testing.T) {
 		t.Errorf("EXISTS missing: %d, %v; a refused SETBIT created it", n, err)
 	}
 }
+
+// TestGetExReadsItsTimeOnlyForAString: as Redis's getexCommand, GETEX looks the key up before it reads the EX/PX/
+// EXAT/PXAT time: a missing key is nil and another kind WRONGTYPE whatever the time (0, negative, past int64's
+// milliseconds, not a number); only a string gets the time's error, and keeps its TTL. anykv refused the time first.
+func TestGetExReadsItsTimeOnlyForAString(t *testing.T) {
+	ts := startServer(t, Options{}, 0)
+	c := ts.client(t, &goredis.Options{PoolSize: 1})
+	c.Set(ctx, "s", "v", 0)
+	c.RPush(ctx, "l", "a")
+	for _, opt := range [][]any{{"ex", "0"}, {"px", "-1"}, {"ex", "9223372036854775807"}, {"exat", "9223372036854775807"}, {"ex", "abc"}} {
+		if err := c.Do(ctx, append([]any{"getex", "missing"}, opt...)...).Err(); err != goredis.Nil {
+			t.Errorf("GETEX missing %v: %v; want nil as Redis", opt, err)
+		}
+		err := c.Do(ctx, append([]any{"getex", "l"}, opt...)...).Err()
+		if err == nil || err.Error() != "WRONGTYPE Operation against a key holding the wrong kind of value" {
+			t.Errorf("GETEX l %v: %v; want WRONGTYPE as Redis", opt, err)
+		}
+		want := "ERR invalid expire time in 'getex' command"
+		if opt[1] == "abc" {
+			want = "ERR value is not an integer or out of range"
+		}
+		if err := c.Do(ctx, append([]any{"getex", "s"}, opt...)...).Err(); err == nil || err.Error() != want {
+			t.Errorf("GETEX s %v: %v; want %q", opt, err, want)
+		}
+		if err := c.Do(ctx, append(append([]any{"getex", "s"}, opt...), "persist")...).Err(); err == nil || err.Error() != "ERR syntax error" {
+			t.Errorf("GETEX s %v PERSIST: %v; want a syntax error", opt, err)
+		}
+	}
+	if ttl, err := c.TTL(ctx, "s").Result(); err != nil || ttl != -1 {
+		t.Errorf("TTL s: %v, %v; a refused GETEX changed it", ttl, err)
+	}
+	if v, err := c.Do(ctx, "getex", "s", "ex", "100").Text(); err != nil || v != "v" {
+		t.Errorf("GETEX s EX 100: %q, %v", v, err)
+	}
+	if ttl, err := c.TTL(ctx, "s").Result(); err != nil || ttl <= 0 {
+		t.Errorf("TTL s after GETEX EX 100: %v, %v", ttl, err)
+	}
+}
