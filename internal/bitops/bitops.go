@@ -147,7 +147,15 @@ func Count(v []byte, start, end int64, bitUnit bool) int64 {
 		}
 		return c
 	}
-	for i := from; i < to; i++ {
+	// Whole bytes at once: bit by bit, BITCOUNT k 0 -1 BIT over a 64 MiB value took 2 s (redis-server 0.04 s).
+	i := from
+	for ; i < to && i%8 != 0; i++ {
+		c += GetBit(v, i)
+	}
+	for ; i+8 <= to; i += 8 {
+		c += int64(bits.OnesCount8(v[i/8]))
+	}
+	for ; i < to; i++ {
 		c += GetBit(v, i)
 	}
 	return c
@@ -171,10 +179,21 @@ func Pos(v []byte, bit int64, start, end int64, hasEnd, bitUnit bool) int64 {
 	if !bitUnit {
 		from, to = from*8, to*8
 	}
-	for i := from; i < to; i++ {
+	// A whole byte without the bit sought is passed at once: bit by bit, BITPOS over a 64 MiB value took 2.5 s
+	// (redis-server 0.02 s).
+	skip := byte(0)
+	if bit == 0 {
+		skip = 0xff
+	}
+	for i := from; i < to; {
+		if i%8 == 0 && i+8 <= to && v[i/8] == skip {
+			i += 8
+			continue
+		}
 		if GetBit(v, i) == bit {
 			return i
 		}
+		i++
 	}
 	if bit == 0 && !hasEnd {
 		return to
