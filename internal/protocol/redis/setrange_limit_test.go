@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"strings"
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -106,5 +107,30 @@ func TestGetExReadsItsTimeOnlyForAString(t *testing.T) {
 	}
 	if ttl, err := c.TTL(ctx, "s").Result(); err != nil || ttl <= 0 {
 		t.Errorf("TTL s after GETEX EX 100: %v, %v", ttl, err)
+	}
+}
+
+// TestScriptStringEditsKeepTheValueLimit: APPEND and SETRANGE called by a script are bounded by --max-value-size
+// as outside one. A script's commands reach the engine through its Tx, which kv's check of a batch (where the
+// limit was set) does not see: APPEND in a script grew a value past the limit without bound (each call adding up
+// to the limit).
+func TestScriptStringEditsKeepTheValueLimit(t *testing.T) {
+	ts := startServer(t, Options{}, 0) // a value limit of 1 MiB
+	c := ts.client(t, &goredis.Options{PoolSize: 1})
+	const limit, tooBig = 1 << 20, "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+	c.Set(ctx, "k", strings.Repeat("v", limit-100), 0)
+	err := c.Eval(ctx, "return redis.call('append', KEYS[1], ARGV[1])", []string{"k"}, strings.Repeat("x", 200)).Err()
+	if err == nil || !strings.Contains(err.Error(), tooBig) {
+		t.Errorf("APPEND in a script past the limit: %v; want %q", err, tooBig)
+	}
+	err = c.Eval(ctx, "return redis.call('setrange', KEYS[1], ARGV[1], 'x')", []string{"k"}, limit).Err()
+	if err == nil || !strings.Contains(err.Error(), tooBig) {
+		t.Errorf("SETRANGE in a script past the limit: %v; want %q", err, tooBig)
+	}
+	if n, err := c.StrLen(ctx, "k").Result(); err != nil || n != limit-100 {
+		t.Errorf("STRLEN k: %d, %v; want %d, unchanged", n, err, limit-100)
+	}
+	if n, err := c.Eval(ctx, "return redis.call('append', KEYS[1], ARGV[1])", []string{"k"}, strings.Repeat("x", 100)).Int64(); err != nil || n != limit {
+		t.Errorf("APPEND in a script up to the limit: %d, %v; want %d", n, err, limit)
 	}
 }

@@ -432,7 +432,10 @@ func cmdAppend(s *session, args [][]byte) {
 	if s.valueTooBig(args[2]) {
 		return
 	}
-	s.add(engine.Mutation{Op: engine.OpAppend, Table: s.table(), Key: args[1], Value: args[2], Edit: engine.EditArgs{Create: true}})
+	// MaxSize here, not only in kv's check of a batch: a script's commands reach the engine through its Tx,
+	// which does not run that check, and APPEND in a script grew a value past --max-value-size without bound.
+	s.add(engine.Mutation{Op: engine.OpAppend, Table: s.table(), Key: args[1], Value: args[2],
+		Edit: engine.EditArgs{Create: true, MaxSize: s.h.store.Limits().MaxValue}})
 	s.plan(replyNewLen)
 }
 
@@ -490,7 +493,9 @@ func cmdSetRange(s *session, args [][]byte) {
 	}
 	// The engine refuses an end past the value limit (ErrTooLarge, Redis's proto-max-bulk-len error), after the
 	// key's kind and an empty value, as Redis orders them: WRONGTYPE, then the current length for "", then the size.
-	s.add(engine.Mutation{Op: engine.OpSetRange, Table: s.table(), Key: args[1], Value: args[3], Edit: engine.EditArgs{Offset: off}})
+	// MaxSize is set here as APPEND's is (a script's commands are not checked by kv).
+	s.add(engine.Mutation{Op: engine.OpSetRange, Table: s.table(), Key: args[1], Value: args[3],
+		Edit: engine.EditArgs{Offset: off, MaxSize: s.h.store.Limits().MaxValue}})
 	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if r := res[0]; r.Err != nil {
 			w.Error(errText(r.Err))
