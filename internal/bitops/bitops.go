@@ -64,14 +64,14 @@ func setBit(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	if err1 != nil || err2 != nil || off < 0 {
 		return engine.Result{}, engine.ErrInvalid
 	}
-	if off/8 >= maxSize {
-		return engine.Result{Err: ErrBitOffset}, nil
-	}
 	it, found, err := readString(tx, tx.Table(), tx.Key())
-	if errors.Is(err, engine.ErrWrongType) {
+	if errors.Is(err, engine.ErrWrongType) { // before the size, as Redis: another kind is WRONGTYPE at any offset
 		return engine.Result{Err: err}, nil
 	} else if err != nil {
 		return engine.Result{}, err
+	}
+	if off/8 >= maxSize {
+		return engine.Result{Err: ErrBitOffset}, nil
 	}
 	v := it.Value
 	if need := int(off/8) + 1; len(v) < need {
@@ -147,7 +147,15 @@ func Count(v []byte, start, end int64, bitUnit bool) int64 {
 		}
 		return c
 	}
-	for i := from; i < to; i++ {
+	// Whole bytes at once: bit by bit, BITCOUNT k 0 -1 BIT over a 64 MiB value took 2 s (redis-server 0.04 s).
+	i := from
+	for ; i < to && i%8 != 0; i++ {
+		c += GetBit(v, i)
+	}
+	for ; i+8 <= to; i += 8 {
+		c += int64(bits.OnesCount8(v[i/8]))
+	}
+	for ; i < to; i++ {
 		c += GetBit(v, i)
 	}
 	return c
@@ -171,10 +179,21 @@ func Pos(v []byte, bit int64, start, end int64, hasEnd, bitUnit bool) int64 {
 	if !bitUnit {
 		from, to = from*8, to*8
 	}
-	for i := from; i < to; i++ {
+	// A whole byte without the bit sought is passed at once: bit by bit, BITPOS over a 64 MiB value took 2.5 s
+	// (redis-server 0.02 s).
+	skip := byte(0)
+	if bit == 0 {
+		skip = 0xff
+	}
+	for i := from; i < to; {
+		if i%8 == 0 && i+8 <= to && v[i/8] == skip {
+			i += 8
+			continue
+		}
 		if GetBit(v, i) == bit {
 			return i
 		}
+		i++
 	}
 	if bit == 0 && !hasEnd {
 		return to
@@ -190,42 +209,48 @@ func BitOp(table string, key []byte, op string, srcs ...[]byte) engine.Mutation 
 
 func bitOp(tx *engine.Tx, args [][]byte) (engine.Result, error) {
 	op := string(args[0])
-	var vals [][]byte
-	longest := 0
-	for _, k := range args[1:] {
+	// The result is combined one source at a time, each read dropped before the next: holding every source's
+	// value (a copy on a disk engine) until the end, BITOP AND d k k ... k of one 64 MiB key held 64 MiB per
+	// argument, 4.4 GB for 60 of them from a 400-byte command (and one of a few thousand ran the server out of
+	// memory).
+	var out []byte
+	for n, k := range args[1:] {
 		it, _, err := readString(tx, tx.Table(), k)
 		if errors.Is(err, engine.ErrWrongType) {
 			return engine.Result{Err: err}, nil
 		} else if err != nil {
 			return engine.Result{}, err
 		}
-		vals = append(vals, it.Value)
-		longest = max(longest, len(it.Value))
-	}
-	out := make([]byte, longest)
-	for i := range out {
-		at := func(v []byte) byte {
-			if i < len(v) {
-				return v[i]
+		v := it.Value
+		if n == 0 {
+			out = append([]byte(nil), v...)
+			continue
+		}
+		if len(v) > len(out) { // the bytes past a shorter string count as zeros
+			out = append(out, make([]byte, len(v)-len(out))...)
+		}
+		switch op {
+		case "and":
+			for i, b := range v {
+				out[i] &= b
 			}
-			return 0
-		}
-		b := at(vals[0])
-		for _, v := range vals[1:] {
-			switch op {
-			case "and":
-				b &= at(v)
-			case "or":
-				b |= at(v)
-			case "xor":
-				b ^= at(v)
+			clear(out[len(v):])
+		case "or":
+			for i, b := range v {
+				out[i] |= b
+			}
+		case "xor":
+			for i, b := range v {
+				out[i] ^= b
 			}
 		}
-		if op == "not" {
-			b = ^b
-		}
-		out[i] = b
 	}
+	if op == "not" {
+		for i := range out {
+			out[i] = ^out[i]
+		}
+	}
+	longest := len(out)
 	if longest == 0 {
 		if _, found, err := tx.Get(tx.Table(), tx.Key()); err != nil {
 			return engine.Result{}, err

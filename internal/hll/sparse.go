@@ -123,6 +123,10 @@ func sparseSet(v []byte, index int, count uint8, maxBytes int) ([]byte, bool, er
 	if delta > 0 && len(v)+delta > maxBytes {
 		return promote(v, index, count)
 	}
+	if delta == 0 { // in place, as Redis (a copy here cost a copy of a crafted value of megabytes per element)
+		copy(v[p:], seq) // (an XZERO cut short by the end of the value: its first byte only, as below)
+		return mergeVals(v, prev), true, nil
+	}
 	out := make([]byte, 0, len(v)+delta+3)
 	out = append(out, v[:p]...)
 	out = append(out, seq...)

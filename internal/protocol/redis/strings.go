@@ -90,17 +90,25 @@ func isExpiryOpt(a []byte) bool { return eq(a, "ex") || eq(a, "px") || eq(a, "ex
 // expiryOpt parses the amount of an EX/PX/EXAT/PXAT option into absolute unix ms; on a bad amount it fails the
 // command with Redis's error for cmd and returns false.
 func (s *session) expiryOpt(opt, amount []byte, cmd string) (int64, bool) {
-	n, ok := argInt(amount)
-	if !ok {
-		s.fail(errNotInt)
-		return 0, false
-	}
-	at, ok := s.absExpiry(lower(opt), n)
-	if n <= 0 || !ok {
-		s.fail("ERR invalid expire time in '" + cmd + "' command")
+	at, msg := s.expiryOf(opt, amount, cmd)
+	if msg != "" {
+		s.fail(msg)
 		return 0, false
 	}
 	return at, true
+}
+
+// expiryOf is expiryOpt's absolute expiry, or the error reply ("" if none) instead of failing the command.
+func (s *session) expiryOf(opt, amount []byte, cmd string) (int64, string) {
+	n, ok := argInt(amount)
+	if !ok {
+		return 0, errNotInt
+	}
+	at, ok := s.absExpiry(lower(opt), n)
+	if n <= 0 || !ok {
+		return 0, "ERR invalid expire time in '" + cmd + "' command"
+	}
+	return at, ""
 }
 
 // Reply writers shared by several commands; plain functions so pipelined commands allocate no closure.
@@ -297,22 +305,34 @@ func cmdGetDel(s *session, args [][]byte) {
 
 func cmdGetEx(s *session, args [][]byte) {
 	m := engine.Mutation{Op: engine.OpGet, Table: s.table(), Key: args[1]}
+	badExpiry := "" // the error reply of an expiry option's bad time, answered only for a string (below)
 	for i := 2; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case eq(a, "persist") && !m.Touch:
+		case eq(a, "persist") && !m.Touch && badExpiry == "":
 			m.Touch, m.Expires = true, 0
-		case isExpiryOpt(a) && !m.Touch && i+1 < len(args):
-			at, ok := s.expiryOpt(a, args[i+1], "getex")
-			if !ok {
-				return
-			}
-			m.Touch, m.Expires = true, at
+		case isExpiryOpt(a) && !m.Touch && i+1 < len(args) && badExpiry == "":
+			at, msg := s.expiryOf(a, args[i+1], "getex")
+			m.Touch, m.Expires, badExpiry = msg == "", at, msg
 			i++
 		default:
 			s.fail(errSyntax)
 			return
 		}
+	}
+	if badExpiry != "" {
+		// As Redis, the time is read only once the key is found to hold a string: a missing key is nil and
+		// another kind WRONGTYPE whatever it is (the read touches nothing).
+		m.Touch, m.Expires = false, 0
+		s.add(m)
+		s.plan(func(w *resp.Writer, res []engine.Result) {
+			if res[0].Err == nil {
+				w.Error(badExpiry)
+			} else {
+				replyBulkOrNil(w, res)
+			}
+		})
+		return
 	}
 	s.add(m)
 	s.plan(replyBulkOrNil)
@@ -412,7 +432,10 @@ func cmdAppend(s *session, args [][]byte) {
 	if s.valueTooBig(args[2]) {
 		return
 	}
-	s.add(engine.Mutation{Op: engine.OpAppend, Table: s.table(), Key: args[1], Value: args[2], Edit: engine.EditArgs{Create: true}})
+	// MaxSize here, not only in kv's check of a batch: a script's commands reach the engine through its Tx,
+	// which does not run that check, and APPEND in a script grew a value past --max-value-size without bound.
+	s.add(engine.Mutation{Op: engine.OpAppend, Table: s.table(), Key: args[1], Value: args[2],
+		Edit: engine.EditArgs{Create: true, MaxSize: s.h.store.Limits().MaxValue}})
 	s.plan(replyNewLen)
 }
 
@@ -468,11 +491,11 @@ func cmdSetRange(s *session, args [][]byte) {
 		s.fail("ERR offset is out of range")
 		return
 	}
-	if off > int64(s.h.store.Limits().MaxValue)-int64(len(args[3])) { // written so that it cannot overflow
-		s.fail("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
-		return
-	}
-	s.add(engine.Mutation{Op: engine.OpSetRange, Table: s.table(), Key: args[1], Value: args[3], Edit: engine.EditArgs{Offset: off}})
+	// The engine refuses an end past the value limit (ErrTooLarge, Redis's proto-max-bulk-len error), after the
+	// key's kind and an empty value, as Redis orders them: WRONGTYPE, then the current length for "", then the size.
+	// MaxSize is set here as APPEND's is (a script's commands are not checked by kv).
+	s.add(engine.Mutation{Op: engine.OpSetRange, Table: s.table(), Key: args[1], Value: args[3],
+		Edit: engine.EditArgs{Offset: off, MaxSize: s.h.store.Limits().MaxValue}})
 	s.plan(func(w *resp.Writer, res []engine.Result) {
 		if r := res[0]; r.Err != nil {
 			w.Error(errText(r.Err))
