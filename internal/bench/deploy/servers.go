@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"anykv/internal/engine/remote/dial"
+	"anykv/internal/engine/remote/redact"
 	"anykv/internal/procnet"
 )
 
@@ -211,7 +211,7 @@ func startAnykv(ctx context.Context, o Options, dir, variant, engineURL string, 
 		// In the environment, which only its owner reads: ps shows a command line, and with it the URL's
 		// password (the mariadb and postgres targets' own), to every user of the machine.
 		env = append(env, "ANYKV_ENGINE="+engineURL)
-		settings = []string{"over " + dial.Redact(engineURL) + " (--engine URL, as ANYKV_ENGINE): durability is the datastore's"}
+		settings = []string{"over " + redact.URL(engineURL) + " (--engine URL, as ANYKV_ENGINE): durability is the datastore's"}
 		if exclusive {
 			args = append(args, "--exclusive")
 			settings = append(settings, "read and query caches on (--exclusive: the only writer of the datastore)")
