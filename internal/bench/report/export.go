@@ -63,6 +63,13 @@ func latencies(r *workload.Result) map[string]float64 {
 func WriteJSON(w io.Writer, rep *Report) error {
 	out := jsonReport{Command: rep.Command, Started: rep.Started.UTC().Format(time.RFC3339), Seed: rep.Seed,
 		Mode: rep.Mode, Baseline: rep.baseline(), Workloads: rep.Workloads, Targets: rep.Targets, Failover: rep.Failover, Notices: rep.Notices}
+	if rep.Targets != nil { // a copy, passwords hidden
+		out.Targets = make([]Target, len(rep.Targets))
+		for i, t := range rep.Targets {
+			t.URL = t.ShownURL()
+			out.Targets[i] = t
+		}
+	}
 	for _, r := range rep.Results {
 		j := jsonResult{Target: r.Target, Workload: r.Workload, Test: r.Test(), Phase: r.Phase, Op: r.Op,
 			Threads: r.Threads, Rate: r.Rate, Ops: r.Ops, Errs: r.Errs, Fails: r.Fails, Skipped: r.Skipped,

@@ -41,7 +41,7 @@ func WriteHTML(w io.Writer, rep *Report) error {
 	}
 	failoverHTML(&b, rep)
 	for _, t := range rep.Targets {
-		fmt.Fprintf(&b, "<h2>%s</h2>\n<p><code>%s</code>", e(t.Name), e(t.URL))
+		fmt.Fprintf(&b, "<h2>%s</h2>\n<p><code>%s</code>", e(t.Name), e(t.ShownURL()))
 		if t.Deployed {
 			b.WriteString(" (deployed)")
 		}

@@ -11,6 +11,7 @@ import (
 
 	"anykv/internal/bench/failover"
 	"anykv/internal/bench/workload"
+	"anykv/internal/engine/remote/redact"
 )
 
 // Target describes one datastore compared.
@@ -23,6 +24,10 @@ type Target struct {
 	Driver   string   `json:"driver,omitempty"`   // driver settings
 	Skipped  string   `json:"skipped,omitempty"`  // the whole target did not run
 }
+
+// ShownURL is the target's URL as reports print it: a password it holds (a deployed PostgreSQL's or MariaDB's)
+// replaced by "xxxxx", since reports are shared and kept.
+func (t Target) ShownURL() string { return redact.URL(t.URL) }
 
 // WorkloadInfo names a workload and its effective parameters.
 type WorkloadInfo struct {

@@ -57,7 +57,7 @@ func writeTargetHeader(b *strings.Builder, t Target) {
 	if t.Deployed {
 		how = "deployed"
 	}
-	fmt.Fprintf(b, "== %s  %s  (%s)\n", t.Name, t.URL, how)
+	fmt.Fprintf(b, "== %s  %s  (%s)\n", t.Name, t.ShownURL(), how)
 	if t.Skipped != "" {
 		fmt.Fprintf(b, "   %s\n", t.Skipped)
 		return

@@ -92,8 +92,9 @@ func TestTwoBinaries(t *testing.T) {
 				url += "/anykv_e2e"
 			}
 			if c.deploy == "postgres" { // a role the server refuses: one line, password hidden
-				bad := strings.Replace(url, "postgres://postgres@", "postgres://nosuch:secret@", 1)
-				_, err := dial.Open(context.Background(), bad)
+				u, _ := neturl.Parse(url) // the target's URL carries its password: another role's in its place
+				u.User = neturl.UserPassword("nosuch", "secret")
+				_, err := dial.Open(context.Background(), u.String())
 				if err == nil || !strings.Contains(err.Error(), "cannot connect: ") || !strings.Contains(err.Error(), "nosuch") ||
 					strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "\n") {
 					t.Fatalf("wrong credentials: %v", err)
