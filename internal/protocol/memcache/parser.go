@@ -453,16 +453,18 @@ func (p *parser) parseStorage(tok [][]byte, nt int, cmd command, r *request) int
 		return -1
 	}
 	keyOK := p.key(tok[1], r)
-	flags, ok1 := parseUint(tok[2], 64) // memcached truncates flags to 32 bits; anykv refuses them below
+	// The numbers are read as memcached reads them (cUint, cInt): a line it takes has a data block after it, and a
+	// number it takes and anykv refused used to make that block run as commands.
+	flags, ok1 := cUint(tok[2]) // memcached truncates flags to 32 bits; anykv refuses them below
 	keyOK = keyOK && flags < 1<<32
-	exp, ok2 := parseInt(tok[3])
-	vlen, ok3 := parseInt(tok[4])
+	exp, ok2 := cInt(tok[3])
+	vlen, ok3 := cInt(tok[4])
 	if !ok1 || !ok2 || !ok3 || vlen < 0 || vlen > 1<<31-3 {
 		r.cmd, r.err = cmdError, "CLIENT_ERROR bad command line format"
 		return -1
 	}
 	if cmd == cmdCas {
-		c, ok := parseUint(tok[5], 64)
+		c, ok := cUint(tok[5])
 		if !ok {
 			r.cmd, r.err = cmdError, "CLIENT_ERROR bad command line format"
 			return -1
@@ -566,6 +568,55 @@ func parseUint(b []byte, bits uint) (uint64, bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// cNumber reads a decimal as C's strtoul and strtol do inside memcached's safe_strtoul and safe_strtol, which
+// read a storage line's numbers: white space first, a sign, digits (at least one; past 64 bits is ERANGE), then
+// white space or the end, and whatever follows that white space is ignored ("\t9", "9\r", "9\tjunk").
+func cNumber(b []byte) (neg bool, n uint64, ok bool) {
+	i := 0
+	for i < len(b) && cSpace(b[i]) {
+		i++
+	}
+	if i < len(b) && (b[i] == '+' || b[i] == '-') {
+		neg = b[i] == '-'
+		i++
+	}
+	start := i
+	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+		d := uint64(b[i] - '0')
+		if n > (1<<64-1-d)/10 {
+			return false, 0, false
+		}
+		n = n*10 + d
+	}
+	if i == start || i < len(b) && !cSpace(b[i]) {
+		return false, 0, false
+	}
+	return neg, n, true
+}
+
+// cSpace is C's isspace in the C locale.
+func cSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+}
+
+// cUint is safe_strtoul's reading (cNumber): a negative number is refused, "-0" is 0.
+func cUint(b []byte) (uint64, bool) {
+	neg, n, ok := cNumber(b)
+	return n, ok && (!neg || n == 0)
+}
+
+// cInt is safe_strtol's reading (cNumber) within int64.
+func cInt(b []byte) (int64, bool) {
+	neg, n, ok := cNumber(b)
+	switch {
+	case !ok || (!neg && n > 1<<63-1) || (neg && n > 1<<63):
+		return 0, false
+	case neg:
+		return -int64(n-1) - 1, true
+	}
+	return int64(n), true
 }
 
 // parseInt parses a signed decimal (optional sign, digits) within int64.
