@@ -11,7 +11,8 @@ import (
 // TestStorageNumbersReadAsMemcachedReadsThem: memcached reads a storage line's flags, exptime, bytes and cas with
 // strtoul/strtol (white space before, "-0", white space and anything after), so it stores the data block after
 // such a line; anykv refused these lines and then ran the block as commands: a value "flush_all" emptied the
-// store (each line below compared with memcached 1.6: STORED, or EXISTS for the cas). Now they store as there.
+// store (each line below compared with memcached 1.6: STORED, EXISTS for the cas, HD for ms, whose data length
+// memcached reads the same way). Now they store as there.
 func TestStorageNumbersReadAsMemcachedReadsThem(t *testing.T) {
 	store := kv.New(memstore.New(), kv.Options{SweepInterval: -1})
 	defer store.Close()
@@ -19,14 +20,20 @@ func TestStorageNumbersReadAsMemcachedReadsThem(t *testing.T) {
 	lines := []string{
 		"set a 0 0 \t9", "set a -0 0 9", "set a 0 0 9\tjunk", "set a 0 \t0 9", "set a \v0 0 9",
 		"set a 0 0 9\v", "set a 0 0 9\r", "set a 0 -0 9", "set a 0 0 +9", "set a 0 0 09", "cas a 0 0 9 -0",
+		"ms a \t9 q", "ms a 9\r", "ms a 9\tT5",
 	}
 	in := "set keep 0 0 1\r\nx\r\n"
 	want := "STORED\r\n"
 	for _, l := range lines {
 		in += l + "\r\nflush_all\r\n"
-		if l[:3] == "cas" {
+		switch l[:3] {
+		case "cas":
 			want += "EXISTS\r\n"
-		} else {
+		case "ms ":
+			if l != "ms a \t9 q" { // quiet: no HD
+				want += "HD\r\n"
+			}
+		default:
 			want += "STORED\r\n"
 		}
 	}

@@ -73,7 +73,7 @@ func (p *parser) parseMeta(line []byte, nt int, r *request) int {
 	}
 	first, vlen := 2, -1
 	if r.cmd == cmdMs {
-		n, ok := parseInt(tok[2])
+		n, ok := cInt(tok[2]) // as memcached reads it: a length it takes has a block after it (cNumber)
 		if !ok || n < 0 || n > 1<<31-3 {
 			return fail("CLIENT_ERROR bad command line format")
 		}
