@@ -68,7 +68,7 @@ typedef enum anykv_status {
 typedef struct anykv_options {
     int connect_timeout_ms; /* 0: 1000 ms; < 0: no limit */
     int io_timeout_ms;      /* per call, send+receive; 0: 5000 ms; < 0: no limit */
-    const char *username;   /* NULL: AUTH with password only */
+    const char *username;   /* NULL: AUTH with password only; set without a password: connect fails */
     const char *password;   /* NULL: no AUTH */
     int database;           /* 0: no SELECT; > 0: SELECT database after connecting */
     size_t max_reply_bytes; /* cap on memory one reply may use; 0: 64 MiB */

@@ -20,7 +20,9 @@ anykv_t *anykv_connect(const char *hostport, const anykv_options *opts)
     memset(&def, 0, sizeof def);
     if (opts == NULL)
         opts = &def;
-    if (opts->database < 0)
+    /* A username without a password would connect as the default user with no AUTH at all: refused, as a
+     * database below 0 is. */
+    if (opts->database < 0 || (opts->username != NULL && opts->password == NULL))
         return NULL;
     anykv_t *h = calloc(1, sizeof *h);
     if (h == NULL)

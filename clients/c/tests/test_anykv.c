@@ -494,6 +494,14 @@ static void test_timeout_reconnect_auth(void)
         anykv_close(h);
         fake_stop(f);
     }
+    /* A username without a password is refused (it would connect as the default user, no AUTH sent), lazy or
+     * not, before any connection. */
+    {
+        anykv_options o = {.username = "u"};
+        CHECK(anykv_connect("127.0.0.1:1", &o) == NULL);
+        o.lazy = 1;
+        CHECK(anykv_connect("127.0.0.1:1", &o) == NULL);
+    }
     /* A rejected AUTH: connect fails; a lazy handle reports why. */
     {
         const char *s0[] = {"-WRONGPASS invalid password\r\n", NULL};
