@@ -20,7 +20,8 @@ func respArray(args ...string) string {
 // by string2ull, so strtoull's forms count: a leading '+', white space, leading zeros and a '-' that negates
 // modulo 2^64 (" -1" is the largest number, "-01" too, "-1" none), a part read up to a NUL byte, at most 127
 // bytes. anykv refused "+5-1", " 6-1", "7-+1" and "+9-*" as invalid IDs, where Redis adds those entries, and
-// XRANGE, XDEL, XTRIM MINID and the group commands refused them likewise.
+// XRANGE, XDEL, XTRIM MINID and the group commands refused them likewise. (XPENDING in its summary form: the
+// extended form's idle times differ by a millisecond from one server to the other.)
 func TestStreamIDTextsMatchRedis(t *testing.T) {
 	long := strings.Repeat("0", 130) + "1-1"
 	var steps []transcriptStep
@@ -34,7 +35,7 @@ func TestStreamIDTextsMatchRedis(t *testing.T) {
 		{"XRANGE", "s", "+5", "+7"}, {"XRANGE", "s", "(+5", " 8"}, {"XREVRANGE", "s", "+", "00006-01"},
 		{"XDEL", "s", "+5-1", "x"}, {"XDEL", "s", "+5-1"}, {"XTRIM", "s", "MINID", " 7"}, {"XLEN", "s"},
 		{"XGROUP", "CREATE", "s", "g", "+0"}, {"XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">"},
-		{"XACK", "s", "g", "+7-1"}, {"XPENDING", "s", "g", "-", "+", "10"}, {"XCLAIM", "s", "g", "d", "0", " 9"},
+		{"XACK", "s", "g", "+7-1"}, {"XPENDING", "s", "g"}, {"XCLAIM", "s", "g", "d", "0", " 9"},
 		{"XREAD", "STREAMS", "s", "+8"}, {"XSETID", "s", " -1"}, {"XINFO", "STREAM", "s"},
 	} {
 		steps = append(steps, transcriptStep{"pub", respArray(args...), 1})
